@@ -1,10 +1,189 @@
 package io.sluice.bootstrap;
 
-/** Entry point placeholder. */
-public final class Main {
-  private Main() {}
+import io.sluice.config.ConfigException;
+import io.sluice.config.ConfigLoader;
+import io.sluice.config.SluiceConfig;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code sluice [serve] [--config FILE]}, {@code sluice validate FILE}, {@code sluice version}. */
+@Command(
+    name = "sluice",
+    mixinStandardHelpOptions = true,
+    versionProvider = Main.Version.class,
+    description = "Admission controller for AI traffic beside Envoy.",
+    subcommands = {Main.Serve.class, Main.Validate.class, Main.VersionCommand.class})
+public final class Main implements Callable<Integer> {
+  @Option(names = "--config", description = "policy YAML (default: the embedded default)")
+  Path config;
+
+  @Override
+  public Integer call() throws Exception {
+    Serve s = new Serve();
+    s.config = config;
+    return s.call();
+  }
 
   public static void main(String[] args) {
-    System.out.println("sluice");
+    // serve returns only after shutdown; exit explicitly so no non-daemon thread lingers
+    System.exit(new CommandLine(new Main()).execute(args));
+  }
+
+  /** Applies GRPC_HOST, GRPC_PORT, HOST and PORT over the file's values. */
+  static SluiceConfig withEnv(SluiceConfig c, Map<String, String> env) {
+    SluiceConfig.Server s = c.server();
+    String grpcHost = env.getOrDefault("GRPC_HOST", s.grpcHost());
+    String adminHost = env.getOrDefault("HOST", s.adminHost());
+    int grpcPort = port(env.get("GRPC_PORT"), s.grpcPort(), "GRPC_PORT");
+    int adminPort = port(env.get("PORT"), s.adminPort(), "PORT");
+    SluiceConfig.Server ns =
+        new SluiceConfig.Server(
+            grpcHost,
+            grpcPort,
+            adminHost,
+            adminPort,
+            s.maxInboundMessageBytes(),
+            s.shutdownGrace());
+    return new SluiceConfig(
+        ns,
+        c.limits(),
+        c.estimation(),
+        c.pools(),
+        c.classes(),
+        c.tiers(),
+        c.tenants(),
+        c.signals(),
+        c.routes(),
+        c.unmatched(),
+        c.responses(),
+        c.decisionLog(),
+        c.yaml());
+  }
+
+  private static int port(String v, int def, String name) {
+    if (v == null || v.isBlank()) {
+      return def;
+    }
+    try {
+      int p = Integer.parseInt(v.trim());
+      if (p >= 0 && p <= 65535) {
+        return p;
+      }
+    } catch (NumberFormatException ignored) {
+      // fall through
+    }
+    throw new ConfigException(java.util.List.of(name + ": " + v + " (expected: a port 0..65535)"));
+  }
+
+  @Command(name = "serve", description = "Run the server (the default command).")
+  static final class Serve implements Callable<Integer> {
+    @Option(names = "--config", description = "policy YAML (default: the embedded default)")
+    Path config;
+
+    @Override
+    public Integer call() throws Exception {
+      SluiceConfig c;
+      try {
+        c = config == null ? ConfigLoader.embeddedDefault() : ConfigLoader.load(config);
+        c = withEnv(c, System.getenv());
+      } catch (ConfigException e) {
+        System.err.println("sluice: invalid config " + (config == null ? "(embedded)" : config));
+        e.errors().forEach(err -> System.err.println("  " + err));
+        return 2;
+      }
+      SluiceServer server = SluiceServer.start(c);
+      CountDownLatch stopped = new CountDownLatch(1);
+      final SluiceConfig effective = c;
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    server.shutdown(effective.server().shutdownGrace());
+                    stopped.countDown();
+                  },
+                  "sluice-shutdown"));
+      server.awaitTermination();
+      stopped.await();
+      return 0;
+    }
+  }
+
+  @Command(name = "validate", description = "Check a policy file; print every error with its path.")
+  static final class Validate implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "FILE")
+    Path file;
+
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      PrintWriter out = spec.commandLine().getOut();
+      PrintWriter err = spec.commandLine().getErr();
+      if (!Files.isReadable(file)) {
+        err.println(file + ": cannot read file");
+        return 2;
+      }
+      try {
+        SluiceConfig c = ConfigLoader.load(file);
+        out.println(
+            file
+                + ": OK ("
+                + c.pools().size()
+                + " pools, "
+                + c.classes().size()
+                + " classes, "
+                + c.routes().size()
+                + " routes)");
+        return 0;
+      } catch (ConfigException e) {
+        err.println(file + ": " + e.errors().size() + " error(s)");
+        e.errors().forEach(x -> err.println("  " + x));
+        return 1;
+      } catch (IOException e) {
+        err.println(file + ": " + e.getMessage());
+        return 2;
+      }
+    }
+  }
+
+  @Command(name = "version", description = "Print the version.")
+  static final class VersionCommand implements Callable<Integer> {
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      spec.commandLine().getOut().println("sluice " + version());
+      return 0;
+    }
+  }
+
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() {
+      return new String[] {"sluice " + version()};
+    }
+  }
+
+  static String version() {
+    try (InputStream in = Main.class.getResourceAsStream("/io/sluice/version.properties")) {
+      Properties p = new Properties();
+      if (in != null) {
+        p.load(in);
+      }
+      return p.getProperty("version", "unknown");
+    } catch (IOException e) {
+      return "unknown";
+    }
   }
 }

@@ -1,0 +1,447 @@
+package io.sluice.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.sluice.config.SluiceConfig.EstimateFrom;
+import io.sluice.config.SluiceConfig.Signal;
+import io.sluice.config.SluiceConfig.Source;
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.TierPolicy;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Reads YAML into a validated {@link SluiceConfig}: every error is collected with its YAML path and
+ * the expected value; unknown keys are errors. Cross-references (routes → pools/classes, tenants →
+ * tiers, share sums) are checked on the whole snapshot.
+ */
+public final class ConfigLoader {
+  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  public static final String DEFAULT_RESOURCE = "/io/sluice/config/default.yaml";
+
+  private ConfigLoader() {}
+
+  /** The embedded default policy. */
+  public static SluiceConfig embeddedDefault() {
+    try (InputStream in = ConfigLoader.class.getResourceAsStream(DEFAULT_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException("missing embedded default " + DEFAULT_RESOURCE);
+      }
+      return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  public static SluiceConfig load(Path file) throws IOException {
+    return parse(Files.readString(file, StandardCharsets.UTF_8));
+  }
+
+  /** Parses and validates; throws {@link ConfigException} listing every error. */
+  public static SluiceConfig parse(String yaml) {
+    List<String> errors = new ArrayList<>();
+    JsonNode root;
+    try {
+      root = YAML.readTree(yaml);
+    } catch (IOException e) {
+      throw new ConfigException(
+          List.of("(document): not valid YAML: " + firstLine(e.getMessage())));
+    }
+    if (root == null || root.isMissingNode() || root.isNull()) {
+      root = YAML.createObjectNode();
+    }
+    Node r = new Node(root, "", errors);
+    r.only(
+        Set.of(
+            "server",
+            "limits",
+            "estimation",
+            "pools",
+            "classes",
+            "tiers",
+            "tenants",
+            "signals",
+            "routes",
+            "unmatched",
+            "responses",
+            "decisionLog"));
+    SluiceConfig config = build(r, yaml);
+    if (!errors.isEmpty()) {
+      throw new ConfigException(errors);
+    }
+    return config;
+  }
+
+  private static String firstLine(String s) {
+    if (s == null) {
+      return "";
+    }
+    int nl = s.indexOf('\n');
+    return nl < 0 ? s : s.substring(0, nl);
+  }
+
+  private static SluiceConfig build(Node r, String yaml) {
+    SluiceConfig.Server server = server(r.get("server"));
+    Node lim = r.get("limits").only(Set.of("maxBodyBytes"));
+    SluiceConfig.Limits limits = new SluiceConfig.Limits(lim.get("maxBodyBytes").bytes(8 << 20));
+    SluiceConfig.Estimation estimation = estimation(r.get("estimation"));
+
+    Map<String, PoolPolicy> pools = new LinkedHashMap<>();
+    for (var e : r.get("pools").entries().entrySet()) {
+      PoolPolicy p = pool(e.getKey(), e.getValue());
+      if (p != null) {
+        pools.put(e.getKey(), p);
+      }
+    }
+    if (r.get("pools").present() && pools.isEmpty()) {
+      r.get("pools").invalid("{}", "at least one pool");
+    }
+    if (!r.get("pools").present()) {
+      r.get("pools").error("pools: missing (expected: at least one pool)");
+    }
+
+    Map<String, ClassPolicy> classes = new LinkedHashMap<>();
+    for (var e : r.get("classes").entries().entrySet()) {
+      ClassPolicy c = requestClass(e.getKey(), e.getValue());
+      if (c != null) {
+        classes.put(e.getKey(), c);
+      }
+    }
+    if (classes.isEmpty()) {
+      r.get("classes").error("classes: missing (expected: at least one class)");
+    }
+    double reservedSum = classes.values().stream().mapToDouble(ClassPolicy::reservedShare).sum();
+    if (reservedSum > 1.0 + 1e-9) {
+      r.get("classes")
+          .error(
+              "classes.*.reservedShare: sum is "
+                  + reservedSum
+                  + " (expected: <= 1.0, shares are fractions of each pool)");
+    }
+
+    Map<String, TierPolicy> tiers = new LinkedHashMap<>();
+    for (var e : r.get("tiers").entries().entrySet()) {
+      Node t = e.getValue().only(Set.of("weight", "maxInFlight"));
+      TierPolicy tp =
+          t.build(
+              () ->
+                  new TierPolicy(
+                      e.getKey(),
+                      t.get("weight").doubleValue(1.0, 1e-6, 1e6),
+                      t.get("maxInFlight").intValue(0, 0, 1_000_000)));
+      if (tp != null) {
+        tiers.put(e.getKey(), tp);
+      }
+    }
+    if (tiers.isEmpty()) {
+      tiers.put("default", new TierPolicy("default", 1.0, 0));
+    }
+
+    SluiceConfig.Tenants tenants = tenants(r.get("tenants"), tiers);
+    Map<Signal, List<Source>> signals = signals(r.get("signals"));
+    List<SluiceConfig.RouteRule> routes = new ArrayList<>();
+    String defaultPool = pools.isEmpty() ? "default" : pools.keySet().iterator().next();
+    for (Node n : r.get("routes").items()) {
+      routes.add(route(n, pools, classes, defaultPool));
+    }
+    SluiceConfig.Unmatched unmatched = unmatched(r.get("unmatched"), pools, classes, defaultPool);
+
+    Node resp = r.get("responses").only(Set.of("decisionHeader", "estimateHeader"));
+    SluiceConfig.Responses responses =
+        new SluiceConfig.Responses(
+            resp.get("decisionHeader").bool(true), resp.get("estimateHeader").bool(false));
+
+    Node dl =
+        r.get("decisionLog").only(Set.of("enabled", "level", "sampleRate", "alwaysLogRejects"));
+    String level = dl.get("level").string("debug").toLowerCase(Locale.ROOT);
+    if (!Set.of("trace", "debug", "info", "warn").contains(level)) {
+      dl.get("level").invalid(level, "one of trace, debug, info, warn");
+    }
+    SluiceConfig.DecisionLog decisionLog =
+        new SluiceConfig.DecisionLog(
+            dl.get("enabled").bool(true),
+            level,
+            dl.get("sampleRate").doubleValue(1.0, 0.0, 1.0),
+            dl.get("alwaysLogRejects").bool(true));
+
+    return new SluiceConfig(
+        server,
+        limits,
+        estimation,
+        Map.copyOf(pools).isEmpty() ? Map.of() : java.util.Collections.unmodifiableMap(pools),
+        java.util.Collections.unmodifiableMap(classes),
+        java.util.Collections.unmodifiableMap(tiers),
+        tenants,
+        signals,
+        List.copyOf(routes),
+        unmatched,
+        responses,
+        decisionLog,
+        yaml);
+  }
+
+  private static SluiceConfig.Server server(Node s) {
+    s.only(Set.of("grpc", "admin", "shutdownGrace"));
+    Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize"));
+    Node a = s.get("admin").only(Set.of("host", "port"));
+    return new SluiceConfig.Server(
+        g.get("host").string("0.0.0.0"),
+        g.get("port").intValue(8081, 0, 65535),
+        a.get("host").string("0.0.0.0"),
+        a.get("port").intValue(8080, 0, 65535),
+        g.get("maxInboundMessageSize").bytes(16 << 20),
+        s.get("shutdownGrace").duration(Duration.ofSeconds(30)));
+  }
+
+  private static SluiceConfig.Estimation estimation(Node e) {
+    e.only(
+        Set.of(
+            "bytesPerToken",
+            "imageTokens",
+            "toolDefinitionOverheadTokens",
+            "perMessageOverheadTokens",
+            "maxJsonDepth",
+            "maxTokenizeChars"));
+    return new SluiceConfig.Estimation(
+        e.get("bytesPerToken").doubleValue(4.0, 0.5, 64),
+        e.get("imageTokens").longValue(765, 0, 1_000_000),
+        e.get("toolDefinitionOverheadTokens").longValue(10, 0, 100_000),
+        e.get("perMessageOverheadTokens").longValue(4, 0, 10_000),
+        e.get("maxJsonDepth").intValue(64, 4, 1024),
+        e.get("maxTokenizeChars").longValue(1 << 20, 1024, 1L << 30));
+  }
+
+  private static PoolPolicy pool(String name, Node p) {
+    p.only(
+        Set.of(
+            "capacity",
+            "maxRequests",
+            "inputWeight",
+            "outputWeight",
+            "retryAfter",
+            "maxMessageTimeout"));
+    Node ra = p.get("retryAfter").only(Set.of("min", "max"));
+    if (!p.get("capacity").present()) {
+      p.get("capacity").error(p.path() + ".capacity: missing (expected: work units > 0)");
+      return null;
+    }
+    Duration mmt = p.get("maxMessageTimeout").duration(Duration.ZERO);
+    if (mmt.compareTo(Duration.ofHours(1)) > 0) {
+      p.get("maxMessageTimeout").invalid(mmt.toString(), "0s .. 3600s (Envoy's limit)");
+    }
+    return p.build(
+        () ->
+            new PoolPolicy(
+                name,
+                p.get("capacity").longValue(1, 1, Long.MAX_VALUE / 4),
+                p.get("maxRequests").intValue(0, 0, 10_000_000),
+                p.get("inputWeight").doubleValue(1.0, 0, 1000),
+                p.get("outputWeight").doubleValue(1.0, 0, 1000),
+                ra.get("min").duration(Duration.ofSeconds(1)),
+                ra.get("max").duration(Duration.ofSeconds(60)),
+                mmt));
+  }
+
+  private static ClassPolicy requestClass(String name, Node c) {
+    c.only(
+        Set.of(
+            "rank",
+            "reservedShare",
+            "lendableShare",
+            "borrow",
+            "deadline",
+            "maxQueueWait",
+            "defaultOutputTokens",
+            "maxOutputTokens",
+            "shedStatus"));
+    double reserved = c.get("reservedShare").doubleValue(0.0, 0, 1);
+    return c.build(
+        () ->
+            new ClassPolicy(
+                name,
+                c.get("rank").intValue(0, 0, 1000),
+                reserved,
+                c.get("lendableShare").doubleValue(0.0, 0, 1),
+                c.get("borrow").bool(true),
+                c.get("deadline").duration(Duration.ofSeconds(60)),
+                c.get("maxQueueWait").duration(Duration.ZERO),
+                c.get("defaultOutputTokens").longValue(1024, 0, 10_000_000),
+                c.get("maxOutputTokens").longValue(8192, 0, 10_000_000),
+                c.get("shedStatus").intValue(503, 100, 599)));
+  }
+
+  private static SluiceConfig.Tenants tenants(Node t, Map<String, TierPolicy> tiers) {
+    t.only(Set.of("anonymousTier", "unknown", "unknownTier", "known"));
+    String first = tiers.keySet().iterator().next();
+    String anon = t.get("anonymousTier").string(first);
+    String unknownTier = t.get("unknownTier").string(first);
+    checkTier(t.get("anonymousTier"), anon, tiers);
+    checkTier(t.get("unknownTier"), unknownTier, tiers);
+    SluiceConfig.UnknownAction action =
+        t.get("unknown")
+            .enumValue(
+                SluiceConfig.UnknownAction.class,
+                SluiceConfig.UnknownAction.ADMIT,
+                a -> a.name().toLowerCase(Locale.ROOT));
+    Map<String, String> known = new LinkedHashMap<>();
+    for (var e : t.get("known").entries().entrySet()) {
+      Node k = e.getValue().only(Set.of("tier"));
+      String tier = k.get("tier").requiredString();
+      checkTier(k.get("tier"), tier, tiers);
+      known.put(e.getKey(), tier);
+    }
+    return new SluiceConfig.Tenants(anon, action, unknownTier, Map.copyOf(known));
+  }
+
+  private static void checkTier(Node at, String tier, Map<String, TierPolicy> tiers) {
+    if (!tiers.containsKey(tier)) {
+      at.invalid(tier, "a tier defined under tiers: " + String.join(", ", tiers.keySet()));
+    }
+  }
+
+  private static Map<Signal, List<Source>> signals(Node s) {
+    Map<String, Signal> byKey = new LinkedHashMap<>();
+    for (Signal sig : Signal.values()) {
+      byKey.put(sig.key(), sig);
+    }
+    s.only(byKey.keySet());
+    Map<Signal, List<Source>> out = new EnumMap<>(Signal.class);
+    for (Signal sig : Signal.values()) {
+      out.put(sig, List.of());
+    }
+    for (var e : s.entries().entrySet()) {
+      Signal sig = byKey.get(e.getKey());
+      if (sig == null) {
+        continue;
+      }
+      List<Source> sources = new ArrayList<>();
+      for (Node item : e.getValue().items()) {
+        Source src = source(item);
+        if (src != null) {
+          sources.add(src);
+        }
+      }
+      out.put(sig, List.copyOf(sources));
+    }
+    return java.util.Collections.unmodifiableMap(out);
+  }
+
+  private static Source source(Node n) {
+    n.only(Set.of("metadata", "header", "dynamicMetadata", "attribute"));
+    if (!n.present() || !n.json().isObject() || n.json().size() != 1) {
+      n.invalid(
+          String.valueOf(n.json()),
+          "exactly one of metadata: <key>, header: <name>, dynamicMetadata: {namespace, path},"
+              + " attribute: <expression>");
+      return null;
+    }
+    if (n.get("metadata").present()) {
+      return new Source.Metadata(n.get("metadata").requiredString().toLowerCase(Locale.ROOT));
+    }
+    if (n.get("header").present()) {
+      return new Source.Header(n.get("header").requiredString().toLowerCase(Locale.ROOT));
+    }
+    if (n.get("attribute").present()) {
+      return new Source.Attribute(n.get("attribute").requiredString());
+    }
+    Node dm = n.get("dynamicMetadata").only(Set.of("namespace", "path"));
+    String ns = dm.get("namespace").requiredString();
+    List<String> path = new ArrayList<>();
+    Node p = dm.get("path");
+    if (p.present() && p.json().isTextual()) {
+      path.addAll(List.of(p.json().asText().split("\\.")));
+    } else {
+      for (Node seg : p.items()) {
+        path.add(seg.requiredString());
+      }
+    }
+    if (path.isEmpty()) {
+      p.invalid("[]", "a key path such as [payload, tenant] or payload.tenant");
+    }
+    return new Source.DynamicMetadata(ns, List.copyOf(path));
+  }
+
+  private static SluiceConfig.RouteRule route(
+      Node n, Map<String, PoolPolicy> pools, Map<String, ClassPolicy> classes, String defaultPool) {
+    n.only(Set.of("name", "match", "pool", "class", "format", "estimate"));
+    Node m = n.get("match").only(Set.of("route", "path", "pathPrefix"));
+    String name = n.get("name").requiredString();
+    String pool = n.get("pool").string(defaultPool);
+    String cls = n.get("class").requiredString();
+    checkRef(n.get("pool"), pool, pools.keySet(), "pools");
+    checkRef(n.get("class"), cls, classes.keySet(), "classes");
+    String mr = m.get("route").string(null);
+    String mp = m.get("path").string(null);
+    String mpp = m.get("pathPrefix").string(null);
+    if (mr == null && mp == null && mpp == null) {
+      m.invalid(String.valueOf(m.json()), "at least one of route, path, pathPrefix");
+    }
+    return new SluiceConfig.RouteRule(
+        name, mr, mp, mpp, pool, cls, format(n.get("format")), estimateFrom(n.get("estimate")));
+  }
+
+  private static SluiceConfig.Unmatched unmatched(
+      Node n, Map<String, PoolPolicy> pools, Map<String, ClassPolicy> classes, String defaultPool) {
+    n.only(Set.of("action", "pool", "class", "format", "estimate"));
+    String action = n.get("action").string("admit");
+    if (!action.equals("admit") && !action.equals("reject")) {
+      n.get("action").invalid(action, "admit or reject");
+    }
+    String pool = n.get("pool").string(defaultPool);
+    String fallbackClass =
+        classes.isEmpty() ? "" : new ArrayList<>(classes.keySet()).get(classes.size() - 1);
+    String cls = n.get("class").string(fallbackClass);
+    if (action.equals("admit")) {
+      checkRef(n.get("pool"), pool, pools.keySet(), "pools");
+      checkRef(n.get("class"), cls, classes.keySet(), "classes");
+    }
+    return new SluiceConfig.Unmatched(
+        action.equals("reject"),
+        pool,
+        cls,
+        format(n.get("format")),
+        estimateFrom(n.get("estimate")));
+  }
+
+  private static void checkRef(Node at, String value, Set<String> names, String section) {
+    if (!names.contains(value)) {
+      at.invalid(value, "a name defined under " + section + ": " + String.join(", ", names));
+    }
+  }
+
+  private static RequestFormat format(Node n) {
+    if (!n.present()) {
+      return RequestFormat.AUTO;
+    }
+    try {
+      return RequestFormat.fromConfigName(n.string("auto"));
+    } catch (IllegalArgumentException e) {
+      List<String> names = new ArrayList<>();
+      for (RequestFormat f : RequestFormat.values()) {
+        names.add(f.configName());
+      }
+      n.invalid(n.json().toString(), "one of " + String.join(", ", names));
+      return RequestFormat.AUTO;
+    }
+  }
+
+  private static EstimateFrom estimateFrom(Node n) {
+    return n.enumValue(
+        EstimateFrom.class, EstimateFrom.BODY, e -> e.name().toLowerCase(Locale.ROOT));
+  }
+}

@@ -1,0 +1,240 @@
+package io.sluice.config;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * A cursor over the YAML tree that knows its path and collects errors instead of throwing, so
+ * {@code sluice validate} can report every problem at once as {@code path: value (expected: ...)}.
+ */
+final class Node {
+  private static final Pattern DURATION = Pattern.compile("^(\\d+(?:\\.\\d+)?)(ms|s|m|h)$");
+  private static final Pattern SIZE = Pattern.compile("^(\\d+)\\s*(B|KiB|MiB|GiB|KB|MB|GB)?$");
+
+  private final JsonNode json;
+  private final String path;
+  private final List<String> errors;
+
+  Node(JsonNode json, String path, List<String> errors) {
+    this.json = json;
+    this.path = path;
+    this.errors = errors;
+  }
+
+  String path() {
+    return path;
+  }
+
+  boolean present() {
+    return json != null && !json.isNull() && !json.isMissingNode();
+  }
+
+  JsonNode json() {
+    return json;
+  }
+
+  void error(String message) {
+    errors.add(message);
+  }
+
+  void invalid(String value, String expected) {
+    errors.add(path + ": " + value + " (expected: " + expected + ")");
+  }
+
+  private String child(String key) {
+    return path.isEmpty() ? key : path + "." + key;
+  }
+
+  Node get(String key) {
+    JsonNode v = json != null && json.isObject() ? json.get(key) : null;
+    return new Node(v, child(key), errors);
+  }
+
+  /** Reports keys other than {@code allowed}; a typo must never be silently ignored. */
+  Node only(Set<String> allowed) {
+    if (present() && !json.isObject()) {
+      invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
+      return this;
+    }
+    if (present()) {
+      Iterator<String> it = json.fieldNames();
+      while (it.hasNext()) {
+        String k = it.next();
+        if (!allowed.contains(k)) {
+          errors.add(
+              child(k) + ": unknown key (expected one of: " + String.join(", ", allowed) + ")");
+        }
+      }
+    }
+    return this;
+  }
+
+  String string(String def) {
+    if (!present()) {
+      return def;
+    }
+    if (!json.isTextual() && !json.isNumber() && !json.isBoolean()) {
+      invalid(json.toString(), "a string");
+      return def;
+    }
+    return json.asText();
+  }
+
+  String requiredString() {
+    if (!present()) {
+      errors.add(path + ": missing (expected: a string)");
+      return "";
+    }
+    return string("");
+  }
+
+  boolean bool(boolean def) {
+    if (!present()) {
+      return def;
+    }
+    if (!json.isBoolean()) {
+      invalid(json.toString(), "true or false");
+      return def;
+    }
+    return json.asBoolean();
+  }
+
+  long longValue(long def, long min, long max) {
+    if (!present()) {
+      return def;
+    }
+    if (!json.isIntegralNumber() || json.asLong() < min || json.asLong() > max) {
+      invalid(json.toString(), "an integer in " + min + ".." + max);
+      return def;
+    }
+    return json.asLong();
+  }
+
+  int intValue(int def, int min, int max) {
+    return (int) longValue(def, min, max);
+  }
+
+  double doubleValue(double def, double min, double max) {
+    if (!present()) {
+      return def;
+    }
+    if (!json.isNumber() || json.asDouble() < min || json.asDouble() > max) {
+      invalid(json.toString(), "a number in " + min + ".." + max);
+      return def;
+    }
+    return json.asDouble();
+  }
+
+  Duration duration(Duration def) {
+    if (!present()) {
+      return def;
+    }
+    String s = json.asText().trim();
+    if (json.isIntegralNumber() && json.asLong() == 0) {
+      return Duration.ZERO;
+    }
+    Matcher m = DURATION.matcher(s);
+    if (!json.isTextual() || !m.matches()) {
+      invalid(json.toString(), "a duration such as 250ms, 2s, 1.5s, 5m, 1h");
+      return def;
+    }
+    double n = Double.parseDouble(m.group(1));
+    double nanos =
+        switch (m.group(2)) {
+          case "ms" -> n * 1e6;
+          case "s" -> n * 1e9;
+          case "m" -> n * 60e9;
+          default -> n * 3600e9;
+        };
+    return Duration.ofNanos((long) nanos);
+  }
+
+  long bytes(long def) {
+    if (!present()) {
+      return def;
+    }
+    Matcher m = SIZE.matcher(json.asText().trim());
+    if (!m.matches()) {
+      invalid(json.toString(), "a size such as 1048576, 512KiB, 8MiB");
+      return def;
+    }
+    long n = Long.parseLong(m.group(1));
+    String unit = m.group(2) == null ? "B" : m.group(2);
+    return switch (unit) {
+      case "KiB" -> n << 10;
+      case "MiB" -> n << 20;
+      case "GiB" -> n << 30;
+      case "KB" -> n * 1000;
+      case "MB" -> n * 1000_000;
+      case "GB" -> n * 1000_000_000L;
+      default -> n;
+    };
+  }
+
+  <E extends Enum<E>> E enumValue(Class<E> type, E def, Function<E, String> name) {
+    if (!present()) {
+      return def;
+    }
+    String s = json.asText();
+    List<String> names = new ArrayList<>();
+    for (E e : type.getEnumConstants()) {
+      if (name.apply(e).equals(s)) {
+        return e;
+      }
+      names.add(name.apply(e));
+    }
+    invalid(json.toString(), "one of " + String.join(", ", names));
+    return def;
+  }
+
+  /** Children of a mapping, in file order. */
+  Map<String, Node> entries() {
+    Map<String, Node> out = new LinkedHashMap<>();
+    if (!present()) {
+      return out;
+    }
+    if (!json.isObject()) {
+      invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
+      return out;
+    }
+    json.fields()
+        .forEachRemaining(
+            e -> out.put(e.getKey(), new Node(e.getValue(), child(e.getKey()), errors)));
+    return out;
+  }
+
+  List<Node> items() {
+    List<Node> out = new ArrayList<>();
+    if (!present()) {
+      return out;
+    }
+    if (!json.isArray()) {
+      invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a list");
+      return out;
+    }
+    for (int i = 0; i < json.size(); i++) {
+      out.add(new Node(json.get(i), path + "[" + i + "]", errors));
+    }
+    return out;
+  }
+
+  /** Builds a value, turning a validating constructor's exception into an error at this path. */
+  <T> T build(java.util.function.Supplier<T> ctor) {
+    try {
+      return ctor.get();
+    } catch (IllegalArgumentException e) {
+      errors.add(e.getMessage());
+      return null;
+    }
+  }
+}

@@ -1,0 +1,135 @@
+package io.sluice.config;
+
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.TierPolicy;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One immutable, validated snapshot of Sluice's configuration. Built only by {@link ConfigLoader};
+ * published as a single reference so readers never lock.
+ */
+public record SluiceConfig(
+    Server server,
+    Limits limits,
+    Estimation estimation,
+    Map<String, PoolPolicy> pools,
+    Map<String, ClassPolicy> classes,
+    Map<String, TierPolicy> tiers,
+    Tenants tenants,
+    Map<Signal, List<Source>> signals,
+    List<RouteRule> routes,
+    Unmatched unmatched,
+    Responses responses,
+    DecisionLog decisionLog,
+    String yaml) {
+
+  /** Process settings: ports, bind addresses, grace period. */
+  public record Server(
+      String grpcHost,
+      int grpcPort,
+      String adminHost,
+      int adminPort,
+      long maxInboundMessageBytes,
+      Duration shutdownGrace) {}
+
+  /** Request envelope limits. */
+  public record Limits(long maxBodyBytes) {}
+
+  /** Token estimation knobs (see docs/estimation.md). */
+  public record Estimation(
+      double bytesPerToken,
+      long imageTokens,
+      long toolDefinitionOverheadTokens,
+      long perMessageOverheadTokens,
+      int maxJsonDepth,
+      long maxTokenizeChars) {}
+
+  /** Tenant resolution: who is anonymous, what unknown tenants get, known tenants' tiers. */
+  public record Tenants(
+      String anonymousTier, UnknownAction unknown, String unknownTier, Map<String, String> known) {}
+
+  /** What to do with a tenant id that is not in {@code tenants.known}. */
+  public enum UnknownAction {
+    ADMIT,
+    REJECT
+  }
+
+  /** Named values Sluice reads from trusted sources only. */
+  public enum Signal {
+    TENANT("tenant"),
+    CLASS("class"),
+    POOL("pool"),
+    ROUTE("route"),
+    FORMAT("format"),
+    DEADLINE_MS("deadlineMs"),
+    MAX_MESSAGE_TIMEOUT_MS("maxMessageTimeoutMs"),
+    OPERATION_ID("operationId");
+
+    private final String key;
+
+    Signal(String key) {
+      this.key = key;
+    }
+
+    public String key() {
+      return key;
+    }
+  }
+
+  /** A trusted place to read a signal from. */
+  public sealed interface Source {
+    /** gRPC initial metadata Envoy sends (per-route {@code grpc_initial_metadata}). */
+    record Metadata(String key) implements Source {}
+
+    /** A request header the operator declares trusted (set or sanitized by an earlier filter). */
+    record Header(String name) implements Source {}
+
+    /** Envoy dynamic metadata forwarded in {@code metadata_context} (e.g. from jwt_authn). */
+    record DynamicMetadata(String namespace, List<String> path) implements Source {}
+
+    /** A {@code request_attributes} expression, e.g. route metadata. */
+    record Attribute(String expression) implements Source {}
+  }
+
+  /** How a route's request is estimated. */
+  public enum EstimateFrom {
+    /** Parse the buffered request body (Envoy request_body_mode BUFFERED). */
+    BODY,
+    /** Decide at request headers from content-length. */
+    HEADERS
+  }
+
+  /**
+   * Maps a request to (pool, class, format). Matches when every given criterion matches: the
+   * trusted {@code route} signal equals {@code matchRoute}, the path equals {@code matchPath} or
+   * starts with {@code matchPathPrefix}.
+   */
+  public record RouteRule(
+      String name,
+      String matchRoute,
+      String matchPath,
+      String matchPathPrefix,
+      String pool,
+      String requestClass,
+      RequestFormat format,
+      EstimateFrom estimateFrom) {}
+
+  /** What happens to a request no route matches. */
+  public record Unmatched(
+      boolean reject,
+      String pool,
+      String requestClass,
+      RequestFormat format,
+      EstimateFrom estimateFrom) {}
+
+  /** Headers added to admitted requests. */
+  public record Responses(boolean decisionHeader, boolean estimateHeader) {}
+
+  /** The structured decision log (the admission record as JSON). */
+  public record DecisionLog(
+      boolean enabled, String level, double sampleRate, boolean alwaysLogRejects) {}
+}

@@ -1,0 +1,76 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.Tenant;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Work admitted into a pool. Held until the response ends or the stream is cancelled; {@link
+ * #release} takes effect exactly once whatever path calls it (response end, cancel, error,
+ * shutdown) — later calls return false and change nothing.
+ */
+public final class Permit {
+  private final PoolState pool;
+  private final ClassPolicy requestClass;
+  private final int classIndex;
+  private final Tenant tenant;
+  private final long workUnits;
+  private final long admittedAtNanos;
+  private final AtomicBoolean released = new AtomicBoolean();
+
+  Permit(
+      PoolState pool,
+      ClassPolicy requestClass,
+      int classIndex,
+      Tenant tenant,
+      long workUnits,
+      long admittedAtNanos) {
+    this.pool = pool;
+    this.requestClass = requestClass;
+    this.classIndex = classIndex;
+    this.tenant = tenant;
+    this.workUnits = workUnits;
+    this.admittedAtNanos = admittedAtNanos;
+  }
+
+  /**
+   * Returns the work to the pool. Returns true only for the call that actually released.
+   *
+   * @param nowNanos ticker time of the release
+   */
+  public boolean release(Outcome outcome, long nowNanos) {
+    if (!released.compareAndSet(false, true)) {
+      return false;
+    }
+    pool.release(this, outcome, nowNanos);
+    return true;
+  }
+
+  public boolean isReleased() {
+    return released.get();
+  }
+
+  public String poolName() {
+    return pool.policy().name();
+  }
+
+  public ClassPolicy requestClass() {
+    return requestClass;
+  }
+
+  int classIndex() {
+    return classIndex;
+  }
+
+  public Tenant tenant() {
+    return tenant;
+  }
+
+  public long workUnits() {
+    return workUnits;
+  }
+
+  public long admittedAtNanos() {
+    return admittedAtNanos;
+  }
+}

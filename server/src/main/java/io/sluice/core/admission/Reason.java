@@ -1,0 +1,61 @@
+package io.sluice.core.admission;
+
+/**
+ * Stable reason codes (PRODUCT.md). Clients branch on {@link #code()}: never rename one; add new
+ * ones at the end.
+ */
+public enum Reason {
+  ADMITTED("admitted", 200, Scope.NONE),
+  POOL_SATURATED("pool_saturated", 503, Scope.POOL),
+  QUEUE_FULL("queue_full", 503, Scope.POOL),
+  QUEUE_TIMEOUT("queue_timeout", 503, Scope.POOL),
+  DEADLINE_UNREACHABLE("deadline_unreachable", 503, Scope.POOL),
+  TENANT_RATE("tenant_rate", 429, Scope.TENANT),
+  TENANT_TOKENS("tenant_tokens", 429, Scope.TENANT),
+  TENANT_CONCURRENCY("tenant_concurrency", 429, Scope.TENANT),
+  CLASS_SHARE("class_share", 503, Scope.CLASS),
+  RETRY_BUDGET("retry_budget", 429, Scope.TENANT),
+  DUPLICATE_OPERATION("duplicate_operation", 409, Scope.REQUEST),
+  UPSTREAM_OVERLOADED("upstream_overloaded", 503, Scope.POOL),
+  INVALID_REQUEST("invalid_request", 400, Scope.REQUEST),
+  BODY_TOO_LARGE("body_too_large", 413, Scope.REQUEST),
+  UNKNOWN_ROUTE("unknown_route", 404, Scope.REQUEST),
+  DEGRADED("degraded", 200, Scope.REQUEST),
+  UNKNOWN_TENANT("unknown_tenant", 403, Scope.TENANT),
+  SHUTTING_DOWN("shutting_down", 503, Scope.POOL);
+
+  /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
+  public enum Scope {
+    NONE,
+    REQUEST,
+    TENANT,
+    CLASS,
+    POOL;
+
+    public String code() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
+  private final String code;
+  private final int defaultStatus;
+  private final Scope scope;
+
+  Reason(String code, int defaultStatus, Scope scope) {
+    this.code = code;
+    this.defaultStatus = defaultStatus;
+    this.scope = scope;
+  }
+
+  public String code() {
+    return code;
+  }
+
+  public int defaultStatus() {
+    return defaultStatus;
+  }
+
+  public Scope scope() {
+    return scope;
+  }
+}

@@ -1,0 +1,68 @@
+package io.sluice.core.policy;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * A priority class such as {@code interactive}, {@code agent} or {@code batch}.
+ *
+ * <p>Shares are fractions of each pool's capacity. {@code reservedShare} is what the class may use
+ * without borrowing; of it, {@code reservedShare - lendableShare} is <em>guaranteed</em>: other
+ * classes can never occupy it, so the class gets it the moment it asks. The lendable part may be
+ * borrowed by others while idle and comes back as their work completes.
+ *
+ * @param rank 0 = highest priority
+ * @param borrow whether the class may use idle capacity beyond its reserved share
+ * @param shedStatus HTTP status used when this class is shed for pool saturation (503 or 429)
+ */
+public record ClassPolicy(
+    String name,
+    int rank,
+    double reservedShare,
+    double lendableShare,
+    boolean borrow,
+    Duration deadline,
+    Duration maxQueueWait,
+    long defaultOutputTokens,
+    long maxOutputTokens,
+    int shedStatus) {
+
+  public ClassPolicy {
+    Objects.requireNonNull(name, "name");
+    String p = "classes." + name + ".";
+    if (rank < 0) {
+      throw new IllegalArgumentException(p + "rank: " + rank + " (expected: >= 0)");
+    }
+    if (!(reservedShare >= 0 && reservedShare <= 1)) {
+      throw new IllegalArgumentException(
+          p + "reservedShare: " + reservedShare + " (expected: 0.0 .. 1.0)");
+    }
+    if (!(lendableShare >= 0 && lendableShare <= reservedShare)) {
+      throw new IllegalArgumentException(
+          p + "lendableShare: " + lendableShare + " (expected: 0.0 .. reservedShare)");
+    }
+    if (deadline.isNegative() || deadline.isZero()) {
+      throw new IllegalArgumentException(p + "deadline: " + deadline + " (expected: > 0)");
+    }
+    if (maxQueueWait.isNegative()) {
+      throw new IllegalArgumentException(p + "maxQueueWait: " + maxQueueWait + " (expected: >= 0)");
+    }
+    if (defaultOutputTokens < 0 || maxOutputTokens < defaultOutputTokens) {
+      throw new IllegalArgumentException(
+          p
+              + "defaultOutputTokens/maxOutputTokens: "
+              + defaultOutputTokens
+              + "/"
+              + maxOutputTokens
+              + " (expected: 0 <= default <= max)");
+    }
+    if (shedStatus != 429 && shedStatus != 503) {
+      throw new IllegalArgumentException(
+          p + "shedStatus: " + shedStatus + " (expected: 429 or 503)");
+    }
+  }
+
+  public double guaranteedShare() {
+    return reservedShare - lendableShare;
+  }
+}

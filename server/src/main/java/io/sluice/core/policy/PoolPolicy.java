@@ -1,0 +1,60 @@
+package io.sluice.core.policy;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * One scarce resource behind Envoy (a model deployment, a provider quota).
+ *
+ * @param name pool name (config key)
+ * @param capacityWorkUnits token-weighted work allowed in flight
+ * @param maxRequests optional cap on concurrent requests, 0 = no cap
+ * @param inputWeight work units per estimated input token
+ * @param outputWeight work units per reserved output token
+ * @param retryAfterMin lower clamp of Retry-After for 503s from this pool
+ * @param retryAfterMax upper clamp of Retry-After for 503s from this pool
+ * @param maxMessageTimeout Envoy's {@code max_message_timeout} for routes of this pool (zero =
+ *     queue-hold disabled); Sluice cannot read Envoy's config, so it is told here or per route
+ */
+public record PoolPolicy(
+    String name,
+    long capacityWorkUnits,
+    int maxRequests,
+    double inputWeight,
+    double outputWeight,
+    Duration retryAfterMin,
+    Duration retryAfterMax,
+    Duration maxMessageTimeout) {
+
+  public PoolPolicy {
+    Objects.requireNonNull(name, "name");
+    if (capacityWorkUnits <= 0) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".capacity: " + capacityWorkUnits + " (expected: > 0)");
+    }
+    if (maxRequests < 0) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".maxRequests: " + maxRequests + " (expected: >= 0, 0 = no cap)");
+    }
+    if (!(inputWeight >= 0) || !(outputWeight >= 0)) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".inputWeight/outputWeight: must be >= 0");
+    }
+    if (retryAfterMin.isNegative() || retryAfterMax.compareTo(retryAfterMin) < 0) {
+      throw new IllegalArgumentException(
+          "pools."
+              + name
+              + ".retryAfter: min "
+              + retryAfterMin
+              + " max "
+              + retryAfterMax
+              + " (expected: 0 <= min <= max)");
+    }
+  }
+
+  /** Work units of a request with the given token estimate. */
+  public long workUnits(long inputTokens, long outputTokens) {
+    double w = inputTokens * inputWeight + outputTokens * outputWeight;
+    return Math.max(1L, (long) Math.ceil(w));
+  }
+}

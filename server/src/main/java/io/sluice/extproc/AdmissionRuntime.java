@@ -1,0 +1,23 @@
+package io.sluice.extproc;
+
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.time.Ticker;
+import io.sluice.observability.AdmissionMetrics;
+import io.sluice.observability.DecisionLog;
+import io.sluice.routing.RequestResolver;
+
+/**
+ * Everything one ext_proc stream needs, as one immutable snapshot. A stream reads the snapshot once
+ * at its first message, so a reload never changes a request half-way.
+ */
+public record AdmissionRuntime(
+    SluiceConfig config,
+    RequestResolver resolver,
+    AdmissionController controller,
+    TokenEstimator estimator,
+    AdmissionMetrics metrics,
+    DecisionLog decisionLog,
+    Ticker ticker,
+    java.time.Clock clock) {}

@@ -1,0 +1,512 @@
+package io.sluice.extproc;
+
+import com.google.protobuf.ByteString;
+import com.google.protobuf.Struct;
+import com.google.protobuf.util.Timestamps;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import io.sluice.api.v1.AdmissionRecord;
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Decision;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Permit;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.EstimateLimits;
+import io.sluice.core.estimate.TokenEstimate;
+import io.sluice.core.estimate.Usage;
+import io.sluice.core.estimate.UsageExtractor;
+import io.sluice.routing.ResolvedRequest;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One ext_proc stream = one HTTP request. A state machine over the messages Envoy sends:
+ *
+ * <pre>
+ * request_headers ─┬─ decide now (headers-only route, no body, body mode NONE/STREAMED) ─┐
+ *                  └─ CONTINUE, wait ─ request_body (BUFFERED) ─ decide ──────────────────┤
+ *                        admit: CONTINUE + headers + dynamic metadata; reject: ImmediateResponse
+ * response_headers ─ observe status ─ (body mode NONE or end_of_stream: release)
+ * response_body*  ─ CONTINUE each chunk at once, extract usage ─ end_of_stream: release
+ * cancel / error / half-close at any point ─ release exactly once
+ * </pre>
+ *
+ * <p>Every message gets exactly one answer. Internal failures and out-of-phase messages end the
+ * stream with a non-OK status so Envoy's {@code failure_mode_allow} decides; the stream is never
+ * ended OK before the outstanding message is answered.
+ *
+ * <p>Concurrency: gRPC delivers inbound callbacks one at a time; the cancel handler may run on
+ * another thread, so writes are serialized on {@code this} and the permit's release is guarded by
+ * the permit itself (exactly once).
+ */
+final class ExtProcStream implements StreamObserver<ProcessingRequest> {
+  private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
+
+  enum Phase {
+    START,
+    AWAIT_BODY,
+    ADMITTED,
+    DONE
+  }
+
+  private final AdmissionRuntime rt;
+  private final ServerCallStreamObserver<ProcessingResponse> out;
+  private final Metadata initialMetadata;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  private Phase phase = Phase.START;
+  private ResolvedRequest resolved;
+  private TokenEstimate estimate;
+  private long workUnits;
+  private long arrivalNanos;
+  private long arrivalEpochMillis;
+  private volatile Permit permit;
+  private BodySendMode requestBodyMode;
+  private BodySendMode responseBodyMode;
+  private boolean responseHeadersSeen;
+  private int upstreamStatus;
+  private UsageExtractor usage;
+  private long decisionLatencyNanos;
+  private Reason decidedReason = Reason.ADMITTED;
+
+  private final Runnable onClose;
+
+  ExtProcStream(
+      AdmissionRuntime rt,
+      ServerCallStreamObserver<ProcessingResponse> out,
+      Metadata md,
+      Runnable onClose) {
+    this.rt = rt;
+    this.out = out;
+    this.initialMetadata = md;
+    this.onClose = onClose;
+    rt.metrics().streamOpened();
+  }
+
+  /** Marks the stream closed once; returns true for the call that closed it. */
+  private boolean markClosed(String how) {
+    if (!closed.compareAndSet(false, true)) {
+      return false;
+    }
+    rt.metrics().streamClosed(how);
+    onClose.run();
+    return true;
+  }
+
+  @Override
+  public void onNext(ProcessingRequest req) {
+    long received = rt.ticker().nanos();
+    try {
+      switch (req.getRequestCase()) {
+        case REQUEST_HEADERS -> onRequestHeaders(req, received);
+        case REQUEST_BODY -> onRequestBody(req.getRequestBody(), received);
+        case REQUEST_TRAILERS -> onRequestTrailers();
+        case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
+        case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
+        case RESPONSE_TRAILERS -> onResponseTrailers();
+        default -> protocolError("unknown_message", "ProcessingRequest carries no known message");
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("ext_proc stream failed: {}", e.toString());
+      rt.metrics().streamError("internal");
+      fail(Status.INTERNAL.withDescription("sluice internal error"), Outcome.ERROR);
+    }
+  }
+
+  private void onRequestHeaders(ProcessingRequest req, long now) {
+    if (phase != Phase.START) {
+      protocolError("out_of_phase", "request_headers after " + phase);
+      return;
+    }
+    arrivalNanos = now;
+    arrivalEpochMillis = rt.clock().millis();
+    if (req.hasProtocolConfig()) {
+      requestBodyMode = req.getProtocolConfig().getRequestBodyMode();
+      responseBodyMode = req.getProtocolConfig().getResponseBodyMode();
+    }
+    EnvoySignals signals = new EnvoySignals(initialMetadata, req);
+    resolved = rt.resolver().resolve(signals, now);
+    if (resolved.rejectReason() != null) {
+      Reason r = resolved.rejectReason();
+      reject(r, r.defaultStatus(), 0, resolved.rejectMessage(), "headers", now);
+      return;
+    }
+    HttpHeaders h = req.getRequestHeaders();
+    long contentLength = parseLong(signals.headers().get("content-length"), -1);
+    if (contentLength > rt.config().limits().maxBodyBytes()) {
+      reject(
+          Reason.BODY_TOO_LARGE,
+          413,
+          0,
+          "request body of "
+              + contentLength
+              + " bytes exceeds the limit of "
+              + rt.config().limits().maxBodyBytes(),
+          "headers",
+          now);
+      return;
+    }
+    boolean decideAtHeaders =
+        h.getEndOfStream()
+            || resolved.estimateFrom() == SluiceConfig.EstimateFrom.HEADERS
+            || (requestBodyMode != null
+                && requestBodyMode != BodySendMode.BUFFERED
+                && requestBodyMode != BodySendMode.BUFFERED_PARTIAL);
+    if (decideAtHeaders) {
+      estimate = rt.estimator().fromContentLength(Math.max(0, contentLength), limits());
+      decide(false, "headers", now);
+    } else {
+      phase = Phase.AWAIT_BODY;
+      send(Responses.CONTINUE_REQUEST_HEADERS);
+    }
+  }
+
+  private void onRequestBody(HttpBody body, long now) {
+    if (phase == Phase.ADMITTED && requestBodyMode == BodySendMode.STREAMED) {
+      send(Responses.CONTINUE_REQUEST_BODY); // streamed chunks after a headers-time decision
+      return;
+    }
+    if (phase != Phase.AWAIT_BODY) {
+      protocolError("out_of_phase", "request_body in phase " + phase);
+      return;
+    }
+    ByteString bytes = body.getBody();
+    if (bytes.size() > rt.config().limits().maxBodyBytes()) {
+      reject(
+          Reason.BODY_TOO_LARGE,
+          413,
+          0,
+          "request body of "
+              + bytes.size()
+              + " bytes exceeds the limit of "
+              + rt.config().limits().maxBodyBytes(),
+          "body",
+          now);
+      return;
+    }
+    byte[] data = bytes.toByteArray();
+    estimate = rt.estimator().estimate(resolved.format(), data, 0, data.length, limits());
+    if (estimate.fallbackCause() != null) {
+      rt.metrics().estimateFallback(estimate.fallbackCause());
+    }
+    decide(true, "body", now);
+  }
+
+  private EstimateLimits limits() {
+    return new EstimateLimits(
+        resolved.requestClass().defaultOutputTokens(), resolved.requestClass().maxOutputTokens());
+  }
+
+  private void decide(boolean atBody, String phaseName, long receivedNanos) {
+    workUnits = resolved.pool().workUnits(estimate.inputTokens(), estimate.outputReserveTokens());
+    AdmissionRequest request =
+        new AdmissionRequest(
+            resolved.pool(),
+            resolved.requestClass(),
+            resolved.tenant(),
+            workUnits,
+            arrivalNanos,
+            resolved.deadlineNanos());
+    Decision d = rt.controller().tryAdmit(request, rt.ticker().nanos());
+    if (d instanceof Decision.Admit a) {
+      permit = a.permit();
+      phase = Phase.ADMITTED;
+      if (closed.get()) { // cancelled while deciding: give the permit back at once
+        release(Outcome.CANCELLED);
+        return;
+      }
+      Map<String, String> headers = new LinkedHashMap<>();
+      if (rt.config().responses().decisionHeader()) {
+        headers.put("x-sluice-decision", "admit");
+      }
+      if (rt.config().responses().estimateHeader()) {
+        headers.put(
+            "x-sluice-estimate",
+            "input="
+                + estimate.inputTokens()
+                + ";output="
+                + estimate.outputReserveTokens()
+                + ";work="
+                + workUnits);
+      }
+      decisionLatencyNanos = rt.ticker().nanos() - receivedNanos;
+      rt.metrics()
+          .decision(
+              resolved.pool().name(),
+              resolved.requestClass().name(),
+              resolved.tenant().tier().name(),
+              "admit",
+              Reason.ADMITTED.code(),
+              phaseName,
+              decisionLatencyNanos);
+      rt.metrics()
+          .estimated(
+              resolved.pool().name(),
+              resolved.requestClass().name(),
+              estimate.inputTokens(),
+              estimate.outputReserveTokens());
+      send(Responses.admit(atBody, headers, metadata("admit", Reason.ADMITTED)));
+    } else {
+      Decision.Reject r = (Decision.Reject) d;
+      reject(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), phaseName, receivedNanos);
+    }
+  }
+
+  private void reject(
+      Reason reason, int status, long retryAfter, String message, String phaseName, long received) {
+    phase = Phase.DONE;
+    decidedReason = reason;
+    decisionLatencyNanos = rt.ticker().nanos() - received;
+    String pool = resolved != null ? resolved.pool().name() : "none";
+    String cls = resolved != null ? resolved.requestClass().name() : "none";
+    String tier = resolved != null ? resolved.tenant().tier().name() : "none";
+    rt.metrics()
+        .decision(pool, cls, tier, "reject", reason.code(), phaseName, decisionLatencyNanos);
+    if (retryAfter > 0) {
+      rt.metrics().retryAfter(reason.code(), retryAfter);
+    }
+    send(Responses.reject(reason, status, retryAfter, message, metadata("reject", reason)));
+    if (rt.decisionLog().wants(true)) {
+      rt.decisionLog()
+          .write(
+              record(io.sluice.api.v1.Decision.DECISION_REJECT, reason, status, retryAfter)
+                  .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
+                  .build());
+    }
+  }
+
+  private Struct metadata(String decision, Reason reason) {
+    Struct.Builder f = Struct.newBuilder();
+    if (resolved != null) {
+      f.putFields("tenant", Responses.str(resolved.tenant().id()));
+      f.putFields("tier", Responses.str(resolved.tenant().tier().name()));
+      f.putFields("class", Responses.str(resolved.requestClass().name()));
+      f.putFields("pool", Responses.str(resolved.pool().name()));
+      f.putFields("route", Responses.str(resolved.route()));
+    }
+    f.putFields("decision", Responses.str(decision));
+    f.putFields("reason", Responses.str(reason.code()));
+    if (estimate != null) {
+      f.putFields("est_input_tokens", Responses.num(estimate.inputTokens()));
+      f.putFields("est_output_tokens", Responses.num(estimate.outputReserveTokens()));
+      f.putFields("work_units", Responses.num(workUnits));
+    }
+    return Responses.metadata(f);
+  }
+
+  private void onRequestTrailers() {
+    if (phase == Phase.START || phase == Phase.DONE) {
+      protocolError("out_of_phase", "request_trailers in phase " + phase);
+      return;
+    }
+    send(Responses.CONTINUE_REQUEST_TRAILERS);
+  }
+
+  private void onResponseHeaders(HttpHeaders h) {
+    if (phase != Phase.ADMITTED) {
+      protocolError("out_of_phase", "response_headers in phase " + phase);
+      return;
+    }
+    responseHeadersSeen = true;
+    Map<String, String> headers = EnvoySignals.headers(h.getHeaders().getHeadersList());
+    upstreamStatus = (int) parseLong(headers.get(":status"), 0);
+    rt.metrics().upstreamResponse(resolved.pool().name(), upstreamStatus);
+    usage = UsageExtractor.forResponse(headers.get("content-type"));
+    send(Responses.CONTINUE_RESPONSE_HEADERS);
+    if (h.getEndOfStream() || responseBodyMode == BodySendMode.NONE) {
+      // Body mode NONE: Envoy sends nothing more, so the permit covers time to response headers.
+      release(Outcome.COMPLETED);
+    }
+  }
+
+  private void onResponseBody(HttpBody body) {
+    if (phase != Phase.ADMITTED && !(phase == Phase.DONE && permit != null)) {
+      protocolError("out_of_phase", "response_body in phase " + phase);
+      return;
+    }
+    if (usage != null && !body.getBody().isEmpty()) {
+      byte[] b = body.getBody().toByteArray();
+      usage.onChunk(b, 0, b.length);
+    }
+    send(Responses.CONTINUE_RESPONSE_BODY);
+    if (body.getEndOfStream()) {
+      release(Outcome.COMPLETED);
+    }
+  }
+
+  private void onResponseTrailers() {
+    if (phase != Phase.ADMITTED && !(phase == Phase.DONE && permit != null)) {
+      protocolError("out_of_phase", "response_trailers in phase " + phase);
+      return;
+    }
+    send(Responses.CONTINUE_RESPONSE_TRAILERS);
+    release(Outcome.COMPLETED);
+  }
+
+  /** Envoy reset the stream (normal at the end of every request) or the client went away. */
+  void onCancel() {
+    markClosed("cancelled");
+    boolean completed = responseHeadersSeen && responseBodyMode == null && usage != null;
+    release(completed ? Outcome.COMPLETED : Outcome.CANCELLED);
+  }
+
+  @Override
+  public void onError(Throwable t) {
+    onCancel();
+  }
+
+  @Override
+  public void onCompleted() {
+    // Envoy half-closed (graceful close): it will send nothing more.
+    release(responseHeadersSeen ? Outcome.COMPLETED : Outcome.CANCELLED);
+    if (markClosed("completed")) {
+      synchronized (this) {
+        out.onCompleted();
+      }
+    }
+  }
+
+  /** Server shutdown after the grace period: release and end the stream non-OK. */
+  void shutdown() {
+    release(Outcome.SHUTDOWN);
+    fail(Status.UNAVAILABLE.withDescription("sluice shut down"), Outcome.SHUTDOWN);
+  }
+
+  private void protocolError(String cause, String message) {
+    rt.metrics().streamError(cause);
+    fail(Status.FAILED_PRECONDITION.withDescription(message), Outcome.ERROR);
+  }
+
+  private void fail(Status status, Outcome outcome) {
+    release(outcome);
+    phase = Phase.DONE;
+    if (markClosed("failed")) {
+      synchronized (this) {
+        out.onError(status.asRuntimeException());
+      }
+    }
+  }
+
+  private void send(ProcessingResponse r) {
+    if (closed.get()) {
+      return;
+    }
+    synchronized (this) {
+      out.onNext(r);
+    }
+  }
+
+  private void release(Outcome outcome) {
+    Permit p = permit;
+    if (p == null) {
+      return;
+    }
+    long now = rt.ticker().nanos();
+    if (!p.release(outcome, now)) {
+      return;
+    }
+    phase = Phase.DONE;
+    String pool = resolved.pool().name();
+    String cls = resolved.requestClass().name();
+    rt.metrics().released(pool, cls, outcome, now - p.admittedAtNanos());
+    Usage u = Usage.NONE;
+    if (usage != null) {
+      usage.onEnd();
+      u = usage.usage();
+      if (u.reported()) {
+        rt.metrics()
+            .actual(
+                pool,
+                cls,
+                u.inputTokens(),
+                u.outputTokens(),
+                estimate.inputTokens(),
+                estimate.outputReserveTokens());
+      }
+    }
+    if (rt.decisionLog().wants(false)) {
+      rt.decisionLog()
+          .write(
+              record(io.sluice.api.v1.Decision.DECISION_ADMIT, decidedReason, 200, 0)
+                  .setActual(
+                      io.sluice.api.v1.Usage.newBuilder()
+                          .setInputTokens(u.inputTokens())
+                          .setOutputTokens(u.outputTokens())
+                          .setReported(u.reported()))
+                  .setOutcome(outcome(outcome))
+                  .setUpstreamStatus(upstreamStatus)
+                  .setHeldMs((now - p.admittedAtNanos()) / 1_000_000L)
+                  .build());
+    }
+  }
+
+  private static io.sluice.api.v1.Outcome outcome(Outcome o) {
+    return switch (o) {
+      case COMPLETED -> io.sluice.api.v1.Outcome.OUTCOME_COMPLETED;
+      case CANCELLED -> io.sluice.api.v1.Outcome.OUTCOME_CANCELLED;
+      case ERROR -> io.sluice.api.v1.Outcome.OUTCOME_ERROR;
+      case SHUTDOWN -> io.sluice.api.v1.Outcome.OUTCOME_SHUTDOWN;
+    };
+  }
+
+  private AdmissionRecord.Builder record(
+      io.sluice.api.v1.Decision decision, Reason reason, int status, long retryAfter) {
+    AdmissionRecord.Builder b =
+        AdmissionRecord.newBuilder()
+            .setArrivalTime(Timestamps.fromMillis(arrivalEpochMillis))
+            .setDecision(decision)
+            .setReason(reason == Reason.ADMITTED ? "" : reason.code())
+            .setHttpStatus(status)
+            .setRetryAfterSeconds(retryAfter)
+            .setDecisionLatencyUs(decisionLatencyNanos / 1000);
+    if (resolved != null) {
+      b.setTenant(resolved.tenant().id())
+          .setTier(resolved.tenant().tier().name())
+          .setClassName(resolved.requestClass().name())
+          .setPool(resolved.pool().name())
+          .setRoute(resolved.route())
+          .setRequestFormat(resolved.format().configName())
+          .setDeadlineMs((resolved.deadlineNanos() - arrivalNanos) / 1_000_000L)
+          .setMaxQueueAgeMs(resolved.requestClass().maxQueueWait().toMillis());
+      if (resolved.operationId() != null) {
+        b.setOperationId(resolved.operationId());
+      }
+    }
+    if (estimate != null) {
+      io.sluice.api.v1.Estimate.Builder e =
+          io.sluice.api.v1.Estimate.newBuilder()
+              .setInputTokens(estimate.inputTokens())
+              .setOutputReserveTokens(estimate.outputReserveTokens())
+              .setWorkUnits(workUnits)
+              .setMethod(estimate.method());
+      if (estimate.fallbackCause() != null) {
+        e.setFallbackCause(estimate.fallbackCause());
+      }
+      b.setEstimate(e);
+    }
+    return b;
+  }
+
+  private static long parseLong(String s, long def) {
+    if (s == null) {
+      return def;
+    }
+    try {
+      return Long.parseLong(s.trim().toLowerCase(Locale.ROOT));
+    } catch (NumberFormatException e) {
+      return def;
+    }
+  }
+}

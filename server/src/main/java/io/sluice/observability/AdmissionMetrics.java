@@ -1,0 +1,197 @@
+package io.sluice.observability;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.policy.ClassPolicy;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongSupplier;
+
+/**
+ * Micrometer meters for the admission path. Adapters call these after the core returns a decision;
+ * the core itself never sees Micrometer. Meters are cached per tag set (all tags are bounded), so
+ * the hot path is a map lookup and an increment.
+ */
+public final class AdmissionMetrics {
+  private final MeterRegistry registry;
+  private final LongSupplier tickerNanos;
+  private final AtomicInteger openStreams = new AtomicInteger();
+  private final ConcurrentMap<List<String>, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<List<String>, DistributionSummary> summaries =
+      new ConcurrentHashMap<>();
+  private final ConcurrentMap<List<String>, Timer> timers = new ConcurrentHashMap<>();
+
+  public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
+    this.registry = registry;
+    this.tickerNanos = tickerNanos;
+    Gauge.builder(MetricNames.STREAMS_OPEN, openStreams, AtomicInteger::get)
+        .description("ext_proc streams currently open")
+        .register(registry);
+  }
+
+  public MeterRegistry registry() {
+    return registry;
+  }
+
+  /** Registers in-flight and capacity gauges for every pool and class of the controller. */
+  public void bindPools(AdmissionController controller) {
+    for (PoolState pool : controller.pools()) {
+      String p = pool.policy().name();
+      Gauge.builder(MetricNames.POOL_CAPACITY, pool, s -> s.policy().capacityWorkUnits())
+          .tag("pool", p)
+          .description("pool capacity in work units")
+          .register(registry);
+      Gauge.builder(
+              MetricNames.POOL_COMPLETION_RATE,
+              pool,
+              s -> s.snapshot(tickerNanos.getAsLong()).completedWorkPerSecond())
+          .tag("pool", p)
+          .description("recent completed work units per second (decaying average)")
+          .register(registry);
+      List<ClassPolicy> classes = pool.classes();
+      for (int i = 0; i < classes.size(); i++) {
+        final int k = i;
+        String c = classes.get(i).name();
+        Gauge.builder(
+                MetricNames.WORK_IN_FLIGHT,
+                pool,
+                s -> s.snapshot(tickerNanos.getAsLong()).classWork()[k])
+            .tags("pool", p, "class", c)
+            .description("token-weighted work units in flight")
+            .register(registry);
+        Gauge.builder(
+                MetricNames.REQUESTS_IN_FLIGHT,
+                pool,
+                s -> s.snapshot(tickerNanos.getAsLong()).classRequests()[k])
+            .tags("pool", p, "class", c)
+            .description("requests holding a permit")
+            .register(registry);
+      }
+    }
+  }
+
+  public void decision(
+      String pool,
+      String cls,
+      String tier,
+      String decision,
+      String reason,
+      String phase,
+      long nanos) {
+    counter(
+            MetricNames.DECISIONS,
+            "pool",
+            pool,
+            "class",
+            cls,
+            "tier",
+            tier,
+            "decision",
+            decision,
+            "reason",
+            reason)
+        .increment();
+    timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", decision)
+        .record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  public void retryAfter(String reason, long seconds) {
+    summary(MetricNames.RETRY_AFTER, "reason", reason).record(seconds);
+  }
+
+  public void estimated(String pool, String cls, long input, long output) {
+    summary(MetricNames.TOKENS_ESTIMATED, "pool", pool, "class", cls, "direction", "input")
+        .record(input);
+    summary(MetricNames.TOKENS_ESTIMATED, "pool", pool, "class", cls, "direction", "output")
+        .record(output);
+  }
+
+  public void actual(
+      String pool, String cls, long input, long output, long estInput, long estOutput) {
+    summary(MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", "input")
+        .record(input);
+    summary(MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", "output")
+        .record(output);
+    if (estInput > 0) {
+      summary(MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, "pool", pool, "direction", "input")
+          .record((double) input / estInput);
+    }
+    if (estOutput > 0) {
+      summary(MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, "pool", pool, "direction", "output")
+          .record((double) output / estOutput);
+    }
+  }
+
+  public void estimateFallback(String cause) {
+    counter(MetricNames.ESTIMATE_FALLBACKS, "cause", cause).increment();
+  }
+
+  public void released(String pool, String cls, Outcome outcome, long heldNanos) {
+    String o = outcome.name().toLowerCase(Locale.ROOT);
+    counter(MetricNames.PERMITS_RELEASED, "pool", pool, "class", cls, "outcome", o).increment();
+    timer(MetricNames.PERMIT_HOLD, "pool", pool, "class", cls)
+        .record(Duration.ofNanos(Math.max(0, heldNanos)));
+  }
+
+  public void upstreamResponse(String pool, int status) {
+    String statusClass =
+        status == 429 || status == 503 ? String.valueOf(status) : (status / 100) + "xx";
+    counter(MetricNames.UPSTREAM_RESPONSES, "pool", pool, "status", statusClass).increment();
+  }
+
+  public void streamOpened() {
+    openStreams.incrementAndGet();
+    counter(MetricNames.STREAMS, "event", "opened").increment();
+  }
+
+  public void streamClosed(String how) {
+    openStreams.decrementAndGet();
+    counter(MetricNames.STREAMS, "event", how).increment();
+  }
+
+  public void streamError(String cause) {
+    counter(MetricNames.STREAM_ERRORS, "cause", cause).increment();
+  }
+
+  public int openStreams() {
+    return openStreams.get();
+  }
+
+  private Counter counter(String name, String... tags) {
+    return counters.computeIfAbsent(
+        key(name, tags), k -> Counter.builder(name).tags(tags).register(registry));
+  }
+
+  private DistributionSummary summary(String name, String... tags) {
+    return summaries.computeIfAbsent(
+        key(name, tags), k -> DistributionSummary.builder(name).tags(tags).register(registry));
+  }
+
+  private Timer timer(String name, String... tags) {
+    return timers.computeIfAbsent(
+        key(name, tags),
+        k ->
+            Timer.builder(name)
+                .tags(tags)
+                .publishPercentiles(0.5, 0.99)
+                .publishPercentileHistogram(false)
+                .register(registry));
+  }
+
+  private static List<String> key(String name, String... tags) {
+    String[] all = new String[tags.length + 1];
+    all[0] = name;
+    System.arraycopy(tags, 0, all, 1, tags.length);
+    return List.of(all);
+  }
+}

@@ -1,0 +1,30 @@
+package io.sluice.observability;
+
+/**
+ * Every metric name Sluice publishes (Micrometer dotted names; Prometheus renders dots as
+ * underscores and adds {@code _total}/{@code _seconds} suffixes). Documented in docs/metrics.md.
+ * Tags are bounded: pool, class, tier, decision, reason, outcome, phase, cause, direction. Tenant
+ * ids are never tags.
+ */
+public final class MetricNames {
+  private MetricNames() {}
+
+  public static final String DECISIONS = "sluice.decisions";
+  public static final String DECISION_LATENCY = "sluice.decision.latency";
+  public static final String WORK_IN_FLIGHT = "sluice.pool.work.in_flight";
+  public static final String REQUESTS_IN_FLIGHT = "sluice.pool.requests.in_flight";
+  public static final String POOL_CAPACITY = "sluice.pool.capacity";
+  public static final String POOL_COMPLETION_RATE = "sluice.pool.completion.rate";
+  public static final String PERMITS_RELEASED = "sluice.permits.released";
+  public static final String PERMIT_HOLD = "sluice.permit.hold";
+  public static final String TOKENS_ESTIMATED = "sluice.tokens.estimated";
+  public static final String TOKENS_ACTUAL = "sluice.tokens.actual";
+  public static final String TOKENS_ACTUAL_TO_ESTIMATE = "sluice.tokens.actual_to_estimate";
+  public static final String ESTIMATE_FALLBACKS = "sluice.estimate.fallbacks";
+  public static final String RETRY_AFTER = "sluice.retry_after";
+  public static final String UPSTREAM_RESPONSES = "sluice.upstream.responses";
+  public static final String STREAMS_OPEN = "sluice.extproc.streams.open";
+  public static final String STREAMS = "sluice.extproc.streams";
+  public static final String STREAM_ERRORS = "sluice.extproc.stream.errors";
+  public static final String CONFIG_RELOADS = "sluice.config.reloads";
+}

@@ -1,0 +1,29 @@
+package io.sluice.routing;
+
+import io.sluice.config.SluiceConfig.EstimateFrom;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+
+/**
+ * The request's place in the policy, resolved at request headers from trusted sources.
+ *
+ * @param rejectReason non-null when the request must be refused before estimation (unknown route,
+ *     unknown tenant)
+ * @param deadlineNanos absolute ticker time of the deadline
+ * @param maxMessageTimeoutMillis Envoy's max_message_timeout for this route (0 = queue-hold off)
+ */
+public record ResolvedRequest(
+    String route,
+    PoolPolicy pool,
+    ClassPolicy requestClass,
+    RequestFormat format,
+    EstimateFrom estimateFrom,
+    Tenant tenant,
+    long deadlineNanos,
+    String operationId,
+    long maxMessageTimeoutMillis,
+    Reason rejectReason,
+    String rejectMessage) {}
