@@ -1,0 +1,118 @@
+package io.sluice.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.config.SluiceConfig.Source;
+import io.sluice.core.estimate.RequestFormat;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class ConfigLoaderTest {
+  @Test
+  void embeddedDefault_isValidAndDescribesOneSmallPool() {
+    SluiceConfig c = ConfigLoader.embeddedDefault();
+    assertThat(c.pools()).containsOnlyKeys("default");
+    assertThat(c.classes()).containsKeys("interactive", "agent", "batch");
+    assertThat(c.server().grpcPort()).isEqualTo(8081);
+    assertThat(c.server().adminPort()).isEqualTo(8080);
+    assertThat(c.tenants().anonymousTier()).isEqualTo("free");
+    assertThat(c.signals().get(SluiceConfig.Signal.TENANT))
+        .contains(new Source.Metadata("x-sluice-tenant"));
+    assertThat(c.routes()).extracting(SluiceConfig.RouteRule::format).contains(RequestFormat.OPENAI_CHAT);
+  }
+
+  @Test
+  void parse_emptyDocument_reportsMissingPoolsAndClasses() {
+    assertThatThrownBy(() -> ConfigLoader.parse(""))
+        .isInstanceOfSatisfying(
+            ConfigException.class,
+            e ->
+                assertThat(e.errors())
+                    .anyMatch(s -> s.startsWith("pools: missing"))
+                    .anyMatch(s -> s.startsWith("classes: missing")));
+  }
+
+  @Test
+  void parse_reportsEveryErrorWithPathAndExpectedValue() {
+    String yaml =
+        """
+        pools:
+          gpu:
+            capacity: -5
+            retryAfter: {min: soon}
+        classes:
+          interactive: {rank: 0, reservedShare: 1.5, deadline: 30}
+          batch: {rank: 1, shedStatus: 418}
+        tiers:
+          free: {weight: 0}
+        tenants:
+          anonymousTier: gold
+        routes:
+          - name: chat
+            match: {pathPrefix: /v1/chat}
+            pool: cpu
+            class: interactive
+            format: openai-chatt
+        unknownSection: 1
+        """;
+    assertThatThrownBy(() -> ConfigLoader.parse(yaml))
+        .isInstanceOfSatisfying(
+            ConfigException.class,
+            e ->
+                assertThat(e.errors())
+                    .contains(
+                        "pools.gpu.capacity: -5 (expected: an integer in 1..2305843009213693951)",
+                        "pools.gpu.retryAfter.min: \"soon\" (expected: a duration such as 250ms, 2s, 1.5s, 5m, 1h)",
+                        "classes.interactive.reservedShare: 1.5 (expected: a number in 0.0..1.0)",
+                        "classes.interactive.deadline: 30 (expected: a duration such as 250ms, 2s, 1.5s, 5m, 1h)",
+                        "classes.batch.shedStatus: 418 (expected: 429 or 503)",
+                        "tiers.free.weight: 0 (expected: a number in 1.0E-6..1000000.0)",
+                        "routes[0].pool: cpu (expected: a name defined under pools: gpu)")
+                    .anyMatch(s -> s.startsWith("tenants.anonymousTier: gold (expected: a tier"))
+                    .anyMatch(s -> s.startsWith("routes[0].format: \"openai-chatt\" (expected: one of openai-chat"))
+                    .anyMatch(s -> s.startsWith("unknownSection: unknown key (expected one of:")));
+  }
+
+  @Test
+  void parse_reservedSharesAboveOne_isAnError() {
+    String yaml =
+        """
+        pools: {p: {capacity: 10}}
+        classes:
+          a: {reservedShare: 0.7}
+          b: {reservedShare: 0.7}
+        """;
+    assertThatThrownBy(() -> ConfigLoader.parse(yaml))
+        .hasMessageContaining("classes.*.reservedShare: sum is 1.4");
+  }
+
+  @Test
+  void parse_minimalConfig_fillsDefaults() {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            """
+            pools: {gpu: {capacity: 1000}}
+            classes: {interactive: {reservedShare: 1.0}}
+            signals:
+              tenant:
+                - dynamicMetadata: {namespace: envoy.filters.http.jwt_authn, path: payload.org}
+            """);
+    assertThat(c.pools().get("gpu").retryAfterMin()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(c.unmatched().pool()).isEqualTo("gpu");
+    assertThat(c.unmatched().requestClass()).isEqualTo("interactive");
+    assertThat(c.signals().get(SluiceConfig.Signal.TENANT))
+        .containsExactly(
+            new Source.DynamicMetadata(
+                "envoy.filters.http.jwt_authn", java.util.List.of("payload", "org")));
+    assertThat(c.signals().get(SluiceConfig.Signal.CLASS)).isEmpty();
+  }
+
+  @Test
+  void parse_notYaml_isOneClearError() {
+    assertThatThrownBy(() -> ConfigLoader.parse("pools: [unclosed"))
+        .isInstanceOfSatisfying(
+            ConfigException.class,
+            e -> assertThat(e.errors()).singleElement().asString().startsWith("(document): not valid YAML"));
+  }
+}
