@@ -108,7 +108,7 @@ public final class ConfigLoader {
         pools.put(e.getKey(), p);
       }
     }
-    if (r.get("pools").present() && pools.isEmpty()) {
+    if (r.get("pools").present() && r.get("pools").entries().isEmpty()) {
       r.get("pools").invalid("{}", "at least one pool");
     }
     if (!r.get("pools").present()) {
@@ -122,7 +122,9 @@ public final class ConfigLoader {
         classes.put(e.getKey(), c);
       }
     }
-    if (classes.isEmpty()) {
+    Set<String> declaredPools = r.get("pools").entries().keySet();
+    Set<String> declaredClasses = r.get("classes").entries().keySet();
+    if (declaredClasses.isEmpty()) {
       r.get("classes").error("classes: missing (expected: at least one class)");
     }
     double reservedSum = classes.values().stream().mapToDouble(ClassPolicy::reservedShare).sum();
@@ -155,11 +157,12 @@ public final class ConfigLoader {
     SluiceConfig.Tenants tenants = tenants(r.get("tenants"), tiers);
     Map<Signal, List<Source>> signals = signals(r.get("signals"));
     List<SluiceConfig.RouteRule> routes = new ArrayList<>();
-    String defaultPool = pools.isEmpty() ? "default" : pools.keySet().iterator().next();
+    String defaultPool = declaredPools.isEmpty() ? "default" : declaredPools.iterator().next();
     for (Node n : r.get("routes").items()) {
-      routes.add(route(n, pools, classes, defaultPool));
+      routes.add(route(n, declaredPools, declaredClasses, defaultPool));
     }
-    SluiceConfig.Unmatched unmatched = unmatched(r.get("unmatched"), pools, classes, defaultPool);
+    SluiceConfig.Unmatched unmatched =
+        unmatched(r.get("unmatched"), declaredPools, declaredClasses, defaultPool);
 
     Node resp = r.get("responses").only(Set.of("decisionHeader", "estimateHeader"));
     SluiceConfig.Responses responses =
@@ -377,14 +380,14 @@ public final class ConfigLoader {
   }
 
   private static SluiceConfig.RouteRule route(
-      Node n, Map<String, PoolPolicy> pools, Map<String, ClassPolicy> classes, String defaultPool) {
+      Node n, Set<String> pools, Set<String> classes, String defaultPool) {
     n.only(Set.of("name", "match", "pool", "class", "format", "estimate"));
     Node m = n.get("match").only(Set.of("route", "path", "pathPrefix"));
     String name = n.get("name").requiredString();
     String pool = n.get("pool").string(defaultPool);
     String cls = n.get("class").requiredString();
-    checkRef(n.get("pool"), pool, pools.keySet(), "pools");
-    checkRef(n.get("class"), cls, classes.keySet(), "classes");
+    checkRef(n.get("pool"), pool, pools, "pools");
+    checkRef(n.get("class"), cls, classes, "classes");
     String mr = m.get("route").string(null);
     String mp = m.get("path").string(null);
     String mpp = m.get("pathPrefix").string(null);
@@ -396,7 +399,7 @@ public final class ConfigLoader {
   }
 
   private static SluiceConfig.Unmatched unmatched(
-      Node n, Map<String, PoolPolicy> pools, Map<String, ClassPolicy> classes, String defaultPool) {
+      Node n, Set<String> pools, Set<String> classes, String defaultPool) {
     n.only(Set.of("action", "pool", "class", "format", "estimate"));
     String action = n.get("action").string("admit");
     if (!action.equals("admit") && !action.equals("reject")) {
@@ -404,11 +407,11 @@ public final class ConfigLoader {
     }
     String pool = n.get("pool").string(defaultPool);
     String fallbackClass =
-        classes.isEmpty() ? "" : new ArrayList<>(classes.keySet()).get(classes.size() - 1);
+        classes.isEmpty() ? "" : new ArrayList<>(classes).get(classes.size() - 1);
     String cls = n.get("class").string(fallbackClass);
-    if (action.equals("admit")) {
-      checkRef(n.get("pool"), pool, pools.keySet(), "pools");
-      checkRef(n.get("class"), cls, classes.keySet(), "classes");
+    if (action.equals("admit") && !classes.isEmpty() && !pools.isEmpty()) {
+      checkRef(n.get("pool"), pool, pools, "pools");
+      checkRef(n.get("class"), cls, classes, "classes");
     }
     return new SluiceConfig.Unmatched(
         action.equals("reject"),

@@ -19,7 +19,9 @@ class ConfigLoaderTest {
     assertThat(c.tenants().anonymousTier()).isEqualTo("free");
     assertThat(c.signals().get(SluiceConfig.Signal.TENANT))
         .contains(new Source.Metadata("x-sluice-tenant"));
-    assertThat(c.routes()).extracting(SluiceConfig.RouteRule::format).contains(RequestFormat.OPENAI_CHAT);
+    assertThat(c.routes())
+        .extracting(SluiceConfig.RouteRule::format)
+        .contains(RequestFormat.OPENAI_CHAT);
   }
 
   @Test
@@ -70,7 +72,10 @@ class ConfigLoaderTest {
                         "tiers.free.weight: 0 (expected: a number in 1.0E-6..1000000.0)",
                         "routes[0].pool: cpu (expected: a name defined under pools: gpu)")
                     .anyMatch(s -> s.startsWith("tenants.anonymousTier: gold (expected: a tier"))
-                    .anyMatch(s -> s.startsWith("routes[0].format: \"openai-chatt\" (expected: one of openai-chat"))
+                    .anyMatch(
+                        s ->
+                            s.startsWith(
+                                "routes[0].format: \"openai-chatt\" (expected: one of openai-chat"))
                     .anyMatch(s -> s.startsWith("unknownSection: unknown key (expected one of:")));
   }
 
@@ -113,6 +118,10 @@ class ConfigLoaderTest {
     assertThatThrownBy(() -> ConfigLoader.parse("pools: [unclosed"))
         .isInstanceOfSatisfying(
             ConfigException.class,
-            e -> assertThat(e.errors()).singleElement().asString().startsWith("(document): not valid YAML"));
+            e ->
+                assertThat(e.errors())
+                    .singleElement()
+                    .asString()
+                    .startsWith("(document): not valid YAML"));
   }
 }

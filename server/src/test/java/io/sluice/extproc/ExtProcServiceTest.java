@@ -83,7 +83,8 @@ class ExtProcServiceTest {
   }
 
   private static String chatBody(int maxTokens) {
-    return "{\"model\":\"gpt-4o\",\"max_tokens\":" + maxTokens
+    return "{\"model\":\"gpt-4o\",\"max_tokens\":"
+        + maxTokens
         + ",\"messages\":[{\"role\":\"user\",\"content\":\"hello world\"}]}";
   }
 
@@ -119,8 +120,10 @@ class ExtProcServiceTest {
     assertThat(md.getFieldsOrThrow("est_output_tokens").getNumberValue()).isEqualTo(50);
     assertThat(pool().requestsInFlight()).isEqualTo(1);
 
-    assertThat(call.send(responseHeaders(200, "text/event-stream", false)).hasResponseHeaders()).isTrue();
-    assertThat(call.send(responseBody("data: {\"choices\":[]}\n\n", false)).hasResponseBody()).isTrue();
+    assertThat(call.send(responseHeaders(200, "text/event-stream", false)).hasResponseHeaders())
+        .isTrue();
+    assertThat(call.send(responseBody("data: {\"choices\":[]}\n\n", false)).hasResponseBody())
+        .isTrue();
     assertThat(pool().requestsInFlight()).isEqualTo(1);
     assertThat(call.send(responseBody("data: [DONE]\n\n", true)).hasResponseBody()).isTrue();
     assertThat(pool().requestsInFlight()).isZero();
@@ -141,13 +144,19 @@ class ExtProcServiceTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> pool().requestsInFlight() == 0);
     assertThat(pool().workInFlight()).isZero();
     assertThat(
-            server.registry().find("sluice.permits.released").tag("outcome", "cancelled").counter().count())
+            server
+                .registry()
+                .find("sluice.permits.released")
+                .tag("outcome", "cancelled")
+                .counter()
+                .count())
         .isEqualTo(1.0);
   }
 
   @Test
   void poolFull_rejects503WithRetryAfterReasonAndJsonBody() throws Exception {
-    // each request: ~10 input + 400 output; interactive may borrow up to 1000 - 200 (batch's guarantee)
+    // each request: ~10 input + 400 output; interactive may borrow up to 1000 - 200 (batch's
+    // guarantee)
     ExtProcTestClient.Call a = client.open(Map.of("x-sluice-tenant", "t1"));
     a.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
     assertThat(a.send(body(chatBody(400))).hasRequestBody()).isTrue();
@@ -164,9 +173,14 @@ class ExtProcServiceTest {
     JsonNode json = new ObjectMapper().readTree(ir.getBody().toByteArray());
     assertThat(json.at("/error/type").asText()).isEqualTo("overloaded");
     assertThat(json.at("/error/code").asText()).isEqualTo("pool_saturated");
-    assertThat(json.at("/error/retry_after_seconds").asLong()).isEqualTo(Long.parseLong(h.get("retry-after")));
-    assertThat(r.getDynamicMetadata().getFieldsOrThrow("sluice").getStructValue()
-            .getFieldsOrThrow("reason").getStringValue())
+    assertThat(json.at("/error/retry_after_seconds").asLong())
+        .isEqualTo(Long.parseLong(h.get("retry-after")));
+    assertThat(
+            r.getDynamicMetadata()
+                .getFieldsOrThrow("sluice")
+                .getStructValue()
+                .getFieldsOrThrow("reason")
+                .getStringValue())
         .isEqualTo("pool_saturated");
     a.reset();
     b.reset();
@@ -183,7 +197,9 @@ class ExtProcServiceTest {
     c.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
     ImmediateResponse ir = c.send(body(chatBody(1))).getImmediateResponse();
     assertThat(ir.getStatus().getCodeValue()).isEqualTo(429);
-    assertThat(headersOf(ir)).containsEntry("x-sluice-reason", "tenant_concurrency").containsKey("retry-after");
+    assertThat(headersOf(ir))
+        .containsEntry("x-sluice-reason", "tenant_concurrency")
+        .containsKey("retry-after");
     assertThat(new ObjectMapper().readTree(ir.getBody().toByteArray()).at("/error/type").asText())
         .isEqualTo("rate_limited");
   }
@@ -192,10 +208,19 @@ class ExtProcServiceTest {
   void clientClaimedPriorityHeader_isIgnored_trustedMetadataIsUsed() throws Exception {
     // a client header claiming the batch route or class changes nothing
     ExtProcTestClient.Call c = client.open(Map.of());
-    c.send(headers(chat("x-sluice-class", "batch", "x-sluice-route", "offline", "priority", "high"), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+    c.send(
+        headers(
+            chat("x-sluice-class", "batch", "x-sluice-route", "offline", "priority", "high"),
+            false,
+            BodySendMode.BUFFERED,
+            BodySendMode.STREAMED));
     ProcessingResponse r = c.send(body(chatBody(1)));
-    assertThat(r.getDynamicMetadata().getFieldsOrThrow("sluice").getStructValue()
-            .getFieldsOrThrow("class").getStringValue())
+    assertThat(
+            r.getDynamicMetadata()
+                .getFieldsOrThrow("sluice")
+                .getStructValue()
+                .getFieldsOrThrow("class")
+                .getStringValue())
         .isEqualTo("interactive");
     // trusted per-route metadata does route it
     ExtProcTestClient.Call t = client.open(Map.of("x-sluice-route", "offline"));
@@ -203,8 +228,12 @@ class ExtProcServiceTest {
     h.put(":path", "/internal/offline");
     t.send(headers(h, false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
     ProcessingResponse r2 = t.send(body(chatBody(1)));
-    assertThat(r2.getDynamicMetadata().getFieldsOrThrow("sluice").getStructValue()
-            .getFieldsOrThrow("class").getStringValue())
+    assertThat(
+            r2.getDynamicMetadata()
+                .getFieldsOrThrow("sluice")
+                .getStructValue()
+                .getFieldsOrThrow("class")
+                .getStringValue())
         .isEqualTo("batch");
   }
 
@@ -215,16 +244,23 @@ class ExtProcServiceTest {
     h.put(":path", "/v2/other");
     ProcessingResponse r = c.send(headers(h, false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
     assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(404);
-    assertThat(headersOf(r.getImmediateResponse())).containsEntry("x-sluice-reason", "unknown_route");
+    assertThat(headersOf(r.getImmediateResponse()))
+        .containsEntry("x-sluice-reason", "unknown_route");
   }
 
   @Test
   void bodyOverLimit_rejected413_atHeadersByContentLengthOrAtBody() throws Exception {
     ExtProcTestClient.Call c = client.open(Map.of());
     ProcessingResponse r =
-        c.send(headers(chat("content-length", "999999"), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+        c.send(
+            headers(
+                chat("content-length", "999999"),
+                false,
+                BodySendMode.BUFFERED,
+                BodySendMode.STREAMED));
     assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(413);
-    assertThat(headersOf(r.getImmediateResponse())).containsEntry("x-sluice-reason", "body_too_large");
+    assertThat(headersOf(r.getImmediateResponse()))
+        .containsEntry("x-sluice-reason", "body_too_large");
 
     ExtProcTestClient.Call d = client.open(Map.of());
     d.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
@@ -234,13 +270,18 @@ class ExtProcServiceTest {
   }
 
   @Test
-  void headersOnlyRequest_decidedAtHeaders_releasedAtResponseHeadersWhenBodyModeNone() throws Exception {
+  void headersOnlyRequest_decidedAtHeaders_releasedAtResponseHeadersWhenBodyModeNone()
+      throws Exception {
     ExtProcTestClient.Call c = client.open(Map.of());
     ProcessingResponse r =
         c.send(headers(chat("content-length", "400"), false, BodySendMode.NONE, BodySendMode.NONE));
     assertThat(r.hasRequestHeaders()).isTrue();
-    assertThat(r.getDynamicMetadata().getFieldsOrThrow("sluice").getStructValue()
-            .getFieldsOrThrow("decision").getStringValue())
+    assertThat(
+            r.getDynamicMetadata()
+                .getFieldsOrThrow("sluice")
+                .getStructValue()
+                .getFieldsOrThrow("decision")
+                .getStringValue())
         .isEqualTo("admit");
     assertThat(pool().requestsInFlight()).isEqualTo(1);
     c.send(responseHeaders(200, "application/json", false));

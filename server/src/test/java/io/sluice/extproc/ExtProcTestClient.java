@@ -34,7 +34,8 @@ final class ExtProcTestClient implements AutoCloseable {
 
   Call open(Map<String, String> initialMetadata) {
     Metadata md = new Metadata();
-    initialMetadata.forEach((k, v) -> md.put(Metadata.Key.of(k, Metadata.ASCII_STRING_MARSHALLER), v));
+    initialMetadata.forEach(
+        (k, v) -> md.put(Metadata.Key.of(k, Metadata.ASCII_STRING_MARSHALLER), v));
     Call call = new Call();
     ExternalProcessorGrpc.newStub(channel)
         .withInterceptors(MetadataUtils.newAttachHeadersInterceptor(md))
@@ -47,7 +48,11 @@ final class ExtProcTestClient implements AutoCloseable {
     channel.shutdownNow().awaitTermination(5, TimeUnit.SECONDS);
   }
 
-  static ProcessingRequest headers(Map<String, String> headers, boolean endOfStream, ProcessingMode.BodySendMode reqBody, ProcessingMode.BodySendMode respBody) {
+  static ProcessingRequest headers(
+      Map<String, String> headers,
+      boolean endOfStream,
+      ProcessingMode.BodySendMode reqBody,
+      ProcessingMode.BodySendMode respBody) {
     HeaderMap.Builder hm = HeaderMap.newBuilder();
     headers.forEach(
         (k, v) ->
@@ -58,7 +63,9 @@ final class ExtProcTestClient implements AutoCloseable {
             .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(hm).setEndOfStream(endOfStream));
     if (reqBody != null) {
       b.setProtocolConfig(
-          ProtocolConfiguration.newBuilder().setRequestBodyMode(reqBody).setResponseBodyMode(respBody));
+          ProtocolConfiguration.newBuilder()
+              .setRequestBodyMode(reqBody)
+              .setResponseBodyMode(respBody));
     }
     return b.build();
   }

@@ -79,7 +79,10 @@ class AdmissionControllerTest {
     ClassPolicy borrower = cls("borrower", 1, 0.0, 0.0, true);
     AdmissionController c =
         new AdmissionController(
-            List.of(pool), List.of(lender, borrower), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(pool),
+            List.of(lender, borrower),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE);
     Decision d = c.tryAdmit(request(pool, borrower, acme, 1000, time.nanos()), time.nanos());
     assertThat(d).isInstanceOf(Decision.Admit.class);
     Decision l = c.tryAdmit(request(pool, lender, acme, 1, time.nanos()), time.nanos());
@@ -104,11 +107,15 @@ class AdmissionControllerTest {
     PoolPolicy capped = pool(1000, 1);
     AdmissionController c =
         new AdmissionController(
-            List.of(capped), List.of(interactive), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(capped),
+            List.of(interactive),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE);
     assertThat(c.tryAdmit(request(capped, interactive, acme, 1, time.nanos()), time.nanos()))
         .isInstanceOf(Decision.Admit.class);
     Decision.Reject r =
-        (Decision.Reject) c.tryAdmit(request(capped, interactive, acme, 1, time.nanos()), time.nanos());
+        (Decision.Reject)
+            c.tryAdmit(request(capped, interactive, acme, 1, time.nanos()), time.nanos());
     assertThat(r.reason()).isEqualTo(Reason.POOL_SATURATED);
   }
 

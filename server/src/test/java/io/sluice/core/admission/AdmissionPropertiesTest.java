@@ -15,10 +15,10 @@ import java.util.ArrayList;
 import java.util.List;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
-import net.jqwik.api.Combinators;
 
 /** Invariants of the admission core under random operation sequences. */
 class AdmissionPropertiesTest {
@@ -45,14 +45,16 @@ class AdmissionPropertiesTest {
   }
 
   @Property(tries = 300)
-  void anySequence_inFlightNeverNegativeNorAboveCapacity_andReturnsToZero(@ForAll("ops") List<Op> ops) {
+  void anySequence_inFlightNeverNegativeNorAboveCapacity_andReturnsToZero(
+      @ForAll("ops") List<Op> ops) {
     FakeTicker time = new FakeTicker();
     PoolPolicy pool = pool(1000);
     List<ClassPolicy> classes =
         List.of(
             cls("a", 0, 0.5, 0.2, true), cls("b", 1, 0.3, 0.1, true), cls("c", 2, 0.1, 0.0, false));
     AdmissionController c =
-        new AdmissionController(List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+        new AdmissionController(
+            List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
     List<Permit> held = new ArrayList<>();
     for (Op op : ops) {
       time.advance(Duration.ofMillis(10));
@@ -60,7 +62,9 @@ class AdmissionPropertiesTest {
         case ADMIT -> {
           Tenant t = tenant("t" + op.tenant(), 3);
           Decision d =
-              c.tryAdmit(request(pool, classes.get(op.classIndex()), t, op.work(), time.nanos()), time.nanos());
+              c.tryAdmit(
+                  request(pool, classes.get(op.classIndex()), t, op.work(), time.nanos()),
+                  time.nanos());
           if (d instanceof Decision.Admit a) {
             held.add(a.permit());
           }
@@ -68,7 +72,9 @@ class AdmissionPropertiesTest {
         case RELEASE, CANCEL -> {
           if (!held.isEmpty()) {
             held.remove(op.pick() % held.size())
-                .release(op.kind() == Kind.RELEASE ? Outcome.COMPLETED : Outcome.CANCELLED, time.nanos());
+                .release(
+                    op.kind() == Kind.RELEASE ? Outcome.COMPLETED : Outcome.CANCELLED,
+                    time.nanos());
           }
         }
         case DOUBLE_RELEASE -> {
@@ -104,7 +110,8 @@ class AdmissionPropertiesTest {
         List.of(
             cls("a", 0, 0.5, 0.2, true), cls("b", 1, 0.3, 0.1, true), cls("c", 2, 0.1, 0.0, true));
     AdmissionController c =
-        new AdmissionController(List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+        new AdmissionController(
+            List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
     List<Permit> held = new ArrayList<>();
     for (Op op : ops) {
       ClassPolicy k = classes.get(op.classIndex());
@@ -114,7 +121,10 @@ class AdmissionPropertiesTest {
         Decision d =
             c.tryAdmit(request(pool, k, tenant("t", 0), op.work(), time.nanos()), time.nanos());
         if (used + op.work() <= guaranteed) {
-          assertThat(d).as("class %s used %d asks %d of guaranteed %d", k.name(), used, op.work(), guaranteed)
+          assertThat(d)
+              .as(
+                  "class %s used %d asks %d of guaranteed %d",
+                  k.name(), used, op.work(), guaranteed)
               .isInstanceOf(Decision.Admit.class);
         }
         if (d instanceof Decision.Admit a) {

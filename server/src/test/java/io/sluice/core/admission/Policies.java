@@ -16,7 +16,14 @@ final class Policies {
 
   static PoolPolicy pool(long capacity, int maxRequests) {
     return new PoolPolicy(
-        "p", capacity, maxRequests, 1.0, 1.0, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ZERO);
+        "p",
+        capacity,
+        maxRequests,
+        1.0,
+        1.0,
+        Duration.ofSeconds(1),
+        Duration.ofSeconds(60),
+        Duration.ZERO);
   }
 
   static ClassPolicy cls(String name, int rank, double reserved, double lendable, boolean borrow) {
