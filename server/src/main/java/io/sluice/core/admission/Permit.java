@@ -11,8 +11,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Permit {
   private final PoolState pool;
+  private final PoolState.ClassSlot slot;
   private final ClassPolicy requestClass;
-  private final int classIndex;
   private final Tenant tenant;
   private final long workUnits;
   private final long admittedAtNanos;
@@ -20,14 +20,13 @@ public final class Permit {
 
   Permit(
       PoolState pool,
-      ClassPolicy requestClass,
-      int classIndex,
+      PoolState.ClassSlot slot,
       Tenant tenant,
       long workUnits,
       long admittedAtNanos) {
     this.pool = pool;
-    this.requestClass = requestClass;
-    this.classIndex = classIndex;
+    this.slot = slot;
+    this.requestClass = slot.policy;
     this.tenant = tenant;
     this.workUnits = workUnits;
     this.admittedAtNanos = admittedAtNanos;
@@ -58,8 +57,8 @@ public final class Permit {
     return requestClass;
   }
 
-  int classIndex() {
-    return classIndex;
+  PoolState.ClassSlot slot() {
+    return slot;
   }
 
   public Tenant tenant() {

@@ -3,6 +3,7 @@ package io.sluice.core.admission;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,18 +26,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * Invariant (holds after every admission when {@code Σ G_j <= C}): {@code Σ_j max(U_j, G_j) <= C},
  * so a class below its guaranteed share is always admitted at once.
  *
+ * <p>Reconfiguration ({@link #reconfigure}) keeps every in-flight permit: class slots are matched
+ * by name, a removed class keeps its slot (with no reserve) until its work drains, and a smaller
+ * capacity simply admits nothing new until in-flight work falls below it.
+ *
  * <p>Concurrency: all mutable fields are guarded by {@link #lock}; critical sections are a few
  * arithmetic operations and one map update. A request larger than the whole pool is accounted as
  * the pool's capacity so it can run alone rather than never.
  */
 public final class PoolState {
   private final ReentrantLock lock = new ReentrantLock();
-  private final PoolPolicy policy;
-  private final List<ClassPolicy> classes;
-  private final long[] reserved;
-  private final long[] guaranteed;
-  private final long[] classWork; // @GuardedBy("lock")
-  private final int[] classRequests; // @GuardedBy("lock")
+  private volatile PoolPolicy policy; // written under lock
+  private volatile List<ClassSlot> slots; // copy-on-write under lock; includes retired slots
   private long totalWork; // @GuardedBy("lock")
   private int totalRequests; // @GuardedBy("lock")
   private final Map<String, int[]> tenantInFlight = new HashMap<>(); // @GuardedBy("lock")
@@ -51,86 +52,173 @@ public final class PoolState {
     ReleaseListener NONE = (p, permit, o, n) -> {};
   }
 
+  /** One class's accounting inside this pool. Fields guarded by the pool lock. */
+  static final class ClassSlot {
+    ClassPolicy policy;
+    long reserved;
+    long guaranteed;
+    boolean retired;
+    long work;
+    int requests;
+
+    ClassSlot(ClassPolicy policy) {
+      this.policy = policy;
+    }
+  }
+
   PoolState(
       PoolPolicy policy, List<ClassPolicy> classes, long rateTauNanos, ReleaseListener listener) {
-    this.policy = policy;
-    this.classes = List.copyOf(classes);
-    int n = classes.size();
-    this.reserved = new long[n];
-    this.guaranteed = new long[n];
-    this.classWork = new long[n];
-    this.classRequests = new int[n];
-    for (int i = 0; i < n; i++) {
-      reserved[i] = (long) Math.floor(classes.get(i).reservedShare() * policy.capacityWorkUnits());
-      guaranteed[i] =
-          (long) Math.floor(classes.get(i).guaranteedShare() * policy.capacityWorkUnits());
-    }
     this.completionRate = new CompletionRate(rateTauNanos);
     this.listener = listener;
+    this.slots = List.of();
+    reconfigure(policy, classes);
+  }
+
+  /** Applies a new policy; in-flight work is kept (see class comment). */
+  void reconfigure(PoolPolicy newPolicy, List<ClassPolicy> classes) {
+    lock.lock();
+    try {
+      Map<String, ClassSlot> old = new HashMap<>();
+      for (ClassSlot s : slots) {
+        old.put(s.policy.name(), s);
+      }
+      List<ClassSlot> next = new ArrayList<>();
+      for (ClassPolicy c : classes) {
+        ClassSlot s = old.remove(c.name());
+        if (s == null) {
+          s = new ClassSlot(c);
+        }
+        s.policy = c;
+        s.retired = false;
+        s.reserved = (long) Math.floor(c.reservedShare() * newPolicy.capacityWorkUnits());
+        s.guaranteed = (long) Math.floor(c.guaranteedShare() * newPolicy.capacityWorkUnits());
+        next.add(s);
+      }
+      for (ClassSlot s : old.values()) {
+        if (s.work > 0 || s.requests > 0) {
+          s.retired = true;
+          s.reserved = 0;
+          s.guaranteed = 0;
+          next.add(s);
+        }
+      }
+      this.policy = newPolicy;
+      this.slots = List.copyOf(next);
+    } finally {
+      lock.unlock();
+    }
   }
 
   public PoolPolicy policy() {
     return policy;
   }
 
-  Decision tryAdmit(AdmissionRequest request, int classIndex, long nowNanos) {
-    ClassPolicy cls = classes.get(classIndex);
-    Tenant tenant = request.tenant();
-    long w = Math.min(request.workUnits(), policy.capacityWorkUnits());
+  /** Active (non-retired) classes in rank order. */
+  public List<ClassPolicy> classes() {
+    List<ClassPolicy> out = new ArrayList<>();
+    for (ClassSlot s : slots) {
+      if (!s.retired) {
+        out.add(s.policy);
+      }
+    }
+    return out;
+  }
+
+  private ClassSlot slot(String className) {
+    for (ClassSlot s : slots) {
+      if (!s.retired && s.policy.name().equals(className)) {
+        return s;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Tries to admit; {@code null} class slot means the class is unknown to this pool.
+   *
+   * @return the decision; never null
+   */
+  Decision tryAdmit(AdmissionRequest request, long nowNanos) {
     lock.lock();
     try {
-      int maxInFlight = tenant.tier().maxInFlight();
-      int[] tenantCount = tenantInFlight.get(tenant.id());
-      if (maxInFlight > 0 && tenantCount != null && tenantCount[0] >= maxInFlight) {
-        return reject(
-            Reason.TENANT_CONCURRENCY,
-            429,
-            retryAfterForHold(nowNanos),
-            "tenant has " + tenantCount[0] + " requests in flight (cap " + maxInFlight + ")");
+      ClassSlot k = slot(request.requestClass().name());
+      if (k == null) {
+        return new Decision.Reject(
+            Reason.UNKNOWN_ROUTE,
+            404,
+            0,
+            "class " + request.requestClass().name() + " is not configured");
       }
-      if (policy.maxRequests() > 0 && totalRequests >= policy.maxRequests()) {
-        return reject(
-            Reason.POOL_SATURATED,
-            cls.shedStatus(),
-            retryAfterForWork(w, nowNanos),
-            "pool " + policy.name() + " is at its request cap");
+      Decision.Reject refused = check(k, request.tenant(), request.workUnits(), nowNanos);
+      if (refused != null) {
+        return refused;
       }
-      if (classWork[classIndex] + w > reserved[classIndex] && !cls.borrow()) {
-        return reject(
-            Reason.CLASS_SHARE,
-            cls.shedStatus(),
-            retryAfterForWork(classWork[classIndex] + w - reserved[classIndex], nowNanos),
-            "class " + cls.name() + " has used its share of pool " + policy.name());
-      }
-      long need = classWork[classIndex] + w + protectedFor(classIndex);
-      if (need > policy.capacityWorkUnits()) {
-        return reject(
-            Reason.POOL_SATURATED,
-            cls.shedStatus(),
-            retryAfterForWork(need - policy.capacityWorkUnits(), nowNanos),
-            "pool " + policy.name() + " has no capacity for class " + cls.name());
-      }
-      classWork[classIndex] += w;
-      classRequests[classIndex]++;
-      totalWork += w;
-      totalRequests++;
-      if (tenantCount == null) {
-        tenantInFlight.put(tenant.id(), new int[] {1});
-      } else {
-        tenantCount[0]++;
-      }
-      return new Decision.Admit(new Permit(this, cls, classIndex, tenant, w, nowNanos));
+      return new Decision.Admit(take(k, request.tenant(), request.workUnits(), nowNanos));
     } finally {
       lock.unlock();
     }
   }
 
+  /** Why {@code w} work of class {@code k} for {@code tenant} cannot start now, or null. */
+  private Decision.Reject check(ClassSlot k, Tenant tenant, long work, long nowNanos) {
+    PoolPolicy p = policy;
+    long w = Math.min(work, p.capacityWorkUnits());
+    ClassPolicy cls = k.policy;
+    int maxInFlight = tenant.tier().maxInFlight();
+    int[] tenantCount = tenantInFlight.get(tenant.id());
+    if (maxInFlight > 0 && tenantCount != null && tenantCount[0] >= maxInFlight) {
+      return new Decision.Reject(
+          Reason.TENANT_CONCURRENCY,
+          429,
+          retryAfterForHold(),
+          "tenant has " + tenantCount[0] + " requests in flight (cap " + maxInFlight + ")");
+    }
+    if (p.maxRequests() > 0 && totalRequests >= p.maxRequests()) {
+      return new Decision.Reject(
+          Reason.POOL_SATURATED,
+          cls.shedStatus(),
+          retryAfterForWork(w, nowNanos),
+          "pool " + p.name() + " is at its request cap");
+    }
+    if (k.work + w > k.reserved && !cls.borrow()) {
+      return new Decision.Reject(
+          Reason.CLASS_SHARE,
+          cls.shedStatus(),
+          retryAfterForWork(k.work + w - k.reserved, nowNanos),
+          "class " + cls.name() + " has used its share of pool " + p.name());
+    }
+    long need = k.work + w + protectedFor(k);
+    if (need > p.capacityWorkUnits()) {
+      return new Decision.Reject(
+          Reason.POOL_SATURATED,
+          cls.shedStatus(),
+          retryAfterForWork(need - p.capacityWorkUnits(), nowNanos),
+          "pool " + p.name() + " has no capacity for class " + cls.name());
+    }
+    return null;
+  }
+
+  private Permit take(ClassSlot k, Tenant tenant, long work, long nowNanos) {
+    long w = Math.min(work, policy.capacityWorkUnits());
+    k.work += w;
+    k.requests++;
+    totalWork += w;
+    totalRequests++;
+    int[] tenantCount = tenantInFlight.get(tenant.id());
+    if (tenantCount == null) {
+      tenantInFlight.put(tenant.id(), new int[] {1});
+    } else {
+      tenantCount[0]++;
+    }
+    return new Permit(this, k, tenant, w, nowNanos);
+  }
+
   /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */
-  private long protectedFor(int k) {
+  private long protectedFor(ClassSlot k) {
     long sum = 0;
-    for (int j = 0; j < classWork.length; j++) {
+    for (ClassSlot j : slots) {
       if (j != k) {
-        sum += Math.max(classWork[j], guaranteed[j]);
+        sum += Math.max(j.work, j.guaranteed);
       }
     }
     return sum;
@@ -139,14 +227,19 @@ public final class PoolState {
   void release(Permit permit, Outcome outcome, long nowNanos) {
     lock.lock();
     try {
-      int k = permit.classIndex();
-      classWork[k] -= permit.workUnits();
-      classRequests[k]--;
+      ClassSlot k = permit.slot();
+      k.work -= permit.workUnits();
+      k.requests--;
       totalWork -= permit.workUnits();
       totalRequests--;
       int[] count = tenantInFlight.get(permit.tenant().id());
       if (count != null && --count[0] <= 0) {
         tenantInFlight.remove(permit.tenant().id());
+      }
+      if (k.retired && k.work == 0 && k.requests == 0) {
+        List<ClassSlot> next = new ArrayList<>(slots);
+        next.remove(k);
+        slots = List.copyOf(next);
       }
       if (outcome == Outcome.COMPLETED) {
         completionRate.onCompletion(
@@ -158,10 +251,6 @@ public final class PoolState {
     listener.onRelease(this, permit, outcome, nowNanos);
   }
 
-  private Decision reject(Reason reason, int status, long retryAfterSeconds, String message) {
-    return new Decision.Reject(reason, status, retryAfterSeconds, message);
-  }
-
   /** Seconds until {@code work} units should have drained at the recent completion rate. */
   private long retryAfterForWork(long work, long nowNanos) {
     double rate = completionRate.workPerSecond(nowNanos);
@@ -171,7 +260,7 @@ public final class PoolState {
   }
 
   /** Seconds until a typical in-flight request completes (for per-tenant caps). */
-  private long retryAfterForHold(long nowNanos) {
+  private long retryAfterForHold() {
     double holdNanos = completionRate.meanHoldNanos();
     double seconds =
         holdNanos > 0
@@ -193,17 +282,30 @@ public final class PoolState {
 
   private static final long NANOS_PER_SECOND = 1_000_000_000L;
 
-  /** A consistent copy of the pool's counters. */
+  /** A consistent copy of the pool's counters; arrays are indexed like {@link #classes()}. */
   public Snapshot snapshot(long nowNanos) {
     lock.lock();
     try {
-      long[] work = classWork.clone();
-      int[] reqs = classRequests.clone();
+      List<ClassSlot> active = new ArrayList<>();
+      for (ClassSlot s : slots) {
+        if (!s.retired) {
+          active.add(s);
+        }
+      }
+      long[] work = new long[active.size()];
+      int[] reqs = new int[active.size()];
+      String[] names = new String[active.size()];
+      for (int i = 0; i < active.size(); i++) {
+        work[i] = active.get(i).work;
+        reqs[i] = active.get(i).requests;
+        names[i] = active.get(i).policy.name();
+      }
       return new Snapshot(
           policy.name(),
           policy.capacityWorkUnits(),
           totalWork,
           totalRequests,
+          names,
           work,
           reqs,
           tenantInFlight.size(),
@@ -214,16 +316,24 @@ public final class PoolState {
     }
   }
 
-  public List<ClassPolicy> classes() {
-    return classes;
+  /** In-flight work of one class (0 if unknown). */
+  public long classWork(String className) {
+    lock.lock();
+    try {
+      ClassSlot s = slot(className);
+      return s == null ? 0 : s.work;
+    } finally {
+      lock.unlock();
+    }
   }
 
-  /** Counters of a pool at one instant; arrays are indexed like {@link #classes()}. */
+  /** Counters of a pool at one instant. */
   public record Snapshot(
       String pool,
       long capacityWorkUnits,
       long workInFlight,
       int requestsInFlight,
+      String[] classNames,
       long[] classWork,
       int[] classRequests,
       int tenantsInFlight,
