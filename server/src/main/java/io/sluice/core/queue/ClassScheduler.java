@@ -138,8 +138,8 @@ public final class ClassScheduler<T> {
 
   /**
    * True when any class of rank {@code <= rank} (equal or higher priority) has waiting items. Rule
-   * 2: a new request starts at once only if this is false for its class. Call {@link
-   * #expire(long)} first so expired items do not count.
+   * 2: a new request starts at once only if this is false for its class. Call {@link #expire(long)}
+   * first so expired items do not count.
    */
   public boolean hasWaitingAtOrAbove(int rank) {
     for (QueueClass<T> c : classes) {

@@ -9,7 +9,9 @@ public sealed interface Offer {
   enum Reason {
     /** Item or work bound of the queue reached: answer 503 {@code queue_full}. */
     QUEUE_FULL,
-    /** The tenant would own more than its share of the waiting room: 429 {@code tenant_concurrency}. */
+    /**
+     * The tenant would own more than its share of the waiting room: 429 {@code tenant_concurrency}.
+     */
     TENANT_SHARE,
     /**
      * The item's expiry is not after {@code now}: it cannot start in time. Callers normally catch

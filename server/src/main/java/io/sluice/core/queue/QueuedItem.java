@@ -3,14 +3,13 @@ package io.sluice.core.queue;
 import java.util.Objects;
 
 /**
- * One waiting request: a small immutable record plus the caller's callback handle. It holds no
- * body and no thread.
+ * One waiting request: a small immutable record plus the caller's callback handle. It holds no body
+ * and no thread.
  *
- * <p>All times are {@link io.sluice.core.time.Ticker} nanos and are compared by subtraction.
- * {@code expiresAtNanos} is the latest instant at which the item may still be started; compute it
- * with {@link #expiryNanos(long, long, long, long)}. The queue also caps it at {@code
- * enqueuedAtNanos + QueueBounds.maxWaitNanos}. An item is expired once {@code now - expiresAtNanos
- * >= 0}.
+ * <p>All times are {@link io.sluice.core.time.Ticker} nanos and are compared by subtraction. {@code
+ * expiresAtNanos} is the latest instant at which the item may still be started; compute it with
+ * {@link #expiryNanos(long, long, long, long)}. The queue also caps it at {@code enqueuedAtNanos +
+ * QueueBounds.maxWaitNanos}. An item is expired once {@code now - expiresAtNanos >= 0}.
  *
  * @param id caller-unique id (for {@link TenantFairQueue#remove(long)})
  * @param tenant tenant key

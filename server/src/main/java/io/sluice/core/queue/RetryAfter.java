@@ -7,8 +7,8 @@ import java.util.random.RandomGenerator;
 /**
  * Turns a predicted duration (queue drain for 503, bucket refill for 429) into a {@code
  * Retry-After} value in whole seconds: {@code ceil(ceil(nanos / 1e9) * (1 + jitter * (2u - 1)))},
- * clamped to {@code [minSeconds, maxSeconds]}, where {@code u} is uniform in [0, 1). Jitter
- * spreads refused clients so they do not return in one wave. Never below 1 second.
+ * clamped to {@code [minSeconds, maxSeconds]}, where {@code u} is uniform in [0, 1). Jitter spreads
+ * refused clients so they do not return in one wave. Never below 1 second.
  *
  * <p>Thread-safe if the supplied random source is (for example {@code
  * ThreadLocalRandom::nextDouble} via {@link #withRandom}).
@@ -49,7 +49,8 @@ public final class RetryAfter {
   /** Defaults: [1 s, 300 s], ±20% jitter, drawing from {@code random}. */
   public static RetryAfter withRandom(RandomGenerator random) {
     Objects.requireNonNull(random, "random");
-    return new RetryAfter(DEFAULT_MIN_SECONDS, DEFAULT_MAX_SECONDS, DEFAULT_JITTER, random::nextDouble);
+    return new RetryAfter(
+        DEFAULT_MIN_SECONDS, DEFAULT_MAX_SECONDS, DEFAULT_JITTER, random::nextDouble);
   }
 
   /** {@code ceil(nanos / 1e9)}, 0 for non-positive input. */

@@ -22,22 +22,21 @@ import java.util.OptionalLong;
  * its next start tag. Tags are attached to a flow's head at service time rather than to each item
  * at arrival, which is what lets a tenant's items be reordered: <b>within a tenant, earliest
  * deadline first</b> (ties: arrival order). Over any interval in which tenants f and g are both
- * backlogged, {@code |W_f/w_f - W_g/w_g| <= maxItem_f/w_f + maxItem_g/w_g} (the SFQ bound).
- * When the queue becomes empty the busy period ends: flows are forgotten and {@code V} restarts
- * at 0.
+ * backlogged, {@code |W_f/w_f - W_g/w_g| <= maxItem_f/w_f + maxItem_g/w_g} (the SFQ bound). When
+ * the queue becomes empty the busy period ends: flows are forgotten and {@code V} restarts at 0.
  *
  * <p><b>Expiry.</b> Every item has an expiry (latest start time, capped at {@code enqueuedAt +
  * maxWait}); it is expired once {@code now - expiry >= 0}. {@link #poll(long)} first removes and
- * reports all expired items, so an expired item is never handed out; {@link #expire(long)} does
- * the same for the caller's timer, armed at {@link #nextExpiryNanos()}. Ages are never refreshed.
+ * reports all expired items, so an expired item is never handed out; {@link #expire(long)} does the
+ * same for the caller's timer, armed at {@link #nextExpiryNanos()}. Ages are never refreshed.
  *
  * <p><b>Bounds.</b> See {@link QueueBounds}; a full queue rejects at once with an {@link Offer}
  * value. Call {@link #expire(long)} before {@link #offer} so expired items do not hold room.
  *
- * <p><b>Cost.</b> offer, poll, remove and expiry of one item are O(log n); {@link
- * #queuedWorkAhead} (also done by offer) is O(backlogged tenants); {@link #oldestAgeNanos} and
- * {@link #topTenants} are O(n) and meant for gauges and {@code /debug/queues}. About 200 bytes per
- * item plus the payload (see {@code TenantFairQueueHeapTest}).
+ * <p><b>Cost.</b> offer, poll, remove and expiry of one item are O(log n); {@link #queuedWorkAhead}
+ * (also done by offer) is O(backlogged tenants); {@link #oldestAgeNanos} and {@link #topTenants}
+ * are O(n) and meant for gauges and {@code /debug/queues}. About 200 bytes per item plus the
+ * payload (see {@code TenantFairQueueHeapTest}).
  *
  * <p><b>Concurrency.</b> Not thread-safe and never blocks: the owner (the admission controller)
  * calls it under its own lock or from one serializing executor. It holds no timer and reads no
@@ -234,8 +233,8 @@ public final class TenantFairQueue<T> {
    * Estimate of the work units served before a new item of {@code tenant} with {@code weight}
    * offered now (for wait prediction). The tenant's own queued work counts in full (as if FIFO
    * within the tenant); each other backlogged flow g counts {@code min(Q_g, max(head_g, (S_new -
-   * S_g) * w_g))} when {@code S_g <= S_new}, the fluid SFQ share it gets before the new item's start
-   * tag {@code S_new}. O(backlogged tenants).
+   * S_g) * w_g))} when {@code S_g <= S_new}, the fluid SFQ share it gets before the new item's
+   * start tag {@code S_new}. O(backlogged tenants).
    */
   public long queuedWorkAhead(String tenant, double weight) {
     Objects.requireNonNull(tenant, "tenant");
@@ -441,7 +440,8 @@ public final class TenantFairQueue<T> {
 
     @Override
     boolean before(Flow<T> a, Flow<T> b) {
-      return a.startTag < b.startTag || (a.startTag == b.startTag && a.activatedSeq < b.activatedSeq);
+      return a.startTag < b.startTag
+          || (a.startTag == b.startTag && a.activatedSeq < b.activatedSeq);
     }
 
     @Override

@@ -14,17 +14,17 @@ import java.util.Objects;
  *
  * <p><b>No samples yet, and floor.</b> Until then, and as a floor afterwards, the predictor assumes
  * the pool's full capacity drains over {@code defaultServiceNanos}: rate {@code capacity /
- * defaultService}. The floor keeps an idle spell (no completions, so the measured rate decays)
- * from making the first queued request after it look unreachable; set {@code defaultServiceNanos}
- * to a pessimistic service time of the pool.
+ * defaultService}. The floor keeps an idle spell (no completions, so the measured rate decays) from
+ * making the first queued request after it look unreachable; set {@code defaultServiceNanos} to a
+ * pessimistic service time of the pool.
  *
- * <p><b>Service time</b>: {@link #onServiceTime} keeps decayed sums of service nanos and work
- * units (each sample's weight halves every {@code serviceHalfLifeSamples} samples);
- * {@code expectedServiceNanos(w) = w * sumNanos / sumWork}. With no samples it is {@code
+ * <p><b>Service time</b>: {@link #onServiceTime} keeps decayed sums of service nanos and work units
+ * (each sample's weight halves every {@code serviceHalfLifeSamples} samples); {@code
+ * expectedServiceNanos(w) = w * sumNanos / sumWork}. With no samples it is {@code
  * defaultServiceNanos}.
  *
- * <p><b>Concurrency.</b> Not thread-safe; owned by the pool's admission controller. No clock:
- * time is an argument.
+ * <p><b>Concurrency.</b> Not thread-safe; owned by the pool's admission controller. No clock: time
+ * is an argument.
  */
 public final class WaitPredictor {
 

@@ -158,8 +158,7 @@ class TenantFairQueuePropertiesTest {
   /** Runs ops against the queue and a plain model; returns the queue for final checks. */
   private static TenantFairQueue<Long> run(List<Op> ops, long start, Set<Long> reported) {
     long maxWaitMs = 150;
-    TenantFairQueue<Long> q =
-        new TenantFairQueue<>(new QueueBounds(200, 25, maxWaitMs * MS, 0.5));
+    TenantFairQueue<Long> q = new TenantFairQueue<>(new QueueBounds(200, 25, maxWaitMs * MS, 0.5));
     Map<Long, QueuedItem<Long>> live = new LinkedHashMap<>();
     Map<Long, Long> expiryOf = new HashMap<>();
     long now = start;
@@ -228,7 +227,8 @@ class TenantFairQueuePropertiesTest {
         assertThat(q.nextExpiryNanos()).isEmpty();
       } else {
         long t = now;
-        long earliest = live.keySet().stream().mapToLong(id -> expiryOf.get(id) - t).min().orElseThrow();
+        long earliest =
+            live.keySet().stream().mapToLong(id -> expiryOf.get(id) - t).min().orElseThrow();
         assertThat(q.nextExpiryNanos()).hasValue(now + earliest);
       }
     }

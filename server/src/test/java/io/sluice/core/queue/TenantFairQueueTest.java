@@ -52,8 +52,7 @@ class TenantFairQueueTest {
     }
 
     assertThat(drain(q, ticker.nanos()))
-        .containsExactly(
-            early.payload(), middle.payload(), middleTwin.payload(), late.payload());
+        .containsExactly(early.payload(), middle.payload(), middleTwin.payload(), late.payload());
   }
 
   @Test
