@@ -181,4 +181,79 @@ class ClassSchedulerTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reservedShare");
   }
+
+  /** The worked example of docs/scheduling.md §7. */
+  @Test
+  void drain_docsWorkedExample_matchesDocumentedNumbers() {
+    ClassScheduler<String> s =
+        new ClassScheduler<>(
+            List.of(
+                new QueueClass<>(
+                    "interactive",
+                    0,
+                    0.5,
+                    true,
+                    new TenantFairQueue<>(new QueueBounds(20_000, 500, 5 * SEC, 0.5))),
+                new QueueClass<>("agent", 1, 0.3, true, queue()),
+                new QueueClass<>("batch", 2, 0.2, true, queue())));
+    FakeLedger ledger = new FakeLedger(10_000, 3);
+    ledger.attach(s);
+    long now = ticker.nanos();
+    for (int i = 0; i < 4; i++) {
+      ledger.admitDirect(INTERACTIVE, item("x", 1_000), Lane.RESERVED);
+    }
+    for (int i = 0; i < 3; i++) {
+      ledger.admitDirect(AGENT, item("y", 1_000), Lane.RESERVED);
+    }
+    ledger.admitDirect(BATCH, item("z", 1_000), Lane.RESERVED);
+    ledger.admitDirect(BATCH, item("z", 1_000), Lane.RESERVED);
+    ledger.admitDirect(BATCH, item("z", 1_000), Lane.BORROWED);
+    TenantFairQueue<String> interactive = s.queueClass(INTERACTIVE).queue();
+    QueuedItem<String> acme1 =
+        new QueuedItem<>(101, "acme", 2, 1_000, now, now + 5 * SEC, now + 9 * SEC, "acme1");
+    QueuedItem<String> acme2 =
+        new QueuedItem<>(102, "acme", 2, 1_000, now, now + 5 * SEC, now + 9 * SEC, "acme2");
+    QueuedItem<String> free1 =
+        new QueuedItem<>(103, "free-co", 1, 1_000, now, now + 5 * SEC, now + 9 * SEC, "free1");
+    interactive.offer(acme1, now);
+    interactive.offer(acme2, now);
+    interactive.offer(free1, now);
+
+    WaitPredictor predictor =
+        new WaitPredictor(new WaitPredictor.Config(10_000, 10 * SEC, 20 * SEC, 50));
+    long ms = 1_000_000L;
+    for (int i = 0; i <= 600; i++) {
+      predictor.onCompletion(400, now + i * 100 * ms); // 4,000 units/s
+    }
+    for (int i = 0; i < 50; i++) {
+      predictor.onServiceTime(1_000, 2 * SEC); // 2 ms per unit
+    }
+    long wait = predictor.predictWaitNanos(interactive.queuedWorkAhead("free-co", 1), 1_500, 0);
+    long service = predictor.expectedServiceNanos(1_500);
+    assertThat(interactive.queuedWorkAhead("free-co", 1)).isEqualTo(3_000);
+    assertThat(wait).isBetween(1_100 * ms, 1_150 * ms);
+    assertThat(service).isEqualTo(3 * SEC);
+    assertThat(WaitPredictor.feasible(now, now + 10 * SEC, 5 * SEC, wait, service)).isTrue();
+    assertThat(WaitPredictor.feasible(now, now + 4 * SEC, 5 * SEC, wait, service)).isFalse();
+    QueuedItem<String> free2 =
+        new QueuedItem<>(
+            104,
+            "free-co",
+            1,
+            1_500,
+            now,
+            QueuedItem.expiryNanos(now, 5 * SEC, now + 10 * SEC, service),
+            now + 10 * SEC,
+            "free2");
+    assertThat(interactive.offer(free2, now)).isEqualTo(new Offer.Accepted(3, 3_000));
+
+    ledger.release(ledger.running.size() - 1); // a batch item finishes
+    assertThat(s.drain(now, ledger).admitted())
+        .containsExactly(new ClassScheduler.Admitted<>(INTERACTIVE, acme1, Lane.RESERVED));
+    ledger.release(4); // an agent item finishes
+    assertThat(s.drain(now, ledger).admitted())
+        .containsExactly(new ClassScheduler.Admitted<>(INTERACTIVE, free1, Lane.BORROWED));
+    RetryAfter retry = new RetryAfter(1, 300, 0.2, () -> 0.0);
+    assertThat(retry.seconds(predictor.predictedDrainNanos(4_500))).isEqualTo(2);
+  }
 }
