@@ -1,0 +1,296 @@
+package io.sluice.core.queue;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.stream.IntStream;
+
+/**
+ * Chooses which waiting request of one pool starts next, across its class queues.
+ *
+ * <p>Each class has a rank (0 = highest priority), a reserved share of the pool's capacity and a
+ * borrow flag. The caller (the admission controller) owns capacity accounting and exposes it
+ * through a {@link PoolLedger}: three reads and one commit. With {@code reserve_k =
+ * floor(reservedShare_k * capacity)}, {@code headroom_k = reserve_k - inFlight_k} and {@code free =
+ * capacity - inFlight}:
+ *
+ * <ol>
+ *   <li><b>Reserved.</b> In rank order, a class whose head item fits {@code min(headroom_k, free)}
+ *       starts it in {@link Lane#RESERVED}.
+ *   <li><b>Borrowed.</b> When no class can start within its reserve, idle capacity is lent in rank
+ *       order to classes with {@code borrow = true}: the head fits if {@code work <= free -
+ *       protected_k}, where {@code protected_k} is the sum over the <i>other</i> classes j that
+ *       have waiting work of {@code max(0, min(headroom_j, queuedWork_j))}. Borrowing therefore
+ *       never takes capacity that a waiting class below its reserve is entitled to: as soon as a
+ *       release frees enough for that class's head, the next drain starts it (it reaches its
+ *       reserve "within one release"). Lending stops at the first borrowing class whose head does
+ *       not fit, so a lower rank never overtakes a waiting higher rank (large items do not starve).
+ *   <li>After every start, both steps are tried again from the top.
+ * </ol>
+ *
+ * <p>A class with {@code borrow = false} never exceeds its reserve. Inside a class the order is the
+ * class queue's (tenant-fair, EDF within tenant; see {@link TenantFairQueue}); the scheduler only
+ * looks at each queue's head, so it never skips a tenant's head to start a smaller item.
+ *
+ * <p><b>Concurrency.</b> Not thread-safe; call it with the pool's lock held or from its serializing
+ * executor, the same one that owns the ledger. No timers, no clock: time is an argument.
+ */
+public final class ClassScheduler<T> {
+
+  /** Which capacity a start is charged to (for accounting and metrics). */
+  public enum Lane {
+    /** Within the class's reserved share. */
+    RESERVED,
+    /** Beyond it, using idle capacity lent by other classes. */
+    BORROWED
+  }
+
+  /**
+   * One class of the pool.
+   *
+   * @param name class name (for logs)
+   * @param rank 0 = highest priority; equal ranks are served in list order
+   * @param reservedShare fraction [0, 1] of the pool capacity guaranteed to the class
+   * @param borrow whether the class may use idle capacity beyond its reserve
+   * @param queue its waiting room
+   */
+  public record QueueClass<T>(
+      String name, int rank, double reservedShare, boolean borrow, TenantFairQueue<T> queue) {
+    public QueueClass {
+      Objects.requireNonNull(name, "name");
+      Objects.requireNonNull(queue, "queue");
+      if (rank < 0) {
+        throw new IllegalArgumentException("rank: " + rank + " (expected: >= 0)");
+      }
+      if (!(reservedShare >= 0 && reservedShare <= 1)) {
+        throw new IllegalArgumentException(
+            "reservedShare: " + reservedShare + " (expected: >= 0 and <= 1)");
+      }
+    }
+  }
+
+  /**
+   * The admission controller's view of one pool. Class indexes are positions in the list given to
+   * the scheduler's constructor.
+   */
+  public interface PoolLedger<T> {
+    /** Pool capacity in work units in flight. */
+    long capacityWorkUnits();
+
+    /** Work units in flight in the pool (all classes). */
+    long inFlightWorkUnits();
+
+    /** Work units in flight for one class. */
+    long inFlightWorkUnits(int classIndex);
+
+    /**
+     * Takes the permit for {@code item} (charged to {@code lane}) and answers it CONTINUE. Called
+     * only after the scheduler's capacity checks passed; return false to refuse for another reason
+     * (for example a request-count cap), which leaves the item queued.
+     */
+    boolean admit(int classIndex, QueuedItem<T> item, Lane lane);
+  }
+
+  /** An item started by {@link #drain}. */
+  public record Admitted<T>(int classIndex, QueuedItem<T> item, Lane lane) {}
+
+  /** An item that expired while waiting: answer 503 {@code queue_timeout}. */
+  public record Expired<T>(int classIndex, QueuedItem<T> item) {}
+
+  /** Result of {@link #drain}. */
+  public record Drain<T>(List<Admitted<T>> admitted, List<Expired<T>> expired) {
+    public Drain {
+      admitted = List.copyOf(admitted);
+      expired = List.copyOf(expired);
+    }
+  }
+
+  private final List<QueueClass<T>> classes;
+  private final int[] order;
+
+  public ClassScheduler(List<QueueClass<T>> classes) {
+    this.classes = List.copyOf(classes);
+    if (this.classes.isEmpty()) {
+      throw new IllegalArgumentException("classes: [] (expected: at least one class)");
+    }
+    double sum = this.classes.stream().mapToDouble(QueueClass::reservedShare).sum();
+    if (sum > 1 + 1e-9) {
+      throw new IllegalArgumentException("reservedShare: sum " + sum + " (expected: <= 1)");
+    }
+    this.order =
+        IntStream.range(0, this.classes.size())
+            .boxed()
+            .sorted(Comparator.comparingInt((Integer i) -> this.classes.get(i).rank()))
+            .mapToInt(Integer::intValue)
+            .toArray();
+  }
+
+  public int classCount() {
+    return classes.size();
+  }
+
+  public QueueClass<T> queueClass(int classIndex) {
+    return classes.get(classIndex);
+  }
+
+  /**
+   * True when any class of rank {@code <= rank} (equal or higher priority) has waiting items. Rule
+   * 2: a new request starts at once only if this is false for its class. Call {@link #expire(long)}
+   * first so expired items do not count.
+   */
+  public boolean hasWaitingAtOrAbove(int rank) {
+    for (QueueClass<T> c : classes) {
+      if (c.rank() <= rank && !c.queue().isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Whether a new request of class {@code classIndex} with {@code workUnits} may start now without
+   * queueing, and in which lane: empty if a class of equal or higher priority is waiting or the
+   * capacity rules above do not allow it. Does not take the permit.
+   */
+  public Optional<Lane> startLane(int classIndex, long workUnits, PoolLedger<T> ledger) {
+    QueueClass<T> c = classes.get(classIndex);
+    if (hasWaitingAtOrAbove(c.rank())) {
+      return Optional.empty();
+    }
+    return Optional.ofNullable(lane(classIndex, workUnits, ledger));
+  }
+
+  /** Removes expired items of every class (for the caller's timer). */
+  public List<Expired<T>> expire(long nowNanos) {
+    List<Expired<T>> expired = new ArrayList<>();
+    for (int k = 0; k < classes.size(); k++) {
+      for (QueuedItem<T> item : classes.get(k).queue().expire(nowNanos)) {
+        expired.add(new Expired<>(k, item));
+      }
+    }
+    return expired;
+  }
+
+  /** Earliest expiry across all class queues, for one timer per pool. */
+  public OptionalLong nextExpiryNanos() {
+    OptionalLong next = OptionalLong.empty();
+    for (QueueClass<T> c : classes) {
+      OptionalLong n = c.queue().nextExpiryNanos();
+      if (n.isPresent() && (next.isEmpty() || n.getAsLong() - next.getAsLong() < 0)) {
+        next = n;
+      }
+    }
+    return next;
+  }
+
+  /**
+   * Expires what is due, then keeps starting waiting items while the ledger has room, by the rules
+   * in the class comment. Call it whenever capacity frees (release) or an item is queued.
+   */
+  public Drain<T> drain(long nowNanos, PoolLedger<T> ledger) {
+    List<Expired<T>> expired = expire(nowNanos);
+    List<Admitted<T>> admitted = new ArrayList<>();
+    while (startOne(nowNanos, ledger, admitted)) {
+      // keep going until nothing more fits
+    }
+    return new Drain<>(admitted, expired);
+  }
+
+  private boolean startOne(long nowNanos, PoolLedger<T> ledger, List<Admitted<T>> admitted) {
+    // 1. reserved shares, by rank
+    for (int k : order) {
+      QueuedItem<T> head = head(k);
+      if (head != null
+          && fitsReserved(k, head.workUnits(), ledger)
+          && start(k, head, Lane.RESERVED, nowNanos, ledger, admitted)) {
+        return true;
+      }
+    }
+    // 2. lend idle capacity, by rank; no lower rank overtakes a waiting higher-rank borrower
+    for (int k : order) {
+      QueuedItem<T> head = head(k);
+      if (head == null || !classes.get(k).borrow()) {
+        continue;
+      }
+      if (fitsBorrowed(k, head.workUnits(), ledger)
+          && start(k, head, Lane.BORROWED, nowNanos, ledger, admitted)) {
+        return true;
+      }
+      return false;
+    }
+    return false;
+  }
+
+  private QueuedItem<T> head(int k) {
+    return classes.get(k).queue().peek().orElse(null);
+  }
+
+  private boolean start(
+      int k,
+      QueuedItem<T> head,
+      Lane lane,
+      long nowNanos,
+      PoolLedger<T> ledger,
+      List<Admitted<T>> admitted) {
+    if (!ledger.admit(k, head, lane)) {
+      return false;
+    }
+    Poll<T> poll = classes.get(k).queue().poll(nowNanos);
+    // expire(now) already ran with the same now, so the head is what poll returns
+    if (poll.item() != head || !poll.expired().isEmpty()) {
+      throw new IllegalStateException("queue head changed during drain of class " + k);
+    }
+    admitted.add(new Admitted<>(k, head, lane));
+    return true;
+  }
+
+  private Lane lane(int k, long work, PoolLedger<T> ledger) {
+    if (fitsReserved(k, work, ledger)) {
+      return Lane.RESERVED;
+    }
+    if (classes.get(k).borrow() && fitsBorrowed(k, work, ledger)) {
+      return Lane.BORROWED;
+    }
+    return null;
+  }
+
+  private boolean fitsReserved(int k, long work, PoolLedger<T> ledger) {
+    return work <= headroom(k, ledger) && work <= free(ledger);
+  }
+
+  private boolean fitsBorrowed(int k, long work, PoolLedger<T> ledger) {
+    return work <= free(ledger) - protectedFor(k, ledger);
+  }
+
+  /** Capacity the other waiting classes below their reserve are entitled to. */
+  private long protectedFor(int k, PoolLedger<T> ledger) {
+    long sum = 0;
+    for (int j = 0; j < classes.size(); j++) {
+      if (j == k) {
+        continue;
+      }
+      TenantFairQueue<T> q = classes.get(j).queue();
+      if (!q.isEmpty()) {
+        sum += Math.max(0, Math.min(headroom(j, ledger), q.queuedWork()));
+      }
+    }
+    return sum;
+  }
+
+  /** {@code reserve_k - inFlight_k}; may be negative when the class borrowed. */
+  public long headroom(int k, PoolLedger<T> ledger) {
+    return reserve(k, ledger) - ledger.inFlightWorkUnits(k);
+  }
+
+  /** {@code floor(reservedShare_k * capacity)}. */
+  public long reserve(int k, PoolLedger<T> ledger) {
+    return (long) Math.floor(classes.get(k).reservedShare() * (double) ledger.capacityWorkUnits());
+  }
+
+  private static long free(PoolLedger<?> ledger) {
+    return ledger.capacityWorkUnits() - ledger.inFlightWorkUnits();
+  }
+}
