@@ -692,6 +692,52 @@ class EnvoyExtProcEmulatorTest {
   }
 
   @Test
+  void streamedRequestBody_oneMessagePerChunk_pipelinedAndContentLengthRemoved() throws Exception {
+    Script script =
+        (stream, msg) -> {
+          if (msg.hasRequestBody() && !msg.getRequestBody().getEndOfStream()) {
+            // answer only once the last chunk arrived: proves the chunks are pipelined
+            return;
+          }
+          if (msg.hasRequestBody()) {
+            for (int i = 0; i < 2; i++) {
+              stream.reply(
+                  ProcessingResponse.newBuilder()
+                      .setRequestBody(
+                          BodyResponse.newBuilder()
+                              .setResponse(
+                                  CommonResponse.newBuilder()
+                                      .setBodyMutation(
+                                          BodyMutation.newBuilder()
+                                              .setBody(ByteString.copyFromUtf8("<" + i + ">")))))
+                      .build());
+            }
+          } else {
+            continueEverything(stream, msg);
+          }
+        };
+    start(script, requestHeadersOnly().toBuilder().requestBodyMode(BodyMode.STREAMED).build());
+
+    HttpResult result =
+        envoy.send(
+            HttpRequest.builder()
+                .method("POST")
+                .bodyChunk("aaa".getBytes(StandardCharsets.UTF_8))
+                .bodyChunk("bbb".getBytes(StandardCharsets.UTF_8))
+                .build());
+
+    assertThat(result.status()).isEqualTo(200);
+    UpstreamRequest seen = result.upstreamRequest().orElseThrow();
+    assertThat(seen.bodyUtf8()).isEqualTo("<0><1>");
+    assertThat(seen.headers().contains("content-length")).isFalse();
+    List<ProcessingRequest> received = server.onlyStream().received;
+    assertThat(headerMap(received.get(0))).containsEntry("content-length", "6");
+    assertThat(received.subList(1, 3))
+        .extracting(m -> m.getRequestBody().getBody().toStringUtf8())
+        .containsExactly("aaa", "bbb");
+  }
+
+  @Test
   void bufferedRequestBody_contentLengthMismatch_500() throws Exception {
     Script script =
         (stream, msg) -> {
