@@ -1,0 +1,133 @@
+package io.sluice.emulator;
+
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.sluice.upstream.Upstream;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Plays Envoy's HTTP ext_proc filter ({@code envoy.filters.http.ext_proc}) as a gRPC client of
+ * {@code envoy.service.ext_proc.v3.ExternalProcessor/Process}, in front of an in-process {@link
+ * Upstream}. One gRPC stream per HTTP request, opened lazily and ended by a reset (the server sees
+ * CANCELLED). Per-message timers, {@code override_message_timeout}, failure handling and counters
+ * follow Envoy 1.35–1.36 (see docs/emulator.md).
+ *
+ * <p>Non-blocking inside: every request is a small state machine driven by gRPC callbacks, timers
+ * on one scheduler thread and upstream callbacks; {@link #sendAsync} never blocks, so thousands of
+ * requests may be in flight. {@link #send} is the blocking convenience for tests.
+ */
+public final class EnvoyExtProcEmulator implements AutoCloseable {
+  private final Channel channel;
+  private final ManagedChannel ownedChannel;
+  private final FilterConfig config;
+  private final Upstream upstream;
+  private final Stats stats = new Stats();
+  private final ScheduledThreadPoolExecutor scheduler;
+
+  private EnvoyExtProcEmulator(
+      Channel channel, ManagedChannel ownedChannel, FilterConfig config, Upstream upstream) {
+    this.channel = channel;
+    this.ownedChannel = ownedChannel;
+    this.config = config;
+    this.upstream = upstream;
+    this.scheduler =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "envoy-emulator-timers");
+              t.setDaemon(true);
+              return t;
+            });
+    scheduler.setRemoveOnCancelPolicy(true);
+  }
+
+  /**
+   * Connects to an ext_proc server at {@code target} (e.g. {@code localhost:50051}) over plaintext
+   * HTTP/2 with a channel of its own, closed by {@link #close()}.
+   */
+  public static EnvoyExtProcEmulator connect(
+      String target, FilterConfig config, Upstream upstream) {
+    ManagedChannel channel =
+        NettyChannelBuilder.forTarget(target)
+            .usePlaintext()
+            .overrideAuthority(config.grpcAuthority())
+            .directExecutor()
+            .flowControlWindow(1 << 20)
+            .build();
+    return new EnvoyExtProcEmulator(channel, channel, config, upstream);
+  }
+
+  /** Uses a channel owned by the caller; {@code :authority} is set per call. */
+  public static EnvoyExtProcEmulator using(
+      Channel channel, FilterConfig config, Upstream upstream) {
+    return new EnvoyExtProcEmulator(channel, null, config, upstream);
+  }
+
+  /** Runs one HTTP request through the filter; the future never completes exceptionally. */
+  public CompletableFuture<HttpResult> sendAsync(HttpRequest request) {
+    return new Exchange(this, request).start();
+  }
+
+  /** Blocking helper for tests (at most 60 s). */
+  public HttpResult send(HttpRequest request) {
+    try {
+      return sendAsync(request).get(60, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    } catch (ExecutionException e) {
+      throw new CompletionException(e.getCause());
+    } catch (TimeoutException e) {
+      throw new IllegalStateException("request did not finish within 60 s: " + request, e);
+    }
+  }
+
+  public Stats stats() {
+    return stats;
+  }
+
+  public FilterConfig config() {
+    return config;
+  }
+
+  Upstream upstream() {
+    return upstream;
+  }
+
+  ScheduledExecutorService scheduler() {
+    return scheduler;
+  }
+
+  ClientCall<ProcessingRequest, ProcessingResponse> newCall() {
+    CallOptions options = CallOptions.DEFAULT;
+    if (ownedChannel == null) {
+      options = options.withAuthority(config.grpcAuthority());
+    }
+    return channel.newCall(ExternalProcessorGrpc.getProcessMethod(), options);
+  }
+
+  @Override
+  public void close() {
+    scheduler.shutdownNow();
+    if (ownedChannel != null) {
+      ownedChannel.shutdownNow();
+      try {
+        ownedChannel.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+}

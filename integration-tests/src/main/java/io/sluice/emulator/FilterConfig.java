@@ -1,0 +1,257 @@
+package io.sluice.emulator;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The emulated {@code envoy.filters.http.ext_proc} filter configuration (Envoy 1.34–1.38 field
+ * names in comments). Build with {@link #builder()}; {@link #defaults()} equals Envoy's defaults
+ * (headers SEND, bodies NONE, message_timeout 200 ms, overrides disabled, fail-closed).
+ *
+ * @param requestHeaderMode {@code processing_mode.request_header_mode}
+ * @param responseHeaderMode {@code processing_mode.response_header_mode}
+ * @param requestBodyMode {@code processing_mode.request_body_mode}
+ * @param responseBodyMode {@code processing_mode.response_body_mode}
+ * @param messageTimeout {@code message_timeout} (0..3600 s)
+ * @param maxMessageTimeout {@code max_message_timeout} (0 disables override_message_timeout)
+ * @param failureModeAllow {@code failure_mode_allow}
+ * @param receivingNamespaces {@code metadata_options.receiving_namespaces.untyped}
+ * @param forwardingNamespaces {@code metadata_options.forwarding_namespaces.untyped}
+ * @param requestAttributes {@code request_attributes}: expression text to the value the test
+ *     pretends CEL produced (Boolean, Number or anything printed as a string); per-request values
+ *     in {@link HttpRequest} win
+ * @param responseAttributes {@code response_attributes}, same convention
+ * @param grpcInitialMetadata {@code grpc_service.initial_metadata}
+ * @param grpcAuthority the {@code :authority} of the gRPC stream (cluster name or {@code
+ *     envoy_grpc.authority})
+ * @param sendProtocolConfig send {@code protocol_config} on the first message (Envoy 1.34+)
+ * @param gracefulClose runtime flag {@code envoy.reloadable_features.ext_proc_graceful_grpc_close}
+ * @param remoteCloseTimeout {@code envoy.filters.http.ext_proc.remote_close_timeout_milliseconds}
+ * @param closeStreamAfterLastResponse Envoy 1.37 runtime guard {@code
+ *     envoy.reloadable_features.ext_proc_stream_close_optimization}: close the stream as soon as no
+ *     further message will be needed instead of at the end of the HTTP request (off by default,
+ *     i.e. Envoy ≤ 1.36 behaviour)
+ */
+public record FilterConfig(
+    HeaderMode requestHeaderMode,
+    HeaderMode responseHeaderMode,
+    BodyMode requestBodyMode,
+    BodyMode responseBodyMode,
+    Duration messageTimeout,
+    Duration maxMessageTimeout,
+    boolean failureModeAllow,
+    Set<String> receivingNamespaces,
+    Set<String> forwardingNamespaces,
+    Map<String, Object> requestAttributes,
+    Map<String, Object> responseAttributes,
+    Map<String, String> grpcInitialMetadata,
+    String grpcAuthority,
+    boolean sendProtocolConfig,
+    boolean gracefulClose,
+    Duration remoteCloseTimeout,
+    boolean closeStreamAfterLastResponse) {
+
+  /** {@code ProcessingMode.HeaderSendMode} (DEFAULT means SEND for headers). */
+  public enum HeaderMode {
+    SEND,
+    SKIP
+  }
+
+  /**
+   * {@code ProcessingMode.BodySendMode}. BUFFERED_PARTIAL and FULL_DUPLEX_STREAMED are not
+   * emulated.
+   */
+  public enum BodyMode {
+    NONE,
+    STREAMED,
+    BUFFERED
+  }
+
+  private static final Duration MAX_TIMEOUT = Duration.ofSeconds(3600);
+
+  public FilterConfig {
+    requireRange("messageTimeout", messageTimeout);
+    requireRange("maxMessageTimeout", maxMessageTimeout);
+    if (remoteCloseTimeout.isNegative()) {
+      throw new IllegalArgumentException(
+          "remoteCloseTimeout: " + remoteCloseTimeout + " (expected: >= 0)");
+    }
+    if (grpcAuthority == null || grpcAuthority.isBlank()) {
+      throw new IllegalArgumentException(
+          "grpcAuthority: " + grpcAuthority + " (expected: non-blank)");
+    }
+    receivingNamespaces = Set.copyOf(receivingNamespaces);
+    forwardingNamespaces = Set.copyOf(forwardingNamespaces);
+    requestAttributes = Map.copyOf(requestAttributes);
+    responseAttributes = Map.copyOf(responseAttributes);
+    grpcInitialMetadata = Map.copyOf(grpcInitialMetadata);
+  }
+
+  private static void requireRange(String field, Duration value) {
+    if (value.isNegative() || value.compareTo(MAX_TIMEOUT) > 0) {
+      throw new IllegalArgumentException(field + ": " + value + " (expected: 0s..3600s)");
+    }
+  }
+
+  public static FilterConfig defaults() {
+    return builder().build();
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.requestHeaderMode = requestHeaderMode;
+    b.responseHeaderMode = responseHeaderMode;
+    b.requestBodyMode = requestBodyMode;
+    b.responseBodyMode = responseBodyMode;
+    b.messageTimeout = messageTimeout;
+    b.maxMessageTimeout = maxMessageTimeout;
+    b.failureModeAllow = failureModeAllow;
+    b.receivingNamespaces.addAll(receivingNamespaces);
+    b.forwardingNamespaces.addAll(forwardingNamespaces);
+    b.requestAttributes.putAll(requestAttributes);
+    b.responseAttributes.putAll(responseAttributes);
+    b.grpcInitialMetadata.putAll(grpcInitialMetadata);
+    b.grpcAuthority = grpcAuthority;
+    b.sendProtocolConfig = sendProtocolConfig;
+    b.gracefulClose = gracefulClose;
+    b.remoteCloseTimeout = remoteCloseTimeout;
+    b.closeStreamAfterLastResponse = closeStreamAfterLastResponse;
+    return b;
+  }
+
+  /** Builder with Envoy's defaults. */
+  public static final class Builder {
+    private HeaderMode requestHeaderMode = HeaderMode.SEND;
+    private HeaderMode responseHeaderMode = HeaderMode.SEND;
+    private BodyMode requestBodyMode = BodyMode.NONE;
+    private BodyMode responseBodyMode = BodyMode.NONE;
+    private Duration messageTimeout = Duration.ofMillis(200);
+    private Duration maxMessageTimeout = Duration.ZERO;
+    private boolean failureModeAllow;
+    private final Set<String> receivingNamespaces = new LinkedHashSet<>();
+    private final Set<String> forwardingNamespaces = new LinkedHashSet<>();
+    private final Map<String, Object> requestAttributes = new LinkedHashMap<>();
+    private final Map<String, Object> responseAttributes = new LinkedHashMap<>();
+    private final Map<String, String> grpcInitialMetadata = new LinkedHashMap<>();
+    private String grpcAuthority = "ext_proc_cluster";
+    private boolean sendProtocolConfig = true;
+    private boolean gracefulClose;
+    private Duration remoteCloseTimeout = Duration.ofMillis(1000);
+    private boolean closeStreamAfterLastResponse;
+
+    private Builder() {}
+
+    public Builder requestHeaderMode(HeaderMode mode) {
+      this.requestHeaderMode = mode;
+      return this;
+    }
+
+    public Builder responseHeaderMode(HeaderMode mode) {
+      this.responseHeaderMode = mode;
+      return this;
+    }
+
+    public Builder requestBodyMode(BodyMode mode) {
+      this.requestBodyMode = mode;
+      return this;
+    }
+
+    public Builder responseBodyMode(BodyMode mode) {
+      this.responseBodyMode = mode;
+      return this;
+    }
+
+    public Builder messageTimeout(Duration timeout) {
+      this.messageTimeout = timeout;
+      return this;
+    }
+
+    public Builder maxMessageTimeout(Duration timeout) {
+      this.maxMessageTimeout = timeout;
+      return this;
+    }
+
+    public Builder failureModeAllow(boolean allow) {
+      this.failureModeAllow = allow;
+      return this;
+    }
+
+    public Builder receivingNamespaces(String... namespaces) {
+      receivingNamespaces.addAll(java.util.List.of(namespaces));
+      return this;
+    }
+
+    public Builder forwardingNamespaces(String... namespaces) {
+      forwardingNamespaces.addAll(java.util.List.of(namespaces));
+      return this;
+    }
+
+    public Builder requestAttribute(String expression, Object value) {
+      requestAttributes.put(expression, value);
+      return this;
+    }
+
+    public Builder responseAttribute(String expression, Object value) {
+      responseAttributes.put(expression, value);
+      return this;
+    }
+
+    public Builder grpcInitialMetadata(String key, String value) {
+      grpcInitialMetadata.put(key, value);
+      return this;
+    }
+
+    public Builder grpcAuthority(String authority) {
+      this.grpcAuthority = authority;
+      return this;
+    }
+
+    public Builder sendProtocolConfig(boolean send) {
+      this.sendProtocolConfig = send;
+      return this;
+    }
+
+    public Builder gracefulClose(boolean graceful) {
+      this.gracefulClose = graceful;
+      return this;
+    }
+
+    public Builder remoteCloseTimeout(Duration timeout) {
+      this.remoteCloseTimeout = timeout;
+      return this;
+    }
+
+    public Builder closeStreamAfterLastResponse(boolean close) {
+      this.closeStreamAfterLastResponse = close;
+      return this;
+    }
+
+    public FilterConfig build() {
+      return new FilterConfig(
+          requestHeaderMode,
+          responseHeaderMode,
+          requestBodyMode,
+          responseBodyMode,
+          messageTimeout,
+          maxMessageTimeout,
+          failureModeAllow,
+          receivingNamespaces,
+          forwardingNamespaces,
+          requestAttributes,
+          responseAttributes,
+          grpcInitialMetadata,
+          grpcAuthority,
+          sendProtocolConfig,
+          gracefulClose,
+          remoteCloseTimeout,
+          closeStreamAfterLastResponse);
+    }
+  }
+}

@@ -1,0 +1,86 @@
+package io.sluice.emulator;
+
+import com.google.protobuf.Struct;
+import io.sluice.upstream.HttpHeaders;
+import io.sluice.upstream.UpstreamRequest;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * What the downstream client observed, plus what the emulated Envoy did on the way.
+ *
+ * @param outcome how the exchange ended
+ * @param status HTTP status the client received (0 if the client received no headers)
+ * @param headers response headers the client received (with {@code :status})
+ * @param bodyChunks response body chunks in the order the client received them
+ * @param responseCodeDetails like Envoy's {@code %RESPONSE_CODE_DETAILS%}: {@code via_upstream},
+ *     the ImmediateResponse details, {@code ext_proc_error_per-message_timeout_exceeded}, …
+ * @param dynamicMetadata stream dynamic metadata written by the processor (receiving namespaces
+ *     only), keyed by namespace
+ * @param extProcBypassed true when a phase that ext_proc should have handled passed unprocessed
+ *     (fail-open after an error/timeout/spurious message, or the server closed the stream OK)
+ * @param upstreamRequest the request as forwarded to the upstream, empty if it never was
+ * @param timeToResponseHeaders from start until response headers went downstream
+ * @param timeToFirstByte from start until the first response body byte (or the headers if there is
+ *     no body) went downstream
+ * @param total from start until the exchange ended
+ */
+public record HttpResult(
+    Outcome outcome,
+    int status,
+    HttpHeaders headers,
+    List<byte[]> bodyChunks,
+    String responseCodeDetails,
+    Struct dynamicMetadata,
+    boolean extProcBypassed,
+    Optional<UpstreamRequest> upstreamRequest,
+    Optional<Duration> timeToResponseHeaders,
+    Optional<Duration> timeToFirstByte,
+    Duration total) {
+
+  /** How an exchange ended. */
+  public enum Outcome {
+    /** the upstream's response (possibly mutated) was delivered completely. */
+    UPSTREAM_RESPONSE,
+    /** Envoy sent a local reply (ImmediateResponse, 500 or 504 from ext_proc errors). */
+    LOCAL_REPLY,
+    /** the downstream stream was reset after its response headers were sent. */
+    DOWNSTREAM_RESET,
+    /** the client disconnected ({@link HttpRequest.Phase} or delay). */
+    CLIENT_CANCELLED
+  }
+
+  public HttpResult {
+    headers = headers.copy();
+    bodyChunks = List.copyOf(bodyChunks);
+  }
+
+  @Override
+  public HttpHeaders headers() {
+    return headers.copy();
+  }
+
+  public Optional<String> header(String name) {
+    return headers.first(name);
+  }
+
+  public byte[] body() {
+    int n = 0;
+    for (byte[] c : bodyChunks) {
+      n += c.length;
+    }
+    byte[] all = new byte[n];
+    int at = 0;
+    for (byte[] c : bodyChunks) {
+      System.arraycopy(c, 0, all, at, c.length);
+      at += c.length;
+    }
+    return all;
+  }
+
+  public String bodyUtf8() {
+    return new String(body(), StandardCharsets.UTF_8);
+  }
+}

@@ -1,0 +1,444 @@
+package io.sluice.upstream;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A simulated OpenAI-style chat-completions provider, usable in-process as an {@link Upstream} or
+ * over loopback HTTP ({@link #serve(int)}).
+ *
+ * <p>Model: {@code batchSlots} (K) requests decode at full speed; beyond K the provider shares its
+ * capacity, so every prefill/decode step takes {@code active / K} times longer (processor sharing,
+ * evaluated at each step). Time to first token = prefill ({@code prefillPerInputToken} × prompt
+ * tokens, stretched) gives the first token; each further token takes {@code decodePerOutputToken}
+ * (stretched). Prompt tokens are {@code ceil(body bytes / charsPerToken)}; completion tokens are
+ * {@code max_tokens} (or {@code max_completion_tokens}) capped at {@code maxOutputTokens}, else
+ * {@code defaultOutputTokens}. Zero durations make it instant (for tests). {@link #throttle(int,
+ * Duration)} makes it answer 429 or 503 with {@code retry-after} like a throttling provider.
+ */
+public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /**
+   * Provider settings.
+   *
+   * @param batchSlots K, requests served at full speed (≥ 1)
+   * @param prefillPerInputToken prefill time per prompt token
+   * @param decodePerOutputToken decode time per completion token
+   * @param defaultOutputTokens completion tokens when the request sets no max_tokens
+   * @param maxOutputTokens upper bound for completion tokens
+   * @param charsPerToken bytes of request body per prompt token (≥ 1)
+   */
+  public record Settings(
+      int batchSlots,
+      Duration prefillPerInputToken,
+      Duration decodePerOutputToken,
+      int defaultOutputTokens,
+      int maxOutputTokens,
+      int charsPerToken) {
+    public Settings {
+      if (batchSlots < 1) {
+        throw new IllegalArgumentException("batchSlots: " + batchSlots + " (expected: >= 1)");
+      }
+      if (prefillPerInputToken.isNegative() || decodePerOutputToken.isNegative()) {
+        throw new IllegalArgumentException(
+            "prefillPerInputToken/decodePerOutputToken: negative (expected: >= 0)");
+      }
+      if (defaultOutputTokens < 1 || maxOutputTokens < 1) {
+        throw new IllegalArgumentException(
+            "defaultOutputTokens/maxOutputTokens: "
+                + defaultOutputTokens
+                + "/"
+                + maxOutputTokens
+                + " (expected: >= 1)");
+      }
+      if (charsPerToken < 1) {
+        throw new IllegalArgumentException("charsPerToken: " + charsPerToken + " (expected: >= 1)");
+      }
+    }
+
+    /** Instant responses, 8 slots, 16 completion tokens by default. */
+    public static Settings instant() {
+      return new Settings(8, Duration.ZERO, Duration.ZERO, 16, 4096, 4);
+    }
+
+    /** Roughly a small hosted model: 0.2 ms/prompt token, 20 ms/completion token. */
+    public static Settings realistic(int batchSlots) {
+      return new Settings(
+          batchSlots, Duration.ofNanos(200_000), Duration.ofMillis(20), 64, 4096, 4);
+    }
+  }
+
+  private record Throttle(int status, Duration retryAfter) {}
+
+  private final Settings settings;
+  private final ScheduledThreadPoolExecutor scheduler;
+  private final AtomicInteger active = new AtomicInteger();
+  private final AtomicLong served = new AtomicLong();
+  private final AtomicLong ids = new AtomicLong();
+  private volatile Throttle throttle;
+  private HttpServer httpServer;
+  private ExecutorService httpExecutor;
+
+  public SimulatedLlmUpstream(Settings settings) {
+    this.settings = settings;
+    this.scheduler =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "simulated-llm");
+              t.setDaemon(true);
+              return t;
+            });
+    scheduler.setRemoveOnCancelPolicy(true);
+  }
+
+  /** From now on answer every request with {@code status} (429 or 503) and retry-after. */
+  public void throttle(int status, Duration retryAfter) {
+    if (status != 429 && status != 503) {
+      throw new IllegalArgumentException("status: " + status + " (expected: 429 or 503)");
+    }
+    this.throttle = new Throttle(status, retryAfter);
+  }
+
+  public void stopThrottling() {
+    this.throttle = null;
+  }
+
+  /** Requests currently generating (prefill or decode). */
+  public int active() {
+    return active.get();
+  }
+
+  /** Requests answered with 200 so far. */
+  public long served() {
+    return served.get();
+  }
+
+  @Override
+  public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
+    Throttle t = throttle;
+    if (t != null) {
+      return CompletableFuture.completedFuture(throttled(t));
+    }
+    JsonNode body;
+    try {
+      body = request.body().length == 0 ? JSON.createObjectNode() : JSON.readTree(request.body());
+    } catch (IOException e) {
+      return CompletableFuture.completedFuture(
+          error(400, "invalid_request_error", "request body is not JSON", Map.of()));
+    }
+    String model = body.path("model").asText("simulated");
+    boolean stream = body.path("stream").asBoolean(false);
+    int promptTokens = Math.max(1, ceilDiv(request.body().length, settings.charsPerToken()));
+    int completionTokens = settings.defaultOutputTokens();
+    JsonNode max =
+        body.has("max_completion_tokens")
+            ? body.get("max_completion_tokens")
+            : body.get("max_tokens");
+    if (max != null && max.canConvertToInt() && max.asInt() > 0) {
+      completionTokens = Math.min(max.asInt(), settings.maxOutputTokens());
+    }
+    Generation generation =
+        new Generation(
+            "chatcmpl-" + ids.incrementAndGet(), model, stream, promptTokens, completionTokens);
+    if (stream) {
+      return CompletableFuture.completedFuture(
+          new UpstreamResponse(
+              200,
+              HttpHeaders.of("content-type", "text/event-stream", "cache-control", "no-cache"),
+              generation));
+    }
+    CompletableFuture<UpstreamResponse> done = new CompletableFuture<>();
+    generation.subscribe(
+        (data, eos) ->
+            done.complete(
+                UpstreamResponse.of(
+                    200,
+                    HttpHeaders.of(
+                        "content-type",
+                        "application/json",
+                        "content-length",
+                        Integer.toString(data.length)),
+                    List.of(data))));
+    return done;
+  }
+
+  /** One generation; for non-streaming requests the sink gets the whole JSON once at the end. */
+  private final class Generation implements ResponseBody {
+    private final String id;
+    private final String model;
+    private final boolean stream;
+    private final int promptTokens;
+    private final int completionTokens;
+    private volatile boolean cancelled;
+    private int emitted;
+    private Sink sink;
+    private final AtomicInteger released = new AtomicInteger();
+
+    Generation(String id, String model, boolean stream, int promptTokens, int completionTokens) {
+      this.id = id;
+      this.model = model;
+      this.stream = stream;
+      this.promptTokens = promptTokens;
+      this.completionTokens = completionTokens;
+    }
+
+    @Override
+    public Runnable subscribe(Sink sink) {
+      this.sink = sink;
+      active.incrementAndGet();
+      step(settings.prefillPerInputToken().toNanos() * promptTokens);
+      return () -> {
+        cancelled = true;
+        release();
+      };
+    }
+
+    private void release() {
+      if (released.compareAndSet(0, 1)) {
+        active.decrementAndGet();
+      }
+    }
+
+    /** Schedules the next token after {@code baseNanos}, stretched by the current sharing. */
+    private void step(long baseNanos) {
+      long nanos = stretch(baseNanos);
+      if (nanos <= 0) {
+        scheduler.execute(this::emitToken);
+      } else {
+        scheduler.schedule(this::emitToken, nanos, TimeUnit.NANOSECONDS);
+      }
+    }
+
+    private long stretch(long baseNanos) {
+      int k = settings.batchSlots();
+      int a = active.get();
+      return a <= k ? baseNanos : (long) (baseNanos * ((double) a / k));
+    }
+
+    private void emitToken() {
+      if (cancelled) {
+        return;
+      }
+      emitted++;
+      boolean last = emitted >= completionTokens;
+      if (stream) {
+        sink.onData(sse(chunk(token(emitted), null)), false);
+        if (last) {
+          release();
+          served.incrementAndGet();
+          ObjectNode finish = chunk(null, "length");
+          ObjectNode usage = JSON.createObjectNode();
+          usage.put("id", id).put("object", "chat.completion.chunk").put("model", model);
+          usage.putArray("choices");
+          usage.set("usage", usage());
+          byte[] tail =
+              concat(sse(finish), sse(usage), "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
+          sink.onData(tail, true);
+          return;
+        }
+      } else if (last) {
+        release();
+        served.incrementAndGet();
+        sink.onData(completion(), true);
+        return;
+      }
+      step(settings.decodePerOutputToken().toNanos());
+    }
+
+    private ObjectNode chunk(String content, String finishReason) {
+      ObjectNode c = JSON.createObjectNode();
+      c.put("id", id).put("object", "chat.completion.chunk").put("created", 0).put("model", model);
+      ObjectNode choice = c.putArray("choices").addObject();
+      choice.put("index", 0);
+      ObjectNode delta = choice.putObject("delta");
+      if (content != null) {
+        delta.put("content", content);
+      }
+      if (finishReason == null) {
+        choice.putNull("finish_reason");
+      } else {
+        choice.put("finish_reason", finishReason);
+      }
+      return c;
+    }
+
+    private byte[] completion() {
+      ObjectNode c = JSON.createObjectNode();
+      c.put("id", id).put("object", "chat.completion").put("created", 0).put("model", model);
+      ArrayNode choices = c.putArray("choices");
+      ObjectNode choice = choices.addObject();
+      choice.put("index", 0);
+      StringBuilder text = new StringBuilder();
+      for (int i = 1; i <= completionTokens; i++) {
+        text.append(token(i));
+      }
+      choice.putObject("message").put("role", "assistant").put("content", text.toString());
+      choice.put("finish_reason", "length");
+      c.set("usage", usage());
+      return c.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    private ObjectNode usage() {
+      ObjectNode u = JSON.createObjectNode();
+      u.put("prompt_tokens", promptTokens);
+      u.put("completion_tokens", completionTokens);
+      u.put("total_tokens", promptTokens + completionTokens);
+      return u;
+    }
+  }
+
+  private static String token(int i) {
+    return "tok" + i + " ";
+  }
+
+  private static byte[] sse(ObjectNode event) {
+    return ("data: " + event + "\n\n").getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static UpstreamResponse throttled(Throttle t) {
+    long seconds = Math.max(1, (t.retryAfter().toMillis() + 999) / 1000);
+    return t.status() == 429
+        ? error(
+            429,
+            "rate_limit_exceeded",
+            "Rate limit reached, retry later",
+            Map.of("retry-after", Long.toString(seconds)))
+        : error(
+            503,
+            "overloaded",
+            "The server is overloaded, retry later",
+            Map.of("retry-after", Long.toString(seconds)));
+  }
+
+  private static UpstreamResponse error(
+      int status, String type, String message, Map<String, String> extraHeaders) {
+    ObjectNode e = JSON.createObjectNode();
+    e.putObject("error").put("message", message).put("type", type).put("code", type);
+    byte[] body = e.toString().getBytes(StandardCharsets.UTF_8);
+    HttpHeaders headers =
+        HttpHeaders.of(
+            "content-type", "application/json", "content-length", Integer.toString(body.length));
+    extraHeaders.forEach(headers::add);
+    return UpstreamResponse.of(status, headers, List.of(body));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // loopback HTTP
+
+  /**
+   * Serves {@code POST /v1/chat/completions} (any path, really) on 127.0.0.1; {@code port} 0 picks
+   * a free port. Returns the bound port. Stopped by {@link #close()}.
+   */
+  public synchronized int serve(int port) throws IOException {
+    if (httpServer != null) {
+      throw new IllegalStateException(
+          "already serving on port " + httpServer.getAddress().getPort());
+    }
+    httpServer = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 1024);
+    httpExecutor = Executors.newCachedThreadPool();
+    httpServer.setExecutor(httpExecutor);
+    httpServer.createContext(
+        "/",
+        exchange -> {
+          try (exchange) {
+            byte[] requestBody;
+            try (InputStream in = exchange.getRequestBody()) {
+              requestBody = in.readAllBytes();
+            }
+            HttpHeaders headers = new HttpHeaders();
+            headers.add(":method", exchange.getRequestMethod());
+            headers.add(":path", exchange.getRequestURI().toString());
+            exchange
+                .getRequestHeaders()
+                .forEach((name, values) -> values.forEach(v -> headers.add(name, v)));
+            UpstreamResponse response = send(new UpstreamRequest(headers, requestBody)).join();
+            for (Map.Entry<String, String> h : response.headers().entries()) {
+              if (!h.getKey().equals("content-length")) {
+                exchange.getResponseHeaders().add(h.getKey(), h.getValue());
+              }
+            }
+            BlockingQueue<Object> chunks = new LinkedBlockingQueue<>();
+            Object end = new Object();
+            Runnable cancel = () -> {};
+            if (!response.body().isEmpty()) {
+              cancel =
+                  response
+                      .body()
+                      .subscribe(
+                          (data, eos) -> {
+                            chunks.add(data);
+                            if (eos) {
+                              chunks.add(end);
+                            }
+                          });
+            } else {
+              chunks.add(end);
+            }
+            exchange.sendResponseHeaders(response.status(), 0);
+            try (OutputStream out = exchange.getResponseBody()) {
+              for (Object c = chunks.take(); c != end; c = chunks.take()) {
+                out.write((byte[]) c);
+                out.flush();
+              }
+            } catch (IOException | InterruptedException e) {
+              cancel.run();
+              if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+              }
+            }
+          }
+        });
+    httpServer.start();
+    return httpServer.getAddress().getPort();
+  }
+
+  @Override
+  public synchronized void close() {
+    if (httpServer != null) {
+      httpServer.stop(0);
+      httpExecutor.shutdownNow();
+      httpServer = null;
+    }
+    scheduler.shutdownNow();
+  }
+
+  private static int ceilDiv(int a, int b) {
+    return (a + b - 1) / b;
+  }
+
+  private static byte[] concat(byte[]... parts) {
+    int n = 0;
+    for (byte[] p : parts) {
+      n += p.length;
+    }
+    byte[] all = new byte[n];
+    int at = 0;
+    for (byte[] p : parts) {
+      System.arraycopy(p, 0, all, at, p.length);
+      at += p.length;
+    }
+    return all;
+  }
+}

@@ -1,0 +1,176 @@
+package io.sluice.emulator;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.upstream.HttpHeaders;
+import io.sluice.upstream.SimulatedLlmUpstream;
+import io.sluice.upstream.SimulatedLlmUpstream.Settings;
+import io.sluice.upstream.UpstreamRequest;
+import io.sluice.upstream.UpstreamResponse;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class SimulatedLlmUpstreamTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private SimulatedLlmUpstream llm;
+
+  @AfterEach
+  void tearDown() {
+    if (llm != null) {
+      llm.close();
+    }
+  }
+
+  private static UpstreamRequest chat(String json) {
+    return new UpstreamRequest(
+        HttpHeaders.of(":method", "POST", ":path", "/v1/chat/completions"),
+        json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Collects a body synchronously (instant settings deliver on the scheduler thread). */
+  private static List<String> collect(UpstreamResponse response) throws Exception {
+    List<String> chunks = new ArrayList<>();
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    response
+        .body()
+        .subscribe(
+            (data, eos) -> {
+              synchronized (chunks) {
+                chunks.add(new String(data, StandardCharsets.UTF_8));
+              }
+              if (eos) {
+                done.complete(null);
+              }
+            });
+    done.get(5, TimeUnit.SECONDS);
+    return chunks;
+  }
+
+  @Test
+  void nonStreaming_returnsCompletionWithUsage() throws Exception {
+    llm = new SimulatedLlmUpstream(Settings.instant());
+    String body = "{\"model\":\"m1\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\"}]}";
+
+    UpstreamResponse response = llm.send(chat(body)).get(5, TimeUnit.SECONDS);
+
+    assertThat(response.status()).isEqualTo(200);
+    assertThat(response.headers().first("content-type")).contains("application/json");
+    JsonNode json = JSON.readTree(String.join("", collect(response)));
+    assertThat(json.path("object").asText()).isEqualTo("chat.completion");
+    assertThat(json.path("model").asText()).isEqualTo("m1");
+    int prompt = (body.length() + 3) / 4;
+    assertThat(json.path("usage").path("prompt_tokens").asInt()).isEqualTo(prompt);
+    assertThat(json.path("usage").path("completion_tokens").asInt()).isEqualTo(5);
+    assertThat(json.path("usage").path("total_tokens").asInt()).isEqualTo(prompt + 5);
+    assertThat(llm.active()).isZero();
+    assertThat(llm.served()).isEqualTo(1);
+  }
+
+  @Test
+  void streaming_sendsTokenChunksUsageChunkAndDone() throws Exception {
+    llm = new SimulatedLlmUpstream(Settings.instant());
+
+    UpstreamResponse response =
+        llm.send(chat("{\"stream\":true,\"max_tokens\":3}")).get(5, TimeUnit.SECONDS);
+    List<String> chunks = collect(response);
+
+    assertThat(response.headers().first("content-type")).contains("text/event-stream");
+    assertThat(chunks).hasSize(4);
+    assertThat(chunks.get(0)).startsWith("data: {").endsWith("\n\n").contains("\"tok1 \"");
+    String tail = chunks.get(3);
+    assertThat(tail).contains("\"finish_reason\":\"length\"").endsWith("data: [DONE]\n\n");
+    String usageEvent = tail.split("\n\n")[1].substring("data: ".length());
+    assertThat(JSON.readTree(usageEvent).path("usage").path("completion_tokens").asInt())
+        .isEqualTo(3);
+  }
+
+  @Test
+  void throttled_answers429WithRetryAfterThenRecovers() throws Exception {
+    llm = new SimulatedLlmUpstream(Settings.instant());
+    llm.throttle(429, Duration.ofMillis(1500));
+
+    UpstreamResponse limited = llm.send(chat("{}")).get(5, TimeUnit.SECONDS);
+    llm.stopThrottling();
+    UpstreamResponse ok = llm.send(chat("{}")).get(5, TimeUnit.SECONDS);
+
+    assertThat(limited.status()).isEqualTo(429);
+    assertThat(limited.headers().first("retry-after")).contains("2");
+    assertThat(String.join("", collect(limited))).contains("rate_limit_exceeded");
+    assertThat(ok.status()).isEqualTo(200);
+  }
+
+  @Test
+  void processorSharing_beyondBatchSlots_stretchesDecode() throws Exception {
+    Settings oneSlot = new Settings(1, Duration.ZERO, Duration.ofMillis(20), 6, 100, 4);
+    llm = new SimulatedLlmUpstream(oneSlot);
+
+    long t0 = System.nanoTime();
+    llm.send(chat("{}")).get(5, TimeUnit.SECONDS);
+    Duration alone = Duration.ofNanos(System.nanoTime() - t0);
+    t0 = System.nanoTime();
+    CompletableFuture<UpstreamResponse> a = llm.send(chat("{}"));
+    CompletableFuture<UpstreamResponse> b = llm.send(chat("{}"));
+    CompletableFuture.allOf(a, b).get(5, TimeUnit.SECONDS);
+    Duration shared = Duration.ofNanos(System.nanoTime() - t0);
+
+    // first token after prefill (0 here), then 5 decode steps of 20 ms; two requests on one slot
+    // share it, so each step takes 40 ms
+    assertThat(alone).isBetween(Duration.ofMillis(95), Duration.ofMillis(170));
+    assertThat(shared).isGreaterThanOrEqualTo(Duration.ofMillis(180));
+  }
+
+  @Test
+  void serve_loopbackHttp_streamsSse() throws Exception {
+    llm = new SimulatedLlmUpstream(Settings.instant());
+    int port = llm.serve(0);
+
+    java.net.http.HttpResponse<String> response =
+        HttpClient.newHttpClient()
+            .send(
+                java.net.http.HttpRequest.newBuilder(
+                        URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                    .POST(
+                        java.net.http.HttpRequest.BodyPublishers.ofString(
+                            "{\"stream\":true,\"max_tokens\":2}"))
+                    .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+
+    assertThat(response.statusCode()).isEqualTo(200);
+    assertThat(response.headers().firstValue("content-type")).contains("text/event-stream");
+    assertThat(response.body()).contains("tok2").endsWith("data: [DONE]\n\n");
+  }
+
+  @Test
+  void emulator_withSimulatedUpstream_streamsThroughExtProc() throws Exception {
+    llm = new SimulatedLlmUpstream(Settings.instant());
+    try (ScriptedExtProcServer server =
+            new ScriptedExtProcServer(ScriptedExtProcServer::continueEverything);
+        EnvoyExtProcEmulator envoy =
+            EnvoyExtProcEmulator.connect(
+                server.target(),
+                FilterConfig.builder()
+                    .messageTimeout(Duration.ofSeconds(2))
+                    .responseBodyMode(FilterConfig.BodyMode.STREAMED)
+                    .build(),
+                llm)) {
+      HttpResult result =
+          envoy.send(
+              HttpRequest.post("/v1/chat/completions", "{\"stream\":true,\"max_tokens\":4}")
+                  .build());
+
+      assertThat(result.status()).isEqualTo(200);
+      assertThat(result.bodyUtf8()).contains("tok4").endsWith("data: [DONE]\n\n");
+      assertThat(result.timeToFirstByte()).isPresent();
+    }
+  }
+}
