@@ -237,8 +237,9 @@ public final class ConfigLoader {
             "inputWeight",
             "outputWeight",
             "retryAfter",
-            "maxMessageTimeout"));
-    Node ra = p.get("retryAfter").only(Set.of("min", "max"));
+            "maxMessageTimeout",
+            "holdMargin"));
+    Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
     if (!p.get("capacity").present()) {
       p.get("capacity").error(p.path() + ".capacity: missing (expected: work units > 0)");
       return null;
@@ -257,7 +258,9 @@ public final class ConfigLoader {
                 p.get("outputWeight").doubleValue(1.0, 0, 1000),
                 ra.get("min").duration(Duration.ofSeconds(1)),
                 ra.get("max").duration(Duration.ofSeconds(60)),
-                mmt));
+                mmt,
+                ra.get("jitter").doubleValue(0.2, 0.0, 0.99),
+                p.get("holdMargin").duration(Duration.ofMillis(100))));
   }
 
   private static ClassPolicy requestClass(String name, Node c) {
@@ -271,7 +274,9 @@ public final class ConfigLoader {
             "maxQueueWait",
             "defaultOutputTokens",
             "maxOutputTokens",
-            "shedStatus"));
+            "shedStatus",
+            "queue"));
+    Node q = c.get("queue").only(Set.of("workShare", "maxItems", "tenantShare"));
     double reserved = c.get("reservedShare").doubleValue(0.0, 0, 1);
     return c.build(
         () ->
@@ -285,7 +290,10 @@ public final class ConfigLoader {
                 c.get("maxQueueWait").duration(Duration.ZERO),
                 c.get("defaultOutputTokens").longValue(1024, 0, 10_000_000),
                 c.get("maxOutputTokens").longValue(8192, 0, 10_000_000),
-                c.get("shedStatus").intValue(503, 100, 599)));
+                c.get("shedStatus").intValue(503, 100, 599),
+                q.get("workShare").doubleValue(1.0, 0.0, 100.0),
+                q.get("maxItems").intValue(1000, 1, 10_000_000),
+                q.get("tenantShare").doubleValue(0.5, 0.0, 1.0)));
   }
 
   private static SluiceConfig.Tenants tenants(Node t, Map<String, TierPolicy> tiers) {

@@ -14,6 +14,10 @@ import java.util.Objects;
  * @param rank 0 = highest priority
  * @param borrow whether the class may use idle capacity beyond its reserved share
  * @param shedStatus HTTP status used when this class is shed for pool saturation (503 or 429)
+ * @param queueWorkShare work that may wait in this class's queue, as a fraction of the pool's
+ *     capacity
+ * @param maxQueueItems requests that may wait in this class's queue
+ * @param tenantQueueShare fraction of the queue's work one tenant may own
  */
 public record ClassPolicy(
     String name,
@@ -25,7 +29,10 @@ public record ClassPolicy(
     Duration maxQueueWait,
     long defaultOutputTokens,
     long maxOutputTokens,
-    int shedStatus) {
+    int shedStatus,
+    double queueWorkShare,
+    int maxQueueItems,
+    double tenantQueueShare) {
 
   public ClassPolicy {
     Objects.requireNonNull(name, "name");
@@ -60,6 +67,34 @@ public record ClassPolicy(
       throw new IllegalArgumentException(
           p + "shedStatus: " + shedStatus + " (expected: 429 or 503)");
     }
+  }
+
+  /** A copy with default queue bounds (one pool's worth of work, 1000 items, half per tenant). */
+  public static ClassPolicy of(
+      String name,
+      int rank,
+      double reservedShare,
+      double lendableShare,
+      boolean borrow,
+      Duration deadline,
+      Duration maxQueueWait,
+      long defaultOutputTokens,
+      long maxOutputTokens,
+      int shedStatus) {
+    return new ClassPolicy(
+        name,
+        rank,
+        reservedShare,
+        lendableShare,
+        borrow,
+        deadline,
+        maxQueueWait,
+        defaultOutputTokens,
+        maxOutputTokens,
+        shedStatus,
+        1.0,
+        1000,
+        0.5);
   }
 
   public double guaranteedShare() {

@@ -15,6 +15,8 @@ import java.util.Objects;
  * @param retryAfterMax upper clamp of Retry-After for 503s from this pool
  * @param maxMessageTimeout Envoy's {@code max_message_timeout} for routes of this pool (zero =
  *     queue-hold disabled); Sluice cannot read Envoy's config, so it is told here or per route
+ * @param retryAfterJitter relative jitter of Retry-After values, 0.2 = ±20%
+ * @param holdMargin time reserved between Sluice's own answer and the end of Envoy's hold
  */
 public record PoolPolicy(
     String name,
@@ -24,7 +26,9 @@ public record PoolPolicy(
     double outputWeight,
     Duration retryAfterMin,
     Duration retryAfterMax,
-    Duration maxMessageTimeout) {
+    Duration maxMessageTimeout,
+    double retryAfterJitter,
+    Duration holdMargin) {
 
   public PoolPolicy {
     Objects.requireNonNull(name, "name");
@@ -50,6 +54,37 @@ public record PoolPolicy(
               + retryAfterMax
               + " (expected: 0 <= min <= max)");
     }
+    if (!(retryAfterJitter >= 0 && retryAfterJitter < 1)) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".retryAfter.jitter: " + retryAfterJitter + " (expected: 0.0 .. <1.0)");
+    }
+    if (holdMargin.isNegative()) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".holdMargin: " + holdMargin + " (expected: >= 0)");
+    }
+  }
+
+  /** A pool with default jitter (±20%) and hold margin (100 ms). */
+  public static PoolPolicy of(
+      String name,
+      long capacityWorkUnits,
+      int maxRequests,
+      double inputWeight,
+      double outputWeight,
+      Duration retryAfterMin,
+      Duration retryAfterMax,
+      Duration maxMessageTimeout) {
+    return new PoolPolicy(
+        name,
+        capacityWorkUnits,
+        maxRequests,
+        inputWeight,
+        outputWeight,
+        retryAfterMin,
+        retryAfterMax,
+        maxMessageTimeout,
+        0.2,
+        Duration.ofMillis(100));
   }
 
   /** Work units of a request with the given token estimate. */

@@ -15,7 +15,7 @@ final class Policies {
   }
 
   static PoolPolicy pool(long capacity, int maxRequests) {
-    return new PoolPolicy(
+    return PoolPolicy.of(
         "p",
         capacity,
         maxRequests,
@@ -27,7 +27,7 @@ final class Policies {
   }
 
   static ClassPolicy cls(String name, int rank, double reserved, double lendable, boolean borrow) {
-    return new ClassPolicy(
+    return ClassPolicy.of(
         name,
         rank,
         reserved,
