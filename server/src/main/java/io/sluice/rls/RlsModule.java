@@ -49,6 +49,7 @@ public final class RlsModule implements AutoCloseable {
   private final RlsMetrics metrics;
   private final CounterStore counters;
   private final AutoCloseable storeCloser;
+  private final CompletionStage<Void> storeReady;
   private final RateLimitEvaluator evaluator;
   private final RateLimitServiceAdapter adapter;
   private final AtomicReference<RateLimitConfig> config = new AtomicReference<>();
@@ -68,11 +69,13 @@ public final class RlsModule implements AutoCloseable {
       counters = redis;
       buckets = redis;
       storeCloser = redis;
+      storeReady = redis.connected();
     } else {
       InMemoryStore memory = new InMemoryStore(clock);
       counters = memory;
       buckets = memory;
       storeCloser = () -> {};
+      storeReady = CompletableFuture.completedFuture(null);
     }
     this.evaluator =
         new RateLimitEvaluator(
@@ -111,6 +114,14 @@ public final class RlsModule implements AutoCloseable {
   /** The gRPC service {@code envoy.service.ratelimit.v3.RateLimitService}. */
   public BindableService service() {
     return adapter;
+  }
+
+  /**
+   * Completes when the store is connected (at once for memory). The bootstrap may wait on it before
+   * reporting SERVING, as the reference waits for Redis at start-up.
+   */
+  public CompletionStage<Void> ready() {
+    return storeReady;
   }
 
   public RateLimitEvaluator evaluator() {

@@ -68,6 +68,15 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
     this.settings = settings;
     this.ticker = ticker;
     this.client = new AbstractRedisClientHolder(settings);
+    commands(); // start connecting now, so the first calls do not pay for it
+  }
+
+  /**
+   * Completes when the connection is up (or fails when the current attempt failed); callers may
+   * wait on it at start-up. Calls made before then wait at most twice the command timeout.
+   */
+  public CompletionStage<Void> connected() {
+    return commands().thenApply(c -> null);
   }
 
   @Override
