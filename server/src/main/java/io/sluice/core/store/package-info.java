@@ -1,0 +1,5 @@
+/**
+ * Store ports: fixed-window counters and token buckets. Plain Java, asynchronous ({@link
+ * java.util.concurrent.CompletionStage}); implementations live in {@code io.sluice.store.*}.
+ */
+package io.sluice.core.store;

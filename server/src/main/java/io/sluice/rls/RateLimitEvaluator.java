@@ -1,0 +1,477 @@
+package io.sluice.rls;
+
+import io.sluice.core.store.CounterIncrement;
+import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.TokenBucketResult;
+import io.sluice.core.store.TokenBucketSpec;
+import io.sluice.core.store.TokenBucketStore;
+import io.sluice.core.time.Ticker;
+import io.sluice.rls.RlsDecision.Code;
+import io.sluice.rls.RlsDecision.Decided;
+import io.sluice.rls.RlsDecision.Failed;
+import io.sluice.rls.RlsDecision.Header;
+import io.sluice.rls.RlsDecision.Status;
+import io.sluice.rls.RlsMetrics.LimitCounters;
+import io.sluice.rls.config.Algorithm;
+import io.sluice.rls.config.FailureMode;
+import io.sluice.rls.config.LimitSpec;
+import io.sluice.rls.config.RateLimitConfig;
+import io.sluice.rls.config.RateLimitConfig.Entry;
+import io.sluice.rls.config.RateLimitConfig.Match;
+import io.sluice.rls.config.RateLimitUnit;
+import io.sluice.rls.config.RlsSettings;
+import io.sluice.store.memory.InMemoryStore;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
+
+/**
+ * envoyproxy/ratelimit's ShouldRateLimit semantics on Sluice's store ports: matching, replaces,
+ * weights, fixed windows (or token buckets), shadow and quota modes, overall code, headers. Never
+ * blocks: the returned stage completes from the store's callbacks.
+ *
+ * <p>Cache keys: {@code CACHE_KEY_PREFIX + domain + "_" + (key + "_" + value + "_")... +
+ * windowStart}, {@code windowStart = floor(now / window) * window} (Unix seconds), exactly the
+ * reference's layout for a descriptor's first limit with {@code unit_multiplier: 1}. Other limits
+ * of the same descriptor insert {@code l<index>w<windowSeconds>_} before the window start; token
+ * buckets use {@code ...tb<index>w<windowSeconds>} without a window start.
+ *
+ * <p>Store failure: each limit follows its {@link FailureMode} (the limit's {@code failure_mode},
+ * else {@code SLUICE_RLS_FAILURE_MODE}); one {@code error} limit fails the whole call like the
+ * reference.
+ */
+public final class RateLimitEvaluator {
+  private record Slot(int descriptor, LimitSpec limit, String key, long hits) {}
+
+  private record SlotResult(Slot slot, Code code, long remaining, long resetSeconds) {}
+
+  private final RlsSettings settings;
+  private final Supplier<RateLimitConfig> config;
+  private final CounterStore counters;
+  private final TokenBucketStore buckets;
+  private final InMemoryStore local;
+  private final Clock clock;
+  private final Ticker ticker;
+  private final RlsMetrics metrics;
+
+  /**
+   * @param config the current config, or null while none has been loaded
+   * @param local in-process store used by failure mode {@code local}
+   */
+  public RateLimitEvaluator(
+      RlsSettings settings,
+      Supplier<RateLimitConfig> config,
+      CounterStore counters,
+      TokenBucketStore buckets,
+      InMemoryStore local,
+      Clock clock,
+      Ticker ticker,
+      RlsMetrics metrics) {
+    this.settings = settings;
+    this.config = config;
+    this.counters = counters;
+    this.buckets = buckets;
+    this.local = local;
+    this.clock = clock;
+    this.ticker = ticker;
+    this.metrics = metrics;
+  }
+
+  public CompletionStage<RlsDecision> evaluate(RlsRequest request) {
+    if (request.domain().isEmpty()) {
+      return failed("rate limit domain must not be empty");
+    }
+    if (request.descriptors().isEmpty()) {
+      return failed("rate limit descriptor list must not be empty");
+    }
+    RateLimitConfig cfg = config.get();
+    if (cfg == null) {
+      return failed("no rate limit configuration loaded");
+    }
+    String domain = request.domain();
+    long nowMillis = clock.millis();
+    long nowSeconds = Math.floorDiv(nowMillis, 1000);
+    int n = request.descriptors().size();
+
+    List<Match> matches = new ArrayList<>(n);
+    long[] weights = new long[n];
+    Set<String> replaced = new HashSet<>();
+    for (int i = 0; i < n; i++) {
+      RlsRequest.Descriptor d = request.descriptors().get(i);
+      weights[i] =
+          d.hitsAddend().isPresent()
+              ? d.hitsAddend().getAsLong()
+              : Math.max(1, request.hitsAddend());
+      Match m = match(cfg, domain, d);
+      matches.add(m);
+      for (LimitSpec l : m.limits()) {
+        replaced.addAll(l.replaces());
+      }
+    }
+
+    boolean[] unlimited = new boolean[n];
+    List<Slot> fixed = new ArrayList<>();
+    List<Slot> tokenBuckets = new ArrayList<>();
+    List<SlotResult> precomputed = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Match m = matches.get(i);
+      List<Entry> entries = request.descriptors().get(i).entries();
+      for (LimitSpec l : m.limits()) {
+        if (!l.name().isEmpty() && replaced.contains(l.name())) {
+          continue;
+        }
+        if (l.unlimited()) {
+          unlimited[i] = true;
+          continue;
+        }
+        String key = cacheKey(domain, entries, m.cacheValues(), l, nowSeconds);
+        Slot slot = new Slot(i, l, key, weights[i]);
+        if (l.algorithm() == Algorithm.TOKEN_BUCKET) {
+          if (l.requestsPerUnit() == 0) {
+            precomputed.add(count(slot, Code.OVER_LIMIT, 0, l.windowSeconds(), domain));
+          } else {
+            tokenBuckets.add(slot);
+          }
+        } else {
+          fixed.add(slot);
+        }
+      }
+    }
+    if (fixed.isEmpty() && tokenBuckets.isEmpty()) {
+      return CompletableFuture.completedFuture(decide(n, unlimited, precomputed));
+    }
+
+    List<CounterIncrement> incs = new ArrayList<>(fixed.size());
+    for (Slot s : fixed) {
+      incs.add(new CounterIncrement(s.key(), s.hits(), expiry(s.limit())));
+    }
+    long startNanos = ticker.nanos();
+    CompletableFuture<long[]> counted =
+        incs.isEmpty()
+            ? CompletableFuture.completedFuture(new long[0])
+            : counters.increment(incs).toCompletableFuture();
+    List<CompletableFuture<TokenBucketResult>> taken = new ArrayList<>(tokenBuckets.size());
+    for (Slot s : tokenBuckets) {
+      taken.add(
+          buckets
+              .take(s.key(), spec(s.limit(), s.limit().requestsPerUnit()), s.hits(), nowMillis)
+              .toCompletableFuture());
+    }
+    List<CompletableFuture<?>> all = new ArrayList<>(taken);
+    all.add(counted);
+    return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
+        .handle(
+            (v, e) -> {
+              metrics.storeLatency(ticker.nanos() - startNanos);
+              List<SlotResult> results = new ArrayList<>(precomputed);
+              if (e != null) {
+                return onStoreFailure(
+                    e, fixed, tokenBuckets, results, n, unlimited, domain, nowMillis, nowSeconds);
+              }
+              long[] after = counted.join();
+              for (int i = 0; i < fixed.size(); i++) {
+                results.add(
+                    fixedWindow(
+                        fixed.get(i),
+                        after[i],
+                        fixed.get(i).limit().requestsPerUnit(),
+                        nowSeconds,
+                        domain));
+              }
+              for (int i = 0; i < tokenBuckets.size(); i++) {
+                results.add(tokenBucket(tokenBuckets.get(i), taken.get(i).join(), domain));
+              }
+              return decide(n, unlimited, results);
+            });
+  }
+
+  private static Match match(RateLimitConfig cfg, String domain, RlsRequest.Descriptor d) {
+    if (d.limitOverride().isEmpty()) {
+      return cfg.match(domain, d.entries());
+    }
+    if (!cfg.hasDomain(domain)) {
+      return Match.NONE;
+    }
+    RlsRequest.LimitOverride o = d.limitOverride().get();
+    Optional<RateLimitUnit> unit = RateLimitUnit.forProtoNumber(o.unitNumber());
+    if (unit.isEmpty()) {
+      return Match.NONE;
+    }
+    StringBuilder stat = new StringBuilder();
+    List<String> values = new ArrayList<>(d.entries().size());
+    for (Entry e : d.entries()) {
+      if (stat.length() > 0) {
+        stat.append('.');
+      }
+      stat.append(e.key());
+      values.add(e.value());
+    }
+    return new Match(
+        List.of(LimitSpec.override(unit.get(), o.requestsPerUnit(), stat.toString())), values);
+  }
+
+  String cacheKey(
+      String domain, List<Entry> entries, List<String> values, LimitSpec l, long nowSeconds) {
+    StringBuilder b =
+        new StringBuilder(64).append(settings.cacheKeyPrefix()).append(domain).append('_');
+    for (int i = 0; i < entries.size(); i++) {
+      b.append(entries.get(i).key()).append('_').append(values.get(i)).append('_');
+    }
+    long window = l.windowSeconds();
+    if (l.algorithm() == Algorithm.TOKEN_BUCKET) {
+      return b.append("tb").append(l.index()).append('w').append(window).toString();
+    }
+    if (!l.referenceKeyLayout()) {
+      b.append('l').append(l.index()).append('w').append(window).append('_');
+    }
+    return b.append(Math.floorDiv(nowSeconds, window) * window).toString();
+  }
+
+  private long expiry(LimitSpec l) {
+    long jitter = settings.expirationJitterMaxSeconds();
+    return l.windowSeconds() + (jitter > 0 ? ThreadLocalRandom.current().nextLong(jitter) : 0);
+  }
+
+  private static TokenBucketSpec spec(LimitSpec l, long capacity) {
+    return new TokenBucketSpec(capacity, capacity, l.windowSeconds() * 1000);
+  }
+
+  private static long resetSeconds(LimitSpec l, long nowSeconds) {
+    long w = l.windowSeconds();
+    return w - Math.floorMod(nowSeconds, w);
+  }
+
+  private SlotResult fixedWindow(Slot s, long after, long limit, long nowSeconds, String domain) {
+    LimitSpec l = s.limit();
+    long w = s.hits();
+    long before = after - w;
+    long near = (long) Math.floor(limit * settings.nearLimitRatio());
+    LimitCounters c = metrics.limit(domain, l.statKey());
+    c.totalHits().increment(w);
+    long reset = resetSeconds(l, nowSeconds);
+    if (after > limit) {
+      if (before >= limit) {
+        c.overLimit().increment(w);
+      } else {
+        c.overLimit().increment(after - limit);
+        c.nearLimit().increment(limit - Math.max(near, before));
+      }
+      if (l.shadowMode()) {
+        c.shadowMode().increment(w);
+        return new SlotResult(s, Code.OK, 0, reset);
+      }
+      return new SlotResult(s, Code.OVER_LIMIT, 0, reset);
+    }
+    if (after > near) {
+      c.nearLimit().increment(before >= near ? w : after - near);
+    }
+    c.withinLimit().increment(w);
+    return new SlotResult(s, Code.OK, limit - after, reset);
+  }
+
+  private SlotResult tokenBucket(Slot s, TokenBucketResult r, String domain) {
+    if (r.granted()) {
+      return count(
+          s,
+          Code.OK,
+          (long) Math.floor(Math.max(0, r.tokens())),
+          ceilSeconds(r.fullAfterMillis()),
+          domain);
+    }
+    return count(s, Code.OVER_LIMIT, 0, Math.max(1, ceilSeconds(r.retryAfterMillis())), domain);
+  }
+
+  private static long ceilSeconds(long millis) {
+    return Math.floorDiv(millis + 999, 1000);
+  }
+
+  /** Counts an outcome that did not come from a fixed-window counter. */
+  private SlotResult count(Slot s, Code code, long remaining, long reset, String domain) {
+    LimitCounters c = metrics.limit(domain, s.limit().statKey());
+    c.totalHits().increment(s.hits());
+    if (code == Code.OVER_LIMIT) {
+      c.overLimit().increment(s.hits());
+      if (s.limit().shadowMode()) {
+        c.shadowMode().increment(s.hits());
+        return new SlotResult(s, Code.OK, 0, reset);
+      }
+    } else {
+      c.withinLimit().increment(s.hits());
+    }
+    return new SlotResult(s, code, remaining, reset);
+  }
+
+  private RlsDecision onStoreFailure(
+      Throwable error,
+      List<Slot> fixed,
+      List<Slot> tokenBuckets,
+      List<SlotResult> results,
+      int n,
+      boolean[] unlimited,
+      String domain,
+      long nowMillis,
+      long nowSeconds) {
+    Throwable cause =
+        error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+    metrics.storeError();
+    List<Slot> all = new ArrayList<>(fixed);
+    all.addAll(tokenBuckets);
+    for (Slot s : all) {
+      if (s.limit().failureMode().orElse(settings.failureMode()) == FailureMode.ERROR) {
+        metrics.failureMode("error");
+        metrics.call("error");
+        return new Failed(String.valueOf(cause.getMessage()));
+      }
+    }
+    for (Slot s : all) {
+      LimitSpec l = s.limit();
+      FailureMode mode = l.failureMode().orElse(settings.failureMode());
+      metrics.failureMode(mode.name().toLowerCase(java.util.Locale.ROOT));
+      switch (mode) {
+        case OPEN ->
+            results.add(
+                count(s, Code.OK, l.requestsPerUnit(), resetSeconds(l, nowSeconds), domain));
+        case CLOSED ->
+            results.add(count(s, Code.OVER_LIMIT, 0, resetSeconds(l, nowSeconds), domain));
+        default -> {
+          long share =
+              Math.floorDiv(
+                  l.requestsPerUnit() + settings.expectedReplicas() - 1,
+                  settings.expectedReplicas());
+          if (l.algorithm() == Algorithm.TOKEN_BUCKET) {
+            TokenBucketResult r =
+                local
+                    .take(s.key(), spec(l, Math.max(1, share)), s.hits(), nowMillis)
+                    .toCompletableFuture()
+                    .join();
+            results.add(tokenBucket(s, r, domain));
+          } else {
+            long after =
+                local
+                    .increment(List.of(new CounterIncrement(s.key(), s.hits(), expiry(l))))
+                    .toCompletableFuture()
+                    .join()[0];
+            results.add(fixedWindow(s, after, share, nowSeconds, domain));
+          }
+        }
+      }
+    }
+    return decide(n, unlimited, results);
+  }
+
+  private RlsDecision decide(int n, boolean[] unlimited, List<SlotResult> results) {
+    List<List<SlotResult>> perDescriptor = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      perDescriptor.add(new ArrayList<>(2));
+    }
+    for (SlotResult r : results) {
+      perDescriptor.get(r.slot().descriptor()).add(r);
+    }
+    List<Status> statuses = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      List<SlotResult> rs = perDescriptor.get(i);
+      if (rs.isEmpty()) {
+        statuses.add(unlimited[i] ? Status.UNLIMITED : Status.NO_LIMIT);
+        continue;
+      }
+      // Several limits on one descriptor: the first denying one, else the one with least left.
+      rs.sort(java.util.Comparator.comparingInt((SlotResult r) -> r.slot().limit().index()));
+      SlotResult chosen = null;
+      for (SlotResult r : rs) {
+        if (r.code() == Code.OVER_LIMIT) {
+          chosen = r;
+          break;
+        }
+        if (chosen == null || r.remaining() < chosen.remaining()) {
+          chosen = r;
+        }
+      }
+      statuses.add(
+          new Status(
+              chosen.code(),
+              chosen.slot().limit(),
+              Math.min(chosen.remaining(), RlsDecision.UNLIMITED_REMAINING),
+              chosen.resetSeconds()));
+    }
+
+    boolean over = false;
+    int quotaCount = 0;
+    int quotaOver = 0;
+    for (Status s : statuses) {
+      boolean quota =
+          s.currentLimit() != null && (s.currentLimit().quotaMode() || settings.quotaMode());
+      if (quota) {
+        quotaCount++;
+        if (s.code() == Code.OVER_LIMIT) {
+          quotaOver++;
+        }
+      } else if (s.code() == Code.OVER_LIMIT) {
+        over = true;
+      }
+    }
+    if (quotaCount > 0 && quotaOver == quotaCount) {
+      over = true;
+    }
+    if (over && settings.shadowMode()) {
+      metrics.globalShadowMode();
+      over = false;
+    }
+    Code overall = over ? Code.OVER_LIMIT : Code.OK;
+    metrics.call(over ? "over_limit" : "ok");
+    return new Decided(overall, statuses, headers(overall, statuses));
+  }
+
+  private List<Header> headers(Code overall, List<Status> statuses) {
+    List<Header> headers = new ArrayList<>(4);
+    if (settings.limitResponseHeadersEnabled()) {
+      Status pick = null;
+      for (Status s : statuses) {
+        boolean quota =
+            s.currentLimit() != null && (s.currentLimit().quotaMode() || settings.quotaMode());
+        if (s.code() == Code.OVER_LIMIT && !quota) {
+          pick = s;
+        }
+      }
+      if (pick == null) {
+        for (Status s : statuses) {
+          if (s.currentLimit() != null
+              && (pick == null || s.limitRemaining() < pick.limitRemaining())) {
+            pick = s;
+          }
+        }
+      }
+      if (pick != null) {
+        headers.add(
+            new Header(
+                settings.limitHeader(), Long.toString(pick.currentLimit().requestsPerUnit())));
+        headers.add(new Header(settings.remainingHeader(), Long.toString(pick.limitRemaining())));
+        headers.add(new Header(settings.resetHeader(), Long.toString(pick.resetSeconds())));
+      }
+    }
+    if (overall == Code.OVER_LIMIT && settings.retryAfter()) {
+      long retry = 0;
+      for (Status s : statuses) {
+        if (s.code() == Code.OVER_LIMIT) {
+          retry = Math.max(retry, s.resetSeconds());
+        }
+      }
+      if (retry > 0) {
+        headers.add(new Header("retry-after", Long.toString(retry)));
+      }
+    }
+    return List.copyOf(headers);
+  }
+
+  private CompletionStage<RlsDecision> failed(String message) {
+    metrics.call("error");
+    return CompletableFuture.completedFuture(new Failed(message));
+  }
+}

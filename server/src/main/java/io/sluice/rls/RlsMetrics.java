@@ -1,0 +1,109 @@
+package io.sluice.rls;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Micrometer meters of the rate limit service. Per-limit counters have the meaning of
+ * envoyproxy/ratelimit's {@code ratelimit.service.rate_limit.<domain>.<key>.*} stats and are
+ * incremented by the weight (hits), split across thresholds like the reference.
+ *
+ * <p>Tags: {@code domain} and {@code key} (the descriptor path from the config, e.g. {@code
+ * tenant_acme.model}; wildcard matches use the pattern; values of the request appear only with
+ * {@code detailed_metric: true}; override limits use the entry keys only). To keep cardinality
+ * bounded, at most {@value #MAX_KEYS} distinct (domain, key) pairs get their own series; the rest
+ * share {@code key=_other}.
+ */
+public final class RlsMetrics {
+  public static final String TOTAL_HITS = "sluice.rls.total_hits";
+  public static final String OVER_LIMIT = "sluice.rls.over_limit";
+  public static final String NEAR_LIMIT = "sluice.rls.near_limit";
+  public static final String WITHIN_LIMIT = "sluice.rls.within_limit";
+  public static final String SHADOW_MODE = "sluice.rls.shadow_mode";
+  public static final String CALLS = "sluice.rls.calls";
+  public static final String GLOBAL_SHADOW_MODE = "sluice.rls.global_shadow_mode";
+  public static final String STORE_LATENCY = "sluice.rls.store.latency";
+  public static final String STORE_ERRORS = "sluice.rls.store.errors";
+  public static final String STORE_FAILURE_MODE = "sluice.rls.store.failure_mode";
+  public static final String CONFIG_RELOADS = "sluice.rls.config.reloads";
+  static final int MAX_KEYS = 10_000;
+
+  /** The five per-limit counters of one (domain, key). */
+  public record LimitCounters(
+      Counter totalHits,
+      Counter overLimit,
+      Counter nearLimit,
+      Counter withinLimit,
+      Counter shadowMode) {}
+
+  private final MeterRegistry registry;
+  private final ConcurrentHashMap<String, LimitCounters> limits = new ConcurrentHashMap<>();
+  private final Timer storeLatency;
+  private final Counter storeErrors;
+
+  public RlsMetrics(MeterRegistry registry) {
+    this.registry = registry;
+    this.storeLatency =
+        Timer.builder(STORE_LATENCY)
+            .description("Store round trip of one ShouldRateLimit call")
+            .publishPercentiles(0.5, 0.99)
+            .register(registry);
+    this.storeErrors = registry.counter(STORE_ERRORS);
+  }
+
+  public MeterRegistry registry() {
+    return registry;
+  }
+
+  public LimitCounters limit(String domain, String key) {
+    String id = domain + '\u0000' + key;
+    LimitCounters c = limits.get(id);
+    if (c != null) {
+      return c;
+    }
+    if (limits.size() >= MAX_KEYS) {
+      key = "_other";
+      id = domain + '\u0000' + key;
+    }
+    String k = key;
+    return limits.computeIfAbsent(
+        id,
+        unused ->
+            new LimitCounters(
+                registry.counter(TOTAL_HITS, "domain", domain, "key", k),
+                registry.counter(OVER_LIMIT, "domain", domain, "key", k),
+                registry.counter(NEAR_LIMIT, "domain", domain, "key", k),
+                registry.counter(WITHIN_LIMIT, "domain", domain, "key", k),
+                registry.counter(SHADOW_MODE, "domain", domain, "key", k)));
+  }
+
+  public void storeLatency(long nanos) {
+    storeLatency.record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  public void storeError() {
+    storeErrors.increment();
+  }
+
+  /** A limit decided by its failure mode because the store failed. */
+  public void failureMode(String mode) {
+    registry.counter(STORE_FAILURE_MODE, "mode", mode).increment();
+  }
+
+  /** {@code result}: ok, over_limit or error. */
+  public void call(String result) {
+    registry.counter(CALLS, "result", result).increment();
+  }
+
+  public void globalShadowMode() {
+    registry.counter(GLOBAL_SHADOW_MODE).increment();
+  }
+
+  /** {@code result}: success or failure. */
+  public void configReload(String result) {
+    registry.counter(CONFIG_RELOADS, "result", result).increment();
+  }
+}

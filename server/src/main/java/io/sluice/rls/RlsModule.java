@@ -1,0 +1,290 @@
+package io.sluice.rls;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.util.JsonFormat;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.grpc.BindableService;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.StoreHealth;
+import io.sluice.core.store.TokenBucketStore;
+import io.sluice.core.time.Ticker;
+import io.sluice.rls.config.FailureMode;
+import io.sluice.rls.config.RateLimitConfig;
+import io.sluice.rls.config.RateLimitConfigException;
+import io.sluice.rls.config.RateLimitConfigLoader;
+import io.sluice.rls.config.RlsSettings;
+import io.sluice.store.memory.InMemoryStore;
+import io.sluice.store.redis.RedisStore;
+import java.io.IOException;
+import java.nio.file.FileVisitOption;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The rate limit service as one unit for the bootstrap: store, config (loaded from {@link
+ * RlsSettings#configDirectory()} and hot-reloaded), evaluator, gRPC service, health and the admin
+ * HTTP handlers ({@code /healthcheck}, {@code /json}, {@code /rlconfig}).
+ *
+ * <p>Concurrency: the active config is one {@link AtomicReference} to an immutable snapshot;
+ * reloads run on one watcher thread (or the caller of {@link #reload()}) and are serialized by a
+ * lock; request threads only read the reference.
+ */
+public final class RlsModule implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(RlsModule.class);
+
+  private final RlsSettings settings;
+  private final RlsMetrics metrics;
+  private final CounterStore counters;
+  private final AutoCloseable storeCloser;
+  private final CompletionStage<Void> storeReady;
+  private final RateLimitEvaluator evaluator;
+  private final RateLimitServiceAdapter adapter;
+  private final AtomicReference<RateLimitConfig> config = new AtomicReference<>();
+  private final AtomicLong configErrors = new AtomicLong();
+  private volatile String lastConfigError = "";
+  private final Object reloadLock = new Object();
+  private final ScheduledExecutorService watcher;
+  private volatile String fingerprint = "";
+
+  private RlsModule(RlsSettings settings, MeterRegistry registry, Clock clock, Ticker ticker) {
+    this.settings = settings;
+    this.metrics = new RlsMetrics(registry);
+    InMemoryStore local = new InMemoryStore(clock);
+    TokenBucketStore buckets;
+    if (settings.backendType().equals("redis")) {
+      RedisStore redis = new RedisStore(settings.redis(), ticker);
+      counters = redis;
+      buckets = redis;
+      storeCloser = redis;
+      storeReady = redis.connected();
+    } else {
+      InMemoryStore memory = new InMemoryStore(clock);
+      counters = memory;
+      buckets = memory;
+      storeCloser = () -> {};
+      storeReady = CompletableFuture.completedFuture(null);
+    }
+    this.evaluator =
+        new RateLimitEvaluator(
+            settings, config::get, counters, buckets, local, clock, ticker, metrics);
+    this.adapter = new RateLimitServiceAdapter(evaluator);
+    Gauge.builder("sluice.rls.store.healthy", this, m -> m.counters.health().healthy() ? 1 : 0)
+        .description("1 while the store answers, 0 after a failed call until the next success")
+        .register(registry);
+    Gauge.builder("sluice.rls.config.loaded", this, m -> m.config.get() == null ? 0 : 1)
+        .register(registry);
+    reload();
+    if (settings.configPollInterval().isZero()) {
+      watcher = null;
+    } else {
+      watcher =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "sluice-rls-config-watcher");
+                t.setDaemon(true);
+                return t;
+              });
+      long every = settings.configPollInterval().toMillis();
+      watcher.scheduleWithFixedDelay(this::pollOnce, every, every, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  public static RlsModule create(RlsSettings settings, MeterRegistry registry, Clock clock) {
+    return new RlsModule(settings, registry, clock, Ticker.system());
+  }
+
+  public static RlsModule create(
+      RlsSettings settings, MeterRegistry registry, Clock clock, Ticker ticker) {
+    return new RlsModule(settings, registry, clock, ticker);
+  }
+
+  /** The gRPC service {@code envoy.service.ratelimit.v3.RateLimitService}. */
+  public BindableService service() {
+    return adapter;
+  }
+
+  /**
+   * Completes when the store is connected (at once for memory). The bootstrap may wait on it before
+   * reporting SERVING, as the reference waits for Redis at start-up.
+   */
+  public CompletionStage<Void> ready() {
+    return storeReady;
+  }
+
+  public RateLimitEvaluator evaluator() {
+    return evaluator;
+  }
+
+  /**
+   * Re-reads the whole config directory and swaps it in atomically. On error the last good config
+   * stays active, the error is counted ({@code sluice.rls.config.reloads{result=failure}}) and
+   * shown in {@link #health()}.
+   *
+   * @return whether the new config is active
+   */
+  public boolean reload() {
+    synchronized (reloadLock) {
+      fingerprint = fingerprint();
+      try {
+        RateLimitConfig next =
+            RateLimitConfigLoader.loadDirectory(
+                settings.configDirectory(),
+                settings.runtimeIgnoreDotFiles(),
+                settings.mergeDomainConfig());
+        config.set(next);
+        metrics.configReload("success");
+        log.info("loaded rate limit config: domains {}", next.domains());
+        return true;
+      } catch (RateLimitConfigException e) {
+        configErrors.incrementAndGet();
+        lastConfigError = e.getMessage();
+        metrics.configReload("failure");
+        log.warn("Error loading new configuration: {}", e.getMessage());
+        return false;
+      }
+    }
+  }
+
+  /** Loads a config given directly (e.g. from Sluice's own config) instead of the directory. */
+  public void use(RateLimitConfig next) {
+    config.set(next);
+    metrics.configReload("success");
+  }
+
+  void pollOnce() {
+    try {
+      if (!fingerprint().equals(fingerprint)) {
+        reload();
+      }
+    } catch (RuntimeException e) {
+      log.warn("config watcher: {}", e.toString());
+    }
+  }
+
+  /**
+   * What a change looks like: with {@code RUNTIME_WATCH_ROOT=true} the resolved target of {@code
+   * RUNTIME_ROOT} (Lyft's symlink swap), else every file's path, size and mtime in the config dir.
+   */
+  private String fingerprint() {
+    try {
+      if (settings.runtimeWatchRoot()) {
+        return settings.runtimeRoot().toRealPath().toString();
+      }
+      Path dir = settings.configDirectory();
+      if (!Files.isDirectory(dir)) {
+        return "";
+      }
+      StringBuilder sb = new StringBuilder();
+      try (Stream<Path> paths = Files.walk(dir, FileVisitOption.FOLLOW_LINKS)) {
+        paths
+            .sorted()
+            .forEach(
+                p -> {
+                  try {
+                    sb.append(p)
+                        .append(':')
+                        .append(Files.size(p))
+                        .append(':')
+                        .append(Files.getLastModifiedTime(p).toMillis())
+                        .append(':')
+                        .append(p.toRealPath())
+                        .append('\n');
+                  } catch (IOException e) {
+                    sb.append(p).append(":gone\n");
+                  }
+                });
+      }
+      return sb.toString();
+    } catch (IOException | RuntimeException e) {
+      return "error:" + e.getMessage();
+    }
+  }
+
+  public RlsHealth health() {
+    RateLimitConfig c = config.get();
+    StoreHealth store = counters.health();
+    boolean configOk =
+        !settings.healthyWithAtLeastOneConfigLoaded() || (c != null && !c.domains().isEmpty());
+    boolean storeOk = store.healthy() || settings.failureMode() != FailureMode.ERROR;
+    return new RlsHealth(
+        configOk && storeOk,
+        c != null,
+        c == null ? 0 : c.domains().size(),
+        configErrors.get(),
+        lastConfigError,
+        store);
+  }
+
+  public boolean healthy() {
+    return health().healthy();
+  }
+
+  /** {@code GET /healthcheck}: 200 {@code OK} when healthy, else 500 with the reason. */
+  public HttpReply healthcheck() {
+    RlsHealth h = health();
+    return h.healthy() ? HttpReply.text(200, "OK") : HttpReply.text(500, h.toString());
+  }
+
+  /**
+   * {@code POST /json}: a RateLimitRequest in proto3 JSON; 200 (OK), 429 (OVER_LIMIT), 500
+   * (failure), 400 (bad body); the body is the RateLimitResponse in JSON, or the error text.
+   */
+  public CompletionStage<HttpReply> json(String body) {
+    RateLimitRequest.Builder request = RateLimitRequest.newBuilder();
+    try {
+      JsonFormat.parser().merge(body, request);
+    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      return CompletableFuture.completedFuture(
+          HttpReply.text(400, "bad request: " + e.getMessage()));
+    }
+    return evaluator
+        .evaluate(RlsProtoMapper.toRequest(request.build()))
+        .handle(
+            (d, e) -> {
+              if (e != null) {
+                return HttpReply.text(500, "internal error");
+              }
+              if (d instanceof RlsDecision.Failed f) {
+                return HttpReply.text(500, f.message());
+              }
+              RlsDecision.Decided decided = (RlsDecision.Decided) d;
+              try {
+                String json = JsonFormat.printer().print(RlsProtoMapper.toResponse(decided));
+                return HttpReply.json(decided.overall() == RlsDecision.Code.OK ? 200 : 429, json);
+              } catch (InvalidProtocolBufferException ex) {
+                return HttpReply.text(500, ex.getMessage());
+              }
+            });
+  }
+
+  /** {@code GET /rlconfig}: the loaded limits. */
+  public HttpReply rlconfig() {
+    RateLimitConfig c = config.get();
+    return HttpReply.text(200, c == null ? "" : c.dump());
+  }
+
+  @Override
+  public void close() {
+    if (watcher != null) {
+      watcher.shutdownNow();
+    }
+    try {
+      storeCloser.close();
+    } catch (Exception e) {
+      log.warn("closing store: {}", e.toString());
+    }
+  }
+}

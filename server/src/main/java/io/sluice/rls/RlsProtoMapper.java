@@ -1,0 +1,71 @@
+package io.sluice.rls;
+
+import com.google.protobuf.Duration;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.sluice.rls.config.LimitSpec;
+import io.sluice.rls.config.RateLimitConfig.Entry;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+/** Proto ↔ domain mapping for the RLS adapter (one method per direction). */
+public final class RlsProtoMapper {
+  private RlsProtoMapper() {}
+
+  public static RlsRequest toRequest(RateLimitRequest proto) {
+    List<RlsRequest.Descriptor> descriptors = new ArrayList<>(proto.getDescriptorsCount());
+    for (RateLimitDescriptor d : proto.getDescriptorsList()) {
+      List<Entry> entries = new ArrayList<>(d.getEntriesCount());
+      for (RateLimitDescriptor.Entry e : d.getEntriesList()) {
+        entries.add(new Entry(e.getKey(), e.getValue()));
+      }
+      Optional<RlsRequest.LimitOverride> override =
+          d.hasLimit()
+              ? Optional.of(
+                  new RlsRequest.LimitOverride(
+                      d.getLimit().getUnitValue(),
+                      Integer.toUnsignedLong(d.getLimit().getRequestsPerUnit())))
+              : Optional.empty();
+      OptionalLong hits =
+          d.hasHitsAddend() ? OptionalLong.of(d.getHitsAddend().getValue()) : OptionalLong.empty();
+      descriptors.add(new RlsRequest.Descriptor(entries, override, hits));
+    }
+    return new RlsRequest(
+        proto.getDomain(), descriptors, Integer.toUnsignedLong(proto.getHitsAddend()));
+  }
+
+  public static RateLimitResponse toResponse(RlsDecision.Decided decision) {
+    RateLimitResponse.Builder b =
+        RateLimitResponse.newBuilder().setOverallCode(code(decision.overall()));
+    for (RlsDecision.Status s : decision.statuses()) {
+      RateLimitResponse.DescriptorStatus.Builder sb =
+          RateLimitResponse.DescriptorStatus.newBuilder()
+              .setCode(code(s.code()))
+              .setLimitRemaining((int) Math.min(s.limitRemaining(), 0xFFFF_FFFFL));
+      LimitSpec l = s.currentLimit();
+      if (l != null) {
+        sb.setCurrentLimit(
+            RateLimitResponse.RateLimit.newBuilder()
+                .setName(l.name())
+                .setRequestsPerUnit((int) l.requestsPerUnit())
+                .setUnitValue(l.unit().protoNumber()));
+      }
+      if (s.resetSeconds() >= 0) {
+        sb.setDurationUntilReset(Duration.newBuilder().setSeconds(s.resetSeconds()));
+      }
+      b.addStatuses(sb);
+    }
+    for (RlsDecision.Header h : decision.headers()) {
+      b.addResponseHeadersToAdd(HeaderValue.newBuilder().setKey(h.name()).setValue(h.value()));
+    }
+    return b.build();
+  }
+
+  private static RateLimitResponse.Code code(RlsDecision.Code c) {
+    return c == RlsDecision.Code.OK ? RateLimitResponse.Code.OK : RateLimitResponse.Code.OVER_LIMIT;
+  }
+}

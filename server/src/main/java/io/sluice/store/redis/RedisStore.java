@@ -1,0 +1,385 @@
+package io.sluice.store.redis;
+
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.sluice.core.store.CounterIncrement;
+import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.StoreException;
+import io.sluice.core.store.StoreHealth;
+import io.sluice.core.store.TokenBucketResult;
+import io.sluice.core.store.TokenBucketSpec;
+import io.sluice.core.store.TokenBucketStore;
+import io.sluice.core.time.Ticker;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Redis store on Lettuce's async API (single, Sentinel or Cluster).
+ *
+ * <p>Counters use envoyproxy/ratelimit's commands: for every key {@code INCRBY key hits} then
+ * {@code EXPIRE key seconds}, all commands of a batch written back to back on one connection
+ * without waiting for replies (a pipeline; not a MULTI transaction, same as the reference). Token
+ * buckets run {@code token_bucket.lua} with EVALSHA (EVAL on NOSCRIPT), atomic per key.
+ *
+ * <p>Failure: commands time out after {@link RedisSettings#commandTimeout()}; while disconnected
+ * commands are rejected at once instead of queued; Lettuce reconnects in the background. A failed
+ * initial connection is retried on use after {@link RedisSettings#reconnectInterval()}. Every
+ * failure completes the stage with {@link StoreException} and marks {@link #health()} unhealthy
+ * until the next success.
+ *
+ * <p>Concurrency: the connection is shared and thread-safe; the connection future is swapped under
+ * {@code this} lock only on (re)connect.
+ */
+public final class RedisStore implements CounterStore, TokenBucketStore, AutoCloseable {
+  private static final String SCRIPT = loadScript();
+  private static final String SCRIPT_SHA = sha1(SCRIPT);
+
+  private final RedisSettings settings;
+  private final Ticker ticker;
+  private final AbstractRedisClientHolder client;
+  private final AtomicLong failures = new AtomicLong();
+  private final AtomicLong consecutiveFailures = new AtomicLong();
+  private volatile String lastError = "";
+  private volatile CompletableFuture<RedisClusterAsyncCommands<String, String>> commands;
+  private volatile long connectFailedAtNanos;
+  private volatile StatefulConnection<String, String> connection;
+
+  public RedisStore(RedisSettings settings, Ticker ticker) {
+    this.settings = settings;
+    this.ticker = ticker;
+    this.client = new AbstractRedisClientHolder(settings);
+    commands(); // start connecting now, so the first calls do not pay for it
+  }
+
+  /**
+   * Completes when the connection is up (or fails when the current attempt failed); callers may
+   * wait on it at start-up. Calls made before then wait at most twice the command timeout.
+   */
+  public CompletionStage<Void> connected() {
+    return commands().thenApply(c -> null);
+  }
+
+  @Override
+  public CompletionStage<long[]> increment(List<CounterIncrement> batch) {
+    if (batch.isEmpty()) {
+      return CompletableFuture.completedFuture(new long[0]);
+    }
+    return track(
+        commands()
+            .thenCompose(
+                cmds -> {
+                  List<CompletableFuture<Long>> incr = new ArrayList<>(batch.size());
+                  List<CompletableFuture<?>> all = new ArrayList<>(batch.size() * 2);
+                  for (CounterIncrement inc : batch) {
+                    CompletableFuture<Long> f =
+                        cmds.incrby(inc.key(), inc.hits()).toCompletableFuture();
+                    incr.add(f);
+                    all.add(f);
+                    all.add(cmds.expire(inc.key(), inc.expirySeconds()).toCompletableFuture());
+                  }
+                  return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
+                      .thenApply(
+                          v -> {
+                            long[] after = new long[incr.size()];
+                            for (int i = 0; i < after.length; i++) {
+                              after[i] = incr.get(i).join();
+                            }
+                            return after;
+                          });
+                }));
+  }
+
+  @Override
+  public CompletionStage<TokenBucketResult> take(
+      String key, TokenBucketSpec spec, long tokens, long nowMillis) {
+    return bucket(key, spec, tokens, nowMillis, false);
+  }
+
+  @Override
+  public CompletionStage<TokenBucketResult> charge(
+      String key, TokenBucketSpec spec, long tokens, long nowMillis) {
+    return bucket(key, spec, tokens, nowMillis, true);
+  }
+
+  private CompletionStage<TokenBucketResult> bucket(
+      String key, TokenBucketSpec spec, long tokens, long nowMillis, boolean force) {
+    String[] keys = {key};
+    String[] args = {
+      Long.toString(spec.capacity()),
+      Long.toString(spec.refillTokens()),
+      Long.toString(spec.refillPeriodMillis()),
+      Long.toString(tokens),
+      Long.toString(nowMillis),
+      force ? "1" : "0"
+    };
+    return track(
+        commands()
+            .thenCompose(
+                cmds ->
+                    cmds.<List<Object>>evalsha(SCRIPT_SHA, ScriptOutputType.MULTI, keys, args)
+                        .toCompletableFuture()
+                        .exceptionallyCompose(
+                            e -> {
+                              Throwable c = e instanceof CompletionException ? e.getCause() : e;
+                              if (c != null
+                                  && String.valueOf(c.getMessage()).startsWith("NOSCRIPT")) {
+                                return cmds.<List<Object>>eval(
+                                        SCRIPT, ScriptOutputType.MULTI, keys, args)
+                                    .toCompletableFuture();
+                              }
+                              return CompletableFuture.failedFuture(e);
+                            }))
+            .thenApply(RedisStore::toResult));
+  }
+
+  private static TokenBucketResult toResult(List<Object> r) {
+    return new TokenBucketResult(
+        ((Number) r.get(0)).longValue() == 1,
+        Double.parseDouble(String.valueOf(r.get(1))),
+        ((Number) r.get(2)).longValue(),
+        ((Number) r.get(3)).longValue());
+  }
+
+  @Override
+  public StoreHealth health() {
+    long consecutive = consecutiveFailures.get();
+    return new StoreHealth(consecutive == 0, failures.get(), consecutive, lastError);
+  }
+
+  private <T> CompletionStage<T> track(CompletableFuture<T> f) {
+    long timeoutMillis = Math.max(1, settings.commandTimeout().toMillis() * 2);
+    return f.orTimeout(timeoutMillis, TimeUnit.MILLISECONDS)
+        .handle(
+            (v, e) -> {
+              if (e == null) {
+                consecutiveFailures.set(0);
+                return v;
+              }
+              Throwable c =
+                  e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+              failures.incrementAndGet();
+              consecutiveFailures.incrementAndGet();
+              String text = c.getClass().getSimpleName() + ": " + c.getMessage();
+              lastError = text;
+              throw new StoreException("redis: " + text, c);
+            });
+  }
+
+  private CompletableFuture<RedisClusterAsyncCommands<String, String>> commands() {
+    CompletableFuture<RedisClusterAsyncCommands<String, String>> c = commands;
+    if (c != null && !(c.isCompletedExceptionally() && reconnectDue())) {
+      return c;
+    }
+    synchronized (this) {
+      c = commands;
+      if (c == null || (c.isCompletedExceptionally() && reconnectDue())) {
+        c =
+            client
+                .connect()
+                .thenApply(
+                    conn -> {
+                      connection = conn;
+                      return client.commands(conn);
+                    });
+        c.whenComplete(
+            (v, e) -> {
+              if (e != null) {
+                connectFailedAtNanos = ticker.nanos();
+              }
+            });
+        commands = c;
+      }
+      return c;
+    }
+  }
+
+  private boolean reconnectDue() {
+    return ticker.nanos() - connectFailedAtNanos >= settings.reconnectInterval().toNanos();
+  }
+
+  @Override
+  public void close() {
+    StatefulConnection<String, String> conn = connection;
+    if (conn != null) {
+      conn.close();
+    }
+    client.shutdown();
+  }
+
+  private static String loadScript() {
+    try (InputStream in = RedisStore.class.getResourceAsStream("token_bucket.lua")) {
+      if (in == null) {
+        throw new IllegalStateException("token_bucket.lua missing from the classpath");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static String sha1(String s) {
+    try {
+      return HexFormat.of()
+          .formatHex(MessageDigest.getInstance("SHA-1").digest(s.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Builds the Lettuce client for the deployment type; hides single/sentinel vs cluster. */
+  private static final class AbstractRedisClientHolder {
+    private final RedisSettings settings;
+    private final RedisClient single;
+    private final RedisClusterClient cluster;
+    private final List<RedisURI> uris;
+
+    AbstractRedisClientHolder(RedisSettings s) {
+      this.settings = s;
+      this.uris = uris(s);
+      TimeoutOptions timeouts = TimeoutOptions.enabled(s.commandTimeout());
+      SocketOptions socket = SocketOptions.builder().connectTimeout(s.connectTimeout()).build();
+      if (s.type().equals("cluster")) {
+        this.single = null;
+        this.cluster = RedisClusterClient.create(uris);
+        cluster.setOptions(
+            ClusterClientOptions.builder()
+                .timeoutOptions(timeouts)
+                .socketOptions(socket)
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .autoReconnect(true)
+                .build());
+      } else {
+        this.cluster = null;
+        this.single = RedisClient.create();
+        single.setOptions(
+            ClientOptions.builder()
+                .timeoutOptions(timeouts)
+                .socketOptions(socket)
+                .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                .autoReconnect(true)
+                .build());
+      }
+    }
+
+    CompletableFuture<StatefulConnection<String, String>> connect() {
+      if (cluster != null) {
+        return cluster
+            .connectAsync(StringCodec.UTF8)
+            .thenApply(c -> (StatefulConnection<String, String>) c);
+      }
+      return single
+          .connectAsync(StringCodec.UTF8, uris.get(0))
+          .toCompletableFuture()
+          .thenApply(c -> (StatefulConnection<String, String>) c);
+    }
+
+    @SuppressWarnings("unchecked")
+    RedisClusterAsyncCommands<String, String> commands(StatefulConnection<String, String> conn) {
+      if (conn instanceof io.lettuce.core.cluster.api.StatefulRedisClusterConnection<?, ?> cc) {
+        return (RedisClusterAsyncCommands<String, String>) cc.async();
+      }
+      return ((io.lettuce.core.api.StatefulRedisConnection<String, String>) conn).async();
+    }
+
+    void shutdown() {
+      if (cluster != null) {
+        cluster.shutdown();
+      } else {
+        single.shutdown();
+      }
+    }
+
+    private static List<RedisURI> uris(RedisSettings s) {
+      List<RedisURI> out = new ArrayList<>();
+      String[] parts = s.url().split(",");
+      switch (s.type()) {
+        case "sentinel" -> {
+          if (parts.length < 2) {
+            throw new IllegalArgumentException(
+                "REDIS_URL: " + s.url() + " (expected: mastername,host:port[,host:port...])");
+          }
+          RedisURI.Builder b = null;
+          for (int i = 1; i < parts.length; i++) {
+            HostPort hp = HostPort.parse(parts[i]);
+            boolean auth = !s.sentinelAuth().isEmpty();
+            if (b == null) {
+              b =
+                  auth
+                      ? RedisURI.Builder.sentinel(hp.host(), hp.port(), parts[0], s.sentinelAuth())
+                      : RedisURI.Builder.sentinel(hp.host(), hp.port(), parts[0]);
+            } else if (auth) {
+              b.withSentinel(hp.host(), hp.port(), s.sentinelAuth());
+            } else {
+              b.withSentinel(hp.host(), hp.port());
+            }
+          }
+          out.add(finish(b, s));
+        }
+        case "cluster" -> {
+          for (String p : parts) {
+            HostPort hp = HostPort.parse(p);
+            out.add(finish(RedisURI.Builder.redis(hp.host(), hp.port()), s));
+          }
+        }
+        default -> {
+          if (s.socketType().equals("unix")) {
+            out.add(finish(RedisURI.Builder.socket(s.url()), s));
+          } else {
+            HostPort hp = HostPort.parse(s.url());
+            out.add(finish(RedisURI.Builder.redis(hp.host(), hp.port()), s));
+          }
+        }
+      }
+      return out;
+    }
+
+    private static RedisURI finish(RedisURI.Builder b, RedisSettings s) {
+      if (!s.auth().isEmpty()) {
+        int colon = s.auth().indexOf(':');
+        if (colon >= 0) {
+          b.withAuthentication(s.auth().substring(0, colon), s.auth().substring(colon + 1));
+        } else {
+          b.withPassword(s.auth().toCharArray());
+        }
+      }
+      b.withSsl(s.tls()).withVerifyPeer(!s.tlsSkipHostnameVerification());
+      b.withTimeout(s.connectTimeout());
+      return b.build();
+    }
+  }
+
+  private record HostPort(String host, int port) {
+    static HostPort parse(String text) {
+      String t = text.trim();
+      int colon = t.lastIndexOf(':');
+      if (colon <= 0) {
+        throw new IllegalArgumentException("REDIS_URL: " + text + " (expected: host:port)");
+      }
+      try {
+        return new HostPort(t.substring(0, colon), Integer.parseInt(t.substring(colon + 1)));
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("REDIS_URL: " + text + " (expected: host:port)");
+      }
+    }
+  }
+}

@@ -1,0 +1,98 @@
+package io.sluice.store.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.sluice.core.store.CounterIncrement;
+import io.sluice.core.store.StoreException;
+import io.sluice.core.time.Ticker;
+import io.sluice.store.LocalRedis;
+import io.sluice.store.RedisProcess;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** Kills a redis-server this test owns and checks fast failure, health and self-recovery. */
+class RedisStoreFailureTest {
+  RedisProcess redis;
+  RedisStore store;
+
+  @AfterEach
+  void cleanUp() throws Exception {
+    if (store != null) {
+      store.close();
+    }
+    if (redis != null) {
+      redis.close();
+    }
+  }
+
+  private long[] incr(String key) throws Exception {
+    return store
+        .increment(List.of(new CounterIncrement(key, 1, 60)))
+        .toCompletableFuture()
+        .get(5, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void redisKilled_failsFastUnhealthy_thenRecoversByItself() throws Exception {
+    assumeTrue(RedisProcess.available(), "redis-server binary");
+    redis = new RedisProcess(LocalRedis.freePort()).start();
+    store =
+        new RedisStore(
+            RedisSettings.fromEnv(
+                java.util.Map.of(
+                    "REDIS_URL", "127.0.0.1:" + redis.port(),
+                    "REDIS_COMMAND_TIMEOUT", "50ms",
+                    "REDIS_RECONNECT_INTERVAL", "100ms")),
+            Ticker.system());
+    assertThat(incr("k")).containsExactly(1);
+    assertThat(store.health().healthy()).isTrue();
+
+    redis.kill();
+    long start = System.nanoTime();
+    assertThatThrownBy(() -> incr("k"))
+        .isInstanceOf(ExecutionException.class)
+        .hasCauseInstanceOf(StoreException.class);
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
+    assertThat(store.health().healthy()).isFalse();
+    assertThat(store.health().failures()).isGreaterThanOrEqualTo(1);
+    assertThat(store.health().lastError()).isNotEmpty();
+
+    redis.start();
+    Awaitility.await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(100))
+        .ignoreExceptions()
+        .until(() -> incr("k2")[0] == 1);
+    assertThat(store.health().healthy()).isTrue();
+  }
+
+  @Test
+  void redisDownAtStart_failsFast_thenConnectsWhenItAppears() throws Exception {
+    assumeTrue(RedisProcess.available(), "redis-server binary");
+    int port = LocalRedis.freePort();
+    store =
+        new RedisStore(
+            RedisSettings.fromEnv(
+                java.util.Map.of(
+                    "REDIS_URL", "127.0.0.1:" + port,
+                    "REDIS_TIMEOUT", "200ms",
+                    "REDIS_RECONNECT_INTERVAL", "100ms")),
+            Ticker.system());
+    assertThatThrownBy(() -> incr("k")).hasCauseInstanceOf(StoreException.class);
+    assertThat(store.health().healthy()).isFalse();
+    redis = new RedisProcess(port).start();
+    Awaitility.await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(100))
+        .ignoreExceptions()
+        .until(() -> incr("k")[0] >= 1);
+    assertThat(store.health().healthy()).isTrue();
+  }
+}
