@@ -20,6 +20,7 @@ import java.util.Objects;
 public final class AdmissionController {
   private final long rateTauNanos;
   private final PoolState.ReleaseListener listener;
+  private final java.util.function.DoubleSupplier uniform;
   private volatile Map<String, PoolState> pools = Map.of();
   private volatile List<ClassPolicy> classes = List.of();
 
@@ -28,7 +29,21 @@ public final class AdmissionController {
       Collection<ClassPolicy> classes,
       Duration rateWindow,
       PoolState.ReleaseListener listener) {
+    this(pools, classes, rateWindow, listener, Math::random);
+  }
+
+  /**
+   * @param uniform source of uniform values in [0, 1) for Retry-After jitter (tests pass a constant
+   *     0.5 for no jitter)
+   */
+  public AdmissionController(
+      Collection<PoolPolicy> pools,
+      Collection<ClassPolicy> classes,
+      Duration rateWindow,
+      PoolState.ReleaseListener listener,
+      java.util.function.DoubleSupplier uniform) {
     this.listener = Objects.requireNonNull(listener, "listener");
+    this.uniform = Objects.requireNonNull(uniform, "uniform");
     this.rateTauNanos = rateWindow.toNanos();
     reconfigure(pools, classes);
   }
@@ -45,7 +60,7 @@ public final class AdmissionController {
         existing.reconfigure(p, sorted);
         next.put(p.name(), existing);
       } else {
-        next.put(p.name(), new PoolState(p, sorted, rateTauNanos, listener));
+        next.put(p.name(), new PoolState(p, sorted, rateTauNanos, listener, uniform));
       }
     }
     this.classes = sorted;
@@ -59,6 +74,45 @@ public final class AdmissionController {
           Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
     }
     return pool.tryAdmit(request, nowNanos);
+  }
+
+  /**
+   * Admit now, queue, or refuse (PRODUCT.md rules 2–4). A {@link Decision.Queued} result means
+   * {@code waiter} will be called exactly once.
+   *
+   * @param maxHoldNanos how long the adapter can hold this request (0 = never queue)
+   */
+  public Decision decide(
+      AdmissionRequest request, long maxHoldNanos, Waiter waiter, long nowNanos) {
+    PoolState pool = pools.get(request.pool().name());
+    if (pool == null) {
+      return new Decision.Reject(
+          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
+    }
+    return pool.decide(request, maxHoldNanos, waiter, nowNanos);
+  }
+
+  /** The stream of a queued request went away: drop it at once. True if it was still queued. */
+  public boolean cancel(String pool, long ticket, long nowNanos) {
+    PoolState p = pools.get(pool);
+    return p != null && p.cancel(ticket, nowNanos);
+  }
+
+  /** Expiry timer: answer due items with queue_timeout and start what fits. */
+  public void expireDue(String pool, long nowNanos) {
+    PoolState p = pools.get(pool);
+    if (p != null) {
+      p.expireDue(nowNanos);
+    }
+  }
+
+  /** Shutdown: answer every queued request 503 with Retry-After. Returns how many. */
+  public int refuseAllQueued(long nowNanos) {
+    int n = 0;
+    for (PoolState p : pools.values()) {
+      n += p.refuseAllQueued(Reason.SHUTTING_DOWN, nowNanos);
+    }
+    return n;
   }
 
   public Collection<PoolState> pools() {

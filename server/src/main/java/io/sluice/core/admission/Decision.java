@@ -1,7 +1,7 @@
 package io.sluice.core.admission;
 
 /** The answer of the admission core. Expected outcomes are values, not exceptions. */
-public sealed interface Decision permits Decision.Admit, Decision.Reject {
+public sealed interface Decision permits Decision.Admit, Decision.Reject, Decision.Queued {
 
   Reason reason();
 
@@ -22,4 +22,29 @@ public sealed interface Decision permits Decision.Admit, Decision.Reject {
    */
   record Reject(Reason reason, int status, long retryAfterSeconds, String message)
       implements Decision {}
+
+  /**
+   * Wait: the request is in its class queue and its {@link Waiter} will be called exactly once, no
+   * later than {@code answerByNanos}. The adapter holds the request (Envoy: one {@code
+   * override_message_timeout} of {@code holdNanos}) and arms a timer for {@code expiresAtNanos}.
+   *
+   * @param ticket id for {@link AdmissionController#cancel}
+   * @param holdNanos how long the adapter must hold (expiry + the pool's hold margin)
+   * @param expiresAtNanos the latest start time; the expiry timer fires here
+   * @param position requests ahead at arrival (0 = next)
+   * @param predictedWaitNanos predicted wait at arrival
+   */
+  record Queued(
+      String pool,
+      long ticket,
+      long holdNanos,
+      long expiresAtNanos,
+      int position,
+      long predictedWaitNanos)
+      implements Decision {
+    @Override
+    public Reason reason() {
+      return Reason.ADMITTED;
+    }
+  }
 }

@@ -3,11 +3,20 @@ package io.sluice.core.admission;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
+import io.sluice.core.queue.ClassScheduler;
+import io.sluice.core.queue.Offer;
+import io.sluice.core.queue.QueueBounds;
+import io.sluice.core.queue.QueuedItem;
+import io.sluice.core.queue.RetryAfter;
+import io.sluice.core.queue.TenantFairQueue;
+import io.sluice.core.queue.WaitPredictor;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.DoubleSupplier;
 
 /**
  * Token-weighted work in flight for one pool, per class and per tenant.
@@ -30,9 +39,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * by name, a removed class keeps its slot (with no reserve) until its work drains, and a smaller
  * capacity simply admits nothing new until in-flight work falls below it.
  *
+ * <p>Queue-hold (PRODUCT.md rules 2–4): a request that cannot start, or that would overtake someone
+ * of equal or higher priority already waiting, may wait in its class's {@link TenantFairQueue} when
+ * the adapter can hold it ({@code maxHoldNanos > 0}) and the class allows a queue wait. Arrival
+ * feasibility uses the {@link WaitPredictor}; releases, cancellations and expiry timers run the
+ * {@link ClassScheduler}, which starts waiting items through this pool's own admission check (the
+ * scheduler proposes, {@link #check} disposes). Waiters are called outside the lock.
+ *
  * <p>Concurrency: all mutable fields are guarded by {@link #lock}; critical sections are a few
- * arithmetic operations and one map update. A request larger than the whole pool is accounted as
- * the pool's capacity so it can run alone rather than never.
+ * arithmetic operations and one map update (or one queue operation). A request larger than the
+ * whole pool is accounted as the pool's capacity so it can run alone rather than never.
  */
 public final class PoolState {
   private final ReentrantLock lock = new ReentrantLock();
@@ -43,6 +59,29 @@ public final class PoolState {
   private final Map<String, int[]> tenantInFlight = new HashMap<>(); // @GuardedBy("lock")
   private final CompletionRate completionRate; // @GuardedBy("lock")
   private final ReleaseListener listener;
+  private final DoubleSupplier uniform;
+  private WaitPredictor predictor; // @GuardedBy("lock")
+  private RetryAfter retryAfter; // @GuardedBy("lock")
+  private ClassScheduler<Entry> scheduler; // @GuardedBy("lock"); indexes = queued slots
+  private List<ClassSlot> queueSlots = List.of(); // @GuardedBy("lock"); scheduler index -> slot
+  private final Map<String, int[]> tenantQueued = new HashMap<>(); // @GuardedBy("lock")
+  private long nextTicket = 1; // @GuardedBy("lock")
+  private final Ledger ledger = new Ledger();
+
+  /** What a queued item carries: its waiter and request (no body, no thread). */
+  record Entry(Waiter waiter, AdmissionRequest request) {}
+
+  /** Callbacks to run once the lock is released. */
+  private record Callback(
+      Waiter waiter, Permit permit, Decision.Reject rejection, long waitedNanos) {
+    void run() {
+      if (permit != null) {
+        waiter.admitted(permit, waitedNanos);
+      } else {
+        waiter.refused(rejection, waitedNanos);
+      }
+    }
+  }
 
   /** Told about every release, outside the lock; the queue scheduler hooks in here. */
   @FunctionalInterface
@@ -60,6 +99,7 @@ public final class PoolState {
     boolean retired;
     long work;
     int requests;
+    TenantFairQueue<Entry> queue;
 
     ClassSlot(ClassPolicy policy) {
       this.policy = policy;
@@ -67,9 +107,14 @@ public final class PoolState {
   }
 
   PoolState(
-      PoolPolicy policy, List<ClassPolicy> classes, long rateTauNanos, ReleaseListener listener) {
+      PoolPolicy policy,
+      List<ClassPolicy> classes,
+      long rateTauNanos,
+      ReleaseListener listener,
+      DoubleSupplier uniform) {
     this.completionRate = new CompletionRate(rateTauNanos);
     this.listener = listener;
+    this.uniform = uniform;
     this.slots = List.of();
     reconfigure(policy, classes);
   }
@@ -102,11 +147,52 @@ public final class PoolState {
           next.add(s);
         }
       }
+      for (ClassSlot s : next) {
+        QueueBounds bounds = bounds(s.policy, newPolicy);
+        if (s.queue == null || (s.queue.isEmpty() && !s.queue.bounds().equals(bounds))) {
+          s.queue = new TenantFairQueue<>(bounds); // a non-empty queue keeps its bounds until empty
+        }
+      }
       this.policy = newPolicy;
       this.slots = List.copyOf(next);
+      List<ClassScheduler.QueueClass<Entry>> qcs = new ArrayList<>();
+      for (ClassSlot s : next) {
+        qcs.add(
+            new ClassScheduler.QueueClass<>(
+                s.policy.name(),
+                s.retired ? Integer.MAX_VALUE / 2 : s.policy.rank(),
+                s.retired ? 0 : s.policy.reservedShare(),
+                s.retired || s.policy.borrow(),
+                s.queue));
+      }
+      this.queueSlots = List.copyOf(next);
+      this.scheduler = new ClassScheduler<>(qcs);
+      WaitPredictor previous = predictor;
+      if (previous == null
+          || previous.config().capacityWorkUnits() != newPolicy.capacityWorkUnits()) {
+        this.predictor =
+            new WaitPredictor(
+                new WaitPredictor.Config(
+                    newPolicy.capacityWorkUnits(), 10_000_000_000L, 5_000_000_000L, 20));
+      }
+      this.retryAfter =
+          new RetryAfter(
+              Math.max(1, ceilSeconds(newPolicy.retryAfterMin().toNanos())),
+              Math.max(
+                  Math.max(1, ceilSeconds(newPolicy.retryAfterMin().toNanos())),
+                  newPolicy.retryAfterMax().toSeconds()),
+              newPolicy.retryAfterJitter(),
+              uniform);
     } finally {
       lock.unlock();
     }
+  }
+
+  private static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
+    long maxWork =
+        Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) p.capacityWorkUnits()));
+    long maxWait = Math.max(1, c.maxQueueWait().toNanos());
+    return new QueueBounds(maxWork, c.maxQueueItems(), maxWait, c.tenantQueueShare());
   }
 
   public PoolPolicy policy() {
@@ -133,37 +219,320 @@ public final class PoolState {
     return null;
   }
 
-  /**
-   * Tries to admit; {@code null} class slot means the class is unknown to this pool.
-   *
-   * @return the decision; never null
-   */
+  /** Admit now or refuse (no queueing). */
   Decision tryAdmit(AdmissionRequest request, long nowNanos) {
+    return decide(request, 0, null, nowNanos);
+  }
+
+  /**
+   * Admit now, queue (when {@code maxHoldNanos > 0} and a waiter is given), or refuse.
+   *
+   * @param maxHoldNanos the longest the adapter can hold the request (Envoy's max_message_timeout);
+   *     0 = never queue
+   */
+  Decision decide(AdmissionRequest request, long maxHoldNanos, Waiter waiter, long nowNanos) {
+    List<Callback> callbacks = new ArrayList<>();
+    Decision d;
     lock.lock();
     try {
-      ClassSlot k = slot(request.requestClass().name());
-      if (k == null) {
-        return new Decision.Reject(
-            Reason.UNKNOWN_ROUTE,
-            404,
-            0,
-            "class " + request.requestClass().name() + " is not configured");
+      d = decideLocked(request, maxHoldNanos, waiter, nowNanos, callbacks);
+    } finally {
+      lock.unlock();
+    }
+    callbacks.forEach(Callback::run);
+    return d;
+  }
+
+  private Decision decideLocked(
+      AdmissionRequest request,
+      long maxHoldNanos,
+      Waiter waiter,
+      long nowNanos,
+      List<Callback> callbacks) {
+    ClassSlot k = slot(request.requestClass().name());
+    if (k == null) {
+      return new Decision.Reject(
+          Reason.UNKNOWN_ROUTE,
+          404,
+          0,
+          "class " + request.requestClass().name() + " is not configured");
+    }
+    drainLocked(nowNanos, callbacks); // expire what is due so it does not count as waiting
+    Tenant tenant = request.tenant();
+    int maxInFlight = tenant.tier().maxInFlight();
+    int load = count(tenantInFlight, tenant.id()) + count(tenantQueued, tenant.id());
+    if (maxInFlight > 0 && load >= maxInFlight) {
+      return new Decision.Reject(
+          Reason.TENANT_CONCURRENCY,
+          429,
+          retryAfterForHold(),
+          "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")");
+    }
+    boolean waiting = scheduler.hasWaitingAtOrAbove(k.policy.rank());
+    Decision.Reject refused = check(k, tenant, request.workUnits(), nowNanos);
+    if (refused == null && !waiting) {
+      return new Decision.Admit(take(k, tenant, request.workUnits(), nowNanos));
+    }
+    if (refused == null) {
+      refused =
+          new Decision.Reject(
+              Reason.POOL_SATURATED,
+              k.policy.shedStatus(),
+              retryAfter.seconds(
+                  predictor.predictedDrainNanos(queuedWorkAtOrAbove(k.policy.rank()))),
+              "requests of equal or higher priority are waiting in pool " + policy.name());
+    }
+    if (refused.reason() == Reason.TENANT_CONCURRENCY || waiter == null) {
+      return refused;
+    }
+    long maxWait =
+        Math.min(k.policy.maxQueueWait().toNanos(), maxHoldNanos - policy.holdMargin().toNanos());
+    if (maxHoldNanos <= 0 || maxWait <= 0) {
+      return refused; // queue-hold off for this request
+    }
+    return enqueue(k, request, waiter, maxWait, nowNanos, callbacks);
+  }
+
+  private Decision enqueue(
+      ClassSlot k,
+      AdmissionRequest request,
+      Waiter waiter,
+      long maxWait,
+      long nowNanos,
+      List<Callback> callbacks) {
+    Tenant tenant = request.tenant();
+    long work = Math.min(request.workUnits(), policy.capacityWorkUnits());
+    long ahead =
+        queuedWorkAtOrAbove(k.policy.rank())
+            - k.queue.queuedWork()
+            + k.queue.queuedWorkAhead(tenant.id(), tenant.tier().weight());
+    long freeNow = Math.max(0, policy.capacityWorkUnits() - totalWork);
+    long predicted = predictor.predictWaitNanos(ahead, work, freeNow);
+    long service = predictor.expectedServiceNanos(work);
+    if (!WaitPredictor.feasible(nowNanos, request.deadlineNanos(), maxWait, predicted, service)) {
+      return new Decision.Reject(
+          Reason.DEADLINE_UNREACHABLE,
+          503,
+          retryAfter.seconds(predictor.predictedDrainNanos(ahead + work)),
+          "predicted wait cannot meet the deadline or the class's maximum queue wait");
+    }
+    long expires = QueuedItem.expiryNanos(nowNanos, maxWait, request.deadlineNanos(), service);
+    long ticket = nextTicket++;
+    QueuedItem<Entry> item =
+        new QueuedItem<>(
+            ticket,
+            tenant.id(),
+            tenant.tier().weight(),
+            work,
+            nowNanos,
+            expires,
+            request.deadlineNanos(),
+            new Entry(waiter, request));
+    Offer offer = k.queue.offer(item, nowNanos);
+    if (offer instanceof Offer.Rejected r) {
+      return switch (r.reason()) {
+        case TENANT_SHARE ->
+            new Decision.Reject(
+                Reason.TENANT_CONCURRENCY,
+                429,
+                retryAfter.seconds(
+                    predictor.predictedDrainNanos(k.queue.tenantQueuedWork(tenant.id()))),
+                "tenant owns its share of the waiting room of class " + k.policy.name());
+        case QUEUE_FULL ->
+            new Decision.Reject(
+                Reason.QUEUE_FULL,
+                503,
+                retryAfter.seconds(predictor.predictedDrainNanos(k.queue.queuedWork())),
+                "queue of class " + k.policy.name() + " in pool " + policy.name() + " is full");
+        case EXPIRED ->
+            new Decision.Reject(
+                Reason.DEADLINE_UNREACHABLE,
+                503,
+                retryAfter.seconds(predictor.predictedDrainNanos(ahead + work)),
+                "the deadline leaves no time to wait");
+      };
+    }
+    Offer.Accepted accepted = (Offer.Accepted) offer;
+    increment(tenantQueued, tenant.id());
+    long hold = Math.max(1_000_000L, (expires - nowNanos) + policy.holdMargin().toNanos());
+    Decision.Queued queued =
+        new Decision.Queued(policy.name(), ticket, hold, expires, accepted.position(), predicted);
+    // Queuing may itself allow a start (e.g. the item is first in line and fits): its waiter
+    // is then called after this decision is returned (callbacks run after the lock).
+    drainLocked(nowNanos, callbacks);
+    return queued;
+  }
+
+  /** Removes a queued request whose stream went away; true if it was still waiting. */
+  boolean cancel(long ticket, long nowNanos) {
+    List<Callback> callbacks = new ArrayList<>();
+    boolean removed = false;
+    lock.lock();
+    try {
+      for (ClassSlot s : queueSlots) {
+        var item = s.queue.remove(ticket);
+        if (item.isPresent()) {
+          decrement(tenantQueued, item.get().tenant());
+          removed = true;
+          break;
+        }
       }
-      Decision.Reject refused = check(k, request.tenant(), request.workUnits(), nowNanos);
-      if (refused != null) {
-        return refused;
+      if (removed) {
+        drainLocked(nowNanos, callbacks);
       }
-      return new Decision.Admit(take(k, request.tenant(), request.workUnits(), nowNanos));
+    } finally {
+      lock.unlock();
+    }
+    callbacks.forEach(Callback::run);
+    return removed;
+  }
+
+  /** Expires due items and starts whatever fits (the adapter's timer calls this). */
+  void expireDue(long nowNanos) {
+    List<Callback> callbacks = new ArrayList<>();
+    lock.lock();
+    try {
+      drainLocked(nowNanos, callbacks);
+    } finally {
+      lock.unlock();
+    }
+    callbacks.forEach(Callback::run);
+  }
+
+  /** Answers every queued item with 503 (server shutdown); returns how many. */
+  int refuseAllQueued(Reason reason, long nowNanos) {
+    List<Callback> callbacks = new ArrayList<>();
+    lock.lock();
+    try {
+      for (ClassSlot s : queueSlots) {
+        for (QueuedItem<Entry> item : s.queue.clear()) {
+          decrement(tenantQueued, item.tenant());
+          callbacks.add(
+              new Callback(
+                  item.payload().waiter(),
+                  null,
+                  new Decision.Reject(
+                      reason,
+                      503,
+                      retryAfter.seconds(0),
+                      "sluice is shutting down; retry on another replica"),
+                  nowNanos - item.enqueuedAtNanos()));
+        }
+      }
+    } finally {
+      lock.unlock();
+    }
+    callbacks.forEach(Callback::run);
+    return callbacks.size();
+  }
+
+  /** Earliest expiry among queued items, for the adapter's timer. */
+  public OptionalLong nextExpiryNanos() {
+    lock.lock();
+    try {
+      return scheduler.nextExpiryNanos();
     } finally {
       lock.unlock();
     }
   }
 
+  private void drainLocked(long nowNanos, List<Callback> callbacks) {
+    ledger.now = nowNanos;
+    ledger.started.clear();
+    ClassScheduler.Drain<Entry> drain = scheduler.drain(nowNanos, ledger);
+    for (ClassScheduler.Expired<Entry> e : drain.expired()) {
+      QueuedItem<Entry> item = e.item();
+      decrement(tenantQueued, item.tenant());
+      callbacks.add(
+          new Callback(
+              item.payload().waiter(),
+              null,
+              new Decision.Reject(
+                  Reason.QUEUE_TIMEOUT,
+                  503,
+                  retryAfter.seconds(
+                      predictor.predictedDrainNanos(queuedWorkAtOrAbove(Integer.MAX_VALUE))),
+                  "waited the longest it could and could not start in time"),
+              nowNanos - item.enqueuedAtNanos()));
+    }
+    for (int i = 0; i < drain.admitted().size(); i++) {
+      QueuedItem<Entry> item = drain.admitted().get(i).item();
+      decrement(tenantQueued, item.tenant());
+      callbacks.add(
+          new Callback(
+              item.payload().waiter(),
+              ledger.started.get(i),
+              null,
+              nowNanos - item.enqueuedAtNanos()));
+    }
+  }
+
+  /** Work waiting in classes of rank {@code <= rank}. */
+  private long queuedWorkAtOrAbove(int rank) {
+    long sum = 0;
+    for (ClassSlot s : queueSlots) {
+      if (!s.retired && s.policy.rank() <= rank) {
+        sum += s.queue.queuedWork();
+      }
+    }
+    return sum;
+  }
+
+  /** The scheduler's view of this pool; {@link #admit} runs the pool's own capacity check. */
+  private final class Ledger implements ClassScheduler.PoolLedger<Entry> {
+    long now;
+    final List<Permit> started = new ArrayList<>();
+
+    @Override
+    public long capacityWorkUnits() {
+      return policy.capacityWorkUnits();
+    }
+
+    @Override
+    public long inFlightWorkUnits() {
+      return totalWork;
+    }
+
+    @Override
+    public long inFlightWorkUnits(int classIndex) {
+      return queueSlots.get(classIndex).work;
+    }
+
+    @Override
+    public boolean admit(int classIndex, QueuedItem<Entry> item, ClassScheduler.Lane lane) {
+      ClassSlot k = queueSlots.get(classIndex);
+      // the tenant's cap was checked at arrival against in-flight + queued
+      if (checkCapacity(k, item.workUnits(), now) != null) {
+        return false;
+      }
+      started.add(take(k, item.payload().request().tenant(), item.workUnits(), now));
+      return true;
+    }
+  }
+
+  private static int count(Map<String, int[]> m, String key) {
+    int[] c = m.get(key);
+    return c == null ? 0 : c[0];
+  }
+
+  private static void increment(Map<String, int[]> m, String key) {
+    int[] c = m.get(key);
+    if (c == null) {
+      m.put(key, new int[] {1});
+    } else {
+      c[0]++;
+    }
+  }
+
+  private static void decrement(Map<String, int[]> m, String key) {
+    int[] c = m.get(key);
+    if (c != null && --c[0] <= 0) {
+      m.remove(key);
+    }
+  }
+
   /** Why {@code w} work of class {@code k} for {@code tenant} cannot start now, or null. */
   private Decision.Reject check(ClassSlot k, Tenant tenant, long work, long nowNanos) {
-    PoolPolicy p = policy;
-    long w = Math.min(work, p.capacityWorkUnits());
-    ClassPolicy cls = k.policy;
     int maxInFlight = tenant.tier().maxInFlight();
     int[] tenantCount = tenantInFlight.get(tenant.id());
     if (maxInFlight > 0 && tenantCount != null && tenantCount[0] >= maxInFlight) {
@@ -173,6 +542,14 @@ public final class PoolState {
           retryAfterForHold(),
           "tenant has " + tenantCount[0] + " requests in flight (cap " + maxInFlight + ")");
     }
+    return checkCapacity(k, work, nowNanos);
+  }
+
+  /** Pool request cap, class share and pool capacity (not the tenant cap). */
+  private Decision.Reject checkCapacity(ClassSlot k, long work, long nowNanos) {
+    PoolPolicy p = policy;
+    long w = Math.min(work, p.capacityWorkUnits());
+    ClassPolicy cls = k.policy;
     if (p.maxRequests() > 0 && totalRequests >= p.maxRequests()) {
       return new Decision.Reject(
           Reason.POOL_SATURATED,
@@ -225,6 +602,7 @@ public final class PoolState {
   }
 
   void release(Permit permit, Outcome outcome, long nowNanos) {
+    List<Callback> callbacks = new ArrayList<>();
     lock.lock();
     try {
       ClassSlot k = permit.slot();
@@ -242,13 +620,17 @@ public final class PoolState {
         slots = List.copyOf(next);
       }
       if (outcome == Outcome.COMPLETED) {
-        completionRate.onCompletion(
-            permit.workUnits(), nowNanos - permit.admittedAtNanos(), nowNanos);
+        long held = nowNanos - permit.admittedAtNanos();
+        completionRate.onCompletion(permit.workUnits(), held, nowNanos);
+        predictor.onCompletion(permit.workUnits(), nowNanos);
+        predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
       }
+      drainLocked(nowNanos, callbacks);
     } finally {
       lock.unlock();
     }
     listener.onRelease(this, permit, outcome, nowNanos);
+    callbacks.forEach(Callback::run);
   }
 
   /** Seconds until {@code work} units should have drained at the recent completion rate. */
@@ -270,10 +652,7 @@ public final class PoolState {
   }
 
   private long clampSeconds(double seconds) {
-    long min = Math.max(1, ceilSeconds(policy.retryAfterMin().toNanos()));
-    long max = Math.max(min, policy.retryAfterMax().toSeconds());
-    long s = (long) Math.ceil(seconds);
-    return Math.max(min, Math.min(max, s));
+    return retryAfter.seconds((long) Math.min(Long.MAX_VALUE / 2, seconds * NANOS_PER_SECOND));
   }
 
   private static long ceilSeconds(long nanos) {
@@ -311,6 +690,58 @@ public final class PoolState {
           tenantInFlight.size(),
           completionRate.workPerSecond(nowNanos),
           completionRate.meanHoldNanos());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Queue state of one class at one instant (for gauges and /debug/queues). */
+  public record QueueSnapshot(
+      String className,
+      int depth,
+      long queuedWork,
+      long oldestAgeNanos,
+      List<TenantFairQueue.TenantLoad> topTenants) {}
+
+  /** Every active class's queue, in rank order. */
+  public List<QueueSnapshot> queues(long nowNanos, int topTenants) {
+    lock.lock();
+    try {
+      List<QueueSnapshot> out = new ArrayList<>();
+      for (ClassSlot s : queueSlots) {
+        if (!s.retired) {
+          out.add(
+              new QueueSnapshot(
+                  s.policy.name(),
+                  s.queue.depth(),
+                  s.queue.queuedWork(),
+                  s.queue.oldestAgeNanos(nowNanos),
+                  topTenants > 0 ? s.queue.topTenants(topTenants) : List.of()));
+        }
+      }
+      return out;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Queued requests of one class (0 if unknown). */
+  public int queueDepth(String className) {
+    lock.lock();
+    try {
+      ClassSlot s = slot(className);
+      return s == null ? 0 : s.queue.depth();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Queued work of one class (0 if unknown). */
+  public long queuedWork(String className) {
+    lock.lock();
+    try {
+      ClassSlot s = slot(className);
+      return s == null ? 0 : s.queue.queuedWork();
     } finally {
       lock.unlock();
     }

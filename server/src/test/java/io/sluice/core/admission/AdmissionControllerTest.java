@@ -33,7 +33,8 @@ class AdmissionControllerTest {
           List.of(pool),
           List.of(batch, interactive, strict),
           Duration.ofSeconds(10),
-          (p, permit, outcome, now) -> released.add(outcome));
+          (p, permit, outcome, now) -> released.add(outcome),
+          () -> 0.5);
 
   private Decision admit(ClassPolicy c, Tenant t, long work) {
     return controller.tryAdmit(request(pool, c, t, work, time.nanos()), time.nanos());
@@ -82,7 +83,8 @@ class AdmissionControllerTest {
             List.of(pool),
             List.of(lender, borrower),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            () -> 0.5);
     Decision d = c.tryAdmit(request(pool, borrower, acme, 1000, time.nanos()), time.nanos());
     assertThat(d).isInstanceOf(Decision.Admit.class);
     Decision l = c.tryAdmit(request(pool, lender, acme, 1, time.nanos()), time.nanos());
@@ -110,7 +112,8 @@ class AdmissionControllerTest {
             List.of(capped),
             List.of(interactive),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            () -> 0.5);
     assertThat(c.tryAdmit(request(capped, interactive, acme, 1, time.nanos()), time.nanos()))
         .isInstanceOf(Decision.Admit.class);
     Decision.Reject r =
@@ -124,7 +127,8 @@ class AdmissionControllerTest {
     ClassPolicy all = cls("all", 0, 1.0, 0.0, true);
     AdmissionController c =
         new AdmissionController(
-            List.of(pool), List.of(all), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(pool), List.of(all), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE,
+            () -> 0.5);
     Decision d = c.tryAdmit(request(pool, all, acme, 50_000, time.nanos()), time.nanos());
     assertThat(d).isInstanceOf(Decision.Admit.class);
     assertThat(((Decision.Admit) d).permit().workUnits()).isEqualTo(1000);
