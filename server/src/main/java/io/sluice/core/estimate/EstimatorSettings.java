@@ -14,7 +14,7 @@ public final class EstimatorSettings {
   public static final long DEFAULT_PER_MESSAGE_OVERHEAD_TOKENS = 4;
   public static final long DEFAULT_REPLY_PRIMING_TOKENS = 3;
   public static final int DEFAULT_MAX_JSON_DEPTH = 64;
-  public static final long DEFAULT_MAX_TOKENIZE_CHARS = 32_768;
+  public static final long DEFAULT_MAX_TOKENIZE_CHARS = 16_384;
 
   /** Upper bound of {@code maxJsonDepth} (Jackson's own default limit is 1000). */
   public static final int MAX_JSON_DEPTH_LIMIT = 512;

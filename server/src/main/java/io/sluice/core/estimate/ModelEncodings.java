@@ -14,10 +14,12 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Concurrency: thread-safe; the cache is a {@link ConcurrentHashMap} that stops growing at
  * {@link #MAX_CACHED_MODELS} entries (model names come from request bodies, so the set is
- * unbounded); uncached lookups are a few prefix checks.
+ * unbounded; names longer than {@link #MAX_CACHED_MODEL_LENGTH} are not cached either); uncached
+ * lookups are a few prefix checks.
  */
 final class ModelEncodings {
   static final int MAX_CACHED_MODELS = 1024;
+  static final int MAX_CACHED_MODEL_LENGTH = 128;
 
   private static final String[] O200K_PREFIXES = {
     "gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "o1", "o3", "o4", "codex-"
@@ -41,7 +43,7 @@ final class ModelEncodings {
     Optional<Encoding> cached = cache.get(model);
     if (cached == null) {
       cached = Optional.ofNullable(lookup(model));
-      if (cache.size() < MAX_CACHED_MODELS) {
+      if (model.length() <= MAX_CACHED_MODEL_LENGTH && cache.size() < MAX_CACHED_MODELS) {
         cache.putIfAbsent(model, cached);
       }
     }

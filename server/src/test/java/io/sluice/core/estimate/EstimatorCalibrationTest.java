@@ -84,20 +84,23 @@ class EstimatorCalibrationTest {
     String prose = Fixtures.text("calibration/prose-en.txt");
     String code = Fixtures.text("calibration/code-python.txt");
     byte[] bpeBody = chatBody("gpt-4o", prose, code, prose, code, prose, code, prose);
+    byte[] cl100kBody = chatBody("gpt-4-turbo", prose, code, prose, code, prose, code, prose);
     byte[] heuristicBody =
         chatBody("claude-sonnet-4-5", prose, code, prose, code, prose, code, prose);
     EstimateLimits limits = new EstimateLimits(256, 4096);
 
     double bpeMicros = microsPerEstimate(bpeBody, limits);
+    double cl100kMicros = microsPerEstimate(cl100kBody, limits);
     double heuristicMicros = microsPerEstimate(heuristicBody, limits);
     TokenEstimate e = ESTIMATOR.estimate(RequestFormat.OPENAI_CHAT, bpeBody, limits);
     System.out.printf(
         Locale.ROOT,
-        "performance body=%d bytes inputTokens=%d bpe=%.1f us/estimate heuristic=%.1f"
-            + " us/estimate%n",
+        "performance body=%d bytes inputTokens=%d o200k=%.1f us/estimate cl100k=%.1f us/estimate"
+            + " heuristic=%.1f us/estimate%n",
         bpeBody.length,
         e.inputTokens(),
         bpeMicros,
+        cl100kMicros,
         heuristicMicros);
 
     assertThat(bpeBody.length).isBetween(9_000, 12_000);
