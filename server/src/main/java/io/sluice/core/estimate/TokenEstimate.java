@@ -1,6 +1,19 @@
 package io.sluice.core.estimate;
 
-/** STUB. */
+/**
+ * The estimated work of one request.
+ *
+ * @param inputTokens estimated prompt tokens, {@code >= 0}
+ * @param outputReserveTokens tokens reserved for the output, within {@code [0,
+ *     limits.maxOutputTokens]}
+ * @param method how {@code inputTokens} was computed: {@link #METHOD_BPE_O200K}, {@link
+ *     #METHOD_BPE_CL100K}, {@link #METHOD_BYTES} or {@link #METHOD_CONTENT_LENGTH}
+ * @param fallbackCause why the body could not be read and the whole-body byte heuristic was used
+ *     (one of {@link FallbackCause}), or {@code null}
+ * @param model the body's {@code model} string, or {@code null}
+ * @param stream the body's {@code stream} flag
+ * @param outputClamped true when the requested output cap was above the maximum or invalid
+ */
 public record TokenEstimate(
     long inputTokens,
     long outputReserveTokens,
@@ -8,4 +21,29 @@ public record TokenEstimate(
     String fallbackCause,
     String model,
     boolean stream,
-    boolean outputClamped) {}
+    boolean outputClamped) {
+
+  public static final String METHOD_BPE_O200K = "bpe:o200k_base";
+  public static final String METHOD_BPE_CL100K = "bpe:cl100k_base";
+  public static final String METHOD_BYTES = "bytes";
+  public static final String METHOD_CONTENT_LENGTH = "content-length";
+
+  public TokenEstimate {
+    if (inputTokens < 0) {
+      throw new IllegalArgumentException("inputTokens: " + inputTokens + " (expected: >= 0)");
+    }
+    if (outputReserveTokens < 0) {
+      throw new IllegalArgumentException(
+          "outputReserveTokens: " + outputReserveTokens + " (expected: >= 0)");
+    }
+    if (method == null) {
+      throw new IllegalArgumentException("method: null (expected: a method name)");
+    }
+  }
+
+  /** Input plus output reserve, saturating. */
+  public long totalTokens() {
+    long sum = inputTokens + outputReserveTokens;
+    return sum < 0 ? Long.MAX_VALUE : sum;
+  }
+}

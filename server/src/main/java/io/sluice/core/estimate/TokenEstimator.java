@@ -1,23 +1,241 @@
 package io.sluice.core.estimate;
 
-/** STUB. */
-public final class TokenEstimator {
-  public TokenEstimator(EstimatorSettings settings) {}
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParseException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
+import com.fasterxml.jackson.core.io.JsonEOFException;
+import com.knuddels.jtokkit.api.Encoding;
+import java.io.IOException;
+import java.util.Objects;
 
-  public TokenEstimate estimate(
-      RequestFormat format, byte[] body, int offset, int length, EstimateLimits limits) {
-    return new TokenEstimate(
-        Math.max(1, length / 4), limits.defaultOutputTokens(), "bytes", null, null, false, false);
+/**
+ * Estimates the input tokens and the output reserve of an LLM request from its body.
+ *
+ * <p>Input tokens are the BPE count of the prompt text when the model belongs to a known OpenAI
+ * family ({@code o200k_base} / {@code cl100k_base}), otherwise the prompt text's UTF-8 bytes
+ * divided by {@link EstimatorSettings#bytesPerToken()}; plus fixed costs for messages, images,
+ * attachments and tool definitions. A body that cannot be read as its format is estimated with the
+ * byte heuristic over the whole body and a {@link FallbackCause}; {@link #estimate} never throws on
+ * bad input. See docs/estimation.md.
+ *
+ * <p>Concurrency: thread-safe and reusable; each call allocates only its parsers and a tally.
+ */
+public final class TokenEstimator {
+  private final EstimatorSettings settings;
+  private final JsonFactory jsonFactory;
+  private final ModelEncodings encodings;
+
+  public TokenEstimator(EstimatorSettings settings) {
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.jsonFactory = newJsonFactory(settings.maxJsonDepth());
+    this.encodings = new ModelEncodings();
   }
 
+  /** A factory that never echoes source text in errors and never interns body field names. */
+  static JsonFactory newJsonFactory(int maxJsonDepth) {
+    return JsonFactory.builder()
+        .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+        .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+        .streamReadConstraints(
+            StreamReadConstraints.builder().maxNestingDepth(maxJsonDepth + 1).build())
+        .build();
+  }
+
+  public EstimatorSettings settings() {
+    return settings;
+  }
+
+  /**
+   * Estimates {@code body[offset, offset + length)} as {@code format}. Never throws on bad input:
+   * falls back to the byte heuristic with {@link TokenEstimate#fallbackCause()} set.
+   *
+   * @param format the configured format; {@link RequestFormat#AUTO} (or null) detects it from the
+   *     JSON keys
+   * @throws IndexOutOfBoundsException when offset/length are outside {@code body}
+   */
+  public TokenEstimate estimate(
+      RequestFormat format, byte[] body, int offset, int length, EstimateLimits limits) {
+    Objects.requireNonNull(limits, "limits");
+    if (body == null || length == 0) {
+      return fallback(FallbackCause.EMPTY, 0, null, limits);
+    }
+    Objects.checkFromIndexSize(offset, length, body.length);
+    if (!Utf8.isValid(body, offset, length)) {
+      return fallback(FallbackCause.NOT_UTF8, length, null, limits);
+    }
+    RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, offset, length, settings);
+    RequestBodyReader.Scan scan = null;
+    RequestFormat resolved = null;
+    try {
+      scan = reader.scan();
+      if (scan.empty) {
+        return fallback(FallbackCause.EMPTY, length, null, limits);
+      }
+      resolved = format == null || format == RequestFormat.AUTO ? scan.detect() : format;
+      if (resolved == null) {
+        return fallback(FallbackCause.UNKNOWN_FORMAT, length, scan, limits);
+      }
+      Encoding encoding = encodings.forModel(scan.model);
+      TokenTally tally =
+          new TokenTally(encoding, settings.bytesPerToken(), settings.maxTokenizeChars());
+      if (!reader.walk(resolved, tally)) {
+        return fallback(FallbackCause.MISSING_INPUT, length, scan, limits, resolved);
+      }
+      long reserve = reserve(resolved, scan, limits);
+      return new TokenEstimate(
+          tally.tokens(),
+          reserve & Long.MAX_VALUE,
+          method(encoding),
+          null,
+          scan.model,
+          scan.stream,
+          reserve < 0);
+    } catch (ReadFailure e) {
+      return fallback(e.fallbackCause(), length, scan, limits, resolved);
+    } catch (JsonEOFException e) {
+      return fallback(FallbackCause.TRUNCATED, length, null, limits);
+    } catch (StreamConstraintsException e) {
+      return fallback(FallbackCause.TOO_LARGE, length, null, limits);
+    } catch (JsonParseException e) {
+      return fallback(parseFailureCause(e, length), length, null, limits);
+    } catch (IOException e) {
+      return fallback(FallbackCause.NOT_JSON, length, null, limits);
+    } catch (RuntimeException e) {
+      return fallback(FallbackCause.INTERNAL_ERROR, length, scan, limits, resolved);
+    }
+  }
+
+  /**
+   * Classifies a Jackson syntax error: at the end of the input it is {@code truncated} (Jackson
+   * reports some end-of-input cases without {@link JsonEOFException}); invalid UTF-8 that slipped
+   * past the validator is {@code not_utf8}; anything else {@code not_json}.
+   */
+  private static String parseFailureCause(JsonParseException e, int length) {
+    JsonLocation location = e.getLocation();
+    if (location != null && location.getByteOffset() >= length) {
+      return FallbackCause.TRUNCATED;
+    }
+    String message = e.getOriginalMessage();
+    if (message != null && message.contains("end-of-input")) {
+      return FallbackCause.TRUNCATED;
+    }
+    if (message != null && message.contains("UTF-8")) {
+      return FallbackCause.NOT_UTF8;
+    }
+    return FallbackCause.NOT_JSON;
+  }
+
+  /** Convenience for a whole array. */
+  public TokenEstimate estimate(RequestFormat format, byte[] body, EstimateLimits limits) {
+    return estimate(format, body, 0, body == null ? 0 : body.length, limits);
+  }
+
+  /**
+   * Estimates from the {@code content-length} header alone (body not buffered): the byte heuristic
+   * over the whole length and the default output reserve. A negative length counts as 0.
+   */
   public TokenEstimate fromContentLength(long contentLengthBytes, EstimateLimits limits) {
+    Objects.requireNonNull(limits, "limits");
+    long bytes = Math.max(0, contentLengthBytes);
     return new TokenEstimate(
-        Math.max(1, contentLengthBytes / 4),
+        TokenTally.ceil(bytes / settings.bytesPerToken()),
         limits.defaultOutputTokens(),
-        "content-length",
+        TokenEstimate.METHOD_CONTENT_LENGTH,
         null,
         null,
         false,
         false);
+  }
+
+  private TokenEstimate fallback(
+      String cause, long bodyBytes, RequestBodyReader.Scan scan, EstimateLimits limits) {
+    return fallback(cause, bodyBytes, scan, limits, null);
+  }
+
+  private TokenEstimate fallback(
+      String cause,
+      long bodyBytes,
+      RequestBodyReader.Scan scan,
+      EstimateLimits limits,
+      RequestFormat format) {
+    long reserve;
+    if (scan == null) {
+      reserve = limits.defaultOutputTokens();
+    } else {
+      reserve = reserve(format != null ? format : scan.detect(), scan, limits);
+    }
+    return new TokenEstimate(
+        TokenTally.ceil(bodyBytes / settings.bytesPerToken()),
+        reserve & Long.MAX_VALUE,
+        TokenEstimate.METHOD_BYTES,
+        cause,
+        scan == null ? null : scan.model,
+        scan != null && scan.stream,
+        reserve < 0);
+  }
+
+  /**
+   * The output reserve for {@code format}, with the sign bit set when clamped (decoded by the
+   * callers; avoids an allocation per request).
+   */
+  static long reserve(RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
+    long cap;
+    if (format == null) {
+      cap = firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);
+    } else {
+      cap =
+          switch (format) {
+            case OPENAI_EMBEDDINGS -> 0;
+            case OPENAI_CHAT -> firstPresent(scan.maxCompletionTokens, scan.maxTokens);
+            case OPENAI_RESPONSES -> scan.maxOutputTokens;
+            case OPENAI_COMPLETIONS, ANTHROPIC_MESSAGES -> scan.maxTokens;
+            case AUTO ->
+                firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);
+          };
+    }
+    if (cap == 0) {
+      return 0; // embeddings: no output
+    }
+    if (cap == RequestBodyReader.CAP_ABSENT) {
+      return limits.defaultOutputTokens();
+    }
+    if (cap == RequestBodyReader.CAP_INVALID) {
+      return limits.defaultOutputTokens() | Long.MIN_VALUE;
+    }
+    if (cap > limits.maxOutputTokens()) {
+      return limits.maxOutputTokens() | Long.MIN_VALUE;
+    }
+    return cap;
+  }
+
+  private static long firstPresent(long... caps) {
+    for (long cap : caps) {
+      if (cap != RequestBodyReader.CAP_ABSENT) {
+        return cap;
+      }
+    }
+    return RequestBodyReader.CAP_ABSENT;
+  }
+
+  static String method(Encoding encoding) {
+    if (encoding == null) {
+      return TokenEstimate.METHOD_BYTES;
+    }
+    return encoding == ModelEncodings.o200k()
+        ? TokenEstimate.METHOD_BPE_O200K
+        : TokenEstimate.METHOD_BPE_CL100K;
+  }
+
+  /** Test hook: the tally of a readable body, for calibration. */
+  TokenTally tally(RequestFormat format, byte[] body, Encoding encoding) throws IOException {
+    RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, 0, body.length, settings);
+    RequestBodyReader.Scan scan = reader.scan();
+    RequestFormat resolved = format == RequestFormat.AUTO ? scan.detect() : format;
+    TokenTally tally = new TokenTally(encoding, settings.bytesPerToken(), Long.MAX_VALUE);
+    reader.walk(resolved, tally);
+    return tally;
   }
 }

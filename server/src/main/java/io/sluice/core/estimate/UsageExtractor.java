@@ -1,16 +1,476 @@
 package io.sluice.core.estimate;
 
-/** STUB. */
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.core.async.ByteArrayFeeder;
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * Incremental extraction of {@code usage} from an upstream response body, without buffering it.
+ *
+ * <ul>
+ *   <li><b>JSON mode</b> (any content type but {@code text/event-stream}): Jackson's non-blocking
+ *       parser is fed each chunk and the top-level {@code usage} object is read (OpenAI {@code
+ *       prompt_tokens}/{@code completion_tokens}; Responses and Anthropic {@code
+ *       input_tokens}/{@code output_tokens}). A body that is not JSON reports nothing.
+ *   <li><b>SSE mode</b> ({@code text/event-stream}): lines are split across chunk boundaries (a
+ *       line or event longer than {@link #MAX_LINE_BYTES} is dropped), the {@code data:} lines of
+ *       each event are joined and parsed; {@code usage}, {@code message.usage} (Anthropic {@code
+ *       message_start}) and {@code response.usage} (Responses {@code response.completed}) are
+ *       merged field by field, the latest value winning (all three providers report cumulative
+ *       counts).
+ * </ul>
+ *
+ * <p>Input tokens are {@code prompt_tokens} when present, else {@code input_tokens +
+ * cache_creation_input_tokens + cache_read_input_tokens} (Anthropic reports cached tokens apart).
+ * Never throws on bad data. One instance per response; not thread-safe.
+ */
 public final class UsageExtractor {
-  public static UsageExtractor forResponse(String contentType) {
-    return new UsageExtractor();
+  /** Longest SSE line, and longest joined event data, that is still parsed. */
+  public static final int MAX_LINE_BYTES = 256 * 1024;
+
+  private static final JsonFactory FACTORY =
+      JsonFactory.builder()
+          .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+          .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+          .build();
+
+  private static final byte[] USAGE = "usage".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+  // usage fields, -1 = not seen
+  private static final int PROMPT = 0;
+  private static final int COMPLETION = 1;
+  private static final int INPUT = 2;
+  private static final int OUTPUT = 3;
+  private static final int CACHE_CREATION = 4;
+  private static final int CACHE_READ = 5;
+  private static final int FIELDS = 6;
+
+  private final long[] merged = newFields();
+  private final boolean sse;
+  private boolean ended;
+
+  // JSON mode
+  private JsonParser json;
+  private ByteArrayFeeder feeder;
+  private boolean jsonDone;
+  private int depth;
+  private boolean usageFieldNext;
+  private boolean inUsage;
+  private int usageField = -1;
+  private long[] current;
+
+  // SSE mode
+  private byte[] line;
+  private int lineLength;
+  private boolean skippingLine;
+  private boolean pendingCr;
+  private byte[] event;
+  private int eventLength;
+  private boolean eventHasData;
+  private boolean eventOverflow;
+
+  private UsageExtractor(boolean sse) {
+    this.sse = sse;
+    if (sse) {
+      line = new byte[1024];
+      event = new byte[1024];
+    } else {
+      try {
+        json = FACTORY.createNonBlockingByteArrayParser();
+        feeder = (ByteArrayFeeder) json.getNonBlockingInputFeeder();
+      } catch (IOException | RuntimeException e) {
+        jsonDone = true;
+      }
+    }
   }
 
-  public void onChunk(byte[] data, int offset, int length) {}
+  /**
+   * An extractor for one response.
+   *
+   * @param contentType the response {@code content-type}; {@code text/event-stream} selects SSE
+   *     mode, anything else (or null) JSON mode
+   */
+  public static UsageExtractor forResponse(String contentType) {
+    boolean sse =
+        contentType != null
+            && contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream");
+    return new UsageExtractor(sse);
+  }
 
-  public void onEnd() {}
+  /** Whether this extractor reads server-sent events. */
+  public boolean isEventStream() {
+    return sse;
+  }
 
+  /** Feeds the next body chunk; the array may be reused by the caller after return. */
+  public void onChunk(byte[] data, int offset, int length) {
+    if (ended || data == null || length <= 0) {
+      return;
+    }
+    if (offset < 0 || length > data.length - offset) {
+      return;
+    }
+    if (sse) {
+      sseChunk(data, offset, length);
+    } else {
+      jsonChunk(data, offset, length);
+    }
+  }
+
+  /** Marks the end of the body; later chunks are ignored. */
+  public void onEnd() {
+    if (ended) {
+      return;
+    }
+    ended = true;
+    if (sse) {
+      if (pendingCr || skippingLine || lineLength > 0) {
+        endLine();
+      }
+      dispatchEvent();
+      line = null;
+      event = null;
+    } else if (!jsonDone) {
+      feeder.endOfInput();
+      drainJson();
+      closeJson();
+    }
+  }
+
+  /** The best usage seen so far; {@link Usage#NONE} when none was reported. */
   public Usage usage() {
-    return Usage.NONE;
+    boolean any = false;
+    for (long v : merged) {
+      any |= v >= 0;
+    }
+    if (!any) {
+      return Usage.NONE;
+    }
+    long input =
+        merged[PROMPT] >= 0
+            ? merged[PROMPT]
+            : add(add(pos(merged[INPUT]), pos(merged[CACHE_CREATION])), pos(merged[CACHE_READ]));
+    long output = merged[COMPLETION] >= 0 ? merged[COMPLETION] : pos(merged[OUTPUT]);
+    return new Usage(input, output, true);
+  }
+
+  // ---------------------------------------------------------------- JSON mode
+
+  private void jsonChunk(byte[] data, int offset, int length) {
+    if (jsonDone) {
+      return;
+    }
+    try {
+      feeder.feedInput(data, offset, offset + length);
+    } catch (IOException | RuntimeException e) {
+      failJson();
+      return;
+    }
+    drainJson();
+  }
+
+  private void drainJson() {
+    try {
+      JsonToken t;
+      while (!jsonDone && (t = json.nextToken()) != JsonToken.NOT_AVAILABLE) {
+        if (t == null) {
+          closeJson();
+          return;
+        }
+        onJsonToken(t);
+      }
+    } catch (IOException | RuntimeException e) {
+      failJson();
+    }
+  }
+
+  private void onJsonToken(JsonToken t) throws IOException {
+    switch (t) {
+      case START_OBJECT, START_ARRAY -> {
+        if (depth == 0 && t != JsonToken.START_OBJECT) {
+          closeJson(); // not an object: no usage
+          return;
+        }
+        depth++;
+        if (usageFieldNext && t == JsonToken.START_OBJECT && depth == 2) {
+          inUsage = true;
+          current = newFields();
+        }
+        usageFieldNext = false;
+      }
+      case END_OBJECT, END_ARRAY -> {
+        depth--;
+        if (inUsage && depth == 1) {
+          inUsage = false;
+          merge(current);
+          current = null;
+        }
+        if (depth == 0) {
+          closeJson(); // root done: ignore anything after it
+        }
+      }
+      case FIELD_NAME -> {
+        if (depth == 1) {
+          usageFieldNext = "usage".equals(json.currentName());
+        } else if (inUsage && depth == 2) {
+          usageField = fieldIndex(json.currentName());
+        }
+      }
+      default -> {
+        if (depth == 0) {
+          closeJson(); // a scalar root
+          return;
+        }
+        if (inUsage && depth == 2 && usageField >= 0) {
+          current[usageField] = number(json, t);
+        }
+        usageFieldNext = false;
+        usageField = -1;
+      }
+    }
+  }
+
+  private void failJson() {
+    closeJson();
+  }
+
+  private void closeJson() {
+    jsonDone = true;
+    if (json != null) {
+      try {
+        json.close();
+      } catch (IOException | RuntimeException ignored) {
+        // nothing to release beyond buffers
+      }
+      json = null;
+      feeder = null;
+    }
+  }
+
+  // ---------------------------------------------------------------- SSE mode
+
+  private void sseChunk(byte[] data, int offset, int length) {
+    int i = offset;
+    int end = offset + length;
+    while (i < end) {
+      if (pendingCr) {
+        pendingCr = false;
+        if (data[i] == '\n') {
+          i++;
+          continue;
+        }
+      }
+      int j = i;
+      while (j < end && data[j] != '\n' && data[j] != '\r') {
+        j++;
+      }
+      appendToLine(data, i, j - i);
+      if (j == end) {
+        return;
+      }
+      pendingCr = data[j] == '\r';
+      endLine();
+      i = j + 1;
+    }
+  }
+
+  private void appendToLine(byte[] data, int from, int n) {
+    if (skippingLine || n == 0) {
+      return;
+    }
+    if (lineLength + n > MAX_LINE_BYTES) {
+      if (startsWithData(line, lineLength) || startsWithData(data, from, n, lineLength)) {
+        eventOverflow = true; // part of this event's data is lost
+      }
+      skippingLine = true;
+      lineLength = 0;
+      return;
+    }
+    line = ensure(line, lineLength + n);
+    System.arraycopy(data, from, line, lineLength, n);
+    lineLength += n;
+  }
+
+  private void endLine() {
+    if (skippingLine) {
+      skippingLine = false;
+      lineLength = 0;
+      return;
+    }
+    if (lineLength == 0) {
+      dispatchEvent();
+      return;
+    }
+    if (startsWithData(line, lineLength)) {
+      int from = 5;
+      if (lineLength > 5 && line[5] == ' ') {
+        from = 6;
+      }
+      int n = lineLength - from;
+      int needed = eventLength + (eventHasData ? 1 : 0) + n;
+      if (eventOverflow || needed > MAX_LINE_BYTES) {
+        eventOverflow = true;
+      } else {
+        event = ensure(event, needed);
+        if (eventHasData) {
+          event[eventLength++] = '\n';
+        }
+        System.arraycopy(line, from, event, eventLength, n);
+        eventLength += n;
+      }
+      eventHasData = true;
+    }
+    lineLength = 0;
+  }
+
+  private void dispatchEvent() {
+    if (eventHasData && !eventOverflow && contains(event, eventLength, USAGE)) {
+      readEvent(event, eventLength);
+    }
+    eventHasData = false;
+    eventOverflow = false;
+    eventLength = 0;
+  }
+
+  /** Reads {@code usage}, {@code message.usage} and {@code response.usage} from one event. */
+  private void readEvent(byte[] data, int length) {
+    try (JsonParser p = FACTORY.createParser(data, 0, length)) {
+      if (p.nextToken() != JsonToken.START_OBJECT) {
+        return;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken v = p.nextToken();
+        if (v == JsonToken.START_OBJECT && name.equals("usage")) {
+          merge(readUsage(p));
+        } else if (v == JsonToken.START_OBJECT
+            && (name.equals("message") || name.equals("response"))) {
+          while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String inner = p.currentName();
+            if (p.nextToken() == JsonToken.START_OBJECT && inner.equals("usage")) {
+              merge(readUsage(p));
+            } else {
+              p.skipChildren();
+            }
+          }
+        } else {
+          p.skipChildren();
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // not JSON (or [DONE]): no usage in this event; what was merged before stays
+    }
+  }
+
+  private static long[] readUsage(JsonParser p) throws IOException {
+    long[] fields = newFields();
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      int index = fieldIndex(p.currentName());
+      JsonToken v = p.nextToken();
+      if (index >= 0) {
+        fields[index] = number(p, v);
+      } else {
+        p.skipChildren();
+      }
+    }
+    return fields;
+  }
+
+  // ---------------------------------------------------------------- shared
+
+  private static int fieldIndex(String name) {
+    return switch (name) {
+      case "prompt_tokens" -> PROMPT;
+      case "completion_tokens" -> COMPLETION;
+      case "input_tokens" -> INPUT;
+      case "output_tokens" -> OUTPUT;
+      case "cache_creation_input_tokens" -> CACHE_CREATION;
+      case "cache_read_input_tokens" -> CACHE_READ;
+      default -> -1;
+    };
+  }
+
+  /** A token count, or -1 when the value is not a number (null counts as absent). */
+  private static long number(JsonParser p, JsonToken t) throws IOException {
+    if (t == JsonToken.VALUE_NUMBER_INT) {
+      if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
+        return p.getBigIntegerValue().signum() > 0 ? Long.MAX_VALUE : 0;
+      }
+      return Math.max(0, p.getLongValue());
+    }
+    if (t == JsonToken.VALUE_NUMBER_FLOAT) {
+      double d = p.getDoubleValue();
+      return d > 0 ? (long) Math.min(d, (double) Long.MAX_VALUE) : 0;
+    }
+    if (t == JsonToken.START_OBJECT || t == JsonToken.START_ARRAY) {
+      p.skipChildren();
+    }
+    return -1;
+  }
+
+  private void merge(long[] fields) {
+    for (int i = 0; i < FIELDS; i++) {
+      if (fields[i] >= 0) {
+        merged[i] = fields[i];
+      }
+    }
+  }
+
+  private static long[] newFields() {
+    long[] fields = new long[FIELDS];
+    Arrays.fill(fields, -1);
+    return fields;
+  }
+
+  private static long pos(long v) {
+    return Math.max(0, v);
+  }
+
+  private static long add(long a, long b) {
+    long r = a + b;
+    return r < 0 ? Long.MAX_VALUE : r;
+  }
+
+  private static byte[] ensure(byte[] buffer, int capacity) {
+    if (capacity <= buffer.length) {
+      return buffer;
+    }
+    int size = Math.min(MAX_LINE_BYTES, Math.max(capacity, buffer.length * 2));
+    return Arrays.copyOf(buffer, size);
+  }
+
+  private static boolean startsWithData(byte[] b, int length) {
+    return length >= 5 && b[0] == 'd' && b[1] == 'a' && b[2] == 't' && b[3] == 'a' && b[4] == ':';
+  }
+
+  /** Whether the line whose first {@code lineLength} bytes are buffered plus data starts so. */
+  private boolean startsWithData(byte[] data, int from, int n, int lineLength) {
+    byte[] prefix = new byte[5];
+    int k = 0;
+    for (; k < Math.min(5, lineLength); k++) {
+      prefix[k] = line[k];
+    }
+    for (int i = 0; k < 5 && i < n; i++, k++) {
+      prefix[k] = data[from + i];
+    }
+    return startsWithData(prefix, k);
+  }
+
+  private static boolean contains(byte[] haystack, int length, byte[] needle) {
+    outer:
+    for (int i = 0; i + needle.length <= length; i++) {
+      for (int j = 0; j < needle.length; j++) {
+        if (haystack[i + j] != needle[j]) {
+          continue outer;
+        }
+      }
+      return true;
+    }
+    return false;
   }
 }

@@ -1,0 +1,89 @@
+package io.sluice.core.estimate;
+
+import com.knuddels.jtokkit.Encodings;
+import com.knuddels.jtokkit.api.Encoding;
+import com.knuddels.jtokkit.api.EncodingRegistry;
+import com.knuddels.jtokkit.api.EncodingType;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Maps a model name to the BPE encoding of its family, or none. The two encodings are loaded once
+ * per JVM (the first instance pays ~0.5 s); lookups are cached per model name.
+ *
+ * <p>Concurrency: thread-safe; the cache is a {@link ConcurrentHashMap} that stops growing at
+ * {@link #MAX_CACHED_MODELS} entries (model names come from request bodies, so the set is
+ * unbounded; names longer than {@link #MAX_CACHED_MODEL_LENGTH} are not cached either); uncached
+ * lookups are a few prefix checks.
+ */
+final class ModelEncodings {
+  static final int MAX_CACHED_MODELS = 1024;
+  static final int MAX_CACHED_MODEL_LENGTH = 128;
+
+  private static final String[] O200K_PREFIXES = {
+    "gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "gpt-oss", "o1", "o3", "o4", "codex-"
+  };
+  private static final String[] CL100K_PREFIXES = {
+    "gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada-002"
+  };
+
+  private final ConcurrentHashMap<String, Optional<Encoding>> cache = new ConcurrentHashMap<>();
+
+  /** Loads the shared encodings now, so the first request does not pay for it. */
+  ModelEncodings() {
+    Shared.O200K.getName();
+  }
+
+  /** The encoding for {@code model}, or null when the family is unknown (use the heuristic). */
+  Encoding forModel(String model) {
+    if (model == null) {
+      return null;
+    }
+    Optional<Encoding> cached = cache.get(model);
+    if (cached == null) {
+      cached = Optional.ofNullable(lookup(model));
+      if (model.length() <= MAX_CACHED_MODEL_LENGTH && cache.size() < MAX_CACHED_MODELS) {
+        cache.putIfAbsent(model, cached);
+      }
+    }
+    return cached.orElse(null);
+  }
+
+  static Encoding lookup(String model) {
+    String m = model.trim().toLowerCase(Locale.ROOT);
+    if (m.startsWith("ft:")) {
+      m = m.substring(3);
+    }
+    int slash = m.lastIndexOf('/');
+    if (slash >= 0) {
+      m = m.substring(slash + 1); // "openai/gpt-4o" as routers name it
+    }
+    for (String prefix : O200K_PREFIXES) {
+      if (m.startsWith(prefix)) {
+        return Shared.O200K;
+      }
+    }
+    for (String prefix : CL100K_PREFIXES) {
+      if (m.startsWith(prefix)) {
+        return Shared.CL100K;
+      }
+    }
+    return null;
+  }
+
+  static Encoding o200k() {
+    return Shared.O200K;
+  }
+
+  static Encoding cl100k() {
+    return Shared.CL100K;
+  }
+
+  /** Lazy holder: the jtokkit registry is thread-safe and its encodings are immutable. */
+  private static final class Shared {
+    static final EncodingRegistry REGISTRY = Encodings.newLazyEncodingRegistry();
+    static final Encoding O200K = REGISTRY.getEncoding(EncodingType.O200K_BASE);
+    static final Encoding CL100K = REGISTRY.getEncoding(EncodingType.CL100K_BASE);
+  }
+}

@@ -1,0 +1,121 @@
+package io.sluice.core.estimate;
+
+import com.knuddels.jtokkit.api.Encoding;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Accumulates the prompt of one request: text pieces (tokenized with BPE when an encoding is known,
+ * up to a character budget) and fixed costs. One instance per request; not thread-safe.
+ */
+final class TokenTally {
+  private final Encoding encoding;
+  private final double bytesPerToken;
+  private final long maxTokenizeChars;
+
+  private long fixedTokens;
+  private long textBytes;
+  private long textChars;
+  private long bpeTokens;
+  private long tokenizedChars;
+  private long untokenizedChars;
+  private long untokenizedBytes;
+
+  TokenTally(Encoding encoding, double bytesPerToken, long maxTokenizeChars) {
+    this.encoding = encoding;
+    this.bytesPerToken = bytesPerToken;
+    this.maxTokenizeChars = maxTokenizeChars;
+  }
+
+  void fixed(long tokens) {
+    fixedTokens = saturatedAdd(fixedTokens, tokens);
+  }
+
+  void text(String s) {
+    int n = s.length();
+    if (n == 0) {
+      return;
+    }
+    long bytes = Utf8.length(s);
+    textBytes += bytes;
+    textChars += n;
+    if (encoding == null) {
+      return;
+    }
+    long budget = maxTokenizeChars - tokenizedChars;
+    if (budget >= n) {
+      bpeTokens += encoding.countTokensOrdinary(s);
+      tokenizedChars += n;
+      return;
+    }
+    int cut = (int) Math.max(0, budget);
+    if (cut > 0 && Character.isHighSurrogate(s.charAt(cut - 1))) {
+      cut--;
+    }
+    if (cut > 0) {
+      bpeTokens += encoding.countTokensOrdinary(s.substring(0, cut));
+      tokenizedChars += cut;
+    }
+    untokenizedChars += n - cut;
+    untokenizedBytes += Math.round(bytes * ((double) (n - cut) / n));
+  }
+
+  /** A raw JSON slice (e.g. a tool definition), counted as text. */
+  void raw(byte[] body, int offset, int length) {
+    if (length <= 0) {
+      return;
+    }
+    if (encoding == null) {
+      textBytes += length;
+      textChars += length;
+      return;
+    }
+    text(new String(body, offset, length, StandardCharsets.UTF_8));
+  }
+
+  /** Total input tokens: text tokens plus fixed costs. */
+  long tokens() {
+    return saturatedAdd(textTokens(), fixedTokens);
+  }
+
+  long textTokens() {
+    if (encoding == null) {
+      return ceil(textBytes / bytesPerToken);
+    }
+    long extra = 0;
+    if (untokenizedChars > 0) {
+      extra =
+          tokenizedChars > 0
+              ? ceil(untokenizedChars * ((double) bpeTokens / tokenizedChars))
+              : ceil(untokenizedBytes / bytesPerToken);
+    }
+    return saturatedAdd(bpeTokens, extra);
+  }
+
+  long textBytes() {
+    return textBytes;
+  }
+
+  long textChars() {
+    return textChars;
+  }
+
+  long fixedTokens() {
+    return fixedTokens;
+  }
+
+  Encoding encoding() {
+    return encoding;
+  }
+
+  static long ceil(double value) {
+    if (!(value > 0)) {
+      return 0;
+    }
+    return value >= Long.MAX_VALUE ? Long.MAX_VALUE : (long) Math.ceil(value);
+  }
+
+  private static long saturatedAdd(long a, long b) {
+    long r = a + b;
+    return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
+  }
+}
