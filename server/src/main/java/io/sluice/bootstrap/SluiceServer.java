@@ -105,7 +105,17 @@ public final class SluiceServer implements AutoCloseable {
   }
 
   static EstimatorSettings estimatorSettings(SluiceConfig config) {
-    return EstimatorSettings.defaults();
+    SluiceConfig.Estimation e = config.estimation();
+    return EstimatorSettings.builder()
+        .bytesPerToken(e.bytesPerToken())
+        .imageTokens(e.imageTokens())
+        .attachmentTokens(e.attachmentTokens())
+        .toolDefinitionOverheadTokens(e.toolDefinitionOverheadTokens())
+        .perMessageOverheadTokens(e.perMessageOverheadTokens())
+        .replyPrimingTokens(e.replyPrimingTokens())
+        .maxJsonDepth(e.maxJsonDepth())
+        .maxTokenizeChars(e.maxTokenizeChars())
+        .build();
   }
 
   /** Builds and starts a server; ports 0 pick free ports (tests). */

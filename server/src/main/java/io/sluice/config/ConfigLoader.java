@@ -216,17 +216,21 @@ public final class ConfigLoader {
         Set.of(
             "bytesPerToken",
             "imageTokens",
+            "attachmentTokens",
             "toolDefinitionOverheadTokens",
             "perMessageOverheadTokens",
+            "replyPrimingTokens",
             "maxJsonDepth",
             "maxTokenizeChars"));
     return new SluiceConfig.Estimation(
         e.get("bytesPerToken").doubleValue(4.0, 0.5, 64),
         e.get("imageTokens").longValue(765, 0, 1_000_000),
+        e.get("attachmentTokens").longValue(1000, 0, 1_000_000),
         e.get("toolDefinitionOverheadTokens").longValue(10, 0, 100_000),
         e.get("perMessageOverheadTokens").longValue(4, 0, 10_000),
-        e.get("maxJsonDepth").intValue(64, 4, 1024),
-        e.get("maxTokenizeChars").longValue(1 << 20, 1024, 1L << 30));
+        e.get("replyPrimingTokens").longValue(3, 0, 10_000),
+        e.get("maxJsonDepth").intValue(64, 1, 512),
+        e.get("maxTokenizeChars").longValue(16384, 0, 1L << 30));
   }
 
   private static PoolPolicy pool(String name, Node p) {

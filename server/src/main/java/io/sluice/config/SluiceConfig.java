@@ -43,8 +43,10 @@ public record SluiceConfig(
   public record Estimation(
       double bytesPerToken,
       long imageTokens,
+      long attachmentTokens,
       long toolDefinitionOverheadTokens,
       long perMessageOverheadTokens,
+      long replyPrimingTokens,
       int maxJsonDepth,
       long maxTokenizeChars) {}
 

@@ -127,7 +127,10 @@ class AdmissionControllerTest {
     ClassPolicy all = cls("all", 0, 1.0, 0.0, true);
     AdmissionController c =
         new AdmissionController(
-            List.of(pool), List.of(all), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE,
+            List.of(pool),
+            List.of(all),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
             () -> 0.5);
     Decision d = c.tryAdmit(request(pool, all, acme, 50_000, time.nanos()), time.nanos());
     assertThat(d).isInstanceOf(Decision.Admit.class);

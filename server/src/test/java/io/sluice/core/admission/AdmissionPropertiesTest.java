@@ -54,7 +54,10 @@ class AdmissionPropertiesTest {
             cls("a", 0, 0.5, 0.2, true), cls("b", 1, 0.3, 0.1, true), cls("c", 2, 0.1, 0.0, false));
     AdmissionController c =
         new AdmissionController(
-            List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE,
+            List.of(pool),
+            classes,
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
             () -> 0.5);
     List<Permit> held = new ArrayList<>();
     for (Op op : ops) {
@@ -112,7 +115,10 @@ class AdmissionPropertiesTest {
             cls("a", 0, 0.5, 0.2, true), cls("b", 1, 0.3, 0.1, true), cls("c", 2, 0.1, 0.0, true));
     AdmissionController c =
         new AdmissionController(
-            List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE,
+            List.of(pool),
+            classes,
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
             () -> 0.5);
     List<Permit> held = new ArrayList<>();
     for (Op op : ops) {
