@@ -17,6 +17,7 @@ import io.sluice.core.time.Ticker;
 import io.sluice.extproc.AdmissionRuntime;
 import io.sluice.extproc.ExtProcService;
 import io.sluice.extproc.InitialMetadata;
+import io.sluice.extproc.QueueTimer;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
 import io.sluice.routing.RequestResolver;
@@ -48,9 +49,12 @@ public final class SluiceServer implements AutoCloseable {
   private final AtomicReference<AdmissionRuntime> runtime = new AtomicReference<>();
   private final AtomicBoolean draining = new AtomicBoolean();
   private final ExtProcService extProc;
+  private final QueueTimer timer = new QueueTimer();
+  private final Ticker ticker;
 
   private SluiceServer(SluiceConfig config, Ticker ticker, Clock clock) throws IOException {
     this.config = config;
+    this.ticker = ticker;
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(registry);
     new io.micrometer.core.instrument.binder.jvm.JvmGcMetrics().bindTo(registry);
@@ -72,7 +76,8 @@ public final class SluiceServer implements AutoCloseable {
             metrics,
             new DecisionLog(config.decisionLog()),
             ticker,
-            clock));
+            clock,
+            timer));
     this.extProc = new ExtProcService(runtime::get, draining::get);
 
     SluiceConfig.Server s = config.server();
@@ -101,7 +106,12 @@ public final class SluiceServer implements AutoCloseable {
                 draining.get()
                     ? AdminHttpServer.Reply.text(503, "draining\n")
                     : AdminHttpServer.Reply.text(200, "ready\n"))
-        .route("/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config)));
+        .route("/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config)))
+        .route(
+            "/debug/queues",
+            () ->
+                AdminHttpServer.Reply.json(
+                    200, DebugQueues.render(runtime.get().controller(), ticker.nanos())));
   }
 
   static EstimatorSettings estimatorSettings(SluiceConfig config) {
@@ -169,6 +179,10 @@ public final class SluiceServer implements AutoCloseable {
       return;
     }
     health.enterTerminalState();
+    int refused = runtime.get().controller().refuseAllQueued(ticker.nanos());
+    if (refused > 0) {
+      LOG.info("shutdown: answered {} queued requests with 503 shutting_down", refused);
+    }
     long deadline = System.nanoTime() + grace.toNanos();
     while (extProc.liveStreams() > 0 && System.nanoTime() - deadline < 0) {
       try {
@@ -186,6 +200,7 @@ public final class SluiceServer implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     grpc.shutdownNow();
+    timer.close();
     admin.close();
     registry.close();
   }

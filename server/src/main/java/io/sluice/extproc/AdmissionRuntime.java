@@ -20,4 +20,5 @@ public record AdmissionRuntime(
     AdmissionMetrics metrics,
     DecisionLog decisionLog,
     Ticker ticker,
-    java.time.Clock clock) {}
+    java.time.Clock clock,
+    QueueTimer timer) {}

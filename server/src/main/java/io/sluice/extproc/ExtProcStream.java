@@ -10,6 +10,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Metadata;
 import io.grpc.Status;
+import io.grpc.SynchronizationContext;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.sluice.api.v1.AdmissionRecord;
@@ -19,6 +20,7 @@ import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.Reason;
+import io.sluice.core.admission.Waiter;
 import io.sluice.core.estimate.EstimateLimits;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
@@ -47,16 +49,25 @@ import org.slf4j.LoggerFactory;
  * stream with a non-OK status so Envoy's {@code failure_mode_allow} decides; the stream is never
  * ended OK before the outstanding message is answered.
  *
- * <p>Concurrency: gRPC delivers inbound callbacks one at a time; the cancel handler may run on
- * another thread, so writes are serialized on {@code this} and the permit's release is guarded by
- * the permit itself (exactly once).
+ * <p>Queue-hold: when the core answers {@link Decision.Queued}, the deciding message is answered at
+ * once with a {@code ProcessingResponse} carrying only {@code override_message_timeout} (one per
+ * message, within Envoy's {@code max_message_timeout}), an expiry timer is armed, and the real
+ * answer (CONTINUE or ImmediateResponse) follows from {@link Waiter#admitted} or {@link
+ * Waiter#refused} before the hold ends.
+ *
+ * <p>Concurrency: every event — inbound messages, cancellation, and waiter callbacks arriving from
+ * other streams' releases or the timer thread — runs through one {@link SynchronizationContext} per
+ * stream, so state is touched by one thread at a time and no lock is held while calling into the
+ * core (no lock-order deadlocks between streams). The permit's release is guarded by the permit
+ * itself (exactly once).
  */
-final class ExtProcStream implements StreamObserver<ProcessingRequest> {
+final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
 
   enum Phase {
     START,
     AWAIT_BODY,
+    QUEUED,
     ADMITTED,
     DONE
   }
@@ -65,6 +76,16 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
   private final ServerCallStreamObserver<ProcessingResponse> out;
   private final Metadata initialMetadata;
   private final AtomicBoolean closed = new AtomicBoolean();
+  private final SynchronizationContext sync =
+      new SynchronizationContext(
+          (t, e) -> LOG.warn("ext_proc stream task failed: {}", e.toString()));
+  private Decision.Queued queued;
+  private QueueTimer.Handle expiryTimer;
+  private boolean heldAtBody;
+  private String heldPhase;
+  private long heldReceivedNanos;
+  private int queuePosition;
+  private long queueWaitNanos;
 
   private Phase phase = Phase.START;
   private ResolvedRequest resolved;
@@ -108,6 +129,18 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
   @Override
   public void onNext(ProcessingRequest req) {
     long received = rt.ticker().nanos();
+    sync.execute(() -> handle(req, received));
+  }
+
+  private void handle(ProcessingRequest req, long received) {
+    if (closed.get()) {
+      return;
+    }
+    if (phase == Phase.QUEUED) {
+      // Envoy sends nothing new while a message is outstanding; anything else is out of phase.
+      protocolError("out_of_phase", req.getRequestCase() + " while the request is held");
+      return;
+    }
     try {
       switch (req.getRequestCase()) {
         case REQUEST_HEADERS -> onRequestHeaders(req, received);
@@ -219,9 +252,95 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
             workUnits,
             arrivalNanos,
             resolved.deadlineNanos());
-    Decision d = rt.controller().tryAdmit(request, rt.ticker().nanos());
-    if (d instanceof Decision.Admit a) {
-      permit = a.permit();
+    long maxHoldNanos = resolved.maxMessageTimeoutMillis() * 1_000_000L;
+    Decision d = rt.controller().decide(request, maxHoldNanos, this, rt.ticker().nanos());
+    if (d instanceof Decision.Queued q) {
+      hold(q, atBody, phaseName, receivedNanos, maxHoldNanos);
+    } else if (d instanceof Decision.Admit a) {
+      admit(a.permit(), atBody, phaseName, receivedNanos);
+    } else {
+      Decision.Reject r = (Decision.Reject) d;
+      reject(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), phaseName, receivedNanos);
+    }
+  }
+
+  /** Answer the deciding message with only override_message_timeout and wait for the waiter. */
+  private void hold(
+      Decision.Queued q, boolean atBody, String phaseName, long receivedNanos, long maxHoldNanos) {
+    queued = q;
+    heldAtBody = atBody;
+    heldPhase = phaseName;
+    heldReceivedNanos = receivedNanos;
+    queuePosition = q.position() + 1;
+    phase = Phase.QUEUED;
+    long holdMillis = Math.min(maxHoldNanos / 1_000_000L, (q.holdNanos() + 999_999L) / 1_000_000L);
+    send(Responses.hold(Math.max(1, holdMillis)));
+    rt.metrics()
+        .queued(
+            resolved.pool().name(),
+            resolved.requestClass().name(),
+            resolved.tenant().tier().name(),
+            phaseName,
+            rt.ticker().nanos() - receivedNanos,
+            q.predictedWaitNanos());
+    long delay = q.expiresAtNanos() - rt.ticker().nanos() + 1_000_000L;
+    String pool = q.pool();
+    expiryTimer =
+        rt.timer().schedule(delay, () -> rt.controller().expireDue(pool, rt.ticker().nanos()));
+  }
+
+  @Override
+  public void admitted(Permit p, long waitedNanos) {
+    sync.execute(
+        () -> {
+          if (phase != Phase.QUEUED || closed.get()) {
+            p.release(Outcome.CANCELLED, rt.ticker().nanos()); // stream gone: give it back
+            return;
+          }
+          cancelTimer();
+          queueWaitNanos = waitedNanos;
+          rt.metrics()
+              .dequeued(
+                  resolved.pool().name(), resolved.requestClass().name(), "admitted", waitedNanos);
+          admit(p, heldAtBody, heldPhase, heldReceivedNanos);
+        });
+  }
+
+  @Override
+  public void refused(Decision.Reject r, long waitedNanos) {
+    sync.execute(
+        () -> {
+          if (phase != Phase.QUEUED || closed.get()) {
+            return;
+          }
+          cancelTimer();
+          queueWaitNanos = waitedNanos;
+          rt.metrics()
+              .dequeued(
+                  resolved.pool().name(),
+                  resolved.requestClass().name(),
+                  r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused",
+                  waitedNanos);
+          reject(
+              r.reason(),
+              r.status(),
+              r.retryAfterSeconds(),
+              r.message(),
+              heldPhase,
+              heldReceivedNanos);
+        });
+  }
+
+  private void cancelTimer() {
+    if (expiryTimer != null) {
+      expiryTimer.cancel();
+      expiryTimer = null;
+    }
+  }
+
+  private void admit(Permit p, boolean atBody, String phaseName, long receivedNanos) {
+    {
+      permit = p;
       phase = Phase.ADMITTED;
       if (closed.get()) { // cancelled while deciding: give the permit back at once
         release(Outcome.CANCELLED);
@@ -241,7 +360,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
                 + ";work="
                 + workUnits);
       }
-      decisionLatencyNanos = rt.ticker().nanos() - receivedNanos;
+      decisionLatencyNanos = rt.ticker().nanos() - receivedNanos - queueWaitNanos;
       rt.metrics()
           .decision(
               resolved.pool().name(),
@@ -258,9 +377,6 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
               estimate.inputTokens(),
               estimate.outputReserveTokens());
       send(Responses.admit(atBody, headers, metadata("admit", Reason.ADMITTED)));
-    } else {
-      Decision.Reject r = (Decision.Reject) d;
-      reject(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), phaseName, receivedNanos);
     }
   }
 
@@ -268,7 +384,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
       Reason reason, int status, long retryAfter, String message, String phaseName, long received) {
     phase = Phase.DONE;
     decidedReason = reason;
-    decisionLatencyNanos = rt.ticker().nanos() - received;
+    decisionLatencyNanos = rt.ticker().nanos() - received - queueWaitNanos;
     String pool = resolved != null ? resolved.pool().name() : "none";
     String cls = resolved != null ? resolved.requestClass().name() : "none";
     String tier = resolved != null ? resolved.tenant().tier().name() : "none";
@@ -357,7 +473,24 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
 
   /** Envoy reset the stream (normal at the end of every request) or the client went away. */
   void onCancel() {
+    sync.execute(this::cancelled);
+  }
+
+  private void cancelled() {
     markClosed("cancelled");
+    if (phase == Phase.QUEUED && queued != null) {
+      cancelTimer();
+      if (rt.controller().cancel(queued.pool(), queued.ticket(), rt.ticker().nanos())) {
+        rt.metrics()
+            .dequeued(
+                resolved.pool().name(),
+                resolved.requestClass().name(),
+                "cancelled",
+                rt.ticker().nanos() - heldReceivedNanos);
+      }
+      phase = Phase.DONE;
+      return;
+    }
     boolean completed = responseHeadersSeen && responseBodyMode == null && usage != null;
     release(completed ? Outcome.COMPLETED : Outcome.CANCELLED);
   }
@@ -369,19 +502,28 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
 
   @Override
   public void onCompleted() {
+    sync.execute(this::halfClosed);
+  }
+
+  private void halfClosed() {
+    if (phase == Phase.QUEUED) {
+      cancelled(); // Envoy gave up on the held message
+      return;
+    }
     // Envoy half-closed (graceful close): it will send nothing more.
     release(responseHeadersSeen ? Outcome.COMPLETED : Outcome.CANCELLED);
     if (markClosed("completed")) {
-      synchronized (this) {
-        out.onCompleted();
-      }
+      out.onCompleted();
     }
   }
 
   /** Server shutdown after the grace period: release and end the stream non-OK. */
   void shutdown() {
-    release(Outcome.SHUTDOWN);
-    fail(Status.UNAVAILABLE.withDescription("sluice shut down"), Outcome.SHUTDOWN);
+    sync.execute(
+        () -> {
+          release(Outcome.SHUTDOWN);
+          fail(Status.UNAVAILABLE.withDescription("sluice shut down"), Outcome.SHUTDOWN);
+        });
   }
 
   private void protocolError(String cause, String message) {
@@ -393,9 +535,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
     release(outcome);
     phase = Phase.DONE;
     if (markClosed("failed")) {
-      synchronized (this) {
-        out.onError(status.asRuntimeException());
-      }
+      out.onError(status.asRuntimeException());
     }
   }
 
@@ -403,9 +543,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
     if (closed.get()) {
       return;
     }
-    synchronized (this) {
-      out.onNext(r);
-    }
+    out.onNext(r);
   }
 
   private void release(Outcome outcome) {
@@ -470,7 +608,9 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest> {
             .setReason(reason == Reason.ADMITTED ? "" : reason.code())
             .setHttpStatus(status)
             .setRetryAfterSeconds(retryAfter)
-            .setDecisionLatencyUs(decisionLatencyNanos / 1000);
+            .setDecisionLatencyUs(decisionLatencyNanos / 1000)
+            .setQueuePosition(queuePosition)
+            .setQueueWaitMs(queueWaitNanos / 1_000_000L);
     if (resolved != null) {
       b.setTenant(resolved.tenant().id())
           .setTier(resolved.tenant().tier().name())

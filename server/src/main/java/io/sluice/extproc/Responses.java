@@ -58,6 +58,16 @@ final class Responses {
 
   private Responses() {}
 
+  /**
+   * Queue-hold: a message carrying only {@code override_message_timeout} (Envoy ignores every other
+   * field of such a message, so nothing else is set).
+   */
+  static ProcessingResponse hold(long millis) {
+    return ProcessingResponse.newBuilder()
+        .setOverrideMessageTimeout(com.google.protobuf.util.Durations.fromMillis(millis))
+        .build();
+  }
+
   /** CONTINUE for the request phase that decided, with optional headers and dynamic metadata. */
   static ProcessingResponse admit(boolean atBody, Map<String, String> headers, Struct metadata) {
     CommonResponse.Builder common = CommonResponse.newBuilder();

@@ -62,6 +62,14 @@ public final class AdmissionMetrics {
       for (int i = 0; i < classes.size(); i++) {
         final int k = i;
         String c = classes.get(i).name();
+        Gauge.builder(MetricNames.QUEUE_DEPTH, pool, s -> s.queueDepth(c))
+            .tags("pool", p, "class", c)
+            .description("requests waiting in the class queue")
+            .register(registry);
+        Gauge.builder(MetricNames.QUEUE_WORK, pool, s -> s.queuedWork(c))
+            .tags("pool", p, "class", c)
+            .description("work units waiting in the class queue")
+            .register(registry);
         Gauge.builder(
                 MetricNames.WORK_IN_FLIGHT,
                 pool,
@@ -103,6 +111,35 @@ public final class AdmissionMetrics {
         .increment();
     timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", decision)
         .record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  /** A request was queued (held with an override_message_timeout). */
+  public void queued(
+      String pool, String cls, String tier, String phase, long decisionNanos, long predictedNanos) {
+    counter(
+            MetricNames.DECISIONS,
+            "pool",
+            pool,
+            "class",
+            cls,
+            "tier",
+            tier,
+            "decision",
+            "queue",
+            "reason",
+            "queued")
+        .increment();
+    timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", "queue")
+        .record(decisionNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+    counter(MetricNames.OVERRIDES_SENT, "pool", pool).increment();
+    timer(MetricNames.QUEUE_WAIT_PREDICTED, "pool", pool, "class", cls)
+        .record(Math.max(0, predictedNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  /** A queued request left its queue: admitted, expired, refused (shutdown) or cancelled. */
+  public void dequeued(String pool, String cls, String outcome, long waitedNanos) {
+    timer(MetricNames.QUEUE_WAIT, "pool", pool, "class", cls, "outcome", outcome)
+        .record(Math.max(0, waitedNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
   public void retryAfter(String reason, long seconds) {
@@ -184,7 +221,9 @@ public final class AdmissionMetrics {
             Timer.builder(name)
                 .tags(tags)
                 .publishPercentiles(0.5, 0.99)
-                .publishPercentileHistogram(false)
+                .publishPercentileHistogram(name.equals(MetricNames.QUEUE_WAIT))
+                .minimumExpectedValue(Duration.ofMillis(1))
+                .maximumExpectedValue(Duration.ofMinutes(5))
                 .register(registry));
   }
 

@@ -27,4 +27,10 @@ public final class MetricNames {
   public static final String STREAMS = "sluice.extproc.streams";
   public static final String STREAM_ERRORS = "sluice.extproc.stream.errors";
   public static final String CONFIG_RELOADS = "sluice.config.reloads";
+  public static final String QUEUE_DEPTH = "sluice.queue.depth";
+  public static final String QUEUE_WORK = "sluice.queue.work";
+  public static final String QUEUE_OLDEST_AGE = "sluice.queue.oldest.age";
+  public static final String QUEUE_WAIT = "sluice.queue.wait";
+  public static final String QUEUE_WAIT_PREDICTED = "sluice.queue.wait.predicted";
+  public static final String OVERRIDES_SENT = "sluice.extproc.overrides";
 }

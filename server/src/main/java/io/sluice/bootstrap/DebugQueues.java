@@ -1,0 +1,56 @@
+package io.sluice.bootstrap;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.queue.TenantFairQueue;
+
+/**
+ * {@code GET /debug/queues}: per pool and class, depth, queued work, oldest age and the top tenants
+ * by queued work (tenant ids appear here, on the admin port only, never in metrics).
+ */
+final class DebugQueues {
+  private static final ObjectMapper MAPPER =
+      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  private static final int TOP_TENANTS = 5;
+
+  private DebugQueues() {}
+
+  static String render(AdmissionController controller, long nowNanos) {
+    ObjectNode root = MAPPER.createObjectNode();
+    ArrayNode pools = root.putArray("pools");
+    for (PoolState pool : controller.pools()) {
+      PoolState.Snapshot s = pool.snapshot(nowNanos);
+      ObjectNode p = pools.addObject();
+      p.put("pool", s.pool());
+      p.put("capacity", s.capacityWorkUnits());
+      p.put("workInFlight", s.workInFlight());
+      p.put("requestsInFlight", s.requestsInFlight());
+      p.put("completedWorkPerSecond", Math.round(s.completedWorkPerSecond() * 10) / 10.0);
+      ArrayNode classes = p.putArray("classes");
+      for (PoolState.QueueSnapshot q : pool.queues(nowNanos, TOP_TENANTS)) {
+        ObjectNode c = classes.addObject();
+        c.put("class", q.className());
+        c.put("depth", q.depth());
+        c.put("queuedWork", q.queuedWork());
+        c.put("oldestAgeMs", q.oldestAgeNanos() / 1_000_000L);
+        ArrayNode top = c.putArray("topTenants");
+        for (TenantFairQueue.TenantLoad t : q.topTenants()) {
+          top.addObject()
+              .put("tenant", t.tenant())
+              .put("queuedWork", t.queuedWork())
+              .put("items", t.items());
+        }
+      }
+    }
+    try {
+      return MAPPER.writeValueAsString(root) + "\n";
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
