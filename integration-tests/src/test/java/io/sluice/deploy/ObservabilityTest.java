@@ -112,9 +112,9 @@ class ObservabilityTest {
   void dashboard_everyExpression_usesOnlySluiceMetrics() throws IOException {
     JsonNode dash = JSON.readTree(DASHBOARD.toFile());
     List<String> exprs = new ArrayList<>();
-    dash.path("panels").forEach(p -> p.path("targets").forEach(t -> exprs.add(t.path("expr").asText())));
-    dash.at("/templating/list")
-        .forEach(v -> exprs.add(v.path("definition").asText()));
+    dash.path("panels")
+        .forEach(p -> p.path("targets").forEach(t -> exprs.add(t.path("expr").asText())));
+    dash.at("/templating/list").forEach(v -> exprs.add(v.path("definition").asText()));
     assertThat(exprs).hasSizeGreaterThan(12);
     assertThat(unknownMetrics(exprs)).isEmpty();
     assertThat(exprs).allMatch(e -> METRIC.matcher(e).find() || e.isEmpty());
@@ -133,7 +133,9 @@ class ObservabilityTest {
         alerts.add(alert);
         assertThat(r.at("/annotations/runbook").asText())
             .isEqualTo("docs/operations.md#" + alert.toLowerCase(Locale.ROOT));
-        assertThat(runbook).as("runbook section for " + alert).contains("### " + alert.toLowerCase(Locale.ROOT));
+        assertThat(runbook)
+            .as("runbook section for " + alert)
+            .contains("### " + alert.toLowerCase(Locale.ROOT));
         assertThat(r.at("/labels/severity").asText()).isIn("warning", "critical");
       }
     }
