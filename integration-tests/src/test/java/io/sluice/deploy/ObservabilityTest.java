@@ -1,0 +1,189 @@
+package io.sluice.deploy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Grafana dashboard and the PrometheusRule may only query metrics Sluice publishes, and every
+ * alert must have its runbook section in docs/operations.md.
+ */
+class ObservabilityTest {
+
+  static final Path ROOT = Path.of(System.getProperty("user.dir")).resolve("..").normalize();
+  static final Path DASHBOARD = ROOT.resolve("docs/grafana/sluice-dashboard.json");
+  static final Path RULES = ROOT.resolve("k8s/base/prometheusrule.yaml");
+  static final Path RUNBOOK = ROOT.resolve("docs/operations.md");
+
+  /**
+   * Prometheus names of Sluice's metrics (docs/metrics.md, observability.MetricNames, and the rate
+   * limit service's RlsMetrics); queue metrics are those of the bounded fair queue.
+   */
+  static final Set<String> METRICS =
+      Set.of(
+          "sluice_decisions_total",
+          "sluice_decision_latency_seconds",
+          "sluice_pool_work_in_flight",
+          "sluice_pool_requests_in_flight",
+          "sluice_pool_capacity",
+          "sluice_pool_completion_rate",
+          "sluice_permits_released_total",
+          "sluice_permit_hold_seconds",
+          "sluice_tokens_estimated",
+          "sluice_tokens_actual",
+          "sluice_tokens_actual_to_estimate",
+          "sluice_estimate_fallbacks_total",
+          "sluice_retry_after",
+          "sluice_upstream_responses_total",
+          "sluice_extproc_streams_open",
+          "sluice_extproc_streams_total",
+          "sluice_extproc_stream_errors_total",
+          "sluice_config_reloads_total",
+          "sluice_queue_depth",
+          "sluice_queue_work",
+          "sluice_queue_wait_seconds",
+          "sluice_rls_total_hits_total",
+          "sluice_rls_over_limit_total",
+          "sluice_rls_near_limit_total",
+          "sluice_rls_within_limit_total",
+          "sluice_rls_store_errors_total",
+          "sluice_rls_store_healthy",
+          "sluice_rls_config_reloads_total");
+
+  /** Suffixes Prometheus adds to summaries and timers. */
+  static final List<String> SUFFIXES = List.of("_count", "_sum", "_max", "_bucket");
+
+  static final Pattern METRIC = Pattern.compile("sluice_[a-z_]+");
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  @Test
+  void dashboard_structure_isImportableWithVariables() throws IOException {
+    JsonNode dash = JSON.readTree(DASHBOARD.toFile());
+    assertThat(dash.path("schemaVersion").asInt()).isGreaterThanOrEqualTo(36);
+    Set<String> variables = new HashSet<>();
+    dash.at("/templating/list").forEach(v -> variables.add(v.path("name").asText()));
+    assertThat(variables).contains("DS_PROMETHEUS", "pool", "class");
+    Set<Integer> ids = new HashSet<>();
+    for (JsonNode panel : dash.path("panels")) {
+      assertThat(ids.add(panel.path("id").asInt())).as("unique panel id").isTrue();
+      assertThat(panel.path("gridPos").path("w").asInt()).isBetween(1, 24);
+      if (panel.path("type").asText().equals("row")) {
+        continue;
+      }
+      assertThat(panel.at("/datasource/uid").asText()).isEqualTo("${DS_PROMETHEUS}");
+      assertThat(panel.path("targets")).isNotEmpty();
+    }
+  }
+
+  @Test
+  void dashboard_panels_coverTheOperatorsQuestions() throws IOException {
+    JsonNode dash = JSON.readTree(DASHBOARD.toFile());
+    Set<String> titles = new TreeSet<>();
+    dash.path("panels").forEach(p -> titles.add(p.path("title").asText().toLowerCase(Locale.ROOT)));
+    assertThat(String.join("|", titles))
+        .contains("decisions/s")
+        .contains("shed rate")
+        .contains("capacity use")
+        .contains("requests in flight")
+        .contains("queue depth")
+        .contains("queue wait")
+        .contains("decision latency")
+        .contains("retry-after")
+        .contains("estimate vs actual")
+        .contains("upstream 429")
+        .contains("ext_proc streams")
+        .contains("rls over-limit");
+  }
+
+  @Test
+  void dashboard_everyExpression_usesOnlySluiceMetrics() throws IOException {
+    JsonNode dash = JSON.readTree(DASHBOARD.toFile());
+    List<String> exprs = new ArrayList<>();
+    dash.path("panels")
+        .forEach(p -> p.path("targets").forEach(t -> exprs.add(t.path("expr").asText())));
+    dash.at("/templating/list").forEach(v -> exprs.add(v.path("definition").asText()));
+    assertThat(exprs).hasSizeGreaterThan(12);
+    assertThat(unknownMetrics(exprs)).isEmpty();
+    assertThat(exprs).allMatch(e -> METRIC.matcher(e).find() || e.isEmpty());
+  }
+
+  @Test
+  void prometheusRule_everyExpression_usesOnlySluiceMetricsAndHasARunbook() throws IOException {
+    JsonNode rule = KubeYaml.documents(RULES).get(0);
+    String runbook = Files.readString(RUNBOOK).toLowerCase(Locale.ROOT);
+    List<String> exprs = new ArrayList<>();
+    Set<String> alerts = new TreeSet<>();
+    for (JsonNode group : rule.at("/spec/groups")) {
+      for (JsonNode r : group.path("rules")) {
+        exprs.add(r.path("expr").asText());
+        String alert = r.path("alert").asText();
+        alerts.add(alert);
+        assertThat(r.at("/annotations/runbook").asText())
+            .isEqualTo("docs/operations.md#" + alert.toLowerCase(Locale.ROOT));
+        assertThat(runbook)
+            .as("runbook section for " + alert)
+            .contains("### " + alert.toLowerCase(Locale.ROOT));
+        assertThat(r.at("/labels/severity").asText()).isIn("warning", "critical");
+      }
+    }
+    assertThat(alerts)
+        .contains(
+            "SluiceCapacityHigh",
+            "SluiceShedRateHigh",
+            "SluiceQueueWaitAboveServiceTime",
+            "SluiceStreamErrors",
+            "SluiceConfigReloadFailed",
+            "SluiceRateLimitStoreErrors");
+    assertThat(unknownMetrics(exprs)).isEmpty();
+  }
+
+  @Test
+  void unknownMetrics_typoOrForeignName_reported() {
+    assertThat(
+            unknownMetrics(
+                List.of(
+                    "rate(sluice_decision_total[1m])",
+                    "sluice_permit_hold_seconds_count",
+                    "sluice_pool_capacity")))
+        .containsExactly("sluice_decision_total");
+  }
+
+  static Set<String> unknownMetrics(List<String> exprs) {
+    Set<String> unknown = new TreeSet<>();
+    for (String expr : exprs) {
+      Matcher m = METRIC.matcher(expr);
+      while (m.find()) {
+        if (!known(m.group())) {
+          unknown.add(m.group());
+        }
+      }
+    }
+    return unknown;
+  }
+
+  private static boolean known(String name) {
+    if (METRICS.contains(name)) {
+      return true;
+    }
+    for (String suffix : SUFFIXES) {
+      if (name.endsWith(suffix)
+          && METRICS.contains(name.substring(0, name.length() - suffix.length()))) {
+        return true;
+      }
+    }
+    return false;
+  }
+}
