@@ -242,7 +242,8 @@ public final class ConfigLoader {
             "outputWeight",
             "retryAfter",
             "maxMessageTimeout",
-            "holdMargin"));
+            "holdMargin",
+            "defaultServiceTime"));
     Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
     if (!p.get("capacity").present()) {
       p.get("capacity").error(p.path() + ".capacity: missing (expected: work units > 0)");
@@ -264,7 +265,8 @@ public final class ConfigLoader {
                 ra.get("max").duration(Duration.ofSeconds(60)),
                 mmt,
                 ra.get("jitter").doubleValue(0.2, 0.0, 0.99),
-                p.get("holdMargin").duration(Duration.ofMillis(100))));
+                p.get("holdMargin").duration(Duration.ofMillis(100)),
+                p.get("defaultServiceTime").duration(Duration.ofSeconds(2))));
   }
 
   private static ClassPolicy requestClass(String name, Node c) {
@@ -295,7 +297,7 @@ public final class ConfigLoader {
                 c.get("defaultOutputTokens").longValue(1024, 0, 10_000_000),
                 c.get("maxOutputTokens").longValue(8192, 0, 10_000_000),
                 c.get("shedStatus").intValue(503, 100, 599),
-                q.get("workShare").doubleValue(1.0, 0.0, 100.0),
+                q.get("workShare").doubleValue(2.0, 0.0, 100.0),
                 q.get("maxItems").intValue(1000, 1, 10_000_000),
                 q.get("tenantShare").doubleValue(0.5, 0.0, 1.0)));
   }

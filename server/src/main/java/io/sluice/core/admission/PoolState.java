@@ -168,12 +168,14 @@ public final class PoolState {
       this.queueSlots = List.copyOf(next);
       this.scheduler = new ClassScheduler<>(qcs);
       WaitPredictor previous = predictor;
-      if (previous == null
-          || previous.config().capacityWorkUnits() != newPolicy.capacityWorkUnits()) {
-        this.predictor =
-            new WaitPredictor(
-                new WaitPredictor.Config(
-                    newPolicy.capacityWorkUnits(), 10_000_000_000L, 5_000_000_000L, 20));
+      WaitPredictor.Config pc =
+          new WaitPredictor.Config(
+              newPolicy.capacityWorkUnits(),
+              10_000_000_000L,
+              newPolicy.defaultServiceTime().toNanos(),
+              20);
+      if (previous == null || !previous.config().equals(pc)) {
+        this.predictor = new WaitPredictor(pc);
       }
       this.retryAfter =
           new RetryAfter(

@@ -69,7 +69,7 @@ public record ClassPolicy(
     }
   }
 
-  /** A copy with default queue bounds (one pool's worth of work, 1000 items, half per tenant). */
+  /** A class with default queue bounds (two pools' worth of work, 1000 items, half per tenant). */
   public static ClassPolicy of(
       String name,
       int rank,
@@ -92,7 +92,7 @@ public record ClassPolicy(
         defaultOutputTokens,
         maxOutputTokens,
         shedStatus,
-        1.0,
+        2.0,
         1000,
         0.5);
   }

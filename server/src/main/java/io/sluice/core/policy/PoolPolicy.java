@@ -17,6 +17,8 @@ import java.util.Objects;
  *     queue-hold disabled); Sluice cannot read Envoy's config, so it is told here or per route
  * @param retryAfterJitter relative jitter of Retry-After values, 0.2 = ±20%
  * @param holdMargin time reserved between Sluice's own answer and the end of Envoy's hold
+ * @param defaultServiceTime before Sluice has measured the pool, the time assumed for a full pool's
+ *     worth of work to complete (sets the wait predictor's floor rate)
  */
 public record PoolPolicy(
     String name,
@@ -28,7 +30,8 @@ public record PoolPolicy(
     Duration retryAfterMax,
     Duration maxMessageTimeout,
     double retryAfterJitter,
-    Duration holdMargin) {
+    Duration holdMargin,
+    Duration defaultServiceTime) {
 
   public PoolPolicy {
     Objects.requireNonNull(name, "name");
@@ -58,6 +61,10 @@ public record PoolPolicy(
       throw new IllegalArgumentException(
           "pools." + name + ".retryAfter.jitter: " + retryAfterJitter + " (expected: 0.0 .. <1.0)");
     }
+    if (defaultServiceTime.isNegative() || defaultServiceTime.isZero()) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".defaultServiceTime: " + defaultServiceTime + " (expected: > 0)");
+    }
     if (holdMargin.isNegative()) {
       throw new IllegalArgumentException(
           "pools." + name + ".holdMargin: " + holdMargin + " (expected: >= 0)");
@@ -84,7 +91,8 @@ public record PoolPolicy(
         retryAfterMax,
         maxMessageTimeout,
         0.2,
-        Duration.ofMillis(100));
+        Duration.ofMillis(100),
+        Duration.ofSeconds(2));
   }
 
   /** Work units of a request with the given token estimate. */
