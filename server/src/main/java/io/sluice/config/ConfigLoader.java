@@ -79,7 +79,8 @@ public final class ConfigLoader {
             "routes",
             "unmatched",
             "responses",
-            "decisionLog"));
+            "decisionLog",
+            "rateLimit"));
     SluiceConfig config = build(r, yaml);
     if (!errors.isEmpty()) {
       throw new ConfigException(errors);
@@ -182,6 +183,14 @@ public final class ConfigLoader {
             dl.get("sampleRate").doubleValue(1.0, 0.0, 1.0),
             dl.get("alwaysLogRejects").bool(true));
 
+    Node rl = r.get("rateLimit").only(Set.of("enabled", "env"));
+    Map<String, String> rlEnv = new LinkedHashMap<>();
+    for (var e : rl.get("env").entries().entrySet()) {
+      rlEnv.put(e.getKey(), e.getValue().requiredString());
+    }
+    SluiceConfig.RateLimit rateLimit =
+        new SluiceConfig.RateLimit(rl.get("enabled").bool(true), Map.copyOf(rlEnv));
+
     return new SluiceConfig(
         server,
         limits,
@@ -195,20 +204,33 @@ public final class ConfigLoader {
         unmatched,
         responses,
         decisionLog,
+        rateLimit,
         yaml);
   }
 
   private static SluiceConfig.Server server(Node s) {
-    s.only(Set.of("grpc", "admin", "shutdownGrace"));
-    Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize"));
+    s.only(Set.of("grpc", "admin", "shutdownGrace", "reloadInterval"));
+    Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize", "tls"));
     Node a = s.get("admin").only(Set.of("host", "port"));
+    SluiceConfig.Tls tls = null;
+    Node t = g.get("tls").only(Set.of("certFile", "keyFile", "clientCaFile", "refreshInterval"));
+    if (t.present()) {
+      tls =
+          new SluiceConfig.Tls(
+              t.get("certFile").requiredString(),
+              t.get("keyFile").requiredString(),
+              t.get("clientCaFile").string(null),
+              t.get("refreshInterval").duration(Duration.ofMinutes(1)));
+    }
     return new SluiceConfig.Server(
         g.get("host").string("0.0.0.0"),
         g.get("port").intValue(8081, 0, 65535),
         a.get("host").string("0.0.0.0"),
         a.get("port").intValue(8080, 0, 65535),
         g.get("maxInboundMessageSize").bytes(16 << 20),
-        s.get("shutdownGrace").duration(Duration.ofSeconds(30)));
+        s.get("shutdownGrace").duration(Duration.ofSeconds(30)),
+        tls,
+        s.get("reloadInterval").duration(Duration.ofSeconds(2)));
   }
 
   private static SluiceConfig.Estimation estimation(Node e) {
