@@ -71,6 +71,7 @@ public final class Main implements Callable<Integer> {
         c.responses(),
         c.decisionLog(),
         c.rateLimit(),
+        c.quotas(),
         c.yaml());
   }
 

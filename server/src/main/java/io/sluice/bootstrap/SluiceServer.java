@@ -101,6 +101,7 @@ public final class SluiceServer implements AutoCloseable {
   private volatile String configDigest;
   private volatile String lastReloadError = "";
   private volatile boolean lastReloadOk = true;
+  private final io.sluice.core.store.TokenBucketStore quotaStore;
 
   private SluiceServer(SluiceConfig config, Options options) throws IOException {
     this.options = options;
@@ -118,6 +119,14 @@ public final class SluiceServer implements AutoCloseable {
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE);
     metrics.bindPools(controller);
+    Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
+    rlsEnv.putAll(options.env());
+    this.rls =
+        config.rateLimit().enabled()
+            ? RlsModule.create(RlsSettings.fromEnv(rlsEnv), registry, options.clock(), ticker)
+            : null;
+    this.quotaStore =
+        rls != null ? rls.buckets() : new io.sluice.store.memory.InMemoryStore(options.clock());
     runtime.set(runtimeFor(config));
     this.reloadSuccess =
         Counter.builder(MetricNames.CONFIG_RELOADS).tag("result", "success").register(registry);
@@ -127,13 +136,6 @@ public final class SluiceServer implements AutoCloseable {
         .description("1 if the last config reload succeeded (or none was tried)")
         .register(registry);
     this.extProc = new ExtProcService(runtime::get, draining::get);
-
-    Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
-    rlsEnv.putAll(options.env());
-    this.rls =
-        config.rateLimit().enabled()
-            ? RlsModule.create(RlsSettings.fromEnv(rlsEnv), registry, options.clock(), ticker)
-            : null;
 
     SluiceConfig.Server s = config.server();
     InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());
@@ -195,7 +197,13 @@ public final class SluiceServer implements AutoCloseable {
         new DecisionLog(config.decisionLog()),
         ticker,
         options.clock(),
-        timer);
+        timer,
+        new io.sluice.core.quota.TenantQuotas(
+            quotaStore,
+            config.quotas().keyPrefix(),
+            config.quotas().failureMode().equals("closed")
+                ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
+                : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {

@@ -80,7 +80,8 @@ public final class ConfigLoader {
             "unmatched",
             "responses",
             "decisionLog",
-            "rateLimit"));
+            "rateLimit",
+            "quotas"));
     SluiceConfig config = build(r, yaml);
     if (!errors.isEmpty()) {
       throw new ConfigException(errors);
@@ -139,14 +140,17 @@ public final class ConfigLoader {
 
     Map<String, TierPolicy> tiers = new LinkedHashMap<>();
     for (var e : r.get("tiers").entries().entrySet()) {
-      Node t = e.getValue().only(Set.of("weight", "maxInFlight"));
+      Node t = e.getValue().only(Set.of("weight", "maxInFlight", "rpm", "inputTpm", "outputTpm"));
       TierPolicy tp =
           t.build(
               () ->
                   new TierPolicy(
                       e.getKey(),
                       t.get("weight").doubleValue(1.0, 1e-6, 1e6),
-                      t.get("maxInFlight").intValue(0, 0, 1_000_000)));
+                      t.get("maxInFlight").intValue(0, 0, 1_000_000),
+                      t.get("rpm").longValue(0, 0, 1_000_000_000L),
+                      t.get("inputTpm").longValue(0, 0, 1_000_000_000_000L),
+                      t.get("outputTpm").longValue(0, 0, 1_000_000_000_000L)));
       if (tp != null) {
         tiers.put(e.getKey(), tp);
       }
@@ -191,6 +195,14 @@ public final class ConfigLoader {
     SluiceConfig.RateLimit rateLimit =
         new SluiceConfig.RateLimit(rl.get("enabled").bool(true), Map.copyOf(rlEnv));
 
+    Node qn = r.get("quotas").only(Set.of("failureMode", "keyPrefix"));
+    String qfm = qn.get("failureMode").string("open");
+    if (!qfm.equals("open") && !qfm.equals("closed")) {
+      qn.get("failureMode").invalid(qfm, "open or closed");
+    }
+    SluiceConfig.Quotas quotas =
+        new SluiceConfig.Quotas(qfm, qn.get("keyPrefix").string("sluice_"));
+
     return new SluiceConfig(
         server,
         limits,
@@ -205,6 +217,7 @@ public final class ConfigLoader {
         responses,
         decisionLog,
         rateLimit,
+        quotas,
         yaml);
   }
 

@@ -26,7 +26,14 @@ public record SluiceConfig(
     Responses responses,
     DecisionLog decisionLog,
     RateLimit rateLimit,
+    Quotas quotas,
     String yaml) {
+
+  /**
+   * Per-tenant RPM/TPM budgets (tier keys {@code rpm}, {@code inputTpm}, {@code outputTpm}) kept in
+   * the rate limit service's store (memory, or Redis with {@code BACKEND_TYPE=redis}).
+   */
+  public record Quotas(String failureMode, String keyPrefix) {}
 
   /**
    * The rate limit service (envoyproxy/ratelimit drop-in). {@code env} holds settings with the
