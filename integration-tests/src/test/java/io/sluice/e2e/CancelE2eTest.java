@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -130,5 +131,25 @@ class CancelE2eTest {
     assertThat(h.releasedAny())
         .isLessThanOrEqualTo(40)
         .isGreaterThanOrEqualTo(h.upstream.received().size());
+  }
+
+  @Test
+  @Disabled(
+      "bug: ExtProcStream.onCancel counts a mid-stream cancel as completed when Envoy sent no"
+          + " protocol_config (responseBodyMode null)")
+  void clientDisconnectMidStream_withoutProtocolConfig_permitReleasedAsCancelled() {
+    // Envoy before 1.34 sends no protocol_config, so Sluice cannot know the response body mode
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base(),
+            SluiceEnvoyHarness.recommendedFilter().sendProtocolConfig(false).build());
+    h.upstream.mode(ControlledUpstream.Mode.HOLD_STREAM);
+
+    HttpResult r = h.send(chat(chatBody(20, true)).cancelAfter(Duration.ofMillis(1000)).build());
+
+    assertThat(r.bodyUtf8()).isEqualTo(ControlledUpstream.FIRST_SSE_CHUNK);
+    h.awaitNothingInFlight();
+    assertThat(h.releasedAny()).isEqualTo(1);
+    assertThat(h.released("cancelled")).isEqualTo(1);
   }
 }

@@ -92,4 +92,26 @@ class FailureModeE2eTest {
     h.awaitNothingInFlight();
     assertThat(h.releasedAny()).isEqualTo(4);
   }
+
+  @Test
+  void sluiceStoppedMidStream_failClosed_downstreamResetAndPermitReleasedAsShutdown() {
+    h = SluiceEnvoyHarness.start(Policy.base());
+    h.upstream.mode(ControlledUpstream.Mode.HOLD_STREAM);
+    var pending = h.sendAsync(chat(chatBody(20, true)).build());
+    h.awaitUpstreamRequests(1);
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .until(() -> h.pool().requestsInFlight() == 1 && h.stats().streamMsgsReceived() >= 4);
+
+    h.stopSluice();
+    HttpResult r = SluiceEnvoyHarness.result(pending);
+
+    // the response headers were already downstream: Envoy can only reset the client's stream
+    assertThat(r.outcome()).isEqualTo(HttpResult.Outcome.DOWNSTREAM_RESET);
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(h.stats().streamsFailed()).isEqualTo(1);
+    assertThat(h.pool().requestsInFlight()).isZero();
+    assertThat(h.released("shutdown")).isEqualTo(1);
+    assertThat(h.releasedAny()).isEqualTo(1);
+  }
 }
