@@ -103,6 +103,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private BodySendMode requestBodyMode;
   private BodySendMode responseBodyMode;
   private boolean responseHeadersSeen;
+  private boolean responseBodySeen;
   private int upstreamStatus;
   private UsageExtractor usage;
   private long decisionLatencyNanos;
@@ -449,6 +450,16 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     {
       permit = p;
       phase = Phase.ADMITTED;
+      decisionLatencyNanos = rt.ticker().nanos() - receivedNanos - queueWaitNanos;
+      rt.metrics()
+          .decision(
+              resolved.pool().name(),
+              resolved.requestClass().name(),
+              resolved.tenant().tier().name(),
+              "admit",
+              Reason.ADMITTED.code(),
+              phaseName,
+              decisionLatencyNanos);
       if (closed.get()) { // cancelled while deciding: give the permit back at once
         release(Outcome.CANCELLED);
         return;
@@ -467,16 +478,6 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
                 + ";work="
                 + workUnits);
       }
-      decisionLatencyNanos = rt.ticker().nanos() - receivedNanos - queueWaitNanos;
-      rt.metrics()
-          .decision(
-              resolved.pool().name(),
-              resolved.requestClass().name(),
-              resolved.tenant().tier().name(),
-              "admit",
-              Reason.ADMITTED.code(),
-              phaseName,
-              decisionLatencyNanos);
       rt.metrics()
           .estimated(
               resolved.pool().name(),
@@ -560,6 +561,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       protocolError("out_of_phase", "response_body in phase " + phase);
       return;
     }
+    responseBodySeen = true;
     if (usage != null && !body.getBody().isEmpty()) {
       byte[] b = body.getBody().toByteArray();
       usage.onChunk(b, 0, b.length);
@@ -600,7 +602,11 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       phase = Phase.DONE;
       return;
     }
-    boolean completed = responseHeadersSeen && responseBodyMode == null && usage != null;
+    // Without protocol_config (Envoy < 1.34) the response body mode is unknown: a reset after
+    // response headers with no body message means body mode NONE (the response went through);
+    // a reset after some body chunks means the client left mid-stream.
+    boolean completed =
+        responseHeadersSeen && responseBodyMode == null && usage != null && !responseBodySeen;
     release(completed ? Outcome.COMPLETED : Outcome.CANCELLED);
   }
 
