@@ -47,35 +47,40 @@ public final class AdminHttpServer implements AutoCloseable {
   public AdminHttpServer routeWithBody(
       String path,
       java.util.function.Function<String, java.util.concurrent.CompletionStage<Reply>> handler) {
-    server.createContext(
+    return mount(
         path,
         ex -> {
+          String body;
+          try (var in = ex.getRequestBody()) {
+            body = new String(in.readNBytes(1 << 20), StandardCharsets.UTF_8);
+          }
           try {
-            if (!ex.getRequestURI().getPath().equals(path)) {
-              write(ex, Reply.text(404, "not found\n"));
-              return;
-            }
-            String body;
-            try (var in = ex.getRequestBody()) {
-              body = new String(in.readNBytes(1 << 20), StandardCharsets.UTF_8);
-            }
-            Reply r =
-                handler
-                    .apply(body)
-                    .toCompletableFuture()
-                    .get(5, java.util.concurrent.TimeUnit.SECONDS);
-            write(ex, r);
+            return handler
+                .apply(body)
+                .toCompletableFuture()
+                .get(5, java.util.concurrent.TimeUnit.SECONDS);
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            write(ex, Reply.text(500, "interrupted\n"));
-          } catch (Exception e) {
-            write(ex, Reply.text(500, "error: " + e.getClass().getSimpleName() + "\n"));
+            return Reply.text(500, "interrupted\n");
+          } catch (java.util.concurrent.ExecutionException
+              | java.util.concurrent.TimeoutException e) {
+            return Reply.text(500, "error: " + e.getClass().getSimpleName() + "\n");
           }
         });
-    return this;
   }
 
   public AdminHttpServer route(String path, Supplier<Reply> handler) {
+    return mount(path, ex -> handler.get());
+  }
+
+  /** What a route computes from the exchange. */
+  @FunctionalInterface
+  private interface Handler {
+    Reply handle(HttpExchange exchange) throws IOException;
+  }
+
+  /** Exact-path mount: other paths under it are 404; failures are 500 without a stack trace. */
+  private AdminHttpServer mount(String path, Handler handler) {
     server.createContext(
         path,
         ex -> {
@@ -84,7 +89,7 @@ public final class AdminHttpServer implements AutoCloseable {
               write(ex, Reply.text(404, "not found\n"));
               return;
             }
-            write(ex, handler.get());
+            write(ex, handler.handle(ex));
           } catch (RuntimeException e) {
             write(ex, Reply.text(500, "error: " + e.getClass().getSimpleName() + "\n"));
           }

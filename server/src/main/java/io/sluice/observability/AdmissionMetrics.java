@@ -116,21 +116,7 @@ public final class AdmissionMetrics {
   /** A request was queued (held with an override_message_timeout). */
   public void queued(
       String pool, String cls, String tier, String phase, long decisionNanos, long predictedNanos) {
-    counter(
-            MetricNames.DECISIONS,
-            "pool",
-            pool,
-            "class",
-            cls,
-            "tier",
-            tier,
-            "decision",
-            "queue",
-            "reason",
-            "queued")
-        .increment();
-    timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", "queue")
-        .record(decisionNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+    decision(pool, cls, tier, "queue", "queued", phase, decisionNanos);
     counter(MetricNames.OVERRIDES_SENT, "pool", pool).increment();
     timer(MetricNames.QUEUE_WAIT_PREDICTED, "pool", pool, "class", cls)
         .record(Math.max(0, predictedNanos), java.util.concurrent.TimeUnit.NANOSECONDS);

@@ -729,32 +729,25 @@ public final class PoolState {
 
   /** Queued requests of one class (0 if unknown). */
   public int queueDepth(String className) {
-    lock.lock();
-    try {
-      ClassSlot s = slot(className);
-      return s == null ? 0 : s.queue.depth();
-    } finally {
-      lock.unlock();
-    }
+    return (int) readSlot(className, s -> s.queue.depth());
   }
 
   /** Queued work of one class (0 if unknown). */
   public long queuedWork(String className) {
-    lock.lock();
-    try {
-      ClassSlot s = slot(className);
-      return s == null ? 0 : s.queue.queuedWork();
-    } finally {
-      lock.unlock();
-    }
+    return readSlot(className, s -> s.queue.queuedWork());
   }
 
   /** In-flight work of one class (0 if unknown). */
   public long classWork(String className) {
+    return readSlot(className, s -> s.work);
+  }
+
+  /** One number of an active class slot, read under the lock; 0 if the class is unknown. */
+  private long readSlot(String className, java.util.function.ToLongFunction<ClassSlot> field) {
     lock.lock();
     try {
       ClassSlot s = slot(className);
-      return s == null ? 0 : s.work;
+      return s == null ? 0 : field.applyAsLong(s);
     } finally {
       lock.unlock();
     }
