@@ -22,6 +22,9 @@ final class ConfigJson {
   static String render(SluiceConfig config) {
     ObjectNode node = MAPPER.valueToTree(config);
     node.remove("yaml");
+    ObjectNode signals = MAPPER.createObjectNode();
+    config.signals().forEach((k, v) -> signals.set(k.key(), MAPPER.valueToTree(v)));
+    node.set("signals", signals);
     try {
       return MAPPER.writeValueAsString(node) + "\n";
     } catch (JsonProcessingException e) {

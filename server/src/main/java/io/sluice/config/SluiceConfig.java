@@ -109,16 +109,16 @@ public record SluiceConfig(
   /** A trusted place to read a signal from. */
   public sealed interface Source {
     /** gRPC initial metadata Envoy sends (per-route {@code grpc_initial_metadata}). */
-    record Metadata(String key) implements Source {}
+    record Metadata(String metadata) implements Source {}
 
     /** A request header the operator declares trusted (set or sanitized by an earlier filter). */
-    record Header(String name) implements Source {}
+    record Header(String header) implements Source {}
 
     /** Envoy dynamic metadata forwarded in {@code metadata_context} (e.g. from jwt_authn). */
     record DynamicMetadata(String namespace, List<String> path) implements Source {}
 
     /** A {@code request_attributes} expression, e.g. route metadata. */
-    record Attribute(String expression) implements Source {}
+    record Attribute(String attribute) implements Source {}
   }
 
   /** How a route's request is estimated. */

@@ -160,13 +160,13 @@ public final class RequestResolver {
     for (Source s : sources) {
       String v;
       if (s instanceof Source.Metadata m) {
-        v = in.metadata(m.key());
+        v = in.metadata(m.metadata());
       } else if (s instanceof Source.Header h) {
-        v = in.header(h.name());
+        v = in.header(h.header());
       } else if (s instanceof Source.DynamicMetadata d) {
         v = in.dynamicMetadata(d.namespace(), d.path());
       } else {
-        v = in.attribute(((Source.Attribute) s).expression());
+        v = in.attribute(((Source.Attribute) s).attribute());
       }
       if (v != null && !v.isEmpty()) {
         return v;
