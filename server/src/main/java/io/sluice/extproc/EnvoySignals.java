@@ -7,40 +7,38 @@ import io.envoyproxy.envoy.config.core.v3.Metadata;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.sluice.routing.SignalSource;
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /** Reads trusted signals from the first ext_proc message and the stream's initial metadata. */
 final class EnvoySignals implements SignalSource {
   static final String ATTRIBUTES_KEY = "envoy.filters.http.ext_proc";
 
   private final io.grpc.Metadata initialMetadata;
-  private final Map<String, String> headers;
+  private final List<HeaderValue> headers;
   private final Metadata metadataContext;
   private final Struct attributes;
 
   EnvoySignals(io.grpc.Metadata initialMetadata, ProcessingRequest request) {
     this.initialMetadata = initialMetadata;
-    this.headers = headers(request.getRequestHeaders().getHeaders().getHeadersList());
+    this.headers = request.getRequestHeaders().getHeaders().getHeadersList();
     this.metadataContext = request.getMetadataContext();
     this.attributes = request.getAttributesOrDefault(ATTRIBUTES_KEY, Struct.getDefaultInstance());
   }
 
-  static Map<String, String> headers(List<HeaderValue> list) {
-    Map<String, String> out = new HashMap<>(list.size() * 2);
-    for (HeaderValue h : list) {
-      String v =
-          h.getRawValue().isEmpty()
-              ? h.getValue()
-              : h.getRawValue().toString(StandardCharsets.UTF_8);
-      out.putIfAbsent(h.getKey().toLowerCase(java.util.Locale.ROOT), v);
+  /**
+   * The first value of a header, or null. Envoy sends lower-case keys; only the few headers a
+   * request needs are decoded (no map of all headers is built on the hot path).
+   */
+  static String find(List<HeaderValue> list, String name) {
+    for (int i = 0, n = list.size(); i < n; i++) {
+      HeaderValue h = list.get(i);
+      if (h.getKey().equals(name)) {
+        return h.getRawValue().isEmpty()
+            ? h.getValue()
+            : h.getRawValue().toString(StandardCharsets.UTF_8);
+      }
     }
-    return out;
-  }
-
-  Map<String, String> headers() {
-    return headers;
+    return null;
   }
 
   @Override
@@ -50,7 +48,7 @@ final class EnvoySignals implements SignalSource {
 
   @Override
   public String header(String name) {
-    return headers.get(name);
+    return find(headers, name);
   }
 
   @Override
@@ -78,7 +76,7 @@ final class EnvoySignals implements SignalSource {
 
   @Override
   public String path() {
-    String p = headers.get(":path");
+    String p = find(headers, ":path");
     if (p == null) {
       return null;
     }

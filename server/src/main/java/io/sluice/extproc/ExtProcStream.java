@@ -184,7 +184,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       return;
     }
     HttpHeaders h = req.getRequestHeaders();
-    long contentLength = parseLong(signals.headers().get("content-length"), -1);
+    long contentLength = parseLong(signals.header("content-length"), -1);
     if (contentLength > rt.config().limits().maxBodyBytes()) {
       reject(
           Reason.BODY_TOO_LARGE,
@@ -516,13 +516,13 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     Struct.Builder f = Struct.newBuilder();
     if (resolved != null) {
       f.putFields("tenant", Responses.str(resolved.tenant().id()));
-      f.putFields("tier", Responses.str(resolved.tenant().tier().name()));
-      f.putFields("class", Responses.str(resolved.requestClass().name()));
-      f.putFields("pool", Responses.str(resolved.pool().name()));
-      f.putFields("route", Responses.str(resolved.route()));
+      f.putFields("tier", Responses.boundedStr(resolved.tenant().tier().name()));
+      f.putFields("class", Responses.boundedStr(resolved.requestClass().name()));
+      f.putFields("pool", Responses.boundedStr(resolved.pool().name()));
+      f.putFields("route", Responses.boundedStr(resolved.route()));
     }
-    f.putFields("decision", Responses.str(decision));
-    f.putFields("reason", Responses.str(reason.code()));
+    f.putFields("decision", Responses.boundedStr(decision));
+    f.putFields("reason", Responses.boundedStr(reason.code()));
     if (estimate != null) {
       f.putFields("est_input_tokens", Responses.num(estimate.inputTokens()));
       f.putFields("est_output_tokens", Responses.num(estimate.outputReserveTokens()));
@@ -545,10 +545,10 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       return;
     }
     responseHeadersSeen = true;
-    Map<String, String> headers = EnvoySignals.headers(h.getHeaders().getHeadersList());
-    upstreamStatus = (int) parseLong(headers.get(":status"), 0);
+    var list = h.getHeaders().getHeadersList();
+    upstreamStatus = (int) parseLong(EnvoySignals.find(list, ":status"), 0);
     rt.metrics().upstreamResponse(resolved.pool().name(), upstreamStatus);
-    usage = UsageExtractor.forResponse(headers.get("content-type"));
+    usage = UsageExtractor.forResponse(EnvoySignals.find(list, "content-type"));
     send(Responses.CONTINUE_RESPONSE_HEADERS);
     if (h.getEndOfStream() || responseBodyMode == BodySendMode.NONE) {
       // Body mode NONE: Envoy sends nothing more, so the permit covers time to response headers.

@@ -154,8 +154,26 @@ final class Responses {
         .build();
   }
 
+  private static final java.util.concurrent.ConcurrentMap<String, Value> BOUNDED_STRINGS =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   static Value str(String s) {
     return Value.newBuilder().setStringValue(s == null ? "" : s).build();
+  }
+
+  /**
+   * A string Value for a member of a bounded set (class, pool, route, tier, decision, reason):
+   * built once and shared (Values are immutable).
+   */
+  static Value boundedStr(String s) {
+    if (s == null) {
+      return str(null);
+    }
+    Value v = BOUNDED_STRINGS.get(s);
+    if (v == null && BOUNDED_STRINGS.size() < 10_000) {
+      v = BOUNDED_STRINGS.computeIfAbsent(s, Responses::str);
+    }
+    return v != null ? v : str(s);
   }
 
   static Value num(long n) {

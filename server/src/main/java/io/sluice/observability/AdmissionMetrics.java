@@ -26,10 +26,9 @@ public final class AdmissionMetrics {
   private final MeterRegistry registry;
   private final LongSupplier tickerNanos;
   private final AtomicInteger openStreams = new AtomicInteger();
-  private final ConcurrentMap<List<String>, Counter> counters = new ConcurrentHashMap<>();
-  private final ConcurrentMap<List<String>, DistributionSummary> summaries =
-      new ConcurrentHashMap<>();
-  private final ConcurrentMap<List<String>, Timer> timers = new ConcurrentHashMap<>();
+  private final ConcurrentMap<MeterKey, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<MeterKey, DistributionSummary> summaries = new ConcurrentHashMap<>();
+  private final ConcurrentMap<MeterKey, Timer> timers = new ConcurrentHashMap<>();
 
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
@@ -205,19 +204,33 @@ public final class AdmissionMetrics {
     return openStreams.get();
   }
 
+  // Meters are cached by (name, tags): a hit is one hash lookup on the caller's varargs array,
+  // no copy; Micrometer's own registration path runs once per tag tuple.
   private Counter counter(String name, String... tags) {
-    return counters.computeIfAbsent(
-        key(name, tags), k -> Counter.builder(name).tags(tags).register(registry));
+    MeterKey key = new MeterKey(name, tags);
+    Counter c = counters.get(key);
+    return c != null
+        ? c
+        : counters.computeIfAbsent(key, k -> Counter.builder(name).tags(tags).register(registry));
   }
 
   private DistributionSummary summary(String name, String... tags) {
-    return summaries.computeIfAbsent(
-        key(name, tags), k -> DistributionSummary.builder(name).tags(tags).register(registry));
+    MeterKey key = new MeterKey(name, tags);
+    DistributionSummary d = summaries.get(key);
+    return d != null
+        ? d
+        : summaries.computeIfAbsent(
+            key, k -> DistributionSummary.builder(name).tags(tags).register(registry));
   }
 
   private Timer timer(String name, String... tags) {
+    MeterKey key = new MeterKey(name, tags);
+    Timer t = timers.get(key);
+    if (t != null) {
+      return t;
+    }
     return timers.computeIfAbsent(
-        key(name, tags),
+        key,
         k ->
             Timer.builder(name)
                 .tags(tags)
@@ -228,10 +241,29 @@ public final class AdmissionMetrics {
                 .register(registry));
   }
 
-  private static List<String> key(String name, String... tags) {
-    String[] all = new String[tags.length + 1];
-    all[0] = name;
-    System.arraycopy(tags, 0, all, 1, tags.length);
-    return List.of(all);
+  /** A meter's name and tag key/value pairs; the array is the caller's, never mutated. */
+  private static final class MeterKey {
+    private final String name;
+    private final String[] tags;
+    private final int hash;
+
+    MeterKey(String name, String[] tags) {
+      this.name = name;
+      this.tags = tags;
+      this.hash = 31 * name.hashCode() + java.util.Arrays.hashCode(tags);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof MeterKey k
+          && k.hash == hash
+          && k.name.equals(name)
+          && java.util.Arrays.equals(k.tags, tags);
+    }
+
+    @Override
+    public int hashCode() {
+      return hash;
+    }
   }
 }
