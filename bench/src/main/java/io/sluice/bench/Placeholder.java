@@ -1,0 +1,1 @@
+package io.sluice.bench; final class Placeholder {}
