@@ -1,1 +1,0 @@
-package io.sluice.bench; final class Placeholder {}

@@ -1,0 +1,119 @@
+package io.sluice.harness;
+
+import io.sluice.emulator.EnvoyExtProcEmulator;
+import io.sluice.emulator.FilterConfig;
+import io.sluice.upstream.SimulatedLlmUpstream;
+import io.sluice.upstream.Upstream;
+import io.sluice.upstream.UpstreamRequest;
+import io.sluice.upstream.UpstreamResponse;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * One system under test: an emulated Envoy in front of a fresh {@link SimulatedLlmUpstream}, with
+ * ext_proc pointing at an admission server, or with ext_proc disabled on the route (no admission).
+ * Every request that reaches the upstream is reported to the load generator through a tap (by its
+ * {@code x-request-id}), which is how "admitted" and "queued" are counted client-side.
+ */
+public final class Rig implements AutoCloseable {
+  private final String name;
+  private final boolean admission;
+  private final SimulatedLlmUpstream upstream;
+  private final EnvoyExtProcEmulator envoy;
+  private final Map<String, String> routeMetadata;
+  private volatile Consumer<String> onUpstreamRequest = id -> {};
+
+  private Rig(
+      String name,
+      boolean admission,
+      String target,
+      FilterConfig config,
+      SimulatedLlmUpstream.Settings settings,
+      Map<String, String> routeMetadata) {
+    this.name = name;
+    this.admission = admission;
+    this.upstream = new SimulatedLlmUpstream(settings);
+    this.routeMetadata = Map.copyOf(new LinkedHashMap<>(routeMetadata));
+    Upstream tap =
+        new Upstream() {
+          @Override
+          public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
+            request.headers().first("x-request-id").ifPresent(id -> onUpstreamRequest.accept(id));
+            return upstream.send(request);
+          }
+        };
+    this.envoy = EnvoyExtProcEmulator.connect(target, config, tap);
+  }
+
+  /**
+   * Envoy with ext_proc to {@code target} ({@code host:port}); {@code routeMetadata} is added to
+   * every request's per-route gRPC initial metadata (e.g. {@code x-sluice-max-message-timeout-ms}).
+   */
+  public static Rig extProc(
+      String name,
+      String target,
+      FilterConfig config,
+      SimulatedLlmUpstream.Settings settings,
+      Map<String, String> routeMetadata) {
+    return new Rig(name, true, target, config, settings, routeMetadata);
+  }
+
+  /** Envoy with ext_proc disabled on the route: every request goes straight to the upstream. */
+  public static Rig noAdmission(String name, SimulatedLlmUpstream.Settings settings) {
+    // The channel is never used (no stream is opened for a disabled route); grpc connects lazily.
+    return new Rig(name, false, "127.0.0.1:9", defaultFilter(), settings, Map.of());
+  }
+
+  /**
+   * The filter settings the benchmarks use: request headers and BUFFERED body (so Sluice estimates
+   * from the body), response headers, STREAMED response body (so Sluice sees the end of the answer
+   * and the usage), {@code message_timeout} 1 s.
+   */
+  public static FilterConfig.Builder benchFilter() {
+    return FilterConfig.builder()
+        .requestHeaderMode(FilterConfig.HeaderMode.SEND)
+        .requestBodyMode(FilterConfig.BodyMode.BUFFERED)
+        .responseHeaderMode(FilterConfig.HeaderMode.SEND)
+        .responseBodyMode(FilterConfig.BodyMode.STREAMED)
+        .messageTimeout(java.time.Duration.ofSeconds(1))
+        .receivingNamespaces("sluice")
+        .grpcAuthority("sluice");
+  }
+
+  private static FilterConfig defaultFilter() {
+    return benchFilter().build();
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** False when ext_proc is disabled on the route. */
+  public boolean admission() {
+    return admission;
+  }
+
+  public SimulatedLlmUpstream upstream() {
+    return upstream;
+  }
+
+  public EnvoyExtProcEmulator envoy() {
+    return envoy;
+  }
+
+  public Map<String, String> routeMetadata() {
+    return routeMetadata;
+  }
+
+  void onUpstreamRequest(Consumer<String> listener) {
+    this.onUpstreamRequest = listener;
+  }
+
+  @Override
+  public void close() {
+    envoy.close();
+    upstream.close();
+  }
+}
