@@ -93,16 +93,17 @@ public final class BenchMain implements Callable<Integer> {
   }
 
   static Workload demoWorkload(int durationSeconds) {
-    // Larger prompts than the scenarios so that Sluice's default pool (32768 work units) holds
-    // about K = 16 of them: 1200–2800 prompt tokens + 160 reserved output ≈ 2160 work units.
+    // Larger prompts than the scenarios so that the part of Sluice's default pool that interactive
+    // may use (32768 work units minus agent's 15% guaranteed share = 27853) holds about K = 16 of
+    // them: 900–2300 prompt tokens + 160 reserved output ≈ 1760 work units.
     Workload.RequestClass chat =
         new Workload.RequestClass(
             "chat",
             null,
             "/v1/chat/completions",
             1,
-            1200,
-            2800,
+            900,
+            2300,
             40,
             160,
             Duration.ofSeconds(8),

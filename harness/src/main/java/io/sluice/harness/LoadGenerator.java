@@ -115,6 +115,7 @@ public final class LoadGenerator {
     private final Map<String, Long> rejectionsByReason = new TreeMap<>();
     private final Map<String, Long> errors = new TreeMap<>();
     private final Map<String, Histogram> ttftByClass = new LinkedHashMap<>();
+    private final Map<String, Histogram> ttftFromArrivalByClass = new LinkedHashMap<>();
     private final Map<String, long[]> byClass = new LinkedHashMap<>();
     private final Map<String, long[]> byTenant = new LinkedHashMap<>();
     private final long[][] byPhase;
@@ -135,6 +136,7 @@ public final class LoadGenerator {
       shareSumTenants = workload.tenants().stream().mapToDouble(Workload.Tenant::share).sum();
       for (Workload.RequestClass c : workload.classes()) {
         ttftByClass.put(c.name(), new Histogram(3_600_000_000L, 3));
+        ttftFromArrivalByClass.put(c.name(), new Histogram(3_600_000_000L, 3));
         byClass.put(c.name(), new long[2]);
       }
       for (Workload.Tenant t : workload.tenants()) {
@@ -351,10 +353,10 @@ public final class LoadGenerator {
         case UPSTREAM_RESPONSE, LOCAL_REPLY -> {
           int status = r.status();
           if (status == 200 && r.outcome() == HttpResult.Outcome.UPSTREAM_RESPONSE) {
-            long ttftNanos = (a.startNanos - l.arrivalNanos) + ttfb.orElse(r.total()).toNanos();
-            l.ttftNanos = ttftNanos;
-            recordTtft(
-                l.requestClass.name(), a.startNanos + ttfb.orElse(r.total()).toNanos(), ttftNanos);
+            long attemptTtft = ttfb.orElse(r.total()).toNanos();
+            long fromArrival = (a.startNanos - l.arrivalNanos) + attemptTtft;
+            l.ttftNanos = fromArrival;
+            recordTtft(l.requestClass.name(), a.startNanos + attemptTtft, attemptTtft, fromArrival);
             finish(l, Ending.COMPLETED, null, now);
           } else if (status == 429 || status == 503) {
             onRefused(a, r, now);
@@ -414,7 +416,10 @@ public final class LoadGenerator {
             }
             byClass.get(l.requestClass.name())[1]++;
             byTenant.get(l.tenant.name())[1]++;
-            byPhase[l.phaseIndex][1]++;
+            int completedIn = phaseAt(now);
+            if (completedIn >= 0) {
+              byPhase[completedIn][1]++;
+            }
             usefulTokens +=
                 SimulatedLlmUpstream.promptTokens(l.body.length, rig.upstream().settings())
                     + l.outputTokens;
@@ -441,16 +446,32 @@ public final class LoadGenerator {
       openLogical.decrementAndGet();
     }
 
-    private void recordTtft(String cls, long firstByteNanos, long ttftNanos) {
+    private void recordTtft(String cls, long firstByteNanos, long ttftNanos, long fromArrival) {
       long micros = Math.max(1, ttftNanos / 1000);
       int s = second(firstByteNanos);
       synchronized (this) {
         ttftByClass.get(cls).recordValue(Math.min(micros, 3_600_000_000L));
+        ttftFromArrivalByClass
+            .get(cls)
+            .recordValue(Math.min(Math.max(1, fromArrival / 1000), 3_600_000_000L));
         if (ttftPerSecond[s] == null) {
           ttftPerSecond[s] = new Histogram(3_600_000_000L, 2);
         }
         ttftPerSecond[s].recordValue(Math.min(micros, 3_600_000_000L));
       }
+    }
+
+    /** The arrival phase whose window contains {@code nanos}, or -1 (before or after them). */
+    private int phaseAt(long nanos) {
+      long at = startNanos;
+      for (int p = 0; p < workload.phases().size(); p++) {
+        long end = at + workload.phases().get(p).duration().toNanos();
+        if (nanos - at >= 0 && nanos - end < 0) {
+          return p;
+        }
+        at = end;
+      }
+      return -1;
     }
 
     private int second(long nanos) {
@@ -539,6 +560,7 @@ public final class LoadGenerator {
           Map.copyOf(errors),
           openLogical.get(),
           Map.copyOf(ttftByClass),
+          Map.copyOf(ttftFromArrivalByClass),
           classes,
           tenants,
           phases,

@@ -7,7 +7,7 @@ import org.HdrHistogram.Histogram;
 /**
  * What one {@link LoadGenerator} run measured against one {@link Rig}. Counts are of logical
  * requests (one arrival, possibly several attempts when the client retries) unless the name says
- * attempts. TTFT is measured from the logical request's arrival, so retry waits count.
+ * attempts.
  *
  * @param system the rig's name
  * @param arrivalSeconds length of the arrival window
@@ -28,10 +28,14 @@ import org.HdrHistogram.Histogram;
  * @param errors other outcomes (e.g. {@code 504 ext_proc_error_per-message_timeout_exceeded}), by
  *     status and details
  * @param unfinished still in flight when the drain time ran out
- * @param ttftMicrosByClass TTFT of completed requests, µs, by class
+ * @param ttftMicrosByClass TTFT of completed requests, µs, by class, measured from the start of the
+ *     attempt that succeeded (what the serving path delivered)
+ * @param ttftFromArrivalMicrosByClass the same from the logical request's first arrival, so retry
+ *     waits count (what the end user saw)
  * @param byClass offered/completed per class
  * @param byTenant offered/completed per tenant
- * @param byPhase offered/completed per arrival phase (by arrival time)
+ * @param byPhase per arrival phase: offered = arrivals in the phase, completed = completions
+ *     (before deadline) that happened during the phase window, so goodput per phase is a throughput
  * @param timeline one row per second of the run
  * @param promptTokensSpent prompt tokens the upstream processed
  * @param completionTokensSpent completion tokens the upstream generated
@@ -59,6 +63,7 @@ public record RunReport(
     Map<String, Long> errors,
     long unfinished,
     Map<String, Histogram> ttftMicrosByClass,
+    Map<String, Histogram> ttftFromArrivalMicrosByClass,
     Map<String, Split> byClass,
     Map<String, Split> byTenant,
     List<PhaseRow> byPhase,
@@ -129,6 +134,14 @@ public record RunReport(
         + rejectedFinalTotal()
         + errors.values().stream().mapToLong(Long::longValue).sum()
         + unfinished;
+  }
+
+  /** TTFT (from first arrival) percentile of one class in ms (NaN when nothing completed). */
+  public double ttftFromArrivalMillis(String requestClass, double percentile) {
+    Histogram h = ttftFromArrivalMicrosByClass.get(requestClass);
+    return h == null || h.getTotalCount() == 0
+        ? Double.NaN
+        : h.getValueAtPercentile(percentile) / 1000.0;
   }
 
   /** TTFT percentile of one class in milliseconds (NaN when the class completed nothing). */
