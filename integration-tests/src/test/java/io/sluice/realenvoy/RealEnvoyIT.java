@@ -39,6 +39,7 @@ import org.testcontainers.utility.DockerImageName;
  * -Dit.test=RealEnvoyIT}.
  */
 @Testcontainers(disabledWithoutDocker = true)
+@org.junit.jupiter.api.TestMethodOrder(org.junit.jupiter.api.MethodOrderer.OrderAnnotation.class)
 class RealEnvoyIT {
 
   static final DockerImageName ENVOY_IMAGE = DockerImageName.parse("envoyproxy/envoy:v1.34-latest");
@@ -78,12 +79,21 @@ class RealEnvoyIT {
             body.readAllBytes();
           }
           UPSTREAM_REQUEST_HEADERS.add(Map.copyOf(exchange.getRequestHeaders()));
+          String delay = exchange.getRequestHeaders().getFirst("x-test-delay-ms");
+          if (delay != null) {
+            try {
+              Thread.sleep(Long.parseLong(delay));
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
           byte[] response = CHAT_RESPONSE.getBytes(StandardCharsets.UTF_8);
           exchange.getResponseHeaders().set("content-type", "application/json");
           exchange.sendResponseHeaders(200, response.length);
           exchange.getResponseBody().write(response);
           exchange.close();
         });
+    upstream.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
     upstream.start();
     int upstreamPort = upstream.getAddress().getPort();
 
@@ -95,13 +105,17 @@ class RealEnvoyIT {
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-jar",
                 SLUICE_JAR.toString(),
-                "serve")
+                "serve",
+                "--config",
+                writePolicy().toString())
             .redirectErrorStream(true)
             .redirectOutput(sluiceLog.toFile());
     builder.environment().put("GRPC_HOST", "127.0.0.1");
     builder.environment().put("GRPC_PORT", Integer.toString(sluiceGrpcPort));
     builder.environment().put("HOST", "127.0.0.1");
     builder.environment().put("PORT", Integer.toString(sluiceAdminPort));
+    builder.environment().put("RUNTIME_ROOT", writeRateLimitConfig().toString());
+    builder.environment().put("RUNTIME_WATCH_ROOT", "false");
     sluice = builder.start();
     await("Sluice /readyz (log: " + sluiceLog + ")")
         .atMost(Duration.ofSeconds(60))
@@ -136,7 +150,132 @@ class RealEnvoyIT {
     }
   }
 
+  /**
+   * A small pool (20,000 work units) so a few large requests fill it; interactive may queue for 5 s
+   * (Envoy's max_message_timeout in envoy.yaml is 30 s and is passed to Sluice per stream); batch
+   * never queues, so it is refused at once when interactive holds the pool.
+   */
+  static Path writePolicy() throws IOException {
+    Path p = MODULE_DIR.resolve("target/real-envoy-policy.yaml");
+    Files.createDirectories(p.getParent());
+    Files.writeString(
+        p,
+        """
+        pools:
+          default: {capacity: 20000, maxMessageTimeout: 30s, defaultServiceTime: 1s,
+                    retryAfter: {min: 1s, max: 30s}}
+        classes:
+          interactive: {rank: 0, reservedShare: 1.0, lendableShare: 1.0, maxQueueWait: 5s,
+                        deadline: 60s, defaultOutputTokens: 16, maxOutputTokens: 16000}
+          agent: {rank: 1, maxQueueWait: 0s, defaultOutputTokens: 16, maxOutputTokens: 16000}
+          batch: {rank: 2, maxQueueWait: 0s, defaultOutputTokens: 16, maxOutputTokens: 16000}
+        signals:
+          tenant: [{metadata: x-sluice-tenant}, {header: x-tenant-id}]
+          class: [{metadata: x-sluice-class}]
+          pool: [{metadata: x-sluice-pool}]
+          route: [{metadata: x-sluice-route}]
+          format: [{metadata: x-sluice-format}]
+          maxMessageTimeoutMs: [{metadata: x-sluice-max-message-timeout-ms}]
+        routes:
+          - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
+          - {name: completions, match: {pathPrefix: /v1/completions}, class: batch, format: openai-completions}
+        unmatched: {action: admit, pool: default, class: batch}
+        """);
+    return p;
+  }
+
+  /** envoyproxy/ratelimit-format budget: 60,000 work units per minute per tenant. */
+  static Path writeRateLimitConfig() throws IOException {
+    Path root = MODULE_DIR.resolve("target/real-envoy-runtime");
+    Files.createDirectories(root.resolve("config"));
+    Files.writeString(
+        root.resolve("config/sluice.yaml"),
+        """
+        domain: sluice
+        descriptors:
+          - key: tenant
+            rate_limit: {unit: minute, requests_per_unit: 60000}
+            descriptors:
+              - key: model
+                rate_limit: {unit: minute, requests_per_unit: 100000000}
+        """);
+    return root;
+  }
+
+  private static HttpRequest chat(String path, int maxTokens, long delayMs) {
+    String body =
+        "{\"model\":\"tiny\",\"max_tokens\":"
+            + maxTokens
+            + (path.contains("chat")
+                ? ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+                : ",\"prompt\":\"hi\"}");
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create(envoyUrl(path)))
+            .timeout(Duration.ofSeconds(60))
+            .header("content-type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(body));
+    if (delayMs > 0) {
+      b.header("x-test-delay-ms", Long.toString(delayMs));
+    }
+    return b.build();
+  }
+
   @Test
+  @org.junit.jupiter.api.Order(3)
+  void poolHeldByInteractive_batchRefused503WithRetryAfterAndJsonBody() throws Exception {
+    var longOne =
+        HTTP.sendAsync(
+            chat("/v1/chat/completions", 15000, 3000), HttpResponse.BodyHandlers.ofString());
+    await().atMost(Duration.ofSeconds(10)).until(() -> UPSTREAM_REQUEST_HEADERS.size() >= 2);
+    HttpResponse<String> r =
+        HTTP.send(chat("/v1/completions", 15000, 0), HttpResponse.BodyHandlers.ofString());
+    assertThat(r.statusCode()).isEqualTo(503);
+    assertThat(r.headers().firstValue("retry-after")).isPresent();
+    assertThat(r.headers().firstValue("x-sluice-reason")).contains("pool_saturated");
+    assertThat(r.headers().firstValue("content-type"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("application/json"));
+    assertThat(JSON.readTree(r.body()).path("error").path("code").asText())
+        .isEqualTo("pool_saturated");
+    assertThat(longOne.get(60, java.util.concurrent.TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  @org.junit.jupiter.api.Order(4)
+  void poolFull_interactiveHeldWithOverride_thenAdmitted() throws Exception {
+    int before = UPSTREAM_REQUEST_HEADERS.size();
+    var longOne =
+        HTTP.sendAsync(
+            chat("/v1/chat/completions", 15000, 1500), HttpResponse.BodyHandlers.ofString());
+    await().atMost(Duration.ofSeconds(10)).until(() -> UPSTREAM_REQUEST_HEADERS.size() > before);
+    long t0 = System.nanoTime();
+    HttpResponse<String> held =
+        HTTP.send(chat("/v1/chat/completions", 15000, 0), HttpResponse.BodyHandlers.ofString());
+    long waitedMs = (System.nanoTime() - t0) / 1_000_000;
+    assertThat(held.statusCode()).as(held.body()).isEqualTo(200);
+    assertThat(waitedMs).isGreaterThan(500); // it waited for the first one to finish
+    assertThat(longOne.get(60, java.util.concurrent.TimeUnit.SECONDS).statusCode()).isEqualTo(200);
+    String stats = get(URI.create(envoyAdminUrl("/stats?filter=override_message_timeout"))).body();
+    assertThat(stats).containsPattern("override_message_timeout_received: [1-9]");
+  }
+
+  @Test
+  @org.junit.jupiter.api.Order(5)
+  void tenantWorkBudgetExhausted_rateLimitServiceAnswersOverLimit() throws Exception {
+    HttpResponse<String> last = null;
+    for (int i = 0; i < 10; i++) {
+      last =
+          HTTP.send(chat("/v1/chat/completions", 15000, 0), HttpResponse.BodyHandlers.ofString());
+      if (last.statusCode() == 429) {
+        break;
+      }
+    }
+    assertThat(last.statusCode()).isEqualTo(429);
+    assertThat(last.headers().firstValue("x-envoy-ratelimited")).contains("true");
+    assertThat(last.headers().firstValue("retry-after")).isPresent();
+  }
+
+  @Test
+  @org.junit.jupiter.api.Order(1)
   void sluiceCluster_passesGrpcHealthCheck() {
     await("sluice cluster healthy in Envoy")
         .atMost(Duration.ofSeconds(30))
@@ -150,6 +289,7 @@ class RealEnvoyIT {
   }
 
   @Test
+  @org.junit.jupiter.api.Order(2)
   void chatCompletion_isAdmittedAndCarriesSluiceMetadata() throws Exception {
     String body =
         """

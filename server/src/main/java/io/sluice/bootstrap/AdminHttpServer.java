@@ -43,6 +43,38 @@ public final class AdminHttpServer implements AutoCloseable {
     server.setExecutor(executor);
   }
 
+  /** A route that reads the request body (e.g. {@code POST /json}); runs on the admin threads. */
+  public AdminHttpServer routeWithBody(
+      String path,
+      java.util.function.Function<String, java.util.concurrent.CompletionStage<Reply>> handler) {
+    server.createContext(
+        path,
+        ex -> {
+          try {
+            if (!ex.getRequestURI().getPath().equals(path)) {
+              write(ex, Reply.text(404, "not found\n"));
+              return;
+            }
+            String body;
+            try (var in = ex.getRequestBody()) {
+              body = new String(in.readNBytes(1 << 20), StandardCharsets.UTF_8);
+            }
+            Reply r =
+                handler
+                    .apply(body)
+                    .toCompletableFuture()
+                    .get(5, java.util.concurrent.TimeUnit.SECONDS);
+            write(ex, r);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            write(ex, Reply.text(500, "interrupted\n"));
+          } catch (Exception e) {
+            write(ex, Reply.text(500, "error: " + e.getClass().getSimpleName() + "\n"));
+          }
+        });
+    return this;
+  }
+
   public AdminHttpServer route(String path, Supplier<Reply> handler) {
     server.createContext(
         path,

@@ -41,7 +41,7 @@ public final class Main implements Callable<Integer> {
   }
 
   /** Applies GRPC_HOST, GRPC_PORT, HOST and PORT over the file's values. */
-  static SluiceConfig withEnv(SluiceConfig c, Map<String, String> env) {
+  public static SluiceConfig withEnv(SluiceConfig c, Map<String, String> env) {
     SluiceConfig.Server s = c.server();
     String grpcHost = env.getOrDefault("GRPC_HOST", s.grpcHost());
     String adminHost = env.getOrDefault("HOST", s.adminHost());
@@ -54,7 +54,9 @@ public final class Main implements Callable<Integer> {
             adminHost,
             adminPort,
             s.maxInboundMessageBytes(),
-            s.shutdownGrace());
+            s.shutdownGrace(),
+            s.tls(),
+            s.reloadInterval());
     return new SluiceConfig(
         ns,
         c.limits(),
@@ -68,6 +70,8 @@ public final class Main implements Callable<Integer> {
         c.unmatched(),
         c.responses(),
         c.decisionLog(),
+        c.rateLimit(),
+        c.quotas(),
         c.yaml());
   }
 
@@ -102,7 +106,14 @@ public final class Main implements Callable<Integer> {
         e.errors().forEach(err -> System.err.println("  " + err));
         return 2;
       }
-      SluiceServer server = SluiceServer.start(c);
+      SluiceServer server =
+          SluiceServer.start(
+              c,
+              new SluiceServer.Options(
+                  config,
+                  System.getenv(),
+                  io.sluice.core.time.Ticker.system(),
+                  java.time.Clock.systemUTC()));
       CountDownLatch stopped = new CountDownLatch(1);
       final SluiceConfig effective = c;
       Runtime.getRuntime()

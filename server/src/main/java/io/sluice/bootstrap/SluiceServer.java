@@ -1,13 +1,21 @@
 package io.sluice.bootstrap;
 
 import io.grpc.Server;
+import io.grpc.ServerCredentials;
 import io.grpc.ServerInterceptors;
+import io.grpc.TlsServerCredentials;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.grpc.util.AdvancedTlsX509KeyManager;
+import io.grpc.util.AdvancedTlsX509TrustManager;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.sluice.config.ConfigException;
+import io.sluice.config.ConfigLoader;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
@@ -20,11 +28,28 @@ import io.sluice.extproc.InitialMetadata;
 import io.sluice.extproc.QueueTimer;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
+import io.sluice.observability.MetricNames;
+import io.sluice.rls.HttpReply;
+import io.sluice.rls.RlsModule;
+import io.sluice.rls.config.RlsSettings;
 import io.sluice.routing.RequestResolver;
+import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -32,8 +57,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Wires one Sluice process: gRPC (ext_proc, health, reflection) on Netty with the direct executor,
- * the admin HTTP port, metrics, and graceful shutdown. The only class that knows every module.
+ * Wires one Sluice process: gRPC (ext_proc, rate limit service, health, reflection) on Netty with
+ * the direct executor, optional TLS/mTLS, the admin HTTP port, metrics, config hot reload and
+ * graceful shutdown. The only class that knows every module.
  */
 public final class SluiceServer implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(SluiceServer.class);
@@ -41,7 +67,22 @@ public final class SluiceServer implements AutoCloseable {
   /** gRPC health service name Envoy and Kubernetes probe (besides the server-wide ""). */
   public static final String HEALTH_SERVICE = "sluice";
 
-  private final SluiceConfig config;
+  /** Health service name of the rate limit service (as envoyproxy/ratelimit). */
+  public static final String RLS_HEALTH_SERVICE = "ratelimit";
+
+  /**
+   * How the process was started.
+   *
+   * @param configFile the policy file to watch for hot reload, or null (embedded default)
+   * @param env process environment (ports, rate limit service settings)
+   */
+  public record Options(Path configFile, Map<String, String> env, Ticker ticker, Clock clock) {
+    public static Options defaults() {
+      return new Options(null, Map.of(), Ticker.system(), Clock.systemUTC());
+    }
+  }
+
+  private final Options options;
   private final Server grpc;
   private final AdminHttpServer admin;
   private final HealthStatusManager health = new HealthStatusManager();
@@ -51,47 +92,69 @@ public final class SluiceServer implements AutoCloseable {
   private final ExtProcService extProc;
   private final QueueTimer timer = new QueueTimer();
   private final Ticker ticker;
+  private final AdmissionController controller;
+  private final AdmissionMetrics metrics;
+  private final RlsModule rls;
+  private final ScheduledExecutorService housekeeping;
+  private final Counter reloadSuccess;
+  private final Counter reloadFailure;
+  private volatile String configDigest;
+  private volatile String lastReloadError = "";
+  private volatile boolean lastReloadOk = true;
+  private final io.sluice.core.store.TokenBucketStore quotaStore;
 
-  private SluiceServer(SluiceConfig config, Ticker ticker, Clock clock) throws IOException {
-    this.config = config;
-    this.ticker = ticker;
+  private SluiceServer(SluiceConfig config, Options options) throws IOException {
+    this.options = options;
+    this.ticker = options.ticker();
+    this.configDigest = digest(config.yaml());
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(registry);
     new io.micrometer.core.instrument.binder.jvm.JvmGcMetrics().bindTo(registry);
     new io.micrometer.core.instrument.binder.system.ProcessorMetrics().bindTo(registry);
-    AdmissionMetrics metrics = new AdmissionMetrics(registry, ticker::nanos);
-    AdmissionController controller =
+    this.metrics = new AdmissionMetrics(registry, ticker::nanos);
+    this.controller =
         new AdmissionController(
             config.pools().values(),
             config.classes().values(),
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE);
     metrics.bindPools(controller);
-    runtime.set(
-        new AdmissionRuntime(
-            config,
-            new RequestResolver(config),
-            controller,
-            new TokenEstimator(estimatorSettings(config)),
-            metrics,
-            new DecisionLog(config.decisionLog()),
-            ticker,
-            clock,
-            timer));
+    Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
+    rlsEnv.putAll(options.env());
+    this.rls =
+        config.rateLimit().enabled()
+            ? RlsModule.create(RlsSettings.fromEnv(rlsEnv), registry, options.clock(), ticker)
+            : null;
+    this.quotaStore =
+        rls != null ? rls.buckets() : new io.sluice.store.memory.InMemoryStore(options.clock());
+    runtime.set(runtimeFor(config));
+    this.reloadSuccess =
+        Counter.builder(MetricNames.CONFIG_RELOADS).tag("result", "success").register(registry);
+    this.reloadFailure =
+        Counter.builder(MetricNames.CONFIG_RELOADS).tag("result", "failure").register(registry);
+    Gauge.builder("sluice.config.last_reload_success", this, s -> s.lastReloadOk ? 1 : 0)
+        .description("1 if the last config reload succeeded (or none was tried)")
+        .register(registry);
     this.extProc = new ExtProcService(runtime::get, draining::get);
 
     SluiceConfig.Server s = config.server();
-    this.grpc =
-        NettyServerBuilder.forAddress(new InetSocketAddress(s.grpcHost(), s.grpcPort()))
-            .directExecutor()
-            .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE, s.maxInboundMessageBytes()))
-            // Envoy's HTTP/2 keepalive pings must not earn a GOAWAY too_many_pings.
-            .permitKeepAliveTime(10, TimeUnit.SECONDS)
-            .permitKeepAliveWithoutCalls(true)
-            .addService(ServerInterceptors.intercept(extProc, new InitialMetadata()))
-            .addService(health.getHealthService())
-            .addService(ProtoReflectionServiceV1.newInstance())
-            .build();
+    InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());
+    NettyServerBuilder b =
+        s.tls() == null
+            ? NettyServerBuilder.forAddress(bind)
+            : NettyServerBuilder.forAddress(bind, tlsCredentials(s.tls()));
+    b.directExecutor()
+        .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE, s.maxInboundMessageBytes()))
+        // Envoy's HTTP/2 keepalive pings must not earn a GOAWAY too_many_pings.
+        .permitKeepAliveTime(10, TimeUnit.SECONDS)
+        .permitKeepAliveWithoutCalls(true)
+        .addService(ServerInterceptors.intercept(extProc, new InitialMetadata()))
+        .addService(health.getHealthService())
+        .addService(ProtoReflectionServiceV1.newInstance());
+    if (rls != null) {
+      b.addService(rls.service());
+    }
+    this.grpc = b.build();
     this.admin = new AdminHttpServer(s.adminHost(), s.adminPort());
     admin
         .route(
@@ -100,18 +163,78 @@ public final class SluiceServer implements AutoCloseable {
                 new AdminHttpServer.Reply(
                     200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()))
         .route("/healthz", () -> AdminHttpServer.Reply.text(200, "ok\n"))
-        .route(
-            "/readyz",
-            () ->
-                draining.get()
-                    ? AdminHttpServer.Reply.text(503, "draining\n")
-                    : AdminHttpServer.Reply.text(200, "ready\n"))
-        .route("/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config)))
+        .route("/readyz", this::readiness)
+        .route("/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config())))
         .route(
             "/debug/queues",
-            () ->
-                AdminHttpServer.Reply.json(
-                    200, DebugQueues.render(runtime.get().controller(), ticker.nanos())));
+            () -> AdminHttpServer.Reply.json(200, DebugQueues.render(controller, ticker.nanos())));
+    if (rls != null) {
+      admin
+          .route("/healthcheck", () -> reply(rls.healthcheck()))
+          .route("/rlconfig", () -> reply(rls.rlconfig()))
+          .routeWithBody("/json", body -> rls.json(body).thenApply(SluiceServer::reply));
+    }
+    this.housekeeping =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "sluice-housekeeping");
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  private static AdminHttpServer.Reply reply(HttpReply r) {
+    return new AdminHttpServer.Reply(r.status(), r.contentType(), r.body());
+  }
+
+  private AdmissionRuntime runtimeFor(SluiceConfig config) {
+    return new AdmissionRuntime(
+        config,
+        new RequestResolver(config),
+        controller,
+        new TokenEstimator(estimatorSettings(config)),
+        metrics,
+        new DecisionLog(config.decisionLog()),
+        ticker,
+        options.clock(),
+        timer,
+        new io.sluice.core.quota.TenantQuotas(
+            quotaStore,
+            config.quotas().keyPrefix(),
+            config.quotas().failureMode().equals("closed")
+                ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
+                : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
+  }
+
+  private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {
+    try {
+      AdvancedTlsX509KeyManager km = new AdvancedTlsX509KeyManager();
+      ScheduledExecutorService tlsRefresh =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "sluice-tls-refresh");
+                t.setDaemon(true);
+                return t;
+              });
+      long every = Math.max(1, tls.refreshInterval().toSeconds());
+      km.updateIdentityCredentials(
+          new File(tls.certFile()), new File(tls.keyFile()), every, TimeUnit.SECONDS, tlsRefresh);
+      TlsServerCredentials.Builder creds = TlsServerCredentials.newBuilder().keyManager(km);
+      if (tls.clientCaFile() != null) {
+        AdvancedTlsX509TrustManager tm =
+            AdvancedTlsX509TrustManager.newBuilder()
+                .setVerification(
+                    AdvancedTlsX509TrustManager.Verification.CERTIFICATE_ONLY_VERIFICATION)
+                .build();
+        tm.updateTrustCredentials(
+            new File(tls.clientCaFile()), every, TimeUnit.SECONDS, tlsRefresh);
+        creds.trustManager(tm).clientAuth(TlsServerCredentials.ClientAuth.REQUIRE);
+      }
+      return creds.build();
+    } catch (GeneralSecurityException e) {
+      throw new IOException(
+          "server.grpc.tls: cannot load " + tls.certFile() + ": " + e.getMessage(), e);
+    }
   }
 
   static EstimatorSettings estimatorSettings(SluiceConfig config) {
@@ -128,25 +251,130 @@ public final class SluiceServer implements AutoCloseable {
         .build();
   }
 
-  /** Builds and starts a server; ports 0 pick free ports (tests). */
+  /** Builds and starts a server with the embedded environment (tests: ports 0). */
   public static SluiceServer start(SluiceConfig config) throws IOException {
-    return start(config, Ticker.system(), Clock.systemUTC());
+    return start(config, Options.defaults());
   }
 
   public static SluiceServer start(SluiceConfig config, Ticker ticker, Clock clock)
       throws IOException {
-    SluiceServer server = new SluiceServer(config, ticker, clock);
+    return start(config, new Options(null, Map.of(), ticker, clock));
+  }
+
+  public static SluiceServer start(SluiceConfig config, Options options) throws IOException {
+    SluiceServer server = new SluiceServer(config, options);
     server.grpc.start();
     server.admin.start();
     server.health.setStatus("", ServingStatus.SERVING);
     server.health.setStatus(HEALTH_SERVICE, ServingStatus.SERVING);
+    long every = Math.max(100, config.server().reloadInterval().toMillis());
+    server.housekeeping.scheduleWithFixedDelay(
+        server::housekeep, every, every, TimeUnit.MILLISECONDS);
+    server.housekeep();
     LOG.info(
-        "sluice serving gRPC on {}:{} and admin HTTP on {}:{}",
+        "sluice serving gRPC on {}:{}{} and admin HTTP on {}:{}",
         config.server().grpcHost(),
         server.grpcPort(),
+        config.server().tls() == null ? "" : " (TLS)",
         config.server().adminHost(),
         server.adminPort());
     return server;
+  }
+
+  /** Periodic: rate limit service health and config file changes. */
+  private void housekeep() {
+    try {
+      if (rls != null && !draining.get()) {
+        health.setStatus(
+            RLS_HEALTH_SERVICE, rls.healthy() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+      }
+      if (options.configFile() != null) {
+        reloadIfChanged();
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("housekeeping: {}", e.toString());
+    }
+  }
+
+  /**
+   * Re-reads the config file (following symlinks, so a Kubernetes ConfigMap's {@code ..data} swap
+   * is seen) and applies it if its content changed. Returns true if a new config is active.
+   */
+  public boolean reloadIfChanged() {
+    Path file = options.configFile();
+    String yaml;
+    try {
+      yaml = Files.readString(file, StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      return failReload(file + ": cannot read: " + e.getMessage());
+    }
+    String d = digest(yaml);
+    if (d.equals(configDigest)) {
+      return false;
+    }
+    configDigest = d;
+    try {
+      SluiceConfig next = Main.withEnv(ConfigLoader.parse(yaml), options.env());
+      apply(next);
+      return true;
+    } catch (ConfigException e) {
+      return failReload(file + ": " + String.join("; ", e.errors()));
+    }
+  }
+
+  private boolean failReload(String error) {
+    lastReloadOk = false;
+    lastReloadError = error;
+    reloadFailure.increment();
+    LOG.warn("config reload failed, keeping the last good config: {}", error);
+    return false;
+  }
+
+  /**
+   * Swaps in a new policy atomically: new streams see it; permits in flight and queued requests
+   * keep counting (pools and classes are matched by name; a shrunk pool admits nothing new until
+   * its in-flight work drains below the new capacity). Process settings (ports, TLS) are not
+   * changed by a reload.
+   */
+  public void apply(SluiceConfig next) {
+    SluiceConfig current = config();
+    if (!next.server().equals(current.server())) {
+      LOG.warn("config reload: server settings changed; they apply at the next restart");
+    }
+    controller.reconfigure(next.pools().values(), next.classes().values());
+    metrics.bindPools(controller);
+    runtime.set(runtimeFor(next));
+    lastReloadOk = true;
+    lastReloadError = "";
+    reloadSuccess.increment();
+    LOG.info(
+        "config reloaded: {} pools, {} classes, {} routes",
+        next.pools().size(),
+        next.classes().size(),
+        next.routes().size());
+  }
+
+  private AdminHttpServer.Reply readiness() {
+    if (draining.get()) {
+      return AdminHttpServer.Reply.text(503, "draining\n");
+    }
+    StringBuilder sb = new StringBuilder("ready\n");
+    sb.append("config: ").append(lastReloadOk ? "ok" : "last reload failed: " + lastReloadError);
+    sb.append('\n');
+    if (rls != null) {
+      sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString()).append('\n');
+    }
+    return AdminHttpServer.Reply.text(200, sb.toString());
+  }
+
+  private static String digest(String s) {
+    try {
+      return HexFormat.of()
+          .formatHex(
+              MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   public int grpcPort() {
@@ -166,20 +394,39 @@ public final class SluiceServer implements AutoCloseable {
   }
 
   public SluiceConfig config() {
-    return config;
+    return runtime.get().config();
+  }
+
+  public RlsModule rateLimitService() {
+    return rls;
+  }
+
+  /** Waits until the rate limit store is connected (at once for memory), up to {@code max}. */
+  public boolean awaitRateLimitStore(Duration max) {
+    if (rls == null) {
+      return true;
+    }
+    try {
+      CompletableFuture<Void> f = rls.ready().toCompletableFuture();
+      f.get(max.toMillis(), TimeUnit.MILLISECONDS);
+      return true;
+    } catch (Exception e) {
+      return false;
+    }
   }
 
   /**
    * Graceful shutdown: health NOT_SERVING first (Envoy and Kubernetes stop sending), new streams
-   * refused with UNAVAILABLE, in-flight streams finish within {@code grace}, then whatever remains
-   * is released (outcome shutdown) and ended non-OK.
+   * refused with UNAVAILABLE, queued requests answered 503 {@code shutting_down} with Retry-After,
+   * in-flight streams finish within {@code grace}, then whatever remains is released (outcome
+   * shutdown) and ended non-OK.
    */
   public void shutdown(Duration grace) {
     if (!draining.compareAndSet(false, true)) {
       return;
     }
     health.enterTerminalState();
-    int refused = runtime.get().controller().refuseAllQueued(ticker.nanos());
+    int refused = controller.refuseAllQueued(ticker.nanos());
     if (refused > 0) {
       LOG.info("shutdown: answered {} queued requests with 503 shutting_down", refused);
     }
@@ -200,7 +447,11 @@ public final class SluiceServer implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     grpc.shutdownNow();
+    housekeeping.shutdownNow();
     timer.close();
+    if (rls != null) {
+      rls.close();
+    }
     admin.close();
     registry.close();
   }

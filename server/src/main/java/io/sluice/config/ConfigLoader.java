@@ -79,7 +79,9 @@ public final class ConfigLoader {
             "routes",
             "unmatched",
             "responses",
-            "decisionLog"));
+            "decisionLog",
+            "rateLimit",
+            "quotas"));
     SluiceConfig config = build(r, yaml);
     if (!errors.isEmpty()) {
       throw new ConfigException(errors);
@@ -138,14 +140,17 @@ public final class ConfigLoader {
 
     Map<String, TierPolicy> tiers = new LinkedHashMap<>();
     for (var e : r.get("tiers").entries().entrySet()) {
-      Node t = e.getValue().only(Set.of("weight", "maxInFlight"));
+      Node t = e.getValue().only(Set.of("weight", "maxInFlight", "rpm", "inputTpm", "outputTpm"));
       TierPolicy tp =
           t.build(
               () ->
                   new TierPolicy(
                       e.getKey(),
                       t.get("weight").doubleValue(1.0, 1e-6, 1e6),
-                      t.get("maxInFlight").intValue(0, 0, 1_000_000)));
+                      t.get("maxInFlight").intValue(0, 0, 1_000_000),
+                      t.get("rpm").longValue(0, 0, 1_000_000_000L),
+                      t.get("inputTpm").longValue(0, 0, 1_000_000_000_000L),
+                      t.get("outputTpm").longValue(0, 0, 1_000_000_000_000L)));
       if (tp != null) {
         tiers.put(e.getKey(), tp);
       }
@@ -182,6 +187,22 @@ public final class ConfigLoader {
             dl.get("sampleRate").doubleValue(1.0, 0.0, 1.0),
             dl.get("alwaysLogRejects").bool(true));
 
+    Node rl = r.get("rateLimit").only(Set.of("enabled", "env"));
+    Map<String, String> rlEnv = new LinkedHashMap<>();
+    for (var e : rl.get("env").entries().entrySet()) {
+      rlEnv.put(e.getKey(), e.getValue().requiredString());
+    }
+    SluiceConfig.RateLimit rateLimit =
+        new SluiceConfig.RateLimit(rl.get("enabled").bool(true), Map.copyOf(rlEnv));
+
+    Node qn = r.get("quotas").only(Set.of("failureMode", "keyPrefix"));
+    String qfm = qn.get("failureMode").string("open");
+    if (!qfm.equals("open") && !qfm.equals("closed")) {
+      qn.get("failureMode").invalid(qfm, "open or closed");
+    }
+    SluiceConfig.Quotas quotas =
+        new SluiceConfig.Quotas(qfm, qn.get("keyPrefix").string("sluice_"));
+
     return new SluiceConfig(
         server,
         limits,
@@ -195,20 +216,34 @@ public final class ConfigLoader {
         unmatched,
         responses,
         decisionLog,
+        rateLimit,
+        quotas,
         yaml);
   }
 
   private static SluiceConfig.Server server(Node s) {
-    s.only(Set.of("grpc", "admin", "shutdownGrace"));
-    Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize"));
+    s.only(Set.of("grpc", "admin", "shutdownGrace", "reloadInterval"));
+    Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize", "tls"));
     Node a = s.get("admin").only(Set.of("host", "port"));
+    SluiceConfig.Tls tls = null;
+    Node t = g.get("tls").only(Set.of("certFile", "keyFile", "clientCaFile", "refreshInterval"));
+    if (t.present()) {
+      tls =
+          new SluiceConfig.Tls(
+              t.get("certFile").requiredString(),
+              t.get("keyFile").requiredString(),
+              t.get("clientCaFile").string(null),
+              t.get("refreshInterval").duration(Duration.ofMinutes(1)));
+    }
     return new SluiceConfig.Server(
         g.get("host").string("0.0.0.0"),
         g.get("port").intValue(8081, 0, 65535),
         a.get("host").string("0.0.0.0"),
         a.get("port").intValue(8080, 0, 65535),
         g.get("maxInboundMessageSize").bytes(16 << 20),
-        s.get("shutdownGrace").duration(Duration.ofSeconds(30)));
+        s.get("shutdownGrace").duration(Duration.ofSeconds(30)),
+        tls,
+        s.get("reloadInterval").duration(Duration.ofSeconds(2)));
   }
 
   private static SluiceConfig.Estimation estimation(Node e) {

@@ -72,7 +72,10 @@ final class Node {
         String k = it.next();
         if (!allowed.contains(k)) {
           errors.add(
-              child(k) + ": unknown key (expected one of: " + String.join(", ", allowed) + ")");
+              child(k)
+                  + ": unknown key (expected one of: "
+                  + String.join(", ", new java.util.TreeSet<>(allowed))
+                  + ")");
         }
       }
     }

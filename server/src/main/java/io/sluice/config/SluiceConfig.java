@@ -25,16 +25,40 @@ public record SluiceConfig(
     Unmatched unmatched,
     Responses responses,
     DecisionLog decisionLog,
+    RateLimit rateLimit,
+    Quotas quotas,
     String yaml) {
 
-  /** Process settings: ports, bind addresses, grace period. */
+  /**
+   * Per-tenant RPM/TPM budgets (tier keys {@code rpm}, {@code inputTpm}, {@code outputTpm}) kept in
+   * the rate limit service's store (memory, or Redis with {@code BACKEND_TYPE=redis}).
+   */
+  public record Quotas(String failureMode, String keyPrefix) {}
+
+  /**
+   * The rate limit service (envoyproxy/ratelimit drop-in). {@code env} holds settings with the
+   * reference's names (RUNTIME_ROOT, BACKEND_TYPE, REDIS_URL, ...); process environment variables
+   * of the same name win.
+   */
+  public record RateLimit(boolean enabled, Map<String, String> env) {}
+
+  /** Process settings: ports, bind addresses, grace period, TLS. Read once at start. */
   public record Server(
       String grpcHost,
       int grpcPort,
       String adminHost,
       int adminPort,
       long maxInboundMessageBytes,
-      Duration shutdownGrace) {}
+      Duration shutdownGrace,
+      Tls tls,
+      Duration reloadInterval) {}
+
+  /**
+   * TLS on the gRPC port from PEM files, re-read every {@code refreshInterval}. With {@code
+   * clientCaFile} set, clients (Envoy) must present a certificate signed by it (mTLS).
+   */
+  public record Tls(
+      String certFile, String keyFile, String clientCaFile, Duration refreshInterval) {}
 
   /** Request envelope limits. */
   public record Limits(long maxBodyBytes) {}

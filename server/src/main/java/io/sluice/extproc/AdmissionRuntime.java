@@ -21,4 +21,5 @@ public record AdmissionRuntime(
     DecisionLog decisionLog,
     Ticker ticker,
     java.time.Clock clock,
-    QueueTimer timer) {}
+    QueueTimer timer,
+    io.sluice.core.quota.TenantQuotas quotas) {}

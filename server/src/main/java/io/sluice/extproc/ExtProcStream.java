@@ -25,11 +25,16 @@ import io.sluice.core.estimate.EstimateLimits;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
+import io.sluice.core.quota.QuotaCheck;
+import io.sluice.core.quota.TenantQuotas;
 import io.sluice.routing.ResolvedRequest;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -85,6 +90,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private String heldPhase;
   private long heldReceivedNanos;
   private int queuePosition;
+  private boolean tokensReserved;
   private long queueWaitNanos;
 
   private Phase phase = Phase.START;
@@ -197,13 +203,37 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
             || (requestBodyMode != null
                 && requestBodyMode != BodySendMode.BUFFERED
                 && requestBodyMode != BodySendMode.BUFFERED_PARTIAL);
-    if (decideAtHeaders) {
-      estimate = rt.estimator().fromContentLength(Math.max(0, contentLength), limits());
-      decide(false, "headers", now);
-    } else {
-      phase = Phase.AWAIT_BODY;
-      send(Responses.CONTINUE_REQUEST_HEADERS);
+    Runnable next =
+        () -> {
+          if (decideAtHeaders) {
+            estimate = rt.estimator().fromContentLength(Math.max(0, contentLength), limits());
+            decide(false, "headers", now);
+          } else {
+            phase = Phase.AWAIT_BODY;
+            send(Responses.CONTINUE_REQUEST_HEADERS);
+          }
+        };
+    if (!TenantQuotas.hasRequestBudget(resolved.tenant().tier())) {
+      next.run();
+      return;
     }
+    // Tenant RPM: one token per request, checked at request headers (may complete later: Redis)
+    await(
+        rt.quotas().takeRequest(resolved.tenant(), rt.clock().millis()),
+        check -> {
+          countStoreFailure(check);
+          if (!check.allowed()) {
+            reject(
+                Reason.TENANT_RATE,
+                429,
+                retryAfterSeconds(check.retryAfterMillis()),
+                "tenant request budget (requests per minute) is used up",
+                "headers",
+                now);
+          } else {
+            next.run();
+          }
+        });
   }
 
   private void onRequestBody(HttpBody body, long now) {
@@ -252,6 +282,41 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
             workUnits,
             arrivalNanos,
             resolved.deadlineNanos());
+    if (!TenantQuotas.hasTokenBudget(resolved.tenant().tier())) {
+      decideAdmission(request, atBody, phaseName, receivedNanos);
+      return;
+    }
+    // Tenant TPM: reserve the estimate now, reconcile with actual usage when the response ends
+    await(
+        rt.quotas()
+            .reserveTokens(
+                resolved.tenant(),
+                estimate.inputTokens(),
+                estimate.outputReserveTokens(),
+                rt.clock().millis()),
+        check -> {
+          countStoreFailure(check);
+          if (!check.allowed()) {
+            reject(
+                Reason.TENANT_TOKENS,
+                429,
+                retryAfterSeconds(check.retryAfterMillis()),
+                "tenant token budget (tokens per minute) is used up",
+                phaseName,
+                receivedNanos);
+            return;
+          }
+          tokensReserved = !check.storeFailed();
+          decideAdmission(request, atBody, phaseName, receivedNanos);
+        });
+  }
+
+  private void decideAdmission(
+      AdmissionRequest request, boolean atBody, String phaseName, long receivedNanos) {
+    if (closed.get()) {
+      refundTokens();
+      return;
+    }
     long maxHoldNanos = resolved.maxMessageTimeoutMillis() * 1_000_000L;
     Decision d = rt.controller().decide(request, maxHoldNanos, this, rt.ticker().nanos());
     if (d instanceof Decision.Queued q) {
@@ -331,6 +396,48 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
         });
   }
 
+  /** Continues with the value of {@code stage} inside this stream's context. */
+  private <T> void await(CompletionStage<T> stage, Consumer<T> next) {
+    CompletableFuture<T> f = stage.toCompletableFuture();
+    if (f.isDone()) {
+      next.accept(f.join());
+      return;
+    }
+    f.whenComplete(
+        (v, e) ->
+            sync.execute(
+                () -> {
+                  if (e != null) {
+                    fail(Status.INTERNAL.withDescription("quota store failed"), Outcome.ERROR);
+                  } else {
+                    next.accept(v);
+                  }
+                }));
+  }
+
+  private void countStoreFailure(QuotaCheck check) {
+    if (check.storeFailed()) {
+      rt.metrics().quotaStoreFailure(check.allowed() ? "open" : "closed");
+    }
+  }
+
+  private static long retryAfterSeconds(long millis) {
+    return Math.max(1, (millis + 999) / 1000);
+  }
+
+  /** The request will not run: give its token reservation back. */
+  private void refundTokens() {
+    if (tokensReserved) {
+      tokensReserved = false;
+      rt.quotas()
+          .release(
+              resolved.tenant(),
+              estimate.inputTokens(),
+              estimate.outputReserveTokens(),
+              rt.clock().millis());
+    }
+  }
+
   private void cancelTimer() {
     if (expiryTimer != null) {
       expiryTimer.cancel();
@@ -383,6 +490,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private void reject(
       Reason reason, int status, long retryAfter, String message, String phaseName, long received) {
     phase = Phase.DONE;
+    refundTokens();
     decidedReason = reason;
     decisionLatencyNanos = rt.ticker().nanos() - received - queueWaitNanos;
     String pool = resolved != null ? resolved.pool().name() : "none";
@@ -480,6 +588,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     markClosed("cancelled");
     if (phase == Phase.QUEUED && queued != null) {
       cancelTimer();
+      refundTokens();
       if (rt.controller().cancel(queued.pool(), queued.ticket(), rt.ticker().nanos())) {
         rt.metrics()
             .dequeued(
@@ -563,6 +672,19 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     if (usage != null) {
       usage.onEnd();
       u = usage.usage();
+      if (tokensReserved) {
+        tokensReserved = false;
+        rt.quotas()
+            .reconcile(
+                resolved.tenant(),
+                estimate.inputTokens(),
+                estimate.outputReserveTokens(),
+                u.inputTokens(),
+                u.outputTokens(),
+                u.reported(),
+                rt.clock().millis())
+            .thenAccept(rc -> rt.metrics().reconciled(rc.refunded(), rc.overcharged()));
+      }
       if (u.reported()) {
         rt.metrics()
             .actual(

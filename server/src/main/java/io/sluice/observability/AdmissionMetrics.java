@@ -142,6 +142,21 @@ public final class AdmissionMetrics {
         .record(Math.max(0, waitedNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
+  /** The tenant quota store did not answer; {@code mode} is what was done (open/closed). */
+  public void quotaStoreFailure(String mode) {
+    counter(MetricNames.QUOTA_STORE_FAILURES, "mode", mode).increment();
+  }
+
+  /** Tokens given back to or charged to tenant buckets when actual usage was known. */
+  public void reconciled(long refunded, long overcharged) {
+    if (refunded > 0) {
+      counter(MetricNames.QUOTA_RECONCILED, "direction", "refunded").increment(refunded);
+    }
+    if (overcharged > 0) {
+      counter(MetricNames.QUOTA_RECONCILED, "direction", "overcharged").increment(overcharged);
+    }
+  }
+
   public void retryAfter(String reason, long seconds) {
     summary(MetricNames.RETRY_AFTER, "reason", reason).record(seconds);
   }

@@ -33,4 +33,6 @@ public final class MetricNames {
   public static final String QUEUE_WAIT = "sluice.queue.wait";
   public static final String QUEUE_WAIT_PREDICTED = "sluice.queue.wait.predicted";
   public static final String OVERRIDES_SENT = "sluice.extproc.overrides";
+  public static final String QUOTA_STORE_FAILURES = "sluice.quota.store.failures";
+  public static final String QUOTA_RECONCILED = "sluice.quota.reconciled.tokens";
 }

@@ -48,6 +48,7 @@ public final class RlsModule implements AutoCloseable {
   private final RlsSettings settings;
   private final RlsMetrics metrics;
   private final CounterStore counters;
+  private final TokenBucketStore buckets;
   private final AutoCloseable storeCloser;
   private final CompletionStage<Void> storeReady;
   private final RateLimitEvaluator evaluator;
@@ -63,7 +64,6 @@ public final class RlsModule implements AutoCloseable {
     this.settings = settings;
     this.metrics = new RlsMetrics(registry);
     InMemoryStore local = new InMemoryStore(clock);
-    TokenBucketStore buckets;
     if (settings.backendType().equals("redis")) {
       RedisStore redis = new RedisStore(settings.redis(), ticker);
       counters = redis;
@@ -122,6 +122,11 @@ public final class RlsModule implements AutoCloseable {
    */
   public CompletionStage<Void> ready() {
     return storeReady;
+  }
+
+  /** The token-bucket side of the configured store (memory or Redis), shared with ext_proc. */
+  public TokenBucketStore buckets() {
+    return buckets;
   }
 
   public RateLimitEvaluator evaluator() {
