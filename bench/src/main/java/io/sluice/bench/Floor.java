@@ -3,12 +3,16 @@ package io.sluice.bench;
 import com.google.protobuf.ByteString;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.CallOptions;
 import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
@@ -73,8 +77,12 @@ final class Floor implements Callable<Integer> {
   @Option(names = "--port", defaultValue = "50051")
   int port = 50051;
 
-  @Option(names = "--dump", description = "write the pre-encoded gRPC request frame to this file")
-  Path dump;
+  @Option(
+      names = "--dump-dir",
+      description =
+          "write pre-encoded gRPC request frames for h2load (extproc_request_headers.grpc,"
+              + " rls_request.grpc) to this directory")
+  Path dumpDir;
 
   static final String ADMIT_POLICY =
       Policies.policy(
@@ -111,9 +119,13 @@ final class Floor implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintStream out = System.out;
-    if (dump != null) {
-      Files.write(dump, grpcFrame(request().toByteArray()));
-      out.println("wrote " + dump + " (" + Files.size(dump) + " bytes)");
+    if (dumpDir != null) {
+      Files.createDirectories(dumpDir);
+      Path ext = dumpDir.resolve("extproc_request_headers.grpc");
+      Path rls = dumpDir.resolve("rls_request.grpc");
+      Files.write(ext, grpcFrame(request().toByteArray()));
+      Files.write(rls, grpcFrame(rlsRequest().toByteArray()));
+      out.println("wrote " + ext + " and " + rls);
       return 0;
     }
     if (serve != null) {
@@ -292,6 +304,30 @@ final class Floor implements Callable<Integer> {
     return b.toString();
   }
 
+  /** The RLS request of build-notes §7: domain plus one descriptor with two entries. */
+  static RateLimitRequest rlsRequest() {
+    return RateLimitRequest.newBuilder()
+        .setDomain("bench")
+        .addDescriptors(
+            RateLimitDescriptor.newBuilder()
+                .addEntries(
+                    RateLimitDescriptor.Entry.newBuilder().setKey("tenant").setValue("acme"))
+                .addEntries(RateLimitDescriptor.Entry.newBuilder().setKey("model").setValue("gpt")))
+        .setHitsAddend(1)
+        .build();
+  }
+
+  /** An RLS config (envoyproxy/ratelimit format) that never limits the request above. */
+  static final String RLS_CONFIG =
+      """
+      domain: bench
+      descriptors:
+        - key: tenant
+          descriptors:
+            - key: model
+              rate_limit: {unit: second, requests_per_unit: 1000000000}
+      """;
+
   /** The 11-header request of build-notes §7, with end_of_stream (no body). */
   static ProcessingRequest request() {
     String[][] h = {
@@ -338,6 +374,8 @@ final class Floor implements Callable<Integer> {
             .setRequestHeaders(
                 HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()))
             .build();
+    static final RateLimitResponse OK =
+        RateLimitResponse.newBuilder().setOverallCode(RateLimitResponse.Code.OK).build();
     final Server server;
 
     NoOp(int port) throws IOException {
@@ -367,6 +405,15 @@ final class Floor implements Callable<Integer> {
                       };
                     }
                   })
+              .addService(
+                  new RateLimitServiceGrpc.RateLimitServiceImplBase() {
+                    @Override
+                    public void shouldRateLimit(
+                        RateLimitRequest request, StreamObserver<RateLimitResponse> responses) {
+                      responses.onNext(OK);
+                      responses.onCompleted();
+                    }
+                  })
               .build()
               .start();
     }
@@ -381,19 +428,30 @@ final class Floor implements Callable<Integer> {
   /** Sluice in-process on a policy. */
   static final class Sluice implements AutoCloseable {
     final SluiceServer server;
+    final Path runtime;
 
     Sluice(String policy, int port) throws IOException {
-      server =
-          SluiceServer.start(
-              ConfigLoader.parse(
-                  policy.replace(
-                      "grpc: {host: 127.0.0.1, port: 0}",
-                      "grpc: {host: 127.0.0.1, port: " + port + "}")));
+      runtime = Files.createTempDirectory("sluice-rls");
+      Files.createDirectories(runtime.resolve("config"));
+      Files.writeString(runtime.resolve("config").resolve("bench.yaml"), RLS_CONFIG);
+      String withRls =
+          policy
+              .replace(
+                  "grpc: {host: 127.0.0.1, port: 0}", "grpc: {host: 127.0.0.1, port: " + port + "}")
+              .replace(
+                  "rateLimit: {enabled: false}",
+                  "rateLimit: {enabled: true, env: {RUNTIME_ROOT: \""
+                      + runtime
+                      + "\", RUNTIME_SUBDIRECTORY: \"\", RUNTIME_WATCH_ROOT: \"false\"}}");
+      server = SluiceServer.start(ConfigLoader.parse(withRls));
     }
 
     @Override
-    public void close() {
+    public void close() throws IOException {
       server.close();
+      try (var files = Files.walk(runtime)) {
+        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
     }
   }
 }

@@ -41,6 +41,7 @@ final class Policies {
         unmatched: {action: admit, pool: llm, class: %s}
         responses: {decisionHeader: false, estimateHeader: false}
         decisionLog: {enabled: false}
+        rateLimit: {enabled: false}
         """
         .formatted(
             capacity,
