@@ -201,8 +201,8 @@ final class Floor implements Callable<Integer> {
               .build());
     }
     ProcessingRequest req = request();
-    Metadata md = new Metadata();
-    md.put(Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER), "acme");
+    Metadata.Key<String> tenantKey =
+        Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
     AtomicBoolean measuring = new AtomicBoolean();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong done = new AtomicLong();
@@ -240,7 +240,7 @@ final class Floor implements Callable<Integer> {
                     next.run();
                   }
                 },
-                md);
+                metadata(tenantKey));
             call.request(2);
             call.sendMessage(req);
             call.halfClose();
@@ -266,6 +266,13 @@ final class Floor implements Callable<Integer> {
     }
     return new Row(
         target, done.get() / secs, copy, (cpu1 - cpu0) / 1e9 / secs, "-", "-", errors.get());
+  }
+
+  /** A fresh Metadata per call: grpc takes ownership of the headers object. */
+  private static Metadata metadata(Metadata.Key<String> tenantKey) {
+    Metadata md = new Metadata();
+    md.put(tenantKey, "acme");
+    return md;
   }
 
   static long processCpuNanos() {
