@@ -152,8 +152,9 @@ public record Scenario(
     double mixCap = capacity(mix);
     String mixClasses =
         """
-          interactive: {rank: 0, reservedShare: 0.7, borrow: true, deadline: 8s, maxQueueWait: 2s,
-                        defaultOutputTokens: 256, maxOutputTokens: 4096}
+          interactive: {rank: 0, reservedShare: 0.7, lendableShare: 0.5, borrow: true,
+                        deadline: 8s, maxQueueWait: 2s, defaultOutputTokens: 256,
+                        maxOutputTokens: 4096}
           documents:   {rank: 1, reservedShare: 0.2, borrow: true, deadline: 8s, maxQueueWait: 2s,
                         defaultOutputTokens: 640, maxOutputTokens: 4096}
           evaluation:  {rank: 2, reservedShare: 0.1, borrow: true, deadline: 60s, maxQueueWait: 30s,
@@ -169,7 +170,7 @@ public record Scenario(
             UPSTREAM,
             mixClasses,
             UPSTREAM.batchSlots() * 1320L,
-            3000));
+            10000));
 
     // 3. noisy tenant: 10x the share of each well-behaved tenant, total 2.6x capacity
     List<Workload.Tenant> noisy =

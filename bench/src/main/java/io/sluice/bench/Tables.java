@@ -17,15 +17,15 @@ final class Tables {
     StringBuilder b = new StringBuilder();
     b.append(
         "| system | offered | goodput (before deadline) | goodput/s | missed deadline |"
-            + " cancelled | refused (final) | 429/503 with Retry-After | retries (ok) |"
+            + " cancelled | refused (final) | unfinished | 429/503 with Retry-After | retries (ok) |"
             + " wasted tokens | upstream busy | Jain (tenants) |\n");
-    b.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (RunReport r : reports) {
       long refusals = r.refusalsWithRetryAfter() + r.refusalsWithoutRetryAfter();
       b.append(
           String.format(
               Locale.ROOT,
-              "| %s | %d | %d (%.0f%%) | %.1f | %d | %d | %d | %s | %d (%d) | %.1f%% | %.0f%% |"
+              "| %s | %d | %d (%.0f%%) | %.1f | %d | %d | %d | %d | %s | %d (%d) | %.1f%% | %.0f%% |"
                   + " %.3f |\n",
               r.system(),
               r.offered(),
@@ -35,6 +35,7 @@ final class Tables {
               r.deadlineMissed(),
               r.cancelled(),
               r.rejectedFinalTotal(),
+              r.unfinished(),
               refusals == 0 ? "n/a" : r.refusalsWithRetryAfter() + "/" + refusals,
               r.retries(),
               r.completedAfterRetry(),

@@ -73,6 +73,6 @@ class ScenarioSmokeTest {
   private static RunReport report(Map<String, RunReport.Split> tenants, long completed) {
     return new RunReport(
         "t", 1, 210, 210, completed, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, Map.of(), 0,
-        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 1);
+        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 1);
   }
 }

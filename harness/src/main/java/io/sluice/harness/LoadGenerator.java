@@ -149,7 +149,21 @@ public final class LoadGenerator {
     }
 
     RunReport execute() throws InterruptedException {
-      rig.onUpstreamRequest(this::onUpstream);
+      rig.listener(
+          new Rig.Listener() {
+            @Override
+            public void admitted(String requestId) {
+              onUpstream(requestId);
+            }
+
+            @Override
+            public void tokens(String requestId, long tokens) {
+              Attempt a = attemptsById.get(requestId);
+              if (a != null) {
+                a.tokens.addAndGet(tokens);
+              }
+            }
+          });
       startNanos = System.nanoTime();
       var sampler =
           timers.scheduleAtFixedRate(
@@ -164,7 +178,7 @@ public final class LoadGenerator {
       } finally {
         sampler.cancel(false);
         timers.shutdownNow();
-        rig.onUpstreamRequest(id -> {});
+        rig.listener(Rig.Listener.NONE);
       }
       int arrivalSeconds = (int) Math.max(1, workload.duration().toSeconds());
       int samples = 0;
@@ -176,7 +190,11 @@ public final class LoadGenerator {
           }
         }
       }
-      return report(samples == 0 ? 0 : (double) meanActiveSum / samples);
+      long inFlightTokens = 0;
+      for (Attempt a : attemptsById.values()) {
+        inFlightTokens += a.tokens.get();
+      }
+      return report(samples == 0 ? 0 : (double) meanActiveSum / samples, inFlightTokens);
     }
 
     private void arrive() {
@@ -503,7 +521,7 @@ public final class LoadGenerator {
       progress.accept(new Progress(s + 1, off, adm, queued, rej, done, active));
     }
 
-    private synchronized RunReport report(double meanActive) {
+    private synchronized RunReport report(double meanActive, long inFlightTokens) {
       List<RunReport.Second> timeline = new ArrayList<>();
       int last = 0;
       for (int s = 0; s < seconds; s++) {
@@ -568,6 +586,7 @@ public final class LoadGenerator {
           rig.upstream().promptTokensSpent() - promptSpent0,
           rig.upstream().completionTokensSpent() - completionSpent0,
           usefulTokens,
+          inFlightTokens,
           meanActive,
           rig.upstream().settings().batchSlots());
     }
@@ -618,6 +637,7 @@ public final class LoadGenerator {
     final String id;
     final long startNanos;
     final boolean voluntary;
+    final AtomicLong tokens = new AtomicLong();
     boolean admitted;
     boolean done;
 

@@ -2,6 +2,7 @@ package io.sluice.harness;
 
 import io.sluice.emulator.EnvoyExtProcEmulator;
 import io.sluice.emulator.FilterConfig;
+import io.sluice.upstream.ResponseBody;
 import io.sluice.upstream.SimulatedLlmUpstream;
 import io.sluice.upstream.Upstream;
 import io.sluice.upstream.UpstreamRequest;
@@ -9,7 +10,6 @@ import io.sluice.upstream.UpstreamResponse;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Consumer;
 
 /**
  * One system under test: an emulated Envoy in front of a fresh {@link SimulatedLlmUpstream}, with
@@ -23,7 +23,26 @@ public final class Rig implements AutoCloseable {
   private final SimulatedLlmUpstream upstream;
   private final EnvoyExtProcEmulator envoy;
   private final Map<String, String> routeMetadata;
-  private volatile Consumer<String> onUpstreamRequest = id -> {};
+  private final SimulatedLlmUpstream.Settings settings;
+  private volatile Listener listener = Listener.NONE;
+
+  /** What the load generator learns from the upstream side, by {@code x-request-id}. */
+  interface Listener {
+    Listener NONE =
+        new Listener() {
+          @Override
+          public void admitted(String requestId) {}
+
+          @Override
+          public void tokens(String requestId, long tokens) {}
+        };
+
+    /** The request reached the upstream (it was admitted). */
+    void admitted(String requestId);
+
+    /** The upstream spent tokens on it: its prompt at the start, then one per streamed chunk. */
+    void tokens(String requestId, long tokens);
+  }
 
   private Rig(
       String name,
@@ -36,12 +55,18 @@ public final class Rig implements AutoCloseable {
     this.admission = admission;
     this.upstream = new SimulatedLlmUpstream(settings);
     this.routeMetadata = Map.copyOf(new LinkedHashMap<>(routeMetadata));
+    this.settings = settings;
     Upstream tap =
         new Upstream() {
           @Override
           public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
-            request.headers().first("x-request-id").ifPresent(id -> onUpstreamRequest.accept(id));
-            return upstream.send(request);
+            String id = request.headers().first("x-request-id").orElse(null);
+            if (id == null) {
+              return upstream.send(request);
+            }
+            listener.admitted(id);
+            int prompt = SimulatedLlmUpstream.promptTokens(request.body().length, settings);
+            return upstream.send(request).thenApply(r -> counted(id, prompt, r));
           }
         };
     this.envoy = EnvoyExtProcEmulator.connect(target, config, tap);
@@ -107,8 +132,29 @@ public final class Rig implements AutoCloseable {
     return routeMetadata;
   }
 
-  void onUpstreamRequest(Consumer<String> listener) {
-    this.onUpstreamRequest = listener;
+  void listener(Listener listener) {
+    this.listener = listener;
+  }
+
+  private UpstreamResponse counted(String id, int promptTokens, UpstreamResponse r) {
+    if (r.status() != 200 || r.body().isEmpty()) {
+      return r;
+    }
+    ResponseBody body = r.body();
+    return new UpstreamResponse(
+        r.status(),
+        r.headers(),
+        new ResponseBody() {
+          @Override
+          public Runnable subscribe(Sink sink) {
+            listener.tokens(id, promptTokens);
+            return body.subscribe(
+                (data, eos) -> {
+                  listener.tokens(id, 1);
+                  sink.onData(data, eos);
+                });
+          }
+        });
   }
 
   @Override

@@ -40,6 +40,8 @@ import org.HdrHistogram.Histogram;
  * @param promptTokensSpent prompt tokens the upstream processed
  * @param completionTokensSpent completion tokens the upstream generated
  * @param usefulTokens prompt + completion tokens of completed requests
+ * @param unfinishedTokens tokens spent so far on requests still in flight when the run ended
+ *     (neither useful nor wasted yet)
  * @param meanUpstreamActive mean number of generations running in the upstream, sampled per second
  *     during the arrival window
  * @param batchSlots the upstream's K
@@ -71,6 +73,7 @@ public record RunReport(
     long promptTokensSpent,
     long completionTokensSpent,
     long usefulTokens,
+    long unfinishedTokens,
     double meanUpstreamActive,
     int batchSlots) {
 
@@ -115,11 +118,13 @@ public record RunReport(
 
   /** Tokens the upstream spent on requests that missed their deadline or were cancelled. */
   public long wastedTokens() {
-    return Math.max(0, tokensSpent() - usefulTokens);
+    return Math.max(0, tokensSpent() - usefulTokens - unfinishedTokens);
   }
 
+  /** Wasted tokens as a fraction of the tokens spent on requests that ended. */
   public double wastedFraction() {
-    return tokensSpent() == 0 ? 0 : (double) wastedTokens() / tokensSpent();
+    long ended = tokensSpent() - unfinishedTokens;
+    return ended <= 0 ? 0 : (double) wastedTokens() / ended;
   }
 
   public double goodputPerSecond() {
