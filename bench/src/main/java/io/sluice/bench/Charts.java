@@ -37,7 +37,7 @@ final class Charts {
         new XYChartBuilder()
             .width(900)
             .height(380)
-            .title("TTFT p95 of requests whose first token arrived in that second")
+            .title("TTFT p95 of completed requests, by the second of their first token")
             .xAxisTitle("time (s)")
             .yAxisTitle("TTFT p95 (s)")
             .build();
@@ -45,7 +45,7 @@ final class Charts {
         new XYChartBuilder()
             .width(900)
             .height(380)
-            .title("offered load and refusals per second")
+            .title("offered load (arrivals) and refused attempts (incl. retries) per second")
             .xAxisTitle("time (s)")
             .yAxisTitle("requests/s")
             .build();
