@@ -33,8 +33,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * tokens, stretched) gives the first token; each further token takes {@code decodePerOutputToken}
  * (stretched). Prompt tokens are {@code ceil(body bytes / charsPerToken)}; completion tokens are
  * {@code max_tokens} (or {@code max_completion_tokens}) capped at {@code maxOutputTokens}, else
- * {@code defaultOutputTokens}. Zero durations make it instant (for tests). {@link #throttle(int,
- * Duration)} makes it answer 429 or 503 with {@code retry-after} like a throttling provider.
+ * {@code defaultOutputTokens}; a body field {@code sim_output_tokens} (a simulation hint) ends the
+ * answer earlier. Zero durations make it instant (for tests). {@link #throttle(int, Duration)}
+ * makes it answer 429 or 503 with {@code retry-after} like a throttling provider.
  */
 public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -95,6 +96,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private final ScheduledThreadPoolExecutor scheduler;
   private final AtomicInteger active = new AtomicInteger();
   private final AtomicLong served = new AtomicLong();
+  private final AtomicLong promptTokensSpent = new AtomicLong();
+  private final AtomicLong completionTokensSpent = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private volatile Throttle throttle;
   private HttpServer httpServer;
@@ -135,6 +138,32 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     return served.get();
   }
 
+  /**
+   * Prompt tokens of every generation that started (prefill work spent), including generations that
+   * were later cancelled.
+   */
+  public long promptTokensSpent() {
+    return promptTokensSpent.get();
+  }
+
+  /** Completion tokens generated so far, including those of cancelled generations. */
+  public long completionTokensSpent() {
+    return completionTokensSpent.get();
+  }
+
+  /** The settings this upstream runs with. */
+  public Settings settings() {
+    return settings;
+  }
+
+  /**
+   * Prompt tokens this upstream charges for a request body of {@code bodyBytes} bytes (the same
+   * rule {@link #send} uses).
+   */
+  public static int promptTokens(int bodyBytes, Settings settings) {
+    return Math.max(1, ceilDiv(bodyBytes, settings.charsPerToken()));
+  }
+
   @Override
   public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
     Throttle t = throttle;
@@ -158,6 +187,11 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
             : body.get("max_tokens");
     if (max != null && max.canConvertToInt() && max.asInt() > 0) {
       completionTokens = Math.min(max.asInt(), settings.maxOutputTokens());
+    }
+    // Simulation hint: the answer ends before max_tokens (as real answers usually do).
+    JsonNode actual = body.get("sim_output_tokens");
+    if (actual != null && actual.canConvertToInt() && actual.asInt() > 0) {
+      completionTokens = Math.min(completionTokens, actual.asInt());
     }
     Generation generation =
         new Generation(
@@ -208,6 +242,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     public Runnable subscribe(Sink sink) {
       this.sink = sink;
       active.incrementAndGet();
+      promptTokensSpent.addAndGet(promptTokens);
       step(settings.prefillPerInputToken().toNanos() * promptTokens);
       return () -> {
         cancelled = true;
@@ -242,6 +277,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
         return;
       }
       emitted++;
+      completionTokensSpent.incrementAndGet();
       boolean last = emitted >= completionTokens;
       if (stream) {
         sink.onData(sse(chunk(token(emitted), null)), false);

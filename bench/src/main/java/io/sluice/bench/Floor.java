@@ -1,0 +1,464 @@
+package io.sluice.bench;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.Server;
+import io.grpc.Status;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import io.sluice.bootstrap.SluiceServer;
+import io.sluice.config.ConfigLoader;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The transport floor: the same closed-loop Java generator (one-shot ext_proc streams: request
+ * headers with end_of_stream, then half-close) against a no-op ext_proc server (CONTINUE at once,
+ * direct executor) and against Sluice's full admission path (admit, and reject), in one process,
+ * one after the other.
+ */
+@Command(name = "floor", description = "Transport floor: no-op ext_proc vs Sluice, streams/s.")
+final class Floor implements Callable<Integer> {
+  @Option(names = "--channels", defaultValue = "4")
+  int channels = 4;
+
+  @Option(
+      names = "--concurrency",
+      description = "streams in flight per channel",
+      defaultValue = "32")
+  int concurrency = 32;
+
+  @Option(names = "--warmup", description = "seconds", defaultValue = "4")
+  int warmupSeconds = 4;
+
+  @Option(names = "--duration", description = "seconds", defaultValue = "6")
+  int durationSeconds = 6;
+
+  @Option(
+      names = "--serve",
+      description =
+          "only serve (noop, sluice or sluice-reject) on --port until killed (for h2load)")
+  String serve;
+
+  @Option(names = "--port", defaultValue = "50051")
+  int port = 50051;
+
+  @Option(
+      names = "--dump-dir",
+      description =
+          "write pre-encoded gRPC request frames for h2load (extproc_request_headers.grpc,"
+              + " rls_request.grpc) to this directory")
+  Path dumpDir;
+
+  static final String ADMIT_POLICY =
+      Policies.policy(
+          1_000_000_000_000L,
+          0,
+          0,
+          """
+            interactive: {rank: 0, reservedShare: 1.0, borrow: true, deadline: 8s,
+                          defaultOutputTokens: 256}
+          """,
+          "interactive");
+
+  static final String REJECT_POLICY =
+      Policies.policy(
+          1_000_000_000_000L,
+          0,
+          0,
+          """
+            interactive: {rank: 0, reservedShare: 0.0, borrow: false, deadline: 8s,
+                          defaultOutputTokens: 256}
+          """,
+          "interactive");
+
+  /** Result of one target. */
+  record Row(
+      String target,
+      double streamsPerSecond,
+      Histogram latencyMicros,
+      double cpuCores,
+      String serverDecisionP50,
+      String serverDecisionP99,
+      long errors) {}
+
+  @Override
+  public Integer call() throws Exception {
+    PrintStream out = System.out;
+    if (dumpDir != null) {
+      Files.createDirectories(dumpDir);
+      Path ext = dumpDir.resolve("extproc_request_headers.grpc");
+      Path rls = dumpDir.resolve("rls_request.grpc");
+      Files.write(ext, grpcFrame(request().toByteArray()));
+      Files.write(rls, grpcFrame(rlsRequest().toByteArray()));
+      out.println("wrote " + ext + " and " + rls);
+      return 0;
+    }
+    if (serve != null) {
+      AutoCloseable s = start(serve, port);
+      out.println("serving " + serve + " on 127.0.0.1:" + port + "; Ctrl-C to stop");
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> closeQuietly(s)));
+      new CountDownLatch(1).await();
+      return 0;
+    }
+    List<Row> rows = new ArrayList<>();
+    for (String target : List.of("noop", "sluice", "sluice-reject")) {
+      rows.add(measure(target));
+    }
+    out.println(table(rows, channels, concurrency));
+    return 0;
+  }
+
+  Row measure(String target) throws Exception {
+    try (AutoCloseable server = start(target, 0)) {
+      int p = server instanceof Sluice s ? s.server.grpcPort() : ((NoOp) server).server.getPort();
+      Row row = drive(target, p);
+      if (server instanceof Sluice s) {
+        String scrape = s.server.registry().scrape();
+        String decision = target.equals("sluice") ? "admit" : "reject";
+        return new Row(
+            row.target(),
+            row.streamsPerSecond(),
+            row.latencyMicros(),
+            row.cpuCores(),
+            quantile(scrape, decision, "0.5"),
+            quantile(scrape, decision, "0.99"),
+            row.errors());
+      }
+      return row;
+    }
+  }
+
+  static String quantile(String scrape, String decision, String q) {
+    Pattern p =
+        Pattern.compile(
+            "sluice_decision_latency_seconds\\{decision=\""
+                + decision
+                + "\",phase=\"headers\",quantile=\""
+                + Pattern.quote(q)
+                + "\"} ([0-9.eE+-]+)");
+    Matcher m = p.matcher(scrape);
+    if (!m.find()) {
+      return "n/a";
+    }
+    double seconds = Double.parseDouble(m.group(1));
+    return String.format(Locale.ROOT, "%.1f µs", seconds * 1e6);
+  }
+
+  AutoCloseable start(String target, int port) throws IOException {
+    return switch (target) {
+      case "noop" -> new NoOp(port);
+      case "sluice" -> new Sluice(ADMIT_POLICY, port);
+      case "sluice-reject" -> new Sluice(REJECT_POLICY, port);
+      default ->
+          throw new IllegalArgumentException(
+              "target: " + target + " (expected: noop, sluice or sluice-reject)");
+    };
+  }
+
+  Row drive(String target, int port) throws InterruptedException {
+    List<ManagedChannel> chans = new ArrayList<>();
+    for (int i = 0; i < channels; i++) {
+      chans.add(
+          NettyChannelBuilder.forAddress("127.0.0.1", port)
+              .usePlaintext()
+              .directExecutor()
+              .flowControlWindow(1 << 20)
+              .build());
+    }
+    ProcessingRequest req = request();
+    Metadata.Key<String> tenantKey =
+        Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
+    AtomicBoolean measuring = new AtomicBoolean();
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicLong done = new AtomicLong();
+    AtomicLong errors = new AtomicLong();
+    Histogram hist = new Histogram(60_000_000L, 3);
+    CountDownLatch finished = new CountDownLatch(channels * concurrency);
+    for (ManagedChannel ch : chans) {
+      for (int i = 0; i < concurrency; i++) {
+        new Runnable() {
+          @Override
+          public void run() {
+            if (stop.get()) {
+              finished.countDown();
+              return;
+            }
+            long start = System.nanoTime();
+            ClientCall<ProcessingRequest, ProcessingResponse> call =
+                ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+            Runnable next = this;
+            call.start(
+                new ClientCall.Listener<>() {
+                  @Override
+                  public void onClose(Status status, Metadata trailers) {
+                    if (measuring.get()) {
+                      if (status.isOk()) {
+                        done.incrementAndGet();
+                        long micros = (System.nanoTime() - start) / 1000;
+                        synchronized (hist) {
+                          hist.recordValue(Math.min(micros, 60_000_000L));
+                        }
+                      } else {
+                        errors.incrementAndGet();
+                      }
+                    }
+                    next.run();
+                  }
+                },
+                metadata(tenantKey));
+            call.request(2);
+            call.sendMessage(req);
+            call.halfClose();
+          }
+        }.run();
+      }
+    }
+    Thread.sleep(warmupSeconds * 1000L);
+    long cpu0 = processCpuNanos();
+    long t0 = System.nanoTime();
+    measuring.set(true);
+    Thread.sleep(durationSeconds * 1000L);
+    measuring.set(false);
+    long t1 = System.nanoTime();
+    long cpu1 = processCpuNanos();
+    stop.set(true);
+    finished.await(10, TimeUnit.SECONDS);
+    chans.forEach(ManagedChannel::shutdownNow);
+    double secs = (t1 - t0) / 1e9;
+    Histogram copy;
+    synchronized (hist) {
+      copy = hist.copy();
+    }
+    return new Row(
+        target, done.get() / secs, copy, (cpu1 - cpu0) / 1e9 / secs, "-", "-", errors.get());
+  }
+
+  /** A fresh Metadata per call: grpc takes ownership of the headers object. */
+  private static Metadata metadata(Metadata.Key<String> tenantKey) {
+    Metadata md = new Metadata();
+    md.put(tenantKey, "acme");
+    return md;
+  }
+
+  static long processCpuNanos() {
+    var os = ManagementFactory.getOperatingSystemMXBean();
+    return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : 0;
+  }
+
+  static String table(List<Row> rows, int channels, int concurrency) {
+    StringBuilder b = new StringBuilder();
+    b.append(
+        String.format(
+            Locale.ROOT,
+            "Java generator, %d channels x %d one-shot streams, closed loop, same JVM%n%n",
+            channels,
+            concurrency));
+    b.append(
+        "| target | streams/s | ratio to no-op | client p50 | client p99 | process CPU (cores) |"
+            + " server decision p50 | server decision p99 | errors |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|\n");
+    double floor = rows.get(0).streamsPerSecond();
+    for (Row r : rows) {
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %.0f | %.2f | %d µs | %d µs | %.2f | %s | %s | %d |\n",
+              r.target(),
+              r.streamsPerSecond(),
+              r.streamsPerSecond() / floor,
+              r.latencyMicros().getValueAtPercentile(50),
+              r.latencyMicros().getValueAtPercentile(99),
+              r.cpuCores(),
+              r.serverDecisionP50(),
+              r.serverDecisionP99(),
+              r.errors()));
+    }
+    return b.toString();
+  }
+
+  /** The RLS request of build-notes §7: domain plus one descriptor with two entries. */
+  static RateLimitRequest rlsRequest() {
+    return RateLimitRequest.newBuilder()
+        .setDomain("bench")
+        .addDescriptors(
+            RateLimitDescriptor.newBuilder()
+                .addEntries(
+                    RateLimitDescriptor.Entry.newBuilder().setKey("tenant").setValue("acme"))
+                .addEntries(RateLimitDescriptor.Entry.newBuilder().setKey("model").setValue("gpt")))
+        .setHitsAddend(1)
+        .build();
+  }
+
+  /** An RLS config (envoyproxy/ratelimit format) that never limits the request above. */
+  static final String RLS_CONFIG =
+      """
+      domain: bench
+      descriptors:
+        - key: tenant
+          descriptors:
+            - key: model
+              rate_limit: {unit: second, requests_per_unit: 1000000000}
+      """;
+
+  /** The 11-header request of build-notes §7, with end_of_stream (no body). */
+  static ProcessingRequest request() {
+    String[][] h = {
+      {":authority", "llm.example.com"},
+      {":path", "/v1/chat/completions"},
+      {":method", "POST"},
+      {":scheme", "https"},
+      {"content-type", "application/json"},
+      {"authorization", "Bearer sk-0123456789abcdef0123456789abcdef"},
+      {"user-agent", "openai-python/1.40.0"},
+      {"x-request-id", "7f8e9d0c-1b2a-4c3d-8e9f-0a1b2c3d4e5f"},
+      {"x-forwarded-for", "10.0.0.1"},
+      {"x-forwarded-proto", "https"},
+      {"x-tenant-id", "acme"}
+    };
+    HeaderMap.Builder map = HeaderMap.newBuilder();
+    for (String[] kv : h) {
+      map.addHeaders(
+          HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
+    }
+    return ProcessingRequest.newBuilder()
+        .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map).setEndOfStream(true))
+        .build();
+  }
+
+  static byte[] grpcFrame(byte[] proto) {
+    ByteBuffer b = ByteBuffer.allocate(5 + proto.length);
+    b.put((byte) 0).putInt(proto.length).put(proto);
+    return b.array();
+  }
+
+  private static void closeQuietly(AutoCloseable c) {
+    try {
+      c.close();
+    } catch (Exception ignored) {
+      // shutting down
+    }
+  }
+
+  /** ext_proc that answers CONTINUE at once and completes on half-close. */
+  static final class NoOp implements AutoCloseable {
+    static final ProcessingResponse CONTINUE =
+        ProcessingResponse.newBuilder()
+            .setRequestHeaders(
+                HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()))
+            .build();
+    static final RateLimitResponse OK =
+        RateLimitResponse.newBuilder().setOverallCode(RateLimitResponse.Code.OK).build();
+    final Server server;
+
+    NoOp(int port) throws IOException {
+      server =
+          NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+              .directExecutor()
+              .addService(
+                  new ExternalProcessorGrpc.ExternalProcessorImplBase() {
+                    @Override
+                    public StreamObserver<ProcessingRequest> process(
+                        StreamObserver<ProcessingResponse> responses) {
+                      return new StreamObserver<>() {
+                        @Override
+                        public void onNext(ProcessingRequest value) {
+                          if (value.hasRequestHeaders()) {
+                            responses.onNext(CONTINUE);
+                          }
+                        }
+
+                        @Override
+                        public void onError(Throwable t) {}
+
+                        @Override
+                        public void onCompleted() {
+                          responses.onCompleted();
+                        }
+                      };
+                    }
+                  })
+              .addService(
+                  new RateLimitServiceGrpc.RateLimitServiceImplBase() {
+                    @Override
+                    public void shouldRateLimit(
+                        RateLimitRequest request, StreamObserver<RateLimitResponse> responses) {
+                      responses.onNext(OK);
+                      responses.onCompleted();
+                    }
+                  })
+              .build()
+              .start();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+      server.shutdownNow();
+      server.awaitTermination(5, TimeUnit.SECONDS);
+    }
+  }
+
+  /** Sluice in-process on a policy. */
+  static final class Sluice implements AutoCloseable {
+    final SluiceServer server;
+    final Path runtime;
+
+    Sluice(String policy, int port) throws IOException {
+      runtime = Files.createTempDirectory("sluice-rls");
+      Files.createDirectories(runtime.resolve("config"));
+      Files.writeString(runtime.resolve("config").resolve("bench.yaml"), RLS_CONFIG);
+      String withRls =
+          policy
+              .replace(
+                  "grpc: {host: 127.0.0.1, port: 0}", "grpc: {host: 127.0.0.1, port: " + port + "}")
+              .replace(
+                  "rateLimit: {enabled: false}",
+                  "rateLimit: {enabled: true, env: {RUNTIME_ROOT: \""
+                      + runtime
+                      + "\", RUNTIME_SUBDIRECTORY: \"\", RUNTIME_WATCH_ROOT: \"false\"}}");
+      server = SluiceServer.start(ConfigLoader.parse(withRls));
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+      try (var files = Files.walk(runtime)) {
+        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      }
+    }
+  }
+}

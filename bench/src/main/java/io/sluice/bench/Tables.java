@@ -1,0 +1,225 @@
+package io.sluice.bench;
+
+import io.sluice.harness.RunReport;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/** Markdown tables of run reports (printed by the CLI, pasted into docs/benchmarks.md). */
+final class Tables {
+  private Tables() {}
+
+  static String summary(List<RunReport> reports) {
+    StringBuilder b = new StringBuilder();
+    b.append(
+        "| system | offered | goodput (before deadline) | goodput/s | missed deadline |"
+            + " cancelled | refused (final) | unfinished | 429/503 with Retry-After | retries (ok) |"
+            + " wasted tokens | upstream busy | Jain (tenants) |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (RunReport r : reports) {
+      long refusals = r.refusalsWithRetryAfter() + r.refusalsWithoutRetryAfter();
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %d | %d (%.0f%%) | %.1f | %d | %d | %d | %d | %s | %d (%d) | %.1f%% | %.0f%% |"
+                  + " %.3f |\n",
+              r.system(),
+              r.offered(),
+              r.completed(),
+              pct(r.completed(), r.offered()),
+              r.goodputPerSecond(),
+              r.deadlineMissed(),
+              r.cancelled(),
+              r.rejectedFinalTotal(),
+              r.unfinished(),
+              refusals == 0 ? "n/a" : r.refusalsWithRetryAfter() + "/" + refusals,
+              r.retries(),
+              r.completedAfterRetry(),
+              100 * r.wastedFraction(),
+              100 * Math.min(1.0, r.meanUpstreamActive() / r.batchSlots()),
+              jain(r)));
+    }
+    return b.toString();
+  }
+
+  static String ttft(List<RunReport> reports) {
+    StringBuilder b = new StringBuilder();
+    b.append(
+        "| system | class | completed / offered | TTFT p50 | p95 | p99 |"
+            + " p95 from first arrival (incl. retry waits) |\n");
+    b.append("|---|---|---|---|---|---|---|\n");
+    for (RunReport r : reports) {
+      r.byClass()
+          .forEach(
+              (cls, split) ->
+                  b.append(
+                      String.format(
+                          Locale.ROOT,
+                          "| %s | %s | %d / %d | %s | %s | %s | %s |\n",
+                          r.system(),
+                          cls,
+                          split.completed(),
+                          split.offered(),
+                          ms(r.ttftMillis(cls, 50)),
+                          ms(r.ttftMillis(cls, 95)),
+                          ms(r.ttftMillis(cls, 99)),
+                          ms(r.ttftFromArrivalMillis(cls, 95)))));
+    }
+    return b.toString();
+  }
+
+  static String rejections(List<RunReport> reports) {
+    Map<String, Map<String, Long>> byReason = new TreeMap<>();
+    for (RunReport r : reports) {
+      r.rejectionsByReason()
+          .forEach(
+              (reason, n) ->
+                  byReason.computeIfAbsent(reason, k -> new LinkedHashMap<>()).put(r.system(), n));
+      r.errors()
+          .forEach(
+              (what, n) ->
+                  byReason
+                      .computeIfAbsent("error: " + what, k -> new LinkedHashMap<>())
+                      .put(r.system(), n));
+    }
+    if (byReason.isEmpty()) {
+      return "(no refusals or errors)\n";
+    }
+    StringBuilder b = new StringBuilder("| refused attempts: reason |");
+    reports.forEach(r -> b.append(' ').append(r.system()).append(" |"));
+    b.append("\n|---|");
+    reports.forEach(r -> b.append("---|"));
+    b.append('\n');
+    byReason.forEach(
+        (reason, counts) -> {
+          b.append("| ").append(reason).append(" |");
+          reports.forEach(
+              r -> b.append(' ').append(counts.getOrDefault(r.system(), 0L)).append(" |"));
+          b.append('\n');
+        });
+    return b.toString();
+  }
+
+  static String phases(List<RunReport> reports, double capacityPerSecond) {
+    StringBuilder b = new StringBuilder("| phase | offered/s |");
+    reports.forEach(r -> b.append(' ').append(r.system()).append(" goodput/s |"));
+    b.append("\n|---|---|");
+    reports.forEach(r -> b.append("---|"));
+    b.append('\n');
+    int n = reports.get(0).byPhase().size();
+    for (int i = 0; i < n; i++) {
+      RunReport.PhaseRow p0 = reports.get(0).byPhase().get(i);
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "| %s (%.1f/s) | %.1f |",
+              p0.label(),
+              p0.ratePerSecond(),
+              p0.offeredPerSecond()));
+      for (RunReport r : reports) {
+        RunReport.PhaseRow p = r.byPhase().get(i);
+        b.append(
+            String.format(
+                Locale.ROOT,
+                " %.1f (%.0f%% of capacity) |",
+                p.goodputPerSecond(),
+                100 * p.goodputPerSecond() / capacityPerSecond));
+      }
+      b.append('\n');
+    }
+    return b.toString();
+  }
+
+  static String tenants(List<RunReport> reports) {
+    StringBuilder b =
+        new StringBuilder(
+            "| system | tenant | offered | completed | max-min fair share | completed / share |\n");
+    b.append("|---|---|---|---|---|---|\n");
+    for (RunReport r : reports) {
+      Map<String, Double> share = fairShares(r);
+      r.byTenant()
+          .forEach(
+              (t, s) ->
+                  b.append(
+                      String.format(
+                          Locale.ROOT,
+                          "| %s | %s | %d | %d | %.0f | %.2f |\n",
+                          r.system(),
+                          t,
+                          s.offered(),
+                          s.completed(),
+                          share.get(t),
+                          share.get(t) == 0 ? 0 : s.completed() / share.get(t))));
+    }
+    return b.toString();
+  }
+
+  /**
+   * Max-min fair shares of the completed total, given each tenant's offered count as its demand
+   * (equal weights): water-filling.
+   */
+  static Map<String, Double> fairShares(RunReport r) {
+    Map<String, Double> shares = new LinkedHashMap<>();
+    List<Map.Entry<String, RunReport.Split>> tenants = new ArrayList<>(r.byTenant().entrySet());
+    tenants.sort(Comparator.comparingLong(e -> e.getValue().offered()));
+    double left = r.completed();
+    int remaining = tenants.size();
+    for (Map.Entry<String, RunReport.Split> e : tenants) {
+      double equal = left / remaining;
+      double give = Math.min(equal, e.getValue().offered());
+      shares.put(e.getKey(), give);
+      left -= give;
+      remaining--;
+    }
+    return shares;
+  }
+
+  /** Jain's index over completed / fair share per tenant (1.0 = everyone got their share). */
+  static double jain(RunReport r) {
+    Map<String, Double> share = fairShares(r);
+    double sum = 0;
+    double sumSq = 0;
+    int n = 0;
+    for (var e : r.byTenant().entrySet()) {
+      double s = share.get(e.getKey());
+      if (s <= 0) {
+        continue;
+      }
+      double x = e.getValue().completed() / s;
+      sum += x;
+      sumSq += x * x;
+      n++;
+    }
+    return n == 0 || sumSq == 0 ? 1.0 : sum * sum / (n * sumSq);
+  }
+
+  /** The smallest completed/share among tenants other than {@code except}. */
+  static double minShareRatio(RunReport r, String except) {
+    Map<String, Double> share = fairShares(r);
+    double min = Double.MAX_VALUE;
+    for (var e : r.byTenant().entrySet()) {
+      if (e.getKey().equals(except) || share.get(e.getKey()) <= 0) {
+        continue;
+      }
+      min = Math.min(min, e.getValue().completed() / share.get(e.getKey()));
+    }
+    return min == Double.MAX_VALUE ? Double.NaN : min;
+  }
+
+  static String ms(double v) {
+    if (Double.isNaN(v)) {
+      return "-";
+    }
+    return v >= 1000
+        ? String.format(Locale.ROOT, "%.2f s", v / 1000)
+        : String.format(Locale.ROOT, "%.0f ms", v);
+  }
+
+  static double pct(long a, long b) {
+    return b == 0 ? 0 : 100.0 * a / b;
+  }
+}

@@ -1,0 +1,78 @@
+package io.sluice.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+
+import io.sluice.config.ConfigLoader;
+import io.sluice.harness.RunReport;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Smoke tests of the benchmark wiring: seconds, counts only, never timing. */
+class ScenarioSmokeTest {
+
+  @Test
+  void policies_everyScenario_parse() {
+    for (Scenario s : Scenario.all()) {
+      assertThatCode(() -> ConfigLoader.parse(s.queueHoldYaml()))
+          .as(s.name())
+          .doesNotThrowAnyException();
+      assertThatCode(() -> ConfigLoader.parse(s.concurrencyCapYaml()))
+          .as(s.name())
+          .doesNotThrowAnyException();
+    }
+    assertThatCode(Policies::embeddedDefaultOnFreePorts).doesNotThrowAnyException();
+    assertThatCode(() -> ConfigLoader.parse(Floor.ADMIT_POLICY)).doesNotThrowAnyException();
+    assertThatCode(() -> ConfigLoader.parse(Floor.REJECT_POLICY)).doesNotThrowAnyException();
+  }
+
+  @Test
+  void fairShares_waterFilling_smallDemandsAreMetAndTheRestSplitEvenly() {
+    RunReport r =
+        report(
+            Map.of(
+                "small", new RunReport.Split(10, 10),
+                "big1", new RunReport.Split(100, 45),
+                "big2", new RunReport.Split(100, 45)),
+            100);
+    Map<String, Double> shares = Tables.fairShares(r);
+    assertThat(shares.get("small")).isEqualTo(10.0);
+    assertThat(shares.get("big1")).isEqualTo(45.0);
+    assertThat(shares.get("big2")).isEqualTo(45.0);
+    assertThat(Tables.jain(r)).isEqualTo(1.0);
+    assertThat(Tables.minShareRatio(r, "big2")).isEqualTo(1.0);
+  }
+
+  @Test
+  void scenario_twoSecondRun_countsAddUpForEverySystem(@TempDir Path dir) throws Exception {
+    Scenario s = Scenario.named("cancel").scaled(0.1); // 2 s of arrivals
+    ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    List<RunReport> reports =
+        BenchMain.runOne(s, dir, new PrintStream(buf, true, StandardCharsets.UTF_8), false);
+    assertThat(reports)
+        .extracting(RunReport::system)
+        .containsExactly("no admission", "concurrency cap", "sluice");
+    for (RunReport r : reports) {
+      assertThat(r.offered()).as(r.system()).isPositive();
+      assertThat(r.accountedFor()).as(r.system()).isEqualTo(r.offered());
+      assertThat(r.attempts()).as(r.system()).isEqualTo(r.offered() + r.retries());
+      assertThat(r.refusalsWithoutRetryAfter()).as(r.system()).isZero();
+    }
+    assertThat(reports.get(0).offered()).isEqualTo(reports.get(2).offered()); // same arrivals
+    assertThat(Files.list(dir).map(p -> p.getFileName().toString()))
+        .contains("cancel.md", "cancel-timeline.png", "cancel-rejections.png");
+  }
+
+  private static RunReport report(Map<String, RunReport.Split> tenants, long completed) {
+    return new RunReport(
+        "t", 1, 210, 210, completed, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, Map.of(), 0,
+        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 1);
+  }
+}

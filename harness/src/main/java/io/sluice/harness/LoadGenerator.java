@@ -1,0 +1,651 @@
+package io.sluice.harness;
+
+import io.sluice.emulator.HttpRequest;
+import io.sluice.emulator.HttpResult;
+import io.sluice.upstream.SimulatedLlmUpstream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Open-loop load against one {@link Rig}: Poisson arrivals following the workload's phases, tenants
+ * and classes drawn by share, prompt and answer lengths drawn uniformly, a client deadline per
+ * request (the client disconnects when it passes), optional voluntary disconnects, and bounded
+ * retries after {@code Retry-After}. Bounded in time: arrivals stop after the phases, and the run
+ * ends when nothing is in flight or the drain time ran out. In-process and loopback only.
+ *
+ * <p>Not thread-safe; one run at a time per instance. Each run uses the rig's fresh counters.
+ */
+public final class LoadGenerator {
+
+  /** A once-per-second snapshot for live progress lines. */
+  public record Progress(
+      int second,
+      long offered,
+      long admitted,
+      long queued,
+      long rejected,
+      long completed,
+      int upstreamActive) {}
+
+  private final Workload workload;
+
+  public LoadGenerator(Workload workload) {
+    this.workload = workload;
+  }
+
+  /** Runs the workload against {@code rig}; {@code progress} is called once per second. */
+  public RunReport run(Rig rig, Consumer<Progress> progress) throws InterruptedException {
+    return new Run(rig, progress).execute();
+  }
+
+  /** The upstream capacity in requests per second at full speed (K / mean service time). */
+  public static double capacityPerSecond(Workload w, SimulatedLlmUpstream.Settings s) {
+    double shares = w.classes().stream().mapToDouble(Workload.RequestClass::share).sum();
+    double meanServiceNanos = 0;
+    for (Workload.RequestClass c : w.classes()) {
+      double service =
+          s.prefillPerInputToken().toNanos() * c.meanPromptTokens()
+              + s.decodePerOutputToken().toNanos() * c.meanOutputTokens();
+      meanServiceNanos += service * c.share() / shares;
+    }
+    return s.batchSlots() / (meanServiceNanos / 1e9);
+  }
+
+  private final class Run {
+    private final Rig rig;
+    private final Consumer<Progress> progress;
+    private final SplittableRandom random = new SplittableRandom(workload.seed());
+    private final ScheduledThreadPoolExecutor timers =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "loadgen-timers");
+              t.setDaemon(true);
+              return t;
+            });
+    private final Map<String, Attempt> attemptsById = new ConcurrentHashMap<>();
+    private final AtomicLong ids = new AtomicLong();
+    private final AtomicInteger openLogical = new AtomicInteger();
+    private final AtomicLong inFlight = new AtomicLong();
+    private final AtomicLong admittedInFlight = new AtomicLong();
+    private final int seconds;
+    private final AtomicLongArray offeredPerSecond;
+    private final AtomicLongArray admittedPerSecond;
+    private final AtomicLongArray rejectedPerSecond;
+    private final AtomicLongArray completedPerSecond;
+    private final Histogram[] ttftPerSecond;
+    private final long[] queuedAtSecond;
+    private final int[] activeAtSecond;
+    private final double shareSumClasses;
+    private final double shareSumTenants;
+    private final long promptSpent0;
+    private final long completionSpent0;
+    private long startNanos;
+
+    // results (guarded by this)
+    private long offered;
+    private long attempts;
+    private long completed;
+    private long completedAfterRetry;
+    private long deadlineMissed;
+    private long deadlineMissedAfterFirstToken;
+    private long cancelled;
+    private long cancelledMidStream;
+    private long refusalsWithRetryAfter;
+    private long refusalsWithoutRetryAfter;
+    private long retries;
+    private long usefulTokens;
+    private final Map<String, Long> rejectedFinal = new TreeMap<>();
+    private final Map<String, Long> rejectionsByReason = new TreeMap<>();
+    private final Map<String, Long> errors = new TreeMap<>();
+    private final Map<String, Histogram> ttftByClass = new LinkedHashMap<>();
+    private final Map<String, Histogram> ttftFromArrivalByClass = new LinkedHashMap<>();
+    private final Map<String, long[]> byClass = new LinkedHashMap<>();
+    private final Map<String, long[]> byTenant = new LinkedHashMap<>();
+    private final long[][] byPhase;
+
+    Run(Rig rig, Consumer<Progress> progress) {
+      this.rig = rig;
+      this.progress = progress;
+      long drainSeconds = workload.drain().toSeconds() + 2;
+      this.seconds = (int) (Math.ceil(workload.duration().toNanos() / 1e9) + drainSeconds + 1);
+      offeredPerSecond = new AtomicLongArray(seconds);
+      admittedPerSecond = new AtomicLongArray(seconds);
+      rejectedPerSecond = new AtomicLongArray(seconds);
+      completedPerSecond = new AtomicLongArray(seconds);
+      ttftPerSecond = new Histogram[seconds];
+      queuedAtSecond = new long[seconds];
+      activeAtSecond = new int[seconds];
+      shareSumClasses = workload.classes().stream().mapToDouble(Workload.RequestClass::share).sum();
+      shareSumTenants = workload.tenants().stream().mapToDouble(Workload.Tenant::share).sum();
+      for (Workload.RequestClass c : workload.classes()) {
+        ttftByClass.put(c.name(), new Histogram(3_600_000_000L, 3));
+        ttftFromArrivalByClass.put(c.name(), new Histogram(3_600_000_000L, 3));
+        byClass.put(c.name(), new long[2]);
+      }
+      for (Workload.Tenant t : workload.tenants()) {
+        byTenant.put(t.name(), new long[2]);
+      }
+      byPhase = new long[workload.phases().size()][2];
+      promptSpent0 = rig.upstream().promptTokensSpent();
+      completionSpent0 = rig.upstream().completionTokensSpent();
+      timers.setRemoveOnCancelPolicy(true);
+    }
+
+    RunReport execute() throws InterruptedException {
+      rig.listener(
+          new Rig.Listener() {
+            @Override
+            public void admitted(String requestId) {
+              onUpstream(requestId);
+            }
+
+            @Override
+            public void tokens(String requestId, long tokens) {
+              Attempt a = attemptsById.get(requestId);
+              if (a != null) {
+                a.tokens.addAndGet(tokens);
+              }
+            }
+          });
+      startNanos = System.nanoTime();
+      var sampler =
+          timers.scheduleAtFixedRate(
+              this::sample, 1_000_000_000L, 1_000_000_000L, TimeUnit.NANOSECONDS);
+      long meanActiveSum = 0;
+      try {
+        arrive();
+        long drainUntil = System.nanoTime() + workload.drain().toNanos();
+        while (openLogical.get() > 0 && System.nanoTime() - drainUntil < 0) {
+          Thread.sleep(20);
+        }
+      } finally {
+        sampler.cancel(false);
+        timers.shutdownNow();
+        rig.listener(Rig.Listener.NONE);
+      }
+      int arrivalSeconds = (int) Math.max(1, workload.duration().toSeconds());
+      int samples = 0;
+      synchronized (this) {
+        for (int s = 0; s < Math.min(arrivalSeconds, seconds); s++) {
+          if (s >= 1) {
+            meanActiveSum += activeAtSecond[s];
+            samples++;
+          }
+        }
+      }
+      long inFlightTokens = 0;
+      for (Attempt a : attemptsById.values()) {
+        inFlightTokens += a.tokens.get();
+      }
+      return report(samples == 0 ? 0 : (double) meanActiveSum / samples, inFlightTokens);
+    }
+
+    private void arrive() {
+      long at = startNanos;
+      for (int p = 0; p < workload.phases().size(); p++) {
+        Workload.Phase phase = workload.phases().get(p);
+        long end = at + phase.duration().toNanos();
+        if (phase.ratePerSecond() <= 0) {
+          at = end;
+          continue;
+        }
+        long next = at + exponentialNanos(phase.ratePerSecond());
+        while (next - end < 0) {
+          long wait = next - System.nanoTime();
+          if (wait > 0) {
+            LockSupport.parkNanos(wait);
+          }
+          newLogical(p, next);
+          next += exponentialNanos(phase.ratePerSecond());
+        }
+        at = end;
+      }
+      long rest = at - System.nanoTime();
+      if (rest > 0) {
+        LockSupport.parkNanos(rest);
+      }
+    }
+
+    private long exponentialNanos(double rate) {
+      return (long) (-Math.log(1 - random.nextDouble()) / rate * 1e9);
+    }
+
+    private void newLogical(int phaseIndex, long arrivalNanos) {
+      Workload.RequestClass c = pickClass();
+      Workload.Tenant t = pickTenant();
+      int prompt = uniform(c.promptTokensMin(), c.promptTokensMax());
+      int output = uniform(c.outputTokensMin(), c.outputTokensMax());
+      long cancelAt = Long.MAX_VALUE;
+      if (workload.cancelFraction() > 0 && random.nextDouble() < workload.cancelFraction()) {
+        long lo = workload.cancelMin().toNanos();
+        long hi = Math.max(lo, workload.cancelMax().toNanos());
+        cancelAt = arrivalNanos + lo + (long) (random.nextDouble() * (hi - lo));
+      }
+      Logical l =
+          new Logical(
+              c,
+              t,
+              phaseIndex,
+              arrivalNanos,
+              arrivalNanos + c.deadline().toNanos(),
+              cancelAt,
+              body(prompt, output, c.outputTokensMax()),
+              output);
+      synchronized (this) {
+        offered++;
+        byClass.get(c.name())[0]++;
+        byTenant.get(t.name())[0]++;
+        byPhase[phaseIndex][0]++;
+      }
+      offeredPerSecond.incrementAndGet(second(arrivalNanos));
+      openLogical.incrementAndGet();
+      send(l);
+    }
+
+    private Workload.RequestClass pickClass() {
+      double x = random.nextDouble() * shareSumClasses;
+      for (Workload.RequestClass c : workload.classes()) {
+        x -= c.share();
+        if (x < 0) {
+          return c;
+        }
+      }
+      return workload.classes().get(workload.classes().size() - 1);
+    }
+
+    private Workload.Tenant pickTenant() {
+      double x = random.nextDouble() * shareSumTenants;
+      for (Workload.Tenant t : workload.tenants()) {
+        x -= t.share();
+        if (x < 0) {
+          return t;
+        }
+      }
+      return workload.tenants().get(workload.tenants().size() - 1);
+    }
+
+    private int uniform(int lo, int hi) {
+      return lo + random.nextInt(hi - lo + 1);
+    }
+
+    private byte[] body(int promptTokens, int outputTokens, int maxTokens) {
+      // " the" is one BPE token of 4 bytes, so the upstream's bytes/4 and Sluice's tokenizer agree
+      // roughly on the prompt size.
+      StringBuilder b = new StringBuilder(promptTokens * 4 + 128);
+      b.append("{\"model\":\"sim\",\"stream\":true,\"max_tokens\":")
+          .append(maxTokens)
+          .append(",\"sim_output_tokens\":")
+          .append(outputTokens)
+          .append(",\"messages\":[{\"role\":\"user\",\"content\":\"");
+      b.append(" the".repeat(Math.max(1, promptTokens - 24)));
+      b.append("\"}]}");
+      return b.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    private void send(Logical l) {
+      long now = System.nanoTime();
+      long untilDeadline = l.deadlineNanos - now;
+      long untilCancel = l.cancelAtNanos - now;
+      if (untilDeadline <= 0 || untilCancel <= 0) {
+        finish(l, untilCancel <= 0 ? Ending.CANCELLED : Ending.DEADLINE, null, now);
+        return;
+      }
+      boolean voluntary = untilCancel < untilDeadline;
+      String id = "lg-" + ids.incrementAndGet();
+      Attempt a = new Attempt(l, id, now, voluntary);
+      HttpRequest.Builder b =
+          HttpRequest.post(l.requestClass.path(), "")
+              .requestId(id)
+              .header("x-sluice-timeout-ms", Long.toString(Math.max(1, untilDeadline / 1_000_000)))
+              .routeGrpcInitialMetadata("x-sluice-tenant", l.tenant.name())
+              .routeDisabled(!rig.admission())
+              .cancelAfter(Duration.ofNanos(Math.min(untilDeadline, untilCancel)));
+      b.bodyChunk(l.body);
+      if (l.requestClass.sluiceClass() != null) {
+        b.routeGrpcInitialMetadata("x-sluice-class", l.requestClass.sluiceClass());
+      }
+      rig.routeMetadata().forEach(b::routeGrpcInitialMetadata);
+      attemptsById.put(id, a);
+      inFlight.incrementAndGet();
+      synchronized (this) {
+        attempts++;
+      }
+      rig.envoy().sendAsync(b.build()).whenComplete((r, e) -> onResult(a, r, e));
+    }
+
+    private void onUpstream(String id) {
+      Attempt a = attemptsById.get(id);
+      if (a == null) {
+        return;
+      }
+      synchronized (a) {
+        if (a.done || a.admitted) {
+          return;
+        }
+        a.admitted = true;
+      }
+      admittedInFlight.incrementAndGet();
+      admittedPerSecond.incrementAndGet(second(System.nanoTime()));
+    }
+
+    private void onResult(Attempt a, HttpResult r, Throwable e) {
+      long now = System.nanoTime();
+      attemptsById.remove(a.id);
+      boolean wasAdmitted;
+      synchronized (a) {
+        a.done = true;
+        wasAdmitted = a.admitted;
+      }
+      inFlight.decrementAndGet();
+      if (wasAdmitted) {
+        admittedInFlight.decrementAndGet();
+      }
+      Logical l = a.logical;
+      if (e != null || r == null) {
+        finish(l, Ending.ERROR, "exception " + (e == null ? "null" : e.getClass().getName()), now);
+        return;
+      }
+      Optional<Duration> ttfb = r.timeToFirstByte();
+      switch (r.outcome()) {
+        case CLIENT_CANCELLED -> {
+          boolean started = ttfb.isPresent() && r.status() == 200;
+          finish(l, a.voluntary ? Ending.CANCELLED : Ending.DEADLINE, started ? "mid" : null, now);
+        }
+        case UPSTREAM_RESPONSE, LOCAL_REPLY -> {
+          int status = r.status();
+          if (status == 200 && r.outcome() == HttpResult.Outcome.UPSTREAM_RESPONSE) {
+            long attemptTtft = ttfb.orElse(r.total()).toNanos();
+            long fromArrival = (a.startNanos - l.arrivalNanos) + attemptTtft;
+            l.ttftNanos = fromArrival;
+            recordTtft(l.requestClass.name(), a.startNanos + attemptTtft, attemptTtft, fromArrival);
+            finish(l, Ending.COMPLETED, null, now);
+          } else if (status == 429 || status == 503) {
+            onRefused(a, r, now);
+          } else {
+            finish(l, Ending.ERROR, status + " " + r.responseCodeDetails(), now);
+          }
+        }
+        case DOWNSTREAM_RESET -> finish(l, Ending.ERROR, "downstream_reset", now);
+      }
+    }
+
+    private void onRefused(Attempt a, HttpResult r, long now) {
+      Logical l = a.logical;
+      String reason =
+          r.header("x-sluice-reason")
+              .orElse(
+                  r.outcome() == HttpResult.Outcome.UPSTREAM_RESPONSE
+                      ? "upstream_" + r.status()
+                      : r.status() + "_" + r.responseCodeDetails());
+      Optional<String> retryAfter = r.header("retry-after");
+      rejectedPerSecond.incrementAndGet(second(now));
+      long retryNanos = -1;
+      synchronized (this) {
+        rejectionsByReason.merge(reason, 1L, Long::sum);
+        if (retryAfter.isPresent()) {
+          refusalsWithRetryAfter++;
+          try {
+            retryNanos = Long.parseLong(retryAfter.get().trim()) * 1_000_000_000L;
+          } catch (NumberFormatException ignored) {
+            retryNanos = -1;
+          }
+        } else {
+          refusalsWithoutRetryAfter++;
+        }
+      }
+      if (retryNanos >= 0
+          && l.attempt < workload.maxRetries()
+          && l.deadlineNanos - (now + retryNanos) > 0
+          && l.cancelAtNanos - (now + retryNanos) > 0) {
+        l.attempt++;
+        synchronized (this) {
+          retries++;
+        }
+        timers.schedule(() -> send(l), retryNanos, TimeUnit.NANOSECONDS);
+        return;
+      }
+      finish(l, Ending.REFUSED, reason, now);
+    }
+
+    private void finish(Logical l, Ending ending, String detail, long now) {
+      synchronized (this) {
+        switch (ending) {
+          case COMPLETED -> {
+            completed++;
+            if (l.attempt > 0) {
+              completedAfterRetry++;
+            }
+            byClass.get(l.requestClass.name())[1]++;
+            byTenant.get(l.tenant.name())[1]++;
+            int completedIn = phaseAt(now);
+            if (completedIn >= 0) {
+              byPhase[completedIn][1]++;
+            }
+            usefulTokens +=
+                SimulatedLlmUpstream.promptTokens(l.body.length, rig.upstream().settings())
+                    + l.outputTokens;
+          }
+          case DEADLINE -> {
+            deadlineMissed++;
+            if (detail != null) {
+              deadlineMissedAfterFirstToken++;
+            }
+          }
+          case CANCELLED -> {
+            cancelled++;
+            if (detail != null) {
+              cancelledMidStream++;
+            }
+          }
+          case REFUSED -> rejectedFinal.merge(detail, 1L, Long::sum);
+          case ERROR -> errors.merge(detail, 1L, Long::sum);
+        }
+      }
+      if (ending == Ending.COMPLETED) {
+        completedPerSecond.incrementAndGet(second(now));
+      }
+      openLogical.decrementAndGet();
+    }
+
+    private void recordTtft(String cls, long firstByteNanos, long ttftNanos, long fromArrival) {
+      long micros = Math.max(1, ttftNanos / 1000);
+      int s = second(firstByteNanos);
+      synchronized (this) {
+        ttftByClass.get(cls).recordValue(Math.min(micros, 3_600_000_000L));
+        ttftFromArrivalByClass
+            .get(cls)
+            .recordValue(Math.min(Math.max(1, fromArrival / 1000), 3_600_000_000L));
+        if (ttftPerSecond[s] == null) {
+          ttftPerSecond[s] = new Histogram(3_600_000_000L, 2);
+        }
+        ttftPerSecond[s].recordValue(Math.min(micros, 3_600_000_000L));
+      }
+    }
+
+    /** The arrival phase whose window contains {@code nanos}, or -1 (before or after them). */
+    private int phaseAt(long nanos) {
+      long at = startNanos;
+      for (int p = 0; p < workload.phases().size(); p++) {
+        long end = at + workload.phases().get(p).duration().toNanos();
+        if (nanos - at >= 0 && nanos - end < 0) {
+          return p;
+        }
+        at = end;
+      }
+      return -1;
+    }
+
+    private int second(long nanos) {
+      long s = (nanos - startNanos) / 1_000_000_000L;
+      return (int) Math.max(0, Math.min(seconds - 1, s));
+    }
+
+    private void sample() {
+      int s = second(System.nanoTime()) - 1; // the second that just ended
+      if (s < 0) {
+        return;
+      }
+      long queued = Math.max(0, inFlight.get() - admittedInFlight.get());
+      int active = rig.upstream().active();
+      long off = 0;
+      long adm = 0;
+      long rej = 0;
+      long done = 0;
+      synchronized (this) {
+        queuedAtSecond[s] = queued;
+        activeAtSecond[s] = active;
+      }
+      for (int i = 0; i <= s; i++) {
+        off += offeredPerSecond.get(i);
+        adm += admittedPerSecond.get(i);
+        rej += rejectedPerSecond.get(i);
+        done += completedPerSecond.get(i);
+      }
+      progress.accept(new Progress(s + 1, off, adm, queued, rej, done, active));
+    }
+
+    private synchronized RunReport report(double meanActive, long inFlightTokens) {
+      List<RunReport.Second> timeline = new ArrayList<>();
+      int last = 0;
+      for (int s = 0; s < seconds; s++) {
+        if (offeredPerSecond.get(s) + admittedPerSecond.get(s) + completedPerSecond.get(s) > 0
+            || queuedAtSecond[s] > 0) {
+          last = s;
+        }
+      }
+      for (int s = 0; s <= last; s++) {
+        Histogram h = ttftPerSecond[s];
+        timeline.add(
+            new RunReport.Second(
+                s,
+                offeredPerSecond.get(s),
+                admittedPerSecond.get(s),
+                rejectedPerSecond.get(s),
+                completedPerSecond.get(s),
+                queuedAtSecond[s],
+                activeAtSecond[s],
+                h == null ? Double.NaN : h.getValueAtPercentile(50) / 1000.0,
+                h == null ? Double.NaN : h.getValueAtPercentile(95) / 1000.0));
+      }
+      List<RunReport.PhaseRow> phases = new ArrayList<>();
+      for (int p = 0; p < workload.phases().size(); p++) {
+        Workload.Phase ph = workload.phases().get(p);
+        phases.add(
+            new RunReport.PhaseRow(
+                ph.label(),
+                ph.duration().toNanos() / 1e9,
+                ph.ratePerSecond(),
+                byPhase[p][0],
+                byPhase[p][1]));
+      }
+      Map<String, RunReport.Split> classes = new LinkedHashMap<>();
+      byClass.forEach((k, v) -> classes.put(k, new RunReport.Split(v[0], v[1])));
+      Map<String, RunReport.Split> tenants = new LinkedHashMap<>();
+      byTenant.forEach((k, v) -> tenants.put(k, new RunReport.Split(v[0], v[1])));
+      return new RunReport(
+          rig.name(),
+          workload.duration().toNanos() / 1e9,
+          offered,
+          attempts,
+          completed,
+          completedAfterRetry,
+          deadlineMissed,
+          deadlineMissedAfterFirstToken,
+          cancelled,
+          cancelledMidStream,
+          Map.copyOf(rejectedFinal),
+          Map.copyOf(rejectionsByReason),
+          refusalsWithRetryAfter,
+          refusalsWithoutRetryAfter,
+          retries,
+          Map.copyOf(errors),
+          openLogical.get(),
+          Map.copyOf(ttftByClass),
+          Map.copyOf(ttftFromArrivalByClass),
+          classes,
+          tenants,
+          phases,
+          timeline,
+          rig.upstream().promptTokensSpent() - promptSpent0,
+          rig.upstream().completionTokensSpent() - completionSpent0,
+          usefulTokens,
+          inFlightTokens,
+          meanActive,
+          rig.upstream().settings().batchSlots());
+    }
+  }
+
+  private enum Ending {
+    COMPLETED,
+    DEADLINE,
+    CANCELLED,
+    REFUSED,
+    ERROR
+  }
+
+  private static final class Logical {
+    final Workload.RequestClass requestClass;
+    final Workload.Tenant tenant;
+    final int phaseIndex;
+    final long arrivalNanos;
+    final long deadlineNanos;
+    final long cancelAtNanos;
+    final byte[] body;
+    final int outputTokens;
+    volatile int attempt;
+    volatile long ttftNanos;
+
+    Logical(
+        Workload.RequestClass requestClass,
+        Workload.Tenant tenant,
+        int phaseIndex,
+        long arrivalNanos,
+        long deadlineNanos,
+        long cancelAtNanos,
+        byte[] body,
+        int outputTokens) {
+      this.requestClass = requestClass;
+      this.tenant = tenant;
+      this.phaseIndex = phaseIndex;
+      this.arrivalNanos = arrivalNanos;
+      this.deadlineNanos = deadlineNanos;
+      this.cancelAtNanos = cancelAtNanos;
+      this.body = body;
+      this.outputTokens = outputTokens;
+    }
+  }
+
+  private static final class Attempt {
+    final Logical logical;
+    final String id;
+    final long startNanos;
+    final boolean voluntary;
+    final AtomicLong tokens = new AtomicLong();
+    boolean admitted;
+    boolean done;
+
+    Attempt(Logical logical, String id, long startNanos, boolean voluntary) {
+      this.logical = logical;
+      this.id = id;
+      this.startNanos = startNanos;
+      this.voluntary = voluntary;
+    }
+  }
+}

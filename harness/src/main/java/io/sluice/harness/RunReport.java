@@ -1,0 +1,159 @@
+package io.sluice.harness;
+
+import java.util.List;
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+
+/**
+ * What one {@link LoadGenerator} run measured against one {@link Rig}. Counts are of logical
+ * requests (one arrival, possibly several attempts when the client retries) unless the name says
+ * attempts.
+ *
+ * @param system the rig's name
+ * @param arrivalSeconds length of the arrival window
+ * @param offered logical requests that arrived
+ * @param attempts HTTP requests sent (arrivals plus retries)
+ * @param completed goodput: answers delivered completely before the client's deadline
+ * @param completedAfterRetry of {@code completed}, those that needed at least one retry
+ * @param deadlineMissed the client's deadline passed first (it disconnected)
+ * @param deadlineMissedAfterFirstToken of those, streams that had started answering
+ * @param cancelled the client disconnected on its own (scenario cancellations)
+ * @param cancelledMidStream of those, after the first token
+ * @param rejectedFinal logical requests whose last attempt was refused, by reason
+ * @param rejectionsByReason every refused attempt (429/503), by reason ({@code x-sluice-reason}, or
+ *     {@code upstream_429}/{@code upstream_503} for the provider's own throttling)
+ * @param refusalsWithRetryAfter refused attempts (429/503) that carried {@code retry-after}
+ * @param refusalsWithoutRetryAfter refused attempts (429/503) without it
+ * @param retries retries sent after a Retry-After
+ * @param errors other outcomes (e.g. {@code 504 ext_proc_error_per-message_timeout_exceeded}), by
+ *     status and details
+ * @param unfinished still in flight when the drain time ran out
+ * @param ttftMicrosByClass TTFT of completed requests, µs, by class, measured from the start of the
+ *     attempt that succeeded (what the serving path delivered)
+ * @param ttftFromArrivalMicrosByClass the same from the logical request's first arrival, so retry
+ *     waits count (what the end user saw)
+ * @param byClass offered/completed per class
+ * @param byTenant offered/completed per tenant
+ * @param byPhase per arrival phase: offered = arrivals in the phase, completed = completions
+ *     (before deadline) that happened during the phase window, so goodput per phase is a throughput
+ * @param timeline one row per second of the run
+ * @param promptTokensSpent prompt tokens the upstream processed
+ * @param completionTokensSpent completion tokens the upstream generated
+ * @param usefulTokens prompt + completion tokens of completed requests
+ * @param unfinishedTokens tokens spent so far on requests still in flight when the run ended
+ *     (neither useful nor wasted yet)
+ * @param meanUpstreamActive mean number of generations running in the upstream, sampled per second
+ *     during the arrival window
+ * @param batchSlots the upstream's K
+ */
+public record RunReport(
+    String system,
+    double arrivalSeconds,
+    long offered,
+    long attempts,
+    long completed,
+    long completedAfterRetry,
+    long deadlineMissed,
+    long deadlineMissedAfterFirstToken,
+    long cancelled,
+    long cancelledMidStream,
+    Map<String, Long> rejectedFinal,
+    Map<String, Long> rejectionsByReason,
+    long refusalsWithRetryAfter,
+    long refusalsWithoutRetryAfter,
+    long retries,
+    Map<String, Long> errors,
+    long unfinished,
+    Map<String, Histogram> ttftMicrosByClass,
+    Map<String, Histogram> ttftFromArrivalMicrosByClass,
+    Map<String, Split> byClass,
+    Map<String, Split> byTenant,
+    List<PhaseRow> byPhase,
+    List<Second> timeline,
+    long promptTokensSpent,
+    long completionTokensSpent,
+    long usefulTokens,
+    long unfinishedTokens,
+    double meanUpstreamActive,
+    int batchSlots) {
+
+  /** Offered and completed (goodput) logical requests of one group. */
+  public record Split(long offered, long completed) {}
+
+  /** One arrival phase: rates are per second of the phase. */
+  public record PhaseRow(
+      String label, double seconds, double ratePerSecond, long offered, long completed) {
+    public double goodputPerSecond() {
+      return seconds <= 0 ? 0 : completed / seconds;
+    }
+
+    public double offeredPerSecond() {
+      return seconds <= 0 ? 0 : offered / seconds;
+    }
+  }
+
+  /**
+   * One second of the run: arrivals, attempts that reached the upstream, refused attempts,
+   * completions, requests waiting at the end of the second (sent, not yet at the upstream), and
+   * TTFT percentiles (ms) of the requests that got their first token in that second (NaN if none).
+   */
+  public record Second(
+      int second,
+      long offered,
+      long admitted,
+      long rejected,
+      long completed,
+      long queued,
+      int upstreamActive,
+      double ttftP50Millis,
+      double ttftP95Millis) {}
+
+  public long rejectedFinalTotal() {
+    return rejectedFinal.values().stream().mapToLong(Long::longValue).sum();
+  }
+
+  public long tokensSpent() {
+    return promptTokensSpent + completionTokensSpent;
+  }
+
+  /** Tokens the upstream spent on requests that missed their deadline or were cancelled. */
+  public long wastedTokens() {
+    return Math.max(0, tokensSpent() - usefulTokens - unfinishedTokens);
+  }
+
+  /** Wasted tokens as a fraction of the tokens spent on requests that ended. */
+  public double wastedFraction() {
+    long ended = tokensSpent() - unfinishedTokens;
+    return ended <= 0 ? 0 : (double) wastedTokens() / ended;
+  }
+
+  public double goodputPerSecond() {
+    return arrivalSeconds <= 0 ? 0 : completed / arrivalSeconds;
+  }
+
+  /** Σ of offered, completed, deadline missed, cancelled, refused, errors, unfinished = offered. */
+  public long accountedFor() {
+    return completed
+        + deadlineMissed
+        + cancelled
+        + rejectedFinalTotal()
+        + errors.values().stream().mapToLong(Long::longValue).sum()
+        + unfinished;
+  }
+
+  /** TTFT (from first arrival) percentile of one class in ms (NaN when nothing completed). */
+  public double ttftFromArrivalMillis(String requestClass, double percentile) {
+    Histogram h = ttftFromArrivalMicrosByClass.get(requestClass);
+    return h == null || h.getTotalCount() == 0
+        ? Double.NaN
+        : h.getValueAtPercentile(percentile) / 1000.0;
+  }
+
+  /** TTFT percentile of one class in milliseconds (NaN when the class completed nothing). */
+  public double ttftMillis(String requestClass, double percentile) {
+    Histogram h = ttftMicrosByClass.get(requestClass);
+    return h == null || h.getTotalCount() == 0
+        ? Double.NaN
+        : h.getValueAtPercentile(percentile) / 1000.0;
+  }
+}

@@ -1,0 +1,138 @@
+package io.sluice.harness;
+
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * What the {@link LoadGenerator} offers: open-loop Poisson arrivals whose rate follows {@code
+ * phases}, each arrival drawn from {@code tenants} and {@code classes} by share.
+ *
+ * @param classes request classes (at least one)
+ * @param tenants tenants (at least one)
+ * @param phases the arrival rate over time, in order (steps)
+ * @param cancelFraction fraction of logical requests whose client disconnects on its own, at a
+ *     uniform time in {@code [cancelMin, cancelMax]} after arrival (while queued or mid-stream)
+ * @param cancelMin earliest voluntary disconnect
+ * @param cancelMax latest voluntary disconnect
+ * @param maxRetries retries per logical request after a 429/503 that carried Retry-After (0 = none)
+ * @param drain after the last arrival, how long to wait for requests still in flight before the run
+ *     ends (they are then counted as unfinished)
+ * @param seed random seed (arrivals, mixes, sizes)
+ */
+public record Workload(
+    List<RequestClass> classes,
+    List<Tenant> tenants,
+    List<Phase> phases,
+    double cancelFraction,
+    Duration cancelMin,
+    Duration cancelMax,
+    int maxRetries,
+    Duration drain,
+    long seed) {
+
+  public Workload {
+    classes = List.copyOf(classes);
+    tenants = List.copyOf(tenants);
+    phases = List.copyOf(phases);
+    if (classes.isEmpty() || tenants.isEmpty() || phases.isEmpty()) {
+      throw new IllegalArgumentException("classes/tenants/phases: empty (expected: at least one)");
+    }
+    if (cancelFraction < 0 || cancelFraction > 1) {
+      throw new IllegalArgumentException("cancelFraction: " + cancelFraction + " (expected: 0..1)");
+    }
+    if (maxRetries < 0) {
+      throw new IllegalArgumentException("maxRetries: " + maxRetries + " (expected: >= 0)");
+    }
+  }
+
+  /** Total arrival time (sum of the phases). */
+  public Duration duration() {
+    return phases.stream().map(Phase::duration).reduce(Duration.ZERO, Duration::plus);
+  }
+
+  /** The same workload with every phase duration multiplied by {@code factor}. */
+  public Workload scaled(double factor) {
+    return new Workload(
+        classes,
+        tenants,
+        phases.stream()
+            .map(
+                p ->
+                    new Phase(
+                        p.label(),
+                        Duration.ofNanos((long) (p.duration().toNanos() * factor)),
+                        p.ratePerSecond()))
+            .toList(),
+        cancelFraction,
+        cancelMin,
+        cancelMax,
+        maxRetries,
+        drain,
+        seed);
+  }
+
+  /**
+   * One kind of request.
+   *
+   * @param name label in reports (usually the Sluice class)
+   * @param sluiceClass sent as trusted gRPC metadata {@code x-sluice-class} (null: route default)
+   * @param path HTTP path
+   * @param share relative share of arrivals
+   * @param promptTokensMin smallest prompt (uniform between min and max)
+   * @param promptTokensMax largest prompt
+   * @param outputTokensMin shortest answer
+   * @param outputTokensMax longest answer; also sent as {@code max_tokens} (the client's cap)
+   * @param deadline the client's deadline: it disconnects then and the request counts as missed
+   * @param ttftSlo time-to-first-token objective, for reports only
+   */
+  public record RequestClass(
+      String name,
+      String sluiceClass,
+      String path,
+      double share,
+      int promptTokensMin,
+      int promptTokensMax,
+      int outputTokensMin,
+      int outputTokensMax,
+      Duration deadline,
+      Duration ttftSlo) {
+    public RequestClass {
+      if (share <= 0 || promptTokensMin < 1 || promptTokensMax < promptTokensMin) {
+        throw new IllegalArgumentException(name + ": share/prompt range invalid");
+      }
+      if (outputTokensMin < 1 || outputTokensMax < outputTokensMin) {
+        throw new IllegalArgumentException(name + ": output range invalid");
+      }
+    }
+
+    double meanPromptTokens() {
+      return (promptTokensMin + promptTokensMax) / 2.0;
+    }
+
+    double meanOutputTokens() {
+      return (outputTokensMin + outputTokensMax) / 2.0;
+    }
+  }
+
+  /**
+   * One tenant, sent as trusted gRPC metadata {@code x-sluice-tenant}.
+   *
+   * @param share relative share of arrivals
+   */
+  public record Tenant(String name, double share) {
+    public Tenant {
+      if (share <= 0) {
+        throw new IllegalArgumentException(name + ": share " + share + " (expected: > 0)");
+      }
+    }
+  }
+
+  /** A step of the arrival rate (Poisson with this mean rate). */
+  public record Phase(String label, Duration duration, double ratePerSecond) {
+    public Phase {
+      if (duration.isNegative() || ratePerSecond < 0) {
+        throw new IllegalArgumentException(label + ": negative duration or rate");
+      }
+    }
+  }
+}
