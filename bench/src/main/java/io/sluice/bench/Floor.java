@@ -163,20 +163,51 @@ final class Floor implements Callable<Integer> {
     }
   }
 
+  /**
+   * A quantile of {@code sluice_decision_latency_seconds} for one decision at request headers, from
+   * its histogram buckets with linear interpolation inside the bucket (as Prometheus's {@code
+   * histogram_quantile}); the answer is only as fine as the bucket bounds.
+   */
   static String quantile(String scrape, String decision, String q) {
-    Pattern p =
+    Pattern line =
         Pattern.compile(
-            "sluice_decision_latency_seconds\\{decision=\""
-                + decision
-                + "\",phase=\"headers\",quantile=\""
-                + Pattern.quote(q)
-                + "\"} ([0-9.eE+-]+)");
-    Matcher m = p.matcher(scrape);
-    if (!m.find()) {
+            "^sluice_decision_latency_seconds_bucket\\{([^}]*)} ([0-9.eE+-]+)$", Pattern.MULTILINE);
+    Pattern le = Pattern.compile("le=\"([^\"]+)\"");
+    java.util.TreeMap<Double, Double> cumulative = new java.util.TreeMap<>();
+    Matcher m = line.matcher(scrape);
+    while (m.find()) {
+      String labels = m.group(1);
+      if (!labels.contains("decision=\"" + decision + "\"")
+          || !labels.contains("phase=\"headers\"")) {
+        continue;
+      }
+      Matcher l = le.matcher(labels);
+      if (l.find()) {
+        double bound =
+            l.group(1).equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(l.group(1));
+        cumulative.put(bound, Double.parseDouble(m.group(2)));
+      }
+    }
+    if (cumulative.isEmpty() || cumulative.lastEntry().getValue() == 0) {
       return "n/a";
     }
-    double seconds = Double.parseDouble(m.group(1));
-    return String.format(Locale.ROOT, "%.1f µs", seconds * 1e6);
+    double rank = Double.parseDouble(q) * cumulative.lastEntry().getValue();
+    double lowerBound = 0;
+    double lowerCount = 0;
+    for (var e : cumulative.entrySet()) {
+      if (e.getValue() >= rank) {
+        if (e.getKey().isInfinite()) {
+          return String.format(Locale.ROOT, "> %.0f µs", lowerBound * 1e6);
+        }
+        double inBucket = e.getValue() - lowerCount;
+        double frac = inBucket == 0 ? 1 : (rank - lowerCount) / inBucket;
+        double seconds = lowerBound + (e.getKey() - lowerBound) * frac;
+        return String.format(Locale.ROOT, "%.1f µs", seconds * 1e6);
+      }
+      lowerBound = e.getKey();
+      lowerCount = e.getValue();
+    }
+    return "n/a";
   }
 
   AutoCloseable start(String target, int port) throws IOException {

@@ -234,12 +234,49 @@ public final class AdmissionMetrics {
         k ->
             Timer.builder(name)
                 .tags(tags)
-                .publishPercentiles(0.5, 0.99)
-                .publishPercentileHistogram(name.equals(MetricNames.QUEUE_WAIT))
-                .minimumExpectedValue(Duration.ofMillis(1))
-                .maximumExpectedValue(Duration.ofMinutes(5))
+                // Histogram buckets (not client-side percentiles): cheap to record on the hot path
+                // and aggregatable across replicas with histogram_quantile().
+                .serviceLevelObjectives(
+                    name.equals(MetricNames.DECISION_LATENCY) ? DECISION_BUCKETS : WAIT_BUCKETS)
                 .register(registry));
   }
+
+  /** Bucket bounds of {@code sluice_decision_latency_seconds}: 1 µs to 1 s. */
+  static final Duration[] DECISION_BUCKETS = {
+    Duration.ofNanos(1_000),
+    Duration.ofNanos(2_500),
+    Duration.ofNanos(5_000),
+    Duration.ofNanos(10_000),
+    Duration.ofNanos(25_000),
+    Duration.ofNanos(50_000),
+    Duration.ofNanos(100_000),
+    Duration.ofNanos(250_000),
+    Duration.ofNanos(500_000),
+    Duration.ofMillis(1),
+    Duration.ofNanos(2_500_000),
+    Duration.ofMillis(5),
+    Duration.ofMillis(10),
+    Duration.ofMillis(50),
+    Duration.ofMillis(250),
+    Duration.ofSeconds(1)
+  };
+
+  /** Bucket bounds of permit hold and queue wait timers: 10 ms to 5 min. */
+  static final Duration[] WAIT_BUCKETS = {
+    Duration.ofMillis(10),
+    Duration.ofMillis(50),
+    Duration.ofMillis(100),
+    Duration.ofMillis(250),
+    Duration.ofMillis(500),
+    Duration.ofSeconds(1),
+    Duration.ofSeconds(2),
+    Duration.ofSeconds(5),
+    Duration.ofSeconds(10),
+    Duration.ofSeconds(30),
+    Duration.ofSeconds(60),
+    Duration.ofSeconds(120),
+    Duration.ofSeconds(300)
+  };
 
   /** A meter's name and tag key/value pairs; the array is the caller's, never mutated. */
   private static final class MeterKey {
