@@ -17,7 +17,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap]}. */
+/** {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap|rls]}. */
 @Command(
     name = "sluice-bench",
     mixinStandardHelpOptions = true,
@@ -26,7 +26,8 @@ import picocli.CommandLine.Parameters;
       BenchMain.Demo.class,
       BenchMain.RunScenario.class,
       Floor.class,
-      HeapPerQueuedItem.class
+      HeapPerQueuedItem.class,
+      RlsBench.class
     })
 public final class BenchMain implements Callable<Integer> {
 
