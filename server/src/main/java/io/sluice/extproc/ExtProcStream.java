@@ -622,7 +622,8 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
 
   private void halfClosed() {
     if (phase == Phase.QUEUED) {
-      cancelled(); // Envoy gave up on the held message
+      cancelled(); // Envoy gave up on the held message: drop it from the queue, end the call
+      out.onCompleted();
       return;
     }
     // Envoy half-closed (graceful close): it will send nothing more.
