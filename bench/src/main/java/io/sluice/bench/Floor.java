@@ -26,7 +26,6 @@ import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -37,8 +36,6 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.HdrHistogram.Histogram;
@@ -234,69 +231,29 @@ final class Floor implements Callable<Integer> {
     ProcessingRequest req = request();
     Metadata.Key<String> tenantKey =
         Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
-    AtomicBoolean measuring = new AtomicBoolean();
-    AtomicBoolean stop = new AtomicBoolean();
-    AtomicLong done = new AtomicLong();
-    AtomicLong errors = new AtomicLong();
-    Histogram hist = new Histogram(60_000_000L, 3);
-    CountDownLatch finished = new CountDownLatch(channels * concurrency);
-    for (ManagedChannel ch : chans) {
-      for (int i = 0; i < concurrency; i++) {
-        new Runnable() {
-          @Override
-          public void run() {
-            if (stop.get()) {
-              finished.countDown();
-              return;
-            }
-            long start = System.nanoTime();
-            ClientCall<ProcessingRequest, ProcessingResponse> call =
-                ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
-            Runnable next = this;
-            call.start(
-                new ClientCall.Listener<>() {
-                  @Override
-                  public void onClose(Status status, Metadata trailers) {
-                    if (measuring.get()) {
-                      if (status.isOk()) {
-                        done.incrementAndGet();
-                        long micros = (System.nanoTime() - start) / 1000;
-                        synchronized (hist) {
-                          hist.recordValue(Math.min(micros, 60_000_000L));
-                        }
-                      } else {
-                        errors.incrementAndGet();
-                      }
+    ClosedLoop.Result r =
+        ClosedLoop.run(
+            chans,
+            concurrency,
+            warmupSeconds,
+            durationSeconds,
+            (ch, finish) -> {
+              ClientCall<ProcessingRequest, ProcessingResponse> call =
+                  ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+              call.start(
+                  new ClientCall.Listener<>() {
+                    @Override
+                    public void onClose(Status status, Metadata trailers) {
+                      finish.accept(status.isOk());
                     }
-                    next.run();
-                  }
-                },
-                metadata(tenantKey));
-            call.request(2);
-            call.sendMessage(req);
-            call.halfClose();
-          }
-        }.run();
-      }
-    }
-    Thread.sleep(warmupSeconds * 1000L);
-    long cpu0 = processCpuNanos();
-    long t0 = System.nanoTime();
-    measuring.set(true);
-    Thread.sleep(durationSeconds * 1000L);
-    measuring.set(false);
-    long t1 = System.nanoTime();
-    long cpu1 = processCpuNanos();
-    stop.set(true);
-    finished.await(10, TimeUnit.SECONDS);
+                  },
+                  metadata(tenantKey));
+              call.request(2);
+              call.sendMessage(req);
+              call.halfClose();
+            });
     chans.forEach(ManagedChannel::shutdownNow);
-    double secs = (t1 - t0) / 1e9;
-    Histogram copy;
-    synchronized (hist) {
-      copy = hist.copy();
-    }
-    return new Row(
-        target, done.get() / secs, copy, (cpu1 - cpu0) / 1e9 / secs, "-", "-", errors.get());
+    return new Row(target, r.perSecond(), r.latencyMicros(), r.cpuCores(), "-", "-", r.errors());
   }
 
   /** A fresh Metadata per call: grpc takes ownership of the headers object. */
@@ -304,11 +261,6 @@ final class Floor implements Callable<Integer> {
     Metadata md = new Metadata();
     md.put(tenantKey, "acme");
     return md;
-  }
-
-  static long processCpuNanos() {
-    var os = ManagementFactory.getOperatingSystemMXBean();
-    return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() : 0;
   }
 
   static String table(List<Row> rows, int channels, int concurrency) {

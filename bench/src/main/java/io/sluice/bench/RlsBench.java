@@ -24,10 +24,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
@@ -146,74 +143,39 @@ final class RlsBench implements Callable<Integer> {
       }
       requests.add(b.build());
     }
-    AtomicBoolean measuring = new AtomicBoolean();
-    AtomicBoolean stop = new AtomicBoolean();
-    AtomicLong done = new AtomicLong();
-    AtomicLong errors = new AtomicLong();
     AtomicLong overLimit = new AtomicLong();
-    Histogram hist = new Histogram(60_000_000L, 3);
-    CountDownLatch finished = new CountDownLatch(channels * concurrency);
-    for (ManagedChannel ch : chans) {
-      for (int i = 0; i < concurrency; i++) {
-        new Runnable() {
-          @Override
-          public void run() {
-            if (stop.get()) {
-              finished.countDown();
-              return;
-            }
-            long start = System.nanoTime();
-            ClientCall<RateLimitRequest, RateLimitResponse> call =
-                ch.newCall(RateLimitServiceGrpc.getShouldRateLimitMethod(), CallOptions.DEFAULT);
-            Runnable next = this;
-            call.start(
-                new ClientCall.Listener<>() {
-                  @Override
-                  public void onMessage(RateLimitResponse r) {
-                    if (r.getOverallCode() == RateLimitResponse.Code.OVER_LIMIT) {
-                      overLimit.incrementAndGet();
-                    }
-                  }
-
-                  @Override
-                  public void onClose(Status status, Metadata trailers) {
-                    if (measuring.get()) {
-                      if (status.isOk()) {
-                        done.incrementAndGet();
-                        long micros = (System.nanoTime() - start) / 1000;
-                        synchronized (hist) {
-                          hist.recordValue(Math.min(micros, 60_000_000L));
-                        }
-                      } else {
-                        errors.incrementAndGet();
+    ClosedLoop.Result r =
+        ClosedLoop.run(
+            chans,
+            concurrency,
+            warmupSeconds,
+            durationSeconds,
+            (ch, finish) -> {
+              ClientCall<RateLimitRequest, RateLimitResponse> call =
+                  ch.newCall(RateLimitServiceGrpc.getShouldRateLimitMethod(), CallOptions.DEFAULT);
+              call.start(
+                  new ClientCall.Listener<>() {
+                    @Override
+                    public void onMessage(RateLimitResponse response) {
+                      if (response.getOverallCode() == RateLimitResponse.Code.OVER_LIMIT) {
+                        overLimit.incrementAndGet();
                       }
                     }
-                    next.run();
-                  }
-                },
-                new Metadata());
-            call.request(1);
-            call.sendMessage(requests.get(ThreadLocalRandom.current().nextInt(requests.size())));
-            call.halfClose();
-          }
-        }.run();
-      }
-    }
-    Thread.sleep(warmupSeconds * 1000L);
-    long t0 = System.nanoTime();
-    measuring.set(true);
-    Thread.sleep(durationSeconds * 1000L);
-    measuring.set(false);
-    long t1 = System.nanoTime();
-    stop.set(true);
-    finished.await(10, TimeUnit.SECONDS);
+
+                    @Override
+                    public void onClose(Status status, Metadata trailers) {
+                      finish.accept(status.isOk());
+                    }
+                  },
+                  new Metadata());
+              call.request(1);
+              call.sendMessage(requests.get(ThreadLocalRandom.current().nextInt(requests.size())));
+              call.halfClose();
+            });
     chans.forEach(ManagedChannel::shutdownNow);
-    double secs = (t1 - t0) / 1e9;
-    Histogram copy;
-    synchronized (hist) {
-      copy = hist.copy();
-    }
-    double rate = done.get() / secs;
+    Histogram copy = r.latencyMicros();
+    long errorsCount = r.errors();
+    double rate = r.perSecond();
     return String.format(
         Locale.ROOT,
         "| %s | %d | %.0f | %.0f | %d µs | %d µs | %d | %d |",
@@ -224,6 +186,6 @@ final class RlsBench implements Callable<Integer> {
         copy.getValueAtPercentile(50),
         copy.getValueAtPercentile(99),
         overLimit.get(),
-        errors.get());
+        errorsCount);
   }
 }
