@@ -71,6 +71,15 @@ final class Floor implements Callable<Integer> {
           "only serve (noop, sluice or sluice-reject) on --port until killed (for h2load)")
   String serve;
 
+  @Option(
+      names = "--shape",
+      description =
+          "oneshot: request_headers + half-close (worst case for the ratio); envoy: request"
+              + " headers, buffered body, response headers, response body, then a reset, as"
+              + " Envoy drives a BUFFERED/STREAMED LLM request (default: ${DEFAULT-VALUE})",
+      defaultValue = "oneshot")
+  String shape = "oneshot";
+
   @Option(names = "--port", defaultValue = "50051")
   int port = 50051;
 
@@ -136,7 +145,7 @@ final class Floor implements Callable<Integer> {
     for (String target : List.of("noop", "sluice", "sluice-reject")) {
       rows.add(measure(target));
     }
-    out.println(table(rows, channels, concurrency));
+    out.println(table(rows, channels, concurrency, shape));
     return 0;
   }
 
@@ -152,8 +161,8 @@ final class Floor implements Callable<Integer> {
             row.streamsPerSecond(),
             row.latencyMicros(),
             row.cpuCores(),
-            quantile(scrape, decision, "0.5"),
-            quantile(scrape, decision, "0.99"),
+            quantile(scrape, decision, shape.equals("envoy") ? "body" : "headers", "0.5"),
+            quantile(scrape, decision, shape.equals("envoy") ? "body" : "headers", "0.99"),
             row.errors());
       }
       return row;
@@ -165,7 +174,7 @@ final class Floor implements Callable<Integer> {
    * its histogram buckets with linear interpolation inside the bucket (as Prometheus's {@code
    * histogram_quantile}); the answer is only as fine as the bucket bounds.
    */
-  static String quantile(String scrape, String decision, String q) {
+  static String quantile(String scrape, String decision, String phase, String q) {
     Pattern line =
         Pattern.compile(
             "^sluice_decision_latency_seconds_bucket\\{([^}]*)} ([0-9.eE+-]+)$", Pattern.MULTILINE);
@@ -175,7 +184,7 @@ final class Floor implements Callable<Integer> {
     while (m.find()) {
       String labels = m.group(1);
       if (!labels.contains("decision=\"" + decision + "\"")
-          || !labels.contains("phase=\"headers\"")) {
+          || !labels.contains("phase=\"" + phase + "\"")) {
         continue;
       }
       Matcher l = le.matcher(labels);
@@ -231,29 +240,124 @@ final class Floor implements Callable<Integer> {
     ProcessingRequest req = request();
     Metadata.Key<String> tenantKey =
         Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
+    List<ProcessingRequest> envoyShape = envoyShapedMessages();
     ClosedLoop.Result r =
         ClosedLoop.run(
             chans,
             concurrency,
             warmupSeconds,
             durationSeconds,
-            (ch, finish) -> {
-              ClientCall<ProcessingRequest, ProcessingResponse> call =
-                  ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
-              call.start(
-                  new ClientCall.Listener<>() {
-                    @Override
-                    public void onClose(Status status, Metadata trailers) {
-                      finish.accept(status.isOk());
-                    }
-                  },
-                  metadata(tenantKey));
-              call.request(2);
-              call.sendMessage(req);
-              call.halfClose();
-            });
+            shape.equals("envoy")
+                ? (ch, finish) -> envoyLikeStream(ch, tenantKey, envoyShape, finish)
+                : (ch, finish) -> {
+                  ClientCall<ProcessingRequest, ProcessingResponse> call =
+                      ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+                  call.start(
+                      new ClientCall.Listener<>() {
+                        @Override
+                        public void onClose(Status status, Metadata trailers) {
+                          finish.accept(status.isOk());
+                        }
+                      },
+                      metadata(tenantKey));
+                  call.request(2);
+                  call.sendMessage(req);
+                  call.halfClose();
+                });
     chans.forEach(ManagedChannel::shutdownNow);
     return new Row(target, r.perSecond(), r.latencyMicros(), r.cpuCores(), "-", "-", r.errors());
+  }
+
+  /**
+   * One Envoy-like stream: each message is sent when the previous one was answered; after the last
+   * answer the client resets the stream (Envoy's close), which ends it CANCELLED.
+   */
+  private static void envoyLikeStream(
+      io.grpc.Channel ch,
+      Metadata.Key<String> tenantKey,
+      List<ProcessingRequest> messages,
+      java.util.function.Consumer<Boolean> finish) {
+    ClientCall<ProcessingRequest, ProcessingResponse> call =
+        ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+    int[] answered = {0};
+    boolean[] refused = {false};
+    call.start(
+        new ClientCall.Listener<>() {
+          @Override
+          public void onMessage(ProcessingResponse message) {
+            answered[0]++;
+            refused[0] = message.hasImmediateResponse();
+            if (refused[0] || answered[0] == messages.size()) {
+              call.cancel("end of request", null);
+            } else {
+              call.sendMessage(messages.get(answered[0]));
+              call.request(1);
+            }
+          }
+
+          @Override
+          public void onClose(Status status, Metadata trailers) {
+            finish.accept(refused[0] || answered[0] == messages.size()); // refused = answered
+          }
+        },
+        metadata(tenantKey));
+    call.request(1);
+    call.sendMessage(messages.get(0));
+  }
+
+  /** request_headers (BUFFERED/STREAMED), a chat body, response headers, a JSON response body. */
+  static List<ProcessingRequest> envoyShapedMessages() {
+    ProcessingRequest first = request();
+    ProcessingRequest headers =
+        first.toBuilder()
+            .setRequestHeaders(first.getRequestHeaders().toBuilder().setEndOfStream(false))
+            .setProtocolConfig(
+                io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration.newBuilder()
+                    .setRequestBodyMode(
+                        io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode
+                            .BodySendMode.BUFFERED)
+                    .setResponseBodyMode(
+                        io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode
+                            .BodySendMode.STREAMED))
+            .build();
+    ProcessingRequest body =
+        ProcessingRequest.newBuilder()
+            .setRequestBody(
+                io.envoyproxy.envoy.service.ext_proc.v3.HttpBody.newBuilder()
+                    .setEndOfStream(true)
+                    .setBody(
+                        ByteString.copyFromUtf8(
+                            "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":256,\"messages\":"
+                                + "[{\"role\":\"system\",\"content\":\"You are a helpful"
+                                + " assistant.\"},{\"role\":\"user\",\"content\":\"Summarise"
+                                + " the attached meeting notes in three bullet points.\"}]}")))
+            .build();
+    ProcessingRequest responseHeaders =
+        ProcessingRequest.newBuilder()
+            .setResponseHeaders(
+                HttpHeaders.newBuilder()
+                    .setHeaders(
+                        HeaderMap.newBuilder()
+                            .addHeaders(
+                                HeaderValue.newBuilder()
+                                    .setKey(":status")
+                                    .setRawValue(ByteString.copyFromUtf8("200")))
+                            .addHeaders(
+                                HeaderValue.newBuilder()
+                                    .setKey("content-type")
+                                    .setRawValue(ByteString.copyFromUtf8("application/json")))))
+            .build();
+    ProcessingRequest responseBody =
+        ProcessingRequest.newBuilder()
+            .setResponseBody(
+                io.envoyproxy.envoy.service.ext_proc.v3.HttpBody.newBuilder()
+                    .setEndOfStream(true)
+                    .setBody(
+                        ByteString.copyFromUtf8(
+                            "{\"choices\":[{\"message\":{\"content\":\"ok\"}}],\"usage\":"
+                                + "{\"prompt_tokens\":31,\"completion_tokens\":40}}")))
+            .build();
+    return List.of(headers, body, responseHeaders, responseBody);
   }
 
   /** A fresh Metadata per call: grpc takes ownership of the headers object. */
@@ -263,14 +367,15 @@ final class Floor implements Callable<Integer> {
     return md;
   }
 
-  static String table(List<Row> rows, int channels, int concurrency) {
+  static String table(List<Row> rows, int channels, int concurrency, String shape) {
     StringBuilder b = new StringBuilder();
     b.append(
         String.format(
             Locale.ROOT,
-            "Java generator, %d channels x %d one-shot streams, closed loop, same JVM%n%n",
+            "Java generator, %d channels x %d %s streams, closed loop, same JVM%n%n",
             channels,
-            concurrency));
+            concurrency,
+            shape.equals("envoy") ? "Envoy-like (4 messages + reset)" : "one-shot"));
     b.append(
         "| target | streams/s | ratio to no-op | client p50 | client p99 | process CPU (cores) |"
             + " server decision p50 | server decision p99 | errors |\n");
@@ -364,6 +469,23 @@ final class Floor implements Callable<Integer> {
             .setRequestHeaders(
                 HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()))
             .build();
+    static final ProcessingResponse CONTINUE_REQUEST_BODY =
+        ProcessingResponse.newBuilder()
+            .setRequestBody(
+                io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse.newBuilder()
+                    .setResponse(CommonResponse.newBuilder()))
+            .build();
+    static final ProcessingResponse CONTINUE_RESPONSE_HEADERS =
+        ProcessingResponse.newBuilder()
+            .setResponseHeaders(
+                HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()))
+            .build();
+    static final ProcessingResponse CONTINUE_RESPONSE_BODY =
+        ProcessingResponse.newBuilder()
+            .setResponseBody(
+                io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse.newBuilder()
+                    .setResponse(CommonResponse.newBuilder()))
+            .build();
     static final RateLimitResponse OK =
         RateLimitResponse.newBuilder().setOverallCode(RateLimitResponse.Code.OK).build();
     final Server server;
@@ -380,8 +502,12 @@ final class Floor implements Callable<Integer> {
                       return new StreamObserver<>() {
                         @Override
                         public void onNext(ProcessingRequest value) {
-                          if (value.hasRequestHeaders()) {
-                            responses.onNext(CONTINUE);
+                          switch (value.getRequestCase()) {
+                            case REQUEST_HEADERS -> responses.onNext(CONTINUE);
+                            case REQUEST_BODY -> responses.onNext(CONTINUE_REQUEST_BODY);
+                            case RESPONSE_HEADERS -> responses.onNext(CONTINUE_RESPONSE_HEADERS);
+                            case RESPONSE_BODY -> responses.onNext(CONTINUE_RESPONSE_BODY);
+                            default -> {}
                           }
                         }
 

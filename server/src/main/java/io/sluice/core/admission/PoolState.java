@@ -439,6 +439,9 @@ public final class PoolState {
   }
 
   private void drainLocked(long nowNanos, List<Callback> callbacks) {
+    if (!anyQueued()) {
+      return; // the common case when the pool is not saturated: nothing to expire or start
+    }
     ledger.now = nowNanos;
     ledger.started.clear();
     ClassScheduler.Drain<Entry> drain = scheduler.drain(nowNanos, ledger);
@@ -467,6 +470,15 @@ public final class PoolState {
               null,
               nowNanos - item.enqueuedAtNanos()));
     }
+  }
+
+  private boolean anyQueued() {
+    for (ClassSlot s : queueSlots) {
+      if (!s.queue.isEmpty()) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Work waiting in classes of rank {@code <= rank}. */
