@@ -21,10 +21,18 @@ public final class InitialMetadata implements ServerInterceptor {
     return Contexts.interceptCall(Context.current().withValue(KEY, headers), call, headers, next);
   }
 
+  /** Keys come from the config (a bounded set): built and validated once, not per request. */
+  private static final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> KEYS =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   static String get(Metadata md, String key) {
     if (md == null || key.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
       return null;
     }
-    return md.get(Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER));
+    Metadata.Key<String> k = KEYS.get(key);
+    if (k == null) {
+      k = KEYS.computeIfAbsent(key, n -> Metadata.Key.of(n, Metadata.ASCII_STRING_MARSHALLER));
+    }
+    return md.get(k);
   }
 }
