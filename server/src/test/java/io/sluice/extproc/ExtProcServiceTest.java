@@ -9,26 +9,18 @@ import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Status;
-import io.sluice.bootstrap.SluiceServer;
-import io.sluice.config.ConfigLoader;
-import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.PoolState;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** The ext_proc adapter over a real Netty gRPC server on a random port. */
-class ExtProcServiceTest {
+class ExtProcServiceTest extends ExtProcServerTestBase {
   private static final String CONFIG =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
@@ -53,33 +45,9 @@ class ExtProcServiceTest {
       responses: {decisionHeader: true, estimateHeader: true}
       """;
 
-  private SluiceServer server;
-  private ExtProcTestClient client;
-
-  @BeforeEach
-  void start() throws Exception {
-    SluiceConfig config = ConfigLoader.parse(CONFIG);
-    server = SluiceServer.start(config);
-    client = new ExtProcTestClient(server.grpcPort());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    client.close();
-    server.close();
-  }
-
-  private static Map<String, String> chat(String... extra) {
-    Map<String, String> h = new LinkedHashMap<>();
-    h.put(":method", "POST");
-    h.put(":path", "/v1/chat/completions");
-    h.put(":authority", "llm.example.com");
-    h.put("content-type", "application/json");
-    h.put("x-request-id", "req-1");
-    for (int i = 0; i + 1 < extra.length; i += 2) {
-      h.put(extra[i], extra[i + 1]);
-    }
-    return h;
+  @Override
+  protected String policy() {
+    return CONFIG;
   }
 
   private static String chatBody(int maxTokens) {
@@ -90,14 +58,6 @@ class ExtProcServiceTest {
 
   private PoolState.Snapshot pool() {
     return server.runtime().controller().pool("gpu").snapshot(server.runtime().ticker().nanos());
-  }
-
-  private static Map<String, String> headersOf(ImmediateResponse ir) {
-    Map<String, String> m = new LinkedHashMap<>();
-    for (HeaderValueOption o : ir.getHeaders().getSetHeadersList()) {
-      m.put(o.getHeader().getKey(), o.getHeader().getRawValue().toString(StandardCharsets.UTF_8));
-    }
-    return m;
   }
 
   @Test

@@ -7,22 +7,15 @@ import static io.sluice.extproc.ExtProcTestClient.responseHeaders;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import io.sluice.bootstrap.SluiceServer;
-import io.sluice.config.ConfigLoader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** Queue-hold through the real gRPC adapter: override first, the real answer later. */
-class QueueHoldServiceTest {
+class QueueHoldServiceTest extends ExtProcServerTestBase {
   private static final String CONFIG =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
@@ -39,27 +32,9 @@ class QueueHoldServiceTest {
         - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
       """;
 
-  private SluiceServer server;
-  private ExtProcTestClient client;
-
-  @BeforeEach
-  void start() throws Exception {
-    server = SluiceServer.start(ConfigLoader.parse(CONFIG));
-    client = new ExtProcTestClient(server.grpcPort());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    client.close();
-    server.close();
-  }
-
-  private static Map<String, String> chat() {
-    Map<String, String> h = new LinkedHashMap<>();
-    h.put(":method", "POST");
-    h.put(":path", "/v1/chat/completions");
-    h.put("content-type", "application/json");
-    return h;
+  @Override
+  protected String policy() {
+    return CONFIG;
   }
 
   private static String chatBody(int maxTokens) {
@@ -74,15 +49,6 @@ class QueueHoldServiceTest {
     c.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
     assertThat(c.send(body(chatBody(990))).hasRequestBody()).isTrue();
     return c;
-  }
-
-  private static String header(ProcessingResponse r, String key) {
-    for (HeaderValueOption o : r.getImmediateResponse().getHeaders().getSetHeadersList()) {
-      if (o.getHeader().getKey().equals(key)) {
-        return o.getHeader().getRawValue().toString(StandardCharsets.UTF_8);
-      }
-    }
-    return null;
   }
 
   @Test

@@ -9,18 +9,12 @@ import static org.awaitility.Awaitility.await;
 
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import io.sluice.bootstrap.SluiceServer;
-import io.sluice.config.ConfigLoader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** Per-tenant RPM/TPM budgets on the ext_proc path: reserve, refuse with 429, reconcile. */
-class TenantQuotaServiceTest {
+class TenantQuotaServiceTest extends ExtProcServerTestBase {
   private static final String CONFIG =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
@@ -34,26 +28,9 @@ class TenantQuotaServiceTest {
         - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
       """;
 
-  private SluiceServer server;
-  private ExtProcTestClient client;
-
-  @BeforeEach
-  void start() throws Exception {
-    server = SluiceServer.start(ConfigLoader.parse(CONFIG));
-    client = new ExtProcTestClient(server.grpcPort());
-  }
-
-  @AfterEach
-  void stop() throws Exception {
-    client.close();
-    server.close();
-  }
-
-  private static Map<String, String> chat() {
-    Map<String, String> h = new LinkedHashMap<>();
-    h.put(":method", "POST");
-    h.put(":path", "/v1/chat/completions");
-    return h;
+  @Override
+  protected String policy() {
+    return CONFIG;
   }
 
   private ProcessingResponse request(String tenant, int maxTokens) throws Exception {
@@ -80,14 +57,6 @@ class TenantQuotaServiceTest {
     return b;
   }
 
-  private static String reason(ProcessingResponse r) {
-    return r.getImmediateResponse().getHeaders().getSetHeadersList().stream()
-        .filter(o -> o.getHeader().getKey().equals("x-sluice-reason"))
-        .map(o -> o.getHeader().getRawValue().toString(StandardCharsets.UTF_8))
-        .findFirst()
-        .orElse(null);
-  }
-
   @Test
   void requestsPerMinute_exhausted_429TenantRateAtHeaders() throws Exception {
     for (int i = 0; i < 3; i++) {
@@ -95,7 +64,7 @@ class TenantQuotaServiceTest {
     }
     ProcessingResponse r = request("a", 10);
     assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(429);
-    assertThat(reason(r)).isEqualTo("tenant_rate");
+    assertThat(header(r, "x-sluice-reason")).isEqualTo("tenant_rate");
     // other tenants have their own bucket
     assertThat(request("b", 10).hasRequestBody()).isTrue();
   }
@@ -117,6 +86,6 @@ class TenantQuotaServiceTest {
     assertThat(request("c", 500).hasRequestBody()).isTrue();
     ProcessingResponse third = request("c", 1000);
     assertThat(third.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(429);
-    assertThat(reason(third)).isEqualTo("tenant_tokens");
+    assertThat(header(third, "x-sluice-reason")).isEqualTo("tenant_tokens");
   }
 }
