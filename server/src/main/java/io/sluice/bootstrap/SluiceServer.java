@@ -2,7 +2,6 @@ package io.sluice.bootstrap;
 
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
-import io.grpc.ServerInterceptors;
 import io.grpc.TlsServerCredentials;
 import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
@@ -24,7 +23,6 @@ import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.time.Ticker;
 import io.sluice.extproc.AdmissionRuntime;
 import io.sluice.extproc.ExtProcService;
-import io.sluice.extproc.InitialMetadata;
 import io.sluice.extproc.QueueTimer;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
@@ -148,7 +146,7 @@ public final class SluiceServer implements AutoCloseable {
         // Envoy's HTTP/2 keepalive pings must not earn a GOAWAY too_many_pings.
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)
-        .addService(ServerInterceptors.intercept(extProc, new InitialMetadata()))
+        .addService(extProc.definition())
         .addService(health.getHealthService())
         .addService(ProtoReflectionServiceV1.newInstance());
     if (rls != null) {

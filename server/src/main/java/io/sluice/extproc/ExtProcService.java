@@ -2,9 +2,14 @@ package io.sluice.extproc;
 
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.ServiceDescriptor;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
 import java.util.Set;
@@ -15,8 +20,22 @@ import java.util.function.Supplier;
 /**
  * {@code envoy.service.ext_proc.v3.ExternalProcessor/Process}: one bidi stream per HTTP request.
  * Handlers never block; they run on the transport threads.
+ *
+ * <p>Bound with the generated method's request marshaller and schema (so reflection still shows the
+ * real service) and {@link Answer#MARSHALLER} for answers, which are written as pre-encoded {@code
+ * ProcessingResponse} bytes. The stream's gRPC initial metadata (Envoy's {@code
+ * grpc_service.initial_metadata} merged with per-route {@code ExtProcPerRoute} overrides; HTTP
+ * clients cannot set it, so it is trusted) is handed to the stream when the call starts.
  */
-public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcessorImplBase {
+public final class ExtProcService {
+  static final MethodDescriptor<ProcessingRequest, Answer> PROCESS =
+      ExternalProcessorGrpc.getProcessMethod().toBuilder(
+              ExternalProcessorGrpc.getProcessMethod().getRequestMarshaller(), Answer.MARSHALLER)
+          .build();
+
+  /** The initial metadata of the call being started on this thread (set only around startCall). */
+  private static final ThreadLocal<Metadata> STARTING = new ThreadLocal<>();
+
   private final Supplier<AdmissionRuntime> runtime;
   private final BooleanSupplier draining;
   private final Set<ExtProcStream> live = ConcurrentHashMap.newKeySet();
@@ -26,10 +45,29 @@ public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcesso
     this.draining = draining;
   }
 
-  @Override
-  public StreamObserver<ProcessingRequest> process(StreamObserver<ProcessingResponse> responses) {
-    ServerCallStreamObserver<ProcessingResponse> call =
-        (ServerCallStreamObserver<ProcessingResponse>) responses;
+  /** The service to add to the gRPC server. */
+  public ServerServiceDefinition definition() {
+    ServerCallHandler<ProcessingRequest, Answer> streaming =
+        ServerCalls.asyncBidiStreamingCall(this::process);
+    ServerCallHandler<ProcessingRequest, Answer> withMetadata =
+        (call, headers) -> {
+          STARTING.set(headers); // process() runs inside startCall, on this thread
+          try {
+            return streaming.startCall(call, headers);
+          } finally {
+            STARTING.remove();
+          }
+        };
+    ServiceDescriptor service =
+        ServiceDescriptor.newBuilder(ExternalProcessorGrpc.SERVICE_NAME)
+            .setSchemaDescriptor(ExternalProcessorGrpc.getServiceDescriptor().getSchemaDescriptor())
+            .addMethod(PROCESS)
+            .build();
+    return ServerServiceDefinition.builder(service).addMethod(PROCESS, withMetadata).build();
+  }
+
+  private StreamObserver<ProcessingRequest> process(StreamObserver<Answer> responses) {
+    ServerCallStreamObserver<Answer> call = (ServerCallStreamObserver<Answer>) responses;
     if (draining.getAsBoolean()) {
       // Non-OK so Envoy applies failure_mode_allow; never OK (that would admit the request).
       call.onError(
@@ -38,8 +76,7 @@ public final class ExtProcService extends ExternalProcessorGrpc.ExternalProcesso
     }
     ExtProcStream[] self = new ExtProcStream[1];
     ExtProcStream stream =
-        new ExtProcStream(
-            runtime.get(), call, InitialMetadata.KEY.get(), () -> live.remove(self[0]));
+        new ExtProcStream(runtime.get(), call, STARTING.get(), () -> live.remove(self[0]));
     self[0] = stream;
     live.add(stream);
     call.setOnCancelHandler(stream::onCancel);

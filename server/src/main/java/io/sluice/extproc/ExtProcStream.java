@@ -1,13 +1,11 @@
 package io.sluice.extproc;
 
 import com.google.protobuf.ByteString;
-import com.google.protobuf.Struct;
 import com.google.protobuf.util.Timestamps;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.SynchronizationContext;
@@ -27,6 +25,7 @@ import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantQuotas;
+import io.sluice.observability.AdmissionMetrics;
 import io.sluice.routing.ResolvedRequest;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -78,7 +77,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   }
 
   private final AdmissionRuntime rt;
-  private final ServerCallStreamObserver<ProcessingResponse> out;
+  private final ServerCallStreamObserver<Answer> out;
   private final Metadata initialMetadata;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final SynchronizationContext sync =
@@ -95,6 +94,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
 
   private Phase phase = Phase.START;
   private ResolvedRequest resolved;
+  private AdmissionMetrics.ClassMeters meters; // set with resolved, when it resolves
   private TokenEstimate estimate;
   private long workUnits;
   private long arrivalNanos;
@@ -112,10 +112,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private final Runnable onClose;
 
   ExtProcStream(
-      AdmissionRuntime rt,
-      ServerCallStreamObserver<ProcessingResponse> out,
-      Metadata md,
-      Runnable onClose) {
+      AdmissionRuntime rt, ServerCallStreamObserver<Answer> out, Metadata md, Runnable onClose) {
     this.rt = rt;
     this.out = out;
     this.initialMetadata = md;
@@ -183,6 +180,12 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       reject(r, r.defaultStatus(), 0, resolved.rejectMessage(), "headers", now);
       return;
     }
+    meters =
+        rt.metrics()
+            .forClass(
+                resolved.pool().name(),
+                resolved.requestClass().name(),
+                resolved.tenant().tier().name());
     HttpHeaders h = req.getRequestHeaders();
     long contentLength = parseLong(signals.header("content-length"), -1);
     if (contentLength > rt.config().limits().maxBodyBytes()) {
@@ -451,15 +454,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       permit = p;
       phase = Phase.ADMITTED;
       decisionLatencyNanos = rt.ticker().nanos() - receivedNanos - queueWaitNanos;
-      rt.metrics()
-          .decision(
-              resolved.pool().name(),
-              resolved.requestClass().name(),
-              resolved.tenant().tier().name(),
-              "admit",
-              Reason.ADMITTED.code(),
-              phaseName,
-              decisionLatencyNanos);
+      meters.admitted(phaseName, decisionLatencyNanos);
       if (closed.get()) { // cancelled while deciding: give the permit back at once
         release(Outcome.CANCELLED);
         return;
@@ -478,12 +473,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
                 + ";work="
                 + workUnits);
       }
-      rt.metrics()
-          .estimated(
-              resolved.pool().name(),
-              resolved.requestClass().name(),
-              estimate.inputTokens(),
-              estimate.outputReserveTokens());
+      meters.estimated(estimate.inputTokens(), estimate.outputReserveTokens());
       send(Responses.admit(atBody, headers, metadata("admit", Reason.ADMITTED)));
     }
   }
@@ -512,23 +502,22 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     }
   }
 
-  private Struct metadata(String decision, Reason reason) {
-    Struct.Builder f = Struct.newBuilder();
-    if (resolved != null) {
-      f.putFields("tenant", Responses.str(resolved.tenant().id()));
-      f.putFields("tier", Responses.boundedStr(resolved.tenant().tier().name()));
-      f.putFields("class", Responses.boundedStr(resolved.requestClass().name()));
-      f.putFields("pool", Responses.boundedStr(resolved.pool().name()));
-      f.putFields("route", Responses.boundedStr(resolved.route()));
-    }
-    f.putFields("decision", Responses.boundedStr(decision));
-    f.putFields("reason", Responses.boundedStr(reason.code()));
-    if (estimate != null) {
-      f.putFields("est_input_tokens", Responses.num(estimate.inputTokens()));
-      f.putFields("est_output_tokens", Responses.num(estimate.outputReserveTokens()));
-      f.putFields("work_units", Responses.num(workUnits));
-    }
-    return Responses.metadata(f);
+  private AnswerEncoder.DecisionFields metadata(String decision, Reason reason) {
+    boolean r = resolved != null;
+    boolean e = estimate != null;
+    return new AnswerEncoder.DecisionFields(
+        r,
+        r ? resolved.tenant().id() : null,
+        r ? resolved.tenant().tier().name() : null,
+        r ? resolved.requestClass().name() : null,
+        r ? resolved.pool().name() : null,
+        r ? resolved.route() : null,
+        decision,
+        reason.code(),
+        e,
+        e ? estimate.inputTokens() : 0,
+        e ? estimate.outputReserveTokens() : 0,
+        e ? workUnits : 0);
   }
 
   private void onRequestTrailers() {
@@ -655,7 +644,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     }
   }
 
-  private void send(ProcessingResponse r) {
+  private void send(Answer r) {
     if (closed.get()) {
       return;
     }
@@ -674,7 +663,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     phase = Phase.DONE;
     String pool = resolved.pool().name();
     String cls = resolved.requestClass().name();
-    rt.metrics().released(pool, cls, outcome, now - p.admittedAtNanos());
+    meters.released(outcome, now - p.admittedAtNanos());
     Usage u = Usage.NONE;
     if (usage != null) {
       usage.onEnd();

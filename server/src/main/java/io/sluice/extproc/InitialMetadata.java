@@ -1,25 +1,14 @@
 package io.sluice.extproc;
 
-import io.grpc.Context;
-import io.grpc.Contexts;
 import io.grpc.Metadata;
-import io.grpc.ServerCall;
-import io.grpc.ServerCallHandler;
-import io.grpc.ServerInterceptor;
 
 /**
- * Captures the stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
- * with per-route {@code ExtProcPerRoute.overrides.grpc_initial_metadata}) into the call's {@link
- * Context}: HTTP clients cannot set these, so they are trusted.
+ * Reads the stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
+ * with per-route {@code ExtProcPerRoute.overrides.grpc_initial_metadata}): HTTP clients cannot set
+ * these, so they are trusted.
  */
-public final class InitialMetadata implements ServerInterceptor {
-  static final Context.Key<Metadata> KEY = Context.key("sluice-initial-metadata");
-
-  @Override
-  public <Q, R> ServerCall.Listener<Q> interceptCall(
-      ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
-    return Contexts.interceptCall(Context.current().withValue(KEY, headers), call, headers, next);
-  }
+final class InitialMetadata {
+  private InitialMetadata() {}
 
   /** Keys come from the config (a bounded set): built and validated once, not per request. */
   private static final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> KEYS =

@@ -3,8 +3,6 @@ package io.sluice.extproc;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.google.protobuf.ByteString;
-import com.google.protobuf.Struct;
-import com.google.protobuf.Value;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
@@ -24,37 +22,42 @@ import java.util.Map;
 
 /** Domain outcome → ext_proc {@link ProcessingResponse}: the one place that builds answers. */
 final class Responses {
-  static final String NAMESPACE = "sluice";
   private static final JsonFactory JSON = new JsonFactory();
 
-  static final ProcessingResponse CONTINUE_REQUEST_HEADERS =
-      ProcessingResponse.newBuilder()
-          .setRequestHeaders(
-              HeadersResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
-          .build();
-  static final ProcessingResponse CONTINUE_REQUEST_BODY =
-      ProcessingResponse.newBuilder()
-          .setRequestBody(
-              BodyResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
-          .build();
-  static final ProcessingResponse CONTINUE_REQUEST_TRAILERS =
-      ProcessingResponse.newBuilder()
-          .setRequestTrailers(TrailersResponse.getDefaultInstance())
-          .build();
-  static final ProcessingResponse CONTINUE_RESPONSE_HEADERS =
-      ProcessingResponse.newBuilder()
-          .setResponseHeaders(
-              HeadersResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
-          .build();
-  static final ProcessingResponse CONTINUE_RESPONSE_BODY =
-      ProcessingResponse.newBuilder()
-          .setResponseBody(
-              BodyResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
-          .build();
-  static final ProcessingResponse CONTINUE_RESPONSE_TRAILERS =
-      ProcessingResponse.newBuilder()
-          .setResponseTrailers(TrailersResponse.getDefaultInstance())
-          .build();
+  static final Answer CONTINUE_REQUEST_HEADERS =
+      Answer.of(
+          ProcessingResponse.newBuilder()
+              .setRequestHeaders(
+                  HeadersResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
+              .build());
+  static final Answer CONTINUE_REQUEST_BODY =
+      Answer.of(
+          ProcessingResponse.newBuilder()
+              .setRequestBody(
+                  BodyResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
+              .build());
+  static final Answer CONTINUE_REQUEST_TRAILERS =
+      Answer.of(
+          ProcessingResponse.newBuilder()
+              .setRequestTrailers(TrailersResponse.getDefaultInstance())
+              .build());
+  static final Answer CONTINUE_RESPONSE_HEADERS =
+      Answer.of(
+          ProcessingResponse.newBuilder()
+              .setResponseHeaders(
+                  HeadersResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
+              .build());
+  static final Answer CONTINUE_RESPONSE_BODY =
+      Answer.of(
+          ProcessingResponse.newBuilder()
+              .setResponseBody(
+                  BodyResponse.newBuilder().setResponse(CommonResponse.getDefaultInstance()))
+              .build());
+  static final Answer CONTINUE_RESPONSE_TRAILERS =
+      Answer.of(
+          ProcessingResponse.newBuilder()
+              .setResponseTrailers(TrailersResponse.getDefaultInstance())
+              .build());
 
   private Responses() {}
 
@@ -62,35 +65,29 @@ final class Responses {
    * Queue-hold: a message carrying only {@code override_message_timeout} (Envoy ignores every other
    * field of such a message, so nothing else is set).
    */
-  static ProcessingResponse hold(long millis) {
-    return ProcessingResponse.newBuilder()
-        .setOverrideMessageTimeout(com.google.protobuf.util.Durations.fromMillis(millis))
-        .build();
+  static Answer hold(long millis) {
+    return Answer.of(
+        ProcessingResponse.newBuilder()
+            .setOverrideMessageTimeout(com.google.protobuf.util.Durations.fromMillis(millis))
+            .build());
   }
 
   /** CONTINUE for the request phase that decided, with optional headers and dynamic metadata. */
-  static ProcessingResponse admit(boolean atBody, Map<String, String> headers, Struct metadata) {
-    CommonResponse.Builder common = CommonResponse.newBuilder();
-    if (!headers.isEmpty()) {
-      HeaderMutation.Builder hm = HeaderMutation.newBuilder();
-      headers.forEach((k, v) -> hm.addSetHeaders(header(k, v)));
-      common.setHeaderMutation(hm);
-    }
-    ProcessingResponse.Builder b = ProcessingResponse.newBuilder().setDynamicMetadata(metadata);
-    if (atBody) {
-      b.setRequestBody(BodyResponse.newBuilder().setResponse(common));
-    } else {
-      b.setRequestHeaders(HeadersResponse.newBuilder().setResponse(common));
-    }
-    return b.build();
+  static Answer admit(
+      boolean atBody, Map<String, String> headers, AnswerEncoder.DecisionFields metadata) {
+    return Answer.encoded(AnswerEncoder.admit(atBody, headers, metadata));
   }
 
   /**
    * An ImmediateResponse: status, {@code retry-after} (whole seconds, when > 0), {@code
    * x-sluice-reason}, {@code content-type: application/json} and the OpenAI-style error body.
    */
-  static ProcessingResponse reject(
-      Reason reason, int status, long retryAfterSeconds, String message, Struct metadata) {
+  static Answer reject(
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      String message,
+      AnswerEncoder.DecisionFields metadata) {
     ImmediateResponse.Builder ir =
         ImmediateResponse.newBuilder()
             .setStatus(HttpStatus.newBuilder().setCodeValue(status))
@@ -103,10 +100,12 @@ final class Responses {
       hm.addSetHeaders(header("retry-after", Long.toString(retryAfterSeconds)));
     }
     ir.setHeaders(hm);
-    return ProcessingResponse.newBuilder()
-        .setImmediateResponse(ir)
-        .setDynamicMetadata(metadata)
-        .build();
+    byte[] response =
+        ProcessingResponse.newBuilder().setImmediateResponse(ir).build().toByteArray();
+    byte[] meta = AnswerEncoder.metadataField(metadata);
+    byte[] both = java.util.Arrays.copyOf(response, response.length + meta.length);
+    System.arraycopy(meta, 0, both, response.length, meta.length); // fields concatenate
+    return Answer.encoded(both);
   }
 
   static String errorType(int status) {
@@ -145,38 +144,5 @@ final class Responses {
                 .setRawValue(ByteString.copyFrom(value, StandardCharsets.UTF_8)))
         .setAppendAction(HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD)
         .build();
-  }
-
-  /** Wraps fields into {@code {sluice: {...}}} for Envoy's dynamic metadata. */
-  static Struct metadata(Struct.Builder fields) {
-    return Struct.newBuilder()
-        .putFields(NAMESPACE, Value.newBuilder().setStructValue(fields).build())
-        .build();
-  }
-
-  private static final java.util.concurrent.ConcurrentMap<String, Value> BOUNDED_STRINGS =
-      new java.util.concurrent.ConcurrentHashMap<>();
-
-  static Value str(String s) {
-    return Value.newBuilder().setStringValue(s == null ? "" : s).build();
-  }
-
-  /**
-   * A string Value for a member of a bounded set (class, pool, route, tier, decision, reason):
-   * built once and shared (Values are immutable).
-   */
-  static Value boundedStr(String s) {
-    if (s == null) {
-      return str(null);
-    }
-    Value v = BOUNDED_STRINGS.get(s);
-    if (v == null && BOUNDED_STRINGS.size() < 10_000) {
-      v = BOUNDED_STRINGS.computeIfAbsent(s, Responses::str);
-    }
-    return v != null ? v : str(s);
-  }
-
-  static Value num(long n) {
-    return Value.newBuilder().setNumberValue(n).build();
   }
 }

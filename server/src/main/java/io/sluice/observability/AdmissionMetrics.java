@@ -29,6 +29,9 @@ public final class AdmissionMetrics {
   private final ConcurrentMap<MeterKey, Counter> counters = new ConcurrentHashMap<>();
   private final ConcurrentMap<MeterKey, DistributionSummary> summaries = new ConcurrentHashMap<>();
   private final ConcurrentMap<MeterKey, Timer> timers = new ConcurrentHashMap<>();
+  private final ConcurrentMap<MeterKey, ClassMeters> classMeters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Timer> admitLatency = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Counter> streamEvents = new ConcurrentHashMap<>();
 
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
@@ -147,10 +150,8 @@ public final class AdmissionMetrics {
   }
 
   public void estimated(String pool, String cls, long input, long output) {
-    summary(MetricNames.TOKENS_ESTIMATED, "pool", pool, "class", cls, "direction", "input")
-        .record(input);
-    summary(MetricNames.TOKENS_ESTIMATED, "pool", pool, "class", cls, "direction", "output")
-        .record(output);
+    estimatedSummary(pool, cls, "input").record(input);
+    estimatedSummary(pool, cls, "output").record(output);
   }
 
   public void actual(
@@ -173,11 +174,105 @@ public final class AdmissionMetrics {
     counter(MetricNames.ESTIMATE_FALLBACKS, "cause", cause).increment();
   }
 
-  public void released(String pool, String cls, Outcome outcome, long heldNanos) {
+  /**
+   * The meters of one (pool, class, tier), found once per stream: the admit, estimate and release
+   * of an admitted request then update their meters without building a tag key per call.
+   */
+  public ClassMeters forClass(String pool, String cls, String tier) {
+    MeterKey key = new MeterKey("", new String[] {pool, cls, tier});
+    ClassMeters m = classMeters.get(key);
+    return m != null ? m : classMeters.computeIfAbsent(key, k -> new ClassMeters(pool, cls, tier));
+  }
+
+  /** See {@link #forClass}. Meters are registered on first use, as with the other methods. */
+  public final class ClassMeters {
+    private final String pool;
+    private final String cls;
+    private final String tier;
+    private volatile Counter admitted;
+    private volatile DistributionSummary estimatedInput;
+    private volatile DistributionSummary estimatedOutput;
+    private volatile Timer permitHold;
+    private final java.util.concurrent.atomic.AtomicReferenceArray<Counter> released =
+        new java.util.concurrent.atomic.AtomicReferenceArray<>(Outcome.values().length);
+
+    private ClassMeters(String pool, String cls, String tier) {
+      this.pool = pool;
+      this.cls = cls;
+      this.tier = tier;
+    }
+
+    /** Same meters as {@code decision(pool, cls, tier, "admit", "admitted", phase, nanos)}. */
+    public void admitted(String phase, long nanos) {
+      Counter c = admitted;
+      if (c == null) {
+        admitted =
+            c =
+                counter(
+                    MetricNames.DECISIONS,
+                    "pool",
+                    pool,
+                    "class",
+                    cls,
+                    "tier",
+                    tier,
+                    "decision",
+                    "admit",
+                    "reason",
+                    "admitted");
+      }
+      c.increment();
+      Timer t = admitLatency.get(phase);
+      if (t == null) {
+        t =
+            admitLatency.computeIfAbsent(
+                phase, ph -> timer(MetricNames.DECISION_LATENCY, "phase", ph, "decision", "admit"));
+      }
+      t.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
+
+    /** Same meters as {@code estimated(pool, cls, input, output)}. */
+    public void estimated(long input, long output) {
+      DistributionSummary in = estimatedInput;
+      DistributionSummary out = estimatedOutput;
+      if (in == null || out == null) {
+        estimatedInput = in = estimatedSummary(pool, cls, "input");
+        estimatedOutput = out = estimatedSummary(pool, cls, "output");
+      }
+      in.record(input);
+      out.record(output);
+    }
+
+    /** Same meters as {@code released(pool, cls, outcome, heldNanos)}. */
+    public void released(Outcome outcome, long heldNanos) {
+      Counter c = released.get(outcome.ordinal());
+      if (c == null) { // a benign race: both threads get the one registered counter
+        c = releasedCounter(pool, cls, outcome);
+        released.set(outcome.ordinal(), c);
+      }
+      c.increment();
+      Timer t = permitHold;
+      if (t == null) {
+        permitHold = t = timer(MetricNames.PERMIT_HOLD, "pool", pool, "class", cls);
+      }
+      t.record(Math.max(0, heldNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
+  }
+
+  private DistributionSummary estimatedSummary(String pool, String cls, String direction) {
+    return summary(
+        MetricNames.TOKENS_ESTIMATED, "pool", pool, "class", cls, "direction", direction);
+  }
+
+  private Counter releasedCounter(String pool, String cls, Outcome outcome) {
     String o = outcome.name().toLowerCase(Locale.ROOT);
-    counter(MetricNames.PERMITS_RELEASED, "pool", pool, "class", cls, "outcome", o).increment();
+    return counter(MetricNames.PERMITS_RELEASED, "pool", pool, "class", cls, "outcome", o);
+  }
+
+  public void released(String pool, String cls, Outcome outcome, long heldNanos) {
+    releasedCounter(pool, cls, outcome).increment();
     timer(MetricNames.PERMIT_HOLD, "pool", pool, "class", cls)
-        .record(Duration.ofNanos(Math.max(0, heldNanos)));
+        .record(Math.max(0, heldNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
   public void upstreamResponse(String pool, int status) {
@@ -188,12 +283,19 @@ public final class AdmissionMetrics {
 
   public void streamOpened() {
     openStreams.incrementAndGet();
-    counter(MetricNames.STREAMS, "event", "opened").increment();
+    streamEvent("opened").increment();
   }
 
   public void streamClosed(String how) {
     openStreams.decrementAndGet();
-    counter(MetricNames.STREAMS, "event", how).increment();
+    streamEvent(how).increment();
+  }
+
+  private Counter streamEvent(String event) {
+    Counter c = streamEvents.get(event);
+    return c != null
+        ? c
+        : streamEvents.computeIfAbsent(event, e -> counter(MetricNames.STREAMS, "event", e));
   }
 
   public void streamError(String cause) {

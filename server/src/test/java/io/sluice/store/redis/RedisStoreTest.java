@@ -7,6 +7,7 @@ import io.sluice.core.store.TokenBucketStore;
 import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.StoreContractTest;
+import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -18,7 +19,11 @@ class RedisStoreTest extends StoreContractTest {
   @BeforeAll
   static void connect() {
     assumeTrue(LocalRedis.reachable(LocalRedis.PORT), "redis-server on 127.0.0.1:6379");
-    store = new RedisStore(RedisSettings.local(LocalRedis.PORT), Ticker.system());
+    // The contract, not timeouts: a loaded 2-core CI box can stall a 50 ms command (the default).
+    store =
+        new RedisStore(
+            RedisSettings.local(LocalRedis.PORT).withCommandTimeout(Duration.ofSeconds(2)),
+            Ticker.system());
   }
 
   @AfterAll

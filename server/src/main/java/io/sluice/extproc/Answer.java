@@ -1,0 +1,80 @@
+package io.sluice.extproc;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.grpc.Drainable;
+import io.grpc.KnownLength;
+import io.grpc.MethodDescriptor;
+import io.grpc.protobuf.ProtoUtils;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+
+/**
+ * One answer on an ext_proc stream: the wire bytes of a {@code ProcessingResponse}. The constant
+ * CONTINUEs are encoded once, the admit answer is written by {@link AnswerEncoder} without building
+ * protobuf objects, and the rest (rejections, holds) come from protobuf-java. On the wire it is
+ * exactly a {@code ProcessingResponse}; {@link #MARSHALLER} hands the bytes to gRPC's framer.
+ */
+final class Answer {
+  private final byte[] bytes;
+
+  private Answer(byte[] bytes) {
+    this.bytes = bytes;
+  }
+
+  static Answer of(ProcessingResponse message) {
+    return new Answer(message.toByteArray());
+  }
+
+  static Answer encoded(byte[] bytes) {
+    return new Answer(bytes);
+  }
+
+  /** The answer as a message (tests and diagnostics; never on the request path). */
+  ProcessingResponse message() {
+    try {
+      return ProcessingResponse.parseFrom(bytes);
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalStateException("an answer that does not parse: " + e.getMessage(), e);
+    }
+  }
+
+  int size() {
+    return bytes.length;
+  }
+
+  /** Writes pre-encoded answers straight into gRPC's frame; parses with protobuf. */
+  static final MethodDescriptor.Marshaller<Answer> MARSHALLER =
+      new MethodDescriptor.Marshaller<>() {
+        private final MethodDescriptor.Marshaller<ProcessingResponse> proto =
+            ProtoUtils.marshaller(ProcessingResponse.getDefaultInstance());
+
+        @Override
+        public InputStream stream(Answer value) {
+          return new Encoded(value.bytes);
+        }
+
+        @Override
+        public Answer parse(InputStream stream) {
+          return of(proto.parse(stream));
+        }
+      };
+
+  /** gRPC's framer drains a {@link Drainable} of {@link KnownLength} without copying twice. */
+  private static final class Encoded extends ByteArrayInputStream
+      implements Drainable, KnownLength {
+    Encoded(byte[] bytes) {
+      super(bytes);
+    }
+
+    @Override
+    public int drainTo(OutputStream target) throws IOException {
+      int n = count - pos;
+      target.write(buf, pos, n);
+      pos = count;
+      return n;
+    }
+  }
+}
