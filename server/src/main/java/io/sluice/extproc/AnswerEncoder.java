@@ -63,8 +63,8 @@ final class AnswerEncoder {
         atBody
             ? ProcessingResponse.REQUEST_BODY_FIELD_NUMBER
             : ProcessingResponse.REQUEST_HEADERS_FIELD_NUMBER;
-    int inner = innerSize(f);
-    byte[] out = new byte[lenField(phaseField, phaseBody) + metadataSize(inner)];
+    Inner inner = new Inner(f);
+    byte[] out = new byte[lenField(phaseField, phaseBody) + metadataSize(inner.size)];
     CodedOutputStream o = CodedOutputStream.newInstance(out);
     try {
       header(o, phaseField, phaseBody);
@@ -81,7 +81,7 @@ final class AnswerEncoder {
           o.writeEnum(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, APPEND_ACTION);
         }
       }
-      writeMetadata(o, f, inner);
+      writeMetadata(o, inner);
       o.checkNoSpaceLeft();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -94,11 +94,11 @@ final class AnswerEncoder {
    * encoded ProcessingResponse without it, the result is that response with the metadata set.
    */
   static byte[] metadataField(DecisionFields f) {
-    int inner = innerSize(f);
-    byte[] out = new byte[metadataSize(inner)];
+    Inner inner = new Inner(f);
+    byte[] out = new byte[metadataSize(inner.size)];
     CodedOutputStream o = CodedOutputStream.newInstance(out);
     try {
-      writeMetadata(o, f, inner);
+      writeMetadata(o, inner);
       o.checkNoSpaceLeft();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -125,46 +125,70 @@ final class AnswerEncoder {
     return lenField(Struct.FIELDS_FIELD_NUMBER, outerEntry(inner));
   }
 
-  private static int innerSize(DecisionFields f) {
-    int n = 0;
-    if (f.resolved()) {
-      n += stringEntrySize("tenant", f.tenant());
-      n += TIER.get(f.tier()).length;
-      n += CLASS.get(f.requestClass()).length;
-      n += POOL.get(f.pool()).length;
-      n += ROUTE.get(f.route()).length;
+  /**
+   * The inner Struct of one answer: the bounded entries already encoded (looked up once), the
+   * tenant entry sized, the three numbers as constant prefixes plus 8 bytes each.
+   */
+  private static final class Inner {
+    final byte[][] bounded = new byte[6][];
+    final int count;
+    final String tenant;
+    final boolean numbers;
+    final long[] values;
+    final int size;
+
+    Inner(DecisionFields f) {
+      int n = 0;
+      int sz = 0;
+      if (f.resolved()) {
+        bounded[n++] = TIER.get(f.tier());
+        bounded[n++] = CLASS.get(f.requestClass());
+        bounded[n++] = POOL.get(f.pool());
+        bounded[n++] = ROUTE.get(f.route());
+        tenant = nonNull(f.tenant());
+        sz += stringEntrySize("tenant", tenant);
+      } else {
+        tenant = null;
+      }
+      bounded[n++] = DECISION.get(f.decision());
+      bounded[n++] = REASON.get(f.reason());
+      count = n;
+      for (int i = 0; i < n; i++) {
+        sz += bounded[i].length;
+      }
+      numbers = f.estimated();
+      values = numbers ? new long[] {f.estInputTokens(), f.estOutputTokens(), f.workUnits()} : null;
+      if (numbers) {
+        for (byte[] prefix : NUMBER_PREFIXES) {
+          sz += prefix.length + Long.BYTES;
+        }
+      }
+      size = sz;
     }
-    n += DECISION.get(f.decision()).length;
-    n += REASON.get(f.reason()).length;
-    if (f.estimated()) {
-      n += numberEntrySize("est_input_tokens");
-      n += numberEntrySize("est_output_tokens");
-      n += numberEntrySize("work_units");
+
+    void writeTo(CodedOutputStream o) throws IOException {
+      if (tenant != null) {
+        writeStringEntry(o, "tenant", tenant);
+      }
+      for (int i = 0; i < count; i++) {
+        o.writeRawBytes(bounded[i]);
+      }
+      if (numbers) {
+        for (int i = 0; i < NUMBER_PREFIXES.length; i++) {
+          o.writeRawBytes(NUMBER_PREFIXES[i]);
+          o.writeFixed64NoTag(Double.doubleToRawLongBits(values[i]));
+        }
+      }
     }
-    return n;
   }
 
-  private static void writeMetadata(CodedOutputStream o, DecisionFields f, int inner)
-      throws IOException {
-    header(o, ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner));
-    header(o, Struct.FIELDS_FIELD_NUMBER, outerEntry(inner));
+  private static void writeMetadata(CodedOutputStream o, Inner inner) throws IOException {
+    header(o, ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner.size));
+    header(o, Struct.FIELDS_FIELD_NUMBER, outerEntry(inner.size));
     o.writeString(ENTRY_KEY, NAMESPACE);
-    header(o, ENTRY_VALUE, sluiceValue(inner));
-    header(o, Value.STRUCT_VALUE_FIELD_NUMBER, inner);
-    if (f.resolved()) {
-      writeStringEntry(o, "tenant", f.tenant());
-      o.writeRawBytes(TIER.get(f.tier()));
-      o.writeRawBytes(CLASS.get(f.requestClass()));
-      o.writeRawBytes(POOL.get(f.pool()));
-      o.writeRawBytes(ROUTE.get(f.route()));
-    }
-    o.writeRawBytes(DECISION.get(f.decision()));
-    o.writeRawBytes(REASON.get(f.reason()));
-    if (f.estimated()) {
-      writeNumberEntry(o, "est_input_tokens", f.estInputTokens());
-      writeNumberEntry(o, "est_output_tokens", f.estOutputTokens());
-      writeNumberEntry(o, "work_units", f.workUnits());
-    }
+    header(o, ENTRY_VALUE, sluiceValue(inner.size));
+    header(o, Value.STRUCT_VALUE_FIELD_NUMBER, inner.size);
+    inner.writeTo(o);
   }
 
   // --- one Struct entry: fields { key: k, value: Value{string_value | number_value} }
@@ -193,19 +217,26 @@ final class AnswerEncoder {
   private static final int NUMBER_VALUE =
       CodedOutputStream.computeDoubleSize(Value.NUMBER_VALUE_FIELD_NUMBER, 0);
 
-  private static int numberEntry(String k) {
-    return CodedOutputStream.computeStringSize(ENTRY_KEY, k) + lenField(ENTRY_VALUE, NUMBER_VALUE);
-  }
+  /** Everything of a number entry but the double's 8 bytes, for the three number fields. */
+  private static final byte[][] NUMBER_PREFIXES = {
+    numberPrefix("est_input_tokens"), numberPrefix("est_output_tokens"), numberPrefix("work_units")
+  };
 
-  private static int numberEntrySize(String k) {
-    return lenField(Struct.FIELDS_FIELD_NUMBER, numberEntry(k));
-  }
-
-  private static void writeNumberEntry(CodedOutputStream o, String k, long n) throws IOException {
-    header(o, Struct.FIELDS_FIELD_NUMBER, numberEntry(k));
-    o.writeString(ENTRY_KEY, k);
-    header(o, ENTRY_VALUE, NUMBER_VALUE);
-    o.writeDouble(Value.NUMBER_VALUE_FIELD_NUMBER, n);
+  private static byte[] numberPrefix(String k) {
+    int entry =
+        CodedOutputStream.computeStringSize(ENTRY_KEY, k) + lenField(ENTRY_VALUE, NUMBER_VALUE);
+    byte[] out = new byte[lenField(Struct.FIELDS_FIELD_NUMBER, entry) - Long.BYTES];
+    CodedOutputStream o = CodedOutputStream.newInstance(out);
+    try {
+      header(o, Struct.FIELDS_FIELD_NUMBER, entry);
+      o.writeString(ENTRY_KEY, k);
+      header(o, ENTRY_VALUE, NUMBER_VALUE);
+      o.writeTag(Value.NUMBER_VALUE_FIELD_NUMBER, WireFormat.WIRETYPE_FIXED64);
+      o.checkNoSpaceLeft();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out;
   }
 
   private static byte[] encodeStringEntry(String k, String v) {

@@ -8,7 +8,6 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.grpc.Metadata;
 import io.grpc.Status;
-import io.grpc.SynchronizationContext;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.sluice.api.v1.AdmissionRecord;
@@ -60,10 +59,10 @@ import org.slf4j.LoggerFactory;
  * Waiter#refused} before the hold ends.
  *
  * <p>Concurrency: every event — inbound messages, cancellation, and waiter callbacks arriving from
- * other streams' releases or the timer thread — runs through one {@link SynchronizationContext} per
- * stream, so state is touched by one thread at a time and no lock is held while calling into the
- * core (no lock-order deadlocks between streams). The permit's release is guarded by the permit
- * itself (exactly once).
+ * other streams' releases or the timer thread — runs through one {@link SerialExecutor} per stream,
+ * so state is touched by one thread at a time and no lock is held while calling into the core (no
+ * lock-order deadlocks between streams). The permit's release is guarded by the permit itself
+ * (exactly once).
  */
 final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
@@ -80,9 +79,8 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private final ServerCallStreamObserver<Answer> out;
   private final Metadata initialMetadata;
   private final AtomicBoolean closed = new AtomicBoolean();
-  private final SynchronizationContext sync =
-      new SynchronizationContext(
-          (t, e) -> LOG.warn("ext_proc stream task failed: {}", e.toString()));
+  private final SerialExecutor sync =
+      new SerialExecutor(e -> LOG.warn("ext_proc stream task failed: {}", e.toString()));
   private Decision.Queued queued;
   private QueueTimer.Handle expiryTimer;
   private boolean heldAtBody;
