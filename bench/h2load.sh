@@ -26,7 +26,7 @@ run() { # target path frame label -> prints a table row, leaves req/s in $RPS
   RPS=$(echo "$out" | awk '/^finished in/ {print $4}'); RPS=${RPS:-0}
   local st; st=$(echo "$out" | awk '/^status codes:/ {print $3, $4, $5, $6, $7, $8}')
   local pct; pct=$(cut -f3 "$WORK/log.tsv" | sort -n | awk '{a[NR]=$1} END {printf "%.0f µs | %.0f µs | %.0f µs", a[int(NR*0.5)], a[int(NR*0.99)], a[int(NR*0.999)]}')
-  local cpu; cpu=$(echo "$t0 $t1 $DUR $RPS" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f | %.1f µs", ($2-$1)/hz/$3, $4 > 0 ? ($2-$1)/hz/$3/$4*1e6 : 0}')
+  local cpu; cpu=$(echo "$t0 $t1 $DUR $RPS" | awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f | %.1f µs", ($2-$1)/hz/$3, ($4 > 0 ? ($2-$1)/hz/$3/$4*1e6 : 0)}')
   echo "| $ROUND | $4 | $1 | $RPS | $pct | $cpu | $st |"
 }
 
@@ -49,8 +49,8 @@ for ROUND in $(seq "$ROUNDS"); do
     R[$target-rls]=$RPS
     kill "$SPID"; wait "$SPID" 2>/dev/null || true
   done
-  RATIOS_EXT+=("$(echo "${R[sluice-ext]} ${R[noop-ext]}" | awk '{printf "%.3f", $2 > 0 ? $1/$2 : 0}')")
-  RATIOS_RLS+=("$(echo "${R[sluice-rls]} ${R[noop-rls]}" | awk '{printf "%.3f", $2 > 0 ? $1/$2 : 0}')")
+  RATIOS_EXT+=("$(echo "${R[sluice-ext]} ${R[noop-ext]}" | awk '{printf "%.3f", ($2 > 0 ? $1/$2 : 0)}')")
+  RATIOS_RLS+=("$(echo "${R[sluice-rls]} ${R[noop-rls]}" | awk '{printf "%.3f", ($2 > 0 ? $1/$2 : 0)}')")
   echo "| $ROUND | ratio Sluice / no-op | | ext_proc ${RATIOS_EXT[-1]}, RLS ${RATIOS_RLS[-1]} | | | | | | |"
   unset R
 done
