@@ -270,6 +270,10 @@ public final class PoolState {
           retryAfterForHold(),
           "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")");
     }
+    Decision.Reject late = cannotFinishInTime(request, nowNanos);
+    if (late != null) {
+      return late;
+    }
     boolean waiting = scheduler.hasWaitingAtOrAbove(k.policy.rank());
     Decision.Reject refused = check(k, tenant, request.workUnits(), nowNanos);
     if (refused == null && !waiting) {
@@ -293,6 +297,34 @@ public final class PoolState {
       return refused; // queue-hold off for this request
     }
     return enqueue(k, request, waiter, maxWait, nowNanos, callbacks);
+  }
+
+  /**
+   * Rule 3 with no wait: a request whose measured expected service time is longer than the time
+   * left before its deadline would be answered after its client stopped waiting, so it is refused
+   * even when it could start at once (its tokens would all be wasted). Only a measured service time
+   * counts: before the pool's first completion the default service time is a pessimistic guess, and
+   * a request that might finish is not refused on a guess.
+   */
+  private Decision.Reject cannotFinishInTime(AdmissionRequest request, long nowNanos) {
+    if (!predictor.hasServiceSamples()) {
+      return null;
+    }
+    long service =
+        predictor.expectedServiceNanos(Math.min(request.workUnits(), policy.capacityWorkUnits()));
+    if (WaitPredictor.feasible(nowNanos, request.deadlineNanos(), Long.MAX_VALUE, 0, service)) {
+      return null;
+    }
+    long left = Math.max(0, request.deadlineNanos() - nowNanos);
+    return new Decision.Reject(
+        Reason.DEADLINE_UNREACHABLE,
+        503,
+        retryAfter.seconds(0),
+        "expected service time "
+            + service / 1_000_000L
+            + " ms is longer than the "
+            + left / 1_000_000L
+            + " ms left before the deadline");
   }
 
   private Decision enqueue(
