@@ -4,10 +4,12 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.queue.ClassScheduler;
+import io.sluice.core.queue.LogQuantile;
 import io.sluice.core.queue.Offer;
 import io.sluice.core.queue.QueueBounds;
 import io.sluice.core.queue.QueuedItem;
 import io.sluice.core.queue.RetryAfter;
+import io.sluice.core.queue.ServiceModel;
 import io.sluice.core.queue.TenantFairQueue;
 import io.sluice.core.queue.WaitPredictor;
 import java.util.ArrayList;
@@ -68,6 +70,25 @@ public final class PoolState {
   private long nextTicket = 1; // @GuardedBy("lock")
   private final Ledger ledger = new Ledger();
 
+  private final ServiceModel serviceModel =
+      new ServiceModel(SERVICE_HALF_LIFE_SAMPLES, SERVICE_MIN_SAMPLES); // @GuardedBy("lock")
+
+  /**
+   * Deadline checks use this quantile of a class's service time: a request started with that much
+   * time left misses its deadline only if its answer is among the longest 10 % of its class (answer
+   * lengths are unknown at admission).
+   */
+  static final double SERVICE_QUANTILE = 0.9;
+
+  static final double SERVICE_QUANTILE_STEP = 0.1;
+
+  /** Completions of a class before its own quantile is used. */
+  static final int SERVICE_QUANTILE_WARMUP = 20;
+
+  static final int SERVICE_HALF_LIFE_SAMPLES = 200;
+
+  static final int SERVICE_MIN_SAMPLES = 20;
+
   /** What a queued item carries: its waiter and request (no body, no thread). */
   record Entry(Waiter waiter, AdmissionRequest request) {}
 
@@ -100,6 +121,10 @@ public final class PoolState {
     long work;
     int requests;
     TenantFairQueue<Entry> queue;
+
+    /** How much longer than the pool's service model this class's requests take (quantile). */
+    final LogQuantile overrun =
+        new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
 
     ClassSlot(ClassPolicy policy) {
       this.policy = policy;
@@ -270,14 +295,14 @@ public final class PoolState {
           retryAfterForHold(),
           "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")");
     }
-    Decision.Reject late = cannotFinishInTime(request, nowNanos);
+    Decision.Reject late = cannotFinishInTime(k, request, nowNanos);
     if (late != null) {
       return late;
     }
     boolean waiting = scheduler.hasWaitingAtOrAbove(k.policy.rank());
     Decision.Reject refused = check(k, tenant, request.workUnits(), nowNanos);
     if (refused == null && !waiting) {
-      return new Decision.Admit(take(k, tenant, request.workUnits(), nowNanos));
+      return new Decision.Admit(take(k, request, nowNanos));
     }
     if (refused == null) {
       refused =
@@ -306,12 +331,12 @@ public final class PoolState {
    * counts: before the pool's first completion the default service time is a pessimistic guess, and
    * a request that might finish is not refused on a guess.
    */
-  private Decision.Reject cannotFinishInTime(AdmissionRequest request, long nowNanos) {
+  private Decision.Reject cannotFinishInTime(ClassSlot k, AdmissionRequest request, long nowNanos) {
     if (!predictor.hasServiceSamples()) {
       return null;
     }
     long service =
-        predictor.expectedServiceNanos(Math.min(request.workUnits(), policy.capacityWorkUnits()));
+        deadlineServiceNanos(k, request, Math.min(request.workUnits(), policy.capacityWorkUnits()));
     if (WaitPredictor.feasible(nowNanos, request.deadlineNanos(), Long.MAX_VALUE, 0, service)) {
       return null;
     }
@@ -325,6 +350,24 @@ public final class PoolState {
             + " ms is longer than the "
             + left / 1_000_000L
             + " ms left before the deadline");
+  }
+
+  /**
+   * Service time of a request of class {@code k} for deadline checks. Once the pool's {@link
+   * ServiceModel} is fitted and the class has completed {@link #SERVICE_QUANTILE_WARMUP} requests:
+   * the model's prediction from the request's input and reserved output tokens, times the class's
+   * {@link #SERVICE_QUANTILE} of (actual ÷ predicted). Until then, or when the request's token
+   * split is unknown: the pool's mean time per work unit × {@code work} (its default service time
+   * before any completion).
+   */
+  long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
+    if (request.hasTokenSplit() && serviceModel.ready() && k.overrun.ready()) {
+      double predicted = serviceModel.predictNanos(request.inputTokens(), request.outputTokens());
+      if (predicted > 0) {
+        return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * k.overrun.value()));
+      }
+    }
+    return predictor.expectedServiceNanos(work);
   }
 
   private Decision enqueue(
@@ -342,7 +385,7 @@ public final class PoolState {
             + k.queue.queuedWorkAhead(tenant.id(), tenant.tier().weight());
     long freeNow = Math.max(0, policy.capacityWorkUnits() - totalWork);
     long predicted = predictor.predictWaitNanos(ahead, work, freeNow);
-    long service = predictor.expectedServiceNanos(work);
+    long service = deadlineServiceNanos(k, request, work);
     if (!WaitPredictor.feasible(nowNanos, request.deadlineNanos(), maxWait, predicted, service)) {
       return new Decision.Reject(
           Reason.DEADLINE_UNREACHABLE,
@@ -551,7 +594,7 @@ public final class PoolState {
       if (checkCapacity(k, item.workUnits(), now) != null) {
         return false;
       }
-      started.add(take(k, item.payload().request().tenant(), item.workUnits(), now));
+      started.add(take(k, item.payload().request(), now));
       return true;
     }
   }
@@ -621,8 +664,9 @@ public final class PoolState {
     return null;
   }
 
-  private Permit take(ClassSlot k, Tenant tenant, long work, long nowNanos) {
-    long w = Math.min(work, policy.capacityWorkUnits());
+  private Permit take(ClassSlot k, AdmissionRequest request, long nowNanos) {
+    Tenant tenant = request.tenant();
+    long w = Math.min(request.workUnits(), policy.capacityWorkUnits());
     k.work += w;
     k.requests++;
     totalWork += w;
@@ -633,7 +677,7 @@ public final class PoolState {
     } else {
       tenantCount[0]++;
     }
-    return new Permit(this, k, tenant, w, nowNanos);
+    return new Permit(this, k, tenant, w, nowNanos, request.inputTokens(), request.outputTokens());
   }
 
   /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */
@@ -665,11 +709,31 @@ public final class PoolState {
         next.remove(k);
         slots = List.copyOf(next);
       }
+      if (outcome == Outcome.CANCELLED) {
+        // the client left mid-answer: its service would have taken at least this long
+        long held = nowNanos - permit.admittedAtNanos();
+        if (permit.inputTokens() >= 0 && permit.outputTokens() >= 0 && serviceModel.ready()) {
+          double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
+          if (predicted > 0) {
+            k.overrun.onAtLeast(held / predicted);
+          }
+        }
+      }
       if (outcome == Outcome.COMPLETED) {
         long held = nowNanos - permit.admittedAtNanos();
         completionRate.onCompletion(permit.workUnits(), held, nowNanos);
         predictor.onCompletion(permit.workUnits(), nowNanos);
         predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
+        if (permit.inputTokens() >= 0 && permit.outputTokens() >= 0 && held > 0) {
+          if (serviceModel.ready()) {
+            double predicted =
+                serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
+            if (predicted > 0) {
+              k.overrun.onSample(held / predicted); // out of sample: before this one is fitted
+            }
+          }
+          serviceModel.onSample(permit.inputTokens(), permit.outputTokens(), held);
+        }
       }
       drainLocked(nowNanos, callbacks);
     } finally {
