@@ -325,11 +325,11 @@ public final class PoolState {
   }
 
   /**
-   * Rule 3 with no wait: a request whose measured expected service time is longer than the time
-   * left before its deadline would be answered after its client stopped waiting, so it is refused
-   * even when it could start at once (its tokens would all be wasted). Only a measured service time
-   * counts: before the pool's first completion the default service time is a pessimistic guess, and
-   * a request that might finish is not refused on a guess.
+   * Rule 3 with no wait: a request whose deadline service time ({@link #deadlineServiceNanos}) is
+   * longer than the time left before its deadline would be answered after its client stopped
+   * waiting, so it is refused even when it could start at once (its tokens would all be wasted).
+   * Only a measured service time counts: before the pool's first completion the default service
+   * time is a pessimistic guess, and a request that might finish is not refused on a guess.
    */
   private Decision.Reject cannotFinishInTime(ClassSlot k, AdmissionRequest request, long nowNanos) {
     if (!predictor.hasServiceSamples()) {
