@@ -73,6 +73,10 @@ public final class PoolState {
   private final ServiceModel serviceModel =
       new ServiceModel(SERVICE_HALF_LIFE_SAMPLES, SERVICE_MIN_SAMPLES); // @GuardedBy("lock")
 
+  /** The pool-wide tail of actual ÷ predicted service, for classes without their own yet. */
+  private final LogQuantile poolOverrun =
+      new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
+
   /**
    * Deadline checks use this quantile of a class's service time: a request started with that much
    * time left misses its deadline only if its answer is among the longest 10 % of its class (answer
@@ -354,17 +358,18 @@ public final class PoolState {
 
   /**
    * Service time of a request of class {@code k} for deadline checks. Once the pool's {@link
-   * ServiceModel} is fitted and the class has completed {@link #SERVICE_QUANTILE_WARMUP} requests:
-   * the model's prediction from the request's input and reserved output tokens, times the class's
-   * {@link #SERVICE_QUANTILE} of (actual ÷ predicted). Until then, or when the request's token
-   * split is unknown: the pool's mean time per work unit × {@code work} (its default service time
-   * before any completion).
+   * ServiceModel} is fitted: the model's prediction from the request's input and reserved output
+   * tokens, times the {@link #SERVICE_QUANTILE} of (actual ÷ predicted) of the class once it has
+   * completed {@link #SERVICE_QUANTILE_WARMUP} requests, of the whole pool until then. Before that,
+   * or when the request's token split is unknown: the pool's mean time per work unit × {@code work}
+   * (its default service time before any completion).
    */
   long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
-    if (request.hasTokenSplit() && serviceModel.ready() && k.overrun.ready()) {
+    LogQuantile tail = k.overrun.ready() ? k.overrun : poolOverrun;
+    if (request.hasTokenSplit() && serviceModel.ready() && tail.ready()) {
       double predicted = serviceModel.predictNanos(request.inputTokens(), request.outputTokens());
       if (predicted > 0) {
-        return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * k.overrun.value()));
+        return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * tail.value()));
       }
     }
     return predictor.expectedServiceNanos(work);
@@ -716,6 +721,7 @@ public final class PoolState {
           double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
           if (predicted > 0) {
             k.overrun.onAtLeast(held / predicted);
+            poolOverrun.onAtLeast(held / predicted);
           }
         }
       }
@@ -730,6 +736,7 @@ public final class PoolState {
                 serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
             if (predicted > 0) {
               k.overrun.onSample(held / predicted); // out of sample: before this one is fitted
+              poolOverrun.onSample(held / predicted);
             }
           }
           serviceModel.onSample(permit.inputTokens(), permit.outputTokens(), held);

@@ -90,12 +90,27 @@ class DeadlineServiceTest {
   }
 
   @Test
-  void classWithoutItsOwnCompletions_usesThePoolMean_notAnotherClassTail() {
+  void classWithoutItsOwnCompletions_usesThePoolTail_thenItsOwn() {
     learnDocuments();
-    // chat has no completions yet: its check uses the pool's mean time per work unit (≈ 2.95 s for
-    // 2,500 units), not the documents' tail, so 3.5 s is enough
+    // chat has no completions yet: the pool's tail (here the documents') applies
+    assertThat(decideNow(request(chat, 2000, 500, Duration.ofMillis(3500))))
+        .isInstanceOf(Decision.Reject.class);
+    // 40 chat answers that always take exactly what the model predicts (about 1 × prediction)
+    for (int i = 0; i < 40; i++) {
+      long input = i % 2 == 0 ? 1000 : 3000;
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      request(chat, input, 500, Duration.ofSeconds(60)), time.nanos()))
+              .permit();
+      time.advanceNanos(input * MS / 10 + 2750 * MS);
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+    // chat's own tail is ≈ 1 × the model (≈ 2.95 s): 3.5 s is enough for chat, not for documents
     assertThat(decideNow(request(chat, 2000, 500, Duration.ofMillis(3500))))
         .isInstanceOf(Decision.Admit.class);
+    assertThat(decideNow(request(docs, 2000, 500, Duration.ofMillis(3500))))
+        .isInstanceOf(Decision.Reject.class);
   }
 
   @Test
