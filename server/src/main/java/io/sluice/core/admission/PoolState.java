@@ -524,6 +524,7 @@ public final class PoolState {
     }
     ledger.now = nowNanos;
     ledger.started.clear();
+    ledger.late.clear();
     ClassScheduler.Drain<Entry> drain = scheduler.drain(nowNanos, ledger);
     for (ClassScheduler.Expired<Entry> e : drain.expired()) {
       QueuedItem<Entry> item = e.item();
@@ -547,7 +548,7 @@ public final class PoolState {
           new Callback(
               item.payload().waiter(),
               ledger.started.get(i),
-              null,
+              ledger.late.get(i),
               nowNanos - item.enqueuedAtNanos()));
     }
   }
@@ -575,7 +576,14 @@ public final class PoolState {
   /** The scheduler's view of this pool; {@link #admit} runs the pool's own capacity check. */
   private final class Ledger implements ClassScheduler.PoolLedger<Entry> {
     long now;
+
+    /**
+     * Per item the scheduler took off a queue: its permit, or null when refused in {@link #late}.
+     */
     final List<Permit> started = new ArrayList<>();
+
+    /** Per item: null, or why it was refused when its turn came (it could no longer finish). */
+    final List<Decision.Reject> late = new ArrayList<>();
 
     @Override
     public long capacityWorkUnits() {
@@ -595,11 +603,22 @@ public final class PoolState {
     @Override
     public boolean admit(int classIndex, QueuedItem<Entry> item, ClassScheduler.Lane lane) {
       ClassSlot k = queueSlots.get(classIndex);
+      AdmissionRequest request = item.payload().request();
+      // Its turn came, but with the service time measured now it could not finish before its
+      // deadline (the estimate may have grown while it waited, or was still the pool's mean when
+      // it was queued): take it off the queue and refuse it instead of starting it.
+      Decision.Reject tooLate = cannotFinishInTime(k, request, now);
+      if (tooLate != null) {
+        started.add(null);
+        late.add(tooLate);
+        return true;
+      }
       // the tenant's cap was checked at arrival against in-flight + queued
       if (checkCapacity(k, item.workUnits(), now) != null) {
         return false;
       }
-      started.add(take(k, item.payload().request(), now));
+      started.add(take(k, request, now));
+      late.add(null);
       return true;
     }
   }

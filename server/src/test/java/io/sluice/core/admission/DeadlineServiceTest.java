@@ -159,4 +159,57 @@ class DeadlineServiceTest {
     Decision d = decideNow(request(docs, 2000, 500, Duration.ofMillis(6500)));
     assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
   }
+
+  @Test
+  void queuedItem_whoseTurnComesAfterTheEstimateGrew_refusedInsteadOfStarted() {
+    // fill the chat share (documents guarantee the other half) so the next chat request must
+    // queue; nothing measured yet
+    Permit filler =
+        ((Decision.Admit)
+                controller.tryAdmit(
+                    new AdmissionRequest(
+                        pool,
+                        chat,
+                        tenant,
+                        5_000_000,
+                        time.nanos(),
+                        time.nanos() + 60_000 * MS,
+                        0,
+                        1),
+                    time.nanos()))
+            .permit();
+    QueueHoldTest.Recorder waiter = new QueueHoldTest.Recorder();
+    Decision d =
+        controller.decide(
+            request(chat, 2000, 500, Duration.ofMillis(6500)),
+            Duration.ofSeconds(5).toNanos(),
+            waiter,
+            time.nanos());
+    assertThat(d).isInstanceOf(Decision.Queued.class); // the default service time fits
+    // meanwhile 60 document answers of 200 tokens run concurrently and take 0.2–0.56 s (2 ms per
+    // token × 0.5–1.4): ≈ 1.9 ms per token, pool-wide 90th percentile ≈ 1.45 × that
+    long t0 = time.nanos();
+    List<Permit> chats = new java.util.ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      chats.add(
+          ((Decision.Admit)
+                  controller.tryAdmit(request(docs, 100, 100, Duration.ofSeconds(60)), t0))
+              .permit());
+    }
+    for (int i = 0; i < 60; i++) {
+      long at = t0 + 200 * 2 * MS * (5 + (i / 6)) / 10; // 0.2 s .. 0.56 s, in time order
+      time.advanceNanos(at - time.nanos());
+      chats.get(i).release(Outcome.COMPLETED, time.nanos());
+    }
+    // each release runs the scheduler, which proposed the queued chat request (the pool's check
+    // kept it waiting); once the model and the pool-wide tail are learned it predicts ≈ 7 s
+    // against ≈ 5.9 s left: refused, never started
+    assertThat(waiter.admitted).isEmpty();
+    assertThat(waiter.refused).hasSize(1);
+    assertThat(waiter.refused.get(0).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    assertThat(controller.pool("p").queueDepth("chat")).isZero();
+    filler.release(Outcome.COMPLETED, time.nanos());
+    assertThat(waiter.calls()).isEqualTo(1);
+    assertThat(controller.pool("p").snapshot(time.nanos()).workInFlight()).isZero();
+  }
 }
