@@ -73,6 +73,11 @@ public final class PoolState {
   private final ServiceModel serviceModel =
       new ServiceModel(SERVICE_HALF_LIFE_SAMPLES, SERVICE_MIN_SAMPLES); // @GuardedBy("lock")
 
+  /** Completions seen before the model was ready, replayed into the tails once it is. */
+  private record Unmodelled(ClassSlot slot, long inputTokens, long outputTokens, long held) {}
+
+  private final List<Unmodelled> unmodelled = new ArrayList<>(); // @GuardedBy("lock")
+
   /** The pool-wide tail of actual ÷ predicted service, for classes without their own yet. */
   private final LogQuantile poolOverrun =
       new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
@@ -758,7 +763,11 @@ public final class PoolState {
               poolOverrun.onSample(held / predicted);
             }
           }
+          boolean wasReady = serviceModel.ready();
           serviceModel.onSample(permit.inputTokens(), permit.outputTokens(), held);
+          if (!wasReady) {
+            learnTailOnceModelled(k, permit, held);
+          }
         }
       }
       drainLocked(nowNanos, callbacks);
@@ -767,6 +776,29 @@ public final class PoolState {
     }
     listener.onRelease(this, permit, outcome, nowNanos);
     callbacks.forEach(Callback::run);
+  }
+
+  /**
+   * Keeps a completion seen while the service model was not ready; when the model becomes ready,
+   * replays them all into the class and pool tails (against the first fitted model), so the tails
+   * are usable as soon as the model is instead of after as many completions again.
+   */
+  private void learnTailOnceModelled(ClassSlot k, Permit permit, long held) {
+    if (unmodelled.size() >= 4 * SERVICE_MIN_SAMPLES) {
+      unmodelled.remove(0); // bounded while the model cannot become ready
+    }
+    unmodelled.add(new Unmodelled(k, permit.inputTokens(), permit.outputTokens(), held));
+    if (!serviceModel.ready()) {
+      return;
+    }
+    for (Unmodelled u : unmodelled) {
+      double predicted = serviceModel.predictNanos(u.inputTokens(), u.outputTokens());
+      if (predicted > 0) {
+        u.slot().overrun.onSample(u.held() / predicted);
+        poolOverrun.onSample(u.held() / predicted);
+      }
+    }
+    unmodelled.clear();
   }
 
   /** Seconds until {@code work} units should have drained at the recent completion rate. */

@@ -134,7 +134,7 @@ class DeadlineServiceTest {
     long startBudget = q.expiresAtNanos() - time.nanos();
     // deadline 6.8 s minus the tail service (5–6 s) leaves about 1 s to start; the mean (≈ 2.95 s)
     // would leave the class's whole 2 s maxQueueWait
-    assertThat(startBudget).isBetween(500 * MS, 1_500 * MS);
+    assertThat(startBudget).isBetween(500 * MS, 1_800 * MS);
     assertThat(state.snapshot(time.nanos()).requestsInFlight()).isEqualTo(1);
     filler.release(Outcome.CANCELLED, time.nanos());
   }
@@ -211,5 +211,26 @@ class DeadlineServiceTest {
     filler.release(Outcome.COMPLETED, time.nanos());
     assertThat(waiter.calls()).isEqualTo(1);
     assertThat(controller.pool("p").snapshot(time.nanos()).workInFlight()).isZero();
+  }
+
+  @Test
+  void tailUsableAsSoonAsTheModelIs_fromTheCompletionsSeenBefore() {
+    // exactly 20 document answers (the model's minimum), each answer length twice
+    for (int i = 0; i < 20; i++) {
+      long input = i % 2 == 0 ? 1000 : 3000;
+      long generated = 50L * (1 + (i / 2) % 10);
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      request(docs, input, 500, Duration.ofSeconds(60)), time.nanos()))
+              .permit();
+      time.advanceNanos(input * MS / 10 + generated * 10 * MS);
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+    // the mean (≈ 2.95 s) would admit this; the tail of the 20 answers seen (≈ 1.6 × the model)
+    // is already in use and refuses it
+    Decision d = decideNow(request(docs, 2000, 500, Duration.ofMillis(3500)));
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
   }
 }
