@@ -19,6 +19,7 @@ public final class LogQuantile {
   private final double[] warmup;
   private int samples;
   private double logValue;
+  private double estimate = Double.NaN; // exp(logValue) once ready: reads cost no exp()
 
   /**
    * @param quantile the quantile to track, in (0, 1)
@@ -54,10 +55,12 @@ public final class LogQuantile {
         Arrays.sort(sorted);
         int index = (int) Math.ceil(quantile * sorted.length) - 1;
         logValue = sorted[Math.max(0, Math.min(sorted.length - 1, index))];
+        estimate = Math.exp(logValue);
       }
       return;
     }
     logValue += step * (quantile - (x <= logValue ? 1 : 0));
+    estimate = Math.exp(logValue);
   }
 
   /**
@@ -73,6 +76,7 @@ public final class LogQuantile {
     }
     if (Math.log(lowerBound) > logValue) {
       logValue += step * quantile;
+      estimate = Math.exp(logValue);
     }
   }
 
@@ -83,6 +87,6 @@ public final class LogQuantile {
 
   /** The estimate, or NaN before {@link #ready()}. */
   public double value() {
-    return ready() ? Math.exp(logValue) : Double.NaN;
+    return estimate;
   }
 }
