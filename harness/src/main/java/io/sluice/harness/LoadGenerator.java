@@ -45,6 +45,13 @@ public final class LoadGenerator {
 
   private final Workload workload;
 
+  /**
+   * Diagnostics: when the system property {@code sluice.bench.trace} names a directory, every run
+   * writes one CSV row per attempt there ({@code <rig>.csv}): arrival, start, reaching the
+   * upstream, end, deadline, voluntary cancel time, sizes, outcome and tokens spent.
+   */
+  private static final String TRACE_DIR = System.getProperty("sluice.bench.trace");
+
   public LoadGenerator(Workload workload) {
     this.workload = workload;
   }
@@ -80,6 +87,9 @@ public final class LoadGenerator {
               return t;
             });
     private final Map<String, Attempt> attemptsById = new ConcurrentHashMap<>();
+    private final Map<String, Attempt> traced =
+        TRACE_DIR == null ? null : new ConcurrentHashMap<>();
+    private final AtomicLong orphanTokens = new AtomicLong();
     private final AtomicLong ids = new AtomicLong();
     private final AtomicInteger openLogical = new AtomicInteger();
     private final AtomicLong inFlight = new AtomicLong();
@@ -162,6 +172,12 @@ public final class LoadGenerator {
               if (a != null) {
                 a.tokens.addAndGet(tokens);
               }
+              Attempt t = traced == null ? null : traced.get(requestId);
+              if (t != null) {
+                t.tokensTotal.addAndGet(tokens);
+              } else if (a == null) {
+                orphanTokens.addAndGet(tokens);
+              }
             }
           });
       startNanos = System.nanoTime();
@@ -194,7 +210,76 @@ public final class LoadGenerator {
       for (Attempt a : attemptsById.values()) {
         inFlightTokens += a.tokens.get();
       }
+      if (traced != null) {
+        writeTrace();
+      }
       return report(samples == 0 ? 0 : (double) meanActiveSum / samples, inFlightTokens);
+    }
+
+    /** One CSV row per attempt (times in ms since the run started), for waste analysis. */
+    private void writeTrace() {
+      StringBuilder b =
+          new StringBuilder(
+              "id,class,tenant,attempt,voluntary,arrival,start,upstream,end,deadline,cancelAt,"
+                  + "prompt,output,ending,ttfb,tokensAtEnd,tokensTotal\n");
+      List<Attempt> all = new ArrayList<>(traced.values());
+      all.sort((x, y) -> Long.compare(x.startNanos, y.startNanos));
+      for (Attempt a : all) {
+        Logical l = a.logical;
+        b.append(a.id)
+            .append(',')
+            .append(l.requestClass.name())
+            .append(',')
+            .append(l.tenant.name())
+            .append(',')
+            .append(a.number)
+            .append(',')
+            .append(a.voluntary)
+            .append(',')
+            .append(ms(l.arrivalNanos))
+            .append(',')
+            .append(ms(a.startNanos))
+            .append(',')
+            .append(a.upstreamAtNanos < 0 ? "" : ms(a.upstreamAtNanos))
+            .append(',')
+            .append(a.endNanos < 0 ? "" : ms(a.endNanos))
+            .append(',')
+            .append(ms(l.deadlineNanos))
+            .append(',')
+            .append(l.cancelAtNanos == Long.MAX_VALUE ? "" : ms(l.cancelAtNanos))
+            .append(',')
+            .append(SimulatedLlmUpstream.promptTokens(l.body.length, rig.upstream().settings()))
+            .append(',')
+            .append(l.outputTokens)
+            .append(',')
+            .append(a.ending)
+            .append(',')
+            .append(a.ttfbNanos < 0 ? "" : a.ttfbNanos / 1_000_000)
+            .append(',')
+            .append(a.tokens.get())
+            .append(',')
+            .append(a.tokensTotal.get())
+            .append('\n');
+      }
+      b.append("# orphanTokens=")
+          .append(orphanTokens.get())
+          .append(" promptSpent=")
+          .append(rig.upstream().promptTokensSpent() - promptSpent0)
+          .append(" completionSpent=")
+          .append(rig.upstream().completionTokensSpent() - completionSpent0)
+          .append('\n');
+      try {
+        java.nio.file.Path dir = java.nio.file.Path.of(TRACE_DIR);
+        java.nio.file.Files.createDirectories(dir);
+        java.nio.file.Files.writeString(
+            dir.resolve(rig.name().replaceAll("[^A-Za-z0-9_.-]", "_") + ".csv"), b);
+      } catch (java.io.IOException ex) {
+        throw new java.io.UncheckedIOException(ex);
+      }
+    }
+
+    private long ms(long nanos) {
+      return (nanos - startNanos) / 1_000_000;
     }
 
     private void arrive() {
@@ -310,6 +395,7 @@ public final class LoadGenerator {
       boolean voluntary = untilCancel < untilDeadline;
       String id = "lg-" + ids.incrementAndGet();
       Attempt a = new Attempt(l, id, now, voluntary);
+      a.number = l.attempt;
       HttpRequest.Builder b =
           HttpRequest.post(l.requestClass.path(), "")
               .requestId(id)
@@ -323,6 +409,9 @@ public final class LoadGenerator {
       }
       rig.routeMetadata().forEach(b::routeGrpcInitialMetadata);
       attemptsById.put(id, a);
+      if (traced != null) {
+        traced.put(id, a);
+      }
       inFlight.incrementAndGet();
       synchronized (this) {
         attempts++;
@@ -331,6 +420,10 @@ public final class LoadGenerator {
     }
 
     private void onUpstream(String id) {
+      Attempt t = traced == null ? null : traced.get(id);
+      if (t != null && t.upstreamAtNanos < 0) {
+        t.upstreamAtNanos = System.nanoTime();
+      }
       Attempt a = attemptsById.get(id);
       if (a == null) {
         return;
@@ -358,6 +451,11 @@ public final class LoadGenerator {
         admittedInFlight.decrementAndGet();
       }
       Logical l = a.logical;
+      a.endNanos = now;
+      a.ending = e != null || r == null ? "error" : r.outcome() + "/" + r.status();
+      if (r != null) {
+        r.timeToFirstByte().ifPresent(d -> a.ttfbNanos = d.toNanos());
+      }
       if (e != null || r == null) {
         finish(l, Ending.ERROR, "exception " + (e == null ? "null" : e.getClass().getName()), now);
         return;
@@ -638,6 +736,12 @@ public final class LoadGenerator {
     final long startNanos;
     final boolean voluntary;
     final AtomicLong tokens = new AtomicLong();
+    final AtomicLong tokensTotal = new AtomicLong(); // including tokens after the result (trace)
+    volatile int number;
+    volatile long upstreamAtNanos = -1;
+    volatile long endNanos = -1;
+    volatile String ending = "open";
+    volatile long ttfbNanos = -1;
     boolean admitted;
     boolean done;
 

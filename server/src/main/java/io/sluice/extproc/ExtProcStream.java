@@ -283,7 +283,9 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
             resolved.tenant(),
             workUnits,
             arrivalNanos,
-            resolved.deadlineNanos());
+            resolved.deadlineNanos(),
+            estimate.inputTokens(),
+            estimate.outputReserveTokens());
     if (!TenantQuotas.hasTokenBudget(resolved.tenant().tier())) {
       decideAdmission(request, atBody, phaseName, receivedNanos);
       return;

@@ -12,6 +12,8 @@ import java.util.Objects;
  * @param workUnits token-weighted work (input + reserved output, pool coefficients applied)
  * @param arrivalNanos ticker time the request arrived (request headers received)
  * @param deadlineNanos ticker time after which the answer is no longer useful
+ * @param inputTokens estimated input tokens, or -1 if unknown (for the service-time model)
+ * @param outputTokens reserved output tokens, or -1 if unknown (for the service-time model)
  */
 public record AdmissionRequest(
     PoolPolicy pool,
@@ -19,7 +21,9 @@ public record AdmissionRequest(
     Tenant tenant,
     long workUnits,
     long arrivalNanos,
-    long deadlineNanos) {
+    long deadlineNanos,
+    long inputTokens,
+    long outputTokens) {
 
   public AdmissionRequest {
     Objects.requireNonNull(pool, "pool");
@@ -28,5 +32,25 @@ public record AdmissionRequest(
     if (workUnits <= 0) {
       throw new IllegalArgumentException("workUnits: " + workUnits + " (expected: > 0)");
     }
+    if (inputTokens < -1 || outputTokens < -1) {
+      throw new IllegalArgumentException(
+          "inputTokens/outputTokens: " + inputTokens + "/" + outputTokens + " (expected: >= -1)");
+    }
+  }
+
+  /** A request whose input/output split is unknown (only its work units). */
+  public AdmissionRequest(
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      Tenant tenant,
+      long workUnits,
+      long arrivalNanos,
+      long deadlineNanos) {
+    this(pool, requestClass, tenant, workUnits, arrivalNanos, deadlineNanos, -1, -1);
+  }
+
+  /** True when both token counts are known. */
+  public boolean hasTokenSplit() {
+    return inputTokens >= 0 && outputTokens >= 0;
   }
 }

@@ -16,6 +16,8 @@ public final class Permit {
   private final Tenant tenant;
   private final long workUnits;
   private final long admittedAtNanos;
+  private final long inputTokens;
+  private final long outputTokens;
   private final AtomicBoolean released = new AtomicBoolean();
 
   Permit(
@@ -23,13 +25,17 @@ public final class Permit {
       PoolState.ClassSlot slot,
       Tenant tenant,
       long workUnits,
-      long admittedAtNanos) {
+      long admittedAtNanos,
+      long inputTokens,
+      long outputTokens) {
     this.pool = pool;
     this.slot = slot;
     this.requestClass = slot.policy;
     this.tenant = tenant;
     this.workUnits = workUnits;
     this.admittedAtNanos = admittedAtNanos;
+    this.inputTokens = inputTokens;
+    this.outputTokens = outputTokens;
   }
 
   /**
@@ -71,5 +77,15 @@ public final class Permit {
 
   public long admittedAtNanos() {
     return admittedAtNanos;
+  }
+
+  /** Estimated input tokens of the request, or -1 if unknown. */
+  public long inputTokens() {
+    return inputTokens;
+  }
+
+  /** Reserved output tokens of the request, or -1 if unknown. */
+  public long outputTokens() {
+    return outputTokens;
   }
 }

@@ -4,10 +4,12 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.queue.ClassScheduler;
+import io.sluice.core.queue.LogQuantile;
 import io.sluice.core.queue.Offer;
 import io.sluice.core.queue.QueueBounds;
 import io.sluice.core.queue.QueuedItem;
 import io.sluice.core.queue.RetryAfter;
+import io.sluice.core.queue.ServiceModel;
 import io.sluice.core.queue.TenantFairQueue;
 import io.sluice.core.queue.WaitPredictor;
 import java.util.ArrayList;
@@ -68,6 +70,34 @@ public final class PoolState {
   private long nextTicket = 1; // @GuardedBy("lock")
   private final Ledger ledger = new Ledger();
 
+  private final ServiceModel serviceModel =
+      new ServiceModel(SERVICE_HALF_LIFE_SAMPLES, SERVICE_MIN_SAMPLES); // @GuardedBy("lock")
+
+  /** Completions seen before the model was ready, replayed into the tails once it is. */
+  private record Unmodelled(ClassSlot slot, long inputTokens, long outputTokens, long held) {}
+
+  private final List<Unmodelled> unmodelled = new ArrayList<>(); // @GuardedBy("lock")
+
+  /** The pool-wide tail of actual ÷ predicted service, for classes without their own yet. */
+  private final LogQuantile poolOverrun =
+      new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
+
+  /**
+   * Deadline checks use this quantile of a class's service time: a request started with that much
+   * time left misses its deadline only if its answer is among the longest 10 % of its class (answer
+   * lengths are unknown at admission).
+   */
+  static final double SERVICE_QUANTILE = 0.9;
+
+  static final double SERVICE_QUANTILE_STEP = 0.1;
+
+  /** Completions of a class before its own quantile is used. */
+  static final int SERVICE_QUANTILE_WARMUP = 20;
+
+  static final int SERVICE_HALF_LIFE_SAMPLES = 200;
+
+  static final int SERVICE_MIN_SAMPLES = 20;
+
   /** What a queued item carries: its waiter and request (no body, no thread). */
   record Entry(Waiter waiter, AdmissionRequest request) {}
 
@@ -100,6 +130,10 @@ public final class PoolState {
     long work;
     int requests;
     TenantFairQueue<Entry> queue;
+
+    /** How much longer than the pool's service model this class's requests take (quantile). */
+    final LogQuantile overrun =
+        new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
 
     ClassSlot(ClassPolicy policy) {
       this.policy = policy;
@@ -270,10 +304,14 @@ public final class PoolState {
           retryAfterForHold(),
           "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")");
     }
+    Decision.Reject late = cannotFinishInTime(k, request, nowNanos);
+    if (late != null) {
+      return late;
+    }
     boolean waiting = scheduler.hasWaitingAtOrAbove(k.policy.rank());
     Decision.Reject refused = check(k, tenant, request.workUnits(), nowNanos);
     if (refused == null && !waiting) {
-      return new Decision.Admit(take(k, tenant, request.workUnits(), nowNanos));
+      return new Decision.Admit(take(k, request, nowNanos));
     }
     if (refused == null) {
       refused =
@@ -295,6 +333,53 @@ public final class PoolState {
     return enqueue(k, request, waiter, maxWait, nowNanos, callbacks);
   }
 
+  /**
+   * Rule 3 with no wait: a request whose deadline service time ({@link #deadlineServiceNanos}) is
+   * longer than the time left before its deadline would be answered after its client stopped
+   * waiting, so it is refused even when it could start at once (its tokens would all be wasted).
+   * Only a measured service time counts: before the pool's first completion the default service
+   * time is a pessimistic guess, and a request that might finish is not refused on a guess.
+   */
+  private Decision.Reject cannotFinishInTime(ClassSlot k, AdmissionRequest request, long nowNanos) {
+    if (!predictor.hasServiceSamples()) {
+      return null;
+    }
+    long service =
+        deadlineServiceNanos(k, request, Math.min(request.workUnits(), policy.capacityWorkUnits()));
+    if (WaitPredictor.feasible(nowNanos, request.deadlineNanos(), Long.MAX_VALUE, 0, service)) {
+      return null;
+    }
+    long left = Math.max(0, request.deadlineNanos() - nowNanos);
+    return new Decision.Reject(
+        Reason.DEADLINE_UNREACHABLE,
+        503,
+        retryAfter.seconds(0),
+        "expected service time "
+            + service / 1_000_000L
+            + " ms is longer than the "
+            + left / 1_000_000L
+            + " ms left before the deadline");
+  }
+
+  /**
+   * Service time of a request of class {@code k} for deadline checks. Once the pool's {@link
+   * ServiceModel} is fitted: the model's prediction from the request's input and reserved output
+   * tokens, times the {@link #SERVICE_QUANTILE} of (actual ÷ predicted) of the class once it has
+   * completed {@link #SERVICE_QUANTILE_WARMUP} requests, of the whole pool until then. Before that,
+   * or when the request's token split is unknown: the pool's mean time per work unit × {@code work}
+   * (its default service time before any completion).
+   */
+  long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
+    LogQuantile tail = k.overrun.ready() ? k.overrun : poolOverrun;
+    if (request.hasTokenSplit() && serviceModel.ready() && tail.ready()) {
+      double predicted = serviceModel.predictNanos(request.inputTokens(), request.outputTokens());
+      if (predicted > 0) {
+        return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * tail.value()));
+      }
+    }
+    return predictor.expectedServiceNanos(work);
+  }
+
   private Decision enqueue(
       ClassSlot k,
       AdmissionRequest request,
@@ -310,7 +395,7 @@ public final class PoolState {
             + k.queue.queuedWorkAhead(tenant.id(), tenant.tier().weight());
     long freeNow = Math.max(0, policy.capacityWorkUnits() - totalWork);
     long predicted = predictor.predictWaitNanos(ahead, work, freeNow);
-    long service = predictor.expectedServiceNanos(work);
+    long service = deadlineServiceNanos(k, request, work);
     if (!WaitPredictor.feasible(nowNanos, request.deadlineNanos(), maxWait, predicted, service)) {
       return new Decision.Reject(
           Reason.DEADLINE_UNREACHABLE,
@@ -444,6 +529,7 @@ public final class PoolState {
     }
     ledger.now = nowNanos;
     ledger.started.clear();
+    ledger.late.clear();
     ClassScheduler.Drain<Entry> drain = scheduler.drain(nowNanos, ledger);
     for (ClassScheduler.Expired<Entry> e : drain.expired()) {
       QueuedItem<Entry> item = e.item();
@@ -467,7 +553,7 @@ public final class PoolState {
           new Callback(
               item.payload().waiter(),
               ledger.started.get(i),
-              null,
+              ledger.late.get(i),
               nowNanos - item.enqueuedAtNanos()));
     }
   }
@@ -495,7 +581,14 @@ public final class PoolState {
   /** The scheduler's view of this pool; {@link #admit} runs the pool's own capacity check. */
   private final class Ledger implements ClassScheduler.PoolLedger<Entry> {
     long now;
+
+    /**
+     * Per item the scheduler took off a queue: its permit, or null when refused in {@link #late}.
+     */
     final List<Permit> started = new ArrayList<>();
+
+    /** Per item: null, or why it was refused when its turn came (it could no longer finish). */
+    final List<Decision.Reject> late = new ArrayList<>();
 
     @Override
     public long capacityWorkUnits() {
@@ -515,11 +608,22 @@ public final class PoolState {
     @Override
     public boolean admit(int classIndex, QueuedItem<Entry> item, ClassScheduler.Lane lane) {
       ClassSlot k = queueSlots.get(classIndex);
+      AdmissionRequest request = item.payload().request();
+      // Its turn came, but with the service time measured now it could not finish before its
+      // deadline (the estimate may have grown while it waited, or was still the pool's mean when
+      // it was queued): take it off the queue and refuse it instead of starting it.
+      Decision.Reject tooLate = cannotFinishInTime(k, request, now);
+      if (tooLate != null) {
+        started.add(null);
+        late.add(tooLate);
+        return true;
+      }
       // the tenant's cap was checked at arrival against in-flight + queued
       if (checkCapacity(k, item.workUnits(), now) != null) {
         return false;
       }
-      started.add(take(k, item.payload().request().tenant(), item.workUnits(), now));
+      started.add(take(k, request, now));
+      late.add(null);
       return true;
     }
   }
@@ -589,8 +693,9 @@ public final class PoolState {
     return null;
   }
 
-  private Permit take(ClassSlot k, Tenant tenant, long work, long nowNanos) {
-    long w = Math.min(work, policy.capacityWorkUnits());
+  private Permit take(ClassSlot k, AdmissionRequest request, long nowNanos) {
+    Tenant tenant = request.tenant();
+    long w = Math.min(request.workUnits(), policy.capacityWorkUnits());
     k.work += w;
     k.requests++;
     totalWork += w;
@@ -601,7 +706,7 @@ public final class PoolState {
     } else {
       tenantCount[0]++;
     }
-    return new Permit(this, k, tenant, w, nowNanos);
+    return new Permit(this, k, tenant, w, nowNanos, request.inputTokens(), request.outputTokens());
   }
 
   /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */
@@ -633,11 +738,37 @@ public final class PoolState {
         next.remove(k);
         slots = List.copyOf(next);
       }
+      if (outcome == Outcome.CANCELLED) {
+        // the client left mid-answer: its service would have taken at least this long
+        long held = nowNanos - permit.admittedAtNanos();
+        if (permit.inputTokens() >= 0 && permit.outputTokens() >= 0 && serviceModel.ready()) {
+          double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
+          if (predicted > 0) {
+            k.overrun.onAtLeast(held / predicted);
+            poolOverrun.onAtLeast(held / predicted);
+          }
+        }
+      }
       if (outcome == Outcome.COMPLETED) {
         long held = nowNanos - permit.admittedAtNanos();
         completionRate.onCompletion(permit.workUnits(), held, nowNanos);
         predictor.onCompletion(permit.workUnits(), nowNanos);
         predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
+        if (permit.inputTokens() >= 0 && permit.outputTokens() >= 0 && held > 0) {
+          if (serviceModel.ready()) {
+            double predicted =
+                serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
+            if (predicted > 0) {
+              k.overrun.onSample(held / predicted); // out of sample: before this one is fitted
+              poolOverrun.onSample(held / predicted);
+            }
+          }
+          boolean wasReady = serviceModel.ready();
+          serviceModel.onSample(permit.inputTokens(), permit.outputTokens(), held);
+          if (!wasReady) {
+            learnTailOnceModelled(k, permit, held);
+          }
+        }
       }
       drainLocked(nowNanos, callbacks);
     } finally {
@@ -645,6 +776,29 @@ public final class PoolState {
     }
     listener.onRelease(this, permit, outcome, nowNanos);
     callbacks.forEach(Callback::run);
+  }
+
+  /**
+   * Keeps a completion seen while the service model was not ready; when the model becomes ready,
+   * replays them all into the class and pool tails (against the first fitted model), so the tails
+   * are usable as soon as the model is instead of after as many completions again.
+   */
+  private void learnTailOnceModelled(ClassSlot k, Permit permit, long held) {
+    if (unmodelled.size() >= 4 * SERVICE_MIN_SAMPLES) {
+      unmodelled.remove(0); // bounded while the model cannot become ready
+    }
+    unmodelled.add(new Unmodelled(k, permit.inputTokens(), permit.outputTokens(), held));
+    if (!serviceModel.ready()) {
+      return;
+    }
+    for (Unmodelled u : unmodelled) {
+      double predicted = serviceModel.predictNanos(u.inputTokens(), u.outputTokens());
+      if (predicted > 0) {
+        u.slot().overrun.onSample(u.held() / predicted);
+        poolOverrun.onSample(u.held() / predicted);
+      }
+    }
+    unmodelled.clear();
   }
 
   /** Seconds until {@code work} units should have drained at the recent completion rate. */

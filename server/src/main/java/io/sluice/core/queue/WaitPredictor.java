@@ -131,6 +131,11 @@ public final class WaitPredictor {
     return Double.isNaN(measured) ? floorRatePerNano : Math.max(measured, floorRatePerNano);
   }
 
+  /** True once at least one service time was observed ({@link #onServiceTime}). */
+  public boolean hasServiceSamples() {
+    return decayedServiceWork > 0;
+  }
+
   /** Expected service time of a request of {@code workUnits}. */
   public long expectedServiceNanos(long workUnits) {
     if (decayedServiceWork <= 0) {

@@ -279,4 +279,64 @@ class QueueHoldTest {
     assertThat(heavyServed).isGreaterThan(lightServed);
     block2.release(Outcome.COMPLETED, time.nanos());
   }
+
+  /** One completion of 1000 units held 2 s: the measured service time is 2 ms per unit. */
+  private void measureTwoMillisPerUnit() {
+    Permit p = admitNow(interactive, 1000);
+    time.advance(Duration.ofSeconds(2));
+    p.release(Outcome.COMPLETED, time.nanos());
+  }
+
+  private AdmissionRequest withDeadline(long work, Duration left) {
+    return new AdmissionRequest(
+        pool, interactive, tenant("a", 1, 0), work, time.nanos(), time.nanos() + left.toNanos());
+  }
+
+  @Test
+  void idlePool_measuredServiceLongerThanDeadline_refusedAtOnce_nothingTaken() {
+    measureTwoMillisPerUnit();
+    // 500 units are expected to take 1 s; 1 ns less than that is left before the deadline
+    AdmissionRequest late = withDeadline(500, Duration.ofSeconds(1).minusNanos(1));
+    Decision d = controller.decide(late, HOLD, new Recorder(), time.nanos());
+    Decision.Reject r = (Decision.Reject) d;
+    assertThat(r.reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    assertThat(r.status()).isEqualTo(503);
+    assertThat(r.retryAfterSeconds()).isGreaterThanOrEqualTo(1);
+    assertThat(snap().workInFlight()).isZero();
+    assertThat(snap().requestsInFlight()).isZero();
+    // the same request without queue-hold (tryAdmit path) is refused for the same reason
+    Decision.Reject again = (Decision.Reject) controller.tryAdmit(late, time.nanos());
+    assertThat(again.reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+  }
+
+  @Test
+  void idlePool_deadlineExactlyCoversMeasuredService_admitted() {
+    measureTwoMillisPerUnit();
+    Decision d =
+        controller.decide(
+            withDeadline(500, Duration.ofSeconds(1)), HOLD, new Recorder(), time.nanos());
+    assertThat(d).isInstanceOf(Decision.Admit.class);
+    assertThat(snap().workInFlight()).isEqualTo(500);
+  }
+
+  @Test
+  void noServiceSampleYet_shortDeadline_notRefusedOnTheDefaultGuess() {
+    // the pool's default service time is 1 s; nothing has completed yet
+    Decision d =
+        controller.decide(
+            withDeadline(500, Duration.ofMillis(10)), HOLD, new Recorder(), time.nanos());
+    assertThat(d).isInstanceOf(Decision.Admit.class);
+  }
+
+  @Test
+  void cancelledOrFailedPermits_doNotTeachServiceTime() {
+    Permit p = admitNow(interactive, 1000);
+    time.advance(Duration.ofSeconds(20));
+    p.release(Outcome.CANCELLED, time.nanos());
+    // no completed sample: a short deadline is still admitted
+    Decision d =
+        controller.decide(
+            withDeadline(500, Duration.ofMillis(10)), HOLD, new Recorder(), time.nanos());
+    assertThat(d).isInstanceOf(Decision.Admit.class);
+  }
 }

@@ -96,4 +96,14 @@ class WaitPredictorTest {
     assertThat(QueuedItem.expiryNanos(now, 5 * SEC, now + 10 * SEC, 1 * SEC))
         .isEqualTo(now + 5 * SEC);
   }
+
+  @Test
+  void hasServiceSamples_onlyAfterAServiceTimeWithWork() {
+    assertThat(predictor.hasServiceSamples()).isFalse();
+    predictor.onServiceTime(0, SEC); // no work: ignored
+    assertThat(predictor.hasServiceSamples()).isFalse();
+    predictor.onServiceTime(100, SEC);
+    assertThat(predictor.hasServiceSamples()).isTrue();
+    assertThat(predictor.expectedServiceNanos(50)).isEqualTo(SEC / 2);
+  }
 }

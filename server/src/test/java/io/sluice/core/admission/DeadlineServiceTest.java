@@ -1,0 +1,236 @@
+package io.sluice.core.admission;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.time.FakeTicker;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Deadline checks use the pool's prefill/decode service model and the class's 90th percentile of
+ * actual ÷ predicted service, learned from completions on a fake clock (no sleeps).
+ */
+class DeadlineServiceTest {
+  private static final long MS = 1_000_000L;
+  private final FakeTicker time = new FakeTicker();
+  private final PoolPolicy pool = Policies.pool(10_000_000);
+  private final ClassPolicy docs = Policies.cls("docs", 0, 0.5, 0, true);
+  private final ClassPolicy chat = Policies.cls("chat", 1, 0.5, 0, true);
+  private final Tenant tenant = Policies.tenant("t", 0);
+  private final AdmissionController controller =
+      new AdmissionController(
+          List.of(pool),
+          List.of(docs, chat),
+          Duration.ofSeconds(10),
+          PoolState.ReleaseListener.NONE,
+          () -> 0.5);
+
+  private AdmissionRequest request(ClassPolicy c, long input, long output, Duration left) {
+    return new AdmissionRequest(
+        pool,
+        c,
+        tenant,
+        input + output,
+        time.nanos(),
+        time.nanos() + left.toNanos(),
+        input,
+        output);
+  }
+
+  /**
+   * 100 document answers, one at a time: 0.1 ms per prompt token (1,000 or 3,000 tokens) plus 10 ms
+   * per generated token, where answers use 10 %, 20 %, …, 100 % of their 500-token reserve in turn.
+   * Mean service of a 2,000-token prompt ≈ 0.2 + 2.75 s; its 90th percentile ≈ 0.2 + 4.75 s (the
+   * estimate ends on a run of long answers: ≈ 5.7 s).
+   */
+  private void learnDocuments() {
+    for (int i = 0; i < 100; i++) {
+      long input = i % 2 == 0 ? 1000 : 3000;
+      long generated = 50L * (1 + (i / 2) % 10);
+      Decision d =
+          controller.tryAdmit(request(docs, input, 500, Duration.ofSeconds(60)), time.nanos());
+      Permit p = ((Decision.Admit) d).permit();
+      time.advanceNanos(input * MS / 10 + generated * 10 * MS);
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+  }
+
+  private Decision decideNow(AdmissionRequest r) {
+    return controller.decide(r, Duration.ofSeconds(5).toNanos(), null, time.nanos());
+  }
+
+  @Test
+  void deadlineAboveMeanButBelowTheClassTail_refused() {
+    learnDocuments();
+    // the mean time per work unit would predict ≈ 2.95 s and admit this
+    Decision d = decideNow(request(docs, 2000, 500, Duration.ofMillis(3500)));
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    assertThat(controller.pool("p").snapshot(time.nanos()).workInFlight()).isZero();
+  }
+
+  @Test
+  void deadlineCoveringTheClassTail_admitted() {
+    learnDocuments();
+    assertThat(decideNow(request(docs, 2000, 500, Duration.ofMillis(6500))))
+        .isInstanceOf(Decision.Admit.class);
+  }
+
+  @Test
+  void longPrompt_predictedFromPrefillAndDecode_notFromWorkUnits() {
+    learnDocuments();
+    // 20,000 prompt tokens: ≈ 2 s prefill + 2.75 s decode, ×1.7 at the tail ≈ 8 s. A time per work
+    // unit (≈ 1.2 ms × 20,500) would say 24 s and refuse it.
+    assertThat(decideNow(request(docs, 20_000, 500, Duration.ofSeconds(10))))
+        .isInstanceOf(Decision.Admit.class);
+  }
+
+  @Test
+  void classWithoutItsOwnCompletions_usesThePoolTail_thenItsOwn() {
+    learnDocuments();
+    // chat has no completions yet: the pool's tail (here the documents') applies
+    assertThat(decideNow(request(chat, 2000, 500, Duration.ofMillis(3500))))
+        .isInstanceOf(Decision.Reject.class);
+    // 40 chat answers that always take exactly what the model predicts (about 1 × prediction)
+    for (int i = 0; i < 40; i++) {
+      long input = i % 2 == 0 ? 1000 : 3000;
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      request(chat, input, 500, Duration.ofSeconds(60)), time.nanos()))
+              .permit();
+      time.advanceNanos(input * MS / 10 + 2750 * MS);
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+    // chat's own tail is ≈ 1 × the model (≈ 2.95 s): 3.5 s is enough for chat, not for documents
+    assertThat(decideNow(request(chat, 2000, 500, Duration.ofMillis(3500))))
+        .isInstanceOf(Decision.Admit.class);
+    assertThat(decideNow(request(docs, 2000, 500, Duration.ofMillis(3500))))
+        .isInstanceOf(Decision.Reject.class);
+  }
+
+  @Test
+  void queuedRequest_expiresWhenTheClassTailNoLongerFits() {
+    learnDocuments();
+    // fill the documents share (chat guarantees the other half) so the next one must queue
+    PoolState state = controller.pool("p");
+    AdmissionRequest big =
+        new AdmissionRequest(
+            pool, docs, tenant, 5_000_000, time.nanos(), time.nanos() + 60_000 * MS, 0, 1);
+    Decision f = controller.tryAdmit(big, time.nanos());
+    assertThat(f).isInstanceOf(Decision.Admit.class);
+    Permit filler = ((Decision.Admit) f).permit();
+    Decision d =
+        controller.decide(
+            request(docs, 2000, 500, Duration.ofMillis(6800)),
+            Duration.ofSeconds(5).toNanos(),
+            new QueueHoldTest.Recorder(),
+            time.nanos());
+    Decision.Queued q = (Decision.Queued) d;
+    long startBudget = q.expiresAtNanos() - time.nanos();
+    // deadline 6.8 s minus the tail service (5–6 s) leaves about 1 s to start; the mean (≈ 2.95 s)
+    // would leave the class's whole 2 s maxQueueWait
+    assertThat(startBudget).isBetween(500 * MS, 1_800 * MS);
+    assertThat(state.snapshot(time.nanos()).requestsInFlight()).isEqualTo(1);
+    filler.release(Outcome.CANCELLED, time.nanos());
+  }
+
+  @Test
+  void answersCutOffMidStream_countAsAtLeastThatLong() {
+    learnDocuments();
+    assertThat(decideNow(request(docs, 2000, 500, Duration.ofMillis(6500))))
+        .isInstanceOf(Decision.Admit.class)
+        .extracting(d -> ((Decision.Admit) d).permit())
+        .satisfies(p -> p.release(Outcome.CANCELLED, time.nanos()));
+    // five document answers whose clients left after 9 s without the answer: they took longer
+    for (int i = 0; i < 5; i++) {
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      request(docs, 2000, 500, Duration.ofSeconds(60)), time.nanos()))
+              .permit();
+      time.advance(Duration.ofSeconds(9));
+      p.release(Outcome.CANCELLED, time.nanos());
+    }
+    Decision d = decideNow(request(docs, 2000, 500, Duration.ofMillis(6500)));
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+  }
+
+  @Test
+  void queuedItem_whoseTurnComesAfterTheEstimateGrew_refusedInsteadOfStarted() {
+    // fill the chat share (documents guarantee the other half) so the next chat request must
+    // queue; nothing measured yet
+    Permit filler =
+        ((Decision.Admit)
+                controller.tryAdmit(
+                    new AdmissionRequest(
+                        pool,
+                        chat,
+                        tenant,
+                        5_000_000,
+                        time.nanos(),
+                        time.nanos() + 60_000 * MS,
+                        0,
+                        1),
+                    time.nanos()))
+            .permit();
+    QueueHoldTest.Recorder waiter = new QueueHoldTest.Recorder();
+    Decision d =
+        controller.decide(
+            request(chat, 2000, 500, Duration.ofMillis(6500)),
+            Duration.ofSeconds(5).toNanos(),
+            waiter,
+            time.nanos());
+    assertThat(d).isInstanceOf(Decision.Queued.class); // the default service time fits
+    // meanwhile 60 document answers of 200 tokens run concurrently and take 0.2–0.56 s (2 ms per
+    // token × 0.5–1.4): ≈ 1.9 ms per token, pool-wide 90th percentile ≈ 1.45 × that
+    long t0 = time.nanos();
+    List<Permit> chats = new java.util.ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      chats.add(
+          ((Decision.Admit)
+                  controller.tryAdmit(request(docs, 100, 100, Duration.ofSeconds(60)), t0))
+              .permit());
+    }
+    for (int i = 0; i < 60; i++) {
+      long at = t0 + 200 * 2 * MS * (5 + (i / 6)) / 10; // 0.2 s .. 0.56 s, in time order
+      time.advanceNanos(at - time.nanos());
+      chats.get(i).release(Outcome.COMPLETED, time.nanos());
+    }
+    // each release runs the scheduler, which proposed the queued chat request (the pool's check
+    // kept it waiting); once the model and the pool-wide tail are learned it predicts ≈ 7 s
+    // against ≈ 5.9 s left: refused, never started
+    assertThat(waiter.admitted).isEmpty();
+    assertThat(waiter.refused).hasSize(1);
+    assertThat(waiter.refused.get(0).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    assertThat(controller.pool("p").queueDepth("chat")).isZero();
+    filler.release(Outcome.COMPLETED, time.nanos());
+    assertThat(waiter.calls()).isEqualTo(1);
+    assertThat(controller.pool("p").snapshot(time.nanos()).workInFlight()).isZero();
+  }
+
+  @Test
+  void tailUsableAsSoonAsTheModelIs_fromTheCompletionsSeenBefore() {
+    // exactly 20 document answers (the model's minimum), each answer length twice
+    for (int i = 0; i < 20; i++) {
+      long input = i % 2 == 0 ? 1000 : 3000;
+      long generated = 50L * (1 + (i / 2) % 10);
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      request(docs, input, 500, Duration.ofSeconds(60)), time.nanos()))
+              .permit();
+      time.advanceNanos(input * MS / 10 + generated * 10 * MS);
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+    // the mean (≈ 2.95 s) would admit this; the tail of the 20 answers seen (≈ 1.6 × the model)
+    // is already in use and refuses it
+    Decision d = decideNow(request(docs, 2000, 500, Duration.ofMillis(3500)));
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+  }
+}
