@@ -24,7 +24,10 @@ final class SerialExecutor {
   }
 
   void execute(Runnable task) {
-    if (pending.compareAndSet(0, 1)) { // idle: run now, then whatever arrived meanwhile
+    // Idle: run now, then whatever arrived meanwhile. "Idle" needs the queue empty too: a drainer
+    // can run a task that was added but not yet counted in place of a counted one and stop at 0
+    // with that one still queued; running past it would break the submitter's order.
+    if (queue.isEmpty() && pending.compareAndSet(0, 1)) {
       run(task);
       if (pending.decrementAndGet() != 0) {
         drain();

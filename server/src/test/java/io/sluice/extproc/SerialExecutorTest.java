@@ -49,7 +49,7 @@ class SerialExecutorTest {
   }
 
   /** Many threads at once: never two tasks at a time, none lost, each thread's order kept. */
-  @RepeatedTest(5)
+  @RepeatedTest(20)
   void serialUnderContention() throws Exception {
     int threads = 4;
     int perThread = 20_000;
