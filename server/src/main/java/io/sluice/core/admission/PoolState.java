@@ -296,7 +296,8 @@ public final class PoolState {
     drainLocked(nowNanos, callbacks); // expire what is due so it does not count as waiting
     Tenant tenant = request.tenant();
     int maxInFlight = tenant.tier().maxInFlight();
-    int load = count(tenantInFlight, tenant.id()) + count(tenantQueued, tenant.id());
+    int load =
+        maxInFlight > 0 ? count(tenantInFlight, tenant.id()) + count(tenantQueued, tenant.id()) : 0;
     if (maxInFlight > 0 && load >= maxInFlight) {
       return new Decision.Reject(
           Reason.TENANT_CONCURRENCY,
@@ -652,8 +653,8 @@ public final class PoolState {
   /** Why {@code w} work of class {@code k} for {@code tenant} cannot start now, or null. */
   private Decision.Reject check(ClassSlot k, Tenant tenant, long work, long nowNanos) {
     int maxInFlight = tenant.tier().maxInFlight();
-    int[] tenantCount = tenantInFlight.get(tenant.id());
-    if (maxInFlight > 0 && tenantCount != null && tenantCount[0] >= maxInFlight) {
+    int[] tenantCount = maxInFlight > 0 ? tenantInFlight.get(tenant.id()) : null;
+    if (tenantCount != null && tenantCount[0] >= maxInFlight) {
       return new Decision.Reject(
           Reason.TENANT_CONCURRENCY,
           429,
