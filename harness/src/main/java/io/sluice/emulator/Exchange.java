@@ -181,7 +181,11 @@ final class Exchange {
     this.sync =
         new SynchronizationContext(
             (thread, error) -> {
-              LOG.log(Level.WARNING, "emulator exchange failed", error);
+              // An exchange still running when its emulator shut down (end of a run) is not news.
+              boolean closing =
+                  error instanceof java.util.concurrent.RejectedExecutionException
+                      && scheduler.isShutdown();
+              LOG.log(closing ? Level.FINE : Level.WARNING, "emulator exchange failed", error);
               result.completeExceptionally(error);
             });
     this.requestBody = request.body();
