@@ -98,21 +98,28 @@ public final class AdmissionMetrics {
       String reason,
       String phase,
       long nanos) {
-    counter(
-            MetricNames.DECISIONS,
-            "pool",
-            pool,
-            "class",
-            cls,
-            "tier",
-            tier,
-            "decision",
-            decision,
-            "reason",
-            reason)
-        .increment();
-    timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", decision)
-        .record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+    decisionCounter(pool, cls, tier, decision, reason).increment();
+    decisionLatency(phase, decision).record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  private Counter decisionCounter(
+      String pool, String cls, String tier, String decision, String reason) {
+    return counter(
+        MetricNames.DECISIONS,
+        "pool",
+        pool,
+        "class",
+        cls,
+        "tier",
+        tier,
+        "decision",
+        decision,
+        "reason",
+        reason);
+  }
+
+  private Timer decisionLatency(String phase, String decision) {
+    return timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", decision);
   }
 
   /** A request was queued (held with an override_message_timeout). */
@@ -206,27 +213,12 @@ public final class AdmissionMetrics {
     public void admitted(String phase, long nanos) {
       Counter c = admitted;
       if (c == null) {
-        admitted =
-            c =
-                counter(
-                    MetricNames.DECISIONS,
-                    "pool",
-                    pool,
-                    "class",
-                    cls,
-                    "tier",
-                    tier,
-                    "decision",
-                    "admit",
-                    "reason",
-                    "admitted");
+        admitted = c = decisionCounter(pool, cls, tier, "admit", "admitted");
       }
       c.increment();
       Timer t = admitLatency.get(phase);
       if (t == null) {
-        t =
-            admitLatency.computeIfAbsent(
-                phase, ph -> timer(MetricNames.DECISION_LATENCY, "phase", ph, "decision", "admit"));
+        t = admitLatency.computeIfAbsent(phase, ph -> decisionLatency(ph, "admit"));
       }
       t.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
     }
