@@ -17,7 +17,7 @@ java -jar "$JAR" floor --dump-dir "$WORK" >/dev/null
 declare -A SPID PORTS
 PORTS[noop]=$PORT; PORTS[sluice]=$((PORT + 1))
 for target in noop sluice; do
-  java -jar "$JAR" floor --serve "$target" --port "${PORTS[$target]}" >"$WORK/$target.log" 2>&1 &
+  java ${JAVA_OPTS:-} -jar "$JAR" floor --serve "$target" --port "${PORTS[$target]}" >"$WORK/$target.log" 2>&1 &
   SPID[$target]=$!; PIDS+=("$!")
   for _ in $(seq 150); do (echo >"/dev/tcp/127.0.0.1/${PORTS[$target]}") 2>/dev/null && break; sleep 0.2; done
 done

@@ -11,8 +11,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import java.io.IOException;
-import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -33,6 +32,8 @@ final class AnswerEncoder {
   private static final int APPEND_ACTION =
       HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD.getNumber();
 
+  private static final byte[] EMPTY = new byte[0];
+
   private AnswerEncoder() {}
 
   /** The fields of the {@code sluice} dynamic metadata namespace. */
@@ -52,41 +53,43 @@ final class AnswerEncoder {
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
   static byte[] admit(boolean atBody, Map<String, String> headers, DecisionFields f) {
+    int n = headers.size();
+    byte[][] keys = new byte[n][];
+    byte[][] values = new byte[n][];
     int mutation = 0;
+    int i = 0;
     for (Map.Entry<String, String> h : headers.entrySet()) {
-      mutation += lenField(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(h));
+      keys[i] = utf8(h.getKey());
+      values[i] = utf8(h.getValue());
+      mutation +=
+          lenField(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
+      i++;
     }
-    int common =
-        headers.isEmpty() ? 0 : lenField(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
+    int common = n == 0 ? 0 : lenField(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
     int phaseBody = lenField(HeadersResponse.RESPONSE_FIELD_NUMBER, common);
     int phaseField =
         atBody
             ? ProcessingResponse.REQUEST_BODY_FIELD_NUMBER
             : ProcessingResponse.REQUEST_HEADERS_FIELD_NUMBER;
     Inner inner = new Inner(f);
-    byte[] out = new byte[lenField(phaseField, phaseBody) + metadataSize(inner.size)];
-    CodedOutputStream o = CodedOutputStream.newInstance(out);
-    try {
-      header(o, phaseField, phaseBody);
-      header(o, BodyResponse.RESPONSE_FIELD_NUMBER, common); // == HeadersResponse's
-      if (!headers.isEmpty()) {
-        header(o, CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
-        for (Map.Entry<String, String> h : headers.entrySet()) {
-          header(o, HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(h));
-          header(o, HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(h));
-          o.writeString(HeaderValue.KEY_FIELD_NUMBER, h.getKey());
-          if (!h.getValue().isEmpty()) { // proto3: an empty bytes field is not written
-            o.writeString(HeaderValue.RAW_VALUE_FIELD_NUMBER, h.getValue());
-          }
-          o.writeEnum(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, APPEND_ACTION);
+    Wire o = new Wire(lenField(phaseField, phaseBody) + metadataSize(inner.size));
+    o.len(phaseField, phaseBody);
+    o.len(BodyResponse.RESPONSE_FIELD_NUMBER, common); // == HeadersResponse's
+    if (n > 0) {
+      o.len(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
+      for (i = 0; i < n; i++) {
+        o.len(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
+        o.len(HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(keys[i], values[i]));
+        o.bytes(HeaderValue.KEY_FIELD_NUMBER, keys[i]);
+        if (values[i].length > 0) { // proto3: an empty bytes field is not written
+          o.bytes(HeaderValue.RAW_VALUE_FIELD_NUMBER, values[i]);
         }
+        o.tag(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, WireFormat.WIRETYPE_VARINT);
+        o.varint(APPEND_ACTION);
       }
-      writeMetadata(o, inner);
-      o.checkNoSpaceLeft();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
     }
-    return out;
+    writeMetadata(o, inner);
+    return o.done();
   }
 
   /**
@@ -95,18 +98,14 @@ final class AnswerEncoder {
    */
   static byte[] metadataField(DecisionFields f) {
     Inner inner = new Inner(f);
-    byte[] out = new byte[metadataSize(inner.size)];
-    CodedOutputStream o = CodedOutputStream.newInstance(out);
-    try {
-      writeMetadata(o, inner);
-      o.checkNoSpaceLeft();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return out;
+    Wire o = new Wire(metadataSize(inner.size));
+    writeMetadata(o, inner);
+    return o.done();
   }
 
   // --- sizes: {dynamic_metadata: Struct{fields: {"sluice": Value{struct_value: Struct{...}}}}}
+
+  private static final byte[] NAMESPACE_UTF8 = utf8(NAMESPACE);
 
   private static int metadataSize(int inner) {
     return lenField(ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner));
@@ -117,8 +116,7 @@ final class AnswerEncoder {
   }
 
   private static int outerEntry(int inner) {
-    return CodedOutputStream.computeStringSize(ENTRY_KEY, NAMESPACE)
-        + lenField(ENTRY_VALUE, sluiceValue(inner));
+    return lenField(ENTRY_KEY, NAMESPACE_UTF8.length) + lenField(ENTRY_VALUE, sluiceValue(inner));
   }
 
   private static int outerStruct(int inner) {
@@ -132,9 +130,11 @@ final class AnswerEncoder {
   private static final class Inner {
     final byte[][] bounded = new byte[6][];
     final int count;
-    final String tenant;
+    final byte[] tenant;
     final boolean numbers;
-    final long[] values;
+    final long v0;
+    final long v1;
+    final long v2;
     final int size;
 
     Inner(DecisionFields f) {
@@ -145,19 +145,21 @@ final class AnswerEncoder {
         bounded[n++] = CLASS.get(f.requestClass());
         bounded[n++] = POOL.get(f.pool());
         bounded[n++] = ROUTE.get(f.route());
-        tenant = nonNull(f.tenant());
-        sz += stringEntrySize("tenant", tenant);
+        tenant = utf8(f.tenant());
+        sz += stringEntrySize(TENANT_KEY, tenant);
       } else {
         tenant = null;
       }
-      bounded[n++] = DECISION.get(f.decision());
-      bounded[n++] = REASON.get(f.reason());
+      bounded[n++] = "admit".equals(f.decision()) ? DECISION_ADMIT : DECISION.get(f.decision());
+      bounded[n++] = "admitted".equals(f.reason()) ? REASON_ADMITTED : REASON.get(f.reason());
       count = n;
       for (int i = 0; i < n; i++) {
         sz += bounded[i].length;
       }
       numbers = f.estimated();
-      values = numbers ? new long[] {f.estInputTokens(), f.estOutputTokens(), f.workUnits()} : null;
+      v0 = f.estInputTokens();
+      v1 = f.estOutputTokens();
+      v2 = f.workUnits();
       if (numbers) {
         for (byte[] prefix : NUMBER_PREFIXES) {
           sz += prefix.length + Long.BYTES;
@@ -166,52 +168,51 @@ final class AnswerEncoder {
       size = sz;
     }
 
-    void writeTo(CodedOutputStream o) throws IOException {
+    void writeTo(Wire o) {
       if (tenant != null) {
-        writeStringEntry(o, "tenant", tenant);
+        writeStringEntry(o, TENANT_KEY, tenant);
       }
       for (int i = 0; i < count; i++) {
-        o.writeRawBytes(bounded[i]);
+        o.raw(bounded[i]);
       }
       if (numbers) {
-        for (int i = 0; i < NUMBER_PREFIXES.length; i++) {
-          o.writeRawBytes(NUMBER_PREFIXES[i]);
-          o.writeFixed64NoTag(Double.doubleToRawLongBits(values[i]));
-        }
+        o.raw(NUMBER_PREFIXES[0]);
+        o.fixed64(Double.doubleToRawLongBits(v0));
+        o.raw(NUMBER_PREFIXES[1]);
+        o.fixed64(Double.doubleToRawLongBits(v1));
+        o.raw(NUMBER_PREFIXES[2]);
+        o.fixed64(Double.doubleToRawLongBits(v2));
       }
     }
   }
 
-  private static void writeMetadata(CodedOutputStream o, Inner inner) throws IOException {
-    header(o, ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner.size));
-    header(o, Struct.FIELDS_FIELD_NUMBER, outerEntry(inner.size));
-    o.writeString(ENTRY_KEY, NAMESPACE);
-    header(o, ENTRY_VALUE, sluiceValue(inner.size));
-    header(o, Value.STRUCT_VALUE_FIELD_NUMBER, inner.size);
+  private static void writeMetadata(Wire o, Inner inner) {
+    o.len(ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner.size));
+    o.len(Struct.FIELDS_FIELD_NUMBER, outerEntry(inner.size));
+    o.bytes(ENTRY_KEY, NAMESPACE_UTF8);
+    o.len(ENTRY_VALUE, sluiceValue(inner.size));
+    o.len(Value.STRUCT_VALUE_FIELD_NUMBER, inner.size);
     inner.writeTo(o);
   }
 
   // --- one Struct entry: fields { key: k, value: Value{string_value | number_value} }
 
-  private static int stringValue(String v) {
-    return CodedOutputStream.computeStringSize(Value.STRING_VALUE_FIELD_NUMBER, v);
+  private static final byte[] TENANT_KEY = utf8("tenant");
+
+  private static int stringEntry(byte[] k, byte[] v) {
+    return lenField(ENTRY_KEY, k.length)
+        + lenField(ENTRY_VALUE, lenField(Value.STRING_VALUE_FIELD_NUMBER, v.length));
   }
 
-  private static int stringEntry(String k, String v) {
-    return CodedOutputStream.computeStringSize(ENTRY_KEY, k)
-        + lenField(ENTRY_VALUE, stringValue(v));
+  private static int stringEntrySize(byte[] k, byte[] v) {
+    return lenField(Struct.FIELDS_FIELD_NUMBER, stringEntry(k, v));
   }
 
-  private static int stringEntrySize(String k, String v) {
-    return lenField(Struct.FIELDS_FIELD_NUMBER, stringEntry(k, nonNull(v)));
-  }
-
-  private static void writeStringEntry(CodedOutputStream o, String k, String v) throws IOException {
-    String value = nonNull(v);
-    header(o, Struct.FIELDS_FIELD_NUMBER, stringEntry(k, value));
-    o.writeString(ENTRY_KEY, k);
-    header(o, ENTRY_VALUE, stringValue(value));
-    o.writeString(Value.STRING_VALUE_FIELD_NUMBER, value);
+  private static void writeStringEntry(Wire o, byte[] k, byte[] v) {
+    o.len(Struct.FIELDS_FIELD_NUMBER, stringEntry(k, v));
+    o.bytes(ENTRY_KEY, k);
+    o.len(ENTRY_VALUE, lenField(Value.STRING_VALUE_FIELD_NUMBER, v.length));
+    o.bytes(Value.STRING_VALUE_FIELD_NUMBER, v);
   }
 
   private static final int NUMBER_VALUE =
@@ -222,33 +223,23 @@ final class AnswerEncoder {
     numberPrefix("est_input_tokens"), numberPrefix("est_output_tokens"), numberPrefix("work_units")
   };
 
-  private static byte[] numberPrefix(String k) {
-    int entry =
-        CodedOutputStream.computeStringSize(ENTRY_KEY, k) + lenField(ENTRY_VALUE, NUMBER_VALUE);
-    byte[] out = new byte[lenField(Struct.FIELDS_FIELD_NUMBER, entry) - Long.BYTES];
-    CodedOutputStream o = CodedOutputStream.newInstance(out);
-    try {
-      header(o, Struct.FIELDS_FIELD_NUMBER, entry);
-      o.writeString(ENTRY_KEY, k);
-      header(o, ENTRY_VALUE, NUMBER_VALUE);
-      o.writeTag(Value.NUMBER_VALUE_FIELD_NUMBER, WireFormat.WIRETYPE_FIXED64);
-      o.checkNoSpaceLeft();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return out;
+  private static byte[] numberPrefix(String key) {
+    byte[] k = utf8(key);
+    int entry = lenField(ENTRY_KEY, k.length) + lenField(ENTRY_VALUE, NUMBER_VALUE);
+    Wire o = new Wire(lenField(Struct.FIELDS_FIELD_NUMBER, entry) - Long.BYTES);
+    o.len(Struct.FIELDS_FIELD_NUMBER, entry);
+    o.bytes(ENTRY_KEY, k);
+    o.len(ENTRY_VALUE, NUMBER_VALUE);
+    o.tag(Value.NUMBER_VALUE_FIELD_NUMBER, WireFormat.WIRETYPE_FIXED64);
+    return o.done();
   }
 
   private static byte[] encodeStringEntry(String k, String v) {
-    byte[] out = new byte[stringEntrySize(k, v)];
-    CodedOutputStream o = CodedOutputStream.newInstance(out);
-    try {
-      writeStringEntry(o, k, v);
-      o.checkNoSpaceLeft();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return out;
+    byte[] key = utf8(k);
+    byte[] value = utf8(v);
+    Wire o = new Wire(stringEntrySize(key, value));
+    writeStringEntry(o, key, value);
+    return o.done();
   }
 
   /** Encoded entries of one bounded field, by value (a config-sized set; capped all the same). */
@@ -261,7 +252,7 @@ final class AnswerEncoder {
     }
 
     byte[] get(String value) {
-      String v = nonNull(value);
+      String v = value == null ? "" : value;
       byte[] e = byValue.get(v);
       if (e != null) {
         return e;
@@ -279,19 +270,19 @@ final class AnswerEncoder {
   private static final BoundedEntries ROUTE = new BoundedEntries("route");
   private static final BoundedEntries DECISION = new BoundedEntries("decision");
   private static final BoundedEntries REASON = new BoundedEntries("reason");
+  // Every admitted request carries these two: no lookup at all.
+  private static final byte[] DECISION_ADMIT = encodeStringEntry("decision", "admit");
+  private static final byte[] REASON_ADMITTED = encodeStringEntry("reason", "admitted");
 
   // --- header mutation entries
 
-  private static int headerValue(Map.Entry<String, String> h) {
-    return CodedOutputStream.computeStringSize(HeaderValue.KEY_FIELD_NUMBER, h.getKey())
-        + (h.getValue().isEmpty()
-            ? 0
-            : CodedOutputStream.computeStringSize(
-                HeaderValue.RAW_VALUE_FIELD_NUMBER, h.getValue()));
+  private static int headerValue(byte[] key, byte[] value) {
+    return lenField(HeaderValue.KEY_FIELD_NUMBER, key.length)
+        + (value.length == 0 ? 0 : lenField(HeaderValue.RAW_VALUE_FIELD_NUMBER, value.length));
   }
 
-  private static int headerOption(Map.Entry<String, String> h) {
-    return lenField(HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(h))
+  private static int headerOption(byte[] key, byte[] value) {
+    return lenField(HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(key, value))
         + CodedOutputStream.computeEnumSize(
             HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, APPEND_ACTION);
   }
@@ -304,12 +295,62 @@ final class AnswerEncoder {
         + contentLength;
   }
 
-  private static void header(CodedOutputStream o, int field, int contentLength) throws IOException {
-    o.writeTag(field, LEN);
-    o.writeUInt32NoTag(contentLength);
+  /** UTF-8 as protobuf-java writes a string field (unpaired surrogates become '?'). */
+  private static byte[] utf8(String s) {
+    return s == null ? EMPTY : s.getBytes(StandardCharsets.UTF_8);
   }
 
-  private static String nonNull(String s) {
-    return s == null ? "" : s;
+  /**
+   * Protobuf wire format into an exactly sized array: what CodedOutputStream does for these few
+   * field kinds, without its per-answer encoder object and second UTF-8 pass.
+   */
+  private static final class Wire {
+    private final byte[] buf;
+    private int pos;
+
+    Wire(int size) {
+      buf = new byte[size];
+    }
+
+    void tag(int field, int wireType) {
+      varint((field << 3) | wireType);
+    }
+
+    void varint(int v) {
+      while ((v & ~0x7F) != 0) {
+        buf[pos++] = (byte) ((v & 0x7F) | 0x80);
+        v >>>= 7;
+      }
+      buf[pos++] = (byte) v;
+    }
+
+    /** Tag and length of a length-delimited field whose content follows. */
+    void len(int field, int contentLength) {
+      tag(field, LEN);
+      varint(contentLength);
+    }
+
+    void bytes(int field, byte[] b) {
+      len(field, b.length);
+      raw(b);
+    }
+
+    void raw(byte[] b) {
+      System.arraycopy(b, 0, buf, pos, b.length);
+      pos += b.length;
+    }
+
+    void fixed64(long v) {
+      for (int i = 0; i < Long.BYTES; i++) {
+        buf[pos++] = (byte) (v >>> (8 * i));
+      }
+    }
+
+    byte[] done() {
+      if (pos != buf.length) {
+        throw new IllegalStateException("encoded " + pos + " of " + buf.length + " bytes");
+      }
+      return buf;
+    }
   }
 }

@@ -67,7 +67,11 @@ public final class ExtProcService {
   }
 
   private StreamObserver<ProcessingRequest> process(StreamObserver<Answer> responses) {
-    ServerCallStreamObserver<Answer> call = (ServerCallStreamObserver<Answer>) responses;
+    return open((ServerCallStreamObserver<Answer>) responses, STARTING.get());
+  }
+
+  /** One ext_proc stream on {@code call}, whose gRPC initial metadata is {@code md}. */
+  StreamObserver<ProcessingRequest> open(ServerCallStreamObserver<Answer> call, Metadata md) {
     if (draining.getAsBoolean()) {
       // Non-OK so Envoy applies failure_mode_allow; never OK (that would admit the request).
       call.onError(
@@ -75,8 +79,7 @@ public final class ExtProcService {
       return NoopObserver.INSTANCE;
     }
     ExtProcStream[] self = new ExtProcStream[1];
-    ExtProcStream stream =
-        new ExtProcStream(runtime.get(), call, STARTING.get(), () -> live.remove(self[0]));
+    ExtProcStream stream = new ExtProcStream(runtime.get(), call, md, () -> live.remove(self[0]));
     self[0] = stream;
     live.add(stream);
     call.setOnCancelHandler(stream::onCancel);

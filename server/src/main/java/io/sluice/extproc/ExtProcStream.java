@@ -108,6 +108,8 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private Reason decidedReason = Reason.ADMITTED;
 
   private final Runnable onClose;
+  private static final Map<String, String> DECISION_ADMIT_HEADER =
+      Map.of("x-sluice-decision", "admit");
 
   ExtProcStream(
       AdmissionRuntime rt, ServerCallStreamObserver<Answer> out, Metadata md, Runnable onClose) {
@@ -126,6 +128,22 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     rt.metrics().streamClosed(how);
     onClose.run();
     return true;
+  }
+
+  /** The header index of the runtime's config (rebuilt when a reload brings a new resolver). */
+  private static volatile Object[] lastIndex = {null, null}; // resolver, index
+
+  private static EnvoySignals.HeaderIndex headerIndex(AdmissionRuntime rt) {
+    Object[] last = lastIndex;
+    if (last[0] == rt.resolver()) {
+      return (EnvoySignals.HeaderIndex) last[1];
+    }
+    java.util.Set<String> names = new java.util.LinkedHashSet<>(rt.resolver().headerNames());
+    names.add("content-length");
+    names.add(":path");
+    EnvoySignals.HeaderIndex index = new EnvoySignals.HeaderIndex(names);
+    lastIndex = new Object[] {rt.resolver(), index};
+    return index;
   }
 
   @Override
@@ -171,7 +189,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       requestBodyMode = req.getProtocolConfig().getRequestBodyMode();
       responseBodyMode = req.getProtocolConfig().getResponseBodyMode();
     }
-    EnvoySignals signals = new EnvoySignals(initialMetadata, req);
+    EnvoySignals signals = new EnvoySignals(initialMetadata, req, headerIndex(rt));
     resolved = rt.resolver().resolve(signals, now);
     if (resolved.rejectReason() != null) {
       Reason r = resolved.rejectReason();
@@ -459,11 +477,15 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
         release(Outcome.CANCELLED);
         return;
       }
-      Map<String, String> headers = new LinkedHashMap<>();
-      if (rt.config().responses().decisionHeader()) {
-        headers.put("x-sluice-decision", "admit");
-      }
-      if (rt.config().responses().estimateHeader()) {
+      boolean decisionHeader = rt.config().responses().decisionHeader();
+      Map<String, String> headers;
+      if (!rt.config().responses().estimateHeader()) {
+        headers = decisionHeader ? DECISION_ADMIT_HEADER : Map.of();
+      } else {
+        headers = new LinkedHashMap<>(4);
+        if (decisionHeader) {
+          headers.put("x-sluice-decision", "admit");
+        }
         headers.put(
             "x-sluice-estimate",
             "input="

@@ -14,14 +14,43 @@ final class InitialMetadata {
   private static final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> KEYS =
       new java.util.concurrent.ConcurrentHashMap<>();
 
+  /**
+   * The config's key strings are the same instances request after request: a short array scanned by
+   * reference finds their keys without hashing (copy-on-write, bounded; misses use the map).
+   */
+  private static volatile Object[] recent = new Object[0]; // String, Key, String, Key, ...
+
+  private static final int RECENT_MAX = 64;
+
   static String get(Metadata md, String key) {
-    if (md == null || key.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
+    if (md == null) {
       return null;
     }
-    Metadata.Key<String> k = KEYS.get(key);
-    if (k == null) {
-      k = KEYS.computeIfAbsent(key, n -> Metadata.Key.of(n, Metadata.ASCII_STRING_MARSHALLER));
+    Object[] r = recent;
+    for (int i = 0; i < r.length; i += 2) {
+      if (r[i] == key) {
+        @SuppressWarnings("unchecked")
+        Metadata.Key<String> k = (Metadata.Key<String>) r[i + 1];
+        return md.get(k);
+      }
     }
+    if (key.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
+      return null;
+    }
+    Metadata.Key<String> k =
+        KEYS.computeIfAbsent(key, n -> Metadata.Key.of(n, Metadata.ASCII_STRING_MARSHALLER));
+    remember(key, k);
     return md.get(k);
+  }
+
+  private static synchronized void remember(String key, Metadata.Key<String> k) {
+    Object[] r = recent;
+    if (r.length >= 2 * RECENT_MAX) {
+      return;
+    }
+    Object[] next = java.util.Arrays.copyOf(r, r.length + 2);
+    next[r.length] = key;
+    next[r.length + 1] = k;
+    recent = next;
   }
 }

@@ -32,10 +32,14 @@ public final class AdmissionMetrics {
   private final ConcurrentMap<MeterKey, ClassMeters> classMeters = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Timer> admitLatency = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Counter> streamEvents = new ConcurrentHashMap<>();
+  private final Counter streamsOpened;
+  private final Counter streamsCompleted;
 
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
     this.tickerNanos = tickerNanos;
+    this.streamsOpened = streamEvent("opened"); // every stream: no lookup
+    this.streamsCompleted = streamEvent("completed");
     Gauge.builder(MetricNames.STREAMS_OPEN, openStreams, AtomicInteger::get)
         .description("ext_proc streams currently open")
         .register(registry);
@@ -275,12 +279,12 @@ public final class AdmissionMetrics {
 
   public void streamOpened() {
     openStreams.incrementAndGet();
-    streamEvent("opened").increment();
+    streamsOpened.increment();
   }
 
   public void streamClosed(String how) {
     openStreams.decrementAndGet();
-    streamEvent(how).increment();
+    ("completed".equals(how) ? streamsCompleted : streamEvent(how)).increment();
   }
 
   private Counter streamEvent(String event) {

@@ -103,7 +103,7 @@ public final class RateLimitEvaluator {
 
     List<Match> matches = new ArrayList<>(n);
     long[] weights = new long[n];
-    Set<String> replaced = new HashSet<>();
+    Set<String> replaced = null; // built only when some limit replaces another
     for (int i = 0; i < n; i++) {
       RlsRequest.Descriptor d = request.descriptors().get(i);
       weights[i] =
@@ -113,7 +113,12 @@ public final class RateLimitEvaluator {
       Match m = match(cfg, domain, d);
       matches.add(m);
       for (LimitSpec l : m.limits()) {
-        replaced.addAll(l.replaces());
+        if (!l.replaces().isEmpty()) {
+          if (replaced == null) {
+            replaced = new HashSet<>();
+          }
+          replaced.addAll(l.replaces());
+        }
       }
     }
 
@@ -125,7 +130,7 @@ public final class RateLimitEvaluator {
       Match m = matches.get(i);
       List<Entry> entries = request.descriptors().get(i).entries();
       for (LimitSpec l : m.limits()) {
-        if (!l.name().isEmpty() && replaced.contains(l.name())) {
+        if (replaced != null && !l.name().isEmpty() && replaced.contains(l.name())) {
           continue;
         }
         if (l.unlimited()) {
@@ -165,32 +170,81 @@ public final class RateLimitEvaluator {
               .take(s.key(), spec(s.limit(), s.limit().requestsPerUnit()), s.hits(), nowMillis)
               .toCompletableFuture());
     }
-    List<CompletableFuture<?>> all = new ArrayList<>(taken);
-    all.add(counted);
-    return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
-        .handle(
-            (v, e) -> {
-              metrics.storeLatency(ticker.nanos() - startNanos);
-              List<SlotResult> results = new ArrayList<>(precomputed);
-              if (e != null) {
-                return onStoreFailure(
-                    e, fixed, tokenBuckets, results, n, unlimited, domain, nowMillis, nowSeconds);
-              }
-              long[] after = counted.join();
-              for (int i = 0; i < fixed.size(); i++) {
-                results.add(
-                    fixedWindow(
-                        fixed.get(i),
-                        after[i],
-                        fixed.get(i).limit().requestsPerUnit(),
-                        nowSeconds,
-                        domain));
-              }
-              for (int i = 0; i < tokenBuckets.size(); i++) {
-                results.add(tokenBucket(tokenBuckets.get(i), taken.get(i).join(), domain));
-              }
-              return decide(n, unlimited, results);
-            });
+    CompletableFuture<?> all =
+        taken.isEmpty()
+            ? counted
+            : CompletableFuture.allOf(
+                java.util.stream.Stream.concat(taken.stream(), java.util.stream.Stream.of(counted))
+                    .toArray(CompletableFuture[]::new));
+    if (all.isDone()) { // the in-process store answers at once: no callback stage to build
+      Throwable e = null;
+      try {
+        all.join();
+      } catch (CompletionException | java.util.concurrent.CancellationException x) {
+        e = x;
+      }
+      return CompletableFuture.completedFuture(
+          finish(
+              e,
+              startNanos,
+              counted,
+              taken,
+              fixed,
+              tokenBuckets,
+              precomputed,
+              n,
+              unlimited,
+              domain,
+              nowMillis,
+              nowSeconds));
+    }
+    return all.handle(
+        (v, e) ->
+            finish(
+                e,
+                startNanos,
+                counted,
+                taken,
+                fixed,
+                tokenBuckets,
+                precomputed,
+                n,
+                unlimited,
+                domain,
+                nowMillis,
+                nowSeconds));
+  }
+
+  private RlsDecision finish(
+      Throwable e,
+      long startNanos,
+      CompletableFuture<long[]> counted,
+      List<CompletableFuture<TokenBucketResult>> taken,
+      List<Slot> fixed,
+      List<Slot> tokenBuckets,
+      List<SlotResult> precomputed,
+      int n,
+      boolean[] unlimited,
+      String domain,
+      long nowMillis,
+      long nowSeconds) {
+    metrics.storeLatency(ticker.nanos() - startNanos);
+    List<SlotResult> results = new ArrayList<>(precomputed.size() + fixed.size() + taken.size());
+    results.addAll(precomputed);
+    if (e != null) {
+      return onStoreFailure(
+          e, fixed, tokenBuckets, results, n, unlimited, domain, nowMillis, nowSeconds);
+    }
+    long[] after = counted.join();
+    for (int i = 0; i < fixed.size(); i++) {
+      results.add(
+          fixedWindow(
+              fixed.get(i), after[i], fixed.get(i).limit().requestsPerUnit(), nowSeconds, domain));
+    }
+    for (int i = 0; i < tokenBuckets.size(); i++) {
+      results.add(tokenBucket(tokenBuckets.get(i), taken.get(i).join(), domain));
+    }
+    return decide(n, unlimited, results);
   }
 
   private static Match match(RateLimitConfig cfg, String domain, RlsRequest.Descriptor d) {
@@ -383,7 +437,9 @@ public final class RateLimitEvaluator {
         continue;
       }
       // Several limits on one descriptor: the first denying one, else the one with least left.
-      rs.sort(java.util.Comparator.comparingInt((SlotResult r) -> r.slot().limit().index()));
+      if (rs.size() > 1) {
+        rs.sort(java.util.Comparator.comparingInt((SlotResult r) -> r.slot().limit().index()));
+      }
       SlotResult chosen = null;
       for (SlotResult r : rs) {
         if (r.code() == Code.OVER_LIMIT) {

@@ -21,20 +21,27 @@ public final class RateLimitServiceAdapter extends RateLimitServiceGrpc.RateLimi
   @Override
   public void shouldRateLimit(
       RateLimitRequest request, StreamObserver<RateLimitResponse> responseObserver) {
-    evaluator
-        .evaluate(RlsProtoMapper.toRequest(request))
-        .whenComplete(
-            (decision, error) -> {
-              if (error != null) {
-                responseObserver.onError(
-                    Status.UNKNOWN.withDescription("internal error").asRuntimeException());
-              } else if (decision instanceof RlsDecision.Failed f) {
-                responseObserver.onError(
-                    Status.UNKNOWN.withDescription(f.message()).asRuntimeException());
-              } else {
-                responseObserver.onNext(RlsProtoMapper.toResponse((RlsDecision.Decided) decision));
-                responseObserver.onCompleted();
-              }
-            });
+    java.util.concurrent.CompletionStage<RlsDecision> stage =
+        evaluator.evaluate(RlsProtoMapper.toRequest(request));
+    if (stage instanceof java.util.concurrent.CompletableFuture<RlsDecision> f
+        && f.isDone()
+        && !f.isCompletedExceptionally()) {
+      answer(f.join(), null, responseObserver); // in-process store: answered on this thread
+    } else {
+      stage.whenComplete((decision, error) -> answer(decision, error, responseObserver));
+    }
+  }
+
+  private static void answer(
+      RlsDecision decision, Throwable error, StreamObserver<RateLimitResponse> responseObserver) {
+    if (error != null) {
+      responseObserver.onError(
+          Status.UNKNOWN.withDescription("internal error").asRuntimeException());
+    } else if (decision instanceof RlsDecision.Failed f) {
+      responseObserver.onError(Status.UNKNOWN.withDescription(f.message()).asRuntimeException());
+    } else {
+      responseObserver.onNext(RlsProtoMapper.toResponse((RlsDecision.Decided) decision));
+      responseObserver.onCompleted();
+    }
   }
 }

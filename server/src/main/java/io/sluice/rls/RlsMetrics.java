@@ -40,44 +40,85 @@ public final class RlsMetrics {
       Counter shadowMode) {}
 
   private final MeterRegistry registry;
-  private final ConcurrentHashMap<String, LimitCounters> limits = new ConcurrentHashMap<>();
+  // domain -> key -> counters: config strings are the same instances call after call, so a hit is
+  // two lookups on cached hash codes, with no key string built per call.
+  private final ConcurrentHashMap<String, ConcurrentHashMap<String, LimitCounters>> limits =
+      new ConcurrentHashMap<>();
+  private final java.util.concurrent.atomic.AtomicInteger limitKeys =
+      new java.util.concurrent.atomic.AtomicInteger();
   private final Timer storeLatency;
   private final Counter storeErrors;
+  private final Counter callsOk;
+  private final Counter callsOverLimit;
+  private final Counter callsError;
 
   public RlsMetrics(MeterRegistry registry) {
     this.registry = registry;
     this.storeLatency =
         Timer.builder(STORE_LATENCY)
             .description("Store round trip of one ShouldRateLimit call")
-            .publishPercentiles(0.5, 0.99)
+            // Histogram buckets, not client-side percentiles: cheap on the hot path and
+            // aggregatable across replicas with histogram_quantile().
+            .serviceLevelObjectives(STORE_LATENCY_BUCKETS)
             .register(registry);
     this.storeErrors = registry.counter(STORE_ERRORS);
+    this.callsOk = registry.counter(CALLS, "result", "ok");
+    this.callsOverLimit = registry.counter(CALLS, "result", "over_limit");
+    this.callsError = registry.counter(CALLS, "result", "error");
   }
+
+  /** Bucket bounds of {@code sluice_rls_store_latency_seconds}: 1 µs (in-process) to 1 s. */
+  static final java.time.Duration[] STORE_LATENCY_BUCKETS = {
+    java.time.Duration.ofNanos(1_000),
+    java.time.Duration.ofNanos(10_000),
+    java.time.Duration.ofNanos(100_000),
+    java.time.Duration.ofNanos(250_000),
+    java.time.Duration.ofNanos(500_000),
+    java.time.Duration.ofMillis(1),
+    java.time.Duration.ofNanos(2_500_000),
+    java.time.Duration.ofMillis(5),
+    java.time.Duration.ofMillis(10),
+    java.time.Duration.ofMillis(25),
+    java.time.Duration.ofMillis(50),
+    java.time.Duration.ofMillis(100),
+    java.time.Duration.ofMillis(250),
+    java.time.Duration.ofSeconds(1)
+  };
 
   public MeterRegistry registry() {
     return registry;
   }
 
   public LimitCounters limit(String domain, String key) {
-    String id = domain + '\u0000' + key;
-    LimitCounters c = limits.get(id);
-    if (c != null) {
-      return c;
+    ConcurrentHashMap<String, LimitCounters> byKey = limits.get(domain);
+    if (byKey != null) {
+      LimitCounters c = byKey.get(key);
+      if (c != null) {
+        return c;
+      }
     }
-    if (limits.size() >= MAX_KEYS) {
+    if (limitKeys.get() >= MAX_KEYS) {
       key = "_other";
-      id = domain + '\u0000' + key;
+      byKey = limits.computeIfAbsent(domain, d -> new ConcurrentHashMap<>());
+      LimitCounters other = byKey.get(key);
+      if (other != null) {
+        return other;
+      }
+    } else if (byKey == null) {
+      byKey = limits.computeIfAbsent(domain, d -> new ConcurrentHashMap<>());
     }
     String k = key;
-    return limits.computeIfAbsent(
-        id,
-        unused ->
-            new LimitCounters(
-                registry.counter(TOTAL_HITS, "domain", domain, "key", k),
-                registry.counter(OVER_LIMIT, "domain", domain, "key", k),
-                registry.counter(NEAR_LIMIT, "domain", domain, "key", k),
-                registry.counter(WITHIN_LIMIT, "domain", domain, "key", k),
-                registry.counter(SHADOW_MODE, "domain", domain, "key", k)));
+    return byKey.computeIfAbsent(
+        k,
+        unused -> {
+          limitKeys.incrementAndGet();
+          return new LimitCounters(
+              registry.counter(TOTAL_HITS, "domain", domain, "key", k),
+              registry.counter(OVER_LIMIT, "domain", domain, "key", k),
+              registry.counter(NEAR_LIMIT, "domain", domain, "key", k),
+              registry.counter(WITHIN_LIMIT, "domain", domain, "key", k),
+              registry.counter(SHADOW_MODE, "domain", domain, "key", k));
+        });
   }
 
   public void storeLatency(long nanos) {
@@ -95,7 +136,12 @@ public final class RlsMetrics {
 
   /** {@code result}: ok, over_limit or error. */
   public void call(String result) {
-    registry.counter(CALLS, "result", result).increment();
+    switch (result) {
+      case "ok" -> callsOk.increment();
+      case "over_limit" -> callsOverLimit.increment();
+      case "error" -> callsError.increment();
+      default -> registry.counter(CALLS, "result", result).increment();
+    }
   }
 
   public void globalShadowMode() {

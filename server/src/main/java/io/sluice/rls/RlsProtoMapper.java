@@ -17,10 +17,14 @@ public final class RlsProtoMapper {
   private RlsProtoMapper() {}
 
   public static RlsRequest toRequest(RateLimitRequest proto) {
-    List<RlsRequest.Descriptor> descriptors = new ArrayList<>(proto.getDescriptorsCount());
-    for (RateLimitDescriptor d : proto.getDescriptorsList()) {
-      List<Entry> entries = new ArrayList<>(d.getEntriesCount());
-      for (RateLimitDescriptor.Entry e : d.getEntriesList()) {
+    int n = proto.getDescriptorsCount();
+    List<RlsRequest.Descriptor> descriptors = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      RateLimitDescriptor d = proto.getDescriptors(i);
+      int m = d.getEntriesCount();
+      List<Entry> entries = new ArrayList<>(m);
+      for (int j = 0; j < m; j++) {
+        RateLimitDescriptor.Entry e = d.getEntries(j);
         entries.add(new Entry(e.getKey(), e.getValue()));
       }
       Optional<RlsRequest.LimitOverride> override =

@@ -19,9 +19,29 @@ import java.util.List;
  */
 public final class RequestResolver {
   private final SluiceConfig config;
+  private final Source[][] sources; // by Signal ordinal: read per request without map lookups
 
   public RequestResolver(SluiceConfig config) {
     this.config = config;
+    Signal[] all = Signal.values();
+    this.sources = new Source[all.length][];
+    for (Signal s : all) {
+      List<Source> l = config.signals().get(s);
+      sources[s.ordinal()] = l == null ? new Source[0] : l.toArray(Source[]::new);
+    }
+  }
+
+  /** Every request header a declared signal may read (lower case, as Envoy sends them). */
+  public java.util.Set<String> headerNames() {
+    java.util.Set<String> names = new java.util.LinkedHashSet<>();
+    for (Source[] list : sources) {
+      for (Source s : list) {
+        if (s instanceof Source.Header h) {
+          names.add(h.header());
+        }
+      }
+    }
+    return names;
   }
 
   public ResolvedRequest resolve(SignalSource in, long nowNanos) {
@@ -156,8 +176,7 @@ public final class RequestResolver {
 
   /** First present value among the signal's declared sources. */
   String read(Signal signal, SignalSource in) {
-    List<Source> sources = config.signals().get(signal);
-    for (Source s : sources) {
+    for (Source s : sources[signal.ordinal()]) {
       String v;
       if (s instanceof Source.Metadata m) {
         v = in.metadata(m.metadata());

@@ -1,0 +1,168 @@
+package io.sluice.extproc;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.grpc.Metadata;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.sluice.bootstrap.SluiceServer;
+import io.sluice.config.ConfigLoader;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * Sluice's own work for one one-shot ext_proc stream, without the gRPC transport: open the stream,
+ * resolve and decide on the request headers of build-notes §7 (end_of_stream), encode the admit
+ * answer, then half-close (release, metrics, close). This is what the h2load transport ratio pays
+ * on top of a no-op server; {@code baseline} is what a no-op handler does with the same objects.
+ *
+ * <pre>
+ * mvn -B -pl server -am -Pjmh package -DskipTests
+ * java -jar server/target/benchmarks.jar ExtProcStreamBenchmark
+ * </pre>
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(1)
+public class ExtProcStreamBenchmark {
+  private SluiceServer server;
+  private ExtProcService service;
+  private ProcessingRequest request;
+  private Metadata metadata;
+
+  @Setup(Level.Trial)
+  public void setUp() throws Exception {
+    server =
+        SluiceServer.start(
+            ConfigLoader.parse(
+                new String(
+                        ConfigLoader.class
+                            .getResourceAsStream("/io/sluice/config/default.yaml")
+                            .readAllBytes(),
+                        java.nio.charset.StandardCharsets.UTF_8)
+                    .replace("0.0.0.0", "127.0.0.1")
+                    .replace("port: 8081", "port: 0")
+                    .replace("port: 8080", "port: 0")));
+    service = new ExtProcService(server::runtime, () -> false);
+    String[][] h = {
+      {":authority", "llm.example.com"},
+      {":path", "/v1/chat/completions"},
+      {":method", "POST"},
+      {":scheme", "https"},
+      {"content-type", "application/json"},
+      {"authorization", "Bearer sk-0123456789abcdef0123456789abcdef"},
+      {"user-agent", "openai-python/1.40.0"},
+      {"x-request-id", "7f8e9d0c-1b2a-4c3d-8e9f-0a1b2c3d4e5f"},
+      {"x-forwarded-for", "10.0.0.1"},
+      {"x-forwarded-proto", "https"},
+      {"x-tenant-id", "acme"}
+    };
+    HeaderMap.Builder map = HeaderMap.newBuilder();
+    for (String[] kv : h) {
+      map.addHeaders(
+          HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
+    }
+    request =
+        ProcessingRequest.newBuilder()
+            .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map).setEndOfStream(true))
+            .build();
+    metadata = new Metadata();
+    metadata.put(Metadata.Key.of("content-type", Metadata.ASCII_STRING_MARSHALLER), "grpc");
+    metadata.put(Metadata.Key.of("te", Metadata.ASCII_STRING_MARSHALLER), "trailers");
+    metadata.put(Metadata.Key.of("user-agent", Metadata.ASCII_STRING_MARSHALLER), "envoy");
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    server.close();
+  }
+
+  /** One admitted stream through Sluice's handler. */
+  @Benchmark
+  public void admittedStream(Blackhole bh) {
+    Sink sink = new Sink(bh);
+    io.grpc.stub.StreamObserver<ProcessingRequest> in = service.open(sink, metadata);
+    in.onNext(request);
+    in.onCompleted();
+  }
+
+  /** What the no-op server does per stream: answer CONTINUE, complete on half-close. */
+  @Benchmark
+  public void baseline(Blackhole bh) {
+    Sink sink = new Sink(bh);
+    switch (request.getRequestCase()) {
+      case REQUEST_HEADERS -> sink.onNext(Responses.CONTINUE_REQUEST_HEADERS);
+      default -> {}
+    }
+    sink.onCompleted();
+  }
+
+  /** Stands in for grpc's call: hands every answer to the blackhole. */
+  static final class Sink extends ServerCallStreamObserver<Answer> {
+    private final Blackhole bh;
+
+    Sink(Blackhole bh) {
+      this.bh = bh;
+    }
+
+    @Override
+    public void onNext(Answer value) {
+      bh.consume(value);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      bh.consume(t);
+    }
+
+    @Override
+    public void onCompleted() {
+      bh.consume(this);
+    }
+
+    @Override
+    public boolean isCancelled() {
+      return false;
+    }
+
+    @Override
+    public void setOnCancelHandler(Runnable onCancelHandler) {}
+
+    @Override
+    public void setCompression(String compression) {}
+
+    @Override
+    public boolean isReady() {
+      return true;
+    }
+
+    @Override
+    public void setOnReadyHandler(Runnable onReadyHandler) {}
+
+    @Override
+    public void request(int count) {}
+
+    @Override
+    public void setMessageCompression(boolean enable) {}
+
+    @Override
+    public void disableAutoInboundFlowControl() {}
+  }
+}

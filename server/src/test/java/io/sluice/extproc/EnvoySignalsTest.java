@@ -1,0 +1,81 @@
+package io.sluice.extproc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import java.util.List;
+import java.util.Set;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.Size;
+import org.junit.jupiter.api.Test;
+
+/** The one-pass header index answers exactly what a scan of the header list answers. */
+class EnvoySignalsTest {
+  private static final List<String> NAMES =
+      List.of(
+          ":path", "x-tenant-id", "x-request-id", "idempotency-key", "content-length", "a", "b");
+
+  @Property(tries = 300)
+  void indexedLookupsEqualTheScan(
+      @ForAll @Size(max = 12) List<@net.jqwik.api.From("header") HeaderValue> headers,
+      @ForAll @Size(max = 5) Set<@net.jqwik.api.From("name") String> indexed) {
+    ProcessingRequest req = request(headers);
+    EnvoySignals plain = new EnvoySignals(null, req);
+    EnvoySignals fast = new EnvoySignals(null, req, new EnvoySignals.HeaderIndex(indexed));
+    for (String name : NAMES) {
+      assertThat(fast.header(name)).as(name).isEqualTo(EnvoySignals.find(headersOf(req), name));
+      assertThat(fast.header(name)).isEqualTo(plain.header(name));
+    }
+    assertThat(fast.path()).isEqualTo(plain.path());
+  }
+
+  @Test
+  void firstOccurrenceWinsAndValueFallsBackToTheStringField() {
+    ProcessingRequest req =
+        request(
+            List.of(
+                HeaderValue.newBuilder().setKey("x-tenant-id").setValue("from-value").build(),
+                raw("x-tenant-id", "second"),
+                raw(":path", "/v1/chat/completions?x=1")));
+    EnvoySignals s =
+        new EnvoySignals(null, req, new EnvoySignals.HeaderIndex(List.of("x-tenant-id", ":path")));
+    assertThat(s.header("x-tenant-id")).isEqualTo("from-value");
+    assertThat(s.path()).isEqualTo("/v1/chat/completions");
+    assertThat(s.header("x-missing")).isNull();
+  }
+
+  @Provide
+  Arbitrary<HeaderValue> header() {
+    return net.jqwik.api.Combinators.combine(
+            Arbitraries.of(NAMES), Arbitraries.strings().alpha().ofMaxLength(6))
+        .as(EnvoySignalsTest::raw);
+  }
+
+  @Provide
+  Arbitrary<String> name() {
+    return Arbitraries.of(NAMES);
+  }
+
+  private static HeaderValue raw(String k, String v) {
+    return HeaderValue.newBuilder().setKey(k).setRawValue(ByteString.copyFromUtf8(v)).build();
+  }
+
+  private static List<HeaderValue> headersOf(ProcessingRequest r) {
+    return r.getRequestHeaders().getHeaders().getHeadersList();
+  }
+
+  private static ProcessingRequest request(List<HeaderValue> headers) {
+    return ProcessingRequest.newBuilder()
+        .setRequestHeaders(
+            HttpHeaders.newBuilder().setHeaders(HeaderMap.newBuilder().addAllHeaders(headers)))
+        .build();
+  }
+}
