@@ -110,6 +110,9 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   private final Runnable onClose;
   private static final Map<String, String> DECISION_ADMIT_HEADER =
       Map.of("x-sluice-decision", "admit");
+  // The live-stream set hashes every stream once: a random int is cheaper than the identity hash
+  // (equality stays identity).
+  private final int hash = java.util.concurrent.ThreadLocalRandom.current().nextInt();
 
   ExtProcStream(
       AdmissionRuntime rt, ServerCallStreamObserver<Answer> out, Metadata md, Runnable onClose) {
@@ -118,6 +121,16 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     this.initialMetadata = md;
     this.onClose = onClose;
     rt.metrics().streamOpened();
+  }
+
+  @Override
+  public int hashCode() {
+    return hash;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return this == o;
   }
 
   /** Marks the stream closed once; returns true for the call that closed it. */
