@@ -203,7 +203,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       responseBodyMode = req.getProtocolConfig().getResponseBodyMode();
     }
     EnvoySignals signals = new EnvoySignals(initialMetadata, req, headerIndex(rt));
-    resolved = rt.resolver().resolve(signals, now);
+    resolved = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
     if (resolved.rejectReason() != null) {
       Reason r = resolved.rejectReason();
       reject(r, r.defaultStatus(), 0, resolved.rejectMessage(), "headers", now);

@@ -34,12 +34,15 @@ public final class AdmissionMetrics {
   private final ConcurrentMap<String, Counter> streamEvents = new ConcurrentHashMap<>();
   private final Counter streamsOpened;
   private final Counter streamsCompleted;
+  private final Timer admitAtHeaders; // the latency timer most admitted requests record into
 
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
     this.tickerNanos = tickerNanos;
     this.streamsOpened = streamEvent("opened"); // every stream: no lookup
     this.streamsCompleted = streamEvent("completed");
+    this.admitAtHeaders =
+        admitLatency.computeIfAbsent("headers", ph -> decisionLatency(ph, "admit"));
     Gauge.builder(MetricNames.STREAMS_OPEN, openStreams, AtomicInteger::get)
         .description("ext_proc streams currently open")
         .register(registry);
@@ -220,10 +223,10 @@ public final class AdmissionMetrics {
         admitted = c = decisionCounter(pool, cls, tier, "admit", "admitted");
       }
       c.increment();
-      Timer t = admitLatency.get(phase);
-      if (t == null) {
-        t = admitLatency.computeIfAbsent(phase, ph -> decisionLatency(ph, "admit"));
-      }
+      Timer t =
+          "headers".equals(phase)
+              ? admitAtHeaders
+              : admitLatency.computeIfAbsent(phase, ph -> decisionLatency(ph, "admit"));
       t.record(nanos, java.util.concurrent.TimeUnit.NANOSECONDS);
     }
 

@@ -25,6 +25,11 @@ public final class DecisionLog {
     this.settings = settings;
   }
 
+  /** Whether any record can be written at all (enabled and its logger on). */
+  public boolean enabled() {
+    return settings.enabled() && levelEnabled();
+  }
+
   /** Whether a record of this kind would be written; lets callers skip building it. */
   public boolean wants(boolean rejected) {
     if (!settings.enabled() || !levelEnabled()) {

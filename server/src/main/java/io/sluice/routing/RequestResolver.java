@@ -45,6 +45,14 @@ public final class RequestResolver {
   }
 
   public ResolvedRequest resolve(SignalSource in, long nowNanos) {
+    return resolve(in, nowNanos, true);
+  }
+
+  /**
+   * @param withOperationId whether to read the operation id (only decision records carry it; the
+   *     header value is not decoded when nothing will write it)
+   */
+  public ResolvedRequest resolve(SignalSource in, long nowNanos, boolean withOperationId) {
     String routeSignal = read(Signal.ROUTE, in);
     String path = in.path();
     SluiceConfig.RouteRule rule = match(routeSignal, path);
@@ -147,7 +155,7 @@ public final class RequestResolver {
         estimateFrom,
         tenant,
         deadlineNanos,
-        read(Signal.OPERATION_ID, in),
+        withOperationId ? read(Signal.OPERATION_ID, in) : null,
         mmt,
         reject,
         rejectMessage);
