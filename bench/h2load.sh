@@ -5,7 +5,7 @@
 # (no-op, Sluice, no-op, Sluice, ...) so that drift of a shared machine hits both alike. Each pair
 # of windows gives a ratio; the summary is the median (and range) of those ratios.
 # See docs/benchmarks.md.
-#   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]
+#   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]     (JAVA_OPTS: JVM flags for both servers)
 set -euo pipefail
 JAR="${JAR:-bench/target/sluice-bench.jar}"
 WIN="${1:-3}"; PAIRS="${2:-10}"; WARM="${3:-10}"; PORT="${PORT:-50071}"

@@ -300,4 +300,20 @@ class RateLimitEvaluatorTest {
     assertThat(e.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0)))
         .isEqualTo(new Failed("redis: connection refused"));
   }
+
+  @Test
+  void storeAnsweringLater_sameDecisionsAsAtOnce() {
+    RlsFixture now = new RlsFixture(YAML);
+    RlsFixture later = new RlsFixture(YAML);
+    later.async = true;
+    for (int i = 0; i < 12; i++) {
+      RlsDecision a = now.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0));
+      RlsDecision b = later.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0));
+      assertThat(b).as("call %d", i).isEqualTo(a);
+    }
+    later.storeDown = true;
+    now.storeDown = true;
+    assertThat(later.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0)))
+        .isEqualTo(now.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0)));
+  }
 }

@@ -35,6 +35,7 @@ final class RlsFixture {
   final RlsSettings settings;
   final RateLimitEvaluator evaluator;
   boolean storeDown;
+  boolean async; // answers complete later, on another thread (as Redis's do)
 
   RlsFixture(String yaml, String... env) {
     Map<String, String> e = new HashMap<>();
@@ -49,9 +50,12 @@ final class RlsFixture {
         new CounterStore() {
           @Override
           public CompletionStage<long[]> increment(List<CounterIncrement> batch) {
-            return storeDown
-                ? CompletableFuture.failedFuture(new StoreException("redis: connection refused"))
-                : store.increment(batch);
+            CompletionStage<long[]> r =
+                storeDown
+                    ? CompletableFuture.failedFuture(
+                        new StoreException("redis: connection refused"))
+                    : store.increment(batch);
+            return async ? later(r) : r;
           }
 
           @Override
@@ -64,9 +68,12 @@ final class RlsFixture {
           @Override
           public CompletionStage<TokenBucketResult> take(
               String key, TokenBucketSpec spec, long tokens, long nowMillis) {
-            return storeDown
-                ? CompletableFuture.failedFuture(new StoreException("redis: connection refused"))
-                : store.take(key, spec, tokens, nowMillis);
+            CompletionStage<TokenBucketResult> r =
+                storeDown
+                    ? CompletableFuture.failedFuture(
+                        new StoreException("redis: connection refused"))
+                    : store.take(key, spec, tokens, nowMillis);
+            return async ? later(r) : r;
           }
 
           @Override
@@ -83,6 +90,22 @@ final class RlsFixture {
     evaluator =
         new RateLimitEvaluator(
             settings, () -> config, counters, buckets, local, clock, new FakeTicker(), metrics);
+  }
+
+  private static <T> CompletionStage<T> later(CompletionStage<T> r) {
+    CompletableFuture<T> out = new CompletableFuture<>();
+    CompletableFuture.delayedExecutor(2, java.util.concurrent.TimeUnit.MILLISECONDS)
+        .execute(
+            () ->
+                r.whenComplete(
+                    (v, e) -> {
+                      if (e != null) {
+                        out.completeExceptionally(e);
+                      } else {
+                        out.complete(v);
+                      }
+                    }));
+    return out;
   }
 
   RlsDecision call(RlsRequest request) {
