@@ -176,30 +176,8 @@ public final class RateLimitEvaluator {
             : CompletableFuture.allOf(
                 java.util.stream.Stream.concat(taken.stream(), java.util.stream.Stream.of(counted))
                     .toArray(CompletableFuture[]::new));
-    if (all.isDone()) { // the in-process store answers at once: no callback stage to build
-      Throwable e = null;
-      try {
-        all.join();
-      } catch (CompletionException | java.util.concurrent.CancellationException x) {
-        e = x;
-      }
-      return CompletableFuture.completedFuture(
-          finish(
-              e,
-              startNanos,
-              counted,
-              taken,
-              fixed,
-              tokenBuckets,
-              precomputed,
-              n,
-              unlimited,
-              domain,
-              nowMillis,
-              nowSeconds));
-    }
-    return all.handle(
-        (v, e) ->
+    java.util.function.Function<Throwable, RlsDecision> finish =
+        e ->
             finish(
                 e,
                 startNanos,
@@ -212,7 +190,18 @@ public final class RateLimitEvaluator {
                 unlimited,
                 domain,
                 nowMillis,
-                nowSeconds));
+                nowSeconds);
+    if (!all.isDone()) {
+      return all.handle((v, e) -> finish.apply(e));
+    }
+    // The in-process store answers at once: finish on this thread, no callback stage to build.
+    Throwable error = null;
+    try {
+      all.join();
+    } catch (CompletionException | java.util.concurrent.CancellationException x) {
+      error = x;
+    }
+    return CompletableFuture.completedFuture(finish.apply(error));
   }
 
   private RlsDecision finish(

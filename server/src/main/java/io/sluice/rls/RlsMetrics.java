@@ -91,23 +91,14 @@ public final class RlsMetrics {
 
   public LimitCounters limit(String domain, String key) {
     ConcurrentHashMap<String, LimitCounters> byKey = limits.get(domain);
-    if (byKey != null) {
-      LimitCounters c = byKey.get(key);
-      if (c != null) {
-        return c;
-      }
+    LimitCounters c = byKey == null ? null : byKey.get(key);
+    if (c != null) {
+      return c;
     }
-    if (limitKeys.get() >= MAX_KEYS) {
-      key = "_other";
-      byKey = limits.computeIfAbsent(domain, d -> new ConcurrentHashMap<>());
-      LimitCounters other = byKey.get(key);
-      if (other != null) {
-        return other;
-      }
-    } else if (byKey == null) {
+    if (byKey == null) {
       byKey = limits.computeIfAbsent(domain, d -> new ConcurrentHashMap<>());
     }
-    String k = key;
+    String k = limitKeys.get() >= MAX_KEYS ? "_other" : key;
     return byKey.computeIfAbsent(
         k,
         unused -> {
