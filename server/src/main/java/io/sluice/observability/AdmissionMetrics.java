@@ -12,9 +12,9 @@ import io.sluice.core.policy.ClassPolicy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.LongSupplier;
 
 /**
@@ -25,7 +25,6 @@ import java.util.function.LongSupplier;
 public final class AdmissionMetrics {
   private final MeterRegistry registry;
   private final LongSupplier tickerNanos;
-  private final AtomicInteger openStreams = new AtomicInteger();
   private final ConcurrentMap<MeterKey, Counter> counters = new ConcurrentHashMap<>();
   private final ConcurrentMap<MeterKey, DistributionSummary> summaries = new ConcurrentHashMap<>();
   private final ConcurrentMap<MeterKey, Timer> timers = new ConcurrentHashMap<>();
@@ -43,7 +42,7 @@ public final class AdmissionMetrics {
     this.streamsCompleted = streamEvent("completed");
     this.admitAtHeaders =
         admitLatency.computeIfAbsent("headers", ph -> decisionLatency(ph, "admit"));
-    Gauge.builder(MetricNames.STREAMS_OPEN, openStreams, AtomicInteger::get)
+    Gauge.builder(MetricNames.STREAMS_OPEN, this, AdmissionMetrics::openStreams)
         .description("ext_proc streams currently open")
         .register(registry);
   }
@@ -281,12 +280,10 @@ public final class AdmissionMetrics {
   }
 
   public void streamOpened() {
-    openStreams.incrementAndGet();
     streamsOpened.increment();
   }
 
   public void streamClosed(String how) {
-    openStreams.decrementAndGet();
     ("completed".equals(how) ? streamsCompleted : streamEvent(how)).increment();
   }
 
@@ -301,8 +298,16 @@ public final class AdmissionMetrics {
     counter(MetricNames.STREAM_ERRORS, "cause", cause).increment();
   }
 
+  /**
+   * Streams opened and not yet closed, from the stream counters (read at scrape time: no shared
+   * counter on the per-stream path for the two transport threads to contend on).
+   */
   public int openStreams() {
-    return openStreams.get();
+    double open = 0;
+    for (Map.Entry<String, Counter> e : streamEvents.entrySet()) {
+      open += e.getKey().equals("opened") ? e.getValue().count() : -e.getValue().count();
+    }
+    return (int) Math.max(0, Math.round(open));
   }
 
   // Meters are cached by (name, tags): a hit is one hash lookup on the caller's varargs array,
