@@ -37,29 +37,24 @@ final class EnvoySignals implements SignalSource {
   /** The header names a config's signals (plus Sluice itself) read, laid out for one pass. */
   static final class HeaderIndex {
     private final java.util.Map<String, Integer> slots = new java.util.HashMap<>();
-    // By UTF-8 length: the names of that length (as bytes) and their slots. Keys are compared as
-    // bytes, so the header keys of a request are never decoded to Strings.
-    private final com.google.protobuf.ByteString[][] byLength;
+    private final String[][] byLength; // names of each length, then their slots in bySlot order
     private final int[][] slotsByLength;
 
     HeaderIndex(java.util.Collection<String> names) {
       int max = 0;
       for (String n : names) {
         slots.putIfAbsent(n, slots.size());
-        max = Math.max(max, n.getBytes(StandardCharsets.UTF_8).length);
+        max = Math.max(max, n.length());
       }
-      byLength = new com.google.protobuf.ByteString[max + 1][];
+      byLength = new String[max + 1][];
       slotsByLength = new int[max + 1][];
       for (java.util.Map.Entry<String, Integer> e : slots.entrySet()) {
-        com.google.protobuf.ByteString name =
-            com.google.protobuf.ByteString.copyFromUtf8(e.getKey());
-        int len = name.size();
-        com.google.protobuf.ByteString[] ns =
-            byLength[len] == null ? new com.google.protobuf.ByteString[0] : byLength[len];
+        int len = e.getKey().length();
+        String[] ns = byLength[len] == null ? new String[0] : byLength[len];
         int[] ss = slotsByLength[len] == null ? new int[0] : slotsByLength[len];
         ns = java.util.Arrays.copyOf(ns, ns.length + 1);
         ss = java.util.Arrays.copyOf(ss, ss.length + 1);
-        ns[ns.length - 1] = name;
+        ns[ns.length - 1] = e.getKey();
         ss[ss.length - 1] = e.getValue();
         byLength[len] = ns;
         slotsByLength[len] = ss;
@@ -70,12 +65,12 @@ final class EnvoySignals implements SignalSource {
       HeaderValue[] out = new HeaderValue[slots.size()];
       for (int i = 0, n = headers.size(); i < n; i++) {
         HeaderValue h = headers.get(i);
-        com.google.protobuf.ByteString k = h.getKeyBytes();
-        int len = k.size();
+        String k = h.getKey();
+        int len = k.length();
         if (len >= byLength.length || byLength[len] == null) {
           continue;
         }
-        com.google.protobuf.ByteString[] ns = byLength[len];
+        String[] ns = byLength[len];
         for (int j = 0; j < ns.length; j++) {
           if (ns[j].equals(k)) {
             int slot = slotsByLength[len][j];
