@@ -128,7 +128,7 @@ final class AnswerEncoder {
    * tenant entry sized, the three numbers as constant prefixes plus 8 bytes each.
    */
   private static final class Inner {
-    final byte[][] bounded = new byte[6][];
+    final byte[][] bounded = new byte[3][];
     final int count;
     final byte[] tenant;
     final boolean numbers;
@@ -141,10 +141,7 @@ final class AnswerEncoder {
       int n = 0;
       int sz = 0;
       if (f.resolved()) {
-        bounded[n++] = TIER.get(f.tier());
-        bounded[n++] = CLASS.get(f.requestClass());
-        bounded[n++] = POOL.get(f.pool());
-        bounded[n++] = ROUTE.get(f.route());
+        bounded[n++] = routeEntries(f.tier(), f.requestClass(), f.pool(), f.route());
         tenant = utf8(f.tenant());
         sz += stringEntrySize(TENANT_KEY, tenant);
       } else {
@@ -262,6 +259,41 @@ final class AnswerEncoder {
       }
       return byValue.computeIfAbsent(v, x -> encodeStringEntry(key, x));
     }
+  }
+
+  /** The tier, class, pool and route entries of one resolved route, concatenated. */
+  private record RouteKey(String tier, String cls, String pool, String route) {}
+
+  private static final ConcurrentMap<RouteKey, byte[]> ROUTE_ENTRIES = new ConcurrentHashMap<>();
+
+  /** One lookup per answer for the four route entries (config-sized; capped all the same). */
+  private static byte[] routeEntries(String tier, String cls, String pool, String route) {
+    RouteKey key = new RouteKey(tier, cls, pool, route);
+    byte[] e = ROUTE_ENTRIES.get(key);
+    if (e != null) {
+      return e;
+    }
+    if (ROUTE_ENTRIES.size() >= 10_000) {
+      return concatRouteEntries(key);
+    }
+    return ROUTE_ENTRIES.computeIfAbsent(key, AnswerEncoder::concatRouteEntries);
+  }
+
+  private static byte[] concatRouteEntries(RouteKey k) {
+    byte[][] parts = {
+      TIER.get(k.tier()), CLASS.get(k.cls()), POOL.get(k.pool()), ROUTE.get(k.route())
+    };
+    int size = 0;
+    for (byte[] p : parts) {
+      size += p.length;
+    }
+    byte[] out = new byte[size];
+    int pos = 0;
+    for (byte[] p : parts) {
+      System.arraycopy(p, 0, out, pos, p.length);
+      pos += p.length;
+    }
+    return out;
   }
 
   private static final BoundedEntries TIER = new BoundedEntries("tier");
