@@ -7,6 +7,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.grpc.Metadata;
 import io.grpc.stub.ServerCallStreamObserver;
+import io.sluice.JmhPolicies;
 import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
 import java.util.concurrent.TimeUnit;
@@ -51,17 +52,7 @@ public class ExtProcStreamBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() throws Exception {
-    server =
-        SluiceServer.start(
-            ConfigLoader.parse(
-                new String(
-                        ConfigLoader.class
-                            .getResourceAsStream("/io/sluice/config/default.yaml")
-                            .readAllBytes(),
-                        java.nio.charset.StandardCharsets.UTF_8)
-                    .replace("0.0.0.0", "127.0.0.1")
-                    .replace("port: 8081", "port: 0")
-                    .replace("port: 8080", "port: 0")));
+    server = SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback()));
     service = new ExtProcService(server::runtime, () -> false);
     String[][] h = {
       {":authority", "llm.example.com"},

@@ -4,9 +4,9 @@ import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.grpc.stub.StreamObserver;
+import io.sluice.JmhPolicies;
 import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -61,14 +61,7 @@ public class RateLimitServiceBenchmark {
                 rate_limit: {unit: second, requests_per_unit: 1000000000}
         """);
     String policy =
-        new String(
-                    ConfigLoader.class
-                        .getResourceAsStream("/io/sluice/config/default.yaml")
-                        .readAllBytes(),
-                    StandardCharsets.UTF_8)
-                .replace("0.0.0.0", "127.0.0.1")
-                .replace("port: 8081", "port: 0")
-                .replace("port: 8080", "port: 0")
+        JmhPolicies.embeddedDefaultOnLoopback()
             + "\nrateLimit: {enabled: true, env: {RUNTIME_ROOT: \""
             + runtime
             + "\", RUNTIME_SUBDIRECTORY: \"\", RUNTIME_WATCH_ROOT: \"false\"}}\n";

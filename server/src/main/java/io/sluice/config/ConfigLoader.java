@@ -38,11 +38,16 @@ public final class ConfigLoader {
 
   /** The embedded default policy. */
   public static SluiceConfig embeddedDefault() {
+    return parse(embeddedDefaultYaml());
+  }
+
+  /** The embedded default policy's YAML text. */
+  public static String embeddedDefaultYaml() {
     try (InputStream in = ConfigLoader.class.getResourceAsStream(DEFAULT_RESOURCE)) {
       if (in == null) {
         throw new IllegalStateException("missing embedded default " + DEFAULT_RESOURCE);
       }
-      return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

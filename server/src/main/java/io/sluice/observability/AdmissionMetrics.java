@@ -347,8 +347,11 @@ public final class AdmissionMetrics {
                 .register(registry));
   }
 
-  /** Bucket bounds of {@code sluice_decision_latency_seconds}: 1 µs to 1 s. */
-  static final Duration[] DECISION_BUCKETS = {
+  /**
+   * Bucket bounds of {@code sluice_decision_latency_seconds}, 1 µs to 1 s; also those of the RLS
+   * store round trip ({@code sluice_rls_store_latency_seconds}).
+   */
+  public static final Duration[] DECISION_BUCKETS = {
     Duration.ofNanos(1_000),
     Duration.ofNanos(2_500),
     Duration.ofNanos(5_000),

@@ -3,6 +3,7 @@ package io.sluice.rls;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.sluice.observability.AdmissionMetrics;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -59,31 +60,13 @@ public final class RlsMetrics {
             .description("Store round trip of one ShouldRateLimit call")
             // Histogram buckets, not client-side percentiles: cheap on the hot path and
             // aggregatable across replicas with histogram_quantile().
-            .serviceLevelObjectives(STORE_LATENCY_BUCKETS)
+            .serviceLevelObjectives(AdmissionMetrics.DECISION_BUCKETS)
             .register(registry);
     this.storeErrors = registry.counter(STORE_ERRORS);
     this.callsOk = registry.counter(CALLS, "result", "ok");
     this.callsOverLimit = registry.counter(CALLS, "result", "over_limit");
     this.callsError = registry.counter(CALLS, "result", "error");
   }
-
-  /** Bucket bounds of {@code sluice_rls_store_latency_seconds}: 1 µs (in-process) to 1 s. */
-  static final java.time.Duration[] STORE_LATENCY_BUCKETS = {
-    java.time.Duration.ofNanos(1_000),
-    java.time.Duration.ofNanos(10_000),
-    java.time.Duration.ofNanos(100_000),
-    java.time.Duration.ofNanos(250_000),
-    java.time.Duration.ofNanos(500_000),
-    java.time.Duration.ofMillis(1),
-    java.time.Duration.ofNanos(2_500_000),
-    java.time.Duration.ofMillis(5),
-    java.time.Duration.ofMillis(10),
-    java.time.Duration.ofMillis(25),
-    java.time.Duration.ofMillis(50),
-    java.time.Duration.ofMillis(100),
-    java.time.Duration.ofMillis(250),
-    java.time.Duration.ofSeconds(1)
-  };
 
   public MeterRegistry registry() {
     return registry;
