@@ -13,56 +13,99 @@ final class EnvoySignals implements SignalSource {
   static final String ATTRIBUTES_KEY = "envoy.filters.http.ext_proc";
 
   private final io.grpc.Metadata initialMetadata;
-  private final ProcessingRequest request;
-  private final List<HeaderValue> headers;
+  private final Inbound request;
   private final HeaderIndex index;
-  private final HeaderValue[] found; // by HeaderIndex slot, first occurrence
+  private final String[] found; // values by HeaderIndex slot, first occurrence
 
   EnvoySignals(io.grpc.Metadata initialMetadata, ProcessingRequest request) {
-    this(initialMetadata, request, null);
+    this(initialMetadata, Inbound.of(request), null);
   }
 
   /**
    * With an index of the header names this request may be asked for: one pass over the headers
    * picks them all out, instead of one scan of the whole list per lookup.
    */
-  EnvoySignals(io.grpc.Metadata initialMetadata, ProcessingRequest request, HeaderIndex index) {
+  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, HeaderIndex index) {
     this.initialMetadata = initialMetadata;
     this.request = request;
-    this.headers = request.getRequestHeaders().getHeaders().getHeadersList();
     this.index = index;
-    this.found = index == null ? null : index.pick(headers);
+    this.found = index == null ? null : index.pick(request);
   }
 
   /** The header names a config's signals (plus Sluice itself) read, laid out for one pass. */
   static final class HeaderIndex {
     private final java.util.Map<String, Integer> slots = new java.util.HashMap<>();
-    private final String[][] byLength; // names of each length, then their slots in bySlot order
+    // by length: the names of that length (UTF-16 units for Strings, bytes for wire keys) and slots
+    private final String[][] byLength;
     private final int[][] slotsByLength;
+    private final byte[][][] bytesByLength;
+    private final int[][] byteSlotsByLength;
 
     HeaderIndex(java.util.Collection<String> names) {
       int max = 0;
       for (String n : names) {
         slots.putIfAbsent(n, slots.size());
-        max = Math.max(max, n.length());
+        max = Math.max(max, Math.max(n.length(), utf8(n).length));
       }
       byLength = new String[max + 1][];
       slotsByLength = new int[max + 1][];
+      bytesByLength = new byte[max + 1][][];
+      byteSlotsByLength = new int[max + 1][];
       for (java.util.Map.Entry<String, Integer> e : slots.entrySet()) {
-        int len = e.getKey().length();
-        String[] ns = byLength[len] == null ? new String[0] : byLength[len];
-        int[] ss = slotsByLength[len] == null ? new int[0] : slotsByLength[len];
-        ns = java.util.Arrays.copyOf(ns, ns.length + 1);
-        ss = java.util.Arrays.copyOf(ss, ss.length + 1);
-        ns[ns.length - 1] = e.getKey();
-        ss[ss.length - 1] = e.getValue();
-        byLength[len] = ns;
-        slotsByLength[len] = ss;
+        String name = e.getKey();
+        int slot = e.getValue();
+        int len = name.length();
+        byLength[len] = append(byLength[len], name, String[]::new);
+        slotsByLength[len] = append(slotsByLength[len], slot);
+        byte[] b = utf8(name);
+        bytesByLength[b.length] = append(bytesByLength[b.length], b, byte[][]::new);
+        byteSlotsByLength[b.length] = append(byteSlotsByLength[b.length], slot);
       }
     }
 
-    HeaderValue[] pick(List<HeaderValue> headers) {
-      HeaderValue[] out = new HeaderValue[slots.size()];
+    private static byte[] utf8(String s) {
+      return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static <T> T[] append(T[] a, T v, java.util.function.IntFunction<T[]> make) {
+      T[] out = a == null ? make.apply(1) : java.util.Arrays.copyOf(a, a.length + 1);
+      out[out.length - 1] = v;
+      return out;
+    }
+
+    private static int[] append(int[] a, int v) {
+      int[] out = a == null ? new int[1] : java.util.Arrays.copyOf(a, a.length + 1);
+      out[out.length - 1] = v;
+      return out;
+    }
+
+    /** The values of the indexed headers, by slot (first occurrence; null when absent). */
+    String[] pick(Inbound in) {
+      String[] out = new String[slots.size()];
+      if (!in.fromWire()) {
+        pickFrom(in.headerList(), out);
+        return out;
+      }
+      for (int i = 0, n = in.headerCount(); i < n; i++) {
+        int len = in.keyLength(i);
+        if (len >= bytesByLength.length || bytesByLength[len] == null) {
+          continue;
+        }
+        byte[][] ns = bytesByLength[len];
+        for (int j = 0; j < ns.length; j++) {
+          if (in.keyEquals(i, ns[j])) {
+            int slot = byteSlotsByLength[len][j];
+            if (out[slot] == null) {
+              out[slot] = in.value(i);
+            }
+            break;
+          }
+        }
+      }
+      return out;
+    }
+
+    private void pickFrom(List<HeaderValue> headers, String[] out) {
       for (int i = 0, n = headers.size(); i < n; i++) {
         HeaderValue h = headers.get(i);
         String k = h.getKey();
@@ -75,13 +118,12 @@ final class EnvoySignals implements SignalSource {
           if (ns[j].equals(k)) {
             int slot = slotsByLength[len][j];
             if (out[slot] == null) {
-              out[slot] = h;
+              out[slot] = value(h);
             }
             break;
           }
         }
       }
-      return out;
     }
 
     /** The slot of {@code name}, or -1 when it is not indexed. */
@@ -91,7 +133,7 @@ final class EnvoySignals implements SignalSource {
     }
   }
 
-  private static String value(HeaderValue h) {
+  static String value(HeaderValue h) {
     return h.getRawValue().isEmpty()
         ? h.getValue()
         : h.getRawValue().toString(StandardCharsets.UTF_8);
@@ -121,16 +163,15 @@ final class EnvoySignals implements SignalSource {
     if (index != null) {
       int slot = index.slot(name);
       if (slot >= 0) {
-        HeaderValue h = found[slot];
-        return h == null ? null : value(h);
+        return found[slot];
       }
     }
-    return find(headers, name);
+    return request.header(name);
   }
 
   @Override
   public String dynamicMetadata(String namespace, List<String> path) {
-    Struct s = request.getMetadataContext().getFilterMetadataOrDefault(namespace, null);
+    Struct s = request.message().getMetadataContext().getFilterMetadataOrDefault(namespace, null);
     if (s == null || path.isEmpty()) {
       return null;
     }
@@ -150,6 +191,7 @@ final class EnvoySignals implements SignalSource {
     // Looked up only when a signal reads an attribute (the map view costs on every request).
     Value v =
         request
+            .message()
             .getAttributesOrDefault(ATTRIBUTES_KEY, Struct.getDefaultInstance())
             .getFieldsOrDefault(expression, null);
     return v == null ? null : scalar(v);

@@ -1,7 +1,6 @@
 package io.sluice.extproc;
 
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerCallHandler;
@@ -21,16 +20,16 @@ import java.util.function.Supplier;
  * {@code envoy.service.ext_proc.v3.ExternalProcessor/Process}: one bidi stream per HTTP request.
  * Handlers never block; they run on the transport threads.
  *
- * <p>Bound with the generated method's request marshaller and schema (so reflection still shows the
- * real service) and {@link Answer#MARSHALLER} for answers, which are written as pre-encoded {@code
- * ProcessingResponse} bytes. The stream's gRPC initial metadata (Envoy's {@code
- * grpc_service.initial_metadata} merged with per-route {@code ExtProcPerRoute} overrides; HTTP
- * clients cannot set it, so it is trusted) is handed to the stream when the call starts.
+ * <p>Bound with the generated method's schema (so reflection still shows the real service), {@link
+ * Inbound#MARSHALLER} for requests (request_headers read from the wire) and {@link
+ * Answer#MARSHALLER} for answers, which are written as pre-encoded {@code ProcessingResponse}
+ * bytes. The stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
+ * with per-route {@code ExtProcPerRoute} overrides; HTTP clients cannot set it, so it is trusted)
+ * is handed to the stream when the call starts.
  */
 public final class ExtProcService {
-  static final MethodDescriptor<ProcessingRequest, Answer> PROCESS =
-      ExternalProcessorGrpc.getProcessMethod().toBuilder(
-              ExternalProcessorGrpc.getProcessMethod().getRequestMarshaller(), Answer.MARSHALLER)
+  static final MethodDescriptor<Inbound, Answer> PROCESS =
+      ExternalProcessorGrpc.getProcessMethod().toBuilder(Inbound.MARSHALLER, Answer.MARSHALLER)
           .build();
 
   /** The initial metadata of the call being started on this thread (set only around startCall). */
@@ -47,9 +46,9 @@ public final class ExtProcService {
 
   /** The service to add to the gRPC server. */
   public ServerServiceDefinition definition() {
-    ServerCallHandler<ProcessingRequest, Answer> streaming =
+    ServerCallHandler<Inbound, Answer> streaming =
         ServerCalls.asyncBidiStreamingCall(this::process);
-    ServerCallHandler<ProcessingRequest, Answer> withMetadata =
+    ServerCallHandler<Inbound, Answer> withMetadata =
         (call, headers) -> {
           STARTING.set(headers); // process() runs inside startCall, on this thread
           try {
@@ -66,12 +65,12 @@ public final class ExtProcService {
     return ServerServiceDefinition.builder(service).addMethod(PROCESS, withMetadata).build();
   }
 
-  private StreamObserver<ProcessingRequest> process(StreamObserver<Answer> responses) {
+  private StreamObserver<Inbound> process(StreamObserver<Answer> responses) {
     return open((ServerCallStreamObserver<Answer>) responses, STARTING.get());
   }
 
   /** One ext_proc stream on {@code call}, whose gRPC initial metadata is {@code md}. */
-  StreamObserver<ProcessingRequest> open(ServerCallStreamObserver<Answer> call, Metadata md) {
+  StreamObserver<Inbound> open(ServerCallStreamObserver<Answer> call, Metadata md) {
     if (draining.getAsBoolean()) {
       // Non-OK so Envoy applies failure_mode_allow; never OK (that would admit the request).
       call.onError(
@@ -98,11 +97,11 @@ public final class ExtProcService {
     }
   }
 
-  private enum NoopObserver implements StreamObserver<ProcessingRequest> {
+  private enum NoopObserver implements StreamObserver<Inbound> {
     INSTANCE;
 
     @Override
-    public void onNext(ProcessingRequest value) {}
+    public void onNext(Inbound value) {}
 
     @Override
     public void onError(Throwable t) {}

@@ -5,7 +5,6 @@ import com.google.protobuf.util.Timestamps;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
@@ -64,7 +63,7 @@ import org.slf4j.LoggerFactory;
  * lock-order deadlocks between streams). The permit's release is guarded by the permit itself
  * (exactly once).
  */
-final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
+final class ExtProcStream implements StreamObserver<Inbound>, Waiter {
   private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
 
   enum Phase {
@@ -160,27 +159,27 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
   }
 
   @Override
-  public void onNext(ProcessingRequest req) {
+  public void onNext(Inbound req) {
     long received = rt.ticker().nanos();
     sync.execute(() -> handle(req, received));
   }
 
-  private void handle(ProcessingRequest req, long received) {
+  private void handle(Inbound req, long received) {
     if (closed.get()) {
       return;
     }
     if (phase == Phase.QUEUED) {
       // Envoy sends nothing new while a message is outstanding; anything else is out of phase.
-      protocolError("out_of_phase", req.getRequestCase() + " while the request is held");
+      protocolError("out_of_phase", req.requestCase() + " while the request is held");
       return;
     }
     try {
-      switch (req.getRequestCase()) {
+      switch (req.requestCase()) {
         case REQUEST_HEADERS -> onRequestHeaders(req, received);
-        case REQUEST_BODY -> onRequestBody(req.getRequestBody(), received);
+        case REQUEST_BODY -> onRequestBody(req.message().getRequestBody(), received);
         case REQUEST_TRAILERS -> onRequestTrailers();
-        case RESPONSE_HEADERS -> onResponseHeaders(req.getResponseHeaders());
-        case RESPONSE_BODY -> onResponseBody(req.getResponseBody());
+        case RESPONSE_HEADERS -> onResponseHeaders(req.message().getResponseHeaders());
+        case RESPONSE_BODY -> onResponseBody(req.message().getResponseBody());
         case RESPONSE_TRAILERS -> onResponseTrailers();
         default -> protocolError("unknown_message", "ProcessingRequest carries no known message");
       }
@@ -191,7 +190,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     }
   }
 
-  private void onRequestHeaders(ProcessingRequest req, long now) {
+  private void onRequestHeaders(Inbound req, long now) {
     if (phase != Phase.START) {
       protocolError("out_of_phase", "request_headers after " + phase);
       return;
@@ -199,8 +198,8 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
     arrivalNanos = now;
     arrivalEpochMillis = rt.clock().millis();
     if (req.hasProtocolConfig()) {
-      requestBodyMode = req.getProtocolConfig().getRequestBodyMode();
-      responseBodyMode = req.getProtocolConfig().getResponseBodyMode();
+      requestBodyMode = req.requestBodyMode();
+      responseBodyMode = req.responseBodyMode();
     }
     EnvoySignals signals = new EnvoySignals(initialMetadata, req, headerIndex(rt));
     resolved = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
@@ -215,7 +214,6 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
                 resolved.pool().name(),
                 resolved.requestClass().name(),
                 resolved.tenant().tier().name());
-    HttpHeaders h = req.getRequestHeaders();
     long contentLength = parseLong(signals.header("content-length"), -1);
     if (contentLength > rt.config().limits().maxBodyBytes()) {
       reject(
@@ -231,7 +229,7 @@ final class ExtProcStream implements StreamObserver<ProcessingRequest>, Waiter {
       return;
     }
     boolean decideAtHeaders =
-        h.getEndOfStream()
+        req.headersEndOfStream()
             || resolved.estimateFrom() == SluiceConfig.EstimateFrom.HEADERS
             || (requestBodyMode != null
                 && requestBodyMode != BodySendMode.BUFFERED

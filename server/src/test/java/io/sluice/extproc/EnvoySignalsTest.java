@@ -29,7 +29,7 @@ class EnvoySignalsTest {
       @ForAll @Size(max = 5) Set<@net.jqwik.api.From("name") String> indexed) {
     ProcessingRequest req = request(headers);
     EnvoySignals plain = new EnvoySignals(null, req);
-    EnvoySignals fast = new EnvoySignals(null, req, new EnvoySignals.HeaderIndex(indexed));
+    EnvoySignals fast = new EnvoySignals(null, wire(req), new EnvoySignals.HeaderIndex(indexed));
     for (String name : NAMES) {
       assertThat(fast.header(name)).as(name).isEqualTo(EnvoySignals.find(headersOf(req), name));
       assertThat(fast.header(name)).isEqualTo(plain.header(name));
@@ -46,7 +46,8 @@ class EnvoySignalsTest {
                 raw("x-tenant-id", "second"),
                 raw(":path", "/v1/chat/completions?x=1")));
     EnvoySignals s =
-        new EnvoySignals(null, req, new EnvoySignals.HeaderIndex(List.of("x-tenant-id", ":path")));
+        new EnvoySignals(
+            null, wire(req), new EnvoySignals.HeaderIndex(List.of("x-tenant-id", ":path")));
     assertThat(s.header("x-tenant-id")).isEqualTo("from-value");
     assertThat(s.path()).isEqualTo("/v1/chat/completions");
     assertThat(s.header("x-missing")).isNull();
@@ -66,6 +67,14 @@ class EnvoySignalsTest {
 
   private static HeaderValue raw(String k, String v) {
     return HeaderValue.newBuilder().setKey(k).setRawValue(ByteString.copyFromUtf8(v)).build();
+  }
+
+  private static Inbound wire(ProcessingRequest req) {
+    try {
+      return Inbound.parse(req.toByteArray());
+    } catch (com.google.protobuf.InvalidProtocolBufferException e) {
+      throw new AssertionError(e);
+    }
   }
 
   private static List<HeaderValue> headersOf(ProcessingRequest r) {

@@ -1,0 +1,550 @@
+package io.sluice.extproc;
+
+import com.google.protobuf.CodedInputStream;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
+import io.grpc.KnownLength;
+import io.grpc.MethodDescriptor;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+/**
+ * One {@code ProcessingRequest} as Envoy sent it.
+ *
+ * <p>A {@code request_headers} message — the first of every stream, and the one most requests are
+ * decided on — is read straight from its wire bytes: one pass checks the message and notes where
+ * each header's key and value lie, and only the values a request is asked for become Strings (the
+ * generated parser builds a HeaderValue and two Strings per header, which cost Sluice about as much
+ * CPU as deciding the request). Every other message, and any {@code request_headers} message
+ * outside the plain shape Envoy writes (another oneof member too, a group, a field with an
+ * unexpected wire type, a non-ASCII string field, a malformed or truncated field), is parsed by
+ * protobuf-java at once, so every message is accepted or refused exactly as protobuf-java does.
+ * {@code metadata_context} and {@code attributes} are checked by protobuf-java but interpreted only
+ * when a signal reads them: the first such read parses the whole message ({@link #message}).
+ *
+ * <p>{@code InboundTest} checks every answer of the wire reader against protobuf-java on generated
+ * messages, including merged repeated occurrences, last-wins scalars and malformed input.
+ */
+final class Inbound {
+  private static final int VARINT = 0;
+  private static final int FIXED64 = 1;
+  private static final int LEN = 2;
+  private static final int FIXED32 = 5;
+
+  private final byte[] bytes;
+  private ProcessingRequest message; // parsed at once (fallback) or on demand
+  private RequestCase requestCase;
+
+  // request_headers read from the wire; headerCount < 0 when the message is used instead
+  private int headerCount = -1;
+  private int[] spans; // per header: key offset, key length, value offset, value length
+  private boolean endOfStream;
+  private boolean hasProtocolConfig;
+  private int requestBodyMode;
+  private int responseBodyMode;
+
+  private int pos; // read position during the pass
+
+  private Inbound(byte[] bytes, ProcessingRequest message) {
+    this.bytes = bytes;
+    this.message = message;
+    this.requestCase = message == null ? null : message.getRequestCase();
+  }
+
+  /** A message already parsed (tests, diagnostics): every accessor reads the message. */
+  static Inbound of(ProcessingRequest message) {
+    return new Inbound(null, message);
+  }
+
+  /**
+   * Reads one message from its wire bytes, which it keeps (never modified).
+   *
+   * @throws InvalidProtocolBufferException when protobuf-java refuses the message
+   */
+  static Inbound parse(byte[] bytes) throws InvalidProtocolBufferException {
+    Inbound in = new Inbound(bytes, null);
+    if (!in.readRequestHeaders()) {
+      in.headerCount = -1;
+      in.message = parseFully(bytes);
+      in.requestCase = in.message.getRequestCase();
+    }
+    return in;
+  }
+
+  private static ProcessingRequest parseFully(byte[] bytes) throws InvalidProtocolBufferException {
+    CodedInputStream cis = CodedInputStream.newInstance(bytes);
+    cis.enableAliasing(true); // bodies share the array instead of a second copy (never modified)
+    ProcessingRequest m = ProcessingRequest.parser().parseFrom(cis);
+    cis.checkLastTagWas(0);
+    return m;
+  }
+
+  RequestCase requestCase() {
+    return requestCase;
+  }
+
+  /** The whole message (parsed on first use when it was read from the wire). */
+  ProcessingRequest message() {
+    if (message == null) {
+      try {
+        message = parseFully(bytes);
+      } catch (InvalidProtocolBufferException e) {
+        throw new IllegalStateException("ProcessingRequest does not parse: " + e.getMessage(), e);
+      }
+    }
+    return message;
+  }
+
+  /** Whether the request_headers message was read from the wire (false: from the message). */
+  boolean fromWire() {
+    return headerCount >= 0;
+  }
+
+  /** request_headers' end_of_stream. */
+  boolean headersEndOfStream() {
+    return fromWire() ? endOfStream : message.getRequestHeaders().getEndOfStream();
+  }
+
+  boolean hasProtocolConfig() {
+    return fromWire() ? hasProtocolConfig : message.hasProtocolConfig();
+  }
+
+  BodySendMode requestBodyMode() {
+    return fromWire() ? mode(requestBodyMode) : message.getProtocolConfig().getRequestBodyMode();
+  }
+
+  BodySendMode responseBodyMode() {
+    return fromWire() ? mode(responseBodyMode) : message.getProtocolConfig().getResponseBodyMode();
+  }
+
+  private static BodySendMode mode(int n) {
+    BodySendMode m = BodySendMode.forNumber(n);
+    return m == null ? BodySendMode.UNRECOGNIZED : m;
+  }
+
+  /** The request headers as protobuf-java has them (only when the message is used). */
+  List<HeaderValue> headerList() {
+    return message().getRequestHeaders().getHeaders().getHeadersList();
+  }
+
+  int headerCount() {
+    return headerCount;
+  }
+
+  /** Whether the key of wire header {@code i} is exactly {@code name} (ASCII or UTF-8 bytes). */
+  boolean keyEquals(int i, byte[] name) {
+    int off = spans[4 * i];
+    int len = spans[4 * i + 1];
+    if (len != name.length) {
+      return false;
+    }
+    for (int j = 0; j < len; j++) {
+      if (bytes[off + j] != name[j]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  int keyLength(int i) {
+    return spans[4 * i + 1];
+  }
+
+  /** The value of wire header {@code i}: raw_value when it is set, else value. */
+  String value(int i) {
+    return new String(bytes, spans[4 * i + 2], spans[4 * i + 3], StandardCharsets.UTF_8);
+  }
+
+  /** The first value of request header {@code name}, or null. */
+  String header(String name) {
+    if (!fromWire()) {
+      return EnvoySignals.find(headerList(), name);
+    }
+    byte[] b = name.getBytes(StandardCharsets.UTF_8);
+    for (int i = 0; i < headerCount; i++) {
+      if (keyEquals(i, b)) {
+        return value(i);
+      }
+    }
+    return null;
+  }
+
+  // --- the pass over a request_headers message
+
+  /** True when this is a plain request_headers message and it was read; false: parse it fully. */
+  private boolean readRequestHeaders() {
+    pos = 0;
+    int end = bytes.length;
+    boolean sawHeaders = false;
+    while (pos < end) {
+      int fieldStart = pos;
+      int tag = tag(end);
+      if (tag <= 0) {
+        return false;
+      }
+      int field = tag >>> 3;
+      int type = tag & 7;
+      switch (field) {
+        case ProcessingRequest.REQUEST_HEADERS_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if (len < 0 || !readHttpHeaders(pos, pos + len)) {
+            return false;
+          }
+          sawHeaders = true; // a repeated occurrence merges into the first, as protobuf does
+        }
+        case ProcessingRequest.RESPONSE_HEADERS_FIELD_NUMBER,
+            ProcessingRequest.REQUEST_BODY_FIELD_NUMBER,
+            ProcessingRequest.RESPONSE_BODY_FIELD_NUMBER,
+            ProcessingRequest.REQUEST_TRAILERS_FIELD_NUMBER,
+            ProcessingRequest.RESPONSE_TRAILERS_FIELD_NUMBER -> {
+          return false; // another phase (or two oneof members): protobuf-java decides
+        }
+        case ProcessingRequest.PROTOCOL_CONFIG_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if (len < 0 || !readProtocolConfig(pos, pos + len)) {
+            return false;
+          }
+          hasProtocolConfig = true;
+        }
+        case ProcessingRequest.METADATA_CONTEXT_FIELD_NUMBER,
+            ProcessingRequest.ATTRIBUTES_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if (len < 0) {
+            return false;
+          }
+          pos += len;
+          // Interpreted by message() when a signal asks; checked now as protobuf-java would.
+          if (!parses(fieldStart, pos)) {
+            return false;
+          }
+        }
+        default -> {
+          if (!skip(type, end)) {
+            return false;
+          }
+        }
+      }
+    }
+    if (!sawHeaders) {
+      return false;
+    }
+    requestCase = RequestCase.REQUEST_HEADERS;
+    if (headerCount < 0) {
+      headerCount = 0;
+    }
+    return true;
+  }
+
+  private boolean readHttpHeaders(int from, int end) {
+    pos = from;
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag <= 0) {
+        return false;
+      }
+      int type = tag & 7;
+      switch (tag >>> 3) {
+        case HttpHeaders.HEADERS_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if (len < 0 || !readHeaderMap(pos, pos + len)) {
+            return false;
+          }
+        }
+        case HttpHeaders.ATTRIBUTES_FIELD_NUMBER -> {
+          return false; // deprecated; Envoy sends attributes at the top level
+        }
+        case HttpHeaders.END_OF_STREAM_FIELD_NUMBER -> {
+          if (type != VARINT) {
+            return false;
+          }
+          long v = varint64(end);
+          if (v == Long.MIN_VALUE) {
+            return false;
+          }
+          endOfStream = v != 0;
+        }
+        default -> {
+          if (!skip(type, end)) {
+            return false;
+          }
+        }
+      }
+    }
+    return pos == end;
+  }
+
+  private boolean readHeaderMap(int from, int end) {
+    pos = from;
+    if (headerCount < 0) {
+      headerCount = 0;
+      spans = new int[4 * 16];
+    }
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag <= 0) {
+        return false;
+      }
+      int type = tag & 7;
+      if ((tag >>> 3) == HeaderMap.HEADERS_FIELD_NUMBER) {
+        int len = length(type, end);
+        if (len < 0 || !readHeaderValue(pos, pos + len)) {
+          return false;
+        }
+      } else if (!skip(type, end)) {
+        return false;
+      }
+    }
+    return pos == end;
+  }
+
+  private boolean readHeaderValue(int from, int end) {
+    pos = from;
+    int keyOff = from;
+    int keyLen = 0;
+    int valueOff = from;
+    int valueLen = 0;
+    int rawOff = from;
+    int rawLen = 0;
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag <= 0) {
+        return false;
+      }
+      int type = tag & 7;
+      switch (tag >>> 3) {
+        case HeaderValue.KEY_FIELD_NUMBER -> {
+          keyLen = length(type, end);
+          keyOff = pos;
+          if (keyLen < 0 || !ascii(keyOff, keyLen)) {
+            return false; // proto3 strings are checked for UTF-8: protobuf-java does that
+          }
+          pos += keyLen;
+        }
+        case HeaderValue.VALUE_FIELD_NUMBER -> {
+          valueLen = length(type, end);
+          valueOff = pos;
+          if (valueLen < 0 || !ascii(valueOff, valueLen)) {
+            return false;
+          }
+          pos += valueLen;
+        }
+        case HeaderValue.RAW_VALUE_FIELD_NUMBER -> {
+          rawLen = length(type, end); // bytes: any content
+          rawOff = pos;
+          if (rawLen < 0) {
+            return false;
+          }
+          pos += rawLen;
+        }
+        default -> {
+          if (!skip(type, end)) {
+            return false;
+          }
+        }
+      }
+    }
+    if (pos != end) {
+      return false;
+    }
+    int i = headerCount++;
+    if (4 * headerCount > spans.length) {
+      spans = java.util.Arrays.copyOf(spans, spans.length * 2);
+    }
+    spans[4 * i] = keyOff;
+    spans[4 * i + 1] = keyLen;
+    boolean raw = rawLen > 0;
+    spans[4 * i + 2] = raw ? rawOff : valueOff;
+    spans[4 * i + 3] = raw ? rawLen : valueLen;
+    return true;
+  }
+
+  private boolean readProtocolConfig(int from, int end) {
+    pos = from;
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag <= 0) {
+        return false;
+      }
+      int type = tag & 7;
+      int field = tag >>> 3;
+      if (field == ProtocolConfiguration.REQUEST_BODY_MODE_FIELD_NUMBER
+          || field == ProtocolConfiguration.RESPONSE_BODY_MODE_FIELD_NUMBER) {
+        if (type != VARINT) {
+          return false;
+        }
+        long v = varint64(end);
+        if (v == Long.MIN_VALUE) {
+          return false;
+        }
+        if (field == ProtocolConfiguration.REQUEST_BODY_MODE_FIELD_NUMBER) {
+          requestBodyMode = (int) v; // an enum is read as int32, as protobuf-java does
+        } else {
+          responseBodyMode = (int) v;
+        }
+      } else if (!skip(type, end)) {
+        return false;
+      }
+    }
+    return pos == end;
+  }
+
+  /** Whether protobuf-java accepts the fields in [from, to) as a ProcessingRequest. */
+  private boolean parses(int from, int to) {
+    try {
+      ProcessingRequest.parser().parseFrom(bytes, from, to - from);
+      return true;
+    } catch (InvalidProtocolBufferException e) {
+      return false;
+    }
+  }
+
+  private boolean ascii(int off, int len) {
+    for (int i = off, e = off + len; i < e; i++) {
+      if (bytes[i] < 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** A field's tag; -1 when malformed or its field number is 0 (invalid). */
+  private int tag(int end) {
+    int tag = varint32(end);
+    return tag >>> 3 == 0 ? -1 : tag;
+  }
+
+  /** Length of a LEN field whose tag was just read (pos then at its content), or -1. */
+  private int length(int type, int end) {
+    if (type != LEN) {
+      return -1;
+    }
+    int len = varint32(end);
+    if (len < 0 || len > end - pos) {
+      return -1;
+    }
+    return len;
+  }
+
+  /** Skips an unknown field's value; false for groups, bad wire types and truncation. */
+  private boolean skip(int type, int end) {
+    switch (type) {
+      case VARINT -> {
+        return varint64(end) != Long.MIN_VALUE;
+      }
+      case FIXED64 -> {
+        pos += 8;
+        return pos <= end;
+      }
+      case FIXED32 -> {
+        pos += 4;
+        return pos <= end;
+      }
+      case LEN -> {
+        int len = length(type, end);
+        if (len < 0) {
+          return false;
+        }
+        pos += len;
+        return true;
+      }
+      default -> {
+        return false; // groups (3, 4) and invalid types 6, 7: protobuf-java decides
+      }
+    }
+  }
+
+  /**
+   * A varint that must fit in 31 bits (tags, lengths); -1 when it is longer, truncated or negative.
+   */
+  private int varint32(int end) {
+    int result = 0;
+    for (int shift = 0; shift < 32; shift += 7) {
+      if (pos >= end) {
+        return -1;
+      }
+      byte b = bytes[pos++];
+      result |= (b & 0x7F) << shift;
+      if (b >= 0) {
+        return result < 0 || (shift == 28 && (b & 0x70) != 0) ? -1 : result;
+      }
+    }
+    return -1;
+  }
+
+  /** Any varint (up to 10 bytes); Long.MIN_VALUE when malformed or truncated. */
+  private long varint64(int end) {
+    long result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= end) {
+        return Long.MIN_VALUE;
+      }
+      byte b = bytes[pos++];
+      result |= (long) (b & 0x7F) << shift;
+      if (b >= 0) {
+        return result; // (a value of Long.MIN_VALUE reads as malformed: protobuf-java decides)
+      }
+    }
+    return Long.MIN_VALUE;
+  }
+
+  // --- gRPC
+
+  /** Reads the message bytes once and hands them to {@link #parse}. */
+  static final MethodDescriptor.Marshaller<Inbound> MARSHALLER =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(Inbound value) {
+          return new ByteArrayInputStream(
+              value.bytes != null ? value.bytes : value.message.toByteArray());
+        }
+
+        @Override
+        public Inbound parse(InputStream stream) {
+          try {
+            return Inbound.parse(readAll(stream));
+          } catch (InvalidProtocolBufferException e) {
+            throw io.grpc.Status.INTERNAL
+                .withDescription("Invalid protobuf byte sequence")
+                .withCause(e)
+                .asRuntimeException();
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        }
+      };
+
+  private static byte[] readAll(InputStream stream) throws IOException {
+    if (!(stream instanceof KnownLength)) {
+      return stream.readAllBytes();
+    }
+    int size = stream.available(); // gRPC's message streams know their length
+    byte[] b = new byte[size];
+    int n = 0;
+    while (n < size) {
+      int r = stream.read(b, n, size - n);
+      if (r < 0) {
+        return java.util.Arrays.copyOf(b, n);
+      }
+      n += r;
+    }
+    int more = stream.read();
+    if (more < 0) {
+      return b;
+    }
+    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream(size * 2 + 16);
+    all.write(b, 0, n);
+    all.write(more);
+    stream.transferTo(all);
+    return all.toByteArray();
+  }
+}
