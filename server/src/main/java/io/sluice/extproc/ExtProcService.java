@@ -10,9 +10,6 @@ import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
-import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
@@ -37,7 +34,7 @@ public final class ExtProcService {
 
   private final Supplier<AdmissionRuntime> runtime;
   private final BooleanSupplier draining;
-  private final Set<ExtProcStream> live = ConcurrentHashMap.newKeySet();
+  private final LiveStreams<ExtProcStream> live = new LiveStreams<>();
 
   public ExtProcService(Supplier<AdmissionRuntime> runtime, BooleanSupplier draining) {
     this.runtime = runtime;
@@ -77,9 +74,7 @@ public final class ExtProcService {
           Status.UNAVAILABLE.withDescription("sluice is shutting down").asRuntimeException());
       return NoopObserver.INSTANCE;
     }
-    ExtProcStream[] self = new ExtProcStream[1];
-    ExtProcStream stream = new ExtProcStream(runtime.get(), call, md, () -> live.remove(self[0]));
-    self[0] = stream;
+    ExtProcStream stream = new ExtProcStream(runtime.get(), call, md, live);
     live.add(stream);
     call.setOnCancelHandler(stream::onCancel);
     return stream;
@@ -92,7 +87,7 @@ public final class ExtProcService {
 
   /** After the grace period: release every remaining permit and end the streams non-OK. */
   public void shutdownStreams() {
-    for (ExtProcStream s : List.copyOf(live)) {
+    for (ExtProcStream s : live.snapshot()) {
       s.shutdown();
     }
   }

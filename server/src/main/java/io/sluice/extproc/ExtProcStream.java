@@ -63,7 +63,7 @@ import org.slf4j.LoggerFactory;
  * lock-order deadlocks between streams). The permit's release is guarded by the permit itself
  * (exactly once).
  */
-final class ExtProcStream implements StreamObserver<Inbound>, Waiter {
+final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inbound>, Waiter {
   private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
 
   enum Phase {
@@ -106,19 +106,22 @@ final class ExtProcStream implements StreamObserver<Inbound>, Waiter {
   private long decisionLatencyNanos;
   private Reason decidedReason = Reason.ADMITTED;
 
-  private final Runnable onClose;
+  private final LiveStreams<ExtProcStream> live;
   private static final Map<String, String> DECISION_ADMIT_HEADER =
       Map.of("x-sluice-decision", "admit");
-  // The live-stream set hashes every stream once: a random int is cheaper than the identity hash
+  // LiveStreams picks a stripe by it: a random int is cheaper than the identity hash
   // (equality stays identity).
   private final int hash = java.util.concurrent.ThreadLocalRandom.current().nextInt();
 
   ExtProcStream(
-      AdmissionRuntime rt, ServerCallStreamObserver<Answer> out, Metadata md, Runnable onClose) {
+      AdmissionRuntime rt,
+      ServerCallStreamObserver<Answer> out,
+      Metadata md,
+      LiveStreams<ExtProcStream> live) {
     this.rt = rt;
     this.out = out;
     this.initialMetadata = md;
-    this.onClose = onClose;
+    this.live = live;
     rt.metrics().streamOpened();
   }
 
@@ -138,7 +141,7 @@ final class ExtProcStream implements StreamObserver<Inbound>, Waiter {
       return false;
     }
     rt.metrics().streamClosed(how);
-    onClose.run();
+    live.remove(this);
     return true;
   }
 

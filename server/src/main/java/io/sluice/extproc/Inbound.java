@@ -144,16 +144,8 @@ final class Inbound {
   /** Whether the key of wire header {@code i} is exactly {@code name} (ASCII or UTF-8 bytes). */
   boolean keyEquals(int i, byte[] name) {
     int off = spans[4 * i];
-    int len = spans[4 * i + 1];
-    if (len != name.length) {
-      return false;
-    }
-    for (int j = 0; j < len; j++) {
-      if (bytes[off + j] != name[j]) {
-        return false;
-      }
-    }
-    return true;
+    return spans[4 * i + 1] == name.length
+        && java.util.Arrays.equals(bytes, off, off + name.length, name, 0, name.length);
   }
 
   int keyLength(int i) {
@@ -408,8 +400,20 @@ final class Inbound {
     }
   }
 
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+          long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+
+  /** Whether [off, off + len) is all ASCII, eight bytes at a time. */
   private boolean ascii(int off, int len) {
-    for (int i = off, e = off + len; i < e; i++) {
+    int i = off;
+    int e = off + len;
+    for (; i + 8 <= e; i += 8) {
+      if (((long) LONGS.get(bytes, i) & 0x8080808080808080L) != 0) {
+        return false;
+      }
+    }
+    for (; i < e; i++) {
       if (bytes[i] < 0) {
         return false;
       }

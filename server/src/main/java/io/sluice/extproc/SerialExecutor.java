@@ -1,8 +1,9 @@
 package io.sluice.extproc;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 /**
@@ -15,8 +16,24 @@ import java.util.function.Consumer;
  * another thread) runs after it, on the thread that is draining.
  */
 final class SerialExecutor {
-  private final AtomicInteger pending = new AtomicInteger(); // running + queued tasks
-  private final Queue<Runnable> queue = new ConcurrentLinkedQueue<>();
+  private static final VarHandle PENDING;
+  private static final VarHandle QUEUE;
+
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.lookup();
+      PENDING = l.findVarHandle(SerialExecutor.class, "pending", int.class);
+      QUEUE = l.findVarHandle(SerialExecutor.class, "queue", Queue.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  @SuppressWarnings("unused") // through PENDING
+  private volatile int pending; // running + queued tasks
+
+  // Created by the first task that has to wait: most streams never need one.
+  private volatile Queue<Runnable> queue;
   private final Consumer<Throwable> onFailure;
 
   SerialExecutor(Consumer<Throwable> onFailure) {
@@ -27,25 +44,39 @@ final class SerialExecutor {
     // Idle: run now, then whatever arrived meanwhile. "Idle" needs the queue empty too: a drainer
     // can run a task that was added but not yet counted in place of a counted one and stop at 0
     // with that one still queued; running past it would break the submitter's order.
-    if (queue.isEmpty() && pending.compareAndSet(0, 1)) {
+    Queue<Runnable> q = queue;
+    if ((q == null || q.isEmpty()) && PENDING.compareAndSet(this, 0, 1)) {
       run(task);
-      if (pending.decrementAndGet() != 0) {
+      if ((int) PENDING.getAndAdd(this, -1) - 1 != 0) {
         drain();
       }
       return;
     }
-    queue.add(task);
-    if (pending.getAndIncrement() == 0) { // the runner finished between our CAS and add
+    queue().add(task);
+    if ((int) PENDING.getAndAdd(this, 1) == 0) { // the runner finished between our CAS and add
       drain();
     }
   }
 
+  private Queue<Runnable> queue() {
+    Queue<Runnable> q = queue;
+    if (q == null) {
+      Queue<Runnable> created = new ConcurrentLinkedQueue<>();
+      q = (Queue<Runnable>) QUEUE.compareAndExchange(this, null, created);
+      if (q == null) {
+        q = created;
+      }
+    }
+    return q;
+  }
+
   /** Runs queued tasks until none is left; only one thread is ever here. */
   private void drain() {
+    Queue<Runnable> q = queue(); // a counted task beyond the running one was queued: q exists
     do {
-      Runnable next = queue.poll(); // never null: a queued task is added before it is counted
+      Runnable next = q.poll(); // never null: a queued task is added before it is counted
       run(next);
-    } while (pending.decrementAndGet() != 0);
+    } while ((int) PENDING.getAndAdd(this, -1) - 1 != 0);
   }
 
   private void run(Runnable task) {

@@ -1,0 +1,102 @@
+package io.sluice.extproc;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The open ext_proc streams, for graceful shutdown (wait for them, then end the rest). Every stream
+ * is added when it opens and removed when it closes, so this is on every stream's path: streams are
+ * linked into one of several lists through their own fields (no node allocated, no shared size
+ * counter), picked by the stream's random hash, each list behind its own lock; the two transport
+ * threads rarely meet on one.
+ */
+final class LiveStreams<T extends LiveStreams.Node> {
+  /** What a member carries: its links, guarded by its stripe's lock. */
+  abstract static class Node {
+    Node livePrev;
+    Node liveNext;
+    boolean linked;
+  }
+
+  private static final int STRIPES = 32; // a power of two
+
+  /** One list; padded so that two stripes' heads do not share a cache line. */
+  @SuppressWarnings("unused")
+  private static final class Stripe {
+    long p0, p1, p2, p3, p4, p5, p6;
+    Node head;
+    int size;
+    long q0, q1, q2, q3, q4, q5, q6;
+  }
+
+  private final Stripe[] stripes = new Stripe[STRIPES];
+
+  LiveStreams() {
+    for (int i = 0; i < STRIPES; i++) {
+      stripes[i] = new Stripe();
+    }
+  }
+
+  private Stripe stripe(Node s) {
+    return stripes[s.hashCode() & (STRIPES - 1)];
+  }
+
+  void add(T s) {
+    Stripe st = stripe(s);
+    synchronized (st) {
+      s.liveNext = st.head;
+      s.livePrev = null;
+      if (st.head != null) {
+        st.head.livePrev = s;
+      }
+      st.head = s;
+      s.linked = true;
+      st.size++;
+    }
+  }
+
+  /** Removes {@code s}; a stream that is not (or no longer) in the set is ignored. */
+  void remove(T s) {
+    Stripe st = stripe(s);
+    synchronized (st) {
+      if (!s.linked) {
+        return;
+      }
+      if (s.livePrev != null) {
+        s.livePrev.liveNext = s.liveNext;
+      } else {
+        st.head = s.liveNext;
+      }
+      if (s.liveNext != null) {
+        s.liveNext.livePrev = s.livePrev;
+      }
+      s.livePrev = null;
+      s.liveNext = null;
+      s.linked = false;
+      st.size--;
+    }
+  }
+
+  int size() {
+    int n = 0;
+    for (Stripe st : stripes) {
+      synchronized (st) {
+        n += st.size;
+      }
+    }
+    return n;
+  }
+
+  @SuppressWarnings("unchecked") // only T is ever added
+  List<T> snapshot() {
+    List<T> out = new ArrayList<>();
+    for (Stripe st : stripes) {
+      synchronized (st) {
+        for (Node s = st.head; s != null; s = s.liveNext) {
+          out.add((T) s);
+        }
+      }
+    }
+    return out;
+  }
+}
