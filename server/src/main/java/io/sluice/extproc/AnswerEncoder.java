@@ -268,16 +268,31 @@ final class AnswerEncoder {
 
   /** One lookup per answer for the four route entries (config-sized; capped all the same). */
   private static byte[] routeEntries(String tier, String cls, String pool, String route) {
+    // The names come from the policy objects: the same instances request after request, so the
+    // last answer is found by reference first (a miss takes the map, which compares by value).
+    LastRoute last = lastRoute;
+    if (last != null
+        && last.tier == tier
+        && last.cls == cls
+        && last.pool == pool
+        && last.route == route) {
+      return last.entries;
+    }
     RouteKey key = new RouteKey(tier, cls, pool, route);
     byte[] e = ROUTE_ENTRIES.get(key);
-    if (e != null) {
-      return e;
+    if (e == null) {
+      if (ROUTE_ENTRIES.size() >= 10_000) {
+        return concatRouteEntries(key);
+      }
+      e = ROUTE_ENTRIES.computeIfAbsent(key, AnswerEncoder::concatRouteEntries);
     }
-    if (ROUTE_ENTRIES.size() >= 10_000) {
-      return concatRouteEntries(key);
-    }
-    return ROUTE_ENTRIES.computeIfAbsent(key, AnswerEncoder::concatRouteEntries);
+    lastRoute = new LastRoute(tier, cls, pool, route, e);
+    return e;
   }
+
+  private record LastRoute(String tier, String cls, String pool, String route, byte[] entries) {}
+
+  private static volatile LastRoute lastRoute;
 
   private static byte[] concatRouteEntries(RouteKey k) {
     byte[][] parts = {

@@ -192,10 +192,22 @@ public final class AdmissionMetrics {
    * of an admitted request then update their meters without building a tag key per call.
    */
   public ClassMeters forClass(String pool, String cls, String tier) {
+    // The names come from the policy objects: the same instances request after request, so the
+    // last answer is found by reference first (a miss takes the map, which compares by value).
+    ClassMeters last = lastClass;
+    if (last != null && last.pool == pool && last.cls == cls && last.tier == tier) {
+      return last;
+    }
     MeterKey key = new MeterKey("", new String[] {pool, cls, tier});
     ClassMeters m = classMeters.get(key);
-    return m != null ? m : classMeters.computeIfAbsent(key, k -> new ClassMeters(pool, cls, tier));
+    if (m == null) {
+      m = classMeters.computeIfAbsent(key, k -> new ClassMeters(pool, cls, tier));
+    }
+    lastClass = m;
+    return m;
   }
+
+  private volatile ClassMeters lastClass;
 
   /** See {@link #forClass}. Meters are registered on first use, as with the other methods. */
   public final class ClassMeters {

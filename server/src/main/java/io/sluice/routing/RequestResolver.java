@@ -20,6 +20,16 @@ import java.util.List;
 public final class RequestResolver {
   private final SluiceConfig config;
   private final Source[][] sources; // by Signal ordinal: read per request without map lookups
+  // Looked up once per config, not per request: the route rules with their pool and class (null
+  // when the config names one that does not exist), the unmatched route's, and the tenants.
+  private final SluiceConfig.RouteRule[] rules;
+  private final PoolPolicy[] rulePools;
+  private final ClassPolicy[] ruleClasses;
+  private final PoolPolicy unmatchedPool;
+  private final ClassPolicy unmatchedClass;
+  private final Tenant anonymous;
+  private final TierPolicy unknownTier;
+  private final java.util.Map<String, Tenant> knownTenants = new java.util.HashMap<>();
 
   public RequestResolver(SluiceConfig config) {
     this.config = config;
@@ -29,6 +39,19 @@ public final class RequestResolver {
       List<Source> l = config.signals().get(s);
       sources[s.ordinal()] = l == null ? new Source[0] : l.toArray(Source[]::new);
     }
+    rules = config.routes().toArray(SluiceConfig.RouteRule[]::new);
+    rulePools = new PoolPolicy[rules.length];
+    ruleClasses = new ClassPolicy[rules.length];
+    for (int i = 0; i < rules.length; i++) {
+      rulePools[i] = config.pools().get(rules[i].pool());
+      ruleClasses[i] = config.classes().get(rules[i].requestClass());
+    }
+    unmatchedPool = config.pools().get(config.unmatched().pool());
+    unmatchedClass = config.classes().get(config.unmatched().requestClass());
+    SluiceConfig.Tenants tc = config.tenants();
+    anonymous = new Tenant(Tenant.ANONYMOUS, tier(tc.anonymousTier()));
+    unknownTier = tier(tc.unknownTier());
+    tc.known().forEach((id, tier) -> knownTenants.put(id, new Tenant(id, tier(tier))));
   }
 
   /** Every request header a declared signal may read (lower case, as Envoy sends them). */
@@ -55,33 +78,34 @@ public final class RequestResolver {
   public ResolvedRequest resolve(SignalSource in, long nowNanos, boolean withOperationId) {
     String routeSignal = read(Signal.ROUTE, in);
     String path = in.path();
-    SluiceConfig.RouteRule rule = match(routeSignal, path);
+    int ruleIndex = match(routeSignal, path);
+    SluiceConfig.RouteRule rule = ruleIndex < 0 ? null : rules[ruleIndex];
     String routeName;
-    String poolName;
-    String className;
+    PoolPolicy pool;
+    ClassPolicy cls;
     RequestFormat format;
     SluiceConfig.EstimateFrom estimateFrom;
     if (rule != null) {
       routeName = rule.name();
-      poolName = rule.pool();
-      className = rule.requestClass();
+      pool = rulePools[ruleIndex];
+      cls = ruleClasses[ruleIndex];
       format = rule.format();
       estimateFrom = rule.estimateFrom();
     } else {
       SluiceConfig.Unmatched u = config.unmatched();
       routeName = "unmatched";
-      poolName = u.pool();
-      className = u.requestClass();
+      pool = unmatchedPool;
+      cls = unmatchedClass;
       format = u.format();
       estimateFrom = u.estimateFrom();
     }
     String poolSignal = read(Signal.POOL, in);
     if (poolSignal != null && config.pools().containsKey(poolSignal)) {
-      poolName = poolSignal;
+      pool = config.pools().get(poolSignal);
     }
     String classSignal = read(Signal.CLASS, in);
     if (classSignal != null && config.classes().containsKey(classSignal)) {
-      className = classSignal;
+      cls = config.classes().get(classSignal);
     }
     String formatSignal = read(Signal.FORMAT, in);
     if (formatSignal != null) {
@@ -94,8 +118,6 @@ public final class RequestResolver {
     if (format == RequestFormat.AUTO && path != null) {
       format = RequestFormat.fromPath(path);
     }
-    PoolPolicy pool = config.pools().get(poolName);
-    ClassPolicy cls = config.classes().get(className);
     boolean routeKnown = rule != null || poolSignal != null || classSignal != null;
 
     Reason reject = null;
@@ -113,16 +135,16 @@ public final class RequestResolver {
 
     String tenantId = read(Signal.TENANT, in);
     Tenant tenant;
-    SluiceConfig.Tenants tc = config.tenants();
     if (tenantId == null || tenantId.isEmpty()) {
-      tenant = new Tenant(Tenant.ANONYMOUS, tier(tc.anonymousTier()));
-    } else if (tc.known().containsKey(tenantId)) {
-      tenant = new Tenant(tenantId, tier(tc.known().get(tenantId)));
+      tenant = anonymous;
     } else {
-      tenant = new Tenant(tenantId, tier(tc.unknownTier()));
-      if (tc.unknown() == SluiceConfig.UnknownAction.REJECT && reject == null) {
-        reject = Reason.UNKNOWN_TENANT;
-        rejectMessage = "tenant is not known to this gateway";
+      tenant = knownTenants.get(tenantId);
+      if (tenant == null) {
+        tenant = new Tenant(tenantId, unknownTier);
+        if (config.tenants().unknown() == SluiceConfig.UnknownAction.REJECT && reject == null) {
+          reject = Reason.UNKNOWN_TENANT;
+          rejectMessage = "tenant is not known to this gateway";
+        }
       }
     }
 
@@ -166,8 +188,10 @@ public final class RequestResolver {
     return t != null ? t : config.tiers().values().iterator().next();
   }
 
-  private SluiceConfig.RouteRule match(String routeSignal, String path) {
-    for (SluiceConfig.RouteRule r : config.routes()) {
+  /** The index of the first rule that matches, or -1. */
+  private int match(String routeSignal, String path) {
+    for (int i = 0; i < rules.length; i++) {
+      SluiceConfig.RouteRule r = rules[i];
       if (r.matchRoute() != null && !r.matchRoute().equals(routeSignal)) {
         continue;
       }
@@ -177,9 +201,9 @@ public final class RequestResolver {
       if (r.matchPathPrefix() != null && (path == null || !path.startsWith(r.matchPathPrefix()))) {
         continue;
       }
-      return r;
+      return i;
     }
-    return null;
+    return -1;
   }
 
   /** First present value among the signal's declared sources. */
