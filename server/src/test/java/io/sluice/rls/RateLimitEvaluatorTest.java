@@ -316,4 +316,17 @@ class RateLimitEvaluatorTest {
     assertThat(later.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0)))
         .isEqualTo(now.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0)));
   }
+
+  @Test
+  void storeLatency_isTimedForRoundTrips_notForTheInProcessStore() {
+    RlsFixture remote = new RlsFixture(YAML);
+    RlsFixture memory = new RlsFixture(YAML);
+    memory.inProcess = true;
+    for (int i = 0; i < 3; i++) {
+      remote.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0));
+      memory.call(new RlsRequest("d", List.of(Descriptor.of("user", "a")), 0));
+    }
+    assertThat(remote.registry.find(RlsMetrics.STORE_LATENCY).timer().count()).isEqualTo(3);
+    assertThat(memory.registry.find(RlsMetrics.STORE_LATENCY).timer().count()).isZero();
+  }
 }

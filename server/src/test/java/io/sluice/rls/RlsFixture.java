@@ -36,6 +36,7 @@ final class RlsFixture {
   final RateLimitEvaluator evaluator;
   boolean storeDown;
   boolean async; // answers complete later, on another thread (as Redis's do)
+  boolean inProcess; // the stores say they live in this process (as the memory store does)
 
   RlsFixture(String yaml, String... env) {
     Map<String, String> e = new HashMap<>();
@@ -62,6 +63,11 @@ final class RlsFixture {
           public StoreHealth health() {
             return store.health();
           }
+
+          @Override
+          public boolean inProcess() {
+            return inProcess;
+          }
         };
     TokenBucketStore buckets =
         new TokenBucketStore() {
@@ -85,6 +91,11 @@ final class RlsFixture {
           @Override
           public StoreHealth health() {
             return store.health();
+          }
+
+          @Override
+          public boolean inProcess() {
+            return inProcess;
           }
         };
     evaluator =

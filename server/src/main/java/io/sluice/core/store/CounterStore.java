@@ -19,4 +19,12 @@ public interface CounterStore {
 
   /** Current reachability of the backend, for health reporting. */
   StoreHealth health();
+
+  /**
+   * Whether the counters live in this process (no round trip worth timing: the stage is complete
+   * when {@link #increment} returns).
+   */
+  default boolean inProcess() {
+    return false;
+  }
 }

@@ -25,4 +25,9 @@ public interface TokenBucketStore {
       String key, TokenBucketSpec spec, long tokens, long nowMillis);
 
   StoreHealth health();
+
+  /** Whether the buckets live in this process (see {@link CounterStore#inProcess}). */
+  default boolean inProcess() {
+    return false;
+  }
 }

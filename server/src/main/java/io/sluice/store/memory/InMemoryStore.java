@@ -22,20 +22,40 @@ import java.util.concurrent.atomic.AtomicLong;
  * starts, so expiry follows the same clock). Expired entries are dropped lazily on access and by a
  * sweep every {@value #SWEEP_EVERY_OPS} operations.
  *
- * <p>Concurrency: each key is updated inside {@link ConcurrentHashMap#compute}, so operations on
- * one key are atomic; a batch is not atomic as a whole (like the Redis pipeline it mirrors).
+ * <p>Concurrency: a counter of a live window is incremented atomically without a lock; a missing or
+ * expired one is (re)created inside {@link ConcurrentHashMap#compute}. Keys embed their window
+ * start, so a key is not used once its window has ended: an increment racing with the expiry of its
+ * own key (at the very end of the window's expiry, which outlasts the window) could be lost.
+ * Buckets are updated inside compute. A batch is not atomic as a whole (like the Redis pipeline it
+ * mirrors).
  */
 public final class InMemoryStore implements CounterStore, TokenBucketStore {
   static final int SWEEP_EVERY_OPS = 4096;
 
-  private record Counter(long value, long expiresAtMillis) {}
+  /** A window's count; the value moves without a lock, the expiry with the last increment. */
+  private static final class Counter {
+    final AtomicLong value;
+    volatile long expiresAtMillis;
+
+    Counter(long value, long expiresAtMillis) {
+      this.value = new AtomicLong(value);
+      this.expiresAtMillis = expiresAtMillis;
+    }
+
+    long value() {
+      return value.get();
+    }
+
+    long expiresAtMillis() {
+      return expiresAtMillis;
+    }
+  }
 
   private record Bucket(double tokens, long updatedAtMillis, long expiresAtMillis) {}
 
   private final Clock clock;
   private final ConcurrentHashMap<String, Counter> counters = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, Bucket> buckets = new ConcurrentHashMap<>();
-  private final AtomicLong ops = new AtomicLong();
 
   public InMemoryStore(Clock clock) {
     this.clock = clock;
@@ -47,14 +67,27 @@ public final class InMemoryStore implements CounterStore, TokenBucketStore {
     long[] after = new long[batch.size()];
     for (int i = 0; i < after.length; i++) {
       CounterIncrement inc = batch.get(i);
-      Counter c =
-          counters.compute(
-              inc.key(),
-              (k, old) -> {
-                long base = old == null || old.expiresAtMillis() - now <= 0 ? 0 : old.value();
-                return new Counter(base + inc.hits(), now + inc.expirySeconds() * 1000);
-              });
-      after[i] = c.value();
+      long expires = now + inc.expirySeconds() * 1000;
+      Counter live = counters.get(inc.key());
+      if (live != null && live.expiresAtMillis - now > 0) {
+        // The common case, a window already counting: one atomic add, no lock on the key.
+        after[i] = live.value.addAndGet(inc.hits());
+        live.expiresAtMillis = expires;
+        continue;
+      }
+      long[] value = new long[1];
+      counters.compute(
+          inc.key(),
+          (k, old) -> {
+            if (old != null && old.expiresAtMillis - now > 0) { // another thread created it
+              value[0] = old.value.addAndGet(inc.hits());
+              old.expiresAtMillis = expires;
+              return old;
+            }
+            value[0] = inc.hits();
+            return new Counter(inc.hits(), expires);
+          });
+      after[i] = value[0];
     }
     maybeSweep(now, batch.size());
     return CompletableFuture.completedFuture(after);
@@ -112,13 +145,18 @@ public final class InMemoryStore implements CounterStore, TokenBucketStore {
   }
 
   @Override
+  public boolean inProcess() {
+    return true;
+  }
+
+  @Override
   public StoreHealth health() {
     return StoreHealth.ALWAYS_HEALTHY;
   }
 
+  /** Sweeps once every {@value #SWEEP_EVERY_OPS} operations on average (no shared op counter). */
   private void maybeSweep(long now, int n) {
-    long before = ops.getAndAdd(n);
-    if (before / SWEEP_EVERY_OPS != (before + n) / SWEEP_EVERY_OPS) {
+    if (java.util.concurrent.ThreadLocalRandom.current().nextInt(SWEEP_EVERY_OPS) < n) {
       sweep(now);
     }
   }

@@ -161,6 +161,11 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
   }
 
   @Override
+  public boolean inProcess() {
+    return false; // a round trip to Redis: timed
+  }
+
+  @Override
   public StoreHealth health() {
     long consecutive = consecutiveFailures.get();
     return new StoreHealth(consecutive == 0, failures.get(), consecutive, lastError);

@@ -32,6 +32,47 @@ class InMemoryStoreTest extends StoreContractTest {
   }
 
   @Test
+  void concurrentIncrements_ofOneKey_areAllCounted_andEachCallerSeesADistinctValue()
+      throws Exception {
+    int perThread = 50_000;
+    java.util.Set<Long> seen = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    Runnable work =
+        () -> {
+          try {
+            go.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          for (int i = 0; i < perThread; i++) {
+            seen.add(
+                store
+                    .increment(List.of(new CounterIncrement("hot", 1, 60)))
+                    .toCompletableFuture()
+                    .join()[0]);
+          }
+        };
+    Thread a = new Thread(work);
+    Thread b = new Thread(work);
+    a.start();
+    b.start();
+    go.countDown();
+    a.join();
+    b.join();
+    assertThat(store.counterValue("hot")).isEqualTo(2L * perThread);
+    assertThat(seen).hasSize(2 * perThread); // 1 … 2n, each value returned once
+  }
+
+  @Test
+  void increment_refreshesTheExpiry_likeRedisExpire() {
+    store.increment(List.of(new CounterIncrement("k", 1, 60)));
+    clock.advance(Duration.ofSeconds(50));
+    store.increment(List.of(new CounterIncrement("k", 1, 60)));
+    clock.advance(Duration.ofSeconds(50));
+    assertThat(store.counterValue("k")).isEqualTo(2);
+  }
+
+  @Test
   void increment_afterExpiry_startsFromZero() {
     store.increment(List.of(new CounterIncrement("k", 5, 60)));
     clock.advance(Duration.ofSeconds(59));
