@@ -5,7 +5,8 @@
 # (no-op, Sluice, no-op, Sluice, ...) so that drift of a shared machine hits both alike. Each pair
 # of windows gives a ratio; the summary is the median (and range) of those ratios.
 # See docs/benchmarks.md.
-#   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]     (JAVA_OPTS: JVM flags for both servers)
+#   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]     (JAVA_OPTS: JVM flags for both servers;
+#                                                            ONLY=ext_proc or ONLY=RLS: one workload)
 set -euo pipefail
 JAR="${JAR:-bench/target/sluice-bench.jar}"
 WIN="${1:-3}"; PAIRS="${2:-10}"; WARM="${3:-10}"; PORT="${PORT:-50071}"
@@ -47,6 +48,7 @@ echo "|---|---|---|---|---|---|---|"
 for wl in "ext_proc one-shot|/envoy.service.ext_proc.v3.ExternalProcessor/Process|extproc_request_headers.grpc" \
           "RLS unary|/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit|rls_request.grpc"; do
   IFS='|' read -r label path frame <<<"$wl"
+  [[ -n "${ONLY:-}" && "$label" != "$ONLY"* ]] && continue
   for target in noop sluice; do window "$target" "$path" "$frame" "$WARM" >/dev/null || exit 1; done
   : >"$WORK/ratios"
   for target in noop sluice; do : >"$WORK/$target.rps"; : >"$WORK/$target.cpu"; done
