@@ -134,6 +134,7 @@ public final class SluiceServer implements AutoCloseable {
         .description("1 if the last config reload succeeded (or none was tried)")
         .register(registry);
     this.extProc = new ExtProcService(runtime::get, draining::get);
+    metrics.bindStreams(extProc.tally());
 
     SluiceConfig.Server s = config.server();
     InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());

@@ -80,6 +80,11 @@ public final class ExtProcService {
     return stream;
   }
 
+  /** The streams' counts, for the stream metrics. */
+  public io.sluice.observability.StreamTally tally() {
+    return live;
+  }
+
   /** Streams still open (for graceful shutdown). */
   public int liveStreams() {
     return live.size();

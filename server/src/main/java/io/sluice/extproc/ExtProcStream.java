@@ -24,6 +24,7 @@ import io.sluice.core.estimate.UsageExtractor;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.observability.AdmissionMetrics;
+import io.sluice.observability.StreamTally;
 import io.sluice.routing.ResolvedRequest;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -122,7 +123,6 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     this.out = out;
     this.initialMetadata = md;
     this.live = live;
-    rt.metrics().streamOpened();
   }
 
   @Override
@@ -136,12 +136,11 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   }
 
   /** Marks the stream closed once; returns true for the call that closed it. */
-  private boolean markClosed(String how) {
+  private boolean markClosed(StreamTally.Close how) {
     if (!closed.compareAndSet(false, true)) {
       return false;
     }
-    rt.metrics().streamClosed(how);
-    live.remove(this);
+    live.remove(this, how); // counted there (sluice_extproc_streams_total)
     return true;
   }
 
@@ -612,7 +611,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   }
 
   private void cancelled() {
-    markClosed("cancelled");
+    markClosed(StreamTally.Close.CANCELLED);
     if (phase == Phase.QUEUED && queued != null) {
       cancelTimer();
       refundTokens();
@@ -653,7 +652,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     }
     // Envoy half-closed (graceful close): it will send nothing more.
     release(responseHeadersSeen ? Outcome.COMPLETED : Outcome.CANCELLED);
-    if (markClosed("completed")) {
+    if (markClosed(StreamTally.Close.COMPLETED)) {
       out.onCompleted();
     }
   }
@@ -675,7 +674,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   private void fail(Status status, Outcome outcome) {
     release(outcome);
     phase = Phase.DONE;
-    if (markClosed("failed")) {
+    if (markClosed(StreamTally.Close.FAILED)) {
       out.onError(status.asRuntimeException());
     }
   }

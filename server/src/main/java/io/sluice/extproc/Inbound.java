@@ -404,21 +404,19 @@ final class Inbound {
       java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
           long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
 
-  /** Whether [off, off + len) is all ASCII, eight bytes at a time. */
+  /** Whether [off, off + len) is all ASCII: the bytes ORed together, eight at a time. */
   private boolean ascii(int off, int len) {
     int i = off;
     int e = off + len;
+    long words = 0;
     for (; i + 8 <= e; i += 8) {
-      if (((long) LONGS.get(bytes, i) & 0x8080808080808080L) != 0) {
-        return false;
-      }
+      words |= (long) LONGS.get(bytes, i);
     }
+    int tail = 0;
     for (; i < e; i++) {
-      if (bytes[i] < 0) {
-        return false;
-      }
+      tail |= bytes[i];
     }
-    return true;
+    return (words & 0x8080808080808080L) == 0 && tail >= 0;
   }
 
   /** A field's tag; -1 when malformed or its field number is 0 (invalid). */

@@ -1,5 +1,6 @@
 package io.sluice.extproc;
 
+import io.sluice.observability.StreamTally;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -8,9 +9,10 @@ import java.util.List;
  * is added when it opens and removed when it closes, so this is on every stream's path: streams are
  * linked into one of several lists through their own fields (no node allocated, no shared size
  * counter), picked by the stream's random hash, each list behind its own lock; the two transport
- * threads rarely meet on one.
+ * threads rarely meet on one. It also counts the streams opened and closed (by how they ended),
+ * under the same locks, for {@code sluice_extproc_streams_total}.
  */
-final class LiveStreams<T extends LiveStreams.Node> {
+final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
   /** What a member carries: its links, guarded by its stripe's lock. */
   abstract static class Node {
     Node livePrev;
@@ -26,6 +28,8 @@ final class LiveStreams<T extends LiveStreams.Node> {
     long p0, p1, p2, p3, p4, p5, p6;
     Node head;
     int size;
+    long opened;
+    final long[] closed = new long[StreamTally.Close.values().length];
     long q0, q1, q2, q3, q4, q5, q6;
   }
 
@@ -52,11 +56,15 @@ final class LiveStreams<T extends LiveStreams.Node> {
       st.head = s;
       s.linked = true;
       st.size++;
+      st.opened++;
     }
   }
 
-  /** Removes {@code s}; a stream that is not (or no longer) in the set is ignored. */
-  void remove(T s) {
+  /**
+   * Removes {@code s}, counted as closed {@code how}; a stream that is not (or no longer) in the
+   * set is ignored.
+   */
+  void remove(T s, StreamTally.Close how) {
     Stripe st = stripe(s);
     synchronized (st) {
       if (!s.linked) {
@@ -74,6 +82,7 @@ final class LiveStreams<T extends LiveStreams.Node> {
       s.liveNext = null;
       s.linked = false;
       st.size--;
+      st.closed[how.ordinal()]++;
     }
   }
 
@@ -82,6 +91,33 @@ final class LiveStreams<T extends LiveStreams.Node> {
     for (Stripe st : stripes) {
       synchronized (st) {
         n += st.size;
+      }
+    }
+    return n;
+  }
+
+  @Override
+  public int open() {
+    return size();
+  }
+
+  @Override
+  public long opened() {
+    long n = 0;
+    for (Stripe st : stripes) {
+      synchronized (st) {
+        n += st.opened;
+      }
+    }
+    return n;
+  }
+
+  @Override
+  public long closed(StreamTally.Close how) {
+    long n = 0;
+    for (Stripe st : stripes) {
+      synchronized (st) {
+        n += st.closed[how.ordinal()];
       }
     }
     return n;

@@ -2,6 +2,7 @@ package io.sluice.observability;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -12,7 +13,6 @@ import io.sluice.core.policy.ClassPolicy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.LongSupplier;
@@ -30,19 +30,31 @@ public final class AdmissionMetrics {
   private final ConcurrentMap<MeterKey, Timer> timers = new ConcurrentHashMap<>();
   private final ConcurrentMap<MeterKey, ClassMeters> classMeters = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Timer> admitLatency = new ConcurrentHashMap<>();
-  private final ConcurrentMap<String, Counter> streamEvents = new ConcurrentHashMap<>();
-  private final Counter streamsOpened;
-  private final Counter streamsCompleted;
   private final Timer admitAtHeaders; // the latency timer most admitted requests record into
 
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
     this.tickerNanos = tickerNanos;
-    this.streamsOpened = streamEvent("opened"); // every stream: no lookup
-    this.streamsCompleted = streamEvent("completed");
     this.admitAtHeaders =
         admitLatency.computeIfAbsent("headers", ph -> decisionLatency(ph, "admit"));
-    Gauge.builder(MetricNames.STREAMS_OPEN, this, AdmissionMetrics::openStreams)
+  }
+
+  /**
+   * Registers {@code sluice_extproc_streams_total{event}} and the open-streams gauge on the
+   * adapter's own counts (read at scrape time).
+   */
+  public void bindStreams(StreamTally tally) {
+    FunctionCounter.builder(MetricNames.STREAMS, tally, StreamTally::opened)
+        .tag("event", "opened")
+        .description("ext_proc streams opened, and closed by how they ended")
+        .register(registry);
+    for (StreamTally.Close how : StreamTally.Close.values()) {
+      FunctionCounter.builder(MetricNames.STREAMS, tally, t -> t.closed(how))
+          .tag("event", how.tag())
+          .description("ext_proc streams opened, and closed by how they ended")
+          .register(registry);
+    }
+    Gauge.builder(MetricNames.STREAMS_OPEN, tally, StreamTally::open)
         .description("ext_proc streams currently open")
         .register(registry);
   }
@@ -291,35 +303,8 @@ public final class AdmissionMetrics {
     counter(MetricNames.UPSTREAM_RESPONSES, "pool", pool, "status", statusClass).increment();
   }
 
-  public void streamOpened() {
-    streamsOpened.increment();
-  }
-
-  public void streamClosed(String how) {
-    ("completed".equals(how) ? streamsCompleted : streamEvent(how)).increment();
-  }
-
-  private Counter streamEvent(String event) {
-    Counter c = streamEvents.get(event);
-    return c != null
-        ? c
-        : streamEvents.computeIfAbsent(event, e -> counter(MetricNames.STREAMS, "event", e));
-  }
-
   public void streamError(String cause) {
     counter(MetricNames.STREAM_ERRORS, "cause", cause).increment();
-  }
-
-  /**
-   * Streams opened and not yet closed, from the stream counters (read at scrape time: no shared
-   * counter on the per-stream path for the two transport threads to contend on).
-   */
-  public int openStreams() {
-    double open = 0;
-    for (Map.Entry<String, Counter> e : streamEvents.entrySet()) {
-      open += e.getKey().equals("opened") ? e.getValue().count() : -e.getValue().count();
-    }
-    return (int) Math.max(0, Math.round(open));
   }
 
   // Meters are cached by (name, tags): a hit is one hash lookup on the caller's varargs array,

@@ -2,6 +2,7 @@ package io.sluice.extproc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.observability.StreamTally;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -34,8 +35,8 @@ class LiveStreamsTest {
     assertThat(live.size()).isEqualTo(200);
     assertThat(live.snapshot()).containsExactlyInAnyOrderElementsOf(all);
     for (int i = 0; i < 200; i += 3) {
-      live.remove(all.get(i));
-      live.remove(all.get(i)); // a second remove is ignored
+      live.remove(all.get(i), StreamTally.Close.COMPLETED);
+      live.remove(all.get(i), StreamTally.Close.FAILED); // a second remove is ignored
     }
     List<Member> left = new ArrayList<>();
     for (int i = 0; i < 200; i++) {
@@ -45,9 +46,13 @@ class LiveStreamsTest {
     }
     assertThat(live.size()).isEqualTo(left.size());
     assertThat(live.snapshot()).containsExactlyInAnyOrderElementsOf(left);
-    left.forEach(live::remove);
+    left.forEach(m -> live.remove(m, StreamTally.Close.CANCELLED));
     assertThat(live.size()).isZero();
     assertThat(live.snapshot()).isEmpty();
+    assertThat(live.opened()).isEqualTo(200);
+    assertThat(live.closed(StreamTally.Close.COMPLETED)).isEqualTo(67);
+    assertThat(live.closed(StreamTally.Close.FAILED)).isZero();
+    assertThat(live.closed(StreamTally.Close.CANCELLED)).isEqualTo(133);
   }
 
   @Test
@@ -67,10 +72,12 @@ class LiveStreamsTest {
             live.add(m);
             mine.add(m);
             if (mine.size() > 16) {
-              live.remove(mine.remove(ThreadLocalRandom.current().nextInt(mine.size())));
+              live.remove(
+                  mine.remove(ThreadLocalRandom.current().nextInt(mine.size())),
+                  StreamTally.Close.COMPLETED);
             }
           }
-          mine.forEach(live::remove);
+          mine.forEach(m -> live.remove(m, StreamTally.Close.CANCELLED));
         };
     Thread a = new Thread(churn);
     Thread b = new Thread(churn);
@@ -81,5 +88,8 @@ class LiveStreamsTest {
     b.join();
     assertThat(live.size()).isZero();
     assertThat(live.snapshot()).isEmpty();
+    assertThat(live.opened()).isEqualTo(100_000);
+    assertThat(live.closed(StreamTally.Close.COMPLETED) + live.closed(StreamTally.Close.CANCELLED))
+        .isEqualTo(100_000);
   }
 }

@@ -3,27 +3,54 @@ package io.sluice.observability;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.EnumMap;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class AdmissionMetricsTest {
+  /** A tally a test sets by hand. */
+  static final class Tally implements StreamTally {
+    long opened;
+    final Map<Close, Long> closed = new EnumMap<>(Close.class);
+
+    @Override
+    public long opened() {
+      return opened;
+    }
+
+    @Override
+    public long closed(Close how) {
+      return closed.getOrDefault(how, 0L);
+    }
+
+    @Override
+    public int open() {
+      long c = closed.values().stream().mapToLong(Long::longValue).sum();
+      return (int) (opened - c);
+    }
+  }
+
   @Test
-  void openStreamsGaugeIsOpenedMinusEveryWayOfClosing() {
+  void streamMetersReadTheAdaptersCountsAtScrapeTime() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
-    for (int i = 0; i < 5; i++) {
-      m.streamOpened();
+    Tally t = new Tally();
+    m.bindStreams(t);
+    for (StreamTally.Close how : StreamTally.Close.values()) { // every series exists from start
+      assertThat(
+              registry.get(MetricNames.STREAMS).tag("event", how.tag()).functionCounter().count())
+          .isZero();
     }
-    m.streamClosed("completed");
-    m.streamClosed("cancelled");
-    m.streamClosed("failed");
-    assertThat(m.openStreams()).isEqualTo(2);
+    t.opened = 5;
+    t.closed.put(StreamTally.Close.COMPLETED, 2L);
+    t.closed.put(StreamTally.Close.FAILED, 1L);
     assertThat(registry.get(MetricNames.STREAMS_OPEN).gauge().value()).isEqualTo(2.0);
-    assertThat(registry.get(MetricNames.STREAMS).tag("event", "opened").counter().count())
+    assertThat(registry.get(MetricNames.STREAMS).tag("event", "opened").functionCounter().count())
         .isEqualTo(5.0);
-    assertThat(registry.get(MetricNames.STREAMS).tag("event", "completed").counter().count())
+    assertThat(
+            registry.get(MetricNames.STREAMS).tag("event", "completed").functionCounter().count())
+        .isEqualTo(2.0);
+    assertThat(registry.get(MetricNames.STREAMS).tag("event", "failed").functionCounter().count())
         .isEqualTo(1.0);
-    m.streamClosed("completed");
-    m.streamClosed("completed");
-    assertThat(registry.get(MetricNames.STREAMS_OPEN).gauge().value()).isZero();
   }
 }
