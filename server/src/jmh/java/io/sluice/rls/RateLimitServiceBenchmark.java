@@ -2,7 +2,6 @@ package io.sluice.rls;
 
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.grpc.stub.StreamObserver;
 import io.sluice.JmhPolicies;
 import io.sluice.bootstrap.SluiceServer;
@@ -95,7 +94,7 @@ public class RateLimitServiceBenchmark {
         request,
         new StreamObserver<>() {
           @Override
-          public void onNext(RateLimitResponse value) {
+          public void onNext(RlsAnswer value) {
             bh.consume(value);
           }
 

@@ -2,14 +2,9 @@ package io.sluice.extproc;
 
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import io.grpc.Drainable;
-import io.grpc.KnownLength;
 import io.grpc.MethodDescriptor;
 import io.grpc.protobuf.ProtoUtils;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 
 /**
  * One answer on an ext_proc stream: the wire bytes of a {@code ProcessingResponse}. The constant
@@ -53,7 +48,7 @@ final class Answer {
 
         @Override
         public InputStream stream(Answer value) {
-          return new Encoded(value.bytes);
+          return new io.sluice.wire.EncodedStream(value.bytes);
         }
 
         @Override
@@ -61,20 +56,4 @@ final class Answer {
           return of(proto.parse(stream));
         }
       };
-
-  /** gRPC's framer drains a {@link Drainable} of {@link KnownLength} without copying twice. */
-  private static final class Encoded extends ByteArrayInputStream
-      implements Drainable, KnownLength {
-    Encoded(byte[] bytes) {
-      super(bytes);
-    }
-
-    @Override
-    public int drainTo(OutputStream target) throws IOException {
-      int n = count - pos;
-      target.write(buf, pos, n);
-      pos = count;
-      return n;
-    }
-  }
 }

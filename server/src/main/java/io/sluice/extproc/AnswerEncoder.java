@@ -11,6 +11,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.sluice.wire.ProtoWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -72,7 +73,7 @@ final class AnswerEncoder {
             ? ProcessingResponse.REQUEST_BODY_FIELD_NUMBER
             : ProcessingResponse.REQUEST_HEADERS_FIELD_NUMBER;
     Inner inner = new Inner(f);
-    Wire o = new Wire(lenField(phaseField, phaseBody) + metadataSize(inner.size));
+    ProtoWriter o = new ProtoWriter(lenField(phaseField, phaseBody) + metadataSize(inner.size));
     o.len(phaseField, phaseBody);
     o.len(BodyResponse.RESPONSE_FIELD_NUMBER, common); // == HeadersResponse's
     if (n > 0) {
@@ -98,7 +99,7 @@ final class AnswerEncoder {
    */
   static byte[] metadataField(DecisionFields f) {
     Inner inner = new Inner(f);
-    Wire o = new Wire(metadataSize(inner.size));
+    ProtoWriter o = new ProtoWriter(metadataSize(inner.size));
     writeMetadata(o, inner);
     return o.done();
   }
@@ -165,7 +166,7 @@ final class AnswerEncoder {
       size = sz;
     }
 
-    void writeTo(Wire o) {
+    void writeTo(ProtoWriter o) {
       if (tenant != null) {
         writeStringEntry(o, TENANT_KEY, tenant);
       }
@@ -183,7 +184,7 @@ final class AnswerEncoder {
     }
   }
 
-  private static void writeMetadata(Wire o, Inner inner) {
+  private static void writeMetadata(ProtoWriter o, Inner inner) {
     o.len(ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner.size));
     o.len(Struct.FIELDS_FIELD_NUMBER, outerEntry(inner.size));
     o.bytes(ENTRY_KEY, NAMESPACE_UTF8);
@@ -205,7 +206,7 @@ final class AnswerEncoder {
     return lenField(Struct.FIELDS_FIELD_NUMBER, stringEntry(k, v));
   }
 
-  private static void writeStringEntry(Wire o, byte[] k, byte[] v) {
+  private static void writeStringEntry(ProtoWriter o, byte[] k, byte[] v) {
     o.len(Struct.FIELDS_FIELD_NUMBER, stringEntry(k, v));
     o.bytes(ENTRY_KEY, k);
     o.len(ENTRY_VALUE, lenField(Value.STRING_VALUE_FIELD_NUMBER, v.length));
@@ -223,7 +224,7 @@ final class AnswerEncoder {
   private static byte[] numberPrefix(String key) {
     byte[] k = utf8(key);
     int entry = lenField(ENTRY_KEY, k.length) + lenField(ENTRY_VALUE, NUMBER_VALUE);
-    Wire o = new Wire(lenField(Struct.FIELDS_FIELD_NUMBER, entry) - Long.BYTES);
+    ProtoWriter o = new ProtoWriter(lenField(Struct.FIELDS_FIELD_NUMBER, entry) - Long.BYTES);
     o.len(Struct.FIELDS_FIELD_NUMBER, entry);
     o.bytes(ENTRY_KEY, k);
     o.len(ENTRY_VALUE, NUMBER_VALUE);
@@ -234,7 +235,7 @@ final class AnswerEncoder {
   private static byte[] encodeStringEntry(String k, String v) {
     byte[] key = utf8(k);
     byte[] value = utf8(v);
-    Wire o = new Wire(stringEntrySize(key, value));
+    ProtoWriter o = new ProtoWriter(stringEntrySize(key, value));
     writeStringEntry(o, key, value);
     return o.done();
   }
@@ -345,59 +346,5 @@ final class AnswerEncoder {
   /** UTF-8 as protobuf-java writes a string field (unpaired surrogates become '?'). */
   private static byte[] utf8(String s) {
     return s == null ? EMPTY : s.getBytes(StandardCharsets.UTF_8);
-  }
-
-  /**
-   * Protobuf wire format into an exactly sized array: what CodedOutputStream does for these few
-   * field kinds, without its per-answer encoder object and second UTF-8 pass.
-   */
-  private static final class Wire {
-    private final byte[] buf;
-    private int pos;
-
-    Wire(int size) {
-      buf = new byte[size];
-    }
-
-    void tag(int field, int wireType) {
-      varint((field << 3) | wireType);
-    }
-
-    void varint(int v) {
-      while ((v & ~0x7F) != 0) {
-        buf[pos++] = (byte) ((v & 0x7F) | 0x80);
-        v >>>= 7;
-      }
-      buf[pos++] = (byte) v;
-    }
-
-    /** Tag and length of a length-delimited field whose content follows. */
-    void len(int field, int contentLength) {
-      tag(field, LEN);
-      varint(contentLength);
-    }
-
-    void bytes(int field, byte[] b) {
-      len(field, b.length);
-      raw(b);
-    }
-
-    void raw(byte[] b) {
-      System.arraycopy(b, 0, buf, pos, b.length);
-      pos += b.length;
-    }
-
-    void fixed64(long v) {
-      for (int i = 0; i < Long.BYTES; i++) {
-        buf[pos++] = (byte) (v >>> (8 * i));
-      }
-    }
-
-    byte[] done() {
-      if (pos != buf.length) {
-        throw new IllegalStateException("encoded " + pos + " of " + buf.length + " bytes");
-      }
-      return buf;
-    }
   }
 }
