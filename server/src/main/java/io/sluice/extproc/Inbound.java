@@ -9,8 +9,8 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
-import io.grpc.KnownLength;
 import io.grpc.MethodDescriptor;
+import io.sluice.wire.ProtoReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -35,13 +35,7 @@ import java.util.List;
  * <p>{@code InboundTest} checks every answer of the wire reader against protobuf-java on generated
  * messages, including merged repeated occurrences, last-wins scalars and malformed input.
  */
-final class Inbound {
-  private static final int VARINT = 0;
-  private static final int FIXED64 = 1;
-  private static final int LEN = 2;
-  private static final int FIXED32 = 5;
-
-  private final byte[] bytes;
+final class Inbound extends ProtoReader {
   private ProcessingRequest message; // parsed at once (fallback) or on demand
   private RequestCase requestCase;
 
@@ -53,10 +47,8 @@ final class Inbound {
   private int requestBodyMode;
   private int responseBodyMode;
 
-  private int pos; // read position during the pass
-
   private Inbound(byte[] bytes, ProcessingRequest message) {
-    this.bytes = bytes;
+    super(bytes);
     this.message = message;
     this.requestCase = message == null ? null : message.getRequestCase();
   }
@@ -400,105 +392,6 @@ final class Inbound {
     }
   }
 
-  private static final java.lang.invoke.VarHandle LONGS =
-      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
-          long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
-
-  /** Whether [off, off + len) is all ASCII: the bytes ORed together, eight at a time. */
-  private boolean ascii(int off, int len) {
-    int i = off;
-    int e = off + len;
-    long words = 0;
-    for (; i + 8 <= e; i += 8) {
-      words |= (long) LONGS.get(bytes, i);
-    }
-    int tail = 0;
-    for (; i < e; i++) {
-      tail |= bytes[i];
-    }
-    return (words & 0x8080808080808080L) == 0 && tail >= 0;
-  }
-
-  /** A field's tag; -1 when malformed or its field number is 0 (invalid). */
-  private int tag(int end) {
-    int tag = varint32(end);
-    return tag >>> 3 == 0 ? -1 : tag;
-  }
-
-  /** Length of a LEN field whose tag was just read (pos then at its content), or -1. */
-  private int length(int type, int end) {
-    if (type != LEN) {
-      return -1;
-    }
-    int len = varint32(end);
-    if (len < 0 || len > end - pos) {
-      return -1;
-    }
-    return len;
-  }
-
-  /** Skips an unknown field's value; false for groups, bad wire types and truncation. */
-  private boolean skip(int type, int end) {
-    switch (type) {
-      case VARINT -> {
-        return varint64(end) != Long.MIN_VALUE;
-      }
-      case FIXED64 -> {
-        pos += 8;
-        return pos <= end;
-      }
-      case FIXED32 -> {
-        pos += 4;
-        return pos <= end;
-      }
-      case LEN -> {
-        int len = length(type, end);
-        if (len < 0) {
-          return false;
-        }
-        pos += len;
-        return true;
-      }
-      default -> {
-        return false; // groups (3, 4) and invalid types 6, 7: protobuf-java decides
-      }
-    }
-  }
-
-  /**
-   * A varint that must fit in 31 bits (tags, lengths); -1 when it is longer, truncated or negative.
-   */
-  private int varint32(int end) {
-    int result = 0;
-    for (int shift = 0; shift < 32; shift += 7) {
-      if (pos >= end) {
-        return -1;
-      }
-      byte b = bytes[pos++];
-      result |= (b & 0x7F) << shift;
-      if (b >= 0) {
-        return result < 0 || (shift == 28 && (b & 0x70) != 0) ? -1 : result;
-      }
-    }
-    return -1;
-  }
-
-  /** Any varint (up to 10 bytes); Long.MIN_VALUE when malformed or truncated. */
-  private long varint64(int end) {
-    long result = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos >= end) {
-        return Long.MIN_VALUE;
-      }
-      byte b = bytes[pos++];
-      result |= (long) (b & 0x7F) << shift;
-      if (b >= 0) {
-        return result; // (a value of Long.MIN_VALUE reads as malformed: protobuf-java decides)
-      }
-    }
-    return Long.MIN_VALUE;
-  }
-
   // --- gRPC
 
   /** Reads the message bytes once and hands them to {@link #parse}. */
@@ -513,7 +406,7 @@ final class Inbound {
         @Override
         public Inbound parse(InputStream stream) {
           try {
-            return Inbound.parse(readAll(stream));
+            return Inbound.parse(ProtoReader.readAll(stream));
           } catch (InvalidProtocolBufferException e) {
             throw io.grpc.Status.INTERNAL
                 .withDescription("Invalid protobuf byte sequence")
@@ -524,29 +417,4 @@ final class Inbound {
           }
         }
       };
-
-  private static byte[] readAll(InputStream stream) throws IOException {
-    if (!(stream instanceof KnownLength)) {
-      return stream.readAllBytes();
-    }
-    int size = stream.available(); // gRPC's message streams know their length
-    byte[] b = new byte[size];
-    int n = 0;
-    while (n < size) {
-      int r = stream.read(b, n, size - n);
-      if (r < 0) {
-        return java.util.Arrays.copyOf(b, n);
-      }
-      n += r;
-    }
-    int more = stream.read();
-    if (more < 0) {
-      return b;
-    }
-    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream(size * 2 + 16);
-    all.write(b, 0, n);
-    all.write(more);
-    stream.transferTo(all);
-    return all.toByteArray();
-  }
 }

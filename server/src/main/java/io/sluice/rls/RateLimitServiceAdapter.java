@@ -1,6 +1,5 @@
 package io.sluice.rls;
 
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.BindableService;
 import io.grpc.MethodDescriptor;
@@ -15,15 +14,15 @@ import io.grpc.stub.StreamObserver;
  * the store's callback (a unary call has exactly one writer, so no serialization is needed).
  * Failures map to gRPC UNKNOWN with the reference's message, in this one place.
  *
- * <p>Bound with the generated method's request marshaller and schema (so reflection still shows the
- * real service) and {@link RlsAnswer#MARSHALLER} for answers, which are written as pre-encoded
+ * <p>Bound with the generated method's schema (so reflection still shows the real service), {@link
+ * RlsRequestReader#MARSHALLER} for requests (read from the wire straight into an {@link
+ * RlsRequest}) and {@link RlsAnswer#MARSHALLER} for answers, which are written as pre-encoded
  * {@code RateLimitResponse} bytes.
  */
 public final class RateLimitServiceAdapter implements BindableService {
-  static final MethodDescriptor<RateLimitRequest, RlsAnswer> SHOULD_RATE_LIMIT =
+  static final MethodDescriptor<RlsRequest, RlsAnswer> SHOULD_RATE_LIMIT =
       RateLimitServiceGrpc.getShouldRateLimitMethod().toBuilder(
-              RateLimitServiceGrpc.getShouldRateLimitMethod().getRequestMarshaller(),
-              RlsAnswer.MARSHALLER)
+              RlsRequestReader.MARSHALLER, RlsAnswer.MARSHALLER)
           .build();
 
   private final RateLimitEvaluator evaluator;
@@ -44,10 +43,9 @@ public final class RateLimitServiceAdapter implements BindableService {
         .build();
   }
 
-  /** One {@code ShouldRateLimit} call. */
-  public void shouldRateLimit(RateLimitRequest request, StreamObserver<RlsAnswer> responses) {
-    java.util.concurrent.CompletionStage<RlsDecision> stage =
-        evaluator.evaluate(RlsProtoMapper.toRequest(request));
+  /** One {@code ShouldRateLimit} call, as gRPC hands it over (read by {@link RlsRequestReader}). */
+  public void shouldRateLimit(RlsRequest request, StreamObserver<RlsAnswer> responses) {
+    java.util.concurrent.CompletionStage<RlsDecision> stage = evaluator.evaluate(request);
     if (stage instanceof java.util.concurrent.CompletableFuture<RlsDecision> f
         && f.isDone()
         && !f.isCompletedExceptionally()) {

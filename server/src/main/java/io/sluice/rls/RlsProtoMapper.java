@@ -42,6 +42,28 @@ public final class RlsProtoMapper {
         proto.getDomain(), descriptors, Integer.toUnsignedLong(proto.getHitsAddend()));
   }
 
+  /** The request as protobuf-java's message (clients and tests; the inverse of toRequest). */
+  public static RateLimitRequest toProto(RlsRequest r) {
+    RateLimitRequest.Builder b =
+        RateLimitRequest.newBuilder().setDomain(r.domain()).setHitsAddend((int) r.hitsAddend());
+    for (RlsRequest.Descriptor d : r.descriptors()) {
+      RateLimitDescriptor.Builder db = RateLimitDescriptor.newBuilder();
+      for (Entry e : d.entries()) {
+        db.addEntries(RateLimitDescriptor.Entry.newBuilder().setKey(e.key()).setValue(e.value()));
+      }
+      d.limitOverride()
+          .ifPresent(
+              o ->
+                  db.setLimit(
+                      RateLimitDescriptor.RateLimitOverride.newBuilder()
+                          .setUnitValue(o.unitNumber())
+                          .setRequestsPerUnit((int) o.requestsPerUnit())));
+      d.hitsAddend().ifPresent(h -> db.setHitsAddend(com.google.protobuf.UInt64Value.of(h)));
+      b.addDescriptors(db);
+    }
+    return b.build();
+  }
+
   public static RateLimitResponse toResponse(RlsDecision.Decided decision) {
     RateLimitResponse.Builder b =
         RateLimitResponse.newBuilder().setOverallCode(code(decision.overall()));

@@ -1,0 +1,175 @@
+package io.sluice.rls;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.sluice.rls.config.RateLimitConfig.Entry;
+import io.sluice.wire.ProtoReader;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+
+/**
+ * Reads a {@code RateLimitRequest} from its wire bytes straight into an {@link RlsRequest}, without
+ * the generated message, descriptor and entry objects in between (decision 0004). A request outside
+ * the plain shape Envoy writes — a descriptor with a {@code limit} override or its own {@code
+ * hits_addend}, a non-ASCII string, a group, an unexpected wire type, malformed or truncated bytes
+ * — is parsed by protobuf-java instead, so every request is accepted or refused exactly as before.
+ * {@code RlsRequestReaderTest} checks the result against {@link RlsProtoMapper#toRequest} of
+ * protobuf-java's parse on generated and damaged requests.
+ */
+final class RlsRequestReader extends ProtoReader {
+  private RlsRequestReader(byte[] bytes) {
+    super(bytes);
+  }
+
+  /**
+   * The request in {@code bytes}.
+   *
+   * @throws InvalidProtocolBufferException when protobuf-java refuses it
+   */
+  static RlsRequest read(byte[] bytes) throws InvalidProtocolBufferException {
+    RlsRequest r = new RlsRequestReader(bytes).plain();
+    return r != null ? r : RlsProtoMapper.toRequest(RateLimitRequest.parseFrom(bytes));
+  }
+
+  /** Whether {@code bytes} are read by this reader (true) or by protobuf-java (tests). */
+  static boolean readsPlain(byte[] bytes) {
+    return new RlsRequestReader(bytes).plain() != null;
+  }
+
+  /** The request when it has the plain shape; null otherwise. */
+  private RlsRequest plain() {
+    int end = bytes.length;
+    String domain = "";
+    long hits = 0;
+    List<RlsRequest.Descriptor> descriptors = new ArrayList<>(2);
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag < 0) {
+        return null;
+      }
+      int type = tag & 7;
+      switch (tag >>> 3) {
+        case RateLimitRequest.DOMAIN_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if (len < 0 || !ascii(pos, len)) {
+            return null;
+          }
+          domain = new String(bytes, pos, len, StandardCharsets.ISO_8859_1); // ASCII: same chars
+          pos += len;
+        }
+        case RateLimitRequest.DESCRIPTORS_FIELD_NUMBER -> {
+          int len = length(type, end);
+          RlsRequest.Descriptor d = len < 0 ? null : descriptor(pos + len);
+          if (d == null) {
+            return null;
+          }
+          descriptors.add(d);
+        }
+        case RateLimitRequest.HITS_ADDEND_FIELD_NUMBER -> {
+          long v = type == VARINT ? varint64(end) : Long.MIN_VALUE;
+          if (v == Long.MIN_VALUE) {
+            return null;
+          }
+          hits = Integer.toUnsignedLong((int) v); // uint32, as protobuf-java reads it
+        }
+        default -> {
+          if (!skip(type, end)) {
+            return null;
+          }
+        }
+      }
+    }
+    return new RlsRequest(domain, descriptors, hits);
+  }
+
+  private RlsRequest.Descriptor descriptor(int end) {
+    List<Entry> entries = new ArrayList<>(4);
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag < 0) {
+        return null;
+      }
+      int type = tag & 7;
+      int field = tag >>> 3;
+      if (field == RateLimitDescriptor.ENTRIES_FIELD_NUMBER) {
+        int len = length(type, end);
+        Entry e = len < 0 ? null : entry(pos + len);
+        if (e == null) {
+          return null;
+        }
+        entries.add(e);
+      } else if (field == RateLimitDescriptor.LIMIT_FIELD_NUMBER
+          || field == RateLimitDescriptor.HITS_ADDEND_FIELD_NUMBER) {
+        return null; // overrides and per-descriptor weights: protobuf-java reads them
+      } else if (!skip(type, end)) {
+        return null;
+      }
+    }
+    return pos == end
+        ? new RlsRequest.Descriptor(entries, Optional.empty(), OptionalLong.empty())
+        : null;
+  }
+
+  private Entry entry(int end) {
+    String key = "";
+    String value = "";
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag < 0) {
+        return null;
+      }
+      int type = tag & 7;
+      int field = tag >>> 3;
+      if (field == RateLimitDescriptor.Entry.KEY_FIELD_NUMBER
+          || field == RateLimitDescriptor.Entry.VALUE_FIELD_NUMBER) {
+        int len = length(type, end);
+        if (len < 0 || !ascii(pos, len)) {
+          return null; // proto3 strings are checked for UTF-8: protobuf-java does that
+        }
+        String s = new String(bytes, pos, len, StandardCharsets.ISO_8859_1);
+        pos += len;
+        if (field == RateLimitDescriptor.Entry.KEY_FIELD_NUMBER) {
+          key = s;
+        } else {
+          value = s;
+        }
+      } else if (!skip(type, end)) {
+        return null;
+      }
+    }
+    return pos == end ? new Entry(key, value) : null;
+  }
+
+  /** Reads the request bytes once and hands them to {@link #read}. */
+  static final MethodDescriptor.Marshaller<RlsRequest> MARSHALLER =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(RlsRequest value) {
+          return new ByteArrayInputStream(RlsProtoMapper.toProto(value).toByteArray());
+        }
+
+        @Override
+        public RlsRequest parse(InputStream stream) {
+          try {
+            return read(ProtoReader.readAll(stream));
+          } catch (InvalidProtocolBufferException e) {
+            throw Status.INTERNAL
+                .withDescription("Invalid protobuf byte sequence")
+                .withCause(e)
+                .asRuntimeException();
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        }
+      };
+}

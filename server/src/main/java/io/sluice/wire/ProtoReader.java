@@ -1,0 +1,149 @@
+package io.sluice.wire;
+
+/**
+ * The checks and steps of a one-pass protobuf wire reader, for the hand-written readers of hot
+ * messages (decision 0004). Every step reports malformed input (a bad tag, an over-long varint, a
+ * length past the end, a group or an invalid wire type) instead of throwing, so the reader can hand
+ * the message to protobuf-java, which then accepts or refuses it exactly as it always does.
+ */
+public abstract class ProtoReader {
+  protected static final int VARINT = 0;
+  protected static final int FIXED64 = 1;
+  protected static final int LEN = 2;
+  protected static final int FIXED32 = 5;
+
+  /** The message bytes (never modified); null in a reader that holds a parsed message instead. */
+  protected final byte[] bytes;
+
+  /** The read position of the pass. */
+  protected int pos;
+
+  protected ProtoReader(byte[] bytes) {
+    this.bytes = bytes;
+  }
+
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+          long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+
+  /** Whether [off, off + len) is all ASCII: the bytes ORed together, eight at a time. */
+  protected final boolean ascii(int off, int len) {
+    int i = off;
+    int e = off + len;
+    long words = 0;
+    for (; i + 8 <= e; i += 8) {
+      words |= (long) LONGS.get(bytes, i);
+    }
+    int tail = 0;
+    for (; i < e; i++) {
+      tail |= bytes[i];
+    }
+    return (words & 0x8080808080808080L) == 0 && tail >= 0;
+  }
+
+  /** A field's tag; -1 when malformed or its field number is 0 (invalid). */
+  protected final int tag(int end) {
+    int tag = varint32(end);
+    return tag >>> 3 == 0 ? -1 : tag;
+  }
+
+  /** Length of a LEN field whose tag was just read (pos then at its content), or -1. */
+  protected final int length(int type, int end) {
+    if (type != LEN) {
+      return -1;
+    }
+    int len = varint32(end);
+    if (len < 0 || len > end - pos) {
+      return -1;
+    }
+    return len;
+  }
+
+  /** Skips an unknown field's value; false for groups, bad wire types and truncation. */
+  protected final boolean skip(int type, int end) {
+    switch (type) {
+      case VARINT -> {
+        return varint64(end) != Long.MIN_VALUE;
+      }
+      case FIXED64 -> {
+        pos += 8;
+        return pos <= end;
+      }
+      case FIXED32 -> {
+        pos += 4;
+        return pos <= end;
+      }
+      case LEN -> {
+        int len = length(type, end);
+        if (len < 0) {
+          return false;
+        }
+        pos += len;
+        return true;
+      }
+      default -> {
+        return false; // groups (3, 4) and invalid types 6, 7: protobuf-java decides
+      }
+    }
+  }
+
+  /**
+   * A varint that must fit in 31 bits (tags, lengths); -1 when it is longer, truncated or negative.
+   */
+  protected final int varint32(int end) {
+    int result = 0;
+    for (int shift = 0; shift < 32; shift += 7) {
+      if (pos >= end) {
+        return -1;
+      }
+      byte b = bytes[pos++];
+      result |= (b & 0x7F) << shift;
+      if (b >= 0) {
+        return result < 0 || (shift == 28 && (b & 0x70) != 0) ? -1 : result;
+      }
+    }
+    return -1;
+  }
+
+  /** Any varint (up to 10 bytes); Long.MIN_VALUE when malformed or truncated. */
+  protected final long varint64(int end) {
+    long result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos >= end) {
+        return Long.MIN_VALUE;
+      }
+      byte b = bytes[pos++];
+      result |= (long) (b & 0x7F) << shift;
+      if (b >= 0) {
+        return result; // (a value of Long.MIN_VALUE reads as malformed: protobuf-java decides)
+      }
+    }
+    return Long.MIN_VALUE;
+  }
+
+  /** The whole message of a gRPC marshaller's stream, in an exactly sized array. */
+  public static byte[] readAll(java.io.InputStream stream) throws java.io.IOException {
+    if (!(stream instanceof io.grpc.KnownLength)) {
+      return stream.readAllBytes();
+    }
+    int size = stream.available(); // gRPC's message streams know their length
+    byte[] b = new byte[size];
+    int n = 0;
+    while (n < size) {
+      int r = stream.read(b, n, size - n);
+      if (r < 0) {
+        return java.util.Arrays.copyOf(b, n);
+      }
+      n += r;
+    }
+    int more = stream.read();
+    if (more < 0) {
+      return b;
+    }
+    java.io.ByteArrayOutputStream all = new java.io.ByteArrayOutputStream(size * 2 + 16);
+    all.write(b, 0, n);
+    all.write(more);
+    stream.transferTo(all);
+    return all.toByteArray();
+  }
+}
