@@ -248,10 +248,7 @@ final class Inbound extends ProtoReader {
           return false; // deprecated; Envoy sends attributes at the top level
         }
         case HttpHeaders.END_OF_STREAM_FIELD_NUMBER -> {
-          if (type != VARINT) {
-            return false;
-          }
-          long v = varint64(end);
+          long v = varintValue(type, end);
           if (v == Long.MIN_VALUE) {
             return false;
           }
@@ -363,10 +360,7 @@ final class Inbound extends ProtoReader {
       int field = tag >>> 3;
       if (field == ProtocolConfiguration.REQUEST_BODY_MODE_FIELD_NUMBER
           || field == ProtocolConfiguration.RESPONSE_BODY_MODE_FIELD_NUMBER) {
-        if (type != VARINT) {
-          return false;
-        }
-        long v = varint64(end);
+        long v = varintValue(type, end);
         if (v == Long.MIN_VALUE) {
           return false;
         }

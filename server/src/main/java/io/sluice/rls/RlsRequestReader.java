@@ -76,7 +76,7 @@ final class RlsRequestReader extends ProtoReader {
           descriptors.add(d);
         }
         case RateLimitRequest.HITS_ADDEND_FIELD_NUMBER -> {
-          long v = type == VARINT ? varint64(end) : Long.MIN_VALUE;
+          long v = varintValue(type, end);
           if (v == Long.MIN_VALUE) {
             return null;
           }

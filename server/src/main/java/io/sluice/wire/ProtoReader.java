@@ -105,6 +105,14 @@ public abstract class ProtoReader {
     return -1;
   }
 
+  /**
+   * The value of a varint field whose tag (of wire type {@code type}) was just read; Long.MIN_VALUE
+   * when the field is not a varint or is malformed.
+   */
+  protected final long varintValue(int type, int end) {
+    return type == VARINT ? varint64(end) : Long.MIN_VALUE;
+  }
+
   /** Any varint (up to 10 bytes); Long.MIN_VALUE when malformed or truncated. */
   protected final long varint64(int end) {
     long result = 0;
