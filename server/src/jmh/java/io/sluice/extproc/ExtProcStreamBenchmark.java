@@ -6,7 +6,7 @@ import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.grpc.Metadata;
-import io.grpc.stub.ServerCallStreamObserver;
+import io.sluice.BlackholeCall;
 import io.sluice.JmhPolicies;
 import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
@@ -92,7 +92,7 @@ public class ExtProcStreamBenchmark {
   /** One admitted stream through Sluice's handler. */
   @Benchmark
   public void admittedStream(Blackhole bh) throws Exception {
-    Sink sink = new Sink(bh);
+    BlackholeCall<Answer> sink = new BlackholeCall<>(bh);
     io.grpc.stub.StreamObserver<Inbound> in = service.open(sink, metadata);
     in.onNext(Inbound.parse(request)); // what Sluice's request marshaller does
     in.onCompleted();
@@ -101,7 +101,7 @@ public class ExtProcStreamBenchmark {
   /** What the no-op server does per stream: answer CONTINUE, complete on half-close. */
   @Benchmark
   public void baseline(Blackhole bh) throws Exception {
-    Sink sink = new Sink(bh);
+    BlackholeCall<Answer> sink = new BlackholeCall<>(bh);
     switch (ProcessingRequest.parseFrom(request).getRequestCase()) {
       case REQUEST_HEADERS -> sink.onNext(Responses.CONTINUE_REQUEST_HEADERS);
       default -> {}
@@ -119,57 +119,5 @@ public class ExtProcStreamBenchmark {
   @Benchmark
   public void parseProtobuf(Blackhole bh) throws Exception {
     bh.consume(ProcessingRequest.parseFrom(request));
-  }
-
-  /** Stands in for grpc's call: hands every answer to the blackhole. */
-  static final class Sink extends ServerCallStreamObserver<Answer> {
-    private final Blackhole bh;
-
-    Sink(Blackhole bh) {
-      this.bh = bh;
-    }
-
-    @Override
-    public void onNext(Answer value) {
-      bh.consume(value);
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      bh.consume(t);
-    }
-
-    @Override
-    public void onCompleted() {
-      bh.consume(this);
-    }
-
-    @Override
-    public boolean isCancelled() {
-      return false;
-    }
-
-    @Override
-    public void setOnCancelHandler(Runnable onCancelHandler) {}
-
-    @Override
-    public void setCompression(String compression) {}
-
-    @Override
-    public boolean isReady() {
-      return true;
-    }
-
-    @Override
-    public void setOnReadyHandler(Runnable onReadyHandler) {}
-
-    @Override
-    public void request(int count) {}
-
-    @Override
-    public void setMessageCompression(boolean enable) {}
-
-    @Override
-    public void disableAutoInboundFlowControl() {}
   }
 }

@@ -2,7 +2,7 @@ package io.sluice.rls;
 
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
-import io.grpc.stub.StreamObserver;
+import io.sluice.BlackholeCall;
 import io.sluice.JmhPolicies;
 import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
@@ -94,19 +94,6 @@ public class RateLimitServiceBenchmark {
   public void shouldRateLimit(Blackhole bh) throws Exception {
     service.shouldRateLimit(
         RlsRequestReader.read(wire), // what the request marshaller does per call
-        new StreamObserver<>() {
-          @Override
-          public void onNext(RlsAnswer value) {
-            bh.consume(value);
-          }
-
-          @Override
-          public void onError(Throwable t) {
-            bh.consume(t);
-          }
-
-          @Override
-          public void onCompleted() {}
-        });
+        new BlackholeCall<>(bh));
   }
 }
