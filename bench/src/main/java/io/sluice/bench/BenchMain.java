@@ -200,6 +200,11 @@ public final class BenchMain implements Callable<Integer> {
         .append(s.title())
         .append(String.format(Locale.ROOT, "%n%nUpstream capacity ~%.1f requests/s.%n%n", cap));
     md.append(Tables.summary(reports)).append('\n');
+    md.append(
+            Tables.waste(
+                reports,
+                io.sluice.harness.LoadGenerator.wasteIfServedOnArrival(s.workload(), s.upstream())))
+        .append('\n');
     md.append(Tables.phases(reports, cap)).append('\n');
     md.append(Tables.ttft(reports)).append('\n');
     md.append(Tables.rejections(reports)).append('\n');

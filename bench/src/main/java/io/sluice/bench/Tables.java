@@ -1,5 +1,6 @@
 package io.sluice.bench;
 
+import io.sluice.harness.LoadGenerator;
 import io.sluice.harness.RunReport;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -42,6 +43,48 @@ final class Tables {
               100 * r.wastedFraction(),
               100 * Math.min(1.0, r.meanUpstreamActive() / r.batchSlots()),
               jain(r)));
+    }
+    return b.toString();
+  }
+
+  /**
+   * Where the wasted tokens went, as % of the tokens spent on requests that ended; with {@code
+   * reference} (the workload served on arrival at full speed) as the last row when its clients hang
+   * up or miss deadlines on their own.
+   */
+  static String waste(List<RunReport> reports, LoadGenerator.ServedOnArrival reference) {
+    StringBuilder b =
+        new StringBuilder(
+            "| system | tokens spent | wasted | on missed deadlines | after the client left |"
+                + " other (errors) | **by admission** | on hang-ups mid-answer |\n");
+    b.append("|---|---|---|---|---|---|---|---|\n");
+    for (RunReport r : reports) {
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% | **%.1f%%** | %.1f%% |\n",
+              r.system(),
+              r.tokensSpent() - r.unfinishedTokens(),
+              100 * r.wastedFraction(),
+              100 * r.endedFraction(r.tokensOnMissedDeadlines()),
+              100 * r.endedFraction(r.tokensAfterClientLeft()),
+              100 * r.endedFraction(r.otherWastedTokens()),
+              100 * r.endedFraction(r.wastedByAdmission()),
+              100 * r.endedFraction(r.tokensOnHangUps())));
+    }
+    if (reference.hungUpTokens() + reference.missedDeadlineTokens() > 0) {
+      long all =
+          reference.usefulTokens() + reference.missedDeadlineTokens() + reference.hungUpTokens();
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "| *every request served on arrival, full speed* | %d | %.1f%% | %.1f%% | 0.0%% |"
+                  + " 0.0%% | %.1f%% | %.1f%% |\n",
+              all,
+              100 * (reference.hungUpFraction() + reference.missedDeadlineFraction()),
+              100 * reference.missedDeadlineFraction(),
+              100 * reference.missedDeadlineFraction(),
+              100 * reference.hungUpFraction()));
     }
     return b.toString();
   }

@@ -68,11 +68,20 @@ class ScenarioSmokeTest {
     assertThat(reports.get(0).offered()).isEqualTo(reports.get(2).offered()); // same arrivals
     assertThat(Files.list(dir).map(p -> p.getFileName().toString()))
         .contains("cancel.md", "cancel-timeline.png", "cancel-rejections.png");
+    // the waste split, with the served-on-arrival reference row (its clients hang up)
+    assertThat(Files.readString(dir.resolve("cancel.md")))
+        .contains(
+            "| on hang-ups mid-answer |", "| *every request served on arrival, full speed* |");
+    for (RunReport r : reports) {
+      assertThat(r.wastedTokens())
+          .as(r.system())
+          .isGreaterThanOrEqualTo(r.tokensOnHangUps() + r.tokensOnMissedDeadlines());
+    }
   }
 
   private static RunReport report(Map<String, RunReport.Split> tenants, long completed) {
     return new RunReport(
         "t", 1, 210, 210, completed, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, Map.of(), 0,
-        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 1);
+        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 0, 0, 0, 1);
   }
 }

@@ -74,10 +74,153 @@ public final class LoadGenerator {
     return s.batchSlots() / (meanServiceNanos / 1e9);
   }
 
+  /**
+   * Tokens a workload would spend if every request were served on arrival at full speed: on
+   * completions, on requests whose deadline passes first, and on answers whose client hangs up
+   * (prompt plus tokens generated until then).
+   */
+  public record ServedOnArrival(long usefulTokens, long missedDeadlineTokens, long hungUpTokens) {
+    /** Hang-up tokens as a fraction of all tokens spent. */
+    public double hungUpFraction() {
+      long all = usefulTokens + missedDeadlineTokens + hungUpTokens;
+      return all == 0 ? 0 : (double) hungUpTokens / all;
+    }
+
+    /** Missed-deadline tokens as a fraction of all tokens spent. */
+    public double missedDeadlineFraction() {
+      long all = usefulTokens + missedDeadlineTokens + hungUpTokens;
+      return all == 0 ? 0 : (double) missedDeadlineTokens / all;
+    }
+  }
+
+  /**
+   * One arrival of a workload, drawn before a run starts, so the same seed gives the same arrivals
+   * in every run and in {@link #wasteIfServedOnArrival}.
+   *
+   * @param phase index of the arrival phase
+   * @param atNanos arrival time since the run started
+   * @param cancelAfterNanos when the client disconnects on its own, after arrival ({@link
+   *     Long#MAX_VALUE}: it does not)
+   */
+  record Arrival(
+      int phase,
+      long atNanos,
+      Workload.RequestClass requestClass,
+      Workload.Tenant tenant,
+      int promptTokens,
+      int outputTokens,
+      long cancelAfterNanos) {}
+
+  /** The workload's arrivals, in order: Poisson per phase, class, tenant and sizes by share. */
+  static List<Arrival> arrivals(Workload w) {
+    SplittableRandom random = new SplittableRandom(w.seed());
+    double classShares = w.classes().stream().mapToDouble(Workload.RequestClass::share).sum();
+    double tenantShares = w.tenants().stream().mapToDouble(Workload.Tenant::share).sum();
+    List<Arrival> out = new ArrayList<>();
+    long at = 0;
+    for (int p = 0; p < w.phases().size(); p++) {
+      Workload.Phase phase = w.phases().get(p);
+      long end = at + phase.duration().toNanos();
+      if (phase.ratePerSecond() > 0) {
+        long next = at + exponentialNanos(random, phase.ratePerSecond());
+        while (next - end < 0) {
+          Workload.RequestClass c =
+              pick(random, w.classes(), Workload.RequestClass::share, classShares);
+          Workload.Tenant t = pick(random, w.tenants(), Workload.Tenant::share, tenantShares);
+          int prompt = uniform(random, c.promptTokensMin(), c.promptTokensMax());
+          int output = uniform(random, c.outputTokensMin(), c.outputTokensMax());
+          long cancelAfter = Long.MAX_VALUE;
+          if (w.cancelFraction() > 0 && random.nextDouble() < w.cancelFraction()) {
+            long lo = w.cancelMin().toNanos();
+            long hi = Math.max(lo, w.cancelMax().toNanos());
+            cancelAfter = lo + (long) (random.nextDouble() * (hi - lo));
+          }
+          out.add(new Arrival(p, next, c, t, prompt, output, cancelAfter));
+          next += exponentialNanos(random, phase.ratePerSecond());
+        }
+      }
+      at = end;
+    }
+    return out;
+  }
+
+  /**
+   * What the workload's own deadlines and hang-ups would waste if every request started at the
+   * upstream the moment it arrived and ran at full speed (no queue, no sharing). Hang-ups during an
+   * answer cost its prompt and the tokens generated so far whatever admission does; this is that
+   * cost when nobody waits, the reference for a run's {@link RunReport#tokensOnHangUps()}.
+   */
+  public static ServedOnArrival wasteIfServedOnArrival(
+      Workload w, SimulatedLlmUpstream.Settings s) {
+    long prefillPerToken = s.prefillPerInputToken().toNanos();
+    long decode = s.decodePerOutputToken().toNanos();
+    long useful = 0;
+    long missed = 0;
+    long hungUp = 0;
+    for (Arrival a : arrivals(w)) {
+      int prompt =
+          SimulatedLlmUpstream.promptTokens(
+              body(a.promptTokens(), a.outputTokens(), a.requestClass().outputTokensMax()).length,
+              s);
+      int output = Math.min(a.outputTokens(), s.maxOutputTokens());
+      long prefill = prefillPerToken * prompt;
+      long lastToken = prefill + (long) (output - 1) * decode;
+      long deadline = a.requestClass().deadline().toNanos();
+      long leaves = Math.min(deadline, a.cancelAfterNanos());
+      if (leaves > lastToken) {
+        useful += prompt + output;
+        continue;
+      }
+      long generated = leaves < prefill ? 0 : Math.min(output, 1 + (leaves - prefill) / decode);
+      if (a.cancelAfterNanos() < deadline) {
+        hungUp += prompt + generated;
+      } else {
+        missed += prompt + generated;
+      }
+    }
+    return new ServedOnArrival(useful, missed, hungUp);
+  }
+
+  private static long exponentialNanos(SplittableRandom random, double rate) {
+    return (long) (-Math.log(1 - random.nextDouble()) / rate * 1e9);
+  }
+
+  private static <T> T pick(
+      SplittableRandom random,
+      List<T> items,
+      java.util.function.ToDoubleFunction<T> share,
+      double shareSum) {
+    double x = random.nextDouble() * shareSum;
+    for (T item : items) {
+      x -= share.applyAsDouble(item);
+      if (x < 0) {
+        return item;
+      }
+    }
+    return items.get(items.size() - 1);
+  }
+
+  private static int uniform(SplittableRandom random, int lo, int hi) {
+    return lo + random.nextInt(hi - lo + 1);
+  }
+
+  static byte[] body(int promptTokens, int outputTokens, int maxTokens) {
+    // " the" is one BPE token of 4 bytes, so the upstream's bytes/4 and Sluice's tokenizer agree
+    // roughly on the prompt size.
+    StringBuilder b = new StringBuilder(promptTokens * 4 + 128);
+    b.append("{\"model\":\"sim\",\"stream\":true,\"max_tokens\":")
+        .append(maxTokens)
+        .append(",\"sim_output_tokens\":")
+        .append(outputTokens)
+        .append(",\"messages\":[{\"role\":\"user\",\"content\":\"");
+    b.append(" the".repeat(Math.max(1, promptTokens - 24)));
+    b.append("\"}]}");
+    return b.toString().getBytes(StandardCharsets.UTF_8);
+  }
+
   private final class Run {
     private final Rig rig;
     private final Consumer<Progress> progress;
-    private final SplittableRandom random = new SplittableRandom(workload.seed());
     private final ScheduledThreadPoolExecutor timers =
         new ScheduledThreadPoolExecutor(
             1,
@@ -102,8 +245,6 @@ public final class LoadGenerator {
     private final Histogram[] ttftPerSecond;
     private final long[] queuedAtSecond;
     private final int[] activeAtSecond;
-    private final double shareSumClasses;
-    private final double shareSumTenants;
     private final long promptSpent0;
     private final long completionSpent0;
     private long startNanos;
@@ -121,6 +262,8 @@ public final class LoadGenerator {
     private long refusalsWithoutRetryAfter;
     private long retries;
     private long usefulTokens;
+    private long tokensOnMissedDeadlines;
+    private long tokensOnHangUps;
     private final Map<String, Long> rejectedFinal = new TreeMap<>();
     private final Map<String, Long> rejectionsByReason = new TreeMap<>();
     private final Map<String, Long> errors = new TreeMap<>();
@@ -142,8 +285,6 @@ public final class LoadGenerator {
       ttftPerSecond = new Histogram[seconds];
       queuedAtSecond = new long[seconds];
       activeAtSecond = new int[seconds];
-      shareSumClasses = workload.classes().stream().mapToDouble(Workload.RequestClass::share).sum();
-      shareSumTenants = workload.tenants().stream().mapToDouble(Workload.Tenant::share).sum();
       for (Workload.RequestClass c : workload.classes()) {
         ttftByClass.put(c.name(), new Histogram(3_600_000_000L, 3));
         ttftFromArrivalByClass.put(c.name(), new Histogram(3_600_000_000L, 3));
@@ -175,7 +316,8 @@ public final class LoadGenerator {
               Attempt t = traced == null ? null : traced.get(requestId);
               if (t != null) {
                 t.tokensTotal.addAndGet(tokens);
-              } else if (a == null) {
+              }
+              if (a == null) {
                 orphanTokens.addAndGet(tokens);
               }
             }
@@ -283,105 +425,44 @@ public final class LoadGenerator {
     }
 
     private void arrive() {
-      long at = startNanos;
-      for (int p = 0; p < workload.phases().size(); p++) {
-        Workload.Phase phase = workload.phases().get(p);
-        long end = at + phase.duration().toNanos();
-        if (phase.ratePerSecond() <= 0) {
-          at = end;
-          continue;
+      for (Arrival a : arrivals(workload)) {
+        long at = startNanos + a.atNanos();
+        long wait = at - System.nanoTime();
+        if (wait > 0) {
+          LockSupport.parkNanos(wait);
         }
-        long next = at + exponentialNanos(phase.ratePerSecond());
-        while (next - end < 0) {
-          long wait = next - System.nanoTime();
-          if (wait > 0) {
-            LockSupport.parkNanos(wait);
-          }
-          newLogical(p, next);
-          next += exponentialNanos(phase.ratePerSecond());
-        }
-        at = end;
+        newLogical(a, at);
       }
-      long rest = at - System.nanoTime();
+      long rest = startNanos + workload.duration().toNanos() - System.nanoTime();
       if (rest > 0) {
         LockSupport.parkNanos(rest);
       }
     }
 
-    private long exponentialNanos(double rate) {
-      return (long) (-Math.log(1 - random.nextDouble()) / rate * 1e9);
-    }
-
-    private void newLogical(int phaseIndex, long arrivalNanos) {
-      Workload.RequestClass c = pickClass();
-      Workload.Tenant t = pickTenant();
-      int prompt = uniform(c.promptTokensMin(), c.promptTokensMax());
-      int output = uniform(c.outputTokensMin(), c.outputTokensMax());
-      long cancelAt = Long.MAX_VALUE;
-      if (workload.cancelFraction() > 0 && random.nextDouble() < workload.cancelFraction()) {
-        long lo = workload.cancelMin().toNanos();
-        long hi = Math.max(lo, workload.cancelMax().toNanos());
-        cancelAt = arrivalNanos + lo + (long) (random.nextDouble() * (hi - lo));
-      }
+    private void newLogical(Arrival a, long arrivalNanos) {
+      Workload.RequestClass c = a.requestClass();
+      Workload.Tenant t = a.tenant();
       Logical l =
           new Logical(
               c,
               t,
-              phaseIndex,
+              a.phase(),
               arrivalNanos,
               arrivalNanos + c.deadline().toNanos(),
-              cancelAt,
-              body(prompt, output, c.outputTokensMax()),
-              output);
+              a.cancelAfterNanos() == Long.MAX_VALUE
+                  ? Long.MAX_VALUE
+                  : arrivalNanos + a.cancelAfterNanos(),
+              body(a.promptTokens(), a.outputTokens(), c.outputTokensMax()),
+              a.outputTokens());
       synchronized (this) {
         offered++;
         byClass.get(c.name())[0]++;
         byTenant.get(t.name())[0]++;
-        byPhase[phaseIndex][0]++;
+        byPhase[a.phase()][0]++;
       }
       offeredPerSecond.incrementAndGet(second(arrivalNanos));
       openLogical.incrementAndGet();
       send(l);
-    }
-
-    private Workload.RequestClass pickClass() {
-      double x = random.nextDouble() * shareSumClasses;
-      for (Workload.RequestClass c : workload.classes()) {
-        x -= c.share();
-        if (x < 0) {
-          return c;
-        }
-      }
-      return workload.classes().get(workload.classes().size() - 1);
-    }
-
-    private Workload.Tenant pickTenant() {
-      double x = random.nextDouble() * shareSumTenants;
-      for (Workload.Tenant t : workload.tenants()) {
-        x -= t.share();
-        if (x < 0) {
-          return t;
-        }
-      }
-      return workload.tenants().get(workload.tenants().size() - 1);
-    }
-
-    private int uniform(int lo, int hi) {
-      return lo + random.nextInt(hi - lo + 1);
-    }
-
-    private byte[] body(int promptTokens, int outputTokens, int maxTokens) {
-      // " the" is one BPE token of 4 bytes, so the upstream's bytes/4 and Sluice's tokenizer agree
-      // roughly on the prompt size.
-      StringBuilder b = new StringBuilder(promptTokens * 4 + 128);
-      b.append("{\"model\":\"sim\",\"stream\":true,\"max_tokens\":")
-          .append(maxTokens)
-          .append(",\"sim_output_tokens\":")
-          .append(outputTokens)
-          .append(",\"messages\":[{\"role\":\"user\",\"content\":\"");
-      b.append(" the".repeat(Math.max(1, promptTokens - 24)));
-      b.append("\"}]}");
-      return b.toString().getBytes(StandardCharsets.UTF_8);
     }
 
     private void send(Logical l) {
@@ -464,6 +545,13 @@ public final class LoadGenerator {
       switch (r.outcome()) {
         case CLIENT_CANCELLED -> {
           boolean started = ttfb.isPresent() && r.status() == 200;
+          synchronized (this) {
+            if (a.voluntary) {
+              tokensOnHangUps += a.tokens.get();
+            } else {
+              tokensOnMissedDeadlines += a.tokens.get();
+            }
+          }
           finish(l, a.voluntary ? Ending.CANCELLED : Ending.DEADLINE, started ? "mid" : null, now);
         }
         case UPSTREAM_RESPONSE, LOCAL_REPLY -> {
@@ -685,6 +773,9 @@ public final class LoadGenerator {
           rig.upstream().completionTokensSpent() - completionSpent0,
           usefulTokens,
           inFlightTokens,
+          tokensOnMissedDeadlines,
+          tokensOnHangUps,
+          orphanTokens.get(),
           meanActive,
           rig.upstream().settings().batchSlots());
     }

@@ -42,6 +42,12 @@ import org.HdrHistogram.Histogram;
  * @param usefulTokens prompt + completion tokens of completed requests
  * @param unfinishedTokens tokens spent so far on requests still in flight when the run ended
  *     (neither useful nor wasted yet)
+ * @param tokensOnMissedDeadlines wasted: tokens spent on attempts whose deadline passed first,
+ *     until the client left
+ * @param tokensOnHangUps wasted: tokens spent on attempts whose client disconnected on its own,
+ *     until it left (the answer's cost before the hang-up)
+ * @param tokensAfterClientLeft wasted: tokens the upstream spent on an attempt after its client had
+ *     gone (generation not stopped when the client left)
  * @param meanUpstreamActive mean number of generations running in the upstream, sampled per second
  *     during the arrival window
  * @param batchSlots the upstream's K
@@ -74,6 +80,9 @@ public record RunReport(
     long completionTokensSpent,
     long usefulTokens,
     long unfinishedTokens,
+    long tokensOnMissedDeadlines,
+    long tokensOnHangUps,
+    long tokensAfterClientLeft,
     double meanUpstreamActive,
     int batchSlots) {
 
@@ -123,8 +132,31 @@ public record RunReport(
 
   /** Wasted tokens as a fraction of the tokens spent on requests that ended. */
   public double wastedFraction() {
+    return endedFraction(wastedTokens());
+  }
+
+  /**
+   * Wasted tokens not on a missed deadline, a hang-up or after the client left: attempts that ended
+   * in an error or a refusal after the upstream had started.
+   */
+  public long otherWastedTokens() {
+    return Math.max(
+        0, wastedTokens() - tokensOnMissedDeadlines - tokensOnHangUps - tokensAfterClientLeft);
+  }
+
+  /**
+   * Waste the admission path can act on: tokens on missed deadlines (it should have refused or
+   * re-planned those), after the client left (it should have stopped them) and other failures; not
+   * the cost of answers whose client hung up while they were being served.
+   */
+  public long wastedByAdmission() {
+    return Math.max(0, wastedTokens() - tokensOnHangUps);
+  }
+
+  /** {@code tokens} as a fraction of the tokens spent on requests that ended. */
+  public double endedFraction(long tokens) {
     long ended = tokensSpent() - unfinishedTokens;
-    return ended <= 0 ? 0 : (double) wastedTokens() / ended;
+    return ended <= 0 ? 0 : (double) tokens / ended;
   }
 
   public double goodputPerSecond() {

@@ -98,5 +98,96 @@ class LoadGeneratorTest {
     }
     assertThat(r.cancelled()).isPositive();
     assertThat(r.accountedFor()).isEqualTo(r.offered());
+    // every client hangs up on its own within 50 ms: the waste is theirs, none on deadlines, and
+    // the upstream stops when they leave (at most a token in flight each)
+    assertThat(r.tokensOnHangUps()).isPositive();
+    assertThat(r.tokensOnMissedDeadlines()).isZero();
+    assertThat(r.tokensAfterClientLeft()).isLessThanOrEqualTo(r.cancelled());
+    assertThat(r.wastedTokens())
+        .isEqualTo(
+            r.tokensOnHangUps()
+                + r.tokensOnMissedDeadlines()
+                + r.tokensAfterClientLeft()
+                + r.otherWastedTokens());
+    assertThat(r.otherWastedTokens()).isLessThanOrEqualTo(r.cancelled());
+    assertThat(r.wastedByAdmission()).isEqualTo(r.wastedTokens() - r.tokensOnHangUps());
+  }
+
+  @Test
+  void arrivals_sameSeed_sameArrivalsAndCancellationsAsConfigured() {
+    Workload w = workload(0, 0.5, Duration.ofSeconds(5));
+    List<LoadGenerator.Arrival> a = LoadGenerator.arrivals(w);
+    assertThat(LoadGenerator.arrivals(w)).isEqualTo(a);
+    // 20/s for 0.5 s then 40/s for 0.5 s: Poisson around 30
+    assertThat(a).hasSizeBetween(10, 60);
+    assertThat(a).isSortedAccordingTo((x, y) -> Long.compare(x.atNanos(), y.atNanos()));
+    assertThat(a)
+        .allSatisfy(
+            x -> {
+              assertThat(x.atNanos()).isBetween(0L, w.duration().toNanos());
+              assertThat(
+                      x.cancelAfterNanos() == Long.MAX_VALUE
+                          || x.cancelAfterNanos() >= 1_000_000
+                              && x.cancelAfterNanos() <= 50_000_000)
+                  .isTrue();
+            });
+    assertThat(a).anyMatch(x -> x.cancelAfterNanos() == Long.MAX_VALUE);
+    assertThat(a).anyMatch(x -> x.cancelAfterNanos() != Long.MAX_VALUE);
+  }
+
+  @Test
+  void wasteIfServedOnArrival_countsPromptAndTokensGeneratedBeforeTheHangUp() {
+    // no prefill, 10 ms per token, answers of exactly 10 tokens: the last token at 90 ms
+    SimulatedLlmUpstream.Settings s =
+        new SimulatedLlmUpstream.Settings(4, Duration.ZERO, Duration.ofMillis(10), 8, 64, 4);
+    Workload everyoneLeavesAt45ms = fixed(1.0, Duration.ofMillis(45), Duration.ofSeconds(5));
+    List<LoadGenerator.Arrival> arrivals = LoadGenerator.arrivals(everyoneLeavesAt45ms);
+    long prompt = promptOf(s);
+    LoadGenerator.ServedOnArrival w = LoadGenerator.wasteIfServedOnArrival(everyoneLeavesAt45ms, s);
+    // tokens at 0, 10, 20, 30, 40 ms: five generated before the hang-up at 45 ms
+    assertThat(w.hungUpTokens()).isEqualTo(arrivals.size() * (prompt + 5));
+    assertThat(w.usefulTokens()).isZero();
+    assertThat(w.hungUpFraction()).isEqualTo(1.0);
+
+    Workload nobodyLeaves = fixed(0, Duration.ofMillis(45), Duration.ofSeconds(5));
+    LoadGenerator.ServedOnArrival none = LoadGenerator.wasteIfServedOnArrival(nobodyLeaves, s);
+    assertThat(none.hungUpTokens() + none.missedDeadlineTokens()).isZero();
+    assertThat(none.usefulTokens())
+        .isEqualTo(LoadGenerator.arrivals(nobodyLeaves).size() * (prompt + 10));
+
+    Workload deadline50ms = fixed(0, Duration.ofMillis(45), Duration.ofMillis(50));
+    LoadGenerator.ServedOnArrival late = LoadGenerator.wasteIfServedOnArrival(deadline50ms, s);
+    assertThat(late.missedDeadlineTokens())
+        .isEqualTo(LoadGenerator.arrivals(deadline50ms).size() * (prompt + 6));
+    assertThat(late.missedDeadlineFraction()).isEqualTo(1.0);
+  }
+
+  private static long promptOf(SimulatedLlmUpstream.Settings s) {
+    return SimulatedLlmUpstream.promptTokens(LoadGenerator.body(30, 10, 10).length, s);
+  }
+
+  /** Prompts of 30 tokens, answers of 10; {@code cancelFraction} leave exactly at {@code at}. */
+  private static Workload fixed(double cancelFraction, Duration at, Duration deadline) {
+    return new Workload(
+        List.of(
+            new Workload.RequestClass(
+                "chat",
+                "interactive",
+                "/v1/chat/completions",
+                1,
+                30,
+                30,
+                10,
+                10,
+                deadline,
+                Duration.ofSeconds(1))),
+        List.of(new Workload.Tenant("a", 1)),
+        List.of(new Workload.Phase("p", Duration.ofSeconds(1), 50)),
+        cancelFraction,
+        at,
+        at,
+        0,
+        Duration.ofSeconds(5),
+        7);
   }
 }
