@@ -26,8 +26,10 @@ import org.HdrHistogram.Histogram;
  * Open-loop load against one {@link Rig}: Poisson arrivals following the workload's phases, tenants
  * and classes drawn by share, prompt and answer lengths drawn uniformly, a client deadline per
  * request (the client disconnects when it passes), optional voluntary disconnects, and bounded
- * retries after {@code Retry-After}. Bounded in time: arrivals stop after the phases, and the run
- * ends when nothing is in flight or the drain time ran out. In-process and loopback only.
+ * retries after {@code Retry-After}. Bounded in count and time: at most {@link
+ * Workload#maxArrivals()} arrivals (each with at most {@code maxRetries} retries), none after the
+ * phases, and the run ends when nothing is in flight or the drain time ran out. In-process and
+ * loopback only.
  *
  * <p>Not thread-safe; one run at a time per instance. Each run uses the rig's fresh counters.
  */
@@ -123,7 +125,7 @@ public final class LoadGenerator {
       long end = at + phase.duration().toNanos();
       if (phase.ratePerSecond() > 0) {
         long next = at + exponentialNanos(random, phase.ratePerSecond());
-        while (next - end < 0) {
+        while (next - end < 0 && out.size() < w.maxArrivals()) {
           Workload.RequestClass c =
               pick(random, w.classes(), Workload.RequestClass::share, classShares);
           Workload.Tenant t = pick(random, w.tenants(), Workload.Tenant::share, tenantShares);

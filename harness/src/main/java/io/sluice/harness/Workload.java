@@ -18,6 +18,9 @@ import java.util.List;
  * @param drain after the last arrival, how long to wait for requests still in flight before the run
  *     ends (they are then counted as unfinished)
  * @param seed random seed (arrivals, mixes, sizes)
+ * @param maxArrivals at most this many logical requests arrive, whatever the phases say (each makes
+ *     at most {@code 1 + maxRetries} HTTP requests), so a run is bounded in count as well as in
+ *     time
  */
 public record Workload(
     List<RequestClass> classes,
@@ -28,7 +31,35 @@ public record Workload(
     Duration cancelMax,
     int maxRetries,
     Duration drain,
-    long seed) {
+    long seed,
+    int maxArrivals) {
+
+  /** Default bound on arrivals: far above any scenario here (a few thousand), far below memory. */
+  public static final int DEFAULT_MAX_ARRIVALS = 200_000;
+
+  /** A workload bounded by {@link #DEFAULT_MAX_ARRIVALS}. */
+  public Workload(
+      List<RequestClass> classes,
+      List<Tenant> tenants,
+      List<Phase> phases,
+      double cancelFraction,
+      Duration cancelMin,
+      Duration cancelMax,
+      int maxRetries,
+      Duration drain,
+      long seed) {
+    this(
+        classes,
+        tenants,
+        phases,
+        cancelFraction,
+        cancelMin,
+        cancelMax,
+        maxRetries,
+        drain,
+        seed,
+        DEFAULT_MAX_ARRIVALS);
+  }
 
   public Workload {
     classes = List.copyOf(classes);
@@ -39,6 +70,9 @@ public record Workload(
     }
     if (cancelFraction < 0 || cancelFraction > 1) {
       throw new IllegalArgumentException("cancelFraction: " + cancelFraction + " (expected: 0..1)");
+    }
+    if (maxArrivals < 1) {
+      throw new IllegalArgumentException("maxArrivals: " + maxArrivals + " (expected: >= 1)");
     }
     if (maxRetries < 0) {
       throw new IllegalArgumentException("maxRetries: " + maxRetries + " (expected: >= 0)");
@@ -68,7 +102,8 @@ public record Workload(
         cancelMax,
         maxRetries,
         drain,
-        seed);
+        seed,
+        maxArrivals);
   }
 
   /**

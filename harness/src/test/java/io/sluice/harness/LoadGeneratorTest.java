@@ -136,6 +136,27 @@ class LoadGeneratorTest {
   }
 
   @Test
+  void arrivals_boundedInCount() {
+    Workload w = workload(0, 0, Duration.ofSeconds(5));
+    Workload capped =
+        new Workload(
+            w.classes(),
+            w.tenants(),
+            w.phases(),
+            w.cancelFraction(),
+            w.cancelMin(),
+            w.cancelMax(),
+            w.maxRetries(),
+            w.drain(),
+            w.seed(),
+            5);
+    assertThat(LoadGenerator.arrivals(capped)).hasSize(5);
+    assertThat(LoadGenerator.arrivals(capped.scaled(10))).hasSize(5);
+    assertThat(LoadGenerator.arrivals(capped))
+        .isEqualTo(LoadGenerator.arrivals(w).subList(0, 5)); // the first five of the same draw
+  }
+
+  @Test
   void wasteIfServedOnArrival_countsPromptAndTokensGeneratedBeforeTheHangUp() {
     // no prefill, 10 ms per token, answers of exactly 10 tokens: the last token at 90 ms
     SimulatedLlmUpstream.Settings s =
