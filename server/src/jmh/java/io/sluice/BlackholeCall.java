@@ -6,6 +6,7 @@ import org.openjdk.jmh.infra.Blackhole;
 /** Stands in for grpc's call: hands every answer to the blackhole. */
 public final class BlackholeCall<T> extends ServerCallStreamObserver<T> {
   private final Blackhole bh;
+  private Runnable onCancel = () -> {};
 
   public BlackholeCall(Blackhole bh) {
     this.bh = bh;
@@ -32,7 +33,14 @@ public final class BlackholeCall<T> extends ServerCallStreamObserver<T> {
   }
 
   @Override
-  public void setOnCancelHandler(Runnable onCancelHandler) {}
+  public void setOnCancelHandler(Runnable onCancelHandler) {
+    onCancel = onCancelHandler;
+  }
+
+  /** The client reset the stream (how Envoy ends an ext_proc stream): runs the cancel handler. */
+  public void cancel() {
+    onCancel.run();
+  }
 
   @Override
   public void setCompression(String compression) {}

@@ -31,8 +31,11 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -45,8 +48,11 @@ import picocli.CommandLine.Option;
 /**
  * The transport floor: the same closed-loop Java generator (one-shot ext_proc streams: request
  * headers with end_of_stream, then half-close) against a no-op ext_proc server (CONTINUE at once,
- * direct executor) and against Sluice's full admission path (admit, and reject), in one process,
- * one after the other.
+ * direct executor) and against Sluice's full admission path (admit, and reject), in one process.
+ * All three servers run at once; after a warm-up that visits each in turn (the JIT takes about 25 s
+ * to settle here), measured windows alternate between them, round after round, so drift in the
+ * machine's speed hits every target alike. A target's ratio is the median over rounds of its
+ * window's streams/s ÷ the no-op's window of the same round.
  */
 @Command(name = "floor", description = "Transport floor: no-op ext_proc vs Sluice, streams/s.")
 final class Floor implements Callable<Integer> {
@@ -59,11 +65,30 @@ final class Floor implements Callable<Integer> {
       defaultValue = "32")
   int concurrency = 32;
 
-  @Option(names = "--warmup", description = "seconds", defaultValue = "4")
-  int warmupSeconds = 4;
+  @Option(
+      names = "--warmup",
+      description = "seconds of warm-up, visiting the targets in turn (default: ${DEFAULT-VALUE})",
+      defaultValue = "24")
+  int warmupSeconds = 24;
 
-  @Option(names = "--duration", description = "seconds", defaultValue = "6")
-  int durationSeconds = 6;
+  @Option(
+      names = "--duration",
+      description = "seconds per measured window (default: ${DEFAULT-VALUE})",
+      defaultValue = "5")
+  int durationSeconds = 5;
+
+  @Option(
+      names = "--rounds",
+      description = "measured windows per target, alternating targets (default: ${DEFAULT-VALUE})",
+      defaultValue = "4")
+  int rounds = 4;
+
+  static final List<String> TARGETS = List.of("noop", "sluice", "sluice-reject");
+
+  /** Warm-up windows, and the settling time of each measured window, in seconds. */
+  private static final int WARM_WINDOW_SECONDS = 2;
+
+  private static final int SETTLE_SECONDS = 1;
 
   @Option(
       names = "--serve",
@@ -112,10 +137,22 @@ final class Floor implements Callable<Integer> {
           """,
           "interactive");
 
-  /** Result of one target. */
+  /**
+   * Result of one target over all rounds.
+   *
+   * @param streamsPerSecond median over rounds
+   * @param ratio median over rounds of this target's streams/s ÷ the no-op's in the same round
+   * @param minRatio smallest per-round ratio
+   * @param maxRatio largest per-round ratio
+   * @param latencyMicros client latency, all measured windows
+   * @param cpuCores mean process CPU over the measured windows
+   */
   record Row(
       String target,
       double streamsPerSecond,
+      double ratio,
+      double minRatio,
+      double maxRatio,
       Histogram latencyMicros,
       double cpuCores,
       String serverDecisionP50,
@@ -141,32 +178,98 @@ final class Floor implements Callable<Integer> {
       new CountDownLatch(1).await();
       return 0;
     }
-    List<Row> rows = new ArrayList<>();
-    for (String target : List.of("noop", "sluice", "sluice-reject")) {
-      rows.add(measure(target));
+    Map<String, AutoCloseable> servers = new LinkedHashMap<>();
+    Map<String, List<ManagedChannel>> channelsOf = new LinkedHashMap<>();
+    try {
+      for (String target : TARGETS) {
+        AutoCloseable server = start(target, 0);
+        servers.put(target, server);
+        channelsOf.put(target, channels(portOf(server)));
+      }
+      out.printf(
+          Locale.ROOT,
+          "warming up %d s, then %d rounds of %d s per target (%d cores)...%n",
+          warmupSeconds,
+          rounds,
+          durationSeconds,
+          Runtime.getRuntime().availableProcessors());
+      long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
+      while (System.nanoTime() - warmEnd < 0) {
+        for (String target : TARGETS) {
+          drive(channelsOf.get(target), 0, WARM_WINDOW_SECONDS);
+        }
+      }
+      Map<String, List<ClosedLoop.Result>> windows = new LinkedHashMap<>();
+      TARGETS.forEach(t -> windows.put(t, new ArrayList<>()));
+      for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < TARGETS.size(); i++) {
+          String target = TARGETS.get((i + round) % TARGETS.size()); // rotate who goes first
+          windows.get(target).add(drive(channelsOf.get(target), SETTLE_SECONDS, durationSeconds));
+        }
+      }
+      List<Row> rows = new ArrayList<>();
+      for (String target : TARGETS) {
+        rows.add(row(target, windows.get(target), windows.get("noop"), servers.get(target)));
+      }
+      out.println(table(rows, channels, concurrency, shape, rounds, durationSeconds));
+    } finally {
+      channelsOf.values().forEach(l -> l.forEach(ManagedChannel::shutdownNow));
+      servers.values().forEach(Floor::closeQuietly);
     }
-    out.println(table(rows, channels, concurrency, shape));
     return 0;
   }
 
-  Row measure(String target) throws Exception {
-    try (AutoCloseable server = start(target, 0)) {
-      int p = server instanceof Sluice s ? s.server.grpcPort() : ((NoOp) server).server.getPort();
-      Row row = drive(target, p);
-      if (server instanceof Sluice s) {
-        String scrape = s.server.registry().scrape();
-        String decision = target.equals("sluice") ? "admit" : "reject";
-        return new Row(
-            row.target(),
-            row.streamsPerSecond(),
-            row.latencyMicros(),
-            row.cpuCores(),
-            quantile(scrape, decision, shape.equals("envoy") ? "body" : "headers", "0.5"),
-            quantile(scrape, decision, shape.equals("envoy") ? "body" : "headers", "0.99"),
-            row.errors());
-      }
-      return row;
+  private static int portOf(AutoCloseable server) {
+    return server instanceof Sluice s ? s.server.grpcPort() : ((NoOp) server).server.getPort();
+  }
+
+  private Row row(
+      String target,
+      List<ClosedLoop.Result> mine,
+      List<ClosedLoop.Result> noop,
+      AutoCloseable server) {
+    double[] rates = new double[mine.size()];
+    double[] ratios = new double[mine.size()];
+    Histogram latency = new Histogram(60_000_000L, 3);
+    double cpu = 0;
+    long errors = 0;
+    for (int i = 0; i < mine.size(); i++) {
+      rates[i] = mine.get(i).perSecond();
+      ratios[i] = mine.get(i).perSecond() / noop.get(i).perSecond();
+      latency.add(mine.get(i).latencyMicros());
+      cpu += mine.get(i).cpuCores() / mine.size();
+      errors += mine.get(i).errors();
     }
+    String p50 = "-";
+    String p99 = "-";
+    if (server instanceof Sluice s) {
+      String scrape = s.server.registry().scrape();
+      String decision = target.equals("sluice") ? "admit" : "reject";
+      String phase = shape.equals("envoy") ? "body" : "headers";
+      p50 = quantile(scrape, decision, phase, "0.5");
+      p99 = quantile(scrape, decision, phase, "0.99");
+    }
+    return new Row(
+        target,
+        median(rates),
+        median(ratios),
+        Arrays.stream(ratios).min().orElse(Double.NaN),
+        Arrays.stream(ratios).max().orElse(Double.NaN),
+        latency,
+        cpu,
+        p50,
+        p99,
+        errors);
+  }
+
+  static double median(double[] values) {
+    double[] v = values.clone();
+    Arrays.sort(v);
+    int n = v.length;
+    if (n == 0) {
+      return Double.NaN;
+    }
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
 
   /**
@@ -227,7 +330,7 @@ final class Floor implements Callable<Integer> {
     };
   }
 
-  Row drive(String target, int port) throws InterruptedException {
+  private List<ManagedChannel> channels(int port) {
     List<ManagedChannel> chans = new ArrayList<>();
     for (int i = 0; i < channels; i++) {
       chans.add(
@@ -237,35 +340,38 @@ final class Floor implements Callable<Integer> {
               .flowControlWindow(1 << 20)
               .build());
     }
+    return chans;
+  }
+
+  /** One closed-loop window on {@code chans}: {@code settle} s unmeasured, then {@code seconds}. */
+  ClosedLoop.Result drive(List<ManagedChannel> chans, int settle, int seconds)
+      throws InterruptedException {
     ProcessingRequest req = request();
     Metadata.Key<String> tenantKey =
         Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
     List<ProcessingRequest> envoyShape = envoyShapedMessages();
-    ClosedLoop.Result r =
-        ClosedLoop.run(
-            chans,
-            concurrency,
-            warmupSeconds,
-            durationSeconds,
-            shape.equals("envoy")
-                ? (ch, finish) -> envoyLikeStream(ch, tenantKey, envoyShape, finish)
-                : (ch, finish) -> {
-                  ClientCall<ProcessingRequest, ProcessingResponse> call =
-                      ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
-                  call.start(
-                      new ClientCall.Listener<>() {
-                        @Override
-                        public void onClose(Status status, Metadata trailers) {
-                          finish.accept(status.isOk());
-                        }
-                      },
-                      metadata(tenantKey));
-                  call.request(2);
-                  call.sendMessage(req);
-                  call.halfClose();
-                });
-    chans.forEach(ManagedChannel::shutdownNow);
-    return new Row(target, r.perSecond(), r.latencyMicros(), r.cpuCores(), "-", "-", r.errors());
+    return ClosedLoop.run(
+        chans,
+        concurrency,
+        settle,
+        seconds,
+        shape.equals("envoy")
+            ? (ch, finish) -> envoyLikeStream(ch, tenantKey, envoyShape, finish)
+            : (ch, finish) -> {
+              ClientCall<ProcessingRequest, ProcessingResponse> call =
+                  ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+              call.start(
+                  new ClientCall.Listener<>() {
+                    @Override
+                    public void onClose(Status status, Metadata trailers) {
+                      finish.accept(status.isOk());
+                    }
+                  },
+                  metadata(tenantKey));
+              call.request(2);
+              call.sendMessage(req);
+              call.halfClose();
+            });
   }
 
   /**
@@ -367,28 +473,34 @@ final class Floor implements Callable<Integer> {
     return md;
   }
 
-  static String table(List<Row> rows, int channels, int concurrency, String shape) {
+  static String table(
+      List<Row> rows, int channels, int concurrency, String shape, int rounds, int seconds) {
     StringBuilder b = new StringBuilder();
     b.append(
         String.format(
             Locale.ROOT,
-            "Java generator, %d channels x %d %s streams, closed loop, same JVM%n%n",
+            "Java generator, %d channels x %d %s streams, closed loop, same JVM; %d alternating"
+                + " rounds of %d s per target%n%n",
             channels,
             concurrency,
-            shape.equals("envoy") ? "Envoy-like (4 messages + reset)" : "one-shot"));
+            shape.equals("envoy") ? "Envoy-like (4 messages + reset)" : "one-shot",
+            rounds,
+            seconds));
     b.append(
-        "| target | streams/s | ratio to no-op | client p50 | client p99 | process CPU (cores) |"
-            + " server decision p50 | server decision p99 | errors |\n");
-    b.append("|---|---|---|---|---|---|---|---|---|\n");
-    double floor = rows.get(0).streamsPerSecond();
+        "| target | streams/s (median) | ratio to no-op (median of rounds) | rounds (min–max) |"
+            + " client p50 | client p99 | process CPU (cores) | server decision p50 |"
+            + " server decision p99 | errors |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|\n");
     for (Row r : rows) {
       b.append(
           String.format(
               Locale.ROOT,
-              "| %s | %.0f | %.2f | %d µs | %d µs | %.2f | %s | %s | %d |\n",
+              "| %s | %.0f | %.2f | %.2f–%.2f | %d µs | %d µs | %.2f | %s | %s | %d |\n",
               r.target(),
               r.streamsPerSecond(),
-              r.streamsPerSecond() / floor,
+              r.ratio(),
+              r.minRatio(),
+              r.maxRatio(),
               r.latencyMicros().getValueAtPercentile(50),
               r.latencyMicros().getValueAtPercentile(99),
               r.cpuCores(),

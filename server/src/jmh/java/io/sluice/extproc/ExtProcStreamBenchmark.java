@@ -3,8 +3,11 @@ package io.sluice.extproc;
 import com.google.protobuf.ByteString;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
 import io.grpc.Metadata;
 import io.sluice.BlackholeCall;
 import io.sluice.JmhPolicies;
@@ -50,6 +53,7 @@ public class ExtProcStreamBenchmark {
   private ExtProcService service;
   private byte[] request; // parsed per operation, as gRPC does: header keys arrive as bytes
   private Metadata metadata;
+  private byte[][] envoyMessages; // request headers, body, response headers, response body
 
   @Setup(Level.Trial)
   public void setUp() throws Exception {
@@ -78,6 +82,55 @@ public class ExtProcStreamBenchmark {
             .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map).setEndOfStream(true))
             .build()
             .toByteArray();
+    ProcessingRequest first = ProcessingRequest.parseFrom(request);
+    envoyMessages =
+        new byte[][] {
+          first.toBuilder()
+              .setRequestHeaders(first.getRequestHeaders().toBuilder().setEndOfStream(false))
+              .setProtocolConfig(
+                  ProtocolConfiguration.newBuilder()
+                      .setRequestBodyMode(ProcessingMode.BodySendMode.BUFFERED)
+                      .setResponseBodyMode(ProcessingMode.BodySendMode.STREAMED))
+              .build()
+              .toByteArray(),
+          ProcessingRequest.newBuilder()
+              .setRequestBody(
+                  HttpBody.newBuilder()
+                      .setEndOfStream(true)
+                      .setBody(
+                          ByteString.copyFromUtf8(
+                              "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":256,\"messages\":[{\"role\":"
+                                  + "\"system\",\"content\":\"You are a helpful assistant.\"},"
+                                  + "{\"role\":\"user\",\"content\":\"Summarise the attached meeting"
+                                  + " notes in three bullet points.\"}]}")))
+              .build()
+              .toByteArray(),
+          ProcessingRequest.newBuilder()
+              .setResponseHeaders(
+                  HttpHeaders.newBuilder()
+                      .setHeaders(
+                          HeaderMap.newBuilder()
+                              .addHeaders(
+                                  HeaderValue.newBuilder()
+                                      .setKey(":status")
+                                      .setRawValue(ByteString.copyFromUtf8("200")))
+                              .addHeaders(
+                                  HeaderValue.newBuilder()
+                                      .setKey("content-type")
+                                      .setRawValue(ByteString.copyFromUtf8("application/json")))))
+              .build()
+              .toByteArray(),
+          ProcessingRequest.newBuilder()
+              .setResponseBody(
+                  HttpBody.newBuilder()
+                      .setEndOfStream(true)
+                      .setBody(
+                          ByteString.copyFromUtf8(
+                              "{\"choices\":[{\"message\":{\"content\":\"ok\"}}],\"usage\":"
+                                  + "{\"prompt_tokens\":31,\"completion_tokens\":40}}")))
+              .build()
+              .toByteArray()
+        };
     metadata = new Metadata();
     metadata.put(Metadata.Key.of("content-type", Metadata.ASCII_STRING_MARSHALLER), "grpc");
     metadata.put(Metadata.Key.of("te", Metadata.ASCII_STRING_MARSHALLER), "trailers");
@@ -107,6 +160,38 @@ public class ExtProcStreamBenchmark {
       default -> {}
     }
     sink.onCompleted();
+  }
+
+  /**
+   * One whole stream as Envoy drives a BUFFERED/STREAMED chat request (what {@code floor --shape
+   * envoy} sends): request headers with {@code protocol_config}, the buffered body (estimate and
+   * decide), response headers, the response body with {@code usage} (release, actual tokens), then
+   * the reset that ends it.
+   */
+  @Benchmark
+  public void envoyStream(Blackhole bh) throws Exception {
+    BlackholeCall<Answer> sink = new BlackholeCall<>(bh);
+    io.grpc.stub.StreamObserver<Inbound> in = service.open(sink, metadata);
+    for (byte[] m : envoyMessages) {
+      in.onNext(Inbound.parse(m));
+    }
+    sink.cancel();
+  }
+
+  /** The no-op server's work for the same stream: parse each message, answer CONTINUE. */
+  @Benchmark
+  public void envoyBaseline(Blackhole bh) throws Exception {
+    BlackholeCall<Answer> sink = new BlackholeCall<>(bh);
+    for (byte[] m : envoyMessages) {
+      sink.onNext(
+          switch (ProcessingRequest.parseFrom(m).getRequestCase()) {
+            case REQUEST_HEADERS -> Responses.CONTINUE_REQUEST_HEADERS;
+            case REQUEST_BODY -> Responses.CONTINUE_REQUEST_BODY;
+            case RESPONSE_HEADERS -> Responses.CONTINUE_RESPONSE_HEADERS;
+            default -> Responses.CONTINUE_RESPONSE_BODY;
+          });
+    }
+    sink.cancel();
   }
 
   /** Sluice's request marshaller on the same message (headers read from the wire). */
