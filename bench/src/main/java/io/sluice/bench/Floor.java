@@ -99,7 +99,7 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--shape",
       description =
-          "oneshot: request_headers + half-close (worst case for the ratio); envoy: request"
+          "oneshot: request_headers + half-close (the transport floor); envoy: request"
               + " headers, buffered body, response headers, response body, then a reset, as"
               + " Envoy drives a BUFFERED/STREAMED LLM request (default: ${DEFAULT-VALUE})",
       defaultValue = "oneshot")
