@@ -19,6 +19,7 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.estimate.EstimatorSettings;
+import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.time.Ticker;
 import io.sluice.extproc.AdmissionRuntime;
@@ -92,6 +93,7 @@ public final class SluiceServer implements AutoCloseable {
   private final Ticker ticker;
   private final AdmissionController controller;
   private final AdmissionMetrics metrics;
+  private final TokenCountCache tokenCounts;
   private final RlsModule rls;
   private final ScheduledExecutorService housekeeping;
   private final Counter reloadSuccess;
@@ -125,6 +127,9 @@ public final class SluiceServer implements AutoCloseable {
             : null;
     this.quotaStore =
         rls != null ? rls.buckets() : new io.sluice.store.memory.InMemoryStore(options.clock());
+    SluiceConfig.Estimation est = config.estimation();
+    this.tokenCounts = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
+    metrics.bindTokenCache(tokenCounts);
     runtime.set(runtimeFor(config));
     this.reloadSuccess =
         Counter.builder(MetricNames.CONFIG_RELOADS).tag("result", "success").register(registry);
@@ -191,7 +196,7 @@ public final class SluiceServer implements AutoCloseable {
         config,
         new RequestResolver(config),
         controller,
-        new TokenEstimator(estimatorSettings(config)),
+        new TokenEstimator(estimatorSettings(config), tokenCounts),
         metrics,
         new DecisionLog(config.decisionLog()),
         ticker,
@@ -342,6 +347,7 @@ public final class SluiceServer implements AutoCloseable {
     }
     controller.reconfigure(next.pools().values(), next.classes().values());
     metrics.bindPools(controller);
+    tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
     runtime.set(runtimeFor(next));
     lastReloadOk = true;
     lastReloadError = "";

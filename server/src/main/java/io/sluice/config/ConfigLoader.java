@@ -7,6 +7,7 @@ import io.sluice.config.SluiceConfig.EstimateFrom;
 import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.TierPolicy;
@@ -261,7 +262,9 @@ public final class ConfigLoader {
             "perMessageOverheadTokens",
             "replyPrimingTokens",
             "maxJsonDepth",
-            "maxTokenizeChars"));
+            "maxTokenizeChars",
+            "tokenCacheChars",
+            "tokenCacheMinChars"));
     return new SluiceConfig.Estimation(
         e.get("bytesPerToken").doubleValue(4.0, 0.5, 64),
         e.get("imageTokens").longValue(765, 0, 1_000_000),
@@ -270,7 +273,9 @@ public final class ConfigLoader {
         e.get("perMessageOverheadTokens").longValue(4, 0, 10_000),
         e.get("replyPrimingTokens").longValue(3, 0, 10_000),
         e.get("maxJsonDepth").intValue(64, 1, 512),
-        e.get("maxTokenizeChars").longValue(16384, 0, 1L << 30));
+        e.get("maxTokenizeChars").longValue(16384, 0, 1L << 30),
+        e.get("tokenCacheChars").longValue(TokenCountCache.DEFAULT_MAX_CHARS, 0, 1L << 32),
+        e.get("tokenCacheMinChars").intValue(TokenCountCache.DEFAULT_MIN_CHARS, 0, 1 << 20));
   }
 
   private static PoolPolicy pool(String name, Node p) {

@@ -72,7 +72,9 @@ public record SluiceConfig(
       long perMessageOverheadTokens,
       long replyPrimingTokens,
       int maxJsonDepth,
-      long maxTokenizeChars) {}
+      long maxTokenizeChars,
+      long tokenCacheChars,
+      int tokenCacheMinChars) {}
 
   /** Tenant resolution: who is anonymous, what unknown tenants get, known tenants' tiers. */
   public record Tenants(

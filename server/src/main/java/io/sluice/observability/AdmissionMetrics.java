@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Timer;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
+import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.policy.ClassPolicy;
 import java.time.Duration;
 import java.util.List;
@@ -56,6 +57,28 @@ public final class AdmissionMetrics {
     }
     Gauge.builder(MetricNames.STREAMS_OPEN, tally, StreamTally::open)
         .description("ext_proc streams currently open")
+        .register(registry);
+  }
+
+  /**
+   * Registers {@code sluice_estimate_token_cache_lookups_total{result="hit"|"miss"}}, the weight
+   * held ({@code sluice_estimate_token_cache_chars}) and its entries, read from the cache at scrape
+   * time.
+   */
+  public void bindTokenCache(TokenCountCache cache) {
+    FunctionCounter.builder(MetricNames.TOKEN_CACHE_LOOKUPS, cache, TokenCountCache::hits)
+        .tag("result", "hit")
+        .description("BPE token-count cache lookups of prompt pieces, by result")
+        .register(registry);
+    FunctionCounter.builder(MetricNames.TOKEN_CACHE_LOOKUPS, cache, TokenCountCache::misses)
+        .tag("result", "miss")
+        .description("BPE token-count cache lookups of prompt pieces, by result")
+        .register(registry);
+    Gauge.builder(MetricNames.TOKEN_CACHE_CHARS, cache, TokenCountCache::weightedChars)
+        .description("characters held by the token-count cache, with per-entry overhead")
+        .register(registry);
+    Gauge.builder(MetricNames.TOKEN_CACHE_ENTRIES, cache, TokenCountCache::entries)
+        .description("prompt pieces held by the token-count cache")
         .register(registry);
   }
 

@@ -21,6 +21,9 @@ public final class MetricNames {
   public static final String TOKENS_ACTUAL = "sluice.tokens.actual";
   public static final String TOKENS_ACTUAL_TO_ESTIMATE = "sluice.tokens.actual_to_estimate";
   public static final String ESTIMATE_FALLBACKS = "sluice.estimate.fallbacks";
+  public static final String TOKEN_CACHE_LOOKUPS = "sluice.estimate.token_cache.lookups";
+  public static final String TOKEN_CACHE_CHARS = "sluice.estimate.token_cache.chars";
+  public static final String TOKEN_CACHE_ENTRIES = "sluice.estimate.token_cache.entries";
   public static final String RETRY_AFTER = "sluice.retry_after";
   public static final String UPSTREAM_RESPONSES = "sluice.upstream.responses";
   public static final String STREAMS_OPEN = "sluice.extproc.streams.open";

@@ -42,7 +42,9 @@ class SluiceServerTest {
       assertThat(metrics.body())
           .contains("sluice_pool_capacity{pool=\"default\"} 32768.0")
           .contains("sluice_pool_work_in_flight{class=\"interactive\",pool=\"default\"}")
-          .contains("sluice_extproc_streams_open");
+          .contains("sluice_extproc_streams_open")
+          .contains("sluice_estimate_token_cache_lookups_total{result=\"hit\"}")
+          .contains("sluice_estimate_token_cache_chars");
       HttpResponse<String> config = get(server.adminPort(), "/config");
       assertThat(config.body()).contains("\"interactive\"").contains("\"grpcPort\" : 0");
       assertThat(get(server.adminPort(), "/nope").statusCode()).isEqualTo(404);

@@ -80,6 +80,36 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void parse_tokenCache_defaultsAndBounds() {
+    SluiceConfig.Estimation d =
+        ConfigLoader.parse("pools: {p: {capacity: 10}}\nclasses: {a: {reservedShare: 1}}\n")
+            .estimation();
+    assertThat(d.tokenCacheChars()).isEqualTo(4L << 20);
+    assertThat(d.tokenCacheMinChars()).isEqualTo(32);
+
+    SluiceConfig.Estimation off =
+        ConfigLoader.parse(
+                """
+                pools: {p: {capacity: 10}}
+                classes: {a: {reservedShare: 1}}
+                estimation: {tokenCacheChars: 0, tokenCacheMinChars: 128}
+                """)
+            .estimation();
+    assertThat(off.tokenCacheChars()).isZero();
+    assertThat(off.tokenCacheMinChars()).isEqualTo(128);
+
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    """
+                    pools: {p: {capacity: 10}}
+                    classes: {a: {reservedShare: 1}}
+                    estimation: {tokenCacheChars: -5}
+                    """))
+        .hasMessageContaining("estimation.tokenCacheChars");
+  }
+
+  @Test
   void parse_reservedSharesAboveOne_isAnError() {
     String yaml =
         """

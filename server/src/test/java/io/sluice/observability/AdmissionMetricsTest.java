@@ -3,6 +3,12 @@ package io.sluice.observability;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.core.estimate.EstimateLimits;
+import io.sluice.core.estimate.EstimatorSettings;
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.estimate.TokenCountCache;
+import io.sluice.core.estimate.TokenEstimator;
+import java.nio.charset.StandardCharsets;
 import java.util.EnumMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -52,5 +58,39 @@ class AdmissionMetricsTest {
         .isEqualTo(2.0);
     assertThat(registry.get(MetricNames.STREAMS).tag("event", "failed").functionCounter().count())
         .isEqualTo(1.0);
+  }
+
+  @Test
+  void tokenCacheMetersReadTheCache() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
+    TokenCountCache cache = new TokenCountCache(1 << 20, 16);
+    m.bindTokenCache(cache);
+    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults(), cache);
+    byte[] body =
+        ("{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"system\",\"content\":"
+                + "\"You are a helpful assistant for a travel agency.\"}]}")
+            .getBytes(StandardCharsets.UTF_8);
+    estimator.estimate(RequestFormat.AUTO, body, new EstimateLimits(10, 100));
+    estimator.estimate(RequestFormat.AUTO, body, new EstimateLimits(10, 100));
+
+    assertThat(
+            registry
+                .get(MetricNames.TOKEN_CACHE_LOOKUPS)
+                .tag("result", "miss")
+                .functionCounter()
+                .count())
+        .isEqualTo(1.0);
+    assertThat(
+            registry
+                .get(MetricNames.TOKEN_CACHE_LOOKUPS)
+                .tag("result", "hit")
+                .functionCounter()
+                .count())
+        .isEqualTo(1.0);
+    assertThat(registry.get(MetricNames.TOKEN_CACHE_ENTRIES).gauge().value()).isEqualTo(1.0);
+    assertThat(registry.get(MetricNames.TOKEN_CACHE_CHARS).gauge().value())
+        .isEqualTo(cache.weightedChars())
+        .isPositive();
   }
 }

@@ -27,9 +27,19 @@ public final class TokenEstimator {
   private final EstimatorSettings settings;
   private final JsonFactory jsonFactory;
   private final ModelEncodings encodings;
+  private final TokenCountCache counts;
 
+  /** An estimator that tokenizes every piece (no {@link TokenCountCache}). */
   public TokenEstimator(EstimatorSettings settings) {
+    this(settings, TokenCountCache.disabled());
+  }
+
+  /**
+   * @param counts token counts of pieces already seen, shared by every estimator of the server
+   */
+  public TokenEstimator(EstimatorSettings settings, TokenCountCache counts) {
     this.settings = Objects.requireNonNull(settings, "settings");
+    this.counts = Objects.requireNonNull(counts, "counts");
     this.jsonFactory = newJsonFactory(settings.maxJsonDepth());
     this.encodings = new ModelEncodings();
   }
@@ -80,7 +90,7 @@ public final class TokenEstimator {
       }
       Encoding encoding = encodings.forModel(scan.model);
       TokenTally tally =
-          new TokenTally(encoding, settings.bytesPerToken(), settings.maxTokenizeChars());
+          new TokenTally(encoding, counts, settings.bytesPerToken(), settings.maxTokenizeChars());
       if (!reader.walk(resolved, tally)) {
         return fallback(FallbackCause.MISSING_INPUT, length, scan, limits, resolved);
       }
@@ -234,7 +244,7 @@ public final class TokenEstimator {
     RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, 0, body.length, settings);
     RequestBodyReader.Scan scan = reader.scan();
     RequestFormat resolved = format == RequestFormat.AUTO ? scan.detect() : format;
-    TokenTally tally = new TokenTally(encoding, settings.bytesPerToken(), Long.MAX_VALUE);
+    TokenTally tally = new TokenTally(encoding, counts, settings.bytesPerToken(), Long.MAX_VALUE);
     reader.walk(resolved, tally);
     return tally;
   }

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
  */
 final class TokenTally {
   private final Encoding encoding;
+  private final TokenCountCache counts;
   private final double bytesPerToken;
   private final long maxTokenizeChars;
 
@@ -20,8 +21,10 @@ final class TokenTally {
   private long untokenizedChars;
   private long untokenizedBytes;
 
-  TokenTally(Encoding encoding, double bytesPerToken, long maxTokenizeChars) {
+  TokenTally(
+      Encoding encoding, TokenCountCache counts, double bytesPerToken, long maxTokenizeChars) {
     this.encoding = encoding;
+    this.counts = counts;
     this.bytesPerToken = bytesPerToken;
     this.maxTokenizeChars = maxTokenizeChars;
   }
@@ -43,7 +46,7 @@ final class TokenTally {
     }
     long budget = maxTokenizeChars - tokenizedChars;
     if (budget >= n) {
-      bpeTokens += encoding.countTokensOrdinary(s);
+      bpeTokens += counts.count(encoding, s);
       tokenizedChars += n;
       return;
     }
@@ -52,7 +55,7 @@ final class TokenTally {
       cut--;
     }
     if (cut > 0) {
-      bpeTokens += encoding.countTokensOrdinary(s.substring(0, cut));
+      bpeTokens += counts.count(encoding, s.substring(0, cut));
       tokenizedChars += cut;
     }
     untokenizedChars += n - cut;
