@@ -1,10 +1,7 @@
 package io.sluice.extproc;
 
-import com.google.protobuf.ByteString;
 import com.google.protobuf.util.Timestamps;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
@@ -178,10 +175,10 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     try {
       switch (req.requestCase()) {
         case REQUEST_HEADERS -> onRequestHeaders(req, received);
-        case REQUEST_BODY -> onRequestBody(req.message().getRequestBody(), received);
+        case REQUEST_BODY -> onRequestBody(req, received);
         case REQUEST_TRAILERS -> onRequestTrailers();
-        case RESPONSE_HEADERS -> onResponseHeaders(req.message().getResponseHeaders());
-        case RESPONSE_BODY -> onResponseBody(req.message().getResponseBody());
+        case RESPONSE_HEADERS -> onResponseHeaders(req);
+        case RESPONSE_BODY -> onResponseBody(req);
         case RESPONSE_TRAILERS -> onResponseTrailers();
         default -> protocolError("unknown_message", "ProcessingRequest carries no known message");
       }
@@ -269,7 +266,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
         });
   }
 
-  private void onRequestBody(HttpBody body, long now) {
+  private void onRequestBody(Inbound body, long now) {
     if (phase == Phase.ADMITTED && requestBodyMode == BodySendMode.STREAMED) {
       send(Responses.CONTINUE_REQUEST_BODY); // streamed chunks after a headers-time decision
       return;
@@ -278,22 +275,24 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       protocolError("out_of_phase", "request_body in phase " + phase);
       return;
     }
-    ByteString bytes = body.getBody();
-    if (bytes.size() > rt.config().limits().maxBodyBytes()) {
+    int length = body.bodyLength();
+    if (length > rt.config().limits().maxBodyBytes()) {
       reject(
           Reason.BODY_TOO_LARGE,
           413,
           0,
           "request body of "
-              + bytes.size()
+              + length
               + " bytes exceeds the limit of "
               + rt.config().limits().maxBodyBytes(),
           "body",
           now);
       return;
     }
-    byte[] data = bytes.toByteArray();
-    estimate = rt.estimator().estimate(resolved.format(), data, 0, data.length, limits());
+    // read in place: the estimator never keeps or modifies the array
+    estimate =
+        rt.estimator()
+            .estimate(resolved.format(), body.bodyArray(), body.bodyOffset(), length, limits());
     if (estimate.fallbackCause() != null) {
       rt.metrics().estimateFallback(estimate.fallbackCause());
     }
@@ -563,35 +562,33 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     send(Responses.CONTINUE_REQUEST_TRAILERS);
   }
 
-  private void onResponseHeaders(HttpHeaders h) {
+  private void onResponseHeaders(Inbound h) {
     if (phase != Phase.ADMITTED) {
       protocolError("out_of_phase", "response_headers in phase " + phase);
       return;
     }
     responseHeadersSeen = true;
-    var list = h.getHeaders().getHeadersList();
-    upstreamStatus = (int) parseLong(EnvoySignals.find(list, ":status"), 0);
+    upstreamStatus = (int) parseLong(h.header(":status"), 0);
     rt.metrics().upstreamResponse(resolved.pool().name(), upstreamStatus);
-    usage = UsageExtractor.forResponse(EnvoySignals.find(list, "content-type"));
+    usage = UsageExtractor.forResponse(h.header("content-type"));
     send(Responses.CONTINUE_RESPONSE_HEADERS);
-    if (h.getEndOfStream() || responseBodyMode == BodySendMode.NONE) {
+    if (h.headersEndOfStream() || responseBodyMode == BodySendMode.NONE) {
       // Body mode NONE: Envoy sends nothing more, so the permit covers time to response headers.
       release(Outcome.COMPLETED);
     }
   }
 
-  private void onResponseBody(HttpBody body) {
+  private void onResponseBody(Inbound body) {
     if (phase != Phase.ADMITTED && !(phase == Phase.DONE && permit != null)) {
       protocolError("out_of_phase", "response_body in phase " + phase);
       return;
     }
     responseBodySeen = true;
-    if (usage != null && !body.getBody().isEmpty()) {
-      byte[] b = body.getBody().toByteArray();
-      usage.onChunk(b, 0, b.length);
+    if (usage != null && body.bodyLength() > 0) {
+      usage.onChunk(body.bodyArray(), body.bodyOffset(), body.bodyLength()); // copies nothing
     }
     send(Responses.CONTINUE_RESPONSE_BODY);
-    if (body.getEndOfStream()) {
+    if (body.bodyEndOfStream()) {
       release(Outcome.COMPLETED);
     }
   }

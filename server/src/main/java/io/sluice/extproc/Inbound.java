@@ -5,6 +5,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
@@ -21,13 +22,15 @@ import java.util.List;
 /**
  * One {@code ProcessingRequest} as Envoy sent it.
  *
- * <p>A {@code request_headers} message — the first of every stream, and the one most requests are
- * decided on — is read straight from its wire bytes: one pass checks the message and notes where
- * each header's key and value lie, and only the values a request is asked for become Strings (the
- * generated parser builds a HeaderValue and two Strings per header, which cost Sluice about as much
- * CPU as deciding the request). Every other message, and any {@code request_headers} message
- * outside the plain shape Envoy writes (another oneof member too, a group, a field with an
- * unexpected wire type, a non-ASCII string field, a malformed or truncated field), is parsed by
+ * <p>The messages of an LLM request's stream — {@code request_headers} (the first of every stream,
+ * and the one most requests are decided on), {@code request_body}, {@code response_headers} and
+ * {@code response_body} — are read straight from their wire bytes. One pass checks the message and
+ * notes where each header's key and value, or the body, lie. Only the header values a request is
+ * asked for become Strings (the generated parser builds a HeaderValue and two Strings per header,
+ * which cost Sluice about as much CPU as deciding the request), and a body is read in place, never
+ * copied (the estimator and the usage reader take the array, offset and length). Trailers, and any
+ * message outside the plain shape Envoy writes (two different oneof members, a group, a field with
+ * an unexpected wire type, a non-ASCII string field, a malformed or truncated field), are parsed by
  * protobuf-java at once, so every message is accepted or refused exactly as protobuf-java does.
  * {@code metadata_context} and {@code attributes} are checked by protobuf-java but interpreted only
  * when a signal reads them: the first such read parses the whole message ({@link #message}).
@@ -39,13 +42,21 @@ final class Inbound extends ProtoReader {
   private ProcessingRequest message; // parsed at once (fallback) or on demand
   private RequestCase requestCase;
 
-  // request_headers read from the wire; headerCount < 0 when the message is used instead
+  private boolean wire; // read from the wire (false: the message is used)
+
+  // request_headers or response_headers read from the wire; -1 for other messages
   private int headerCount = -1;
   private int[] spans; // per header: key offset, key length, value offset, value length
   private boolean endOfStream;
   private boolean hasProtocolConfig;
   private int requestBodyMode;
   private int responseBodyMode;
+
+  // request_body or response_body: read from the wire, or copied from the message on first use
+  private byte[] bodyArray;
+  private int bodyOffset;
+  private int bodyLength = -1;
+  private boolean bodyEndOfStream;
 
   private Inbound(byte[] bytes, ProcessingRequest message) {
     super(bytes);
@@ -65,8 +76,9 @@ final class Inbound extends ProtoReader {
    */
   static Inbound parse(byte[] bytes) throws InvalidProtocolBufferException {
     Inbound in = new Inbound(bytes, null);
-    if (!in.readRequestHeaders()) {
+    if (!in.readPlain()) {
       in.headerCount = -1;
+      in.bodyLength = -1;
       in.message = parseFully(bytes);
       in.requestCase = in.message.getRequestCase();
     }
@@ -97,14 +109,21 @@ final class Inbound extends ProtoReader {
     return message;
   }
 
-  /** Whether the request_headers message was read from the wire (false: from the message). */
+  /** Whether the message was read from the wire (false: protobuf-java's message is used). */
   boolean fromWire() {
-    return headerCount >= 0;
+    return wire;
   }
 
-  /** request_headers' end_of_stream. */
+  /** The headers of a request_headers or response_headers message (others: empty). */
+  private HttpHeaders messageHeaders() {
+    return requestCase == RequestCase.RESPONSE_HEADERS
+        ? message().getResponseHeaders()
+        : message().getRequestHeaders();
+  }
+
+  /** end_of_stream of request_headers or response_headers. */
   boolean headersEndOfStream() {
-    return fromWire() ? endOfStream : message.getRequestHeaders().getEndOfStream();
+    return fromWire() ? endOfStream : messageHeaders().getEndOfStream();
   }
 
   boolean hasProtocolConfig() {
@@ -124,9 +143,9 @@ final class Inbound extends ProtoReader {
     return m == null ? BodySendMode.UNRECOGNIZED : m;
   }
 
-  /** The request headers as protobuf-java has them (only when the message is used). */
+  /** The headers as protobuf-java has them (only when the message is used). */
   List<HeaderValue> headerList() {
-    return message().getRequestHeaders().getHeaders().getHeadersList();
+    return messageHeaders().getHeaders().getHeadersList();
   }
 
   int headerCount() {
@@ -149,7 +168,7 @@ final class Inbound extends ProtoReader {
     return new String(bytes, spans[4 * i + 2], spans[4 * i + 3], StandardCharsets.UTF_8);
   }
 
-  /** The first value of request header {@code name}, or null. */
+  /** The first value of header {@code name} (request or response headers), or null. */
   String header(String name) {
     if (!fromWire()) {
       return EnvoySignals.find(headerList(), name);
@@ -163,13 +182,54 @@ final class Inbound extends ProtoReader {
     return null;
   }
 
-  // --- the pass over a request_headers message
+  // --- the body of request_body or response_body
 
-  /** True when this is a plain request_headers message and it was read; false: parse it fully. */
-  private boolean readRequestHeaders() {
+  /** The array holding the body (the wire bytes, or a copy of the message's body). */
+  byte[] bodyArray() {
+    ensureBody();
+    return bodyArray;
+  }
+
+  int bodyOffset() {
+    ensureBody();
+    return bodyOffset;
+  }
+
+  int bodyLength() {
+    ensureBody();
+    return bodyLength;
+  }
+
+  /** end_of_stream of request_body or response_body. */
+  boolean bodyEndOfStream() {
+    ensureBody();
+    return bodyEndOfStream;
+  }
+
+  private void ensureBody() {
+    if (bodyLength >= 0) {
+      return;
+    }
+    HttpBody b =
+        requestCase == RequestCase.RESPONSE_BODY
+            ? message().getResponseBody()
+            : message().getRequestBody();
+    bodyArray = b.getBody().toByteArray();
+    bodyOffset = 0;
+    bodyLength = bodyArray.length;
+    bodyEndOfStream = b.getEndOfStream();
+  }
+
+  // --- the pass over a message
+
+  /**
+   * True when this is a plain request_headers, response_headers, request_body or response_body
+   * message and it was read; false: parse it fully.
+   */
+  private boolean readPlain() {
     pos = 0;
     int end = bytes.length;
-    boolean sawHeaders = false;
+    int member = 0; // the oneof member seen; a second, different one goes to protobuf-java
     while (pos < end) {
       int fieldStart = pos;
       int tag = tag(end);
@@ -179,19 +239,25 @@ final class Inbound extends ProtoReader {
       int field = tag >>> 3;
       int type = tag & 7;
       switch (field) {
-        case ProcessingRequest.REQUEST_HEADERS_FIELD_NUMBER -> {
+        case ProcessingRequest.REQUEST_HEADERS_FIELD_NUMBER,
+            ProcessingRequest.RESPONSE_HEADERS_FIELD_NUMBER -> {
           int len = length(type, end);
-          if (len < 0 || !readHttpHeaders(pos, pos + len)) {
+          if ((member != 0 && member != field) || len < 0 || !readHttpHeaders(pos, pos + len)) {
             return false;
           }
-          sawHeaders = true; // a repeated occurrence merges into the first, as protobuf does
+          member = field; // a repeated occurrence merges into the first, as protobuf does
         }
-        case ProcessingRequest.RESPONSE_HEADERS_FIELD_NUMBER,
-            ProcessingRequest.REQUEST_BODY_FIELD_NUMBER,
-            ProcessingRequest.RESPONSE_BODY_FIELD_NUMBER,
-            ProcessingRequest.REQUEST_TRAILERS_FIELD_NUMBER,
+        case ProcessingRequest.REQUEST_BODY_FIELD_NUMBER,
+            ProcessingRequest.RESPONSE_BODY_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if ((member != 0 && member != field) || len < 0 || !readHttpBody(pos, pos + len)) {
+            return false;
+          }
+          member = field;
+        }
+        case ProcessingRequest.REQUEST_TRAILERS_FIELD_NUMBER,
             ProcessingRequest.RESPONSE_TRAILERS_FIELD_NUMBER -> {
-          return false; // another phase (or two oneof members): protobuf-java decides
+          return false; // rare (trailers): protobuf-java reads them
         }
         case ProcessingRequest.PROTOCOL_CONFIG_FIELD_NUMBER -> {
           int len = length(type, end);
@@ -219,14 +285,65 @@ final class Inbound extends ProtoReader {
         }
       }
     }
-    if (!sawHeaders) {
-      return false;
+    switch (member) {
+      case ProcessingRequest.REQUEST_HEADERS_FIELD_NUMBER ->
+          requestCase = RequestCase.REQUEST_HEADERS;
+      case ProcessingRequest.RESPONSE_HEADERS_FIELD_NUMBER ->
+          requestCase = RequestCase.RESPONSE_HEADERS;
+      case ProcessingRequest.REQUEST_BODY_FIELD_NUMBER -> requestCase = RequestCase.REQUEST_BODY;
+      case ProcessingRequest.RESPONSE_BODY_FIELD_NUMBER -> requestCase = RequestCase.RESPONSE_BODY;
+      default -> {
+        return false; // no oneof member: protobuf-java decides
+      }
     }
-    requestCase = RequestCase.REQUEST_HEADERS;
-    if (headerCount < 0) {
-      headerCount = 0;
+    if (requestCase == RequestCase.REQUEST_HEADERS || requestCase == RequestCase.RESPONSE_HEADERS) {
+      if (headerCount < 0) {
+        headerCount = 0;
+      }
+    } else if (bodyLength < 0) {
+      bodyArray = bytes; // an occurrence without a body field: empty
+      bodyOffset = 0;
+      bodyLength = 0;
     }
+    wire = true;
     return true;
+  }
+
+  /** An HttpBody: {@code body} (last occurrence wins) and {@code end_of_stream}. */
+  private boolean readHttpBody(int from, int end) {
+    pos = from;
+    while (pos < end) {
+      int tag = tag(end);
+      if (tag <= 0) {
+        return false;
+      }
+      int type = tag & 7;
+      switch (tag >>> 3) {
+        case HttpBody.BODY_FIELD_NUMBER -> {
+          int len = length(type, end);
+          if (len < 0) {
+            return false;
+          }
+          bodyArray = bytes;
+          bodyOffset = pos;
+          bodyLength = len;
+          pos += len;
+        }
+        case HttpBody.END_OF_STREAM_FIELD_NUMBER -> {
+          long v = varintValue(type, end);
+          if (v == Long.MIN_VALUE) {
+            return false;
+          }
+          bodyEndOfStream = v != 0;
+        }
+        default -> {
+          if (!skip(type, end)) {
+            return false;
+          }
+        }
+      }
+    }
+    return pos == end;
   }
 
   private boolean readHttpHeaders(int from, int end) {

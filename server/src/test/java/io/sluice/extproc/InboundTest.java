@@ -1,5 +1,6 @@
 package io.sluice.extproc;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
@@ -27,7 +28,10 @@ import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.statistics.Statistics;
 import org.junit.jupiter.api.Test;
 
-/** The wire reader of request_headers answers exactly what protobuf-java's parser answers. */
+/**
+ * The wire reader (request and response headers, request and response bodies) answers exactly what
+ * protobuf-java's parser answers.
+ */
 class InboundTest {
   private static final List<String> NAMES =
       List.of(":path", "x-tenant-id", "content-length", "x-sluice-class", "a", "é-key", "");
@@ -36,10 +40,18 @@ class InboundTest {
   void answersEqualProtobufs(@ForAll("requests") ProcessingRequest req) throws Exception {
     byte[] bytes = req.toByteArray();
     Inbound in = Inbound.parse(bytes);
-    Statistics.collect(in.fromWire() ? "wire" : "protobuf");
+    Statistics.label("reader").collect(in.fromWire() ? "wire" : "protobuf");
     assertSame(in, ProcessingRequest.parseFrom(bytes));
-    // most generated messages are plain request_headers: the wire reader is what is under test
-    Statistics.coverage(c -> c.check("wire").percentage(p -> p > 40));
+    // most generated messages are plain: the wire reader is what is under test
+    Statistics.label("reader").coverage(c -> c.check("wire").percentage(p -> p > 40));
+    Statistics.label("case").collect(in.requestCase());
+    Statistics.label("case")
+        .coverage(
+            c -> {
+              c.check(ProcessingRequest.RequestCase.REQUEST_BODY).count(n -> n > 0);
+              c.check(ProcessingRequest.RequestCase.RESPONSE_BODY).count(n -> n > 0);
+              c.check(ProcessingRequest.RequestCase.RESPONSE_HEADERS).count(n -> n > 0);
+            });
   }
 
   @Property(tries = 300)
@@ -126,12 +138,70 @@ class InboundTest {
   }
 
   @Test
-  void otherPhasesAndNonAsciiStringsGoToProtobuf() throws Exception {
+  void bodiesAreReadInPlace() throws Exception {
     ProcessingRequest body =
         ProcessingRequest.newBuilder()
-            .setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8("{}")))
+            .setRequestBody(
+                HttpBody.newBuilder()
+                    .setBody(ByteString.copyFromUtf8("{\"a\":1}"))
+                    .setEndOfStream(true))
             .build();
-    assertThat(Inbound.parse(body.toByteArray()).fromWire()).isFalse();
+    byte[] bytes = body.toByteArray();
+    Inbound in = Inbound.parse(bytes);
+    assertThat(in.fromWire()).isTrue();
+    assertThat(in.bodyArray()).isSameAs(bytes); // no copy
+    assertThat(new String(in.bodyArray(), in.bodyOffset(), in.bodyLength(), UTF_8))
+        .isEqualTo("{\"a\":1}");
+    assertThat(in.bodyEndOfStream()).isTrue();
+
+    ProcessingRequest empty =
+        ProcessingRequest.newBuilder().setResponseBody(HttpBody.getDefaultInstance()).build();
+    Inbound e = Inbound.parse(empty.toByteArray());
+    assertThat(e.requestCase()).isEqualTo(ProcessingRequest.RequestCase.RESPONSE_BODY);
+    assertThat(e.bodyLength()).isZero();
+    assertThat(e.bodyEndOfStream()).isFalse();
+  }
+
+  @Test
+  void responseHeadersAreReadFromTheWire() throws Exception {
+    ProcessingRequest resp =
+        ProcessingRequest.newBuilder()
+            .setResponseHeaders(
+                HttpHeaders.newBuilder()
+                    .setHeaders(
+                        HeaderMap.newBuilder()
+                            .addHeaders(raw(":status", "200"))
+                            .addHeaders(raw("content-type", "text/event-stream")))
+                    .setEndOfStream(false))
+            .build();
+    Inbound in = Inbound.parse(resp.toByteArray());
+    assertThat(in.fromWire()).isTrue();
+    assertThat(in.requestCase()).isEqualTo(ProcessingRequest.RequestCase.RESPONSE_HEADERS);
+    assertThat(in.header(":status")).isEqualTo("200");
+    assertThat(in.header("content-type")).isEqualTo("text/event-stream");
+    assertThat(in.headersEndOfStream()).isFalse();
+  }
+
+  @Test
+  void trailersTwoMembersAndNonAsciiStringsGoToProtobuf() throws Exception {
+    ProcessingRequest trailers =
+        ProcessingRequest.newBuilder()
+            .setResponseTrailers(
+                io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers.getDefaultInstance())
+            .build();
+    assertThat(Inbound.parse(trailers.toByteArray()).fromWire()).isFalse();
+    ProcessingRequest a =
+        ProcessingRequest.newBuilder()
+            .setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8("x")))
+            .build();
+    ProcessingRequest b = headers(List.of(raw("k", "v")));
+    ByteArrayOutputStream two = new ByteArrayOutputStream();
+    a.writeTo(two);
+    b.writeTo(two); // two oneof members: the last one wins, as protobuf-java decides
+    Inbound merged = Inbound.parse(two.toByteArray());
+    assertThat(merged.fromWire()).isFalse();
+    assertThat(merged.requestCase()).isEqualTo(ProcessingRequest.RequestCase.REQUEST_HEADERS);
+    assertThat(merged.header("k")).isEqualTo("v");
     ProcessingRequest utf8 = headers(List.of(HeaderValue.newBuilder().setKey("é").build()));
     Inbound in = Inbound.parse(utf8.toByteArray());
     assertThat(in.fromWire()).isFalse();
@@ -141,8 +211,32 @@ class InboundTest {
   private static void assertSame(Inbound in, ProcessingRequest expected) {
     assertThat(in.requestCase()).isEqualTo(expected.getRequestCase());
     assertThat(in.message()).isEqualTo(expected);
-    if (expected.getRequestCase() != ProcessingRequest.RequestCase.REQUEST_HEADERS) {
-      return;
+    switch (expected.getRequestCase()) {
+      case REQUEST_BODY, RESPONSE_BODY -> {
+        HttpBody body =
+            expected.hasRequestBody() ? expected.getRequestBody() : expected.getResponseBody();
+        assertThat(
+                java.util.Arrays.copyOfRange(
+                    in.bodyArray(), in.bodyOffset(), in.bodyOffset() + in.bodyLength()))
+            .isEqualTo(body.getBody().toByteArray());
+        assertThat(in.bodyEndOfStream()).isEqualTo(body.getEndOfStream());
+        return;
+      }
+      case RESPONSE_HEADERS -> {
+        List<HeaderValue> list = expected.getResponseHeaders().getHeaders().getHeadersList();
+        List<String> names = new ArrayList<>(NAMES);
+        list.forEach(h -> names.add(h.getKey()));
+        for (String n : names) {
+          assertThat(in.header(n)).as(n).isEqualTo(EnvoySignals.find(list, n));
+        }
+        assertThat(in.headersEndOfStream())
+            .isEqualTo(expected.getResponseHeaders().getEndOfStream());
+        return;
+      }
+      case REQUEST_HEADERS -> {}
+      default -> {
+        return;
+      }
     }
     List<HeaderValue> list = expected.getRequestHeaders().getHeaders().getHeadersList();
     List<String> names = new ArrayList<>(NAMES);
@@ -191,9 +285,10 @@ class InboundTest {
             Arbitraries.of(true, false),
             Arbitraries.integers().between(-1, 4),
             Arbitraries.integers().between(-1, 4),
-            Arbitraries.integers().between(0, 3))
+            Arbitraries.integers().between(0, 7),
+            Arbitraries.bytes().array(byte[].class).ofMaxSize(12))
         .as(
-            (headers, eos, reqMode, respMode, extra) -> {
+            (headers, eos, reqMode, respMode, extra, bodyBytes) -> {
               ProcessingRequest.Builder b = headers(headers).toBuilder();
               b.getRequestHeadersBuilder().setEndOfStream(eos);
               if (reqMode >= 0 || respMode >= 0) {
@@ -225,6 +320,29 @@ class InboundTest {
                             .build());
                 case 3 ->
                     b.setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8("x")));
+                case 4 ->
+                    b.setRequestBody( // replaces request_headers (oneof): a body message
+                        HttpBody.newBuilder()
+                            .setBody(ByteString.copyFrom(bodyBytes))
+                            .setEndOfStream(eos));
+                case 5 ->
+                    b.setResponseBody(
+                        HttpBody.newBuilder()
+                            .setBody(ByteString.copyFrom(bodyBytes))
+                            .setEndOfStream(!eos));
+                case 6 ->
+                    b.setResponseHeaders(
+                        HttpHeaders.newBuilder()
+                            .setHeaders(HeaderMap.newBuilder().addAllHeaders(headers))
+                            .setEndOfStream(eos));
+                case 7 ->
+                    b.setResponseBody(
+                        HttpBody.newBuilder()
+                            .setUnknownFields(
+                                UnknownFieldSet.newBuilder()
+                                    .addField(
+                                        7, UnknownFieldSet.Field.newBuilder().addVarint(1).build())
+                                    .build()));
                 default -> {}
               }
               return b.build();
