@@ -585,7 +585,11 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     }
     responseBodySeen = true;
     if (usage != null && body.bodyLength() > 0) {
-      usage.onChunk(body.bodyArray(), body.bodyOffset(), body.bodyLength()); // copies nothing
+      if (body.bodyEndOfStream()) {
+        usage.onLastChunk(body.bodyArray(), body.bodyOffset(), body.bodyLength());
+      } else {
+        usage.onChunk(body.bodyArray(), body.bodyOffset(), body.bodyLength()); // copies nothing
+      }
     }
     send(Responses.CONTINUE_RESPONSE_BODY);
     if (body.bodyEndOfStream()) {

@@ -16,7 +16,9 @@ import java.util.Locale;
  *   <li><b>JSON mode</b> (any content type but {@code text/event-stream}): Jackson's non-blocking
  *       parser is fed each chunk and the top-level {@code usage} object is read (OpenAI {@code
  *       prompt_tokens}/{@code completion_tokens}; Responses and Anthropic {@code
- *       input_tokens}/{@code output_tokens}). A body that is not JSON reports nothing.
+ *       input_tokens}/{@code output_tokens}). A body that is not JSON reports nothing. A body that
+ *       arrives whole ({@link #onLastChunk} before any other chunk, the usual case for a JSON
+ *       answer) is read by Jackson's blocking parser instead, through the same token handling.
  *   <li><b>SSE mode</b> ({@code text/event-stream}): lines are split across chunk boundaries (a
  *       line or event longer than {@link #MAX_LINE_BYTES} is dropped), the {@code data:} lines of
  *       each event are joined and parsed; {@code usage}, {@code message.usage} (Anthropic {@code
@@ -57,6 +59,7 @@ public final class UsageExtractor {
   // JSON mode
   private JsonParser json;
   private ByteArrayFeeder feeder;
+  private boolean fed; // a chunk went to the non-blocking parser
   private boolean jsonDone;
   private int depth;
   private boolean usageFieldNext;
@@ -79,13 +82,21 @@ public final class UsageExtractor {
     if (sse) {
       line = new byte[1024];
       event = new byte[1024];
-    } else {
-      try {
-        json = FACTORY.createNonBlockingByteArrayParser();
-        feeder = (ByteArrayFeeder) json.getNonBlockingInputFeeder();
-      } catch (IOException | RuntimeException e) {
-        jsonDone = true;
-      }
+    }
+  }
+
+  /** The non-blocking parser, created for the first chunk that is not the whole body. */
+  private boolean openFeeder() {
+    if (json != null) {
+      return true;
+    }
+    try {
+      json = FACTORY.createNonBlockingByteArrayParser();
+      feeder = (ByteArrayFeeder) json.getNonBlockingInputFeeder();
+      return true;
+    } catch (IOException | RuntimeException e) {
+      closeJson();
+      return false;
     }
   }
 
@@ -122,6 +133,36 @@ public final class UsageExtractor {
     }
   }
 
+  /**
+   * Feeds the last body chunk and marks the end, as {@link #onChunk} then {@link #onEnd} would;
+   * when nothing came before it (the whole body in one chunk) a JSON body is read by the blocking
+   * parser, which is cheaper than feeding the non-blocking one.
+   */
+  public void onLastChunk(byte[] data, int offset, int length) {
+    if (sse || ended || fed || jsonDone || data == null || length <= 0) {
+      onChunk(data, offset, length);
+      onEnd();
+      return;
+    }
+    if (offset < 0 || length > data.length - offset) {
+      onEnd();
+      return;
+    }
+    ended = true;
+    try (JsonParser whole = FACTORY.createParser(data, offset, length)) {
+      json = whole;
+      JsonToken t;
+      while (!jsonDone && (t = whole.nextToken()) != null) {
+        onJsonToken(t);
+      }
+    } catch (IOException | RuntimeException e) {
+      // malformed or truncated: keep what was complete before the fault, as when fed in chunks
+    } finally {
+      json = null;
+      jsonDone = true;
+    }
+  }
+
   /** Marks the end of the body; later chunks are ignored. */
   public void onEnd() {
     if (ended) {
@@ -135,6 +176,8 @@ public final class UsageExtractor {
       dispatchEvent();
       line = null;
       event = null;
+    } else if (!jsonDone && json == null) {
+      jsonDone = true; // no body at all
     } else if (!jsonDone) {
       feeder.endOfInput();
       drainJson();
@@ -162,9 +205,10 @@ public final class UsageExtractor {
   // ---------------------------------------------------------------- JSON mode
 
   private void jsonChunk(byte[] data, int offset, int length) {
-    if (jsonDone) {
+    if (jsonDone || !openFeeder()) {
       return;
     }
+    fed = true;
     try {
       feeder.feedInput(data, offset, offset + length);
     } catch (IOException | RuntimeException e) {
