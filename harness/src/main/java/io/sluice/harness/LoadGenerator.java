@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import java.util.function.ToDoubleFunction;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -188,10 +189,7 @@ public final class LoadGenerator {
   }
 
   private static <T> T pick(
-      SplittableRandom random,
-      List<T> items,
-      java.util.function.ToDoubleFunction<T> share,
-      double shareSum) {
+      SplittableRandom random, List<T> items, ToDoubleFunction<T> share, double shareSum) {
     double x = random.nextDouble() * shareSum;
     for (T item : items) {
       x -= share.applyAsDouble(item);
