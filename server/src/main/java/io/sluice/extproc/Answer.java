@@ -8,9 +8,10 @@ import java.io.InputStream;
 
 /**
  * One answer on an ext_proc stream: the wire bytes of a {@code ProcessingResponse}. The constant
- * CONTINUEs are encoded once, the admit answer is written by {@link AnswerEncoder} without building
- * protobuf objects, and the rest (rejections, holds) come from protobuf-java. On the wire it is
- * exactly a {@code ProcessingResponse}; {@link #MARSHALLER} hands the bytes to gRPC's framer.
+ * CONTINUEs are encoded once, the admit and refusal answers are written by {@link AnswerEncoder}
+ * without building protobuf objects, and the rest (holds, protocol errors) come from protobuf-java.
+ * On the wire it is exactly a {@code ProcessingResponse}; {@link #MARSHALLER} hands the bytes to
+ * gRPC's framer.
  */
 final class Answer {
   private final byte[] bytes;
@@ -34,6 +35,11 @@ final class Answer {
     } catch (InvalidProtocolBufferException e) {
       throw new IllegalStateException("an answer that does not parse: " + e.getMessage(), e);
     }
+  }
+
+  /** The wire bytes (tests: never modify them). */
+  byte[] bytes() {
+    return bytes;
   }
 
   int size() {

@@ -10,7 +10,9 @@ import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.type.v3.HttpStatus;
 import io.sluice.wire.ProtoWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
@@ -18,12 +20,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 
 /**
- * Writes the two answers every admitted or refused request gets — the admit CONTINUE (with its
- * header mutation) and the {@code sluice} dynamic metadata — straight to protobuf wire format,
- * without building {@code Struct}/{@code MapEntry} objects (that was a third of Sluice's own CPU
- * per stream). Field numbers come from the generated classes; {@code AnswerEncoderTest} checks
- * every output against the same message built with protobuf-java. Map entries of the bounded fields
- * (tier, class, pool, route, decision, reason) are encoded once and reused.
+ * Writes the answers every admitted or refused request gets — the admit CONTINUE (with its header
+ * mutation) or the refusal's ImmediateResponse, and the {@code sluice} dynamic metadata — straight
+ * to protobuf wire format, without building {@code Struct}/{@code MapEntry} objects (that was a
+ * third of Sluice's own CPU per stream). Field numbers come from the generated classes; {@code
+ * AnswerEncoderTest} checks every output against the same message built with protobuf-java. Map
+ * entries of the bounded fields (tier, class, pool, route, decision, reason) are encoded once and
+ * reused.
  */
 final class AnswerEncoder {
   static final String NAMESPACE = "sluice";
@@ -78,19 +81,72 @@ final class AnswerEncoder {
     o.len(BodyResponse.RESPONSE_FIELD_NUMBER, common); // == HeadersResponse's
     if (n > 0) {
       o.len(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
-      for (i = 0; i < n; i++) {
-        o.len(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
-        o.len(HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(keys[i], values[i]));
-        o.bytes(HeaderValue.KEY_FIELD_NUMBER, keys[i]);
-        if (values[i].length > 0) { // proto3: an empty bytes field is not written
-          o.bytes(HeaderValue.RAW_VALUE_FIELD_NUMBER, values[i]);
-        }
-        o.tag(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, WireFormat.WIRETYPE_VARINT);
-        o.varint(APPEND_ACTION);
-      }
+      writeHeaders(o, keys, values);
     }
     writeMetadata(o, inner);
     return o.done();
+  }
+
+  /**
+   * An {@code ImmediateResponse} (status, header mutation, body, details) with the dynamic
+   * metadata: the answer of every refused request, so the cheap path under overload stays cheap.
+   * Fields are written in field-number order, as protobuf-java writes them; empty body and details
+   * are omitted (proto3 defaults).
+   */
+  static byte[] reject(
+      int status, byte[] details, byte[] body, byte[][] keys, byte[][] values, DecisionFields f) {
+    int n = keys.length;
+    int mutation = 0;
+    for (int i = 0; i < n; i++) {
+      mutation +=
+          lenField(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
+    }
+    int statusBody =
+        status == 0 ? 0 : ProtoWriter.varintField(HttpStatus.CODE_FIELD_NUMBER, status);
+    int immediate =
+        lenField(ImmediateResponse.STATUS_FIELD_NUMBER, statusBody)
+            + (n == 0 ? 0 : lenField(ImmediateResponse.HEADERS_FIELD_NUMBER, mutation))
+            + (body.length == 0 ? 0 : lenField(ImmediateResponse.BODY_FIELD_NUMBER, body.length))
+            + (details.length == 0
+                ? 0
+                : lenField(ImmediateResponse.DETAILS_FIELD_NUMBER, details.length));
+    Inner inner = new Inner(f);
+    ProtoWriter o =
+        new ProtoWriter(
+            lenField(ProcessingResponse.IMMEDIATE_RESPONSE_FIELD_NUMBER, immediate)
+                + metadataSize(inner.size));
+    o.len(ProcessingResponse.IMMEDIATE_RESPONSE_FIELD_NUMBER, immediate);
+    o.len(ImmediateResponse.STATUS_FIELD_NUMBER, statusBody);
+    if (status != 0) {
+      o.tag(HttpStatus.CODE_FIELD_NUMBER, WireFormat.WIRETYPE_VARINT);
+      o.varint((long) status); // an enum: negative values take ten bytes, as in protobuf-java
+    }
+    if (n > 0) {
+      o.len(ImmediateResponse.HEADERS_FIELD_NUMBER, mutation);
+      writeHeaders(o, keys, values);
+    }
+    if (body.length > 0) {
+      o.bytes(ImmediateResponse.BODY_FIELD_NUMBER, body);
+    }
+    if (details.length > 0) {
+      o.bytes(ImmediateResponse.DETAILS_FIELD_NUMBER, details);
+    }
+    writeMetadata(o, inner);
+    return o.done();
+  }
+
+  /** The set_headers entries of a HeaderMutation (its tag and length written by the caller). */
+  private static void writeHeaders(ProtoWriter o, byte[][] keys, byte[][] values) {
+    for (int i = 0; i < keys.length; i++) {
+      o.len(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
+      o.len(HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(keys[i], values[i]));
+      o.bytes(HeaderValue.KEY_FIELD_NUMBER, keys[i]);
+      if (values[i].length > 0) { // proto3: an empty bytes field is not written
+        o.bytes(HeaderValue.RAW_VALUE_FIELD_NUMBER, values[i]);
+      }
+      o.tag(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, WireFormat.WIRETYPE_VARINT);
+      o.varint(APPEND_ACTION);
+    }
   }
 
   /**

@@ -2,17 +2,11 @@ package io.sluice.extproc;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
-import com.google.protobuf.ByteString;
-import io.envoyproxy.envoy.config.core.v3.HeaderValue;
-import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
-import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
-import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
-import io.envoyproxy.envoy.type.v3.HttpStatus;
 import io.sluice.core.admission.Reason;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -88,25 +82,37 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    ImmediateResponse.Builder ir =
-        ImmediateResponse.newBuilder()
-            .setStatus(HttpStatus.newBuilder().setCodeValue(status))
-            .setDetails("sluice_" + reason.code())
-            .setBody(errorBody(reason, status, retryAfterSeconds, message));
-    HeaderMutation.Builder hm = HeaderMutation.newBuilder();
-    hm.addSetHeaders(header("content-type", "application/json"));
-    hm.addSetHeaders(header("x-sluice-reason", reason.code()));
+    byte[] code = reason.code().getBytes(StandardCharsets.UTF_8);
+    byte[][] keys;
+    byte[][] values;
     if (retryAfterSeconds > 0) {
-      hm.addSetHeaders(header("retry-after", Long.toString(retryAfterSeconds)));
+      keys = new byte[][] {CONTENT_TYPE, X_SLUICE_REASON, RETRY_AFTER};
+      values =
+          new byte[][] {
+            APPLICATION_JSON,
+            code,
+            Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII)
+          };
+    } else {
+      keys = new byte[][] {CONTENT_TYPE, X_SLUICE_REASON};
+      values = new byte[][] {APPLICATION_JSON, code};
     }
-    ir.setHeaders(hm);
-    byte[] response =
-        ProcessingResponse.newBuilder().setImmediateResponse(ir).build().toByteArray();
-    byte[] meta = AnswerEncoder.metadataField(metadata);
-    byte[] both = java.util.Arrays.copyOf(response, response.length + meta.length);
-    System.arraycopy(meta, 0, both, response.length, meta.length); // fields concatenate
-    return Answer.encoded(both);
+    return Answer.encoded(
+        AnswerEncoder.reject(
+            status,
+            ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),
+            errorBodyBytes(reason, status, retryAfterSeconds, message),
+            keys,
+            values,
+            metadata));
   }
+
+  private static final byte[] CONTENT_TYPE = "content-type".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] X_SLUICE_REASON =
+      "x-sluice-reason".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] RETRY_AFTER = "retry-after".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] APPLICATION_JSON =
+      "application/json".getBytes(StandardCharsets.US_ASCII);
 
   static String errorType(int status) {
     if (status == 429) {
@@ -118,7 +124,8 @@ final class Responses {
     return "invalid_request";
   }
 
-  static ByteString errorBody(Reason reason, int status, long retryAfterSeconds, String message) {
+  /** The JSON error body of a refusal (OpenAI-style {@code error} object). */
+  static byte[] errorBodyBytes(Reason reason, int status, long retryAfterSeconds, String message) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
@@ -133,16 +140,6 @@ final class Responses {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return ByteString.copyFrom(out.toByteArray());
-  }
-
-  static HeaderValueOption header(String key, String value) {
-    return HeaderValueOption.newBuilder()
-        .setHeader(
-            HeaderValue.newBuilder()
-                .setKey(key)
-                .setRawValue(ByteString.copyFrom(value, StandardCharsets.UTF_8)))
-        .setAppendAction(HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD)
-        .build();
+    return out.toByteArray();
   }
 }

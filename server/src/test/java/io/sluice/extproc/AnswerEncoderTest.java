@@ -11,7 +11,9 @@ import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.type.v3.HttpStatus;
 import io.sluice.core.admission.Reason;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -51,6 +53,40 @@ class AnswerEncoderTest {
     assertThat(r.hasImmediateResponse()).isTrue();
     assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
     assertThat(r.getDynamicMetadata()).isEqualTo(referenceMetadata(f));
+  }
+
+  /**
+   * The refusal is byte for byte what the protobuf-java builders it replaced wrote
+   * (ImmediateResponse then the metadata), for every reason, status, Retry-After and message.
+   */
+  @Property(tries = 500)
+  void rejectEqualsTheProtobufBuiltAnswerByteForByte(
+      @ForAll Reason reason,
+      @ForAll("statuses") int status,
+      @ForAll("retryAfter") long retryAfter,
+      @ForAll("message") String message,
+      @ForAll("fields") AnswerEncoder.DecisionFields f)
+      throws Exception {
+    byte[] encoded = Responses.reject(reason, status, retryAfter, message, f).bytes();
+    byte[] expected = referenceReject(reason, status, retryAfter, message, f);
+    assertThat(encoded).isEqualTo(expected);
+  }
+
+  @Provide
+  Arbitrary<Integer> statuses() {
+    return Arbitraries.oneOf(
+        Arbitraries.of(400, 404, 413, 429, 500, 503), Arbitraries.integers().between(0, 100_000));
+  }
+
+  @Provide
+  Arbitrary<Long> retryAfter() {
+    return Arbitraries.oneOf(
+        Arbitraries.of(0L, 1L, 3L, 60L), Arbitraries.longs().between(-5, Long.MAX_VALUE));
+  }
+
+  @Provide
+  Arbitrary<String> message() {
+    return text();
   }
 
   @Test
@@ -155,6 +191,29 @@ class AnswerEncoderTest {
       b.setRequestHeaders(HeadersResponse.newBuilder().setResponse(common));
     }
     return b.build();
+  }
+
+  /** The refusal as Responses built it with protobuf-java (metadata appended as its own field). */
+  static byte[] referenceReject(
+      Reason reason, int status, long retryAfter, String message, AnswerEncoder.DecisionFields f) {
+    ImmediateResponse.Builder ir =
+        ImmediateResponse.newBuilder()
+            .setStatus(HttpStatus.newBuilder().setCodeValue(status))
+            .setDetails("sluice_" + reason.code())
+            .setBody(
+                ByteString.copyFrom(Responses.errorBodyBytes(reason, status, retryAfter, message)));
+    HeaderMutation.Builder hm = HeaderMutation.newBuilder();
+    hm.addSetHeaders(header("content-type", "application/json"));
+    hm.addSetHeaders(header("x-sluice-reason", reason.code()));
+    if (retryAfter > 0) {
+      hm.addSetHeaders(header("retry-after", Long.toString(retryAfter)));
+    }
+    ir.setHeaders(hm);
+    return ProcessingResponse.newBuilder()
+        .setImmediateResponse(ir)
+        .setDynamicMetadata(referenceMetadata(f))
+        .build()
+        .toByteArray();
   }
 
   static Struct referenceMetadata(AnswerEncoder.DecisionFields d) {
