@@ -2,7 +2,10 @@ package io.sluice.bootstrap;
 
 import io.sluice.config.ConfigException;
 import io.sluice.config.ConfigLoader;
+import io.sluice.config.Secrets;
 import io.sluice.config.SluiceConfig;
+import io.sluice.config.TrustedHeaders;
+import io.sluice.rls.config.RlsSettings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -17,7 +20,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code sluice [serve] [--config FILE]}, {@code sluice validate FILE}, {@code sluice version}. */
+/**
+ * {@code sluice [serve] [--config FILE]}, {@code sluice validate FILE} (errors, plus warnings for
+ * trusted headers the shipped Envoy configs do not strip), {@code sluice version}.
+ */
 @Command(
     name = "sluice",
     mixinStandardHelpOptions = true,
@@ -106,14 +112,22 @@ public final class Main implements Callable<Integer> {
         e.errors().forEach(err -> System.err.println("  " + err));
         return 2;
       }
-      SluiceServer server =
-          SluiceServer.start(
-              c,
-              new SluiceServer.Options(
-                  config,
-                  System.getenv(),
-                  io.sluice.core.time.Ticker.system(),
-                  java.time.Clock.systemUTC()));
+      SluiceServer server;
+      try {
+        server =
+            SluiceServer.start(
+                c,
+                new SluiceServer.Options(
+                    config,
+                    System.getenv(),
+                    io.sluice.core.time.Ticker.system(),
+                    java.time.Clock.systemUTC()));
+      } catch (ConfigException e) {
+        // Already redacted by the server: settings from the environment are checked at start.
+        System.err.println("sluice: invalid config " + (config == null ? "(embedded)" : config));
+        e.errors().forEach(err -> System.err.println("  " + err));
+        return 2;
+      }
       CountDownLatch stopped = new CountDownLatch(1);
       final SluiceConfig effective = c;
       Runtime.getRuntime()
@@ -147,6 +161,17 @@ public final class Main implements Callable<Integer> {
       }
       try {
         SluiceConfig c = ConfigLoader.load(file);
+        Secrets.Redactor redactor = Secrets.redactor(c.rateLimit().env());
+        try {
+          RlsSettings.fromEnv(c.rateLimit().env());
+        } catch (IllegalArgumentException e) {
+          err.println(file + ": 1 error(s)");
+          err.println("  rateLimit.env." + redactor.scrub(e.getMessage()));
+          return 1;
+        }
+        for (String w : TrustedHeaders.warnings(c)) {
+          err.println(file + ": warning: " + w);
+        }
         out.println(
             file
                 + ": OK ("

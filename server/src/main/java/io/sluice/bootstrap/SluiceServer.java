@@ -15,6 +15,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.sluice.config.ConfigException;
 import io.sluice.config.ConfigLoader;
+import io.sluice.config.Secrets;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
@@ -103,6 +104,9 @@ public final class SluiceServer implements AutoCloseable {
   private volatile boolean lastReloadOk = true;
   private final io.sluice.core.store.TokenBucketStore quotaStore;
 
+  /** Scrubs credentials (policy rateLimit.env and process env) from everything shown or logged. */
+  private final Secrets.Redactor redactor;
+
   private SluiceServer(SluiceConfig config, Options options) throws IOException {
     this.options = options;
     this.ticker = options.ticker();
@@ -121,10 +125,8 @@ public final class SluiceServer implements AutoCloseable {
     metrics.bindPools(controller);
     Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
     rlsEnv.putAll(options.env());
-    this.rls =
-        config.rateLimit().enabled()
-            ? RlsModule.create(RlsSettings.fromEnv(rlsEnv), registry, options.clock(), ticker)
-            : null;
+    this.redactor = Secrets.redactor(rlsEnv);
+    this.rls = config.rateLimit().enabled() ? rateLimitService(rlsEnv) : null;
     this.quotaStore =
         rls != null ? rls.buckets() : new io.sluice.store.memory.InMemoryStore(options.clock());
     SluiceConfig.Estimation est = config.estimation();
@@ -168,7 +170,8 @@ public final class SluiceServer implements AutoCloseable {
                     200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()))
         .route("/healthz", () -> AdminHttpServer.Reply.text(200, "ok\n"))
         .route("/readyz", this::readiness)
-        .route("/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config())))
+        .route(
+            "/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config(), redactor)))
         .route(
             "/debug/queues",
             () -> AdminHttpServer.Reply.json(200, DebugQueues.render(controller, ticker.nanos())));
@@ -176,7 +179,7 @@ public final class SluiceServer implements AutoCloseable {
       admin
           .route("/healthcheck", () -> reply(rls.healthcheck()))
           .route("/rlconfig", () -> reply(rls.rlconfig()))
-          .routeWithBody("/json", body -> rls.json(body).thenApply(SluiceServer::reply));
+          .routeWithBody("/json", body -> rls.json(body).thenApply(this::reply));
     }
     this.housekeeping =
         Executors.newSingleThreadScheduledExecutor(
@@ -187,8 +190,22 @@ public final class SluiceServer implements AutoCloseable {
             });
   }
 
-  private static AdminHttpServer.Reply reply(HttpReply r) {
-    return new AdminHttpServer.Reply(r.status(), r.contentType(), r.body());
+  private AdminHttpServer.Reply reply(HttpReply r) {
+    return new AdminHttpServer.Reply(r.status(), r.contentType(), redactor.scrub(r.body()));
+  }
+
+  /**
+   * The rate limit service from the merged settings; a bad setting is a config error naming it,
+   * with every credential redacted (drivers' messages echo their input, e.g. a REDIS_URL).
+   */
+  private RlsModule rateLimitService(Map<String, String> rlsEnv) {
+    try {
+      return RlsModule.create(RlsSettings.fromEnv(rlsEnv), registry, options.clock(), ticker);
+    } catch (IllegalArgumentException e) {
+      throw new ConfigException(
+          java.util.List.of(
+              "rateLimit.env or environment variable " + redactor.scrub(e.getMessage())));
+    }
   }
 
   private AdmissionRuntime runtimeFor(SluiceConfig config) {
@@ -275,6 +292,7 @@ public final class SluiceServer implements AutoCloseable {
     server.housekeeping.scheduleWithFixedDelay(
         server::housekeep, every, every, TimeUnit.MILLISECONDS);
     server.housekeep();
+    warnUntrustedHeaders(config);
     LOG.info(
         "sluice serving gRPC on {}:{}{} and admin HTTP on {}:{}",
         config.server().grpcHost(),
@@ -296,7 +314,7 @@ public final class SluiceServer implements AutoCloseable {
         reloadIfChanged();
       }
     } catch (RuntimeException e) {
-      LOG.warn("housekeeping: {}", e.toString());
+      LOG.warn("housekeeping: {}", redactor.scrub(e.toString()));
     }
   }
 
@@ -326,7 +344,8 @@ public final class SluiceServer implements AutoCloseable {
     }
   }
 
-  private boolean failReload(String error) {
+  private boolean failReload(String rawError) {
+    String error = redactor.scrub(rawError);
     lastReloadOk = false;
     lastReloadError = error;
     reloadFailure.increment();
@@ -349,6 +368,7 @@ public final class SluiceServer implements AutoCloseable {
     metrics.bindPools(controller);
     tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
     runtime.set(runtimeFor(next));
+    warnUntrustedHeaders(next);
     lastReloadOk = true;
     lastReloadError = "";
     reloadSuccess.increment();
@@ -357,6 +377,12 @@ public final class SluiceServer implements AutoCloseable {
         next.pools().size(),
         next.classes().size(),
         next.routes().size());
+  }
+
+  private static void warnUntrustedHeaders(SluiceConfig config) {
+    for (String w : io.sluice.config.TrustedHeaders.warnings(config)) {
+      LOG.warn("config: {}", w);
+    }
   }
 
   private AdminHttpServer.Reply readiness() {
@@ -369,7 +395,7 @@ public final class SluiceServer implements AutoCloseable {
     if (rls != null) {
       sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString()).append('\n');
     }
-    return AdminHttpServer.Reply.text(200, sb.toString());
+    return AdminHttpServer.Reply.text(200, redactor.scrub(sb.toString()));
   }
 
   private static String digest(String s) {

@@ -66,7 +66,7 @@ public final class ConfigLoader {
       root = YAML.readTree(yaml);
     } catch (IOException e) {
       throw new ConfigException(
-          List.of("(document): not valid YAML: " + firstLine(e.getMessage())));
+          List.of("(document): not valid YAML: " + Secrets.redactUrls(firstLine(e.getMessage()))));
     }
     if (root == null || root.isMissingNode() || root.isNull()) {
       root = YAML.createObjectNode();
@@ -348,10 +348,11 @@ public final class ConfigLoader {
   }
 
   private static SluiceConfig.Tenants tenants(Node t, Map<String, TierPolicy> tiers) {
-    t.only(Set.of("anonymousTier", "unknown", "unknownTier", "known"));
+    t.only(
+        Set.of("anonymousTier", "unknown", "unknownTier", "known", "allowUnknownAboveAnonymous"));
     String first = tiers.keySet().iterator().next();
     String anon = t.get("anonymousTier").string(first);
-    String unknownTier = t.get("unknownTier").string(first);
+    String unknownTier = t.get("unknownTier").string(anon);
     checkTier(t.get("anonymousTier"), anon, tiers);
     checkTier(t.get("unknownTier"), unknownTier, tiers);
     SluiceConfig.UnknownAction action =
@@ -367,7 +368,69 @@ public final class ConfigLoader {
       checkTier(k.get("tier"), tier, tiers);
       known.put(e.getKey(), tier);
     }
-    return new SluiceConfig.Tenants(anon, action, unknownTier, Map.copyOf(known));
+    boolean allowAbove = t.get("allowUnknownAboveAnonymous").bool(false);
+    TierPolicy anonTier = tiers.get(anon);
+    TierPolicy unknown = tiers.get(unknownTier);
+    if (action == SluiceConfig.UnknownAction.ADMIT
+        && !allowAbove
+        && anonTier != null
+        && unknown != null) {
+      String better = betterThan(unknown, anonTier);
+      if (better != null) {
+        t.get("unknownTier")
+            .invalid(
+                unknownTier,
+                "a tier no better than anonymousTier "
+                    + anon
+                    + " ("
+                    + better
+                    + "; a client that makes up a tenant id would get it), e.g. unknownTier: "
+                    + anon
+                    + ", or unknown: reject, or tenants.allowUnknownAboveAnonymous: true");
+      }
+    }
+    return new SluiceConfig.Tenants(anon, action, unknownTier, Map.copyOf(known), allowAbove);
+  }
+
+  /**
+   * Why tier {@code a} is better than {@code b} for its tenant (higher weight, a looser concurrency
+   * cap, a larger or no budget), or null when it is not.
+   */
+  static String betterThan(TierPolicy a, TierPolicy b) {
+    List<String> why = new ArrayList<>();
+    if (a.weight() > b.weight()) {
+      why.add("weight " + fmt(a.weight()) + " > " + fmt(b.weight()));
+    }
+    String cap = looser("maxInFlight", a.maxInFlight(), b.maxInFlight());
+    if (cap != null) {
+      why.add(cap);
+    }
+    for (String w :
+        new String[] {
+          looser("rpm", a.requestsPerMinute(), b.requestsPerMinute()),
+          looser("inputTpm", a.inputTokensPerMinute(), b.inputTokensPerMinute()),
+          looser("outputTpm", a.outputTokensPerMinute(), b.outputTokensPerMinute())
+        }) {
+      if (w != null) {
+        why.add(w);
+      }
+    }
+    return why.isEmpty() ? null : String.join(", ", why);
+  }
+
+  /** For limits where 0 means none: is {@code a} looser than {@code b}? */
+  private static String looser(String name, long a, long b) {
+    if (b == 0) {
+      return null; // b has no limit: nothing is looser
+    }
+    if (a == 0) {
+      return name + " unlimited > " + b;
+    }
+    return a > b ? name + " " + a + " > " + b : null;
+  }
+
+  private static String fmt(double d) {
+    return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
   }
 
   private static void checkTier(Node at, String tier, Map<String, TierPolicy> tiers) {

@@ -48,7 +48,10 @@ final class Node {
   }
 
   void invalid(String value, String expected) {
-    errors.add(path + ": " + value + " (expected: " + expected + ")");
+    // Never echo what a credential-like key holds (rateLimit.env.REDIS_AUTH: {...}).
+    String key = path.substring(path.lastIndexOf('.') + 1);
+    String shown = Secrets.isSecretKey(key) ? Secrets.MASK : Secrets.redactUrls(value);
+    errors.add(path + ": " + shown + " (expected: " + expected + ")");
   }
 
   private String child(String key) {

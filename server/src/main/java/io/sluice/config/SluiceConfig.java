@@ -76,9 +76,17 @@ public record SluiceConfig(
       long tokenCacheChars,
       int tokenCacheMinChars) {}
 
-  /** Tenant resolution: who is anonymous, what unknown tenants get, known tenants' tiers. */
+  /**
+   * Tenant resolution: who is anonymous, what unknown tenants get, known tenants' tiers. {@code
+   * allowUnknownAboveAnonymous}: whether {@code unknownTier} may be better than {@code
+   * anonymousTier} (otherwise inventing a tenant id would be an upgrade; a config error).
+   */
   public record Tenants(
-      String anonymousTier, UnknownAction unknown, String unknownTier, Map<String, String> known) {}
+      String anonymousTier,
+      UnknownAction unknown,
+      String unknownTier,
+      Map<String, String> known,
+      boolean allowUnknownAboveAnonymous) {}
 
   /** What to do with a tenant id that is not in {@code tenants.known}. */
   public enum UnknownAction {

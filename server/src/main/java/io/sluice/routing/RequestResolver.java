@@ -148,13 +148,16 @@ public final class RequestResolver {
       }
     }
 
-    long deadlineNanos = nowNanos + cls.deadline().toNanos();
+    long classDeadlineNanos = cls.deadline().toNanos();
+    long deadlineNanos = nowNanos + classDeadlineNanos;
     String deadlineMs = read(Signal.DEADLINE_MS, in);
     if (deadlineMs != null) {
       try {
         long ms = Long.parseLong(deadlineMs.trim());
-        if (ms > 0 && ms * 1_000_000L < cls.deadline().toNanos()) {
-          deadlineNanos = nowNanos + ms * 1_000_000L; // a header may only tighten
+        // A client value may only tighten the class's deadline, never extend it; compared in ms so
+        // a huge value cannot overflow into a short (or past) deadline.
+        if (ms > 0 && ms < classDeadlineNanos / 1_000_000L) {
+          deadlineNanos = nowNanos + ms * 1_000_000L;
         }
       } catch (NumberFormatException ignored) {
         // not a number: the class default stands
