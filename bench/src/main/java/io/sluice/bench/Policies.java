@@ -60,7 +60,13 @@ final class Policies {
           yaml.replace("host: 0.0.0.0, port: 8081", "host: 127.0.0.1, port: 0")
               .replace("host: 0.0.0.0, port: 8080", "host: 127.0.0.1, port: 0")
               .replace("shutdownGrace: 30s", "shutdownGrace: 1s")
-              .replace("  enabled: true\n  level: debug", "  enabled: false\n  level: debug");
+              .replace("  enabled: true\n  level: debug", "  enabled: false\n  level: debug")
+              // The demo's four tenants are known, at tier standard (unknown ones get the
+              // anonymous tier, free).
+              .replace(
+                  "  known: {}",
+                  "  known: {acme: {tier: standard}, globex: {tier: standard},"
+                      + " initech: {tier: standard}, umbrella: {tier: standard}}");
       if (patched.equals(yaml)) {
         throw new IllegalStateException("embedded default policy changed shape; update the demo");
       }

@@ -304,6 +304,28 @@ class KubernetesManifestsTest {
   }
 
   @Test
+  void contract_networkPolicyOpenings_reported() {
+    List<HasMetadata> resources = base();
+    var np =
+        find(
+            resources, io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy.class, "sluice");
+    var ingress = np.getSpec().getIngress();
+    // grpc from every pod of an Envoy namespace, admin from everyone, a rule for every port
+    ingress.get(0).getFrom().get(0).setPodSelector(null);
+    ingress.get(1).setFrom(List.of());
+    ingress.add(new io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule());
+    assertThat(SluiceDeploymentContract.violations(resources))
+        .anyMatch(v -> v.startsWith("NetworkPolicy/sluice: ingress[0]: grpc peer"))
+        .anyMatch(v -> v.startsWith("NetworkPolicy/sluice: ingress[1]: no from"))
+        .anyMatch(v -> v.startsWith("NetworkPolicy/sluice: ingress[2]: no ports"));
+
+    List<HasMetadata> without = base();
+    without.removeIf(r -> r instanceof io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy);
+    assertThat(SluiceDeploymentContract.violations(without))
+        .anyMatch(v -> v.startsWith("NetworkPolicy/sluice: missing"));
+  }
+
+  @Test
   void contract_writableRootOrRoot_reported() {
     List<HasMetadata> resources = base();
     var pod = find(resources, Deployment.class, "sluice").getSpec().getTemplate().getSpec();

@@ -61,7 +61,11 @@ class MeshManifestsTest {
           "networking.istio.io/v1alpha3", Set.of("EnvoyFilter"),
           "networking.istio.io/v1", Set.of("DestinationRule", "VirtualService"),
           "gateway.envoyproxy.io/v1alpha1",
-              Set.of("EnvoyExtensionPolicy", "BackendTrafficPolicy", "EnvoyProxy"),
+              Set.of(
+                  "EnvoyExtensionPolicy",
+                  "BackendTrafficPolicy",
+                  "EnvoyProxy",
+                  "ClientTrafficPolicy"),
           "gateway.networking.k8s.io/v1beta1", Set.of("ReferenceGrant"),
           "v1", Set.of("ConfigMap"));
 
@@ -288,6 +292,87 @@ class MeshManifestsTest {
     assertThat(grant.at("/spec/from/0/namespace").asText())
         .isEqualTo(policy.at("/metadata/namespace").asText());
     assertThat(grant.at("/spec/to/0/name").asText()).isEqualTo("sluice");
+  }
+
+  /**
+   * Every shipped Envoy config (plain Envoy, Istio EnvoyFilters, Envoy Gateway) strips exactly the
+   * headers of {@link io.sluice.config.TrustedHeaders#STRIPPED_BY_SHIPPED_ENVOY_CONFIGS}, the list
+   * {@code sluice validate} checks trusted headers against.
+   */
+  @Test
+  void everyShippedEnvoyConfig_stripsExactlyTheTrustedHeaderList() throws Exception {
+    List<String> list = io.sluice.config.TrustedHeaders.STRIPPED_BY_SHIPPED_ENVOY_CONFIGS;
+    Map<String, List<String>> stripped = new java.util.TreeMap<>();
+    try (Stream<Path> s = Files.list(ENVOY_CONFIG)) {
+      for (Path f : s.filter(p -> p.toString().endsWith(".yaml")).sorted().toList()) {
+        var bootstrap = EnvoyBootstrapParser.parseFile(f);
+        for (var any : EnvoyBootstrapParser.allAnys(bootstrap)) {
+          if (any.getTypeUrl()
+              .endsWith("envoy.extensions.filters.http.header_mutation.v3.HeaderMutation")) {
+            stripped.put(
+                f.getFileName().toString(),
+                removed(
+                    any.unpack(
+                        io.envoyproxy.envoy.extensions.filters.http.header_mutation.v3
+                            .HeaderMutation.class)));
+          }
+        }
+      }
+    }
+    for (var args : envoyFilters().toList()) {
+      Path file = (Path) args.get()[0];
+      JsonNode filter = (JsonNode) args.get()[1];
+      for (JsonNode patch : filter.path("spec").path("configPatches")) {
+        if (patch.at("/patch/value/name").asText().equals("sluice.sanitize")) {
+          HttpFilter f = (HttpFilter) parsePatchValue(patch);
+          stripped.put(
+              "istio/" + file.getFileName(),
+              removed(
+                  f.getTypedConfig()
+                      .unpack(
+                          io.envoyproxy.envoy.extensions.filters.http.header_mutation.v3
+                              .HeaderMutation.class)));
+        }
+      }
+    }
+    JsonNode ctp =
+        byKind(
+            KubeYaml.documents(EG.resolve("sluice-client-traffic-policy.yaml")),
+            "ClientTrafficPolicy");
+    assertOnlyKeys(
+        ctp.path("spec"), Set.of("targetRef", "targetRefs", "targetSelectors", "headers"), EG);
+    assertThat(ctp.at("/spec/targetRefs/0/kind").asText()).isEqualTo("Gateway");
+    assertThat(ctp.at("/spec/targetRefs/0/name").asText()).isEqualTo("eg");
+    // gwapiv1.HTTPHeaderFilter: set, add, remove
+    assertOnlyKeys(ctp.at("/spec/headers/earlyRequestHeaders"), Set.of("set", "add", "remove"), EG);
+    List<String> early = new ArrayList<>();
+    ctp.at("/spec/headers/earlyRequestHeaders/remove").forEach(h -> early.add(h.asText()));
+    stripped.put("envoy-gateway/sluice-client-traffic-policy.yaml", early);
+
+    assertThat(stripped.keySet())
+        .contains(
+            "envoy.yaml",
+            "envoy-headers-only.yaml",
+            "istio/sluice-gateway.yaml",
+            "istio/sluice-sidecar-inbound.yaml",
+            "envoy-gateway/sluice-client-traffic-policy.yaml");
+    stripped.forEach(
+        (file, headers) -> assertThat(headers).as(file).containsExactlyInAnyOrderElementsOf(list));
+  }
+
+  private static List<String> removed(
+      io.envoyproxy.envoy.extensions.filters.http.header_mutation.v3.HeaderMutation hm) {
+    return hm.getMutations().getRequestMutationsList().stream()
+        .filter(m -> m.hasRemove())
+        .map(m -> m.getRemove())
+        .toList();
+  }
+
+  /** The shipped policies trust no request header outside that list for who pays or who waits. */
+  @Test
+  void shippedPolicies_trustNoHeaderTheShippedConfigsLeaveToClients() throws Exception {
+    assertThat(io.sluice.config.TrustedHeaders.warnings(shippedPolicy())).isEmpty();
+    assertThat(io.sluice.config.TrustedHeaders.warnings(ConfigLoader.embeddedDefault())).isEmpty();
   }
 
   @Test

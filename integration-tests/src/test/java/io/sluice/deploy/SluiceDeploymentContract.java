@@ -501,35 +501,113 @@ final class SluiceDeploymentContract {
             });
   }
 
+  /** Label an Envoy pod and its namespace carry to reach the gRPC port. */
+  static final Map<String, String> ENVOY_PEER = Map.of("sluice.io/envoy", "true");
+
+  /** Who may scrape the admin port: Prometheus pods in namespace monitoring. */
+  static final Map<String, String> MONITORING_NAMESPACE =
+      Map.of("kubernetes.io/metadata.name", "monitoring");
+
+  /**
+   * Default deny, then grpc only from Envoy pods (namespace AND pod labelled {@link #ENVOY_PEER})
+   * and http-admin only from a selected set of pods in namespace monitoring: every container port
+   * covered, no rule open to every peer or every port, no IP blocks, no rule mixing the two ports.
+   */
   private void checkNetworkPolicy(Map<String, String> podLabels) {
-    find(NetworkPolicy.class, NAME)
-        .ifPresent(
-            np -> {
-              if (!selects(np.getSpec().getPodSelector().getMatchLabels(), podLabels)) {
-                problem("NetworkPolicy/sluice: podSelector does not match the pod labels");
-              }
-              Set<String> ports = new java.util.HashSet<>();
-              np.getSpec()
-                  .getIngress()
-                  .forEach(
-                      rule ->
-                          rule.getPorts().stream()
-                              .map(NetworkPolicyPort::getPort)
-                              .map(
-                                  p ->
-                                      p.getStrVal() != null
-                                          ? p.getStrVal()
-                                          : String.valueOf(p.getIntVal()))
-                              .forEach(ports::add));
-              if (!(ports.contains("grpc") || ports.contains(String.valueOf(GRPC_PORT)))
-                  || !(ports.contains("http-admin")
-                      || ports.contains(String.valueOf(ADMIN_PORT)))) {
-                problem(
-                    "NetworkPolicy/sluice: ingress ports "
-                        + ports
-                        + " (expected: grpc and http-admin)");
-              }
-            });
+    Optional<NetworkPolicy> found = find(NetworkPolicy.class, NAME);
+    if (found.isEmpty()) {
+      problem("NetworkPolicy/sluice: missing (expected: ingress limited to Envoy and monitoring)");
+      return;
+    }
+    NetworkPolicy np = found.get();
+    if (!selects(np.getSpec().getPodSelector().getMatchLabels(), podLabels)) {
+      problem("NetworkPolicy/sluice: podSelector does not match the pod labels");
+    }
+    if (np.getSpec().getPolicyTypes() == null
+        || !np.getSpec().getPolicyTypes().contains("Ingress")) {
+      problem("NetworkPolicy/sluice: policyTypes (expected: to include Ingress)");
+    }
+    Set<String> ports = new java.util.HashSet<>();
+    var ingress =
+        np.getSpec().getIngress() == null
+            ? List.<io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule>of()
+            : np.getSpec().getIngress();
+    for (int i = 0; i < ingress.size(); i++) {
+      var rule = ingress.get(i);
+      String at = "NetworkPolicy/sluice: ingress[" + i + "]";
+      if (rule.getPorts() == null || rule.getPorts().isEmpty()) {
+        problem(at + ": no ports (expected: grpc or http-admin; no ports opens every port)");
+        continue;
+      }
+      Set<String> rulePorts = new java.util.HashSet<>();
+      rule.getPorts().stream()
+          .map(NetworkPolicyPort::getPort)
+          .map(
+              p ->
+                  p == null
+                      ? "*"
+                      : p.getStrVal() != null ? p.getStrVal() : String.valueOf(p.getIntVal()))
+          .map(
+              p ->
+                  p.equals(String.valueOf(GRPC_PORT))
+                      ? "grpc"
+                      : p.equals(String.valueOf(ADMIN_PORT)) ? "http-admin" : p)
+          .forEach(rulePorts::add);
+      ports.addAll(rulePorts);
+      if (!Set.of("grpc", "http-admin").containsAll(rulePorts) || rulePorts.size() != 1) {
+        problem(at + ": ports " + rulePorts + " (expected: grpc alone or http-admin alone)");
+        continue;
+      }
+      if (rule.getFrom() == null || rule.getFrom().isEmpty()) {
+        problem(at + ": no from (expected: selected peers; an empty from admits everyone)");
+        continue;
+      }
+      boolean grpc = rulePorts.contains("grpc");
+      for (var peer : rule.getFrom()) {
+        if (peer.getIpBlock() != null) {
+          problem(at + ": ipBlock peer (expected: namespaceSelector and podSelector)");
+          continue;
+        }
+        Map<String, String> ns =
+            peer.getNamespaceSelector() == null
+                ? null
+                : peer.getNamespaceSelector().getMatchLabels();
+        Map<String, String> pods =
+            peer.getPodSelector() == null ? null : peer.getPodSelector().getMatchLabels();
+        if (grpc) {
+          if (ns == null
+              || !ns.entrySet().containsAll(ENVOY_PEER.entrySet())
+              || pods == null
+              || !pods.entrySet().containsAll(ENVOY_PEER.entrySet())) {
+            problem(
+                at
+                    + ": grpc peer "
+                    + ns
+                    + "/"
+                    + pods
+                    + " (expected: namespaceSelector and podSelector both "
+                    + ENVOY_PEER
+                    + ")");
+          }
+        } else if (ns == null
+            || !ns.entrySet().containsAll(MONITORING_NAMESPACE.entrySet())
+            || pods == null
+            || pods.isEmpty()) {
+          problem(
+              at
+                  + ": http-admin peer "
+                  + ns
+                  + "/"
+                  + pods
+                  + " (expected: namespaceSelector "
+                  + MONITORING_NAMESPACE
+                  + " and a podSelector for Prometheus)");
+        }
+      }
+    }
+    if (!ports.contains("grpc") || !ports.contains("http-admin")) {
+      problem("NetworkPolicy/sluice: ingress ports " + ports + " (expected: grpc and http-admin)");
+    }
   }
 
   private static final ObjectMapper JSON = new ObjectMapper();
