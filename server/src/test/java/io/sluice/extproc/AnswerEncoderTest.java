@@ -15,15 +15,11 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.type.v3.HttpStatus;
 import io.sluice.core.admission.Reason;
+import io.sluice.testing.Seeded;
+import io.sluice.testing.Seeded.Gen;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -33,60 +29,71 @@ import org.junit.jupiter.api.Test;
  */
 class AnswerEncoderTest {
 
-  @Property(tries = 500)
-  void admitEqualsTheProtobufBuiltAnswer(
-      @ForAll boolean atBody,
-      @ForAll("headers") Map<String, String> headers,
-      @ForAll("fields") AnswerEncoder.DecisionFields f)
-      throws Exception {
-    byte[] encoded = AnswerEncoder.admit(atBody, headers, f);
-    ProcessingResponse expected = referenceAdmit(atBody, headers, f);
-    assertThat(ProcessingResponse.parseFrom(encoded)).isEqualTo(expected);
-    assertThat(encoded).hasSize(expected.getSerializedSize());
+  record Admit(boolean atBody, Map<String, String> headers, AnswerEncoder.DecisionFields f) {}
+
+  @Test
+  void admitEqualsTheProtobufBuiltAnswer() {
+    Seeded.forAll(
+        0x5EED_0F01L,
+        500,
+        g -> new Admit(g.bool(), headers(g), fields(g)),
+        c -> {
+          byte[] encoded = AnswerEncoder.admit(c.atBody(), c.headers(), c.f());
+          ProcessingResponse expected = referenceAdmit(c.atBody(), c.headers(), c.f());
+          assertThat(ProcessingResponse.parseFrom(encoded)).isEqualTo(expected);
+          assertThat(encoded).hasSize(expected.getSerializedSize());
+        });
   }
 
-  @Property(tries = 300)
-  void rejectCarriesTheSameMetadata(
-      @ForAll("fields") AnswerEncoder.DecisionFields f, @ForAll boolean withRetryAfter) {
-    ProcessingResponse r =
-        Responses.reject(Reason.POOL_SATURATED, 503, withRetryAfter ? 3 : 0, "busy", f).message();
-    assertThat(r.hasImmediateResponse()).isTrue();
-    assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
-    assertThat(r.getDynamicMetadata()).isEqualTo(referenceMetadata(f));
+  record RejectMetadata(AnswerEncoder.DecisionFields f, boolean withRetryAfter) {}
+
+  @Test
+  void rejectCarriesTheSameMetadata() {
+    Seeded.forAll(
+        0x5EED_0F02L,
+        300,
+        g -> new RejectMetadata(fields(g), g.bool()),
+        c -> {
+          ProcessingResponse r =
+              Responses.reject(
+                      Reason.POOL_SATURATED, 503, c.withRetryAfter() ? 3 : 0, "busy", c.f())
+                  .message();
+          assertThat(r.hasImmediateResponse()).isTrue();
+          assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
+          assertThat(r.getDynamicMetadata()).isEqualTo(referenceMetadata(c.f()));
+        });
   }
+
+  record Reject(
+      Reason reason, int status, long retryAfter, String message, AnswerEncoder.DecisionFields f) {}
 
   /**
    * The refusal is byte for byte what the protobuf-java builders it replaced wrote
    * (ImmediateResponse then the metadata), for every reason, status, Retry-After and message.
    */
-  @Property(tries = 500)
-  void rejectEqualsTheProtobufBuiltAnswerByteForByte(
-      @ForAll Reason reason,
-      @ForAll("statuses") int status,
-      @ForAll("retryAfter") long retryAfter,
-      @ForAll("message") String message,
-      @ForAll("fields") AnswerEncoder.DecisionFields f)
-      throws Exception {
-    byte[] encoded = Responses.reject(reason, status, retryAfter, message, f).bytes();
-    byte[] expected = referenceReject(reason, status, retryAfter, message, f);
-    assertThat(encoded).isEqualTo(expected);
+  @Test
+  void rejectEqualsTheProtobufBuiltAnswerByteForByte() {
+    Seeded.forAll(
+        0x5EED_0F03L,
+        500,
+        g -> new Reject(g.anyOf(Reason.class), status(g), retryAfter(g), text(g), fields(g)),
+        c -> {
+          byte[] encoded =
+              Responses.reject(c.reason(), c.status(), c.retryAfter(), c.message(), c.f()).bytes();
+          byte[] expected =
+              referenceReject(c.reason(), c.status(), c.retryAfter(), c.message(), c.f());
+          assertThat(encoded).isEqualTo(expected);
+        });
   }
 
-  @Provide
-  Arbitrary<Integer> statuses() {
-    return Arbitraries.oneOf(
-        Arbitraries.of(400, 404, 413, 429, 500, 503), Arbitraries.integers().between(0, 100_000));
+  /** The statuses Sluice writes, or any in [0, 100000]. */
+  private static int status(Gen g) {
+    return g.bool() ? g.oneOf(400, 404, 413, 429, 500, 503) : g.intBetween(0, 100_000);
   }
 
-  @Provide
-  Arbitrary<Long> retryAfter() {
-    return Arbitraries.oneOf(
-        Arbitraries.of(0L, 1L, 3L, 60L), Arbitraries.longs().between(-5, Long.MAX_VALUE));
-  }
-
-  @Provide
-  Arbitrary<String> message() {
-    return text();
+  /** Typical Retry-After values, or any in [-5, Long.MAX_VALUE]. */
+  private static long retryAfter(Gen g) {
+    return g.bool() ? g.oneOf(0L, 1L, 3L, 60L) : g.longBetween(-5, Long.MAX_VALUE);
   }
 
   @Test
@@ -119,58 +126,51 @@ class AnswerEncoderTest {
         .isEqualTo(referenceAdmit(false, h, f));
   }
 
-  @Provide
-  Arbitrary<Map<String, String>> headers() {
-    Arbitrary<String> keys =
-        Arbitraries.strings().withCharRange('a', 'z').withChars('-').ofMinLength(1).ofMaxLength(30);
-    return Arbitraries.maps(keys, text()).ofMaxSize(3).map(LinkedHashMap::new);
+  private static final String KEY_CHARS = "abcdefghijklmnopqrstuvwxyz-";
+
+  /** Up to three headers: distinct keys of 1-30 chars over [a-z-], values any text. */
+  private static Map<String, String> headers(Gen g) {
+    int n = g.size(0, 3);
+    Map<String, String> m = new LinkedHashMap<>();
+    for (int attempts = 0; m.size() < n && attempts < 100; attempts++) {
+      m.putIfAbsent(g.string(KEY_CHARS, 1, 30), text(g));
+    }
+    return m;
   }
 
-  @Provide
-  Arbitrary<AnswerEncoder.DecisionFields> fields() {
-    Arbitrary<String> bounded = Arbitraries.of("", "default", "chat", "gold", "interactive", null);
-    Arbitrary<Long> counts = Arbitraries.longs().between(0, 1L << 50);
-    return Combinators.combine(
-            Arbitraries.of(true, false), text().injectNull(0.1), bounded, bounded, bounded)
-        .as((r, tenant, tier, cls, pool) -> new Object[] {r, tenant, tier, cls, pool})
-        .flatMap(
-            a ->
-                Combinators.combine(
-                        text().injectNull(0.1),
-                        Arbitraries.of("admit", "reject"),
-                        Arbitraries.of(Reason.values()).map(Reason::code),
-                        Arbitraries.of(true, false),
-                        counts,
-                        counts,
-                        counts)
-                    .as(
-                        (route, decision, reason, est, in, out, work) ->
-                            new AnswerEncoder.DecisionFields(
-                                (Boolean) a[0],
-                                (String) a[1],
-                                (String) a[2],
-                                (String) a[3],
-                                (String) a[4],
-                                route,
-                                decision,
-                                reason,
-                                est,
-                                est ? in : 0,
-                                est ? out : 0,
-                                est ? work : 0)));
-  }
+  private static final String[] BOUNDED = {"", "default", "chat", "gold", "interactive", null};
 
-  private static Arbitrary<String> text() {
-    return Arbitraries.strings().all().excludeChars(invalidSurrogates()).ofMaxLength(200);
+  private static AnswerEncoder.DecisionFields fields(Gen g) {
+    boolean resolved = g.bool();
+    String tenant = g.orNull(0.1, () -> text(g));
+    String tier = g.oneOf(BOUNDED);
+    String cls = g.oneOf(BOUNDED);
+    String pool = g.oneOf(BOUNDED);
+    String route = g.orNull(0.1, () -> text(g));
+    String decision = g.oneOf("admit", "reject");
+    String reason = g.anyOf(Reason.class).code();
+    boolean est = g.bool();
+    long in = g.longBetween(0, 1L << 50);
+    long out = g.longBetween(0, 1L << 50);
+    long work = g.longBetween(0, 1L << 50);
+    return new AnswerEncoder.DecisionFields(
+        resolved,
+        tenant,
+        tier,
+        cls,
+        pool,
+        route,
+        decision,
+        reason,
+        est,
+        est ? in : 0,
+        est ? out : 0,
+        est ? work : 0);
   }
 
   /** Lone surrogates are not text; protobuf and String.getBytes replace them differently. */
-  private static char[] invalidSurrogates() {
-    char[] cs = new char[0xE000 - 0xD800];
-    for (int i = 0; i < cs.length; i++) {
-      cs[i] = (char) (0xD800 + i);
-    }
-    return cs;
+  private static String text(Gen g) {
+    return g.textWithoutSurrogates(200);
   }
 
   // --- the reference: the protobuf-java builders the encoder replaced

@@ -15,17 +15,14 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
+import io.sluice.testing.Seeded;
+import io.sluice.testing.Seeded.Gen;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.statistics.Statistics;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -36,43 +33,67 @@ class InboundTest {
   private static final List<String> NAMES =
       List.of(":path", "x-tenant-id", "content-length", "x-sluice-class", "a", "é-key", "");
 
-  @Property(tries = 500)
-  void answersEqualProtobufs(@ForAll("requests") ProcessingRequest req) throws Exception {
-    byte[] bytes = req.toByteArray();
-    Inbound in = Inbound.parse(bytes);
-    Statistics.label("reader").collect(in.fromWire() ? "wire" : "protobuf");
-    assertSame(in, ProcessingRequest.parseFrom(bytes));
+  @Test
+  void answersEqualProtobufs() {
+    int tries = 500;
+    AtomicInteger wire = new AtomicInteger();
+    Map<ProcessingRequest.RequestCase, Integer> cases =
+        new EnumMap<>(ProcessingRequest.RequestCase.class);
+    Seeded.forAll(
+        0x5EED_0E01L,
+        tries,
+        InboundTest::request,
+        req -> {
+          byte[] bytes = req.toByteArray();
+          Inbound in = Inbound.parse(bytes);
+          if (in.fromWire()) {
+            wire.incrementAndGet();
+          }
+          cases.merge(in.requestCase(), 1, Integer::sum);
+          assertSame(in, ProcessingRequest.parseFrom(bytes));
+        });
     // most generated messages are plain: the wire reader is what is under test
-    Statistics.label("reader").coverage(c -> c.check("wire").percentage(p -> p > 40));
-    Statistics.label("case").collect(in.requestCase());
-    Statistics.label("case")
-        .coverage(
-            c -> {
-              c.check(ProcessingRequest.RequestCase.REQUEST_BODY).count(n -> n > 0);
-              c.check(ProcessingRequest.RequestCase.RESPONSE_BODY).count(n -> n > 0);
-              c.check(ProcessingRequest.RequestCase.RESPONSE_HEADERS).count(n -> n > 0);
-            });
+    assertThat(100.0 * wire.get() / tries).as("%% read from the wire").isGreaterThan(40);
+    assertThat(cases)
+        .containsKeys(
+            ProcessingRequest.RequestCase.REQUEST_BODY,
+            ProcessingRequest.RequestCase.RESPONSE_BODY,
+            ProcessingRequest.RequestCase.RESPONSE_HEADERS);
   }
 
-  @Property(tries = 300)
-  void twoMessagesConcatenatedMergeAsInProtobuf(
-      @ForAll("requests") ProcessingRequest a, @ForAll("requests") ProcessingRequest b)
-      throws Exception {
-    ByteArrayOutputStream o = new ByteArrayOutputStream();
-    a.writeTo(o);
-    b.writeTo(o);
-    byte[] bytes = o.toByteArray();
-    assertSame(Inbound.parse(bytes), ProcessingRequest.parseFrom(bytes));
+  record Two(ProcessingRequest a, ProcessingRequest b) {}
+
+  @Test
+  void twoMessagesConcatenatedMergeAsInProtobuf() {
+    Seeded.forAll(
+        0x5EED_0E02L,
+        300,
+        g -> new Two(request(g), request(g)),
+        t -> {
+          ByteArrayOutputStream o = new ByteArrayOutputStream();
+          t.a().writeTo(o);
+          t.b().writeTo(o);
+          byte[] bytes = o.toByteArray();
+          assertSame(Inbound.parse(bytes), ProcessingRequest.parseFrom(bytes));
+        });
   }
+
+  record Damage(ProcessingRequest req, int where, int value, int how) {}
 
   /** Flipped bytes, truncation and trailing garbage: refused exactly when protobuf refuses. */
-  @Property(tries = 2000)
-  void damagedBytesAreRefusedOrReadAsProtobufDoes(
-      @ForAll("requests") ProcessingRequest req,
-      @ForAll @IntRange(min = 0, max = 10_000) int where,
-      @ForAll @IntRange(min = 0, max = 255) int value,
-      @ForAll @IntRange(min = 0, max = 2) int how)
-      throws Exception {
+  @Test
+  void damagedBytesAreRefusedOrReadAsProtobufDoes() {
+    Seeded.forAll(
+        0x5EED_0E03L,
+        2000,
+        g ->
+            new Damage(
+                request(g), g.intBetween(0, 10_000), g.intBetween(0, 255), g.intBetween(0, 2)),
+        c -> damagedBytesAreRefusedOrReadAsProtobufDoes(c.req(), c.where(), c.value(), c.how()));
+  }
+
+  private static void damagedBytesAreRefusedOrReadAsProtobufDoes(
+      ProcessingRequest req, int where, int value, int how) throws Exception {
     byte[] bytes = req.toByteArray();
     if (bytes.length == 0) {
       return;
@@ -97,7 +118,6 @@ class InboundTest {
     try {
       expected = ProcessingRequest.parseFrom(damaged);
     } catch (InvalidProtocolBufferException e) {
-      Statistics.collect("refused");
       try {
         Inbound.parse(damaged);
       } catch (InvalidProtocolBufferException alsoRefused) {
@@ -106,9 +126,7 @@ class InboundTest {
       throw new AssertionError(
           "protobuf refused " + java.util.HexFormat.of().formatHex(damaged) + ": " + e);
     }
-    Inbound in = Inbound.parse(damaged);
-    Statistics.collect(in.fromWire() ? "read from wire" : "parsed");
-    assertSame(in, expected);
+    assertSame(Inbound.parse(damaged), expected);
   }
 
   @Test
@@ -252,101 +270,92 @@ class InboundTest {
     assertThat(in.responseBodyMode()).isEqualTo(expected.getProtocolConfig().getResponseBodyMode());
   }
 
-  @Provide
-  Arbitrary<ProcessingRequest> requests() {
-    Arbitrary<HeaderValue> header =
-        Combinators.combine(
-                Arbitraries.of(NAMES),
-                Arbitraries.strings().ofMaxLength(5),
-                Arbitraries.strings().withChars("aé\u0000-").ofMaxLength(4),
-                Arbitraries.integers().between(0, 4))
-            .as(
-                (k, v, r, shape) -> {
-                  HeaderValue.Builder b = HeaderValue.newBuilder();
-                  if (shape != 4) {
-                    b.setKey(k);
-                  }
-                  if (shape == 0 || shape == 2) {
-                    b.setValue(v);
-                  }
-                  if (shape == 1 || shape == 2) {
-                    b.setRawValue(ByteString.copyFromUtf8(r));
-                  }
-                  if (shape == 3) {
-                    b.setUnknownFields(
-                        UnknownFieldSet.newBuilder()
-                            .addField(9, UnknownFieldSet.Field.newBuilder().addVarint(7).build())
-                            .build());
-                  }
-                  return b.build();
-                });
-    return Combinators.combine(
-            header.list().ofMaxSize(8),
-            Arbitraries.of(true, false),
-            Arbitraries.integers().between(-1, 4),
-            Arbitraries.integers().between(-1, 4),
-            Arbitraries.integers().between(0, 7),
-            Arbitraries.bytes().array(byte[].class).ofMaxSize(12))
-        .as(
-            (headers, eos, reqMode, respMode, extra, bodyBytes) -> {
-              ProcessingRequest.Builder b = headers(headers).toBuilder();
-              b.getRequestHeadersBuilder().setEndOfStream(eos);
-              if (reqMode >= 0 || respMode >= 0) {
-                ProtocolConfiguration.Builder pc = ProtocolConfiguration.newBuilder();
-                if (reqMode >= 0) {
-                  pc.setRequestBodyModeValue(reqMode);
-                }
-                if (respMode >= 0) {
-                  pc.setResponseBodyModeValue(respMode);
-                }
-                b.setProtocolConfig(pc);
-              }
-              switch (extra) {
-                case 1 ->
-                    b.setMetadataContext(
-                            Metadata.newBuilder()
-                                .putFilterMetadata(
-                                    "ns",
-                                    Struct.newBuilder()
-                                        .putFields(
-                                            "k", Value.newBuilder().setStringValue("v").build())
-                                        .build()))
-                        .setObservabilityMode(true);
-                case 2 ->
-                    b.putAttributes(
-                        EnvoySignals.ATTRIBUTES_KEY,
-                        Struct.newBuilder()
-                            .putFields("x", Value.newBuilder().setNumberValue(2).build())
-                            .build());
-                case 3 ->
-                    b.setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8("x")));
-                case 4 ->
-                    b.setRequestBody( // replaces request_headers (oneof): a body message
-                        HttpBody.newBuilder()
-                            .setBody(ByteString.copyFrom(bodyBytes))
-                            .setEndOfStream(eos));
-                case 5 ->
-                    b.setResponseBody(
-                        HttpBody.newBuilder()
-                            .setBody(ByteString.copyFrom(bodyBytes))
-                            .setEndOfStream(!eos));
-                case 6 ->
-                    b.setResponseHeaders(
-                        HttpHeaders.newBuilder()
-                            .setHeaders(HeaderMap.newBuilder().addAllHeaders(headers))
-                            .setEndOfStream(eos));
-                case 7 ->
-                    b.setResponseBody(
-                        HttpBody.newBuilder()
-                            .setUnknownFields(
-                                UnknownFieldSet.newBuilder()
-                                    .addField(
-                                        7, UnknownFieldSet.Field.newBuilder().addVarint(1).build())
-                                    .build()));
-                default -> {}
-              }
-              return b.build();
-            });
+  /** One header: a name from NAMES, a string value and/or a raw value, or an unknown field. */
+  private static HeaderValue header(Gen g) {
+    String k = g.oneOf(NAMES);
+    String v = g.anyString(5);
+    String r = g.string("aé\u0000-", 0, 4);
+    int shape = g.intBetween(0, 4);
+    HeaderValue.Builder b = HeaderValue.newBuilder();
+    if (shape != 4) {
+      b.setKey(k);
+    }
+    if (shape == 0 || shape == 2) {
+      b.setValue(v);
+    }
+    if (shape == 1 || shape == 2) {
+      b.setRawValue(ByteString.copyFromUtf8(r));
+    }
+    if (shape == 3) {
+      b.setUnknownFields(
+          UnknownFieldSet.newBuilder()
+              .addField(9, UnknownFieldSet.Field.newBuilder().addVarint(7).build())
+              .build());
+    }
+    return b.build();
+  }
+
+  /**
+   * Requests: request headers (end of stream, protocol config or not) with, by {@code extra},
+   * metadata, attributes, or in place of them a request body, response body or response headers.
+   */
+  static ProcessingRequest request(Gen g) {
+    List<HeaderValue> headers = g.list(0, 8, () -> header(g));
+    boolean eos = g.bool();
+    int reqMode = g.intBetween(-1, 4);
+    int respMode = g.intBetween(-1, 4);
+    int extra = g.intBetween(0, 7);
+    byte[] bodyBytes = g.bytes(12);
+    ProcessingRequest.Builder b = headers(headers).toBuilder();
+    b.getRequestHeadersBuilder().setEndOfStream(eos);
+    if (reqMode >= 0 || respMode >= 0) {
+      ProtocolConfiguration.Builder pc = ProtocolConfiguration.newBuilder();
+      if (reqMode >= 0) {
+        pc.setRequestBodyModeValue(reqMode);
+      }
+      if (respMode >= 0) {
+        pc.setResponseBodyModeValue(respMode);
+      }
+      b.setProtocolConfig(pc);
+    }
+    switch (extra) {
+      case 1 ->
+          b.setMetadataContext(
+                  Metadata.newBuilder()
+                      .putFilterMetadata(
+                          "ns",
+                          Struct.newBuilder()
+                              .putFields("k", Value.newBuilder().setStringValue("v").build())
+                              .build()))
+              .setObservabilityMode(true);
+      case 2 ->
+          b.putAttributes(
+              EnvoySignals.ATTRIBUTES_KEY,
+              Struct.newBuilder()
+                  .putFields("x", Value.newBuilder().setNumberValue(2).build())
+                  .build());
+      case 3 -> b.setRequestBody(HttpBody.newBuilder().setBody(ByteString.copyFromUtf8("x")));
+      case 4 ->
+          b.setRequestBody( // replaces request_headers (oneof): a body message
+              HttpBody.newBuilder().setBody(ByteString.copyFrom(bodyBytes)).setEndOfStream(eos));
+      case 5 ->
+          b.setResponseBody(
+              HttpBody.newBuilder().setBody(ByteString.copyFrom(bodyBytes)).setEndOfStream(!eos));
+      case 6 ->
+          b.setResponseHeaders(
+              HttpHeaders.newBuilder()
+                  .setHeaders(HeaderMap.newBuilder().addAllHeaders(headers))
+                  .setEndOfStream(eos));
+      case 7 ->
+          b.setResponseBody(
+              HttpBody.newBuilder()
+                  .setUnknownFields(
+                      UnknownFieldSet.newBuilder()
+                          .addField(7, UnknownFieldSet.Field.newBuilder().addVarint(1).build())
+                          .build()));
+      default -> {}
+    }
+    return b.build();
   }
 
   private static HeaderValue raw(String k, String v) {

@@ -10,15 +10,12 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.time.FakeTicker;
+import io.sluice.testing.Seeded;
+import io.sluice.testing.Seeded.Gen;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import org.junit.jupiter.api.Test;
 
 /** Invariants of the admission core under random operation sequences. */
 class AdmissionPropertiesTest {
@@ -31,22 +28,30 @@ class AdmissionPropertiesTest {
 
   record Op(Kind kind, int classIndex, int tenant, long work, int pick) {}
 
-  @Provide
-  Arbitrary<List<Op>> ops() {
-    Arbitrary<Op> op =
-        Combinators.combine(
-                Arbitraries.of(Kind.class),
-                Arbitraries.integers().between(0, 2),
-                Arbitraries.integers().between(0, 4),
-                Arbitraries.longs().between(1, 700),
-                Arbitraries.integers().between(0, 1000))
-            .as(Op::new);
-    return op.list().ofMinSize(1).ofMaxSize(200);
+  /** 1-200 operations of any kind: class 0-2, tenant 0-4, work 1-700, pick 0-1000. */
+  static List<Op> ops(Gen g) {
+    return g.list(
+        1,
+        200,
+        () ->
+            new Op(
+                g.anyOf(Kind.class),
+                g.intBetween(0, 2),
+                g.intBetween(0, 4),
+                g.longBetween(1, 700),
+                g.intBetween(0, 1000)));
   }
 
-  @Property(tries = 300)
-  void anySequence_inFlightNeverNegativeNorAboveCapacity_andReturnsToZero(
-      @ForAll("ops") List<Op> ops) {
+  @Test
+  void anySequence_inFlightNeverNegativeNorAboveCapacity_andReturnsToZero() {
+    Seeded.forAll(
+        0x5EED_1601L,
+        300,
+        AdmissionPropertiesTest::ops,
+        AdmissionPropertiesTest::inFlightNeverNegativeNorAboveCapacityAndReturnsToZero);
+  }
+
+  private static void inFlightNeverNegativeNorAboveCapacityAndReturnsToZero(List<Op> ops) {
     FakeTicker time = new FakeTicker();
     PoolPolicy pool = pool(1000);
     List<ClassPolicy> classes =
@@ -106,8 +111,16 @@ class AdmissionPropertiesTest {
     assertThat(end.tenantsInFlight()).isZero();
   }
 
-  @Property(tries = 300)
-  void anyLoad_classBelowGuaranteedShare_isAdmitted(@ForAll("ops") List<Op> ops) {
+  @Test
+  void anyLoad_classBelowGuaranteedShare_isAdmitted() {
+    Seeded.forAll(
+        0x5EED_1602L,
+        300,
+        AdmissionPropertiesTest::ops,
+        AdmissionPropertiesTest::classBelowGuaranteedShareIsAdmitted);
+  }
+
+  private static void classBelowGuaranteedShareIsAdmitted(List<Op> ops) {
     FakeTicker time = new FakeTicker();
     PoolPolicy pool = pool(1000);
     List<ClassPolicy> classes =

@@ -7,15 +7,13 @@ import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.time.FakeTicker;
+import io.sluice.testing.Seeded;
+import io.sluice.testing.Seeded.Gen;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
 
 /**
  * The admission core with queue-hold under random arrive / cancel / expire / release sequences:
@@ -33,20 +31,23 @@ class QueueHoldPropertiesTest {
 
   record Op(Kind kind, int cls, int tenant, long work, int pick, int millis) {}
 
-  @Provide
-  Arbitrary<List<Op>> ops() {
-    return Combinators.combine(
-            Arbitraries.of(Kind.class),
-            Arbitraries.integers().between(0, 2),
-            Arbitraries.integers().between(0, 3),
-            Arbitraries.longs().between(1, 600),
-            Arbitraries.integers().between(0, 1000),
-            Arbitraries.integers().between(1, 700))
-        .as(Op::new)
-        .list()
-        .ofMinSize(1)
-        .ofMaxSize(150);
+  /** 1-150 operations of any kind: class 0-2, tenant 0-3, work 1-600, pick 0-1000, 1-700 ms. */
+  static List<Op> ops(Gen g) {
+    return g.list(
+        1,
+        150,
+        () ->
+            new Op(
+                g.anyOf(Kind.class),
+                g.intBetween(0, 2),
+                g.intBetween(0, 3),
+                g.longBetween(1, 600),
+                g.intBetween(0, 1000),
+                g.intBetween(1, 700)));
   }
+
+  /** The operations, and the seed of the Retry-After jitter draws (so a failure replays). */
+  record Scenario(List<Op> ops, long jitterSeed) {}
 
   /** Records the one answer a waiter may get. */
   static final class W implements Waiter {
@@ -77,8 +78,16 @@ class QueueHoldPropertiesTest {
     }
   }
 
-  @Property(tries = 300)
-  void anySequence_eachWaiterAnsweredOnce_neverLate_noLeaks(@ForAll("ops") List<Op> ops) {
+  @Test
+  void anySequence_eachWaiterAnsweredOnce_neverLate_noLeaks() {
+    Seeded.forAll(
+        0x5EED_1501L,
+        300,
+        g -> new Scenario(ops(g), g.random().nextLong()),
+        c -> eachWaiterAnsweredOnceNeverLateNoLeaks(c.ops(), c.jitterSeed()));
+  }
+
+  private static void eachWaiterAnsweredOnceNeverLateNoLeaks(List<Op> ops, long jitterSeed) {
     FakeTicker time = new FakeTicker();
     PoolPolicy pool =
         new PoolPolicy(
@@ -143,7 +152,7 @@ class QueueHoldPropertiesTest {
             classes,
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE,
-            Math::random);
+            new SplittableRandom(jitterSeed)::nextDouble);
     List<Permit> running = new ArrayList<>();
     List<W> waiting = new ArrayList<>();
     List<W> all = new ArrayList<>();

@@ -2,13 +2,8 @@ package io.sluice.core.estimate;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.Size;
+import io.sluice.testing.Seeded;
+import org.junit.jupiter.api.Test;
 
 class TokenEstimatorPropertiesTest {
   private static final TokenEstimator ESTIMATOR = new TokenEstimator(EstimatorSettings.defaults());
@@ -22,59 +17,95 @@ class TokenEstimatorPropertiesTest {
     "anthropic-messages.json",
   };
 
-  @Property(tries = 300)
-  void estimate_arbitraryBytes_neverThrowsAndStaysInBounds(
-      @ForAll @Size(max = 512) byte[] body,
-      @ForAll RequestFormat format,
-      @ForAll @IntRange(max = 10_000) int defaultOutput,
-      @ForAll @IntRange(max = 10_000) int extra) {
-    EstimateLimits limits = new EstimateLimits(defaultOutput, (long) defaultOutput + extra);
-
-    TokenEstimate e = ESTIMATOR.estimate(format, body, limits);
-
-    assertThat(e.inputTokens()).isNotNegative();
-    assertThat(e.outputReserveTokens()).isBetween(0L, limits.maxOutputTokens());
-  }
-
-  @Property(tries = 300)
-  void estimate_mutatedFixture_neverThrowsAndStaysInBounds(
-      @ForAll("fixtureIndex") int fixture,
-      @ForAll @IntRange(max = 100_000) int position,
-      @ForAll byte replacement,
-      @ForAll @IntRange(max = 100_000) int cut,
-      @ForAll RequestFormat format) {
-    byte[] body = Fixtures.bytes(FIXTURES[fixture]);
-    body[position % body.length] = replacement;
-    int length = cut % (body.length + 1);
-    EstimateLimits limits = new EstimateLimits(100, 1000);
-
-    TokenEstimate e = ESTIMATOR.estimate(format, body, 0, length, limits);
-
-    assertThat(e.inputTokens()).isNotNegative();
-    assertThat(e.outputReserveTokens()).isBetween(0L, 1000L);
-    if (e.fallbackCause() != null) {
-      assertThat(e.inputTokens()).isEqualTo((long) Math.ceil(length / 4.0));
+  record Bytes(byte[] body, RequestFormat format, int defaultOutput, int extra) {
+    @Override
+    public String toString() {
+      return "Bytes[body="
+          + Seeded.describe(body)
+          + ", format="
+          + format
+          + ", defaultOutput="
+          + defaultOutput
+          + ", extra="
+          + extra
+          + "]";
     }
   }
 
-  @Property(tries = 200)
-  void estimate_maxTokensValue_reserveWithinLimits(
-      @ForAll long maxTokens, @ForAll @IntRange(max = 5000) int max) {
-    EstimateLimits limits = new EstimateLimits(Math.min(256, max), max);
-    byte[] body =
-        Fixtures.utf8(
-            "{\"max_tokens\":"
-                + maxTokens
-                + ",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
+  @Test
+  void estimate_arbitraryBytes_neverThrowsAndStaysInBounds() {
+    Seeded.forAll(
+        0x5EED_1001L,
+        300,
+        g ->
+            new Bytes(
+                g.bytes(512),
+                g.anyOf(RequestFormat.class),
+                g.intBetween(0, 10_000),
+                g.intBetween(0, 10_000)),
+        c -> {
+          EstimateLimits limits =
+              new EstimateLimits(c.defaultOutput(), (long) c.defaultOutput() + c.extra());
 
-    TokenEstimate e = ESTIMATOR.estimate(RequestFormat.OPENAI_CHAT, body, limits);
+          TokenEstimate e = ESTIMATOR.estimate(c.format(), c.body(), limits);
 
-    assertThat(e.outputReserveTokens()).isBetween(0L, (long) max);
-    assertThat(e.outputClamped()).isEqualTo(maxTokens <= 0 || maxTokens > max);
+          assertThat(e.inputTokens()).isNotNegative();
+          assertThat(e.outputReserveTokens()).isBetween(0L, limits.maxOutputTokens());
+        });
   }
 
-  @Provide
-  Arbitrary<Integer> fixtureIndex() {
-    return Arbitraries.integers().between(0, FIXTURES.length - 1);
+  record Mutation(int fixture, int position, byte replacement, int cut, RequestFormat format) {}
+
+  @Test
+  void estimate_mutatedFixture_neverThrowsAndStaysInBounds() {
+    Seeded.forAll(
+        0x5EED_1002L,
+        300,
+        g ->
+            new Mutation(
+                g.intBetween(0, FIXTURES.length - 1),
+                g.intBetween(0, 100_000),
+                g.anyByte(),
+                g.intBetween(0, 100_000),
+                g.anyOf(RequestFormat.class)),
+        c -> {
+          byte[] body = Fixtures.bytes(FIXTURES[c.fixture()]);
+          body[c.position() % body.length] = c.replacement();
+          int length = c.cut() % (body.length + 1);
+          EstimateLimits limits = new EstimateLimits(100, 1000);
+
+          TokenEstimate e = ESTIMATOR.estimate(c.format(), body, 0, length, limits);
+
+          assertThat(e.inputTokens()).isNotNegative();
+          assertThat(e.outputReserveTokens()).isBetween(0L, 1000L);
+          if (e.fallbackCause() != null) {
+            assertThat(e.inputTokens()).isEqualTo((long) Math.ceil(length / 4.0));
+          }
+        });
+  }
+
+  record MaxTokens(long maxTokens, int max) {}
+
+  @Test
+  void estimate_maxTokensValue_reserveWithinLimits() {
+    Seeded.forAll(
+        0x5EED_1003L,
+        200,
+        g -> new MaxTokens(g.anyLong(), g.intBetween(0, 5000)),
+        c -> {
+          long maxTokens = c.maxTokens();
+          int max = c.max();
+          EstimateLimits limits = new EstimateLimits(Math.min(256, max), max);
+          byte[] body =
+              Fixtures.utf8(
+                  "{\"max_tokens\":"
+                      + maxTokens
+                      + ",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
+
+          TokenEstimate e = ESTIMATOR.estimate(RequestFormat.OPENAI_CHAT, body, limits);
+
+          assertThat(e.outputReserveTokens()).isBetween(0L, (long) max);
+          assertThat(e.outputClamped()).isEqualTo(maxTokens <= 0 || maxTokens > max);
+        });
   }
 }

@@ -4,17 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.queue.ClassScheduler.Lane;
 import io.sluice.core.queue.ClassScheduler.QueueClass;
+import io.sluice.testing.Seeded;
+import io.sluice.testing.Seeded.Gen;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.Tuple;
-import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
 
 class ClassSchedulerPropertiesTest {
   private static final long SEC = 1_000_000_000L;
@@ -29,31 +25,31 @@ class ClassSchedulerPropertiesTest {
 
   record Advance(int ms) implements Op {}
 
-  @Provide
-  Arbitrary<List<ClassPlan>> classes() {
-    return Combinators.combine(Arbitraries.integers().between(0, 60), Arbitraries.of(true, false))
-        .as(ClassPlan::new)
-        .list()
-        .ofMinSize(1)
-        .ofMaxSize(4)
-        .filter(l -> l.stream().mapToInt(ClassPlan::reservePercent).sum() <= 100);
+  /** One to four classes, reserving 0-60 % each and 100 % at most in all, borrowing or not. */
+  static List<ClassPlan> classes(Gen g) {
+    while (true) {
+      List<ClassPlan> l = g.list(1, 4, () -> new ClassPlan(g.intBetween(0, 60), g.bool()));
+      if (l.stream().mapToInt(ClassPlan::reservePercent).sum() <= 100) {
+        return l;
+      }
+    }
   }
 
-  @Provide
-  Arbitrary<List<Op>> ops() {
-    return Arbitraries.<Op>frequencyOf(
-            Tuple.of(
-                5,
-                Combinators.combine(
-                        Arbitraries.integers().between(0, 3),
-                        Arbitraries.integers().between(0, 3),
-                        Arbitraries.integers().between(1, 25))
-                    .as(Arrive::new)),
-            Tuple.of(3, Arbitraries.integers().between(0, 1000).map(Release::new)),
-            Tuple.of(1, Arbitraries.integers().between(0, 3000).map(Advance::new)))
-        .list()
-        .ofMaxSize(200);
+  /** Up to 200 operations: arrive 5, release 3, advance 1 (relative weights). */
+  static List<Op> ops(Gen g) {
+    return g.list(
+        0,
+        200,
+        () ->
+            g.<Op>frequency(
+                Map.entry(
+                    5,
+                    () -> new Arrive(g.intBetween(0, 3), g.intBetween(0, 3), g.intBetween(1, 25))),
+                Map.entry(3, () -> new Release(g.intBetween(0, 1000))),
+                Map.entry(1, () -> new Advance(g.intBetween(0, 3000)))));
   }
+
+  record Scenario(List<ClassPlan> plans, List<Op> ops, int capacity) {}
 
   private static final class Sim {
     final ClassScheduler<String> s;
@@ -124,11 +120,17 @@ class ClassSchedulerPropertiesTest {
     }
   }
 
-  @Property(tries = 300)
-  void drain_randomArrivalsAndReleases_obeyReservesBorrowingAndCapacity(
-      @ForAll("classes") List<ClassPlan> plans,
-      @ForAll("ops") List<Op> ops,
-      @ForAll @IntRange(min = 10, max = 120) int capacity) {
+  @Test
+  void drain_randomArrivalsAndReleases_obeyReservesBorrowingAndCapacity() {
+    Seeded.forAll(
+        0x5EED_1401L,
+        300,
+        g -> new Scenario(classes(g), ops(g), g.intBetween(10, 120)),
+        c -> drainObeysReservesBorrowingAndCapacity(c.plans(), c.ops(), c.capacity()));
+  }
+
+  private static void drainObeysReservesBorrowingAndCapacity(
+      List<ClassPlan> plans, List<Op> ops, int capacity) {
     Sim sim = new Sim(plans, capacity, false);
     for (Op op : ops) {
       sim.step(op); // the ledger asserts every start; step asserts maximality and expiry
@@ -146,11 +148,17 @@ class ClassSchedulerPropertiesTest {
     assertThat(sim.ledger.inFlightWorkUnits()).isZero();
   }
 
-  @Property(tries = 300)
-  void release_classBelowReserveWaiting_getsTheNextRelease(
-      @ForAll("classes") List<ClassPlan> plans,
-      @ForAll("ops") List<Op> ops,
-      @ForAll @IntRange(min = 10, max = 60) int capacity) {
+  @Test
+  void release_classBelowReserveWaiting_getsTheNextRelease() {
+    Seeded.forAll(
+        0x5EED_1402L,
+        300,
+        g -> new Scenario(classes(g), ops(g), g.intBetween(10, 60)),
+        c -> classBelowReserveGetsTheNextRelease(c.plans(), c.ops(), c.capacity()));
+  }
+
+  private static void classBelowReserveGetsTheNextRelease(
+      List<ClassPlan> plans, List<Op> ops, int capacity) {
     Sim sim = new Sim(plans, capacity, true);
     for (Op op : ops) {
       if (!(op instanceof Release) || sim.ledger.running.isEmpty()) {

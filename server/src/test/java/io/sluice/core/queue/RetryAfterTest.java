@@ -3,11 +3,8 @@ package io.sluice.core.queue;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sluice.testing.Seeded;
 import java.util.SplittableRandom;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.constraints.DoubleRange;
-import net.jqwik.api.constraints.LongRange;
 import org.junit.jupiter.api.Test;
 
 class RetryAfterTest {
@@ -49,17 +46,27 @@ class RetryAfterTest {
         .hasMessage("minSeconds: 0 (expected: >= 1)");
   }
 
-  @Property(tries = 500)
-  void seconds_anyInput_withinClampAndJitter(
-      @ForAll @LongRange(min = -10_000_000_000L, max = 10_000_000_000_000L) long nanos,
-      @ForAll @DoubleRange(min = 0, max = 1, maxIncluded = false) double u,
-      @ForAll @LongRange(min = 1, max = 20) long min,
-      @ForAll @LongRange(min = 0, max = 600) long extra) {
-    RetryAfter r = new RetryAfter(min, min + extra, 0.2, () -> u);
-    long s = r.seconds(nanos);
-    long base = Math.min(min + extra, Math.max(min, RetryAfter.ceilSeconds(nanos)));
+  record Case(long nanos, double u, long min, long extra) {}
 
-    assertThat(s).isBetween(Math.max(1, min), min + extra);
-    assertThat((double) s).isBetween(Math.min(base * 0.8, min), Math.ceil(base * 1.2));
+  @Test
+  void seconds_anyInput_withinClampAndJitter() {
+    Seeded.forAll(
+        0x5EED_0A01L,
+        500,
+        g ->
+            new Case(
+                g.longBetween(-10_000_000_000L, 10_000_000_000_000L),
+                g.doubleBetween(0, 1),
+                g.longBetween(1, 20),
+                g.longBetween(0, 600)),
+        c -> {
+          RetryAfter r = new RetryAfter(c.min(), c.min() + c.extra(), 0.2, c::u);
+          long s = r.seconds(c.nanos());
+          long base =
+              Math.min(c.min() + c.extra(), Math.max(c.min(), RetryAfter.ceilSeconds(c.nanos())));
+
+          assertThat(s).isBetween(Math.max(1, c.min()), c.min() + c.extra());
+          assertThat((double) s).isBetween(Math.min(base * 0.8, c.min()), Math.ceil(base * 1.2));
+        });
   }
 }

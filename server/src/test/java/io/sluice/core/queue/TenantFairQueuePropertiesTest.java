@@ -2,6 +2,8 @@ package io.sluice.core.queue;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.testing.Seeded;
+import io.sluice.testing.Seeded.Gen;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -9,15 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.IntRange;
-import net.jqwik.api.constraints.LongRange;
-import net.jqwik.api.constraints.Size;
+import org.junit.jupiter.api.Test;
 
 class TenantFairQueuePropertiesTest {
   private static final long MS = 1_000_000L;
@@ -27,20 +21,30 @@ class TenantFairQueuePropertiesTest {
   /** One tenant of the fairness scenario: weight, the poll index it joins at, its item works. */
   record TenantPlan(int weight, int joinAt, List<Integer> works) {}
 
-  @Provide
-  Arbitrary<List<TenantPlan>> tenants() {
-    Arbitrary<TenantPlan> plan =
-        Combinators.combine(
-                Arbitraries.of(1, 2, 3, 5, 8),
-                Arbitraries.integers().between(0, 40),
-                Arbitraries.integers().between(1, 50).list().ofMinSize(30).ofMaxSize(80))
-            .as(TenantPlan::new);
-    return plan.list().ofMinSize(2).ofMaxSize(5);
+  /** Two to five tenants: weight 1, 2, 3, 5 or 8, joining at poll 0-40, 30-80 items of 1-50. */
+  private static List<TenantPlan> tenants(Gen g) {
+    return g.list(
+        2,
+        5,
+        () ->
+            new TenantPlan(
+                g.oneOf(1, 2, 3, 5, 8),
+                g.intBetween(0, 40),
+                g.list(30, 80, () -> g.intBetween(1, 50))));
   }
 
-  @Property(tries = 300)
-  void poll_backloggedTenants_workProportionalToWeightWithinOneMaxItem(
-      @ForAll("tenants") List<TenantPlan> plans, @ForAll @LongRange(min = 0) long deadlineSeed) {
+  record Fairness(List<TenantPlan> plans, long deadlineSeed) {}
+
+  @Test
+  void poll_backloggedTenants_workProportionalToWeightWithinOneMaxItem() {
+    Seeded.forAll(
+        0x5EED_1301L,
+        300,
+        g -> new Fairness(tenants(g), g.longBetween(0, Long.MAX_VALUE)),
+        c -> fairness(c.plans(), c.deadlineSeed()));
+  }
+
+  private static void fairness(List<TenantPlan> plans, long deadlineSeed) {
     long now = Long.MAX_VALUE - 1000 * MS;
     TenantFairQueue<Integer> q =
         new TenantFairQueue<>(new QueueBounds(Long.MAX_VALUE / 4, 100_000, 3_600_000 * MS, 1.0));
@@ -131,28 +135,26 @@ class TenantFairQueuePropertiesTest {
 
   record ExpireOp() implements Op {}
 
-  @Provide
-  Arbitrary<List<Op>> ops() {
-    Arbitrary<Op> offer =
-        Combinators.combine(
-                Arbitraries.integers().between(0, 5),
-                Arbitraries.integers().between(1, 4),
-                Arbitraries.integers().between(1, 30),
-                Arbitraries.integers().between(-5, 200),
-                Arbitraries.integers().between(1, 400))
-            .as(OfferOp::new);
-    Arbitrary<Op> poll = Arbitraries.just(new PollOp());
-    Arbitrary<Op> remove = Arbitraries.integers().between(0, 1000).map(RemoveOp::new);
-    Arbitrary<Op> advance = Arbitraries.integers().between(0, 60).map(AdvanceOp::new);
-    Arbitrary<Op> expire = Arbitraries.just(new ExpireOp());
-    return Arbitraries.frequencyOf(
-            net.jqwik.api.Tuple.of(6, offer),
-            net.jqwik.api.Tuple.of(3, poll),
-            net.jqwik.api.Tuple.of(2, remove),
-            net.jqwik.api.Tuple.of(3, advance),
-            net.jqwik.api.Tuple.of(1, expire))
-        .list()
-        .ofMaxSize(300);
+  /** Up to 300 operations: offer 6, poll 3, remove 2, advance 3, expire 1 (relative weights). */
+  private static List<Op> ops(Gen g) {
+    return g.list(0, 300, () -> op(g));
+  }
+
+  private static Op op(Gen g) {
+    return g.<Op>frequency(
+        Map.entry(
+            6,
+            () ->
+                new OfferOp(
+                    g.intBetween(0, 5),
+                    g.intBetween(1, 4),
+                    g.intBetween(1, 30),
+                    g.intBetween(-5, 200),
+                    g.intBetween(1, 400))),
+        Map.entry(3, PollOp::new),
+        Map.entry(2, () -> new RemoveOp(g.intBetween(0, 1000))),
+        Map.entry(3, () -> new AdvanceOp(g.intBetween(0, 60))),
+        Map.entry(1, ExpireOp::new));
   }
 
   /** Runs ops against the queue and a plain model; returns the queue for final checks. */
@@ -245,44 +247,64 @@ class TenantFairQueuePropertiesTest {
     return q;
   }
 
-  @Property(tries = 400)
-  void pollAndExpire_randomOps_neverServeExpiredAndReportEachItemOnce(
-      @ForAll("ops") List<Op> ops, @ForAll @IntRange(min = 0, max = 2) int startChoice) {
-    long start =
-        switch (startChoice) {
-          case 0 -> 0;
-          case 1 -> Long.MAX_VALUE - 5_000 * MS; // time wraps past Long.MAX_VALUE mid-run
-          default -> -123_456_789L;
-        };
-    run(ops, start, new HashSet<>());
+  record Ops(List<Op> ops, int startChoice) {}
+
+  @Test
+  void pollAndExpire_randomOps_neverServeExpiredAndReportEachItemOnce() {
+    Seeded.forAll(
+        0x5EED_1302L,
+        400,
+        g -> new Ops(ops(g), g.intBetween(0, 2)),
+        c -> {
+          long start =
+              switch (c.startChoice()) {
+                case 0 -> 0;
+                case 1 -> Long.MAX_VALUE - 5_000 * MS; // time wraps past Long.MAX_VALUE mid-run
+                default -> -123_456_789L;
+              };
+          run(c.ops(), start, new HashSet<>());
+        });
   }
 
-  @Property(tries = 400)
-  void randomOps_afterDrain_leaveNoStateBehind(@ForAll("ops") List<Op> ops) {
-    TenantFairQueue<Long> q = run(ops, Long.MAX_VALUE - 5_000 * MS, new HashSet<>());
+  @Test
+  void randomOps_afterDrain_leaveNoStateBehind() {
+    Seeded.forAll(
+        0x5EED_1303L,
+        400,
+        TenantFairQueuePropertiesTest::ops,
+        ops -> {
+          TenantFairQueue<Long> q = run(ops, Long.MAX_VALUE - 5_000 * MS, new HashSet<>());
 
-    assertThat(q.depth()).isZero();
-    assertThat(q.queuedWork()).isZero();
-    assertThat(q.flowCount()).isZero();
-    assertThat(q.activeFlowCount()).isZero();
-    assertThat(q.expiryIndexSize()).isZero();
-    assertThat(q.nextExpiryNanos()).isEmpty();
-    assertThat(q.topTenants(10)).isEmpty();
+          assertThat(q.depth()).isZero();
+          assertThat(q.queuedWork()).isZero();
+          assertThat(q.flowCount()).isZero();
+          assertThat(q.activeFlowCount()).isZero();
+          assertThat(q.expiryIndexSize()).isZero();
+          assertThat(q.nextExpiryNanos()).isEmpty();
+          assertThat(q.topTenants(10)).isEmpty();
+        });
   }
 
-  @Property(tries = 200)
-  void flows_whileBacklogged_neverExceedTenantsWithWaitingOrCredit(
-      @ForAll @Size(min = 1, max = 200) List<@IntRange(min = 0, max = 50) Integer> tenants) {
-    // many distinct tenants each queue one item and are served: idle flows are swept, not kept
-    TenantFairQueue<Integer> q =
-        new TenantFairQueue<>(new QueueBounds(1_000_000, 10_000, 3_600_000 * MS, 1.0));
-    long now = 0;
-    q.offer(new QueuedItem<>(-1, "anchor", 1, 1, now, now + MS, now + MS, 0), now);
-    long id = 0;
-    for (int t : tenants) {
-      q.offer(new QueuedItem<>(id++, "x" + t + "-" + id, 1, 1, now, now + MS, now + MS, t), now);
-      q.poll(now);
-      assertThat(q.flowCount()).isLessThanOrEqualTo(q.activeFlowCount() + 64 + 1);
-    }
+  @Test
+  void flows_whileBacklogged_neverExceedTenantsWithWaitingOrCredit() {
+    Seeded.forAll(
+        0x5EED_1304L,
+        200,
+        g -> g.list(1, 200, () -> g.intBetween(0, 50)),
+        tenants -> {
+          // many distinct tenants each queue one item and are served: idle flows are swept, not
+          // kept
+          TenantFairQueue<Integer> q =
+              new TenantFairQueue<>(new QueueBounds(1_000_000, 10_000, 3_600_000 * MS, 1.0));
+          long now = 0;
+          q.offer(new QueuedItem<>(-1, "anchor", 1, 1, now, now + MS, now + MS, 0), now);
+          long id = 0;
+          for (int t : tenants) {
+            q.offer(
+                new QueuedItem<>(id++, "x" + t + "-" + id, 1, 1, now, now + MS, now + MS, t), now);
+            q.poll(now);
+            assertThat(q.flowCount()).isLessThanOrEqualTo(q.activeFlowCount() + 64 + 1);
+          }
+        });
   }
 }
