@@ -85,7 +85,61 @@ public final class RateLimitEvaluator {
     this.metrics = metrics;
   }
 
+  /**
+   * Decides one call. Never throws and never completes exceptionally: an unexpected error is
+   * answered {@link Failed} ("internal error") and counted ({@code sluice.rls.calls{result=
+   * internal_error}}); a store that does not answer within {@link #storeDeadlineMillis()} is a
+   * store failure (each limit's failure mode applies).
+   */
   public CompletionStage<RlsDecision> evaluate(RlsRequest request) {
+    try {
+      CompletionStage<RlsDecision> stage = evaluateOrThrow(request);
+      if (stage instanceof CompletableFuture<RlsDecision> f && f.isDone()) {
+        return f.isCompletedExceptionally() ? internalError(f) : f;
+      }
+      return stage.handle(
+          (d, e) -> {
+            if (e != null) {
+              metrics.internalError(e);
+              return new Failed("internal error");
+            }
+            return d;
+          });
+    } catch (RuntimeException | Error e) {
+      if (e instanceof VirtualMachineError) {
+        throw e;
+      }
+      metrics.internalError(e);
+      return CompletableFuture.completedFuture(new Failed("internal error"));
+    }
+  }
+
+  private CompletionStage<RlsDecision> internalError(CompletableFuture<RlsDecision> f) {
+    try {
+      f.join();
+    } catch (CompletionException | java.util.concurrent.CancellationException e) {
+      metrics.internalError(e.getCause() != null ? e.getCause() : e);
+    }
+    return CompletableFuture.completedFuture(new Failed("internal error"));
+  }
+
+  /** Largest weight accepted: Redis INCRBY's (signed 64-bit) range, as for the reference. */
+  public static final long MAX_HITS_ADDEND = Long.MAX_VALUE;
+
+  /**
+   * How long a store that answers over the network may take before the call is decided by the
+   * failure mode: 4 × {@code REDIS_COMMAND_TIMEOUT}, at least 100 ms (the Redis store itself fails
+   * a command after 2 ×; this is the safety net for a stage that would never complete).
+   */
+  long storeDeadlineMillis() {
+    return Math.max(100, settings.redis().commandTimeout().toMillis() * 4);
+  }
+
+  RlsMetrics metrics() {
+    return metrics;
+  }
+
+  private CompletionStage<RlsDecision> evaluateOrThrow(RlsRequest request) {
     if (request.domain().isEmpty()) {
       return failed("rate limit domain must not be empty");
     }
@@ -110,6 +164,19 @@ public final class RateLimitEvaluator {
           d.hitsAddend().isPresent()
               ? d.hitsAddend().getAsLong()
               : Math.max(1, request.hitsAddend());
+      if (weights[i] < 0 || request.hitsAddend() < 0) {
+        // uint64 on the wire: 2^63 and above read as a negative long. The reference sends it to
+        // Redis INCRBY, which refuses it ("value is not an integer or out of range"); here it
+        // is a clean INVALID_ARGUMENT, counted, before anything is counted in the store.
+        long bad = weights[i] < 0 ? weights[i] : request.hitsAddend();
+        return invalid(
+            "hits_addend_out_of_range",
+            "hits_addend: "
+                + Long.toUnsignedString(bad)
+                + " (expected: at most "
+                + MAX_HITS_ADDEND
+                + ")");
+      }
       Match m = match(cfg, domain, d);
       matches.add(m);
       for (LimitSpec l : m.limits()) {
@@ -156,7 +223,9 @@ public final class RateLimitEvaluator {
 
     List<CounterIncrement> incs = new ArrayList<>(fixed.size());
     for (Slot s : fixed) {
-      incs.add(new CounterIncrement(s.key(), s.hits(), expiry(s.limit())));
+      incs.add(
+          new CounterIncrement(
+              s.key(), s.hits(), expiry(s.limit()), windowEndMillis(s.limit(), nowSeconds)));
     }
     long startNanos = ticker.nanos();
     CompletableFuture<long[]> counted =
@@ -191,6 +260,10 @@ public final class RateLimitEvaluator {
                 nowMillis,
                 nowSeconds);
     if (!all.isDone()) {
+      if (!counters.inProcess() || !buckets.inProcess()) {
+        // a stage that never completes must not hold the call until the client's deadline
+        all = all.orTimeout(storeDeadlineMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+      }
       return all.handle(
           (v, e) -> {
             storeLatency(startNanos);
@@ -297,6 +370,12 @@ public final class RateLimitEvaluator {
 
   private static TokenBucketSpec spec(LimitSpec l, long capacity) {
     return new TokenBucketSpec(capacity, capacity, l.windowSeconds() * 1000);
+  }
+
+  /** End of the current window of a fixed-window limit, epoch millis. */
+  private static long windowEndMillis(LimitSpec l, long nowSeconds) {
+    long w = l.windowSeconds();
+    return (Math.floorDiv(nowSeconds, w) * w + w) * 1000;
   }
 
   private static long resetSeconds(LimitSpec l, long nowSeconds) {
@@ -411,7 +490,10 @@ public final class RateLimitEvaluator {
           } else {
             long after =
                 local
-                    .increment(List.of(new CounterIncrement(s.key(), s.hits(), expiry(l))))
+                    .increment(
+                        List.of(
+                            new CounterIncrement(
+                                s.key(), s.hits(), expiry(l), windowEndMillis(l, nowSeconds))))
                     .toCompletableFuture()
                     .join()[0];
             results.add(fixedWindow(s, after, share, nowSeconds, domain));
@@ -482,8 +564,9 @@ public final class RateLimitEvaluator {
       over = false;
     }
     Code overall = over ? Code.OVER_LIMIT : Code.OK;
+    Decided decided = new Decided(overall, statuses, headers(overall, statuses));
     metrics.call(over ? "over_limit" : "ok");
-    return new Decided(overall, statuses, headers(overall, statuses));
+    return decided;
   }
 
   private List<Header> headers(Code overall, List<Status> statuses) {
@@ -525,6 +608,11 @@ public final class RateLimitEvaluator {
       }
     }
     return List.copyOf(headers);
+  }
+
+  private CompletionStage<RlsDecision> invalid(String reason, String message) {
+    metrics.invalidRequest(reason);
+    return CompletableFuture.completedFuture(new RlsDecision.Invalid(reason, message));
   }
 
   private CompletionStage<RlsDecision> failed(String message) {

@@ -31,4 +31,11 @@ public sealed interface RlsDecision {
 
   /** The call fails (reference: a plain error, gRPC status UNKNOWN). */
   record Failed(String message) implements RlsDecision {}
+
+  /**
+   * The request is outside what the service accepts (gRPC INVALID_ARGUMENT, HTTP 400).
+   *
+   * @param reason stable reason code, the {@code reason} tag of {@code sluice.rls.invalid_requests}
+   */
+  record Invalid(String reason, String message) implements RlsDecision {}
 }

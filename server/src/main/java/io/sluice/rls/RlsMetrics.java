@@ -30,6 +30,14 @@ public final class RlsMetrics {
   public static final String STORE_ERRORS = "sluice.rls.store.errors";
   public static final String STORE_FAILURE_MODE = "sluice.rls.store.failure_mode";
   public static final String CONFIG_RELOADS = "sluice.rls.config.reloads";
+  public static final String INVALID_REQUESTS = "sluice.rls.invalid_requests";
+  public static final String CANCELLED = "sluice.rls.cancelled";
+  public static final String MEMORY_BYTES = "sluice.rls.store.memory.bytes";
+  public static final String MEMORY_ENTRIES = "sluice.rls.store.memory.entries";
+  public static final String MEMORY_MAX_BYTES = "sluice.rls.store.memory.max_bytes";
+  public static final String MEMORY_EVICTIONS = "sluice.rls.store.memory.evictions";
+  public static final String MEMORY_EVICTED_HITS = "sluice.rls.store.memory.evicted_hits";
+  public static final String STORE_WARMUP = "sluice.rls.store.warmup";
   static final int MAX_KEYS = 10_000;
 
   /** The five per-limit counters of one (domain, key). */
@@ -52,6 +60,11 @@ public final class RlsMetrics {
   private final Counter callsOk;
   private final Counter callsOverLimit;
   private final Counter callsError;
+  private final Counter callsInvalid;
+  private final Counter callsInternalError;
+  private final Counter cancelled;
+  private final RateLimitedLog internalErrors =
+      new RateLimitedLog(org.slf4j.LoggerFactory.getLogger(RlsMetrics.class), 10_000);
 
   public RlsMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -66,6 +79,74 @@ public final class RlsMetrics {
     this.callsOk = registry.counter(CALLS, "result", "ok");
     this.callsOverLimit = registry.counter(CALLS, "result", "over_limit");
     this.callsError = registry.counter(CALLS, "result", "error");
+    this.callsInvalid = registry.counter(CALLS, "result", "invalid_argument");
+    this.callsInternalError = registry.counter(CALLS, "result", "internal_error");
+    this.cancelled =
+        Counter.builder(CANCELLED)
+            .description("Calls decided after the client had gone (cancelled or past deadline)")
+            .register(registry);
+  }
+
+  /**
+   * A request refused with INVALID_ARGUMENT; {@code reason}: {@code malformed} (not a
+   * RateLimitRequest) or {@code hits_addend_out_of_range}.
+   */
+  public void invalidRequest(String reason) {
+    callsInvalid.increment();
+    registry.counter(INVALID_REQUESTS, "reason", reason).increment();
+  }
+
+  /** An unexpected error answered UNKNOWN "internal error"; logged (WARN, at most every 10 s). */
+  public void internalError(Throwable t) {
+    callsInternalError.increment();
+    internalErrors.warn("rate limit call failed internally: {}", String.valueOf(t));
+  }
+
+  /** A decided call whose client had already gone. */
+  public void cancelled() {
+    cancelled.increment();
+  }
+
+  /**
+   * Gauges and counters of an in-memory store ({@code store}: {@code memory} for the backend,
+   * {@code local} for failure mode {@code local}).
+   */
+  public void bindMemoryStore(String store, io.sluice.store.memory.InMemoryStore s) {
+    io.micrometer.core.instrument.Gauge.builder(MEMORY_BYTES, s, x -> x.bytes())
+        .description("Accounted bytes of the in-memory store (keys + per-entry overhead)")
+        .tag("store", store)
+        .baseUnit("bytes")
+        .register(registry);
+    io.micrometer.core.instrument.Gauge.builder(MEMORY_MAX_BYTES, s, x -> x.bounds().maxBytes())
+        .description("Byte bound of the in-memory store (SLUICE_RLS_MEMORY_MAX_BYTES)")
+        .tag("store", store)
+        .baseUnit("bytes")
+        .register(registry);
+    io.micrometer.core.instrument.Gauge.builder(MEMORY_ENTRIES, s, x -> x.entries())
+        .description("Counters and token buckets held by the in-memory store")
+        .tag("store", store)
+        .register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            MEMORY_EVICTIONS, s, x -> x.expiredEvictions())
+        .description("Entries removed to make room; state=expired loses nothing")
+        .tags("store", store, "state", "expired")
+        .register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            MEMORY_EVICTIONS, s, x -> x.liveEvictions())
+        .description("Entries removed to make room; state=live reset a counter or bucket")
+        .tags("store", store, "state", "live")
+        .register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(MEMORY_EVICTIONS, s, x -> x.unstored())
+        .description("Keys larger than the whole bound, answered fresh and not kept")
+        .tags("store", store, "state", "unstored")
+        .register(registry);
+    io.micrometer.core.instrument.FunctionCounter.builder(
+            MEMORY_EVICTED_HITS, s, x -> x.evictedHits())
+        .description(
+            "Hits (counts, or tokens owed) lost by live evictions: at most this many extra"
+                + " hits were admitted because of the bound")
+        .tag("store", store)
+        .register(registry);
   }
 
   public MeterRegistry registry() {

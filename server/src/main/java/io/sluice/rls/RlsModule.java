@@ -63,15 +63,20 @@ public final class RlsModule implements AutoCloseable {
   private RlsModule(RlsSettings settings, MeterRegistry registry, Clock clock, Ticker ticker) {
     this.settings = settings;
     this.metrics = new RlsMetrics(registry);
-    InMemoryStore local = new InMemoryStore(clock);
+    InMemoryStore local;
     if (settings.backendType().equals("redis")) {
       RedisStore redis = new RedisStore(settings.redis(), ticker);
       counters = redis;
       buckets = redis;
       storeCloser = redis;
-      storeReady = redis.connected();
+      local = new InMemoryStore(clock, settings.memoryBounds()); // failure mode local only
+      metrics.bindMemoryStore("local", local);
+      storeReady = warmUp(redis, settings, clock, ticker);
     } else {
-      InMemoryStore memory = new InMemoryStore(clock);
+      // one bounded store; failure mode local never applies to it (it cannot fail)
+      InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
+      metrics.bindMemoryStore("memory", memory);
+      local = memory;
       counters = memory;
       buckets = memory;
       storeCloser = () -> {};
@@ -117,11 +122,161 @@ public final class RlsModule implements AutoCloseable {
   }
 
   /**
-   * Completes when the store is connected (at once for memory). The bootstrap may wait on it before
-   * reporting SERVING, as the reference waits for Redis at start-up.
+   * Completes when the store is warm (at once for memory): for Redis, connected, the token-bucket
+   * script loaded and {@value #WARMUP_ROUNDS} rounds of increments and bucket takes answered on
+   * throwaway keys, then {@value #WARMUP_ROUNDS} synthetic calls decided by a private evaluator on
+   * the same store (request reader and answer encoder included), so the first real calls do not
+   * overrun {@code REDIS_COMMAND_TIMEOUT} and deny spuriously in {@code closed} mode. A failed
+   * attempt is retried every {@code REDIS_RECONNECT_INTERVAL}; after {@code
+   * SLUICE_RLS_WARMUP_TIMEOUT} without success the stage fails (the store keeps reconnecting in the
+   * background and limits follow their failure mode). Counted in {@code
+   * sluice.rls.store.warmup{result}}. The bootstrap waits on it before reporting ready, as the
+   * reference waits for Redis at start-up.
    */
   public CompletionStage<Void> ready() {
     return storeReady;
+  }
+
+  static final int WARMUP_ROUNDS = 20;
+
+  private CompletionStage<Void> warmUp(
+      RedisStore redis, RlsSettings settings, Clock clock, Ticker ticker) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    long deadline = ticker.nanos() + settings.warmupTimeout().toNanos();
+    long started = ticker.nanos();
+    Runnable[] attempt = new Runnable[1];
+    attempt[0] =
+        () ->
+            redis
+                .warmUp(settings.cacheKeyPrefix(), WARMUP_ROUNDS)
+                .thenCompose(v -> warmUpEvaluator(redis, settings, clock, ticker))
+                .whenComplete(
+                    (v, e) -> {
+                      if (e == null) {
+                        metrics
+                            .registry()
+                            .counter(RlsMetrics.STORE_WARMUP, "result", "success")
+                            .increment();
+                        log.info(
+                            "rate limit store warm ({} ms)",
+                            (ticker.nanos() - started) / 1_000_000);
+                        done.complete(null);
+                      } else if (ticker.nanos() - deadline >= 0) {
+                        metrics
+                            .registry()
+                            .counter(RlsMetrics.STORE_WARMUP, "result", "timeout")
+                            .increment();
+                        log.warn(
+                            "rate limit store not warm after {}: {}; limits follow their failure"
+                                + " mode until it answers",
+                            settings.warmupTimeout(),
+                            String.valueOf(e));
+                        done.completeExceptionally(e);
+                      } else {
+                        metrics
+                            .registry()
+                            .counter(RlsMetrics.STORE_WARMUP, "result", "retry")
+                            .increment();
+                        CompletableFuture.delayedExecutor(
+                                Math.max(50, settings.redis().reconnectInterval().toMillis()),
+                                TimeUnit.MILLISECONDS)
+                            .execute(attempt[0]);
+                      }
+                    });
+    attempt[0].run();
+    return done;
+  }
+
+  /**
+   * Synthetic calls through a private evaluator (own config and meter registry, warm-up domain) on
+   * the real store: real counters, metrics and limits are untouched.
+   */
+  private static CompletionStage<Void> warmUpEvaluator(
+      RedisStore redis, RlsSettings settings, Clock clock, Ticker ticker) {
+    RateLimitConfig cfg;
+    try {
+      cfg =
+          RateLimitConfigLoader.build(
+              java.util.List.of(
+                  new RateLimitConfigLoader.ConfigFile(
+                      "warmup",
+                      "domain: sluice_warmup\n"
+                          + "descriptors:\n"
+                          + "  - key: w\n"
+                          + "    rate_limit: {unit: second, requests_per_unit: 1000000}\n"
+                          + "  - key: b\n"
+                          + "    rate_limit: {unit: second, requests_per_unit: 1000000,"
+                          + " algorithm: token_bucket}\n")),
+              false);
+    } catch (RateLimitConfigException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    RlsMetrics throwaway =
+        new RlsMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+    RateLimitEvaluator ev =
+        new RateLimitEvaluator(
+            settings,
+            () -> cfg,
+            redis,
+            redis,
+            new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+            clock,
+            ticker,
+            throwaway);
+    String id = Long.toHexString(System.nanoTime());
+    CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+    for (int i = 0; i < WARMUP_ROUNDS; i++) {
+      RateLimitRequest proto =
+          RateLimitRequest.newBuilder()
+              .setDomain("sluice_warmup")
+              .addDescriptors(
+                  io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor
+                      .newBuilder()
+                      .addEntries(
+                          io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor
+                              .Entry.newBuilder()
+                              .setKey("w")
+                              .setValue(id)))
+              .addDescriptors(
+                  io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor
+                      .newBuilder()
+                      .addEntries(
+                          io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor
+                              .Entry.newBuilder()
+                              .setKey("b")
+                              .setValue(id)))
+              .build();
+      chain =
+          chain.thenCompose(
+              v -> {
+                RlsRequest request;
+                try {
+                  request = RlsRequestReader.read(proto.toByteArray());
+                } catch (InvalidProtocolBufferException e) {
+                  return CompletableFuture.failedFuture(e);
+                }
+                return ev.evaluate(request)
+                    .thenCompose(
+                        d -> {
+                          if (d instanceof RlsDecision.Decided decided) {
+                            RlsAnswer.of(decided);
+                            return CompletableFuture.completedFuture((Void) null);
+                          }
+                          // a store failure is decided by the failure mode: not warm yet
+                          return CompletableFuture.<Void>failedFuture(
+                              new io.sluice.core.store.StoreException(
+                                  "warm-up call not decided: " + d));
+                        })
+                    .toCompletableFuture();
+              });
+    }
+    return chain.thenCompose(
+        v ->
+            throwaway.registry().find(RlsMetrics.STORE_ERRORS).counter() != null
+                    && throwaway.registry().find(RlsMetrics.STORE_ERRORS).counter().count() > 0
+                ? CompletableFuture.failedFuture(
+                    new io.sluice.core.store.StoreException("warm-up calls hit store errors"))
+                : CompletableFuture.completedFuture(null));
   }
 
   /** The token-bucket side of the configured store (memory or Redis), shared with ext_proc. */
@@ -264,6 +419,9 @@ public final class RlsModule implements AutoCloseable {
               }
               if (d instanceof RlsDecision.Failed f) {
                 return HttpReply.text(500, f.message());
+              }
+              if (d instanceof RlsDecision.Invalid i) {
+                return HttpReply.text(400, i.message());
               }
               RlsDecision.Decided decided = (RlsDecision.Decided) d;
               try {

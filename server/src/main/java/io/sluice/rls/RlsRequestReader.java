@@ -4,13 +4,11 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.grpc.MethodDescriptor;
-import io.grpc.Status;
 import io.sluice.rls.config.RateLimitConfig.Entry;
 import io.sluice.wire.ProtoReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,6 +25,9 @@ import java.util.OptionalLong;
  * protobuf-java's parse on generated and damaged requests.
  */
 final class RlsRequestReader extends ProtoReader {
+  /** What {@link #MARSHALLER} hands over for bytes that do not parse (compared by identity). */
+  static final RlsRequest MALFORMED = new RlsRequest("", java.util.List.of(), 0);
+
   private RlsRequestReader(byte[] bytes) {
     super(bytes);
   }
@@ -158,17 +159,17 @@ final class RlsRequestReader extends ProtoReader {
           return new ByteArrayInputStream(RlsProtoMapper.toProto(value).toByteArray());
         }
 
+        /**
+         * Never throws: bytes that are not a RateLimitRequest give {@link #MALFORMED}, answered
+         * INVALID_ARGUMENT and counted by the adapter (a throw here would end the call UNKNOWN
+         * through gRPC's "Application error" path, uncounted, with a SEVERE stack trace).
+         */
         @Override
         public RlsRequest parse(InputStream stream) {
           try {
             return read(ProtoReader.readAll(stream));
-          } catch (InvalidProtocolBufferException e) {
-            throw Status.INTERNAL
-                .withDescription("Invalid protobuf byte sequence")
-                .withCause(e)
-                .asRuntimeException();
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
+          } catch (IOException | RuntimeException e) { // InvalidProtocolBufferException included
+            return MALFORMED;
           }
         }
       };

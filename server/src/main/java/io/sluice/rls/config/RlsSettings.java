@@ -43,6 +43,13 @@ import java.util.Map;
  * @param httpHost {@code HOST} (default 0.0.0.0), for the bootstrap
  * @param httpPort {@code PORT} (default 8080), for the bootstrap
  * @param redis the {@code REDIS_*} settings (parsed always, used when backend is redis)
+ * @param memoryMaxBytes {@code SLUICE_RLS_MEMORY_MAX_BYTES}: byte bound of the in-memory store
+ *     (keys + 160 bytes per entry; default 64 MiB; a number of bytes or with a {@code KiB}, {@code
+ *     MiB} or {@code GiB} suffix; at least 64 KiB)
+ * @param memoryMaxEntries {@code SLUICE_RLS_MEMORY_MAX_ENTRIES}: entry bound of the in-memory store
+ *     (default 0 = none, only the byte bound)
+ * @param warmupTimeout {@code SLUICE_RLS_WARMUP_TIMEOUT}: how long {@code ready()} waits for the
+ *     store warm-up before giving up (default 10s)
  */
 public record RlsSettings(
     Path runtimeRoot,
@@ -71,7 +78,10 @@ public record RlsSettings(
     int grpcPort,
     String httpHost,
     int httpPort,
-    RedisSettings redis) {
+    RedisSettings redis,
+    long memoryMaxBytes,
+    long memoryMaxEntries,
+    Duration warmupTimeout) {
 
   public RlsSettings {
     if (!backendType.equals("memory") && !backendType.equals("redis")) {
@@ -90,6 +100,21 @@ public record RlsSettings(
       throw new IllegalArgumentException(
           "EXPIRATION_JITTER_MAX_SECONDS: " + expirationJitterMaxSeconds + " (expected: >= 0)");
     }
+    memoryBounds(memoryMaxBytes, memoryMaxEntries); // validates both
+    if (warmupTimeout.isNegative() || warmupTimeout.isZero()) {
+      throw new IllegalArgumentException(
+          "SLUICE_RLS_WARMUP_TIMEOUT: " + warmupTimeout + " (expected: > 0)");
+    }
+  }
+
+  /** The in-memory store's bound. */
+  public io.sluice.store.memory.InMemoryStore.Bounds memoryBounds() {
+    return memoryBounds(memoryMaxBytes, memoryMaxEntries);
+  }
+
+  private static io.sluice.store.memory.InMemoryStore.Bounds memoryBounds(
+      long maxBytes, long maxEntries) {
+    return new io.sluice.store.memory.InMemoryStore.Bounds(maxBytes, maxEntries);
   }
 
   public static RlsSettings fromEnv(Map<String, String> env) {
@@ -125,7 +150,47 @@ public record RlsSettings(
         (int) integer(env, "GRPC_PORT", 8081),
         env.getOrDefault("HOST", "0.0.0.0"),
         (int) integer(env, "PORT", 8080),
-        RedisSettings.fromEnv(env));
+        RedisSettings.fromEnv(env),
+        bytes(
+            env,
+            "SLUICE_RLS_MEMORY_MAX_BYTES",
+            io.sluice.store.memory.InMemoryStore.Bounds.DEFAULT.maxBytes()),
+        integer(env, "SLUICE_RLS_MEMORY_MAX_ENTRIES", 0),
+        RedisSettings.parseDuration(
+            "SLUICE_RLS_WARMUP_TIMEOUT", env.getOrDefault("SLUICE_RLS_WARMUP_TIMEOUT", "10s")));
+  }
+
+  /** A size: bytes, or a number with a KiB, MiB or GiB suffix (KB/MB/GB read the same). */
+  static long bytes(Map<String, String> env, String name, long dflt) {
+    String v = env.get(name);
+    if (v == null || v.isBlank()) {
+      return dflt;
+    }
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile(
+                "(\\d+)\\s*([KMG]i?B)?", java.util.regex.Pattern.CASE_INSENSITIVE)
+            .matcher(v.trim());
+    if (!m.matches()) {
+      throw new IllegalArgumentException(
+          name + ": " + v + " (expected: a number of bytes, or with a KiB, MiB or GiB suffix)");
+    }
+    try {
+      long n = Long.parseLong(m.group(1));
+      int shift =
+          m.group(2) == null
+              ? 0
+              : switch (Character.toUpperCase(m.group(2).charAt(0))) {
+                case 'K' -> 10;
+                case 'M' -> 20;
+                default -> 30;
+              };
+      if (n > (Long.MAX_VALUE >> shift)) {
+        throw new NumberFormatException();
+      }
+      return n << shift;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + ": " + v + " (expected: a size below 2^63 bytes)");
+    }
   }
 
   /** {@code RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY}. */

@@ -79,6 +79,43 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
     return commands().thenApply(c -> null);
   }
 
+  /**
+   * Opens the connection, loads the token-bucket script ({@code SCRIPT LOAD}, so the first EVALSHA
+   * does not pay NOSCRIPT + EVAL) and runs {@code rounds} increments and bucket takes on throwaway
+   * keys under {@code keyPrefix} (they expire within seconds), through the same code paths as real
+   * calls, so the first real commands do not overrun {@link RedisSettings#commandTimeout()} while
+   * classes load and the JIT compiles. Completes when all succeeded; fails with the first error.
+   */
+  public CompletionStage<Void> warmUp(String keyPrefix, int rounds) {
+    String key = keyPrefix + "sluice_warmup_" + Long.toHexString(System.nanoTime()) + "_";
+    return commands()
+        .thenCompose(cmds -> cmds.scriptLoad(SCRIPT).toCompletableFuture())
+        .thenCompose(
+            sha -> {
+              CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+              for (int i = 0; i < rounds; i++) {
+                int n = i;
+                chain =
+                    chain.thenCompose(
+                        v ->
+                            increment(
+                                    List.of(
+                                        new CounterIncrement(key + "c" + n, 1, 2),
+                                        new CounterIncrement(key + "c" + n, 0, 2)))
+                                .thenCompose(
+                                    c ->
+                                        take(
+                                            key + "b" + n,
+                                            new TokenBucketSpec(10, 10, 1000),
+                                            1,
+                                            System.currentTimeMillis()))
+                                .thenApply(r -> (Void) null)
+                                .toCompletableFuture());
+              }
+              return chain;
+            });
+  }
+
   @Override
   public CompletionStage<long[]> increment(List<CounterIncrement> batch) {
     if (batch.isEmpty()) {
@@ -92,7 +129,9 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
                   List<CompletableFuture<?>> all = new ArrayList<>(batch.size() * 2);
                   for (CounterIncrement inc : batch) {
                     CompletableFuture<Long> f =
-                        cmds.incrby(inc.key(), inc.hits()).toCompletableFuture();
+                        cmds.incrby(inc.key(), inc.hits())
+                            .toCompletableFuture()
+                            .exceptionallyCompose(RedisStore::saturateOnOverflow);
                     incr.add(f);
                     all.add(f);
                     all.add(cmds.expire(inc.key(), inc.expirySeconds()).toCompletableFuture());
@@ -107,6 +146,20 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
                             return after;
                           });
                 }));
+  }
+
+  /**
+   * Redis refuses an INCRBY that would pass 2^63 − 1 ("increment or decrement would overflow"): the
+   * counter is then at least that high, so it is answered as saturated (far over any limit) instead
+   * of failing the call into its failure mode (which could let it through).
+   */
+  private static CompletionStage<Long> saturateOnOverflow(Throwable e) {
+    Throwable c = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    if (c instanceof io.lettuce.core.RedisCommandExecutionException
+        && String.valueOf(c.getMessage()).contains("overflow")) {
+      return CompletableFuture.completedFuture(Long.MAX_VALUE);
+    }
+    return CompletableFuture.failedFuture(c);
   }
 
   @Override
