@@ -261,6 +261,7 @@ public final class LoadGenerator {
     private long refusalsWithRetryAfter;
     private long refusalsWithoutRetryAfter;
     private long retries;
+    private long unsent;
     private long usefulTokens;
     private long tokensOnMissedDeadlines;
     private long tokensOnHangUps;
@@ -456,12 +457,12 @@ public final class LoadGenerator {
               a.outputTokens());
       synchronized (this) {
         offered++;
+        openLogical.incrementAndGet();
         byClass.get(c.name())[0]++;
         byTenant.get(t.name())[0]++;
         byPhase[a.phase()][0]++;
       }
       offeredPerSecond.incrementAndGet(second(arrivalNanos));
-      openLogical.incrementAndGet();
       send(l);
     }
 
@@ -470,6 +471,11 @@ public final class LoadGenerator {
       long untilDeadline = l.deadlineNanos - now;
       long untilCancel = l.cancelAtNanos - now;
       if (untilDeadline <= 0 || untilCancel <= 0) {
+        if (l.attempt == 0) {
+          synchronized (this) {
+            unsent++;
+          }
+        }
         finish(l, untilCancel <= 0 ? Ending.CANCELLED : Ending.DEADLINE, null, now);
         return;
       }
@@ -496,6 +502,9 @@ public final class LoadGenerator {
       inFlight.incrementAndGet();
       synchronized (this) {
         attempts++;
+        if (l.attempt > 0) {
+          retries++;
+        }
       }
       rig.envoy().sendAsync(b.build()).whenComplete((r, e) -> onResult(a, r, e));
     }
@@ -600,10 +609,7 @@ public final class LoadGenerator {
           && l.attempt < workload.maxRetries()
           && l.deadlineNanos - (now + retryNanos) > 0
           && l.cancelAtNanos - (now + retryNanos) > 0) {
-        l.attempt++;
-        synchronized (this) {
-          retries++;
-        }
+        l.attempt++; // counted as a retry when it is sent (a late timer may find it expired)
         timers.schedule(() -> send(l), retryNanos, TimeUnit.NANOSECONDS);
         return;
       }
@@ -643,11 +649,13 @@ public final class LoadGenerator {
           case REFUSED -> rejectedFinal.merge(detail, 1L, Long::sum);
           case ERROR -> errors.merge(detail, 1L, Long::sum);
         }
+        // Under the same lock as the count above: the report (synchronized) must never see a
+        // request both counted as ended and still open.
+        openLogical.decrementAndGet();
       }
       if (ending == Ending.COMPLETED) {
         completedPerSecond.incrementAndGet(second(now));
       }
-      openLogical.decrementAndGet();
     }
 
     private void recordTtft(String cls, long firstByteNanos, long ttftNanos, long fromArrival) {
@@ -761,6 +769,7 @@ public final class LoadGenerator {
           refusalsWithRetryAfter,
           refusalsWithoutRetryAfter,
           retries,
+          unsent,
           Map.copyOf(errors),
           openLogical.get(),
           Map.copyOf(ttftByClass),

@@ -25,6 +25,9 @@ import org.HdrHistogram.Histogram;
  * @param refusalsWithRetryAfter refused attempts (429/503) that carried {@code retry-after}
  * @param refusalsWithoutRetryAfter refused attempts (429/503) without it
  * @param retries retries sent after a Retry-After
+ * @param unsent logical requests whose deadline or hang-up time had passed before the generator
+ *     sent their first attempt (a generator running late; counted as deadline missed or cancelled),
+ *     so {@code attempts + unsent == offered + retries}
  * @param errors other outcomes (e.g. {@code 504 ext_proc_error_per-message_timeout_exceeded}), by
  *     status and details
  * @param unfinished still in flight when the drain time ran out
@@ -68,6 +71,7 @@ public record RunReport(
     long refusalsWithRetryAfter,
     long refusalsWithoutRetryAfter,
     long retries,
+    long unsent,
     Map<String, Long> errors,
     long unfinished,
     Map<String, Histogram> ttftMicrosByClass,
