@@ -48,7 +48,28 @@ public final class RedisProcess implements AutoCloseable {
     return this;
   }
 
-  /** Kills the server (SIGKILL) and waits until it is gone. */
+  /** SIGSTOP: the server hangs, connections stay open, every command waits for its timeout. */
+  public void pause() throws IOException, InterruptedException {
+    signal("-STOP");
+  }
+
+  /** SIGCONT after {@link #pause()}. */
+  public void resume() throws IOException, InterruptedException {
+    signal("-CONT");
+  }
+
+  private void signal(String sig) throws IOException, InterruptedException {
+    Process k =
+        new ProcessBuilder("kill", sig, Long.toString(process.pid()))
+            .redirectErrorStream(true)
+            .start();
+    k.getInputStream().readAllBytes();
+    if (!k.waitFor(5, TimeUnit.SECONDS) || k.exitValue() != 0) {
+      throw new IOException("kill " + sig + " " + process.pid() + " failed");
+    }
+  }
+
+  /** Kills the server (SIGKILL, which also ends a stopped process) and waits until it is gone. */
   public void kill() throws InterruptedException {
     if (process != null) {
       process.destroyForcibly();

@@ -1,0 +1,231 @@
+package io.sluice.rls;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.quota.QuotaCheck;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.time.Ticker;
+import io.sluice.rls.config.RlsSettings;
+import io.sluice.store.LocalRedis;
+import io.sluice.store.RedisProcess;
+import io.sluice.store.redis.RedisSettings;
+import io.sluice.store.redis.RedisStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A Redis that hangs (SIGSTOP: the connection stays open, every command waits for its timeout),
+ * mid-load, then comes back (SIGCONT). Calls keep being answered in about the command timeout, each
+ * limit by its failure mode (open / closed / local), counted; after SIGCONT Redis decides again by
+ * itself. The same for the ext_proc tenant buckets on the Redis store. The redis-server is this
+ * test's own, on a free port, and is resumed and killed in every case.
+ */
+class RlsRedisHangTest {
+  /** Generous: the expected latency is the command timeout (50 ms) to twice it. */
+  static final long ANSWER_BOUND_MILLIS = 2_000;
+
+  @TempDir Path root;
+  RedisProcess redis;
+  RlsModule module;
+  RedisStore quotaStore;
+  final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+  @AfterEach
+  void cleanUp() throws Exception {
+    try {
+      if (redis != null) {
+        redis.resume(); // a stopped process must not outlive the test (kill works on it anyway)
+      }
+    } catch (Exception ignored) {
+      // already gone
+    } finally {
+      if (module != null) {
+        module.close();
+      }
+      if (quotaStore != null) {
+        quotaStore.close();
+      }
+      if (redis != null) {
+        redis.close();
+      }
+    }
+  }
+
+  private RlsDecision.Decided call(String key, String value, List<Long> latencies) {
+    long t0 = System.nanoTime();
+    RlsDecision d =
+        module
+            .evaluator()
+            .evaluate(new RlsRequest("hang", List.of(RlsRequest.Descriptor.of(key, value)), 0))
+            .toCompletableFuture()
+            .orTimeout(10, TimeUnit.SECONDS)
+            .join();
+    latencies.add((System.nanoTime() - t0) / 1_000_000);
+    return (RlsDecision.Decided) d;
+  }
+
+  private double failureMode(String mode) {
+    Counter c = registry.find(RlsMetrics.STORE_FAILURE_MODE).tag("mode", mode).counter();
+    return c == null ? 0 : c.count();
+  }
+
+  private double storeErrors() {
+    Counter c = registry.find(RlsMetrics.STORE_ERRORS).counter();
+    return c == null ? 0 : c.count();
+  }
+
+  @Test
+  void sigstoppedRedis_boundedLatency_failureModesApplied_thenRecoversAfterSigcont()
+      throws Exception {
+    assumeTrue(RedisProcess.available(), "redis-server binary");
+    redis = new RedisProcess(LocalRedis.freePort()).start();
+    Files.createDirectories(root.resolve("config"));
+    Files.writeString(
+        root.resolve("config/hang.yaml"),
+        """
+        domain: hang
+        descriptors:
+          - key: o
+            rate_limit: {unit: hour, requests_per_unit: 1000, failure_mode: open}
+          - key: c
+            rate_limit: {unit: hour, requests_per_unit: 1000, failure_mode: closed}
+          - key: l
+            rate_limit: {unit: hour, requests_per_unit: 3, failure_mode: local}
+        """);
+    module =
+        RlsModule.create(
+            RlsSettings.fromEnv(
+                Map.of(
+                    "RUNTIME_ROOT", root.toString(),
+                    "RUNTIME_WATCH_ROOT", "false",
+                    "SLUICE_RLS_CONFIG_POLL_INTERVAL", "0",
+                    "BACKEND_TYPE", "redis",
+                    "REDIS_URL", "127.0.0.1:" + redis.port(),
+                    "REDIS_COMMAND_TIMEOUT", "50ms",
+                    "EXPIRATION_JITTER_MAX_SECONDS", "0")),
+            registry,
+            Clock.systemUTC(),
+            Ticker.system());
+    module.ready().toCompletableFuture().get(20, TimeUnit.SECONDS);
+    List<Long> healthy = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      assertThat(call("c", "before", healthy).overall()).isEqualTo(RlsDecision.Code.OK);
+    }
+    assertThat(storeErrors()).isZero();
+
+    // mid-load: calls in flight when Redis stops
+    List<CompletableFuture<RlsDecision>> inFlight = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      inFlight.add(
+          module
+              .evaluator()
+              .evaluate(new RlsRequest("hang", List.of(RlsRequest.Descriptor.of("c", "mid")), 0))
+              .toCompletableFuture());
+    }
+    redis.pause();
+    long t0 = System.nanoTime();
+    CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+    assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(ANSWER_BOUND_MILLIS);
+
+    List<Long> hung = new ArrayList<>();
+    double openBefore = failureMode("open");
+    double closedBefore = failureMode("closed");
+    double localBefore = failureMode("local");
+    for (int i = 0; i < 5; i++) {
+      assertThat(call("o", "x", hung).overall()).isEqualTo(RlsDecision.Code.OK);
+      assertThat(call("c", "x", hung).overall()).isEqualTo(RlsDecision.Code.OVER_LIMIT);
+      // local: counted in this process against the limit (3, one replica)
+      assertThat(call("l", "x", hung).overall())
+          .isEqualTo(i < 3 ? RlsDecision.Code.OK : RlsDecision.Code.OVER_LIMIT);
+    }
+    assertThat(hung).allSatisfy(ms -> assertThat(ms).isLessThan(ANSWER_BOUND_MILLIS));
+    assertThat(failureMode("open") - openBefore).isEqualTo(5);
+    assertThat(failureMode("closed") - closedBefore).isEqualTo(5);
+    assertThat(failureMode("local") - localBefore).isEqualTo(5);
+    assertThat(module.health().store().healthy()).isFalse();
+
+    redis.resume();
+    Awaitility.await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(100))
+        .until(
+            () -> {
+              double errors = storeErrors();
+              RlsDecision.Decided d = call("c", "after", new ArrayList<>());
+              return d.overall() == RlsDecision.Code.OK && storeErrors() == errors;
+            });
+    // Redis decides again: the counter it kept while stopped is the one it counts on
+    List<Long> after = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      assertThat(call("c", "after2", after).overall()).isEqualTo(RlsDecision.Code.OK);
+    }
+    assertThat(module.health().store().healthy()).isTrue();
+    System.out.printf(
+        "redis hang: latency ms healthy max %d, hung max %d (n=%d), after max %d%n",
+        healthy.stream().mapToLong(Long::longValue).max().orElse(0),
+        hung.stream().mapToLong(Long::longValue).max().orElse(0),
+        hung.size(),
+        after.stream().mapToLong(Long::longValue).max().orElse(0));
+  }
+
+  @Test
+  void sigstoppedRedis_tenantBuckets_failureModeApplied_thenRecover() throws Exception {
+    assumeTrue(RedisProcess.available(), "redis-server binary");
+    redis = new RedisProcess(LocalRedis.freePort()).start();
+    quotaStore =
+        new RedisStore(
+            RedisSettings.fromEnv(
+                Map.of("REDIS_URL", "127.0.0.1:" + redis.port(), "REDIS_COMMAND_TIMEOUT", "50ms")),
+            Ticker.system());
+    quotaStore.warmUp("q_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
+    TenantQuotas closed = new TenantQuotas(quotaStore, "q_", TenantQuotas.FailureMode.CLOSED);
+    TenantQuotas open = new TenantQuotas(quotaStore, "q_", TenantQuotas.FailureMode.OPEN);
+    Tenant acme = new Tenant("acme", new TierPolicy("pro", 1, 0, 1000, 0, 0));
+    assertThat(take(closed, acme)).isEqualTo(QuotaCheck.ALLOWED);
+
+    redis.pause();
+    for (int i = 0; i < 5; i++) {
+      long t0 = System.nanoTime();
+      QuotaCheck c = take(closed, acme);
+      QuotaCheck o = take(open, acme);
+      assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(2 * ANSWER_BOUND_MILLIS);
+      assertThat(c.allowed()).isFalse();
+      assertThat(c.storeFailed()).isTrue();
+      assertThat(c.reason()).isEqualTo(Reason.TENANT_RATE);
+      assertThat(o.allowed()).isTrue();
+      assertThat(o.storeFailed()).isTrue();
+    }
+    assertThat(quotaStore.health().healthy()).isFalse();
+
+    redis.resume();
+    Awaitility.await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> !take(closed, acme).storeFailed());
+    assertThat(take(closed, acme)).isEqualTo(QuotaCheck.ALLOWED);
+    assertThat(quotaStore.health().healthy()).isTrue();
+  }
+
+  private static QuotaCheck take(TenantQuotas q, Tenant t) throws Exception {
+    return q.takeRequest(t, System.currentTimeMillis())
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
+  }
+}
