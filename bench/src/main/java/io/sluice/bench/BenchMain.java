@@ -17,7 +17,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap|rls]}. */
+/** {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap|rls|flood]}. */
 @Command(
     name = "sluice-bench",
     mixinStandardHelpOptions = true,
@@ -27,7 +27,8 @@ import picocli.CommandLine.Parameters;
       BenchMain.RunScenario.class,
       Floor.class,
       HeapPerQueuedItem.class,
-      RlsBench.class
+      RlsBench.class,
+      Flood.class
     })
 public final class BenchMain implements Callable<Integer> {
 

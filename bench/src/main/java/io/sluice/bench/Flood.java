@@ -1,0 +1,815 @@
+package io.sluice.bench;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.health.v1.HealthCheckRequest;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.health.v1.HealthGrpc;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Floods a Sluice server (a child JVM with {@code -Xmx768m}, like a 768 MiB pod's heap bound plus
+ * headroom, {@code -XX:+ExitOnOutOfMemoryError} as in the image) from outside, one mode at a time,
+ * while a legitimate load runs alongside: (a) idle ext_proc streams that never send a message, (b)
+ * malformed ext_proc frames after a valid request-headers message, (c) RLS calls whose descriptor
+ * value is unique and large (as Envoy copies request headers into descriptors). Each mode runs in a
+ * fresh server: warm-up, then a baseline phase (legitimate load only) and a flood phase (the same
+ * load plus the flood) of the same length, side by side. Reported per mode: heap used after GC and
+ * the heap's max, the highest heap seen during the flood, whether gRPC health and {@code /healthz}
+ * kept answering, and the legitimate requests' goodput in both phases with their ratio. Loopback
+ * only; every loop is bounded by its duration and its outstanding-call cap.
+ *
+ * <pre>java -jar bench/target/sluice-bench.jar flood [--modes rls-keys,idle-streams,malformed]
+ * </pre>
+ */
+@Command(
+    name = "flood",
+    description =
+        "Flood a Sluice child JVM (-Xmx768m): idle ext_proc streams, malformed frames, unique large"
+            + " RLS keys; heap, health and legitimate goodput vs a baseline.")
+final class Flood implements Callable<Integer> {
+  @Option(
+      names = "--modes",
+      split = ",",
+      defaultValue = "rls-keys,idle-streams,malformed",
+      description = "rls-keys, idle-streams, malformed (default: ${DEFAULT-VALUE})")
+  List<String> modes = List.of("rls-keys", "idle-streams", "malformed");
+
+  @Option(names = "--duration", defaultValue = "20", description = "seconds per phase")
+  int durationSeconds = 20;
+
+  @Option(names = "--warmup", defaultValue = "5", description = "seconds of legitimate warm-up")
+  int warmupSeconds = 5;
+
+  @Option(names = "--rls-rate", defaultValue = "2000", description = "unique RLS keys per second")
+  int rlsRate = 2000;
+
+  @Option(names = "--value-bytes", defaultValue = "8192", description = "RLS descriptor value size")
+  int valueBytes = 8192;
+
+  @Option(names = "--idle-rate", defaultValue = "1000", description = "idle streams opened per s")
+  int idleRate = 1000;
+
+  @Option(names = "--malformed-rate", defaultValue = "2000", description = "malformed frames per s")
+  int malformedRate = 2000;
+
+  @Option(names = "--heap", defaultValue = "768m", description = "child -Xmx")
+  String heap = "768m";
+
+  @Option(names = "--legit-concurrency", defaultValue = "4", description = "per legit load kind")
+  int legitConcurrency = 4;
+
+  @Option(
+      names = "--memory-max-bytes",
+      description =
+          "SLUICE_RLS_MEMORY_MAX_BYTES of the server (default: the server's own, 64MiB); e.g."
+              + " 1024GiB to see the flood without the bound")
+  String memoryMaxBytes;
+
+  @Option(names = "--server-arg", description = "extra JVM/system args for the child")
+  List<String> serverArgs = new ArrayList<>();
+
+  private final PrintStream out = System.out;
+
+  /** One mode's figures. */
+  record Result(
+      String mode,
+      String flood,
+      String floodOutcome,
+      double heapBaselineMiB,
+      double heapFloodMiB,
+      double heapPeakMiB,
+      double heapMaxMiB,
+      String storeBytes,
+      String grpcHealth,
+      String httpHealth,
+      double extprocBaseline,
+      double extprocFlood,
+      double rlsBaseline,
+      double rlsFlood,
+      boolean serverAlive) {}
+
+  @Override
+  public Integer call() throws Exception {
+    out.printf(
+        Locale.ROOT,
+        "Flood: Sluice in a child JVM (-Xmx%s, G1, ExitOnOutOfMemoryError); per mode %d s"
+            + " warm-up, %d s baseline, %d s flood; legitimate load: %d ext_proc streams and %d"
+            + " RLS calls in flight (closed loops, 1 s deadline); %d cores%n%n",
+        heap,
+        warmupSeconds,
+        durationSeconds,
+        durationSeconds,
+        legitConcurrency,
+        legitConcurrency,
+        Runtime.getRuntime().availableProcessors());
+    List<Result> results = new ArrayList<>();
+    for (String m : modes) {
+      results.add(runMode(m));
+    }
+    out.println(
+        "| mode | flood | flood answers | heap after GC: baseline → flood (MiB) | heap peak /"
+            + " max (MiB) | RLS store bytes | gRPC health ok | /healthz ok | ext_proc goodput/s:"
+            + " baseline → flood (ratio) | RLS goodput/s: baseline → flood (ratio) |");
+    out.println("|---|---|---|---|---|---|---|---|---|---|");
+    for (Result r : results) {
+      out.printf(
+          Locale.ROOT,
+          "| %s | %s | %s | %.0f → %.0f | %.0f / %.0f | %s | %s | %s | %.0f → %.0f (%.2f) |"
+              + " %.0f → %.0f (%.2f) |%n",
+          r.mode()
+              + (memoryMaxBytes == null ? "" : " (bound " + memoryMaxBytes + ")")
+              + (r.serverAlive() ? "" : " (server died)"),
+          r.flood(),
+          r.floodOutcome(),
+          r.heapBaselineMiB(),
+          r.heapFloodMiB(),
+          r.heapPeakMiB(),
+          r.heapMaxMiB(),
+          r.storeBytes(),
+          r.grpcHealth(),
+          r.httpHealth(),
+          r.extprocBaseline(),
+          r.extprocFlood(),
+          ratio(r.extprocFlood(), r.extprocBaseline()),
+          r.rlsBaseline(),
+          r.rlsFlood(),
+          ratio(r.rlsFlood(), r.rlsBaseline()));
+    }
+    return 0;
+  }
+
+  private static double ratio(double a, double b) {
+    return b == 0 ? 0 : a / b;
+  }
+
+  private Result runMode(String mode) throws Exception {
+    int grpcPort = freePort();
+    int adminPort = freePort();
+    Path dir = Files.createTempDirectory("sluice-flood");
+    Files.createDirectories(dir.resolve("rls/config"));
+    Files.writeString(
+        dir.resolve("rls/config/flood.yaml"),
+        """
+        domain: flood
+        descriptors:
+          - key: user
+            rate_limit: {unit: minute, requests_per_unit: 1000000000}
+          - key: header
+            rate_limit: {unit: minute, requests_per_unit: 100}
+        """);
+    String policy =
+        Policies.policy(
+                1_000_000_000L,
+                1_000_000,
+                1000,
+                "  interactive: {rank: 0, reservedShare: 1.0, borrow: true, defaultOutputTokens:"
+                    + " 1}\n",
+                "interactive")
+            .replace("grpc: {host: 127.0.0.1, port: 0}", "grpc: {host: 127.0.0.1, port: %d}")
+            .replace("admin: {host: 127.0.0.1, port: 0}", "admin: {host: 127.0.0.1, port: %d}")
+            .replace(
+                "rateLimit: {enabled: false}",
+                "rateLimit:\n  env: {RUNTIME_ROOT: %s, RUNTIME_WATCH_ROOT: \"false\","
+                    + " BACKEND_TYPE: memory"
+                    + (memoryMaxBytes == null
+                        ? ""
+                        : ", SLUICE_RLS_MEMORY_MAX_BYTES: \"" + memoryMaxBytes + "\"")
+                    + "}")
+            .formatted(grpcPort, adminPort, dir.resolve("rls"));
+    Path file = dir.resolve("policy.yaml");
+    Files.writeString(file, policy);
+    String java = ProcessHandle.current().info().command().orElse("java");
+    Path jcmd = Path.of(java).resolveSibling("jcmd");
+    List<String> cmd = new ArrayList<>();
+    cmd.add(java);
+    cmd.add("-Xmx" + heap);
+    cmd.add("-XX:+UseG1GC");
+    cmd.add("-XX:+ExitOnOutOfMemoryError");
+    cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+    cmd.addAll(serverArgs);
+    cmd.addAll(
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            "io.sluice.bootstrap.Main",
+            "serve",
+            "--config",
+            file.toString()));
+    Process child =
+        new ProcessBuilder(cmd)
+            .redirectErrorStream(true)
+            .redirectOutput(dir.resolve("server.log").toFile())
+            .start();
+    List<ManagedChannel> chans = new ArrayList<>();
+    try {
+      HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+      String admin = "http://127.0.0.1:" + adminPort;
+      waitUntilUp(http, admin + "/metrics");
+      for (int i = 0; i < 4; i++) {
+        chans.add(
+            NettyChannelBuilder.forAddress("127.0.0.1", grpcPort)
+                .usePlaintext()
+                .maxInboundMessageSize(16 << 20)
+                .build());
+      }
+      ManagedChannel healthChan =
+          NettyChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build();
+      ManagedChannel floodChan =
+          NettyChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build();
+      chans.add(healthChan);
+      chans.add(floodChan);
+
+      Legit legit = new Legit(chans.subList(0, 4), legitConcurrency);
+      legit.start();
+      sleepSeconds(warmupSeconds);
+      legit.reset();
+      sleepSeconds(durationSeconds);
+      double[] base = legit.rates();
+      double heapBase = heapAfterGc(http, admin + "/metrics", jcmd, child.pid());
+
+      legit.reset();
+      HealthProbe probe = new HealthProbe(healthChan, http, admin + "/healthz");
+      probe.start();
+      HeapSampler sampler = new HeapSampler(http, admin + "/metrics");
+      sampler.start();
+      FloodLoad flood =
+          switch (mode) {
+            case "rls-keys" -> new FloodLoad(floodChan, rlsRate, durationSeconds, Kind.RLS);
+            case "idle-streams" -> new FloodLoad(floodChan, idleRate, durationSeconds, Kind.IDLE);
+            case "malformed" ->
+                new FloodLoad(floodChan, malformedRate, durationSeconds, Kind.MALFORMED);
+            default -> throw new IllegalArgumentException("mode: " + mode);
+          };
+      flood.valueBytes = valueBytes;
+      flood.run(); // blocks for the phase
+      double[] during = legit.rates();
+      probe.stop();
+      sampler.stop();
+      boolean alive = child.isAlive();
+      double heapFlood = alive ? heapAfterGc(http, admin + "/metrics", jcmd, child.pid()) : 0;
+      String scrape = alive ? get(http, admin + "/metrics") : "";
+      double heapMax =
+          HeapPerQueuedItem.sum(
+              scrape, "jvm_memory_max_bytes\\{area=\"heap\"[^}]*\\} ([0-9.eE+-]+)");
+      double storeBytes =
+          HeapPerQueuedItem.sum(scrape, "sluice_rls_store_memory_bytes\\{[^}]*\\} ([0-9.eE+-]+)");
+      double evictions =
+          HeapPerQueuedItem.sum(
+              scrape,
+              "sluice_rls_store_memory_evictions_total\\{[^}]*state=\"live\"[^}]*\\}"
+                  + " ([0-9.eE+-]+)");
+      legit.stop();
+      flood.closeAll();
+      return new Result(
+          mode,
+          flood.describe(),
+          flood.outcome(),
+          heapBase / (1 << 20),
+          heapFlood / (1 << 20),
+          sampler.peak() / (1 << 20),
+          heapMax / (1 << 20),
+          scrape.contains("sluice_rls_store_memory_bytes")
+              ? String.format(
+                  Locale.ROOT, "%.1f MiB, %.0f live evictions", storeBytes / (1 << 20), evictions)
+              : "n/a",
+          probe.grpc(),
+          probe.http(),
+          base[0],
+          during[0],
+          base[1],
+          during[1],
+          alive);
+    } finally {
+      chans.forEach(ManagedChannel::shutdownNow);
+      child.destroy();
+      if (!child.waitFor(10, TimeUnit.SECONDS)) {
+        child.destroyForcibly();
+      }
+    }
+  }
+
+  enum Kind {
+    RLS,
+    IDLE,
+    MALFORMED
+  }
+
+  static final MethodDescriptor.Marshaller<byte[]> BYTES =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(byte[] value) {
+          return new ByteArrayInputStream(value);
+        }
+
+        @Override
+        public byte[] parse(InputStream stream) {
+          try {
+            return stream.readAllBytes();
+          } catch (IOException e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      };
+
+  static final MethodDescriptor<byte[], byte[]> RAW_PROCESS =
+      ExternalProcessorGrpc.getProcessMethod().toBuilder(BYTES, BYTES).build();
+
+  /** The flood: {@code rate} operations per second for {@code seconds}, in 10 ms ticks. */
+  static final class FloodLoad {
+    final ManagedChannel ch;
+    final int rate;
+    final int seconds;
+    final Kind kind;
+    int valueBytes = 8192;
+    final LongAdder sent = new LongAdder();
+    final LongAdder skipped = new LongAdder();
+    final Map<String, LongAdder> closes = new ConcurrentHashMap<>();
+    final ConcurrentLinkedQueue<ClientCall<?, ?>> open = new ConcurrentLinkedQueue<>();
+    final Semaphore outstanding;
+    final AtomicLong seq = new AtomicLong();
+
+    FloodLoad(ManagedChannel ch, int rate, int seconds, Kind kind) {
+      this.ch = ch;
+      this.rate = rate;
+      this.seconds = seconds;
+      this.kind = kind;
+      // idle streams stay open for the phase; other calls are capped at 5 s of flood in flight
+      this.outstanding = new Semaphore(kind == Kind.IDLE ? rate * seconds + 1 : rate * 5 + 1);
+    }
+
+    String describe() {
+      return switch (kind) {
+        case RLS ->
+            String.format(
+                Locale.ROOT,
+                "%d unique %d-byte descriptor values/s for %d s",
+                rate,
+                valueBytes,
+                seconds);
+        case IDLE -> String.format(Locale.ROOT, "%d idle streams/s for %d s", rate, seconds);
+        case MALFORMED ->
+            String.format(Locale.ROOT, "%d malformed frames/s for %d s", rate, seconds);
+      };
+    }
+
+    String outcome() {
+      StringBuilder sb = new StringBuilder().append(sent.sum()).append(" sent");
+      if (skipped.sum() > 0) {
+        sb.append(", ").append(skipped.sum()).append(" not sent (client cap)");
+      }
+      if (kind == Kind.IDLE) {
+        long stillOpen =
+            open.stream().count() - closes.values().stream().mapToLong(LongAdder::sum).sum();
+        sb.append(", ").append(Math.max(0, stillOpen)).append(" still open at the end");
+      }
+      closes.entrySet().stream()
+          .sorted(Map.Entry.comparingByKey())
+          .forEach(e -> sb.append(", ").append(e.getValue().sum()).append(' ').append(e.getKey()));
+      return sb.toString();
+    }
+
+    void run() throws InterruptedException {
+      long start = System.nanoTime();
+      long ticks = seconds * 100L;
+      for (long t = 0; t < ticks; t++) {
+        long due = start + t * 10_000_000L;
+        long wait = due - System.nanoTime();
+        if (wait > 0) {
+          TimeUnit.NANOSECONDS.sleep(wait);
+        }
+        long target = (t + 1) * rate / 100 - t * rate / 100;
+        for (long i = 0; i < target; i++) {
+          if (!outstanding.tryAcquire()) {
+            skipped.increment();
+            continue;
+          }
+          sent.increment();
+          switch (kind) {
+            case RLS -> rls();
+            case IDLE -> idle();
+            case MALFORMED -> malformed();
+          }
+        }
+      }
+    }
+
+    private void closed(Status s) {
+      closes.computeIfAbsent(s.getCode().name(), k -> new LongAdder()).increment();
+      if (kind != Kind.IDLE) {
+        outstanding.release();
+      }
+    }
+
+    private void rls() {
+      long n = seq.incrementAndGet();
+      StringBuilder v = new StringBuilder(valueBytes);
+      v.append(n).append('-');
+      while (v.length() < valueBytes) {
+        v.append("abcdefghijklmnopqrstuvwxyz0123456789");
+      }
+      v.setLength(valueBytes);
+      RateLimitRequest req =
+          RateLimitRequest.newBuilder()
+              .setDomain("flood")
+              .addDescriptors(
+                  RateLimitDescriptor.newBuilder()
+                      .addEntries(
+                          RateLimitDescriptor.Entry.newBuilder()
+                              .setKey("header")
+                              .setValue(v.toString())))
+              .build();
+      ClientCall<RateLimitRequest, RateLimitResponse> call =
+          ch.newCall(
+              RateLimitServiceGrpc.getShouldRateLimitMethod(),
+              CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS));
+      call.start(
+          new ClientCall.Listener<>() {
+            @Override
+            public void onClose(Status status, Metadata trailers) {
+              closed(status);
+            }
+          },
+          new Metadata());
+      call.request(1);
+      call.sendMessage(req);
+      call.halfClose();
+    }
+
+    private void idle() {
+      ClientCall<ProcessingRequest, ProcessingResponse> call =
+          ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+      call.start(
+          new ClientCall.Listener<>() {
+            @Override
+            public void onClose(Status status, Metadata trailers) {
+              closed(status);
+            }
+          },
+          new Metadata());
+      call.request(1);
+      open.add(call); // never sends anything
+    }
+
+    private void malformed() {
+      ClientCall<byte[], byte[]> call =
+          ch.newCall(RAW_PROCESS, CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS));
+      call.start(
+          new ClientCall.Listener<>() {
+            @Override
+            public void onClose(Status status, Metadata trailers) {
+              closed(status);
+            }
+          },
+          new Metadata());
+      call.request(4);
+      call.sendMessage(Floor.request().toByteArray()); // admitted at request headers
+      byte[] responseHeaders =
+          ProcessingRequest.newBuilder()
+              .setResponseHeaders(
+                  HttpHeaders.newBuilder()
+                      .setHeaders(
+                          HeaderMap.newBuilder()
+                              .addHeaders(
+                                  HeaderValue.newBuilder()
+                                      .setKey(":status")
+                                      .setRawValue(ByteString.copyFromUtf8("200")))))
+              .build()
+              .toByteArray();
+      call.sendMessage(java.util.Arrays.copyOf(responseHeaders, responseHeaders.length - 3));
+      call.halfClose();
+    }
+
+    void closeAll() {
+      for (ClientCall<?, ?> c : open) {
+        c.cancel("flood over", null);
+      }
+    }
+  }
+
+  /** Closed loops of legitimate ext_proc streams and RLS calls; counts completions per second. */
+  static final class Legit {
+    final List<ManagedChannel> chans;
+    final int concurrency;
+    final AtomicBoolean running = new AtomicBoolean(true);
+    final LongAdder extprocOk = new LongAdder();
+    final LongAdder rlsOk = new LongAdder();
+    final LongAdder failed = new LongAdder();
+    volatile long since = System.nanoTime();
+
+    Legit(List<ManagedChannel> chans, int concurrency) {
+      this.chans = chans;
+      this.concurrency = concurrency;
+    }
+
+    void start() {
+      for (int i = 0; i < concurrency; i++) {
+        extproc(chans.get(i % chans.size()));
+        rls(chans.get((i + 1) % chans.size()), i);
+      }
+    }
+
+    void reset() {
+      extprocOk.reset();
+      rlsOk.reset();
+      failed.reset();
+      since = System.nanoTime();
+    }
+
+    /** ext_proc and RLS completions per second since the last reset. */
+    double[] rates() {
+      double s = (System.nanoTime() - since) / 1e9;
+      return new double[] {extprocOk.sum() / s, rlsOk.sum() / s};
+    }
+
+    void stop() {
+      running.set(false);
+    }
+
+    private void extproc(ManagedChannel ch) {
+      if (!running.get()) {
+        return;
+      }
+      ClientCall<ProcessingRequest, ProcessingResponse> call =
+          ch.newCall(
+              ExternalProcessorGrpc.getProcessMethod(),
+              CallOptions.DEFAULT.withDeadlineAfter(1, TimeUnit.SECONDS));
+      AtomicBoolean answered = new AtomicBoolean();
+      call.start(
+          new ClientCall.Listener<>() {
+            @Override
+            public void onMessage(ProcessingResponse message) {
+              if (answered.compareAndSet(false, true)) {
+                extprocOk.increment();
+                call.cancel("done", null); // as Envoy resets the stream at the end of a request
+              }
+            }
+
+            @Override
+            public void onClose(Status status, Metadata trailers) {
+              if (!answered.get()) {
+                failed.increment();
+              }
+              extproc(ch);
+            }
+          },
+          new Metadata());
+      call.request(1);
+      call.sendMessage(Floor.request());
+      call.halfClose();
+    }
+
+    private void rls(ManagedChannel ch, int i) {
+      if (!running.get()) {
+        return;
+      }
+      ClientCall<RateLimitRequest, RateLimitResponse> call =
+          ch.newCall(
+              RateLimitServiceGrpc.getShouldRateLimitMethod(),
+              CallOptions.DEFAULT.withDeadlineAfter(1, TimeUnit.SECONDS));
+      call.start(
+          new ClientCall.Listener<>() {
+            @Override
+            public void onClose(Status status, Metadata trailers) {
+              if (status.isOk()) {
+                rlsOk.increment();
+              } else {
+                failed.increment();
+              }
+              rls(ch, i);
+            }
+          },
+          new Metadata());
+      call.request(1);
+      call.sendMessage(
+          RateLimitRequest.newBuilder()
+              .setDomain("flood")
+              .addDescriptors(
+                  RateLimitDescriptor.newBuilder()
+                      .addEntries(
+                          RateLimitDescriptor.Entry.newBuilder()
+                              .setKey("user")
+                              .setValue("legit" + i)))
+              .build());
+      call.halfClose();
+    }
+  }
+
+  /** Polls gRPC health and {@code /healthz} every 250 ms with a 1 s timeout. */
+  static final class HealthProbe {
+    final ManagedChannel ch;
+    final HttpClient http;
+    final String url;
+    final AtomicBoolean running = new AtomicBoolean(true);
+    long grpcOk;
+    long grpcTotal;
+    long httpOk;
+    long httpTotal;
+    long grpcMaxMillis;
+    long httpMaxMillis;
+    Thread thread;
+
+    HealthProbe(ManagedChannel ch, HttpClient http, String url) {
+      this.ch = ch;
+      this.http = http;
+      this.url = url;
+    }
+
+    void start() {
+      thread =
+          new Thread(
+              () -> {
+                while (running.get()) {
+                  long t0 = System.nanoTime();
+                  try {
+                    HealthCheckResponse r =
+                        HealthGrpc.newBlockingStub(ch)
+                            .withDeadlineAfter(1, TimeUnit.SECONDS)
+                            .check(HealthCheckRequest.newBuilder().setService("").build());
+                    if (r.getStatus() == HealthCheckResponse.ServingStatus.SERVING) {
+                      grpcOk++;
+                    }
+                  } catch (RuntimeException e) {
+                    // counted as not answered
+                  }
+                  grpcMaxMillis = Math.max(grpcMaxMillis, (System.nanoTime() - t0) / 1_000_000);
+                  grpcTotal++;
+                  long t1 = System.nanoTime();
+                  try {
+                    HttpResponse<String> r =
+                        http.send(
+                            HttpRequest.newBuilder(URI.create(url))
+                                .timeout(Duration.ofSeconds(1))
+                                .GET()
+                                .build(),
+                            HttpResponse.BodyHandlers.ofString());
+                    if (r.statusCode() == 200) {
+                      httpOk++;
+                    }
+                  } catch (IOException e) {
+                    // not answered
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                  }
+                  httpMaxMillis = Math.max(httpMaxMillis, (System.nanoTime() - t1) / 1_000_000);
+                  httpTotal++;
+                  try {
+                    Thread.sleep(250);
+                  } catch (InterruptedException e) {
+                    return;
+                  }
+                }
+              },
+              "flood-health");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    void stop() throws InterruptedException {
+      running.set(false);
+      thread.join(5000);
+    }
+
+    String grpc() {
+      return grpcOk + "/" + grpcTotal + " (max " + grpcMaxMillis + " ms)";
+    }
+
+    String http() {
+      return httpOk + "/" + httpTotal + " (max " + httpMaxMillis + " ms)";
+    }
+  }
+
+  /** Heap used (without forcing GC) every 500 ms: the peak during the flood. */
+  static final class HeapSampler {
+    final HttpClient http;
+    final String url;
+    final AtomicBoolean running = new AtomicBoolean(true);
+    volatile double peak;
+    Thread thread;
+
+    HeapSampler(HttpClient http, String url) {
+      this.http = http;
+      this.url = url;
+    }
+
+    void start() {
+      thread =
+          new Thread(
+              () -> {
+                while (running.get()) {
+                  try {
+                    double used =
+                        HeapPerQueuedItem.sum(
+                            get(http, url),
+                            "jvm_memory_used_bytes\\{area=\"heap\"[^}]*\\} ([0-9.eE+-]+)");
+                    peak = Math.max(peak, used);
+                    Thread.sleep(500);
+                  } catch (InterruptedException e) {
+                    return;
+                  } catch (Exception e) {
+                    // server busy or gone: the health probe reports it
+                  }
+                }
+              },
+              "flood-heap");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    void stop() throws InterruptedException {
+      running.set(false);
+      thread.join(5000);
+    }
+
+    double peak() {
+      return peak;
+    }
+  }
+
+  private static long heapAfterGc(HttpClient http, String url, Path jcmd, long pid)
+      throws Exception {
+    for (int i = 0; i < 2; i++) {
+      new ProcessBuilder(jcmd.toString(), Long.toString(pid), "GC.run")
+          .redirectErrorStream(true)
+          .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+          .start()
+          .waitFor(30, TimeUnit.SECONDS);
+      Thread.sleep(500);
+    }
+    return (long)
+        HeapPerQueuedItem.sum(
+            get(http, url), "jvm_memory_used_bytes\\{area=\"heap\"[^}]*\\} ([0-9.eE+-]+)");
+  }
+
+  static String get(HttpClient http, String url) throws Exception {
+    return http.send(
+            HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(5)).GET().build(),
+            HttpResponse.BodyHandlers.ofString())
+        .body();
+  }
+
+  private static void waitUntilUp(HttpClient http, String url) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() - deadline < 0) {
+      try {
+        get(http, url);
+        return;
+      } catch (Exception e) {
+        Thread.sleep(100);
+      }
+    }
+    throw new IllegalStateException("Sluice did not start within 30 s");
+  }
+
+  private static void sleepSeconds(int s) throws InterruptedException {
+    Thread.sleep(s * 1000L);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+}
