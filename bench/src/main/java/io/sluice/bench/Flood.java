@@ -301,11 +301,12 @@ final class Flood implements Callable<Integer> {
               "sluice_rls_store_memory_evictions_total\\{[^}]*state=\"live\"[^}]*\\}"
                   + " ([0-9.eE+-]+)");
       legit.stop();
+      String outcome = flood.outcome(); // before the client cancels what is still open
       flood.closeAll();
       return new Result(
           mode,
           flood.describe(),
-          flood.outcome(),
+          outcome,
           heapBase / (1 << 20),
           heapFlood / (1 << 20),
           sampler.peak() / (1 << 20),
@@ -400,9 +401,8 @@ final class Flood implements Callable<Integer> {
         sb.append(", ").append(skipped.sum()).append(" not sent (client cap)");
       }
       if (kind == Kind.IDLE) {
-        long stillOpen =
-            open.stream().count() - closes.values().stream().mapToLong(LongAdder::sum).sum();
-        sb.append(", ").append(Math.max(0, stillOpen)).append(" still open at the end");
+        long ended = closes.values().stream().mapToLong(LongAdder::sum).sum();
+        sb.append(", ").append(Math.max(0, sent.sum() - ended)).append(" still open at the end");
       }
       closes.entrySet().stream()
           .sorted(Map.Entry.comparingByKey())
@@ -517,8 +517,12 @@ final class Flood implements Callable<Integer> {
                                       .setRawValue(ByteString.copyFromUtf8("200")))))
               .build()
               .toByteArray();
-      call.sendMessage(java.util.Arrays.copyOf(responseHeaders, responseHeaders.length - 3));
-      call.halfClose();
+      try {
+        call.sendMessage(java.util.Arrays.copyOf(responseHeaders, responseHeaders.length - 3));
+        call.halfClose();
+      } catch (IllegalStateException e) {
+        // the call already ended
+      }
     }
 
     void closeAll() {
@@ -596,8 +600,12 @@ final class Flood implements Callable<Integer> {
           },
           new Metadata());
       call.request(1);
-      call.sendMessage(Floor.request());
-      call.halfClose();
+      try {
+        // no half-close: like Envoy, the stream stays open until the answer (then it is reset)
+        call.sendMessage(Floor.request());
+      } catch (IllegalStateException e) {
+        // already answered and cancelled on another thread: nothing left to send
+      }
     }
 
     private void rls(ManagedChannel ch, int i) {
