@@ -35,10 +35,18 @@ public final class ExtProcService {
   private final Supplier<AdmissionRuntime> runtime;
   private final BooleanSupplier draining;
   private final LiveStreams<ExtProcStream> live = new LiveStreams<>();
+  private final StreamFaults faults;
 
   public ExtProcService(Supplier<AdmissionRuntime> runtime, BooleanSupplier draining) {
+    this(runtime, draining, StreamFaults.NONE);
+  }
+
+  /** With a fault injector (tests). */
+  ExtProcService(
+      Supplier<AdmissionRuntime> runtime, BooleanSupplier draining, StreamFaults faults) {
     this.runtime = runtime;
     this.draining = draining;
+    this.faults = faults;
   }
 
   /** The service to add to the gRPC server. */
@@ -74,7 +82,7 @@ public final class ExtProcService {
           Status.UNAVAILABLE.withDescription("sluice is shutting down").asRuntimeException());
       return NoopObserver.INSTANCE;
     }
-    ExtProcStream stream = new ExtProcStream(runtime.get(), call, md, live);
+    ExtProcStream stream = new ExtProcStream(runtime.get(), call, md, live, faults);
     live.add(stream);
     call.setOnCancelHandler(stream::onCancel);
     return stream;

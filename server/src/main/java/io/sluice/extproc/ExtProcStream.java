@@ -76,8 +76,14 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   private final ServerCallStreamObserver<Answer> out;
   private final Metadata initialMetadata;
   private final AtomicBoolean closed = new AtomicBoolean();
-  private final SerialExecutor sync =
-      new SerialExecutor(e -> LOG.warn("ext_proc stream task failed: {}", e.toString()));
+  // A task that throws (a waiter callback, a quota continuation, a bug anywhere) ends the stream
+  // through the fail path: no exception leaves a stream open or a permit held.
+  private final SerialExecutor sync = new SerialExecutor(this::taskFailed);
+  private final StreamFaults faults;
+  // A message was received and its answer not yet sent (queue-hold's override does not answer).
+  private boolean outstanding;
+  private boolean headersSeen;
+  private boolean decided; // admitted or refused: the stream's request has its answer
   private Decision.Queued queued;
   private QueueTimer.Handle expiryTimer;
   private boolean heldAtBody;
@@ -115,8 +121,10 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       AdmissionRuntime rt,
       ServerCallStreamObserver<Answer> out,
       Metadata md,
-      LiveStreams<ExtProcStream> live) {
+      LiveStreams<ExtProcStream> live,
+      StreamFaults faults) {
     this.rt = rt;
+    this.faults = faults;
     this.out = out;
     this.initialMetadata = md;
     this.live = live;
@@ -132,13 +140,45 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     return this == o;
   }
 
-  /** Marks the stream closed once; returns true for the call that closed it. */
+  /**
+   * Marks the stream closed once; returns true for the call that closed it. Call it before the
+   * phase changes: a stream that ends before its request was decided is counted by the phase it was
+   * in, and logged.
+   */
   private boolean markClosed(StreamTally.Close how) {
     if (!closed.compareAndSet(false, true)) {
       return false;
     }
     live.remove(this, how); // counted there (sluice_extproc_streams_total)
+    if (!decided) {
+      undecided(how);
+    }
     return true;
+  }
+
+  /** The phase a stream that ended before a decision was in (metric tag). */
+  private String undecidedPhase() {
+    return switch (phase) {
+      case START -> headersSeen ? "request_headers" : "first_message";
+      case AWAIT_BODY -> "request_body";
+      case QUEUED -> "queued";
+      default -> "decided"; // not reached: decided streams are not counted
+    };
+  }
+
+  private void undecided(StreamTally.Close how) {
+    try {
+      String where = undecidedPhase();
+      rt.metrics().streamUndecided(where, how.tag());
+      StreamWarnings.warn(
+          "ext_proc stream ended before a decision: phase={} end={} pool={} class={}",
+          where,
+          how.tag(),
+          resolved != null ? resolved.pool().name() : "none",
+          resolved != null ? resolved.requestClass().name() : "none");
+    } catch (RuntimeException e) {
+      LOG.debug("counting an undecided stream failed", e); // never stops the close
+    }
   }
 
   /** The header index of the runtime's config (rebuilt when a reload brings a new resolver). */
@@ -167,6 +207,11 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     if (closed.get()) {
       return;
     }
+    if (req.malformedCause() != null) {
+      malformed(req);
+      return;
+    }
+    outstanding = true;
     if (phase == Phase.QUEUED) {
       // Envoy sends nothing new while a message is outstanding; anything else is out of phase.
       protocolError("out_of_phase", req.requestCase() + " while the request is held");
@@ -183,10 +228,54 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
         default -> protocolError("unknown_message", "ProcessingRequest carries no known message");
       }
     } catch (RuntimeException e) {
-      LOG.warn("ext_proc stream failed: {}", e.toString());
+      internalError(e);
+    }
+  }
+
+  /**
+   * A frame that did not parse: INVALID_ARGUMENT through the stream's own fail path (permit
+   * released once, a queued request leaves its queue, a token reservation is refunded as for a
+   * cancel, the stream is deregistered), counted, and one WARN line without a stack trace.
+   */
+  private void malformed(Inbound req) {
+    String where = phase.name().toLowerCase(Locale.ROOT);
+    try {
+      rt.metrics().streamError("malformed_frame");
+      StreamWarnings.warn(
+          "ext_proc stream ended INVALID_ARGUMENT: a {}-byte frame does not parse in phase {}: {}",
+          req.frameSize(),
+          where,
+          req.malformedCause());
+    } finally {
+      fail(
+          Status.INVALID_ARGUMENT.withDescription(
+              "ProcessingRequest does not parse: " + req.malformedCause()),
+          Outcome.ERROR);
+    }
+  }
+
+  /** An exception on any of the stream's paths: INTERNAL, counted, one WARN line. */
+  private void internalError(Throwable e) {
+    try {
       rt.metrics().streamError("internal");
+      StreamWarnings.warn(
+          "ext_proc stream failed in phase {}: {}",
+          phase.name().toLowerCase(Locale.ROOT),
+          String.valueOf(e)); // no stack trace
+    } catch (RuntimeException again) {
+      LOG.debug("counting a stream failure failed", again);
+    } finally {
       fail(Status.INTERNAL.withDescription("sluice internal error"), Outcome.ERROR);
     }
+  }
+
+  /** The serial executor's failure handler: runs on the draining thread, still serialized. */
+  private void taskFailed(Throwable e) {
+    if (closed.get() && permit == null && !tokensReserved) {
+      LOG.debug("ext_proc stream task failed after close", e);
+      return;
+    }
+    internalError(e);
   }
 
   private void onRequestHeaders(Inbound req, long now) {
@@ -194,6 +283,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       protocolError("out_of_phase", "request_headers after " + phase);
       return;
     }
+    headersSeen = true;
     arrivalNanos = now;
     arrivalEpochMillis = rt.clock().millis();
     if (req.hasProtocolConfig()) {
@@ -201,6 +291,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       responseBodyMode = req.responseBodyMode();
     }
     EnvoySignals signals = new EnvoySignals(initialMetadata, req, headerIndex(rt));
+    faults.at(StreamFaults.Step.RESOLVE);
     resolved = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
     if (resolved.rejectReason() != null) {
       Reason r = resolved.rejectReason();
@@ -290,6 +381,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       return;
     }
     // read in place: the estimator never keeps or modifies the array
+    faults.at(StreamFaults.Step.ESTIMATE);
     estimate =
         rt.estimator()
             .estimate(resolved.format(), body.bodyArray(), body.bodyOffset(), length, limits());
@@ -352,6 +444,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       return;
     }
     long maxHoldNanos = resolved.maxMessageTimeoutMillis() * 1_000_000L;
+    faults.at(StreamFaults.Step.DECIDE);
     Decision d = rt.controller().decide(request, maxHoldNanos, this, rt.ticker().nanos());
     if (d instanceof Decision.Queued q) {
       hold(q, atBody, phaseName, receivedNanos, maxHoldNanos);
@@ -374,6 +467,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     phase = Phase.QUEUED;
     long holdMillis = Math.min(maxHoldNanos / 1_000_000L, (q.holdNanos() + 999_999L) / 1_000_000L);
     send(Responses.hold(Math.max(1, holdMillis)));
+    outstanding = true; // the override answers nothing: the real answer follows
     rt.metrics()
         .queued(
             resolved.pool().name(),
@@ -392,10 +486,13 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   public void admitted(Permit p, long waitedNanos) {
     sync.execute(
         () -> {
-          if (phase != Phase.QUEUED || closed.get()) {
+          if (phase != Phase.QUEUED || closed.get() || permit != null) {
             p.release(Outcome.CANCELLED, rt.ticker().nanos()); // stream gone: give it back
             return;
           }
+          permit = p; // from here every failure path releases it
+          queued = null;
+          faults.at(StreamFaults.Step.WAITER);
           cancelTimer();
           queueWaitNanos = waitedNanos;
           rt.metrics()
@@ -412,6 +509,8 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
           if (phase != Phase.QUEUED || closed.get()) {
             return;
           }
+          queued = null; // refused: no longer in the queue
+          faults.at(StreamFaults.Step.WAITER);
           cancelTimer();
           queueWaitNanos = waitedNanos;
           rt.metrics()
@@ -432,8 +531,9 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
 
   /** Continues with the value of {@code stage} inside this stream's context. */
   private <T> void await(CompletionStage<T> stage, Consumer<T> next) {
-    CompletableFuture<T> f = stage.toCompletableFuture();
-    if (f.isDone()) {
+    CompletableFuture<T> f = faults.quota(stage).toCompletableFuture();
+    if (f.isDone() && !f.isCompletedExceptionally()) {
+      faults.at(StreamFaults.Step.QUOTA);
       next.accept(f.join());
       return;
     }
@@ -441,7 +541,9 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
         (v, e) ->
             sync.execute(
                 () -> {
+                  faults.at(StreamFaults.Step.QUOTA);
                   if (e != null) {
+                    rt.metrics().streamError("quota_store");
                     fail(Status.INTERNAL.withDescription("quota store failed"), Outcome.ERROR);
                   } else {
                     next.accept(v);
@@ -483,6 +585,8 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     {
       permit = p;
       phase = Phase.ADMITTED;
+      decided = true;
+      faults.at(StreamFaults.Step.ADMIT);
       decisionLatencyNanos = rt.ticker().nanos() - receivedNanos - queueWaitNanos;
       meters.admitted(phaseName, decisionLatencyNanos);
       if (closed.get()) { // cancelled while deciding: give the permit back at once
@@ -515,7 +619,9 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   private void reject(
       Reason reason, int status, long retryAfter, String message, String phaseName, long received) {
     phase = Phase.DONE;
+    decided = true;
     refundTokens();
+    faults.at(StreamFaults.Step.REJECT);
     decidedReason = reason;
     decisionLatencyNanos = rt.ticker().nanos() - received - queueWaitNanos;
     String pool = resolved != null ? resolved.pool().name() : "none";
@@ -613,17 +719,33 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
 
   private void cancelled() {
     markClosed(StreamTally.Close.CANCELLED);
-    if (phase == Phase.QUEUED && queued != null) {
-      cancelTimer();
-      refundTokens();
-      if (rt.controller().cancel(queued.pool(), queued.ticket(), rt.ticker().nanos())) {
-        rt.metrics()
-            .dequeued(
-                resolved.pool().name(),
-                resolved.requestClass().name(),
-                "cancelled",
-                rt.ticker().nanos() - heldReceivedNanos);
+    faults.at(StreamFaults.Step.CANCEL);
+    abandon(Outcome.CANCELLED);
+  }
+
+  /**
+   * The stream ends here: a queued request leaves its queue and gets its token reservation back, a
+   * request that will not run gets its reservation back, a permit is released (once: the permit
+   * guards it). Used by cancel, half-close, and every failure.
+   */
+  private void abandon(Outcome outcome) {
+    cancelTimer();
+    if (permit == null) {
+      if (phase == Phase.QUEUED && queued != null) {
+        Decision.Queued q = queued;
+        queued = null;
+        phase = Phase.DONE;
+        refundTokens();
+        if (rt.controller().cancel(q.pool(), q.ticket(), rt.ticker().nanos())) {
+          rt.metrics()
+              .dequeued(
+                  resolved.pool().name(),
+                  resolved.requestClass().name(),
+                  "cancelled",
+                  rt.ticker().nanos() - heldReceivedNanos);
+        }
       }
+      refundTokens(); // the request will not run
       phase = Phase.DONE;
       return;
     }
@@ -631,8 +753,12 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     // response headers with no body message means body mode NONE (the response went through);
     // a reset after some body chunks means the client left mid-stream.
     boolean completed =
-        responseHeadersSeen && responseBodyMode == null && usage != null && !responseBodySeen;
-    release(completed ? Outcome.COMPLETED : Outcome.CANCELLED);
+        outcome == Outcome.CANCELLED
+            && responseHeadersSeen
+            && responseBodyMode == null
+            && usage != null
+            && !responseBodySeen;
+    release(completed ? Outcome.COMPLETED : outcome);
   }
 
   @Override
@@ -646,14 +772,22 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   }
 
   private void halfClosed() {
-    if (phase == Phase.QUEUED) {
-      cancelled(); // Envoy gave up on the held message: drop it from the queue, end the call
-      out.onCompleted();
+    if (closed.get()) {
+      return;
+    }
+    faults.at(StreamFaults.Step.HALF_CLOSE);
+    if (outstanding || phase == Phase.QUEUED) {
+      // The client gave up on a message that is not answered yet (held, or waiting for the quota
+      // store): drop it from the queue and end the call non-OK, never OK before the answer.
+      fail(
+          Status.CANCELLED.withDescription("half-closed before the message was answered"),
+          Outcome.CANCELLED);
       return;
     }
     // Envoy half-closed (graceful close): it will send nothing more.
+    boolean first = markClosed(StreamTally.Close.COMPLETED);
     release(responseHeadersSeen ? Outcome.COMPLETED : Outcome.CANCELLED);
-    if (markClosed(StreamTally.Close.COMPLETED)) {
+    if (first) {
       out.onCompleted();
     }
   }
@@ -662,7 +796,6 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   void shutdown() {
     sync.execute(
         () -> {
-          release(Outcome.SHUTDOWN);
           fail(Status.UNAVAILABLE.withDescription("sluice shut down"), Outcome.SHUTDOWN);
         });
   }
@@ -672,11 +805,29 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     fail(Status.FAILED_PRECONDITION.withDescription(message), Outcome.ERROR);
   }
 
+  /**
+   * Ends the stream non-OK, whatever fails on the way: deregistered first, then abandoned (queue,
+   * quota, permit), then the status sent. Each step runs even if an earlier one throws.
+   */
   private void fail(Status status, Outcome outcome) {
-    release(outcome);
-    phase = Phase.DONE;
-    if (markClosed(StreamTally.Close.FAILED)) {
-      out.onError(status.asRuntimeException());
+    boolean first = markClosed(StreamTally.Close.FAILED);
+    try {
+      abandon(outcome);
+    } catch (RuntimeException e) {
+      LOG.debug("releasing a failed stream", e);
+      Permit p = permit;
+      if (p != null) {
+        p.release(outcome, rt.ticker().nanos()); // no-op if the release above got that far
+      }
+    } finally {
+      phase = Phase.DONE;
+      if (first) {
+        try {
+          out.onError(status.asRuntimeException());
+        } catch (RuntimeException e) {
+          LOG.debug("ending a failed stream", e);
+        }
+      }
     }
   }
 
@@ -684,7 +835,9 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     if (closed.get()) {
       return;
     }
+    faults.at(StreamFaults.Step.ANSWER);
     out.onNext(r);
+    outstanding = false;
   }
 
   private void release(Outcome outcome) {
@@ -697,8 +850,10 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       return;
     }
     phase = Phase.DONE;
+    faults.at(StreamFaults.Step.RELEASE);
     String pool = resolved.pool().name();
     String cls = resolved.requestClass().name();
+    faults.at(StreamFaults.Step.METRICS);
     meters.released(outcome, now - p.admittedAtNanos());
     Usage u = Usage.NONE;
     if (usage != null) {
@@ -729,6 +884,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       }
     }
     if (rt.decisionLog().wants(false)) {
+      faults.at(StreamFaults.Step.DECISION_LOG);
       rt.decisionLog()
           .write(
               record(io.sluice.api.v1.Decision.DECISION_ADMIT, decidedReason, 200, 0)

@@ -15,7 +15,6 @@ import io.sluice.wire.ProtoReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -62,6 +61,35 @@ final class Inbound extends ProtoReader {
     super(bytes);
     this.message = message;
     this.requestCase = message == null ? null : message.getRequestCase();
+  }
+
+  // set only on a frame that did not parse: why (short, no stack trace)
+  private String malformed;
+
+  /** A frame protobuf-java refuses: carries only the reason (its accessors are not used). */
+  static Inbound malformed(byte[] bytes, String why) {
+    Inbound in = new Inbound(bytes, null);
+    in.malformed = why == null ? "malformed frame" : why;
+    return in;
+  }
+
+  /** Why the frame did not parse, or null for a message that did. */
+  String malformedCause() {
+    return malformed;
+  }
+
+  /** The frame's size in bytes (0 when unknown). */
+  int frameSize() {
+    return bytes == null ? 0 : bytes.length;
+  }
+
+  private static String firstSentence(String m) {
+    if (m == null) {
+      return "malformed frame";
+    }
+    int dot = m.indexOf(". ");
+    String s = dot > 0 ? m.substring(0, dot) : m;
+    return s.length() > 160 ? s.substring(0, 160) : s;
   }
 
   /** A message already parsed (tests, diagnostics): every accessor reads the message. */
@@ -514,17 +542,26 @@ final class Inbound extends ProtoReader {
               value.bytes != null ? value.bytes : value.message.toByteArray());
         }
 
+        /**
+         * Never throws: a frame that does not parse becomes a {@linkplain #malformed malformed}
+         * Inbound that the stream ends with INVALID_ARGUMENT through its own close path. (A throw
+         * here would end the call UNKNOWN inside grpc-java, with a SEVERE stack trace, and the
+         * stream's release path would never run.)
+         */
         @Override
         public Inbound parse(InputStream stream) {
+          byte[] bytes;
           try {
-            return Inbound.parse(ProtoReader.readAll(stream));
+            bytes = ProtoReader.readAll(stream);
+          } catch (IOException | RuntimeException e) {
+            return malformed(null, "unreadable frame: " + e.getClass().getSimpleName());
+          }
+          try {
+            return Inbound.parse(bytes);
           } catch (InvalidProtocolBufferException e) {
-            throw io.grpc.Status.INTERNAL
-                .withDescription("Invalid protobuf byte sequence")
-                .withCause(e)
-                .asRuntimeException();
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            return malformed(bytes, firstSentence(e.getMessage()));
+          } catch (RuntimeException e) { // a reader bug must not escape into grpc-java either
+            return malformed(bytes, "unreadable frame: " + e.getClass().getSimpleName());
           }
         }
       };

@@ -330,6 +330,14 @@ public final class AdmissionMetrics {
     counter(MetricNames.STREAM_ERRORS, "cause", cause).increment();
   }
 
+  /**
+   * An ext_proc stream that ended before its request was decided ({@code phase}: first_message,
+   * request_headers, request_body, queued; {@code end}: cancelled, completed, failed).
+   */
+  public void streamUndecided(String phase, String end) {
+    counter(MetricNames.STREAMS_UNDECIDED, "phase", phase, "end", end).increment();
+  }
+
   // Meters are cached by (name, tags): a hit is one hash lookup on the caller's varargs array,
   // no copy; Micrometer's own registration path runs once per tag tuple.
   private Counter counter(String name, String... tags) {

@@ -29,6 +29,7 @@ public final class MetricNames {
   public static final String STREAMS_OPEN = "sluice.extproc.streams.open";
   public static final String STREAMS = "sluice.extproc.streams";
   public static final String STREAM_ERRORS = "sluice.extproc.stream.errors";
+  public static final String STREAMS_UNDECIDED = "sluice.extproc.streams.undecided";
   public static final String CONFIG_RELOADS = "sluice.config.reloads";
   public static final String QUEUE_DEPTH = "sluice.queue.depth";
   public static final String QUEUE_WORK = "sluice.queue.work";
