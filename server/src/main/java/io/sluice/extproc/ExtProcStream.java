@@ -271,11 +271,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
 
   /** The serial executor's failure handler: runs on the draining thread, still serialized. */
   private void taskFailed(Throwable e) {
-    if (closed.get() && permit == null && !tokensReserved) {
-      LOG.debug("ext_proc stream task failed after close", e);
-      return;
-    }
-    internalError(e);
+    internalError(e); // after a close: counted, and whatever is still held is released
   }
 
   private void onRequestHeaders(Inbound req, long now) {
@@ -633,6 +629,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       rt.metrics().retryAfter(reason.code(), retryAfter);
     }
     send(Responses.reject(reason, status, retryAfter, message, metadata("reject", reason)));
+    faults.at(StreamFaults.Step.DECISION_LOG);
     if (rt.decisionLog().wants(true)) {
       rt.decisionLog()
           .write(
@@ -883,8 +880,8 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
                 estimate.outputReserveTokens());
       }
     }
+    faults.at(StreamFaults.Step.DECISION_LOG);
     if (rt.decisionLog().wants(false)) {
-      faults.at(StreamFaults.Step.DECISION_LOG);
       rt.decisionLog()
           .write(
               record(io.sluice.api.v1.Decision.DECISION_ADMIT, decidedReason, 200, 0)
