@@ -204,7 +204,11 @@ final class Exchange {
     if (!requestHeaders.contains("x-forwarded-proto")) {
       requestHeaders.add("x-forwarded-proto", request.scheme());
     }
-    if (requestBody.length > 0 && !requestHeaders.contains("content-length")) {
+    // A client that sends its body chunked (HTTP/1.1 transfer-encoding: chunked, or HTTP/2 without
+    // content-length) gives no size: Envoy's codec consumes transfer-encoding, adds no length.
+    boolean chunked = requestHeaders.contains("transfer-encoding");
+    requestHeaders.remove("transfer-encoding");
+    if (requestBody.length > 0 && !chunked && !requestHeaders.contains("content-length")) {
       requestHeaders.add("content-length", Integer.toString(requestBody.length));
     }
   }

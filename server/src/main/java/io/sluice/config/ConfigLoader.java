@@ -264,7 +264,8 @@ public final class ConfigLoader {
             "maxJsonDepth",
             "maxTokenizeChars",
             "tokenCacheChars",
-            "tokenCacheMinChars"));
+            "tokenCacheMinChars",
+            "defaultInputTokens"));
     return new SluiceConfig.Estimation(
         e.get("bytesPerToken").doubleValue(4.0, 0.5, 64),
         e.get("imageTokens").longValue(765, 0, 1_000_000),
@@ -275,7 +276,10 @@ public final class ConfigLoader {
         e.get("maxJsonDepth").intValue(64, 1, 512),
         e.get("maxTokenizeChars").longValue(16384, 0, 1L << 30),
         e.get("tokenCacheChars").longValue(TokenCountCache.DEFAULT_MAX_CHARS, 0, 1L << 32),
-        e.get("tokenCacheMinChars").intValue(TokenCountCache.DEFAULT_MIN_CHARS, 0, 1 << 20));
+        e.get("tokenCacheMinChars").intValue(TokenCountCache.DEFAULT_MIN_CHARS, 0, 1 << 20),
+        // charged when a request with a body is decided at its headers and no content-length
+        // says how big it is (STREAMED/NONE body modes): never 0, which would admit any size
+        e.get("defaultInputTokens").longValue(1024, 1, 10_000_000));
   }
 
   private static PoolPolicy pool(String name, Node p) {

@@ -74,7 +74,8 @@ public record SluiceConfig(
       int maxJsonDepth,
       long maxTokenizeChars,
       long tokenCacheChars,
-      int tokenCacheMinChars) {}
+      int tokenCacheMinChars,
+      long defaultInputTokens) {}
 
   /**
    * Tenant resolution: who is anonymous, what unknown tenants get, known tenants' tiers. {@code

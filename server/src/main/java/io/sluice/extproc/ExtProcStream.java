@@ -84,6 +84,8 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   private boolean outstanding;
   private boolean headersSeen;
   private boolean decided; // admitted or refused: the stream's request has its answer
+  private long streamedBytes; // request body bytes seen in STREAMED chunks
+  private boolean streamedRefused;
   private Decision.Queued queued;
   private QueueTimer.Handle expiryTimer;
   private boolean heldAtBody;
@@ -323,7 +325,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     Runnable next =
         () -> {
           if (decideAtHeaders) {
-            estimate = rt.estimator().fromContentLength(Math.max(0, contentLength), limits());
+            estimate = headersEstimate(req.headersEndOfStream(), contentLength);
             decide(false, "headers", now);
           } else {
             phase = Phase.AWAIT_BODY;
@@ -355,7 +357,20 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
 
   private void onRequestBody(Inbound body, long now) {
     if (phase == Phase.ADMITTED && requestBodyMode == BodySendMode.STREAMED) {
-      send(Responses.CONTINUE_REQUEST_BODY); // streamed chunks after a headers-time decision
+      // streamed chunks after a headers-time decision: limits.maxBodyBytes holds for their sum
+      streamedBytes += body.bodyLength();
+      long max = rt.config().limits().maxBodyBytes();
+      if (streamedBytes > max) {
+        refuseStreamedBody(max, now);
+        return;
+      }
+      send(Responses.CONTINUE_REQUEST_BODY);
+      return;
+    }
+    if (phase == Phase.DONE && streamedRefused) {
+      // Chunks Envoy pipelined before it processed the 413: it answers nothing more after an
+      // ImmediateResponse, so they need none.
+      outstanding = false;
       return;
     }
     if (phase != Phase.AWAIT_BODY) {
@@ -385,6 +400,39 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       rt.metrics().estimateFallback(estimate.fallbackCause());
     }
     decide(true, "body", now);
+  }
+
+  /**
+   * The estimate of a request decided at its headers. A request without a body costs its output
+   * reserve only; one whose content-length is known (Envoy's codec holds the body to it) costs that
+   * many bytes; one with a body of unknown size (STREAMED/NONE: the client sent no content-length)
+   * costs {@code estimation.defaultInputTokens}, never 0, counted as the fallback {@code
+   * no_content_length}.
+   */
+  private TokenEstimate headersEstimate(boolean noBody, long contentLength) {
+    if (noBody || contentLength >= 0) {
+      return rt.estimator().fromContentLength(Math.max(0, contentLength), limits());
+    }
+    rt.metrics().estimateFallback("no_content_length");
+    return rt.estimator().unknownSize(rt.config().estimation().defaultInputTokens(), limits());
+  }
+
+  /**
+   * The streamed request body crossed {@code limits.maxBodyBytes} on this chunk: release the permit
+   * (the request will not complete) and answer the chunk with 413 {@code body_too_large}, which
+   * Envoy accepts for any phase before the response started (it resets the upstream request and
+   * sends the local reply).
+   */
+  private void refuseStreamedBody(long max, long now) {
+    streamedRefused = true;
+    release(Outcome.CANCELLED);
+    reject(
+        Reason.BODY_TOO_LARGE,
+        413,
+        0,
+        "streamed request body exceeds the limit of " + max + " bytes",
+        "body",
+        now);
   }
 
   private EstimateLimits limits() {

@@ -27,6 +27,7 @@ public record TokenEstimate(
   public static final String METHOD_BPE_CL100K = "bpe:cl100k_base";
   public static final String METHOD_BYTES = "bytes";
   public static final String METHOD_CONTENT_LENGTH = "content-length";
+  public static final String METHOD_DEFAULT = "default";
 
   public TokenEstimate {
     if (inputTokens < 0) {

@@ -160,6 +160,22 @@ public final class TokenEstimator {
         false);
   }
 
+  /**
+   * A request with a body whose size is unknown when it is decided (headers-time decision, no
+   * content-length): the configured default input estimate and the default output reserve.
+   */
+  public TokenEstimate unknownSize(long defaultInputTokens, EstimateLimits limits) {
+    Objects.requireNonNull(limits, "limits");
+    return new TokenEstimate(
+        Math.max(0, defaultInputTokens),
+        limits.defaultOutputTokens(),
+        TokenEstimate.METHOD_DEFAULT,
+        null,
+        null,
+        false,
+        false);
+  }
+
   private TokenEstimate fallback(
       String cause, long bodyBytes, RequestBodyReader.Scan scan, EstimateLimits limits) {
     return fallback(cause, bodyBytes, scan, limits, null);
