@@ -263,7 +263,8 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       StreamWarnings.warn(
           "ext_proc stream failed in phase {}: {}",
           phase.name().toLowerCase(Locale.ROOT),
-          String.valueOf(e)); // no stack trace
+          String.valueOf(e)); // no stack trace at WARN
+      LOG.debug("ext_proc stream failure", e);
     } catch (RuntimeException again) {
       LOG.debug("counting a stream failure failed", again);
     } finally {
