@@ -304,6 +304,41 @@ class KubernetesManifestsTest {
   }
 
   @Test
+  void contract_jvmOptionsWithoutExitOnOutOfMemoryError_reported() {
+    List<HasMetadata> resources = base();
+    var env =
+        find(resources, Deployment.class, "sluice")
+            .getSpec()
+            .getTemplate()
+            .getSpec()
+            .getContainers()
+            .get(0)
+            .getEnv();
+    env.stream()
+        .filter(e -> e.getName().equals("JAVA_TOOL_OPTIONS"))
+        .forEach(e -> e.setValue(e.getValue().replace("-XX:+ExitOnOutOfMemoryError", "")));
+    assertThat(SluiceDeploymentContract.violations(resources))
+        .contains(
+            "container sluice: env JAVA_TOOL_OPTIONS (expected: to include"
+                + " -XX:+ExitOnOutOfMemoryError)");
+  }
+
+  /** The Jib image's own JVM flags exit on OutOfMemoryError (server/pom.xml). */
+  @Test
+  void image_jibJvmFlags_exitOnOutOfMemoryError() throws Exception {
+    var doc =
+        javax.xml.parsers.DocumentBuilderFactory.newInstance()
+            .newDocumentBuilder()
+            .parse(K8S.resolve("../server/pom.xml").normalize().toFile());
+    var flags = doc.getElementsByTagName("jvmFlag");
+    List<String> values = new java.util.ArrayList<>();
+    for (int i = 0; i < flags.getLength(); i++) {
+      values.add(flags.item(i).getTextContent().trim());
+    }
+    assertThat(values).contains("-XX:+ExitOnOutOfMemoryError");
+  }
+
+  @Test
   void contract_networkPolicyOpenings_reported() {
     List<HasMetadata> resources = base();
     var np =

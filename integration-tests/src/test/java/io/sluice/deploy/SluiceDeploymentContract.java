@@ -305,7 +305,32 @@ final class SluiceDeploymentContract {
     }
   }
 
+  /**
+   * JVM options set on the container must keep {@code -XX:+ExitOnOutOfMemoryError} (the image sets
+   * it too): a JVM past OutOfMemoryError answers nothing and ignores SIGTERM.
+   */
+  private void checkJvmOptions(Container container) {
+    if (container.getEnv() == null) {
+      return;
+    }
+    container.getEnv().stream()
+        .filter(
+            e -> e.getName().equals("JAVA_TOOL_OPTIONS") || e.getName().equals("JDK_JAVA_OPTIONS"))
+        .forEach(
+            e -> {
+              String v = e.getValue() == null ? "" : e.getValue();
+              if (!v.contains("-XX:+ExitOnOutOfMemoryError")
+                  || v.contains("-XX:-ExitOnOutOfMemoryError")) {
+                problem(
+                    "container sluice: env "
+                        + e.getName()
+                        + " (expected: to include -XX:+ExitOnOutOfMemoryError)");
+              }
+            });
+  }
+
   private void checkSecurity(PodSpec pod, Container container) {
+    checkJvmOptions(container);
     var podSec = pod.getSecurityContext();
     var sec = container.getSecurityContext();
     if (podSec == null || !Boolean.TRUE.equals(podSec.getRunAsNonRoot())) {

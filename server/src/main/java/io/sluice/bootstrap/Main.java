@@ -62,7 +62,9 @@ public final class Main implements Callable<Integer> {
             s.maxInboundMessageBytes(),
             s.shutdownGrace(),
             s.tls(),
-            s.reloadInterval());
+            s.reloadInterval(),
+            s.health(),
+            s.warmup());
     return new SluiceConfig(
         ns,
         c.limits(),

@@ -46,6 +46,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
@@ -107,7 +108,20 @@ public final class SluiceServer implements AutoCloseable {
   /** Scrubs credentials (policy rateLimit.env and process env) from everything shown or logged. */
   private final Secrets.Redactor redactor;
 
-  private SluiceServer(SluiceConfig config, Options options) throws IOException {
+  private final Map<String, String> rlsEnv;
+  private final HeapGuard heap;
+  // Readiness: SERVING only once warm, the rate limit store ready (or given up on), the heap not
+  // exhausted and not draining.
+  private volatile boolean warm;
+  private volatile String warmupSummary = "not run";
+  private volatile boolean storeReady;
+  private volatile boolean storeGaveUp;
+  private volatile long storeWaitStartNanos;
+  private volatile WarmUp.Result warmupResult;
+
+  private SluiceServer(
+      SluiceConfig config, Options options, java.util.function.DoubleSupplier heapSampler)
+      throws IOException {
     this.options = options;
     this.ticker = options.ticker();
     this.configDigest = digest(config.yaml());
@@ -126,6 +140,7 @@ public final class SluiceServer implements AutoCloseable {
     Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
     rlsEnv.putAll(options.env());
     this.redactor = Secrets.redactor(rlsEnv);
+    this.rlsEnv = Map.copyOf(rlsEnv);
     this.rls = config.rateLimit().enabled() ? rateLimitService(rlsEnv) : null;
     this.quotaStore =
         rls != null ? rls.buckets() : new io.sluice.store.memory.InMemoryStore(options.clock());
@@ -142,6 +157,25 @@ public final class SluiceServer implements AutoCloseable {
         .register(registry);
     this.extProc = new ExtProcService(runtime::get, draining::get);
     metrics.bindStreams(extProc.tally());
+    SluiceConfig.Health hc = config.server().health();
+    this.heap =
+        heapSampler == null
+            ? HeapGuard.forThisJvm(hc.maxHeapAfterGc(), hc.heapAfterGcFor(), Ticker.system())
+            : new HeapGuard(hc.maxHeapAfterGc(), hc.heapAfterGcFor(), ticker, heapSampler);
+    Gauge.builder(MetricNames.HEAP_AFTER_GC_RATIO, heap, HeapGuard::lastRatio)
+        .description("largest fraction of a heap pool still used after its last collection")
+        .register(registry);
+    Gauge.builder(MetricNames.HEAP_EXHAUSTED, heap, h -> h.exhausted() ? 1 : 0)
+        .description(
+            "1 while heap used after GC stays above server.health.maxHeapAfterGc: health fails")
+        .register(registry);
+    Gauge.builder(MetricNames.READY, this, srv -> srv.serving() ? 1 : 0)
+        .description("1 while gRPC health and /readyz report SERVING")
+        .register(registry);
+    // Not serving until start() has warmed the request path (HealthStatusManager starts "" as
+    // SERVING).
+    health.setStatus("", ServingStatus.NOT_SERVING);
+    health.setStatus(HEALTH_SERVICE, ServingStatus.NOT_SERVING);
 
     SluiceConfig.Server s = config.server();
     InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());
@@ -168,7 +202,7 @@ public final class SluiceServer implements AutoCloseable {
             () ->
                 new AdminHttpServer.Reply(
                     200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()))
-        .route("/healthz", () -> AdminHttpServer.Reply.text(200, "ok\n"))
+        .route("/healthz", this::liveness)
         .route("/readyz", this::readiness)
         .route(
             "/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config(), redactor)))
@@ -283,11 +317,20 @@ public final class SluiceServer implements AutoCloseable {
   }
 
   public static SluiceServer start(SluiceConfig config, Options options) throws IOException {
-    SluiceServer server = new SluiceServer(config, options);
+    return start(config, options, null);
+  }
+
+  /**
+   * @param heapSampler the used-after-GC ratio to read instead of this JVM's (tests), or null
+   */
+  static SluiceServer start(
+      SluiceConfig config, Options options, java.util.function.DoubleSupplier heapSampler)
+      throws IOException {
+    SluiceServer server = new SluiceServer(config, options, heapSampler);
     server.grpc.start();
     server.admin.start();
-    server.health.setStatus("", ServingStatus.SERVING);
-    server.health.setStatus(HEALTH_SERVICE, ServingStatus.SERVING);
+    server.warmUp(config);
+    server.awaitStoreAtStart(config);
     long every = Math.max(100, config.server().reloadInterval().toMillis());
     server.housekeeping.scheduleWithFixedDelay(
         server::housekeep, every, every, TimeUnit.MILLISECONDS);
@@ -303,9 +346,14 @@ public final class SluiceServer implements AutoCloseable {
     return server;
   }
 
-  /** Periodic: rate limit service health and config file changes. */
+  /** Periodic: heap, rate limit store and service health, config file changes. */
   private void housekeep() {
     try {
+      heap.check();
+      if (!storeReady && !storeGaveUp && warm) {
+        pollStore(config().server().warmup().storeTimeout());
+      }
+      updateHealth();
       if (rls != null && !draining.get()) {
         health.setStatus(
             RLS_HEALTH_SERVICE, rls.healthy() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
@@ -385,11 +433,215 @@ public final class SluiceServer implements AutoCloseable {
     }
   }
 
+  /**
+   * Runs the warm-up (unless {@code server.warmup.enabled: false}) on an isolated runtime: see
+   * {@link WarmUp}. Never fails the start: a failed synthetic stream is logged and counted.
+   */
+  private void warmUp(SluiceConfig config) {
+    SluiceConfig.Warmup w = config.server().warmup();
+    if (!w.enabled()) {
+      warmupSummary = "off (server.warmup.enabled: false)";
+      warm = true;
+      return;
+    }
+    PrometheusMeterRegistry scratch = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    RlsModule warmRls = null;
+    try {
+      AdmissionController c =
+          new AdmissionController(
+              config.pools().values(),
+              config.classes().values(),
+              Duration.ofSeconds(10),
+              PoolState.ReleaseListener.NONE);
+      AdmissionMetrics m = new AdmissionMetrics(scratch, ticker::nanos);
+      m.bindPools(c);
+      SluiceConfig.Estimation est = config.estimation();
+      TokenCountCache cache = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
+      AdmissionRuntime isolated =
+          new AdmissionRuntime(
+              config,
+              new RequestResolver(config),
+              c,
+              new TokenEstimator(estimatorSettings(config), cache),
+              m,
+              new DecisionLog(config.decisionLog(), line -> {}),
+              ticker,
+              options.clock(),
+              timer,
+              new io.sluice.core.quota.TenantQuotas(
+                  new io.sluice.store.memory.InMemoryStore(options.clock()),
+                  config.quotas().keyPrefix(),
+                  io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
+      ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
+      m.bindStreams(warmExtProc.tally());
+      List<String> domains = List.of();
+      if (rls != null) {
+        Map<String, String> env = new HashMap<>(rlsEnv);
+        env.put("BACKEND_TYPE", "memory"); // never the shared Redis
+        env.put("SLUICE_RLS_CONFIG_POLL_INTERVAL", "0s");
+        RlsSettings settings = RlsSettings.fromEnv(env);
+        warmRls = RlsModule.create(settings, scratch, options.clock(), ticker);
+        try {
+          domains =
+              List.copyOf(
+                  io.sluice.rls.config.RateLimitConfigLoader.loadDirectory(
+                          settings.configDirectory(),
+                          settings.runtimeIgnoreDotFiles(),
+                          settings.mergeDomainConfig())
+                      .domains());
+        } catch (RuntimeException e) {
+          domains = List.of();
+        }
+      }
+      WarmUp.Result r =
+          WarmUp.run(
+              warmExtProc,
+              warmRls == null ? null : warmRls.service(),
+              domains,
+              SyntheticStreams.forConfig(config),
+              w.streams(),
+              rls == null ? 0 : w.rlsCalls(),
+              config.server().maxInboundMessageBytes(),
+              w.timeout());
+      warmupResult = r;
+      Counter.builder(MetricNames.WARMUP_CALLS)
+          .tag("kind", "extproc")
+          .tag("result", "ok")
+          .register(registry)
+          .increment(r.streams() - r.streamsFailed());
+      Counter.builder(MetricNames.WARMUP_CALLS)
+          .tag("kind", "extproc")
+          .tag("result", "failed")
+          .register(registry)
+          .increment(r.streamsFailed());
+      Counter.builder(MetricNames.WARMUP_CALLS)
+          .tag("kind", "rls")
+          .tag("result", "ok")
+          .register(registry)
+          .increment(r.rlsCalls() - r.rlsFailed());
+      Counter.builder(MetricNames.WARMUP_CALLS)
+          .tag("kind", "rls")
+          .tag("result", "failed")
+          .register(registry)
+          .increment(r.rlsFailed());
+      Gauge.builder(MetricNames.WARMUP_DURATION, r, x -> x.nanos() / 1e9)
+          .description("how long the warm-up before readiness took")
+          .baseUnit("seconds")
+          .register(registry);
+      // Every synthetic stream must have released what it took (it ran the real release path).
+      int permitsLeft = 0;
+      for (PoolState p : c.pools()) {
+        permitsLeft += p.snapshot(ticker.nanos()).requestsInFlight();
+      }
+      int streamsLeft = warmExtProc.liveStreams();
+      warmupSummary =
+          String.format(
+              java.util.Locale.ROOT,
+              "done in %d ms (%d ext_proc streams, %d failed; %d rate limit calls, %d failed;"
+                  + " left: %d permits, %d streams)",
+              r.nanos() / 1_000_000,
+              r.streams(),
+              r.streamsFailed(),
+              r.rlsCalls(),
+              r.rlsFailed(),
+              permitsLeft,
+              streamsLeft);
+      if (r.ok() && permitsLeft == 0 && streamsLeft == 0) {
+        LOG.info("warm-up {}", warmupSummary);
+      } else {
+        LOG.warn("warm-up {}; first failure: {}", warmupSummary, redactor.scrub(r.firstError()));
+      }
+    } catch (IOException | RuntimeException e) {
+      warmupSummary = "failed: " + redactor.scrub(e.toString());
+      LOG.warn("warm-up {}", warmupSummary);
+    } finally {
+      if (warmRls != null) {
+        warmRls.close();
+      }
+      scratch.close();
+      warm = true;
+    }
+  }
+
+  /** Waits (bounded) for the rate limit store, so the common case is ready when start returns. */
+  private void awaitStoreAtStart(SluiceConfig config) {
+    storeWaitStartNanos = System.nanoTime();
+    if (rls == null) {
+      storeReady = true;
+    } else {
+      pollStore(config.server().warmup().storeTimeout());
+    }
+    updateHealth();
+  }
+
+  private void pollStore(Duration storeTimeout) {
+    long waited = System.nanoTime() - storeWaitStartNanos;
+    long left = Math.max(0, Math.min(storeTimeout.toNanos() - waited, 2_000_000_000L));
+    try {
+      rls.ready().toCompletableFuture().get(left, TimeUnit.NANOSECONDS);
+      storeReady = true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      if (System.nanoTime() - storeWaitStartNanos >= storeTimeout.toNanos()) {
+        storeGaveUp = true;
+        LOG.warn(
+            "rate limit store not ready after {}: serving anyway, its failure mode applies",
+            storeTimeout);
+      }
+    }
+  }
+
+  /** Whether health says SERVING: warm, store ready (or given up on), heap fine, not draining. */
+  public boolean serving() {
+    return !draining.get() && warm && (storeReady || storeGaveUp) && !heap.exhausted();
+  }
+
+  private void updateHealth() {
+    if (draining.get()) {
+      return; // terminal: enterTerminalState already answered NOT_SERVING
+    }
+    ServingStatus st = serving() ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+    health.setStatus("", st);
+    health.setStatus(HEALTH_SERVICE, st);
+  }
+
+  private String heapProblem() {
+    return String.format(
+        java.util.Locale.ROOT,
+        "heap exhausted: %.0f%% of a heap pool still used after GC for %s (server.health"
+            + ".maxHeapAfterGc %.2f)\n",
+        heap.lastRatio() * 100,
+        heap.window(),
+        heap.maxRatio());
+  }
+
+  private AdminHttpServer.Reply liveness() {
+    if (heap.exhausted()) {
+      return AdminHttpServer.Reply.text(503, heapProblem());
+    }
+    return AdminHttpServer.Reply.text(200, "ok\n");
+  }
+
   private AdminHttpServer.Reply readiness() {
     if (draining.get()) {
       return AdminHttpServer.Reply.text(503, "draining\n");
     }
+    if (!warm) {
+      return AdminHttpServer.Reply.text(503, "warming up\n");
+    }
+    if (heap.exhausted()) {
+      return AdminHttpServer.Reply.text(503, heapProblem());
+    }
+    if (!storeReady && !storeGaveUp) {
+      return AdminHttpServer.Reply.text(503, "ratelimit store: not ready yet\n");
+    }
     StringBuilder sb = new StringBuilder("ready\n");
+    sb.append("warm-up: ").append(warmupSummary).append('\n');
+    if (storeGaveUp && !storeReady) {
+      sb.append(
+          "ratelimit store: not ready after server.warmup.storeTimeout; failure mode applies\n");
+    }
     sb.append("config: ").append(lastReloadOk ? "ok" : "last reload failed: " + lastReloadError);
     sb.append('\n');
     if (rls != null) {

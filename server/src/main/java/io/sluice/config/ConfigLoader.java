@@ -228,7 +228,7 @@ public final class ConfigLoader {
   }
 
   private static SluiceConfig.Server server(Node s) {
-    s.only(Set.of("grpc", "admin", "shutdownGrace", "reloadInterval"));
+    s.only(Set.of("grpc", "admin", "shutdownGrace", "reloadInterval", "health", "warmup"));
     Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize", "tls"));
     Node a = s.get("admin").only(Set.of("host", "port"));
     SluiceConfig.Tls tls = null;
@@ -249,7 +249,26 @@ public final class ConfigLoader {
         g.get("maxInboundMessageSize").bytes(16 << 20),
         s.get("shutdownGrace").duration(Duration.ofSeconds(30)),
         tls,
-        s.get("reloadInterval").duration(Duration.ofSeconds(2)));
+        s.get("reloadInterval").duration(Duration.ofSeconds(2)),
+        health(s.get("health")),
+        warmup(s.get("warmup")));
+  }
+
+  private static SluiceConfig.Health health(Node h) {
+    h.only(Set.of("maxHeapAfterGc", "heapAfterGcFor"));
+    return new SluiceConfig.Health(
+        h.get("maxHeapAfterGc").doubleValue(0.9, 0.0, 1.0),
+        h.get("heapAfterGcFor").duration(Duration.ofSeconds(30)));
+  }
+
+  private static SluiceConfig.Warmup warmup(Node w) {
+    w.only(Set.of("enabled", "streams", "rlsCalls", "timeout", "storeTimeout"));
+    return new SluiceConfig.Warmup(
+        w.get("enabled").bool(true),
+        w.get("streams").intValue(24, 0, 10_000),
+        w.get("rlsCalls").intValue(16, 0, 10_000),
+        w.get("timeout").duration(Duration.ofSeconds(20)),
+        w.get("storeTimeout").duration(Duration.ofSeconds(30)));
   }
 
   private static SluiceConfig.Estimation estimation(Node e) {

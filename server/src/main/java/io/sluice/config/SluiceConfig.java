@@ -51,7 +51,26 @@ public record SluiceConfig(
       long maxInboundMessageBytes,
       Duration shutdownGrace,
       Tls tls,
-      Duration reloadInterval) {}
+      Duration reloadInterval,
+      Health health,
+      Warmup warmup) {}
+
+  /**
+   * Process health beyond "the process answers": {@code /healthz} and gRPC health fail while more
+   * than {@code maxHeapAfterGc} of the heap (the old generation's maximum) is still used after
+   * garbage collection for {@code heapAfterGcFor}, so the kubelet restarts a JVM in a GC death
+   * spiral before it runs out of memory. {@code maxHeapAfterGc} 0 turns the check off.
+   */
+  public record Health(double maxHeapAfterGc, Duration heapAfterGcFor) {}
+
+  /**
+   * Warm-up before readiness: {@code streams} synthetic ext_proc streams and {@code rlsCalls} rate
+   * limit calls through the real handlers on an isolated runtime (own pools, quotas, metrics, no
+   * decision log) before gRPC health and {@code /readyz} report SERVING, at most {@code timeout}.
+   * Readiness also waits up to {@code storeTimeout} for the rate limit store to be ready.
+   */
+  public record Warmup(
+      boolean enabled, int streams, int rlsCalls, Duration timeout, Duration storeTimeout) {}
 
   /**
    * TLS on the gRPC port from PEM files, re-read every {@code refreshInterval}. With {@code

@@ -20,9 +20,20 @@ public final class DecisionLog {
       JsonFormat.printer().omittingInsignificantWhitespace();
 
   private final SluiceConfig.DecisionLog settings;
+  private final java.util.function.Consumer<String> sink; // null: the sluice.decisions logger
 
   public DecisionLog(SluiceConfig.DecisionLog settings) {
+    this(settings, null);
+  }
+
+  /**
+   * A decision log that builds every record as configured but hands the lines to {@code sink}
+   * instead of the {@code sluice.decisions} logger (the warm-up's synthetic streams: the record
+   * code path runs, nothing reaches the real log).
+   */
+  public DecisionLog(SluiceConfig.DecisionLog settings, java.util.function.Consumer<String> sink) {
     this.settings = settings;
+    this.sink = sink;
   }
 
   /** Whether any record can be written at all (enabled and its logger on). */
@@ -49,6 +60,10 @@ public final class DecisionLog {
     } catch (InvalidProtocolBufferException e) {
       return;
     }
+    if (sink != null) {
+      sink.accept(line);
+      return;
+    }
     switch (settings.level()) {
       case "trace" -> LOG.trace(line);
       case "info" -> LOG.info(line);
@@ -58,6 +73,9 @@ public final class DecisionLog {
   }
 
   private boolean levelEnabled() {
+    if (sink != null) {
+      return true;
+    }
     return switch (settings.level()) {
       case "trace" -> LOG.isTraceEnabled();
       case "info" -> LOG.isInfoEnabled();

@@ -31,6 +31,12 @@ public final class MetricNames {
   public static final String STREAM_ERRORS = "sluice.extproc.stream.errors";
   public static final String STREAMS_UNDECIDED = "sluice.extproc.streams.undecided";
   public static final String CONFIG_RELOADS = "sluice.config.reloads";
+  // Readiness and process health (bootstrap).
+  public static final String READY = "sluice.ready";
+  public static final String WARMUP_CALLS = "sluice.warmup.calls";
+  public static final String WARMUP_DURATION = "sluice.warmup.duration";
+  public static final String HEAP_AFTER_GC_RATIO = "sluice.health.heap_after_gc_ratio";
+  public static final String HEAP_EXHAUSTED = "sluice.health.heap_exhausted";
   public static final String QUEUE_DEPTH = "sluice.queue.depth";
   public static final String QUEUE_WORK = "sluice.queue.work";
   public static final String QUEUE_OLDEST_AGE = "sluice.queue.oldest.age";
