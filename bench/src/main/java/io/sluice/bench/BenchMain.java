@@ -17,7 +17,9 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
-/** {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap|rls|flood]}. */
+/**
+ * {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap|rls|flood|coldstart]}.
+ */
 @Command(
     name = "sluice-bench",
     mixinStandardHelpOptions = true,
@@ -28,7 +30,8 @@ import picocli.CommandLine.Parameters;
       Floor.class,
       HeapPerQueuedItem.class,
       RlsBench.class,
-      Flood.class
+      Flood.class,
+      ColdStart.class
     })
 public final class BenchMain implements Callable<Integer> {
 

@@ -85,14 +85,39 @@ public final class SyntheticStreams {
     return md;
   }
 
+  /**
+   * A few KB of varied prose: long enough that the tokenizer's loops get hot (the JIT compiles by
+   * invocation and loop counts), unlike any real prompt (the warm-up's own token cache is thrown
+   * away anyway).
+   */
+  private static final String PROSE = prose(2000);
+
+  private static String prose(int chars) {
+    String[] words = {
+      "the", "gateway", "admits", "requests", "when", "capacity", "allows", "tokens", "queue",
+      "tenant", "budget", "model", "stream", "latency", "answer", "envoy", "upstream", "permit"
+    };
+    StringBuilder sb = new StringBuilder(chars + 16);
+    for (int i = 0; sb.length() < chars; i++) {
+      sb.append(words[(i * 7 + i / 3) % words.length]);
+      sb.append(i % 11 == 10 ? ". " : i % 5 == 4 ? ", " : " ");
+      if (i % 17 == 0) {
+        sb.append(Integer.toString(i * 7919, 36)).append(' ');
+      }
+    }
+    return sb.toString();
+  }
+
   private static final String CHAT =
       "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"system\",\"content\":\"You are a helpful"
-          + " assistant.\"},{\"role\":\"user\",\"content\":\"Warm-up: say hello in five"
-          + " words.\"}],\"max_tokens\":16}";
+          + " assistant.\"},{\"role\":\"user\",\"content\":\"Warm-up: summarise. "
+          + PROSE
+          + "\"}],\"max_tokens\":16}";
   private static final String CHAT_STREAM =
       "{\"model\":\"gpt-4\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-          + "\"messages\":[{\"role\":\"user\",\"content\":\"Warm-up, streamed: count to"
-          + " three.\"}],\"max_tokens\":16}";
+          + "\"messages\":[{\"role\":\"user\",\"content\":\"Warm-up, streamed: "
+          + PROSE
+          + "\"}],\"max_tokens\":16}";
   private static final String MESSAGES =
       "{\"model\":\"claude-3-5-sonnet-latest\",\"max_tokens\":16,\"system\":\"Be brief.\","
           + "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Warm-up"
