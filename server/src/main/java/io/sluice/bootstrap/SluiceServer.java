@@ -351,7 +351,7 @@ public final class SluiceServer implements AutoCloseable {
     try {
       heap.check();
       if (!storeReady && !storeGaveUp && warm) {
-        pollStore(config().server().warmup().storeTimeout());
+        pollStore(config().server().warmup().storeTimeout(), 0);
       }
       updateHealth();
       if (rls != null && !draining.get()) {
@@ -569,14 +569,16 @@ public final class SluiceServer implements AutoCloseable {
     if (rls == null) {
       storeReady = true;
     } else {
-      pollStore(config.server().warmup().storeTimeout());
+      // usually connected during the warm-up; if not, housekeeping flips readiness later
+      pollStore(config.server().warmup().storeTimeout(), 1_000_000_000L);
     }
     updateHealth();
   }
 
-  private void pollStore(Duration storeTimeout) {
+  /** Checks the store, blocking at most {@code maxBlockNanos}; gives up after storeTimeout. */
+  private void pollStore(Duration storeTimeout, long maxBlockNanos) {
     long waited = System.nanoTime() - storeWaitStartNanos;
-    long left = Math.max(0, Math.min(storeTimeout.toNanos() - waited, 2_000_000_000L));
+    long left = Math.max(0, Math.min(storeTimeout.toNanos() - waited, maxBlockNanos));
     try {
       rls.ready().toCompletableFuture().get(left, TimeUnit.NANOSECONDS);
       storeReady = true;
