@@ -584,6 +584,13 @@ public final class SluiceServer implements AutoCloseable {
       storeReady = true;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException e) {
+      // the store's own warm-up gave up (SLUICE_RLS_WARMUP_TIMEOUT): it keeps reconnecting in
+      // the background and limits follow their failure mode
+      storeGaveUp = true;
+      LOG.warn(
+          "rate limit store not ready: {}; serving anyway, its failure mode applies",
+          redactor.scrub(String.valueOf(e.getCause())));
     } catch (Exception e) {
       if (System.nanoTime() - storeWaitStartNanos >= storeTimeout.toNanos()) {
         storeGaveUp = true;
