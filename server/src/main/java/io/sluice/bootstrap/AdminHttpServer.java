@@ -114,6 +114,11 @@ public final class AdminHttpServer implements AutoCloseable {
     return server.getAddress().getPort();
   }
 
+  /** The bound address (host and port). */
+  public InetSocketAddress address() {
+    return server.getAddress();
+  }
+
   @Override
   public void close() {
     server.stop(0);

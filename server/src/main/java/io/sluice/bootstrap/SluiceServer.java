@@ -677,6 +677,11 @@ public final class SluiceServer implements AutoCloseable {
     return admin.port();
   }
 
+  /** Where the admin HTTP server is bound (server.admin.host/port, or HOST/PORT). */
+  public InetSocketAddress adminAddress() {
+    return admin.address();
+  }
+
   public PrometheusMeterRegistry registry() {
     return registry;
   }
