@@ -69,6 +69,9 @@ class ObservabilityTest {
           "sluice_rls_within_limit_total",
           "sluice_rls_store_errors_total",
           "sluice_rls_store_healthy",
+          "sluice_rls_store_memory_bytes",
+          "sluice_rls_store_memory_max_bytes",
+          "sluice_rls_store_memory_evicted_hits_total",
           "sluice_rls_config_reloads_total");
 
   /** Suffixes Prometheus adds to summaries and timers. */
