@@ -53,6 +53,12 @@ final class ColdStart implements Callable<Integer> {
   @Option(names = "--modes", split = ",", defaultValue = "off,on", description = "warm-up modes")
   List<String> modes = List.of("off", "on");
 
+  /** Streams the client runs against an in-process server first (its own JIT, untimed). */
+  int clientWarmStreams = 300;
+
+  /** Streams each started server serves before the "warm JVM" reference stream. */
+  int warmReferenceAfter = 300;
+
   /** One server start. */
   record Run(
       String mode,
@@ -131,7 +137,7 @@ final class ColdStart implements Callable<Integer> {
       ManagedChannel ch =
           NettyChannelBuilder.forAddress("127.0.0.1", s.grpcPort()).usePlaintext().build();
       try {
-        for (int i = 0; i < 300; i++) {
+        for (int i = 0; i < clientWarmStreams; i++) {
           SyntheticStreams.run(
               ch, SyntheticStreams.warmupMetadata(), request(1000 + i), Duration.ofSeconds(5));
         }
@@ -197,7 +203,7 @@ final class ColdStart implements Callable<Integer> {
           admitted += r.admitted() ? 1 : 0;
         }
         // the same request once this JVM has served a few hundred
-        for (int i = 0; i < 300; i++) {
+        for (int i = 0; i < warmReferenceAfter; i++) {
           SyntheticStreams.run(
               ch, SyntheticStreams.warmupMetadata(), request(500 + i), Duration.ofSeconds(10));
         }

@@ -15,6 +15,8 @@ class ColdStartSmokeTest {
     ColdStart c = new ColdStart();
     c.runs = 1;
     c.streams = 2;
+    c.clientWarmStreams = 10;
+    c.warmReferenceAfter = 5;
     ByteArrayOutputStream buf = new ByteArrayOutputStream();
     List<ColdStart.Run> runs = c.run(new PrintStream(buf, true, StandardCharsets.UTF_8));
     assertThat(runs).extracting(ColdStart.Run::mode).containsExactly("off", "on");
