@@ -13,6 +13,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -117,6 +118,20 @@ class SecretsRedactionTest {
       assertThat(t).isInstanceOf(io.sluice.config.ConfigException.class);
       assertThat(t.getMessage()).contains("REDIS_URL").contains("***");
     }
+  }
+
+  @Test
+  void settingsRecords_toString_neverPrintCredentials() {
+    var settings =
+        io.sluice.rls.config.RlsSettings.fromEnv(
+            Map.of(
+                "REDIS_AUTH", "admin:" + AUTH,
+                "REDIS_SENTINEL_AUTH", SENTINEL,
+                "REDIS_URL", "redis://app:" + URL_PW + "@redis.example:6379"));
+    assertNoSecret(settings.toString());
+    assertThat(settings.redis().toString())
+        .contains("url=redis://app:***@redis.example:6379")
+        .contains("auth=***");
   }
 
   @Test

@@ -132,4 +132,30 @@ public record RedisSettings(
           throw new IllegalArgumentException(name + ": " + text + " (expected: true or false)");
     };
   }
+
+  /** Never prints a credential: auth, sentinel auth and a URL's password are masked. */
+  @Override
+  public String toString() {
+    return "RedisSettings[type="
+        + type
+        + ", url="
+        + io.sluice.config.Secrets.redactUrls(url)
+        + ", socketType="
+        + socketType
+        + ", auth="
+        + (auth.isEmpty() ? "" : io.sluice.config.Secrets.MASK)
+        + ", sentinelAuth="
+        + (sentinelAuth.isEmpty() ? "" : io.sluice.config.Secrets.MASK)
+        + ", tls="
+        + tls
+        + ", tlsSkipHostnameVerification="
+        + tlsSkipHostnameVerification
+        + ", connectTimeout="
+        + connectTimeout
+        + ", commandTimeout="
+        + commandTimeout
+        + ", reconnectInterval="
+        + reconnectInterval
+        + "]";
+  }
 }
