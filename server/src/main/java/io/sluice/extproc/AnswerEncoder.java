@@ -8,6 +8,7 @@ import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.GrpcStatus;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
@@ -95,6 +96,22 @@ final class AnswerEncoder {
    */
   static byte[] reject(
       int status, byte[] details, byte[] body, byte[][] keys, byte[][] values, DecisionFields f) {
+    return reject(status, -1, details, body, keys, values, f);
+  }
+
+  /**
+   * As above, with {@code grpc_status} (a gRPC status code, or -1 for none): the code a gRPC client
+   * sees. grpc-java's xDS ext_proc filter reads only this field of the status (an unset one is code
+   * 0, OK), Envoy uses it for gRPC requests instead of mapping the HTTP status (docs/envoy.md).
+   */
+  static byte[] reject(
+      int status,
+      int grpcStatus,
+      byte[] details,
+      byte[] body,
+      byte[][] keys,
+      byte[][] values,
+      DecisionFields f) {
     int n = keys.length;
     int mutation = 0;
     for (int i = 0; i < n; i++) {
@@ -103,10 +120,14 @@ final class AnswerEncoder {
     }
     int statusBody =
         status == 0 ? 0 : ProtoWriter.varintField(HttpStatus.CODE_FIELD_NUMBER, status);
+    // GrpcStatus{status}: an empty message for OK (proto3 omits 0), still present, as protobuf-java
+    int grpcBody =
+        grpcStatus <= 0 ? 0 : ProtoWriter.varintField(GrpcStatus.STATUS_FIELD_NUMBER, grpcStatus);
     int immediate =
         lenField(ImmediateResponse.STATUS_FIELD_NUMBER, statusBody)
             + (n == 0 ? 0 : lenField(ImmediateResponse.HEADERS_FIELD_NUMBER, mutation))
             + (body.length == 0 ? 0 : lenField(ImmediateResponse.BODY_FIELD_NUMBER, body.length))
+            + (grpcStatus < 0 ? 0 : lenField(ImmediateResponse.GRPC_STATUS_FIELD_NUMBER, grpcBody))
             + (details.length == 0
                 ? 0
                 : lenField(ImmediateResponse.DETAILS_FIELD_NUMBER, details.length));
@@ -127,6 +148,13 @@ final class AnswerEncoder {
     }
     if (body.length > 0) {
       o.bytes(ImmediateResponse.BODY_FIELD_NUMBER, body);
+    }
+    if (grpcStatus >= 0) {
+      o.len(ImmediateResponse.GRPC_STATUS_FIELD_NUMBER, grpcBody);
+      if (grpcStatus > 0) {
+        o.tag(GrpcStatus.STATUS_FIELD_NUMBER, WireFormat.WIRETYPE_VARINT);
+        o.varint((long) grpcStatus);
+      }
     }
     if (details.length > 0) {
       o.bytes(ImmediateResponse.DETAILS_FIELD_NUMBER, details);

@@ -194,6 +194,12 @@ final class EnvoySignals implements SignalSource {
             .message()
             .getAttributesOrDefault(ATTRIBUTES_KEY, Struct.getDefaultInstance())
             .getFieldsOrDefault(expression, null);
+    if (v == null) {
+      // grpc-java's xDS ext_proc filter keys each attribute by its name, the value under ""
+      // (ExternalProcessorUtil.collectAttributes/encodeAttribute, grpc-xds 1.85)
+      Struct flat = request.message().getAttributesOrDefault(expression, null);
+      v = flat == null ? null : flat.getFieldsOrDefault("", null);
+    }
     return v == null ? null : scalar(v);
   }
 
@@ -201,7 +207,9 @@ final class EnvoySignals implements SignalSource {
   public String path() {
     String p = header(":path");
     if (p == null) {
-      return null;
+      // No pseudo-headers (a proxyless gRPC client): the gRPC method "/pkg.Service/Method" when
+      // the filter sends the request.path attribute (request_attributes in its config).
+      return header(":method") == null ? attribute("request.path") : null;
     }
     int q = p.indexOf('?');
     return q < 0 ? p : p.substring(0, q);

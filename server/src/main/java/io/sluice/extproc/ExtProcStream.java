@@ -111,6 +111,11 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   private UsageExtractor usage;
   private long decisionLatencyNanos;
   private Reason decidedReason = Reason.ADMITTED;
+  // A client-side gRPC filter (grpc-java's xDS ext_proc, gRFC A93) sends no pseudo-headers: the
+  // call ends at response trailers or the stream's close, not at response headers.
+  private boolean proxyless;
+  // refusals carry grpc_status (application/grpc through Envoy, or proxyless)
+  private boolean grpcRequest;
 
   private final LiveStreams<ExtProcStream> live;
   private static final Map<String, String> DECISION_ADMIT_HEADER =
@@ -194,6 +199,8 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     java.util.Set<String> names = new java.util.LinkedHashSet<>(rt.resolver().headerNames());
     names.add("content-length");
     names.add(":path");
+    names.add(":method");
+    names.add("content-type");
     EnvoySignals.HeaderIndex index = new EnvoySignals.HeaderIndex(names);
     lastIndex = new Object[] {rt.resolver(), index};
     return index;
@@ -214,6 +221,16 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       return;
     }
     outstanding = true;
+    if (phase == Phase.QUEUED
+        && proxyless
+        && req.requestCase()
+            == io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase
+                .RESPONSE_HEADERS
+        && req.headersEndOfStream()) {
+      // a proxyless client's call ended while held (its deadline): the trailers-only response
+      callEndedWhileHeld();
+      return;
+    }
     if (phase == Phase.QUEUED) {
       // Envoy sends nothing new while a message is outstanding; anything else is out of phase.
       protocolError("out_of_phase", req.requestCase() + " while the request is held");
@@ -290,6 +307,21 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       responseBodyMode = req.responseBodyMode();
     }
     EnvoySignals signals = new EnvoySignals(initialMetadata, req, headerIndex(rt));
+    proxyless = signals.header(":method") == null && signals.header(":path") == null;
+    String contentType = signals.header("content-type");
+    grpcRequest =
+        proxyless
+            || (contentType != null
+                && contentType.regionMatches(true, 0, "application/grpc", 0, 16));
+    if (requestBodyMode == BodySendMode.UNRECOGNIZED
+        || responseBodyMode == BodySendMode.UNRECOGNIZED) {
+      // e.g. grpc-java's BodySendMode GRPC: the client forwards a message only once the server
+      // sends it back as a body mutation, which Sluice does not do
+      protocolError(
+          "unsupported_body_mode",
+          "body send mode not supported: set request_body_mode and response_body_mode to NONE");
+      return;
+    }
     faults.at(StreamFaults.Step.RESOLVE);
     resolved = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
     if (resolved.rejectReason() != null) {
@@ -677,7 +709,10 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     if (retryAfter > 0) {
       rt.metrics().retryAfter(reason.code(), retryAfter);
     }
-    send(Responses.reject(reason, status, retryAfter, message, metadata("reject", reason)));
+    send(
+        grpcRequest
+            ? Responses.rejectGrpc(reason, status, retryAfter, message, metadata("reject", reason))
+            : Responses.reject(reason, status, retryAfter, message, metadata("reject", reason)));
     faults.at(StreamFaults.Step.DECISION_LOG);
     if (rt.decisionLog().wants(true)) {
       rt.decisionLog()
@@ -721,11 +756,15 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     }
     responseHeadersSeen = true;
     upstreamStatus = (int) parseLong(h.header(":status"), 0);
-    rt.metrics().upstreamResponse(resolved.pool().name(), upstreamStatus);
+    if (!proxyless) { // a proxyless client sends no :status (gRPC's status is in the trailers)
+      rt.metrics().upstreamResponse(resolved.pool().name(), upstreamStatus);
+    }
     usage = UsageExtractor.forResponse(h.header("content-type"));
     send(Responses.CONTINUE_RESPONSE_HEADERS);
-    if (h.headersEndOfStream() || responseBodyMode == BodySendMode.NONE) {
+    if (h.headersEndOfStream() || (responseBodyMode == BodySendMode.NONE && !proxyless)) {
       // Body mode NONE: Envoy sends nothing more, so the permit covers time to response headers.
+      // A proxyless client's call runs on (a stream of messages): it ends at response trailers or
+      // at the client's close of this stream, which it sends when the call closes.
       release(Outcome.COMPLETED);
     }
   }
@@ -805,6 +844,15 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
             && usage != null
             && !responseBodySeen;
     release(completed ? Outcome.COMPLETED : outcome);
+  }
+
+  /**
+   * The proxyless client's call closed while its request was held (its deadline passed): it sends
+   * the trailers-only response as response_headers. Leave the queue and answer it.
+   */
+  private void callEndedWhileHeld() {
+    abandon(Outcome.CANCELLED); // dequeued as cancelled, reservation refunded, phase DONE
+    send(Responses.CONTINUE_RESPONSE_HEADERS);
   }
 
   @Override

@@ -107,6 +107,62 @@ final class Responses {
             metadata));
   }
 
+  /**
+   * The refusal of a gRPC request (content-type {@code application/grpc*} through Envoy, or any
+   * request of a proxyless gRPC client, which sends no pseudo-headers): the same ImmediateResponse
+   * with {@code grpc_status} set from {@link #grpcStatus} and no {@code content-type} header (Envoy
+   * answers a gRPC request with a trailers-only {@code application/grpc} reply; grpc-java's filter
+   * turns the headers into trailers). {@code x-sluice-reason} and {@code retry-after} stay: the
+   * client reads them from the trailers.
+   */
+  static Answer rejectGrpc(
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      String message,
+      AnswerEncoder.DecisionFields metadata) {
+    byte[] code = reason.code().getBytes(StandardCharsets.UTF_8);
+    byte[][] keys;
+    byte[][] values;
+    if (retryAfterSeconds > 0) {
+      keys = new byte[][] {X_SLUICE_REASON, RETRY_AFTER};
+      values =
+          new byte[][] {code, Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII)};
+    } else {
+      keys = new byte[][] {X_SLUICE_REASON};
+      values = new byte[][] {code};
+    }
+    return Answer.encoded(
+        AnswerEncoder.reject(
+            status,
+            grpcStatus(status),
+            ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),
+            errorBodyBytes(reason, status, retryAfterSeconds, message),
+            keys,
+            values,
+            metadata));
+  }
+
+  /**
+   * The gRPC status code of a refusal with HTTP {@code status} (docs/envoy.md#proxyless-grpc): 429
+   * (the tenant's own limits, or a class with {@code shedStatus: 429}) → RESOURCE_EXHAUSTED, 503
+   * (saturation, queue, deadline, shutdown) → UNAVAILABLE, 400 → INVALID_ARGUMENT, 403 →
+   * PERMISSION_DENIED, 404 (no route) → UNIMPLEMENTED, 409 (duplicate operation) → ALREADY_EXISTS,
+   * 413 → RESOURCE_EXHAUSTED (as gRPC does for a message too large); anything else UNKNOWN. Never 0
+   * (OK): a proxyless client would take the refusal for a successful call.
+   */
+  static int grpcStatus(int status) {
+    return switch (status) {
+      case 429, 413 -> io.grpc.Status.Code.RESOURCE_EXHAUSTED.value();
+      case 503 -> io.grpc.Status.Code.UNAVAILABLE.value();
+      case 400 -> io.grpc.Status.Code.INVALID_ARGUMENT.value();
+      case 403 -> io.grpc.Status.Code.PERMISSION_DENIED.value();
+      case 404 -> io.grpc.Status.Code.UNIMPLEMENTED.value();
+      case 409 -> io.grpc.Status.Code.ALREADY_EXISTS.value();
+      default -> io.grpc.Status.Code.UNKNOWN.value();
+    };
+  }
+
   private static final byte[] CONTENT_TYPE = "content-type".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] X_SLUICE_REASON =
       "x-sluice-reason".getBytes(StandardCharsets.US_ASCII);
