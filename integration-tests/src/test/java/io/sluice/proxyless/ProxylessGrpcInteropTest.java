@@ -49,6 +49,10 @@ class ProxylessGrpcInteropTest {
     Metadata seen = h.model.headers().get(0);
     assertThat(seen.get(Metadata.Key.of("x-sluice-decision", Metadata.ASCII_STRING_MARSHALLER)))
         .isEqualTo("admit");
+    // no body, no content-length: estimation.defaultInputTokens (300 in the suite's policy) plus
+    // the class's output reserve (interactive: 100)
+    assertThat(seen.get(Metadata.Key.of("x-sluice-estimate", Metadata.ASCII_STRING_MARSHALLER)))
+        .startsWith("input=300;output=100;");
     h.awaitNothingInFlight();
     assertThat(h.released("completed")).isEqualTo(1);
     assertThat(h.releasedAny()).isEqualTo(1);
