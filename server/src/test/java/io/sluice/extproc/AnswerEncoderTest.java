@@ -86,6 +86,65 @@ class AnswerEncoderTest {
         });
   }
 
+  /**
+   * The refusal of a gRPC request: the same fields plus {@code grpc_status}, without {@code
+   * content-type}, byte for byte what protobuf-java writes.
+   */
+  @Test
+  void grpcRejectEqualsTheProtobufBuiltAnswerByteForByte() {
+    Seeded.forAll(
+        0x5EED_0F04L,
+        500,
+        g -> new Reject(g.anyOf(Reason.class), status(g), retryAfter(g), text(g), fields(g)),
+        c -> {
+          byte[] encoded =
+              Responses.rejectGrpc(c.reason(), c.status(), c.retryAfter(), c.message(), c.f())
+                  .bytes();
+          ImmediateResponse.Builder ir =
+              ImmediateResponse.newBuilder()
+                  .setStatus(HttpStatus.newBuilder().setCodeValue(c.status()))
+                  .setGrpcStatus(
+                      io.envoyproxy.envoy.service.ext_proc.v3.GrpcStatus.newBuilder()
+                          .setStatus(Responses.grpcStatus(c.status())))
+                  .setDetails("sluice_" + c.reason().code())
+                  .setBody(
+                      ByteString.copyFrom(
+                          Responses.errorBodyBytes(
+                              c.reason(), c.status(), c.retryAfter(), c.message())));
+          HeaderMutation.Builder hm = HeaderMutation.newBuilder();
+          hm.addSetHeaders(header("x-sluice-reason", c.reason().code()));
+          if (c.retryAfter() > 0) {
+            hm.addSetHeaders(header("retry-after", Long.toString(c.retryAfter())));
+          }
+          ir.setHeaders(hm);
+          byte[] expected =
+              ProcessingResponse.newBuilder()
+                  .setImmediateResponse(ir)
+                  .setDynamicMetadata(referenceMetadata(c.f()))
+                  .build()
+                  .toByteArray();
+          assertThat(encoded).isEqualTo(expected);
+        });
+  }
+
+  /**
+   * grpc-java's filter reads only grpc_status (unset = 0 = OK: the refusal would look like a
+   * successful call), so no refusal maps to OK; the tenant's own limits and saturation differ.
+   */
+  @Test
+  void grpcStatusOfEveryRefusalIsNeverOk() {
+    for (Reason r : Reason.values()) {
+      if (r != Reason.ADMITTED && r != Reason.DEGRADED) {
+        assertThat(Responses.grpcStatus(r.defaultStatus())).as("%s", r).isPositive();
+      }
+    }
+    for (int status = 0; status < 1000; status++) {
+      assertThat(Responses.grpcStatus(status)).as("HTTP %s", status).isPositive();
+    }
+    assertThat(Responses.grpcStatus(429)).isEqualTo(io.grpc.Status.Code.RESOURCE_EXHAUSTED.value());
+    assertThat(Responses.grpcStatus(503)).isEqualTo(io.grpc.Status.Code.UNAVAILABLE.value());
+  }
+
   /** The statuses Sluice writes, or any in [0, 100000]. */
   private static int status(Gen g) {
     return g.bool() ? g.oneOf(400, 404, 413, 429, 500, 503) : g.intBetween(0, 100_000);

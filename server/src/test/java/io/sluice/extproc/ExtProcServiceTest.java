@@ -208,6 +208,38 @@ class ExtProcServiceTest extends ExtProcServerTestBase {
         .containsEntry("x-sluice-reason", "unknown_route");
   }
 
+  /**
+   * A gRPC request through Envoy (content-type application/grpc): the refusal carries grpc_status
+   * (Envoy would otherwise map 404 to UNIMPLEMENTED and 429 to UNAVAILABLE itself) and no
+   * content-type (Envoy's trailers-only reply is application/grpc); plain HTTP gets neither.
+   */
+  @Test
+  void grpcRequestThroughEnvoy_refusalCarriesGrpcStatus_httpRequestDoesNot() throws Exception {
+    Map<String, String> grpc = chat();
+    grpc.put(":path", "/v2/other");
+    grpc.put("content-type", "application/grpc+proto");
+    ImmediateResponse g =
+        client
+            .open(Map.of())
+            .send(headers(grpc, false, BodySendMode.BUFFERED, BodySendMode.STREAMED))
+            .getImmediateResponse();
+    assertThat(g.hasGrpcStatus()).isTrue();
+    assertThat(g.getGrpcStatus().getStatus()).isEqualTo(io.grpc.Status.Code.UNIMPLEMENTED.value());
+    assertThat(headersOf(g))
+        .containsEntry("x-sluice-reason", "unknown_route")
+        .doesNotContainKey("content-type");
+
+    Map<String, String> http = chat();
+    http.put(":path", "/v2/other");
+    ImmediateResponse p =
+        client
+            .open(Map.of())
+            .send(headers(http, false, BodySendMode.BUFFERED, BodySendMode.STREAMED))
+            .getImmediateResponse();
+    assertThat(p.hasGrpcStatus()).isFalse();
+    assertThat(headersOf(p)).containsEntry("content-type", "application/json");
+  }
+
   @Test
   void bodyOverLimit_rejected413_atHeadersByContentLengthOrAtBody() throws Exception {
     ExtProcTestClient.Call c = client.open(Map.of());
