@@ -510,16 +510,16 @@ class ExtProcStreamFuzzTest {
         } catch (InvalidProtocolBufferException e) {
           parses = false;
         }
-        log(
-            "#%d send %s (%d bytes%s)",
-            slot,
-            parses ? expected : "malformed",
-            frame.length,
-            frame.length <= 48 ? ": " + java.util.HexFormat.of().formatHex(frame) : "");
         synchronized (this) {
           if (!open() || halfClosed) {
             return; // Envoy sends nothing on a stream it has closed
           }
+          log(
+              "#%d send %s (%d bytes%s)",
+              slot,
+              parses ? expected : "malformed",
+              frame.length,
+              frame.length <= 48 ? ": " + java.util.HexFormat.of().formatHex(frame) : "");
           outstanding.add(
               new Pending(
                   parses ? expected : null, ticker.nanos() + MESSAGE_TIMEOUT_NANOS, parses));

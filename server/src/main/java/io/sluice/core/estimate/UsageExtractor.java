@@ -35,8 +35,12 @@ public final class UsageExtractor {
   /** Longest SSE line, and longest joined event data, that is still parsed. */
   public static final int MAX_LINE_BYTES = 256 * 1024;
 
+  // Trailing commas allowed: Jackson's non-blocking parser accepts one when the comma ends a chunk
+  // and the closing bracket starts the next (found by UsageExtractorFuzzTest), so the blocking
+  // parser must accept them too for a body to read the same however it is cut.
   private static final JsonFactory FACTORY =
       JsonFactory.builder()
+          .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_TRAILING_COMMA)
           .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
           .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
           .build();
