@@ -75,6 +75,9 @@ import org.junit.jupiter.api.BeforeAll;
  *   <li>every message is answered within its timeout on the fake clock (Envoy's message_timeout,
  *       200 ms; after a hold, the hold's override) unless the stream was closed non-OK first;
  *   <li>no answer after the stream closed; never an OK close before the client half-closed;
+ *   <li>as in Envoy, an ImmediateResponse completes the processing: what the stream sends after it
+ *       (or had pipelined before it) needs no answer, and answers after it are ignored — but
+ *       whatever it leaves behind still counts below.
  * </ul>
  *
  * <p>and once the input is over (time advanced past every hold, then every still-open stream
@@ -471,6 +474,7 @@ class ExtProcStreamFuzzTest {
       final List<String> violations = new ArrayList<>();
       boolean halfClosed;
       boolean cancelled;
+      boolean immediate; // an ImmediateResponse came: for Envoy, processing is complete
       Status closedWith;
 
       Stream(int slot, int variant) {
@@ -520,9 +524,11 @@ class ExtProcStreamFuzzTest {
               parses ? expected : "malformed",
               frame.length,
               frame.length <= 48 ? ": " + java.util.HexFormat.of().formatHex(frame) : "");
-          outstanding.add(
-              new Pending(
-                  parses ? expected : null, ticker.nanos() + MESSAGE_TIMEOUT_NANOS, parses));
+          if (!immediate) { // after an ImmediateResponse Envoy expects (and reads) no answer
+            outstanding.add(
+                new Pending(
+                    parses ? expected : null, ticker.nanos() + MESSAGE_TIMEOUT_NANOS, parses));
+          }
         }
         call.sendMessage(frame);
       }
@@ -565,6 +571,9 @@ class ExtProcStreamFuzzTest {
         Pending p = outstanding.peekFirst();
         String what = r.getResponseCase() + (r.hasOverrideMessageTimeout() ? "+override" : "");
         log("#%d answer %s", slot, what);
+        if (immediate) {
+          return; // Envoy ignores what follows an ImmediateResponse
+        }
         if (p == null) {
           violations.add("an answer (" + what + ") to no message");
           return;
@@ -592,6 +601,11 @@ class ExtProcStreamFuzzTest {
           return;
         }
         outstanding.removeFirst();
+        if (r.getResponseCase() == ProcessingResponse.ResponseCase.IMMEDIATE_RESPONSE) {
+          // Envoy marks processing complete: it needs no answer to chunks it pipelined before
+          immediate = true;
+          outstanding.clear();
+        }
         if (!p.parses || p.kind == RequestCase.REQUEST_NOT_SET) {
           violations.add("an answer (" + what + ") to a message that carries none");
           return;
