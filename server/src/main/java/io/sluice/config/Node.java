@@ -51,7 +51,9 @@ final class Node {
     // Never echo what a credential-like key holds (rateLimit.env.REDIS_AUTH: {...}).
     String key = path.substring(path.lastIndexOf('.') + 1);
     String shown = Secrets.isSecretKey(key) ? Secrets.MASK : Secrets.redactUrls(value);
-    errors.add(path + ": " + shown + " (expected: " + expected + ")");
+    // The root has no path: name it, so every error still starts with the field it is about.
+    errors.add(
+        (path.isEmpty() ? "(document)" : path) + ": " + shown + " (expected: " + expected + ")");
   }
 
   private String child(String key) {

@@ -36,6 +36,21 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void parse_documentThatIsNotAMapping_namesTheDocument() {
+    for (String yaml : new String[] {"2]\n", "- a\n- b\n", "just text\n"}) {
+      assertThatThrownBy(() -> ConfigLoader.parse(yaml))
+          .as(yaml)
+          .isInstanceOfSatisfying(
+              ConfigException.class,
+              e ->
+                  assertThat(e.errors())
+                      .isNotEmpty()
+                      .allMatch(s -> !s.startsWith(":"))
+                      .anyMatch(s -> s.startsWith("(document): ") && s.contains("a mapping")));
+    }
+  }
+
+  @Test
   void parse_reportsEveryErrorWithPathAndExpectedValue() {
     String yaml =
         """
