@@ -142,8 +142,13 @@ public final class SluiceServer implements AutoCloseable {
     this.redactor = Secrets.redactor(rlsEnv);
     this.rlsEnv = Map.copyOf(rlsEnv);
     this.rls = config.rateLimit().enabled() ? rateLimitService(rlsEnv) : null;
-    this.quotaStore =
-        rls != null ? rls.buckets() : new io.sluice.store.memory.InMemoryStore(options.clock());
+    if (rls != null) {
+      this.quotaStore = rls.buckets();
+    } else { // the tenant buckets' own store: bounded, and observed like the RLS one
+      var own = new io.sluice.store.memory.InMemoryStore(options.clock());
+      io.sluice.rls.RlsMetrics.bindMemoryStore(registry, "quota", own);
+      this.quotaStore = own;
+    }
     SluiceConfig.Estimation est = config.estimation();
     this.tokenCounts = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
     metrics.bindTokenCache(tokenCounts);

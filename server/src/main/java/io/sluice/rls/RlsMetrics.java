@@ -112,6 +112,15 @@ public final class RlsMetrics {
    * {@code local} for failure mode {@code local}).
    */
   public void bindMemoryStore(String store, io.sluice.store.memory.InMemoryStore s) {
+    bindMemoryStore(registry, store, s);
+  }
+
+  /**
+   * The same on any registry ({@code store=quota}: the tenant buckets' own store when the rate
+   * limit service is off).
+   */
+  public static void bindMemoryStore(
+      MeterRegistry registry, String store, io.sluice.store.memory.InMemoryStore s) {
     io.micrometer.core.instrument.Gauge.builder(MEMORY_BYTES, s, x -> x.bytes())
         .description("Accounted bytes of the in-memory store (keys + per-entry overhead)")
         .tag("store", store)

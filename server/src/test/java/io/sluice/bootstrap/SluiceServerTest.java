@@ -66,4 +66,21 @@ class SluiceServerTest {
       }
     }
   }
+
+  @Test
+  void rateLimitServiceOff_tenantBucketsOwnStoreIsObserved() throws Exception {
+    SluiceConfig c =
+        Main.withEnv(
+            ConfigLoader.parse(
+                ConfigLoader.embeddedDefault().yaml() + "\nrateLimit: {enabled: false}\n"),
+            Map.of("GRPC_PORT", "0", "PORT", "0", "GRPC_HOST", "127.0.0.1", "HOST", "127.0.0.1"));
+    assertThat(c.rateLimit().enabled()).isFalse();
+    try (SluiceServer server = SluiceServer.start(c)) {
+      assertThat(get(server.adminPort(), "/metrics").body())
+          .contains("sluice_rls_store_memory_bytes{store=\"quota\"}")
+          .contains("sluice_rls_store_memory_max_bytes{store=\"quota\"}")
+          .contains("sluice_rls_store_memory_evictions_total{state=\"live\",store=\"quota\"}");
+      server.shutdown(Duration.ZERO);
+    }
+  }
 }
