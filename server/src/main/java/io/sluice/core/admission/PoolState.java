@@ -49,8 +49,9 @@ import java.util.function.DoubleSupplier;
  * scheduler proposes, {@link #check} disposes). Waiters are called outside the lock.
  *
  * <p>Concurrency: all mutable fields are guarded by {@link #lock}; critical sections are a few
- * arithmetic operations and one map update (or one queue operation). A request larger than the
- * whole pool is accounted as the pool's capacity so it can run alone rather than never.
+ * arithmetic operations and one map update (or one queue operation). A request larger than its
+ * class can ever hold is accounted as that reach ({@link #accountedWork}) so it can run alone
+ * rather than never.
  */
 public final class PoolState {
   private final ReentrantLock lock = new ReentrantLock();
@@ -345,8 +346,7 @@ public final class PoolState {
     if (!predictor.hasServiceSamples()) {
       return null;
     }
-    long service =
-        deadlineServiceNanos(k, request, Math.min(request.workUnits(), policy.capacityWorkUnits()));
+    long service = deadlineServiceNanos(k, request, accountedWork(k, request.workUnits()));
     if (WaitPredictor.feasible(nowNanos, request.deadlineNanos(), Long.MAX_VALUE, 0, service)) {
       return null;
     }
@@ -389,7 +389,7 @@ public final class PoolState {
       long nowNanos,
       List<Callback> callbacks) {
     Tenant tenant = request.tenant();
-    long work = Math.min(request.workUnits(), policy.capacityWorkUnits());
+    long work = accountedWork(k, request.workUnits());
     long ahead =
         queuedWorkAtOrAbove(k.policy.rank())
             - k.queue.queuedWork()
@@ -667,7 +667,7 @@ public final class PoolState {
   /** Pool request cap, class share and pool capacity (not the tenant cap). */
   private Decision.Reject checkCapacity(ClassSlot k, long work, long nowNanos) {
     PoolPolicy p = policy;
-    long w = Math.min(work, p.capacityWorkUnits());
+    long w = accountedWork(k, work);
     ClassPolicy cls = k.policy;
     if (p.maxRequests() > 0 && totalRequests >= p.maxRequests()) {
       return new Decision.Reject(
@@ -696,7 +696,7 @@ public final class PoolState {
 
   private Permit take(ClassSlot k, AdmissionRequest request, long nowNanos) {
     Tenant tenant = request.tenant();
-    long w = Math.min(request.workUnits(), policy.capacityWorkUnits());
+    long w = accountedWork(k, request.workUnits());
     k.work += w;
     k.requests++;
     totalWork += w;
@@ -708,6 +708,26 @@ public final class PoolState {
       tenantCount[0]++;
     }
     return new Permit(this, k, tenant, w, nowNanos, request.inputTokens(), request.outputTokens());
+  }
+
+  /**
+   * The work a request of class {@code k} is accounted as: its own, but at most the most class
+   * {@code k} can ever hold — the pool less the other classes' guaranteed shares, and its own
+   * reserved share when it may not borrow. A larger request then runs alone (the class's whole
+   * reach) rather than never: accounted as the whole capacity it could not start while another
+   * class guarantees a share, and would wait out its queue time for nothing.
+   */
+  private long accountedWork(ClassSlot k, long work) {
+    long reach = policy.capacityWorkUnits();
+    for (ClassSlot j : slots) {
+      if (j != k) {
+        reach -= j.guaranteed;
+      }
+    }
+    if (!k.policy.borrow()) {
+      reach = Math.min(reach, k.reserved);
+    }
+    return Math.min(work, Math.max(1, reach));
   }
 
   /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */

@@ -75,6 +75,20 @@ class AdmissionControllerTest {
   }
 
   @Test
+  void tryAdmit_requestLargerThanItsClassCanEverHold_runsAloneAsThatReach() {
+    // batch can reach 1000 - 500 - 100 = 400 at most: a 5000-unit request is accounted as 400
+    // (not as the whole pool, which it could never get while the others guarantee their shares)
+    assertThat(admit(batch, acme, 5000)).isInstanceOf(Decision.Admit.class);
+    assertThat(snapshot().workInFlight()).isEqualTo(400);
+    assertThat(((Decision.Reject) admit(batch, acme, 1)).reason()).isEqualTo(Reason.POOL_SATURATED);
+    // the others' guaranteed shares are untouched
+    assertThat(admit(interactive, acme, 500)).isInstanceOf(Decision.Admit.class);
+    // a class that may not borrow reaches its reserved share (100)
+    assertThat(admit(strict, acme, 5000)).isInstanceOf(Decision.Admit.class);
+    assertThat(snapshot().workInFlight()).isEqualTo(1000);
+  }
+
+  @Test
   void tryAdmit_lendableShareIsBorrowedWhileIdle() {
     ClassPolicy lender = cls("lender", 0, 0.5, 0.5, true);
     ClassPolicy borrower = cls("borrower", 1, 0.0, 0.0, true);
