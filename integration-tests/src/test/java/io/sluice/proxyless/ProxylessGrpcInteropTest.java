@@ -293,7 +293,8 @@ class ProxylessGrpcInteropTest {
     h.model.hold(true);
     List<GrpcCall> all = new ArrayList<>();
     for (int i = 0; i < calls; i++) {
-      all.add(GrpcCall.start(h.channel, FakeModelServer.GENERATE, options(), "c" + i));
+      // streaming calls: response headers and a first message at once, the rest when released
+      all.add(GrpcCall.start(h.channel, FakeModelServer.STREAM, options(), "c" + i));
     }
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
     while (all.stream().anyMatch(c -> !c.done.isDone()) && System.nanoTime() < deadline) {
@@ -309,6 +310,7 @@ class ProxylessGrpcInteropTest {
     }
     for (GrpcCall c : all) {
       assertThat(c.result().status().getCode()).as("%s", c.result()).isEqualTo(Status.Code.OK);
+      assertThat(c.result().messages()).hasSize(2);
     }
     assertThat(h.model.calls()).isEqualTo(calls);
     assertThat(h.model.maxInFlight()).as("most calls at the model at once").isEqualTo(slots);
