@@ -64,7 +64,8 @@ public final class Main implements Callable<Integer> {
             s.tls(),
             s.reloadInterval(),
             s.health(),
-            s.warmup());
+            s.warmup(),
+            s.streams());
     return new SluiceConfig(
         ns,
         c.limits(),

@@ -190,6 +190,9 @@ public final class SluiceServer implements AutoCloseable {
             : NettyServerBuilder.forAddress(bind, tlsCredentials(s.tls()));
     b.directExecutor()
         .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE, s.maxInboundMessageBytes()))
+        // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: Envoy opens another connection beyond it; the
+        // total (server.grpc.maxStreams) and the silence bounds are enforced by ExtProcService.
+        .maxConcurrentCallsPerConnection(s.streams().maxStreamsPerConnection())
         // Envoy's HTTP/2 keepalive pings must not earn a GOAWAY too_many_pings.
         .permitKeepAliveTime(10, TimeUnit.SECONDS)
         .permitKeepAliveWithoutCalls(true)

@@ -229,7 +229,19 @@ public final class ConfigLoader {
 
   private static SluiceConfig.Server server(Node s) {
     s.only(Set.of("grpc", "admin", "shutdownGrace", "reloadInterval", "health", "warmup"));
-    Node g = s.get("grpc").only(Set.of("host", "port", "maxInboundMessageSize", "tls"));
+    Node g =
+        s.get("grpc")
+            .only(
+                Set.of(
+                    "host",
+                    "port",
+                    "maxInboundMessageSize",
+                    "tls",
+                    "maxStreams",
+                    "maxStreamsPerConnection",
+                    "firstMessageTimeout",
+                    "idleTimeout",
+                    "admittedIdleTimeout"));
     Node a = s.get("admin").only(Set.of("host", "port"));
     SluiceConfig.Tls tls = null;
     Node t = g.get("tls").only(Set.of("certFile", "keyFile", "clientCaFile", "refreshInterval"));
@@ -251,7 +263,8 @@ public final class ConfigLoader {
         tls,
         s.get("reloadInterval").duration(Duration.ofSeconds(2)),
         health(s.get("health")),
-        warmup(s.get("warmup")));
+        warmup(s.get("warmup")),
+        streams(g));
   }
 
   private static SluiceConfig.Health health(Node h) {
@@ -269,6 +282,26 @@ public final class ConfigLoader {
         w.get("rlsCalls").intValue(16, 0, 10_000),
         w.get("timeout").duration(Duration.ofSeconds(20)),
         w.get("storeTimeout").duration(Duration.ofSeconds(30)));
+  }
+
+  /** server.grpc stream limits (docs/configuration.md, "Stream limits" in docs/operations.md). */
+  private static SluiceConfig.Streams streams(Node g) {
+    SluiceConfig.Streams d = SluiceConfig.Streams.DEFAULTS;
+    return new SluiceConfig.Streams(
+        g.get("maxStreams").intValue(d.maxStreams(), 1, 10_000_000),
+        g.get("maxStreamsPerConnection").intValue(d.maxStreamsPerConnection(), 1, 10_000_000),
+        boundedDuration(g.get("firstMessageTimeout"), d.firstMessageTimeout()),
+        boundedDuration(g.get("idleTimeout"), d.idleTimeout()),
+        boundedDuration(g.get("admittedIdleTimeout"), d.admittedIdleTimeout()));
+  }
+
+  private static Duration boundedDuration(Node n, Duration def) {
+    Duration v = n.duration(def);
+    if (v.isNegative() || v.compareTo(Duration.ofDays(1)) > 0) {
+      n.invalid(v.toString(), "0s (off) .. 24h");
+      return def;
+    }
+    return v;
   }
 
   private static SluiceConfig.Estimation estimation(Node e) {

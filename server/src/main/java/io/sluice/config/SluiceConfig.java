@@ -53,7 +53,8 @@ public record SluiceConfig(
       Tls tls,
       Duration reloadInterval,
       Health health,
-      Warmup warmup) {}
+      Warmup warmup,
+      Streams streams) {}
 
   /**
    * Process health beyond "the process answers": {@code /healthz} and gRPC health fail while more
@@ -71,6 +72,23 @@ public record SluiceConfig(
    */
   public record Warmup(
       boolean enabled, int streams, int rlsCalls, Duration timeout, Duration storeTimeout) {}
+
+  /**
+   * Self-protection of the gRPC port (server.grpc): how many ext_proc streams may be open in total
+   * and per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS), and how long a stream may stay
+   * silent: before its first message, before its request is decided, and after admission (when it
+   * legitimately waits for the upstream). A duration of 0 turns that bound off.
+   */
+  public record Streams(
+      int maxStreams,
+      int maxStreamsPerConnection,
+      Duration firstMessageTimeout,
+      Duration idleTimeout,
+      Duration admittedIdleTimeout) {
+    public static final Streams DEFAULTS =
+        new Streams(
+            50_000, 10_000, Duration.ofSeconds(10), Duration.ofMinutes(2), Duration.ofMinutes(15));
+  }
 
   /**
    * TLS on the gRPC port from PEM files, re-read every {@code refreshInterval}. With {@code

@@ -36,6 +36,9 @@ public final class ExtProcService {
   private final BooleanSupplier draining;
   private final LiveStreams<ExtProcStream> live = new LiveStreams<>();
   private final StreamFaults faults;
+  private final io.sluice.config.SluiceConfig.Streams limits;
+  private final java.util.concurrent.atomic.AtomicBoolean sweeping =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   public ExtProcService(Supplier<AdmissionRuntime> runtime, BooleanSupplier draining) {
     this(runtime, draining, StreamFaults.NONE);
@@ -47,6 +50,8 @@ public final class ExtProcService {
     this.runtime = runtime;
     this.draining = draining;
     this.faults = faults;
+    // process settings: read once (a reload does not change them, like the ports)
+    this.limits = runtime.get().config().server().streams();
   }
 
   /** The service to add to the gRPC server. */
@@ -76,16 +81,92 @@ public final class ExtProcService {
 
   /** One ext_proc stream on {@code call}, whose gRPC initial metadata is {@code md}. */
   StreamObserver<Inbound> open(ServerCallStreamObserver<Answer> call, Metadata md) {
+    AdmissionRuntime rt = runtime.get();
     if (draining.getAsBoolean()) {
       // Non-OK so Envoy applies failure_mode_allow; never OK (that would admit the request).
+      rt.metrics().streamRefused("draining");
       call.onError(
           Status.UNAVAILABLE.withDescription("sluice is shutting down").asRuntimeException());
       return NoopObserver.INSTANCE;
     }
-    ExtProcStream stream = new ExtProcStream(runtime.get(), call, md, live, faults);
-    live.add(stream);
+    ExtProcStream stream = new ExtProcStream(rt, call, md, live, faults);
+    if (!live.tryAdd(stream, limits.maxStreams())) {
+      rt.metrics().streamRefused("max_streams");
+      call.onError(
+          Status.RESOURCE_EXHAUSTED
+              .withDescription(
+                  "sluice: "
+                      + limits.maxStreams()
+                      + " ext_proc streams are open (server.grpc.maxStreams)")
+              .asRuntimeException());
+      return NoopObserver.INSTANCE;
+    }
     call.setOnCancelHandler(stream::onCancel);
+    if (!sweeping.get()) {
+      startSweeping(rt);
+    }
     return stream;
+  }
+
+  /**
+   * The silence bounds (first message, before a decision, after admission) are checked by one
+   * periodic sweep over the open streams on the runtime's timer, not by a timer per stream: the
+   * happy path arms and cancels nothing, it only notes when each message arrived.
+   */
+  private void startSweeping(AdmissionRuntime rt) {
+    if (!sweeping.compareAndSet(false, true)) {
+      return;
+    }
+    long period = sweepPeriodNanos(limits);
+    if (period > 0) {
+      scheduleSweep(rt.timer(), period);
+    }
+  }
+
+  /** A quarter of the shortest bound, within 100 ms .. 1 s; 0 when every bound is off. */
+  static long sweepPeriodNanos(io.sluice.config.SluiceConfig.Streams l) {
+    long min = Long.MAX_VALUE;
+    for (java.time.Duration d :
+        new java.time.Duration[] {
+          l.firstMessageTimeout(), l.idleTimeout(), l.admittedIdleTimeout()
+        }) {
+      if (!d.isZero()) {
+        min = Math.min(min, d.toNanos());
+      }
+    }
+    if (min == Long.MAX_VALUE) {
+      return 0;
+    }
+    return Math.max(100_000_000L, Math.min(1_000_000_000L, min / 4));
+  }
+
+  private void scheduleSweep(QueueTimer timer, long period) {
+    try {
+      timer.schedule(
+          period,
+          () -> {
+            try {
+              sweepIdle();
+            } finally {
+              scheduleSweep(timer, period);
+            }
+          });
+    } catch (IllegalStateException stopped) {
+      // the timer was closed (shutdown): no more sweeps
+    }
+  }
+
+  /** Ends the streams that stayed silent too long; returns how many were found (tests). */
+  int sweepIdle() {
+    AdmissionRuntime rt = runtime.get();
+    long now = rt.ticker().nanos();
+    int expired = 0;
+    for (ExtProcStream s : live.snapshot()) {
+      if (s.checkIdle(now, limits)) {
+        expired++;
+      }
+    }
+    return expired;
   }
 
   /** The streams' counts, for the stream metrics. */

@@ -84,6 +84,10 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
   private boolean outstanding;
   private boolean headersSeen;
   private boolean decided; // admitted or refused: the stream's request has its answer
+  // When the stream last heard from the client or answered it (the silence bounds count from
+  // here). Plain: the sweep's first read is a hint, the check that acts runs in the stream's
+  // serial context and reads it exactly.
+  private long lastActivityNanos;
   private long streamedBytes; // request body bytes seen in STREAMED chunks
   private boolean streamedRefused;
   private Decision.Queued queued;
@@ -135,6 +139,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     this.out = out;
     this.initialMetadata = md;
     this.live = live;
+    this.lastActivityNanos = rt.ticker().nanos();
   }
 
   @Override
@@ -216,6 +221,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     if (closed.get()) {
       return;
     }
+    lastActivityNanos = received;
     if (req.malformedCause() != null) {
       malformed(req);
       return;
@@ -932,6 +938,70 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     faults.at(StreamFaults.Step.ANSWER);
     out.onNext(r);
     outstanding = false;
+    lastActivityNanos = rt.ticker().nanos();
+  }
+
+  /**
+   * The sweep (another thread): true if this stream has been silent past its bound; then the stream
+   * re-checks in its own context and ends itself. The bound depends on the phase: before the first
+   * message {@code firstMessageTimeout}; waiting for the client before a decision (the body) or
+   * after a refusal {@code idleTimeout}; after admission {@code admittedIdleTimeout} (Envoy is
+   * waiting for the upstream: an LLM's response headers can take minutes). Nothing is bounded while
+   * Sluice itself holds the message (queued, or waiting for the quota store): those have their own
+   * deadlines.
+   */
+  boolean checkIdle(long now, SluiceConfig.Streams limits) {
+    if (closed.get() || idleBoundNanos(limits) <= 0) {
+      return false;
+    }
+    if (now - lastActivityNanos <= idleBoundNanos(limits)) {
+      return false;
+    }
+    sync.execute(() -> idleCheck(now, limits));
+    return true;
+  }
+
+  private long idleBoundNanos(SluiceConfig.Streams l) {
+    Phase p = phase;
+    if (p == Phase.START) {
+      return headersSeen ? 0 : l.firstMessageTimeout().toNanos(); // headersSeen: the store has it
+    }
+    if (p == Phase.QUEUED || outstanding) {
+      return 0;
+    }
+    if (p == Phase.AWAIT_BODY || (p == Phase.DONE && permit == null)) {
+      return l.idleTimeout().toNanos();
+    }
+    return l.admittedIdleTimeout().toNanos();
+  }
+
+  private void idleCheck(long now, SluiceConfig.Streams limits) {
+    long bound = idleBoundNanos(limits);
+    if (closed.get() || bound <= 0 || now - lastActivityNanos <= bound) {
+      return;
+    }
+    String cause;
+    String key;
+    if (phase == Phase.START) {
+      cause = "first_message_timeout";
+      key = "server.grpc.firstMessageTimeout";
+    } else if (phase == Phase.AWAIT_BODY || permit == null) {
+      cause = "idle_timeout";
+      key = "server.grpc.idleTimeout";
+    } else {
+      cause = "admitted_idle_timeout";
+      key = "server.grpc.admittedIdleTimeout";
+    }
+    rt.metrics().streamError(cause);
+    StreamWarnings.warn(
+        "ext_proc stream ended DEADLINE_EXCEEDED: silent for {} ms in phase {} ({})",
+        (now - lastActivityNanos) / 1_000_000L,
+        phase.name().toLowerCase(Locale.ROOT),
+        key);
+    fail(
+        Status.DEADLINE_EXCEEDED.withDescription(
+            "no message within " + (bound / 1_000_000L) + " ms (" + key + ")"),
+        Outcome.ERROR);
   }
 
   private void release(Outcome outcome) {

@@ -34,6 +34,9 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
   }
 
   private final Stripe[] stripes = new Stripe[STRIPES];
+  // The one shared count: the total limit needs it on every open (one atomic add each way).
+  private final java.util.concurrent.atomic.AtomicInteger total =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   LiveStreams() {
     for (int i = 0; i < STRIPES; i++) {
@@ -45,7 +48,22 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
     return stripes[s.hashCode() & (STRIPES - 1)];
   }
 
+  /** Adds {@code s} unless {@code max} streams are open already (then: false, nothing added). */
+  boolean tryAdd(T s, int max) {
+    if (total.incrementAndGet() > max) {
+      total.decrementAndGet();
+      return false;
+    }
+    link(s);
+    return true;
+  }
+
   void add(T s) {
+    total.incrementAndGet();
+    link(s);
+  }
+
+  private void link(T s) {
     Stripe st = stripe(s);
     synchronized (st) {
       s.liveNext = st.head;
@@ -84,6 +102,7 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
       st.size--;
       st.closed[how.ordinal()]++;
     }
+    total.decrementAndGet();
   }
 
   int size() {

@@ -334,6 +334,11 @@ public final class AdmissionMetrics {
    * An ext_proc stream that ended before its request was decided ({@code phase}: first_message,
    * request_headers, request_body, queued; {@code end}: cancelled, completed, failed).
    */
+  /** An ext_proc stream refused when it opened ({@code reason}: max_streams, draining). */
+  public void streamRefused(String reason) {
+    counter(MetricNames.STREAMS_REFUSED, "reason", reason).increment();
+  }
+
   public void streamUndecided(String phase, String end) {
     counter(MetricNames.STREAMS_UNDECIDED, "phase", phase, "end", end).increment();
   }
