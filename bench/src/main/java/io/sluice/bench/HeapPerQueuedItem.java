@@ -56,6 +56,13 @@ final class HeapPerQueuedItem implements Callable<Integer> {
               + " baseline cost of an open ext_proc stream")
   boolean admit;
 
+  @Option(
+      names = "--idle",
+      description =
+          "open streams that send nothing (no request_headers): what an idle-stream flood costs;"
+              + " the first-message timeout is turned off for the run")
+  boolean idle;
+
   @Override
   public Integer call() throws Exception {
     PrintStream out = System.out;
@@ -74,7 +81,11 @@ final class HeapPerQueuedItem implements Callable<Integer> {
                 "interactive")
             .replace(
                 "grpc: {host: 127.0.0.1, port: 0}",
-                "grpc: {host: 127.0.0.1, port: " + grpcPort + "}")
+                "grpc: {host: 127.0.0.1, port: "
+                    + grpcPort
+                    + ", maxStreams: 10000000, maxStreamsPerConnection: 10000000"
+                    + (idle ? ", firstMessageTimeout: 0s" : "")
+                    + "}")
             .replace(
                 "admin: {host: 127.0.0.1, port: 0}",
                 "admin: {host: 127.0.0.1, port: " + adminPort + "}");
@@ -114,14 +125,24 @@ final class HeapPerQueuedItem implements Callable<Integer> {
       AtomicLong closed = new AtomicLong();
       List<ClientCall<ProcessingRequest, ProcessingResponse>> calls = new ArrayList<>();
       // the one request that takes the only permit (maxRequests 1), held open
-      calls.add(open(chans.get(0), "warm", continued, overrides, closed));
+      calls.add(open(chans.get(0), "warm", continued, overrides, closed, true));
       awaitCount(continued, 1);
       long before = heapAfterGc(http, metricsUrl, jcmd, child.pid());
       for (int i = 0; i < items; i++) {
         calls.add(
-            open(chans.get(i % chans.size()), "t" + (i % tenants), continued, overrides, closed));
+            open(
+                chans.get(i % chans.size()),
+                "t" + (i % tenants),
+                continued,
+                overrides,
+                closed,
+                !idle));
       }
-      awaitCount(admit ? continued : overrides, admit ? items + 1 : items);
+      if (idle) {
+        awaitOpenStreams(http, metricsUrl, items + 1);
+      } else {
+        awaitCount(admit ? continued : overrides, admit ? items + 1 : items);
+      }
       String scrape = get(http, metricsUrl);
       long depth = (long) sum(scrape, "sluice_queue_depth\\{[^}]*\\} ([0-9.eE+-]+)");
       long after = heapAfterGc(http, metricsUrl, jcmd, child.pid());
@@ -131,7 +152,9 @@ final class HeapPerQueuedItem implements Callable<Integer> {
           "%s %d requests (queue depth %d, %d overrides, %d closed early) from %d tenants%n"
               + "Sluice heap after GC: %.1f MB before, %.1f MB held -> %.1f MB for %d held"
               + " requests = %.0f bytes per request%n",
-          admit ? "admitted (streams open, permits held)" : "held in the queue",
+          idle
+              ? "idle (streams open, nothing sent)"
+              : admit ? "admitted (streams open, permits held)" : "held in the queue",
           items,
           depth,
           overrides.get(),
@@ -157,7 +180,8 @@ final class HeapPerQueuedItem implements Callable<Integer> {
       String tenant,
       AtomicLong continued,
       AtomicLong overrides,
-      AtomicLong closed) {
+      AtomicLong closed,
+      boolean send) {
     Metadata md = new Metadata();
     md.put(Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER), tenant);
     md.put(
@@ -183,8 +207,23 @@ final class HeapPerQueuedItem implements Callable<Integer> {
         },
         md);
     call.request(4);
-    call.sendMessage(Floor.request());
+    if (send) { // else: start() alone opened the HTTP/2 stream (headers only), no message
+      call.sendMessage(Floor.request());
+    }
     return call;
+  }
+
+  private static void awaitOpenStreams(HttpClient http, String url, long target) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    double open = 0;
+    while (System.nanoTime() - deadline < 0) {
+      open = sum(get(http, url), "(?m)^sluice_extproc_streams_open ([0-9.eE+-]+)");
+      if (open >= target) {
+        return;
+      }
+      Thread.sleep(50);
+    }
+    throw new IllegalStateException("only " + open + " of " + target + " streams opened");
   }
 
   private static void awaitCount(AtomicLong n, long target) throws InterruptedException {
