@@ -118,7 +118,7 @@ public final class ExtProcService {
       return;
     }
     long period = sweepPeriodNanos(limits);
-    if (period > 0) {
+    if (period > 0) { // else every bound is off: never sweep (sweeping stays set)
       scheduleSweep(rt.timer(), period);
     }
   }
@@ -148,7 +148,16 @@ public final class ExtProcService {
             try {
               sweepIdle();
             } finally {
-              scheduleSweep(timer, period);
+              if (live.count() > 0) {
+                scheduleSweep(timer, period);
+              } else {
+                // Nothing open: stop until the next stream (open() restarts the sweep). The
+                // re-check closes the race with an open() that saw the sweep still running.
+                sweeping.set(false);
+                if (live.count() > 0 && sweeping.compareAndSet(false, true)) {
+                  scheduleSweep(timer, period);
+                }
+              }
             }
           });
     } catch (IllegalStateException stopped) {

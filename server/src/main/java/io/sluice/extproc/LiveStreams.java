@@ -105,6 +105,11 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
     total.decrementAndGet();
   }
 
+  /** Streams added and not yet removed (one atomic read). */
+  int count() {
+    return total.get();
+  }
+
   int size() {
     int n = 0;
     for (Stripe st : stripes) {
