@@ -75,10 +75,15 @@ class FailureModeE2eTest {
     HttpResult admittedJson = h.send(chat(chatBody(20, false)).build());
     HttpResult notJson = h.send(chat("not json at all").build());
     HttpResult tooLarge = h.send(chat("x".repeat(3000)).build());
-    HttpResult saturated = h.send(chat(chatBody(400, false)).build());
     h.upstream.mode(ControlledUpstream.Mode.HOLD_STREAM);
-    HttpResult cancelled =
-        h.send(chat(chatBody(20, true)).cancelAfter(java.time.Duration.ofMillis(500)).build());
+    var held =
+        h.sendAsync(
+            chat(chatBody(20, true)).cancelAfter(java.time.Duration.ofMillis(1000)).build());
+    h.awaitUpstreamRequests(4); // the three admitted above, then this one, holding its permit
+    // a request larger than interactive can ever hold (450 less batch's 45) would run alone;
+    // beside the held one it does not fit
+    HttpResult saturated = h.send(chat(chatBody(400, false)).build());
+    HttpResult cancelled = SluiceEnvoyHarness.result(held);
 
     assertThat(admittedSse.status()).isEqualTo(200);
     assertThat(admittedJson.status()).isEqualTo(200);
