@@ -512,26 +512,8 @@ public final class SluiceServer implements AutoCloseable {
               config.server().maxInboundMessageBytes(),
               w.timeout());
       warmupResult = r;
-      Counter.builder(MetricNames.WARMUP_CALLS)
-          .tag("kind", "extproc")
-          .tag("result", "ok")
-          .register(registry)
-          .increment(r.streams() - r.streamsFailed());
-      Counter.builder(MetricNames.WARMUP_CALLS)
-          .tag("kind", "extproc")
-          .tag("result", "failed")
-          .register(registry)
-          .increment(r.streamsFailed());
-      Counter.builder(MetricNames.WARMUP_CALLS)
-          .tag("kind", "rls")
-          .tag("result", "ok")
-          .register(registry)
-          .increment(r.rlsCalls() - r.rlsFailed());
-      Counter.builder(MetricNames.WARMUP_CALLS)
-          .tag("kind", "rls")
-          .tag("result", "failed")
-          .register(registry)
-          .increment(r.rlsFailed());
+      countWarmUp("extproc", r.streams(), r.streamsFailed());
+      countWarmUp("rls", r.rlsCalls(), r.rlsFailed());
       Gauge.builder(MetricNames.WARMUP_DURATION, r, x -> x.nanos() / 1e9)
           .description("how long the warm-up before readiness took")
           .baseUnit("seconds")
@@ -688,6 +670,19 @@ public final class SluiceServer implements AutoCloseable {
   /** Where the admin HTTP server is bound (server.admin.host/port, or HOST/PORT). */
   public InetSocketAddress adminAddress() {
     return admin.address();
+  }
+
+  private void countWarmUp(String kind, long calls, long failed) {
+    Counter.builder(MetricNames.WARMUP_CALLS)
+        .tag("kind", kind)
+        .tag("result", "ok")
+        .register(registry)
+        .increment(calls - failed);
+    Counter.builder(MetricNames.WARMUP_CALLS)
+        .tag("kind", kind)
+        .tag("result", "failed")
+        .register(registry)
+        .increment(failed);
   }
 
   public PrometheusMeterRegistry registry() {

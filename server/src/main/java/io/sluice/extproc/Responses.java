@@ -82,29 +82,7 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    byte[] code = reason.code().getBytes(StandardCharsets.UTF_8);
-    byte[][] keys;
-    byte[][] values;
-    if (retryAfterSeconds > 0) {
-      keys = new byte[][] {CONTENT_TYPE, X_SLUICE_REASON, RETRY_AFTER};
-      values =
-          new byte[][] {
-            APPLICATION_JSON,
-            code,
-            Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII)
-          };
-    } else {
-      keys = new byte[][] {CONTENT_TYPE, X_SLUICE_REASON};
-      values = new byte[][] {APPLICATION_JSON, code};
-    }
-    return Answer.encoded(
-        AnswerEncoder.reject(
-            status,
-            ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),
-            errorBodyBytes(reason, status, retryAfterSeconds, message),
-            keys,
-            values,
-            metadata));
+    return refusal(reason, status, retryAfterSeconds, message, metadata, false);
   }
 
   /**
@@ -121,21 +99,34 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    byte[] code = reason.code().getBytes(StandardCharsets.UTF_8);
-    byte[][] keys;
-    byte[][] values;
+    return refusal(reason, status, retryAfterSeconds, message, metadata, true);
+  }
+
+  private static Answer refusal(
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      String message,
+      AnswerEncoder.DecisionFields metadata,
+      boolean grpc) {
+    int n = (grpc ? 0 : 1) + 1 + (retryAfterSeconds > 0 ? 1 : 0);
+    byte[][] keys = new byte[n][];
+    byte[][] values = new byte[n][];
+    int i = 0;
+    if (!grpc) {
+      keys[i] = CONTENT_TYPE;
+      values[i++] = APPLICATION_JSON;
+    }
+    keys[i] = X_SLUICE_REASON;
+    values[i++] = reason.code().getBytes(StandardCharsets.UTF_8);
     if (retryAfterSeconds > 0) {
-      keys = new byte[][] {X_SLUICE_REASON, RETRY_AFTER};
-      values =
-          new byte[][] {code, Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII)};
-    } else {
-      keys = new byte[][] {X_SLUICE_REASON};
-      values = new byte[][] {code};
+      keys[i] = RETRY_AFTER;
+      values[i] = Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII);
     }
     return Answer.encoded(
         AnswerEncoder.reject(
             status,
-            grpcStatus(status),
+            grpc ? grpcStatus(status) : -1,
             ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),
             errorBodyBytes(reason, status, retryAfterSeconds, message),
             keys,
