@@ -38,10 +38,8 @@ import io.sluice.observability.DecisionLog;
 import io.sluice.routing.RequestResolver;
 import io.sluice.store.MutableClock;
 import io.sluice.store.memory.InMemoryStore;
-import java.io.ByteArrayInputStream;
+import io.sluice.testing.RawBytes;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -128,22 +126,7 @@ class ExtProcStreamFuzzTest {
   static final int STREAMS = 3;
   static final int MAX_STEPS = 96;
 
-  static final MethodDescriptor.Marshaller<byte[]> RAW =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-          return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-          try {
-            return stream.readAllBytes();
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
-        }
-      };
+  static final MethodDescriptor.Marshaller<byte[]> RAW = RawBytes.MARSHALLER;
 
   /** The ext_proc method as Envoy's client sees it: bytes in, bytes out. */
   static final MethodDescriptor<byte[], byte[]> PROCESS_RAW =

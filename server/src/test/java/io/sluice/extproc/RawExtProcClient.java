@@ -11,10 +11,7 @@ import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.protobuf.ProtoUtils;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
+import io.sluice.testing.RawBytes;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -25,22 +22,7 @@ import java.util.concurrent.TimeUnit;
  * protobuf-java refuses, as a broken or hostile client would.
  */
 final class RawExtProcClient implements AutoCloseable {
-  static final MethodDescriptor.Marshaller<byte[]> BYTES =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-          return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-          try {
-            return stream.readAllBytes();
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
-        }
-      };
+  static final MethodDescriptor.Marshaller<byte[]> BYTES = RawBytes.MARSHALLER;
 
   static final MethodDescriptor<byte[], ProcessingResponse> RAW_PROCESS =
       ExternalProcessorGrpc.getProcessMethod().toBuilder(

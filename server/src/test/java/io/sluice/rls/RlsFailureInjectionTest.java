@@ -32,8 +32,7 @@ import io.sluice.rls.config.RateLimitConfigLoader.ConfigFile;
 import io.sluice.rls.config.RlsSettings;
 import io.sluice.store.MutableClock;
 import io.sluice.store.memory.InMemoryStore;
-import java.io.ByteArrayInputStream;
-import java.io.InputStream;
+import io.sluice.testing.RawBytes;
 import java.net.InetSocketAddress;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -344,22 +343,7 @@ class RlsFailureInjectionTest {
     assertNothingEscaped();
   }
 
-  private static final MethodDescriptor.Marshaller<byte[]> BYTES =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-          return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-          try {
-            return stream.readAllBytes();
-          } catch (java.io.IOException e) {
-            throw new IllegalStateException(e);
-          }
-        }
-      };
+  private static final MethodDescriptor.Marshaller<byte[]> BYTES = RawBytes.MARSHALLER;
 
   /** Truncated, garbage and wrong-wire-type frames: INVALID_ARGUMENT, counted, no SEVERE log. */
   @Test

@@ -17,10 +17,8 @@ import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.util.MutableHandlerRegistry;
-import java.io.ByteArrayInputStream;
+import io.sluice.testing.RawBytes;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -63,22 +61,7 @@ class RlsServiceFuzzTest {
           rate_limit: {unit: hour, requests_per_unit: 1000}
       """;
 
-  static final MethodDescriptor.Marshaller<byte[]> RAW =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-          return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-          try {
-            return stream.readAllBytes();
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
-        }
-      };
+  static final MethodDescriptor.Marshaller<byte[]> RAW = RawBytes.MARSHALLER;
 
   static final MethodDescriptor<byte[], byte[]> SHOULD_RATE_LIMIT_RAW =
       MethodDescriptor.<byte[], byte[]>newBuilder()
