@@ -97,6 +97,8 @@ public final class SluiceServer implements AutoCloseable {
   private final AdmissionMetrics metrics;
   private final TokenCountCache tokenCounts;
   private final RlsModule rls;
+  private final Stores stores;
+  private final java.util.concurrent.CompletionStage<Void> storeWarm;
   private final ScheduledExecutorService housekeeping;
   private final Counter reloadSuccess;
   private final Counter reloadFailure;
@@ -141,14 +143,25 @@ public final class SluiceServer implements AutoCloseable {
     rlsEnv.putAll(options.env());
     this.redactor = Secrets.redactor(rlsEnv);
     this.rlsEnv = Map.copyOf(rlsEnv);
-    this.rls = config.rateLimit().enabled() ? rateLimitService(rlsEnv) : null;
-    if (rls != null) {
-      this.quotaStore = rls.buckets();
-    } else { // the tenant buckets' own store: bounded, and observed like the RLS one
-      var own = new io.sluice.store.memory.InMemoryStore(options.clock());
-      io.sluice.rls.RlsMetrics.bindMemoryStore(registry, "quota", own);
-      this.quotaStore = own;
-    }
+    // One store for the process (memory or Redis, from BACKEND_TYPE): the rate limit service and
+    // the tenant quotas count in it, so tenant budgets are shared across replicas exactly when the
+    // store is.
+    RlsSettings rlsSettings = config.rateLimit().enabled() ? settings(rlsEnv) : null;
+    this.stores = stores(rlsEnv);
+    this.rls =
+        rlsSettings == null
+            ? null
+            : RlsModule.create(
+                rlsSettings, stores.shared(), stores.local(), registry, options.clock(), ticker);
+    this.quotaStore = stores.shared();
+    this.storeWarm =
+        rls != null
+            ? rls.ready() // its warm-up covers the store
+            : stores.warmUp(
+                config.quotas().keyPrefix(),
+                20, // as the rate limit service's warm-up
+                config.server().warmup().storeTimeout().toNanos(),
+                ticker);
     SluiceConfig.Estimation est = config.estimation();
     this.tokenCounts = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
     metrics.bindTokenCache(tokenCounts);
@@ -237,17 +250,31 @@ public final class SluiceServer implements AutoCloseable {
   }
 
   /**
-   * The rate limit service from the merged settings; a bad setting is a config error naming it,
-   * with every credential redacted (drivers' messages echo their input, e.g. a REDIS_URL).
+   * The rate limit service's settings from the merged environment; a bad setting is a config error
+   * naming it, with every credential redacted.
    */
-  private RlsModule rateLimitService(Map<String, String> rlsEnv) {
+  private RlsSettings settings(Map<String, String> rlsEnv) {
     try {
-      return RlsModule.create(RlsSettings.fromEnv(rlsEnv), registry, options.clock(), ticker);
+      return RlsSettings.fromEnv(rlsEnv);
     } catch (IllegalArgumentException e) {
-      throw new ConfigException(
-          java.util.List.of(
-              "rateLimit.env or environment variable " + redactor.scrub(e.getMessage())));
+      throw badEnv(e);
     }
+  }
+
+  /** The process's stores from the merged environment (a bad setting: a config error, redacted). */
+  private Stores stores(Map<String, String> rlsEnv) {
+    try {
+      return Stores.fromEnv(rlsEnv, options.clock(), ticker, registry);
+    } catch (IllegalArgumentException e) {
+      // drivers' messages echo their input, e.g. a REDIS_URL
+      throw badEnv(e);
+    }
+  }
+
+  private ConfigException badEnv(IllegalArgumentException e) {
+    return new ConfigException(
+        java.util.List.of(
+            "rateLimit.env or environment variable " + redactor.scrub(e.getMessage())));
   }
 
   private AdmissionRuntime runtimeFor(SluiceConfig config) {
@@ -454,6 +481,7 @@ public final class SluiceServer implements AutoCloseable {
     }
     PrometheusMeterRegistry scratch = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     RlsModule warmRls = null;
+    Stores warmStores = Stores.isolatedMemory(options.clock()); // never the shared Redis
     try {
       AdmissionController c =
           new AdmissionController(
@@ -477,7 +505,7 @@ public final class SluiceServer implements AutoCloseable {
               options.clock(),
               timer,
               new io.sluice.core.quota.TenantQuotas(
-                  new io.sluice.store.memory.InMemoryStore(options.clock()),
+                  warmStores.shared(),
                   config.quotas().keyPrefix(),
                   io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
       ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
@@ -485,10 +513,16 @@ public final class SluiceServer implements AutoCloseable {
       List<String> domains = List.of();
       if (rls != null) {
         Map<String, String> env = new HashMap<>(rlsEnv);
-        env.put("BACKEND_TYPE", "memory"); // never the shared Redis
         env.put("SLUICE_RLS_CONFIG_POLL_INTERVAL", "0s");
         RlsSettings settings = RlsSettings.fromEnv(env);
-        warmRls = RlsModule.create(settings, scratch, options.clock(), ticker);
+        warmRls =
+            RlsModule.create(
+                settings,
+                warmStores.shared(),
+                warmStores.local(),
+                scratch,
+                options.clock(),
+                ticker);
         try {
           domains =
               List.copyOf(
@@ -548,6 +582,7 @@ public final class SluiceServer implements AutoCloseable {
       if (warmRls != null) {
         warmRls.close();
       }
+      warmStores.close();
       scratch.close();
       warm = true;
     }
@@ -556,12 +591,9 @@ public final class SluiceServer implements AutoCloseable {
   /** Waits (bounded) for the rate limit store, so the common case is ready when start returns. */
   private void awaitStoreAtStart(SluiceConfig config) {
     storeWaitStartNanos = System.nanoTime();
-    if (rls == null) {
-      storeReady = true;
-    } else {
-      // usually connected during the warm-up; if not, housekeeping flips readiness later
-      pollStore(config.server().warmup().storeTimeout(), 1_000_000_000L);
-    }
+    // at once in memory; Redis is usually connected during the warm-up; if not, housekeeping
+    // flips readiness later
+    pollStore(config.server().warmup().storeTimeout(), 1_000_000_000L);
     updateHealth();
   }
 
@@ -570,7 +602,7 @@ public final class SluiceServer implements AutoCloseable {
     long waited = System.nanoTime() - storeWaitStartNanos;
     long left = Math.max(0, Math.min(storeTimeout.toNanos() - waited, maxBlockNanos));
     try {
-      rls.ready().toCompletableFuture().get(left, TimeUnit.NANOSECONDS);
+      storeWarm.toCompletableFuture().get(left, TimeUnit.NANOSECONDS);
       storeReady = true;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -701,13 +733,10 @@ public final class SluiceServer implements AutoCloseable {
     return rls;
   }
 
-  /** Waits until the rate limit store is connected (at once for memory), up to {@code max}. */
+  /** Waits until the store is connected and warm (at once for memory), up to {@code max}. */
   public boolean awaitRateLimitStore(Duration max) {
-    if (rls == null) {
-      return true;
-    }
     try {
-      CompletableFuture<Void> f = rls.ready().toCompletableFuture();
+      CompletableFuture<Void> f = storeWarm.toCompletableFuture();
       f.get(max.toMillis(), TimeUnit.MILLISECONDS);
       return true;
     } catch (Exception e) {
@@ -752,6 +781,7 @@ public final class SluiceServer implements AutoCloseable {
     if (rls != null) {
       rls.close();
     }
+    stores.close();
     admin.close();
     registry.close();
   }

@@ -2,6 +2,7 @@ package io.sluice.rls;
 
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.store.TokenBucketResult;
 import io.sluice.core.store.TokenBucketSpec;
 import io.sluice.core.store.TokenBucketStore;
@@ -20,7 +21,6 @@ import io.sluice.rls.config.RateLimitConfig.Entry;
 import io.sluice.rls.config.RateLimitConfig.Match;
 import io.sluice.rls.config.RateLimitUnit;
 import io.sluice.rls.config.RlsSettings;
-import io.sluice.store.memory.InMemoryStore;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -57,7 +57,8 @@ public final class RateLimitEvaluator {
   private final Supplier<RateLimitConfig> config;
   private final CounterStore counters;
   private final TokenBucketStore buckets;
-  private final InMemoryStore local;
+  private final KeyValueStore local;
+  private final long storeDeadlineMillis;
   private final Clock clock;
   private final Ticker ticker;
   private final RlsMetrics metrics;
@@ -65,13 +66,16 @@ public final class RateLimitEvaluator {
   /**
    * @param config the current config, or null while none has been loaded
    * @param local in-process store used by failure mode {@code local}
+   * @param commandTimeout how long one store command may take ({@link
+   *     KeyValueStore#commandTimeout()}): sizes {@link #storeDeadlineMillis()}
    */
   public RateLimitEvaluator(
       RlsSettings settings,
       Supplier<RateLimitConfig> config,
       CounterStore counters,
       TokenBucketStore buckets,
-      InMemoryStore local,
+      KeyValueStore local,
+      java.time.Duration commandTimeout,
       Clock clock,
       Ticker ticker,
       RlsMetrics metrics) {
@@ -80,6 +84,7 @@ public final class RateLimitEvaluator {
     this.counters = counters;
     this.buckets = buckets;
     this.local = local;
+    this.storeDeadlineMillis = Math.max(100, commandTimeout.toMillis() * 4);
     this.clock = clock;
     this.ticker = ticker;
     this.metrics = metrics;
@@ -128,11 +133,12 @@ public final class RateLimitEvaluator {
 
   /**
    * How long a store that answers over the network may take before the call is decided by the
-   * failure mode: 4 × {@code REDIS_COMMAND_TIMEOUT}, at least 100 ms (the Redis store itself fails
-   * a command after 2 ×; this is the safety net for a stage that would never complete).
+   * failure mode: 4 × the store's command timeout ({@code REDIS_COMMAND_TIMEOUT}), at least 100 ms
+   * (the Redis store itself fails a command after 2 ×; this is the safety net for a stage that
+   * would never complete).
    */
   long storeDeadlineMillis() {
-    return Math.max(100, settings.redis().commandTimeout().toMillis() * 4);
+    return storeDeadlineMillis;
   }
 
   RlsMetrics metrics() {

@@ -108,25 +108,18 @@ public final class RlsMetrics {
   }
 
   /**
-   * Gauges and counters of an in-memory store ({@code store}: {@code memory} for the backend,
-   * {@code local} for failure mode {@code local}).
-   */
-  public void bindMemoryStore(String store, io.sluice.store.memory.InMemoryStore s) {
-    bindMemoryStore(registry, store, s);
-  }
-
-  /**
-   * The same on any registry ({@code store=quota}: the tenant buckets' own store when the rate
-   * limit service is off).
+   * Gauges and counters of an in-memory store ({@code store}: {@code memory} for the process's
+   * store, shared with the tenant quotas; {@code local} for failure mode {@code local} beside
+   * Redis). Called by the bootstrap, which builds the stores.
    */
   public static void bindMemoryStore(
-      MeterRegistry registry, String store, io.sluice.store.memory.InMemoryStore s) {
+      MeterRegistry registry, String store, io.sluice.core.store.MemoryStoreStats s) {
     io.micrometer.core.instrument.Gauge.builder(MEMORY_BYTES, s, x -> x.bytes())
         .description("Accounted bytes of the in-memory store (keys + per-entry overhead)")
         .tag("store", store)
         .baseUnit("bytes")
         .register(registry);
-    io.micrometer.core.instrument.Gauge.builder(MEMORY_MAX_BYTES, s, x -> x.bounds().maxBytes())
+    io.micrometer.core.instrument.Gauge.builder(MEMORY_MAX_BYTES, s, x -> x.maxBytes())
         .description("Byte bound of the in-memory store (SLUICE_RLS_MEMORY_MAX_BYTES)")
         .tag("store", store)
         .baseUnit("bytes")

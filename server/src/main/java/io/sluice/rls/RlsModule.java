@@ -6,17 +6,14 @@ import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.grpc.BindableService;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.store.StoreHealth;
-import io.sluice.core.store.TokenBucketStore;
 import io.sluice.core.time.Ticker;
 import io.sluice.rls.config.FailureMode;
 import io.sluice.rls.config.RateLimitConfig;
 import io.sluice.rls.config.RateLimitConfigException;
 import io.sluice.rls.config.RateLimitConfigLoader;
 import io.sluice.rls.config.RlsSettings;
-import io.sluice.store.memory.InMemoryStore;
-import io.sluice.store.redis.RedisStore;
 import java.io.IOException;
 import java.nio.file.FileVisitOption;
 import java.nio.file.Files;
@@ -34,9 +31,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The rate limit service as one unit for the bootstrap: store, config (loaded from {@link
+ * The rate limit service as one unit for the bootstrap: config (loaded from {@link
  * RlsSettings#configDirectory()} and hot-reloaded), evaluator, gRPC service, health and the admin
- * HTTP handlers ({@code /healthcheck}, {@code /json}, {@code /rlconfig}).
+ * HTTP handlers ({@code /healthcheck}, {@code /json}, {@code /rlconfig}), on the store ports the
+ * bootstrap built (the same store the tenant quotas use; the bootstrap owns and closes it).
  *
  * <p>Concurrency: the active config is one {@link AtomicReference} to an immutable snapshot;
  * reloads run on one watcher thread (or the caller of {@link #reload()}) and are serialized by a
@@ -47,9 +45,7 @@ public final class RlsModule implements AutoCloseable {
 
   private final RlsSettings settings;
   private final RlsMetrics metrics;
-  private final CounterStore counters;
-  private final TokenBucketStore buckets;
-  private final AutoCloseable storeCloser;
+  private final KeyValueStore store;
   private final CompletionStage<Void> storeReady;
   private final RateLimitEvaluator evaluator;
   private final RateLimitServiceAdapter adapter;
@@ -60,33 +56,34 @@ public final class RlsModule implements AutoCloseable {
   private final ScheduledExecutorService watcher;
   private volatile String fingerprint = "";
 
-  private RlsModule(RlsSettings settings, MeterRegistry registry, Clock clock, Ticker ticker) {
+  private RlsModule(
+      RlsSettings settings,
+      KeyValueStore store,
+      KeyValueStore local,
+      MeterRegistry registry,
+      Clock clock,
+      Ticker ticker) {
     this.settings = settings;
     this.metrics = new RlsMetrics(registry);
-    InMemoryStore local;
-    if (settings.backendType().equals("redis")) {
-      RedisStore redis = new RedisStore(settings.redis(), ticker);
-      counters = redis;
-      buckets = redis;
-      storeCloser = redis;
-      local = new InMemoryStore(clock, settings.memoryBounds()); // failure mode local only
-      metrics.bindMemoryStore("local", local);
-      storeReady = warmUp(redis, settings, clock, ticker);
-    } else {
-      // one bounded store; failure mode local never applies to it (it cannot fail)
-      InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
-      metrics.bindMemoryStore("memory", memory);
-      local = memory;
-      counters = memory;
-      buckets = memory;
-      storeCloser = () -> {};
-      storeReady = CompletableFuture.completedFuture(null);
-    }
+    this.store = store;
+    // an in-process store cannot fail, so failure mode local never applies to it
+    this.storeReady =
+        store.inProcess()
+            ? CompletableFuture.completedFuture(null)
+            : warmUp(store, local, settings, clock, ticker);
     this.evaluator =
         new RateLimitEvaluator(
-            settings, config::get, counters, buckets, local, clock, ticker, metrics);
+            settings,
+            config::get,
+            store,
+            store,
+            local,
+            store.commandTimeout(),
+            clock,
+            ticker,
+            metrics);
     this.adapter = new RateLimitServiceAdapter(evaluator);
-    Gauge.builder("sluice.rls.store.healthy", this, m -> m.counters.health().healthy() ? 1 : 0)
+    Gauge.builder("sluice.rls.store.healthy", this, m -> m.store.health().healthy() ? 1 : 0)
         .description("1 while the store answers, 0 after a failed call until the next success")
         .register(registry);
     Gauge.builder("sluice.rls.config.loaded", this, m -> m.config.get() == null ? 0 : 1)
@@ -107,13 +104,20 @@ public final class RlsModule implements AutoCloseable {
     }
   }
 
-  public static RlsModule create(RlsSettings settings, MeterRegistry registry, Clock clock) {
-    return new RlsModule(settings, registry, clock, Ticker.system());
-  }
-
+  /**
+   * @param store the process's store (memory or Redis), built once by the bootstrap and shared with
+   *     the tenant quotas; this module does not close it
+   * @param local the in-process store of failure mode {@code local} (the store itself when it is in
+   *     process)
+   */
   public static RlsModule create(
-      RlsSettings settings, MeterRegistry registry, Clock clock, Ticker ticker) {
-    return new RlsModule(settings, registry, clock, ticker);
+      RlsSettings settings,
+      KeyValueStore store,
+      KeyValueStore local,
+      MeterRegistry registry,
+      Clock clock,
+      Ticker ticker) {
+    return new RlsModule(settings, store, local, registry, clock, ticker);
   }
 
   /** The gRPC service {@code envoy.service.ratelimit.v3.RateLimitService}. */
@@ -140,16 +144,16 @@ public final class RlsModule implements AutoCloseable {
   static final int WARMUP_ROUNDS = 20;
 
   private CompletionStage<Void> warmUp(
-      RedisStore redis, RlsSettings settings, Clock clock, Ticker ticker) {
+      KeyValueStore store, KeyValueStore local, RlsSettings settings, Clock clock, Ticker ticker) {
     CompletableFuture<Void> done = new CompletableFuture<>();
     long deadline = ticker.nanos() + settings.warmupTimeout().toNanos();
     long started = ticker.nanos();
     Runnable[] attempt = new Runnable[1];
     attempt[0] =
         () ->
-            redis
+            store
                 .warmUp(settings.cacheKeyPrefix(), WARMUP_ROUNDS)
-                .thenCompose(v -> warmUpEvaluator(redis, settings, clock, ticker))
+                .thenCompose(v -> warmUpEvaluator(store, local, settings, clock, ticker))
                 .whenComplete(
                     (v, e) -> {
                       if (e == null) {
@@ -178,7 +182,7 @@ public final class RlsModule implements AutoCloseable {
                             .counter(RlsMetrics.STORE_WARMUP, "result", "retry")
                             .increment();
                         CompletableFuture.delayedExecutor(
-                                Math.max(50, settings.redis().reconnectInterval().toMillis()),
+                                Math.max(50, store.retryInterval().toMillis()),
                                 TimeUnit.MILLISECONDS)
                             .execute(attempt[0]);
                       }
@@ -192,7 +196,7 @@ public final class RlsModule implements AutoCloseable {
    * the real store: real counters, metrics and limits are untouched.
    */
   private static CompletionStage<Void> warmUpEvaluator(
-      RedisStore redis, RlsSettings settings, Clock clock, Ticker ticker) {
+      KeyValueStore store, KeyValueStore local, RlsSettings settings, Clock clock, Ticker ticker) {
     RateLimitConfig cfg;
     try {
       cfg =
@@ -217,9 +221,10 @@ public final class RlsModule implements AutoCloseable {
         new RateLimitEvaluator(
             settings,
             () -> cfg,
-            redis,
-            redis,
-            new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+            store,
+            store,
+            local,
+            store.commandTimeout(),
             clock,
             ticker,
             throwaway);
@@ -277,11 +282,6 @@ public final class RlsModule implements AutoCloseable {
                 ? CompletableFuture.failedFuture(
                     new io.sluice.core.store.StoreException("warm-up calls hit store errors"))
                 : CompletableFuture.completedFuture(null));
-  }
-
-  /** The token-bucket side of the configured store (memory or Redis), shared with ext_proc. */
-  public TokenBucketStore buckets() {
-    return buckets;
   }
 
   public RateLimitEvaluator evaluator() {
@@ -375,7 +375,7 @@ public final class RlsModule implements AutoCloseable {
 
   public RlsHealth health() {
     RateLimitConfig c = config.get();
-    StoreHealth store = counters.health();
+    StoreHealth store = this.store.health();
     boolean configOk =
         !settings.healthyWithAtLeastOneConfigLoaded() || (c != null && !c.domains().isEmpty());
     boolean storeOk = store.healthy() || settings.failureMode() != FailureMode.ERROR;
@@ -443,11 +443,6 @@ public final class RlsModule implements AutoCloseable {
   public void close() {
     if (watcher != null) {
       watcher.shutdownNow();
-    }
-    try {
-      storeCloser.close();
-    } catch (Exception e) {
-      log.warn("closing store: {}", e.toString());
     }
   }
 }

@@ -122,12 +122,13 @@ class SecretsRedactionTest {
 
   @Test
   void settingsRecords_toString_neverPrintCredentials() {
-    var settings =
-        io.sluice.rls.config.RlsSettings.fromEnv(
-            Map.of(
-                "REDIS_AUTH", "admin:" + AUTH,
-                "REDIS_SENTINEL_AUTH", SENTINEL,
-                "REDIS_URL", "redis://app:" + URL_PW + "@redis.example:6379"));
+    Map<String, String> env =
+        Map.of(
+            "REDIS_AUTH", "admin:" + AUTH,
+            "REDIS_SENTINEL_AUTH", SENTINEL,
+            "REDIS_URL", "redis://app:" + URL_PW + "@redis.example:6379");
+    assertNoSecret(io.sluice.rls.config.RlsSettings.fromEnv(env).toString());
+    var settings = io.sluice.store.StoreSettings.fromEnv(env);
     assertNoSecret(settings.toString());
     assertThat(settings.redis().toString())
         .contains("url=redis://app:***@redis.example:6379")

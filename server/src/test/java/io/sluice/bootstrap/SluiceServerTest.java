@@ -68,7 +68,7 @@ class SluiceServerTest {
   }
 
   @Test
-  void rateLimitServiceOff_tenantBucketsOwnStoreIsObserved() throws Exception {
+  void rateLimitServiceOff_tenantBucketsStillUseTheProcessStore_observed() throws Exception {
     SluiceConfig c =
         Main.withEnv(
             ConfigLoader.parse(
@@ -77,9 +77,10 @@ class SluiceServerTest {
     assertThat(c.rateLimit().enabled()).isFalse();
     try (SluiceServer server = SluiceServer.start(c)) {
       assertThat(get(server.adminPort(), "/metrics").body())
-          .contains("sluice_rls_store_memory_bytes{store=\"quota\"}")
-          .contains("sluice_rls_store_memory_max_bytes{store=\"quota\"}")
-          .contains("sluice_rls_store_memory_evictions_total{state=\"live\",store=\"quota\"}");
+          .contains("sluice_rls_store_memory_bytes{store=\"memory\"}")
+          .contains("sluice_rls_store_memory_max_bytes{store=\"memory\"}")
+          .contains("sluice_rls_store_memory_evictions_total{state=\"live\",store=\"memory\"}")
+          .doesNotContain("store=\"quota\"");
       server.shutdown(Duration.ZERO);
     }
   }

@@ -15,7 +15,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.core.time.Ticker;
-import io.sluice.rls.config.RlsSettings;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.MutableClock;
 import io.sluice.store.RedisProcess;
@@ -101,11 +100,12 @@ class RedisReplicasTest {
     List<RateLimitServiceGrpc.RateLimitServiceBlockingStub> replicas = new ArrayList<>();
     for (int i = 0; i < 2; i++) {
       RlsModule m =
-          RlsModule.create(
-              RlsSettings.fromEnv(env(prefix, LocalRedis.PORT)),
+          WiredRls.create(
+              env(prefix, LocalRedis.PORT),
               new SimpleMeterRegistry(),
               clock,
-              Ticker.system());
+              Ticker.system(),
+              closeables);
       m.ready().toCompletableFuture().get(10, TimeUnit.SECONDS);
       replicas.add(serve(m).withDeadlineAfter(10, TimeUnit.SECONDS));
     }
@@ -137,20 +137,20 @@ class RedisReplicasTest {
     RedisProcess redis = new RedisProcess(LocalRedis.freePort()).start();
     closeables.add(redis);
     RlsModule m =
-        RlsModule.create(
-            RlsSettings.fromEnv(
-                env(
-                    "p-",
-                    redis.port(),
-                    "SLUICE_RLS_FAILURE_MODE",
-                    "local",
-                    "SLUICE_RLS_EXPECTED_REPLICAS",
-                    "2",
-                    "REDIS_RECONNECT_INTERVAL",
-                    "100ms")),
+        WiredRls.create(
+            env(
+                "p-",
+                redis.port(),
+                "SLUICE_RLS_FAILURE_MODE",
+                "local",
+                "SLUICE_RLS_EXPECTED_REPLICAS",
+                "2",
+                "REDIS_RECONNECT_INTERVAL",
+                "100ms"),
             new SimpleMeterRegistry(),
             clock,
-            new FakeTicker());
+            new FakeTicker(),
+            closeables);
     m.ready().toCompletableFuture().get(10, TimeUnit.SECONDS);
     var stub = serve(m).withDeadlineAfter(10, TimeUnit.SECONDS);
     assertThat(stub.shouldRateLimit(request("a")).getStatuses(0).getLimitRemaining()).isEqualTo(9);

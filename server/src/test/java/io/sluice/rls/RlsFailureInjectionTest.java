@@ -109,8 +109,7 @@ class RlsFailureInjectionTest {
         RlsSettings.fromEnv(
             Map.of(
                 "EXPIRATION_JITTER_MAX_SECONDS", "0",
-                "SLUICE_RLS_FAILURE_MODE", "closed",
-                "REDIS_COMMAND_TIMEOUT", "50ms"));
+                "SLUICE_RLS_FAILURE_MODE", "closed"));
     RateLimitConfig config =
         RateLimitConfigLoader.build(
             List.of(
@@ -183,6 +182,7 @@ class RlsFailureInjectionTest {
             counters,
             buckets,
             new InMemoryStore(clock),
+            java.time.Duration.ofMillis(50), // REDIS_COMMAND_TIMEOUT's default
             clock,
             new FakeTicker(),
             new RlsMetrics(registry));

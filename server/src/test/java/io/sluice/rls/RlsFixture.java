@@ -100,7 +100,15 @@ final class RlsFixture {
         };
     evaluator =
         new RateLimitEvaluator(
-            settings, () -> config, counters, buckets, local, clock, new FakeTicker(), metrics);
+            settings,
+            () -> config,
+            counters,
+            buckets,
+            local,
+            java.time.Duration.ofMillis(50), // REDIS_COMMAND_TIMEOUT's default
+            clock,
+            new FakeTicker(),
+            metrics);
   }
 
   private static <T> CompletionStage<T> later(CompletionStage<T> r) {

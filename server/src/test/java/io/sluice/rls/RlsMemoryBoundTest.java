@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.rls.config.RlsSettings;
 import io.sluice.store.MutableClock;
+import io.sluice.store.StoreSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -28,11 +29,19 @@ class RlsMemoryBoundTest {
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final MutableClock clock = new MutableClock(RlsFixture.START);
   RlsModule module;
+  final java.util.List<AutoCloseable> stores = new java.util.ArrayList<>();
 
   @AfterEach
   void close() {
     if (module != null) {
       module.close();
+    }
+    for (AutoCloseable c : stores) {
+      try {
+        c.close();
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
     }
   }
 
@@ -56,7 +65,7 @@ class RlsMemoryBoundTest {
     for (int i = 0; i < extra.length; i += 2) {
       env.put(extra[i], extra[i + 1]);
     }
-    module = RlsModule.create(RlsSettings.fromEnv(env), registry, clock, new FakeTicker());
+    module = WiredRls.create(env, registry, clock, new FakeTicker(), stores);
     return module;
   }
 
@@ -111,20 +120,27 @@ class RlsMemoryBoundTest {
 
   @Test
   void defaultBound_is64MiB_andSizesAreParsed() throws Exception {
-    assertThat(RlsSettings.fromEnv(Map.of()).memoryBounds().maxBytes()).isEqualTo(64L << 20);
+    assertThat(StoreSettings.fromEnv(Map.of()).memoryBounds().maxBytes()).isEqualTo(64L << 20);
     assertThat(
-            RlsSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "128MiB")).memoryMaxBytes())
+            StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "128MiB"))
+                .memoryBounds()
+                .maxBytes())
         .isEqualTo(128L << 20);
     assertThat(
-            RlsSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1048576")).memoryMaxBytes())
+            StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1048576"))
+                .memoryBounds()
+                .maxBytes())
         .isEqualTo(1L << 20);
-    assertThat(RlsSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "2 GiB")).memoryMaxBytes())
+    assertThat(
+            StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "2 GiB"))
+                .memoryBounds()
+                .maxBytes())
         .isEqualTo(2L << 30);
-    assertThatThrownBy(() -> RlsSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "lots")))
+    assertThatThrownBy(() -> StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "lots")))
         .hasMessageContaining("SLUICE_RLS_MEMORY_MAX_BYTES: lots (expected:");
-    assertThatThrownBy(() -> RlsSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1KiB")))
+    assertThatThrownBy(() -> StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1KiB")))
         .hasMessageContaining("SLUICE_RLS_MEMORY_MAX_BYTES: 1024 (expected: >= 65536)");
-    assertThatThrownBy(() -> RlsSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_ENTRIES", "-3")))
+    assertThatThrownBy(() -> StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_ENTRIES", "-3")))
         .hasMessageContaining("SLUICE_RLS_MEMORY_MAX_ENTRIES: -3");
     assertThatThrownBy(() -> RlsSettings.fromEnv(Map.of("SLUICE_RLS_WARMUP_TIMEOUT", "0s")))
         .hasMessageContaining("SLUICE_RLS_WARMUP_TIMEOUT");

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.core.time.FakeTicker;
-import io.sluice.rls.config.RlsSettings;
 import io.sluice.store.MutableClock;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -18,6 +17,7 @@ class RlsModuleTest {
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final MutableClock clock = new MutableClock(RlsFixture.START);
   RlsModule module;
+  final java.util.List<AutoCloseable> stores = new java.util.ArrayList<>();
 
   static final String GOOD =
       "domain: d\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 1}\n";
@@ -37,7 +37,7 @@ class RlsModuleTest {
     for (int i = 0; i < extra.length; i += 2) {
       env.put(extra[i], extra[i + 1]);
     }
-    module = RlsModule.create(RlsSettings.fromEnv(env), registry, clock, new FakeTicker());
+    module = WiredRls.create(env, registry, clock, new FakeTicker(), stores);
     return module;
   }
 
@@ -45,6 +45,13 @@ class RlsModuleTest {
   void close() {
     if (module != null) {
       module.close();
+    }
+    for (AutoCloseable c : stores) {
+      try {
+        c.close();
+      } catch (Exception e) {
+        throw new IllegalStateException(e);
+      }
     }
   }
 

@@ -11,7 +11,6 @@ import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.time.Ticker;
-import io.sluice.rls.config.RlsSettings;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.RedisProcess;
 import io.sluice.store.redis.RedisSettings;
@@ -41,6 +40,7 @@ class RlsRedisHangTest {
   @TempDir Path root;
   RedisProcess redis;
   RlsModule module;
+  final List<AutoCloseable> stores = new ArrayList<>();
   RedisStore quotaStore;
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
@@ -55,6 +55,9 @@ class RlsRedisHangTest {
     } finally {
       if (module != null) {
         module.close();
+      }
+      for (AutoCloseable c : stores) {
+        c.close();
       }
       if (quotaStore != null) {
         quotaStore.close();
@@ -107,19 +110,19 @@ class RlsRedisHangTest {
             rate_limit: {unit: hour, requests_per_unit: 3, failure_mode: local}
         """);
     module =
-        RlsModule.create(
-            RlsSettings.fromEnv(
-                Map.of(
-                    "RUNTIME_ROOT", root.toString(),
-                    "RUNTIME_WATCH_ROOT", "false",
-                    "SLUICE_RLS_CONFIG_POLL_INTERVAL", "0",
-                    "BACKEND_TYPE", "redis",
-                    "REDIS_URL", "127.0.0.1:" + redis.port(),
-                    "REDIS_COMMAND_TIMEOUT", "50ms",
-                    "EXPIRATION_JITTER_MAX_SECONDS", "0")),
+        WiredRls.create(
+            Map.of(
+                "RUNTIME_ROOT", root.toString(),
+                "RUNTIME_WATCH_ROOT", "false",
+                "SLUICE_RLS_CONFIG_POLL_INTERVAL", "0",
+                "BACKEND_TYPE", "redis",
+                "REDIS_URL", "127.0.0.1:" + redis.port(),
+                "REDIS_COMMAND_TIMEOUT", "50ms",
+                "EXPIRATION_JITTER_MAX_SECONDS", "0"),
             registry,
             Clock.systemUTC(),
-            Ticker.system());
+            Ticker.system(),
+            stores);
     module.ready().toCompletableFuture().get(20, TimeUnit.SECONDS);
     List<Long> healthy = new ArrayList<>();
     for (int i = 0; i < 10; i++) {

@@ -1,14 +1,16 @@
 package io.sluice.rls.config;
 
-import io.sluice.store.redis.RedisSettings;
+import io.sluice.config.EnvValues;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Map;
 
 /**
  * Process settings of the rate limit service, read once from environment variables with
- * envoyproxy/ratelimit's names (plus a few {@code SLUICE_RLS_*} ones). Tests pass maps.
+ * envoyproxy/ratelimit's names (plus a few {@code SLUICE_RLS_*} ones). Tests pass maps. The store
+ * settings ({@code BACKEND_TYPE}, {@code REDIS_*}, {@code SLUICE_RLS_MEMORY_*}) are read by the
+ * bootstrap, which builds the store once and hands it to this service and to the tenant quotas
+ * ({@code io.sluice.store.StoreSettings}).
  *
  * @param runtimeRoot {@code RUNTIME_ROOT} (default {@code /srv/runtime_data/current})
  * @param runtimeSubdirectory {@code RUNTIME_SUBDIRECTORY} (default empty)
@@ -19,7 +21,6 @@ import java.util.Map;
  * @param mergeDomainConfig {@code MERGE_DOMAIN_CONFIG} (default false)
  * @param configPollInterval {@code SLUICE_RLS_CONFIG_POLL_INTERVAL} (default 1s; 0 disables the
  *     watcher)
- * @param backendType {@code BACKEND_TYPE}: {@code memory} (default) or {@code redis}
  * @param cacheKeyPrefix {@code CACHE_KEY_PREFIX} (default empty)
  * @param expirationJitterMaxSeconds {@code EXPIRATION_JITTER_MAX_SECONDS} (default 300)
  * @param nearLimitRatio {@code NEAR_LIMIT_RATIO} (default 0.8)
@@ -42,12 +43,6 @@ import java.util.Map;
  * @param grpcPort {@code GRPC_PORT} (default 8081), for the bootstrap
  * @param httpHost {@code HOST} (default 0.0.0.0), for the bootstrap
  * @param httpPort {@code PORT} (default 8080), for the bootstrap
- * @param redis the {@code REDIS_*} settings (parsed always, used when backend is redis)
- * @param memoryMaxBytes {@code SLUICE_RLS_MEMORY_MAX_BYTES}: byte bound of the in-memory store
- *     (keys + 160 bytes per entry; default 64 MiB; a number of bytes or with a {@code KiB}, {@code
- *     MiB} or {@code GiB} suffix; at least 64 KiB)
- * @param memoryMaxEntries {@code SLUICE_RLS_MEMORY_MAX_ENTRIES}: entry bound of the in-memory store
- *     (default 0 = none, only the byte bound)
  * @param warmupTimeout {@code SLUICE_RLS_WARMUP_TIMEOUT}: how long {@code ready()} waits for the
  *     store warm-up before giving up (default 10s)
  */
@@ -59,7 +54,6 @@ public record RlsSettings(
     boolean runtimeWatchRoot,
     boolean mergeDomainConfig,
     Duration configPollInterval,
-    String backendType,
     String cacheKeyPrefix,
     long expirationJitterMaxSeconds,
     double nearLimitRatio,
@@ -78,16 +72,9 @@ public record RlsSettings(
     int grpcPort,
     String httpHost,
     int httpPort,
-    RedisSettings redis,
-    long memoryMaxBytes,
-    long memoryMaxEntries,
     Duration warmupTimeout) {
 
   public RlsSettings {
-    if (!backendType.equals("memory") && !backendType.equals("redis")) {
-      throw new IllegalArgumentException(
-          "BACKEND_TYPE: " + backendType + " (expected: memory or redis)");
-    }
     if (nearLimitRatio < 0 || nearLimitRatio > 1) {
       throw new IllegalArgumentException(
           "NEAR_LIMIT_RATIO: " + nearLimitRatio + " (expected: 0..1)");
@@ -100,21 +87,10 @@ public record RlsSettings(
       throw new IllegalArgumentException(
           "EXPIRATION_JITTER_MAX_SECONDS: " + expirationJitterMaxSeconds + " (expected: >= 0)");
     }
-    memoryBounds(memoryMaxBytes, memoryMaxEntries); // validates both
     if (warmupTimeout.isNegative() || warmupTimeout.isZero()) {
       throw new IllegalArgumentException(
           "SLUICE_RLS_WARMUP_TIMEOUT: " + warmupTimeout + " (expected: > 0)");
     }
-  }
-
-  /** The in-memory store's bound. */
-  public io.sluice.store.memory.InMemoryStore.Bounds memoryBounds() {
-    return memoryBounds(memoryMaxBytes, memoryMaxEntries);
-  }
-
-  private static io.sluice.store.memory.InMemoryStore.Bounds memoryBounds(
-      long maxBytes, long maxEntries) {
-    return new io.sluice.store.memory.InMemoryStore.Bounds(maxBytes, maxEntries);
   }
 
   public static RlsSettings fromEnv(Map<String, String> env) {
@@ -126,10 +102,9 @@ public record RlsSettings(
         bool(env, "RUNTIME_IGNOREDOTFILES", false),
         bool(env, "RUNTIME_WATCH_ROOT", true),
         bool(env, "MERGE_DOMAIN_CONFIG", false),
-        RedisSettings.parseDuration(
+        EnvValues.duration(
             "SLUICE_RLS_CONFIG_POLL_INTERVAL",
             env.getOrDefault("SLUICE_RLS_CONFIG_POLL_INTERVAL", "1s")),
-        env.getOrDefault("BACKEND_TYPE", "memory").toLowerCase(Locale.ROOT),
         env.getOrDefault("CACHE_KEY_PREFIX", ""),
         integer(env, "EXPIRATION_JITTER_MAX_SECONDS", 300),
         dbl(env, "NEAR_LIMIT_RATIO", 0.8),
@@ -150,47 +125,8 @@ public record RlsSettings(
         (int) integer(env, "GRPC_PORT", 8081),
         env.getOrDefault("HOST", "0.0.0.0"),
         (int) integer(env, "PORT", 8080),
-        RedisSettings.fromEnv(env),
-        bytes(
-            env,
-            "SLUICE_RLS_MEMORY_MAX_BYTES",
-            io.sluice.store.memory.InMemoryStore.Bounds.DEFAULT.maxBytes()),
-        integer(env, "SLUICE_RLS_MEMORY_MAX_ENTRIES", 0),
-        RedisSettings.parseDuration(
+        EnvValues.duration(
             "SLUICE_RLS_WARMUP_TIMEOUT", env.getOrDefault("SLUICE_RLS_WARMUP_TIMEOUT", "10s")));
-  }
-
-  /** A size: bytes, or a number with a KiB, MiB or GiB suffix (KB/MB/GB read the same). */
-  static long bytes(Map<String, String> env, String name, long dflt) {
-    String v = env.get(name);
-    if (v == null || v.isBlank()) {
-      return dflt;
-    }
-    java.util.regex.Matcher m =
-        java.util.regex.Pattern.compile(
-                "(\\d+)\\s*([KMG]i?B)?", java.util.regex.Pattern.CASE_INSENSITIVE)
-            .matcher(v.trim());
-    if (!m.matches()) {
-      throw new IllegalArgumentException(
-          name + ": " + v + " (expected: a number of bytes, or with a KiB, MiB or GiB suffix)");
-    }
-    try {
-      long n = Long.parseLong(m.group(1));
-      int shift =
-          m.group(2) == null
-              ? 0
-              : switch (Character.toUpperCase(m.group(2).charAt(0))) {
-                case 'K' -> 10;
-                case 'M' -> 20;
-                default -> 30;
-              };
-      if (n > (Long.MAX_VALUE >> shift)) {
-        throw new NumberFormatException();
-      }
-      return n << shift;
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(name + ": " + v + " (expected: a size below 2^63 bytes)");
-    }
   }
 
   /** {@code RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY}. */
@@ -206,31 +142,14 @@ public record RlsSettings(
   }
 
   private static boolean bool(Map<String, String> env, String name, boolean dflt) {
-    String v = env.get(name);
-    return v == null ? dflt : RedisSettings.parseBool(name, v);
+    return EnvValues.bool(env, name, dflt);
   }
 
   private static long integer(Map<String, String> env, String name, long dflt) {
-    String v = env.get(name);
-    if (v == null || v.isBlank()) {
-      return dflt;
-    }
-    try {
-      return Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(name + ": " + v + " (expected: an integer)");
-    }
+    return EnvValues.integer(env, name, dflt);
   }
 
   private static double dbl(Map<String, String> env, String name, double dflt) {
-    String v = env.get(name);
-    if (v == null || v.isBlank()) {
-      return dflt;
-    }
-    try {
-      return Double.parseDouble(v.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(name + ": " + v + " (expected: a number)");
-    }
+    return EnvValues.number(env, name, dflt);
   }
 }

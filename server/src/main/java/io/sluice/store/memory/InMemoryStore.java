@@ -1,11 +1,11 @@
 package io.sluice.store.memory;
 
 import io.sluice.core.store.CounterIncrement;
-import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.KeyValueStore;
+import io.sluice.core.store.MemoryStoreStats;
 import io.sluice.core.store.StoreHealth;
 import io.sluice.core.store.TokenBucketResult;
 import io.sluice.core.store.TokenBucketSpec;
-import io.sluice.core.store.TokenBucketStore;
 import io.sluice.core.store.TokenBuckets;
 import java.time.Clock;
 import java.util.Iterator;
@@ -51,7 +51,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * or eviction of its own key could be lost. Buckets are updated inside compute. A batch is not
  * atomic as a whole (like the Redis pipeline it mirrors).
  */
-public final class InMemoryStore implements CounterStore, TokenBucketStore {
+public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
   static final int SWEEP_EVERY_OPS = 4096;
 
   /** Bytes accounted per entry on top of its key (node, key object, value objects). */
@@ -138,6 +138,11 @@ public final class InMemoryStore implements CounterStore, TokenBucketStore {
   }
 
   @Override
+  public long maxBytes() {
+    return bounds.maxBytes();
+  }
+
+  @Override
   public CompletionStage<long[]> increment(List<CounterIncrement> batch) {
     long now = clock.millis();
     long[] after = new long[batch.size()];
@@ -197,21 +202,25 @@ public final class InMemoryStore implements CounterStore, TokenBucketStore {
   }
 
   /** Accounted bytes of all entries (keys + overhead), at most {@link Bounds#maxBytes()}. */
+  @Override
   public long bytes() {
     return bytes.get();
   }
 
   /** Entries accounted against the bound (counters and buckets). */
+  @Override
   public long entries() {
     return entries.get();
   }
 
   /** Expired entries dropped to make room (no accuracy loss). */
+  @Override
   public long expiredEvictions() {
     return expiredEvictions.sum();
   }
 
   /** Live entries evicted to make room: each reset a counter to 0 or refilled a bucket. */
+  @Override
   public long liveEvictions() {
     return liveEvictions.sum();
   }
@@ -220,11 +229,13 @@ public final class InMemoryStore implements CounterStore, TokenBucketStore {
    * Hits (counters: the count; buckets: the tokens owed) lost by live evictions: the most extra
    * hits that evictions can have admitted.
    */
+  @Override
   public long evictedHits() {
     return evictedHits.sum();
   }
 
   /** Keys larger than the whole bound, answered as fresh entries and not kept. */
+  @Override
   public long unstored() {
     return unstored.sum();
   }

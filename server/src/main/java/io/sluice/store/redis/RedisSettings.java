@@ -1,10 +1,9 @@
 package io.sluice.store.redis;
 
+import io.sluice.config.EnvValues;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Redis connection settings, read once from the environment with envoyproxy/ratelimit's names.
@@ -89,48 +88,14 @@ public record RedisSettings(
         reconnectInterval);
   }
 
-  private static final Pattern DURATION_PART =
-      Pattern.compile("(\\d+(?:\\.\\d+)?)(ns|us|µs|ms|s|m|h)");
-
-  /**
-   * Parses Go-style durations ({@code 50ms}, {@code 1m30s}, {@code 10s}); a bare number is seconds.
-   */
+  /** See {@link EnvValues#duration}. */
   public static Duration parseDuration(String name, String text) {
-    String t = text.trim();
-    if (t.matches("\\d+")) {
-      return Duration.ofSeconds(Long.parseLong(t));
-    }
-    Matcher m = DURATION_PART.matcher(t);
-    long nanos = 0;
-    int end = 0;
-    while (m.find() && m.start() == end) {
-      double v = Double.parseDouble(m.group(1));
-      long unit =
-          switch (m.group(2)) {
-            case "ns" -> 1L;
-            case "us", "µs" -> 1_000L;
-            case "ms" -> 1_000_000L;
-            case "s" -> 1_000_000_000L;
-            case "m" -> 60_000_000_000L;
-            default -> 3_600_000_000_000L;
-          };
-      nanos += (long) (v * unit);
-      end = m.end();
-    }
-    if (end != t.length() || t.isEmpty()) {
-      throw new IllegalArgumentException(
-          name + ": " + text + " (expected: a duration like 50ms or 10s)");
-    }
-    return Duration.ofNanos(nanos);
+    return EnvValues.duration(name, text);
   }
 
+  /** See {@link EnvValues#bool(String, String)}. */
   public static boolean parseBool(String name, String text) {
-    return switch (text.trim().toLowerCase(Locale.ROOT)) {
-      case "true", "1", "t", "yes" -> true;
-      case "false", "0", "f", "no", "" -> false;
-      default ->
-          throw new IllegalArgumentException(name + ": " + text + " (expected: true or false)");
-    };
+    return EnvValues.bool(name, text);
   }
 
   /** Never prints a credential: auth, sentinel auth and a URL's password are masked. */

@@ -12,18 +12,18 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import io.sluice.core.store.CounterIncrement;
-import io.sluice.core.store.CounterStore;
+import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.store.StoreException;
 import io.sluice.core.store.StoreHealth;
 import io.sluice.core.store.TokenBucketResult;
 import io.sluice.core.store.TokenBucketSpec;
-import io.sluice.core.store.TokenBucketStore;
 import io.sluice.core.time.Ticker;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -50,7 +50,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Concurrency: the connection is shared and thread-safe; the connection future is swapped under
  * {@code this} lock only on (re)connect.
  */
-public final class RedisStore implements CounterStore, TokenBucketStore, AutoCloseable {
+public final class RedisStore implements KeyValueStore, AutoCloseable {
   private static final String SCRIPT = loadScript();
   private static final String SCRIPT_SHA = sha1(SCRIPT);
 
@@ -86,6 +86,7 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
    * calls, so the first real commands do not overrun {@link RedisSettings#commandTimeout()} while
    * classes load and the JIT compiles. Completes when all succeeded; fails with the first error.
    */
+  @Override
   public CompletionStage<Void> warmUp(String keyPrefix, int rounds) {
     String key = keyPrefix + "sluice_warmup_" + Long.toHexString(System.nanoTime()) + "_";
     return commands()
@@ -216,6 +217,18 @@ public final class RedisStore implements CounterStore, TokenBucketStore, AutoClo
   @Override
   public boolean inProcess() {
     return false; // a round trip to Redis: timed
+  }
+
+  /** {@code REDIS_COMMAND_TIMEOUT}. */
+  @Override
+  public Duration commandTimeout() {
+    return settings.commandTimeout();
+  }
+
+  /** {@code REDIS_RECONNECT_INTERVAL}. */
+  @Override
+  public Duration retryInterval() {
+    return settings.reconnectInterval();
   }
 
   @Override

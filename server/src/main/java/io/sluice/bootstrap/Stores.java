@@ -1,0 +1,142 @@
+package io.sluice.bootstrap;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sluice.core.store.KeyValueStore;
+import io.sluice.core.time.Ticker;
+import io.sluice.rls.RlsMetrics;
+import io.sluice.store.StoreSettings;
+import io.sluice.store.memory.InMemoryStore;
+import io.sluice.store.redis.RedisStore;
+import java.time.Clock;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The process's key-value stores, built once from {@link StoreSettings} ({@code BACKEND_TYPE},
+ * {@code REDIS_*}, {@code SLUICE_RLS_MEMORY_*}) and handed as ports to the rate limit service and
+ * to the tenant quotas, so both count in the same store: with {@code BACKEND_TYPE=redis} tenant
+ * budgets hold across replicas whether or not the rate limit service is enabled.
+ *
+ * <ul>
+ *   <li>{@link #shared()}: the backend (one bounded {@link InMemoryStore}, or a {@link
+ *       RedisStore}).
+ *   <li>{@link #local()}: the in-process store of the rate limit failure mode {@code local}: the
+ *       backend itself when it is memory (it cannot fail), else a bounded {@link InMemoryStore}.
+ * </ul>
+ *
+ * <p>Memory stores are observed as {@code sluice.rls.store.memory.*{store=memory|local}}. The only
+ * class that names a store implementation; closing it closes the Redis connection.
+ */
+public final class Stores implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Stores.class);
+
+  private final StoreSettings settings;
+  private final KeyValueStore shared;
+  private final KeyValueStore local;
+  private final AutoCloseable closer;
+
+  private Stores(
+      StoreSettings settings, KeyValueStore shared, KeyValueStore local, AutoCloseable closer) {
+    this.settings = settings;
+    this.shared = shared;
+    this.local = local;
+    this.closer = closer;
+  }
+
+  /**
+   * The stores of {@code env} (the merged {@code rateLimit.env} and process environment).
+   *
+   * @param registry where the memory stores' gauges go, or null for none
+   * @throws IllegalArgumentException a bad setting, naming the variable
+   */
+  public static Stores fromEnv(
+      Map<String, String> env, Clock clock, Ticker ticker, MeterRegistry registry) {
+    return create(StoreSettings.fromEnv(env), clock, ticker, registry);
+  }
+
+  public static Stores create(
+      StoreSettings settings, Clock clock, Ticker ticker, MeterRegistry registry) {
+    if (settings.redisBackend()) {
+      RedisStore redis = new RedisStore(settings.redis(), ticker);
+      InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
+      bind(registry, "local", local);
+      return new Stores(settings, redis, local, redis);
+    }
+    InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
+    bind(registry, "memory", memory);
+    return new Stores(settings, memory, memory, () -> {});
+  }
+
+  /** A private in-memory store with the default bound and no metrics (the warm-up's). */
+  static Stores isolatedMemory(Clock clock) {
+    InMemoryStore memory = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
+    return new Stores(StoreSettings.fromEnv(Map.of()), memory, memory, () -> {});
+  }
+
+  private static void bind(MeterRegistry registry, String tag, InMemoryStore store) {
+    if (registry != null) {
+      RlsMetrics.bindMemoryStore(registry, tag, store);
+    }
+  }
+
+  public StoreSettings settings() {
+    return settings;
+  }
+
+  /** The backend: the rate limit service's counters and buckets, and the tenant quotas'. */
+  public KeyValueStore shared() {
+    return shared;
+  }
+
+  /** The in-process store of failure mode {@code local}. */
+  public KeyValueStore local() {
+    return local;
+  }
+
+  /**
+   * Completes when the backend answers: at once in memory; for Redis, {@code rounds} warm-up calls
+   * on keys under {@code keyPrefix}, a failed attempt retried every {@code
+   * REDIS_RECONNECT_INTERVAL} until {@code timeoutNanos} (then the stage fails). The bootstrap
+   * waits on it when the rate limit service (whose own warm-up covers the store) is off.
+   */
+  CompletionStage<Void> warmUp(String keyPrefix, int rounds, long timeoutNanos, Ticker ticker) {
+    if (shared.inProcess()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    long deadline = ticker.nanos() + timeoutNanos;
+    Runnable[] attempt = new Runnable[1];
+    attempt[0] =
+        () ->
+            shared
+                .warmUp(keyPrefix, rounds)
+                .whenComplete(
+                    (v, e) -> {
+                      if (e == null) {
+                        done.complete(null);
+                      } else if (ticker.nanos() - deadline >= 0) {
+                        done.completeExceptionally(e);
+                      } else {
+                        CompletableFuture.delayedExecutor(
+                                Math.max(50, shared.retryInterval().toMillis()),
+                                TimeUnit.MILLISECONDS)
+                            .execute(attempt[0]);
+                      }
+                    });
+    attempt[0].run();
+    return done;
+  }
+
+  @Override
+  public void close() {
+    try {
+      closer.close();
+    } catch (Exception e) {
+      LOG.warn("closing store: {}", e.toString());
+    }
+  }
+}
