@@ -1,0 +1,138 @@
+package io.sluice.architecture;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaCall;
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.lang.ArchRule;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.Set;
+
+/**
+ * The house's layers, checked on the main classes:
+ *
+ * <ul>
+ *   <li>{@code core}: plain Java (no transport, metrics or store types), no adapters, no wall or
+ *       monotonic clock read except through {@code core.time.Ticker}.
+ *   <li>{@code routing}: resolves a request from the policy; sees only {@code config} and {@code
+ *       core}.
+ *   <li>{@code wire}: the hand-written protobuf codec; sees only the JDK and gRPC's stream marker
+ *       interfaces, and no Sluice package.
+ *   <li>{@code store.*} implementations: named only by {@code bootstrap} (the one wiring root),
+ *       everyone else uses the {@code core.store} ports.
+ *   <li>No cycles between top-level packages.
+ * </ul>
+ *
+ * {@link LayerRulesTest} checks them on the main classes; {@link LayerRulesBiteTest} shows each one
+ * failing on a class that breaks it on purpose.
+ */
+final class LayerRules {
+  private LayerRules() {}
+
+  /** Packages of transport, serialization, metrics and store drivers. */
+  static final String[] INFRASTRUCTURE = {
+    "io.grpc..",
+    "com.google.protobuf..",
+    "io.netty..",
+    "io.grpc.netty.shaded..",
+    "io.lettuce..",
+    "io.micrometer..",
+    "io.envoyproxy..",
+    "io.sluice.api..",
+    "redis.."
+  };
+
+  static final ArchRule CORE_IS_PLAIN_JAVA =
+      noClasses()
+          .that()
+          .resideInAPackage("io.sluice.core..")
+          .should()
+          .dependOnClassesThat()
+          .resideInAnyPackage(INFRASTRUCTURE);
+
+  static final ArchRule CORE_SEES_NO_ADAPTER =
+      noClasses()
+          .that()
+          .resideInAPackage("io.sluice.core..")
+          .should()
+          .dependOnClassesThat()
+          .resideInAnyPackage(
+              "io.sluice.extproc..",
+              "io.sluice.rls..",
+              "io.sluice.bootstrap..",
+              "io.sluice.config..",
+              "io.sluice.observability..",
+              "io.sluice.routing..",
+              "io.sluice.wire..",
+              "io.sluice.store..");
+
+  /** {@code Instant.now}, {@code Clock.system*}, {@code System.currentTimeMillis/nanoTime}. */
+  static final DescribedPredicate<JavaCall<?>> READS_A_SYSTEM_CLOCK =
+      new DescribedPredicate<>(
+          "read a system clock (Instant.now, Clock.system*, System.currentTimeMillis/nanoTime)") {
+        @Override
+        public boolean test(JavaCall<?> call) {
+          String owner = call.getTargetOwner().getName();
+          String name = call.getName();
+          if (owner.equals(System.class.getName())) {
+            return Set.of("currentTimeMillis", "nanoTime").contains(name);
+          }
+          if (owner.equals(Instant.class.getName())) {
+            return name.equals("now");
+          }
+          if (owner.equals(Clock.class.getName())) {
+            return name.startsWith("system");
+          }
+          return false;
+        }
+      };
+
+  static final ArchRule CORE_READS_NO_SYSTEM_CLOCK =
+      noClasses()
+          .that()
+          .resideInAPackage("io.sluice.core..")
+          // Ticker.system() is the one door to the monotonic clock; the bootstrap passes it in
+          .and()
+          .doNotHaveFullyQualifiedName(io.sluice.core.time.Ticker.class.getName())
+          .should()
+          .callMethodWhere(READS_A_SYSTEM_CLOCK)
+          .orShould()
+          .callConstructorWhere(
+              DescribedPredicate.describe(
+                  "construct a Clock", c -> c.getTargetOwner().isAssignableTo(Clock.class)));
+
+  static final ArchRule ROUTING_SEES_ONLY_CONFIG_AND_CORE =
+      classes()
+          .that()
+          .resideInAPackage("io.sluice.routing..")
+          .should()
+          .onlyDependOnClassesThat()
+          .resideInAnyPackage(
+              "java..", "io.sluice.routing..", "io.sluice.config..", "io.sluice.core..");
+
+  static final ArchRule WIRE_SEES_ONLY_THE_JDK_AND_GRPC_STREAMS =
+      classes()
+          .that()
+          .resideInAPackage("io.sluice.wire..")
+          .should()
+          .onlyDependOnClassesThat(
+              JavaClass.Predicates.resideInAnyPackage("java..", "io.sluice.wire..")
+                  .or(JavaClass.Predicates.equivalentTo(io.grpc.Drainable.class))
+                  .or(JavaClass.Predicates.equivalentTo(io.grpc.KnownLength.class)));
+
+  static final ArchRule ONLY_BOOTSTRAP_NAMES_A_STORE =
+      noClasses()
+          .that()
+          .resideOutsideOfPackages("io.sluice.bootstrap..", "io.sluice.store..")
+          .should()
+          .dependOnClassesThat()
+          .resideInAPackage("io.sluice.store..")
+          .because("bootstrap builds the stores once and hands out the io.sluice.core.store ports");
+
+  static final ArchRule NO_PACKAGE_CYCLES =
+      slices().matching("io.sluice.(*)..").should().beFreeOfCycles();
+}

@@ -1,0 +1,76 @@
+package io.sluice.architecture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.lang.EvaluationResult;
+import io.sluice.core.archfixture.ReadsClocks;
+import io.sluice.core.archfixture.SeesAdapters;
+import io.sluice.extproc.archfixture.UsesRouting;
+import io.sluice.rls.archfixture.NamesAStore;
+import io.sluice.routing.archfixture.UsesExtProc;
+import io.sluice.wire.archfixture.UsesConfig;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Every rule of {@link LayerRules} can fail: each is evaluated on a small class in test sources
+ * (package {@code ..archfixture}) that breaks it on purpose, and must report that class.
+ */
+class LayerRulesBiteTest {
+  static Stream<Arguments> breaks() {
+    return Stream.of(
+        Arguments.of("core is plain Java", LayerRules.CORE_IS_PLAIN_JAVA, SeesAdapters.class),
+        Arguments.of("core sees no adapter", LayerRules.CORE_SEES_NO_ADAPTER, SeesAdapters.class),
+        Arguments.of(
+            "core reads no clock", LayerRules.CORE_READS_NO_SYSTEM_CLOCK, ReadsClocks.class),
+        Arguments.of(
+            "routing sees config and core",
+            LayerRules.ROUTING_SEES_ONLY_CONFIG_AND_CORE,
+            UsesExtProc.class),
+        Arguments.of(
+            "wire sees the JDK",
+            LayerRules.WIRE_SEES_ONLY_THE_JDK_AND_GRPC_STREAMS,
+            UsesConfig.class),
+        Arguments.of(
+            "only bootstrap names a store",
+            LayerRules.ONLY_BOOTSTRAP_NAMES_A_STORE,
+            NamesAStore.class),
+        Arguments.of("no package cycles", LayerRules.NO_PACKAGE_CYCLES, UsesExtProc.class));
+  }
+
+  private static final JavaClasses FIXTURES =
+      new ClassFileImporter()
+          .importClasses(
+              ReadsClocks.class,
+              SeesAdapters.class,
+              UsesExtProc.class,
+              UsesRouting.class,
+              UsesConfig.class,
+              NamesAStore.class);
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("breaks")
+  void rule_failsOnItsDeliberateBreak(String name, ArchRule rule, Class<?> breaker) {
+    EvaluationResult result = rule.evaluate(FIXTURES);
+    assertThat(result.hasViolation()).as(name).isTrue();
+    assertThat(result.getFailureReport().toString()).contains(breaker.getName());
+  }
+
+  @Test
+  void clockRule_catchesEachClock() {
+    String report =
+        LayerRules.CORE_READS_NO_SYSTEM_CLOCK.evaluate(FIXTURES).getFailureReport().toString();
+    assertThat(report)
+        .contains("java.time.Instant.now()")
+        .contains("java.time.Clock.systemUTC()")
+        .contains("java.time.Clock.systemDefaultZone()")
+        .contains("java.lang.System.currentTimeMillis()")
+        .contains("java.lang.System.nanoTime()");
+  }
+}
