@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Permit {
   private final PoolState pool;
-  private final PoolState.ClassSlot slot;
+  private final ClassSlot slot;
   private final ClassPolicy requestClass;
   private final Tenant tenant;
   private final long workUnits;
@@ -22,7 +22,7 @@ public final class Permit {
 
   Permit(
       PoolState pool,
-      PoolState.ClassSlot slot,
+      ClassSlot slot,
       Tenant tenant,
       long workUnits,
       long admittedAtNanos,
@@ -63,7 +63,7 @@ public final class Permit {
     return requestClass;
   }
 
-  PoolState.ClassSlot slot() {
+  ClassSlot slot() {
     return slot;
   }
 

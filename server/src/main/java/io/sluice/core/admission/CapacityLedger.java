@@ -1,0 +1,227 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What one pool holds in flight — per class, per tenant, in total — and whether a request may
+ * start. Admission rule for class {@code k} asking for {@code w} work units, with capacity {@code
+ * C}, in-flight work {@code U = Σ U_j}, reserved {@code R_j}, guaranteed {@code G_j = R_j -
+ * lendable_j}:
+ *
+ * <ol>
+ *   <li>{@code U_k + w <= R_k}, or the class may borrow ({@code borrow: true}); else {@code
+ *       class_share};
+ *   <li>{@code U_k + w + Σ_{j≠k} max(U_j, G_j) <= C}: never occupy another class's idle guaranteed
+ *       share; else {@code pool_saturated}.
+ * </ol>
+ *
+ * Invariant (holds after every admission when {@code Σ G_j <= C}): {@code Σ_j max(U_j, G_j) <= C},
+ * so a class below its guaranteed share is always admitted at once.
+ *
+ * <p>{@link #reconfigure} keeps every in-flight permit: class slots are matched by name, a removed
+ * class keeps its slot (with no reserve) until its work drains, and a smaller capacity simply
+ * admits nothing new until in-flight work falls below it. A request larger than its class can ever
+ * hold is accounted as that reach ({@link #accountedWork}) so it can run alone rather than never.
+ *
+ * <p>Not thread-safe: guarded by the pool lock, except {@link #slots()} and {@link #policy()},
+ * which are safely published (copy-on-write) for lock-free reads. No clock.
+ */
+final class CapacityLedger {
+  /** Why a request cannot start now: the reason, the work to drain first, and a message. */
+  record Shortfall(Reason reason, long drainWork, String message) {}
+
+  private volatile PoolPolicy policy; // written under the pool lock
+  private volatile List<ClassSlot> slots = List.of(); // copy-on-write; includes retired slots
+  private long totalWork;
+  private int totalRequests;
+  private final Map<String, int[]> tenantInFlight = new HashMap<>();
+
+  /**
+   * Applies a new policy to the class slots; returns every slot (active in the given order, then
+   * retired ones still holding permits).
+   */
+  List<ClassSlot> reconfigure(PoolPolicy newPolicy, List<ClassPolicy> classes) {
+    Map<String, ClassSlot> old = new HashMap<>();
+    for (ClassSlot s : slots) {
+      old.put(s.name(), s);
+    }
+    List<ClassSlot> next = new ArrayList<>();
+    long capacity = newPolicy.capacityWorkUnits();
+    for (ClassPolicy c : classes) {
+      ClassSlot s = old.remove(c.name());
+      if (s == null) {
+        s = new ClassSlot(c);
+      }
+      s.policy = c;
+      s.retired = false;
+      s.reserved = (long) Math.floor(c.reservedShare() * capacity);
+      s.guaranteed = (long) Math.floor(c.guaranteedShare() * capacity);
+      next.add(s);
+    }
+    for (ClassSlot s : old.values()) {
+      if (s.work > 0 || s.requests > 0) {
+        s.retired = true;
+        s.reserved = 0;
+        s.guaranteed = 0;
+        next.add(s);
+      }
+    }
+    this.policy = newPolicy;
+    this.slots = List.copyOf(next);
+    return this.slots;
+  }
+
+  PoolPolicy policy() {
+    return policy;
+  }
+
+  /** Every slot, retired ones included. */
+  List<ClassSlot> slots() {
+    return slots;
+  }
+
+  /** The active slot of {@code className}, or null. */
+  ClassSlot slot(String className) {
+    for (ClassSlot s : slots) {
+      if (!s.retired && s.name().equals(className)) {
+        return s;
+      }
+    }
+    return null;
+  }
+
+  long totalWork() {
+    return totalWork;
+  }
+
+  int totalRequests() {
+    return totalRequests;
+  }
+
+  int tenantsInFlight() {
+    return tenantInFlight.size();
+  }
+
+  /** Requests of {@code tenantId} in flight. */
+  int tenantInFlight(String tenantId) {
+    int[] c = tenantInFlight.get(tenantId);
+    return c == null ? 0 : c[0];
+  }
+
+  /** Capacity free now ({@code C - U}, never negative). */
+  long freeWork() {
+    return Math.max(0, policy.capacityWorkUnits() - totalWork);
+  }
+
+  /** Why {@code tenant}'s in-flight cap stops a start now, or null. */
+  Shortfall checkTenant(Tenant tenant) {
+    int maxInFlight = tenant.tier().maxInFlight();
+    if (maxInFlight <= 0) {
+      return null;
+    }
+    int n = tenantInFlight(tenant.id());
+    if (n >= maxInFlight) {
+      return new Shortfall(
+          Reason.TENANT_CONCURRENCY,
+          0,
+          "tenant has " + n + " requests in flight (cap " + maxInFlight + ")");
+    }
+    return null;
+  }
+
+  /** Pool request cap, class share and pool capacity (not the tenant cap); null if it fits. */
+  Shortfall checkCapacity(ClassSlot k, long work) {
+    PoolPolicy p = policy;
+    long w = accountedWork(k, work);
+    ClassPolicy cls = k.policy;
+    if (p.maxRequests() > 0 && totalRequests >= p.maxRequests()) {
+      return new Shortfall(Reason.POOL_SATURATED, w, "pool " + p.name() + " is at its request cap");
+    }
+    if (k.work + w > k.reserved && !cls.borrow()) {
+      return new Shortfall(
+          Reason.CLASS_SHARE,
+          k.work + w - k.reserved,
+          "class " + cls.name() + " has used its share of pool " + p.name());
+    }
+    long need = k.work + w + protectedFor(k);
+    if (need > p.capacityWorkUnits()) {
+      return new Shortfall(
+          Reason.POOL_SATURATED,
+          need - p.capacityWorkUnits(),
+          "pool " + p.name() + " has no capacity for class " + cls.name());
+    }
+    return null;
+  }
+
+  /** Takes a permit for {@code request} in class {@code k} (the checks passed). */
+  Permit take(PoolState pool, ClassSlot k, AdmissionRequest request, long nowNanos) {
+    Tenant tenant = request.tenant();
+    long w = accountedWork(k, request.workUnits());
+    k.work += w;
+    k.requests++;
+    totalWork += w;
+    totalRequests++;
+    int[] tenantCount = tenantInFlight.get(tenant.id());
+    if (tenantCount == null) {
+      tenantInFlight.put(tenant.id(), new int[] {1});
+    } else {
+      tenantCount[0]++;
+    }
+    return new Permit(pool, k, tenant, w, nowNanos, request.inputTokens(), request.outputTokens());
+  }
+
+  /** Returns a permit's work and slot; a drained retired class slot is dropped. */
+  void release(Permit permit) {
+    ClassSlot k = permit.slot();
+    k.work -= permit.workUnits();
+    k.requests--;
+    totalWork -= permit.workUnits();
+    totalRequests--;
+    int[] count = tenantInFlight.get(permit.tenant().id());
+    if (count != null && --count[0] <= 0) {
+      tenantInFlight.remove(permit.tenant().id());
+    }
+    if (k.retired && k.work == 0 && k.requests == 0) {
+      List<ClassSlot> next = new ArrayList<>(slots);
+      next.remove(k);
+      slots = List.copyOf(next);
+    }
+  }
+
+  /**
+   * The work a request of class {@code k} is accounted as: its own, but at most the most class
+   * {@code k} can ever hold — the pool less the other classes' guaranteed shares, and its own
+   * reserved share when it may not borrow. A larger request then runs alone (the class's whole
+   * reach) rather than never: accounted as the whole capacity it could not start while another
+   * class guarantees a share, and would wait out its queue time for nothing.
+   */
+  long accountedWork(ClassSlot k, long work) {
+    long reach = policy.capacityWorkUnits();
+    for (ClassSlot j : slots) {
+      if (j != k) {
+        reach -= j.guaranteed;
+      }
+    }
+    if (!k.policy.borrow()) {
+      reach = Math.min(reach, k.reserved);
+    }
+    return Math.min(work, Math.max(1, reach));
+  }
+
+  /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */
+  private long protectedFor(ClassSlot k) {
+    long sum = 0;
+    for (ClassSlot j : slots) {
+      if (j != k) {
+        sum += Math.max(j.work, j.guaranteed);
+      }
+    }
+    return sum;
+  }
+}

@@ -1,0 +1,46 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.queue.LogQuantile;
+import io.sluice.core.queue.TenantFairQueue;
+
+/**
+ * One class's accounting inside one pool: its shares on both dimensions the pool counts (work units
+ * and request slots), what it holds in flight, its waiting room and its service-time tail. Every
+ * field is guarded by the owning {@link PoolState}'s lock; the pool's parts ({@link
+ * CapacityLedger}, {@link QueueCoordinator}, {@link ServiceTimes}) read and write it only under
+ * that lock.
+ */
+final class ClassSlot {
+  ClassPolicy policy;
+
+  /** {@code floor(reservedShare × capacity)} work units. */
+  long reserved;
+
+  /** {@code floor(guaranteedShare × capacity)} work units nobody else may occupy. */
+  long guaranteed;
+
+  /** Request slots the class may hold without borrowing (0 when the pool has no request cap). */
+  int reservedRequests;
+
+  /** Request slots nobody else may occupy (0 when the pool has no request cap). */
+  int guaranteedRequests;
+
+  /** Removed from the policy but still holding permits: no shares, kept until it drains. */
+  boolean retired;
+
+  long work;
+  int requests;
+  TenantFairQueue<QueueCoordinator.Entry> queue;
+
+  /** How much longer than the pool's service model this class's requests take (quantile). */
+  final LogQuantile overrun = ServiceTimes.newTail();
+
+  ClassSlot(ClassPolicy policy) {
+    this.policy = policy;
+  }
+
+  String name() {
+    return policy.name();
+  }
+}

@@ -1,0 +1,346 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.queue.ClassScheduler;
+import io.sluice.core.queue.Offer;
+import io.sluice.core.queue.QueueBounds;
+import io.sluice.core.queue.QueuedItem;
+import io.sluice.core.queue.TenantFairQueue;
+import io.sluice.core.queue.WaitPredictor;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+
+/**
+ * The waiting side of one pool (PRODUCT.md rules 2–4): each class's {@link TenantFairQueue}, the
+ * {@link ClassScheduler} across them, per-tenant queued counts and tickets. It queues a request
+ * when its predicted wait fits its deadline and the class's maximum wait, removes it on cancel,
+ * expires it when its time is up, and — whenever capacity frees or an item is queued — lets the
+ * scheduler propose starts, which the pool's {@link Starter} disposes (its own capacity check).
+ *
+ * <p>Waiters are never called here: every answer becomes a {@link Callback} the pool runs after it
+ * releases its lock. Not thread-safe: guarded by the pool lock. Time is an argument.
+ */
+final class QueueCoordinator {
+  /** What a queued item carries: its waiter and request (no body, no thread). */
+  record Entry(Waiter waiter, AdmissionRequest request) {}
+
+  /** A waiter's answer, run once the pool lock is released. */
+  record Callback(Waiter waiter, Permit permit, Decision.Reject rejection, long waitedNanos) {
+    void run() {
+      if (permit != null) {
+        waiter.admitted(permit, waitedNanos);
+      } else {
+        waiter.refused(rejection, waitedNanos);
+      }
+    }
+  }
+
+  /** The outcome of a proposed start: a permit, or a refusal (it can no longer finish in time). */
+  record Start(Permit permit, Decision.Reject refusal) {}
+
+  /** The pool's side of a start: its own checks, then the permit. */
+  interface Starter {
+    /** A permit or a refusal; null when it does not fit now (it stays queued). */
+    Start start(ClassSlot k, AdmissionRequest request, long nowNanos);
+  }
+
+  private final CapacityLedger capacity;
+  private final ServiceTimes service;
+  private final RetryAdvice retry;
+  private final Starter starter;
+  private final Map<String, int[]> tenantQueued = new HashMap<>();
+  private final SchedulerLedger ledger = new SchedulerLedger();
+  private ClassScheduler<Entry> scheduler;
+  private List<ClassSlot> queueSlots = List.of(); // scheduler index -> slot
+  private long nextTicket = 1;
+
+  QueueCoordinator(
+      CapacityLedger capacity, ServiceTimes service, RetryAdvice retry, Starter starter) {
+    this.capacity = capacity;
+    this.service = service;
+    this.retry = retry;
+    this.starter = starter;
+  }
+
+  /**
+   * Gives every slot a queue with the new bounds (a non-empty queue keeps its bounds until it is
+   * empty) and rebuilds the scheduler; retired slots rank last, with no reserve.
+   */
+  void reconfigure(List<ClassSlot> slots, PoolPolicy policy) {
+    List<ClassScheduler.QueueClass<Entry>> qcs = new ArrayList<>();
+    for (ClassSlot s : slots) {
+      QueueBounds bounds = bounds(s.policy, policy);
+      if (s.queue == null || (s.queue.isEmpty() && !s.queue.bounds().equals(bounds))) {
+        s.queue = new TenantFairQueue<>(bounds);
+      }
+      qcs.add(
+          new ClassScheduler.QueueClass<>(
+              s.name(),
+              s.retired ? Integer.MAX_VALUE / 2 : s.policy.rank(),
+              s.retired ? 0 : s.policy.reservedShare(),
+              s.retired || s.policy.borrow(),
+              s.queue));
+    }
+    this.queueSlots = List.copyOf(slots);
+    this.scheduler = new ClassScheduler<>(qcs);
+  }
+
+  private static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
+    long maxWork =
+        Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) p.capacityWorkUnits()));
+    long maxWait = Math.max(1, c.maxQueueWait().toNanos());
+    return new QueueBounds(maxWork, c.maxQueueItems(), maxWait, c.tenantQueueShare());
+  }
+
+  /** Rule 2: whether a class of rank {@code <= rank} has waiting items. */
+  boolean hasWaitingAtOrAbove(int rank) {
+    return scheduler.hasWaitingAtOrAbove(rank);
+  }
+
+  /** Requests of {@code tenantId} waiting in this pool. */
+  int tenantQueued(String tenantId) {
+    int[] c = tenantQueued.get(tenantId);
+    return c == null ? 0 : c[0];
+  }
+
+  /** Work waiting in active classes of rank {@code <= rank}. */
+  long queuedWorkAtOrAbove(int rank) {
+    long sum = 0;
+    for (ClassSlot s : queueSlots) {
+      if (!s.retired && s.policy.rank() <= rank) {
+        sum += s.queue.queuedWork();
+      }
+    }
+    return sum;
+  }
+
+  /**
+   * Queues {@code request} of class {@code k} for at most {@code maxWait}, or refuses it when its
+   * predicted wait cannot meet its deadline or the class's maximum wait, or its queue has no room.
+   */
+  Decision enqueue(
+      ClassSlot k,
+      AdmissionRequest request,
+      Waiter waiter,
+      long maxWait,
+      long nowNanos,
+      List<Callback> callbacks) {
+    PoolPolicy policy = capacity.policy();
+    WaitPredictor predictor = service.predictor();
+    Tenant tenant = request.tenant();
+    long work = capacity.accountedWork(k, request.workUnits());
+    long ahead =
+        queuedWorkAtOrAbove(k.policy.rank())
+            - k.queue.queuedWork()
+            + k.queue.queuedWorkAhead(tenant.id(), tenant.tier().weight());
+    long predicted = predictor.predictWaitNanos(ahead, work, capacity.freeWork());
+    long serviceNanos = service.deadlineServiceNanos(k, request, work);
+    if (!WaitPredictor.feasible(
+        nowNanos, request.deadlineNanos(), maxWait, predicted, serviceNanos)) {
+      return new Decision.Reject(
+          Reason.DEADLINE_UNREACHABLE,
+          503,
+          retry.seconds(service.drainNanos(ahead + work)),
+          "predicted wait cannot meet the deadline or the class's maximum queue wait");
+    }
+    long expires = QueuedItem.expiryNanos(nowNanos, maxWait, request.deadlineNanos(), serviceNanos);
+    long ticket = nextTicket++;
+    QueuedItem<Entry> item =
+        new QueuedItem<>(
+            ticket,
+            tenant.id(),
+            tenant.tier().weight(),
+            work,
+            nowNanos,
+            expires,
+            request.deadlineNanos(),
+            new Entry(waiter, request));
+    Offer offer = k.queue.offer(item, nowNanos);
+    if (offer instanceof Offer.Rejected r) {
+      return switch (r.reason()) {
+        case TENANT_SHARE ->
+            new Decision.Reject(
+                Reason.TENANT_CONCURRENCY,
+                429,
+                retry.seconds(service.drainNanos(k.queue.tenantQueuedWork(tenant.id()))),
+                "tenant owns its share of the waiting room of class " + k.name());
+        case QUEUE_FULL ->
+            new Decision.Reject(
+                Reason.QUEUE_FULL,
+                503,
+                retry.seconds(service.drainNanos(k.queue.queuedWork())),
+                "queue of class " + k.name() + " in pool " + policy.name() + " is full");
+        case EXPIRED ->
+            new Decision.Reject(
+                Reason.DEADLINE_UNREACHABLE,
+                503,
+                retry.seconds(service.drainNanos(ahead + work)),
+                "the deadline leaves no time to wait");
+      };
+    }
+    Offer.Accepted accepted = (Offer.Accepted) offer;
+    increment(tenantQueued, tenant.id());
+    long hold = Math.max(1_000_000L, (expires - nowNanos) + policy.holdMargin().toNanos());
+    Decision.Queued queued =
+        new Decision.Queued(policy.name(), ticket, hold, expires, accepted.position(), predicted);
+    // Queuing may itself allow a start (e.g. the item is first in line and fits): its waiter
+    // is then called after this decision is returned (callbacks run after the lock).
+    drain(nowNanos, callbacks);
+    return queued;
+  }
+
+  /** Removes a queued request whose stream went away; true if it was still waiting. */
+  boolean cancel(long ticket, long nowNanos, List<Callback> callbacks) {
+    for (ClassSlot s : queueSlots) {
+      var item = s.queue.remove(ticket);
+      if (item.isPresent()) {
+        decrement(tenantQueued, item.get().tenant());
+        drain(nowNanos, callbacks);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Answers every queued item with {@code reason} (server shutdown); returns how many. */
+  int refuseAll(Reason reason, long nowNanos, List<Callback> callbacks) {
+    int n = 0;
+    for (ClassSlot s : queueSlots) {
+      for (QueuedItem<Entry> item : s.queue.clear()) {
+        decrement(tenantQueued, item.tenant());
+        callbacks.add(
+            new Callback(
+                item.payload().waiter(),
+                null,
+                new Decision.Reject(
+                    reason,
+                    503,
+                    retry.seconds(0),
+                    "sluice is shutting down; retry on another replica"),
+                nowNanos - item.enqueuedAtNanos()));
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Earliest expiry among queued items, for the adapter's timer. */
+  OptionalLong nextExpiryNanos() {
+    return scheduler.nextExpiryNanos();
+  }
+
+  /** Expires what is due and starts whatever the scheduler proposes and the pool accepts. */
+  void drain(long nowNanos, List<Callback> callbacks) {
+    if (!anyQueued()) {
+      return; // the common case when the pool is not saturated: nothing to expire or start
+    }
+    ledger.now = nowNanos;
+    ledger.started.clear();
+    ClassScheduler.Drain<Entry> drain = scheduler.drain(nowNanos, ledger);
+    for (ClassScheduler.Expired<Entry> e : drain.expired()) {
+      QueuedItem<Entry> item = e.item();
+      decrement(tenantQueued, item.tenant());
+      callbacks.add(
+          new Callback(
+              item.payload().waiter(),
+              null,
+              new Decision.Reject(
+                  Reason.QUEUE_TIMEOUT,
+                  503,
+                  retry.seconds(service.drainNanos(queuedWorkAtOrAbove(Integer.MAX_VALUE))),
+                  "waited the longest it could and could not start in time"),
+              nowNanos - item.enqueuedAtNanos()));
+    }
+    for (int i = 0; i < drain.admitted().size(); i++) {
+      QueuedItem<Entry> item = drain.admitted().get(i).item();
+      decrement(tenantQueued, item.tenant());
+      Start start = ledger.started.get(i);
+      callbacks.add(
+          new Callback(
+              item.payload().waiter(),
+              start.permit(),
+              start.refusal(),
+              nowNanos - item.enqueuedAtNanos()));
+    }
+  }
+
+  /** Queue state of every active class, in rank order. */
+  List<PoolState.QueueSnapshot> snapshots(long nowNanos, int topTenants) {
+    List<PoolState.QueueSnapshot> out = new ArrayList<>();
+    for (ClassSlot s : queueSlots) {
+      if (!s.retired) {
+        out.add(
+            new PoolState.QueueSnapshot(
+                s.name(),
+                s.queue.depth(),
+                s.queue.queuedWork(),
+                s.queue.oldestAgeNanos(nowNanos),
+                topTenants > 0 ? s.queue.topTenants(topTenants) : List.of()));
+      }
+    }
+    return out;
+  }
+
+  private boolean anyQueued() {
+    for (ClassSlot s : queueSlots) {
+      if (!s.queue.isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The scheduler's view of the pool; {@link #admit} runs the pool's own checks. */
+  private final class SchedulerLedger implements ClassScheduler.PoolLedger<Entry> {
+    long now;
+
+    /** Per item the scheduler took off a queue: its permit or refusal. */
+    final List<Start> started = new ArrayList<>();
+
+    @Override
+    public long capacityWorkUnits() {
+      return capacity.policy().capacityWorkUnits();
+    }
+
+    @Override
+    public long inFlightWorkUnits() {
+      return capacity.totalWork();
+    }
+
+    @Override
+    public long inFlightWorkUnits(int classIndex) {
+      return queueSlots.get(classIndex).work;
+    }
+
+    @Override
+    public boolean admit(int classIndex, QueuedItem<Entry> item, ClassScheduler.Lane lane) {
+      Start start = starter.start(queueSlots.get(classIndex), item.payload().request(), now);
+      if (start == null) {
+        return false;
+      }
+      started.add(start);
+      return true;
+    }
+  }
+
+  private static void increment(Map<String, int[]> m, String key) {
+    int[] c = m.get(key);
+    if (c == null) {
+      m.put(key, new int[] {1});
+    } else {
+      c[0]++;
+    }
+  }
+
+  private static void decrement(Map<String, int[]> m, String key) {
+    int[] c = m.get(key);
+    if (c != null && --c[0] <= 0) {
+      m.remove(key);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.queue.RetryAfter;
+import java.util.function.DoubleSupplier;
+
+/**
+ * The Retry-After values one pool gives its refusals, in whole seconds, clamped to the pool's
+ * {@code retryAfter} bounds and jittered ({@link RetryAfter}). Three bases:
+ *
+ * <ul>
+ *   <li>{@link #seconds(long)}: a predicted duration (a queue drain, a wait) from the wait
+ *       predictor;
+ *   <li>{@link #forWork}: {@code work} units at the pool's recent completion rate (capacity and
+ *       class-share refusals);
+ *   <li>{@link #forHold}: the mean permit hold time (a tenant's concurrency cap frees one slot when
+ *       one of its requests ends).
+ * </ul>
+ *
+ * <p>Owns the pool's {@link CompletionRate}, fed on every release. Not thread-safe: guarded by the
+ * pool lock. Time is an argument.
+ */
+final class RetryAdvice {
+  private static final long NANOS_PER_SECOND = 1_000_000_000L;
+
+  private final CompletionRate completionRate;
+  private final DoubleSupplier uniform;
+  private RetryAfter retryAfter;
+  private long minNanos;
+
+  RetryAdvice(long rateTauNanos, DoubleSupplier uniform) {
+    this.completionRate = new CompletionRate(rateTauNanos);
+    this.uniform = uniform;
+  }
+
+  /** Takes the pool's clamps and jitter. */
+  void reconfigure(PoolPolicy policy) {
+    long min = Math.max(1, ceilSeconds(policy.retryAfterMin().toNanos()));
+    this.retryAfter =
+        new RetryAfter(
+            min,
+            Math.max(min, policy.retryAfterMax().toSeconds()),
+            policy.retryAfterJitter(),
+            uniform);
+    this.minNanos = policy.retryAfterMin().toNanos();
+  }
+
+  /** A permit of {@code work} units was held {@code holdNanos} and released at {@code nowNanos}. */
+  void onRelease(long work, long holdNanos, long nowNanos) {
+    completionRate.onCompletion(work, holdNanos, nowNanos);
+  }
+
+  /** Retry-After for a predicted duration. */
+  long seconds(long nanos) {
+    return retryAfter.seconds(nanos);
+  }
+
+  /** Seconds until {@code work} units should have drained at the recent completion rate. */
+  long forWork(long work, long nowNanos) {
+    double rate = completionRate.workPerSecond(nowNanos);
+    double seconds = rate > 0 ? work / rate : minNanos / (double) NANOS_PER_SECOND;
+    return clamp(seconds);
+  }
+
+  /** Seconds until a typical in-flight request completes (per-tenant caps). */
+  long forHold() {
+    double holdNanos = completionRate.meanHoldNanos();
+    double seconds =
+        holdNanos > 0 ? holdNanos / NANOS_PER_SECOND : minNanos / (double) NANOS_PER_SECOND;
+    return clamp(seconds);
+  }
+
+  double completedWorkPerSecond(long nowNanos) {
+    return completionRate.workPerSecond(nowNanos);
+  }
+
+  double meanHoldNanos() {
+    return completionRate.meanHoldNanos();
+  }
+
+  private long clamp(double seconds) {
+    return retryAfter.seconds((long) Math.min(Long.MAX_VALUE / 2, seconds * NANOS_PER_SECOND));
+  }
+
+  private static long ceilSeconds(long nanos) {
+    return (nanos + NANOS_PER_SECOND - 1) / NANOS_PER_SECOND;
+  }
+}

@@ -1,0 +1,157 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.queue.LogQuantile;
+import io.sluice.core.queue.ServiceModel;
+import io.sluice.core.queue.WaitPredictor;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What one pool has learned about how long its requests take, and what it predicts from that: the
+ * {@link WaitPredictor} (drain rate and mean service time per work unit), the pool's fitted {@link
+ * ServiceModel} (service time from input and output tokens) and the tails of actual ÷ predicted
+ * service, per class and pool-wide. Fed by {@link #onRelease}; read by the deadline checks ({@link
+ * #deadlineServiceNanos}) and the wait and drain predictions.
+ *
+ * <p>Not thread-safe: guarded by the pool lock. Time is an argument.
+ */
+final class ServiceTimes {
+  /**
+   * Deadline checks use this quantile of a class's service time: a request started with that much
+   * time left misses its deadline only if its answer is among the longest 10 % of its class (answer
+   * lengths are unknown at admission).
+   */
+  static final double SERVICE_QUANTILE = 0.9;
+
+  static final double SERVICE_QUANTILE_STEP = 0.1;
+
+  /** Completions of a class before its own quantile is used. */
+  static final int SERVICE_QUANTILE_WARMUP = 20;
+
+  static final int SERVICE_HALF_LIFE_SAMPLES = 200;
+
+  static final int SERVICE_MIN_SAMPLES = 20;
+
+  /** Half-life of the predictor's drain-rate average. */
+  static final long RATE_HALF_LIFE_NANOS = 10_000_000_000L;
+
+  /** Completions seen before the model was ready, replayed into the tails once it is. */
+  private record Unmodelled(ClassSlot slot, long inputTokens, long outputTokens, long held) {}
+
+  private final ServiceModel serviceModel =
+      new ServiceModel(SERVICE_HALF_LIFE_SAMPLES, SERVICE_MIN_SAMPLES);
+  private final List<Unmodelled> unmodelled = new ArrayList<>();
+
+  /** The pool-wide tail of actual ÷ predicted service, for classes without their own yet. */
+  private final LogQuantile poolOverrun = newTail();
+
+  private WaitPredictor predictor;
+
+  static LogQuantile newTail() {
+    return new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
+  }
+
+  /** Keeps what was learned unless the predictor's settings changed. */
+  void reconfigure(PoolPolicy policy) {
+    WaitPredictor.Config pc =
+        new WaitPredictor.Config(
+            policy.capacityWorkUnits(),
+            RATE_HALF_LIFE_NANOS,
+            policy.defaultServiceTime().toNanos(),
+            20);
+    if (predictor == null || !predictor.config().equals(pc)) {
+      this.predictor = new WaitPredictor(pc);
+    }
+  }
+
+  WaitPredictor predictor() {
+    return predictor;
+  }
+
+  /** True once a service time was measured (before that, deadline checks do not refuse). */
+  boolean hasSamples() {
+    return predictor.hasServiceSamples();
+  }
+
+  /**
+   * Service time of a request of class {@code k} for deadline checks. Once the pool's {@link
+   * ServiceModel} is fitted: the model's prediction from the request's input and reserved output
+   * tokens, times the {@link #SERVICE_QUANTILE} of (actual ÷ predicted) of the class once it has
+   * completed {@link #SERVICE_QUANTILE_WARMUP} requests, of the whole pool until then. Before that,
+   * or when the request's token split is unknown: the pool's mean time per work unit × {@code work}
+   * (its default service time before any completion).
+   */
+  long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
+    LogQuantile tail = k.overrun.ready() ? k.overrun : poolOverrun;
+    if (request.hasTokenSplit() && serviceModel.ready() && tail.ready()) {
+      double predicted = serviceModel.predictNanos(request.inputTokens(), request.outputTokens());
+      if (predicted > 0) {
+        return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * tail.value()));
+      }
+    }
+    return predictor.expectedServiceNanos(work);
+  }
+
+  /** Time for completions to drain {@code work} units (the basis of a 503 Retry-After). */
+  long drainNanos(long work) {
+    return predictor.predictedDrainNanos(work);
+  }
+
+  /** Learns from one released permit of class {@code k}. */
+  void onRelease(ClassSlot k, Permit permit, Outcome outcome, long nowNanos) {
+    long held = nowNanos - permit.admittedAtNanos();
+    boolean split = permit.inputTokens() >= 0 && permit.outputTokens() >= 0;
+    if (outcome == Outcome.CANCELLED) {
+      // the client left mid-answer: its service would have taken at least this long
+      if (split && serviceModel.ready()) {
+        double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
+        if (predicted > 0) {
+          k.overrun.onAtLeast(held / predicted);
+          poolOverrun.onAtLeast(held / predicted);
+        }
+      }
+    }
+    if (outcome == Outcome.COMPLETED) {
+      predictor.onCompletion(permit.workUnits(), nowNanos);
+      predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
+      if (split && held > 0) {
+        if (serviceModel.ready()) {
+          double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
+          if (predicted > 0) {
+            k.overrun.onSample(held / predicted); // out of sample: before this one is fitted
+            poolOverrun.onSample(held / predicted);
+          }
+        }
+        boolean wasReady = serviceModel.ready();
+        serviceModel.onSample(permit.inputTokens(), permit.outputTokens(), held);
+        if (!wasReady) {
+          learnTailOnceModelled(k, permit, held);
+        }
+      }
+    }
+  }
+
+  /**
+   * Keeps a completion seen while the service model was not ready; when the model becomes ready,
+   * replays them all into the class and pool tails (against the first fitted model), so the tails
+   * are usable as soon as the model is instead of after as many completions again.
+   */
+  private void learnTailOnceModelled(ClassSlot k, Permit permit, long held) {
+    if (unmodelled.size() >= 4 * SERVICE_MIN_SAMPLES) {
+      unmodelled.remove(0); // bounded while the model cannot become ready
+    }
+    unmodelled.add(new Unmodelled(k, permit.inputTokens(), permit.outputTokens(), held));
+    if (!serviceModel.ready()) {
+      return;
+    }
+    for (Unmodelled u : unmodelled) {
+      double predicted = serviceModel.predictNanos(u.inputTokens(), u.outputTokens());
+      if (predicted > 0) {
+        u.slot().overrun.onSample(u.held() / predicted);
+        poolOverrun.onSample(u.held() / predicted);
+      }
+    }
+    unmodelled.clear();
+  }
+}

@@ -1,0 +1,148 @@
+package io.sluice.core.admission;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.time.FakeTicker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The waiting side of one pool with a scripted starter: what is queued, started, expired, cancelled
+ * and refused, on a fake clock.
+ */
+class QueueCoordinatorTest {
+  private static final long WAIT = Duration.ofSeconds(2).toNanos();
+  private final FakeTicker time = new FakeTicker();
+  private final PoolPolicy pool = Policies.pool(1000);
+  private final ClassPolicy interactive = Policies.cls("interactive", 0, 0.5, 0.0, true);
+  private final ClassPolicy batch = Policies.cls("batch", 1, 0.5, 0.0, true);
+  private final Tenant acme = Policies.tenant("acme", 0);
+  private final PoolState owner =
+      new PoolState(pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
+  private final CapacityLedger capacity = new CapacityLedger();
+  private final ServiceTimes service = new ServiceTimes();
+  private final RetryAdvice retry = new RetryAdvice(Duration.ofSeconds(10).toNanos(), () -> 0.5);
+  private final List<AdmissionRequest> proposed = new ArrayList<>();
+  private boolean accept;
+  private final QueueCoordinator queues =
+      new QueueCoordinator(
+          capacity,
+          service,
+          retry,
+          (k, request, now) -> {
+            proposed.add(request);
+            return accept
+                ? new QueueCoordinator.Start(capacity.take(owner, k, request, now), null)
+                : null;
+          });
+  private final List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+
+  QueueCoordinatorTest() {
+    List<ClassSlot> slots = capacity.reconfigure(pool, List.of(interactive, batch));
+    queues.reconfigure(slots, pool);
+    service.reconfigure(pool);
+    retry.reconfigure(pool);
+  }
+
+  private static final class Recorder implements Waiter {
+    final List<Object> answers = new ArrayList<>();
+
+    @Override
+    public void admitted(Permit permit, long waitedNanos) {
+      answers.add(permit);
+    }
+
+    @Override
+    public void refused(Decision.Reject rejection, long waitedNanos) {
+      answers.add(rejection.reason());
+    }
+  }
+
+  private Decision enqueue(String cls, long work, Recorder waiter) {
+    ClassSlot k = capacity.slot(cls);
+    return queues.enqueue(
+        k,
+        Policies.request(pool, k.policy, acme, work, time.nanos()),
+        waiter,
+        WAIT,
+        time.nanos(),
+        callbacks);
+  }
+
+  private void runCallbacks() {
+    callbacks.forEach(QueueCoordinator.Callback::run);
+    callbacks.clear();
+  }
+
+  @Test
+  void aQueuedRequestStartsWhenTheStarterAcceptsIt() {
+    Recorder w = new Recorder();
+    Decision d = enqueue("interactive", 100, w);
+    assertThat(d).isInstanceOf(Decision.Queued.class);
+    assertThat(proposed).isNotEmpty(); // queuing itself drains: the starter said no
+    assertThat(queues.hasWaitingAtOrAbove(0)).isTrue();
+    assertThat(queues.tenantQueued("acme")).isEqualTo(1);
+    accept = true;
+    time.advance(Duration.ofMillis(10));
+    queues.drain(time.nanos(), callbacks);
+    runCallbacks();
+    assertThat(w.answers).singleElement().isInstanceOf(Permit.class);
+    assertThat(queues.tenantQueued("acme")).isZero();
+    assertThat(queues.hasWaitingAtOrAbove(Integer.MAX_VALUE)).isFalse();
+  }
+
+  @Test
+  void aRequestThatWaitedItsLongestIsAnsweredQueueTimeout() {
+    Recorder w = new Recorder();
+    Decision.Queued q = (Decision.Queued) enqueue("batch", 100, w);
+    assertThat(queues.nextExpiryNanos()).hasValue(q.expiresAtNanos());
+    time.advanceNanos(q.expiresAtNanos() - time.nanos() - 1);
+    queues.drain(time.nanos(), callbacks);
+    assertThat(callbacks).isEmpty();
+    time.advanceNanos(1);
+    queues.drain(time.nanos(), callbacks);
+    runCallbacks();
+    assertThat(w.answers).containsExactly(Reason.QUEUE_TIMEOUT);
+    assertThat(queues.nextExpiryNanos()).isEmpty();
+  }
+
+  @Test
+  void aCancelledRequestLeavesAtOnceAndIsNotAnswered() {
+    Recorder w = new Recorder();
+    Decision.Queued q = (Decision.Queued) enqueue("batch", 100, w);
+    assertThat(queues.cancel(q.ticket(), time.nanos(), callbacks)).isTrue();
+    assertThat(queues.cancel(q.ticket(), time.nanos(), callbacks)).isFalse();
+    runCallbacks();
+    assertThat(w.answers).isEmpty();
+    assertThat(queues.tenantQueued("acme")).isZero();
+  }
+
+  @Test
+  void shutdownRefusesEveryWaitingRequest() {
+    Recorder a = new Recorder();
+    Recorder b = new Recorder();
+    enqueue("interactive", 100, a);
+    enqueue("batch", 100, b);
+    assertThat(queues.refuseAll(Reason.SHUTTING_DOWN, time.nanos(), callbacks)).isEqualTo(2);
+    runCallbacks();
+    assertThat(a.answers).containsExactly(Reason.SHUTTING_DOWN);
+    assertThat(b.answers).containsExactly(Reason.SHUTTING_DOWN);
+  }
+
+  @Test
+  void waitingWorkIsCountedByRank() {
+    enqueue("interactive", 100, new Recorder());
+    enqueue("batch", 30, new Recorder());
+    assertThat(queues.queuedWorkAtOrAbove(0)).isEqualTo(100);
+    assertThat(queues.queuedWorkAtOrAbove(1)).isEqualTo(130);
+    assertThat(queues.hasWaitingAtOrAbove(0)).isTrue();
+    assertThat(queues.snapshots(time.nanos(), 1))
+        .extracting(PoolState.QueueSnapshot::depth)
+        .containsExactly(1, 1);
+  }
+}
