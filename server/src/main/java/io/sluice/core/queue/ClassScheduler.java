@@ -31,6 +31,11 @@ import java.util.stream.IntStream;
  *   <li>After every start, both steps are tried again from the top.
  * </ol>
  *
+ * <p><b>Equal ranks.</b> "In rank order" never means list order: among classes of the same rank,
+ * both steps take them by the arrival of their queue heads (earliest {@code enqueuedAt}, then the
+ * lower item id), so the order of classes in the policy file does not decide who is served. Each
+ * class still keeps its reserve first (step 1); what is lent goes first come, first served.
+ *
  * <p>A class with {@code borrow = false} never exceeds its reserve. Inside a class the order is the
  * class queue's (tenant-fair, EDF within tenant; see {@link TenantFairQueue}); the scheduler only
  * looks at each queue's head, so it never skips a tenant's head to start a smaller item.
@@ -52,7 +57,8 @@ public final class ClassScheduler<T> {
    * One class of the pool.
    *
    * @param name class name (for logs)
-   * @param rank 0 = highest priority; equal ranks are served in list order
+   * @param rank 0 = highest priority; classes of equal rank are served by arrival of their queue
+   *     heads (first come, first served across them), never by list order
    * @param reservedShare fraction [0, 1] of the pool capacity guaranteed to the class
    * @param borrow whether the class may use idle capacity beyond its reserve
    * @param queue its waiting room
@@ -111,6 +117,12 @@ public final class ClassScheduler<T> {
   private final List<QueueClass<T>> classes;
   private final int[] order;
 
+  /** {@code order[groupStart[g] .. groupStart[g + 1])} are the classes of the g-th rank. */
+  private final int[] groupStart;
+
+  /** Scratch for {@link #startOne}: classes already tried in the current step. */
+  private final boolean[] tried;
+
   public ClassScheduler(List<QueueClass<T>> classes) {
     this.classes = List.copyOf(classes);
     if (this.classes.isEmpty()) {
@@ -126,6 +138,16 @@ public final class ClassScheduler<T> {
             .sorted(Comparator.comparingInt((Integer i) -> this.classes.get(i).rank()))
             .mapToInt(Integer::intValue)
             .toArray();
+    int groups = 0;
+    int[] starts = new int[order.length + 1];
+    for (int i = 0; i < order.length; i++) {
+      if (i == 0 || this.classes.get(order[i]).rank() != this.classes.get(order[i - 1]).rank()) {
+        starts[groups++] = i;
+      }
+    }
+    starts[groups] = order.length;
+    this.groupStart = java.util.Arrays.copyOf(starts, groups + 1);
+    this.tried = new boolean[this.classes.size()];
   }
 
   public int classCount() {
@@ -200,28 +222,69 @@ public final class ClassScheduler<T> {
   }
 
   private boolean startOne(long nowNanos, PoolLedger<T> ledger, List<Admitted<T>> admitted) {
-    // 1. reserved shares, by rank
-    for (int k : order) {
-      QueuedItem<T> head = head(k);
-      if (head != null
-          && fitsReserved(k, head.workUnits(), ledger)
-          && start(k, head, Lane.RESERVED, nowNanos, ledger, admitted)) {
-        return true;
+    // 1. reserved shares, by rank; equal ranks by arrival of their heads
+    for (int g = 0; g < groupStart.length - 1; g++) {
+      int from = groupStart[g];
+      int to = groupStart[g + 1];
+      clearTried(from, to);
+      for (int k = earliestUntried(from, to, false); k >= 0; k = earliestUntried(from, to, false)) {
+        tried[k] = true;
+        QueuedItem<T> head = head(k);
+        if (fitsReserved(k, head.workUnits(), ledger)
+            && start(k, head, Lane.RESERVED, nowNanos, ledger, admitted)) {
+          return true;
+        }
       }
     }
-    // 2. lend idle capacity, by rank; no lower rank overtakes a waiting higher-rank borrower
-    for (int k : order) {
-      QueuedItem<T> head = head(k);
-      if (head == null || !classes.get(k).borrow()) {
+    // 2. lend idle capacity, by rank and, at equal rank, by arrival of the heads: the first
+    // borrower in that order whose head does not fit stops lending, so nobody of lower rank or
+    // later arrival overtakes it (large items do not starve)
+    for (int g = 0; g < groupStart.length - 1; g++) {
+      int from = groupStart[g];
+      int to = groupStart[g + 1];
+      clearTried(from, to);
+      int k = earliestUntried(from, to, true);
+      if (k < 0) {
         continue;
       }
-      if (fitsBorrowed(k, head.workUnits(), ledger)
-          && start(k, head, Lane.BORROWED, nowNanos, ledger, admitted)) {
-        return true;
-      }
-      return false;
+      QueuedItem<T> head = head(k);
+      return fitsBorrowed(k, head.workUnits(), ledger)
+          && start(k, head, Lane.BORROWED, nowNanos, ledger, admitted);
     }
     return false;
+  }
+
+  private void clearTried(int from, int to) {
+    for (int i = from; i < to; i++) {
+      tried[order[i]] = false;
+    }
+  }
+
+  /**
+   * The class among {@code order[from..to)} (one rank) whose head arrived first and that was not
+   * tried yet (ties: the lower item id, i.e. the earlier ticket); only borrowers when {@code
+   * borrowersOnly}; -1 if none has a head.
+   */
+  private int earliestUntried(int from, int to, boolean borrowersOnly) {
+    int best = -1;
+    QueuedItem<T> bestHead = null;
+    for (int i = from; i < to; i++) {
+      int k = order[i];
+      if (tried[k] || (borrowersOnly && !classes.get(k).borrow())) {
+        continue;
+      }
+      QueuedItem<T> head = head(k);
+      if (head != null && (bestHead == null || arrivedBefore(head, bestHead))) {
+        best = k;
+        bestHead = head;
+      }
+    }
+    return best;
+  }
+
+  private static boolean arrivedBefore(QueuedItem<?> a, QueuedItem<?> b) {
+    long d = a.enqueuedAtNanos() - b.enqueuedAtNanos();
+    return d < 0 || (d == 0 && a.id() < b.id());
   }
 
   private QueuedItem<T> head(int k) {

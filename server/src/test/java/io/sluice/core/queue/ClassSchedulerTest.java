@@ -8,6 +8,8 @@ import io.sluice.core.queue.ClassScheduler.QueueClass;
 import io.sluice.core.time.FakeTicker;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class ClassSchedulerTest {
   private static final long SEC = 1_000_000_000L;
@@ -168,6 +170,60 @@ class ClassSchedulerTest {
     assertThat(s.drain(ticker.nanos(), ledger).admitted()).isEmpty();
     assertThat(s.queueClass(AGENT).queue().depth()).isEqualTo(1);
     assertThat(s.drain(ticker.nanos(), ledger).admitted()).hasSize(1);
+  }
+
+  /** Two classes of one rank, listed in either order: what is lent goes by arrival. */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void drain_equalRank_lendsByArrivalNotByListOrder(boolean batchListedFirst) {
+    QueueClass<String> interactive = new QueueClass<>("interactive", 0, 0.0, true, queue());
+    QueueClass<String> batch = new QueueClass<>("batch", 0, 0.0, true, queue());
+    ClassScheduler<String> s =
+        new ClassScheduler<>(
+            batchListedFirst ? List.of(batch, interactive) : List.of(interactive, batch));
+    int i = batchListedFirst ? 1 : 0;
+    int b = 1 - i;
+    FakeLedger ledger = new FakeLedger(10, 2);
+    ledger.attach(s);
+    ledger.admitDirect(b, item("filler", 10), Lane.BORROWED); // the pool is full
+    // arrivals alternate, interactive first: i1 b1 i2 b2 i3 b3
+    for (int n = 0; n < 3; n++) {
+      enqueue(s, i, item("i", 10));
+      ticker.advanceNanos(1);
+      enqueue(s, b, item("b", 10));
+      ticker.advanceNanos(1);
+    }
+    StringBuilder served = new StringBuilder();
+    for (int n = 0; n < 6; n++) {
+      ledger.release(0);
+      List<ClassScheduler.Admitted<String>> started = s.drain(ticker.nanos(), ledger).admitted();
+      assertThat(started).hasSize(1);
+      served.append(started.get(0).item().payload());
+    }
+    assertThat(served.toString()).isEqualTo("ibibib");
+  }
+
+  /** Equal rank, each class within its reserve: both reserves hold, whatever the list order. */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void drain_equalRank_reservedStartsByArrival(boolean batchListedFirst) {
+    QueueClass<String> interactive = new QueueClass<>("interactive", 0, 0.5, true, queue());
+    QueueClass<String> batch = new QueueClass<>("batch", 0, 0.5, true, queue());
+    ClassScheduler<String> s =
+        new ClassScheduler<>(
+            batchListedFirst ? List.of(batch, interactive) : List.of(interactive, batch));
+    int i = batchListedFirst ? 1 : 0;
+    int b = 1 - i;
+    FakeLedger ledger = new FakeLedger(20, 2);
+    ledger.attach(s);
+    enqueue(s, i, item("i", 10));
+    ticker.advanceNanos(1);
+    enqueue(s, b, item("b", 10));
+    ticker.advanceNanos(1);
+    enqueue(s, b, item("b", 10));
+    List<ClassScheduler.Admitted<String>> started = s.drain(ticker.nanos(), ledger).admitted();
+    assertThat(started).extracting(a -> a.item().payload()).containsExactly("i", "b");
+    assertThat(started).extracting(ClassScheduler.Admitted::lane).containsOnly(Lane.RESERVED);
   }
 
   @Test
