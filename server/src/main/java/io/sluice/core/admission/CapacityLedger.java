@@ -24,6 +24,15 @@ import java.util.Map;
  * Invariant (holds after every admission when {@code Σ G_j <= C}): {@code Σ_j max(U_j, G_j) <= C},
  * so a class below its guaranteed share is always admitted at once.
  *
+ * <p><b>Request slots.</b> When the pool caps concurrent requests ({@code maxRequests = M > 0}),
+ * the same two rules hold on that dimension, checked first: with {@code N_j} requests in flight,
+ * reserved slots {@code RN_j = max(1, floor(reservedShare_j × M))} (0 for a zero share) and
+ * guaranteed slots {@code GN_j = floor(guaranteedShare_j × M)}: the pool is below {@code M}; {@code
+ * N_k + 1 <= RN_k} or the class may borrow (else {@code class_share}); {@code N_k + 1 + Σ_{j≠k}
+ * max(N_j, GN_j) <= M} (else {@code pool_saturated}). So a class's guaranteed share protects its
+ * request slots as well as its work units: when the request cap binds (a model server's batch
+ * slots), interactive's 70 % is 70 % of the slots.
+ *
  * <p>{@link #reconfigure} keeps every in-flight permit: class slots are matched by name, a removed
  * class keeps its slot (with no reserve) until its work drains, and a smaller capacity simply
  * admits nothing new until in-flight work falls below it. A request larger than its class can ever
@@ -62,6 +71,8 @@ final class CapacityLedger {
       s.retired = false;
       s.reserved = (long) Math.floor(c.reservedShare() * capacity);
       s.guaranteed = (long) Math.floor(c.guaranteedShare() * capacity);
+      s.reservedRequests = reservedSlots(c.reservedShare(), newPolicy.maxRequests());
+      s.guaranteedRequests = guaranteedSlots(c.guaranteedShare(), newPolicy.maxRequests());
       next.add(s);
     }
     for (ClassSlot s : old.values()) {
@@ -69,12 +80,30 @@ final class CapacityLedger {
         s.retired = true;
         s.reserved = 0;
         s.guaranteed = 0;
+        s.reservedRequests = 0;
+        s.guaranteedRequests = 0;
         next.add(s);
       }
     }
     this.policy = newPolicy;
     this.slots = List.copyOf(next);
     return this.slots;
+  }
+
+  /** {@code max(1, floor(share × M))} slots for a positive share, 0 otherwise or with no cap. */
+  static int reservedSlots(double share, int maxRequests) {
+    if (maxRequests <= 0 || share <= 0) {
+      return 0;
+    }
+    return Math.max(1, guaranteedSlots(share, maxRequests));
+  }
+
+  /** {@code floor(share × M)} (with a rounding allowance: 0.29 × 100 is 29), 0 with no cap. */
+  static int guaranteedSlots(double share, int maxRequests) {
+    if (maxRequests <= 0 || share <= 0) {
+      return 0;
+    }
+    return (int) Math.min(maxRequests, Math.floor(share * maxRequests + 1e-9));
   }
 
   PoolPolicy policy() {
@@ -140,8 +169,24 @@ final class CapacityLedger {
     PoolPolicy p = policy;
     long w = accountedWork(k, work);
     ClassPolicy cls = k.policy;
-    if (p.maxRequests() > 0 && totalRequests >= p.maxRequests()) {
-      return new Shortfall(Reason.POOL_SATURATED, w, "pool " + p.name() + " is at its request cap");
+    int maxRequests = p.maxRequests();
+    if (maxRequests > 0) {
+      if (totalRequests >= maxRequests) {
+        return new Shortfall(
+            Reason.POOL_SATURATED, w, "pool " + p.name() + " is at its request cap");
+      }
+      if (k.requests + 1 > k.reservedRequests && !cls.borrow()) {
+        return new Shortfall(
+            Reason.CLASS_SHARE,
+            w,
+            "class " + cls.name() + " holds its share of the request slots of pool " + p.name());
+      }
+      if (k.requests + 1 + protectedRequestsFor(k) > maxRequests) {
+        return new Shortfall(
+            Reason.POOL_SATURATED,
+            w,
+            "the free request slots of pool " + p.name() + " are guaranteed to other classes");
+      }
     }
     if (k.work + w > k.reserved && !cls.borrow()) {
       return new Shortfall(
@@ -212,6 +257,17 @@ final class CapacityLedger {
       reach = Math.min(reach, k.reserved);
     }
     return Math.min(work, Math.max(1, reach));
+  }
+
+  /** Σ_{j≠k} max(N_j, GN_j) — request slots other classes hold or are guaranteed. */
+  private int protectedRequestsFor(ClassSlot k) {
+    int sum = 0;
+    for (ClassSlot j : slots) {
+      if (j != k) {
+        sum += Math.max(j.requests, j.guaranteedRequests);
+      }
+    }
+    return sum;
   }
 
   /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */

@@ -318,6 +318,18 @@ final class QueueCoordinator {
     }
 
     @Override
+    public long freeRequests() {
+      int max = capacity.policy().maxRequests();
+      return max > 0 ? max - capacity.totalRequests() : Long.MAX_VALUE;
+    }
+
+    @Override
+    public long requestHeadroom(int classIndex) {
+      ClassSlot k = queueSlots.get(classIndex);
+      return capacity.policy().maxRequests() > 0 ? k.reservedRequests - k.requests : Long.MAX_VALUE;
+    }
+
+    @Override
     public boolean admit(int classIndex, QueuedItem<Entry> item, ClassScheduler.Lane lane) {
       Start start = starter.start(queueSlots.get(classIndex), item.payload().request(), now);
       if (start == null) {

@@ -31,6 +31,12 @@ import java.util.stream.IntStream;
  *   <li>After every start, both steps are tried again from the top.
  * </ol>
  *
+ * <p><b>Request slots.</b> When the pool also caps concurrent requests, every rule above holds on
+ * that dimension too, through {@link PoolLedger#freeRequests()} and {@link
+ * PoolLedger#requestHeadroom(int)}: a RESERVED start needs a request slot within the class's
+ * reserve of them, and a BORROWED start leaves the slots that waiting classes below their request
+ * reserve are entitled to ({@code Σ max(0, min(requestHeadroom_j, depth_j))}).
+ *
  * <p><b>Equal ranks.</b> "In rank order" never means list order: among classes of the same rank,
  * both steps take them by the arrival of their queue heads (earliest {@code enqueuedAt}, then the
  * lower item id), so the order of classes in the policy file does not decide who is served. Each
@@ -98,6 +104,23 @@ public final class ClassScheduler<T> {
      * (for example a request-count cap), which leaves the item queued.
      */
     boolean admit(int classIndex, QueuedItem<T> item, Lane lane);
+
+    /**
+     * Request slots the pool may still start: its request cap less the requests in flight; {@code
+     * Long.MAX_VALUE} when it caps no requests (the default).
+     */
+    default long freeRequests() {
+      return Long.MAX_VALUE;
+    }
+
+    /**
+     * Request slots class {@code classIndex} may still start within its reserved share of the
+     * request cap (may be negative when it borrowed); {@code Long.MAX_VALUE} when the pool caps no
+     * requests (the default).
+     */
+    default long requestHeadroom(int classIndex) {
+      return Long.MAX_VALUE;
+    }
   }
 
   /** An item started by {@link #drain}. */
@@ -321,11 +344,27 @@ public final class ClassScheduler<T> {
   }
 
   private boolean fitsReserved(int k, long work, PoolLedger<T> ledger) {
-    return work <= headroom(k, ledger) && work <= free(ledger);
+    return work <= headroom(k, ledger)
+        && work <= free(ledger)
+        && ledger.requestHeadroom(k) >= 1
+        && ledger.freeRequests() >= 1;
   }
 
   private boolean fitsBorrowed(int k, long work, PoolLedger<T> ledger) {
-    return work <= free(ledger) - protectedFor(k, ledger);
+    return work <= free(ledger) - protectedFor(k, ledger)
+        && ledger.freeRequests() - protectedRequestsFor(k, ledger) >= 1;
+  }
+
+  /** Request slots the other waiting classes below their request reserve are entitled to. */
+  private long protectedRequestsFor(int k, PoolLedger<T> ledger) {
+    long sum = 0;
+    for (int j = 0; j < classes.size(); j++) {
+      TenantFairQueue<T> q = classes.get(j).queue();
+      if (j != k && !q.isEmpty()) {
+        sum += Math.max(0, Math.min(ledger.requestHeadroom(j), q.depth()));
+      }
+    }
+    return sum;
   }
 
   /** Capacity the other waiting classes below their reserve are entitled to. */
