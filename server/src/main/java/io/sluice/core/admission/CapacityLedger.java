@@ -42,8 +42,15 @@ import java.util.Map;
  * which are safely published (copy-on-write) for lock-free reads. No clock.
  */
 final class CapacityLedger {
-  /** Why a request cannot start now: the reason, the work to drain first, and a message. */
-  record Shortfall(Reason reason, long drainWork, String message) {}
+  /**
+   * Why a request cannot start now: the reason, what must drain first (work units, or request slots
+   * when {@code drainRequests > 0}) and a message.
+   */
+  record Shortfall(Reason reason, long drainWork, int drainRequests, String message) {
+    Shortfall(Reason reason, long drainWork, String message) {
+      this(reason, drainWork, 0, message);
+    }
+  }
 
   private volatile PoolPolicy policy; // written under the pool lock
   private volatile List<ClassSlot> slots = List.of(); // copy-on-write; includes retired slots
@@ -143,6 +150,23 @@ final class CapacityLedger {
     return c == null ? 0 : c[0];
   }
 
+  /**
+   * Request slots class {@code k} could take now: the cap less its own and what other classes hold
+   * or are guaranteed, and within its reserve when it may not borrow; {@code Long.MAX_VALUE} when
+   * the pool caps no requests.
+   */
+  long freeRequestSlotsFor(ClassSlot k) {
+    int max = policy.maxRequests();
+    if (max <= 0) {
+      return Long.MAX_VALUE;
+    }
+    long free = Math.min(max - totalRequests, max - k.requests - protectedRequestsFor(k));
+    if (!k.policy.borrow()) {
+      free = Math.min(free, k.reservedRequests - k.requests);
+    }
+    return Math.max(0, free);
+  }
+
   /** Capacity free now ({@code C - U}, never negative). */
   long freeWork() {
     return Math.max(0, policy.capacityWorkUnits() - totalWork);
@@ -173,18 +197,24 @@ final class CapacityLedger {
     if (maxRequests > 0) {
       if (totalRequests >= maxRequests) {
         return new Shortfall(
-            Reason.POOL_SATURATED, w, "pool " + p.name() + " is at its request cap");
+            Reason.POOL_SATURATED,
+            w,
+            totalRequests - maxRequests + 1,
+            "pool " + p.name() + " is at its request cap");
       }
       if (k.requests + 1 > k.reservedRequests && !cls.borrow()) {
         return new Shortfall(
             Reason.CLASS_SHARE,
             w,
+            k.requests + 1 - k.reservedRequests,
             "class " + cls.name() + " holds its share of the request slots of pool " + p.name());
       }
-      if (k.requests + 1 + protectedRequestsFor(k) > maxRequests) {
+      int needSlots = k.requests + 1 + protectedRequestsFor(k);
+      if (needSlots > maxRequests) {
         return new Shortfall(
             Reason.POOL_SATURATED,
             w,
+            needSlots - maxRequests,
             "the free request slots of pool " + p.name() + " are guaranteed to other classes");
       }
     }

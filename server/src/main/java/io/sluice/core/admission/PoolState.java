@@ -157,7 +157,10 @@ public final class PoolState {
           new Decision.Reject(
               Reason.POOL_SATURATED,
               k.policy.shedStatus(),
-              retry.seconds(service.drainNanos(queues.queuedWorkAtOrAbove(k.policy.rank()))),
+              retry.seconds(
+                  service.drainNanos(
+                      queues.queuedWorkAtOrAbove(k.policy.rank()),
+                      queues.queuedItemsAtOrAbove(k.policy.rank()))),
               "requests of equal or higher priority are waiting in pool " + policy.name());
     }
     if (refused.reason() == Reason.TENANT_CONCURRENCY || waiter == null) {
@@ -215,8 +218,11 @@ public final class PoolState {
     if (s == null) {
       return null;
     }
-    return new Decision.Reject(
-        s.reason(), k.policy.shedStatus(), retry.forWork(s.drainWork(), nowNanos), s.message());
+    long retryAfter =
+        s.drainRequests() > 0
+            ? retry.seconds(service.drainNanos(0, s.drainRequests()))
+            : retry.forWork(s.drainWork(), nowNanos);
+    return new Decision.Reject(s.reason(), k.policy.shedStatus(), retryAfter, s.message());
   }
 
   /**
@@ -291,7 +297,7 @@ public final class PoolState {
     lock.lock();
     try {
       capacity.release(permit);
-      if (outcome == Outcome.COMPLETED) {
+      if (outcome == Outcome.COMPLETED) { // the completed-work gauge and Retry-After's basis
         retry.onRelease(permit.workUnits(), nowNanos - permit.admittedAtNanos(), nowNanos);
       }
       service.onRelease(permit.slot(), permit, outcome, nowNanos);

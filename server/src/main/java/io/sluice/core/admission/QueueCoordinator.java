@@ -119,6 +119,17 @@ final class QueueCoordinator {
     return sum;
   }
 
+  /** Requests waiting in active classes of rank {@code <= rank}. */
+  long queuedItemsAtOrAbove(int rank) {
+    long sum = 0;
+    for (ClassSlot s : queueSlots) {
+      if (!s.retired && s.policy.rank() <= rank) {
+        sum += s.queue.depth();
+      }
+    }
+    return sum;
+  }
+
   /**
    * Queues {@code request} of class {@code k} for at most {@code maxWait}, or refuses it when its
    * predicted wait cannot meet its deadline or the class's maximum wait, or its queue has no room.
@@ -138,15 +149,24 @@ final class QueueCoordinator {
         queuedWorkAtOrAbove(k.policy.rank())
             - k.queue.queuedWork()
             + k.queue.queuedWorkAhead(tenant.id(), tenant.tier().weight());
-    long predicted = predictor.predictWaitNanos(ahead, work, capacity.freeWork());
+    long requestsAhead =
+        queuedItemsAtOrAbove(k.policy.rank())
+            - k.queue.depth()
+            + k.queue.queuedItemsAhead(tenant.id(), tenant.tier().weight());
+    // the binding dimension decides: work units, or request slots when the pool caps requests
+    long predicted =
+        predictor.predictWaitNanos(
+            ahead, work, capacity.freeWork(), requestsAhead, capacity.freeRequestSlotsFor(k));
     long serviceNanos = service.deadlineServiceNanos(k, request, work);
     if (!WaitPredictor.feasible(
         nowNanos, request.deadlineNanos(), maxWait, predicted, serviceNanos)) {
       return new Decision.Reject(
           Reason.DEADLINE_UNREACHABLE,
           503,
-          retry.seconds(service.drainNanos(ahead + work)),
-          "predicted wait cannot meet the deadline or the class's maximum queue wait");
+          retry.seconds(Math.max(predicted, service.drainNanos(ahead + work, requestsAhead + 1))),
+          "predicted wait "
+              + predicted / 1_000_000L
+              + " ms cannot meet the deadline or the class's maximum queue wait");
     }
     long expires = QueuedItem.expiryNanos(nowNanos, maxWait, request.deadlineNanos(), serviceNanos);
     long ticket = nextTicket++;
@@ -167,19 +187,19 @@ final class QueueCoordinator {
             new Decision.Reject(
                 Reason.TENANT_CONCURRENCY,
                 429,
-                retry.seconds(service.drainNanos(k.queue.tenantQueuedWork(tenant.id()))),
+                retry.seconds(service.drainNanos(k.queue.tenantQueuedWork(tenant.id()), 0)),
                 "tenant owns its share of the waiting room of class " + k.name());
         case QUEUE_FULL ->
             new Decision.Reject(
                 Reason.QUEUE_FULL,
                 503,
-                retry.seconds(service.drainNanos(k.queue.queuedWork())),
+                retry.seconds(service.drainNanos(k.queue.queuedWork(), k.queue.depth())),
                 "queue of class " + k.name() + " in pool " + policy.name() + " is full");
         case EXPIRED ->
             new Decision.Reject(
                 Reason.DEADLINE_UNREACHABLE,
                 503,
-                retry.seconds(service.drainNanos(ahead + work)),
+                retry.seconds(service.drainNanos(ahead + work, requestsAhead + 1)),
                 "the deadline leaves no time to wait");
       };
     }
@@ -252,7 +272,10 @@ final class QueueCoordinator {
               new Decision.Reject(
                   Reason.QUEUE_TIMEOUT,
                   503,
-                  retry.seconds(service.drainNanos(queuedWorkAtOrAbove(Integer.MAX_VALUE))),
+                  retry.seconds(
+                      service.drainNanos(
+                          queuedWorkAtOrAbove(Integer.MAX_VALUE),
+                          queuedItemsAtOrAbove(Integer.MAX_VALUE))),
                   "waited the longest it could and could not start in time"),
               nowNanos - item.enqueuedAtNanos()));
     }

@@ -59,7 +59,8 @@ final class ServiceTimes {
             policy.capacityWorkUnits(),
             RATE_HALF_LIFE_NANOS,
             policy.defaultServiceTime().toNanos(),
-            20);
+            20,
+            policy.maxRequests());
     if (predictor == null || !predictor.config().equals(pc)) {
       this.predictor = new WaitPredictor(pc);
     }
@@ -93,14 +94,24 @@ final class ServiceTimes {
     return predictor.expectedServiceNanos(work);
   }
 
-  /** Time for completions to drain {@code work} units (the basis of a 503 Retry-After). */
-  long drainNanos(long work) {
-    return predictor.predictedDrainNanos(work);
+  /**
+   * Time for completions to drain {@code work} units and {@code requests} requests (the basis of a
+   * 503 Retry-After), on whichever dimension binds.
+   */
+  long drainNanos(long work, long requests) {
+    return predictor.predictedDrainNanos(work, requests);
   }
 
-  /** Learns from one released permit of class {@code k}. */
+  /**
+   * Learns from one released permit of class {@code k}. Every release, whatever its outcome, frees
+   * its work and its request slot at the stream's end, so every release feeds the drain rate: the
+   * wait predictor learns even when the adapter never sees a response (response phases not sent to
+   * Sluice, so every stream ends as a cancel). Only a completed response is a service-time sample;
+   * a cancelled one is a lower bound for the tails (the client may have left early).
+   */
   void onRelease(ClassSlot k, Permit permit, Outcome outcome, long nowNanos) {
     long held = nowNanos - permit.admittedAtNanos();
+    predictor.onCompletion(permit.workUnits(), nowNanos);
     boolean split = permit.inputTokens() >= 0 && permit.outputTokens() >= 0;
     if (outcome == Outcome.CANCELLED) {
       // the client left mid-answer: its service would have taken at least this long
@@ -113,7 +124,6 @@ final class ServiceTimes {
       }
     }
     if (outcome == Outcome.COMPLETED) {
-      predictor.onCompletion(permit.workUnits(), nowNanos);
       predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
       if (split && held > 0) {
         if (serviceModel.ready()) {

@@ -244,6 +244,18 @@ public final class TenantFairQueue<T> {
     return estimateAhead(flows.get(tenant), tenant, weight).work;
   }
 
+  /**
+   * As {@link #queuedWorkAhead}, in items: the estimated number of waiting items served before a
+   * new item of {@code tenant} offered now (for wait prediction on a pool's request slots).
+   */
+  public int queuedItemsAhead(String tenant, double weight) {
+    Objects.requireNonNull(tenant, "tenant");
+    if (!(weight > 0)) {
+      throw new IllegalArgumentException("weight: " + weight + " (expected: > 0)");
+    }
+    return estimateAhead(flows.get(tenant), tenant, weight).position;
+  }
+
   // ---- internals ----
 
   private record Ahead(int position, long work) {}

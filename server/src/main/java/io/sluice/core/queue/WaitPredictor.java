@@ -18,6 +18,11 @@ import java.util.Objects;
  * making the first queued request after it look unreachable; set {@code defaultServiceNanos} to a
  * pessimistic service time of the pool.
  *
+ * <p><b>Request slots.</b> A pool may also cap concurrent requests ({@code maxRequests > 0}); then
+ * the predictor keeps the same decayed average of completions counted in requests (rate {@code C /
+ * E}, floor {@code maxRequests / defaultService}) and every prediction is the larger of the two
+ * dimensions: whichever binds decides the wait. With no request cap the request side is off.
+ *
  * <p><b>Service time</b>: {@link #onServiceTime} keeps decayed sums of service nanos and work units
  * (each sample's weight halves every {@code serviceHalfLifeSamples} samples); {@code
  * expectedServiceNanos(w) = w * sumNanos / sumWork}. With no samples it is {@code
@@ -36,13 +41,28 @@ public final class WaitPredictor {
    * @param defaultServiceNanos assumed service time before samples; the full capacity drains over
    *     it (the rate floor)
    * @param serviceHalfLifeSamples half-life, in samples, of the service-time average
+   * @param maxRequests the pool's cap on concurrent requests, 0 = none (predict on work units only)
    */
   public record Config(
       long capacityWorkUnits,
       long halfLifeNanos,
       long defaultServiceNanos,
-      int serviceHalfLifeSamples) {
+      int serviceHalfLifeSamples,
+      int maxRequests) {
+
+    /** A pool without a request cap. */
+    public Config(
+        long capacityWorkUnits,
+        long halfLifeNanos,
+        long defaultServiceNanos,
+        int serviceHalfLifeSamples) {
+      this(capacityWorkUnits, halfLifeNanos, defaultServiceNanos, serviceHalfLifeSamples, 0);
+    }
+
     public Config {
+      if (maxRequests < 0) {
+        throw new IllegalArgumentException("maxRequests: " + maxRequests + " (expected: >= 0)");
+      }
       if (capacityWorkUnits <= 0) {
         throw new IllegalArgumentException(
             "capacityWorkUnits: " + capacityWorkUnits + " (expected: > 0)");
@@ -66,12 +86,14 @@ public final class WaitPredictor {
   private final Config config;
   private final double tauNanos;
   private final double floorRatePerNano;
+  private final double floorRequestRatePerNano;
   private final double serviceDecay;
 
   private boolean started;
   private long lastCompletionNanos;
   private double decayedWork;
   private double decayedTimeNanos;
+  private double decayedRequests;
 
   private double decayedServiceNanos;
   private double decayedServiceWork;
@@ -80,6 +102,7 @@ public final class WaitPredictor {
     this.config = Objects.requireNonNull(config, "config");
     this.tauNanos = config.halfLifeNanos() / LN2;
     this.floorRatePerNano = (double) config.capacityWorkUnits() / config.defaultServiceNanos();
+    this.floorRequestRatePerNano = (double) config.maxRequests() / config.defaultServiceNanos();
     this.serviceDecay = Math.pow(0.5, 1.0 / config.serviceHalfLifeSamples());
   }
 
@@ -101,6 +124,7 @@ public final class WaitPredictor {
     lastCompletionNanos = nowNanos;
     double d = Math.pow(0.5, (double) dt / config.halfLifeNanos());
     decayedWork = decayedWork * d + workUnits;
+    decayedRequests = decayedRequests * d + 1;
     decayedTimeNanos = decayedTimeNanos * d + tauNanos * (1 - d);
   }
 
@@ -131,6 +155,24 @@ public final class WaitPredictor {
     return Double.isNaN(measured) ? floorRatePerNano : Math.max(measured, floorRatePerNano);
   }
 
+  /**
+   * Requests completed per second used for predictions: measured, but never below {@code
+   * maxRequests / defaultService}; 0 when the pool caps no requests.
+   */
+  public double requestsPerSecond() {
+    return requestRatePerNano() * 1e9;
+  }
+
+  private double requestRatePerNano() {
+    if (config.maxRequests() <= 0) {
+      return 0;
+    }
+    if (decayedTimeNanos < config.halfLifeNanos() / 4.0) {
+      return floorRequestRatePerNano;
+    }
+    return Math.max(decayedRequests / decayedTimeNanos, floorRequestRatePerNano);
+  }
+
   /** True once at least one service time was observed ({@link #onServiceTime}). */
   public boolean hasServiceSamples() {
     return decayedServiceWork > 0;
@@ -154,6 +196,26 @@ public final class WaitPredictor {
     return need <= 0 ? 0 : Saturating.nanos(need / ratePerNano());
   }
 
+  /**
+   * Predicted wait on both dimensions: the larger of {@link #predictWaitNanos(long, long, long)}
+   * and, when the pool caps requests, {@code max(0, requestsAhead + 1 - freeSlotsNow) /
+   * requestRate}: the request starts once the requests ahead of it and itself have slots.
+   */
+  public long predictWaitNanos(
+      long queuedWorkAhead,
+      long workUnits,
+      long capacityFreeNow,
+      long requestsAhead,
+      long requestSlotsFreeNow) {
+    long byWork = predictWaitNanos(queuedWorkAhead, workUnits, capacityFreeNow);
+    if (config.maxRequests() <= 0) {
+      return byWork;
+    }
+    double need = (double) requestsAhead + 1 - requestSlotsFreeNow;
+    long bySlots = need <= 0 ? 0 : Saturating.nanos(need / requestRatePerNano());
+    return Math.max(byWork, bySlots);
+  }
+
   /** As {@link #predictWaitNanos(long, long, long)} without the request's own work. */
   public long predictWaitNanos(long queuedWorkAhead, long capacityFreeNow) {
     return predictWaitNanos(queuedWorkAhead, 0, capacityFreeNow);
@@ -162,6 +224,18 @@ public final class WaitPredictor {
   /** Time for completions to drain {@code queuedWork} (the basis of a 503 Retry-After). */
   public long predictedDrainNanos(long queuedWork) {
     return queuedWork <= 0 ? 0 : Saturating.nanos(queuedWork / ratePerNano());
+  }
+
+  /**
+   * Time for completions to drain {@code queuedWork} units and {@code requests} requests: the
+   * larger of the two when the pool caps requests, else the work alone.
+   */
+  public long predictedDrainNanos(long queuedWork, long requests) {
+    long byWork = predictedDrainNanos(queuedWork);
+    if (config.maxRequests() <= 0 || requests <= 0) {
+      return byWork;
+    }
+    return Math.max(byWork, Saturating.nanos(requests / requestRatePerNano()));
   }
 
   /**

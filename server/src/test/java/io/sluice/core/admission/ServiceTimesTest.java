@@ -74,8 +74,22 @@ class ServiceTimesTest {
   @Test
   void theDrainOfNothingTakesNoTime() {
     service.reconfigure(pool);
-    assertThat(service.drainNanos(0)).isZero();
+    assertThat(service.drainNanos(0, 0)).isZero();
     // floor rate: the whole capacity over the default service time
-    assertThat(service.drainNanos(1000)).isEqualTo(pool.defaultServiceTime().toNanos());
+    assertThat(service.drainNanos(1000, 5)).isEqualTo(pool.defaultServiceTime().toNanos());
+  }
+
+  @Test
+  void everyReleaseFeedsTheDrainRateButOnlyCompletionsTheServiceTime() {
+    service.reconfigure(pool);
+    // streams that end as cancels (the adapter never saw a response): 100 units every 100 ms
+    for (int i = 0; i < 100; i++) {
+      Permit p = permit(100, 10, 90);
+      time.advance(Duration.ofMillis(100));
+      service.onRelease(slot, p, Outcome.CANCELLED, time.nanos());
+    }
+    assertThat(service.predictor().measuredWorkUnitsPerSecond()).isBetween(900.0, 1100.0);
+    assertThat(service.drainNanos(1000, 0)).isBetween(900_000_000L, 1_100_000_000L);
+    assertThat(service.hasSamples()).isFalse(); // a cancel is no service-time sample
   }
 }

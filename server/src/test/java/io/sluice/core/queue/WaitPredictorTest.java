@@ -106,4 +106,42 @@ class WaitPredictorTest {
     assertThat(predictor.hasServiceSamples()).isTrue();
     assertThat(predictor.expectedServiceNanos(50)).isEqualTo(SEC / 2);
   }
+
+  @Test
+  void requestSlots_bindingDimensionDecidesTheWait() {
+    // capacity far beyond the work; 2 request slots; default service 10 s: floor 0.2 requests/s
+    WaitPredictor p =
+        new WaitPredictor(
+            new WaitPredictor.Config(1_000_000, 10_000_000_000L, 10_000_000_000L, 20, 2));
+    assertThat(p.requestsPerSecond()).isCloseTo(0.2, within(1e-9));
+    // work alone says no wait (all of it is free); the slots say one must free first: 5 s
+    assertThat(p.predictWaitNanos(0, 10, 1_000_000)).isZero();
+    assertThat(p.predictWaitNanos(0, 10, 1_000_000, 0, 0)).isEqualTo(5_000_000_000L);
+    assertThat(p.predictWaitNanos(0, 10, 1_000_000, 3, 1)).isEqualTo(15_000_000_000L);
+    assertThat(p.predictWaitNanos(0, 10, 1_000_000, 0, 1)).isZero();
+    assertThat(p.predictedDrainNanos(10, 2)).isEqualTo(10_000_000_000L);
+  }
+
+  @Test
+  void requestSlots_measuredRequestRateIsLearnedFromCompletions() {
+    WaitPredictor p =
+        new WaitPredictor(
+            new WaitPredictor.Config(1_000_000, 10_000_000_000L, 60_000_000_000L, 20, 4));
+    long now = 0;
+    for (int i = 0; i <= 200; i++) {
+      p.onCompletion(1, now); // one request every 250 ms: 4 per second
+      now += 250_000_000L;
+    }
+    assertThat(p.requestsPerSecond()).isBetween(3.8, 4.2);
+    assertThat(p.predictWaitNanos(0, 1, 1_000_000, 7, 0)).isBetween(1_900_000_000L, 2_100_000_000L);
+  }
+
+  @Test
+  void withoutARequestCapTheSlotsAreIgnored() {
+    WaitPredictor p =
+        new WaitPredictor(new WaitPredictor.Config(100, 10_000_000_000L, 1_000_000_000L, 20));
+    assertThat(p.requestsPerSecond()).isZero();
+    assertThat(p.predictWaitNanos(0, 10, 100, 1_000, 0)).isZero();
+    assertThat(p.predictedDrainNanos(0, 1_000)).isZero();
+  }
 }
