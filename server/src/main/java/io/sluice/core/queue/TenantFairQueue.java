@@ -71,8 +71,10 @@ public final class TenantFairQueue<T> {
 
   /**
    * Queues {@code item} or refuses it. Refusal order: {@link Offer.Reason#EXPIRED}, then {@link
-   * Offer.Reason#TENANT_SHARE}, then {@link Offer.Reason#QUEUE_FULL}. A refused offer leaves the
-   * queue unchanged.
+   * Offer.Reason#QUEUE_FULL} (the room has no space for the item: no tenant could queue it now),
+   * then {@link Offer.Reason#TENANT_SHARE} (the room has space, but this tenant's part of it is
+   * used). So a full queue is reported as full even when one tenant filled it alone. A refused
+   * offer leaves the queue unchanged.
    *
    * @throws IllegalArgumentException if an item with the same id is already queued
    */
@@ -85,14 +87,14 @@ public final class TenantFairQueue<T> {
     if (expiresAt - nowNanos <= 0) {
       return new Offer.Rejected(Offer.Reason.EXPIRED);
     }
+    if (byId.size() >= bounds.maxItems()
+        || item.workUnits() > bounds.maxQueuedWork() - queuedWork) {
+      return new Offer.Rejected(Offer.Reason.QUEUE_FULL);
+    }
     Flow<T> flow = flows.get(item.tenant());
     long tenantWork = flow == null ? 0 : flow.queuedWork;
     if (item.workUnits() > maxTenantWork - tenantWork) {
       return new Offer.Rejected(Offer.Reason.TENANT_SHARE);
-    }
-    if (byId.size() >= bounds.maxItems()
-        || item.workUnits() > bounds.maxQueuedWork() - queuedWork) {
-      return new Offer.Rejected(Offer.Reason.QUEUE_FULL);
     }
     Ahead ahead = estimateAhead(flow, item.tenant(), item.weight());
 

@@ -148,14 +148,35 @@ class TenantFairQueueTest {
   }
 
   @Test
-  void offer_queueFullAndTenantOverShare_reportsTenantShare() {
+  void offer_queueFullAndTenantOverShare_reportsQueueFull() {
     TenantFairQueue<String> q = queue(100, 100, 0.5);
     q.offer(item("a", 1, 50, 60), ticker.nanos());
     q.offer(item("b", 1, 50, 60), ticker.nanos());
 
+    // the room is full: nobody could queue, whatever their share
     assertThat(q.offer(item("a", 1, 1, 60), ticker.nanos()))
-        .isEqualTo(new Offer.Rejected(Offer.Reason.TENANT_SHARE));
+        .isEqualTo(new Offer.Rejected(Offer.Reason.QUEUE_FULL));
     assertThat(q.offer(item("c", 1, 1, 60), ticker.nanos()))
+        .isEqualTo(new Offer.Rejected(Offer.Reason.QUEUE_FULL));
+  }
+
+  @Test
+  void offer_queueFilledByOneTenant_reportsQueueFull() {
+    TenantFairQueue<String> q = queue(100, 100, 1.0); // one tenant may own the whole room
+    q.offer(item("solo", 1, 60, 60), ticker.nanos());
+    q.offer(item("solo", 1, 40, 60), ticker.nanos());
+
+    assertThat(q.offer(item("solo", 1, 1, 60), ticker.nanos()))
+        .isEqualTo(new Offer.Rejected(Offer.Reason.QUEUE_FULL));
+  }
+
+  @Test
+  void offer_queueFullByItemsWhileTheTenantIsOverItsShare_reportsQueueFull() {
+    TenantFairQueue<String> q = queue(100, 2, 0.5);
+    q.offer(item("solo", 1, 30, 60), ticker.nanos());
+    q.offer(item("solo", 1, 20, 60), ticker.nanos());
+
+    assertThat(q.offer(item("solo", 1, 10, 60), ticker.nanos()))
         .isEqualTo(new Offer.Rejected(Offer.Reason.QUEUE_FULL));
   }
 
