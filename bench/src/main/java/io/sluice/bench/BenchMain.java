@@ -2,6 +2,8 @@ package io.sluice.bench;
 
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -11,40 +13,61 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ScopeType;
 
 /**
- * {@code java -jar bench/target/sluice-bench.jar [demo|scenario|floor|heap|rls|flood|coldstart]}.
+ * {@code java -jar bench/target/sluice-bench.jar
+ * [demo|scenario|probe|floor|heap|rls|flood|coldstart]}. With no subcommand it prints the usage
+ * (exit 2, picocli's usage-error code); {@code -h}/{@code --help} and {@code -V}/{@code --version}
+ * are inherited by every subcommand.
  */
 @Command(
     name = "sluice-bench",
     mixinStandardHelpOptions = true,
-    description = "Sluice demo and benchmarks (in-process, loopback only).",
+    scope = ScopeType.INHERIT,
+    versionProvider = BenchMain.Version.class,
+    description = "Sluice demo, smoke test and benchmarks (loopback only, except probe's target).",
     subcommands = {
       BenchMain.Demo.class,
       BenchMain.RunScenario.class,
+      Probe.class,
       Floor.class,
       HeapPerQueuedItem.class,
       RlsBench.class,
       Flood.class,
       ColdStart.class
     })
-public final class BenchMain implements Callable<Integer> {
+public final class BenchMain {
 
   public static void main(String[] args) {
     System.setProperty("java.awt.headless", "true");
     System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
-    int code = new CommandLine(new BenchMain()).execute(args);
-    System.exit(code);
+    System.exit(commandLine().execute(args));
   }
 
-  @Override
-  public Integer call() throws Exception {
-    return new Demo().call(); // demo is the default command
+  /** The command line with every subcommand (no subcommand: usage on stderr, exit 2). */
+  static CommandLine commandLine() {
+    return new CommandLine(new BenchMain());
+  }
+
+  /** The version of the Sluice build the jar holds (the server's version resource). */
+  static final class Version implements CommandLine.IVersionProvider {
+    @Override
+    public String[] getVersion() throws IOException {
+      Properties p = new Properties();
+      try (InputStream in = BenchMain.class.getResourceAsStream("/io/sluice/version.properties")) {
+        if (in != null) {
+          p.load(in);
+        }
+      }
+      return new String[] {"sluice-bench " + p.getProperty("version", "unknown")};
+    }
   }
 
   /** The one-minute overload demo: no admission vs Sluice on its embedded default. */
@@ -57,10 +80,14 @@ public final class BenchMain implements Callable<Integer> {
     int durationSeconds = 60;
 
     @Option(
-        names = "--chart",
-        description = "PNG file to write (default: ${DEFAULT-VALUE})",
-        defaultValue = "sluice-demo.png")
-    Path chart = Path.of("sluice-demo.png");
+        names = "--out",
+        description =
+            "directory for the chart (default: ${DEFAULT-VALUE}, under the working directory)",
+        defaultValue = "target/sluice-demo")
+    Path out = Path.of("target/sluice-demo");
+
+    @Option(names = "--chart", description = "PNG file to write instead of <out>/sluice-demo.png")
+    Path chart;
 
     @Override
     public Integer call() throws Exception {
@@ -72,7 +99,11 @@ public final class BenchMain implements Callable<Integer> {
           "sluice demo: simulated LLM (K=%d slots, capacity ~%.1f req/s), emulated Envoy, Sluice"
               + " on its embedded default policy (queue-hold on via x-sluice-max-message-timeout-ms)."
               + "%nOffered: 0.7x for %ds, 3x for %ds, 0.7x for %ds; 8 s client deadline;"
-              + " clients retry once after Retry-After.%n%n",
+              + " clients retry once after Retry-After.%n"
+              + "Live lines count requests, not attempts: offered = admitted (reached the model)"
+              + " + refused (finally) + waiting (held, or waiting to retry) + unserved (deadline"
+              + " or hang-up before reaching the model, errors); refused attempts include"
+              + " retries.%n%n",
           Scenario.UPSTREAM.batchSlots(),
           cap,
           w.phases().get(0).duration().toSeconds(),
@@ -91,7 +122,9 @@ public final class BenchMain implements Callable<Integer> {
       out.println(Tables.summary(reports));
       out.println(Tables.ttft(reports));
       out.println(Tables.rejections(reports));
-      Path png = Charts.timeline(reports, "sluice demo", chart);
+      Path png =
+          Charts.timeline(
+              reports, "sluice demo", chart != null ? chart : this.out.resolve("sluice-demo.png"));
       out.println("chart: " + png);
       return 0;
     }
@@ -150,11 +183,17 @@ public final class BenchMain implements Callable<Integer> {
   }
 
   /** One scenario (or all) against no admission, a concurrency cap and Sluice. */
-  @Command(name = "scenario", description = "Run a benchmark scenario: ${COMPLETION-CANDIDATES}")
+  @Command(
+      name = "scenario",
+      description =
+          "Run a benchmark scenario (or all) against no admission, a concurrency cap and Sluice.")
   static final class RunScenario implements Callable<Integer> {
     @Parameters(
         index = "0",
-        description = "stepped, classes, noisy, cancel, spike or all (default: ${DEFAULT-VALUE})",
+        arity = "0..1",
+        paramLabel = "<name>",
+        completionCandidates = ScenarioNames.class,
+        description = "${COMPLETION-CANDIDATES} or all (default: ${DEFAULT-VALUE})",
         defaultValue = "all")
     String name = "all";
 
@@ -182,6 +221,14 @@ public final class BenchMain implements Callable<Integer> {
         runOne(s.scaled(scale), out, System.out, !quiet);
       }
       return 0;
+    }
+  }
+
+  /** The scenario names, for the usage help. */
+  static final class ScenarioNames implements Iterable<String> {
+    @Override
+    public java.util.Iterator<String> iterator() {
+      return Scenario.all().stream().map(Scenario::name).iterator();
     }
   }
 

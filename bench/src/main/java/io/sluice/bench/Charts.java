@@ -41,6 +41,7 @@ final class Charts {
             .xAxisTitle("time (s)")
             .yAxisTitle("TTFT p95 (s)")
             .build();
+    ttft.getStyler().setMarkerSize(4);
     XYChart offered =
         new XYChartBuilder()
             .width(900)
@@ -53,8 +54,6 @@ final class Charts {
     for (RunReport r : reports) {
       List<Double> x = new ArrayList<>();
       List<Double> g = new ArrayList<>();
-      List<Double> tx = new ArrayList<>();
-      List<Double> t = new ArrayList<>();
       List<Double> o = new ArrayList<>();
       List<Double> rej = new ArrayList<>();
       for (RunReport.Second s : r.timeline()) {
@@ -62,14 +61,12 @@ final class Charts {
         g.add((double) s.completed());
         o.add((double) s.offered());
         rej.add((double) s.rejected());
-        if (!Double.isNaN(s.ttftP95Millis())) {
-          tx.add((double) s.second());
-          t.add(s.ttftP95Millis() / 1000);
-        }
       }
       goodput.addSeries(r.system(), x, g).setMarker(SeriesMarkers.NONE);
-      if (!tx.isEmpty()) {
-        ttft.addSeries(r.system(), tx, t).setMarker(SeriesMarkers.NONE);
+      Gapped t = ttftP95Seconds(r.timeline());
+      if (t.points() > 0) {
+        // a marker on every point, so a second with data between two gaps still shows
+        ttft.addSeries(r.system(), t.x(), t.y()).setMarker(SeriesMarkers.CIRCLE);
       }
       if (first) {
         offered.addSeries("offered", x, o).setMarker(SeriesMarkers.NONE);
@@ -80,6 +77,33 @@ final class Charts {
       }
     }
     return save(List.of(goodput, ttft, offered), 3, 1, file);
+  }
+
+  /**
+   * An XY series with gaps: {@code y} is NaN where there is no data, which XChart draws as a break
+   * in the line (no line across a span without data).
+   *
+   * @param points how many y values are numbers
+   */
+  record Gapped(double[] x, double[] y, int points) {}
+
+  /**
+   * TTFT p95 per second in seconds, one x per second of the timeline; NaN in the seconds in which
+   * no request got its first token (so the chart does not join the seconds around them).
+   */
+  static Gapped ttftP95Seconds(List<RunReport.Second> timeline) {
+    double[] x = new double[timeline.size()];
+    double[] y = new double[timeline.size()];
+    int points = 0;
+    for (int i = 0; i < timeline.size(); i++) {
+      RunReport.Second s = timeline.get(i);
+      x[i] = s.second();
+      y[i] = Double.isNaN(s.ttftP95Millis()) ? Double.NaN : s.ttftP95Millis() / 1000;
+      if (!Double.isNaN(y[i])) {
+        points++;
+      }
+    }
+    return new Gapped(x, y, points);
   }
 
   /** Goodput per second against offered per second, one point per arrival phase. */

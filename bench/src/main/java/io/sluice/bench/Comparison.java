@@ -96,21 +96,27 @@ final class Comparison {
     }
   }
 
-  private static String progressLine(
+  /**
+   * One live line: logical requests, so {@code offered = admitted + refused + waiting + unserved};
+   * refused attempts (retries included) are shown apart.
+   */
+  static String progressLine(
       LoadGenerator.Progress p, Map<String, LoadGenerator.Progress> all, String watched) {
     StringBuilder b =
         new StringBuilder(
             String.format(
                 Locale.ROOT,
-                "[%3ds] %s: offered %5d  admitted %5d  queued %4d  rejected %5d  goodput %5d"
-                    + "  upstream active %3d",
+                "[%3ds] %s: offered %5d = admitted %5d + refused %5d + waiting %4d + unserved %4d"
+                    + " | goodput %5d | refused attempts %5d | upstream active %3d",
                 p.second(),
                 watched,
                 p.offered(),
                 p.admitted(),
-                p.queued(),
-                p.rejected(),
+                p.refused(),
+                p.waiting(),
+                p.unserved(),
                 p.completed(),
+                p.refusedAttempts(),
                 p.upstreamActive()));
     all.forEach(
         (name, q) -> {

@@ -36,14 +36,32 @@ import org.HdrHistogram.Histogram;
  */
 public final class LoadGenerator {
 
-  /** A once-per-second snapshot for live progress lines. */
+  /**
+   * A once-per-second snapshot for live progress lines. Counts are of logical requests (one
+   * arrival, whatever its retries), so {@code offered == admitted + refused + unserved + waiting}
+   * at every snapshot; only {@code refusedAttempts} counts HTTP attempts.
+   *
+   * @param second seconds since the run started
+   * @param offered logical requests that arrived
+   * @param admitted of those, requests that reached the upstream (once each, whatever came next)
+   * @param refused requests whose final answer was a refusal before reaching the upstream
+   * @param unserved requests that ended before reaching the upstream without a refusal: deadline
+   *     passed or the client hung up while waiting, or an error
+   * @param waiting requests not ended that have not reached the upstream (held by admission, or
+   *     waiting to retry after a refusal)
+   * @param completed goodput: admitted requests answered completely before their deadline
+   * @param refusedAttempts refused attempts (429/503), retries included
+   * @param upstreamActive generations running in the upstream
+   */
   public record Progress(
       int second,
       long offered,
       long admitted,
-      long queued,
-      long rejected,
+      long refused,
+      long unserved,
+      long waiting,
       long completed,
+      long refusedAttempts,
       int upstreamActive) {}
 
   private final Workload workload;
@@ -263,6 +281,9 @@ public final class LoadGenerator {
     private long retries;
     private long unsent;
     private long usefulTokens;
+    private long admittedLogical;
+    private long refusedBeforeUpstream;
+    private long unservedBeforeUpstream;
     private long tokensOnMissedDeadlines;
     private long tokensOnHangUps;
     private final Map<String, Long> rejectedFinal = new TreeMap<>();
@@ -523,6 +544,13 @@ public final class LoadGenerator {
           return;
         }
         a.admitted = true;
+        // inside a's lock, so before onResult can mark it done and finish the logical request
+        synchronized (this) {
+          if (!a.logical.reachedUpstream) {
+            a.logical.reachedUpstream = true;
+            admittedLogical++;
+          }
+        }
       }
       admittedInFlight.incrementAndGet();
       admittedPerSecond.incrementAndGet(second(System.nanoTime()));
@@ -618,6 +646,13 @@ public final class LoadGenerator {
 
     private void finish(Logical l, Ending ending, String detail, long now) {
       synchronized (this) {
+        if (!l.reachedUpstream) {
+          if (ending == Ending.REFUSED) {
+            refusedBeforeUpstream++;
+          } else {
+            unservedBeforeUpstream++;
+          }
+        }
         switch (ending) {
           case COMPLETED -> {
             completed++;
@@ -698,21 +733,31 @@ public final class LoadGenerator {
       }
       long queued = Math.max(0, inFlight.get() - admittedInFlight.get());
       int active = rig.upstream().active();
-      long off = 0;
-      long adm = 0;
-      long rej = 0;
-      long done = 0;
+      Progress p;
       synchronized (this) {
         queuedAtSecond[s] = queued;
         activeAtSecond[s] = active;
+        p = progress(s + 1, active);
       }
-      for (int i = 0; i <= s; i++) {
-        off += offeredPerSecond.get(i);
-        adm += admittedPerSecond.get(i);
-        rej += rejectedPerSecond.get(i);
-        done += completedPerSecond.get(i);
+      progress.accept(p);
+    }
+
+    /** The logical counts so far (under this run's lock, so they add up). */
+    private Progress progress(int second, int active) {
+      long refusedAttempts = 0;
+      for (long n : rejectionsByReason.values()) {
+        refusedAttempts += n;
       }
-      progress.accept(new Progress(s + 1, off, adm, queued, rej, done, active));
+      return new Progress(
+          second,
+          offered,
+          admittedLogical,
+          refusedBeforeUpstream,
+          unservedBeforeUpstream,
+          offered - admittedLogical - refusedBeforeUpstream - unservedBeforeUpstream,
+          completed,
+          refusedAttempts,
+          active);
     }
 
     private synchronized RunReport report(double meanActive, long inFlightTokens) {
@@ -809,6 +854,7 @@ public final class LoadGenerator {
     final int outputTokens;
     volatile int attempt;
     volatile long ttftNanos;
+    boolean reachedUpstream; // guarded by the run
 
     Logical(
         Workload.RequestClass requestClass,

@@ -1,0 +1,100 @@
+package io.sluice.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.config.ConfigLoader;
+import io.sluice.harness.LoadGenerator;
+import io.sluice.harness.RunReport;
+import io.sluice.harness.Workload;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The demo's live counts are of requests, not attempts: a request refused, retried and refused
+ * again is one refusal (and two refused attempts), so refused never exceeds offered.
+ */
+class ProgressCountingTest {
+
+  @Test
+  void progress_everyRequestRefusedAndRetried_countsEachRequestOnce() throws Exception {
+    Workload.RequestClass chat =
+        new Workload.RequestClass(
+            "chat",
+            null,
+            "/v1/chat/completions",
+            1,
+            100,
+            200,
+            10,
+            20,
+            Duration.ofSeconds(8),
+            Duration.ofSeconds(2));
+    Workload w =
+        new Workload(
+            List.of(chat),
+            List.of(new Workload.Tenant("acme", 1)),
+            List.of(new Workload.Phase("p", Duration.ofMillis(1500), 20)),
+            0,
+            Duration.ZERO,
+            Duration.ZERO,
+            1, // one retry after Retry-After
+            Duration.ofSeconds(6),
+            7);
+    Comparison.System refuseAll =
+        new Comparison.System("sluice", ConfigLoader.parse(Floor.REJECT_POLICY), 0, Map.of());
+    ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    List<RunReport> reports =
+        Comparison.run(
+            w,
+            Scenario.UPSTREAM,
+            List.of(refuseAll),
+            new PrintStream(buf, true, StandardCharsets.UTF_8),
+            true);
+    RunReport r = reports.get(0);
+    assertThat(r.offered()).isPositive();
+    assertThat(r.completed()).isZero();
+    assertThat(r.rejectedFinalTotal()).isEqualTo(r.offered());
+    assertThat(r.retries()).isPositive(); // Retry-After (1 s) is inside the 8 s deadline
+    long refusedAttempts =
+        r.rejectionsByReason().values().stream().mapToLong(Long::longValue).sum();
+    assertThat(refusedAttempts).isEqualTo(r.attempts()).isGreaterThan(r.offered());
+
+    String live = buf.toString(StandardCharsets.UTF_8);
+    List<String> lines = live.lines().filter(l -> l.contains(" offered ")).toList();
+    assertThat(lines).isNotEmpty();
+    for (String line : lines) {
+      long offered = number(line, "offered");
+      long admitted = number(line, "admitted");
+      long refused = number(line, "+ refused");
+      long waiting = number(line, "waiting");
+      long unserved = number(line, "unserved");
+      assertThat(admitted).as(line).isZero();
+      assertThat(waiting).as(line).isNotNegative();
+      assertThat(refused).as(line).isLessThanOrEqualTo(offered);
+      assertThat(admitted + refused + waiting + unserved).as(line).isEqualTo(offered);
+      assertThat(number(line, "refused attempts")).as(line).isGreaterThanOrEqualTo(refused);
+    }
+  }
+
+  @Test
+  void progressLine_showsTheRequestIdentityAndRefusedAttemptsApart() {
+    var p = new LoadGenerator.Progress(7, 100, 60, 30, 4, 6, 55, 52, 16);
+    assertThat(Comparison.progressLine(p, Map.of("sluice", p), "sluice"))
+        .isEqualTo(
+            "[  7s] sluice: offered   100 = admitted    60 + refused    30 + waiting    6 +"
+                + " unserved    4 | goodput    55 | refused attempts    52 | upstream active  16");
+  }
+
+  /** The number after {@code label} in a live line. */
+  private static long number(String line, String label) {
+    int at = line.indexOf(label + " ");
+    assertThat(at).as(label + " in " + line).isNotNegative();
+    String rest = line.substring(at + label.length()).stripLeading();
+    return Long.parseLong(rest.split("\\s+")[0]);
+  }
+}
