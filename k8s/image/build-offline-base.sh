@@ -6,7 +6,8 @@
 #   -> <workdir>/base-jre17.tar          docker-save style base image (~300 MB)
 #   -> server/target/jib-image.tar       the Sluice image (load with `docker load -i` or `skopeo`)
 #
-# Where a registry is reachable, skip this and run: mvn -B -pl server jib:build -Djib.to.image=<repo>/sluice
+# Where a registry is reachable, skip this and run:
+#   mvn -B -pl server -am package jib:build -DskipTests -Djib.to.image=<repo>/sluice
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WORK=${1:-/tmp/sluice-image}
@@ -38,6 +39,7 @@ echo "[{\"Config\":\"$CFG\",\"RepoTags\":[\"sluice/base-jre17:local\"],\"Layers\
 tar -C "$WORK" -cf "$WORK/base-jre17.tar" manifest.json "$CFG" layer1/layer.tar
 echo "base image: $WORK/base-jre17.tar"
 
-mvn -B -q -pl server -am package -DskipTests -Dspotless.check.skip=true
-mvn -B -pl server jib:buildTar -Djib.from.image="tar://$WORK/base-jre17.tar" -Dspotless.check.skip=true
+# -am: proto and the parent come from the reactor, so nothing has to be installed first
+mvn -B -ntp -pl server -am package jib:buildTar -DskipTests -Dspotless.check.skip=true \
+  -Djib.from.image="tar://$WORK/base-jre17.tar"
 ls -la server/target/jib-image.tar

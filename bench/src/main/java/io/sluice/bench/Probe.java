@@ -116,17 +116,17 @@ final class Probe implements Callable<Integer> {
   @Option(
       names = "--message-timeout-ms",
       description =
-          "the emulated Envoy's ext_proc message_timeout (default: ${DEFAULT-VALUE}); a request"
-              + " Sluice holds in its queue needs --metadata"
-              + " x-sluice-max-message-timeout-ms=<ms> too",
-      defaultValue = "1000")
-  long messageTimeoutMillis = 1000;
+          "the emulated Envoy's ext_proc message_timeout (default: ${DEFAULT-VALUE}; Envoy's"
+              + " recommended 1000 is tight for a probe whose own JVM is cold); a request Sluice"
+              + " holds in its queue needs --metadata x-sluice-max-message-timeout-ms=<ms> too",
+      defaultValue = "5000")
+  long messageTimeoutMillis = 5000;
 
   @Option(
       names = "--connect-timeout-ms",
       description = "how long to wait for Sluice's gRPC health answer (default: ${DEFAULT-VALUE})",
-      defaultValue = "3000")
-  long connectTimeoutMillis = 3000;
+      defaultValue = "5000")
+  long connectTimeoutMillis = 5000;
 
   @Override
   public Integer call() throws Exception {
@@ -162,7 +162,7 @@ final class Probe implements Callable<Integer> {
             .overrideAuthority(filter.grpcAuthority())
             .directExecutor()
             .build();
-    SimulatedLlmUpstream model =
+    SimulatedLlmUpstream llm =
         new SimulatedLlmUpstream(
             new SimulatedLlmUpstream.Settings(4, Duration.ZERO, Duration.ZERO, 16, 4096, 4));
     Map<String, Long> reachedAt = new ConcurrentHashMap<>();
@@ -171,7 +171,7 @@ final class Probe implements Callable<Integer> {
           @Override
           public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
             request.headers().first("x-request-id").ifPresent(id -> reachedAt.put(id, now()));
-            return model.send(request);
+            return llm.send(request);
           }
         };
     try (EnvoyExtProcEmulator envoy = EnvoyExtProcEmulator.using(channel, filter, tap)) {
@@ -216,7 +216,7 @@ final class Probe implements Callable<Integer> {
     } finally {
       channel.shutdownNow();
       channel.awaitTermination(5, TimeUnit.SECONDS);
-      model.close();
+      llm.close();
     }
   }
 
@@ -259,16 +259,21 @@ final class Probe implements Callable<Integer> {
       if (code == Status.Code.UNIMPLEMENTED) {
         return Optional.empty(); // a server without the health service: the probe decides
       }
+      String why =
+          code == Status.Code.DEADLINE_EXCEEDED
+              ? "no answer within " + connectTimeoutMillis + " ms"
+              : code
+                  + (e.getStatus().getDescription() == null
+                      ? ""
+                      : ": " + e.getStatus().getDescription());
       return Optional.of(
           String.format(
               Locale.ROOT,
-              "sluice-bench probe: cannot reach Sluice at %s (gRPC %s%s within %d ms). Is the"
-                  + " server running and is %s its gRPC (ext_proc) address? The default is :8081;"
-                  + " the admin HTTP port (:8080) does not speak gRPC.",
+              "sluice-bench probe: cannot reach Sluice at %s (gRPC health check: %s). Is the"
+                  + " server running and is %s its gRPC (ext_proc) address? The default is"
+                  + " localhost:8081; the admin HTTP port (8080) does not speak gRPC.",
               target,
-              code,
-              e.getStatus().getDescription() == null ? "" : ": " + e.getStatus().getDescription(),
-              connectTimeoutMillis,
+              why,
               target));
     }
   }

@@ -26,7 +26,11 @@ class ProbeTest {
               "3");
       assertThat(r.code()).as(r.err()).isZero();
       assertThat(r.out())
-          .contains("probe 127.0.0.1:" + server.grpcPort(), "tenant acme", "class interactive");
+          .contains(
+              "probe 127.0.0.1:" + server.grpcPort(),
+              "tenant acme",
+              "class interactive",
+              "model gpt-4o-mini");
       assertThat(r.out().lines().filter(l -> l.matches("\\[\\d] admitted +status 200 .*")))
           .hasSize(3);
       assertThat(r.out()).contains("reason admitted", "decision=admit", "class=interactive");
@@ -51,8 +55,7 @@ class ProbeTest {
     try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    BenchCliTest.Run r =
-        BenchCliTest.run("probe", "--target", "127.0.0.1:" + port, "--connect-timeout-ms", "2000");
+    BenchCliTest.Run r = BenchCliTest.run("probe", "--target", "127.0.0.1:" + port);
     assertThat(r.code()).isEqualTo(Probe.UNREACHABLE);
     assertThat(r.err())
         .contains(
