@@ -1,5 +1,6 @@
 package io.sluice.bench;
 
+import io.sluice.harness.LoadGenerator;
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
 import java.io.IOException;
@@ -122,6 +123,10 @@ public final class BenchMain {
       out.println(Tables.summary(reports));
       out.println(Tables.ttft(reports));
       out.println(Tables.rejections(reports));
+      LoadGenerator.ServedOnArrival floor =
+          LoadGenerator.wasteIfServedOnArrival(w, Scenario.UPSTREAM);
+      out.println(Tables.waste(reports, floor));
+      out.println(Tables.wasteVerdict(reports, floor));
       Path png =
           Charts.timeline(
               reports, "sluice demo", chart != null ? chart : this.out.resolve("sluice-demo.png"));
@@ -251,11 +256,10 @@ public final class BenchMain {
         .append(s.title())
         .append(String.format(Locale.ROOT, "%n%nUpstream capacity ~%.1f requests/s.%n%n", cap));
     md.append(Tables.summary(reports)).append('\n');
-    md.append(
-            Tables.waste(
-                reports,
-                io.sluice.harness.LoadGenerator.wasteIfServedOnArrival(s.workload(), s.upstream())))
-        .append('\n');
+    LoadGenerator.ServedOnArrival floor =
+        LoadGenerator.wasteIfServedOnArrival(s.workload(), s.upstream());
+    md.append(Tables.waste(reports, floor)).append('\n');
+    md.append(Tables.wasteVerdict(reports, floor)).append('\n');
     md.append(Tables.phases(reports, cap)).append('\n');
     md.append(Tables.ttft(reports)).append('\n');
     md.append(Tables.rejections(reports)).append('\n');

@@ -169,37 +169,46 @@ public final class LoadGenerator {
    * What the workload's own deadlines and hang-ups would waste if every request started at the
    * upstream the moment it arrived and ran at full speed (no queue, no sharing). Hang-ups during an
    * answer cost its prompt and the tokens generated so far whatever admission does; this is that
-   * cost when nobody waits, the reference for a run's {@link RunReport#tokensOnHangUps()}.
+   * cost when nobody waits, the floor beside a run's {@link RunReport#tokensOnHangUps()} (the same
+   * clients' hang-ups in the run) and the part no admission decision can avoid.
    */
   public static ServedOnArrival wasteIfServedOnArrival(
       Workload w, SimulatedLlmUpstream.Settings s) {
-    long prefillPerToken = s.prefillPerInputToken().toNanos();
-    long decode = s.decodePerOutputToken().toNanos();
     long useful = 0;
     long missed = 0;
     long hungUp = 0;
     for (Arrival a : arrivals(w)) {
-      int prompt =
-          SimulatedLlmUpstream.promptTokens(
-              body(a.promptTokens(), a.outputTokens(), a.requestClass().outputTokensMax()).length,
-              s);
-      int output = Math.min(a.outputTokens(), s.maxOutputTokens());
-      long prefill = prefillPerToken * prompt;
-      long lastToken = prefill + (long) (output - 1) * decode;
-      long deadline = a.requestClass().deadline().toNanos();
-      long leaves = Math.min(deadline, a.cancelAfterNanos());
-      if (leaves > lastToken) {
-        useful += prompt + output;
-        continue;
-      }
-      long generated = leaves < prefill ? 0 : Math.min(output, 1 + (leaves - prefill) / decode);
-      if (a.cancelAfterNanos() < deadline) {
-        hungUp += prompt + generated;
-      } else {
-        missed += prompt + generated;
+      ServedOnArrivalCost c = servedOnArrival(a, s);
+      switch (c.ending()) {
+        case COMPLETED -> useful += c.tokens();
+        case DEADLINE -> missed += c.tokens();
+        case CANCELLED -> hungUp += c.tokens();
+        default -> throw new IllegalStateException("served on arrival: " + c.ending());
       }
     }
     return new ServedOnArrival(useful, missed, hungUp);
+  }
+
+  /** How one arrival ends when served on arrival at full speed, and the tokens it costs. */
+  private record ServedOnArrivalCost(Ending ending, long tokens) {}
+
+  private static ServedOnArrivalCost servedOnArrival(Arrival a, SimulatedLlmUpstream.Settings s) {
+    long prefillPerToken = s.prefillPerInputToken().toNanos();
+    long decode = s.decodePerOutputToken().toNanos();
+    int prompt =
+        SimulatedLlmUpstream.promptTokens(
+            body(a.promptTokens(), a.outputTokens(), a.requestClass().outputTokensMax()).length, s);
+    int output = Math.min(a.outputTokens(), s.maxOutputTokens());
+    long prefill = prefillPerToken * prompt;
+    long lastToken = prefill + (long) (output - 1) * decode;
+    long deadline = a.requestClass().deadline().toNanos();
+    long leaves = Math.min(deadline, a.cancelAfterNanos());
+    if (leaves > lastToken) {
+      return new ServedOnArrivalCost(Ending.COMPLETED, prompt + output);
+    }
+    long generated = leaves < prefill ? 0 : Math.min(output, 1 + (leaves - prefill) / decode);
+    return new ServedOnArrivalCost(
+        a.cancelAfterNanos() < deadline ? Ending.CANCELLED : Ending.DEADLINE, prompt + generated);
   }
 
   private static long exponentialNanos(SplittableRandom random, double rate) {
@@ -286,6 +295,7 @@ public final class LoadGenerator {
     private long unservedBeforeUpstream;
     private long tokensOnMissedDeadlines;
     private long tokensOnHangUps;
+    private long tokensOnHangUpsAfterWaiting;
     private final Map<String, Long> rejectedFinal = new TreeMap<>();
     private final Map<String, Long> rejectionsByReason = new TreeMap<>();
     private final Map<String, Long> errors = new TreeMap<>();
@@ -476,6 +486,9 @@ public final class LoadGenerator {
                   : arrivalNanos + a.cancelAfterNanos(),
               body(a.promptTokens(), a.outputTokens(), c.outputTokensMax()),
               a.outputTokens());
+      l.hangsUpAnyway =
+          a.cancelAfterNanos() != Long.MAX_VALUE
+              && servedOnArrival(a, rig.upstream().settings()).ending() == Ending.CANCELLED;
       synchronized (this) {
         offered++;
         openLogical.incrementAndGet();
@@ -583,8 +596,10 @@ public final class LoadGenerator {
         case CLIENT_CANCELLED -> {
           boolean started = ttfb.isPresent() && r.status() == 200;
           synchronized (this) {
-            if (a.voluntary) {
+            if (a.voluntary && l.hangsUpAnyway) {
               tokensOnHangUps += a.tokens.get();
+            } else if (a.voluntary) {
+              tokensOnHangUpsAfterWaiting += a.tokens.get();
             } else {
               tokensOnMissedDeadlines += a.tokens.get();
             }
@@ -829,6 +844,7 @@ public final class LoadGenerator {
           inFlightTokens,
           tokensOnMissedDeadlines,
           tokensOnHangUps,
+          tokensOnHangUpsAfterWaiting,
           orphanTokens.get(),
           meanActive,
           rig.upstream().settings().batchSlots());
@@ -855,6 +871,9 @@ public final class LoadGenerator {
     volatile int attempt;
     volatile long ttftNanos;
     boolean reachedUpstream; // guarded by the run
+
+    /** Served on arrival at full speed, its client would still hang up before the answer ends. */
+    boolean hangsUpAnyway;
 
     Logical(
         Workload.RequestClass requestClass,

@@ -47,8 +47,12 @@ import org.HdrHistogram.Histogram;
  *     (neither useful nor wasted yet)
  * @param tokensOnMissedDeadlines wasted: tokens spent on attempts whose deadline passed first,
  *     until the client left
- * @param tokensOnHangUps wasted: tokens spent on attempts whose client disconnected on its own,
- *     until it left (the answer's cost before the hang-up)
+ * @param tokensOnHangUps wasted, the workload's own: tokens spent on attempts whose client
+ *     disconnected on its own, until it left, where the client would have left before its answer
+ *     ended even if served on arrival at full speed (the hang-ups no admission can avoid)
+ * @param tokensOnHangUpsAfterWaiting wasted, caused by the serving path: tokens spent on attempts
+ *     whose client disconnected on its own mid-answer although, served on arrival at full speed,
+ *     its answer would have ended before it left (the wait or a slowed upstream made it leave)
  * @param tokensAfterClientLeft wasted: tokens the upstream spent on an attempt after its client had
  *     gone (generation not stopped when the client left)
  * @param meanUpstreamActive mean number of generations running in the upstream, sampled per second
@@ -86,6 +90,7 @@ public record RunReport(
     long unfinishedTokens,
     long tokensOnMissedDeadlines,
     long tokensOnHangUps,
+    long tokensOnHangUpsAfterWaiting,
     long tokensAfterClientLeft,
     double meanUpstreamActive,
     int batchSlots) {
@@ -145,16 +150,28 @@ public record RunReport(
    */
   public long otherWastedTokens() {
     return Math.max(
-        0, wastedTokens() - tokensOnMissedDeadlines - tokensOnHangUps - tokensAfterClientLeft);
+        0,
+        wastedTokens()
+            - tokensOnMissedDeadlines
+            - tokensOnHangUps
+            - tokensOnHangUpsAfterWaiting
+            - tokensAfterClientLeft);
   }
 
   /**
-   * Waste the admission path can act on: tokens on missed deadlines (it should have refused or
-   * re-planned those), after the client left (it should have stopped them) and other failures; not
-   * the cost of answers whose client hung up while they were being served.
+   * Waste caused by admission (the wasted-tokens target, docs/decisions/0007): tokens on missed
+   * deadlines, after the client left, on hang-ups mid-answer that the wait caused (the client would
+   * have had its whole answer had it been served on arrival) and other failures. Not the workload's
+   * own hang-ups ({@link #tokensOnHangUps()}), whose floor is what the same arrivals cost when
+   * served on arrival ({@link LoadGenerator#wasteIfServedOnArrival}).
    */
   public long wastedByAdmission() {
     return Math.max(0, wastedTokens() - tokensOnHangUps);
+  }
+
+  /** {@link #wastedByAdmission()} as a fraction of the tokens spent on requests that ended. */
+  public double wastedByAdmissionFraction() {
+    return endedFraction(wastedByAdmission());
   }
 
   /** {@code tokens} as a fraction of the tokens spent on requests that ended. */

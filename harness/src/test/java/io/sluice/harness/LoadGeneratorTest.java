@@ -100,17 +100,63 @@ class LoadGeneratorTest {
     assertThat(r.accountedFor()).isEqualTo(r.offered());
     // every client hangs up on its own within 50 ms: the waste is theirs, none on deadlines, and
     // the upstream stops when they leave (at most a token in flight each)
+    // served on arrival, every answer (80 ms or more) outlasts its client: all its own hang-ups
     assertThat(r.tokensOnHangUps()).isPositive();
+    assertThat(r.tokensOnHangUpsAfterWaiting()).isZero();
     assertThat(r.tokensOnMissedDeadlines()).isZero();
     assertThat(r.tokensAfterClientLeft()).isLessThanOrEqualTo(r.cancelled());
     assertThat(r.wastedTokens())
         .isEqualTo(
             r.tokensOnHangUps()
+                + r.tokensOnHangUpsAfterWaiting()
                 + r.tokensOnMissedDeadlines()
                 + r.tokensAfterClientLeft()
                 + r.otherWastedTokens());
     assertThat(r.otherWastedTokens()).isLessThanOrEqualTo(r.cancelled());
     assertThat(r.wastedByAdmission()).isEqualTo(r.wastedTokens() - r.tokensOnHangUps());
+  }
+
+  @Test
+  void run_clientsLeaveBecauseTheyWaited_thatWasteIsCountedAsCausedByAdmission()
+      throws InterruptedException {
+    // one slot shared by all (no admission): 2 ms per token, answers of 5–10 tokens take at most
+    // 18 ms alone, and every client leaves at 200 ms; served on arrival nobody would hang up
+    // before the answer ends (floor 0), but at ~2.6x the slot's capacity the shared answers
+    // outlast their clients. Which hang-ups happen depends on timing; their attribution does not.
+    SimulatedLlmUpstream.Settings oneSlot =
+        new SimulatedLlmUpstream.Settings(1, Duration.ZERO, Duration.ofMillis(2), 8, 64, 4);
+    Workload w =
+        new Workload(
+            List.of(
+                new Workload.RequestClass(
+                    "chat",
+                    "interactive",
+                    "/v1/chat/completions",
+                    1,
+                    20,
+                    40,
+                    5,
+                    10,
+                    Duration.ofSeconds(5),
+                    Duration.ofSeconds(1))),
+            List.of(new Workload.Tenant("a", 1)),
+            List.of(new Workload.Phase("p", Duration.ofMillis(500), 200)),
+            1.0,
+            Duration.ofMillis(200),
+            Duration.ofMillis(200),
+            0,
+            Duration.ofSeconds(5),
+            3);
+    assertThat(LoadGenerator.wasteIfServedOnArrival(w, oneSlot).hungUpTokens()).isZero();
+    RunReport r;
+    try (Rig rig = Rig.noAdmission("one slot", oneSlot)) {
+      r = new LoadGenerator(w).run(rig, p -> {});
+    }
+    assertThat(r.accountedFor()).isEqualTo(r.offered());
+    assertThat(r.cancelled()).isPositive();
+    assertThat(r.tokensOnHangUps()).isZero(); // none of them would have left served on arrival
+    assertThat(r.tokensOnHangUpsAfterWaiting()).isPositive();
+    assertThat(r.wastedByAdmission()).isEqualTo(r.wastedTokens()).isPositive();
   }
 
   @Test
