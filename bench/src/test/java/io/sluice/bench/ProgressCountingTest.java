@@ -2,14 +2,14 @@ package io.sluice.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
 import io.sluice.harness.LoadGenerator;
+import io.sluice.harness.Rig;
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -45,17 +45,21 @@ class ProgressCountingTest {
             1, // one retry after Retry-After
             Duration.ofSeconds(6),
             7);
-    Comparison.System refuseAll =
-        new Comparison.System("sluice", ConfigLoader.parse(Floor.REJECT_POLICY), 0, Map.of());
-    ByteArrayOutputStream buf = new ByteArrayOutputStream();
-    List<RunReport> reports =
-        Comparison.run(
-            w,
-            Scenario.UPSTREAM,
-            List.of(refuseAll),
-            new PrintStream(buf, true, StandardCharsets.UTF_8),
-            true);
-    RunReport r = reports.get(0);
+    List<LoadGenerator.Progress> progress = new ArrayList<>();
+    RunReport r;
+    // a generous emulated message timeout: the refusals, not the machine's speed, are under test
+    try (SluiceServer server = SluiceServer.start(ConfigLoader.parse(Floor.REJECT_POLICY));
+        Rig rig =
+            Rig.extProc(
+                "sluice",
+                "127.0.0.1:" + server.grpcPort(),
+                Rig.benchFilter().messageTimeout(Duration.ofSeconds(10)).build(),
+                Scenario.UPSTREAM,
+                Map.of())) {
+      r = new LoadGenerator(w).run(rig, progress::add);
+    }
+    List<String> lines =
+        progress.stream().map(p -> Comparison.progressLine(p, Map.of(), "sluice")).toList();
     assertThat(r.offered()).isPositive();
     assertThat(r.completed()).isZero();
     assertThat(r.rejectedFinalTotal()).isEqualTo(r.offered());
@@ -64,8 +68,6 @@ class ProgressCountingTest {
         r.rejectionsByReason().values().stream().mapToLong(Long::longValue).sum();
     assertThat(refusedAttempts).isEqualTo(r.attempts()).isGreaterThan(r.offered());
 
-    String live = buf.toString(StandardCharsets.UTF_8);
-    List<String> lines = live.lines().filter(l -> l.contains(" offered ")).toList();
     assertThat(lines).isNotEmpty();
     for (String line : lines) {
       long offered = number(line, "offered");
