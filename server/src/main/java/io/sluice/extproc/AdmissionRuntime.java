@@ -10,7 +10,8 @@ import io.sluice.routing.RequestResolver;
 
 /**
  * Everything one ext_proc stream needs, as one immutable snapshot. A stream reads the snapshot once
- * at its first message, so a reload never changes a request half-way.
+ * at its first message, so a reload never changes a request half-way. The snapshot also holds the
+ * adapter's per-config lookup tables ({@link ExtProcTables}): they live and die with it.
  */
 public record AdmissionRuntime(
     SluiceConfig config,
@@ -22,4 +23,32 @@ public record AdmissionRuntime(
     Ticker ticker,
     java.time.Clock clock,
     QueueTimer timer,
-    io.sluice.core.quota.TenantQuotas quotas) {}
+    io.sluice.core.quota.TenantQuotas quotas,
+    ExtProcTables tables) {
+
+  /** A snapshot with the lookup tables of {@code resolver}'s config. */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
+        new ExtProcTables(resolver));
+  }
+}

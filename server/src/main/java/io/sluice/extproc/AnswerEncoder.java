@@ -57,7 +57,8 @@ final class AnswerEncoder {
       long workUnits) {}
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
-  static byte[] admit(boolean atBody, Map<String, String> headers, DecisionFields f) {
+  static byte[] admit(
+      Entries entries, boolean atBody, Map<String, String> headers, DecisionFields f) {
     int n = headers.size();
     byte[][] keys = new byte[n][];
     byte[][] values = new byte[n][];
@@ -76,7 +77,7 @@ final class AnswerEncoder {
         atBody
             ? ProcessingResponse.REQUEST_BODY_FIELD_NUMBER
             : ProcessingResponse.REQUEST_HEADERS_FIELD_NUMBER;
-    Inner inner = new Inner(f);
+    Inner inner = new Inner(entries, f);
     ProtoWriter o = new ProtoWriter(lenField(phaseField, phaseBody) + metadataSize(inner.size));
     o.len(phaseField, phaseBody);
     o.len(BodyResponse.RESPONSE_FIELD_NUMBER, common); // == HeadersResponse's
@@ -95,8 +96,14 @@ final class AnswerEncoder {
    * are omitted (proto3 defaults).
    */
   static byte[] reject(
-      int status, byte[] details, byte[] body, byte[][] keys, byte[][] values, DecisionFields f) {
-    return reject(status, -1, details, body, keys, values, f);
+      Entries entries,
+      int status,
+      byte[] details,
+      byte[] body,
+      byte[][] keys,
+      byte[][] values,
+      DecisionFields f) {
+    return reject(entries, status, -1, details, body, keys, values, f);
   }
 
   /**
@@ -105,6 +112,7 @@ final class AnswerEncoder {
    * 0, OK), Envoy uses it for gRPC requests instead of mapping the HTTP status (docs/envoy.md).
    */
   static byte[] reject(
+      Entries entries,
       int status,
       int grpcStatus,
       byte[] details,
@@ -131,7 +139,7 @@ final class AnswerEncoder {
             + (details.length == 0
                 ? 0
                 : lenField(ImmediateResponse.DETAILS_FIELD_NUMBER, details.length));
-    Inner inner = new Inner(f);
+    Inner inner = new Inner(entries, f);
     ProtoWriter o =
         new ProtoWriter(
             lenField(ProcessingResponse.IMMEDIATE_RESPONSE_FIELD_NUMBER, immediate)
@@ -181,8 +189,8 @@ final class AnswerEncoder {
    * {@code dynamic_metadata} as a complete field of {@code ProcessingResponse}: appended to any
    * encoded ProcessingResponse without it, the result is that response with the metadata set.
    */
-  static byte[] metadataField(DecisionFields f) {
-    Inner inner = new Inner(f);
+  static byte[] metadataField(Entries entries, DecisionFields f) {
+    Inner inner = new Inner(entries, f);
     ProtoWriter o = new ProtoWriter(metadataSize(inner.size));
     writeMetadata(o, inner);
     return o.done();
@@ -222,18 +230,20 @@ final class AnswerEncoder {
     final long v2;
     final int size;
 
-    Inner(DecisionFields f) {
+    Inner(Entries entries, DecisionFields f) {
       int n = 0;
       int sz = 0;
       if (f.resolved()) {
-        bounded[n++] = routeEntries(f.tier(), f.requestClass(), f.pool(), f.route());
+        bounded[n++] = entries.route(f.tier(), f.requestClass(), f.pool(), f.route());
         tenant = utf8(f.tenant());
         sz += stringEntrySize(TENANT_KEY, tenant);
       } else {
         tenant = null;
       }
-      bounded[n++] = "admit".equals(f.decision()) ? DECISION_ADMIT : DECISION.get(f.decision());
-      bounded[n++] = "admitted".equals(f.reason()) ? REASON_ADMITTED : REASON.get(f.reason());
+      bounded[n++] =
+          "admit".equals(f.decision()) ? DECISION_ADMIT : entries.decision.get(f.decision());
+      bounded[n++] =
+          "admitted".equals(f.reason()) ? REASON_ADMITTED : entries.reason.get(f.reason());
       count = n;
       for (int i = 0; i < n; i++) {
         sz += bounded[i].length;
@@ -349,59 +359,65 @@ final class AnswerEncoder {
   /** The tier, class, pool and route entries of one resolved route, concatenated. */
   private record RouteKey(String tier, String cls, String pool, String route) {}
 
-  private static final ConcurrentMap<RouteKey, byte[]> ROUTE_ENTRIES = new ConcurrentHashMap<>();
-
-  /** One lookup per answer for the four route entries (config-sized; capped all the same). */
-  private static byte[] routeEntries(String tier, String cls, String pool, String route) {
-    // The names come from the policy objects: the same instances request after request, so the
-    // last answer is found by reference first (a miss takes the map, which compares by value).
-    LastRoute last = lastRoute;
-    if (last != null
-        && last.tier == tier
-        && last.cls == cls
-        && last.pool == pool
-        && last.route == route) {
-      return last.entries;
-    }
-    RouteKey key = new RouteKey(tier, cls, pool, route);
-    byte[] e = ROUTE_ENTRIES.get(key);
-    if (e == null) {
-      if (ROUTE_ENTRIES.size() >= 10_000) {
-        return concatRouteEntries(key);
-      }
-      e = ROUTE_ENTRIES.computeIfAbsent(key, AnswerEncoder::concatRouteEntries);
-    }
-    lastRoute = new LastRoute(tier, cls, pool, route, e);
-    return e;
-  }
-
   private record LastRoute(String tier, String cls, String pool, String route, byte[] entries) {}
 
-  private static volatile LastRoute lastRoute;
+  /**
+   * The encoded map entries of the bounded fields, by value: one set per runtime snapshot ({@link
+   * ExtProcTables}), so a reload starts a fresh set and the old one goes with its snapshot (never
+   * process-global). Config-sized; capped all the same.
+   */
+  static final class Entries {
+    private final BoundedEntries tier = new BoundedEntries("tier");
+    private final BoundedEntries cls = new BoundedEntries("class");
+    private final BoundedEntries pool = new BoundedEntries("pool");
+    private final BoundedEntries route = new BoundedEntries("route");
+    private final BoundedEntries decision = new BoundedEntries("decision");
+    private final BoundedEntries reason = new BoundedEntries("reason");
+    private final ConcurrentMap<RouteKey, byte[]> routeEntries = new ConcurrentHashMap<>();
+    private volatile LastRoute lastRoute;
 
-  private static byte[] concatRouteEntries(RouteKey k) {
-    byte[][] parts = {
-      TIER.get(k.tier()), CLASS.get(k.cls()), POOL.get(k.pool()), ROUTE.get(k.route())
-    };
-    int size = 0;
-    for (byte[] p : parts) {
-      size += p.length;
+    /** One lookup per answer for the four route entries. */
+    byte[] route(String tier, String cls, String pool, String route) {
+      // The names come from the policy objects: the same instances request after request, so the
+      // last answer is found by reference first (a miss takes the map, which compares by value).
+      LastRoute last = lastRoute;
+      if (last != null
+          && last.tier == tier
+          && last.cls == cls
+          && last.pool == pool
+          && last.route == route) {
+        return last.entries;
+      }
+      RouteKey key = new RouteKey(tier, cls, pool, route);
+      byte[] e = routeEntries.get(key);
+      if (e == null) {
+        if (routeEntries.size() >= 10_000) {
+          return concat(key);
+        }
+        e = routeEntries.computeIfAbsent(key, this::concat);
+      }
+      lastRoute = new LastRoute(tier, cls, pool, route, e);
+      return e;
     }
-    byte[] out = new byte[size];
-    int pos = 0;
-    for (byte[] p : parts) {
-      System.arraycopy(p, 0, out, pos, p.length);
-      pos += p.length;
+
+    private byte[] concat(RouteKey k) {
+      byte[][] parts = {
+        tier.get(k.tier()), cls.get(k.cls()), pool.get(k.pool()), route.get(k.route())
+      };
+      int size = 0;
+      for (byte[] p : parts) {
+        size += p.length;
+      }
+      byte[] out = new byte[size];
+      int pos = 0;
+      for (byte[] p : parts) {
+        System.arraycopy(p, 0, out, pos, p.length);
+        pos += p.length;
+      }
+      return out;
     }
-    return out;
   }
 
-  private static final BoundedEntries TIER = new BoundedEntries("tier");
-  private static final BoundedEntries CLASS = new BoundedEntries("class");
-  private static final BoundedEntries POOL = new BoundedEntries("pool");
-  private static final BoundedEntries ROUTE = new BoundedEntries("route");
-  private static final BoundedEntries DECISION = new BoundedEntries("decision");
-  private static final BoundedEntries REASON = new BoundedEntries("reason");
   // Every admitted request carries these two: no lookup at all.
   private static final byte[] DECISION_ADMIT = encodeStringEntry("decision", "admit");
   private static final byte[] REASON_ADMITTED = encodeStringEntry("reason", "admitted");

@@ -16,17 +16,32 @@ final class EnvoySignals implements SignalSource {
   private final Inbound request;
   private final HeaderIndex index;
   private final String[] found; // values by HeaderIndex slot, first occurrence
+  private final InitialMetadata metadataKeys;
 
   EnvoySignals(io.grpc.Metadata initialMetadata, ProcessingRequest request) {
-    this(initialMetadata, Inbound.of(request), null);
+    this(initialMetadata, Inbound.of(request), (HeaderIndex) null);
+  }
+
+  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, HeaderIndex index) {
+    this(initialMetadata, request, index, new InitialMetadata());
+  }
+
+  /** With the tables of the runtime snapshot: its header index and its metadata keys. */
+  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, ExtProcTables tables) {
+    this(initialMetadata, request, tables.headerIndex(), tables.metadataKeys());
   }
 
   /**
    * With an index of the header names this request may be asked for: one pass over the headers
    * picks them all out, instead of one scan of the whole list per lookup.
    */
-  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, HeaderIndex index) {
+  private EnvoySignals(
+      io.grpc.Metadata initialMetadata,
+      Inbound request,
+      HeaderIndex index,
+      InitialMetadata metadataKeys) {
     this.initialMetadata = initialMetadata;
+    this.metadataKeys = metadataKeys;
     this.request = request;
     this.index = index;
     this.found = index == null ? null : index.pick(request);
@@ -155,7 +170,7 @@ final class EnvoySignals implements SignalSource {
 
   @Override
   public String metadata(String key) {
-    return InitialMetadata.get(initialMetadata, key);
+    return metadataKeys.get(initialMetadata, key);
   }
 
   @Override

@@ -193,24 +193,6 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     }
   }
 
-  /** The header index of the runtime's config (rebuilt when a reload brings a new resolver). */
-  private static volatile Object[] lastIndex = {null, null}; // resolver, index
-
-  private static EnvoySignals.HeaderIndex headerIndex(AdmissionRuntime rt) {
-    Object[] last = lastIndex;
-    if (last[0] == rt.resolver()) {
-      return (EnvoySignals.HeaderIndex) last[1];
-    }
-    java.util.Set<String> names = new java.util.LinkedHashSet<>(rt.resolver().headerNames());
-    names.add("content-length");
-    names.add(":path");
-    names.add(":method");
-    names.add("content-type");
-    EnvoySignals.HeaderIndex index = new EnvoySignals.HeaderIndex(names);
-    lastIndex = new Object[] {rt.resolver(), index};
-    return index;
-  }
-
   @Override
   public void onNext(Inbound req) {
     long received = rt.ticker().nanos();
@@ -312,7 +294,7 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
       requestBodyMode = req.requestBodyMode();
       responseBodyMode = req.responseBodyMode();
     }
-    EnvoySignals signals = new EnvoySignals(initialMetadata, req, headerIndex(rt));
+    EnvoySignals signals = new EnvoySignals(initialMetadata, req, rt.tables());
     proxyless = signals.header(":method") == null && signals.header(":path") == null;
     String contentType = signals.header("content-type");
     grpcRequest =
@@ -695,7 +677,9 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
                 + workUnits);
       }
       meters.estimated(estimate.inputTokens(), estimate.outputReserveTokens());
-      send(Responses.admit(atBody, headers, metadata("admit", Reason.ADMITTED)));
+      send(
+          Responses.admit(
+              rt.tables().answerEntries(), atBody, headers, metadata("admit", Reason.ADMITTED)));
     }
   }
 
@@ -717,8 +701,20 @@ final class ExtProcStream extends LiveStreams.Node implements StreamObserver<Inb
     }
     send(
         grpcRequest
-            ? Responses.rejectGrpc(reason, status, retryAfter, message, metadata("reject", reason))
-            : Responses.reject(reason, status, retryAfter, message, metadata("reject", reason)));
+            ? Responses.rejectGrpc(
+                rt.tables().answerEntries(),
+                reason,
+                status,
+                retryAfter,
+                message,
+                metadata("reject", reason))
+            : Responses.reject(
+                rt.tables().answerEntries(),
+                reason,
+                status,
+                retryAfter,
+                message,
+                metadata("reject", reason)));
     faults.at(StreamFaults.Step.DECISION_LOG);
     if (rt.decisionLog().wants(true)) {
       rt.decisionLog()

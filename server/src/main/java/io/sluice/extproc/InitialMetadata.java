@@ -6,23 +6,24 @@ import io.grpc.Metadata;
  * Reads the stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
  * with per-route {@code ExtProcPerRoute.overrides.grpc_initial_metadata}): HTTP clients cannot set
  * these, so they are trusted.
+ *
+ * <p>One instance per runtime snapshot ({@link ExtProcTables}): the keys come from that config (a
+ * bounded set), built and validated once, not per request, and dropped with the snapshot on reload.
  */
 final class InitialMetadata {
-  private InitialMetadata() {}
-
-  /** Keys come from the config (a bounded set): built and validated once, not per request. */
-  private static final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> KEYS =
+  private final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> keys =
       new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
    * The config's key strings are the same instances request after request: a short array scanned by
    * reference finds their keys without hashing (copy-on-write, bounded; misses use the map).
    */
-  private static volatile Object[] recent = new Object[0]; // String, Key, String, Key, ...
+  private volatile Object[] recent = new Object[0]; // String, Key, String, Key, ...
 
   private static final int RECENT_MAX = 64;
+  private static final int KEYS_MAX = 10_000; // names come from the config; capped all the same
 
-  static String get(Metadata md, String key) {
+  String get(Metadata md, String key) {
     if (md == null) {
       return null;
     }
@@ -37,13 +38,18 @@ final class InitialMetadata {
     if (key.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
       return null;
     }
-    Metadata.Key<String> k =
-        KEYS.computeIfAbsent(key, n -> Metadata.Key.of(n, Metadata.ASCII_STRING_MARSHALLER));
+    Metadata.Key<String> k = keys.get(key);
+    if (k == null) {
+      k = Metadata.Key.of(key, Metadata.ASCII_STRING_MARSHALLER);
+      if (keys.size() < KEYS_MAX) {
+        keys.putIfAbsent(key, k);
+      }
+    }
     remember(key, k);
     return md.get(k);
   }
 
-  private static synchronized void remember(String key, Metadata.Key<String> k) {
+  private synchronized void remember(String key, Metadata.Key<String> k) {
     Object[] r = recent;
     if (r.length >= 2 * RECENT_MAX) {
       return;

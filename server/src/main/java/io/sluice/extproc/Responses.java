@@ -68,8 +68,11 @@ final class Responses {
 
   /** CONTINUE for the request phase that decided, with optional headers and dynamic metadata. */
   static Answer admit(
-      boolean atBody, Map<String, String> headers, AnswerEncoder.DecisionFields metadata) {
-    return Answer.encoded(AnswerEncoder.admit(atBody, headers, metadata));
+      AnswerEncoder.Entries entries,
+      boolean atBody,
+      Map<String, String> headers,
+      AnswerEncoder.DecisionFields metadata) {
+    return Answer.encoded(AnswerEncoder.admit(entries, atBody, headers, metadata));
   }
 
   /**
@@ -77,12 +80,13 @@ final class Responses {
    * x-sluice-reason}, {@code content-type: application/json} and the OpenAI-style error body.
    */
   static Answer reject(
+      AnswerEncoder.Entries entries,
       Reason reason,
       int status,
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(reason, status, retryAfterSeconds, message, metadata, false);
+    return refusal(entries, reason, status, retryAfterSeconds, message, metadata, false);
   }
 
   /**
@@ -94,15 +98,17 @@ final class Responses {
    * client reads them from the trailers.
    */
   static Answer rejectGrpc(
+      AnswerEncoder.Entries entries,
       Reason reason,
       int status,
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(reason, status, retryAfterSeconds, message, metadata, true);
+    return refusal(entries, reason, status, retryAfterSeconds, message, metadata, true);
   }
 
   private static Answer refusal(
+      AnswerEncoder.Entries entries,
       Reason reason,
       int status,
       long retryAfterSeconds,
@@ -125,6 +131,7 @@ final class Responses {
     }
     return Answer.encoded(
         AnswerEncoder.reject(
+            entries,
             status,
             grpc ? grpcStatus(status) : -1,
             ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),

@@ -28,6 +28,8 @@ import org.junit.jupiter.api.Test;
  * encoder replaced).
  */
 class AnswerEncoderTest {
+  /** One snapshot's encoded entries, shared by every case (as one config's requests share it). */
+  private static final AnswerEncoder.Entries ENTRIES = new AnswerEncoder.Entries();
 
   record Admit(boolean atBody, Map<String, String> headers, AnswerEncoder.DecisionFields f) {}
 
@@ -38,7 +40,7 @@ class AnswerEncoderTest {
         500,
         g -> new Admit(g.bool(), headers(g), fields(g)),
         c -> {
-          byte[] encoded = AnswerEncoder.admit(c.atBody(), c.headers(), c.f());
+          byte[] encoded = AnswerEncoder.admit(ENTRIES, c.atBody(), c.headers(), c.f());
           ProcessingResponse expected = referenceAdmit(c.atBody(), c.headers(), c.f());
           assertThat(ProcessingResponse.parseFrom(encoded)).isEqualTo(expected);
           assertThat(encoded).hasSize(expected.getSerializedSize());
@@ -56,7 +58,12 @@ class AnswerEncoderTest {
         c -> {
           ProcessingResponse r =
               Responses.reject(
-                      Reason.POOL_SATURATED, 503, c.withRetryAfter() ? 3 : 0, "busy", c.f())
+                      ENTRIES,
+                      Reason.POOL_SATURATED,
+                      503,
+                      c.withRetryAfter() ? 3 : 0,
+                      "busy",
+                      c.f())
                   .message();
           assertThat(r.hasImmediateResponse()).isTrue();
           assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
@@ -79,7 +86,8 @@ class AnswerEncoderTest {
         g -> new Reject(g.anyOf(Reason.class), status(g), retryAfter(g), text(g), fields(g)),
         c -> {
           byte[] encoded =
-              Responses.reject(c.reason(), c.status(), c.retryAfter(), c.message(), c.f()).bytes();
+              Responses.reject(ENTRIES, c.reason(), c.status(), c.retryAfter(), c.message(), c.f())
+                  .bytes();
           byte[] expected =
               referenceReject(c.reason(), c.status(), c.retryAfter(), c.message(), c.f());
           assertThat(encoded).isEqualTo(expected);
@@ -98,7 +106,8 @@ class AnswerEncoderTest {
         g -> new Reject(g.anyOf(Reason.class), status(g), retryAfter(g), text(g), fields(g)),
         c -> {
           byte[] encoded =
-              Responses.rejectGrpc(c.reason(), c.status(), c.retryAfter(), c.message(), c.f())
+              Responses.rejectGrpc(
+                      ENTRIES, c.reason(), c.status(), c.retryAfter(), c.message(), c.f())
                   .bytes();
           ImmediateResponse.Builder ir =
               ImmediateResponse.newBuilder()
@@ -181,7 +190,7 @@ class AnswerEncoderTest {
             0,
             7);
     Map<String, String> h = Map.of("x-sluice-estimate", "v".repeat(20_000));
-    assertThat(ProcessingResponse.parseFrom(AnswerEncoder.admit(false, h, f)))
+    assertThat(ProcessingResponse.parseFrom(AnswerEncoder.admit(ENTRIES, false, h, f)))
         .isEqualTo(referenceAdmit(false, h, f));
   }
 

@@ -1,0 +1,39 @@
+package io.sluice.extproc;
+
+import io.sluice.routing.RequestResolver;
+import java.util.LinkedHashSet;
+import java.util.Set;
+
+/**
+ * The ext_proc adapter's lookup tables for one config, built with the runtime snapshot that holds
+ * them ({@link AdmissionRuntime}): the header index of the config's signals, the gRPC metadata keys
+ * they read, and the encoded dynamic-metadata entries of its bounded fields. A reload builds a new
+ * snapshot with new tables; nothing is cached process-wide, so two servers in one JVM (tests, the
+ * warm-up's isolated runtime) never share or evict each other's entries.
+ */
+public final class ExtProcTables {
+  private final EnvoySignals.HeaderIndex headerIndex;
+  private final InitialMetadata metadataKeys = new InitialMetadata();
+  private final AnswerEncoder.Entries answerEntries = new AnswerEncoder.Entries();
+
+  ExtProcTables(RequestResolver resolver) {
+    Set<String> names = new LinkedHashSet<>(resolver.headerNames());
+    names.add("content-length");
+    names.add(":path");
+    names.add(":method");
+    names.add("content-type");
+    this.headerIndex = new EnvoySignals.HeaderIndex(names);
+  }
+
+  EnvoySignals.HeaderIndex headerIndex() {
+    return headerIndex;
+  }
+
+  InitialMetadata metadataKeys() {
+    return metadataKeys;
+  }
+
+  AnswerEncoder.Entries answerEntries() {
+    return answerEntries;
+  }
+}
