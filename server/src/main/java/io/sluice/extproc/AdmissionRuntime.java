@@ -3,15 +3,18 @@ package io.sluice.extproc;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.session.Sessions;
 import io.sluice.core.time.Ticker;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
+import io.sluice.observability.SessionRecorder;
 import io.sluice.routing.RequestResolver;
 
 /**
  * Everything one ext_proc stream needs, as one immutable snapshot. A stream reads the snapshot once
  * at its first message, so a reload never changes a request half-way. The snapshot also holds the
- * adapter's per-config lookup tables ({@link ExtProcTables}): they live and die with it.
+ * adapter's per-config lookup tables ({@link ExtProcTables}) and the admission sessions' factory
+ * ({@link Sessions}): they live and die with it.
  */
 public record AdmissionRuntime(
     SluiceConfig config,
@@ -24,9 +27,13 @@ public record AdmissionRuntime(
     java.time.Clock clock,
     QueueTimer timer,
     io.sluice.core.quota.TenantQuotas quotas,
-    ExtProcTables tables) {
+    ExtProcTables tables,
+    Sessions sessions) {
 
-  /** A snapshot with the lookup tables of {@code resolver}'s config. */
+  /**
+   * A snapshot with the lookup tables of {@code resolver}'s config, whose admission sessions report
+   * to {@code metrics} and {@code decisionLog}.
+   */
   public AdmissionRuntime(
       SluiceConfig config,
       RequestResolver resolver,
@@ -49,6 +56,15 @@ public record AdmissionRuntime(
         clock,
         timer,
         quotas,
-        new ExtProcTables(resolver));
+        new ExtProcTables(resolver),
+        new Sessions(
+            controller,
+            quotas,
+            estimator,
+            config.estimation().defaultInputTokens(),
+            ticker,
+            clock,
+            timer,
+            new SessionRecorder(metrics, decisionLog)));
   }
 }

@@ -36,6 +36,7 @@ public final class ExtProcService {
   private final BooleanSupplier draining;
   private final LiveStreams<ExtProcStream> live = new LiveStreams<>();
   private final StreamFaults faults;
+  private final io.sluice.core.session.SessionSteps steps;
   private final io.sluice.config.SluiceConfig.Streams limits;
   private final java.util.concurrent.atomic.AtomicBoolean sweeping =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -50,6 +51,7 @@ public final class ExtProcService {
     this.runtime = runtime;
     this.draining = draining;
     this.faults = faults;
+    this.steps = StreamFaults.sessionSteps(faults);
     // process settings: read once (a reload does not change them, like the ports)
     this.limits = runtime.get().config().server().streams();
   }
@@ -89,7 +91,7 @@ public final class ExtProcService {
           Status.UNAVAILABLE.withDescription("sluice is shutting down").asRuntimeException());
       return NoopObserver.INSTANCE;
     }
-    ExtProcStream stream = new ExtProcStream(rt, call, md, live, faults);
+    ExtProcStream stream = new ExtProcStream(rt, call, md, live, faults, steps);
     if (!live.tryAdd(stream, limits.maxStreams())) {
       rt.metrics().streamRefused("max_streams");
       call.onError(

@@ -9,12 +9,7 @@ import java.util.concurrent.TimeUnit;
  * cheap for tens of thousands of pending timeouts. A timer fires at or after its deadline, never
  * before; the pool's hold margin covers the tick.
  */
-public final class QueueTimer implements AutoCloseable {
-  /** A scheduled task that can be called off. */
-  public interface Handle {
-    void cancel();
-  }
-
+public final class QueueTimer implements AutoCloseable, io.sluice.core.session.HoldTimer {
   private final HashedWheelTimer wheel =
       new HashedWheelTimer(
           r -> {
@@ -26,6 +21,7 @@ public final class QueueTimer implements AutoCloseable {
           TimeUnit.MILLISECONDS,
           512);
 
+  @Override
   public Handle schedule(long delayNanos, Runnable task) {
     Timeout t = wheel.newTimeout(x -> task.run(), Math.max(0, delayNanos), TimeUnit.NANOSECONDS);
     return t::cancel;

@@ -15,7 +15,7 @@ import java.util.function.Consumer;
  * timer can overlap and queue. A task submitted while another runs (from that task itself or from
  * another thread) runs after it, on the thread that is draining.
  */
-final class SerialExecutor {
+final class SerialExecutor implements java.util.concurrent.Executor {
   private static final VarHandle PENDING;
   private static final VarHandle QUEUE;
 
@@ -40,7 +40,8 @@ final class SerialExecutor {
     this.onFailure = onFailure;
   }
 
-  void execute(Runnable task) {
+  @Override
+  public void execute(Runnable task) {
     // Idle: run now, then whatever arrived meanwhile. "Idle" needs the queue empty too: a drainer
     // can run a task that was added but not yet counted in place of a counted one and stop at 0
     // with that one still queued; running past it would break the submitter's order.

@@ -35,4 +35,26 @@ interface StreamFaults {
   }
 
   StreamFaults NONE = step -> {};
+
+  /**
+   * The same seam for the steps the stream's {@link io.sluice.core.session.AdmissionSession} takes
+   * (estimate, quota, decide, admit, reject, metrics, decision log, release, waiter): each fires
+   * this injector's step of the same name.
+   */
+  static io.sluice.core.session.SessionSteps sessionSteps(StreamFaults faults) {
+    if (faults == NONE) {
+      return io.sluice.core.session.SessionSteps.NONE;
+    }
+    return new io.sluice.core.session.SessionSteps() {
+      @Override
+      public void at(io.sluice.core.session.SessionSteps.Step step) {
+        faults.at(StreamFaults.Step.valueOf(step.name()));
+      }
+
+      @Override
+      public <T> CompletionStage<T> quota(CompletionStage<T> stage) {
+        return faults.quota(stage);
+      }
+    };
+  }
 }

@@ -1,0 +1,528 @@
+package io.sluice.core.session;
+
+import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Decision;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Permit;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.admission.Waiter;
+import io.sluice.core.estimate.EstimateLimits;
+import io.sluice.core.estimate.TokenEstimate;
+import io.sluice.core.estimate.Usage;
+import io.sluice.core.estimate.UsageExtractor;
+import io.sluice.core.quota.QuotaCheck;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.session.SessionSteps.Step;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
+
+/**
+ * One request's admission, from its tenant's rate token to the release of its permit, with no
+ * transport in sight. A front end (the ext_proc adapter, a test, later a permit API) opens one per
+ * request from the runtime snapshot ({@link Sessions#open}) and drives it:
+ *
+ * <pre>
+ * takeRequestToken ─ decideAtHeaders | decideWithBody ─ (token reservation) ─ decide
+ *    ├─ admit ─────────────────────────────── Front.admitted ─ responseHeaders/Body ─ release
+ *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                 ─ release
+ *    │                     └ waiter: refused ── Front.refused (tokens refunded)
+ *    └─ refuse ────────────────────────────── Front.refused (tokens refunded)
+ * end (cancel, error, shutdown) at any point: leave the queue, refund, release
+ * </pre>
+ *
+ * <p>It owns the sequence: the tenant's request token and token reservation ({@link TenantQuotas}),
+ * the estimate, decide / hold / queue with itself as the {@link Waiter}, the permit's release
+ * (exactly once: the permit guards it), reconciling the reservation with actual usage, and refunds
+ * on refusal or cancel. Each step emits one {@link SessionEvent} to the snapshot's {@link
+ * SessionListener}, before the front end is told, so metrics and the decision record never lag an
+ * answer.
+ *
+ * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
+ * continuation (a quota store's answer, a waiter callback from another request's release or the
+ * timer thread) is handed to that context ({@code serial}), so state is touched by one thread at a
+ * time and no lock is held while calling into the controller.
+ */
+public final class AdmissionSession implements Waiter {
+
+  /** What a front end answers on its protocol; called in its serial context. */
+  public interface Front {
+    /** The request runs: answer the deciding message (request headers, or the body). */
+    void admitted(boolean atBody);
+
+    /** The request waits: answer with a hold of {@code holdMillis}; the answer follows. */
+    void held(long holdMillis);
+
+    /** The request is refused: answer with this status, reason and Retry-After. */
+    void refused(Reason reason, int status, long retryAfterSeconds, String message);
+
+    /** A quota store's answer failed outright: end the exchange non-OK (then {@link #end}). */
+    void storeFailed(Throwable cause);
+  }
+
+  private final Sessions env;
+  private final Subject subject;
+  private final Front front;
+  private final Executor serial;
+  private final SessionSteps steps;
+  private final long arrivalEpochMillis;
+
+  private TokenEstimate estimate;
+  private long workUnits;
+  private boolean atBody;
+  private Decision.Queued queued;
+  private HoldTimer.Handle expiry;
+  private long heldReceivedNanos;
+  private int queuePosition;
+  private long queueWaitNanos;
+  private long decisionLatencyNanos;
+  private boolean tokensReserved;
+  private boolean decided;
+  private boolean ended;
+  private Reason reason = Reason.ADMITTED;
+  private UsageExtractor usage;
+  private int upstreamStatus;
+  // read by the front end's idle sweep on another thread
+  private volatile Permit permit;
+
+  AdmissionSession(
+      Sessions env, Subject subject, Front front, Executor serial, SessionSteps steps) {
+    this.env = env;
+    this.subject = subject;
+    this.front = front;
+    this.serial = serial;
+    this.steps = steps;
+    this.arrivalEpochMillis = env.clock().millis();
+  }
+
+  // --- the steps, in order
+
+  /** The tenant's request token (RPM), checked first; then {@code next}, in the serial context. */
+  public void takeRequestToken(Runnable next) {
+    if (!TenantQuotas.hasRequestBudget(subject.tenant().tier())) {
+      next.run();
+      return;
+    }
+    await(
+        env.quotas().takeRequest(subject.tenant(), env.clock().millis()),
+        check -> {
+          countStoreFailure(check);
+          if (!check.allowed()) {
+            refuse(
+                Reason.TENANT_RATE,
+                429,
+                retryAfterSeconds(check.retryAfterMillis()),
+                "tenant request budget (requests per minute) is used up",
+                false,
+                subject.arrivalNanos());
+          } else {
+            next.run();
+          }
+        });
+  }
+
+  /**
+   * Decides at request headers. A request without a body costs its output reserve only; one whose
+   * content-length is known costs that many bytes; one with a body of unknown size costs {@code
+   * estimation.defaultInputTokens}, never 0, counted as the fallback {@code no_content_length}.
+   *
+   * @param contentLength the declared body size, or -1 when unknown
+   */
+  public void decideAtHeaders(boolean noBody, long contentLength, long receivedNanos) {
+    if (noBody || contentLength >= 0) {
+      estimate = env.estimator().fromContentLength(Math.max(0, contentLength), limits());
+    } else {
+      env.listener().on(new SessionEvent.EstimateFellBack("no_content_length"));
+      estimate = env.estimator().unknownSize(env.defaultInputTokens(), limits());
+    }
+    decide(false, receivedNanos);
+  }
+
+  /** Estimates the buffered body (read in place, never kept or modified) and decides. */
+  public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
+    steps.at(Step.ESTIMATE);
+    estimate = env.estimator().estimate(subject.format(), body, offset, length, limits());
+    if (estimate.fallbackCause() != null) {
+      env.listener().on(new SessionEvent.EstimateFellBack(estimate.fallbackCause()));
+    }
+    decide(true, receivedNanos);
+  }
+
+  private EstimateLimits limits() {
+    return new EstimateLimits(
+        subject.requestClass().defaultOutputTokens(), subject.requestClass().maxOutputTokens());
+  }
+
+  private void decide(boolean body, long receivedNanos) {
+    atBody = body;
+    workUnits = subject.pool().workUnits(estimate.inputTokens(), estimate.outputReserveTokens());
+    AdmissionRequest request =
+        new AdmissionRequest(
+            subject.pool(),
+            subject.requestClass(),
+            subject.tenant(),
+            workUnits,
+            subject.arrivalNanos(),
+            subject.deadlineNanos(),
+            estimate.inputTokens(),
+            estimate.outputReserveTokens());
+    if (!TenantQuotas.hasTokenBudget(subject.tenant().tier())) {
+      decideAdmission(request, receivedNanos);
+      return;
+    }
+    // Tenant TPM: reserve the estimate now, reconcile with actual usage when the response ends
+    await(
+        env.quotas()
+            .reserveTokens(
+                subject.tenant(),
+                estimate.inputTokens(),
+                estimate.outputReserveTokens(),
+                env.clock().millis()),
+        check -> {
+          countStoreFailure(check);
+          if (!check.allowed()) {
+            refuse(
+                Reason.TENANT_TOKENS,
+                429,
+                retryAfterSeconds(check.retryAfterMillis()),
+                "tenant token budget (tokens per minute) is used up",
+                atBody,
+                receivedNanos);
+            return;
+          }
+          tokensReserved = !check.storeFailed();
+          decideAdmission(request, receivedNanos);
+        });
+  }
+
+  private void decideAdmission(AdmissionRequest request, long receivedNanos) {
+    if (ended) { // the front end went away while the store answered
+      refundTokens();
+      return;
+    }
+    steps.at(Step.DECIDE);
+    Decision d =
+        env.controller().decide(request, subject.maxHoldNanos(), this, env.ticker().nanos());
+    if (d instanceof Decision.Queued q) {
+      hold(q, receivedNanos);
+    } else if (d instanceof Decision.Admit a) {
+      admit(a.permit(), receivedNanos);
+    } else {
+      Decision.Reject r = (Decision.Reject) d;
+      refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
+    }
+  }
+
+  /** Queued: the front end holds the deciding message; the expiry timer is armed. */
+  private void hold(Decision.Queued q, long receivedNanos) {
+    queued = q;
+    heldReceivedNanos = receivedNanos;
+    queuePosition = q.position() + 1;
+    long maxHold = subject.maxHoldNanos() / 1_000_000L;
+    long holdMillis = Math.min(maxHold, (q.holdNanos() + 999_999L) / 1_000_000L);
+    env.listener()
+        .on(
+            new SessionEvent.Queued(
+                this, env.ticker().nanos() - receivedNanos, q.predictedWaitNanos()));
+    front.held(Math.max(1, holdMillis));
+    long delay = q.expiresAtNanos() - env.ticker().nanos() + 1_000_000L;
+    String pool = q.pool();
+    expiry =
+        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos()));
+  }
+
+  @Override
+  public void admitted(Permit p, long waitedNanos) {
+    serial.execute(
+        () -> {
+          if (queued == null || ended || permit != null) {
+            p.release(Outcome.CANCELLED, env.ticker().nanos()); // the request is gone
+            return;
+          }
+          permit = p; // from here every path releases it
+          queued = null;
+          steps.at(Step.WAITER);
+          cancelTimer();
+          queueWaitNanos = waitedNanos;
+          env.listener().on(new SessionEvent.Dequeued(this, "admitted", waitedNanos));
+          admit(p, heldReceivedNanos);
+        });
+  }
+
+  @Override
+  public void refused(Decision.Reject r, long waitedNanos) {
+    serial.execute(
+        () -> {
+          if (queued == null || ended) {
+            return;
+          }
+          queued = null; // refused: no longer in the queue
+          steps.at(Step.WAITER);
+          cancelTimer();
+          queueWaitNanos = waitedNanos;
+          String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
+          env.listener().on(new SessionEvent.Dequeued(this, outcome, waitedNanos));
+          refuse(
+              r.reason(),
+              r.status(),
+              r.retryAfterSeconds(),
+              r.message(),
+              atBody,
+              heldReceivedNanos);
+        });
+  }
+
+  private void admit(Permit p, long receivedNanos) {
+    permit = p;
+    decided = true;
+    steps.at(Step.ADMIT);
+    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    env.listener().on(new SessionEvent.Admitted(this));
+    if (ended) { // the front end went away while deciding: give the permit back at once
+      release(Outcome.CANCELLED);
+      return;
+    }
+    front.admitted(atBody);
+  }
+
+  /**
+   * Refuses the request (the front end's own checks call it too: body too large, unknown route):
+   * its token reservation is refunded, the refusal counted and recorded, then answered.
+   *
+   * @param body whether the refusal answers the body (else the request headers)
+   * @param receivedNanos when the deciding message arrived (the decision latency counts from here)
+   */
+  public void refuse(
+      Reason why,
+      int status,
+      long retryAfterSeconds,
+      String message,
+      boolean body,
+      long receivedNanos) {
+    decided = true;
+    atBody = body;
+    refundTokens();
+    steps.at(Step.REJECT);
+    reason = why;
+    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    steps.at(Step.DECISION_LOG);
+    env.listener().on(new SessionEvent.Refused(this, why, status, retryAfterSeconds));
+    front.refused(why, status, retryAfterSeconds, message);
+  }
+
+  /** Response headers from the upstream: its status, and the usage reader for the body. */
+  public void responseHeaders(int status, String contentType, boolean countStatus) {
+    upstreamStatus = status;
+    if (countStatus) {
+      env.listener().on(new SessionEvent.UpstreamResponded(this, status));
+    }
+    usage = UsageExtractor.forResponse(contentType);
+  }
+
+  /** A response body chunk, read in place for the usage it reports. */
+  public void responseBody(byte[] data, int offset, int length, boolean last) {
+    if (usage == null || length <= 0) {
+      return;
+    }
+    if (last) {
+      usage.onLastChunk(data, offset, length);
+    } else {
+      usage.onChunk(data, offset, length); // copies nothing
+    }
+  }
+
+  /**
+   * Releases the permit (true only for the call that did): the reservation is reconciled with the
+   * usage the response reported, and the release recorded.
+   */
+  public boolean release(Outcome outcome) {
+    Permit p = permit;
+    if (p == null) {
+      return false;
+    }
+    long now = env.ticker().nanos();
+    if (!p.release(outcome, now)) {
+      return false;
+    }
+    steps.at(Step.RELEASE);
+    steps.at(Step.METRICS);
+    Usage u = Usage.NONE;
+    if (usage != null) {
+      usage.onEnd();
+      u = usage.usage();
+      if (tokensReserved) {
+        tokensReserved = false;
+        env.quotas()
+            .reconcile(
+                subject.tenant(),
+                estimate.inputTokens(),
+                estimate.outputReserveTokens(),
+                u.inputTokens(),
+                u.outputTokens(),
+                u.reported(),
+                env.clock().millis())
+            .thenAccept(
+                rc -> {
+                  if (rc.refunded() > 0 || rc.overcharged() > 0) {
+                    env.listener().on(new SessionEvent.Reconciled(rc.refunded(), rc.overcharged()));
+                  }
+                });
+      }
+    }
+    steps.at(Step.DECISION_LOG);
+    env.listener().on(new SessionEvent.Released(this, outcome, now - p.admittedAtNanos(), u));
+    return true;
+  }
+
+  /**
+   * The front end is done with the request (cancel, error, shutdown, the client left while held): a
+   * queued request leaves its queue, a reservation for a request that will not run is refunded, a
+   * permit is released with {@code outcome} (once). Later continuations find the session ended.
+   */
+  public void end(Outcome outcome) {
+    ended = true;
+    cancelTimer();
+    if (permit != null) {
+      release(outcome);
+      return;
+    }
+    Decision.Queued q = queued;
+    if (q != null) {
+      queued = null;
+      refundTokens();
+      long now = env.ticker().nanos();
+      if (env.controller().cancel(q.pool(), q.ticket(), now)) {
+        env.listener().on(new SessionEvent.Dequeued(this, "cancelled", now - heldReceivedNanos));
+      }
+    }
+    refundTokens(); // the request will not run
+  }
+
+  /** Last resort of a front end whose cleanup failed part-way: the permit goes back, silently. */
+  public void releaseQuietly(Outcome outcome) {
+    Permit p = permit;
+    if (p != null) {
+      p.release(outcome, env.ticker().nanos()); // a no-op if it went back already
+    }
+  }
+
+  // --- continuations and refunds
+
+  /** Continues with the value of {@code stage} inside the serial context. */
+  private <T> void await(CompletionStage<T> stage, Consumer<T> next) {
+    CompletableFuture<T> f = steps.quota(stage).toCompletableFuture();
+    if (f.isDone() && !f.isCompletedExceptionally()) {
+      steps.at(Step.QUOTA);
+      next.accept(f.join());
+      return;
+    }
+    f.whenComplete(
+        (v, e) ->
+            serial.execute(
+                () -> {
+                  steps.at(Step.QUOTA);
+                  if (e != null) {
+                    front.storeFailed(e);
+                  } else {
+                    next.accept(v);
+                  }
+                }));
+  }
+
+  private void countStoreFailure(QuotaCheck check) {
+    if (check.storeFailed()) {
+      env.listener()
+          .on(
+              check.allowed()
+                  ? SessionEvent.QuotaStoreFailed.OPEN
+                  : SessionEvent.QuotaStoreFailed.CLOSED);
+    }
+  }
+
+  private static long retryAfterSeconds(long millis) {
+    return Math.max(1, (millis + 999) / 1000);
+  }
+
+  private void refundTokens() {
+    if (tokensReserved) {
+      tokensReserved = false;
+      env.quotas()
+          .release(
+              subject.tenant(),
+              estimate.inputTokens(),
+              estimate.outputReserveTokens(),
+              env.clock().millis());
+    }
+  }
+
+  private void cancelTimer() {
+    if (expiry != null) {
+      expiry.cancel();
+      expiry = null;
+    }
+  }
+
+  // --- the read-only view events carry
+
+  public Subject subject() {
+    return subject;
+  }
+
+  /** Wall-clock time the session opened (the decision record's arrival time). */
+  public long arrivalEpochMillis() {
+    return arrivalEpochMillis;
+  }
+
+  /** The estimate, or null before one was made. */
+  public TokenEstimate estimate() {
+    return estimate;
+  }
+
+  public long workUnits() {
+    return workUnits;
+  }
+
+  /** The phase that decided (or refused): {@code headers} or {@code body}. */
+  public String phase() {
+    return atBody ? "body" : "headers";
+  }
+
+  /** Requests ahead at arrival plus one, when it was queued; else 0. */
+  public int queuePosition() {
+    return queuePosition;
+  }
+
+  public long queueWaitNanos() {
+    return queueWaitNanos;
+  }
+
+  /** Time Sluice spent deciding, queue wait excluded. */
+  public long decisionLatencyNanos() {
+    return decisionLatencyNanos;
+  }
+
+  /** {@link Reason#ADMITTED}, or the reason of the refusal. */
+  public Reason reason() {
+    return reason;
+  }
+
+  public int upstreamStatus() {
+    return upstreamStatus;
+  }
+
+  /** Admitted or refused: the request has its answer. */
+  public boolean decided() {
+    return decided;
+  }
+
+  /** Whether a permit was granted (released or not); safe to read from any thread. */
+  public boolean hasPermit() {
+    return permit != null;
+  }
+
+  /** Whether the request waits in a queue now. */
+  public boolean isQueued() {
+    return queued != null;
+  }
+}

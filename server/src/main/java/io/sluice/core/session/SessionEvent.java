@@ -1,0 +1,61 @@
+package io.sluice.core.session;
+
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.Usage;
+
+/**
+ * One step of an {@link AdmissionSession}, as an immutable value. Each carries the session it
+ * belongs to, read-only from the listener's side: its subject, estimate, work units, queue position
+ * and wait, decision latency and upstream status are final by the time the event is emitted.
+ */
+public sealed interface SessionEvent
+    permits SessionEvent.Admitted,
+        SessionEvent.Queued,
+        SessionEvent.Dequeued,
+        SessionEvent.Refused,
+        SessionEvent.Released,
+        SessionEvent.Reconciled,
+        SessionEvent.QuotaStoreFailed,
+        SessionEvent.EstimateFellBack,
+        SessionEvent.UpstreamResponded {
+
+  /** The request runs now (at once, or when its waiter was called). */
+  record Admitted(AdmissionSession session) implements SessionEvent {}
+
+  /** The request waits in its class queue; the front end holds it. */
+  record Queued(AdmissionSession session, long decisionNanos, long predictedWaitNanos)
+      implements SessionEvent {}
+
+  /**
+   * The request left its queue.
+   *
+   * @param outcome {@code admitted}, {@code expired}, {@code refused} (shutdown) or {@code
+   *     cancelled}
+   */
+  record Dequeued(AdmissionSession session, String outcome, long waitedNanos)
+      implements SessionEvent {}
+
+  /** The request is refused (by the front end's checks, a tenant budget, or the pool). */
+  record Refused(AdmissionSession session, Reason reason, int status, long retryAfterSeconds)
+      implements SessionEvent {}
+
+  /** The permit was released (exactly once), with the usage the response reported. */
+  record Released(AdmissionSession session, Outcome outcome, long heldNanos, Usage usage)
+      implements SessionEvent {}
+
+  /** The tenant's token reservation was reconciled with actual usage. */
+  record Reconciled(long refunded, long overcharged) implements SessionEvent {}
+
+  /** The tenant quota store did not answer; {@code allowed}: what its failure mode did. */
+  record QuotaStoreFailed(boolean allowed) implements SessionEvent {
+    public static final QuotaStoreFailed OPEN = new QuotaStoreFailed(true);
+    public static final QuotaStoreFailed CLOSED = new QuotaStoreFailed(false);
+  }
+
+  /** The estimate fell back to a default ({@code cause}: a stable code). */
+  record EstimateFellBack(String cause) implements SessionEvent {}
+
+  /** The upstream answered with {@code status} (response headers). */
+  record UpstreamResponded(AdmissionSession session, int status) implements SessionEvent {}
+}

@@ -1,0 +1,49 @@
+package io.sluice.core.session;
+
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.time.Ticker;
+import java.time.Clock;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+
+/**
+ * Opens {@link AdmissionSession}s on one runtime snapshot: its controller, tenant quotas, estimator
+ * and listener. Immutable; one per config snapshot, so a reload never changes a session half-way.
+ *
+ * @param defaultInputTokens the cost of a body of unknown size ({@code
+ *     estimation.defaultInputTokens})
+ * @param clock wall-clock time for the tenant buckets and the decision record (never read for queue
+ *     age or deadlines: those use {@code ticker})
+ */
+public record Sessions(
+    AdmissionController controller,
+    TenantQuotas quotas,
+    TokenEstimator estimator,
+    long defaultInputTokens,
+    Ticker ticker,
+    Clock clock,
+    HoldTimer timer,
+    SessionListener listener) {
+  public Sessions {
+    Objects.requireNonNull(controller, "controller");
+    Objects.requireNonNull(quotas, "quotas");
+    Objects.requireNonNull(estimator, "estimator");
+    Objects.requireNonNull(ticker, "ticker");
+    Objects.requireNonNull(clock, "clock");
+    Objects.requireNonNull(timer, "timer");
+    Objects.requireNonNull(listener, "listener");
+  }
+
+  /**
+   * A session for one request.
+   *
+   * @param serial the front end's serial context: every continuation (quota store answers, waiter
+   *     callbacks from other threads) runs there, one at a time, as the front end's own calls do
+   */
+  public AdmissionSession open(
+      Subject subject, AdmissionSession.Front front, Executor serial, SessionSteps steps) {
+    return new AdmissionSession(this, subject, front, serial, steps);
+  }
+}

@@ -1,0 +1,34 @@
+package io.sluice.core.session;
+
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import java.util.Objects;
+
+/**
+ * The request a session decides on, as the front end resolved it.
+ *
+ * @param format the request body format (null or AUTO: detected from the body)
+ * @param route the matched route's name (a label for the decision record)
+ * @param arrivalNanos ticker time the request arrived
+ * @param deadlineNanos ticker time after which the answer is no longer useful
+ * @param operationId the client's operation id, or null
+ * @param maxHoldNanos how long the front end can hold the request (0 = never queue)
+ */
+public record Subject(
+    String route,
+    PoolPolicy pool,
+    ClassPolicy requestClass,
+    RequestFormat format,
+    Tenant tenant,
+    long arrivalNanos,
+    long deadlineNanos,
+    String operationId,
+    long maxHoldNanos) {
+  public Subject {
+    Objects.requireNonNull(pool, "pool");
+    Objects.requireNonNull(requestClass, "requestClass");
+    Objects.requireNonNull(tenant, "tenant");
+  }
+}

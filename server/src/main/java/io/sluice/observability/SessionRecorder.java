@@ -1,0 +1,187 @@
+package io.sluice.observability;
+
+import com.google.protobuf.util.Timestamps;
+import io.sluice.api.v1.AdmissionRecord;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.TokenEstimate;
+import io.sluice.core.estimate.Usage;
+import io.sluice.core.session.AdmissionSession;
+import io.sluice.core.session.SessionEvent;
+import io.sluice.core.session.SessionListener;
+import io.sluice.core.session.Subject;
+
+/**
+ * Turns the admission sessions' events into the admission metrics (docs/metrics.md) and the
+ * decision record ({@code sluice.v1.AdmissionRecord}: refusals when refused, admitted requests when
+ * their permit is released). One per runtime snapshot: the metrics are the process's, the decision
+ * log is the snapshot's config. Thread-safe, as its metrics and log are.
+ */
+public final class SessionRecorder implements SessionListener {
+  private final AdmissionMetrics metrics;
+  private final DecisionLog decisionLog;
+
+  public SessionRecorder(AdmissionMetrics metrics, DecisionLog decisionLog) {
+    this.metrics = metrics;
+    this.decisionLog = decisionLog;
+  }
+
+  @Override
+  public void on(SessionEvent event) {
+    // Java 17: no pattern switch; the hot events come first
+    if (event instanceof SessionEvent.Admitted e) {
+      admitted(e.session());
+    } else if (event instanceof SessionEvent.Released e) {
+      released(e);
+    } else if (event instanceof SessionEvent.UpstreamResponded e) {
+      metrics.upstreamResponse(e.session().subject().pool().name(), e.status());
+    } else if (event instanceof SessionEvent.Refused e) {
+      refused(e);
+    } else if (event instanceof SessionEvent.Queued e) {
+      queued(e);
+    } else if (event instanceof SessionEvent.Dequeued e) {
+      Subject s = e.session().subject();
+      metrics.dequeued(s.pool().name(), s.requestClass().name(), e.outcome(), e.waitedNanos());
+    } else if (event instanceof SessionEvent.Reconciled e) {
+      metrics.reconciled(e.refunded(), e.overcharged());
+    } else if (event instanceof SessionEvent.QuotaStoreFailed e) {
+      metrics.quotaStoreFailure(e.allowed() ? "open" : "closed");
+    } else if (event instanceof SessionEvent.EstimateFellBack e) {
+      metrics.estimateFallback(e.cause());
+    }
+  }
+
+  private AdmissionMetrics.ClassMeters meters(Subject s) {
+    return metrics.forClass(s.pool().name(), s.requestClass().name(), s.tenant().tier().name());
+  }
+
+  private void admitted(AdmissionSession session) {
+    AdmissionMetrics.ClassMeters m = meters(session.subject());
+    m.admitted(session.phase(), session.decisionLatencyNanos());
+    TokenEstimate est = session.estimate();
+    m.estimated(est.inputTokens(), est.outputReserveTokens());
+  }
+
+  private void queued(SessionEvent.Queued e) {
+    Subject s = e.session().subject();
+    metrics.queued(
+        s.pool().name(),
+        s.requestClass().name(),
+        s.tenant().tier().name(),
+        e.session().phase(),
+        e.decisionNanos(),
+        e.predictedWaitNanos());
+  }
+
+  private void refused(SessionEvent.Refused e) {
+    AdmissionSession session = e.session();
+    Subject s = session.subject();
+    metrics.decision(
+        s.pool().name(),
+        s.requestClass().name(),
+        s.tenant().tier().name(),
+        "reject",
+        e.reason().code(),
+        session.phase(),
+        session.decisionLatencyNanos());
+    if (e.retryAfterSeconds() > 0) {
+      metrics.retryAfter(e.reason().code(), e.retryAfterSeconds());
+    }
+    if (decisionLog.wants(true)) {
+      decisionLog.write(
+          record(
+                  session,
+                  io.sluice.api.v1.Decision.DECISION_REJECT,
+                  e.reason(),
+                  e.status(),
+                  e.retryAfterSeconds())
+              .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
+              .build());
+    }
+  }
+
+  private void released(SessionEvent.Released e) {
+    AdmissionSession session = e.session();
+    Subject s = session.subject();
+    meters(s).released(e.outcome(), e.heldNanos());
+    Usage u = e.usage();
+    TokenEstimate est = session.estimate();
+    if (u.reported()) {
+      metrics.actual(
+          s.pool().name(),
+          s.requestClass().name(),
+          u.inputTokens(),
+          u.outputTokens(),
+          est.inputTokens(),
+          est.outputReserveTokens());
+    }
+    if (decisionLog.wants(false)) {
+      decisionLog.write(
+          record(session, io.sluice.api.v1.Decision.DECISION_ADMIT, session.reason(), 200, 0)
+              .setActual(
+                  io.sluice.api.v1.Usage.newBuilder()
+                      .setInputTokens(u.inputTokens())
+                      .setOutputTokens(u.outputTokens())
+                      .setReported(u.reported()))
+              .setOutcome(outcome(e.outcome()))
+              .setUpstreamStatus(session.upstreamStatus())
+              .setHeldMs(e.heldNanos() / 1_000_000L)
+              .build());
+    }
+  }
+
+  private static io.sluice.api.v1.Outcome outcome(Outcome o) {
+    return switch (o) {
+      case COMPLETED -> io.sluice.api.v1.Outcome.OUTCOME_COMPLETED;
+      case CANCELLED -> io.sluice.api.v1.Outcome.OUTCOME_CANCELLED;
+      case ERROR -> io.sluice.api.v1.Outcome.OUTCOME_ERROR;
+      case SHUTDOWN -> io.sluice.api.v1.Outcome.OUTCOME_SHUTDOWN;
+    };
+  }
+
+  /** The fields every record carries: arrival, decision, the request's place, the estimate. */
+  private static AdmissionRecord.Builder record(
+      AdmissionSession session,
+      io.sluice.api.v1.Decision decision,
+      Reason reason,
+      int status,
+      long retryAfter) {
+    Subject s = session.subject();
+    AdmissionRecord.Builder b =
+        AdmissionRecord.newBuilder()
+            .setArrivalTime(Timestamps.fromMillis(session.arrivalEpochMillis()))
+            .setDecision(decision)
+            .setReason(reason == Reason.ADMITTED ? "" : reason.code())
+            .setHttpStatus(status)
+            .setRetryAfterSeconds(retryAfter)
+            .setDecisionLatencyUs(session.decisionLatencyNanos() / 1000)
+            .setQueuePosition(session.queuePosition())
+            .setQueueWaitMs(session.queueWaitNanos() / 1_000_000L)
+            .setTenant(s.tenant().id())
+            .setTier(s.tenant().tier().name())
+            .setClassName(s.requestClass().name())
+            .setPool(s.pool().name())
+            .setRoute(s.route())
+            .setRequestFormat(s.format().configName())
+            .setDeadlineMs((s.deadlineNanos() - s.arrivalNanos()) / 1_000_000L)
+            .setMaxQueueAgeMs(s.requestClass().maxQueueWait().toMillis());
+    if (s.operationId() != null) {
+      b.setOperationId(s.operationId());
+    }
+    TokenEstimate estimate = session.estimate();
+    if (estimate != null) {
+      io.sluice.api.v1.Estimate.Builder e =
+          io.sluice.api.v1.Estimate.newBuilder()
+              .setInputTokens(estimate.inputTokens())
+              .setOutputReserveTokens(estimate.outputReserveTokens())
+              .setWorkUnits(session.workUnits())
+              .setMethod(estimate.method());
+      if (estimate.fallbackCause() != null) {
+        b.setEstimate(e.setFallbackCause(estimate.fallbackCause()));
+      } else {
+        b.setEstimate(e);
+      }
+    }
+    return b;
+  }
+}
