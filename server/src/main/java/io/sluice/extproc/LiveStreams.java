@@ -18,6 +18,18 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
     Node livePrev;
     Node liveNext;
     boolean linked;
+    // picks the stripe: a random int is cheaper than the identity hash (equality stays identity)
+    private final int hash = java.util.concurrent.ThreadLocalRandom.current().nextInt();
+
+    @Override
+    public int hashCode() {
+      return hash;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return this == o;
+    }
   }
 
   private static final int STRIPES = 32; // a power of two

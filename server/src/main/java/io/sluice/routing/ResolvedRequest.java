@@ -6,6 +6,7 @@ import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
+import io.sluice.core.session.Subject;
 
 /**
  * The request's place in the policy, resolved at request headers from trusted sources.
@@ -26,4 +27,19 @@ public record ResolvedRequest(
     String operationId,
     long maxMessageTimeoutMillis,
     Reason rejectReason,
-    String rejectMessage) {}
+    String rejectMessage) {
+
+  /** The request as the admission session sees it, arrived at {@code arrivalNanos}. */
+  public Subject subject(long arrivalNanos) {
+    return new Subject(
+        route,
+        pool,
+        requestClass,
+        format,
+        tenant,
+        arrivalNanos,
+        deadlineNanos,
+        operationId,
+        maxMessageTimeoutMillis * 1_000_000L);
+  }
+}

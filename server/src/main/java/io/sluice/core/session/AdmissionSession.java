@@ -45,25 +45,9 @@ import java.util.function.Consumer;
  * time and no lock is held while calling into the controller.
  */
 public final class AdmissionSession implements Waiter {
-
-  /** What a front end answers on its protocol; called in its serial context. */
-  public interface Front {
-    /** The request runs: answer the deciding message (request headers, or the body). */
-    void admitted(boolean atBody);
-
-    /** The request waits: answer with a hold of {@code holdMillis}; the answer follows. */
-    void held(long holdMillis);
-
-    /** The request is refused: answer with this status, reason and Retry-After. */
-    void refused(Reason reason, int status, long retryAfterSeconds, String message);
-
-    /** A quota store's answer failed outright: end the exchange non-OK (then {@link #end}). */
-    void storeFailed(Throwable cause);
-  }
-
   private final Sessions env;
   private final Subject subject;
-  private final Front front;
+  private final SessionFront front;
   private final Executor serial;
   private final SessionSteps steps;
   private final long arrivalEpochMillis;
@@ -87,7 +71,7 @@ public final class AdmissionSession implements Waiter {
   private volatile Permit permit;
 
   AdmissionSession(
-      Sessions env, Subject subject, Front front, Executor serial, SessionSteps steps) {
+      Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
     this.env = env;
     this.subject = subject;
     this.front = front;
@@ -287,11 +271,9 @@ public final class AdmissionSession implements Waiter {
   }
 
   /**
-   * Refuses the request (the front end's own checks call it too: body too large, unknown route):
-   * its token reservation is refunded, the refusal counted and recorded, then answered.
-   *
-   * @param body whether the refusal answers the body (else the request headers)
-   * @param receivedNanos when the deciding message arrived (the decision latency counts from here)
+   * Refuses (the front end's own checks too: body too large, unknown route): the reservation is
+   * refunded, the refusal recorded, then answered. {@code body}: it answers the body, else the
+   * headers; {@code receivedNanos}: when that message arrived (latency counts from there).
    */
   public void refuse(
       Reason why,
@@ -332,10 +314,7 @@ public final class AdmissionSession implements Waiter {
     }
   }
 
-  /**
-   * Releases the permit (true only for the call that did): the reservation is reconciled with the
-   * usage the response reported, and the release recorded.
-   */
+  /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   public boolean release(Outcome outcome) {
     Permit p = permit;
     if (p == null) {
@@ -399,15 +378,13 @@ public final class AdmissionSession implements Waiter {
     refundTokens(); // the request will not run
   }
 
-  /** Last resort of a front end whose cleanup failed part-way: the permit goes back, silently. */
+  /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
   public void releaseQuietly(Outcome outcome) {
     Permit p = permit;
     if (p != null) {
       p.release(outcome, env.ticker().nanos()); // a no-op if it went back already
     }
   }
-
-  // --- continuations and refunds
 
   /** Continues with the value of {@code stage} inside the serial context. */
   private <T> void await(CompletionStage<T> stage, Consumer<T> next) {
@@ -464,7 +441,6 @@ public final class AdmissionSession implements Waiter {
   }
 
   // --- the read-only view events carry
-
   public Subject subject() {
     return subject;
   }
@@ -497,7 +473,7 @@ public final class AdmissionSession implements Waiter {
     return queueWaitNanos;
   }
 
-  /** Time Sluice spent deciding, queue wait excluded. */
+  /** Time spent deciding, queue wait excluded. */
   public long decisionLatencyNanos() {
     return decisionLatencyNanos;
   }
@@ -511,7 +487,7 @@ public final class AdmissionSession implements Waiter {
     return upstreamStatus;
   }
 
-  /** Admitted or refused: the request has its answer. */
+  /** Admitted or refused. */
   public boolean decided() {
     return decided;
   }
@@ -521,7 +497,7 @@ public final class AdmissionSession implements Waiter {
     return permit != null;
   }
 
-  /** Whether the request waits in a queue now. */
+  /** Waiting in a queue now. */
   public boolean isQueued() {
     return queued != null;
   }

@@ -43,7 +43,7 @@ public record Sessions(
    *     callbacks from other threads) runs there, one at a time, as the front end's own calls do
    */
   public AdmissionSession open(
-      Subject subject, AdmissionSession.Front front, Executor serial, SessionSteps steps) {
+      Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
     return new AdmissionSession(this, subject, front, serial, steps);
   }
 }

@@ -1,0 +1,140 @@
+package io.sluice.extproc;
+
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.Outcome;
+
+/**
+ * What the stream knows of the HTTP request as Envoy presents it: the body send modes from {@code
+ * protocol_config}, whether the caller is a proxyless gRPC client or a gRPC request through Envoy,
+ * and which response messages arrived. It answers the protocol questions the stream asks: decide at
+ * headers or at the body, does the exchange end at response headers, did a reset end a complete
+ * response.
+ */
+final class EnvoyRequest {
+  private final long maxBodyBytes; // limits.maxBodyBytes
+  private BodySendMode requestBodyMode; // null: no protocol_config (Envoy < 1.34)
+  private BodySendMode responseBodyMode;
+  // A client-side gRPC filter (grpc-java's xDS ext_proc, gRFC A93) sends no pseudo-headers: the
+  // call ends at response trailers or the stream's close, not at response headers.
+  private boolean proxyless;
+  private boolean grpc; // refusals carry grpc_status
+  private boolean responseHeadersSeen;
+  private boolean responseBodySeen;
+  private long streamedBytes; // request body bytes seen in STREAMED chunks
+  private boolean streamedRefused;
+
+  EnvoyRequest(long maxBodyBytes) {
+    this.maxBodyBytes = maxBodyBytes;
+  }
+
+  /** Reads the request headers message: its body modes and the kind of caller. */
+  void onRequestHeaders(Inbound req, EnvoySignals signals) {
+    if (req.hasProtocolConfig()) {
+      requestBodyMode = req.requestBodyMode();
+      responseBodyMode = req.responseBodyMode();
+    }
+    proxyless = signals.header(":method") == null && signals.header(":path") == null;
+    String contentType = signals.header("content-type");
+    grpc =
+        proxyless
+            || (contentType != null
+                && contentType.regionMatches(true, 0, "application/grpc", 0, 16));
+  }
+
+  /**
+   * A body mode Sluice cannot serve (e.g. grpc-java's GRPC: the client forwards a message only once
+   * the server sends it back as a body mutation, which Sluice does not do).
+   */
+  boolean unsupportedBodyMode() {
+    return requestBodyMode == BodySendMode.UNRECOGNIZED
+        || responseBodyMode == BodySendMode.UNRECOGNIZED;
+  }
+
+  /**
+   * Decide at request headers: no body, a headers-estimated route, or a body Envoy won't buffer.
+   */
+  boolean decidesAtHeaders(boolean noBody, SluiceConfig.EstimateFrom estimateFrom) {
+    return noBody
+        || estimateFrom == SluiceConfig.EstimateFrom.HEADERS
+        || (requestBodyMode != null
+            && requestBodyMode != BodySendMode.BUFFERED
+            && requestBodyMode != BodySendMode.BUFFERED_PARTIAL);
+  }
+
+  boolean streamedBody() {
+    return requestBodyMode == BodySendMode.STREAMED;
+  }
+
+  /** The 413 message when a body of {@code bytes} ({@code what}) exceeds the limit, else null. */
+  String overLimit(long bytes, String what) {
+    return bytes <= maxBodyBytes
+        ? null
+        : what + " of " + bytes + " bytes exceeds the limit of " + maxBodyBytes;
+  }
+
+  /** Adds a streamed chunk: the 413 message once the chunks' sum exceeds the limit, else null. */
+  String streamedOverLimit(int bytes) {
+    streamedBytes += bytes;
+    String m = overLimit(streamedBytes, "streamed request body");
+    streamedRefused = m != null;
+    return m;
+  }
+
+  /** The streamed body was refused: chunks Envoy pipelined before the 413 need no answer. */
+  boolean wasStreamedRefused() {
+    return streamedRefused;
+  }
+
+  boolean grpc() {
+    return grpc;
+  }
+
+  boolean proxyless() {
+    return proxyless;
+  }
+
+  /**
+   * Response headers arrived; true when they end the exchange: end of stream, or body mode NONE
+   * (Envoy sends nothing more, so the permit covers time to response headers). A proxyless client's
+   * call runs on (a stream of messages): it ends at response trailers or at the client's close.
+   */
+  boolean onResponseHeaders(boolean endOfStream) {
+    responseHeadersSeen = true;
+    return endOfStream || (responseBodyMode == BodySendMode.NONE && !proxyless);
+  }
+
+  void onResponseBody() {
+    responseBodySeen = true;
+  }
+
+  boolean responseHeadersSeen() {
+    return responseHeadersSeen;
+  }
+
+  /**
+   * How a reset ends the permit. Without protocol_config (Envoy < 1.34) the response body mode is
+   * unknown: a reset after response headers with no body message means body mode NONE (the response
+   * went through); a reset after some body chunks means the client left mid-stream.
+   */
+  Outcome onEnd(Outcome outcome) {
+    boolean completed =
+        outcome == Outcome.CANCELLED
+            && responseHeadersSeen
+            && responseBodyMode == null
+            && !responseBodySeen;
+    return completed ? Outcome.COMPLETED : outcome;
+  }
+
+  /** A header's number ({@code content-length}, {@code :status}), or {@code def}. */
+  static long parseLong(String s, long def) {
+    if (s == null) {
+      return def;
+    }
+    try {
+      return Long.parseLong(s.trim().toLowerCase(java.util.Locale.ROOT));
+    } catch (NumberFormatException e) {
+      return def;
+    }
+  }
+}

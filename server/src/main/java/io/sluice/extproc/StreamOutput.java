@@ -1,0 +1,63 @@
+package io.sluice.extproc;
+
+import io.grpc.Status;
+import io.grpc.stub.ServerCallStreamObserver;
+import io.sluice.observability.StreamTally;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The answering side of one ext_proc stream: sends answers while the stream is open, and closes it
+ * exactly once (deregistered from the live streams, counted there by how it ended). Nothing is sent
+ * after the close; ending the call (OK or not) is the closer's to do, once.
+ */
+final class StreamOutput {
+  private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
+
+  private final ServerCallStreamObserver<Answer> call;
+  private final StreamFaults faults;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  StreamOutput(ServerCallStreamObserver<Answer> call, StreamFaults faults) {
+    this.call = call;
+    this.faults = faults;
+  }
+
+  boolean closed() {
+    return closed.get();
+  }
+
+  /** Sends {@code answer}; false (nothing sent) once the stream is closed. */
+  boolean send(Answer answer) {
+    if (closed.get()) {
+      return false;
+    }
+    faults.at(StreamFaults.Step.ANSWER);
+    call.onNext(answer);
+    return true;
+  }
+
+  /** Closes once; true for the call that closed (it then ends the call). */
+  <N extends LiveStreams.Node> boolean close(LiveStreams<N> live, N node, StreamTally.Close how) {
+    if (!closed.compareAndSet(false, true)) {
+      return false;
+    }
+    live.remove(node, how); // counted there (sluice_extproc_streams_total)
+    return true;
+  }
+
+  /** Ends the call non-OK (the caller closed it); a failing transport changes nothing here. */
+  void endWith(Status status) {
+    try {
+      call.onError(status.asRuntimeException());
+    } catch (RuntimeException e) {
+      LOG.debug("ending a failed stream", e);
+    }
+  }
+
+  /** Ends the call OK: only after a graceful half-close with every message answered. */
+  void complete() {
+    call.onCompleted();
+  }
+}
