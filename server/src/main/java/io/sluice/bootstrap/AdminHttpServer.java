@@ -13,7 +13,8 @@ import java.util.function.Supplier;
 /**
  * The admin HTTP port: {@code /metrics} (Prometheus), {@code /healthz} (liveness: the process
  * answers), {@code /readyz} (readiness: serving and not draining), {@code /config} (the effective
- * config), plus routes other modules add. Off the request path: its own two threads.
+ * config), plus routes other modules add, and {@code /}: the list of them with what each answers.
+ * Off the request path: its own two threads.
  */
 public final class AdminHttpServer implements AutoCloseable {
   /** A response: status, content type, body. */
@@ -29,6 +30,8 @@ public final class AdminHttpServer implements AutoCloseable {
 
   private final HttpServer server;
   private final ExecutorService executor;
+  private final java.util.Map<String, String> described =
+      java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
 
   public AdminHttpServer(String host, int port) throws IOException {
     this.server = HttpServer.create(new InetSocketAddress(host, port), 64);
@@ -41,6 +44,76 @@ public final class AdminHttpServer implements AutoCloseable {
               return t;
             });
     server.setExecutor(executor);
+    mount("/", ex -> index(ex.getRequestURI().getRawQuery()));
+  }
+
+  /** {@code GET /}: every route with what it answers (text, or JSON with {@code ?format=json}). */
+  private Reply index(String rawQuery) {
+    java.util.Map<String, String> routes;
+    synchronized (described) {
+      routes = new java.util.LinkedHashMap<>(described);
+    }
+    if ("json".equals(query(rawQuery).get("format"))) {
+      StringBuilder sb = new StringBuilder("{\"endpoints\": [");
+      String sep = "\n  ";
+      for (var e : routes.entrySet()) {
+        sb.append(sep)
+            .append("{\"path\": \"")
+            .append(jsonEscape(e.getKey()))
+            .append("\", \"description\": \"")
+            .append(jsonEscape(e.getValue()))
+            .append("\"}");
+        sep = ",\n  ";
+      }
+      return Reply.json(200, sb.append("\n]}\n").toString());
+    }
+    int width = routes.keySet().stream().mapToInt(String::length).max().orElse(0);
+    StringBuilder sb = new StringBuilder("Sluice admin endpoints:\n");
+    for (var e : routes.entrySet()) {
+      sb.append("  ")
+          .append(e.getKey())
+          .append(" ".repeat(width - e.getKey().length() + 2))
+          .append(e.getValue())
+          .append('\n');
+    }
+    return Reply.text(200, sb.toString());
+  }
+
+  private static String jsonEscape(String s) {
+    StringBuilder sb = new StringBuilder();
+    for (char c : s.toCharArray()) {
+      if (c == '"' || c == '\\') {
+        sb.append('\\').append(c);
+      } else if (c < 0x20) {
+        sb.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
+      } else {
+        sb.append(c);
+      }
+    }
+    return sb.toString();
+  }
+
+  /** The query string's parameters (first value of each; names and values URL-decoded). */
+  static java.util.Map<String, String> query(String rawQuery) {
+    java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+    if (rawQuery == null || rawQuery.isEmpty()) {
+      return out;
+    }
+    for (String pair : rawQuery.split("&")) {
+      int eq = pair.indexOf('=');
+      String k = eq < 0 ? pair : pair.substring(0, eq);
+      String v = eq < 0 ? "" : pair.substring(eq + 1);
+      out.putIfAbsent(
+          java.net.URLDecoder.decode(k, StandardCharsets.UTF_8),
+          java.net.URLDecoder.decode(v, StandardCharsets.UTF_8));
+    }
+    return out;
+  }
+
+  /** Adds {@code path} to the list {@code GET /} shows. */
+  public AdminHttpServer describe(String path, String description) {
+    described.put(path, description);
+    return this;
   }
 
   /** A route that reads the request body (e.g. {@code POST /json}); runs on the admin threads. */
@@ -71,6 +144,21 @@ public final class AdminHttpServer implements AutoCloseable {
 
   public AdminHttpServer route(String path, Supplier<Reply> handler) {
     return mount(path, ex -> handler.get());
+  }
+
+  /** A GET route listed by {@code GET /} with {@code description}. */
+  public AdminHttpServer route(String path, String description, Supplier<Reply> handler) {
+    describe(path, description);
+    return mount(path, ex -> handler.get());
+  }
+
+  /** A route that reads the query string's parameters (e.g. {@code /config?format=yaml}). */
+  public AdminHttpServer routeWithQuery(
+      String path,
+      String description,
+      java.util.function.Function<java.util.Map<String, String>, Reply> handler) {
+    describe(path, description);
+    return mount(path, ex -> handler.apply(query(ex.getRequestURI().getRawQuery())));
   }
 
   /** What a route computes from the exchange. */

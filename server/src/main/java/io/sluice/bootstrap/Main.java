@@ -22,14 +22,21 @@ import picocli.CommandLine.Parameters;
 
 /**
  * {@code sluice [serve] [--config FILE]}, {@code sluice validate FILE} (errors, plus warnings for
- * trusted headers the shipped Envoy configs do not strip), {@code sluice version}.
+ * trusted headers the shipped Envoy configs do not strip), {@code sluice config print-default},
+ * {@code sluice version}. Every command takes {@code -h}/{@code --help}.
  */
 @Command(
     name = "sluice",
     mixinStandardHelpOptions = true,
     versionProvider = Main.Version.class,
     description = "Admission controller for AI traffic beside Envoy.",
-    subcommands = {Main.Serve.class, Main.Validate.class, Main.VersionCommand.class})
+    subcommands = {
+      Main.Serve.class,
+      Main.Validate.class,
+      Main.ConfigCommand.class,
+      Main.VersionCommand.class,
+      CommandLine.HelpCommand.class
+    })
 public final class Main implements Callable<Integer> {
   @Option(names = "--config", description = "policy YAML (default: the embedded default)")
   Path config;
@@ -99,7 +106,11 @@ public final class Main implements Callable<Integer> {
     throw new ConfigException(java.util.List.of(name + ": " + v + " (expected: a port 0..65535)"));
   }
 
-  @Command(name = "serve", description = "Run the server (the default command).")
+  @Command(
+      name = "serve",
+      mixinStandardHelpOptions = true,
+      versionProvider = Main.Version.class,
+      description = "Run the server (the default command).")
   static final class Serve implements Callable<Integer> {
     @Option(names = "--config", description = "policy YAML (default: the embedded default)")
     Path config;
@@ -147,9 +158,13 @@ public final class Main implements Callable<Integer> {
     }
   }
 
-  @Command(name = "validate", description = "Check a policy file; print every error with its path.")
+  @Command(
+      name = "validate",
+      mixinStandardHelpOptions = true,
+      versionProvider = Main.Version.class,
+      description = "Check a policy file; print every error with its path.")
   static final class Validate implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "FILE")
+    @Parameters(index = "0", paramLabel = "FILE", description = "the policy YAML to check")
     Path file;
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -197,13 +212,78 @@ public final class Main implements Callable<Integer> {
     }
   }
 
-  @Command(name = "version", description = "Print the version.")
+  @Command(
+      name = "config",
+      mixinStandardHelpOptions = true,
+      versionProvider = Main.Version.class,
+      description = "Print policies.",
+      subcommands = {Main.PrintDefault.class})
+  static final class ConfigCommand implements Callable<Integer> {
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      spec.commandLine().usage(spec.commandLine().getErr());
+      return 2;
+    }
+  }
+
+  @Command(
+      name = "print-default",
+      mixinStandardHelpOptions = true,
+      versionProvider = Main.Version.class,
+      description = {
+        "Print the embedded default policy (what `serve` runs without --config), with its comments.",
+        "With --effective: every setting with its default filled in, as /config shows it.",
+        "Either output is a policy file: `sluice validate` accepts it."
+      })
+  static final class PrintDefault implements Callable<Integer> {
+    @Option(
+        names = "--effective",
+        description = "every setting with its default value, not the commented file")
+    boolean effective;
+
+    @Option(
+        names = "--format",
+        paramLabel = "yaml|json",
+        description = "with --effective: yaml (default) or json")
+    String format = "yaml";
+
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() {
+      ConfigView.Format f = ConfigView.Format.parse(format);
+      if (f == null) {
+        spec.commandLine().getErr().println("--format: " + format + " (expected: yaml or json)");
+        return 2;
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      if (!effective) {
+        if (f != ConfigView.Format.YAML) {
+          spec.commandLine().getErr().println("--format json needs --effective");
+          return 2;
+        }
+        out.print(ConfigLoader.embeddedDefaultYaml());
+      } else {
+        out.print(ConfigView.render(ConfigLoader.embeddedDefault(), f));
+      }
+      out.flush();
+      return 0;
+    }
+  }
+
+  @Command(
+      name = "version",
+      mixinStandardHelpOptions = true,
+      versionProvider = Main.Version.class,
+      description = "Print the version and the commit it was built from.")
   static final class VersionCommand implements Callable<Integer> {
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() {
-      spec.commandLine().getOut().println("sluice " + version());
+      spec.commandLine().getOut().println(versionLine());
       return 0;
     }
   }
@@ -211,19 +291,35 @@ public final class Main implements Callable<Integer> {
   static final class Version implements CommandLine.IVersionProvider {
     @Override
     public String[] getVersion() {
-      return new String[] {"sluice " + version()};
+      return new String[] {versionLine()};
     }
   }
 
+  /** {@code sluice 0.1.0 (commit 1a2b3c4)}; the commit is "unknown" when built without git. */
+  static String versionLine() {
+    return "sluice " + version() + " (commit " + commit() + ")";
+  }
+
   static String version() {
+    return buildInfo().getProperty("version", "unknown");
+  }
+
+  /** The abbreviated commit id the jar was built from, or "unknown" (no .git at build time). */
+  static String commit() {
+    String c = buildInfo().getProperty("commit", "");
+    // an unresolved ${git.commit.id.abbrev}: built from a tree without git metadata
+    return c.isBlank() || c.contains("${") ? "unknown" : c.trim();
+  }
+
+  private static Properties buildInfo() {
+    Properties p = new Properties();
     try (InputStream in = Main.class.getResourceAsStream("/io/sluice/version.properties")) {
-      Properties p = new Properties();
       if (in != null) {
         p.load(in);
       }
-      return p.getProperty("version", "unknown");
     } catch (IOException e) {
-      return "unknown";
+      // no build info: every value is "unknown"
     }
+    return p;
   }
 }

@@ -220,20 +220,36 @@ public final class SluiceServer implements AutoCloseable {
     admin
         .route(
             "/metrics",
+            "Prometheus metrics (docs/metrics.md)",
             () ->
                 new AdminHttpServer.Reply(
                     200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()))
-        .route("/healthz", this::liveness)
-        .route("/readyz", this::readiness)
         .route(
-            "/config", () -> AdminHttpServer.Reply.json(200, ConfigJson.render(config(), redactor)))
+            "/healthz",
+            "liveness: 200 while the process answers and the heap is fine",
+            this::liveness)
+        .route(
+            "/readyz",
+            "readiness: 200 while serving, with details; 503 and why otherwise",
+            this::readiness)
+        .routeWithQuery(
+            "/config",
+            "the effective config, redacted, in the policy file's syntax (?format=yaml|json)",
+            this::configReply)
         .route(
             "/debug/queues",
+            "per pool and class: in flight, queued, oldest wait (JSON)",
             () -> AdminHttpServer.Reply.json(200, DebugQueues.render(controller, ticker.nanos())));
     if (rls != null) {
       admin
-          .route("/healthcheck", () -> reply(rls.healthcheck()))
-          .route("/rlconfig", () -> reply(rls.rlconfig()))
+          .route(
+              "/healthcheck",
+              "rate limit service health (as envoyproxy/ratelimit)",
+              () -> reply(rls.healthcheck()))
+          .route("/rlconfig", "the loaded rate limit descriptors", () -> reply(rls.rlconfig()))
+          .describe(
+              "/json",
+              "POST a RateLimitRequest in JSON, get the decision (as envoyproxy/ratelimit)")
           .routeWithBody("/json", body -> rls.json(body).thenApply(this::reply));
     }
     this.housekeeping =
@@ -243,6 +259,20 @@ public final class SluiceServer implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
+  }
+
+  /** {@code GET /config[?format=json|yaml]}: JSON unless asked for YAML. */
+  private AdminHttpServer.Reply configReply(Map<String, String> query) {
+    String f = query.getOrDefault("format", "json");
+    ConfigView.Format format = ConfigView.Format.parse(f);
+    if (format == null) {
+      return AdminHttpServer.Reply.text(
+          400, "format: " + redactor.scrub(f) + " (expected: json or yaml)\n");
+    }
+    String body = ConfigView.render(config(), redactor, format);
+    return format == ConfigView.Format.YAML
+        ? new AdminHttpServer.Reply(200, "application/yaml; charset=utf-8", body)
+        : AdminHttpServer.Reply.json(200, body);
   }
 
   private AdminHttpServer.Reply reply(HttpReply r) {

@@ -65,8 +65,7 @@ public final class ConfigLoader {
     try {
       root = YAML.readTree(yaml);
     } catch (IOException e) {
-      throw new ConfigException(
-          List.of("(document): not valid YAML: " + Secrets.redactUrls(firstLine(e.getMessage()))));
+      throw new ConfigException(List.of(syntaxError(e)));
     }
     if (root == null || root.isMissingNode() || root.isNull()) {
       root = YAML.createObjectNode();
@@ -93,6 +92,40 @@ public final class ConfigLoader {
       throw new ConfigException(errors);
     }
     return config;
+  }
+
+  /**
+   * {@code (document): not valid YAML at line 3, column 7: <problem> (<context>)}: SnakeYAML's
+   * position (1-based) and problem, never the offending text beyond what its message quotes.
+   */
+  static String syntaxError(IOException e) {
+    String where = "";
+    String what = firstLine(e.getMessage());
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof org.yaml.snakeyaml.error.MarkedYAMLException m
+          && m.getProblemMark() != null) {
+        where =
+            " at line "
+                + (m.getProblemMark().getLine() + 1)
+                + ", column "
+                + (m.getProblemMark().getColumn() + 1);
+        what =
+            m.getProblem()
+                + (m.getContext() == null || m.getContext().isBlank()
+                    ? ""
+                    : " (" + m.getContext() + ")");
+        break;
+      }
+      if (t == e
+          && e instanceof com.fasterxml.jackson.core.JsonProcessingException j
+          && j.getLocation() != null
+          && j.getLocation().getLineNr() > 0) {
+        where =
+            " at line " + j.getLocation().getLineNr() + ", column " + j.getLocation().getColumnNr();
+        what = firstLine(j.getOriginalMessage());
+      }
+    }
+    return "(document): not valid YAML" + where + ": " + Secrets.redactUrls(what);
   }
 
   private static String firstLine(String s) {

@@ -46,7 +46,7 @@ class SluiceServerTest {
           .contains("sluice_estimate_token_cache_lookups_total{result=\"hit\"}")
           .contains("sluice_estimate_token_cache_chars");
       HttpResponse<String> config = get(server.adminPort(), "/config");
-      assertThat(config.body()).contains("\"interactive\"").contains("\"grpcPort\" : 0");
+      assertThat(config.body()).contains("\"interactive\"").contains("\"port\" : 0");
       assertThat(get(server.adminPort(), "/nope").statusCode()).isEqualTo(404);
 
       ManagedChannel ch =

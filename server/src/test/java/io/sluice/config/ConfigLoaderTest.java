@@ -169,4 +169,18 @@ class ConfigLoaderTest {
                     .asString()
                     .startsWith("(document): not valid YAML"));
   }
+
+  @Test
+  void parse_yamlSyntaxError_keepsSnakeYamlsLineAndColumn() {
+    String yaml = "pools:\n  default: {capacity: 10}\nclasses:\n  c: {reservedShare: [1.0}\n";
+    assertThatThrownBy(() -> ConfigLoader.parse(yaml))
+        .isInstanceOfSatisfying(
+            ConfigException.class,
+            e ->
+                assertThat(e.errors())
+                    .singleElement()
+                    .asString()
+                    .startsWith("(document): not valid YAML at line 4, column ")
+                    .contains("expected ','"));
+  }
 }

@@ -1,0 +1,251 @@
+package io.sluice.config;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.config.SluiceConfig.Source;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.TierPolicy;
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The inverse of {@link ConfigLoader}: a {@link SluiceConfig} as the tree the loader reads, with
+ * every default filled in. Key names, duration syntax ({@code 250ms}, {@code 2s}, {@code 5m}),
+ * sizes (bytes) and enum spellings ({@code admit}, {@code openai-chat}, {@code body}) are the
+ * loader's, so the output of {@code /config} and {@code sluice config print-default --effective}
+ * validates as it is: {@code ConfigLoader.parse(write(c))} equals {@code c} (its YAML text aside).
+ *
+ * <p>Nothing is redacted here; callers that show the tree redact it (bootstrap's {@code
+ * ConfigView}).
+ */
+public final class ConfigWriter {
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  private ConfigWriter() {}
+
+  /** The config as the loader's tree. */
+  public static ObjectNode tree(SluiceConfig c) {
+    ObjectNode root = MAPPER.createObjectNode();
+    root.set("server", server(c.server()));
+    root.putObject("limits").put("maxBodyBytes", c.limits().maxBodyBytes());
+    root.set("estimation", estimation(c.estimation()));
+    ObjectNode pools = root.putObject("pools");
+    c.pools().forEach((name, p) -> pools.set(name, pool(p)));
+    ObjectNode classes = root.putObject("classes");
+    c.classes().forEach((name, k) -> classes.set(name, requestClass(k)));
+    ObjectNode tiers = root.putObject("tiers");
+    c.tiers().forEach((name, t) -> tiers.set(name, tier(t)));
+    root.set("tenants", tenants(c.tenants()));
+    root.set("signals", signals(c.signals()));
+    ArrayNode routes = root.putArray("routes");
+    for (SluiceConfig.RouteRule r : c.routes()) {
+      routes.add(route(r));
+    }
+    SluiceConfig.Unmatched u = c.unmatched();
+    ObjectNode un = root.putObject("unmatched");
+    un.put("action", u.reject() ? "reject" : "admit")
+        .put("pool", u.pool())
+        .put("class", u.requestClass())
+        .put("format", u.format().configName())
+        .put("estimate", lower(u.estimateFrom()));
+    root.putObject("responses")
+        .put("decisionHeader", c.responses().decisionHeader())
+        .put("estimateHeader", c.responses().estimateHeader());
+    SluiceConfig.DecisionLog dl = c.decisionLog();
+    root.putObject("decisionLog")
+        .put("enabled", dl.enabled())
+        .put("level", dl.level())
+        .put("sampleRate", dl.sampleRate())
+        .put("alwaysLogRejects", dl.alwaysLogRejects());
+    ObjectNode rl = root.putObject("rateLimit");
+    rl.put("enabled", c.rateLimit().enabled());
+    ObjectNode env = rl.putObject("env");
+    new java.util.TreeMap<>(c.rateLimit().env()).forEach(env::put);
+    root.putObject("quotas")
+        .put("failureMode", c.quotas().failureMode())
+        .put("keyPrefix", c.quotas().keyPrefix());
+    return root;
+  }
+
+  private static ObjectNode server(SluiceConfig.Server s) {
+    ObjectNode n = MAPPER.createObjectNode();
+    ObjectNode g = n.putObject("grpc");
+    g.put("host", s.grpcHost())
+        .put("port", s.grpcPort())
+        .put("maxInboundMessageSize", s.maxInboundMessageBytes());
+    if (s.tls() != null) {
+      SluiceConfig.Tls t = s.tls();
+      ObjectNode tls = g.putObject("tls");
+      tls.put("certFile", t.certFile()).put("keyFile", t.keyFile());
+      if (t.clientCaFile() != null) {
+        tls.put("clientCaFile", t.clientCaFile());
+      }
+      tls.put("refreshInterval", duration(t.refreshInterval()));
+    }
+    SluiceConfig.Streams st = s.streams();
+    g.put("maxStreams", st.maxStreams())
+        .put("maxStreamsPerConnection", st.maxStreamsPerConnection())
+        .put("firstMessageTimeout", duration(st.firstMessageTimeout()))
+        .put("idleTimeout", duration(st.idleTimeout()))
+        .put("admittedIdleTimeout", duration(st.admittedIdleTimeout()));
+    n.putObject("admin").put("host", s.adminHost()).put("port", s.adminPort());
+    n.put("shutdownGrace", duration(s.shutdownGrace()));
+    n.put("reloadInterval", duration(s.reloadInterval()));
+    n.putObject("health")
+        .put("maxHeapAfterGc", s.health().maxHeapAfterGc())
+        .put("heapAfterGcFor", duration(s.health().heapAfterGcFor()));
+    SluiceConfig.Warmup w = s.warmup();
+    n.putObject("warmup")
+        .put("enabled", w.enabled())
+        .put("streams", w.streams())
+        .put("rlsCalls", w.rlsCalls())
+        .put("timeout", duration(w.timeout()))
+        .put("storeTimeout", duration(w.storeTimeout()));
+    return n;
+  }
+
+  private static ObjectNode estimation(SluiceConfig.Estimation e) {
+    return MAPPER
+        .createObjectNode()
+        .put("bytesPerToken", e.bytesPerToken())
+        .put("imageTokens", e.imageTokens())
+        .put("attachmentTokens", e.attachmentTokens())
+        .put("toolDefinitionOverheadTokens", e.toolDefinitionOverheadTokens())
+        .put("perMessageOverheadTokens", e.perMessageOverheadTokens())
+        .put("replyPrimingTokens", e.replyPrimingTokens())
+        .put("maxJsonDepth", e.maxJsonDepth())
+        .put("maxTokenizeChars", e.maxTokenizeChars())
+        .put("tokenCacheChars", e.tokenCacheChars())
+        .put("tokenCacheMinChars", e.tokenCacheMinChars())
+        .put("defaultInputTokens", e.defaultInputTokens());
+  }
+
+  private static ObjectNode pool(PoolPolicy p) {
+    ObjectNode n = MAPPER.createObjectNode();
+    n.put("capacity", p.capacityWorkUnits())
+        .put("maxRequests", p.maxRequests())
+        .put("inputWeight", p.inputWeight())
+        .put("outputWeight", p.outputWeight());
+    n.putObject("retryAfter")
+        .put("min", duration(p.retryAfterMin()))
+        .put("max", duration(p.retryAfterMax()))
+        .put("jitter", p.retryAfterJitter());
+    n.put("maxMessageTimeout", duration(p.maxMessageTimeout()))
+        .put("holdMargin", duration(p.holdMargin()))
+        .put("defaultServiceTime", duration(p.defaultServiceTime()));
+    return n;
+  }
+
+  private static ObjectNode requestClass(ClassPolicy c) {
+    ObjectNode n = MAPPER.createObjectNode();
+    n.put("rank", c.rank())
+        .put("reservedShare", c.reservedShare())
+        .put("lendableShare", c.lendableShare())
+        .put("borrow", c.borrow())
+        .put("deadline", duration(c.deadline()))
+        .put("maxQueueWait", duration(c.maxQueueWait()))
+        .put("defaultOutputTokens", c.defaultOutputTokens())
+        .put("maxOutputTokens", c.maxOutputTokens())
+        .put("shedStatus", c.shedStatus());
+    n.putObject("queue")
+        .put("workShare", c.queueWorkShare())
+        .put("maxItems", c.maxQueueItems())
+        .put("tenantShare", c.tenantQueueShare());
+    return n;
+  }
+
+  private static ObjectNode tier(TierPolicy t) {
+    return MAPPER
+        .createObjectNode()
+        .put("weight", t.weight())
+        .put("maxInFlight", t.maxInFlight())
+        .put("rpm", t.requestsPerMinute())
+        .put("inputTpm", t.inputTokensPerMinute())
+        .put("outputTpm", t.outputTokensPerMinute());
+  }
+
+  private static ObjectNode tenants(SluiceConfig.Tenants t) {
+    ObjectNode n = MAPPER.createObjectNode();
+    n.put("anonymousTier", t.anonymousTier())
+        .put("unknown", lower(t.unknown()))
+        .put("unknownTier", t.unknownTier());
+    ObjectNode known = n.putObject("known");
+    new java.util.TreeMap<>(t.known()).forEach((id, tier) -> known.putObject(id).put("tier", tier));
+    n.put("allowUnknownAboveAnonymous", t.allowUnknownAboveAnonymous());
+    return n;
+  }
+
+  private static ObjectNode signals(Map<SluiceConfig.Signal, List<Source>> signals) {
+    ObjectNode n = MAPPER.createObjectNode();
+    for (SluiceConfig.Signal sig : SluiceConfig.Signal.values()) {
+      List<Source> sources = signals.getOrDefault(sig, List.of());
+      ArrayNode list = n.putArray(sig.key());
+      for (Source s : sources) {
+        ObjectNode item = list.addObject();
+        if (s instanceof Source.Metadata m) {
+          item.put("metadata", m.metadata());
+        } else if (s instanceof Source.Header h) {
+          item.put("header", h.header());
+        } else if (s instanceof Source.Attribute a) {
+          item.put("attribute", a.attribute());
+        } else if (s instanceof Source.DynamicMetadata d) {
+          ObjectNode dm = item.putObject("dynamicMetadata");
+          dm.put("namespace", d.namespace());
+          ArrayNode path = dm.putArray("path");
+          d.path().forEach(path::add);
+        }
+      }
+    }
+    return n;
+  }
+
+  private static ObjectNode route(SluiceConfig.RouteRule r) {
+    ObjectNode n = MAPPER.createObjectNode();
+    n.put("name", r.name());
+    ObjectNode m = n.putObject("match");
+    if (r.matchRoute() != null) {
+      m.put("route", r.matchRoute());
+    }
+    if (r.matchPath() != null) {
+      m.put("path", r.matchPath());
+    }
+    if (r.matchPathPrefix() != null) {
+      m.put("pathPrefix", r.matchPathPrefix());
+    }
+    n.put("pool", r.pool())
+        .put("class", r.requestClass())
+        .put("format", r.format().configName())
+        .put("estimate", lower(r.estimateFrom()));
+    return n;
+  }
+
+  private static String lower(Enum<?> e) {
+    return e.name().toLowerCase(Locale.ROOT);
+  }
+
+  /**
+   * A duration in the loader's syntax, in the largest unit that keeps it exact: {@code 0s}, {@code
+   * 30s}, {@code 2m}, {@code 1h}, {@code 250ms}, {@code 0.5ms}.
+   */
+  public static String duration(Duration d) {
+    if (d.isZero()) {
+      return "0s";
+    }
+    long nanos = d.toNanos();
+    if (nanos % 3_600_000_000_000L == 0) {
+      return nanos / 3_600_000_000_000L + "h";
+    }
+    if (nanos % 60_000_000_000L == 0) {
+      return nanos / 60_000_000_000L + "m";
+    }
+    if (nanos % 1_000_000_000L == 0) {
+      return nanos / 1_000_000_000L + "s";
+    }
+    return BigDecimal.valueOf(nanos).movePointLeft(6).stripTrailingZeros().toPlainString() + "ms";
+  }
+}
