@@ -194,8 +194,13 @@ public final class AdminHttpServer implements AutoCloseable {
     }
   }
 
+  private final java.util.concurrent.atomic.AtomicBoolean started =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   public void start() {
-    server.start();
+    if (started.compareAndSet(false, true)) {
+      server.start();
+    }
   }
 
   public int port() {
@@ -209,6 +214,10 @@ public final class AdminHttpServer implements AutoCloseable {
 
   @Override
   public void close() {
+    // The listening socket is registered with the server's selector at bind time and only really
+    // closed when the dispatcher thread deregisters it: a server that never started (another port
+    // failed to bind) is started here so that stop() frees the port.
+    start();
     server.stop(0);
     executor.shutdownNow();
   }

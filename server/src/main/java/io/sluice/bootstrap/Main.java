@@ -48,6 +48,9 @@ public final class Main implements Callable<Integer> {
     return s.call();
   }
 
+  /** Exit code of {@code serve} when a port cannot be bound (2: invalid config; 1: other). */
+  static final int EXIT_PORT = 3;
+
   public static void main(String[] args) {
     // serve returns only after shutdown; exit explicitly so no non-daemon thread lingers
     System.exit(new CommandLine(new Main()).execute(args));
@@ -115,15 +118,23 @@ public final class Main implements Callable<Integer> {
     @Option(names = "--config", description = "policy YAML (default: the embedded default)")
     Path config;
 
+    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
     @Override
     public Integer call() throws Exception {
+      PrintWriter err = spec.commandLine().getErr();
       SluiceConfig c;
       try {
         c = config == null ? ConfigLoader.embeddedDefault() : ConfigLoader.load(config);
         c = withEnv(c, System.getenv());
       } catch (ConfigException e) {
-        System.err.println("sluice: invalid config " + (config == null ? "(embedded)" : config));
-        e.errors().forEach(err -> System.err.println("  " + err));
+        err.println("sluice: invalid config " + (config == null ? "(embedded)" : config));
+        e.errors().forEach(x -> err.println("  " + x));
+        err.flush();
+        return 2;
+      } catch (IOException e) {
+        err.println("sluice: cannot read " + config + ": " + e.getMessage());
+        err.flush();
         return 2;
       }
       SluiceServer server;
@@ -138,9 +149,18 @@ public final class Main implements Callable<Integer> {
                     java.time.Clock.systemUTC()));
       } catch (ConfigException e) {
         // Already redacted by the server: settings from the environment are checked at start.
-        System.err.println("sluice: invalid config " + (config == null ? "(embedded)" : config));
-        e.errors().forEach(err -> System.err.println("  " + err));
+        err.println("sluice: invalid config " + (config == null ? "(embedded)" : config));
+        e.errors().forEach(x -> err.println("  " + x));
+        err.flush();
         return 2;
+      } catch (PortBindException e) {
+        err.println("sluice: " + e.getMessage());
+        err.flush();
+        return EXIT_PORT;
+      } catch (IOException e) { // e.g. TLS files that cannot be read
+        err.println("sluice: cannot start: " + e.getMessage());
+        err.flush();
+        return 1;
       }
       CountDownLatch stopped = new CountDownLatch(1);
       final SluiceConfig effective = c;
@@ -148,7 +168,9 @@ public final class Main implements Callable<Integer> {
           .addShutdownHook(
               new Thread(
                   () -> {
-                    server.shutdown(effective.server().shutdownGrace());
+                    // a JVM shutdown hook: SIGTERM (Kubernetes), SIGINT (Ctrl-C) or SIGHUP
+                    server.shutdown(
+                        effective.server().shutdownGrace(), "signal: SIGTERM, SIGINT or SIGHUP");
                     stopped.countDown();
                   },
                   "sluice-shutdown"));

@@ -112,6 +112,7 @@ public final class SluiceServer implements AutoCloseable {
 
   private final Map<String, String> rlsEnv;
   private final HeapGuard heap;
+  private final AutoCloseable jvmMetrics;
   // Readiness: SERVING only once warm, the rate limit store ready (or given up on), the heap not
   // exhausted and not draining.
   private volatile boolean warm;
@@ -128,9 +129,7 @@ public final class SluiceServer implements AutoCloseable {
     this.ticker = options.ticker();
     this.configDigest = digest(config.yaml());
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    new io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics().bindTo(registry);
-    new io.micrometer.core.instrument.binder.jvm.JvmGcMetrics().bindTo(registry);
-    new io.micrometer.core.instrument.binder.system.ProcessorMetrics().bindTo(registry);
+    this.jvmMetrics = JvmProcessMetrics.bindTo(registry);
     this.metrics = new AdmissionMetrics(registry, ticker::nanos);
     this.controller =
         new AdmissionController(
@@ -143,25 +142,32 @@ public final class SluiceServer implements AutoCloseable {
     rlsEnv.putAll(options.env());
     this.redactor = Secrets.redactor(rlsEnv);
     this.rlsEnv = Map.copyOf(rlsEnv);
-    // One store for the process (memory or Redis, from BACKEND_TYPE): the rate limit service and
-    // the tenant quotas count in it, so tenant budgets are shared across replicas exactly when the
-    // store is.
-    RlsSettings rlsSettings = config.rateLimit().enabled() ? settings(rlsEnv) : null;
-    this.stores = stores(rlsEnv);
-    this.rls =
-        rlsSettings == null
-            ? null
-            : RlsModule.create(
-                rlsSettings, stores.shared(), stores.local(), registry, options.clock(), ticker);
-    this.quotaStore = stores.shared();
-    this.storeWarm =
-        rls != null
-            ? rls.ready() // its warm-up covers the store
-            : stores.warmUp(
-                config.quotas().keyPrefix(),
-                20, // as the rate limit service's warm-up
-                config.server().warmup().storeTimeout().toNanos(),
-                ticker);
+    try {
+      // One store for the process (memory or Redis, from BACKEND_TYPE): the rate limit service and
+      // the tenant quotas count in it, so tenant budgets are shared across replicas exactly when
+      // the
+      // store is.
+      RlsSettings rlsSettings = config.rateLimit().enabled() ? settings(rlsEnv) : null;
+      this.stores = stores(rlsEnv);
+      this.rls =
+          rlsSettings == null
+              ? null
+              : RlsModule.create(
+                  rlsSettings, stores.shared(), stores.local(), registry, options.clock(), ticker);
+      this.quotaStore = stores.shared();
+      this.storeWarm =
+          rls != null
+              ? rls.ready() // its warm-up covers the store
+              : stores.warmUp(
+                  config.quotas().keyPrefix(),
+                  20, // as the rate limit service's warm-up
+                  config.server().warmup().storeTimeout().toNanos(),
+                  ticker);
+    } catch (RuntimeException e) {
+      timer.close();
+      closeQuietly(jvmMetrics);
+      throw e;
+    }
     SluiceConfig.Estimation est = config.estimation();
     this.tokenCounts = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
     metrics.bindTokenCache(tokenCounts);
@@ -216,7 +222,25 @@ public final class SluiceServer implements AutoCloseable {
       b.addService(rls.service());
     }
     this.grpc = b.build();
-    this.admin = new AdminHttpServer(s.adminHost(), s.adminPort());
+    AdminHttpServer adminServer;
+    try {
+      adminServer = new AdminHttpServer(s.adminHost(), s.adminPort());
+    } catch (IOException e) {
+      timer.close();
+      closeQuietly(jvmMetrics);
+      if (rls != null) {
+        rls.close();
+      }
+      stores.close();
+      throw PortBindException.of(
+          "admin HTTP",
+          s.adminHost(),
+          s.adminPort(),
+          "HOST / PORT",
+          "server.admin.host / .port",
+          e);
+    }
+    this.admin = adminServer;
     admin
         .route(
             "/metrics",
@@ -392,7 +416,19 @@ public final class SluiceServer implements AutoCloseable {
       SluiceConfig config, Options options, java.util.function.DoubleSupplier heapSampler)
       throws IOException {
     SluiceServer server = new SluiceServer(config, options, heapSampler);
-    server.grpc.start();
+    try {
+      server.grpc.start();
+    } catch (IOException e) {
+      server.closeAfterFailedStart();
+      SluiceConfig.Server s = config.server();
+      throw PortBindException.of(
+          "gRPC",
+          s.grpcHost(),
+          s.grpcPort(),
+          "GRPC_HOST / GRPC_PORT",
+          "server.grpc.host / .port",
+          e);
+    }
     server.admin.start();
     server.warmUp(config);
     server.awaitStoreAtStart(config);
@@ -401,14 +437,124 @@ public final class SluiceServer implements AutoCloseable {
         server::housekeep, every, every, TimeUnit.MILLISECONDS);
     server.housekeep();
     warnUntrustedHeaders(config);
+    server.warnMissingRlsConfigDirectory();
+    LOG.info("{}", server.policySummary());
     LOG.info(
-        "sluice serving gRPC on {}:{}{} and admin HTTP on {}:{}",
+        "sluice {} serving gRPC on {}:{}{} and admin HTTP on {}:{}",
+        Main.versionLine().substring("sluice ".length()),
         config.server().grpcHost(),
         server.grpcPort(),
         config.server().tls() == null ? "" : " (TLS)",
         config.server().adminHost(),
         server.adminPort());
     return server;
+  }
+
+  /** After a failed bind: let go of everything the constructor opened, quietly. */
+  private void closeAfterFailedStart() {
+    draining.set(true);
+    grpc.shutdownNow();
+    admin.close();
+    housekeeping.shutdownNow();
+    timer.close();
+    if (rls != null) {
+      rls.close();
+    }
+    stores.close();
+    closeQuietly(jvmMetrics);
+    registry.close();
+  }
+
+  private static void closeQuietly(AutoCloseable c) {
+    try {
+      c.close();
+    } catch (Exception e) {
+      LOG.debug("close: {}", e.toString());
+    }
+  }
+
+  /**
+   * One line naming what this process enforces: the policy (file or embedded, with its digest),
+   * pools, classes, routes and the rate limit service's config state.
+   */
+  String policySummary() {
+    SluiceConfig c = config();
+    StringBuilder pools = new StringBuilder();
+    for (var p : c.pools().values()) {
+      pools.append(pools.length() == 0 ? "" : ", ").append(p.name()).append(" (");
+      pools.append(p.capacityWorkUnits()).append(" work units");
+      if (p.maxRequests() > 0) {
+        pools.append(", ").append(p.maxRequests()).append(" requests");
+      }
+      pools.append(')');
+    }
+    return "policy "
+        + (options.configFile() == null ? "embedded default" : options.configFile().toString())
+        + " (sha256 "
+        + configDigest.substring(0, 12)
+        + "): pools "
+        + pools
+        + "; classes "
+        + String.join(", ", c.classes().keySet())
+        + "; "
+        + c.routes().size()
+        + " routes; "
+        + rlsState();
+  }
+
+  /** Whether the operator chose where the rate limit config lives (policy env or process env). */
+  private boolean rlsConfigDirectoryConfigured() {
+    return rlsEnv.containsKey("RUNTIME_ROOT")
+        || rlsEnv.containsKey("RUNTIME_SUBDIRECTORY")
+        || rlsEnv.containsKey("RUNTIME_APPDIRECTORY");
+  }
+
+  private boolean rlsConfigDirectoryMissing() {
+    return rls != null && !Files.isDirectory(rls.settings().configDirectory());
+  }
+
+  /**
+   * The rate limit service's config state: off; on with its store kind and config directory and how
+   * many domains are loaded; or a directory that does not exist, configured or not.
+   */
+  String rlsState() {
+    if (rls == null) {
+      return "rate limit service off (rateLimit.enabled: false)";
+    }
+    RlsSettings st = rls.settings();
+    String store = "store " + stores.settings().backendType();
+    if (rlsConfigDirectoryMissing() && rls.health().domains() == 0) {
+      return rlsConfigDirectoryConfigured()
+          ? "rate limit service on, "
+              + store
+              + ", config directory "
+              + st.configDirectory()
+              + " does not exist (RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY):"
+              + " no limits loaded"
+          : "rate limit service on, "
+              + store
+              + ", no config directory (RUNTIME_ROOT not set; "
+              + st.configDirectory()
+              + " absent): no limits, every descriptor is answered OK";
+    }
+    return "rate limit service on, "
+        + store
+        + ", config directory "
+        + st.configDirectory()
+        + " ("
+        + rls.health().domains()
+        + " domains)";
+  }
+
+  /** One WARN when the operator pointed the rate limit service at a directory that is not there. */
+  private void warnMissingRlsConfigDirectory() {
+    if (rlsConfigDirectoryConfigured() && rlsConfigDirectoryMissing()) {
+      LOG.warn(
+          "rate limit config directory {} does not exist: no rate limits apply until it appears"
+              + " (checked every SLUICE_RLS_CONFIG_POLL_INTERVAL); fix RUNTIME_ROOT,"
+              + " RUNTIME_SUBDIRECTORY or RUNTIME_APPDIRECTORY",
+          redactor.scrub(rls.settings().configDirectory().toString()));
+    }
   }
 
   /** Periodic: heap, rate limit store and service health, config file changes. */
@@ -706,7 +852,19 @@ public final class SluiceServer implements AutoCloseable {
     sb.append("config: ").append(lastReloadOk ? "ok" : "last reload failed: " + lastReloadError);
     sb.append('\n');
     if (rls != null) {
-      sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString()).append('\n');
+      sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString());
+      if (rlsConfigDirectoryMissing() && rls.health().domains() == 0) {
+        sb.append(
+            rlsConfigDirectoryConfigured()
+                ? "; config directory "
+                    + rls.settings().configDirectory()
+                    + " does not exist"
+                    + " (RUNTIME_ROOT): no limits loaded"
+                : "; no config directory (RUNTIME_ROOT not set): no limits");
+      } else {
+        sb.append("; ").append(rls.health().domains()).append(" domains");
+      }
+      sb.append('\n');
     }
     return AdminHttpServer.Reply.text(200, redactor.scrub(sb.toString()));
   }
@@ -781,15 +939,34 @@ public final class SluiceServer implements AutoCloseable {
    * shutdown) and ended non-OK.
    */
   public void shutdown(Duration grace) {
+    shutdown(grace, "requested");
+  }
+
+  /**
+   * {@link #shutdown(Duration)}, logging why ({@code cause}, e.g. the signal), the drain's progress
+   * (streams open, permits in flight; every {@value #DRAIN_LOG_EVERY_SECONDS} s) and its end.
+   */
+  public void shutdown(Duration grace, String cause) {
     if (!draining.compareAndSet(false, true)) {
       return;
     }
+    long started = System.nanoTime();
     health.enterTerminalState();
     int refused = controller.refuseAllQueued(ticker.nanos());
-    if (refused > 0) {
-      LOG.info("shutdown: answered {} queued requests with 503 shutting_down", refused);
-    }
-    long deadline = System.nanoTime() + grace.toNanos();
+    int streamsAtStart = extProc.liveStreams();
+    shutdownLog(
+        String.format(
+            java.util.Locale.ROOT,
+            "shutdown (%s): health NOT_SERVING, new streams refused; draining for up to %s:"
+                + " %d ext_proc streams open, %d permits in flight, %d queued requests answered"
+                + " 503 shutting_down",
+            cause,
+            io.sluice.config.ConfigWriter.duration(grace),
+            streamsAtStart,
+            permitsInFlight(),
+            refused));
+    long deadline = started + grace.toNanos();
+    long nextLog = started + TimeUnit.SECONDS.toNanos(DRAIN_LOG_EVERY_SECONDS);
     while (extProc.liveStreams() > 0 && System.nanoTime() - deadline < 0) {
       try {
         Thread.sleep(50);
@@ -797,7 +974,20 @@ public final class SluiceServer implements AutoCloseable {
         Thread.currentThread().interrupt();
         break;
       }
+      if (System.nanoTime() - nextLog >= 0) {
+        nextLog += TimeUnit.SECONDS.toNanos(DRAIN_LOG_EVERY_SECONDS);
+        shutdownLog(
+            String.format(
+                java.util.Locale.ROOT,
+                "shutdown: draining, %d s of %s: %d ext_proc streams open, %d permits in flight",
+                TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started),
+                io.sluice.config.ConfigWriter.duration(grace),
+                extProc.liveStreams(),
+                permitsInFlight()));
+      }
     }
+    int cut = extProc.liveStreams();
+    int permitsCut = permitsInFlight();
     extProc.shutdownStreams();
     grpc.shutdown();
     try {
@@ -813,7 +1003,40 @@ public final class SluiceServer implements AutoCloseable {
     }
     stores.close();
     admin.close();
+    closeQuietly(jvmMetrics);
     registry.close();
+    shutdownLog(
+        String.format(
+            java.util.Locale.ROOT,
+            "shutdown complete in %d ms: %d of %d streams finished within the grace, %d cut"
+                + " (%d permits released at the cut)",
+            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
+            Math.max(0, streamsAtStart - cut),
+            streamsAtStart,
+            cut,
+            permitsCut));
+  }
+
+  static final int DRAIN_LOG_EVERY_SECONDS = 5;
+
+  private final List<String> shutdownLines = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  private void shutdownLog(String line) {
+    shutdownLines.add(line);
+    LOG.info("{}", line);
+  }
+
+  /** What shutdown logged, in order (tests). */
+  List<String> shutdownLines() {
+    return List.copyOf(shutdownLines);
+  }
+
+  private int permitsInFlight() {
+    int n = 0;
+    for (PoolState p : controller.pools()) {
+      n += p.snapshot(ticker.nanos()).requestsInFlight();
+    }
+    return n;
   }
 
   public boolean draining() {

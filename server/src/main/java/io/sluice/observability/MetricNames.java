@@ -34,6 +34,10 @@ public final class MetricNames {
   public static final String CONFIG_RELOADS = "sluice.config.reloads";
   // Readiness and process health (bootstrap).
   public static final String READY = "sluice.ready";
+
+  /** 1, tagged with the version and git commit of the running build. */
+  public static final String BUILD_INFO = "sluice.build.info";
+
   public static final String WARMUP_CALLS = "sluice.warmup.calls";
   public static final String WARMUP_DURATION = "sluice.warmup.duration";
   public static final String HEAP_AFTER_GC_RATIO = "sluice.health.heap_after_gc_ratio";

@@ -284,6 +284,11 @@ public final class RlsModule implements AutoCloseable {
                 : CompletableFuture.completedFuture(null));
   }
 
+  /** The settings it was created with (config directory, store kind, ...). */
+  public RlsSettings settings() {
+    return settings;
+  }
+
   public RateLimitEvaluator evaluator() {
     return evaluator;
   }
@@ -309,6 +314,16 @@ public final class RlsModule implements AutoCloseable {
         log.info("loaded rate limit config: domains {}", next.domains());
         return true;
       } catch (RateLimitConfigException e) {
+        if (config.get() == null && !Files.isDirectory(settings.configDirectory())) {
+          // No directory yet (none mounted, or RUNTIME_ROOT not set): no limits. Health says so;
+          // no WARN and no failed reload counted: the bootstrap reports it once (startup line,
+          // /readyz) and the watcher loads it when it appears. A directory that disappears after
+          // a load is a failed reload (below).
+          configErrors.incrementAndGet();
+          lastConfigError = e.getMessage();
+          log.debug("no rate limit config directory {}", settings.configDirectory());
+          return false;
+        }
         configErrors.incrementAndGet();
         lastConfigError = e.getMessage();
         metrics.configReload("failure");
