@@ -102,7 +102,11 @@ public final class SluiceServer implements AutoCloseable {
   private final ScheduledExecutorService housekeeping;
   private final Counter reloadSuccess;
   private final Counter reloadFailure;
-  private volatile String configDigest;
+
+  /** Digest of the policy text last looked at (applied or rejected), and of the one active. */
+  private volatile String seenDigest;
+
+  private volatile String appliedDigest;
   private volatile String lastReloadError = "";
   private volatile boolean lastReloadOk = true;
   private final io.sluice.core.store.TokenBucketStore quotaStore;
@@ -127,7 +131,8 @@ public final class SluiceServer implements AutoCloseable {
       throws IOException {
     this.options = options;
     this.ticker = options.ticker();
-    this.configDigest = digest(config.yaml());
+    this.seenDigest = digest(config.yaml());
+    this.appliedDigest = seenDigest;
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.jvmMetrics = JvmProcessMetrics.bindTo(registry);
     this.metrics = new AdmissionMetrics(registry, ticker::nanos);
@@ -491,7 +496,7 @@ public final class SluiceServer implements AutoCloseable {
     return "policy "
         + (options.configFile() == null ? "embedded default" : options.configFile().toString())
         + " (sha256 "
-        + configDigest.substring(0, 12)
+        + appliedDigest.substring(0, 12)
         + "): pools "
         + pools
         + "; classes "
@@ -581,27 +586,56 @@ public final class SluiceServer implements AutoCloseable {
    * Re-reads the config file (following symlinks, so a Kubernetes ConfigMap's {@code ..data} swap
    * is seen) and applies it if its content changed. Returns true if a new config is active.
    */
-  public boolean reloadIfChanged() {
+  public synchronized boolean reloadIfChanged() {
     Path file = options.configFile();
     String yaml;
     try {
       yaml = Files.readString(file, StandardCharsets.UTF_8);
     } catch (IOException e) {
-      return failReload(file + ": cannot read: " + e.getMessage());
-    }
-    String d = digest(yaml);
-    if (d.equals(configDigest)) {
+      String why = e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.toString();
+      if (!why.equals(unreadable)) { // once per cause, not every reloadInterval
+        unreadable = why;
+        seenDigest = null; // whatever comes back is looked at again
+        failReload(
+            file
+                + ": cannot read ("
+                + why
+                + "); serving the last good policy, checking every "
+                + io.sluice.config.ConfigWriter.duration(config().server().reloadInterval()));
+      }
       return false;
     }
-    configDigest = d;
+    String d = digest(yaml);
+    if (unreadable != null) {
+      unreadable = null;
+      boolean same = d.equals(appliedDigest);
+      LOG.info(
+          "config file {} is readable again{}",
+          file,
+          same ? "; unchanged: the active policy stays" : "; loading it");
+      if (same) {
+        seenDigest = d;
+        lastReloadOk = true;
+        lastReloadError = "";
+        return false;
+      }
+    }
+    if (d.equals(seenDigest)) {
+      return false;
+    }
+    seenDigest = d;
     try {
       SluiceConfig next = Main.withEnv(ConfigLoader.parse(yaml), options.env());
       apply(next);
+      appliedDigest = d;
       return true;
     } catch (ConfigException e) {
       return failReload(file + ": " + String.join("; ", e.errors()));
     }
   }
+
+  /** Why the policy file cannot be read (once per cause), or null while it can. */
+  private String unreadable;
 
   private boolean failReload(String rawError) {
     String error = redactor.scrub(rawError);

@@ -86,49 +86,106 @@ public final class AdmissionMetrics {
     return registry;
   }
 
-  /** Registers in-flight and capacity gauges for every pool and class of the controller. */
-  public void bindPools(AdmissionController controller) {
+  /** The per-pool and per-class gauges {@link #bindPools} registered last, and their names. */
+  private final List<io.micrometer.core.instrument.Meter> poolGauges = new java.util.ArrayList<>();
+
+  private java.util.Set<String> boundPools = java.util.Set.of();
+  private java.util.Set<String> boundClasses = java.util.Set.of();
+
+  /**
+   * Registers in-flight and capacity gauges for every pool and class of the controller. Called
+   * again after a reload: the previous gauges are removed first (so none is re-registered onto a
+   * stale pool object or class index, and Micrometer has nothing to warn about), and every meter of
+   * a pool or class the new policy no longer has (decision counters, latency, tokens, ...) is
+   * removed, so a renamed pool leaves no stale series behind.
+   */
+  public synchronized void bindPools(AdmissionController controller) {
+    for (io.micrometer.core.instrument.Meter m : poolGauges) {
+      registry.remove(m);
+    }
+    poolGauges.clear();
+    java.util.Set<String> pools = new java.util.LinkedHashSet<>();
+    java.util.Set<String> classNames = new java.util.LinkedHashSet<>();
     for (PoolState pool : controller.pools()) {
       String p = pool.policy().name();
-      Gauge.builder(MetricNames.POOL_CAPACITY, pool, s -> s.policy().capacityWorkUnits())
-          .tag("pool", p)
-          .description("pool capacity in work units")
-          .register(registry);
-      Gauge.builder(
-              MetricNames.POOL_COMPLETION_RATE,
-              pool,
-              s -> s.snapshot(tickerNanos.getAsLong()).completedWorkPerSecond())
-          .tag("pool", p)
-          .description("recent completed work units per second (decaying average)")
-          .register(registry);
+      pools.add(p);
+      poolGauges.add(
+          Gauge.builder(MetricNames.POOL_CAPACITY, pool, s -> s.policy().capacityWorkUnits())
+              .tag("pool", p)
+              .description("pool capacity in work units")
+              .register(registry));
+      poolGauges.add(
+          Gauge.builder(
+                  MetricNames.POOL_COMPLETION_RATE,
+                  pool,
+                  s -> s.snapshot(tickerNanos.getAsLong()).completedWorkPerSecond())
+              .tag("pool", p)
+              .description("recent completed work units per second (decaying average)")
+              .register(registry));
       List<ClassPolicy> classes = pool.classes();
       for (int i = 0; i < classes.size(); i++) {
         final int k = i;
         String c = classes.get(i).name();
-        Gauge.builder(MetricNames.QUEUE_DEPTH, pool, s -> s.queueDepth(c))
-            .tags("pool", p, "class", c)
-            .description("requests waiting in the class queue")
-            .register(registry);
-        Gauge.builder(MetricNames.QUEUE_WORK, pool, s -> s.queuedWork(c))
-            .tags("pool", p, "class", c)
-            .description("work units waiting in the class queue")
-            .register(registry);
-        Gauge.builder(
-                MetricNames.WORK_IN_FLIGHT,
-                pool,
-                s -> s.snapshot(tickerNanos.getAsLong()).classWork()[k])
-            .tags("pool", p, "class", c)
-            .description("token-weighted work units in flight")
-            .register(registry);
-        Gauge.builder(
-                MetricNames.REQUESTS_IN_FLIGHT,
-                pool,
-                s -> s.snapshot(tickerNanos.getAsLong()).classRequests()[k])
-            .tags("pool", p, "class", c)
-            .description("requests holding a permit")
-            .register(registry);
+        classNames.add(c);
+        poolGauges.add(
+            Gauge.builder(MetricNames.QUEUE_DEPTH, pool, s -> s.queueDepth(c))
+                .tags("pool", p, "class", c)
+                .description("requests waiting in the class queue")
+                .register(registry));
+        poolGauges.add(
+            Gauge.builder(MetricNames.QUEUE_WORK, pool, s -> s.queuedWork(c))
+                .tags("pool", p, "class", c)
+                .description("work units waiting in the class queue")
+                .register(registry));
+        poolGauges.add(
+            Gauge.builder(
+                    MetricNames.WORK_IN_FLIGHT,
+                    pool,
+                    s -> s.snapshot(tickerNanos.getAsLong()).classWork()[k])
+                .tags("pool", p, "class", c)
+                .description("token-weighted work units in flight")
+                .register(registry));
+        poolGauges.add(
+            Gauge.builder(
+                    MetricNames.REQUESTS_IN_FLIGHT,
+                    pool,
+                    s -> s.snapshot(tickerNanos.getAsLong()).classRequests()[k])
+                .tags("pool", p, "class", c)
+                .description("requests holding a permit")
+                .register(registry));
       }
     }
+    java.util.Set<String> gonePools = new java.util.HashSet<>(boundPools);
+    gonePools.removeAll(pools);
+    java.util.Set<String> goneClasses = new java.util.HashSet<>(boundClasses);
+    goneClasses.removeAll(classNames);
+    if (!gonePools.isEmpty() || !goneClasses.isEmpty()) {
+      removeMetersOf(gonePools, goneClasses);
+    }
+    boundPools = java.util.Set.copyOf(pools);
+    boundClasses = java.util.Set.copyOf(classNames);
+  }
+
+  /** Removes every Sluice meter tagged with one of these pools or classes, and its cache entry. */
+  private void removeMetersOf(java.util.Set<String> gonePools, java.util.Set<String> goneClasses) {
+    java.util.Set<io.micrometer.core.instrument.Meter.Id> removed = new java.util.HashSet<>();
+    for (io.micrometer.core.instrument.Meter m : List.copyOf(registry.getMeters())) {
+      io.micrometer.core.instrument.Meter.Id id = m.getId();
+      if (!id.getName().startsWith("sluice.")) {
+        continue;
+      }
+      String p = id.getTag("pool");
+      String c = id.getTag("class");
+      if ((p != null && gonePools.contains(p)) || (c != null && goneClasses.contains(c))) {
+        registry.remove(m);
+        removed.add(id);
+      }
+    }
+    counters.values().removeIf(m -> removed.contains(m.getId()));
+    summaries.values().removeIf(m -> removed.contains(m.getId()));
+    timers.values().removeIf(m -> removed.contains(m.getId()));
+    classMeters.values().removeIf(m -> gonePools.contains(m.pool) || goneClasses.contains(m.cls));
+    lastClass = null;
   }
 
   public void decision(
