@@ -117,6 +117,7 @@ public final class SluiceServer implements AutoCloseable {
   private final Map<String, String> rlsEnv;
   private final HeapGuard heap;
   private final AutoCloseable jvmMetrics;
+  private final io.sluice.observability.DecisionLogBudget decisionBudget;
   // Readiness: SERVING only once warm, the rate limit store ready (or given up on), the heap not
   // exhausted and not draining.
   private volatile boolean warm;
@@ -135,6 +136,16 @@ public final class SluiceServer implements AutoCloseable {
     this.appliedDigest = seenDigest;
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.jvmMetrics = JvmProcessMetrics.bindTo(registry);
+    this.decisionBudget = new io.sluice.observability.DecisionLogBudget(ticker::nanos);
+    for (boolean refused : new boolean[] {false, true}) {
+      io.micrometer.core.instrument.FunctionCounter.builder(
+              MetricNames.DECISION_LOG_DROPPED, decisionBudget, b -> b.dropped(refused))
+          .tag("kind", refused ? "refused" : "admitted")
+          .description(
+              "decision records not written: over decisionLog.maxAdmittedPerSecond or"
+                  + " maxRefusedPerSecond")
+          .register(registry);
+    }
     this.metrics = new AdmissionMetrics(registry, ticker::nanos);
     this.controller =
         new AdmissionController(
@@ -343,7 +354,7 @@ public final class SluiceServer implements AutoCloseable {
         controller,
         new TokenEstimator(estimatorSettings(config), tokenCounts),
         metrics,
-        new DecisionLog(config.decisionLog()),
+        new DecisionLog(config.decisionLog(), decisionBudget),
         ticker,
         options.clock(),
         timer,

@@ -214,8 +214,16 @@ public final class ConfigLoader {
             resp.get("decisionHeader").bool(true), resp.get("estimateHeader").bool(false));
 
     Node dl =
-        r.get("decisionLog").only(Set.of("enabled", "level", "sampleRate", "alwaysLogRejects"));
-    String level = dl.get("level").string("debug").toLowerCase(Locale.ROOT);
+        r.get("decisionLog")
+            .only(
+                Set.of(
+                    "enabled",
+                    "level",
+                    "sampleRate",
+                    "alwaysLogRejects",
+                    "maxAdmittedPerSecond",
+                    "maxRefusedPerSecond"));
+    String level = dl.get("level").string("info").toLowerCase(Locale.ROOT);
     if (!Set.of("trace", "debug", "info", "warn").contains(level)) {
       dl.get("level").invalid(level, "one of trace, debug, info, warn");
     }
@@ -224,7 +232,9 @@ public final class ConfigLoader {
             dl.get("enabled").bool(true),
             level,
             dl.get("sampleRate").doubleValue(1.0, 0.0, 1.0),
-            dl.get("alwaysLogRejects").bool(true));
+            dl.get("alwaysLogRejects").bool(true),
+            dl.get("maxAdmittedPerSecond").intValue(10, 0, 1_000_000),
+            dl.get("maxRefusedPerSecond").intValue(50, 0, 1_000_000));
 
     Node rl = r.get("rateLimit").only(Set.of("enabled", "env"));
     Map<String, String> rlEnv = new LinkedHashMap<>();

@@ -61,7 +61,9 @@ public final class ConfigWriter {
         .put("enabled", dl.enabled())
         .put("level", dl.level())
         .put("sampleRate", dl.sampleRate())
-        .put("alwaysLogRejects", dl.alwaysLogRejects());
+        .put("alwaysLogRejects", dl.alwaysLogRejects())
+        .put("maxAdmittedPerSecond", dl.maxAdmittedPerSecond())
+        .put("maxRefusedPerSecond", dl.maxRefusedPerSecond());
     ObjectNode rl = root.putObject("rateLimit");
     rl.put("enabled", c.rateLimit().enabled());
     ObjectNode env = rl.putObject("env");

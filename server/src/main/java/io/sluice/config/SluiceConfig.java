@@ -203,7 +203,21 @@ public record SluiceConfig(
   /** Headers added to admitted requests. */
   public record Responses(boolean decisionHeader, boolean estimateHeader) {}
 
-  /** The structured decision log (the admission record as JSON). */
+  /**
+   * The structured decision log (the admission record as JSON): at most {@code
+   * maxAdmittedPerSecond} admitted and {@code maxRefusedPerSecond} refused records a second per
+   * process (0 = no bound); the rest are counted, not written.
+   */
   public record DecisionLog(
-      boolean enabled, String level, double sampleRate, boolean alwaysLogRejects) {}
+      boolean enabled,
+      String level,
+      double sampleRate,
+      boolean alwaysLogRejects,
+      int maxAdmittedPerSecond,
+      int maxRefusedPerSecond) {
+    /** Without per-second bounds. */
+    public DecisionLog(boolean enabled, String level, double sampleRate, boolean alwaysLogRejects) {
+      this(enabled, level, sampleRate, alwaysLogRejects, 0, 0);
+    }
+  }
 }

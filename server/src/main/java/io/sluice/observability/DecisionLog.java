@@ -12,7 +12,9 @@ import org.slf4j.LoggerFactory;
  * The structured decision log: one JSON line per request (the {@code sluice.v1.AdmissionRecord} in
  * proto3 JSON), on logger {@code sluice.decisions}. Admitted requests are logged once, when their
  * permit is released (so the line carries the actual usage and outcome); refused requests when
- * refused. Prompt and completion text never reach the record.
+ * refused. Prompt and completion text never reach the record. Bounded per second by kind ({@code
+ * decisionLog.maxAdmittedPerSecond}, {@code maxRefusedPerSecond}) through a {@link
+ * DecisionLogBudget}; what does not fit is counted there.
  */
 public final class DecisionLog {
   private static final Logger LOG = LoggerFactory.getLogger("sluice.decisions");
@@ -21,9 +23,15 @@ public final class DecisionLog {
 
   private final SluiceConfig.DecisionLog settings;
   private final java.util.function.Consumer<String> sink; // null: the sluice.decisions logger
+  private final DecisionLogBudget budget; // null: unbounded
 
   public DecisionLog(SluiceConfig.DecisionLog settings) {
-    this(settings, null);
+    this(settings, null, null);
+  }
+
+  /** A decision log on the {@code sluice.decisions} logger, bounded by {@code budget}. */
+  public DecisionLog(SluiceConfig.DecisionLog settings, DecisionLogBudget budget) {
+    this(settings, null, budget);
   }
 
   /**
@@ -32,8 +40,17 @@ public final class DecisionLog {
    * code path runs, nothing reaches the real log).
    */
   public DecisionLog(SluiceConfig.DecisionLog settings, java.util.function.Consumer<String> sink) {
+    this(settings, sink, null);
+  }
+
+  /** {@link #DecisionLog(SluiceConfig.DecisionLog, java.util.function.Consumer)}, bounded. */
+  public DecisionLog(
+      SluiceConfig.DecisionLog settings,
+      java.util.function.Consumer<String> sink,
+      DecisionLogBudget budget) {
     this.settings = settings;
     this.sink = sink;
+    this.budget = budget;
   }
 
   /** Whether any record can be written at all (enabled and its logger on). */
@@ -46,11 +63,15 @@ public final class DecisionLog {
     if (!settings.enabled() || !levelEnabled()) {
       return false;
     }
-    if (rejected && settings.alwaysLogRejects()) {
-      return true;
-    }
-    return settings.sampleRate() >= 1.0
-        || ThreadLocalRandom.current().nextDouble() < settings.sampleRate();
+    boolean sampled =
+        (rejected && settings.alwaysLogRejects())
+            || settings.sampleRate() >= 1.0
+            || ThreadLocalRandom.current().nextDouble() < settings.sampleRate();
+    return sampled
+        && (budget == null
+            || budget.take(
+                rejected,
+                rejected ? settings.maxRefusedPerSecond() : settings.maxAdmittedPerSecond()));
   }
 
   public void write(AdmissionRecord record) {

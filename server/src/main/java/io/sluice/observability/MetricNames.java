@@ -38,6 +38,9 @@ public final class MetricNames {
   /** 1, tagged with the version and git commit of the running build. */
   public static final String BUILD_INFO = "sluice.build.info";
 
+  /** Decision records over the per-second bound, by kind (admitted, refused). */
+  public static final String DECISION_LOG_DROPPED = "sluice.decision_log.dropped";
+
   public static final String WARMUP_CALLS = "sluice.warmup.calls";
   public static final String WARMUP_DURATION = "sluice.warmup.duration";
   public static final String HEAP_AFTER_GC_RATIO = "sluice.health.heap_after_gc_ratio";
