@@ -41,10 +41,13 @@ public final class Main implements Callable<Integer> {
   @Option(names = "--config", description = "policy YAML (default: the embedded default)")
   Path config;
 
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
   @Override
   public Integer call() throws Exception {
     Serve s = new Serve();
     s.config = config;
+    s.spec = spec; // for its output streams
     return s.call();
   }
 

@@ -94,6 +94,9 @@ class StartupShutdownTest {
                   "grpc: {host: 0.0.0.0, port: 8081",
                   "grpc: {host: 127.0.0.1, port: " + taken.getLocalPort())
               .replace("admin: {host: 0.0.0.0, port: 8080}", "admin: {host: 127.0.0.1, port: 0}"));
+      // the bare command serves too
+      assertThat(CommandLineTest.run("--config", f.toString()).err())
+          .startsWith("sluice: cannot listen on the gRPC port");
       CommandLineTest.Run r = CommandLineTest.run("serve", "--config", f.toString());
       assertThat(r.code()).isEqualTo(Main.EXIT_PORT);
       assertThat(r.err().strip())
