@@ -5,7 +5,9 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
+import io.sluice.core.time.Ticker;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -19,9 +21,14 @@ abstract class ExtProcServerTestBase {
   /** The policy YAML the server runs (ports 0, loopback). */
   protected abstract String policy();
 
+  /** The server's ticker: the system's unless a test drives a fake one. */
+  protected Ticker ticker() {
+    return Ticker.system();
+  }
+
   @BeforeEach
   void startServer() throws Exception {
-    server = SluiceServer.start(ConfigLoader.parse(policy()));
+    server = SluiceServer.start(ConfigLoader.parse(policy()), ticker(), Clock.systemUTC());
     client = new ExtProcTestClient(server.grpcPort());
   }
 
