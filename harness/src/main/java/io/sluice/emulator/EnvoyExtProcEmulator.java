@@ -16,6 +16,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.LongSupplier;
 
 /**
  * Plays Envoy's HTTP ext_proc filter ({@code envoy.filters.http.ext_proc}) as a gRPC client of
@@ -34,15 +35,28 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
   private final FilterConfig config;
   private final Upstream upstream;
   private final Stats stats = new Stats();
-  private final ScheduledThreadPoolExecutor scheduler;
+  private final ScheduledExecutorService scheduler;
+  private final boolean ownsScheduler;
+  private final LongSupplier nanoTime;
 
   private EnvoyExtProcEmulator(
-      Channel channel, ManagedChannel ownedChannel, FilterConfig config, Upstream upstream) {
+      Channel channel,
+      ManagedChannel ownedChannel,
+      FilterConfig config,
+      Upstream upstream,
+      ScheduledExecutorService timers,
+      LongSupplier nanoTime) {
     this.channel = channel;
     this.ownedChannel = ownedChannel;
     this.config = config;
     this.upstream = upstream;
-    this.scheduler =
+    this.ownsScheduler = timers == null;
+    this.scheduler = timers != null ? timers : defaultScheduler();
+    this.nanoTime = nanoTime != null ? nanoTime : System::nanoTime;
+  }
+
+  private static ScheduledExecutorService defaultScheduler() {
+    ScheduledThreadPoolExecutor s =
         new ScheduledThreadPoolExecutor(
             1,
             r -> {
@@ -50,7 +64,8 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    scheduler.setRemoveOnCancelPolicy(true);
+    s.setRemoveOnCancelPolicy(true);
+    return s;
   }
 
   /**
@@ -59,6 +74,22 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
    */
   public static EnvoyExtProcEmulator connect(
       String target, FilterConfig config, Upstream upstream) {
+    return connect(target, config, upstream, null, null);
+  }
+
+  /**
+   * As {@link #connect(String, FilterConfig, Upstream)}, with the per-message timers (and the
+   * client's cancel timer) run by {@code timers} and the result durations read from {@code
+   * nanoTime}: tests pass a virtual-time scheduler and its clock, so timer behaviour is checked on
+   * a fake clock. Null for either keeps the default (a timer thread of its own, {@link
+   * System#nanoTime}); a scheduler passed in is not shut down by {@link #close()}.
+   */
+  public static EnvoyExtProcEmulator connect(
+      String target,
+      FilterConfig config,
+      Upstream upstream,
+      ScheduledExecutorService timers,
+      LongSupplier nanoTime) {
     ManagedChannel channel =
         NettyChannelBuilder.forTarget(target)
             .usePlaintext()
@@ -66,13 +97,13 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
             .directExecutor()
             .flowControlWindow(1 << 20)
             .build();
-    return new EnvoyExtProcEmulator(channel, channel, config, upstream);
+    return new EnvoyExtProcEmulator(channel, channel, config, upstream, timers, nanoTime);
   }
 
   /** Uses a channel owned by the caller; {@code :authority} is set per call. */
   public static EnvoyExtProcEmulator using(
       Channel channel, FilterConfig config, Upstream upstream) {
-    return new EnvoyExtProcEmulator(channel, null, config, upstream);
+    return new EnvoyExtProcEmulator(channel, null, config, upstream, null, null);
   }
 
   /** Runs one HTTP request through the filter; the future never completes exceptionally. */
@@ -110,6 +141,10 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
     return scheduler;
   }
 
+  long nanoTime() {
+    return nanoTime.getAsLong();
+  }
+
   ClientCall<ProcessingRequest, ProcessingResponse> newCall() {
     CallOptions options = CallOptions.DEFAULT;
     if (ownedChannel == null) {
@@ -120,7 +155,9 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
 
   @Override
   public void close() {
-    scheduler.shutdownNow();
+    if (ownsScheduler) {
+      scheduler.shutdownNow();
+    }
     if (ownedChannel != null) {
       ownedChannel.shutdownNow();
       try {

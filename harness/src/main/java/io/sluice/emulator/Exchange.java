@@ -132,7 +132,7 @@ final class Exchange {
   private final java.util.concurrent.ScheduledExecutorService scheduler;
   private final SynchronizationContext sync;
   private final CompletableFuture<HttpResult> result = new CompletableFuture<>();
-  private final long startNanos = System.nanoTime();
+  private final long startNanos;
 
   // ext_proc stream
   private ClientCall<ProcessingRequest, ProcessingResponse> call;
@@ -177,6 +177,7 @@ final class Exchange {
     this.config = emulator.config();
     this.stats = emulator.stats();
     this.scheduler = emulator.scheduler();
+    this.startNanos = emulator.nanoTime();
     this.request = request;
     this.sync =
         new SynchronizationContext(
@@ -591,7 +592,7 @@ final class Exchange {
     downstreamHeadersSent = true;
     downstreamHeaders = responseHeaders.copy();
     downstreamStatus = Integer.parseInt(responseHeaders.first(":status").orElse("200"));
-    headersAtNanos = System.nanoTime();
+    headersAtNanos = emulator.nanoTime();
     cancelIfAt(Phase.RESPONSE_HEADERS_DOWNSTREAM);
   }
 
@@ -600,7 +601,7 @@ final class Exchange {
       return;
     }
     if (firstByteAtNanos < 0) {
-      firstByteAtNanos = System.nanoTime();
+      firstByteAtNanos = emulator.nanoTime();
     }
     downstreamChunks.add(data);
   }
@@ -656,7 +657,7 @@ final class Exchange {
     decoding.stopTimer();
     encoding.stopTimer();
     closeStream(true);
-    long end = System.nanoTime();
+    long end = emulator.nanoTime();
     Optional<Duration> toHeaders =
         headersAtNanos < 0
             ? Optional.empty()

@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -93,7 +94,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private record Throttle(int status, Duration retryAfter) {}
 
   private final Settings settings;
-  private final ScheduledThreadPoolExecutor scheduler;
+  private final ScheduledExecutorService scheduler;
   private final AtomicInteger active = new AtomicInteger();
   private final AtomicLong served = new AtomicLong();
   private final AtomicLong promptTokensSpent = new AtomicLong();
@@ -104,8 +105,20 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private ExecutorService httpExecutor;
 
   public SimulatedLlmUpstream(Settings settings) {
+    this(settings, defaultScheduler());
+  }
+
+  /**
+   * With the token steps run by {@code scheduler} (tests pass a virtual-time one, so decode times
+   * are checked on a fake clock); {@link #close()} shuts it down.
+   */
+  public SimulatedLlmUpstream(Settings settings, ScheduledExecutorService scheduler) {
     this.settings = settings;
-    this.scheduler =
+    this.scheduler = scheduler;
+  }
+
+  private static ScheduledExecutorService defaultScheduler() {
+    ScheduledThreadPoolExecutor s =
         new ScheduledThreadPoolExecutor(
             1,
             r -> {
@@ -113,7 +126,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
               t.setDaemon(true);
               return t;
             });
-    scheduler.setRemoveOnCancelPolicy(true);
+    s.setRemoveOnCancelPolicy(true);
+    return s;
   }
 
   /** From now on answer every request with {@code status} (429 or 503) and retry-after. */

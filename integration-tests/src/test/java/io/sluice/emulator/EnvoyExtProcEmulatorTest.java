@@ -78,6 +78,22 @@ class EnvoyExtProcEmulatorTest {
     return envoy;
   }
 
+  /** Emulator timers, the script's delayed replies and result durations on one virtual clock. */
+  private final VirtualScheduler clock = new VirtualScheduler();
+
+  private EnvoyExtProcEmulator startOnVirtualClock(Script script, FilterConfig config)
+      throws Exception {
+    server = new ScriptedExtProcServer(script, clock);
+    envoy =
+        EnvoyExtProcEmulator.connect(server.target(), config, okUpstream, clock, clock::nanoTime);
+    return envoy;
+  }
+
+  /** The result, once the exchange has ended (bounded wait: the exchange is driven by events). */
+  private static HttpResult result(CompletableFuture<HttpResult> f) throws Exception {
+    return f.get(30, TimeUnit.SECONDS);
+  }
+
   private static FilterConfig requestHeadersOnly() {
     return relaxed().toBuilder().responseHeaderMode(FilterConfig.HeaderMode.SKIP).build();
   }
@@ -264,14 +280,20 @@ class EnvoyExtProcEmulatorTest {
 
   @Test
   void messageTimeout_failClosed_504() throws Exception {
-    start((stream, msg) -> {}, FilterConfig.builder().build());
+    startOnVirtualClock((stream, msg) -> {}, FilterConfig.builder().build());
 
-    HttpResult result = envoy.send(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    CompletableFuture<HttpResult> f =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    awaitReceived(1);
+    clock.advance(Duration.ofMillis(199));
+    assertThat(f).as("the 200 ms message timer has not fired").isNotDone();
+    clock.advance(Duration.ofMillis(1));
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(504);
     assertThat(result.responseCodeDetails())
         .isEqualTo("ext_proc_error_per-message_timeout_exceeded");
-    assertThat(result.total()).isGreaterThanOrEqualTo(Duration.ofMillis(200));
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(200)); // virtual time
     assertThat(upstreamSeen).isEmpty();
     assertThat(awaitEnd(server.onlyStream())).isEqualTo(End.CANCELLED);
     assertThat(envoy.stats().messageTimeouts()).isEqualTo(1);
@@ -279,14 +301,18 @@ class EnvoyExtProcEmulatorTest {
 
   @Test
   void messageTimeout_failureModeAllow_continuesUnprocessed() throws Exception {
-    start(
+    startOnVirtualClock(
         (stream, msg) -> {},
         FilterConfig.builder()
             .failureModeAllow(true)
             .messageTimeout(Duration.ofMillis(50))
             .build());
 
-    HttpResult result = envoy.send(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    CompletableFuture<HttpResult> f =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    awaitReceived(1);
+    clock.advance(Duration.ofMillis(50));
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(200);
     assertThat(result.extProcBypassed()).isTrue();
@@ -294,6 +320,22 @@ class EnvoyExtProcEmulatorTest {
     assertThat(server.onlyStream().received).hasSize(1); // response headers not sent any more
     assertThat(envoy.stats().messageTimeouts()).isEqualTo(1);
     assertThat(envoy.stats().failureModeAllowed()).isEqualTo(1);
+  }
+
+  /** Waits (bounded) until the scripted server has received {@code n} messages on one stream. */
+  private void awaitReceived(int n) {
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> server.streams.size() == 1 && server.onlyStream().received.size() == n);
+  }
+
+  /** Waits (bounded) until a counter of the emulator reads 1: an event, not a duration. */
+  private static void awaitStat(java.util.function.LongSupplier stat) {
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(5))
+        .until(() -> stat.getAsLong() == 1);
   }
 
   private static FilterConfig holdConfig() {
@@ -304,19 +346,29 @@ class EnvoyExtProcEmulatorTest {
         .build();
   }
 
+  // The timer tests below run on the virtual clock: the script schedules its delayed reply before
+  // it sends the override, so once the emulator has counted the override, every timer is in place
+  // and advancing the clock decides which fires first (never the wall clock).
+
   @Test
   void override_inRange_holdsBeyondMessageTimeout() throws Exception {
     Script script =
         (stream, msg) -> {
-          stream.reply(overrideTimeout(Duration.ofSeconds(1)));
           stream.replyAfter(Duration.ofMillis(600), continueRequestHeaders());
+          stream.reply(overrideTimeout(Duration.ofSeconds(1)));
         };
-    start(script, holdConfig());
+    startOnVirtualClock(script, holdConfig());
 
-    HttpResult result = envoy.send(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    CompletableFuture<HttpResult> f =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutReceived());
+    clock.advance(Duration.ofMillis(599)); // past the 200 ms message timeout: held by the override
+    assertThat(f).isNotDone();
+    clock.advance(Duration.ofMillis(1));
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(200);
-    assertThat(result.total()).isGreaterThanOrEqualTo(Duration.ofMillis(600));
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(600));
     assertThat(envoy.stats().overrideMessageTimeoutReceived()).isEqualTo(1);
     assertThat(envoy.stats().messageTimeouts()).isZero();
   }
@@ -325,15 +377,19 @@ class EnvoyExtProcEmulatorTest {
   void override_aboveMaxMessageTimeout_ignoredAndTimerFires() throws Exception {
     Script script =
         (stream, msg) -> {
-          stream.reply(overrideTimeout(Duration.ofMillis(1001)));
           stream.replyAfter(Duration.ofMillis(600), continueRequestHeaders());
+          stream.reply(overrideTimeout(Duration.ofMillis(1001)));
         };
-    start(script, holdConfig());
+    startOnVirtualClock(script, holdConfig());
 
-    HttpResult result = envoy.send(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    CompletableFuture<HttpResult> f =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutIgnored());
+    clock.advance(Duration.ofMillis(200)); // the original timer fires; the 600 ms reply never runs
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(504);
-    assertThat(result.total()).isLessThan(Duration.ofMillis(550));
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(200));
     assertThat(envoy.stats().overrideMessageTimeoutIgnored()).isEqualTo(1);
     assertThat(envoy.stats().overrideMessageTimeoutReceived()).isZero();
   }
@@ -353,14 +409,19 @@ class EnvoyExtProcEmulatorTest {
   void override_maxMessageTimeoutZero_featureDisabled() throws Exception {
     Script script =
         (stream, msg) -> {
-          stream.reply(overrideTimeout(Duration.ofMillis(500)));
           stream.replyAfter(Duration.ofMillis(400), continueRequestHeaders());
+          stream.reply(overrideTimeout(Duration.ofMillis(500)));
         };
-    start(script, requestHeadersOnly().toBuilder().messageTimeout(Duration.ofMillis(200)).build());
+    startOnVirtualClock(
+        script, requestHeadersOnly().toBuilder().messageTimeout(Duration.ofMillis(200)).build());
 
-    HttpResult result = envoy.send(HttpRequest.get("/").build());
+    CompletableFuture<HttpResult> f = envoy.sendAsync(HttpRequest.get("/").build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutIgnored());
+    clock.advance(Duration.ofMillis(200)); // the 400 ms continue never runs
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(504);
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(200));
     assertThat(envoy.stats().overrideMessageTimeoutIgnored()).isEqualTo(1);
   }
 
@@ -368,16 +429,23 @@ class EnvoyExtProcEmulatorTest {
   void override_secondForSameMessage_ignoredTimerKeepsFirst() throws Exception {
     Script script =
         (stream, msg) -> {
-          stream.reply(overrideTimeout(Duration.ofMillis(300)));
           stream.replyAfter(Duration.ofMillis(100), overrideTimeout(Duration.ofSeconds(1)));
           stream.replyAfter(Duration.ofMillis(600), continueRequestHeaders());
+          stream.reply(overrideTimeout(Duration.ofMillis(300)));
         };
-    start(script, holdConfig());
+    startOnVirtualClock(script, holdConfig());
 
-    HttpResult result = envoy.send(HttpRequest.get("/").build());
+    CompletableFuture<HttpResult> f = envoy.sendAsync(HttpRequest.get("/").build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutReceived());
+    clock.advance(Duration.ofMillis(100)); // the second override goes out
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutIgnored());
+    clock.advance(Duration.ofMillis(199));
+    assertThat(f).as("the first override's 300 ms still runs").isNotDone();
+    clock.advance(Duration.ofMillis(1));
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(504);
-    assertThat(result.total()).isBetween(Duration.ofMillis(290), Duration.ofMillis(550));
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(300));
     assertThat(envoy.stats().overrideMessageTimeoutReceived()).isEqualTo(1);
     assertThat(envoy.stats().overrideMessageTimeoutIgnored()).isEqualTo(1);
   }
@@ -387,18 +455,28 @@ class EnvoyExtProcEmulatorTest {
     // headers and buffered body each allow one override
     Script script =
         (stream, msg) -> {
-          stream.reply(overrideTimeout(Duration.ofMillis(500)));
           ProcessingResponse answer =
               msg.hasRequestHeaders()
                   ? continueRequestHeaders()
                   : ScriptedExtProcServer.continueRequestBody();
           stream.replyAfter(Duration.ofMillis(300), answer);
+          stream.reply(overrideTimeout(Duration.ofMillis(500)));
         };
-    start(script, holdConfig().toBuilder().requestBodyMode(BodyMode.BUFFERED).build());
+    startOnVirtualClock(
+        script, holdConfig().toBuilder().requestBodyMode(BodyMode.BUFFERED).build());
 
-    HttpResult result = envoy.send(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    CompletableFuture<HttpResult> f =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutReceived());
+    clock.advance(Duration.ofMillis(300)); // headers answered; the body message goes out
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> envoy.stats().overrideMessageTimeoutReceived() == 2);
+    clock.advance(Duration.ofMillis(300)); // 300 ms into the body's fresh 500 ms override
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(200);
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(600));
     assertThat(envoy.stats().overrideMessageTimeoutReceived()).isEqualTo(2);
   }
 
@@ -406,20 +484,25 @@ class EnvoyExtProcEmulatorTest {
   void override_bundledWithResponse_restOfMessageIgnored() throws Exception {
     Script script =
         (stream, msg) -> {
+          stream.replyAfter(Duration.ofMillis(250), continueRequestHeaders());
           stream.reply(
               continueRequestHeaders(setHeaders("x-bundled", "yes")).toBuilder()
                   .setOverrideMessageTimeout(
                       com.google.protobuf.Duration.newBuilder().setNanos(400_000_000))
                   .build());
-          stream.replyAfter(Duration.ofMillis(250), continueRequestHeaders());
         };
-    start(script, holdConfig());
+    startOnVirtualClock(script, holdConfig());
 
-    HttpResult result = envoy.send(HttpRequest.get("/").build());
+    CompletableFuture<HttpResult> f = envoy.sendAsync(HttpRequest.get("/").build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutReceived());
+    clock.advance(Duration.ofMillis(249));
+    assertThat(f).as("the bundled continue was not taken").isNotDone();
+    clock.advance(Duration.ofMillis(1));
+    HttpResult result = result(f);
 
     assertThat(result.status()).isEqualTo(200);
     assertThat(result.upstreamRequest().orElseThrow().headers().contains("x-bundled")).isFalse();
-    assertThat(result.total()).isGreaterThanOrEqualTo(Duration.ofMillis(250));
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(250));
     assertThat(envoy.stats().overrideMessageTimeoutReceived()).isEqualTo(1);
     assertThat(envoy.stats().streamMsgsReceived()).isEqualTo(1);
   }
@@ -804,12 +887,16 @@ class EnvoyExtProcEmulatorTest {
         (stream, msg) -> {
           stream.reply(overrideTimeout(Duration.ofSeconds(1)));
         };
-    start(script, holdConfig());
+    startOnVirtualClock(script, holdConfig());
 
-    HttpResult result =
-        envoy.send(HttpRequest.get("/").cancelAfter(Duration.ofMillis(100)).build());
+    CompletableFuture<HttpResult> f =
+        envoy.sendAsync(HttpRequest.get("/").cancelAfter(Duration.ofMillis(100)).build());
+    awaitStat(() -> envoy.stats().overrideMessageTimeoutReceived()); // held for 1 s
+    clock.advance(Duration.ofMillis(100)); // the client gives up first
+    HttpResult result = result(f);
 
     assertThat(result.outcome()).isEqualTo(Outcome.CLIENT_CANCELLED);
+    assertThat(result.total()).isEqualTo(Duration.ofMillis(100));
     assertThat(awaitEnd(server.onlyStream())).isEqualTo(End.CANCELLED);
   }
 
@@ -861,7 +948,8 @@ class EnvoyExtProcEmulatorTest {
 
   @Test
   void manyConcurrentRequests_allComplete() throws Exception {
-    start(ScriptedExtProcServer::continueEverything, relaxed());
+    // on a clock that never moves: no message timer can fire however slow the machine is
+    startOnVirtualClock(ScriptedExtProcServer::continueEverything, relaxed());
 
     List<CompletableFuture<HttpResult>> futures =
         java.util.stream.IntStream.range(0, 200)

@@ -55,12 +55,18 @@ final class ScriptedExtProcServer implements AutoCloseable {
   private static final Context.Key<String> AUTHORITY = Context.key("authority");
 
   final List<ServerStream> streams = new CopyOnWriteArrayList<>();
-  private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor();
+  private final ScheduledExecutorService timers;
   private final Server server;
   private volatile Script script;
 
   ScriptedExtProcServer(Script script) throws IOException {
+    this(script, Executors.newSingleThreadScheduledExecutor());
+  }
+
+  /** With {@code replyAfter} delays run by {@code timers} (a {@link VirtualScheduler} in tests). */
+  ScriptedExtProcServer(Script script, ScheduledExecutorService timers) throws IOException {
     this.script = script;
+    this.timers = timers;
     ExternalProcessorGrpc.ExternalProcessorImplBase service =
         new ExternalProcessorGrpc.ExternalProcessorImplBase() {
           @Override

@@ -109,24 +109,33 @@ class SimulatedLlmUpstreamTest {
     assertThat(ok.status()).isEqualTo(200);
   }
 
+  /**
+   * On a virtual clock: first token after prefill (0 here), then 5 decode steps of 20 ms, so one
+   * request alone ends at 100 ms; two requests on one slot share it, so each step takes 40 ms and
+   * both end at 200 ms.
+   */
   @Test
   void processorSharing_beyondBatchSlots_stretchesDecode() throws Exception {
     Settings oneSlot = new Settings(1, Duration.ZERO, Duration.ofMillis(20), 6, 100, 4);
-    llm = new SimulatedLlmUpstream(oneSlot);
+    VirtualScheduler clock = new VirtualScheduler();
+    llm = new SimulatedLlmUpstream(oneSlot, clock);
 
-    long t0 = System.nanoTime();
-    llm.send(chat("{}")).get(5, TimeUnit.SECONDS);
-    Duration alone = Duration.ofNanos(System.nanoTime() - t0);
-    t0 = System.nanoTime();
+    CompletableFuture<UpstreamResponse> alone = llm.send(chat("{}"));
+    clock.advance(Duration.ofMillis(99));
+    assertThat(alone).isNotDone();
+    clock.advance(Duration.ofMillis(1));
+    assertThat(alone).isCompleted();
+
     CompletableFuture<UpstreamResponse> a = llm.send(chat("{}"));
     CompletableFuture<UpstreamResponse> b = llm.send(chat("{}"));
-    CompletableFuture.allOf(a, b).get(5, TimeUnit.SECONDS);
-    Duration shared = Duration.ofNanos(System.nanoTime() - t0);
-
-    // first token after prefill (0 here), then 5 decode steps of 20 ms; two requests on one slot
-    // share it, so each step takes 40 ms
-    assertThat(alone).isBetween(Duration.ofMillis(95), Duration.ofMillis(170));
-    assertThat(shared).isGreaterThanOrEqualTo(Duration.ofMillis(180));
+    clock.advance(Duration.ofMillis(199));
+    assertThat(a).isNotDone();
+    assertThat(b).isNotDone();
+    clock.advance(Duration.ofMillis(1));
+    assertThat(a).isCompleted();
+    assertThat(b).isCompleted();
+    assertThat(a.get().status()).isEqualTo(200);
+    assertThat(clock.pending()).isZero();
   }
 
   @Test
