@@ -81,8 +81,7 @@ final class ConfigView {
   private static boolean redact(JsonNode node, Secrets.Redactor redactor, boolean maskByKey) {
     boolean changed = false;
     if (node instanceof ObjectNode o) {
-      List<Map.Entry<String, JsonNode>> fields = new ArrayList<>();
-      o.fields().forEachRemaining(fields::add);
+      List<Map.Entry<String, JsonNode>> fields = new ArrayList<>(o.properties());
       for (Map.Entry<String, JsonNode> f : fields) {
         JsonNode v = f.getValue();
         if (v.isTextual()) {

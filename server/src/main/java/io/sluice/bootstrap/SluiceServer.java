@@ -125,7 +125,6 @@ public final class SluiceServer implements AutoCloseable {
   private volatile boolean storeReady;
   private volatile boolean storeGaveUp;
   private volatile long storeWaitStartNanos;
-  private volatile WarmUp.Result warmupResult;
 
   private SluiceServer(
       SluiceConfig config, Options options, java.util.function.DoubleSupplier heapSampler)
@@ -449,8 +448,9 @@ public final class SluiceServer implements AutoCloseable {
     server.warmUp(config);
     server.awaitStoreAtStart(config);
     long every = Math.max(100, config.server().reloadInterval().toMillis());
-    server.housekeeping.scheduleWithFixedDelay(
-        server::housekeep, every, every, TimeUnit.MILLISECONDS);
+    var unused =
+        server.housekeeping.scheduleWithFixedDelay(
+            server::housekeep, every, every, TimeUnit.MILLISECONDS);
     server.housekeep();
     warnUntrustedHeaders(config);
     server.warnMissingRlsConfigDirectory();
@@ -766,7 +766,6 @@ public final class SluiceServer implements AutoCloseable {
               rls == null ? 0 : w.rlsCalls(),
               config.server().maxInboundMessageBytes(),
               w.timeout());
-      warmupResult = r;
       countWarmUp("extproc", r.streams(), r.streamsFailed());
       countWarmUp("rls", r.rlsCalls(), r.rlsFailed());
       Gauge.builder(MetricNames.WARMUP_DURATION, r, x -> x.nanos() / 1e9)

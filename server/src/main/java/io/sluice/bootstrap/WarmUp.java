@@ -68,7 +68,8 @@ final class WarmUp {
     long start = System.nanoTime();
     long deadline = start + timeout.toNanos();
     NettyServerBuilder b =
-        NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        NettyServerBuilder.forAddress(
+                new InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0))
             .directExecutor()
             .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE, maxInboundMessageBytes))
             .addService(extProc.definition());

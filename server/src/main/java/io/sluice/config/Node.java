@@ -215,9 +215,9 @@ final class Node {
       invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
       return out;
     }
-    json.fields()
-        .forEachRemaining(
-            e -> out.put(e.getKey(), new Node(e.getValue(), child(e.getKey()), errors)));
+    for (Map.Entry<String, JsonNode> e : json.properties()) {
+      out.put(e.getKey(), new Node(e.getValue(), child(e.getKey()), errors));
+    }
     return out;
   }
 

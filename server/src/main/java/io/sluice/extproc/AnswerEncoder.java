@@ -31,7 +31,6 @@ import java.util.concurrent.ConcurrentMap;
  */
 final class AnswerEncoder {
   static final String NAMESPACE = "sluice";
-  private static final int LEN = WireFormat.WIRETYPE_LENGTH_DELIMITED;
   private static final int ENTRY_KEY = 1; // map<string, Value> entry: key = 1, value = 2
   private static final int ENTRY_VALUE = 2;
   private static final int APPEND_ACTION =
@@ -359,6 +358,7 @@ final class AnswerEncoder {
   /** The tier, class, pool and route entries of one resolved route, concatenated. */
   private record RouteKey(String tier, String cls, String pool, String route) {}
 
+  @SuppressWarnings("ArrayRecordComponent") // an identity cache entry: never compared or hashed
   private record LastRoute(String tier, String cls, String pool, String route, byte[] entries) {}
 
   /**

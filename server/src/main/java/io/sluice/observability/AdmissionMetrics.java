@@ -441,7 +441,7 @@ public final class AdmissionMetrics {
    * Bucket bounds of {@code sluice_decision_latency_seconds}, 1 µs to 1 s; also those of the RLS
    * store round trip ({@code sluice_rls_store_latency_seconds}).
    */
-  public static final Duration[] DECISION_BUCKETS = {
+  private static final Duration[] DECISION_BUCKETS = {
     Duration.ofNanos(1_000),
     Duration.ofNanos(2_500),
     Duration.ofNanos(5_000),
@@ -459,6 +459,11 @@ public final class AdmissionMetrics {
     Duration.ofMillis(250),
     Duration.ofSeconds(1)
   };
+
+  /** The decision-latency histogram buckets (a copy), shared with the rate limit service. */
+  public static Duration[] decisionBuckets() {
+    return DECISION_BUCKETS.clone();
+  }
 
   /** Bucket bounds of permit hold and queue wait timers: 10 ms to 5 min. */
   static final Duration[] WAIT_BUCKETS = {

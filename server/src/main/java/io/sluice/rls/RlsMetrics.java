@@ -73,7 +73,7 @@ public final class RlsMetrics {
             .description("Store round trip of one ShouldRateLimit call")
             // Histogram buckets, not client-side percentiles: cheap on the hot path and
             // aggregatable across replicas with histogram_quantile().
-            .serviceLevelObjectives(AdmissionMetrics.DECISION_BUCKETS)
+            .serviceLevelObjectives(AdmissionMetrics.decisionBuckets())
             .register(registry);
     this.storeErrors = registry.counter(STORE_ERRORS);
     this.callsOk = registry.counter(CALLS, "result", "ok");

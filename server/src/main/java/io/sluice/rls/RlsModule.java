@@ -100,7 +100,8 @@ public final class RlsModule implements AutoCloseable {
                 return t;
               });
       long every = settings.configPollInterval().toMillis();
-      watcher.scheduleWithFixedDelay(this::pollOnce, every, every, TimeUnit.MILLISECONDS);
+      var unused =
+          watcher.scheduleWithFixedDelay(this::pollOnce, every, every, TimeUnit.MILLISECONDS);
     }
   }
 

@@ -120,7 +120,8 @@ final class LayerRules {
           .resideInAPackage("io.sluice.wire..")
           .should()
           .onlyDependOnClassesThat(
-              JavaClass.Predicates.resideInAnyPackage("java..", "io.sluice.wire..")
+              JavaClass.Predicates.resideInAnyPackage(
+                      "java..", "io.sluice.wire..", "org.jspecify.annotations..")
                   .or(JavaClass.Predicates.equivalentTo(io.grpc.Drainable.class))
                   .or(JavaClass.Predicates.equivalentTo(io.grpc.KnownLength.class)));
 

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Decides admit-or-reject against token-weighted work in flight per pool (PRODUCT.md rule 2).
@@ -119,7 +120,7 @@ public final class AdmissionController {
     return pools.values();
   }
 
-  public PoolState pool(String name) {
+  public @Nullable PoolState pool(String name) {
     return pools.get(name);
   }
 

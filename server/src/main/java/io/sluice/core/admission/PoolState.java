@@ -395,6 +395,7 @@ public final class PoolState {
   }
 
   /** Counters of a pool at one instant. */
+  @SuppressWarnings("ArrayRecordComponent") // a read-only view for metrics and /debug/queues
   public record Snapshot(
       String pool,
       long capacityWorkUnits,

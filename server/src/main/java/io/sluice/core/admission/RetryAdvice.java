@@ -78,8 +78,10 @@ final class RetryAdvice {
     return completionRate.meanHoldNanos();
   }
 
+  private static final long MAX_RETRY_NANOS = Long.MAX_VALUE / 2;
+
   private long clamp(double seconds) {
-    return retryAfter.seconds((long) Math.min(Long.MAX_VALUE / 2, seconds * NANOS_PER_SECOND));
+    return retryAfter.seconds((long) Math.min(MAX_RETRY_NANOS, seconds * NANOS_PER_SECOND));
   }
 
   private static long ceilSeconds(long nanos) {

@@ -7,6 +7,7 @@ import com.knuddels.jtokkit.api.EncodingType;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Maps a model name to the BPE encoding of its family, or none. The two encodings are loaded once
@@ -36,7 +37,7 @@ final class ModelEncodings {
   }
 
   /** The encoding for {@code model}, or null when the family is unknown (use the heuristic). */
-  Encoding forModel(String model) {
+  @Nullable Encoding forModel(@Nullable String model) {
     if (model == null) {
       return null;
     }
@@ -50,7 +51,7 @@ final class ModelEncodings {
     return cached.orElse(null);
   }
 
-  static Encoding lookup(String model) {
+  static @Nullable Encoding lookup(String model) {
     String m = model.trim().toLowerCase(Locale.ROOT);
     if (m.startsWith("ft:")) {
       m = m.substring(3);

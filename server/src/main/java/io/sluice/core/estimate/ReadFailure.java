@@ -4,6 +4,7 @@ package io.sluice.core.estimate;
  * Internal control flow: the body cannot be read as its format; carries a {@link FallbackCause}.
  * Stackless and preallocated, so a hostile body costs no stack walks.
  */
+@SuppressWarnings("StaticAssignmentOfThrowable") // preallocated and stackless on purpose (above)
 final class ReadFailure extends RuntimeException {
   private static final long serialVersionUID = 1L;
 

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads one request body in two streaming passes over the same bytes; nothing but the current token
@@ -33,6 +34,8 @@ final class RequestBodyReader {
   private final int length;
   private final int maxDepth;
   private final EstimatorSettings settings;
+
+  @SuppressWarnings("NullAway.Init") // set by scan() and walk(), the only entry points
   private JsonParser p;
 
   RequestBodyReader(
@@ -48,7 +51,7 @@ final class RequestBodyReader {
   /** What the structural pass learned about the top level. */
   static final class Scan {
     boolean empty;
-    String model;
+    @Nullable String model;
     boolean stream;
     long maxTokens = CAP_ABSENT;
     long maxCompletionTokens = CAP_ABSENT;
@@ -58,12 +61,12 @@ final class RequestBodyReader {
     boolean instructions;
     boolean prompt;
     boolean input;
-    JsonToken inputFirstElement;
+    @Nullable JsonToken inputFirstElement;
     boolean anthropicHint;
     boolean embeddingsHint;
 
     /** Resolves {@link RequestFormat#AUTO} from the keys; null when nothing matches. */
-    RequestFormat detect() {
+    @Nullable RequestFormat detect() {
       String m = model == null ? "" : model.toLowerCase(Locale.ROOT);
       if (messages) {
         return system || anthropicHint || m.startsWith("claude") || m.contains("anthropic")
@@ -141,8 +144,6 @@ final class RequestBodyReader {
         skipValue();
       }
       return scan;
-    } finally {
-      p = null;
     }
   }
 
@@ -234,8 +235,6 @@ final class RequestBodyReader {
           skipValue();
         }
       }
-    } finally {
-      p = null;
     }
     if (sawInput
         && (format == RequestFormat.OPENAI_CHAT

@@ -1,5 +1,7 @@
 package io.sluice.core.estimate;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The estimated work of one request.
  *
@@ -18,8 +20,8 @@ public record TokenEstimate(
     long inputTokens,
     long outputReserveTokens,
     String method,
-    String fallbackCause,
-    String model,
+    @Nullable String fallbackCause,
+    @Nullable String model,
     boolean stream,
     boolean outputClamped) {
 

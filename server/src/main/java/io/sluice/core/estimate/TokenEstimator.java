@@ -10,6 +10,7 @@ import com.fasterxml.jackson.core.io.JsonEOFException;
 import com.knuddels.jtokkit.api.Encoding;
 import java.io.IOException;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Estimates the input tokens and the output reserve of an LLM request from its body.
@@ -67,7 +68,11 @@ public final class TokenEstimator {
    * @throws IndexOutOfBoundsException when offset/length are outside {@code body}
    */
   public TokenEstimate estimate(
-      RequestFormat format, byte[] body, int offset, int length, EstimateLimits limits) {
+      @Nullable RequestFormat format,
+      byte @Nullable [] body,
+      int offset,
+      int length,
+      EstimateLimits limits) {
     Objects.requireNonNull(limits, "limits");
     if (body == null || length == 0) {
       return fallback(FallbackCause.EMPTY, 0, null, limits);
@@ -77,8 +82,8 @@ public final class TokenEstimator {
       return fallback(FallbackCause.NOT_UTF8, length, null, limits);
     }
     RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, offset, length, settings);
-    RequestBodyReader.Scan scan = null;
-    RequestFormat resolved = null;
+    RequestBodyReader.@Nullable Scan scan = null;
+    @Nullable RequestFormat resolved = null;
     try {
       scan = reader.scan();
       if (scan.empty) {
@@ -177,16 +182,16 @@ public final class TokenEstimator {
   }
 
   private TokenEstimate fallback(
-      String cause, long bodyBytes, RequestBodyReader.Scan scan, EstimateLimits limits) {
+      String cause, long bodyBytes, RequestBodyReader.@Nullable Scan scan, EstimateLimits limits) {
     return fallback(cause, bodyBytes, scan, limits, null);
   }
 
   private TokenEstimate fallback(
       String cause,
       long bodyBytes,
-      RequestBodyReader.Scan scan,
+      RequestBodyReader.@Nullable Scan scan,
       EstimateLimits limits,
-      RequestFormat format) {
+      @Nullable RequestFormat format) {
     long reserve;
     if (scan == null) {
       reserve = limits.defaultOutputTokens();
@@ -207,7 +212,8 @@ public final class TokenEstimator {
    * The output reserve for {@code format}, with the sign bit set when clamped (decoded by the
    * callers; avoids an allocation per request).
    */
-  static long reserve(RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
+  static long reserve(
+      @Nullable RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
     long cap;
     if (format == null) {
       cap = firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);
@@ -246,7 +252,7 @@ public final class TokenEstimator {
     return RequestBodyReader.CAP_ABSENT;
   }
 
-  static String method(Encoding encoding) {
+  static String method(@Nullable Encoding encoding) {
     if (encoding == null) {
       return TokenEstimate.METHOD_BYTES;
     }
@@ -261,7 +267,7 @@ public final class TokenEstimator {
     RequestBodyReader.Scan scan = reader.scan();
     RequestFormat resolved = format == RequestFormat.AUTO ? scan.detect() : format;
     TokenTally tally = new TokenTally(encoding, counts, settings.bytesPerToken(), Long.MAX_VALUE);
-    reader.walk(resolved, tally);
+    reader.walk(java.util.Objects.requireNonNull(resolved, "format not detected"), tally);
     return tally;
   }
 }

@@ -2,13 +2,14 @@ package io.sluice.core.estimate;
 
 import com.knuddels.jtokkit.api.Encoding;
 import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Accumulates the prompt of one request: text pieces (tokenized with BPE when an encoding is known,
  * up to a character budget) and fixed costs. One instance per request; not thread-safe.
  */
 final class TokenTally {
-  private final Encoding encoding;
+  private final @Nullable Encoding encoding;
   private final TokenCountCache counts;
   private final double bytesPerToken;
   private final long maxTokenizeChars;
@@ -22,7 +23,10 @@ final class TokenTally {
   private long untokenizedBytes;
 
   TokenTally(
-      Encoding encoding, TokenCountCache counts, double bytesPerToken, long maxTokenizeChars) {
+      @Nullable Encoding encoding,
+      TokenCountCache counts,
+      double bytesPerToken,
+      long maxTokenizeChars) {
     this.encoding = encoding;
     this.counts = counts;
     this.bytesPerToken = bytesPerToken;
@@ -106,7 +110,7 @@ final class TokenTally {
     return fixedTokens;
   }
 
-  Encoding encoding() {
+  @Nullable Encoding encoding() {
     return encoding;
   }
 

@@ -31,6 +31,8 @@ import java.util.Locale;
  * cache_creation_input_tokens + cache_read_input_tokens} (Anthropic reports cached tokens apart).
  * Never throws on bad data. One instance per response; not thread-safe.
  */
+@SuppressWarnings("NullAway") // mode fields: the JSON ones are null in SSE mode and the reverse;
+// each path reads only its own mode's fields, and they are dropped (null) once the body ended
 public final class UsageExtractor {
   /** Longest SSE line, and longest joined event data, that is still parsed. */
   public static final int MAX_LINE_BYTES = 256 * 1024;

@@ -4,4 +4,7 @@
  * io.sluice.core.estimate.UsageExtractor}). Plain Java plus Jackson streaming and jtokkit; no
  * transport types. Prompt and completion text is never logged.
  */
+@NullMarked
 package io.sluice.core.estimate;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,6 +1,7 @@
 package io.sluice.core.queue;
 
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A binary min-heap whose elements remember their own slot, so removal of any element is O(log n)
@@ -28,7 +29,7 @@ abstract class IndexedHeap<E> {
   }
 
   @SuppressWarnings("unchecked")
-  final E peek() {
+  final @Nullable E peek() {
     return size == 0 ? null : (E) elements[0];
   }
 

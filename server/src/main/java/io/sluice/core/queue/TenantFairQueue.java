@@ -96,7 +96,7 @@ public final class TenantFairQueue<T> {
     if (item.workUnits() > maxTenantWork - tenantWork) {
       return new Offer.Rejected(Offer.Reason.TENANT_SHARE);
     }
-    Ahead ahead = estimateAhead(flow, item.tenant(), item.weight());
+    Ahead ahead = estimateAhead(flow, item.weight());
 
     if (flow == null) {
       flow = new Flow<>(item.tenant());
@@ -243,7 +243,7 @@ public final class TenantFairQueue<T> {
     if (!(weight > 0)) {
       throw new IllegalArgumentException("weight: " + weight + " (expected: > 0)");
     }
-    return estimateAhead(flows.get(tenant), tenant, weight).work;
+    return estimateAhead(flows.get(tenant), weight).work;
   }
 
   /**
@@ -255,14 +255,14 @@ public final class TenantFairQueue<T> {
     if (!(weight > 0)) {
       throw new IllegalArgumentException("weight: " + weight + " (expected: > 0)");
     }
-    return estimateAhead(flows.get(tenant), tenant, weight).position;
+    return estimateAhead(flows.get(tenant), weight).position;
   }
 
   // ---- internals ----
 
   private record Ahead(int position, long work) {}
 
-  private Ahead estimateAhead(Flow<T> flow, String tenant, double weight) {
+  private Ahead estimateAhead(Flow<T> flow, double weight) {
     double startNew;
     double work = 0;
     double items = 0;

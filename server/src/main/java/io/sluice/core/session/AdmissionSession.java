@@ -394,17 +394,18 @@ public final class AdmissionSession implements Waiter {
       next.accept(f.join());
       return;
     }
-    f.whenComplete(
-        (v, e) ->
-            serial.execute(
-                () -> {
-                  steps.at(Step.QUOTA);
-                  if (e != null) {
-                    front.storeFailed(e);
-                  } else {
-                    next.accept(v);
-                  }
-                }));
+    var unused = // the callback handles every outcome, errors included
+        f.whenComplete(
+            (v, e) ->
+                serial.execute(
+                    () -> {
+                      steps.at(Step.QUOTA);
+                      if (e != null) {
+                        front.storeFailed(e);
+                      } else {
+                        next.accept(v);
+                      }
+                    }));
   }
 
   private void countStoreFailure(QuotaCheck check) {

@@ -140,7 +140,7 @@ public final class RateLimitConfigLoader {
       throw RateLimitConfigException.of(
           f.key(),
           "error loading config file: cannot unmarshal "
-              + root.getNodeType().name().toLowerCase()
+              + root.getNodeType().name().toLowerCase(java.util.Locale.ROOT)
               + " into a map");
     }
     validateKeys(f.key(), root);
@@ -292,7 +292,7 @@ public final class RateLimitConfigLoader {
   }
 
   private static void validateKeys(String file, JsonNode map) {
-    Iterator<Map.Entry<String, JsonNode>> it = map.fields();
+    Iterator<Map.Entry<String, JsonNode>> it = map.properties().iterator();
     while (it.hasNext()) {
       Map.Entry<String, JsonNode> e = it.next();
       if (!VALID_KEYS.contains(e.getKey())) {

@@ -68,7 +68,7 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
     this.settings = settings;
     this.ticker = ticker;
     this.client = new AbstractRedisClientHolder(settings);
-    commands(); // start connecting now, so the first calls do not pay for it
+    var unused = commands(); // start connecting now, so the first calls do not pay for it
   }
 
   /**
@@ -272,12 +272,13 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
                       connection = conn;
                       return client.commands(conn);
                     });
-        c.whenComplete(
-            (v, e) -> {
-              if (e != null) {
-                connectFailedAtNanos = ticker.nanos();
-              }
-            });
+        var unused =
+            c.whenComplete(
+                (v, e) -> {
+                  if (e != null) {
+                    connectFailedAtNanos = ticker.nanos();
+                  }
+                });
         commands = c;
       }
       return c;
@@ -319,13 +320,11 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
 
   /** Builds the Lettuce client for the deployment type; hides single/sentinel vs cluster. */
   private static final class AbstractRedisClientHolder {
-    private final RedisSettings settings;
     private final RedisClient single;
     private final RedisClusterClient cluster;
     private final List<RedisURI> uris;
 
     AbstractRedisClientHolder(RedisSettings s) {
-      this.settings = s;
       this.uris = uris(s);
       TimeoutOptions timeouts = TimeoutOptions.enabled(s.commandTimeout());
       SocketOptions socket = SocketOptions.builder().connectTimeout(s.connectTimeout()).build();
@@ -380,6 +379,7 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
       }
     }
 
+    @SuppressWarnings("StringSplitter") // trailing empty entries dropped: a trailing comma is fine
     private static List<RedisURI> uris(RedisSettings s) {
       List<RedisURI> out = new ArrayList<>();
       String[] parts = s.url().split(",");

@@ -1,0 +1,4 @@
+@NullMarked
+package io.sluice.core.policy;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,0 +1,4 @@
+@NullMarked
+package io.sluice.core.quota;
+
+import org.jspecify.annotations.NullMarked;

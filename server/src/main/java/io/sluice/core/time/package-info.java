@@ -1,0 +1,4 @@
+@NullMarked
+package io.sluice.core.time;
+
+import org.jspecify.annotations.NullMarked;

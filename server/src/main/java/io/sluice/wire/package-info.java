@@ -1,0 +1,4 @@
+@NullMarked
+package io.sluice.wire;
+
+import org.jspecify.annotations.NullMarked;
