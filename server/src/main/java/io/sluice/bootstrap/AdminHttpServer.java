@@ -81,7 +81,8 @@ public final class AdminHttpServer implements AutoCloseable {
 
   private static String jsonEscape(String s) {
     StringBuilder sb = new StringBuilder();
-    for (char c : s.toCharArray()) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
       if (c == '"' || c == '\\') {
         sb.append('\\').append(c);
       } else if (c < 0x20) {
@@ -99,7 +100,10 @@ public final class AdminHttpServer implements AutoCloseable {
     if (rawQuery == null || rawQuery.isEmpty()) {
       return out;
     }
-    for (String pair : rawQuery.split("&")) {
+    for (String pair : rawQuery.split("&", -1)) {
+      if (pair.isEmpty()) {
+        continue; // "a=1&&b=2", a trailing "&"
+      }
       int eq = pair.indexOf('=');
       String k = eq < 0 ? pair : pair.substring(0, eq);
       String v = eq < 0 ? "" : pair.substring(eq + 1);

@@ -13,10 +13,12 @@ import io.sluice.core.estimate.UsageExtractor;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.session.SessionSteps.Step;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request's admission, from its tenant's rate token to the release of its permit, with no
@@ -52,11 +54,11 @@ public final class AdmissionSession implements Waiter {
   private final SessionSteps steps;
   private final long arrivalEpochMillis;
 
-  private TokenEstimate estimate;
+  private @Nullable TokenEstimate estimate;
   private long workUnits;
   private boolean atBody;
-  private Decision.Queued queued;
-  private HoldTimer.Handle expiry;
+  private Decision.@Nullable Queued queued;
+  private HoldTimer.@Nullable Handle expiry;
   private long heldReceivedNanos;
   private int queuePosition;
   private long queueWaitNanos;
@@ -65,10 +67,10 @@ public final class AdmissionSession implements Waiter {
   private boolean decided;
   private boolean ended;
   private Reason reason = Reason.ADMITTED;
-  private UsageExtractor usage;
+  private @Nullable UsageExtractor usage;
   private int upstreamStatus;
   // read by the front end's idle sweep on another thread
-  private volatile Permit permit;
+  private volatile @Nullable Permit permit;
 
   AdmissionSession(
       Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
@@ -140,7 +142,8 @@ public final class AdmissionSession implements Waiter {
 
   private void decide(boolean body, long receivedNanos) {
     atBody = body;
-    workUnits = subject.pool().workUnits(estimate.inputTokens(), estimate.outputReserveTokens());
+    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before decide");
+    workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens());
     AdmissionRequest request =
         new AdmissionRequest(
             subject.pool(),
@@ -332,11 +335,12 @@ public final class AdmissionSession implements Waiter {
       u = usage.usage();
       if (tokensReserved) {
         tokensReserved = false;
+        TokenEstimate e = Objects.requireNonNull(estimate, "tokens reserved from an estimate");
         env.quotas()
             .reconcile(
                 subject.tenant(),
-                estimate.inputTokens(),
-                estimate.outputReserveTokens(),
+                e.inputTokens(),
+                e.outputReserveTokens(),
                 u.inputTokens(),
                 u.outputTokens(),
                 u.reported(),
@@ -425,12 +429,10 @@ public final class AdmissionSession implements Waiter {
   private void refundTokens() {
     if (tokensReserved) {
       tokensReserved = false;
+      TokenEstimate e = Objects.requireNonNull(estimate, "tokens reserved from an estimate");
       env.quotas()
           .release(
-              subject.tenant(),
-              estimate.inputTokens(),
-              estimate.outputReserveTokens(),
-              env.clock().millis());
+              subject.tenant(), e.inputTokens(), e.outputReserveTokens(), env.clock().millis());
     }
   }
 
@@ -452,7 +454,7 @@ public final class AdmissionSession implements Waiter {
   }
 
   /** The estimate, or null before one was made. */
-  public TokenEstimate estimate() {
+  public @Nullable TokenEstimate estimate() {
     return estimate;
   }
 

@@ -1,0 +1,2 @@
+@org.jspecify.annotations.NullMarked
+package io.sluice.core.session;
