@@ -8,9 +8,12 @@ import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.Delay;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.store.StoreException;
@@ -318,29 +321,58 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
     }
   }
 
-  /** Builds the Lettuce client for the deployment type; hides single/sentinel vs cluster. */
+  /**
+   * Builds the Lettuce client for the deployment type; hides single/sentinel vs cluster.
+   *
+   * <p>Reconnects back off exponentially up to {@link RedisSettings#reconnectInterval()} (Lettuce's
+   * own cap is 30 s, so a node that came back, or a Sentinel-promoted master, could wait half a
+   * minute for the next attempt). In Cluster mode the slot map is refreshed on Lettuce's adaptive
+   * triggers (MOVED/ASK, 3 reconnect attempts to a node, an uncovered slot, an unknown node) at
+   * most once per reconnect interval (Lettuce: once per 5 s), and every {@link #PERIODIC_REFRESH}
+   * (Lettuce: never): the slots of a killed master stay routed to it until a refresh after its
+   * replica took over, and with Lettuce's defaults that refresh came only with a reconnect attempt
+   * far into the backoff (6.5 s after the promotion in {@code RedisClusterTest}).
+   */
   private static final class AbstractRedisClientHolder {
+    static final Duration PERIODIC_REFRESH = Duration.ofSeconds(30);
+
+    private final ClientResources resources;
     private final RedisClient single;
     private final RedisClusterClient cluster;
     private final List<RedisURI> uris;
 
     AbstractRedisClientHolder(RedisSettings s) {
       this.uris = uris(s);
+      Duration maxDelay =
+          s.reconnectInterval().compareTo(Duration.ofMillis(10)) < 0
+              ? Duration.ofMillis(10)
+              : s.reconnectInterval();
+      this.resources =
+          ClientResources.builder()
+              .reconnectDelay(Delay.exponential(Duration.ZERO, maxDelay, 2, TimeUnit.MILLISECONDS))
+              .build();
       TimeoutOptions timeouts = TimeoutOptions.enabled(s.commandTimeout());
       SocketOptions socket = SocketOptions.builder().connectTimeout(s.connectTimeout()).build();
       if (s.type().equals("cluster")) {
         this.single = null;
-        this.cluster = RedisClusterClient.create(uris);
+        this.cluster = RedisClusterClient.create(resources, uris);
         cluster.setOptions(
             ClusterClientOptions.builder()
                 .timeoutOptions(timeouts)
                 .socketOptions(socket)
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .autoReconnect(true)
+                .topologyRefreshOptions(
+                    ClusterTopologyRefreshOptions.builder()
+                        // every adaptive trigger is on by default since Lettuce 7
+                        .adaptiveRefreshTriggersTimeout(maxDelay)
+                        .refreshTriggersReconnectAttempts(3)
+                        .enablePeriodicRefresh(PERIODIC_REFRESH)
+                        .build())
                 .build());
       } else {
         this.cluster = null;
-        this.single = RedisClient.create();
+        this.single = RedisClient.create(resources);
         single.setOptions(
             ClientOptions.builder()
                 .timeoutOptions(timeouts)
@@ -353,8 +385,12 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
 
     CompletableFuture<StatefulConnection<String, String>> connect() {
       if (cluster != null) {
+        // Lettuce's async cluster connect needs the partitions (slot map) loaded first; without
+        // this it fails every time with "Partitions not initialized"
         return cluster
-            .connectAsync(StringCodec.UTF8)
+            .refreshPartitionsAsync()
+            .toCompletableFuture()
+            .thenCompose(v -> cluster.connectAsync(StringCodec.UTF8))
             .thenApply(c -> (StatefulConnection<String, String>) c);
       }
       return single
@@ -377,6 +413,8 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
       } else {
         single.shutdown();
       }
+      // ours (not Lettuce's default), so the client does not close it; its threads are daemons
+      var unused = resources.shutdown(0, 2, TimeUnit.SECONDS);
     }
 
     @SuppressWarnings("StringSplitter") // trailing empty entries dropped: a trailing comma is fine
