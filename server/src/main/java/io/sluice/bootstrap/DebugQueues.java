@@ -21,6 +21,14 @@ final class DebugQueues {
   private DebugQueues() {}
 
   static String render(AdmissionController controller, long nowNanos) {
+    return render(controller, nowNanos, (pool, node) -> {});
+  }
+
+  /** With {@code extra} adding to each pool's entry (its replica share). */
+  static String render(
+      AdmissionController controller,
+      long nowNanos,
+      java.util.function.BiConsumer<String, ObjectNode> extra) {
     ObjectNode root = MAPPER.createObjectNode();
     ArrayNode pools = root.putArray("pools");
     for (PoolState pool : controller.pools()) {
@@ -31,6 +39,7 @@ final class DebugQueues {
       p.put("workInFlight", s.workInFlight());
       p.put("requestsInFlight", s.requestsInFlight());
       p.put("completedWorkPerSecond", Math.round(s.completedWorkPerSecond() * 10) / 10.0);
+      extra.accept(s.pool(), p);
       ArrayNode classes = p.putArray("classes");
       for (PoolState.QueueSnapshot q : pool.queues(nowNanos, TOP_TENANTS)) {
         ObjectNode c = classes.addObject();

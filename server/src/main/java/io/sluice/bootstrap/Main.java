@@ -94,6 +94,7 @@ public final class Main implements Callable<Integer> {
         c.decisionLog(),
         c.rateLimit(),
         c.quotas(),
+        c.replicas(),
         c.yaml());
   }
 

@@ -98,6 +98,7 @@ public final class SluiceServer implements AutoCloseable {
   private final TokenCountCache tokenCounts;
   private final RlsModule rls;
   private final Stores stores;
+  private final ReplicaShares shares; // null: the store is in this process (one replica)
   private final java.util.concurrent.CompletionStage<Void> storeWarm;
   private final ScheduledExecutorService housekeeping;
   private final Counter reloadSuccess;
@@ -170,6 +171,15 @@ public final class SluiceServer implements AutoCloseable {
               : RlsModule.create(
                   rlsSettings, stores.shared(), stores.local(), registry, options.clock(), ticker);
       this.quotaStore = stores.shared();
+      this.shares =
+          ReplicaShares.create(
+              stores.shares(),
+              config.quotas().keyPrefix(),
+              config.replicas(),
+              controller,
+              ticker,
+              registry,
+              this.rlsEnv);
       this.storeWarm =
           rls != null
               ? rls.ready() // its warm-up covers the store
@@ -278,7 +288,17 @@ public final class SluiceServer implements AutoCloseable {
         .route(
             "/debug/queues",
             "per pool and class: in flight, queued, oldest wait (JSON)",
-            () -> AdminHttpServer.Reply.json(200, DebugQueues.render(controller, ticker.nanos())));
+            () ->
+                AdminHttpServer.Reply.json(
+                    200,
+                    DebugQueues.render(
+                        controller,
+                        ticker.nanos(),
+                        (pool, node) -> {
+                          if (shares != null) {
+                            shares.describe(pool, node);
+                          }
+                        })));
     if (rls != null) {
       admin
           .route(
@@ -447,6 +467,9 @@ public final class SluiceServer implements AutoCloseable {
     server.admin.start();
     server.warmUp(config);
     server.awaitStoreAtStart(config);
+    if (server.shares != null) {
+      server.shares.start(config.server().warmup().storeTimeout());
+    }
     long every = Math.max(100, config.server().reloadInterval().toMillis());
     var unused =
         server.housekeeping.scheduleWithFixedDelay(
@@ -475,6 +498,9 @@ public final class SluiceServer implements AutoCloseable {
     timer.close();
     if (rls != null) {
       rls.close();
+    }
+    if (shares != null) {
+      shares.close();
     }
     stores.close();
     closeQuietly(jvmMetrics);
@@ -669,6 +695,9 @@ public final class SluiceServer implements AutoCloseable {
       LOG.warn("config reload: server settings changed; they apply at the next restart");
     }
     controller.reconfigure(next.pools().values(), next.classes().values());
+    if (shares != null) {
+      shares.reconfigure(next.replicas());
+    }
     metrics.bindPools(controller);
     tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
     runtime.set(runtimeFor(next));
@@ -895,6 +924,9 @@ public final class SluiceServer implements AutoCloseable {
     }
     sb.append("config: ").append(lastReloadOk ? "ok" : "last reload failed: " + lastReloadError);
     sb.append('\n');
+    if (shares != null) {
+      sb.append(shares.readinessLines());
+    }
     if (rls != null) {
       sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString());
       if (rlsConfigDirectoryMissing() && rls.health().domains() == 0) {
@@ -1044,6 +1076,9 @@ public final class SluiceServer implements AutoCloseable {
     timer.close();
     if (rls != null) {
       rls.close();
+    }
+    if (shares != null) {
+      shares.close(); // after the drain: this replica's leases go back to the others at once
     }
     stores.close();
     admin.close();

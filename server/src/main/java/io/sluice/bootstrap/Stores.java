@@ -37,13 +37,19 @@ public final class Stores implements AutoCloseable {
   private final StoreSettings settings;
   private final KeyValueStore shared;
   private final KeyValueStore local;
+  private final io.sluice.core.share.ShareStore shares;
   private final AutoCloseable closer;
 
   private Stores(
-      StoreSettings settings, KeyValueStore shared, KeyValueStore local, AutoCloseable closer) {
+      StoreSettings settings,
+      KeyValueStore shared,
+      KeyValueStore local,
+      io.sluice.core.share.ShareStore shares,
+      AutoCloseable closer) {
     this.settings = settings;
     this.shared = shared;
     this.local = local;
+    this.shares = shares;
     this.closer = closer;
   }
 
@@ -64,17 +70,17 @@ public final class Stores implements AutoCloseable {
       RedisStore redis = new RedisStore(settings.redis(), ticker);
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
-      return new Stores(settings, redis, local, redis);
+      return new Stores(settings, redis, local, redis, redis);
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
-    return new Stores(settings, memory, memory, () -> {});
+    return new Stores(settings, memory, memory, null, () -> {});
   }
 
   /** A private in-memory store with the default bound and no metrics (the warm-up's). */
   static Stores isolatedMemory(Clock clock) {
     InMemoryStore memory = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
-    return new Stores(StoreSettings.fromEnv(Map.of()), memory, memory, () -> {});
+    return new Stores(StoreSettings.fromEnv(Map.of()), memory, memory, null, () -> {});
   }
 
   private static void bind(MeterRegistry registry, String tag, InMemoryStore store) {
@@ -90,6 +96,14 @@ public final class Stores implements AutoCloseable {
   /** The backend: the rate limit service's counters and buckets, and the tenant quotas'. */
   public KeyValueStore shared() {
     return shared;
+  }
+
+  /**
+   * The store that leases pool shares among replicas, or null when the backend lives in this
+   * process (one replica: every pool's numbers are this replica's own).
+   */
+  public io.sluice.core.share.ShareStore shares() {
+    return shares;
   }
 
   /** The in-process store of failure mode {@code local}. */

@@ -7,6 +7,7 @@ import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.share.ReplicaPolicy;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
@@ -71,6 +72,12 @@ public final class ConfigWriter {
     root.putObject("quotas")
         .put("failureMode", c.quotas().failureMode())
         .put("keyPrefix", c.quotas().keyPrefix());
+    ReplicaPolicy rp = c.replicas();
+    ObjectNode rn = root.putObject("replicas");
+    rn.put("leaseTtl", duration(rp.leaseTtl())).put("renewInterval", duration(rp.renewInterval()));
+    poolMode(rn, rp.defaults());
+    ObjectNode rpools = rn.putObject("pools");
+    rp.pools().forEach((name, m) -> poolMode(rpools.putObject(name), m));
     return root;
   }
 
@@ -224,6 +231,13 @@ public final class ConfigWriter {
         .put("format", r.format().configName())
         .put("estimate", lower(r.estimateFrom()));
     return n;
+  }
+
+  private static void poolMode(ObjectNode n, ReplicaPolicy.PoolMode m) {
+    n.put("storeDown", lower(m.storeDown()))
+        .put("keepShareFor", duration(m.keepShareFor()))
+        .put("expectedReplicas", m.expectedReplicas())
+        .put("floor", m.floor());
   }
 
   private static String lower(Enum<?> e) {

@@ -27,6 +27,7 @@ public record SluiceConfig(
     DecisionLog decisionLog,
     RateLimit rateLimit,
     Quotas quotas,
+    io.sluice.core.share.ReplicaPolicy replicas,
     String yaml) {
 
   /**

@@ -9,6 +9,15 @@ package io.sluice.observability;
 public final class MetricNames {
   private MetricNames() {}
 
+  public static final String SHARE_WORK = "sluice.replica.share.work_units";
+  public static final String SHARE_REQUESTS = "sluice.replica.share.requests";
+  public static final String SHARE_DEMAND_WORK = "sluice.replica.share.demand.work_units";
+  public static final String SHARE_DEMAND_REQUESTS = "sluice.replica.share.demand.requests";
+  public static final String SHARE_AGE = "sluice.replica.share.seconds_since_grant";
+  public static final String SHARE_PEERS = "sluice.replica.share.peers";
+  public static final String SHARE_MODE = "sluice.replica.share.mode";
+  public static final String SHARE_RENEWALS = "sluice.replica.share.renewals";
+  public static final String SHARE_REBALANCES = "sluice.replica.share.rebalances";
   public static final String DECISIONS = "sluice.decisions";
   public static final String DECISION_LATENCY = "sluice.decision.latency";
   public static final String WORK_IN_FLIGHT = "sluice.pool.work.in_flight";

@@ -38,6 +38,13 @@ import java.util.Map;
  * admits nothing new until in-flight work falls below it. A request larger than its class can ever
  * hold is accounted as that reach ({@link #accountedWork}) so it can run alone rather than never.
  *
+ * <p><b>Replica share.</b> When several replicas share the pool through a store, this replica may
+ * hold only its granted share of the pool's work units and request slots ({@link #applyShare}). The
+ * ledger then counts as a pool of that size: every limit above ({@code C}, {@code M}, and the class
+ * reserves and guarantees, which scale with it) is this replica's part, so across replicas the
+ * totals stay within the pool's own numbers. A share smaller than the work in flight admits nothing
+ * new until that work drains below it. Without a share the ledger is the whole pool.
+ *
  * <p>Not thread-safe: guarded by the pool lock, except {@link #slots()} and {@link #policy()},
  * which are safely published (copy-on-write) for lock-free reads. No clock.
  */
@@ -56,6 +63,11 @@ final class CapacityLedger {
   private volatile List<ClassSlot> slots = List.of(); // copy-on-write; includes retired slots
   private long totalWork;
   private int totalRequests;
+  // this replica's limits: the pool's own, or its granted share (written under the pool lock)
+  private long workLimit;
+  private int requestLimit;
+  private long shareWork = -1; // -1: no share applied (the whole pool)
+  private int shareRequests = -1;
   private final Map<String, int[]> tenantInFlight = new HashMap<>();
 
   /**
@@ -68,7 +80,6 @@ final class CapacityLedger {
       old.put(s.name(), s);
     }
     List<ClassSlot> next = new ArrayList<>();
-    long capacity = newPolicy.capacityWorkUnits();
     for (ClassPolicy c : classes) {
       ClassSlot s = old.remove(c.name());
       if (s == null) {
@@ -76,10 +87,6 @@ final class CapacityLedger {
       }
       s.policy = c;
       s.retired = false;
-      s.reserved = (long) Math.floor(c.reservedShare() * capacity);
-      s.guaranteed = (long) Math.floor(c.guaranteedShare() * capacity);
-      s.reservedRequests = reservedSlots(c.reservedShare(), newPolicy.maxRequests());
-      s.guaranteedRequests = guaranteedSlots(c.guaranteedShare(), newPolicy.maxRequests());
       next.add(s);
     }
     for (ClassSlot s : old.values()) {
@@ -94,7 +101,78 @@ final class CapacityLedger {
     }
     this.policy = newPolicy;
     this.slots = List.copyOf(next);
+    applyLimits();
     return this.slots;
+  }
+
+  /**
+   * Limits this replica to {@code work} units and {@code requests} request slots of the pool (each
+   * clamped to the pool's own; {@code requests} is ignored when the pool caps no requests). Returns
+   * whether a limit grew, so waiting requests may start.
+   */
+  boolean applyShare(long work, int requests) {
+    long oldWork = workLimit;
+    int oldRequests = requestLimit;
+    shareWork = Math.max(0, work);
+    shareRequests = Math.max(0, requests);
+    applyLimits();
+    return workLimit > oldWork || requestLimit > oldRequests;
+  }
+
+  /** Back to the whole pool (no share). Returns whether a limit grew. */
+  boolean clearShare() {
+    long oldWork = workLimit;
+    int oldRequests = requestLimit;
+    shareWork = -1;
+    shareRequests = -1;
+    applyLimits();
+    return workLimit > oldWork || requestLimit > oldRequests;
+  }
+
+  /** Whether this replica counts against a granted share rather than the whole pool. */
+  boolean shared() {
+    return shareWork >= 0;
+  }
+
+  /** Work units this replica may hold: the pool's capacity, or its share of it. */
+  long workLimit() {
+    return workLimit;
+  }
+
+  /** Request slots this replica may hold (meaningful when the pool caps requests). */
+  int requestLimit() {
+    return requestLimit;
+  }
+
+  /** The limits and the class reserves and guarantees on them (scaled to a share). */
+  private void applyLimits() {
+    PoolPolicy p = policy;
+    long capacity = p.capacityWorkUnits();
+    int maxRequests = p.maxRequests();
+    workLimit = shareWork < 0 ? capacity : Math.min(capacity, shareWork);
+    requestLimit =
+        maxRequests <= 0
+            ? 0
+            : shareRequests < 0 ? maxRequests : Math.min(maxRequests, shareRequests);
+    for (ClassSlot s : slots) {
+      if (s.retired) {
+        continue;
+      }
+      ClassPolicy c = s.policy;
+      s.reserved = (long) Math.floor(c.reservedShare() * workLimit);
+      s.guaranteed = (long) Math.floor(c.guaranteedShare() * workLimit);
+      s.reservedRequests =
+          maxRequests <= 0 || requestLimit <= 0
+              ? 0
+              : reservedSlots(c.reservedShare(), requestLimit);
+      s.guaranteedRequests =
+          maxRequests <= 0 ? 0 : guaranteedSlots(c.guaranteedShare(), requestLimit);
+    }
+  }
+
+  /** " (this replica's share: 3 of 8)" when a share binds below the pool's own, else "". */
+  private String shareNote(long limit, long pool) {
+    return shared() && limit < pool ? " (this replica's share: " + limit + " of " + pool + ")" : "";
   }
 
   /** {@code max(1, floor(share × M))} slots for a positive share, 0 otherwise or with no cap. */
@@ -156,10 +234,10 @@ final class CapacityLedger {
    * the pool caps no requests.
    */
   long freeRequestSlotsFor(ClassSlot k) {
-    int max = policy.maxRequests();
-    if (max <= 0) {
+    if (policy.maxRequests() <= 0) {
       return Long.MAX_VALUE;
     }
+    int max = requestLimit;
     long free = Math.min(max - totalRequests, max - k.requests - protectedRequestsFor(k));
     if (!k.policy.borrow()) {
       free = Math.min(free, k.reservedRequests - k.requests);
@@ -169,7 +247,7 @@ final class CapacityLedger {
 
   /** Capacity free now ({@code C - U}, never negative). */
   long freeWork() {
-    return Math.max(0, policy.capacityWorkUnits() - totalWork);
+    return Math.max(0, workLimit - totalWork);
   }
 
   /** Why {@code tenant}'s in-flight cap stops a start now, or null. */
@@ -193,14 +271,17 @@ final class CapacityLedger {
     PoolPolicy p = policy;
     long w = accountedWork(k, work);
     ClassPolicy cls = k.policy;
-    int maxRequests = p.maxRequests();
-    if (maxRequests > 0) {
+    if (p.maxRequests() > 0) {
+      int maxRequests = requestLimit;
       if (totalRequests >= maxRequests) {
         return new Shortfall(
             Reason.POOL_SATURATED,
             w,
             totalRequests - maxRequests + 1,
-            "pool " + p.name() + " is at its request cap");
+            "pool "
+                + p.name()
+                + " is at its request cap"
+                + shareNote(maxRequests, p.maxRequests()));
       }
       if (k.requests + 1 > k.reservedRequests && !cls.borrow()) {
         return new Shortfall(
@@ -215,7 +296,10 @@ final class CapacityLedger {
             Reason.POOL_SATURATED,
             w,
             needSlots - maxRequests,
-            "the free request slots of pool " + p.name() + " are guaranteed to other classes");
+            "the free request slots of pool "
+                + p.name()
+                + " are guaranteed to other classes"
+                + shareNote(maxRequests, p.maxRequests()));
       }
     }
     if (k.work + w > k.reserved && !cls.borrow()) {
@@ -225,11 +309,15 @@ final class CapacityLedger {
           "class " + cls.name() + " has used its share of pool " + p.name());
     }
     long need = k.work + w + protectedFor(k);
-    if (need > p.capacityWorkUnits()) {
+    if (need > workLimit) {
       return new Shortfall(
           Reason.POOL_SATURATED,
-          need - p.capacityWorkUnits(),
-          "pool " + p.name() + " has no capacity for class " + cls.name());
+          need - workLimit,
+          "pool "
+              + p.name()
+              + " has no capacity for class "
+              + cls.name()
+              + shareNote(workLimit, p.capacityWorkUnits()));
     }
     return null;
   }
@@ -277,7 +365,7 @@ final class CapacityLedger {
    * class guarantees a share, and would wait out its queue time for nothing.
    */
   long accountedWork(ClassSlot k, long work) {
-    long reach = policy.capacityWorkUnits();
+    long reach = workLimit;
     for (ClassSlot j : slots) {
       if (j != k) {
         reach -= j.guaranteed;

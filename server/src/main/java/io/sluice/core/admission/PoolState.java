@@ -41,6 +41,9 @@ public final class PoolState {
   private final ServiceTimes service = new ServiceTimes();
   private final RetryAdvice retry;
   private final QueueCoordinator queues;
+  // unmet demand since the last demand() read: work and requests refused for want of capacity
+  private long refusedWork;
+  private int refusedRequests;
 
   /** Told about every release, outside the lock; the queue scheduler hooks in here. */
   @FunctionalInterface
@@ -107,6 +110,10 @@ public final class PoolState {
     lock.lock();
     try {
       d = decideLocked(request, maxHoldNanos, waiter, nowNanos, callbacks);
+      if (d instanceof Decision.Reject r && wantedCapacity(r.reason())) {
+        refusedWork += request.workUnits();
+        refusedRequests++;
+      }
     } finally {
       lock.unlock();
     }
@@ -308,6 +315,85 @@ public final class PoolState {
     listener.onRelease(this, permit, outcome, nowNanos);
     run(callbacks);
   }
+
+  private static boolean wantedCapacity(Reason reason) {
+    return reason == Reason.POOL_SATURATED
+        || reason == Reason.CLASS_SHARE
+        || reason == Reason.QUEUE_FULL;
+  }
+
+  /**
+   * Limits this replica to its granted share of the pool ({@code work} units, {@code requests}
+   * slots); a larger share starts waiting requests at once, a smaller one admits nothing new until
+   * in-flight work drains below it. Permits in flight are kept either way.
+   */
+  public void applyShare(long work, int requests, long nowNanos) {
+    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    lock.lock();
+    try {
+      if (capacity.applyShare(work, requests)) {
+        queues.drain(nowNanos, callbacks);
+      }
+    } finally {
+      lock.unlock();
+    }
+    run(callbacks);
+  }
+
+  /** This replica counts against the whole pool again (no share). */
+  public void clearShare(long nowNanos) {
+    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    lock.lock();
+    try {
+      if (capacity.clearShare()) {
+        queues.drain(nowNanos, callbacks);
+      }
+    } finally {
+      lock.unlock();
+    }
+    run(callbacks);
+  }
+
+  /**
+   * What this replica holds and wants of the pool now: in flight, waiting, and refused for want of
+   * capacity since the last call (which this call resets), with the limits it counts against.
+   */
+  public Demand demand() {
+    lock.lock();
+    try {
+      Demand d =
+          new Demand(
+              capacity.totalWork(),
+              capacity.totalRequests(),
+              queues.queuedWorkAtOrAbove(Integer.MAX_VALUE),
+              (int) queues.queuedItemsAtOrAbove(Integer.MAX_VALUE),
+              refusedWork,
+              refusedRequests,
+              capacity.workLimit(),
+              capacity.requestLimit());
+      refusedWork = 0;
+      refusedRequests = 0;
+      return d;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * One replica's use of and demand for a pool.
+   *
+   * @param workLimit the work units it counts against now (its share, or the whole pool)
+   * @param requestLimit the request slots it counts against now (0 when the pool caps none)
+   */
+  public record Demand(
+      long workInFlight,
+      int requestsInFlight,
+      long queuedWork,
+      int queuedRequests,
+      long refusedWork,
+      int refusedRequests,
+      long workLimit,
+      int requestLimit) {}
 
   private static void run(List<QueueCoordinator.Callback> callbacks) {
     for (QueueCoordinator.Callback c : callbacks) {

@@ -14,6 +14,7 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import io.sluice.core.share.ShareStore;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.store.StoreException;
@@ -53,9 +54,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Concurrency: the connection is shared and thread-safe; the connection future is swapped under
  * {@code this} lock only on (re)connect.
  */
-public final class RedisStore implements KeyValueStore, AutoCloseable {
-  private static final String SCRIPT = loadScript();
+public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseable {
+  private static final String SCRIPT = loadScript("token_bucket.lua");
   private static final String SCRIPT_SHA = sha1(SCRIPT);
+  private static final String SHARE_SCRIPT = loadScript("share_lease.lua");
+  private static final String SHARE_SCRIPT_SHA = sha1(SHARE_SCRIPT);
 
   private final RedisSettings settings;
   private final Ticker ticker;
@@ -93,7 +96,11 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
   public CompletionStage<Void> warmUp(String keyPrefix, int rounds) {
     String key = keyPrefix + "sluice_warmup_" + Long.toHexString(System.nanoTime()) + "_";
     return commands()
-        .thenCompose(cmds -> cmds.scriptLoad(SCRIPT).toCompletableFuture())
+        .thenCompose(
+            cmds ->
+                cmds.scriptLoad(SCRIPT)
+                    .toCompletableFuture()
+                    .thenCompose(sha -> cmds.scriptLoad(SHARE_SCRIPT).toCompletableFuture()))
         .thenCompose(
             sha -> {
               CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
@@ -189,24 +196,83 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
       Long.toString(nowMillis),
       force ? "1" : "0"
     };
+    return track(script(SCRIPT, SCRIPT_SHA, keys, args).thenApply(RedisStore::toResult));
+  }
+
+  /** Runs a script by its SHA, loading it with EVAL when the server does not know it (NOSCRIPT). */
+  private CompletableFuture<List<Object>> script(
+      String script, String sha, String[] keys, String[] args) {
+    return commands()
+        .thenCompose(
+            cmds ->
+                cmds.<List<Object>>evalsha(sha, ScriptOutputType.MULTI, keys, args)
+                    .toCompletableFuture()
+                    .exceptionallyCompose(
+                        e -> {
+                          Throwable c = e instanceof CompletionException ? e.getCause() : e;
+                          if (c != null && String.valueOf(c.getMessage()).startsWith("NOSCRIPT")) {
+                            return cmds.<List<Object>>eval(
+                                    script, ScriptOutputType.MULTI, keys, args)
+                                .toCompletableFuture();
+                          }
+                          return CompletableFuture.failedFuture(e);
+                        }));
+  }
+
+  /**
+   * The hash of pool {@code pool}'s shares under {@code namespace} (e.g. {@code
+   * sluice_{default}:shares}): hash-tagged on the pool, so it has one slot in a cluster.
+   */
+  public static String shareKey(String namespace, String pool) {
+    return namespace + "{" + pool + "}:shares";
+  }
+
+  /** {@code share_lease.lua} on the pool's hash: renew, expire the dead, grant within the pool. */
+  @Override
+  public CompletionStage<ShareStore.Grant> exchange(ShareStore.Exchange x) {
+    String[] keys = {shareKey(x.namespace(), x.pool())};
+    String[] args = {
+      x.replica(),
+      Long.toString(Math.max(1, x.leaseTtlMillis())),
+      Long.toString(clamp(x.capacityWork())),
+      Long.toString(Math.max(0, x.capacityRequests())),
+      Long.toString(clamp(x.targetWork())),
+      Long.toString(Math.max(0, x.targetRequests())),
+      Long.toString(clamp(x.inUseWork())),
+      Long.toString(Math.max(0, x.inUseRequests())),
+      Long.toString(clamp(x.demandWork())),
+      Long.toString(Math.max(0, x.demandRequests()))
+    };
+    return track(script(SHARE_SCRIPT, SHARE_SCRIPT_SHA, keys, args).thenApply(RedisStore::toGrant));
+  }
+
+  @Override
+  public CompletionStage<Void> leave(String namespace, String pool, String replica) {
     return track(
         commands()
             .thenCompose(
-                cmds ->
-                    cmds.<List<Object>>evalsha(SCRIPT_SHA, ScriptOutputType.MULTI, keys, args)
-                        .toCompletableFuture()
-                        .exceptionallyCompose(
-                            e -> {
-                              Throwable c = e instanceof CompletionException ? e.getCause() : e;
-                              if (c != null
-                                  && String.valueOf(c.getMessage()).startsWith("NOSCRIPT")) {
-                                return cmds.<List<Object>>eval(
-                                        SCRIPT, ScriptOutputType.MULTI, keys, args)
-                                    .toCompletableFuture();
-                              }
-                              return CompletableFuture.failedFuture(e);
-                            }))
-            .thenApply(RedisStore::toResult));
+                cmds -> cmds.hdel(shareKey(namespace, pool), replica).toCompletableFuture())
+            .thenApply(n -> (Void) null));
+  }
+
+  /** Lua numbers are doubles: integers above 2^53 would lose units, so values stop there. */
+  private static long clamp(long v) {
+    return Math.max(0, Math.min(v, 1L << 53));
+  }
+
+  private static ShareStore.Grant toGrant(List<Object> r) {
+    List<ShareStore.Peer> peers = new ArrayList<>();
+    for (int i = 3; i + 4 < r.size(); i += 5) {
+      peers.add(
+          new ShareStore.Peer(
+              String.valueOf(r.get(i)),
+              ((Number) r.get(i + 1)).longValue(),
+              (int) ((Number) r.get(i + 2)).longValue(),
+              ((Number) r.get(i + 3)).longValue(),
+              (int) ((Number) r.get(i + 4)).longValue()));
+    }
+    return new ShareStore.Grant(
+        ((Number) r.get(0)).longValue(), (int) ((Number) r.get(1)).longValue(), peers);
   }
 
   private static TokenBucketResult toResult(List<Object> r) {
@@ -301,10 +367,10 @@ public final class RedisStore implements KeyValueStore, AutoCloseable {
     client.shutdown();
   }
 
-  private static String loadScript() {
-    try (InputStream in = RedisStore.class.getResourceAsStream("token_bucket.lua")) {
+  private static String loadScript(String name) {
+    try (InputStream in = RedisStore.class.getResourceAsStream(name)) {
       if (in == null) {
-        throw new IllegalStateException("token_bucket.lua missing from the classpath");
+        throw new IllegalStateException(name + " missing from the classpath");
       }
       return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (IOException e) {

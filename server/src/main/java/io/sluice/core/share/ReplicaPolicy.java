@@ -1,0 +1,63 @@
+package io.sluice.core.share;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * How the replicas that share a store share each pool (the policy file's {@code replicas} section).
+ *
+ * @param leaseTtl how long the store counts a replica that stopped renewing (its share then returns
+ *     to the others)
+ * @param renewInterval how often each replica renews its leases and rebalances
+ * @param defaults every pool's behaviour unless {@code pools} names it
+ * @param pools per-pool overrides, by pool name
+ */
+public record ReplicaPolicy(
+    Duration leaseTtl, Duration renewInterval, PoolMode defaults, Map<String, PoolMode> pools) {
+
+  /** What a pool does when the store cannot be reached. */
+  public enum StoreDown {
+    /** Keep the last share for {@code keepShareFor}, then {@code capacity / expectedReplicas}. */
+    FALLBACK,
+    /** Keep the last share for {@code keepShareFor}, then admit nothing new (503). */
+    REFUSE
+  }
+
+  /**
+   * One pool's sharing behaviour.
+   *
+   * @param storeDown what to do once the last share is older than {@code keepShareFor}
+   * @param keepShareFor how long a replica keeps admitting on its last granted share without the
+   *     store (at most the lease TTL: after it, the other replicas may take this one's share)
+   * @param expectedReplicas the replica count the fallback share divides the pool by
+   * @param floor the fraction of the pool each live replica keeps even when idle
+   */
+  public record PoolMode(
+      StoreDown storeDown, Duration keepShareFor, int expectedReplicas, double floor) {
+    public PoolMode {
+      Objects.requireNonNull(storeDown, "storeDown");
+      Objects.requireNonNull(keepShareFor, "keepShareFor");
+    }
+  }
+
+  public static final PoolMode DEFAULT_MODE =
+      new PoolMode(StoreDown.FALLBACK, Duration.ofSeconds(2), 3, 0.02);
+
+  /** 5 s leases renewed every 200 ms; every pool {@link #DEFAULT_MODE}. */
+  public static final ReplicaPolicy DEFAULT =
+      new ReplicaPolicy(Duration.ofSeconds(5), Duration.ofMillis(200), DEFAULT_MODE, Map.of());
+
+  public ReplicaPolicy {
+    Objects.requireNonNull(leaseTtl, "leaseTtl");
+    Objects.requireNonNull(renewInterval, "renewInterval");
+    Objects.requireNonNull(defaults, "defaults");
+    pools = Map.copyOf(pools);
+  }
+
+  /** The behaviour of pool {@code name}. */
+  public PoolMode mode(String name) {
+    PoolMode m = pools.get(name);
+    return m == null ? defaults : m;
+  }
+}

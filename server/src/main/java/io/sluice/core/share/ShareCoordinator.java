@@ -1,0 +1,354 @@
+package io.sluice.core.share;
+
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.time.Ticker;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Keeps this replica's share of every pool (docs/decisions/0008-replica-shares.md). Each {@link
+ * #tick} (every {@code renewInterval}, from the bootstrap's timer) reads each pool's demand,
+ * computes this replica's target with {@link ShareAllocator} from its own demand and the peers'
+ * last reported ones, and sends one exchange per pool to the {@link ShareStore}; the grant it
+ * answers becomes the pool's local limit ({@link PoolState#applyShare}). The admission path never
+ * waits on the store: it admits against the last applied share.
+ *
+ * <p>When the store fails or does not answer, the last share is kept for the pool's {@code
+ * keepShareFor}; after that the pool falls back to {@code capacity / expectedReplicas} or refuses,
+ * as configured, until an exchange succeeds again. Before its first grant a pool holds nothing (the
+ * bootstrap waits for the first exchange before it reports ready).
+ *
+ * <p>Thread-safe: a pool's state is guarded by its own monitor; one exchange per pool is in flight
+ * at a time; answers may complete on any thread.
+ */
+public final class ShareCoordinator {
+  /** Where a pool's limit comes from now. */
+  public enum Mode {
+    /** No grant yet (starting). */
+    WAITING,
+    /** A lease renewed within the last {@code keepShareFor}. */
+    LEASED,
+    /** The store failed; the last grant is still used. */
+    KEPT,
+    /** The store has been unreachable longer than {@code keepShareFor}: capacity / expected. */
+    FALLBACK,
+    /** The store has been unreachable longer than {@code keepShareFor}: nothing new admitted. */
+    REFUSING;
+
+    /** The metric label. */
+    public String label() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
+  /**
+   * One pool's share at one instant (for metrics, /readyz and /debug/queues).
+   *
+   * @param grantedWork work units this replica may hold (its limit now)
+   * @param grantedRequests request slots this replica may hold (0 when the pool caps none)
+   * @param demandWork what it last reported wanting (in flight + waiting + refused)
+   * @param nanosSinceGrant time since the last successful exchange (-1: none yet)
+   * @param peers other live replicas at the last exchange
+   */
+  public record Status(
+      String pool,
+      Mode mode,
+      long grantedWork,
+      int grantedRequests,
+      long demandWork,
+      int demandRequests,
+      long nanosSinceGrant,
+      int peers,
+      long renewals,
+      long failures,
+      long rebalances,
+      String lastError) {}
+
+  private final String replica;
+  private final String namespace;
+  private final ShareStore store;
+  private final Ticker ticker;
+  private volatile ReplicaPolicy policy;
+  private final Map<String, PoolShare> shares = new ConcurrentHashMap<>();
+
+  /**
+   * @param namespace the store's key namespace of this deployment ({@code quotas.keyPrefix})
+   */
+  public ShareCoordinator(
+      String replica, String namespace, ReplicaPolicy policy, ShareStore store, Ticker ticker) {
+    this.replica = replica;
+    this.namespace = namespace;
+    this.policy = policy;
+    this.store = store;
+    this.ticker = ticker;
+  }
+
+  public String replica() {
+    return replica;
+  }
+
+  public ReplicaPolicy policy() {
+    return policy;
+  }
+
+  /** A reload: new lease settings and pool modes apply from the next tick. */
+  public void reconfigure(ReplicaPolicy next) {
+    this.policy = next;
+  }
+
+  /**
+   * One round over {@code pools} (every pool of the current policy): renew, rebalance, apply. A
+   * pool that is no longer configured is dropped and its lease given up. Returns a stage that
+   * completes when every exchange sent in this round has been answered or failed.
+   */
+  public CompletionStage<Void> tick(Collection<PoolState> pools) {
+    long now = ticker.nanos();
+    Set<String> live = new HashSet<>();
+    List<CompletableFuture<Void>> sent = new ArrayList<>();
+    for (PoolState pool : pools) {
+      String name = pool.policy().name();
+      live.add(name);
+      PoolShare s = shares.computeIfAbsent(name, n -> new PoolShare(n, now));
+      CompletableFuture<Void> f = s.round(pool, now);
+      if (f != null) {
+        sent.add(f);
+      }
+    }
+    for (String name : List.copyOf(shares.keySet())) {
+      if (!live.contains(name)) {
+        shares.remove(name);
+        var unused = store.leave(namespace, name, replica);
+      }
+    }
+    return CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new));
+  }
+
+  /** Gives up every lease (shutdown, after the drain). */
+  public CompletionStage<Void> leaveAll() {
+    List<CompletableFuture<Void>> all = new ArrayList<>();
+    for (String name : shares.keySet()) {
+      all.add(store.leave(namespace, name, replica).toCompletableFuture().exceptionally(e -> null));
+    }
+    return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+  }
+
+  /** Every pool's share now, by pool name. */
+  public Map<String, Status> statuses() {
+    long now = ticker.nanos();
+    Map<String, Status> out = new TreeMap<>();
+    for (PoolShare s : shares.values()) {
+      out.put(s.pool, s.status(now));
+    }
+    return out;
+  }
+
+  /** Whether every pool has had at least one grant (or applied its store-down mode). */
+  public boolean settled() {
+    for (PoolShare s : shares.values()) {
+      if (s.status(ticker.nanos()).mode() == Mode.WAITING) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** One pool's lease. */
+  private final class PoolShare {
+    final String pool;
+    final long createdNanos;
+    Mode mode = Mode.WAITING;
+    long grantedWork;
+    int grantedRequests;
+    long demandWork;
+    int demandRequests;
+    long lastGrantNanos;
+    boolean granted;
+    boolean started;
+    boolean pending;
+    List<ShareStore.Peer> peers = List.of();
+    boolean onProbation;
+    long probationUntilNanos;
+    long probationWork;
+    int probationRequests;
+    long renewals;
+    long failures;
+    long rebalances;
+    String lastError = "";
+
+    PoolShare(String pool, long createdNanos) {
+      this.pool = pool;
+      this.createdNanos = createdNanos;
+    }
+
+    synchronized @Nullable CompletableFuture<Void> round(PoolState state, long now) {
+      ReplicaPolicy.PoolMode mode = policy.mode(pool);
+      if (!started) {
+        started = true;
+        state.applyShare(0, 0, now); // holds nothing until the store grants it a share
+      }
+      checkAge(state, mode, now);
+      if (pending) {
+        return null; // one exchange at a time; the store's own timeout ends a slow one
+      }
+      PoolPolicy p = state.policy();
+      PoolState.Demand d = state.demand();
+      demandWork = d.workInFlight() + d.queuedWork() + d.refusedWork();
+      demandRequests = d.requestsInFlight() + d.queuedRequests() + d.refusedRequests();
+      int capRequests = Math.max(0, p.maxRequests());
+      long[] target = targets(p.capacityWorkUnits(), capRequests, mode.floor());
+      ShareStore.Exchange ex =
+          new ShareStore.Exchange(
+              namespace,
+              pool,
+              replica,
+              policy.leaseTtl().toMillis(),
+              p.capacityWorkUnits(),
+              capRequests,
+              target[0],
+              (int) target[1],
+              d.workInFlight(),
+              d.requestsInFlight(),
+              demandWork,
+              demandRequests);
+      pending = true;
+      CompletionStage<ShareStore.Grant> answer;
+      try {
+        answer = store.exchange(ex);
+      } catch (RuntimeException e) {
+        answer = CompletableFuture.failedFuture(e);
+      }
+      return answer
+          .toCompletableFuture()
+          .handle(
+              (g, e) -> {
+                answered(state, g, e, ticker.nanos());
+                return (Void) null;
+              });
+    }
+
+    /** This replica's targets {work, requests} by the allocation rule over it and its peers. */
+    private long[] targets(long capWork, int capRequests, double floorFraction) {
+      TreeMap<String, long[]> byId = new TreeMap<>();
+      for (ShareStore.Peer peer : peers) {
+        byId.put(peer.replica(), new long[] {peer.demandWork(), peer.demandRequests()});
+      }
+      byId.put(replica, new long[] {demandWork, demandRequests});
+      int n = byId.size();
+      long[] dw = new long[n];
+      long[] dr = new long[n];
+      int me = 0;
+      int i = 0;
+      for (Map.Entry<String, long[]> e : byId.entrySet()) {
+        if (e.getKey().equals(replica)) {
+          me = i;
+        }
+        dw[i] = e.getValue()[0];
+        dr[i] = e.getValue()[1];
+        i++;
+      }
+      long floorWork = Math.max(1, (long) Math.floor(floorFraction * capWork));
+      long floorRequests = capRequests > 0 ? Math.max(1, (long) (floorFraction * capRequests)) : 0;
+      long tw = ShareAllocator.allocate(capWork, dw, floorWork)[me];
+      long tr = capRequests > 0 ? ShareAllocator.allocate(capRequests, dr, floorRequests)[me] : 0;
+      return new long[] {tw, tr};
+    }
+
+    private synchronized void answered(
+        PoolState state, ShareStore.@Nullable Grant g, @Nullable Throwable e, long now) {
+      pending = false;
+      if (g != null && e == null) {
+        if (!granted || g.work() != grantedWork || g.requests() != grantedRequests) {
+          rebalances++;
+        }
+        if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
+          // Back from a store outage: the other replicas' leases may have expired meanwhile, and
+          // the work they hold (admitted on their fallback share, or still draining) reaches the
+          // store only with their next renewal. Until they have had the time to renew, stay
+          // within the share of the outage, so that the first replica back does not take the
+          // whole pool on top of work the store cannot see yet.
+          onProbation = true;
+          probationUntilNanos = now + 2 * policy.renewInterval().toNanos();
+          probationWork = grantedWork;
+          probationRequests = grantedRequests;
+        }
+        granted = true;
+        grantedWork = g.work();
+        grantedRequests = g.requests();
+        onProbation = onProbation && now - probationUntilNanos < 0;
+        if (onProbation) {
+          grantedWork = Math.min(grantedWork, probationWork);
+          grantedRequests = Math.min(grantedRequests, probationRequests);
+        }
+        peers = g.peers();
+        lastGrantNanos = now;
+        renewals++;
+        mode = Mode.LEASED;
+        state.applyShare(grantedWork, grantedRequests, now);
+        return;
+      }
+      failures++;
+      Throwable cause = e;
+      while (cause instanceof java.util.concurrent.CompletionException
+          && cause.getCause() != null) {
+        cause = cause.getCause();
+      }
+      lastError = cause == null ? "no answer" : String.valueOf(cause.getMessage());
+      if (mode == Mode.LEASED) {
+        mode = Mode.KEPT;
+      }
+      checkAge(state, policy.mode(pool), now);
+    }
+
+    /** Past {@code keepShareFor} without a grant: the store-down mode applies. */
+    private void checkAge(PoolState state, ReplicaPolicy.PoolMode m, long now) {
+      if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
+        return;
+      }
+      long since = granted ? now - lastGrantNanos : now - createdNanos;
+      if (mode == Mode.LEASED && since <= m.keepShareFor().toNanos()) {
+        return;
+      }
+      if (since <= m.keepShareFor().toNanos()) {
+        return; // KEPT or WAITING, still within the keep time
+      }
+      PoolPolicy p = state.policy();
+      if (m.storeDown() == ReplicaPolicy.StoreDown.REFUSE) {
+        mode = Mode.REFUSING;
+        grantedWork = 0;
+        grantedRequests = 0;
+      } else {
+        mode = Mode.FALLBACK;
+        int expected = Math.max(1, m.expectedReplicas());
+        grantedWork = p.capacityWorkUnits() / expected;
+        grantedRequests = Math.max(0, p.maxRequests()) / expected;
+      }
+      state.applyShare(grantedWork, grantedRequests, now);
+    }
+
+    synchronized Status status(long now) {
+      return new Status(
+          pool,
+          mode,
+          grantedWork,
+          grantedRequests,
+          demandWork,
+          demandRequests,
+          granted ? now - lastGrantNanos : -1,
+          peers.size(),
+          renewals,
+          failures,
+          rebalances,
+          lastError);
+    }
+  }
+}

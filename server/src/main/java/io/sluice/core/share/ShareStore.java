@@ -1,0 +1,64 @@
+package io.sluice.core.share;
+
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * The store that leases pool shares to replicas (Redis, one atomic script per exchange). The store
+ * keeps, per pool, each live replica's held share, use and demand with a lease expiry on the
+ * store's own clock; an expired replica no longer counts and its share returns to the others.
+ *
+ * <p>The invariant the store enforces in every exchange: the grant is at most the pool less what
+ * the other live replicas hold, and a replica holds {@code max(grant, in use)}, so the shares held
+ * never add up to more than the pool (a replica whose grant shrinks below its in-flight work keeps
+ * holding that work until it drains; it admits nothing new meanwhile).
+ */
+public interface ShareStore {
+  /** Renews this replica's lease and asks for its target; answers the grant and the peers. */
+  CompletionStage<Grant> exchange(Exchange exchange);
+
+  /** Gives up this replica's lease at once (shutdown, after its work drained). */
+  CompletionStage<Void> leave(String namespace, String pool, String replica);
+
+  /**
+   * One replica's renewal for one pool.
+   *
+   * @param namespace keeps deployments that share one store apart ({@code quotas.keyPrefix})
+   * @param leaseTtlMillis how long the store counts this replica without a renewal
+   * @param capacityWork the pool's work units (the policy's own number)
+   * @param capacityRequests the pool's request slots (0 = the pool caps none: not shared)
+   * @param targetWork the share this replica asks for (the allocation rule's target)
+   * @param inUseWork work units in flight on this replica
+   * @param demandWork work units in flight, waiting and refused for want of capacity
+   */
+  record Exchange(
+      String namespace,
+      String pool,
+      String replica,
+      long leaseTtlMillis,
+      long capacityWork,
+      int capacityRequests,
+      long targetWork,
+      int targetRequests,
+      long inUseWork,
+      int inUseRequests,
+      long demandWork,
+      int demandRequests) {}
+
+  /**
+   * The store's answer.
+   *
+   * @param work work units this replica may hold now
+   * @param requests request slots this replica may hold now
+   * @param peers the other live replicas of the pool, as they last reported
+   */
+  record Grant(long work, int requests, List<Peer> peers) {
+    public Grant {
+      peers = List.copyOf(peers);
+    }
+  }
+
+  /** Another live replica: what it holds and what it wants. */
+  record Peer(
+      String replica, long heldWork, int heldRequests, long demandWork, int demandRequests) {}
+}
