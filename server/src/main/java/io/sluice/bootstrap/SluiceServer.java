@@ -993,6 +993,14 @@ public final class SluiceServer implements AutoCloseable {
     return runtime.get().config();
   }
 
+  /**
+   * This replica's share of each pool when the store is shared (by pool name), or an empty map when
+   * it lives in this process (each pool's numbers are this replica's own).
+   */
+  public Map<String, io.sluice.core.share.ShareCoordinator.Status> replicaShares() {
+    return shares == null ? Map.of() : shares.coordinator().statuses();
+  }
+
   public RlsModule rateLimitService() {
     return rls;
   }

@@ -256,8 +256,10 @@ public final class ShareCoordinator {
         dr[i] = e.getValue()[1];
         i++;
       }
-      long floorWork = Math.max(1, (long) Math.floor(floorFraction * capWork));
-      long floorRequests = capRequests > 0 ? Math.max(1, (long) (floorFraction * capRequests)) : 0;
+      // rounded down: in a small pool an idle replica keeps nothing and its first request waits
+      // for (or is refused until) the next rebalance
+      long floorWork = (long) Math.floor(floorFraction * capWork);
+      long floorRequests = (long) Math.floor(floorFraction * capRequests);
       long tw = ShareAllocator.allocate(capWork, dw, floorWork)[me];
       long tr = capRequests > 0 ? ShareAllocator.allocate(capRequests, dr, floorRequests)[me] : 0;
       return new long[] {tw, tr};

@@ -1,0 +1,229 @@
+package io.sluice.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.sluice.bootstrap.SluiceServer;
+import io.sluice.config.ConfigLoader;
+import io.sluice.core.share.ShareCoordinator;
+import io.sluice.emulator.EnvoyExtProcEmulator;
+import io.sluice.emulator.HttpResult;
+import io.sluice.upstream.SimulatedLlmUpstream;
+import io.sluice.upstream.Upstream;
+import io.sluice.upstream.UpstreamRequest;
+import io.sluice.upstream.UpstreamResponse;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Three Sluice servers on one Redis (127.0.0.1:6379, started by CI), each behind its own emulated
+ * Envoy, all in front of one upstream that counts its concurrent requests. The pool's {@code
+ * maxRequests} is the upstream's real limit: offered several times that across the three replicas,
+ * the upstream never sees more, while every replica keeps admitting; when one replica stops, its
+ * share goes to the others.
+ */
+class ReplicasE2eTest {
+  static final int MAX_REQUESTS = 4;
+
+  /** One upstream for all replicas: answers after 60 ms, counts what it holds at once. */
+  static final class CountingUpstream implements Upstream, AutoCloseable {
+    final SimulatedLlmUpstream llm =
+        new SimulatedLlmUpstream(SimulatedLlmUpstream.Settings.instant());
+    final ScheduledExecutorService delay = Executors.newSingleThreadScheduledExecutor();
+    final AtomicInteger active = new AtomicInteger();
+    final AtomicInteger peak = new AtomicInteger();
+    final AtomicInteger served = new AtomicInteger();
+
+    @Override
+    public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
+      peak.accumulateAndGet(active.incrementAndGet(), Math::max);
+      CompletableFuture<UpstreamResponse> out = new CompletableFuture<>();
+      delay.schedule(
+          () ->
+              llm.send(request)
+                  .whenComplete(
+                      (r, e) -> {
+                        active.decrementAndGet();
+                        served.incrementAndGet();
+                        if (e != null) {
+                          out.completeExceptionally(e);
+                        } else {
+                          out.complete(r);
+                        }
+                      }),
+          60,
+          TimeUnit.MILLISECONDS);
+      return out;
+    }
+
+    @Override
+    public void close() {
+      delay.shutdownNow();
+      llm.close();
+    }
+  }
+
+  private final List<SluiceServer> servers = new ArrayList<>();
+  private final List<EnvoyExtProcEmulator> envoys = new ArrayList<>();
+  private CountingUpstream upstream;
+
+  @BeforeEach
+  void start() throws IOException {
+    assumeTrue(redisReachable(), "redis-server on 127.0.0.1:6379");
+    String prefix = "sluice_e2e_" + UUID.randomUUID().toString().substring(0, 8) + "_";
+    String yaml =
+        Policy.base()
+            .with("pools.gpu.maxRequests", String.valueOf(MAX_REQUESTS))
+            .with("quotas.keyPrefix", prefix)
+            .with("rateLimit.enabled", "false")
+            .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
+            .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}")
+            .yaml();
+    upstream = new CountingUpstream();
+    for (int i = 0; i < 3; i++) {
+      SluiceServer s = SluiceServer.start(ConfigLoader.parse(yaml));
+      servers.add(s);
+      envoys.add(
+          EnvoyExtProcEmulator.connect(
+              "127.0.0.1:" + s.grpcPort(),
+              SluiceEnvoyHarness.recommendedFilter().build(),
+              upstream));
+    }
+  }
+
+  @AfterEach
+  void stop() {
+    envoys.forEach(EnvoyExtProcEmulator::close);
+    servers.forEach(SluiceServer::close);
+    if (upstream != null) {
+      upstream.close();
+    }
+  }
+
+  private static boolean redisReachable() {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", 6379), 200);
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  /** Sends {@code perReplica} requests to each live replica, 10 ms apart; returns the results. */
+  private List<List<CompletableFuture<HttpResult>>> offer(int perReplica, List<Integer> to)
+      throws InterruptedException {
+    List<List<CompletableFuture<HttpResult>>> out = new ArrayList<>();
+    for (int i = 0; i < envoys.size(); i++) {
+      out.add(new ArrayList<>());
+    }
+    for (int n = 0; n < perReplica; n++) {
+      for (int i : to) {
+        out.get(i)
+            .add(
+                envoys
+                    .get(i)
+                    .sendAsync(
+                        SluiceEnvoyHarness.chat(SluiceEnvoyHarness.chatBody(20, false)).build()));
+      }
+      Thread.sleep(10);
+    }
+    return out;
+  }
+
+  private static long admitted(List<CompletableFuture<HttpResult>> results) {
+    return results.stream().map(SluiceEnvoyHarness::result).filter(r -> r.status() == 200).count();
+  }
+
+  private void assertNothingLeft() {
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(
+            () -> {
+              for (SluiceServer s : servers) {
+                var p = s.runtime().controller().pool("gpu").snapshot(0);
+                assertThat(p.requestsInFlight()).isZero();
+                assertThat(p.workInFlight()).isZero();
+              }
+            });
+  }
+
+  @Test
+  void threeReplicasOverload_upstreamNeverAboveMaxRequests_everyReplicaAdmits() throws Exception {
+    for (SluiceServer s : servers) {
+      assertThat(s.replicaShares().get("gpu").mode()).isEqualTo(ShareCoordinator.Mode.LEASED);
+    }
+    // ~300 requests/s offered against a pool that serves about 4 per 60 ms (~65/s)
+    var results = offer(100, List.of(0, 1, 2));
+    long total = 0;
+    for (int i = 0; i < 3; i++) {
+      long ok = admitted(results.get(i));
+      assertThat(ok).as("replica %d kept admitting", i).isGreaterThanOrEqualTo(5);
+      total += ok;
+    }
+    assertThat(upstream.peak.get())
+        .as("the upstream's peak concurrency (pool maxRequests %d)", MAX_REQUESTS)
+        .isLessThanOrEqualTo(MAX_REQUESTS);
+    assertThat(total).isEqualTo(upstream.served.get());
+    assertNothingLeft();
+    // the shares granted never add up to more than the pool
+    long granted =
+        servers.stream().mapToLong(s -> s.replicaShares().get("gpu").grantedRequests()).sum();
+    assertThat(granted).isLessThanOrEqualTo(MAX_REQUESTS);
+  }
+
+  /** {@link #offer} on a thread of its own, so the test can watch the shares under load. */
+  private CompletableFuture<List<List<CompletableFuture<HttpResult>>>> offerInBackground(
+      int perReplica, List<Integer> to) {
+    return CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return offer(perReplica, to);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+          }
+        });
+  }
+
+  @Test
+  void oneBusyReplicaGetsThePool_andAStoppedReplicasShareReturns() throws Exception {
+    // load on replica 0 only: within about a second it holds every slot (2 % of 4 slots rounds
+    // down to no floor for the idle replicas)
+    var load = offerInBackground(300, List.of(0));
+    await()
+        .atMost(Duration.ofSeconds(3))
+        .untilAsserted(
+            () ->
+                assertThat(servers.get(0).replicaShares().get("gpu").grantedRequests())
+                    .isEqualTo(MAX_REQUESTS));
+    assertThat(admitted(load.get(30, TimeUnit.SECONDS).get(0))).isGreaterThan(10);
+    assertThat(upstream.peak.get()).isLessThanOrEqualTo(MAX_REQUESTS);
+    // replica 0 stops and gives up its leases: load on replica 1 gets the whole pool
+    envoys.remove(0).close();
+    servers.remove(0).close();
+    load = offerInBackground(300, List.of(0)); // replica 1 is index 0 now
+    await()
+        .atMost(Duration.ofSeconds(3))
+        .untilAsserted(
+            () ->
+                assertThat(servers.get(0).replicaShares().get("gpu").grantedRequests())
+                    .isEqualTo(MAX_REQUESTS));
+    assertThat(admitted(load.get(30, TimeUnit.SECONDS).get(0))).isGreaterThan(10);
+    assertThat(upstream.peak.get()).isLessThanOrEqualTo(MAX_REQUESTS);
+    assertNothingLeft();
+  }
+}
