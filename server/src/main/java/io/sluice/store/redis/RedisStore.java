@@ -219,12 +219,9 @@ public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseabl
                         }));
   }
 
-  /**
-   * The hash of pool {@code pool}'s shares under {@code namespace} (e.g. {@code
-   * sluice_{default}:shares}): hash-tagged on the pool, so it has one slot in a cluster.
-   */
+  /** {@link io.sluice.core.store.PoolKeys#shares}: one hash per pool, hash-tagged on the pool. */
   public static String shareKey(String namespace, String pool) {
-    return namespace + "{" + pool + "}:shares";
+    return io.sluice.core.store.PoolKeys.shares(namespace, pool);
   }
 
   /** {@code share_lease.lua} on the pool's hash: renew, expire the dead, grant within the pool. */

@@ -1,6 +1,6 @@
 -- Replica share lease, atomic per pool (docs/decisions/0008-replica-shares.md).
 -- Mirrors io.sluice.core.share.ShareStore's contract; ShareLeaseModel in the tests is the same rule.
--- KEYS[1] sluice:{<pool>}:shares, a hash: replica -> "expires_ms held_work held_requests demand_work demand_requests"
+-- KEYS[1] <namespace>{<pool>}:shares (io.sluice.core.store.PoolKeys), a hash: replica -> "expires_ms held_work held_requests demand_work demand_requests"
 -- ARGV: replica, ttl_ms, cap_work, cap_requests, target_work, target_requests,
 --       inuse_work, inuse_requests, demand_work, demand_requests
 -- Returns {grant_work, grant_requests, now_ms, then per live peer: id, held_work, held_requests, demand_work, demand_requests}

@@ -13,7 +13,7 @@ import java.util.function.LongSupplier;
  * Redis script is checked against ({@code RedisShareStoreTest}) and the store of the simulations.
  * {@link #down} makes every call fail, as a store outage.
  */
-final class ShareLeaseModel implements ShareStore {
+public final class ShareLeaseModel implements ShareStore {
   /** One replica's entry: lease expiry (ms), held and demanded. */
   record Entry(
       long expiresMs, long heldWork, long heldRequests, long demandWork, long demandReqs) {}
@@ -22,7 +22,7 @@ final class ShareLeaseModel implements ShareStore {
   final Map<String, TreeMap<String, Entry>> pools = new TreeMap<>();
   boolean down;
 
-  ShareLeaseModel(LongSupplier nowMillis) {
+  public ShareLeaseModel(LongSupplier nowMillis) {
     this.nowMillis = nowMillis;
   }
 

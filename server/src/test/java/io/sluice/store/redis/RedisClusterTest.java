@@ -35,8 +35,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * on every node (also after the script cache was flushed), tenant budgets, the pool key hash tag,
  * and a master killed and replaced by its replica.
  *
- * <p>Shares (issue 15): a test of {@code sluice:{<pool>}:shares} goes here, on the same cluster,
- * before the failover test ({@code @Order} below 10), and again after it.
+ * <p>Shares: two replicas' leases ({@code <ns>{<pool>}:shares}, {@code share_lease.lua}) on the
+ * same cluster before the failover test and again after it.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RedisClusterTest {
@@ -132,11 +132,64 @@ class RedisClusterTest {
   @Order(3)
   void poolKeys_shareOneSlot() {
     for (String pool : List.of("default", "gpu-a100", "batch")) {
-      int slot = topo.slot(PoolKeys.shares(pool));
+      int slot = topo.slot(PoolKeys.shares("sluice_", pool));
       assertThat(slot).isEqualTo(topo.slot(PoolKeys.tag(pool)));
-      assertThat(topo.slot(PoolKeys.key(pool, "anything"))).isEqualTo(slot);
+      assertThat(topo.slot(PoolKeys.key("other_", pool, "anything"))).isEqualTo(slot);
     }
-    assertThat(PoolKeys.shares("default")).isEqualTo("sluice:{default}:shares");
+    assertThat(PoolKeys.shares("sluice_", "default")).isEqualTo("sluice_{default}:shares");
+  }
+
+  /** Two replicas' leases on the cluster: granted within the pool, peers seen, left. */
+  @Test
+  @Order(4)
+  void shares_grantedWithinThePool() throws Exception {
+    assertShares("before_");
+  }
+
+  /** The same after a master failover (the shares' node may be the one that was replaced). */
+  @Test
+  @Order(11)
+  void shares_afterTheFailover() throws Exception {
+    RedisProcesses.waitFor(
+        "shares answered",
+        FAILOVER,
+        () -> {
+          try {
+            assertShares("after_");
+            return true;
+          } catch (ExecutionException e) {
+            return false;
+          } catch (Exception e) {
+            throw new AssertionError(e);
+          }
+        });
+  }
+
+  private static void assertShares(String ns) throws Exception {
+    for (String pool : List.of("fo", "gpu-a100", "batch")) {
+      var a =
+          store
+              .exchange(
+                  new io.sluice.core.share.ShareStore.Exchange(
+                      ns, pool, "a", 60_000, 100, 8, 70, 5, 0, 0, 70, 5))
+              .toCompletableFuture()
+              .get(10, TimeUnit.SECONDS);
+      assertThat(a.work()).isEqualTo(70);
+      var b =
+          store
+              .exchange(
+                  new io.sluice.core.share.ShareStore.Exchange(
+                      ns, pool, "b", 60_000, 100, 8, 70, 5, 0, 0, 70, 5))
+              .toCompletableFuture()
+              .get(10, TimeUnit.SECONDS);
+      assertThat(b.work()).isEqualTo(30);
+      assertThat(b.requests()).isEqualTo(3);
+      assertThat(b.peers())
+          .extracting(io.sluice.core.share.ShareStore.Peer::replica)
+          .containsExactly("a");
+      store.leave(ns, pool, "a").toCompletableFuture().get(10, TimeUnit.SECONDS);
+      store.leave(ns, pool, "b").toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
   }
 
   @Test
