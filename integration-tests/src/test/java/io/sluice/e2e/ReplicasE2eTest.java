@@ -179,6 +179,21 @@ class ReplicasE2eTest {
         .isLessThanOrEqualTo(MAX_REQUESTS);
     assertThat(total).isEqualTo(upstream.served.get());
     assertNothingLeft();
+    // the share metrics, as docs/metrics.md names them
+    String scrape = servers.get(0).registry().scrape();
+    for (String name :
+        List.of(
+            "sluice_replica_share_work_units{pool=\"gpu\"}",
+            "sluice_replica_share_requests{pool=\"gpu\"}",
+            "sluice_replica_share_demand_work_units{pool=\"gpu\"}",
+            "sluice_replica_share_demand_requests{pool=\"gpu\"}",
+            "sluice_replica_share_seconds_since_grant{pool=\"gpu\"}",
+            "sluice_replica_share_peers{pool=\"gpu\"} 2",
+            "sluice_replica_share_mode{mode=\"leased\",pool=\"gpu\"} 1",
+            "sluice_replica_share_renewals_total{pool=\"gpu\",result=\"ok\"}",
+            "sluice_replica_share_rebalances_total{pool=\"gpu\"}")) {
+      assertThat(scrape).contains(name);
+    }
     // the shares granted never add up to more than the pool
     long granted =
         servers.stream().mapToLong(s -> s.replicaShares().get("gpu").grantedRequests()).sum();
