@@ -168,6 +168,19 @@ final class CapacityLedger {
       s.guaranteedRequests =
           maxRequests <= 0 ? 0 : guaranteedSlots(c.guaranteedShare(), requestLimit);
     }
+    // each slot's reach (accountedWork): the limit less the others' guarantees, within its reserve
+    // when it may not borrow; retired slots guarantee nothing, so dropping one changes no reach
+    long guaranteedTotal = 0;
+    for (ClassSlot s : slots) {
+      guaranteedTotal += s.guaranteed;
+    }
+    for (ClassSlot s : slots) {
+      long reach = workLimit - (guaranteedTotal - s.guaranteed);
+      if (!s.policy.borrow()) {
+        reach = Math.min(reach, s.reserved);
+      }
+      s.reach = Math.max(1, reach);
+    }
   }
 
   /** " (this replica's share: 3 of 8)" when a share binds below the pool's own, else "". */
@@ -271,6 +284,15 @@ final class CapacityLedger {
     PoolPolicy p = policy;
     long w = accountedWork(k, work);
     ClassPolicy cls = k.policy;
+    // Σ_{j≠k} max(U_j, G_j) and Σ_{j≠k} max(N_j, GN_j) in one pass over the slots
+    long protectedWork = 0;
+    int protectedRequests = 0;
+    for (ClassSlot j : slots) {
+      if (j != k) {
+        protectedWork += Math.max(j.work, j.guaranteed);
+        protectedRequests += Math.max(j.requests, j.guaranteedRequests);
+      }
+    }
     if (p.maxRequests() > 0) {
       int maxRequests = requestLimit;
       if (totalRequests >= maxRequests) {
@@ -290,7 +312,7 @@ final class CapacityLedger {
             k.requests + 1 - k.reservedRequests,
             "class " + cls.name() + " holds its share of the request slots of pool " + p.name());
       }
-      int needSlots = k.requests + 1 + protectedRequestsFor(k);
+      int needSlots = k.requests + 1 + protectedRequests;
       if (needSlots > maxRequests) {
         return new Shortfall(
             Reason.POOL_SATURATED,
@@ -308,7 +330,7 @@ final class CapacityLedger {
           k.work + w - k.reserved,
           "class " + cls.name() + " has used its share of pool " + p.name());
     }
-    long need = k.work + w + protectedFor(k);
+    long need = k.work + w + protectedWork;
     if (need > workLimit) {
       return new Shortfall(
           Reason.POOL_SATURATED,
@@ -362,19 +384,12 @@ final class CapacityLedger {
    * {@code k} can ever hold — the pool less the other classes' guaranteed shares, and its own
    * reserved share when it may not borrow. A larger request then runs alone (the class's whole
    * reach) rather than never: accounted as the whole capacity it could not start while another
-   * class guarantees a share, and would wait out its queue time for nothing.
+   * class guarantees a share, and would wait out its queue time for nothing. The reach is {@link
+   * ClassSlot#reach}, kept wherever the limits or shares change ({@link #reconfigure}, {@link
+   * #applyShare}, {@link #clearShare}).
    */
   long accountedWork(ClassSlot k, long work) {
-    long reach = workLimit;
-    for (ClassSlot j : slots) {
-      if (j != k) {
-        reach -= j.guaranteed;
-      }
-    }
-    if (!k.policy.borrow()) {
-      reach = Math.min(reach, k.reserved);
-    }
-    return Math.min(work, Math.max(1, reach));
+    return Math.min(work, k.reach);
   }
 
   /** Σ_{j≠k} max(N_j, GN_j) — request slots other classes hold or are guaranteed. */
@@ -383,17 +398,6 @@ final class CapacityLedger {
     for (ClassSlot j : slots) {
       if (j != k) {
         sum += Math.max(j.requests, j.guaranteedRequests);
-      }
-    }
-    return sum;
-  }
-
-  /** Σ_{j≠k} max(U_j, G_j) — capacity other classes hold or are guaranteed. */
-  private long protectedFor(ClassSlot k) {
-    long sum = 0;
-    for (ClassSlot j : slots) {
-      if (j != k) {
-        sum += Math.max(j.work, j.guaranteed);
       }
     }
     return sum;

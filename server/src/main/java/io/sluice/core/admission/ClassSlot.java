@@ -26,6 +26,13 @@ final class ClassSlot {
   /** Request slots nobody else may occupy (0 when the pool has no request cap). */
   int guaranteedRequests;
 
+  /**
+   * The most work one request of this class is accounted as ({@link CapacityLedger#accountedWork}):
+   * the pool less the other classes' guaranteed shares, and at most the class's reserve when it may
+   * not borrow; at least 1. Set by {@link CapacityLedger} whenever the limits or shares change.
+   */
+  long reach = 1;
+
   /** Removed from the policy but still holding permits: no shares, kept until it drains. */
   boolean retired;
 

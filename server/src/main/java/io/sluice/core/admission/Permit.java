@@ -2,7 +2,8 @@ package io.sluice.core.admission;
 
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.Tenant;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * Work admitted into a pool. Held until the response ends or the stream is cancelled; {@link
@@ -18,7 +19,17 @@ public final class Permit {
   private final long admittedAtNanos;
   private final long inputTokens;
   private final long outputTokens;
-  private final AtomicBoolean released = new AtomicBoolean();
+  private volatile boolean released; // set once, through RELEASED (no AtomicBoolean per permit)
+
+  private static final VarHandle RELEASED;
+
+  static {
+    try {
+      RELEASED = MethodHandles.lookup().findVarHandle(Permit.class, "released", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
 
   Permit(
       PoolState pool,
@@ -44,7 +55,7 @@ public final class Permit {
    * @param nowNanos ticker time of the release
    */
   public boolean release(Outcome outcome, long nowNanos) {
-    if (!released.compareAndSet(false, true)) {
+    if (!RELEASED.compareAndSet(this, false, true)) {
       return false;
     }
     pool.release(this, outcome, nowNanos);
@@ -52,7 +63,7 @@ public final class Permit {
   }
 
   public boolean isReleased() {
-    return released.get();
+    return released;
   }
 
   public String poolName() {

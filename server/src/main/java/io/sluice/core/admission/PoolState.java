@@ -45,6 +45,15 @@ public final class PoolState {
   private long refusedWork;
   private int refusedRequests;
 
+  /**
+   * Waiter answers collected under the lock, handed out by {@link #takeCallbacks()} before it is
+   * released: reused, so an admit or release that answers nobody (the pool is not saturated)
+   * allocates no list.
+   */
+  private final ArrayList<QueueCoordinator.Callback> pending = new ArrayList<>();
+
+  private static final QueueCoordinator.Callback[] NO_CALLBACKS = {};
+
   /** Told about every release, outside the lock; the queue scheduler hooks in here. */
   @FunctionalInterface
   public interface ReleaseListener {
@@ -105,16 +114,18 @@ public final class PoolState {
    *     0 = never queue
    */
   Decision decide(AdmissionRequest request, long maxHoldNanos, Waiter waiter, long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     Decision d;
     lock.lock();
     try {
-      d = decideLocked(request, maxHoldNanos, waiter, nowNanos, callbacks);
+      d = decideLocked(request, maxHoldNanos, waiter, nowNanos, pending);
       if (d instanceof Decision.Reject r && wantedCapacity(r.reason())) {
         refusedWork += request.workUnits();
         refusedRequests++;
       }
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     run(callbacks);
@@ -155,7 +166,8 @@ public final class PoolState {
       return late;
     }
     boolean waiting = queues.hasWaitingAtOrAbove(k.policy.rank());
-    Decision.Reject refused = check(k, tenant, request.workUnits(), nowNanos);
+    // no tenant check here: in flight <= in flight + queued, which is below the cap (checked above)
+    Decision.Reject refused = capacityRefusal(k, request.workUnits(), nowNanos);
     if (refused == null && !waiting) {
       return new Decision.Admit(capacity.take(this, k, request, nowNanos));
     }
@@ -170,7 +182,7 @@ public final class PoolState {
                       queues.queuedItemsAtOrAbove(k.policy.rank()))),
               "requests of equal or higher priority are waiting in pool " + policy.name());
     }
-    if (refused.reason() == Reason.TENANT_CONCURRENCY || waiter == null) {
+    if (waiter == null) {
       return refused;
     }
     long maxWait =
@@ -211,15 +223,7 @@ public final class PoolState {
             + " ms left before the deadline");
   }
 
-  /** Why {@code work} of class {@code k} for {@code tenant} cannot start now, or null. */
-  private Decision.Reject check(ClassSlot k, Tenant tenant, long work, long nowNanos) {
-    CapacityLedger.Shortfall s = capacity.checkTenant(tenant);
-    if (s != null) {
-      return new Decision.Reject(s.reason(), 429, retry.forHold(), s.message());
-    }
-    return capacityRefusal(k, work, nowNanos);
-  }
-
+  /** Why {@code work} of class {@code k} cannot start now (not the tenant cap), or null. */
   private Decision.Reject capacityRefusal(ClassSlot k, long work, long nowNanos) {
     CapacityLedger.Shortfall s = capacity.checkCapacity(k, work);
     if (s == null) {
@@ -251,12 +255,14 @@ public final class PoolState {
 
   /** Removes a queued request whose stream went away; true if it was still waiting. */
   boolean cancel(long ticket, long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     boolean removed;
     lock.lock();
     try {
-      removed = queues.cancel(ticket, nowNanos, callbacks);
+      removed = queues.cancel(ticket, nowNanos, pending);
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     run(callbacks);
@@ -265,11 +271,13 @@ public final class PoolState {
 
   /** Expires due items and starts whatever fits (the adapter's timer calls this). */
   void expireDue(long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
-      queues.drain(nowNanos, callbacks);
+      queues.drain(nowNanos, pending);
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     run(callbacks);
@@ -277,12 +285,14 @@ public final class PoolState {
 
   /** Answers every queued item with 503 (server shutdown); returns how many. */
   int refuseAllQueued(Reason reason, long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     int n;
     lock.lock();
     try {
-      n = queues.refuseAll(reason, nowNanos, callbacks);
+      n = queues.refuseAll(reason, nowNanos, pending);
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     run(callbacks);
@@ -300,7 +310,7 @@ public final class PoolState {
   }
 
   void release(Permit permit, Outcome outcome, long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
       capacity.release(permit);
@@ -308,8 +318,10 @@ public final class PoolState {
         retry.onRelease(permit.workUnits(), nowNanos - permit.admittedAtNanos(), nowNanos);
       }
       service.onRelease(permit.slot(), permit, outcome, nowNanos);
-      queues.drain(nowNanos, callbacks);
+      queues.drain(nowNanos, pending);
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     listener.onRelease(this, permit, outcome, nowNanos);
@@ -328,13 +340,15 @@ public final class PoolState {
    * in-flight work drains below it. Permits in flight are kept either way.
    */
   public void applyShare(long work, int requests, long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
       if (capacity.applyShare(work, requests)) {
-        queues.drain(nowNanos, callbacks);
+        queues.drain(nowNanos, pending);
       }
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     run(callbacks);
@@ -342,13 +356,15 @@ public final class PoolState {
 
   /** This replica counts against the whole pool again (no share). */
   public void clearShare(long nowNanos) {
-    List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
+    QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
       if (capacity.clearShare()) {
-        queues.drain(nowNanos, callbacks);
+        queues.drain(nowNanos, pending);
       }
+      callbacks = takeCallbacks();
     } finally {
+      pending.clear(); // empty unless the section threw; then its answers are dropped
       lock.unlock();
     }
     run(callbacks);
@@ -395,7 +411,20 @@ public final class PoolState {
       long workLimit,
       int requestLimit) {}
 
-  private static void run(List<QueueCoordinator.Callback> callbacks) {
+  /**
+   * The answers collected in {@link #pending}, emptying it; called under the lock, just before it
+   * is released (a waiter may call back into this pool).
+   */
+  private QueueCoordinator.Callback[] takeCallbacks() {
+    if (pending.isEmpty()) {
+      return NO_CALLBACKS;
+    }
+    QueueCoordinator.Callback[] out = pending.toArray(NO_CALLBACKS);
+    pending.clear();
+    return out;
+  }
+
+  private static void run(QueueCoordinator.Callback[] callbacks) {
     for (QueueCoordinator.Callback c : callbacks) {
       c.run();
     }
