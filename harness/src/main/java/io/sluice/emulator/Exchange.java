@@ -164,6 +164,9 @@ final class Exchange {
 
   // downstream
   private boolean finished;
+  // A phase cancel (cancelAfter(Phase)) is queued: the client is gone from that point, so nothing
+  // that arrives before the cancel task runs (a processor's answer, a message timeout) is acted on.
+  private boolean clientGone;
   private boolean downstreamHeadersSent;
   private int downstreamStatus;
   private io.sluice.upstream.HttpHeaders downstreamHeaders = new io.sluice.upstream.HttpHeaders();
@@ -633,6 +636,7 @@ final class Exchange {
   }
 
   private void clientCancel() {
+    clientGone = false; // from here on, finished says the same
     if (finished) {
       return;
     }
@@ -643,6 +647,12 @@ final class Exchange {
 
   private void cancelIfAt(Phase phase) {
     if (request.cancelAfterPhase().filter(p -> p == phase).isPresent()) {
+      // The cancel runs after the current task, so the phase completes as it would in Envoy. The
+      // processor's answer to the message just sent can be queued before it (this thread may be
+      // descheduled between the send and this line, e.g. on a loaded machine), so until the
+      // cancel runs nothing the processor sends is acted on: otherwise a client that left after
+      // request_headers would still get its body sent and decided (CancelE2eTest's flake).
+      clientGone = true;
       sync.executeLater(this::clientCancel);
     }
   }
@@ -822,7 +832,7 @@ final class Exchange {
   }
 
   private void onMessageTimeout() {
-    if (finished || processingComplete) {
+    if (finished || processingComplete || clientGone) {
       return;
     }
     stats.messageTimeouts.increment();
@@ -839,7 +849,7 @@ final class Exchange {
   }
 
   private void onProcessingResponse(ProcessingResponse response) {
-    if (closedByEnvoy || finished || processingComplete) {
+    if (closedByEnvoy || finished || processingComplete || clientGone) {
       return; // ignored: processing complete or the stream is gone
     }
     if (response.hasOverrideMessageTimeout()) {
