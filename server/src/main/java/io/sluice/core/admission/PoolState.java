@@ -165,9 +165,14 @@ public final class PoolState {
     if (late != null) {
       return late;
     }
-    boolean waiting = queues.hasWaitingAtOrAbove(k.policy.rank());
     // no tenant check here: in flight <= in flight + queued, which is below the cap (checked above)
     Decision.Reject refused = capacityRefusal(k, request.workUnits(), nowNanos);
+    // Rule 2: start at once only if nobody of equal or higher priority waits, or if the scheduler
+    // would start it at once anyway (its class's reserve has room and nothing of its class waits):
+    // it waits behind no one, so no wait is predicted for it from their queues.
+    boolean waiting =
+        queues.hasWaitingAtOrAbove(k.policy.rank())
+            && !queues.startsInReserve(k, capacity.accountedWork(k, request.workUnits()));
     if (refused == null && !waiting) {
       return new Decision.Admit(capacity.take(this, k, request, nowNanos));
     }

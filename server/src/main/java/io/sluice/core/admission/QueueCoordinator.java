@@ -102,6 +102,16 @@ final class QueueCoordinator {
     return scheduler.hasWaitingAtOrAbove(rank);
   }
 
+  /**
+   * Whether the scheduler would start a new request of class {@code k} costing {@code work} (as
+   * accounted) at once if it were queued now: nothing of its class waits and it fits the class's
+   * reserve ({@link ClassScheduler#startsInReserve}). Call after {@link #drain}.
+   */
+  boolean startsInReserve(ClassSlot k, long work) {
+    int i = queueSlots.indexOf(k);
+    return i >= 0 && scheduler.startsInReserve(i, work, ledger);
+  }
+
   /** Requests of {@code tenantId} waiting in this pool. */
   int tenantQueued(String tenantId) {
     int[] c = tenantQueued.get(tenantId);

@@ -208,6 +208,18 @@ public final class ClassScheduler<T> {
     return Optional.ofNullable(lane(classIndex, workUnits, ledger));
   }
 
+  /**
+   * Whether a new request of class {@code classIndex} would be started by the reserved step (1) the
+   * moment it were queued: its own class has nothing waiting and {@code workUnits} fit the class's
+   * reserve (work units and request slots) and what is free. Step 1 does not wait for other
+   * classes' heads, so such a request starts at once even when classes of equal or higher rank
+   * wait; after a {@link #drain} none of their heads fits its own reserve, so none would have gone
+   * first. Does not take the permit.
+   */
+  public boolean startsInReserve(int classIndex, long workUnits, PoolLedger<T> ledger) {
+    return classes.get(classIndex).queue().isEmpty() && fitsReserved(classIndex, workUnits, ledger);
+  }
+
   /** Removes expired items of every class (for the caller's timer). */
   public List<Expired<T>> expire(long nowNanos) {
     List<Expired<T>> expired = new ArrayList<>();

@@ -112,6 +112,54 @@ class RequestSlotSharesTest {
   }
 
   @Test
+  void aClassBelowItsSlotReserveStartsAtOnceWhileAnEqualRankClassWaits() {
+    // measured from outside (bench order, slots below): interactive at 8 slots of demand, below
+    // its 11 of 16, was queued behind batch's waiting requests and had its wait predicted from
+    // batch's queue, so some of it was refused at once (deadline_unreachable) with slots free
+    ClassPolicy interactive = Policies.cls("interactive", 0, 0.7, 0.0, true);
+    ClassPolicy batch = Policies.cls("batch", 0, 0.1, 0.0, true);
+    AdmissionController c = controller(interactive, batch);
+    for (int i = 0; i < 3; i++) {
+      assertThat(admit(c, batch)).isInstanceOf(Decision.Admit.class); // 10 - 7 guaranteed
+    }
+    List<String> served = new ArrayList<>();
+    long hold = Duration.ofSeconds(20).toNanos();
+    for (int i = 0; i < 2; i++) {
+      time.advance(Duration.ofMillis(1));
+      assertThat(decide(c, batch, hold, served)).isInstanceOf(Decision.Queued.class);
+    }
+    for (int i = 0; i < 7; i++) {
+      time.advance(Duration.ofMillis(1));
+      assertThat(decide(c, interactive, hold, served))
+          .as("interactive #" + i + " within its reserve, batch waiting")
+          .isInstanceOf(Decision.Admit.class);
+    }
+    // at its reserve it may only borrow, and borrowing goes by arrival: it waits behind batch
+    time.advance(Duration.ofMillis(1));
+    assertThat(decide(c, interactive, hold, served)).isInstanceOf(Decision.Queued.class);
+    assertThat(served).isEmpty();
+  }
+
+  private Decision decide(AdmissionController c, ClassPolicy cls, long hold, List<String> served) {
+    return c.decide(
+        new AdmissionRequest(
+            pool, cls, acme, 10, time.nanos(), time.nanos() + Duration.ofSeconds(60).toNanos()),
+        hold,
+        new Waiter() {
+          @Override
+          public void admitted(Permit permit, long waitedNanos) {
+            served.add(cls.name());
+          }
+
+          @Override
+          public void refused(Decision.Reject rejection, long waitedNanos) {
+            served.add("refused");
+          }
+        },
+        time.nanos());
+  }
+
+  @Test
   void slotSharesAreFloorsWithARoundingAllowance() {
     assertThat(CapacityLedger.guaranteedSlots(0.29, 100)).isEqualTo(29);
     assertThat(CapacityLedger.guaranteedSlots(0.7 - 0.2, 10)).isEqualTo(5);
