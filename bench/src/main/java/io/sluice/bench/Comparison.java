@@ -46,6 +46,23 @@ final class Comparison {
       PrintStream out,
       boolean live)
       throws IOException, InterruptedException {
+    return run(workload, upstream, systems, out, live, (name, server) -> {});
+  }
+
+  /**
+   * As {@link #run(Workload, SimulatedLlmUpstream.Settings, List, PrintStream, boolean)}; {@code
+   * afterRun} sees each Sluice server (by system name) once the load has finished, before it stops
+   * (to read its metrics).
+   */
+  static List<RunReport> run(
+      Workload workload,
+      SimulatedLlmUpstream.Settings upstream,
+      List<System> systems,
+      PrintStream out,
+      boolean live,
+      java.util.function.BiConsumer<String, SluiceServer> afterRun)
+      throws IOException, InterruptedException {
+    Map<String, SluiceServer> byName = new java.util.LinkedHashMap<>();
     List<SluiceServer> servers = new ArrayList<>();
     List<Rig> rigs = new ArrayList<>();
     ExecutorService pool = Executors.newFixedThreadPool(systems.size());
@@ -58,6 +75,7 @@ final class Comparison {
         }
         SluiceServer server = SluiceServer.start(sys.policy());
         servers.add(server);
+        byName.put(sys.name(), server);
         FilterConfig filter =
             Rig.benchFilter().maxMessageTimeout(Duration.ofMillis(sys.holdMillis())).build();
         rigs.add(
@@ -88,6 +106,7 @@ final class Comparison {
           throw new IllegalStateException("load generator failed", e.getCause());
         }
       }
+      byName.forEach(afterRun);
       return reports;
     } finally {
       pool.shutdownNow();

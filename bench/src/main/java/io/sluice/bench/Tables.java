@@ -182,6 +182,33 @@ final class Tables {
     return b.toString();
   }
 
+  /**
+   * How long refused attempts waited for their answer, by reason: milliseconds for a refusal at
+   * once, about the hold for one that was queued and expired.
+   */
+  static String refusalTimes(List<RunReport> reports) {
+    StringBuilder b =
+        new StringBuilder(
+            "| system | reason | refused attempts | time to the refusal p50 | p99 | max |\n");
+    b.append("|---|---|---|---|---|---|\n");
+    for (RunReport r : reports) {
+      new TreeMap<>(r.refusalMicrosByReason())
+          .forEach(
+              (reason, h) ->
+                  b.append(
+                      String.format(
+                          Locale.ROOT,
+                          "| %s | %s | %d | %s | %s | %s |\n",
+                          r.system(),
+                          reason,
+                          h.getTotalCount(),
+                          ms(h.getValueAtPercentile(50) / 1000.0),
+                          ms(h.getValueAtPercentile(99) / 1000.0),
+                          ms(h.getMaxValue() / 1000.0))));
+    }
+    return b.toString();
+  }
+
   static String phases(List<RunReport> reports, double capacityPerSecond) {
     StringBuilder b = new StringBuilder("| phase | offered/s |");
     reports.forEach(r -> b.append(' ').append(r.system()).append(" goodput/s |"));

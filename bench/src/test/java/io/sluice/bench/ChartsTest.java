@@ -51,7 +51,7 @@ class ChartsTest {
         new RunReport(
             "sluice", 3, 3, 3, 3, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, 0, Map.of(), 0,
             Map.of(), Map.of(), Map.of(), Map.of(), List.of(), timeline, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-            1);
+            1, Map.of());
     Path png = Charts.timeline(List.of(r), "gaps", dir.resolve("t.png"));
     assertThat(png).exists();
     assertThat(Files.size(png)).isPositive();

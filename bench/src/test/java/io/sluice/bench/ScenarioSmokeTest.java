@@ -28,9 +28,28 @@ class ScenarioSmokeTest {
           .as(s.name())
           .doesNotThrowAnyException();
     }
+    for (boolean batchFirst : new boolean[] {false, true}) {
+      assertThatCode(() -> ConfigLoader.parse(ClassOrder.orderPolicy(batchFirst)))
+          .doesNotThrowAnyException();
+      assertThatCode(() -> ConfigLoader.parse(ClassOrder.slotsPolicy(batchFirst)))
+          .doesNotThrowAnyException();
+    }
     assertThatCode(Policies::embeddedDefaultOnFreePorts).doesNotThrowAnyException();
     assertThatCode(() -> ConfigLoader.parse(Floor.ADMIT_POLICY)).doesNotThrowAnyException();
     assertThatCode(() -> ConfigLoader.parse(Floor.REJECT_POLICY)).doesNotThrowAnyException();
+  }
+
+  @Test
+  void classOrder_policies_differOnlyInTheOrderOfTheClasses() {
+    for (String[] p :
+        List.of(
+            new String[] {ClassOrder.orderPolicy(false), ClassOrder.orderPolicy(true)},
+            new String[] {ClassOrder.slotsPolicy(false), ClassOrder.slotsPolicy(true)})) {
+      assertThat(p[0]).isNotEqualTo(p[1]);
+      assertThat(p[0].indexOf("  interactive:")).isLessThan(p[0].indexOf("  batch:"));
+      assertThat(p[1].indexOf("  batch:")).isLessThan(p[1].indexOf("  interactive:"));
+      assertThat(ConfigLoader.parse(p[0]).classes()).isEqualTo(ConfigLoader.parse(p[1]).classes());
+    }
   }
 
   @Test
@@ -92,6 +111,7 @@ class ScenarioSmokeTest {
   private static RunReport report(Map<String, RunReport.Split> tenants, long completed) {
     return new RunReport(
         "t", 1, 210, 210, completed, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, 0, Map.of(), 0,
-        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 0, 0, 0, 0, 1);
+        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+        Map.of());
   }
 }

@@ -301,6 +301,7 @@ public final class LoadGenerator {
     private final Map<String, Long> errors = new TreeMap<>();
     private final Map<String, Histogram> ttftByClass = new LinkedHashMap<>();
     private final Map<String, Histogram> ttftFromArrivalByClass = new LinkedHashMap<>();
+    private final Map<String, Histogram> refusalMicrosByReason = new LinkedHashMap<>();
     private final Map<String, long[]> byClass = new LinkedHashMap<>();
     private final Map<String, long[]> byTenant = new LinkedHashMap<>();
     private final long[][] byPhase;
@@ -637,6 +638,9 @@ public final class LoadGenerator {
       long retryNanos = -1;
       synchronized (this) {
         rejectionsByReason.merge(reason, 1L, Long::sum);
+        refusalMicrosByReason
+            .computeIfAbsent(reason, k -> new Histogram(3_600_000_000L, 2))
+            .recordValue(Math.max(0, Math.min(3_600_000_000L, r.total().toNanos() / 1000)));
         if (retryAfter.isPresent()) {
           refusalsWithRetryAfter++;
           try {
@@ -847,7 +851,8 @@ public final class LoadGenerator {
           tokensOnHangUpsAfterWaiting,
           orphanTokens.get(),
           meanActive,
-          rig.upstream().settings().batchSlots());
+          rig.upstream().settings().batchSlots(),
+          Map.copyOf(refusalMicrosByReason));
     }
   }
 

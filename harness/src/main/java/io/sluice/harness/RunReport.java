@@ -58,6 +58,8 @@ import org.HdrHistogram.Histogram;
  * @param meanUpstreamActive mean number of generations running in the upstream, sampled per second
  *     during the arrival window
  * @param batchSlots the upstream's K
+ * @param refusalMicrosByReason time from an attempt's start to its refusal (429/503), µs, by
+ *     reason: a refusal at once answers in milliseconds, one after a hold in about the hold
  */
 public record RunReport(
     String system,
@@ -93,7 +95,8 @@ public record RunReport(
     long tokensOnHangUpsAfterWaiting,
     long tokensAfterClientLeft,
     double meanUpstreamActive,
-    int batchSlots) {
+    int batchSlots,
+    Map<String, Histogram> refusalMicrosByReason) {
 
   /** Offered and completed (goodput) logical requests of one group. */
   public record Split(long offered, long completed) {}
