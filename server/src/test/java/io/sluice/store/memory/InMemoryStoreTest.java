@@ -13,7 +13,10 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class InMemoryStoreTest extends StoreContractTest {
-  private final MutableClock clock = new MutableClock(Instant.parse("2026-11-30T10:00:00Z"));
+  // the contract's own times (StoreContractTest passes 1_700_000_000_000 ms as "now"): a bucket's
+  // expiry is stamped with the caller's time and swept on this clock, so the two must agree, or a
+  // random periodic sweep (1 in 4096 operations) removes a live bucket as long expired
+  private final MutableClock clock = new MutableClock(Instant.ofEpochMilli(1_700_000_000_000L));
   private final InMemoryStore store = new InMemoryStore(clock);
 
   @Override
