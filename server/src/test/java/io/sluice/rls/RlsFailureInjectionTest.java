@@ -62,6 +62,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 class RlsFailureInjectionTest {
   /** Where the failure is injected. */
+  private final java.util.concurrent.CountDownLatch storeAsked =
+      new java.util.concurrent.CountDownLatch(1);
+
   enum Fault {
     NONE,
     STORE_THROWS, // increment() throws instead of returning a stage
@@ -139,7 +142,10 @@ class RlsFailureInjectionTest {
               case STORE_THROWS -> throw new IllegalStateException("injected: increment");
               case STORE_FAILS -> CompletableFuture.failedFuture(new StoreException("injected"));
               case STORE_FAILS_LATER -> later(new StoreException("injected later"));
-              case STORE_NEVER_ANSWERS -> new CompletableFuture<>();
+              case STORE_NEVER_ANSWERS -> {
+                storeAsked.countDown();
+                yield new CompletableFuture<>();
+              }
               case STORE_RETURNS_NULL -> null;
               default -> memory.increment(batch);
             };
@@ -374,16 +380,28 @@ class RlsFailureInjectionTest {
     assertNothingEscaped();
   }
 
-  /** A client that has gone before the store answers: counted as cancelled, nothing thrown. */
+  /**
+   * A client that has gone before the store answers: counted as cancelled, nothing thrown. The
+   * client cancels once the store has been asked (not on a timer: under load a short client
+   * deadline could expire before the server ever started the call, which then counts nothing).
+   */
   @Test
   void clientGoneBeforeTheStoreAnswers_isCountedCancelled_andNothingEscapes() throws Exception {
     fault = Fault.STORE_NEVER_ANSWERS; // the evaluator's store deadline (200 ms) decides
+    io.grpc.Context.CancellableContext ctx = io.grpc.Context.current().withCancellation();
+    var answer =
+        ctx.call(
+            () ->
+                RateLimitServiceGrpc.newFutureStub(channel)
+                    .shouldRateLimit(request(descriptor("user", "erin"))));
+    assertThat(storeAsked.await(30, TimeUnit.SECONDS)).as("the store was asked").isTrue();
+    ctx.cancel(null); // the client goes away while the store has not answered
     try {
-      RateLimitServiceGrpc.newBlockingStub(channel)
-          .withDeadlineAfter(20, TimeUnit.MILLISECONDS)
-          .shouldRateLimit(request(descriptor("user", "erin")));
-    } catch (StatusRuntimeException e) {
-      assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED);
+      answer.get(30, TimeUnit.SECONDS);
+      org.junit.jupiter.api.Assertions.fail("answered after the cancel");
+    } catch (java.util.concurrent.ExecutionException
+        | java.util.concurrent.CancellationException e) {
+      assertThat(Status.fromThrowable(e).getCode()).isEqualTo(Status.Code.CANCELLED);
     }
     // a liveness bound (the store deadline, 200 ms, decides); generous for a loaded machine
     org.awaitility.Awaitility.await()
