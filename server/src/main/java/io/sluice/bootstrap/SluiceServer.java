@@ -723,116 +723,17 @@ public final class SluiceServer implements AutoCloseable {
    * {@link WarmUp}. Never fails the start: a failed synthetic stream is logged and counted.
    */
   private void warmUp(SluiceConfig config) {
-    SluiceConfig.Warmup w = config.server().warmup();
-    if (!w.enabled()) {
-      warmupSummary = "off (server.warmup.enabled: false)";
-      warm = true;
-      return;
-    }
-    PrometheusMeterRegistry scratch = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    RlsModule warmRls = null;
-    Stores warmStores = Stores.isolatedMemory(options.clock()); // never the shared Redis
     try {
-      AdmissionController c =
-          new AdmissionController(
-              config.pools().values(),
-              config.classes().values(),
-              Duration.ofSeconds(10),
-              PoolState.ReleaseListener.NONE);
-      AdmissionMetrics m = new AdmissionMetrics(scratch, ticker::nanos);
-      m.bindPools(c);
-      SluiceConfig.Estimation est = config.estimation();
-      TokenCountCache cache = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
-      AdmissionRuntime isolated =
-          new AdmissionRuntime(
-              config,
-              new RequestResolver(config),
-              c,
-              new TokenEstimator(estimatorSettings(config), cache),
-              m,
-              new DecisionLog(config.decisionLog(), line -> {}),
-              ticker,
-              options.clock(),
-              timer,
-              new io.sluice.core.quota.TenantQuotas(
-                  warmStores.shared(),
-                  config.quotas().keyPrefix(),
-                  io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
-      ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
-      m.bindStreams(warmExtProc.tally());
-      List<String> domains = List.of();
-      if (rls != null) {
-        Map<String, String> env = new HashMap<>(rlsEnv);
-        env.put("SLUICE_RLS_CONFIG_POLL_INTERVAL", "0s");
-        RlsSettings settings = RlsSettings.fromEnv(env);
-        warmRls =
-            RlsModule.create(
-                settings,
-                warmStores.shared(),
-                warmStores.local(),
-                scratch,
-                options.clock(),
-                ticker);
-        try {
-          domains =
-              List.copyOf(
-                  io.sluice.rls.config.RateLimitConfigLoader.loadDirectory(
-                          settings.configDirectory(),
-                          settings.runtimeIgnoreDotFiles(),
-                          settings.mergeDomainConfig())
-                      .domains());
-        } catch (RuntimeException e) {
-          domains = List.of();
-        }
-      }
-      WarmUp.Result r =
-          WarmUp.run(
-              warmExtProc,
-              warmRls == null ? null : warmRls.service(),
-              domains,
-              SyntheticStreams.forConfig(config),
-              w.streams(),
-              rls == null ? 0 : w.rlsCalls(),
-              config.server().maxInboundMessageBytes(),
-              w.timeout());
-      countWarmUp("extproc", r.streams(), r.streamsFailed());
-      countWarmUp("rls", r.rlsCalls(), r.rlsFailed());
-      Gauge.builder(MetricNames.WARMUP_DURATION, r, x -> x.nanos() / 1e9)
-          .description("how long the warm-up before readiness took")
-          .baseUnit("seconds")
-          .register(registry);
-      // Every synthetic stream must have released what it took (it ran the real release path).
-      int permitsLeft = 0;
-      for (PoolState p : c.pools()) {
-        permitsLeft += p.snapshot(ticker.nanos()).requestsInFlight();
-      }
-      int streamsLeft = warmExtProc.liveStreams();
       warmupSummary =
-          String.format(
-              java.util.Locale.ROOT,
-              "done in %d ms (%d ext_proc streams, %d failed; %d rate limit calls, %d failed;"
-                  + " left: %d permits, %d streams)",
-              r.nanos() / 1_000_000,
-              r.streams(),
-              r.streamsFailed(),
-              r.rlsCalls(),
-              r.rlsFailed(),
-              permitsLeft,
-              streamsLeft);
-      if (r.ok() && permitsLeft == 0 && streamsLeft == 0) {
-        LOG.info("warm-up {}", warmupSummary);
-      } else {
-        LOG.warn("warm-up {}; first failure: {}", warmupSummary, redactor.scrub(r.firstError()));
-      }
-    } catch (IOException | RuntimeException e) {
-      warmupSummary = "failed: " + redactor.scrub(e.toString());
-      LOG.warn("warm-up {}", warmupSummary);
+          IsolatedWarmUp.run(
+              config,
+              options.clock(),
+              ticker,
+              timer,
+              rls == null ? null : rlsEnv,
+              registry,
+              redactor);
     } finally {
-      if (warmRls != null) {
-        warmRls.close();
-      }
-      warmStores.close();
-      scratch.close();
       warm = true;
     }
   }
@@ -966,19 +867,6 @@ public final class SluiceServer implements AutoCloseable {
   /** Where the admin HTTP server is bound (server.admin.host/port, or HOST/PORT). */
   public InetSocketAddress adminAddress() {
     return admin.address();
-  }
-
-  private void countWarmUp(String kind, long calls, long failed) {
-    Counter.builder(MetricNames.WARMUP_CALLS)
-        .tag("kind", kind)
-        .tag("result", "ok")
-        .register(registry)
-        .increment(calls - failed);
-    Counter.builder(MetricNames.WARMUP_CALLS)
-        .tag("kind", kind)
-        .tag("result", "failed")
-        .register(registry)
-        .increment(failed);
   }
 
   public PrometheusMeterRegistry registry() {

@@ -1,0 +1,178 @@
+package io.sluice.bootstrap;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.sluice.config.Secrets;
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.estimate.TokenCountCache;
+import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.time.Ticker;
+import io.sluice.extproc.AdmissionRuntime;
+import io.sluice.extproc.ExtProcService;
+import io.sluice.extproc.QueueTimer;
+import io.sluice.observability.AdmissionMetrics;
+import io.sluice.observability.DecisionLog;
+import io.sluice.observability.MetricNames;
+import io.sluice.rls.RlsModule;
+import io.sluice.rls.config.RlsSettings;
+import io.sluice.routing.RequestResolver;
+import java.io.IOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The warm-up before readiness on an isolated runtime: the configured pools and classes in a
+ * controller of their own, a private in-memory store (never the shared Redis), a scratch metrics
+ * registry and no decision log, driven through the real handlers by {@link WarmUp}. Only its call
+ * counters and its duration go to the server's registry.
+ */
+final class IsolatedWarmUp {
+  private static final Logger LOG = LoggerFactory.getLogger(SluiceServer.class);
+
+  private IsolatedWarmUp() {}
+
+  /**
+   * Runs the warm-up {@code server.warmup} asks for and returns the line {@code /readyz} shows.
+   *
+   * @param rlsEnv the rate limit service's merged environment, or null when it is off
+   */
+  static String run(
+      SluiceConfig config,
+      Clock clock,
+      Ticker ticker,
+      QueueTimer timer,
+      Map<String, String> rlsEnv,
+      MeterRegistry registry,
+      Secrets.Redactor redactor) {
+    SluiceConfig.Warmup w = config.server().warmup();
+    if (!w.enabled()) {
+      return "off (server.warmup.enabled: false)";
+    }
+    PrometheusMeterRegistry scratch = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    RlsModule warmRls = null;
+    Stores warmStores = Stores.isolatedMemory(clock); // never the shared Redis
+    String summary;
+    try {
+      AdmissionController c =
+          new AdmissionController(
+              config.pools().values(),
+              config.classes().values(),
+              Duration.ofSeconds(10),
+              PoolState.ReleaseListener.NONE);
+      AdmissionMetrics m = new AdmissionMetrics(scratch, ticker::nanos);
+      m.bindPools(c);
+      SluiceConfig.Estimation est = config.estimation();
+      TokenCountCache cache = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
+      AdmissionRuntime isolated =
+          new AdmissionRuntime(
+              config,
+              new RequestResolver(config),
+              c,
+              new TokenEstimator(SluiceServer.estimatorSettings(config), cache),
+              m,
+              new DecisionLog(config.decisionLog(), line -> {}),
+              ticker,
+              clock,
+              timer,
+              new io.sluice.core.quota.TenantQuotas(
+                  warmStores.shared(),
+                  config.quotas().keyPrefix(),
+                  io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
+      ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
+      m.bindStreams(warmExtProc.tally());
+      List<String> domains = List.of();
+      if (rlsEnv != null) {
+        Map<String, String> env = new HashMap<>(rlsEnv);
+        env.put("SLUICE_RLS_CONFIG_POLL_INTERVAL", "0s");
+        RlsSettings settings = RlsSettings.fromEnv(env);
+        warmRls =
+            RlsModule.create(
+                settings, warmStores.shared(), warmStores.local(), scratch, clock, ticker);
+        try {
+          domains =
+              List.copyOf(
+                  io.sluice.rls.config.RateLimitConfigLoader.loadDirectory(
+                          settings.configDirectory(),
+                          settings.runtimeIgnoreDotFiles(),
+                          settings.mergeDomainConfig())
+                      .domains());
+        } catch (RuntimeException e) {
+          domains = List.of();
+        }
+      }
+      WarmUp.Result r =
+          WarmUp.run(
+              warmExtProc,
+              warmRls == null ? null : warmRls.service(),
+              domains,
+              SyntheticStreams.forConfig(config),
+              w.streams(),
+              rlsEnv == null ? 0 : w.rlsCalls(),
+              config.server().maxInboundMessageBytes(),
+              w.timeout());
+      count(registry, "extproc", r.streams(), r.streamsFailed());
+      count(registry, "rls", r.rlsCalls(), r.rlsFailed());
+      Gauge.builder(MetricNames.WARMUP_DURATION, r, x -> x.nanos() / 1e9)
+          .description("how long the warm-up before readiness took")
+          .baseUnit("seconds")
+          .register(registry);
+      // Every synthetic stream must have released what it took (it ran the real release path).
+      int permitsLeft = 0;
+      for (PoolState p : c.pools()) {
+        permitsLeft += p.snapshot(ticker.nanos()).requestsInFlight();
+      }
+      int streamsLeft = warmExtProc.liveStreams();
+      summary =
+          String.format(
+              java.util.Locale.ROOT,
+              "done in %d ms (%d ext_proc streams, %d failed; %d rate limit calls, %d failed;"
+                  + " left: %d permits, %d streams)",
+              r.nanos() / 1_000_000,
+              r.streams(),
+              r.streamsFailed(),
+              r.rlsCalls(),
+              r.rlsFailed(),
+              permitsLeft,
+              streamsLeft);
+      if (r.ok() && permitsLeft == 0 && streamsLeft == 0) {
+        LOG.info("warm-up {}", summary);
+      } else {
+        LOG.warn("warm-up {}; first failure: {}", summary, redactor.scrub(r.firstError()));
+      }
+    } catch (IOException | RuntimeException e) {
+      summary = "failed: " + redactor.scrub(e.toString());
+      LOG.warn("warm-up {}", summary);
+    } finally {
+      if (warmRls != null) {
+        warmRls.close();
+      }
+      warmStores.close();
+      scratch.close();
+    }
+    return summary;
+  }
+
+  /** {@code sluice_warmup_calls_total{kind, result}}. */
+  private static void count(MeterRegistry registry, String kind, long calls, long failed) {
+    Counter.builder(MetricNames.WARMUP_CALLS)
+        .tag("kind", kind)
+        .tag("result", "ok")
+        .register(registry)
+        .increment(calls - failed);
+    Counter.builder(MetricNames.WARMUP_CALLS)
+        .tag("kind", kind)
+        .tag("result", "failed")
+        .register(registry)
+        .increment(failed);
+  }
+}
