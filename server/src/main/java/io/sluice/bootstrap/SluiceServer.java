@@ -9,7 +9,6 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.util.AdvancedTlsX509KeyManager;
 import io.grpc.util.AdvancedTlsX509TrustManager;
-import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -36,16 +35,12 @@ import io.sluice.routing.RequestResolver;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -101,15 +96,8 @@ public final class SluiceServer implements AutoCloseable {
   private final ReplicaShares shares; // null: the store is in this process (one replica)
   private final java.util.concurrent.CompletionStage<Void> storeWarm;
   private final ScheduledExecutorService housekeeping;
-  private final Counter reloadSuccess;
-  private final Counter reloadFailure;
+  private final PolicyFile policyFile;
 
-  /** Digest of the policy text last looked at (applied or rejected), and of the one active. */
-  private volatile String seenDigest;
-
-  private volatile String appliedDigest;
-  private volatile String lastReloadError = "";
-  private volatile boolean lastReloadOk = true;
   private final io.sluice.core.store.TokenBucketStore quotaStore;
 
   /** Scrubs credentials (policy rateLimit.env and process env) from everything shown or logged. */
@@ -132,8 +120,6 @@ public final class SluiceServer implements AutoCloseable {
       throws IOException {
     this.options = options;
     this.ticker = options.ticker();
-    this.seenDigest = digest(config.yaml());
-    this.appliedDigest = seenDigest;
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     this.jvmMetrics = JvmProcessMetrics.bindTo(registry);
     this.decisionBudget = new io.sluice.observability.DecisionLogBudget(ticker::nanos);
@@ -197,13 +183,15 @@ public final class SluiceServer implements AutoCloseable {
     this.tokenCounts = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
     metrics.bindTokenCache(tokenCounts);
     runtime.set(runtimeFor(config));
-    this.reloadSuccess =
-        Counter.builder(MetricNames.CONFIG_RELOADS).tag("result", "success").register(registry);
-    this.reloadFailure =
-        Counter.builder(MetricNames.CONFIG_RELOADS).tag("result", "failure").register(registry);
-    Gauge.builder("sluice.config.last_reload_success", this, s -> s.lastReloadOk ? 1 : 0)
-        .description("1 if the last config reload succeeded (or none was tried)")
-        .register(registry);
+    this.policyFile =
+        new PolicyFile(
+            options.configFile(),
+            config.yaml(),
+            yaml -> Main.withEnv(ConfigLoader.parse(yaml), options.env()),
+            this::apply,
+            () -> config().server().reloadInterval(),
+            redactor,
+            registry);
     this.extProc = new ExtProcService(runtime::get, draining::get);
     metrics.bindStreams(extProc.tally());
     SluiceConfig.Health hc = config.server().health();
@@ -533,7 +521,7 @@ public final class SluiceServer implements AutoCloseable {
     return "policy "
         + (options.configFile() == null ? "embedded default" : options.configFile().toString())
         + " (sha256 "
-        + appliedDigest.substring(0, 12)
+        + policyFile.appliedDigest().substring(0, 12)
         + "): pools "
         + pools
         + "; classes "
@@ -623,64 +611,8 @@ public final class SluiceServer implements AutoCloseable {
    * Re-reads the config file (following symlinks, so a Kubernetes ConfigMap's {@code ..data} swap
    * is seen) and applies it if its content changed. Returns true if a new config is active.
    */
-  public synchronized boolean reloadIfChanged() {
-    Path file = options.configFile();
-    String yaml;
-    try {
-      yaml = Files.readString(file, StandardCharsets.UTF_8);
-    } catch (IOException e) {
-      String why = e instanceof java.nio.file.NoSuchFileException ? "no such file" : e.toString();
-      if (!why.equals(unreadable)) { // once per cause, not every reloadInterval
-        unreadable = why;
-        seenDigest = null; // whatever comes back is looked at again
-        failReload(
-            file
-                + ": cannot read ("
-                + why
-                + "); serving the last good policy, checking every "
-                + io.sluice.config.ConfigWriter.duration(config().server().reloadInterval()));
-      }
-      return false;
-    }
-    String d = digest(yaml);
-    if (unreadable != null) {
-      unreadable = null;
-      boolean same = d.equals(appliedDigest);
-      LOG.info(
-          "config file {} is readable again{}",
-          file,
-          same ? "; unchanged: the active policy stays" : "; loading it");
-      if (same) {
-        seenDigest = d;
-        lastReloadOk = true;
-        lastReloadError = "";
-        return false;
-      }
-    }
-    if (d.equals(seenDigest)) {
-      return false;
-    }
-    seenDigest = d;
-    try {
-      SluiceConfig next = Main.withEnv(ConfigLoader.parse(yaml), options.env());
-      apply(next);
-      appliedDigest = d;
-      return true;
-    } catch (ConfigException e) {
-      return failReload(file + ": " + String.join("; ", e.errors()));
-    }
-  }
-
-  /** Why the policy file cannot be read (once per cause), or null while it can. */
-  private String unreadable;
-
-  private boolean failReload(String rawError) {
-    String error = redactor.scrub(rawError);
-    lastReloadOk = false;
-    lastReloadError = error;
-    reloadFailure.increment();
-    LOG.warn("config reload failed, keeping the last good config: {}", error);
-    return false;
+  public boolean reloadIfChanged() {
+    return policyFile.reloadIfChanged();
   }
 
   /**
@@ -702,9 +634,7 @@ public final class SluiceServer implements AutoCloseable {
     tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
     runtime.set(runtimeFor(next));
     warnUntrustedHeaders(next);
-    lastReloadOk = true;
-    lastReloadError = "";
-    reloadSuccess.increment();
+    policyFile.applied();
     LOG.info(
         "config reloaded: {} pools, {} classes, {} routes",
         next.pools().size(),
@@ -823,7 +753,11 @@ public final class SluiceServer implements AutoCloseable {
       sb.append(
           "ratelimit store: not ready after server.warmup.storeTimeout; failure mode applies\n");
     }
-    sb.append("config: ").append(lastReloadOk ? "ok" : "last reload failed: " + lastReloadError);
+    sb.append("config: ")
+        .append(
+            policyFile.lastReloadOk()
+                ? "ok"
+                : "last reload failed: " + policyFile.lastReloadError());
     sb.append('\n');
     if (shares != null) {
       sb.append(shares.readinessLines());
@@ -844,16 +778,6 @@ public final class SluiceServer implements AutoCloseable {
       sb.append('\n');
     }
     return AdminHttpServer.Reply.text(200, redactor.scrub(sb.toString()));
-  }
-
-  private static String digest(String s) {
-    try {
-      return HexFormat.of()
-          .formatHex(
-              MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
   }
 
   public int grpcPort() {
