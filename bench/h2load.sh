@@ -6,7 +6,9 @@
 # of windows gives a ratio; the summary is the median (and range) of those ratios.
 # See docs/benchmarks.md.
 #   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]     (JAVA_OPTS: JVM flags for both servers;
-#                                                            ONLY=ext_proc or ONLY=RLS: one workload)
+#                                                            ONLY=ext_proc or ONLY=RLS: one workload;
+#                                                            REDIS=host:port: Sluice on the Redis store,
+#                                                            pools leased as replica shares)
 set -euo pipefail
 JAR="${JAR:-bench/target/sluice-bench.jar}"
 WIN="${1:-3}"; PAIRS="${2:-10}"; WARM="${3:-10}"; PORT="${PORT:-50071}"
@@ -18,7 +20,8 @@ java -jar "$JAR" floor --dump-dir "$WORK" >/dev/null
 declare -A SPID PORTS
 PORTS[noop]=$PORT; PORTS[sluice]=$((PORT + 1))
 for target in noop sluice; do
-  java ${JAVA_OPTS:-} -jar "$JAR" floor --serve "$target" --port "${PORTS[$target]}" >"$WORK/$target.log" 2>&1 &
+  extra=(); [[ "$target" == sluice && -n "${REDIS:-}" ]] && extra=(--redis "$REDIS")
+  java ${JAVA_OPTS:-} -jar "$JAR" floor --serve "$target" --port "${PORTS[$target]}" "${extra[@]}" >"$WORK/$target.log" 2>&1 &
   SPID[$target]=$!; PIDS+=("$!")
   for _ in $(seq 150); do (echo >"/dev/tcp/127.0.0.1/${PORTS[$target]}") 2>/dev/null && break; sleep 0.2; done
 done

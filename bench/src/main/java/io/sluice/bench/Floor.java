@@ -115,6 +115,13 @@ final class Floor implements Callable<Integer> {
   int port = 50051;
 
   @Option(
+      names = "--redis",
+      description =
+          "with --serve sluice: the store is the Redis at host:port (BACKEND_TYPE=redis), so the"
+              + " rate limit service counts there and the pool is leased as a replica share")
+  String redis;
+
+  @Option(
       names = "--dump-dir",
       description =
           "write pre-encoded gRPC request frames for h2load (extproc_request_headers.grpc,"
@@ -333,8 +340,8 @@ final class Floor implements Callable<Integer> {
   AutoCloseable start(String target, int port) throws IOException {
     return switch (target) {
       case "noop" -> new NoOp(port);
-      case "sluice" -> new Sluice(ADMIT_POLICY, port);
-      case "sluice-reject" -> new Sluice(REJECT_POLICY, port);
+      case "sluice" -> new Sluice(ADMIT_POLICY, port, redis);
+      case "sluice-reject" -> new Sluice(REJECT_POLICY, port, redis);
       default ->
           throw new IllegalArgumentException(
               "target: " + target + " (expected: noop, sluice or sluice-reject)");
@@ -682,6 +689,11 @@ final class Floor implements Callable<Integer> {
     final Path runtime;
 
     Sluice(String policy, int port) throws IOException {
+      this(policy, port, null);
+    }
+
+    /** With {@code redis} (host:port) as the store, or the in-memory store when null. */
+    Sluice(String policy, int port, String redis) throws IOException {
       runtime = Files.createTempDirectory("sluice-rls");
       Files.createDirectories(runtime.resolve("config"));
       Files.writeString(runtime.resolve("config").resolve("bench.yaml"), RLS_CONFIG);
@@ -693,7 +705,9 @@ final class Floor implements Callable<Integer> {
                   "rateLimit: {enabled: false}",
                   "rateLimit: {enabled: true, env: {RUNTIME_ROOT: \""
                       + runtime
-                      + "\", RUNTIME_SUBDIRECTORY: \"\", RUNTIME_WATCH_ROOT: \"false\"}}");
+                      + "\", RUNTIME_SUBDIRECTORY: \"\", RUNTIME_WATCH_ROOT: \"false\""
+                      + (redis == null ? "" : ", BACKEND_TYPE: redis, REDIS_URL: \"" + redis + "\"")
+                      + "}}");
       server = SluiceServer.start(ConfigLoader.parse(withRls));
     }
 
