@@ -8,6 +8,7 @@ import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.share.ShareCoordinator;
 import io.sluice.emulator.EnvoyExtProcEmulator;
+import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.upstream.SimulatedLlmUpstream;
 import io.sluice.upstream.Upstream;
@@ -81,37 +82,49 @@ class ReplicasE2eTest {
   private final List<EnvoyExtProcEmulator> envoys = new ArrayList<>();
   private CountingUpstream upstream;
 
+  private String prefix;
+
   @BeforeEach
   void start() throws IOException {
     assumeTrue(redisReachable(), "redis-server on 127.0.0.1:6379");
-    String prefix = "sluice_e2e_" + UUID.randomUUID().toString().substring(0, 8) + "_";
-    String yaml =
-        Policy.base()
-            .with("pools.gpu.maxRequests", String.valueOf(MAX_REQUESTS))
-            .with("quotas.keyPrefix", prefix)
-            .with("rateLimit.enabled", "false")
-            .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
-            .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}")
-            .yaml();
     upstream = new CountingUpstream();
+    startReplicas(
+        policy().with("pools.gpu.maxRequests", String.valueOf(MAX_REQUESTS)).yaml(), upstream);
+  }
+
+  /** The base policy on the shared Redis under a fresh key prefix. */
+  private Policy policy() {
+    prefix = "sluice_e2e_" + UUID.randomUUID().toString().substring(0, 8) + "_";
+    return Policy.base()
+        .with("quotas.keyPrefix", prefix)
+        .with("rateLimit.enabled", "false")
+        .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
+        .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}");
+  }
+
+  private void startReplicas(String yaml, Upstream to) throws IOException {
     for (int i = 0; i < 3; i++) {
       SluiceServer s = SluiceServer.start(ConfigLoader.parse(yaml));
       servers.add(s);
       envoys.add(
           EnvoyExtProcEmulator.connect(
-              "127.0.0.1:" + s.grpcPort(),
-              SluiceEnvoyHarness.recommendedFilter().build(),
-              upstream));
+              "127.0.0.1:" + s.grpcPort(), SluiceEnvoyHarness.recommendedFilter().build(), to));
     }
   }
 
   @AfterEach
   void stop() {
-    envoys.forEach(EnvoyExtProcEmulator::close);
-    servers.forEach(SluiceServer::close);
+    stopReplicas();
     if (upstream != null) {
       upstream.close();
     }
+  }
+
+  private void stopReplicas() {
+    envoys.forEach(EnvoyExtProcEmulator::close);
+    servers.forEach(SluiceServer::close);
+    envoys.clear();
+    servers.clear();
   }
 
   private static boolean redisReachable() {
@@ -240,5 +253,133 @@ class ReplicasE2eTest {
     assertThat(admitted(load.get(30, TimeUnit.SECONDS).get(0))).isGreaterThan(10);
     assertThat(upstream.peak.get()).isLessThanOrEqualTo(MAX_REQUESTS);
     assertNothingLeft();
+  }
+
+  @Test
+  void tenantCapHoldsAcrossReplicas_atMostMaxInFlightReachTheUpstream_slotsAllReturn()
+      throws Exception {
+    stopReplicas();
+    // tier free: maxInFlight 2 for bob across the three replicas; a pool large enough that every
+    // replica's share admits at once (the only limit in play is the tenant's)
+    ControlledUpstream held = new ControlledUpstream().mode(ControlledUpstream.Mode.HOLD_RESPONSE);
+    try {
+      // a generous command timeout: on a loaded machine a timed-out acquire would fail open
+      startReplicas(
+          policy()
+              .with("pools.gpu.capacity", "1000000")
+              .with(
+                  "rateLimit.env",
+                  "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\", REDIS_COMMAND_TIMEOUT: 2s}")
+              .yaml(),
+          held);
+      // every replica's share admits a few requests (right after a start the others may still
+      // hold the whole pool for a renewal or two)
+      await()
+          .atMost(Duration.ofSeconds(5))
+          .untilAsserted(
+              () -> {
+                for (SluiceServer s : servers) {
+                  assertThat(s.replicaShares().get("gpu").grantedWork()).isGreaterThan(10_000);
+                }
+              });
+      HttpRequest bob =
+          HttpRequest.post(SluiceEnvoyHarness.CHAT, SluiceEnvoyHarness.chatBody(10, false))
+              .routeGrpcInitialMetadata("x-sluice-tenant", "bob")
+              .build();
+      List<CompletableFuture<HttpResult>> sent = new ArrayList<>();
+      for (int n = 0; n < 2; n++) {
+        for (EnvoyExtProcEmulator e : envoys) {
+          sent.add(e.sendAsync(bob));
+        }
+      }
+      // every refusal answers at once; the admitted ones wait at the upstream
+      try {
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .until(() -> sent.stream().filter(CompletableFuture::isDone).count() == 4);
+      } catch (org.awaitility.core.ConditionTimeoutException e) {
+        StringBuilder why = new StringBuilder("upstream saw " + held.received().size() + "; ");
+        for (CompletableFuture<HttpResult> f : sent) {
+          why.append(
+                  f.isDone()
+                      ? f.join().status() + " " + f.join().header("x-sluice-reason")
+                      : "pending")
+              .append("; ");
+        }
+        for (SluiceServer s : servers) {
+          s.registry()
+              .scrape()
+              .lines()
+              .filter(l -> l.contains("tenant_slots") || l.contains("quota_store"))
+              .forEach(l -> why.append(l).append('\n'));
+        }
+        throw new AssertionError(why.toString(), e);
+      }
+      assertThat(held.received()).as("at most maxInFlight reach the upstream").hasSize(2);
+      List<HttpResult> refused =
+          sent.stream().filter(CompletableFuture::isDone).map(SluiceEnvoyHarness::result).toList();
+      for (HttpResult r : refused) {
+        assertThat(r.status()).isEqualTo(429);
+        assertThat(r.header("x-sluice-reason")).contains("tenant_concurrency");
+        assertThat(r.upstreamRequest()).isEmpty();
+      }
+      String key = prefix + "{gpu}:tenant:bob";
+      try (RedisProbe redis = new RedisProbe()) {
+        assertThat(redis.slots(key)).as("the store counts the two held").isEqualTo(2);
+        long denied = 0;
+        for (SluiceServer s : servers) {
+          String scrape = s.registry().scrape();
+          assertThat(scrape).contains("sluice_tenant_slots_held");
+          denied +=
+              scrapeValue(scrape, "sluice_tenant_slots_total{pool=\"gpu\",result=\"denied\"}");
+        }
+        held.releaseHeld();
+        assertThat(
+                sent.stream()
+                    .map(SluiceEnvoyHarness::result)
+                    .filter(r -> r.status() == 200)
+                    .count())
+            .isEqualTo(2);
+        assertNothingLeft();
+        // every slot went back: the tenant's hash is gone (or holds only zeros)
+        await().atMost(Duration.ofSeconds(10)).until(() -> redis.slots(key) == 0);
+        // each replica's own check never refused (its load stays below 2): the store denied all
+        // four
+        assertThat(denied).isEqualTo(4);
+      }
+    } finally {
+      stopReplicas();
+      held.close();
+    }
+  }
+
+  private static long scrapeValue(String scrape, String series) {
+    for (String line : scrape.split("\n")) {
+      if (line.startsWith(series + " ")) {
+        return (long) Double.parseDouble(line.substring(series.length() + 1).trim());
+      }
+    }
+    return 0;
+  }
+
+  /** A plain Redis connection to read the tenant's slots. */
+  private static final class RedisProbe implements AutoCloseable {
+    final io.lettuce.core.RedisClient client =
+        io.lettuce.core.RedisClient.create("redis://127.0.0.1:6379");
+    final io.lettuce.core.api.StatefulRedisConnection<String, String> conn = client.connect();
+
+    long slots(String key) {
+      long sum = 0;
+      for (String v : conn.sync().hgetall(key).values()) {
+        sum += Long.parseLong(v.substring(v.indexOf(' ') + 1));
+      }
+      return sum;
+    }
+
+    @Override
+    public void close() {
+      conn.close();
+      client.shutdown();
+    }
   }
 }

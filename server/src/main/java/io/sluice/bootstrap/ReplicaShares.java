@@ -6,6 +6,8 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.quota.TenantCaps;
+import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.share.ReplicaPolicy;
 import io.sluice.core.share.ShareCoordinator;
 import io.sluice.core.share.ShareStore;
@@ -28,11 +30,15 @@ import org.slf4j.LoggerFactory;
  * renewed on its own timer thread every {@code replicas.renewInterval}, its metrics, its lines in
  * {@code /readyz} and {@code /debug/queues}, and the leases given up at shutdown. A server whose
  * store is in the process has none: each pool's numbers are then the replica's own.
+ *
+ * <p>It also holds the process's {@link TenantCaps} (a tier's {@code maxInFlight} across replicas,
+ * under the same replica id), whose contributions each round renews beside the shares.
  */
 final class ReplicaShares implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ReplicaShares.class);
 
   private final ShareCoordinator coordinator;
+  private final TenantCaps caps;
   private final AdmissionController controller;
   private final MeterRegistry registry;
   private final ScheduledExecutorService timer;
@@ -40,8 +46,12 @@ final class ReplicaShares implements AutoCloseable {
   private volatile boolean closed;
 
   private ReplicaShares(
-      ShareCoordinator coordinator, AdmissionController controller, MeterRegistry registry) {
+      ShareCoordinator coordinator,
+      TenantCaps caps,
+      AdmissionController controller,
+      MeterRegistry registry) {
     this.coordinator = coordinator;
+    this.caps = caps;
     this.controller = controller;
     this.registry = registry;
     this.timer =
@@ -58,6 +68,7 @@ final class ReplicaShares implements AutoCloseable {
    */
   static ReplicaShares create(
       ShareStore store,
+      TenantSlots slots,
       String namespace,
       ReplicaPolicy policy,
       AdmissionController controller,
@@ -74,8 +85,13 @@ final class ReplicaShares implements AutoCloseable {
         id,
         io.sluice.config.ConfigWriter.duration(policy.leaseTtl()),
         io.sluice.config.ConfigWriter.duration(policy.renewInterval()));
-    return new ReplicaShares(
-        new ShareCoordinator(id, namespace, policy, store, ticker), controller, registry);
+    ShareCoordinator coordinator = new ShareCoordinator(id, namespace, policy, store, ticker);
+    TenantCaps caps =
+        slots == null
+            ? TenantCaps.none()
+            : new TenantCaps(
+                slots, namespace, id, () -> coordinator.policy().leaseTtl().toMillis());
+    return new ReplicaShares(coordinator, caps, controller, registry);
   }
 
   /**
@@ -95,6 +111,11 @@ final class ReplicaShares implements AutoCloseable {
     return coordinator;
   }
 
+  /** The tenants' {@code maxInFlight} across replicas (renewed by this object's rounds). */
+  TenantCaps caps() {
+    return caps;
+  }
+
   /**
    * Runs the first round and waits for it, at most {@code max} (the server reports ready after it:
    * a pool holds nothing before its first grant), then renews every {@code renewInterval}.
@@ -110,6 +131,9 @@ final class ReplicaShares implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("replica shares: no first grant within {}: {}", max, e.toString());
     }
+    Gauge.builder(MetricNames.TENANT_SLOTS_HELD, caps, TenantCaps::held)
+        .description("slots of capped tenants (tiers' maxInFlight) this replica holds in the store")
+        .register(registry);
     bindMeters();
     schedule();
   }
@@ -125,6 +149,7 @@ final class ReplicaShares implements AutoCloseable {
   private void round() {
     try {
       var unused = coordinator.tick(controller.pools());
+      var unusedRenewal = caps.renew(); // the tenant slots this replica holds: fresh expiries
       bindMeters();
     } catch (RuntimeException e) {
       LOG.warn("replica shares: round failed: {}", e.toString());

@@ -160,6 +160,7 @@ public final class SluiceServer implements AutoCloseable {
       this.shares =
           ReplicaShares.create(
               stores.shares(),
+              stores.tenantSlots(),
               config.quotas().keyPrefix(),
               config.replicas(),
               controller,
@@ -370,7 +371,8 @@ public final class SluiceServer implements AutoCloseable {
             config.quotas().keyPrefix(),
             config.quotas().failureMode().equals("closed")
                 ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
-                : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
+                : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
+        shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps());
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {

@@ -38,6 +38,7 @@ public final class Stores implements AutoCloseable {
   private final KeyValueStore shared;
   private final KeyValueStore local;
   private final io.sluice.core.share.ShareStore shares;
+  private final io.sluice.core.quota.TenantSlots tenantSlots;
   private final AutoCloseable closer;
 
   private Stores(
@@ -45,11 +46,13 @@ public final class Stores implements AutoCloseable {
       KeyValueStore shared,
       KeyValueStore local,
       io.sluice.core.share.ShareStore shares,
+      io.sluice.core.quota.TenantSlots tenantSlots,
       AutoCloseable closer) {
     this.settings = settings;
     this.shared = shared;
     this.local = local;
     this.shares = shares;
+    this.tenantSlots = tenantSlots;
     this.closer = closer;
   }
 
@@ -70,17 +73,17 @@ public final class Stores implements AutoCloseable {
       RedisStore redis = new RedisStore(settings.redis(), ticker);
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
-      return new Stores(settings, redis, local, redis, redis);
+      return new Stores(settings, redis, local, redis, redis, redis);
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
-    return new Stores(settings, memory, memory, null, () -> {});
+    return new Stores(settings, memory, memory, null, null, () -> {});
   }
 
   /** A private in-memory store with the default bound and no metrics (the warm-up's). */
   static Stores isolatedMemory(Clock clock) {
     InMemoryStore memory = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
-    return new Stores(StoreSettings.fromEnv(Map.of()), memory, memory, null, () -> {});
+    return new Stores(StoreSettings.fromEnv(Map.of()), memory, memory, null, null, () -> {});
   }
 
   private static void bind(MeterRegistry registry, String tag, InMemoryStore store) {
@@ -104,6 +107,14 @@ public final class Stores implements AutoCloseable {
    */
   public io.sluice.core.share.ShareStore shares() {
     return shares;
+  }
+
+  /**
+   * The store that counts capped tenants' slots across replicas, or null when the backend lives in
+   * this process (a tier's {@code maxInFlight} is then this replica's own).
+   */
+  public io.sluice.core.quota.TenantSlots tenantSlots() {
+    return tenantSlots;
   }
 
   /** The in-process store of failure mode {@code local}. */

@@ -56,6 +56,36 @@ public record AdmissionRuntime(
         clock,
         timer,
         quotas,
+        io.sluice.core.quota.TenantCaps.none());
+  }
+
+  /**
+   * As above, with the tenants' {@code maxInFlight} held across replicas by {@code caps} (one per
+   * process: it outlives the snapshot).
+   */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.quota.TenantCaps caps) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
         new ExtProcTables(resolver),
         new Sessions(
             controller,
@@ -65,6 +95,7 @@ public record AdmissionRuntime(
             ticker,
             clock,
             timer,
-            new SessionRecorder(metrics, decisionLog)));
+            new SessionRecorder(metrics, decisionLog),
+            caps));
   }
 }

@@ -235,6 +235,14 @@ public final class AdmissionMetrics {
         .record(Math.max(0, waitedNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
   }
 
+  /**
+   * A capped tenant's slot across replicas was asked of the store: {@code granted}, {@code denied}
+   * (the tenant's cap is reached across replicas) or {@code store_failed}.
+   */
+  public void tenantSlot(String pool, String result) {
+    counter(MetricNames.TENANT_SLOTS, "pool", pool, "result", result).increment();
+  }
+
   /** The tenant quota store did not answer; {@code mode} is what was done (open/closed). */
   public void quotaStoreFailure(String mode) {
     counter(MetricNames.QUOTA_STORE_FAILURES, "mode", mode).increment();

@@ -18,6 +18,8 @@ public final class MetricNames {
   public static final String SHARE_MODE = "sluice.replica.share.mode";
   public static final String SHARE_RENEWALS = "sluice.replica.share.renewals";
   public static final String SHARE_REBALANCES = "sluice.replica.share.rebalances";
+  public static final String TENANT_SLOTS = "sluice.tenant.slots";
+  public static final String TENANT_SLOTS_HELD = "sluice.tenant.slots.held";
   public static final String DECISIONS = "sluice.decisions";
   public static final String DECISION_LATENCY = "sluice.decision.latency";
   public static final String WORK_IN_FLIGHT = "sluice.pool.work.in_flight";

@@ -42,6 +42,8 @@ public final class SessionRecorder implements SessionListener {
     } else if (event instanceof SessionEvent.Dequeued e) {
       Subject s = e.session().subject();
       metrics.dequeued(s.pool().name(), s.requestClass().name(), e.outcome(), e.waitedNanos());
+    } else if (event instanceof SessionEvent.TenantSlot e) {
+      metrics.tenantSlot(e.pool(), e.result());
     } else if (event instanceof SessionEvent.Reconciled e) {
       metrics.reconciled(e.refunded(), e.overcharged());
     } else if (event instanceof SessionEvent.QuotaStoreFailed e) {

@@ -93,6 +93,12 @@ public final class AdmissionController {
     return pool.decide(request, maxHoldNanos, waiter, nowNanos);
   }
 
+  /** {@link PoolState#tenantRetryAfterSeconds()} of {@code pool} (1 when it is not configured). */
+  public long tenantRetryAfterSeconds(String pool) {
+    PoolState p = pools.get(pool);
+    return p == null ? 1 : p.tenantRetryAfterSeconds();
+  }
+
   /** The stream of a queued request went away: drop it at once. True if it was still queued. */
   public boolean cancel(String pool, long ticket, long nowNanos) {
     PoolState p = pools.get(pool);

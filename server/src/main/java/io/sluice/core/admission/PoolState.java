@@ -102,6 +102,19 @@ public final class PoolState {
     return out;
   }
 
+  /**
+   * The Retry-After (seconds) of a tenant concurrency refusal: the mean permit hold time, as the
+   * local cap's (a slot frees when one of the tenant's requests ends); for the cap across replicas.
+   */
+  public long tenantRetryAfterSeconds() {
+    lock.lock();
+    try {
+      return retry.forHold();
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Admit now or refuse (no queueing). */
   Decision tryAdmit(AdmissionRequest request, long nowNanos) {
     return decide(request, 0, null, nowNanos);

@@ -41,6 +41,11 @@ public final class TenantQuotas {
     this.failureMode = failureMode;
   }
 
+  /** What a store failure does ({@code quotas.failureMode}); the tenant slots follow it too. */
+  public FailureMode failureMode() {
+    return failureMode;
+  }
+
   /** True when the tier has any budget (so adapters can skip the store entirely). */
   public static boolean hasRequestBudget(TierPolicy tier) {
     return tier.requestsPerMinute() > 0;

@@ -11,6 +11,7 @@ import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
 import io.sluice.core.quota.QuotaCheck;
+import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.Objects;
@@ -26,7 +27,7 @@ import org.jspecify.annotations.Nullable;
  * request from the runtime snapshot ({@link Sessions#open}) and drives it:
  *
  * <pre>
- * takeRequestToken ─ decideAtHeaders | decideWithBody ─ (token reservation) ─ decide
+ * takeRequestToken ─ decideAtHeaders | decideWithBody ─ (token reservation) ─ (tenant slot) ─ decide
  *    ├─ admit ─────────────────────────────── Front.admitted ─ responseHeaders/Body ─ release
  *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                 ─ release
  *    │                     └ waiter: refused ── Front.refused (tokens refunded)
@@ -35,11 +36,12 @@ import org.jspecify.annotations.Nullable;
  * </pre>
  *
  * <p>It owns the sequence: the tenant's request token and token reservation ({@link TenantQuotas}),
- * the estimate, decide / hold / queue with itself as the {@link Waiter}, the permit's release
- * (exactly once: the permit guards it), reconciling the reservation with actual usage, and refunds
- * on refusal or cancel. Each step emits one {@link SessionEvent} to the snapshot's {@link
- * SessionListener}, before the front end is told, so metrics and the decision record never lag an
- * answer.
+ * the capped tenant's slot across replicas ({@link TenantCaps}, shared store only; given back
+ * exactly once on every path after it was granted, as the permit is), the estimate, decide / hold /
+ * queue with itself as the {@link Waiter}, the permit's release (exactly once: the permit guards
+ * it), reconciling the reservation with actual usage, and refunds on refusal or cancel. Each step
+ * emits one {@link SessionEvent} to the snapshot's {@link SessionListener}, before the front end is
+ * told, so metrics and the decision record never lag an answer.
  *
  * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
  * continuation (a quota store's answer, a waiter callback from another request's release or the
@@ -64,6 +66,7 @@ public final class AdmissionSession implements Waiter {
   private long queueWaitNanos;
   private long decisionLatencyNanos;
   private boolean tokensReserved;
+  private boolean slotHeld; // a tenant slot across replicas, to be given back once
   private boolean decided;
   private boolean ended;
   private Reason reason = Reason.ADMITTED;
@@ -155,7 +158,7 @@ public final class AdmissionSession implements Waiter {
             estimate.inputTokens(),
             estimate.outputReserveTokens());
     if (!TenantQuotas.hasTokenBudget(subject.tenant().tier())) {
-      decideAdmission(request, receivedNanos);
+      takeSlot(request, receivedNanos);
       return;
     }
     // Tenant TPM: reserve the estimate now, reconcile with actual usage when the response ends
@@ -179,12 +182,95 @@ public final class AdmissionSession implements Waiter {
             return;
           }
           tokensReserved = !check.storeFailed();
-          decideAdmission(request, receivedNanos);
+          takeSlot(request, receivedNanos);
         });
+  }
+
+  /**
+   * A capped tenant's slot across replicas (only with a shared store and a tier {@code
+   * maxInFlight}), then the pool's decision. One store round trip; the pool's own per-replica check
+   * still runs after it.
+   */
+  private void takeSlot(AdmissionRequest request, long receivedNanos) {
+    if (ended) { // the front end went away while the store answered
+      refundTokens();
+      return;
+    }
+    if (!env.caps().applies(subject.tenant().tier())) {
+      decideAdmission(request, receivedNanos);
+      return;
+    }
+    CompletableFuture<TenantCaps.SlotCheck> f =
+        env.caps()
+            .acquire(subject.pool().name(), subject.tenant(), env.quotas().failureMode())
+            .toCompletableFuture();
+    if (f.isDone() && !f.isCompletedExceptionally()) {
+      slotAnswered(f.join(), request, receivedNanos);
+      return;
+    }
+    var unused = // the stage does not fail (a store failure is an answer); handled all the same
+        f.whenComplete(
+            (c, e) ->
+                serial.execute(
+                    () -> {
+                      if (e != null || c == null) {
+                        steps.at(Step.QUOTA);
+                        front.storeFailed(e != null ? e : new IllegalStateException("no answer"));
+                      } else {
+                        slotAnswered(c, request, receivedNanos);
+                      }
+                    }));
+  }
+
+  private void slotAnswered(TenantCaps.SlotCheck c, AdmissionRequest request, long receivedNanos) {
+    slotHeld = c.granted(); // from here every path gives it back (releaseSlot)
+    steps.at(Step.QUOTA);
+    String pool = subject.pool().name();
+    env.listener()
+        .on(
+            new SessionEvent.TenantSlot(
+                pool,
+                c.storeFailed()
+                    ? SessionEvent.TenantSlot.STORE_FAILED
+                    : c.granted()
+                        ? SessionEvent.TenantSlot.GRANTED
+                        : SessionEvent.TenantSlot.DENIED));
+    if (c.storeFailed()) {
+      env.listener()
+          .on(
+              c.allowed()
+                  ? SessionEvent.QuotaStoreFailed.OPEN
+                  : SessionEvent.QuotaStoreFailed.CLOSED);
+    }
+    if (ended) { // the front end went away while the store answered
+      releaseSlot();
+      refundTokens();
+      return;
+    }
+    if (!c.allowed()) {
+      int cap = subject.tenant().tier().maxInFlight();
+      refuse(
+          Reason.TENANT_CONCURRENCY,
+          429,
+          c.storeFailed() ? 1 : env.controller().tenantRetryAfterSeconds(pool),
+          c.storeFailed()
+              ? "tenant concurrency cap across replicas: the store did not answer"
+                  + " (quotas.failureMode closed)"
+              : "tenant has "
+                  + c.total()
+                  + " requests in flight or waiting across replicas (cap "
+                  + cap
+                  + ")",
+          atBody,
+          receivedNanos);
+      return;
+    }
+    decideAdmission(request, receivedNanos);
   }
 
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
     if (ended) { // the front end went away while the store answered
+      releaseSlot();
       refundTokens();
       return;
     }
@@ -288,6 +374,7 @@ public final class AdmissionSession implements Waiter {
     decided = true;
     atBody = body;
     refundTokens();
+    releaseSlot();
     steps.at(Step.REJECT);
     reason = why;
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
@@ -327,6 +414,7 @@ public final class AdmissionSession implements Waiter {
     if (!p.release(outcome, now)) {
       return false;
     }
+    releaseSlot();
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
     Usage u = Usage.NONE;
@@ -367,7 +455,11 @@ public final class AdmissionSession implements Waiter {
     ended = true;
     cancelTimer();
     if (permit != null) {
-      release(outcome);
+      try {
+        release(outcome);
+      } finally {
+        releaseSlot(); // a no-op unless the release above failed before giving it back
+      }
       return;
     }
     Decision.Queued q = queued;
@@ -380,13 +472,18 @@ public final class AdmissionSession implements Waiter {
       }
     }
     refundTokens(); // the request will not run
+    releaseSlot(); // an acquire still outstanding is given back when it answers (ended)
   }
 
   /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
   public void releaseQuietly(Outcome outcome) {
     Permit p = permit;
-    if (p != null) {
-      p.release(outcome, env.ticker().nanos()); // a no-op if it went back already
+    try {
+      if (p != null) {
+        p.release(outcome, env.ticker().nanos()); // a no-op if it went back already
+      }
+    } finally {
+      releaseSlot();
     }
   }
 
@@ -434,6 +531,19 @@ public final class AdmissionSession implements Waiter {
           .release(
               subject.tenant(), e.inputTokens(), e.outputReserveTokens(), env.clock().millis());
     }
+  }
+
+  /** Gives the tenant slot back, once (every end path calls it; only the first does anything). */
+  private void releaseSlot() {
+    if (slotHeld) {
+      slotHeld = false;
+      env.caps().release(subject.pool().name(), subject.tenant().id());
+    }
+  }
+
+  /** Whether this request holds one of its tenant's slots across replicas now. */
+  public boolean holdsTenantSlot() {
+    return slotHeld;
   }
 
   private void cancelTimer() {

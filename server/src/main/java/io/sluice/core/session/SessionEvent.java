@@ -17,6 +17,7 @@ public sealed interface SessionEvent
         SessionEvent.Released,
         SessionEvent.Reconciled,
         SessionEvent.QuotaStoreFailed,
+        SessionEvent.TenantSlot,
         SessionEvent.EstimateFellBack,
         SessionEvent.UpstreamResponded {
 
@@ -51,6 +52,17 @@ public sealed interface SessionEvent
   record QuotaStoreFailed(boolean allowed) implements SessionEvent {
     public static final QuotaStoreFailed OPEN = new QuotaStoreFailed(true);
     public static final QuotaStoreFailed CLOSED = new QuotaStoreFailed(false);
+  }
+
+  /**
+   * A capped tenant's slot across replicas was asked of the store.
+   *
+   * @param result {@code granted}, {@code denied} or {@code store_failed}
+   */
+  record TenantSlot(String pool, String result) implements SessionEvent {
+    public static final String GRANTED = "granted";
+    public static final String DENIED = "denied";
+    public static final String STORE_FAILED = "store_failed";
   }
 
   /** The estimate fell back to a default ({@code cause}: a stable code). */

@@ -2,6 +2,7 @@ package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.time.Ticker;
 import java.time.Clock;
@@ -14,6 +15,8 @@ import java.util.concurrent.Executor;
  *
  * @param defaultInputTokens the cost of a body of unknown size ({@code
  *     estimation.defaultInputTokens})
+ * @param caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()} when the
+ *     store is in this process)
  * @param clock wall-clock time for the tenant buckets and the decision record (never read for queue
  *     age or deadlines: those use {@code ticker})
  */
@@ -25,7 +28,8 @@ public record Sessions(
     Ticker ticker,
     Clock clock,
     HoldTimer timer,
-    SessionListener listener) {
+    SessionListener listener,
+    TenantCaps caps) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -34,6 +38,29 @@ public record Sessions(
     Objects.requireNonNull(clock, "clock");
     Objects.requireNonNull(timer, "timer");
     Objects.requireNonNull(listener, "listener");
+    Objects.requireNonNull(caps, "caps");
+  }
+
+  /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        TenantCaps.none());
   }
 
   /**

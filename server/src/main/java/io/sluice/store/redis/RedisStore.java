@@ -14,6 +14,7 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.share.ShareStore;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.KeyValueStore;
@@ -31,6 +32,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -54,11 +56,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Concurrency: the connection is shared and thread-safe; the connection future is swapped under
  * {@code this} lock only on (re)connect.
  */
-public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseable {
+public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots, AutoCloseable {
   private static final String SCRIPT = loadScript("token_bucket.lua");
   private static final String SCRIPT_SHA = sha1(SCRIPT);
   private static final String SHARE_SCRIPT = loadScript("share_lease.lua");
   private static final String SHARE_SCRIPT_SHA = sha1(SHARE_SCRIPT);
+  private static final String SLOTS_SCRIPT = loadScript("tenant_slots.lua");
+  private static final String SLOTS_SCRIPT_SHA = sha1(SLOTS_SCRIPT);
 
   private final RedisSettings settings;
   private final Ticker ticker;
@@ -86,11 +90,12 @@ public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseabl
   }
 
   /**
-   * Opens the connection, loads the token-bucket script ({@code SCRIPT LOAD}, so the first EVALSHA
-   * does not pay NOSCRIPT + EVAL) and runs {@code rounds} increments and bucket takes on throwaway
-   * keys under {@code keyPrefix} (they expire within seconds), through the same code paths as real
-   * calls, so the first real commands do not overrun {@link RedisSettings#commandTimeout()} while
-   * classes load and the JIT compiles. Completes when all succeeded; fails with the first error.
+   * Opens the connection, loads the scripts ({@code SCRIPT LOAD}, so the first EVALSHA does not pay
+   * NOSCRIPT + EVAL) and runs {@code rounds} increments, bucket takes and tenant slot acquires and
+   * releases on throwaway keys under {@code keyPrefix} (they expire within seconds), through the
+   * same code paths as real calls, so the first real commands do not overrun {@link
+   * RedisSettings#commandTimeout()} while classes load and the JIT compiles. Completes when all
+   * succeeded; fails with the first error.
    */
   @Override
   public CompletionStage<Void> warmUp(String keyPrefix, int rounds) {
@@ -100,7 +105,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseabl
             cmds ->
                 cmds.scriptLoad(SCRIPT)
                     .toCompletableFuture()
-                    .thenCompose(sha -> cmds.scriptLoad(SHARE_SCRIPT).toCompletableFuture()))
+                    .thenCompose(sha -> cmds.scriptLoad(SHARE_SCRIPT).toCompletableFuture())
+                    .thenCompose(sha -> cmds.scriptLoad(SLOTS_SCRIPT).toCompletableFuture()))
         .thenCompose(
             sha -> {
               CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
@@ -120,7 +126,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseabl
                                             new TokenBucketSpec(10, 10, 1000),
                                             1,
                                             System.currentTimeMillis()))
-                                .thenApply(r -> (Void) null)
+                                .thenCompose(r -> acquire(key, "w" + n, "t", "warmup", 1, 1000))
+                                .thenCompose(a -> release(key, "w" + n, "t", "warmup", 1000))
                                 .toCompletableFuture());
               }
               return chain;
@@ -250,6 +257,65 @@ public final class RedisStore implements KeyValueStore, ShareStore, AutoCloseabl
             .thenCompose(
                 cmds -> cmds.hdel(shareKey(namespace, pool), replica).toCompletableFuture())
             .thenApply(n -> (Void) null));
+  }
+
+  /**
+   * {@code <namespace>{<pool>}:tenant:<tenantId>}: one hash per capped tenant and pool, hash-tagged
+   * on the pool ({@link io.sluice.core.store.PoolKeys#key}).
+   */
+  public static String tenantKey(String namespace, String pool, String tenant) {
+    return io.sluice.core.store.PoolKeys.key(namespace, pool, "tenant:" + tenant);
+  }
+
+  /**
+   * {@code tenant_slots.lua acquire}: drop the expired, take a slot if the live sum is below cap.
+   */
+  @Override
+  public CompletionStage<TenantSlots.SlotAnswer> acquire(
+      String namespace, String pool, String tenant, String replica, int cap, long leaseTtlMillis) {
+    String[] keys = {tenantKey(namespace, pool, tenant)};
+    String[] args = {
+      "acquire", replica, Long.toString(Math.max(1, leaseTtlMillis)), Integer.toString(cap)
+    };
+    return track(
+        script(SLOTS_SCRIPT, SLOTS_SCRIPT_SHA, keys, args)
+            .thenApply(
+                r ->
+                    new TenantSlots.SlotAnswer(
+                        ((Number) r.get(0)).longValue() == 1, ((Number) r.get(1)).longValue())));
+  }
+
+  @Override
+  public CompletionStage<Void> release(
+      String namespace, String pool, String tenant, String replica, long leaseTtlMillis) {
+    String[] keys = {tenantKey(namespace, pool, tenant)};
+    String[] args = {"release", replica, Long.toString(Math.max(1, leaseTtlMillis))};
+    return track(script(SLOTS_SCRIPT, SLOTS_SCRIPT_SHA, keys, args).thenApply(r -> (Void) null));
+  }
+
+  /** One script call over the pool's tenant keys (all in the pool's slot). */
+  @Override
+  public CompletionStage<Void> renew(
+      String namespace,
+      String pool,
+      String replica,
+      Map<String, Integer> held,
+      long leaseTtlMillis) {
+    if (held.isEmpty()) {
+      return CompletableFuture.completedFuture(null);
+    }
+    String[] keys = new String[held.size()];
+    String[] args = new String[3 + held.size()];
+    args[0] = "renew";
+    args[1] = replica;
+    args[2] = Long.toString(Math.max(1, leaseTtlMillis));
+    int i = 0;
+    for (Map.Entry<String, Integer> e : held.entrySet()) {
+      keys[i] = tenantKey(namespace, pool, e.getKey());
+      args[3 + i] = Integer.toString(Math.max(0, e.getValue()));
+      i++;
+    }
+    return track(script(SLOTS_SCRIPT, SLOTS_SCRIPT_SHA, keys, args).thenApply(r -> (Void) null));
   }
 
   /** Lua numbers are doubles: integers above 2^53 would lose units, so values stop there. */
