@@ -24,7 +24,7 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * {@code java -jar bench/target/sluice-bench.jar
- * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart]}. With no subcommand it prints the
+ * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas]}. With no subcommand it prints the
  * usage (exit 2, picocli's usage-error code); {@code -h}/{@code --help} and {@code -V}/{@code
  * --version} are inherited by every subcommand.
  */
@@ -43,7 +43,8 @@ import picocli.CommandLine.ScopeType;
       HeapPerQueuedItem.class,
       RlsBench.class,
       Flood.class,
-      ColdStart.class
+      ColdStart.class,
+      Replicas.class
     })
 public final class BenchMain {
 

@@ -179,7 +179,7 @@ final class Charts {
     return save(List.of(c), 1, 1, file);
   }
 
-  private static <T extends org.knowm.xchart.internal.chartpart.Chart<?, ?>> Path save(
+  static <T extends org.knowm.xchart.internal.chartpart.Chart<?, ?>> Path save(
       List<T> charts, int rows, int cols, Path file) throws IOException {
     Path abs = file.toAbsolutePath();
     if (abs.getParent() != null) {

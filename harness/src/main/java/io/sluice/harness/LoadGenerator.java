@@ -541,7 +541,7 @@ public final class LoadGenerator {
           retries++;
         }
       }
-      rig.envoy().sendAsync(b.build()).whenComplete((r, e) -> onResult(a, r, e));
+      rig.sendAsync(b.build()).whenComplete((r, e) -> onResult(a, r, e));
     }
 
     private void onUpstream(String id) {

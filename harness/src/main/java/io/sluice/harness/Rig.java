@@ -2,14 +2,19 @@ package io.sluice.harness;
 
 import io.sluice.emulator.EnvoyExtProcEmulator;
 import io.sluice.emulator.FilterConfig;
+import io.sluice.emulator.HttpRequest;
+import io.sluice.emulator.HttpResult;
 import io.sluice.upstream.ResponseBody;
 import io.sluice.upstream.SimulatedLlmUpstream;
 import io.sluice.upstream.Upstream;
 import io.sluice.upstream.UpstreamRequest;
 import io.sluice.upstream.UpstreamResponse;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 
 /**
  * One system under test: an emulated Envoy in front of a fresh {@link SimulatedLlmUpstream}, with
@@ -21,7 +26,8 @@ public final class Rig implements AutoCloseable {
   private final String name;
   private final boolean admission;
   private final SimulatedLlmUpstream upstream;
-  private final EnvoyExtProcEmulator envoy;
+  private final List<EnvoyExtProcEmulator> envoys;
+  private final LeastRequestBalancer balancer;
   private final Map<String, String> routeMetadata;
   private final SimulatedLlmUpstream.Settings settings;
   private volatile Listener listener = Listener.NONE;
@@ -47,7 +53,7 @@ public final class Rig implements AutoCloseable {
   private Rig(
       String name,
       boolean admission,
-      String target,
+      List<String> targets,
       FilterConfig config,
       SimulatedLlmUpstream.Settings settings,
       Map<String, String> routeMetadata) {
@@ -69,7 +75,17 @@ public final class Rig implements AutoCloseable {
             return upstream.send(request).thenApply(r -> counted(id, prompt, r));
           }
         };
-    this.envoy = EnvoyExtProcEmulator.connect(target, config, tap);
+    List<EnvoyExtProcEmulator> emulators = new ArrayList<>();
+    for (String target : targets) {
+      emulators.add(EnvoyExtProcEmulator.connect(target, config, tap));
+    }
+    this.envoys = List.copyOf(emulators);
+    this.balancer =
+        new LeastRequestBalancer(
+            envoys.stream()
+                .<Function<HttpRequest, CompletableFuture<HttpResult>>>map(e -> e::sendAsync)
+                .toList(),
+            2);
   }
 
   /**
@@ -82,13 +98,31 @@ public final class Rig implements AutoCloseable {
       FilterConfig config,
       SimulatedLlmUpstream.Settings settings,
       Map<String, String> routeMetadata) {
-    return new Rig(name, true, target, config, settings, routeMetadata);
+    return new Rig(name, true, List.of(target), config, settings, routeMetadata);
+  }
+
+  /**
+   * Envoy with ext_proc to a cluster of several admission servers ({@code host:port} each, one
+   * emulated Envoy per replica, all in front of the one upstream): each request opens its ext_proc
+   * stream on the replica that Envoy's {@code LEAST_REQUEST} picks ({@link #balancer()}: two
+   * choices, fewest open requests).
+   */
+  public static Rig extProcReplicas(
+      String name,
+      List<String> targets,
+      FilterConfig config,
+      SimulatedLlmUpstream.Settings settings,
+      Map<String, String> routeMetadata) {
+    if (targets.isEmpty()) {
+      throw new IllegalArgumentException("targets: empty (expected: at least one replica)");
+    }
+    return new Rig(name, true, targets, config, settings, routeMetadata);
   }
 
   /** Envoy with ext_proc disabled on the route: every request goes straight to the upstream. */
   public static Rig noAdmission(String name, SimulatedLlmUpstream.Settings settings) {
     // The channel is never used (no stream is opened for a disabled route); grpc connects lazily.
-    return new Rig(name, false, "127.0.0.1:9", defaultFilter(), settings, Map.of());
+    return new Rig(name, false, List.of("127.0.0.1:9"), defaultFilter(), settings, Map.of());
   }
 
   /**
@@ -124,8 +158,24 @@ public final class Rig implements AutoCloseable {
     return upstream;
   }
 
+  /** The (first) emulated Envoy. */
   public EnvoyExtProcEmulator envoy() {
-    return envoy;
+    return envoys.get(0);
+  }
+
+  /** One emulated Envoy per admission server, in the order of the targets. */
+  public List<EnvoyExtProcEmulator> envoys() {
+    return envoys;
+  }
+
+  /** Spreads requests over {@link #envoys()} (a single one: always that one). */
+  public LeastRequestBalancer balancer() {
+    return balancer;
+  }
+
+  /** Sends one HTTP request through the replica the balancer picks. */
+  public CompletableFuture<HttpResult> sendAsync(HttpRequest request) {
+    return balancer.sendAsync(request);
   }
 
   public Map<String, String> routeMetadata() {
@@ -159,7 +209,7 @@ public final class Rig implements AutoCloseable {
 
   @Override
   public void close() {
-    envoy.close();
+    envoys.forEach(EnvoyExtProcEmulator::close);
     upstream.close();
   }
 }

@@ -96,6 +96,11 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private final Settings settings;
   private final ScheduledExecutorService scheduler;
   private final AtomicInteger active = new AtomicInteger();
+  private final Object concurrencyLock = new Object();
+  private int peakActive;
+  private long activeNanosIntegral;
+  private long concurrencySince = System.nanoTime();
+  private long lastChange = concurrencySince;
   private final AtomicLong served = new AtomicLong();
   private final AtomicLong promptTokensSpent = new AtomicLong();
   private final AtomicLong completionTokensSpent = new AtomicLong();
@@ -145,6 +150,48 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   /** Requests currently generating (prefill or decode). */
   public int active() {
     return active.get();
+  }
+
+  /** The most generations that ran at once since the start or {@link #resetConcurrency()}. */
+  public int peakActive() {
+    synchronized (concurrencyLock) {
+      return peakActive;
+    }
+  }
+
+  /**
+   * The time-weighted mean of {@link #active()} since the start or {@link #resetConcurrency()}
+   * (exact: every start and end of a generation is counted).
+   */
+  public double meanActive() {
+    synchronized (concurrencyLock) {
+      long now = System.nanoTime();
+      long integral = activeNanosIntegral + (long) active.get() * (now - lastChange);
+      long span = now - concurrencySince;
+      return span <= 0 ? active.get() : (double) integral / span;
+    }
+  }
+
+  /** Starts {@link #peakActive()} and {@link #meanActive()} again from now (peak: the current). */
+  public void resetConcurrency() {
+    synchronized (concurrencyLock) {
+      long now = System.nanoTime();
+      concurrencySince = now;
+      lastChange = now;
+      activeNanosIntegral = 0;
+      peakActive = active.get();
+    }
+  }
+
+  private void activeChanged(int delta) {
+    synchronized (concurrencyLock) {
+      long now = System.nanoTime();
+      int before = active.get();
+      activeNanosIntegral += (long) before * (now - lastChange);
+      lastChange = now;
+      int after = active.addAndGet(delta);
+      peakActive = Math.max(peakActive, after);
+    }
   }
 
   /** Requests answered with 200 so far. */
@@ -255,7 +302,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     @Override
     public Runnable subscribe(Sink sink) {
       this.sink = sink;
-      active.incrementAndGet();
+      activeChanged(1);
       promptTokensSpent.addAndGet(promptTokens);
       step(settings.prefillPerInputToken().toNanos() * promptTokens);
       return () -> {
@@ -266,7 +313,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
     private void release() {
       if (released.compareAndSet(0, 1)) {
-        active.decrementAndGet();
+        activeChanged(-1);
       }
     }
 

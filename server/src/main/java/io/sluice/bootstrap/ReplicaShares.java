@@ -308,6 +308,12 @@ final class ReplicaShares implements AutoCloseable {
     return s != null && s.mode() == m ? 1 : 0;
   }
 
+  /** Stops renewing and keeps every lease: they expire on the store (a crash, {@code halt}). */
+  void abandon() {
+    closed = true;
+    timer.shutdownNow();
+  }
+
   /** Stops renewing and gives up every lease (waits at most a second). */
   @Override
   public void close() {

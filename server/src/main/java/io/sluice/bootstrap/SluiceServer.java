@@ -845,12 +845,29 @@ public final class SluiceServer implements AutoCloseable {
    * (streams open, permits in flight; every {@value #DRAIN_LOG_EVERY_SECONDS} s) and its end.
    */
   public void shutdown(Duration grace, String cause) {
+    stop(grace, cause, true);
+  }
+
+  /**
+   * Stops at once as a crash would ({@code kill -9}), for benchmarks and tests of the lease path:
+   * no drain (every open stream, queued or in flight, is cut), and the replica shares are not given
+   * up: the store counts them until {@code replicas.leaseTtl} has passed, then the other replicas
+   * take them.
+   */
+  public void halt() {
+    stop(Duration.ZERO, "halt", false);
+  }
+
+  private void stop(Duration grace, String cause, boolean graceful) {
     if (!draining.compareAndSet(false, true)) {
       return;
     }
     long started = System.nanoTime();
+    if (!graceful && shares != null) {
+      shares.abandon(); // no more renewals, leases left to expire
+    }
     health.enterTerminalState();
-    int refused = controller.refuseAllQueued(ticker.nanos());
+    int refused = graceful ? controller.refuseAllQueued(ticker.nanos()) : 0;
     int streamsAtStart = extProc.liveStreams();
     shutdownLog(
         String.format(
@@ -899,7 +916,7 @@ public final class SluiceServer implements AutoCloseable {
     if (rls != null) {
       rls.close();
     }
-    if (shares != null) {
+    if (shares != null && graceful) {
       shares.close(); // after the drain: this replica's leases go back to the others at once
     }
     stores.close();
