@@ -382,4 +382,42 @@ class ReplicasE2eTest {
       client.shutdown();
     }
   }
+
+  @Test
+  void aCrashedReplicasShareReturnsOnlyAfterItsLeaseExpires() throws Exception {
+    // load on replica 0 only: it holds every slot
+    var load = offerInBackground(300, List.of(0));
+    await()
+        .atMost(Duration.ofSeconds(3))
+        .untilAsserted(
+            () ->
+                assertThat(servers.get(0).replicaShares().get("gpu").grantedRequests())
+                    .isEqualTo(MAX_REQUESTS));
+    load.get(30, TimeUnit.SECONDS);
+    // replica 0 crashes (no drain, no leave): its lease (2 s here) still counts on the store
+    envoys.remove(0).close();
+    SluiceServer crashed = servers.remove(0);
+    crashed.halt();
+    long crashedAt = System.nanoTime();
+    load = offerInBackground(300, List.of(0)); // replica 1 is index 0 now
+    Thread.sleep(1000);
+    assertThat(servers.get(0).replicaShares().get("gpu").grantedRequests())
+        .as("within the crashed replica's lease, the pool is still held by it")
+        .isLessThan(MAX_REQUESTS);
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .untilAsserted(
+            () ->
+                assertThat(servers.get(0).replicaShares().get("gpu").grantedRequests())
+                    .isEqualTo(MAX_REQUESTS));
+    assertThat(Duration.ofNanos(System.nanoTime() - crashedAt))
+        .as("returned after the lease TTL")
+        .isGreaterThanOrEqualTo(Duration.ofMillis(1500));
+    assertThat(admitted(load.get(30, TimeUnit.SECONDS).get(0))).isGreaterThan(10);
+    assertThat(upstream.peak.get()).isLessThanOrEqualTo(MAX_REQUESTS);
+    assertNothingLeft();
+    var p = crashed.runtime().controller().pool("gpu").snapshot(0);
+    assertThat(p.requestsInFlight()).as("the crashed replica's own pool").isZero();
+    crashed.close(); // a no-op after halt
+  }
 }
