@@ -26,6 +26,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.style.markers.SeriesMarkers;
@@ -60,6 +61,14 @@ final class Replicas implements Callable<Integer> {
       description =
           "offered load as a multiple of the upstream's capacity (default: ${DEFAULT-VALUE})")
   double load = 2.0;
+
+  @Option(
+      names = "--lend",
+      defaultValue = "false",
+      description =
+          "lend the class reserves (interactive lendableShare 0.5, batch 0.3) instead of"
+              + " guaranteeing them whole")
+  boolean lend;
 
   @Option(
       names = "--redis",
@@ -202,7 +211,18 @@ final class Replicas implements Callable<Integer> {
 
   /** The policy of every run: the Redis store, a key prefix of the run's own. */
   static String policy(String redis, String keyPrefix) {
-    String base = Policies.policy(CAPACITY, K, HOLD_MILLIS, CLASSES, "interactive");
+    return policy(redis, keyPrefix, false);
+  }
+
+  /** With {@code lend}, the class reserves are mostly lendable (as in the classes scenario). */
+  static String policy(String redis, String keyPrefix, boolean lend) {
+    String classes =
+        lend
+            ? CLASSES
+                .replace("reservedShare: 0.7,", "reservedShare: 0.7, lendableShare: 0.5,")
+                .replace("reservedShare: 0.3,", "reservedShare: 0.3, lendableShare: 0.3,")
+            : CLASSES;
+    String base = Policies.policy(CAPACITY, K, HOLD_MILLIS, classes, "interactive");
     String shared =
         base.replace(
             "rateLimit: {enabled: false}\n",
@@ -272,7 +292,7 @@ final class Replicas implements Callable<Integer> {
 
   private Result runOne(RunSpec spec, Workload w, PrintStream o) throws Exception {
     String prefix = "sluice_bench_replicas_" + UUID.randomUUID().toString().substring(0, 8) + "_";
-    String yaml = policy(redis, prefix);
+    String yaml = policy(redis, prefix, lend);
     List<SluiceServer> servers = new ArrayList<>();
     ScheduledExecutorService timers = Executors.newScheduledThreadPool(2);
     Rig rig = null;
@@ -293,7 +313,7 @@ final class Replicas implements Callable<Integer> {
       double[] killAt = {Double.NaN};
       double[] drainedAt = {Double.NaN};
       double[] wholeAt = {Double.NaN};
-      boolean[] down = new boolean[spec.replicas()];
+      AtomicIntegerArray down = new AtomicIntegerArray(spec.replicas()); // 1: out of the sampling
       int victim = spec.replicas() - 1;
       var sampler =
           timers.scheduleAtFixedRate(
@@ -306,7 +326,7 @@ final class Replicas implements Callable<Integer> {
                 int sumReq = 0;
                 long sumWork = 0;
                 for (int i = 0; i < servers.size(); i++) {
-                  if (down[i]) {
+                  if (down.get(i) == 1) {
                     continue;
                   }
                   var snap = servers.get(i).runtime().controller().pool("llm").snapshot(0);
@@ -350,12 +370,12 @@ final class Replicas implements Callable<Integer> {
                     killAt[0] = (System.nanoTime() - start) / 1e9;
                   }
                   if (spec.kill() == Kill.CRASH) {
-                    down[victim] = true;
+                    down.set(victim, 1);
                     s.halt();
                   } else {
                     // SIGTERM: drain up to 10 s (its share shrinks as it drains), then leave
                     s.shutdown(Duration.ofSeconds(10), "bench: stop one replica");
-                    down[victim] = true;
+                    down.set(victim, 1);
                   }
                   drainedAt[0] = (System.nanoTime() - start) / 1e9 - killAt[0];
                 },
@@ -439,7 +459,7 @@ final class Replicas implements Callable<Integer> {
   }
 
   private static String progress(
-      LoadGenerator.Progress p, Rig rig, List<SluiceServer> servers, boolean[] down) {
+      LoadGenerator.Progress p, Rig rig, List<SluiceServer> servers, AtomicIntegerArray down) {
     StringBuilder b =
         new StringBuilder(
             String.format(
@@ -455,7 +475,7 @@ final class Replicas implements Callable<Integer> {
                 p.upstreamActive()));
     LeastRequestBalancer lb = rig.balancer();
     for (int i = 0; i < servers.size(); i++) {
-      if (down[i]) {
+      if (down.get(i) == 1) {
         b.append(" [down]");
         continue;
       }

@@ -88,7 +88,8 @@ class ReplicasTest {
             0,
             0,
             8,
-            16);
+            16,
+            Map.of());
     return new Replicas.Result(
         spec,
         r,
