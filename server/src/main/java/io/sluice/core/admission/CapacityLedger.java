@@ -119,16 +119,6 @@ final class CapacityLedger {
     return workLimit > oldWork || requestLimit > oldRequests;
   }
 
-  /** Back to the whole pool (no share). Returns whether a limit grew. */
-  boolean clearShare() {
-    long oldWork = workLimit;
-    int oldRequests = requestLimit;
-    shareWork = -1;
-    shareRequests = -1;
-    applyLimits();
-    return workLimit > oldWork || requestLimit > oldRequests;
-  }
-
   /** Whether this replica counts against a granted share rather than the whole pool. */
   boolean shared() {
     return shareWork >= 0;
@@ -386,7 +376,7 @@ final class CapacityLedger {
    * reach) rather than never: accounted as the whole capacity it could not start while another
    * class guarantees a share, and would wait out its queue time for nothing. The reach is {@link
    * ClassSlot#reach}, kept wherever the limits or shares change ({@link #reconfigure}, {@link
-   * #applyShare}, {@link #clearShare}).
+   * #applyShare}).
    */
   long accountedWork(ClassSlot k, long work) {
     return Math.min(work, k.reach);

@@ -289,16 +289,7 @@ public final class PoolState {
 
   /** Expires due items and starts whatever fits (the adapter's timer calls this). */
   void expireDue(long nowNanos) {
-    QueueCoordinator.Callback[] callbacks;
-    lock.lock();
-    try {
-      queues.drain(nowNanos, pending);
-      callbacks = takeCallbacks();
-    } finally {
-      pending.clear(); // empty unless the section threw; then its answers are dropped
-      lock.unlock();
-    }
-    run(callbacks);
+    drainIf(() -> true, nowNanos);
   }
 
   /** Answers every queued item with 503 (server shutdown); returns how many. */
@@ -358,26 +349,18 @@ public final class PoolState {
    * in-flight work drains below it. Permits in flight are kept either way.
    */
   public void applyShare(long work, int requests, long nowNanos) {
-    QueueCoordinator.Callback[] callbacks;
-    lock.lock();
-    try {
-      if (capacity.applyShare(work, requests)) {
-        queues.drain(nowNanos, pending);
-      }
-      callbacks = takeCallbacks();
-    } finally {
-      pending.clear(); // empty unless the section threw; then its answers are dropped
-      lock.unlock();
-    }
-    run(callbacks);
+    drainIf(() -> capacity.applyShare(work, requests), nowNanos);
   }
 
-  /** This replica counts against the whole pool again (no share). */
-  public void clearShare(long nowNanos) {
+  /**
+   * Under the lock: drains the queues (expire what is due, start what fits) when {@code change}
+   * says something changed; then answers the waiters outside the lock.
+   */
+  private void drainIf(java.util.function.BooleanSupplier change, long nowNanos) {
     QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
-      if (capacity.clearShare()) {
+      if (change.getAsBoolean()) {
         queues.drain(nowNanos, pending);
       }
       callbacks = takeCallbacks();
