@@ -28,8 +28,9 @@ import org.junit.jupiter.api.TestMethodOrder;
 
 /**
  * {@link RedisStore} as production builds it ({@code REDIS_TYPE=sentinel}) against a real master,
- * replica and three sentinels: counters, token buckets and tenant budgets work, and the store
- * follows two failovers by itself (a hung master, then a killed one).
+ * replica and three sentinels: counters, token buckets, tenant budgets and share leases work, and
+ * the store follows two failovers by itself (a hung master, then a killed one; a lease taken before
+ * the kill still counts after it).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RedisSentinelTest {
@@ -141,6 +142,8 @@ class RedisSentinelTest {
     TokenBucketSpec one = new TokenBucketSpec(1, 1, 60_000);
     long now = System.currentTimeMillis();
     assertThat(take("s_kill_tb", one, now).granted()).isTrue();
+    // a replica's lease on a pool's share (share_lease.lua)
+    assertThat(share("a", 70).work()).isEqualTo(70);
     assertThat(cli(old.port(), "WAIT", "1", "2000").trim()).isEqualTo("1");
 
     old.kill();
@@ -159,6 +162,12 @@ class RedisSentinelTest {
     // the bucket is still empty
     assertThat(incr(List.of(inc("s_kill", 1)))).containsExactly(2);
     assertThat(take("s_kill_tb", one, now).granted()).isFalse();
+    // the lease was replicated: another replica is granted only what it does not hold
+    io.sluice.core.share.ShareStore.Grant b = share("b", 100);
+    assertThat(b.work()).isEqualTo(30);
+    assertThat(b.peers())
+        .extracting(io.sluice.core.share.ShareStore.Peer::replica)
+        .containsExactly("a");
     assertThat(store.health().healthy()).isTrue();
     System.out.printf("sentinel kill: store recovered %d ms after promotion%n", recoveredAfter);
   }
@@ -180,6 +189,16 @@ class RedisSentinelTest {
     } catch (Exception e) {
       throw new AssertionError(e);
     }
+  }
+
+  /** A 60 s lease of {@code replica} on pool "p" of 100 work units, asking for {@code target}. */
+  static io.sluice.core.share.ShareStore.Grant share(String replica, long target) throws Exception {
+    return store
+        .exchange(
+            new io.sluice.core.share.ShareStore.Exchange(
+                "s_", "p", replica, 60_000, 100, 0, target, 0, 0, 0, target, 0))
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
   }
 
   static CounterIncrement inc(String key, long hits) {
