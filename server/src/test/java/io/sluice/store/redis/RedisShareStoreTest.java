@@ -1,13 +1,10 @@
 package io.sluice.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.sluice.core.share.ShareLeaseModel;
 import io.sluice.core.share.ShareStore;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -31,11 +28,7 @@ class RedisShareStoreTest {
 
   @BeforeAll
   static void connect() {
-    assumeTrue(LocalRedis.reachable(LocalRedis.PORT), "redis-server on 127.0.0.1:6379");
-    store =
-        new RedisStore(
-            RedisSettings.local(LocalRedis.PORT).withCommandTimeout(Duration.ofSeconds(2)),
-            Ticker.system());
+    store = LocalRedisStore.open();
   }
 
   @AfterAll

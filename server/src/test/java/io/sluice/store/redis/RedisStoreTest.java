@@ -1,13 +1,9 @@
 package io.sluice.store.redis;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
 import io.sluice.core.store.CounterStore;
 import io.sluice.core.store.TokenBucketStore;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.StoreContractTest;
-import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -18,12 +14,7 @@ class RedisStoreTest extends StoreContractTest {
 
   @BeforeAll
   static void connect() {
-    assumeTrue(LocalRedis.reachable(LocalRedis.PORT), "redis-server on 127.0.0.1:6379");
-    // The contract, not timeouts: a loaded 2-core CI box can stall a 50 ms command (the default).
-    store =
-        new RedisStore(
-            RedisSettings.local(LocalRedis.PORT).withCommandTimeout(Duration.ofSeconds(2)),
-            Ticker.system());
+    store = LocalRedisStore.open();
   }
 
   @AfterAll

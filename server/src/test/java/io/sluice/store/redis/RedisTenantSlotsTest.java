@@ -1,14 +1,11 @@
 package io.sluice.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.sluice.core.quota.TenantSlots;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -32,11 +29,7 @@ class RedisTenantSlotsTest {
 
   @BeforeAll
   static void connect() {
-    assumeTrue(LocalRedis.reachable(LocalRedis.PORT), "redis-server on 127.0.0.1:6379");
-    store =
-        new RedisStore(
-            RedisSettings.local(LocalRedis.PORT).withCommandTimeout(Duration.ofSeconds(2)),
-            Ticker.system());
+    store = LocalRedisStore.open();
     raw = RedisClient.create("redis://127.0.0.1:" + LocalRedis.PORT);
     conn = raw.connect();
   }
