@@ -320,6 +320,12 @@ public final class AdmissionMetrics {
     private volatile Timer permitHold;
     private final java.util.concurrent.atomic.AtomicReferenceArray<Counter> released =
         new java.util.concurrent.atomic.AtomicReferenceArray<>(Outcome.values().length);
+    // actual/input, actual/output, actual-to-estimate/input, actual-to-estimate/output
+    private final java.util.concurrent.atomic.AtomicReferenceArray<DistributionSummary> actual =
+        new java.util.concurrent.atomic.AtomicReferenceArray<>(4);
+    // by status class: 1 1xx .. 5 5xx, 6 429, 7 503
+    private final java.util.concurrent.atomic.AtomicReferenceArray<Counter> upstream =
+        new java.util.concurrent.atomic.AtomicReferenceArray<>(8);
 
     private ClassMeters(String pool, String cls, String tier) {
       this.pool = pool;
@@ -351,6 +357,49 @@ public final class AdmissionMetrics {
       }
       in.record(input);
       out.record(output);
+    }
+
+    /** Same meters as {@code actual(pool, cls, input, output, estInput, estOutput)}. */
+    public void actual(long input, long output, long estInput, long estOutput) {
+      actualSummary(0).record(input);
+      actualSummary(1).record(output);
+      if (estInput > 0) {
+        actualSummary(2).record((double) input / estInput);
+      }
+      if (estOutput > 0) {
+        actualSummary(3).record((double) output / estOutput);
+      }
+    }
+
+    private DistributionSummary actualSummary(int i) {
+      DistributionSummary d = actual.get(i);
+      if (d == null) { // a benign race: both threads get the one registered summary
+        String direction = i % 2 == 0 ? "input" : "output";
+        d =
+            i < 2
+                ? summary(
+                    MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", direction)
+                : summary(
+                    MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, "pool", pool, "direction", direction);
+        actual.set(i, d);
+      }
+      return d;
+    }
+
+    /** Same meter as {@code upstreamResponse(pool, status)}. */
+    public void upstreamResponse(int status) {
+      int i =
+          status == 429 ? 6 : status == 503 ? 7 : status >= 100 && status < 600 ? status / 100 : 8;
+      if (i == 8) { // outside 1xx..5xx: not cached (each odd status its own class)
+        upstreamCounter(pool, status).increment();
+        return;
+      }
+      Counter c = upstream.get(i);
+      if (c == null) {
+        c = upstreamCounter(pool, status);
+        upstream.set(i, c);
+      }
+      c.increment();
     }
 
     /** Same meters as {@code released(pool, cls, outcome, heldNanos)}. */
@@ -386,9 +435,13 @@ public final class AdmissionMetrics {
   }
 
   public void upstreamResponse(String pool, int status) {
+    upstreamCounter(pool, status).increment();
+  }
+
+  private Counter upstreamCounter(String pool, int status) {
     String statusClass =
         status == 429 || status == 503 ? String.valueOf(status) : (status / 100) + "xx";
-    counter(MetricNames.UPSTREAM_RESPONSES, "pool", pool, "status", statusClass).increment();
+    return counter(MetricNames.UPSTREAM_RESPONSES, "pool", pool, "status", statusClass);
   }
 
   public void streamError(String cause) {

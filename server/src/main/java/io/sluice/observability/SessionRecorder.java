@@ -34,7 +34,7 @@ public final class SessionRecorder implements SessionListener {
     } else if (event instanceof SessionEvent.Released e) {
       released(e);
     } else if (event instanceof SessionEvent.UpstreamResponded e) {
-      metrics.upstreamResponse(e.session().subject().pool().name(), e.status());
+      meters(e.session().subject()).upstreamResponse(e.status());
     } else if (event instanceof SessionEvent.Refused e) {
       refused(e);
     } else if (event instanceof SessionEvent.Queued e) {
@@ -109,13 +109,8 @@ public final class SessionRecorder implements SessionListener {
     Usage u = e.usage();
     TokenEstimate est = session.estimate();
     if (u.reported()) {
-      metrics.actual(
-          s.pool().name(),
-          s.requestClass().name(),
-          u.inputTokens(),
-          u.outputTokens(),
-          est.inputTokens(),
-          est.outputReserveTokens());
+      meters(s)
+          .actual(u.inputTokens(), u.outputTokens(), est.inputTokens(), est.outputReserveTokens());
     }
     if (decisionLog.wants(false)) {
       decisionLog.write(
