@@ -87,7 +87,8 @@ final class IsolatedWarmUp {
               new io.sluice.core.quota.TenantQuotas(
                   warmStores.shared(),
                   config.quotas().keyPrefix(),
-                  io.sluice.core.quota.TenantQuotas.FailureMode.OPEN));
+                  io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
+              io.sluice.core.quota.TenantCaps.none()); // never the shared store
       ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
       m.bindStreams(warmExtProc.tally());
       List<String> domains = List.of();

@@ -32,36 +32,9 @@ public record AdmissionRuntime(
 
   /**
    * A snapshot with the lookup tables of {@code resolver}'s config, whose admission sessions report
-   * to {@code metrics} and {@code decisionLog}.
-   */
-  public AdmissionRuntime(
-      SluiceConfig config,
-      RequestResolver resolver,
-      AdmissionController controller,
-      TokenEstimator estimator,
-      AdmissionMetrics metrics,
-      DecisionLog decisionLog,
-      Ticker ticker,
-      java.time.Clock clock,
-      QueueTimer timer,
-      io.sluice.core.quota.TenantQuotas quotas) {
-    this(
-        config,
-        resolver,
-        controller,
-        estimator,
-        metrics,
-        decisionLog,
-        ticker,
-        clock,
-        timer,
-        quotas,
-        io.sluice.core.quota.TenantCaps.none());
-  }
-
-  /**
-   * As above, with the tenants' {@code maxInFlight} held across replicas by {@code caps} (one per
-   * process: it outlives the snapshot).
+   * to {@code metrics} and {@code decisionLog}; the tenants' {@code maxInFlight} is held across
+   * replicas by {@code caps} (one per process: it outlives the snapshot; {@code TenantCaps.none()}
+   * with a store in this process).
    */
   public AdmissionRuntime(
       SluiceConfig config,

@@ -252,7 +252,8 @@ class ExtProcStreamFuzzTest {
               ticker,
               clock,
               timer,
-              new TenantQuotas(new InMemoryStore(clock), "sluice_", TenantQuotas.FailureMode.OPEN));
+              new TenantQuotas(new InMemoryStore(clock), "sluice_", TenantQuotas.FailureMode.OPEN),
+              io.sluice.core.quota.TenantCaps.none());
       service = new ExtProcService(() -> rt, draining::get);
       services.addService(service.definition()); // replaces the previous input's service
     }
