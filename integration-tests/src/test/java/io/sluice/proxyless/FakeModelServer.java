@@ -21,7 +21,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -29,9 +32,28 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code sluice.test.Llm/Stream} (server streaming: one message now, the rest when released).
  * Messages are UTF-8 strings. In HOLD mode every call waits until {@link #releaseAll()}; the server
  * counts calls in flight and the most it ever saw at once.
+ *
+ * <p>Every message is sent {@link #ANSWER_DELAY_MS} after the call arrives, never from inside the
+ * call's start: grpc-java 1.85.1's ext_proc client loses the first response message when it arrives
+ * before its delayed call has handed the listener over (DelayedClientCall queues the InputStream,
+ * ClientCallImpl closes it when onMessage returns, and the queued delivery then reads released
+ * buffers: CANCELLED "Failed to read message."). A model that answers within microseconds of the
+ * call's start hits that window on a loaded machine; real models never answer that fast. See
+ * docs/envoy.md#proxyless-grpc.
  */
 final class FakeModelServer implements AutoCloseable {
   static final String SERVICE = "sluice.test.Llm";
+
+  /** How long after its arrival a call's first message is sent (unless held). */
+  static final long ANSWER_DELAY_MS = 30;
+
+  private static final ScheduledExecutorService TIMER =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "fake-model-timer");
+            t.setDaemon(true);
+            return t;
+          });
   static final MethodDescriptor.Marshaller<String> UTF8 =
       new MethodDescriptor.Marshaller<>() {
         @Override
@@ -159,37 +181,56 @@ final class FakeModelServer implements AutoCloseable {
     enter(out);
     Runnable answer =
         () -> {
-          if (((ServerCallStreamObserver<String>) out).isCancelled()) {
-            return;
+          synchronized (out) {
+            if (((ServerCallStreamObserver<String>) out).isCancelled()) {
+              return;
+            }
+            inFlight.decrementAndGet();
+            out.onNext("reply to " + prompt);
+            out.onCompleted();
           }
-          inFlight.decrementAndGet();
-          out.onNext("reply to " + prompt);
-          out.onCompleted();
         };
     if (hold) {
       held.add(answer);
     } else {
-      answer.run();
+      later(answer);
     }
   }
 
   private void stream(String prompt, StreamObserver<String> out) {
     enter(out);
-    out.onNext("first token of " + prompt);
+    AtomicBoolean firstSent = new AtomicBoolean();
+    Runnable first =
+        () -> {
+          synchronized (out) {
+            if (!((ServerCallStreamObserver<String>) out).isCancelled()
+                && firstSent.compareAndSet(false, true)) {
+              out.onNext("first token of " + prompt);
+            }
+          }
+        };
     Runnable rest =
         () -> {
-          if (((ServerCallStreamObserver<String>) out).isCancelled()) {
-            return;
+          synchronized (out) {
+            first.run(); // released before its first token's time: that token goes first
+            if (((ServerCallStreamObserver<String>) out).isCancelled()) {
+              return;
+            }
+            inFlight.decrementAndGet();
+            out.onNext("last token");
+            out.onCompleted();
           }
-          inFlight.decrementAndGet();
-          out.onNext("last token");
-          out.onCompleted();
         };
+    later(first);
     if (hold) {
       held.add(rest);
     } else {
-      rest.run();
+      later(rest);
     }
+  }
+
+  private static void later(Runnable r) {
+    TIMER.schedule(r, ANSWER_DELAY_MS, TimeUnit.MILLISECONDS);
   }
 
   /** A unary call through {@code channel}. */
