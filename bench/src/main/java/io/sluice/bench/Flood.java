@@ -94,6 +94,14 @@ final class Flood implements Callable<Integer> {
   @Option(names = "--malformed-rate", defaultValue = "2000", description = "malformed frames per s")
   int malformedRate = 2000;
 
+  @Option(
+      names = "--flood-connections",
+      defaultValue = "1",
+      description =
+          "connections the flood is spread over (each is held to the server's"
+              + " maxStreamsPerConnection by HTTP/2; more reach server.grpc.maxStreams)")
+  int floodConnections = 1;
+
   @Option(names = "--heap", defaultValue = "768m", description = "child -Xmx")
   String heap = "768m";
 
@@ -256,10 +264,13 @@ final class Flood implements Callable<Integer> {
       }
       ManagedChannel healthChan =
           NettyChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build();
-      ManagedChannel floodChan =
-          NettyChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build();
+      List<ManagedChannel> floodChans = new ArrayList<>();
+      for (int i = 0; i < Math.max(1, floodConnections); i++) {
+        floodChans.add(
+            NettyChannelBuilder.forAddress("127.0.0.1", grpcPort).usePlaintext().build());
+      }
       chans.add(healthChan);
-      chans.add(floodChan);
+      chans.addAll(floodChans);
 
       Legit legit = new Legit(chans.subList(0, 4), legitConcurrency);
       legit.start();
@@ -276,10 +287,10 @@ final class Flood implements Callable<Integer> {
       sampler.start();
       FloodLoad flood =
           switch (mode) {
-            case "rls-keys" -> new FloodLoad(floodChan, rlsRate, durationSeconds, Kind.RLS);
-            case "idle-streams" -> new FloodLoad(floodChan, idleRate, durationSeconds, Kind.IDLE);
+            case "rls-keys" -> new FloodLoad(floodChans, rlsRate, durationSeconds, Kind.RLS);
+            case "idle-streams" -> new FloodLoad(floodChans, idleRate, durationSeconds, Kind.IDLE);
             case "malformed" ->
-                new FloodLoad(floodChan, malformedRate, durationSeconds, Kind.MALFORMED);
+                new FloodLoad(floodChans, malformedRate, durationSeconds, Kind.MALFORMED);
             default -> throw new IllegalArgumentException("mode: " + mode);
           };
       flood.valueBytes = valueBytes;
@@ -302,6 +313,20 @@ final class Flood implements Callable<Integer> {
                   + " ([0-9.eE+-]+)");
       legit.stop();
       String outcome = flood.outcome(); // before the client cancels what is still open
+      if (flood.kind == Kind.IDLE && alive) {
+        outcome +=
+            String.format(
+                Locale.ROOT,
+                "; server: %.0f refused max_streams, %.0f ended first_message_timeout",
+                HeapPerQueuedItem.sum(
+                    scrape,
+                    "sluice_extproc_streams_refused_total\\{[^}]*reason=\"max_streams\"[^}]*\\}"
+                        + " ([0-9.eE+-]+)"),
+                HeapPerQueuedItem.sum(
+                    scrape,
+                    "sluice_extproc_stream_errors_total\\{[^}]*cause=\"first_message_timeout\"[^}]*\\}"
+                        + " ([0-9.eE+-]+)"));
+      }
       flood.closeAll();
       return new Result(
           mode,
@@ -359,7 +384,7 @@ final class Flood implements Callable<Integer> {
 
   /** The flood: {@code rate} operations per second for {@code seconds}, in 10 ms ticks. */
   static final class FloodLoad {
-    final ManagedChannel ch;
+    final List<ManagedChannel> chans;
     final int rate;
     final int seconds;
     final Kind kind;
@@ -370,9 +395,10 @@ final class Flood implements Callable<Integer> {
     final ConcurrentLinkedQueue<ClientCall<?, ?>> open = new ConcurrentLinkedQueue<>();
     final Semaphore outstanding;
     final AtomicLong seq = new AtomicLong();
+    final AtomicLong rotor = new AtomicLong();
 
-    FloodLoad(ManagedChannel ch, int rate, int seconds, Kind kind) {
-      this.ch = ch;
+    FloodLoad(List<ManagedChannel> chans, int rate, int seconds, Kind kind) {
+      this.chans = List.copyOf(chans);
       this.rate = rate;
       this.seconds = seconds;
       this.kind = kind;
@@ -435,6 +461,11 @@ final class Flood implements Callable<Integer> {
       }
     }
 
+    /** The flood's connections in turn. */
+    private ManagedChannel ch() {
+      return chans.get((int) (rotor.getAndIncrement() % chans.size()));
+    }
+
     private void closed(Status s) {
       closes.computeIfAbsent(s.getCode().name(), k -> new LongAdder()).increment();
       if (kind != Kind.IDLE) {
@@ -461,9 +492,9 @@ final class Flood implements Callable<Integer> {
                               .setValue(v.toString())))
               .build();
       ClientCall<RateLimitRequest, RateLimitResponse> call =
-          ch.newCall(
-              RateLimitServiceGrpc.getShouldRateLimitMethod(),
-              CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS));
+          ch().newCall(
+                  RateLimitServiceGrpc.getShouldRateLimitMethod(),
+                  CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS));
       call.start(
           new ClientCall.Listener<>() {
             @Override
@@ -479,7 +510,7 @@ final class Flood implements Callable<Integer> {
 
     private void idle() {
       ClientCall<ProcessingRequest, ProcessingResponse> call =
-          ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+          ch().newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
       call.start(
           new ClientCall.Listener<>() {
             @Override
@@ -494,7 +525,7 @@ final class Flood implements Callable<Integer> {
 
     private void malformed() {
       ClientCall<byte[], byte[]> call =
-          ch.newCall(RAW_PROCESS, CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS));
+          ch().newCall(RAW_PROCESS, CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS));
       call.start(
           new ClientCall.Listener<>() {
             @Override
