@@ -179,6 +179,12 @@ class KubernetesManifestsTest {
         (HorizontalPodAutoscaler)
             KubeYaml.toModel(KubeYaml.documents(dir.resolve("hpa-patch.yaml")).get(0));
     assertThat(hpa.getSpec().getMinReplicas()).isEqualTo(replicas);
+    // the policy's fallback share (Redis down) divides each pool by the replicas usually running
+    ConfigMap map = find(base(), ConfigMap.class, SluiceDeploymentContract.CONFIG_MAP);
+    var policy = io.sluice.config.ConfigLoader.parse(map.getData().get("sluice.yaml"));
+    assertThat(policy.replicas().defaults().expectedReplicas()).isEqualTo(replicas);
+    assertThat(policy.replicas().defaults().storeDown())
+        .isEqualTo(io.sluice.core.share.ReplicaPolicy.StoreDown.FALLBACK);
   }
 
   @ParameterizedTest
