@@ -7,6 +7,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.stream.IntStream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Chooses which waiting request of one pool starts next, across its class queues.
@@ -264,7 +265,7 @@ public final class ClassScheduler<T> {
       clearTried(from, to);
       for (int k = earliestUntried(from, to, false); k >= 0; k = earliestUntried(from, to, false)) {
         tried[k] = true;
-        QueuedItem<T> head = head(k);
+        QueuedItem<T> head = waitingHead(k);
         if (fitsReserved(k, head.workUnits(), ledger)
             && start(k, head, Lane.RESERVED, nowNanos, ledger, admitted)) {
           return true;
@@ -282,7 +283,7 @@ public final class ClassScheduler<T> {
       if (k < 0) {
         continue;
       }
-      QueuedItem<T> head = head(k);
+      QueuedItem<T> head = waitingHead(k);
       return fitsBorrowed(k, head.workUnits(), ledger)
           && start(k, head, Lane.BORROWED, nowNanos, ledger, admitted);
     }
@@ -322,8 +323,14 @@ public final class ClassScheduler<T> {
     return d < 0 || (d == 0 && a.id() < b.id());
   }
 
-  private QueuedItem<T> head(int k) {
+  /** The head of class {@code k}'s queue, or null when it is empty. */
+  private @Nullable QueuedItem<T> head(int k) {
     return classes.get(k).queue().peek().orElse(null);
+  }
+
+  /** The head of class {@code k}'s queue, which {@link #earliestUntried} found waiting. */
+  private QueuedItem<T> waitingHead(int k) {
+    return classes.get(k).queue().peek().orElseThrow();
   }
 
   private boolean start(
@@ -345,7 +352,7 @@ public final class ClassScheduler<T> {
     return true;
   }
 
-  private Lane lane(int k, long work, PoolLedger<T> ledger) {
+  private @Nullable Lane lane(int k, long work, PoolLedger<T> ledger) {
     if (fitsReserved(k, work, ledger)) {
       return Lane.RESERVED;
     }

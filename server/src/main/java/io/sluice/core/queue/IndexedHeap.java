@@ -1,6 +1,7 @@
 package io.sluice.core.queue;
 
 import java.util.Arrays;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -31,6 +32,11 @@ abstract class IndexedHeap<E> {
   @SuppressWarnings("unchecked")
   final @Nullable E peek() {
     return size == 0 ? null : (E) elements[0];
+  }
+
+  /** The first element of a heap the caller knows is not empty. */
+  final E head() {
+    return Objects.requireNonNull(peek(), "empty heap");
   }
 
   @SuppressWarnings("unchecked")

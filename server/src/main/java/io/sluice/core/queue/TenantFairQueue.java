@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The waiting room of one (pool, class): bounded, deadline-aware and fair between tenants.
@@ -126,7 +127,7 @@ public final class TenantFairQueue<T> {
    */
   public Optional<QueuedItem<T>> peek() {
     Flow<T> flow = active.peek();
-    return flow == null ? Optional.empty() : Optional.of(flow.peek().item);
+    return flow == null ? Optional.empty() : Optional.of(flow.head().item);
   }
 
   /**
@@ -139,7 +140,7 @@ public final class TenantFairQueue<T> {
     if (flow == null) {
       return new Poll<>(null, expired);
     }
-    Entry<T> entry = flow.peek();
+    Entry<T> entry = flow.head(); // an active flow has items
     serve(flow, entry);
     return new Poll<>(entry.item, expired);
   }
@@ -262,7 +263,7 @@ public final class TenantFairQueue<T> {
 
   private record Ahead(int position, long work) {}
 
-  private Ahead estimateAhead(Flow<T> flow, double weight) {
+  private Ahead estimateAhead(@Nullable Flow<T> flow, double weight) {
     double startNew;
     double work = 0;
     double items = 0;
@@ -279,7 +280,7 @@ public final class TenantFairQueue<T> {
         continue;
       }
       double served = (startNew - g.startTag) * g.weight;
-      served = Math.max(served, g.peek().item.workUnits());
+      served = Math.max(served, g.head().item.workUnits());
       served = Math.min(served, g.queuedWork);
       work += served;
       items += g.size() * (served / g.queuedWork);
