@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What one pool holds in flight — per class, per tenant, in total — and whether a request may
@@ -70,6 +71,11 @@ final class CapacityLedger {
   private int shareRequests = -1;
   private final Map<String, int[]> tenantInFlight = new HashMap<>();
 
+  /** A ledger of {@code policy} with no class slots yet ({@link #reconfigure} adds them). */
+  CapacityLedger(PoolPolicy policy) {
+    this.policy = policy;
+  }
+
   /**
    * Applies a new policy to the class slots; returns every slot (active in the given order, then
    * retired ones still holding permits).
@@ -83,7 +89,7 @@ final class CapacityLedger {
     for (ClassPolicy c : classes) {
       ClassSlot s = old.remove(c.name());
       if (s == null) {
-        s = new ClassSlot(c);
+        s = new ClassSlot(c, newPolicy);
       }
       s.policy = c;
       s.retired = false;
@@ -204,7 +210,7 @@ final class CapacityLedger {
   }
 
   /** The active slot of {@code className}, or null. */
-  ClassSlot slot(String className) {
+  @Nullable ClassSlot slot(String className) {
     for (ClassSlot s : slots) {
       if (!s.retired && s.name().equals(className)) {
         return s;
@@ -254,7 +260,7 @@ final class CapacityLedger {
   }
 
   /** Why {@code tenant}'s in-flight cap stops a start now, or null. */
-  Shortfall checkTenant(Tenant tenant) {
+  @Nullable Shortfall checkTenant(Tenant tenant) {
     int maxInFlight = tenant.tier().maxInFlight();
     if (maxInFlight <= 0) {
       return null;
@@ -270,7 +276,7 @@ final class CapacityLedger {
   }
 
   /** Pool request cap, class share and pool capacity (not the tenant cap); null if it fits. */
-  Shortfall checkCapacity(ClassSlot k, long work) {
+  @Nullable Shortfall checkCapacity(ClassSlot k, long work) {
     PoolPolicy p = policy;
     long w = accountedWork(k, work);
     ClassPolicy cls = k.policy;

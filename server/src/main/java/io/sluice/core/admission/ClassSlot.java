@@ -1,6 +1,7 @@
 package io.sluice.core.admission;
 
 import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.queue.LogQuantile;
 import io.sluice.core.queue.TenantFairQueue;
 
@@ -43,8 +44,10 @@ final class ClassSlot {
   /** How much longer than the pool's service model this class's requests take (quantile). */
   final LogQuantile overrun = ServiceTimes.newTail();
 
-  ClassSlot(ClassPolicy policy) {
+  /** A slot with an empty waiting room bounded for {@code policy} in {@code pool}. */
+  ClassSlot(ClassPolicy policy, PoolPolicy pool) {
     this.policy = policy;
+    this.queue = new TenantFairQueue<>(QueueCoordinator.bounds(policy, pool));
   }
 
   String name() {

@@ -11,6 +11,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.DoubleSupplier;
 import java.util.function.ToLongFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One pool's admission: the order of the checks and the lock around its parts. Each part has one
@@ -37,8 +38,8 @@ import java.util.function.ToLongFunction;
 public final class PoolState {
   private final ReentrantLock lock = new ReentrantLock();
   private final ReleaseListener listener;
-  private final CapacityLedger capacity = new CapacityLedger();
-  private final ServiceTimes service = new ServiceTimes();
+  private final CapacityLedger capacity;
+  private final ServiceTimes service;
   private final RetryAdvice retry;
   private final QueueCoordinator queues;
   // unmet demand since the last demand() read: work and requests refused for want of capacity
@@ -69,9 +70,11 @@ public final class PoolState {
       ReleaseListener listener,
       DoubleSupplier uniform) {
     this.listener = listener;
-    this.retry = new RetryAdvice(rateTauNanos, uniform);
-    this.queues = new QueueCoordinator(capacity, service, retry, this::startQueued);
-    reconfigure(policy, classes);
+    this.capacity = new CapacityLedger(policy);
+    List<ClassSlot> slots = capacity.reconfigure(policy, classes);
+    this.service = new ServiceTimes(policy);
+    this.retry = new RetryAdvice(rateTauNanos, uniform, policy);
+    this.queues = new QueueCoordinator(capacity, service, retry, this::startQueued, slots, policy);
   }
 
   /** Applies a new policy; in-flight work and waiting requests are kept. */
@@ -126,7 +129,8 @@ public final class PoolState {
    * @param maxHoldNanos the longest the adapter can hold the request (Envoy's max_message_timeout);
    *     0 = never queue
    */
-  Decision decide(AdmissionRequest request, long maxHoldNanos, Waiter waiter, long nowNanos) {
+  Decision decide(
+      AdmissionRequest request, long maxHoldNanos, @Nullable Waiter waiter, long nowNanos) {
     QueueCoordinator.Callback[] callbacks;
     Decision d;
     lock.lock();
@@ -148,7 +152,7 @@ public final class PoolState {
   private Decision decideLocked(
       AdmissionRequest request,
       long maxHoldNanos,
-      Waiter waiter,
+      @Nullable Waiter waiter,
       long nowNanos,
       List<QueueCoordinator.Callback> callbacks) {
     ClassSlot k = capacity.slot(request.requestClass().name());
@@ -219,7 +223,8 @@ public final class PoolState {
    * completion the default service time is a pessimistic guess, and a request that might finish is
    * not refused on a guess.
    */
-  private Decision.Reject cannotFinishInTime(ClassSlot k, AdmissionRequest request, long nowNanos) {
+  private Decision.@Nullable Reject cannotFinishInTime(
+      ClassSlot k, AdmissionRequest request, long nowNanos) {
     if (!service.hasSamples()) {
       return null;
     }
@@ -242,7 +247,7 @@ public final class PoolState {
   }
 
   /** Why {@code work} of class {@code k} cannot start now (not the tenant cap), or null. */
-  private Decision.Reject capacityRefusal(ClassSlot k, long work, long nowNanos) {
+  private Decision.@Nullable Reject capacityRefusal(ClassSlot k, long work, long nowNanos) {
     CapacityLedger.Shortfall s = capacity.checkCapacity(k, work);
     if (s == null) {
       return null;
@@ -260,7 +265,8 @@ public final class PoolState {
    * waited, or was still the pool's mean when it was queued): then it leaves the queue refused
    * instead of started. The tenant's cap was checked at arrival against in-flight + queued.
    */
-  private QueueCoordinator.Start startQueued(ClassSlot k, AdmissionRequest request, long now) {
+  private QueueCoordinator.@Nullable Start startQueued(
+      ClassSlot k, AdmissionRequest request, long now) {
     Decision.Reject tooLate = cannotFinishInTime(k, request, now);
     if (tooLate != null) {
       return new QueueCoordinator.Start(null, tooLate);

@@ -13,7 +13,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The waiting side of one pool (PRODUCT.md rules 2–4): each class's {@link TenantFairQueue}, the
@@ -29,24 +31,32 @@ final class QueueCoordinator {
   /** What a queued item carries: its waiter and request (no body, no thread). */
   record Entry(Waiter waiter, AdmissionRequest request) {}
 
-  /** A waiter's answer, run once the pool lock is released. */
-  record Callback(Waiter waiter, Permit permit, Decision.Reject rejection, long waitedNanos) {
+  /** A waiter's answer, run once the pool lock is released: a permit or (permit null) a refusal. */
+  record Callback(
+      Waiter waiter,
+      @Nullable Permit permit,
+      Decision.@Nullable Reject rejection,
+      long waitedNanos) {
     void run() {
       if (permit != null) {
         waiter.admitted(permit, waitedNanos);
       } else {
-        waiter.refused(rejection, waitedNanos);
+        // every Callback without a permit is built with a refusal (refuseAll, drain, Start)
+        waiter.refused(Objects.requireNonNull(rejection, "rejection"), waitedNanos);
       }
     }
   }
 
-  /** The outcome of a proposed start: a permit, or a refusal (it can no longer finish in time). */
-  record Start(Permit permit, Decision.Reject refusal) {}
+  /**
+   * The outcome of a proposed start: a permit, or (permit null) a refusal (it can no longer finish
+   * in time).
+   */
+  record Start(@Nullable Permit permit, Decision.@Nullable Reject refusal) {}
 
   /** The pool's side of a start: its own checks, then the permit. */
   interface Starter {
     /** A permit or a refusal; null when it does not fit now (it stays queued). */
-    Start start(ClassSlot k, AdmissionRequest request, long nowNanos);
+    @Nullable Start start(ClassSlot k, AdmissionRequest request, long nowNanos);
   }
 
   private final CapacityLedger capacity;
@@ -56,15 +66,24 @@ final class QueueCoordinator {
   private final Map<String, int[]> tenantQueued = new HashMap<>();
   private final SchedulerLedger ledger = new SchedulerLedger();
   private ClassScheduler<Entry> scheduler;
-  private List<ClassSlot> queueSlots = List.of(); // scheduler index -> slot
+  private List<ClassSlot> queueSlots; // scheduler index -> slot
   private long nextTicket = 1;
 
+  /** Queues for {@code slots} (as {@link CapacityLedger#reconfigure} returned them). */
   QueueCoordinator(
-      CapacityLedger capacity, ServiceTimes service, RetryAdvice retry, Starter starter) {
+      CapacityLedger capacity,
+      ServiceTimes service,
+      RetryAdvice retry,
+      Starter starter,
+      List<ClassSlot> slots,
+      PoolPolicy policy) {
     this.capacity = capacity;
     this.service = service;
     this.retry = retry;
     this.starter = starter;
+    List<ClassScheduler.QueueClass<Entry>> qcs = queueClasses(slots, policy);
+    this.queueSlots = List.copyOf(slots);
+    this.scheduler = new ClassScheduler<>(qcs);
   }
 
   /**
@@ -72,10 +91,18 @@ final class QueueCoordinator {
    * empty) and rebuilds the scheduler; retired slots rank last, with no reserve.
    */
   void reconfigure(List<ClassSlot> slots, PoolPolicy policy) {
+    List<ClassScheduler.QueueClass<Entry>> qcs = queueClasses(slots, policy);
+    this.queueSlots = List.copyOf(slots);
+    this.scheduler = new ClassScheduler<>(qcs);
+  }
+
+  /** The scheduler's view of {@code slots}; an empty queue whose bounds changed is replaced. */
+  private static List<ClassScheduler.QueueClass<Entry>> queueClasses(
+      List<ClassSlot> slots, PoolPolicy policy) {
     List<ClassScheduler.QueueClass<Entry>> qcs = new ArrayList<>();
     for (ClassSlot s : slots) {
       QueueBounds bounds = bounds(s.policy, policy);
-      if (s.queue == null || (s.queue.isEmpty() && !s.queue.bounds().equals(bounds))) {
+      if (s.queue.isEmpty() && !s.queue.bounds().equals(bounds)) {
         s.queue = new TenantFairQueue<>(bounds);
       }
       qcs.add(
@@ -86,11 +113,11 @@ final class QueueCoordinator {
               s.retired || s.policy.borrow(),
               s.queue));
     }
-    this.queueSlots = List.copyOf(slots);
-    this.scheduler = new ClassScheduler<>(qcs);
+    return qcs;
   }
 
-  private static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
+  /** The waiting room of class {@code c} in pool {@code p}. */
+  static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
     long maxWork =
         Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) p.capacityWorkUnits()));
     long maxWait = Math.max(1, c.maxQueueWait().toNanos());

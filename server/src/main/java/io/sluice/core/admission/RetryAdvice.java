@@ -28,21 +28,24 @@ final class RetryAdvice {
   private RetryAfter retryAfter;
   private long minNanos;
 
-  RetryAdvice(long rateTauNanos, DoubleSupplier uniform) {
+  /** With the clamps and jitter of {@code policy}; no completion seen yet. */
+  RetryAdvice(long rateTauNanos, DoubleSupplier uniform, PoolPolicy policy) {
     this.completionRate = new CompletionRate(rateTauNanos);
     this.uniform = uniform;
+    this.retryAfter = retryAfter(policy, uniform);
+    this.minNanos = policy.retryAfterMin().toNanos();
   }
 
   /** Takes the pool's clamps and jitter. */
   void reconfigure(PoolPolicy policy) {
-    long min = Math.max(1, ceilSeconds(policy.retryAfterMin().toNanos()));
-    this.retryAfter =
-        new RetryAfter(
-            min,
-            Math.max(min, policy.retryAfterMax().toSeconds()),
-            policy.retryAfterJitter(),
-            uniform);
+    this.retryAfter = retryAfter(policy, uniform);
     this.minNanos = policy.retryAfterMin().toNanos();
+  }
+
+  private static RetryAfter retryAfter(PoolPolicy policy, DoubleSupplier uniform) {
+    long min = Math.max(1, ceilSeconds(policy.retryAfterMin().toNanos()));
+    return new RetryAfter(
+        min, Math.max(min, policy.retryAfterMax().toSeconds()), policy.retryAfterJitter(), uniform);
   }
 
   /** A permit of {@code work} units was held {@code holdNanos} and released at {@code nowNanos}. */

@@ -48,22 +48,30 @@ final class ServiceTimes {
 
   private WaitPredictor predictor;
 
+  /** Nothing learned yet, for a pool of {@code policy}. */
+  ServiceTimes(PoolPolicy policy) {
+    this.predictor = new WaitPredictor(predictorConfig(policy));
+  }
+
   static LogQuantile newTail() {
     return new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
   }
 
   /** Keeps what was learned unless the predictor's settings changed. */
   void reconfigure(PoolPolicy policy) {
-    WaitPredictor.Config pc =
-        new WaitPredictor.Config(
-            policy.capacityWorkUnits(),
-            RATE_HALF_LIFE_NANOS,
-            policy.defaultServiceTime().toNanos(),
-            20,
-            policy.maxRequests());
-    if (predictor == null || !predictor.config().equals(pc)) {
+    WaitPredictor.Config pc = predictorConfig(policy);
+    if (!predictor.config().equals(pc)) {
       this.predictor = new WaitPredictor(pc);
     }
+  }
+
+  private static WaitPredictor.Config predictorConfig(PoolPolicy policy) {
+    return new WaitPredictor.Config(
+        policy.capacityWorkUnits(),
+        RATE_HALF_LIFE_NANOS,
+        policy.defaultServiceTime().toNanos(),
+        20,
+        policy.maxRequests());
   }
 
   WaitPredictor predictor() {

@@ -17,7 +17,7 @@ class CapacityLedgerTest {
   private final ClassPolicy interactive = Policies.cls("interactive", 0, 0.5, 0.25, true);
   private final ClassPolicy batch = Policies.cls("batch", 1, 0.5, 0.0, false);
   private final Tenant acme = Policies.tenant("acme", 2);
-  private final CapacityLedger ledger = new CapacityLedger();
+  private final CapacityLedger ledger = new CapacityLedger(pool);
   private final PoolState owner =
       new PoolState(
           pool, List.of(interactive, batch), 1, PoolState.ReleaseListener.NONE, () -> 0.5);

@@ -24,29 +24,30 @@ class QueueCoordinatorTest {
   private final Tenant acme = Policies.tenant("acme", 0);
   private final PoolState owner =
       new PoolState(pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
-  private final CapacityLedger capacity = new CapacityLedger();
-  private final ServiceTimes service = new ServiceTimes();
-  private final RetryAdvice retry = new RetryAdvice(Duration.ofSeconds(10).toNanos(), () -> 0.5);
+  private final CapacityLedger capacity = new CapacityLedger(pool);
+  private final ServiceTimes service = new ServiceTimes(pool);
+  private final RetryAdvice retry =
+      new RetryAdvice(Duration.ofSeconds(10).toNanos(), () -> 0.5, pool);
   private final List<AdmissionRequest> proposed = new ArrayList<>();
   private boolean accept;
-  private final QueueCoordinator queues =
-      new QueueCoordinator(
-          capacity,
-          service,
-          retry,
-          (k, request, now) -> {
-            proposed.add(request);
-            return accept
-                ? new QueueCoordinator.Start(capacity.take(owner, k, request, now), null)
-                : null;
-          });
+  private final QueueCoordinator queues;
   private final List<QueueCoordinator.Callback> callbacks = new ArrayList<>();
 
   QueueCoordinatorTest() {
     List<ClassSlot> slots = capacity.reconfigure(pool, List.of(interactive, batch));
-    queues.reconfigure(slots, pool);
-    service.reconfigure(pool);
-    retry.reconfigure(pool);
+    queues =
+        new QueueCoordinator(
+            capacity,
+            service,
+            retry,
+            (k, request, now) -> {
+              proposed.add(request);
+              return accept
+                  ? new QueueCoordinator.Start(capacity.take(owner, k, request, now), null)
+                  : null;
+            },
+            slots,
+            pool);
   }
 
   private static final class Recorder implements Waiter {

@@ -23,7 +23,8 @@ class RetryAdviceTest {
           0.0,
           Duration.ofMillis(100),
           Duration.ofSeconds(2));
-  private final RetryAdvice advice = new RetryAdvice(Duration.ofSeconds(10).toNanos(), () -> 0.5);
+  private final RetryAdvice advice =
+      new RetryAdvice(Duration.ofSeconds(10).toNanos(), () -> 0.5, pool);
 
   @Test
   void withNoCompletionsEveryBaseIsTheMinimum() {

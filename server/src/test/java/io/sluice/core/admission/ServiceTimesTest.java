@@ -18,8 +18,8 @@ class ServiceTimesTest {
   private final Tenant acme = Policies.tenant("acme", 0);
   private final PoolState owner =
       new PoolState(pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
-  private final ClassSlot slot = new ClassSlot(interactive);
-  private final ServiceTimes service = new ServiceTimes();
+  private final ClassSlot slot = new ClassSlot(interactive, pool);
+  private final ServiceTimes service = new ServiceTimes(pool);
 
   private Permit permit(long work, long input, long output) {
     return new Permit(owner, slot, acme, work, time.nanos(), input, output);
