@@ -18,6 +18,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Counters and token buckets in this process: the default store for a single replica. Stages
@@ -116,8 +117,8 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
   private final AtomicLong bytes = new AtomicLong();
   private final AtomicLong entries = new AtomicLong();
   private final ReentrantLock evictLock = new ReentrantLock();
-  private Iterator<Map.Entry<String, Counter>> counterCursor; // @GuardedBy("evictLock")
-  private Iterator<Map.Entry<String, Bucket>> bucketCursor; // @GuardedBy("evictLock")
+  private @Nullable Iterator<Map.Entry<String, Counter>> counterCursor; // @GuardedBy("evictLock")
+  private @Nullable Iterator<Map.Entry<String, Bucket>> bucketCursor; // @GuardedBy("evictLock")
   private boolean bucketTurn; // @GuardedBy("evictLock")
   private final LongAdder expiredEvictions = new LongAdder();
   private final LongAdder liveEvictions = new LongAdder();
@@ -286,7 +287,7 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
   private record Updated(Bucket bucket, TokenBucketResult result) {}
 
   private static Updated update(
-      Bucket old, TokenBucketSpec spec, long requested, long nowMillis, boolean force) {
+      @Nullable Bucket old, TokenBucketSpec spec, long requested, long nowMillis, boolean force) {
     double tokens =
         old == null || old.expiresAtMillis() - nowMillis <= 0
             ? spec.capacity()
@@ -388,9 +389,6 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
           c = nextCounter();
           b = c == null ? nextBucket() : null;
         }
-        if (c == null && b == null) {
-          break; // both maps empty
-        }
         if (c != null) {
           Counter v = c.getValue();
           if (v.expiresAtMillis - now <= 0) {
@@ -410,7 +408,7 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
             victimBucket = null;
             victimBucketValue = null;
           }
-        } else {
+        } else if (b != null) {
           Bucket v = b.getValue();
           if (v.expiresAtMillis() - now <= 0) {
             if (buckets.remove(b.getKey(), v)) {
@@ -432,12 +430,17 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
             victimCounter = null;
             victimCounterValue = null;
           }
+        } else {
+          break; // both maps empty
         }
       }
       if (removedExpired) {
         return true;
       }
-      if (victimCounter != null && counters.remove(victimCounter, victimCounterValue)) {
+      // a victim's key and value are set and cleared together
+      if (victimCounter != null
+          && victimCounterValue != null
+          && counters.remove(victimCounter, victimCounterValue)) {
         release(sizeOf(victimCounter));
         liveEvictions.increment();
         evictedHits.add(victimCounterValue.value.get());
@@ -455,14 +458,14 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
     }
   }
 
-  private Map.Entry<String, Counter> nextCounter() {
+  private Map.@Nullable Entry<String, Counter> nextCounter() {
     if (counterCursor == null || !counterCursor.hasNext()) {
       counterCursor = counters.entrySet().iterator();
     }
     return counterCursor.hasNext() ? counterCursor.next() : null;
   }
 
-  private Map.Entry<String, Bucket> nextBucket() {
+  private Map.@Nullable Entry<String, Bucket> nextBucket() {
     if (bucketCursor == null || !bucketCursor.hasNext()) {
       bucketCursor = buckets.entrySet().iterator();
     }

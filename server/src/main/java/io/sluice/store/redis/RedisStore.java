@@ -33,11 +33,13 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Redis store on Lettuce's async API (single, Sentinel or Cluster).
@@ -70,9 +72,10 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong consecutiveFailures = new AtomicLong();
   private volatile String lastError = "";
-  private volatile CompletableFuture<RedisClusterAsyncCommands<String, String>> commands;
+  // null until the constructor starts the first connection attempt
+  private volatile @Nullable CompletableFuture<RedisClusterAsyncCommands<String, String>> commands;
   private volatile long connectFailedAtNanos;
-  private volatile StatefulConnection<String, String> connection;
+  private volatile @Nullable StatefulConnection<String, String> connection; // null until connected
 
   public RedisStore(RedisSettings settings, Ticker ticker) {
     this.settings = settings;
@@ -466,8 +469,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
     static final Duration PERIODIC_REFRESH = Duration.ofSeconds(30);
 
     private final ClientResources resources;
-    private final RedisClient single;
-    private final RedisClusterClient cluster;
+    private final @Nullable RedisClient single; // exactly one of single and cluster is set
+    private final @Nullable RedisClusterClient cluster;
     private final List<RedisURI> uris;
 
     AbstractRedisClientHolder(RedisSettings s) {
@@ -513,16 +516,16 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
     }
 
     CompletableFuture<StatefulConnection<String, String>> connect() {
-      if (cluster != null) {
+      RedisClusterClient cl = cluster;
+      if (cl != null) {
         // Lettuce's async cluster connect needs the partitions (slot map) loaded first; without
         // this it fails every time with "Partitions not initialized"
-        return cluster
-            .refreshPartitionsAsync()
+        return cl.refreshPartitionsAsync()
             .toCompletableFuture()
-            .thenCompose(v -> cluster.connectAsync(StringCodec.UTF8))
+            .thenCompose(v -> cl.connectAsync(StringCodec.UTF8))
             .thenApply(c -> (StatefulConnection<String, String>) c);
       }
-      return single
+      return Objects.requireNonNull(single, "single")
           .connectAsync(StringCodec.UTF8, uris.get(0))
           .toCompletableFuture()
           .thenApply(c -> (StatefulConnection<String, String>) c);
@@ -540,7 +543,7 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
       if (cluster != null) {
         cluster.shutdown();
       } else {
-        single.shutdown();
+        Objects.requireNonNull(single, "single").shutdown();
       }
       // ours (not Lettuce's default), so the client does not close it; its threads are daemons
       var unused = resources.shutdown(0, 2, TimeUnit.SECONDS);
@@ -556,16 +559,16 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
             throw new IllegalArgumentException(
                 "REDIS_URL: " + s.url() + " (expected: mastername,host:port[,host:port...])");
           }
-          RedisURI.Builder b = null;
-          for (int i = 1; i < parts.length; i++) {
+          boolean auth = !s.sentinelAuth().isEmpty();
+          HostPort first = HostPort.parse(parts[1]);
+          RedisURI.Builder b =
+              auth
+                  ? RedisURI.Builder.sentinel(
+                      first.host(), first.port(), parts[0], s.sentinelAuth())
+                  : RedisURI.Builder.sentinel(first.host(), first.port(), parts[0]);
+          for (int i = 2; i < parts.length; i++) {
             HostPort hp = HostPort.parse(parts[i]);
-            boolean auth = !s.sentinelAuth().isEmpty();
-            if (b == null) {
-              b =
-                  auth
-                      ? RedisURI.Builder.sentinel(hp.host(), hp.port(), parts[0], s.sentinelAuth())
-                      : RedisURI.Builder.sentinel(hp.host(), hp.port(), parts[0]);
-            } else if (auth) {
+            if (auth) {
               b.withSentinel(hp.host(), hp.port(), s.sentinelAuth());
             } else {
               b.withSentinel(hp.host(), hp.port());
