@@ -24,7 +24,7 @@ import java.util.Set;
  *       interfaces, and no Sluice package.
  *   <li>{@code store.*} implementations: named only by {@code bootstrap} (the one wiring root),
  *       everyone else uses the {@code core.store} ports.
- *   <li>No cycles between top-level packages.
+ *   <li>No cycles between top-level packages, nor between the subpackages of {@code core}.
  * </ul>
  *
  * {@link LayerRulesTest} checks them on the main classes; {@link LayerRulesBiteTest} shows each one
@@ -136,4 +136,12 @@ final class LayerRules {
 
   static final ArchRule NO_PACKAGE_CYCLES =
       slices().matching("io.sluice.(*)..").should().beFreeOfCycles();
+
+  /**
+   * The top-level rule sees {@code core} as one slice; inside it the packages layer too ({@code
+   * time}, {@code policy}, {@code store}, {@code estimate} below {@code queue} and {@code
+   * admission}, then {@code quota} and {@code share}, then {@code session}), and that order holds.
+   */
+  static final ArchRule NO_CORE_PACKAGE_CYCLES =
+      slices().matching("io.sluice.core.(*)..").should().beFreeOfCycles();
 }

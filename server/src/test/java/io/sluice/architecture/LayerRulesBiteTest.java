@@ -8,6 +8,8 @@ import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.EvaluationResult;
 import io.sluice.core.archfixture.ReadsClocks;
 import io.sluice.core.archfixture.SeesAdapters;
+import io.sluice.core.archfixture.UsesQuotaFixture;
+import io.sluice.core.quota.archfixture.UsesCoreFixture;
 import io.sluice.extproc.archfixture.UsesRouting;
 import io.sluice.rls.archfixture.NamesAStore;
 import io.sluice.routing.archfixture.UsesExtProc;
@@ -41,7 +43,9 @@ class LayerRulesBiteTest {
             "only bootstrap names a store",
             LayerRules.ONLY_BOOTSTRAP_NAMES_A_STORE,
             NamesAStore.class),
-        Arguments.of("no package cycles", LayerRules.NO_PACKAGE_CYCLES, UsesExtProc.class));
+        Arguments.of("no package cycles", LayerRules.NO_PACKAGE_CYCLES, UsesExtProc.class),
+        Arguments.of(
+            "no core package cycles", LayerRules.NO_CORE_PACKAGE_CYCLES, UsesQuotaFixture.class));
   }
 
   private static final JavaClasses FIXTURES =
@@ -52,7 +56,9 @@ class LayerRulesBiteTest {
               UsesExtProc.class,
               UsesRouting.class,
               UsesConfig.class,
-              NamesAStore.class);
+              NamesAStore.class,
+              UsesQuotaFixture.class,
+              UsesCoreFixture.class);
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("breaks")

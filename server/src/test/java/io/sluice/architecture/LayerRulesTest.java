@@ -46,4 +46,9 @@ class LayerRulesTest {
   void topLevelPackages_haveNoCycles() {
     LayerRules.NO_PACKAGE_CYCLES.check(CLASSES);
   }
+
+  @Test
+  void coreSubpackages_haveNoCycles() {
+    LayerRules.NO_CORE_PACKAGE_CYCLES.check(CLASSES);
+  }
 }
