@@ -272,7 +272,8 @@ public final class SluiceServer implements AutoCloseable {
             this::readiness)
         .routeWithQuery(
             "/config",
-            "the effective config, redacted, in the policy file's syntax (?format=yaml|json)",
+            "the effective config, redacted: JSON, or YAML with ?format=yaml; either validates as"
+                + " a policy file",
             this::configReply)
         .route(
             "/debug/queues",

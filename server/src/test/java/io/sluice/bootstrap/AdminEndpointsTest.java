@@ -51,6 +51,14 @@ class AdminEndpointsTest {
           .contains("/healthcheck")
           .contains("/rlconfig")
           .contains("/json");
+      // /config answers JSON unless asked for YAML: the list says so
+      assertThat(r.body())
+          .contains(
+              "the effective config, redacted: JSON, or YAML with ?format=yaml; either validates"
+                  + " as a policy file")
+          .doesNotContain("policy file's syntax");
+      assertThat(get(server.adminPort(), "/config").headers().firstValue("Content-Type"))
+          .hasValue("application/json");
       HttpResponse<String> json = get(server.adminPort(), "/?format=json");
       assertThat(json.headers().firstValue("Content-Type")).hasValue("application/json");
       assertThat(json.body()).contains("{\"path\": \"/metrics\", \"description\": \"Prometheus");
