@@ -1,12 +1,14 @@
 package io.sluice.bootstrap;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.ManagedChannel;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.quota.QuotaCheck;
@@ -25,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Two Sluice servers (separate ports) on one real Redis (127.0.0.1:6379, started by .ci/run):
  * requests sent to both alternately meet one global limit, for the rate limit service and for the
- * ext_proc tenant budgets.
+ * ext_proc tenant budgets, also with the rate limit service off.
  */
 class TwoReplicasOneRedisTest {
   @TempDir Path dir;
@@ -112,6 +114,77 @@ class TwoReplicasOneRedisTest {
         }
       }
       assertThat(allowed).isEqualTo(6);
+    }
+  }
+
+  /**
+   * With the rate limit service off, the bootstrap still builds the store from the store settings
+   * ({@code BACKEND_TYPE=redis}): the tenant request and token budgets of both replicas are one.
+   */
+  @Test
+  void rateLimitServiceOff_tenantBudgetsAreStillSharedOnRedis() throws Exception {
+    String prefix = "sluice_test_" + UUID.randomUUID().toString().substring(0, 8) + "_";
+    String policy =
+        """
+        server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+        pools: {gpu: {capacity: 100000}}
+        classes: {interactive: {reservedShare: 1.0}}
+        tiers: {limited: {weight: 1, rpm: 6, outputTpm: 500}}
+        tenants: {anonymousTier: limited, unknownTier: limited}
+        quotas: {keyPrefix: %s}
+        rateLimit:
+          enabled: false
+          env: {BACKEND_TYPE: redis, REDIS_URL: "127.0.0.1:6379"}
+        """
+            .formatted(prefix);
+    SluiceServer.Options opts =
+        new SluiceServer.Options(null, Map.of(), Ticker.system(), Clock.systemUTC());
+    try (SluiceServer a = SluiceServer.start(ConfigLoader.parse(policy), opts);
+        SluiceServer b = SluiceServer.start(ConfigLoader.parse(policy), opts)) {
+      assertThat(a.awaitRateLimitStore(Duration.ofSeconds(10))).isTrue();
+      assertThat(b.awaitRateLimitStore(Duration.ofSeconds(10))).isTrue();
+      assertThat(a.rlsState()).isEqualTo("rate limit service off (rateLimit.enabled: false)");
+
+      // no rate limit service on the gRPC port
+      ManagedChannel ch =
+          NettyChannelBuilder.forAddress("127.0.0.1", a.grpcPort()).usePlaintext().build();
+      try {
+        assertThatThrownBy(
+                () ->
+                    RateLimitServiceGrpc.newBlockingStub(ch)
+                        .withDeadlineAfter(5, TimeUnit.SECONDS)
+                        .shouldRateLimit(RateLimitRequest.newBuilder().setDomain("d").build()))
+            .isInstanceOf(StatusRuntimeException.class)
+            .hasMessageContaining("UNIMPLEMENTED");
+      } finally {
+        ch.shutdownNow();
+      }
+
+      var tenant = a.runtime().resolver().resolve(new NoSignals(), 0).tenant();
+      int requests = 0;
+      int reservations = 0;
+      for (int i = 0; i < 10; i++) {
+        SluiceServer s = i % 2 == 0 ? a : b;
+        QuotaCheck r =
+            s.runtime()
+                .quotas()
+                .takeRequest(tenant, System.currentTimeMillis())
+                .toCompletableFuture()
+                .get(5, TimeUnit.SECONDS);
+        // 100 output tokens a request: 5 fit the 500 a minute of both replicas together
+        QuotaCheck t =
+            s.runtime()
+                .quotas()
+                .reserveTokens(tenant, 0, 100, System.currentTimeMillis())
+                .toCompletableFuture()
+                .get(5, TimeUnit.SECONDS);
+        assertThat(r.storeFailed()).isFalse();
+        assertThat(t.storeFailed()).isFalse();
+        requests += r.allowed() ? 1 : 0;
+        reservations += t.allowed() ? 1 : 0;
+      }
+      assertThat(requests).isEqualTo(6);
+      assertThat(reservations).isEqualTo(5);
     }
   }
 
