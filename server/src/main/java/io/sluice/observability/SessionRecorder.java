@@ -98,6 +98,7 @@ public final class SessionRecorder implements SessionListener {
                   e.status(),
                   e.retryAfterSeconds())
               .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
+              .setMessage(e.message())
               .build());
     }
   }

@@ -109,6 +109,7 @@ class SessionRecorderTest {
   /** A front end that only notes what it was told. */
   private static final class Front implements SessionFront {
     final List<String> calls = new ArrayList<>();
+    String message = "";
 
     @Override
     public void admitted(boolean atBody) {
@@ -123,6 +124,7 @@ class SessionRecorderTest {
     @Override
     public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
       calls.add("refused " + reason.code());
+      this.message = message;
     }
 
     @Override
@@ -300,6 +302,7 @@ class SessionRecorderTest {
     assertThat(r.getRetryAfterSeconds()).isBetween(1L, 60L);
     assertThat(r.getOutcome()).isEqualTo(io.sluice.api.v1.Outcome.OUTCOME_REJECTED);
     assertThat(r.hasActual()).isFalse();
+    assertThat(r.getMessage()).as("the message the client got").isNotEmpty().isEqualTo(f.message);
   }
 
   @Test
@@ -364,6 +367,7 @@ class SessionRecorderTest {
     assertThat(r.getHttpStatus()).isEqualTo(503);
     assertThat(r.getQueuePosition()).isEqualTo(1);
     assertThat(r.getQueueWaitMs()).isEqualTo(2_100);
+    assertThat(r.getMessage()).isNotEmpty().isEqualTo(f.message);
     first.release(Outcome.CANCELLED);
     assertThat(records()).hasSize(2);
     assertThat(records().get(1).getOutcome()).isEqualTo(io.sluice.api.v1.Outcome.OUTCOME_CANCELLED);

@@ -379,7 +379,7 @@ public final class AdmissionSession implements Waiter {
     reason = why;
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
     steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Refused(this, why, status, retryAfterSeconds));
+    env.listener().on(new SessionEvent.Refused(this, why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
   }
 

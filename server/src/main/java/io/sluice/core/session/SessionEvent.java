@@ -37,8 +37,12 @@ public sealed interface SessionEvent
   record Dequeued(AdmissionSession session, String outcome, long waitedNanos)
       implements SessionEvent {}
 
-  /** The request is refused (by the front end's checks, a tenant budget, or the pool). */
-  record Refused(AdmissionSession session, Reason reason, int status, long retryAfterSeconds)
+  /**
+   * The request is refused (by the front end's checks, a tenant budget, or the pool); {@code
+   * message} is the one the client gets.
+   */
+  record Refused(
+      AdmissionSession session, Reason reason, int status, long retryAfterSeconds, String message)
       implements SessionEvent {}
 
   /** The permit was released (exactly once), with the usage the response reported. */
