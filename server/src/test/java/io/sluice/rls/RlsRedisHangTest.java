@@ -139,20 +139,24 @@ class RlsRedisHangTest {
               .evaluate(new RlsRequest("hang", List.of(RlsRequest.Descriptor.of("c", "mid")), 0))
               .toCompletableFuture());
     }
+    long paused = System.nanoTime();
     redis.pause();
     // bounded: every call in flight is answered although Redis never will (no wall-clock bound is
     // asserted; the answers come from the command timeout and the failure mode, counted below)
     CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+    long midLoad = (System.nanoTime() - paused) / 1_000_000;
 
-    List<Long> hung = new ArrayList<>();
+    List<Long> hungOpen = new ArrayList<>();
+    List<Long> hungClosed = new ArrayList<>();
+    List<Long> hungLocal = new ArrayList<>();
     double openBefore = failureMode("open");
     double closedBefore = failureMode("closed");
     double localBefore = failureMode("local");
     for (int i = 0; i < 5; i++) {
-      assertThat(call("o", "x", hung).overall()).isEqualTo(RlsDecision.Code.OK);
-      assertThat(call("c", "x", hung).overall()).isEqualTo(RlsDecision.Code.OVER_LIMIT);
+      assertThat(call("o", "x", hungOpen).overall()).isEqualTo(RlsDecision.Code.OK);
+      assertThat(call("c", "x", hungClosed).overall()).isEqualTo(RlsDecision.Code.OVER_LIMIT);
       // local: counted in this process against the limit (3, one replica)
-      assertThat(call("l", "x", hung).overall())
+      assertThat(call("l", "x", hungLocal).overall())
           .isEqualTo(i < 3 ? RlsDecision.Code.OK : RlsDecision.Code.OVER_LIMIT);
     }
     assertThat(failureMode("open") - openBefore).isEqualTo(5);
@@ -177,11 +181,22 @@ class RlsRedisHangTest {
     }
     assertThat(module.health().store().healthy()).isTrue();
     System.out.printf(
-        "redis hang: latency ms healthy max %d, hung max %d (n=%d), after max %d%n",
-        healthy.stream().mapToLong(Long::longValue).max().orElse(0),
-        hung.stream().mapToLong(Long::longValue).max().orElse(0),
-        hung.size(),
-        after.stream().mapToLong(Long::longValue).max().orElse(0));
+        "redis hang (REDIS_COMMAND_TIMEOUT 50 ms): max latency ms: healthy %d (n=%d); 20 calls in"
+            + " flight at SIGSTOP all answered after %d; hung: open %d, closed %d, local %d (n=%d"
+            + " each); after SIGCONT %d (n=%d)%n",
+        max(healthy),
+        healthy.size(),
+        midLoad,
+        max(hungOpen),
+        max(hungClosed),
+        max(hungLocal),
+        hungOpen.size(),
+        max(after),
+        after.size());
+  }
+
+  private static long max(List<Long> latencies) {
+    return latencies.stream().mapToLong(Long::longValue).max().orElse(0);
   }
 
   @Test
@@ -200,9 +215,11 @@ class RlsRedisHangTest {
     assertThat(take(closed, acme)).isEqualTo(QuotaCheck.ALLOWED);
 
     redis.pause();
+    List<Long> hungClosed = new ArrayList<>();
+    List<Long> hungOpen = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      QuotaCheck c = take(closed, acme);
-      QuotaCheck o = take(open, acme);
+      QuotaCheck c = timed(() -> take(closed, acme), hungClosed);
+      QuotaCheck o = timed(() -> take(open, acme), hungOpen);
       assertThat(c.allowed()).isFalse();
       assertThat(c.storeFailed()).isTrue();
       assertThat(c.reason()).isEqualTo(Reason.TENANT_RATE);
@@ -218,6 +235,21 @@ class RlsRedisHangTest {
         .until(() -> !take(closed, acme).storeFailed());
     assertThat(take(closed, acme)).isEqualTo(QuotaCheck.ALLOWED);
     assertThat(quotaStore.health().healthy()).isTrue();
+    System.out.printf(
+        "redis hang, tenant buckets (REDIS_COMMAND_TIMEOUT 50 ms): max latency ms: closed %d,"
+            + " open %d (n=%d each)%n",
+        max(hungClosed), max(hungOpen), hungClosed.size());
+  }
+
+  private interface Take {
+    QuotaCheck get() throws Exception;
+  }
+
+  private static QuotaCheck timed(Take take, List<Long> latencies) throws Exception {
+    long t0 = System.nanoTime();
+    QuotaCheck c = take.get();
+    latencies.add((System.nanoTime() - t0) / 1_000_000);
+    return c;
   }
 
   private static QuotaCheck take(TenantQuotas q, Tenant t) throws Exception {
