@@ -65,6 +65,50 @@ class ProxylessGrpcInteropTest {
     assertThat(h.counter("sluice.extproc.stream.errors")).isZero();
   }
 
+  /**
+   * Routing by the channel's authority: the filter sends it as the attribute {@code request.host}
+   * (ExternalProcessorUtil.collectAttributes, from {@code Channel.authority()}), and the policy
+   * feeds it to the route signal. The three calls go to the same gRPC method, so only the authority
+   * tells the routes apart; one that matches no route gets unmatched's answer (reject: 404
+   * unknown_route, UNIMPLEMENTED to a gRPC client).
+   */
+  @Test
+  void admit_routedByChannelAuthority_unmatchedAuthorityUnimplemented() {
+    ObjectNode p = with(policy(), "signals.route", "[{attribute: request.host}]");
+    with(
+        p,
+        "routes",
+        "[{name: chat, match: {route: chat.llm.internal}, class: interactive},"
+            + " {name: bulk, match: {route: bulk.llm.internal}, class: batch}]");
+    h = ProxylessHarness.start(p);
+
+    GrpcCall.Result chat = GrpcCall.unary(h.channel("chat.llm.internal"), options(), "chat");
+    assertThat(chat.status().getCode()).as("%s", chat).isEqualTo(Status.Code.OK);
+    assertThat(h.counter("sluice.decisions", "decision", "admit", "class", "interactive"))
+        .as("chat.llm.internal: route chat, class interactive")
+        .isEqualTo(1);
+    GrpcCall.Result bulk = GrpcCall.unary(h.channel("bulk.llm.internal"), options(), "bulk");
+    assertThat(bulk.status().getCode()).as("%s", bulk).isEqualTo(Status.Code.OK);
+    assertThat(h.counter("sluice.decisions", "decision", "admit", "class", "batch"))
+        .as("bulk.llm.internal: route bulk, class batch")
+        .isEqualTo(1);
+    // each class's output reserve reached the model in the estimate (interactive 100, batch 50)
+    Metadata.Key<String> estimate =
+        Metadata.Key.of("x-sluice-estimate", Metadata.ASCII_STRING_MARSHALLER);
+    assertThat(h.model.headers().get(0).get(estimate)).startsWith("input=300;output=100;");
+    assertThat(h.model.headers().get(1).get(estimate)).startsWith("input=300;output=50;");
+
+    GrpcCall.Result other = GrpcCall.unary(h.channel("other.llm.internal"), options(), "other");
+
+    assertThat(other.status().getCode()).as("%s", other).isEqualTo(Status.Code.UNIMPLEMENTED);
+    assertThat(other.status().getDescription()).isEqualTo("sluice_unknown_route");
+    assertThat(other.trailer("x-sluice-reason")).isEqualTo("unknown_route");
+    assertThat(h.decisions("reject", "unknown_route")).isEqualTo(1);
+    assertThat(h.model.calls()).as("the unmatched call never ran").isEqualTo(2);
+    h.awaitNothingInFlight();
+    assertThat(h.released("completed")).isEqualTo(2);
+  }
+
   /** Trailers SEND: released at response_trailers; SKIP: at the client's close of the stream. */
   @ParameterizedTest
   @EnumSource(

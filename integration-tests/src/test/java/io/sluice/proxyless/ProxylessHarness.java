@@ -27,6 +27,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.UnaryOperator;
@@ -54,6 +56,8 @@ final class ProxylessHarness implements AutoCloseable {
   final XdsControlPlane controlPlane;
   final ManagedChannel channel;
   final String target;
+  private final String scheme;
+  private final List<ManagedChannel> extraChannels = new CopyOnWriteArrayList<>();
   private boolean sluiceStopped;
 
   /** The filter config Sluice documents for proxyless gRPC (docs/envoy.md#proxyless-grpc). */
@@ -127,12 +131,27 @@ final class ProxylessHarness implements AutoCloseable {
     this.controlPlane =
         new XdsControlPlane(
             target, filter.apply(recommendedFilter(sluice.grpcPort())).build(), model.port());
-    String scheme = "xds-sluice-" + n;
+    this.scheme = "xds-sluice-" + n;
     NameResolverRegistry.getDefaultRegistry()
         .register(XdsNameResolverProvider.createForTest(scheme, controlPlane.bootstrap()));
     this.channel =
         Grpc.newChannelBuilder(scheme + ":///" + target, InsecureChannelCredentials.create())
             .build();
+  }
+
+  /**
+   * Another channel to the same target whose authority is {@code authority} ({@code
+   * overrideAuthority}): what the filter sends as {@code request.host} is the channel's authority
+   * ({@code Channel.authority()}), not a per-call {@code CallOptions.withAuthority}. Closed with
+   * the harness.
+   */
+  ManagedChannel channel(String authority) {
+    ManagedChannel c =
+        Grpc.newChannelBuilder(scheme + ":///" + target, InsecureChannelCredentials.create())
+            .overrideAuthority(authority)
+            .build();
+    extraChannels.add(c);
+    return c;
   }
 
   /** A timeout for one call: every call in this suite is over in well under it. */
@@ -197,9 +216,13 @@ final class ProxylessHarness implements AutoCloseable {
     try {
       assertThat(controlPlane.nacks()).as("configs the xDS client refused").isEmpty();
     } finally {
+      extraChannels.forEach(ManagedChannel::shutdownNow);
       channel.shutdownNow();
       try {
         channel.awaitTermination(5, TimeUnit.SECONDS);
+        for (ManagedChannel c : extraChannels) {
+          c.awaitTermination(5, TimeUnit.SECONDS);
+        }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
