@@ -152,7 +152,7 @@ class ProxylessGrpcInteropTest {
     assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
     assertThat(r.status().getDescription()).isEqualTo("sluice_tenant_rate");
     assertThat(r.trailer("x-sluice-reason")).isEqualTo("tenant_rate");
-    assertThat(Long.parseLong(r.trailer("retry-after"))).isPositive();
+    assertThat(r.trailer("retry-after")).as("retry hint").matches("[1-9][0-9]*");
     assertThat(r.trailer("content-type")).as("no HTTP content-type in gRPC trailers").isNull();
     assertThat(h.model.calls()).isEqualTo(1);
     h.awaitNothingInFlight();
@@ -169,7 +169,7 @@ class ProxylessGrpcInteropTest {
 
     assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.UNAVAILABLE);
     assertThat(r.trailer("x-sluice-reason")).isEqualTo("pool_saturated");
-    assertThat(Long.parseLong(r.trailer("retry-after"))).isPositive();
+    assertThat(r.trailer("retry-after")).as("retry hint").matches("[1-9][0-9]*");
     assertThat(h.model.calls()).isEqualTo(1);
     h.model.releaseAll();
     assertThat(first.result().status().isOk()).isTrue();
@@ -346,10 +346,10 @@ class ProxylessGrpcInteropTest {
           .atMost(Duration.ofSeconds(5))
           .until(
               () ->
-                  h.model.inFlight() == slots
+                  h.model.inFlight() >= slots // more: the assertions below say so
                       || all.stream().filter(c -> !c.done.isDone()).count() == h.model.inFlight());
-      assertThat(h.model.inFlight()).isLessThanOrEqualTo(slots);
-      assertThat(h.pool().requestsInFlight()).isLessThanOrEqualTo(slots);
+      assertThat(h.model.inFlight()).as("calls at the model").isLessThanOrEqualTo(slots);
+      assertThat(h.pool().requestsInFlight()).as("permits").isLessThanOrEqualTo(slots);
       h.model.releaseAll();
     }
     for (GrpcCall c : all) {
