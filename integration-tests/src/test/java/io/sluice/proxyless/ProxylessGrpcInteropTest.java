@@ -206,17 +206,32 @@ class ProxylessGrpcInteropTest {
     assertThat(h.released("completed")).isEqualTo(2);
   }
 
+  /**
+   * The hold ends by itself at the class's maxQueueWait (300 ms): the first call outlives the held
+   * one's deadline (5 s), so no release (which also expires what is due) answers the held call.
+   */
   @Test
   void queueHold_expiresAsUnavailableQueueTimeout() {
     h = ProxylessHarness.start(with(queuePolicy(), "classes.interactive.maxQueueWait", "300ms"));
     h.model.hold(true);
-    GrpcCall first = GrpcCall.start(h.channel, FakeModelServer.GENERATE, options(), "one");
+    GrpcCall first =
+        GrpcCall.start(
+            h.channel,
+            FakeModelServer.GENERATE,
+            io.grpc.CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS),
+            "one");
     await().atMost(Duration.ofSeconds(5)).until(() -> h.model.inFlight() == 1);
 
-    GrpcCall.Result r = GrpcCall.unary(h.channel, options(), "two");
+    GrpcCall.Result r =
+        GrpcCall.unary(
+            h.channel, io.grpc.CallOptions.DEFAULT.withDeadlineAfter(5, TimeUnit.SECONDS), "two");
 
     assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.UNAVAILABLE);
-    assertThat(r.trailer("x-sluice-reason")).isIn("queue_timeout", "deadline_unreachable");
+    assertThat(r.trailer("x-sluice-reason")).isEqualTo("queue_timeout");
+    assertThat(h.counter("sluice.extproc.overrides", "pool", "gpu"))
+        .as("held before it expired")
+        .isEqualTo(1);
+    assertThat(first.done).as("refused while the first call still runs").isNotDone();
     h.model.releaseAll();
     assertThat(first.result().status().isOk()).isTrue();
     h.awaitNothingInFlight();
