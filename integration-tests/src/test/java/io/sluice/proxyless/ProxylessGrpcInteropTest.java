@@ -260,6 +260,7 @@ class ProxylessGrpcInteropTest {
             () ->
                 h.sluice.registry().find("sluice.queue.wait").tag("outcome", "cancelled").timer()
                     != null);
+    assertThat(h.queueDepth("interactive")).as("left in the queue").isZero();
     h.model.releaseAll();
     assertThat(first.result().status().isOk()).isTrue();
     h.awaitNothingInFlight();
@@ -288,6 +289,7 @@ class ProxylessGrpcInteropTest {
             () ->
                 h.sluice.registry().find("sluice.queue.wait").tag("outcome", "cancelled").timer()
                     != null);
+    assertThat(h.queueDepth("interactive")).as("left in the queue").isZero();
     assertThat(h.counter("sluice.extproc.stream.errors")).isZero();
     h.model.releaseAll();
     assertThat(first.result().status().isOk()).isTrue();

@@ -167,6 +167,11 @@ final class ProxylessHarness implements AutoCloseable {
     return sluice.runtime().controller().pool(POOL).snapshot(sluice.runtime().ticker().nanos());
   }
 
+  /** Requests of class {@code cls} waiting in the pool's queue now. */
+  int queueDepth(String cls) {
+    return sluice.runtime().controller().pool(POOL).queueDepth(cls);
+  }
+
   double counter(String name, String... tags) {
     return sluice.registry().find(name).tags(tags).counters().stream()
         .mapToDouble(Counter::count)
