@@ -13,6 +13,7 @@ import io.grpc.xds.shaded.io.envoyproxy.envoy.extensions.filters.http.ext_proc.v
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -314,11 +315,33 @@ class ProxylessGrpcInteropTest {
     await().atMost(Duration.ofSeconds(5)).until(() -> h.model.cancelled() == 1);
   }
 
+  /**
+   * Fail-closed while Sluice drains (a call whose stream is open keeps the drain going: new streams
+   * are refused UNAVAILABLE, never ended OK, which the client would take as "let it through") and
+   * once it is down (no ext_proc server at all).
+   */
   @Test
-  void sluiceDown_failClosed_callFailsAndNeverReachesTheModel() {
+  void sluiceDown_failClosed_callFailsAndNeverReachesTheModel() throws Exception {
     h = ProxylessHarness.start(policy());
-    assertThat(GrpcCall.unary(h.channel, options(), "up").status().isOk()).isTrue();
-    h.stopSluice();
+    h.model.hold(true);
+    GrpcCall running = GrpcCall.start(h.channel, FakeModelServer.STREAM, options(), "up");
+    assertThat(running.firstMessage()).isNotNull();
+    CompletableFuture<Void> stopped = h.shutdownSluice(Duration.ofSeconds(30));
+    await().atMost(Duration.ofSeconds(5)).until(h.sluice::draining);
+    h.model.hold(false); // a call let through would come back OK at once
+
+    GrpcCall.Result whileDraining = GrpcCall.unary(h.channel, options(), "draining");
+
+    assertThat(whileDraining.status().getCode())
+        .as("%s", whileDraining)
+        .isEqualTo(Status.Code.INTERNAL);
+    assertThat(whileDraining.status().getDescription())
+        .contains("External processor stream failed");
+    assertThat(h.counter("sluice.extproc.streams.refused", "reason", "draining")).isEqualTo(1);
+    assertThat(h.model.calls()).as("the call refused while draining never ran").isEqualTo(1);
+    h.model.releaseAll(); // the open call ends: the drain is over, Sluice stops
+    assertThat(running.result().status().isOk()).isTrue();
+    stopped.get(20, TimeUnit.SECONDS);
 
     GrpcCall.Result r = GrpcCall.unary(h.channel, options(), "down");
 

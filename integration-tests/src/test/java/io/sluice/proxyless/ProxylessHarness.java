@@ -28,6 +28,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -214,6 +215,15 @@ final class ProxylessHarness implements AutoCloseable {
   void stopSluice() {
     sluiceStopped = true;
     sluice.close();
+  }
+
+  /**
+   * Starts Sluice's graceful shutdown with {@code grace} on another thread (it drains: new ext_proc
+   * streams refused, open ones run on); done when Sluice has stopped.
+   */
+  CompletableFuture<Void> shutdownSluice(Duration grace) {
+    sluiceStopped = true;
+    return CompletableFuture.runAsync(() -> sluice.shutdown(grace, "test"));
   }
 
   @Override
