@@ -8,7 +8,6 @@ import io.sluice.api.v1.AdmissionRecord;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
@@ -56,42 +55,9 @@ class SessionRecorderTest {
           new DecisionLog(new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add));
   private final List<Runnable> timerTasks = new ArrayList<>();
 
-  // one request at a time, queue-hold on (5 s), queue wait up to 2 s
-  private final PoolPolicy pool =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          1,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1));
-  private final ClassPolicy interactive =
-      new ClassPolicy(
-          "interactive",
-          0,
-          1.0,
-          0.0,
-          true,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(2),
-          100,
-          1000,
-          503,
-          1.0,
-          10,
-          1.0);
-  private final AdmissionController controller =
-      new AdmissionController(
-          List.of(pool),
-          List.of(interactive),
-          Duration.ofSeconds(10),
-          PoolState.ReleaseListener.NONE,
-          () -> 0.5);
+  private final PoolPolicy pool = io.sluice.core.session.OneSlotPool.POOL;
+  private final ClassPolicy interactive = io.sluice.core.session.OneSlotPool.INTERACTIVE;
+  private final AdmissionController controller = io.sluice.core.session.OneSlotPool.controller();
   private final Sessions sessions =
       new Sessions(
           controller,

@@ -43,42 +43,9 @@ class AdmissionSessionTest {
   private final ManualTimer timer = new ManualTimer();
   private final List<SessionEvent> events = new ArrayList<>();
 
-  // one request at a time (maxRequests 1), queue-hold on (5 s), queue wait up to 2 s
-  private final PoolPolicy pool =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          1,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1));
-  private final ClassPolicy interactive =
-      new ClassPolicy(
-          "interactive",
-          0,
-          1.0,
-          0.0,
-          true,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(2),
-          100,
-          1000,
-          503,
-          1.0,
-          10,
-          1.0);
-  private final AdmissionController controller =
-      new AdmissionController(
-          List.of(pool),
-          List.of(interactive),
-          Duration.ofSeconds(10),
-          PoolState.ReleaseListener.NONE,
-          () -> 0.5);
+  private final PoolPolicy pool = OneSlotPool.POOL;
+  private final ClassPolicy interactive = OneSlotPool.INTERACTIVE;
+  private final AdmissionController controller = OneSlotPool.controller();
   private final Sessions sessions =
       new Sessions(
           controller,

@@ -1,0 +1,58 @@
+package io.sluice.core.session;
+
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The session tests' pool: one request at a time (maxRequests 1), queue-hold on (5 s), and one
+ * class, {@code interactive}, that may wait up to 2 s. Shared by the session and recorder tests.
+ */
+public final class OneSlotPool {
+  private OneSlotPool() {}
+
+  /** Pool {@code gpu}: 100,000 work units, one request slot, 5 s hold. */
+  public static final PoolPolicy POOL =
+      new PoolPolicy(
+          "gpu",
+          100_000,
+          1,
+          1,
+          1,
+          Duration.ofSeconds(1),
+          Duration.ofSeconds(60),
+          Duration.ofSeconds(5),
+          0.0,
+          Duration.ofMillis(100),
+          Duration.ofSeconds(1));
+
+  /** Class {@code interactive}: the whole pool, 30 s deadline, 2 s queue wait. */
+  public static final ClassPolicy INTERACTIVE =
+      new ClassPolicy(
+          "interactive",
+          0,
+          1.0,
+          0.0,
+          true,
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(2),
+          100,
+          1000,
+          503,
+          1.0,
+          10,
+          1.0);
+
+  /** A fresh controller over {@link #POOL} and {@link #INTERACTIVE}. */
+  public static AdmissionController controller() {
+    return new AdmissionController(
+        List.of(POOL),
+        List.of(INTERACTIVE),
+        Duration.ofSeconds(10),
+        PoolState.ReleaseListener.NONE,
+        () -> 0.5);
+  }
+}
