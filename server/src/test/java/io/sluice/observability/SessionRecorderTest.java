@@ -107,16 +107,8 @@ class SessionRecorderTest {
   private AdmissionSession start(Front front, Tenant tenant) {
     long now = ticker.nanos();
     Subject s =
-        new Subject(
-            "chat",
-            pool,
-            interactive,
-            RequestFormat.OPENAI_CHAT,
-            tenant,
-            now,
-            now + Duration.ofSeconds(30).toNanos(),
-            "op-1",
-            Duration.ofSeconds(5).toNanos());
+        io.sluice.core.session.OneSlotPool.chat(
+            tenant, now, "op-1", Duration.ofSeconds(5).toNanos());
     AdmissionSession session = sessions.open(s, front, Runnable::run, SessionSteps.NONE);
     session.takeRequestToken(() -> session.decideAtHeaders(true, 0, now));
     return session;

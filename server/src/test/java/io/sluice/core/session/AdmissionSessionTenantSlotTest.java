@@ -6,7 +6,6 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.EstimatorSettings;
-import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.ClassPolicy;
@@ -151,17 +150,7 @@ class AdmissionSessionTenantSlotTest {
 
   private AdmissionSession open(AdmissionSessionTest.Front front, Tenant tenant, long maxHold) {
     long now = ticker.nanos();
-    Subject s =
-        new Subject(
-            "chat",
-            pool,
-            interactive,
-            RequestFormat.OPENAI_CHAT,
-            tenant,
-            now,
-            now + Duration.ofSeconds(30).toNanos(),
-            null,
-            maxHold);
+    Subject s = OneSlotPool.chat(tenant, now, null, maxHold);
     return sessions.open(s, front, Runnable::run, SessionSteps.NONE);
   }
 

@@ -7,7 +7,6 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.EstimatorSettings;
-import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.ClassPolicy;
@@ -117,17 +116,7 @@ class AdmissionSessionTest {
 
   private AdmissionSession open(Front front, Tenant tenant, long maxHoldNanos) {
     long now = ticker.nanos();
-    Subject s =
-        new Subject(
-            "chat",
-            pool,
-            interactive,
-            RequestFormat.OPENAI_CHAT,
-            tenant,
-            now,
-            now + Duration.ofSeconds(30).toNanos(),
-            null,
-            maxHoldNanos);
+    Subject s = OneSlotPool.chat(tenant, now, null, maxHoldNanos);
     return sessions.open(s, front, Runnable::run, SessionSteps.NONE);
   }
 

@@ -2,10 +2,13 @@ package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
+import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
 import java.time.Duration;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The session tests' pool: one request at a time (maxRequests 1), queue-hold on (5 s), and one
@@ -54,5 +57,23 @@ public final class OneSlotPool {
         Duration.ofSeconds(10),
         PoolState.ReleaseListener.NONE,
         () -> 0.5);
+  }
+
+  /**
+   * A chat request on route {@code chat} of {@link #POOL} in {@link #INTERACTIVE}, arriving at
+   * {@code nowNanos} with a 30 s deadline.
+   */
+  public static Subject chat(
+      Tenant tenant, long nowNanos, @Nullable String operationId, long maxHoldNanos) {
+    return new Subject(
+        "chat",
+        POOL,
+        INTERACTIVE,
+        RequestFormat.OPENAI_CHAT,
+        tenant,
+        nowNanos,
+        nowNanos + Duration.ofSeconds(30).toNanos(),
+        operationId,
+        maxHoldNanos);
   }
 }
