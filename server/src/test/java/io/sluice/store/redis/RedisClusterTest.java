@@ -8,6 +8,7 @@ import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.PoolKeys;
 import io.sluice.core.store.StoreException;
@@ -200,6 +201,9 @@ class RedisClusterTest {
     int replica = topo.replicaPortOf(master);
     String other = otherMastersKey(master);
     assertThat(incr(List.of(new CounterIncrement(key, 1, 60)))).containsExactly(1);
+    // two slots of a tenant of pool "fo" (its key shares the slot, so this master), cap 2
+    assertThat(slot("a")).isEqualTo(new TenantSlots.SlotAnswer(true, 0));
+    assertThat(slot("b")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
     assertThat(cli(master, "WAIT", "1", "2000").trim()).isEqualTo("1");
 
     topo.node(master).kill();
@@ -238,6 +242,13 @@ class RedisClusterTest {
     // the counter replicated before the kill goes on on the promoted replica
     assertThat(incr(List.of(new CounterIncrement(key, 1, 60)))).containsExactly(2);
     assertThat(cli(replica, "GET", key).trim()).isEqualTo("2");
+    // the tenant slots taken before the failover still count after it, and a's slot is given
+    // back exactly once (a second release of it does not free b's)
+    assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
+    releaseSlot("a");
+    assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
+    releaseSlot("a");
+    assertThat(slot("d")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
     assertThat(store.health().healthy()).isTrue();
     System.out.printf("cluster kill: store recovered %d ms after promotion%n", recovered);
   }
@@ -248,6 +259,21 @@ class RedisClusterTest {
         return "other_" + i;
       }
     }
+  }
+
+  /** One slot of tenant "t" of pool "fo" (cap 2, 60 s lease) for {@code replica}. */
+  static TenantSlots.SlotAnswer slot(String replica) throws Exception {
+    return store
+        .acquire("ts_", "fo", "t", replica, 2, 60_000)
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
+  }
+
+  static void releaseSlot(String replica) throws Exception {
+    store
+        .release("ts_", "fo", "t", replica, 60_000)
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
   }
 
   static long[] incr(List<CounterIncrement> batch) throws Exception {

@@ -9,6 +9,7 @@ import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.StoreException;
 import io.sluice.core.store.TokenBucketResult;
@@ -144,6 +145,9 @@ class RedisSentinelTest {
     assertThat(take("s_kill_tb", one, now).granted()).isTrue();
     // a replica's lease on a pool's share (share_lease.lua)
     assertThat(share("a", 70).work()).isEqualTo(70);
+    // two slots of a tenant capped at 2 across replicas (tenant_slots.lua), held by a and b
+    assertThat(slot("a")).isEqualTo(new TenantSlots.SlotAnswer(true, 0));
+    assertThat(slot("b")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
     assertThat(cli(old.port(), "WAIT", "1", "2000").trim()).isEqualTo("1");
 
     old.kill();
@@ -168,6 +172,13 @@ class RedisSentinelTest {
     assertThat(b.peers())
         .extracting(io.sluice.core.share.ShareStore.Peer::replica)
         .containsExactly("a");
+    // the tenant slots taken before the failover still count after it, and a's slot is given
+    // back exactly once (a second release of it does not free b's)
+    assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
+    releaseSlot("a");
+    assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
+    releaseSlot("a");
+    assertThat(slot("d")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
     assertThat(store.health().healthy()).isTrue();
     System.out.printf("sentinel kill: store recovered %d ms after promotion%n", recoveredAfter);
   }
@@ -199,6 +210,18 @@ class RedisSentinelTest {
                 "s_", "p", replica, 60_000, 100, 0, target, 0, 0, 0, target, 0))
         .toCompletableFuture()
         .get(10, TimeUnit.SECONDS);
+  }
+
+  /** One slot of tenant "t" of pool "p" (cap 2, 60 s lease) for {@code replica}. */
+  static TenantSlots.SlotAnswer slot(String replica) throws Exception {
+    return store
+        .acquire("s_", "p", "t", replica, 2, 60_000)
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
+  }
+
+  static void releaseSlot(String replica) throws Exception {
+    store.release("s_", "p", "t", replica, 60_000).toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   static CounterIncrement inc(String key, long hits) {
