@@ -13,6 +13,7 @@ import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.time.FakeTicker;
+import io.sluice.testing.Seeded;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -223,6 +224,229 @@ class ReplicaSharesSimulationTest {
     assertThat(admitted).as("the replicas kept admitting").isGreaterThan(250);
   }
 
+  /**
+   * A history drawn for {@link #property_afterAnyHistory_steadyDemandGetsItsFairPartWithinBound}.
+   *
+   * @param n live replicas once all have joined (2–5; also the fallback's expected replicas)
+   * @param joinRound the round each replica starts (replica 0 at round 0)
+   * @param crashRound the round replica {@code crashIndex} crashes (a fresh one replaces it)
+   * @param outageStart first round the store is down; {@code outageEnd}: first round it answers
+   * @param history rounds of history before the demand is held steady
+   * @param offers requests each replica is offered every steady round (0: idle; 20: saturating)
+   * @param workEach work units of each of those requests
+   */
+  record ConvergenceCase(
+      int n,
+      ReplicaPolicy.StoreDown down,
+      List<Integer> joinRound,
+      int crashRound,
+      int crashIndex,
+      int outageStart,
+      int outageEnd,
+      int history,
+      List<Integer> offers,
+      List<Integer> workEach,
+      long trafficSeed) {}
+
+  static ConvergenceCase convergenceCase(Seeded.Gen g) {
+    int n = g.intBetween(2, 5);
+    List<Integer> joins = new ArrayList<>();
+    List<Integer> offers = new ArrayList<>();
+    List<Integer> work = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      joins.add(i == 0 ? 0 : g.intBetween(0, 20));
+      switch (g.intBetween(0, 2)) {
+        case 0 -> { // idle
+          offers.add(0);
+          work.add(0);
+        }
+        case 1 -> { // some demand, maybe below its fair part: 1 to 12 requests of one unit
+          // (one unit: a request larger than the replica's share is admitted counted as the share
+          // (CapacityLedger.accountedWork), so its demand would read as the share it already has)
+          offers.add(g.intBetween(1, 12));
+          work.add(1);
+        }
+        default -> { // saturating: more than the whole pool, in work and in requests
+          offers.add(20);
+          work.add(10);
+        }
+      }
+    }
+    int history = g.intBetween(30, 80);
+    int outageStart = g.intBetween(0, history - 1);
+    int outageEnd = Math.min(history, outageStart + g.intBetween(1, 50)); // up to 10 s: it ends
+    return new ConvergenceCase(
+        n,
+        g.oneOf(ReplicaPolicy.StoreDown.values()),
+        joins,
+        g.intBetween(0, history - 1),
+        g.intBetween(0, n - 1),
+        outageStart,
+        outageEnd,
+        history,
+        offers,
+        work,
+        g.random().nextLong());
+  }
+
+  /** Lease TTL in renewal rounds: how long a crashed replica's stale lease and demand count. */
+  static final int LEASE_ROUNDS = (int) (Duration.ofSeconds(5).toMillis() / RENEW.toMillis());
+
+  /**
+   * Rounds after which the shares have converged: {@link #LEASE_ROUNDS} (25; a replica that crashed
+   * in the last history round still counts, with its share and its stale demand, until its lease
+   * expires) plus 4. Once only live replicas count, the targets agree after one round (every
+   * replica has seen the others' steady demand), a shrinking replica holds the work it admitted on
+   * its old grant one more round ({@code held = max(grant, in flight)}), and the growing one gets
+   * the freed part at its next renewal. The post-outage probation (2 rounds) and the keep time (10
+   * rounds, ended with the outage) run concurrently with the lease expiry.
+   */
+  static final int CONVERGENCE_ROUNDS = LEASE_ROUNDS + 4;
+
+  /**
+   * Issue 15's liveness half. Any history (2–5 replicas joining at different rounds, one crash
+   * replaced by a fresh replica, one store outage of 1–50 rounds that ends, random traffic), then
+   * each replica's demand held steady (idle, some, or saturating: every round it releases what it
+   * holds and is offered the same requests again, so its reported demand is exactly those). Within
+   * {@link #CONVERGENCE_ROUNDS} renewal rounds every replica's granted work and request slots equal
+   * {@link ShareAllocator}'s water-filling target for the steady demands (tolerance 0: all replicas
+   * compute the same targets from the same demands, and the store grants them once the others hold
+   * theirs), and stay there; in every round, history included, the grants of the live replicas add
+   * up to at most the pool.
+   */
+  @Test
+  void property_afterAnyHistory_steadyDemandGetsItsFairPartWithinBound() {
+    Seeded.forAll(
+        0x15L,
+        300,
+        ReplicaSharesSimulationTest::convergenceCase,
+        ReplicaSharesSimulationTest::converge);
+  }
+
+  static void converge(ConvergenceCase c) {
+    SplittableRandom r = new SplittableRandom(c.trafficSeed());
+    FakeTicker ticker = new FakeTicker();
+    long start = ticker.nanos();
+    ShareLeaseModel store = new ShareLeaseModel(() -> (ticker.nanos() - start) / 1_000_000L);
+    ReplicaPolicy policy = policy(c.down(), c.n());
+    Replica[] rs = new Replica[c.n()];
+    String[] ids = new String[c.n()];
+    int fresh = 0;
+    int steadyRounds = CONVERGENCE_ROUNDS + 5;
+    for (int round = 0; round < c.history() + steadyRounds; round++) {
+      long now = ticker.nanos();
+      boolean steady = round >= c.history();
+      store.down = round >= c.outageStart() && round < c.outageEnd();
+      for (int i = 0; i < c.n(); i++) {
+        if (round == c.joinRound().get(i)) {
+          ids[i] = String.format("r%02d", fresh++);
+          rs[i] = new Replica(ids[i], policy, store, ticker);
+        }
+      }
+      if (round == c.crashRound() && rs[c.crashIndex()] != null) {
+        ids[c.crashIndex()] = String.format("r%02d", fresh++); // gone with its work; a new one
+        rs[c.crashIndex()] = new Replica(ids[c.crashIndex()], policy, store, ticker);
+      }
+      for (int i = 0; i < c.n(); i++) {
+        Replica x = rs[i];
+        if (x == null) {
+          continue;
+        }
+        for (var it = x.held.iterator(); it.hasNext(); ) {
+          Held h = it.next();
+          if (steady || h.endNanos - now <= 0) {
+            h.permit.release(Outcome.COMPLETED, now);
+            it.remove();
+          }
+        }
+        int offered = steady ? c.offers().get(i) : r.nextInt(0, 8);
+        for (int k = 0; k < offered; k++) {
+          long work = steady ? c.workEach().get(i) : r.nextLong(1, 31);
+          Decision d =
+              x.controller.tryAdmit(
+                  new AdmissionRequest(
+                      POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
+                  now);
+          if (d instanceof Decision.Admit ad) {
+            x.held.add(new Held(ad.permit(), now + RENEW.toNanos() * r.nextLong(1, 10)));
+          }
+        }
+      }
+      for (Replica x : rs) {
+        if (x != null) {
+          x.coordinator.tick(List.of(x.pool()));
+        }
+      }
+      long work = 0;
+      long requests = 0;
+      for (Replica x : rs) {
+        if (x != null) {
+          work += x.coordinator.statuses().get("p").grantedWork();
+          requests += x.coordinator.statuses().get("p").grantedRequests();
+        }
+      }
+      assertThat(work)
+          .as("round %d: work granted across the replicas", round)
+          .isLessThanOrEqualTo(CAPACITY);
+      assertThat(requests)
+          .as("round %d: request slots granted across the replicas", round)
+          .isLessThanOrEqualTo(MAX_REQUESTS);
+      int steadyRound = round - c.history();
+      if (steadyRound >= CONVERGENCE_ROUNDS) {
+        // the targets, in the replicas' id order, as every replica computes them
+        Integer[] order = new Integer[c.n()];
+        for (int i = 0; i < c.n(); i++) {
+          order[i] = i;
+        }
+        java.util.Arrays.sort(order, (a, b) -> ids[a].compareTo(ids[b]));
+        long[] dw = new long[c.n()];
+        long[] dr = new long[c.n()];
+        for (int j = 0; j < c.n(); j++) {
+          dw[j] = (long) c.offers().get(order[j]) * c.workEach().get(order[j]);
+          dr[j] = c.offers().get(order[j]);
+        }
+        long[] tw = ShareAllocator.allocate(CAPACITY, dw, (long) Math.floor(0.02 * CAPACITY));
+        long[] tr =
+            ShareAllocator.allocate(MAX_REQUESTS, dr, (long) Math.floor(0.02 * MAX_REQUESTS));
+        for (int j = 0; j < c.n(); j++) {
+          ShareCoordinator.Status s = rs[order[j]].coordinator.statuses().get("p");
+          List<String> all = new ArrayList<>();
+          for (int m = 0; m < c.n(); m++) {
+            ShareCoordinator.Status o = rs[m].coordinator.statuses().get("p");
+            all.add(
+                ids[m]
+                    + " "
+                    + o.mode()
+                    + " "
+                    + o.grantedWork()
+                    + "/"
+                    + o.grantedRequests()
+                    + " inflight "
+                    + rs[m].work()
+                    + " demand "
+                    + o.demandWork()
+                    + " peers "
+                    + o.peers());
+          }
+          all.add(String.valueOf(store.pools));
+          assertThat(new long[] {s.grantedWork(), s.grantedRequests()})
+              .as(
+                  "steady round %d: replica %d (%s, demand %d work, %d requests) of demands %s / %s; %s",
+                  steadyRound,
+                  order[j],
+                  ids[order[j]],
+                  dw[j],
+                  dr[j],
+                  java.util.Arrays.toString(dw),
+                  java.util.Arrays.toString(dr),
+                  all)
+              .containsExactly(tw[j], tr[j]);
+        }
+      }
+      ticker.advance(RENEW);
+    }
+  }
+
   @Test
   void aReplicaWithAllTheDemandGetsNearlyThePoolWithinASecond() {
     FakeTicker ticker = new FakeTicker();
@@ -302,6 +526,98 @@ class ReplicaSharesSimulationTest {
     ticker.advance(RENEW);
     x.coordinator.tick(List.of(x.pool()));
     assertThat(x.coordinator.statuses().get("p").grantedWork()).isEqualTo(CAPACITY);
+  }
+
+  /** Releases what {@code x} holds, then offers it {@code count} requests of {@code work}. */
+  private static void offer(Replica x, int count, long work, long now) {
+    x.held.forEach(h -> h.permit.release(Outcome.COMPLETED, now));
+    x.held.clear();
+    for (int i = 0; i < count; i++) {
+      Decision d =
+          x.controller.tryAdmit(
+              new AdmissionRequest(
+                  POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
+              now);
+      if (d instanceof Decision.Admit ad) {
+        x.held.add(new Held(ad.permit(), Long.MAX_VALUE));
+      }
+    }
+  }
+
+  /**
+   * Why a replica back from a store outage stays within its outage share (ShareCoordinator's
+   * probation; decision 0008). Replica a had nearly the whole pool (98 of 100), b the floor. The
+   * store is down for 6 s, longer than the lease TTL (5 s): both fall back to 100 / 2 (and 4 of the
+   * 8 slots); a keeps its fallback share busy (40 in 4 requests) and b admits 48 on its own. The
+   * store comes back; a renews first, 100 ms before b. The store no longer counts b (its lease
+   * expired) and a's last view of b says b wants nothing, so a asks for, and is granted, 69 and 6
+   * slots. Without the probation a would fill them (60 in 6 requests) on top of b's 48, which the
+   * store cannot see until b renews: 108 work units and 10 requests in flight in a pool of 100 and
+   * 8, none of it admitted before the fallback began. With it, a keeps 50 and 4 slots until b has
+   * renewed, and the pool holds.
+   */
+  @Test
+  void backFromAnOutage_theFirstReplicaToRenewStaysWithinItsFallbackShare() {
+    FakeTicker ticker = new FakeTicker();
+    long start = ticker.nanos();
+    ShareLeaseModel store = new ShareLeaseModel(() -> (ticker.nanos() - start) / 1_000_000L);
+    ReplicaPolicy policy = policy(ReplicaPolicy.StoreDown.FALLBACK, 2);
+    Replica a = new Replica("a", policy, store, ticker);
+    Replica b = new Replica("b", policy, store, ticker);
+    for (int round = 0; round < 5; round++) {
+      offer(a, 20, 10, ticker.nanos()); // a saturates the pool; b is idle
+      a.coordinator.tick(List.of(a.pool()));
+      b.coordinator.tick(List.of(b.pool()));
+      ticker.advance(RENEW);
+    }
+    assertThat(a.coordinator.statuses().get("p").grantedWork()).isEqualTo(98);
+    assertThat(b.coordinator.statuses().get("p").grantedWork()).isEqualTo(2);
+
+    store.down = true;
+    for (int round = 0; round < 30; round++) { // 6 s: past keepShareFor and the lease TTL
+      offer(a, 20, 10, ticker.nanos()); // a still wants the whole pool
+      a.coordinator.tick(List.of(a.pool()));
+      b.coordinator.tick(List.of(b.pool()));
+      ticker.advance(RENEW);
+    }
+    assertThat(a.coordinator.statuses().get("p").mode()).isEqualTo(ShareCoordinator.Mode.FALLBACK);
+    assertThat(b.coordinator.statuses().get("p").mode()).isEqualTo(ShareCoordinator.Mode.FALLBACK);
+    // b takes its fallback share (4 of the 8 slots), all of it admitted in fallback
+    offer(b, 4, 12, ticker.nanos());
+    assertThat(b.work()).isEqualTo(48);
+
+    store.down = false;
+    a.coordinator.tick(List.of(a.pool())); // a renews first
+    ShareCoordinator.Status sa = a.coordinator.statuses().get("p");
+    assertThat(sa.mode()).isEqualTo(ShareCoordinator.Mode.LEASED);
+    assertThat(sa.grantedWork())
+        .as("a, back before b has renewed: within its fallback share (%s)", sa)
+        .isLessThanOrEqualTo(CAPACITY / 2);
+    assertThat(sa.grantedWork() + b.coordinator.statuses().get("p").grantedWork())
+        .as("shares across the replicas")
+        .isLessThanOrEqualTo(CAPACITY);
+    offer(a, 20, 10, ticker.nanos());
+    assertThat(a.work() + b.work())
+        .as("work in flight across the replicas")
+        .isLessThanOrEqualTo(CAPACITY);
+
+    ticker.advance(RENEW.dividedBy(2));
+    b.coordinator.tick(List.of(b.pool())); // b's 48 in flight reaches the store
+    for (int round = 0; round < 5; round++) {
+      ticker.advance(RENEW);
+      offer(a, 20, 10, ticker.nanos());
+      a.coordinator.tick(List.of(a.pool()));
+      assertThat(a.work() + b.work()).isLessThanOrEqualTo(CAPACITY);
+    }
+    // b drains and idles: a gets the pool less b's floor again
+    for (int round = 0; round < 4; round++) {
+      ticker.advance(RENEW);
+      offer(b, 0, 10, ticker.nanos());
+      b.coordinator.tick(List.of(b.pool()));
+      offer(a, 20, 10, ticker.nanos());
+      a.coordinator.tick(List.of(a.pool()));
+    }
+    assertThat(a.coordinator.statuses().get("p").grantedWork()).isEqualTo(98);
   }
 
   @Test
