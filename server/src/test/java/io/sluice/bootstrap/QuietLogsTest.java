@@ -1,15 +1,12 @@
 package io.sluice.bootstrap;
 
+import static io.sluice.bootstrap.AdminGet.get;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.time.Ticker;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -54,14 +51,6 @@ class QuietLogsTest {
   private static List<String> warnings(List<String> lines) {
     // slf4j-simple: "[date] [thread] LEVEL logger - message" (date and thread as configured)
     return lines.stream().filter(l -> l.matches("(.*\\s)?WARN\\s.*")).toList();
-  }
-
-  private static String get(int port, String path) throws Exception {
-    return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
-            HttpResponse.BodyHandlers.ofString())
-        .body();
   }
 
   private static String policy(String pool, long capacity) {

@@ -1,5 +1,6 @@
 package io.sluice.bootstrap;
 
+import static io.sluice.bootstrap.AdminGet.get;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.Meter;
@@ -10,10 +11,6 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.time.Ticker;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -41,14 +38,6 @@ class ReloadOperatorTest {
       "  interactive: {rank: 0, reservedShare: 0.5}\n  batch: {rank: 1, reservedShare: 0.2}\n";
   private static final String BATCH_INTERACTIVE =
       "  batch: {rank: 1, reservedShare: 0.2}\n  interactive: {rank: 0, reservedShare: 0.5}\n";
-
-  private static String get(int port, String path) throws Exception {
-    return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
-            HttpResponse.BodyHandlers.ofString())
-        .body();
-  }
 
   private SluiceServer start(Path file) throws Exception {
     return SluiceServer.start(

@@ -1,5 +1,6 @@
 package io.sluice.bootstrap;
 
+import static io.sluice.bootstrap.AdminGet.get;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -51,14 +52,6 @@ class ReloadTlsRlsTest {
           %s
         """
         .formatted(capacity, extraClass);
-  }
-
-  private static String get(int port, String path) throws Exception {
-    return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).build(),
-            HttpResponse.BodyHandlers.ofString())
-        .body();
   }
 
   @Test

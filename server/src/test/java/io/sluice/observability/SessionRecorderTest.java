@@ -118,6 +118,22 @@ class SessionRecorderTest {
     return registry.get(name).tags(tags).counter().count();
   }
 
+  /** {@code sluice_decisions_total} of the gpu pool's interactive class, tier pro. */
+  private double decisions(String decision, String reason) {
+    return counter(
+        MetricNames.DECISIONS,
+        "pool",
+        "gpu",
+        "class",
+        "interactive",
+        "tier",
+        "pro",
+        "decision",
+        decision,
+        "reason",
+        reason);
+  }
+
   private List<AdmissionRecord> records() throws Exception {
     List<AdmissionRecord> out = new ArrayList<>();
     for (String line : lines) {
@@ -145,20 +161,7 @@ class SessionRecorderTest {
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
 
     String[] cls = {"pool", "gpu", "class", "interactive"};
-    assertThat(
-            counter(
-                MetricNames.DECISIONS,
-                "pool",
-                "gpu",
-                "class",
-                "interactive",
-                "tier",
-                "pro",
-                "decision",
-                "admit",
-                "reason",
-                "admitted"))
-        .isEqualTo(1);
+    assertThat(decisions("admit", "admitted")).isEqualTo(1);
     assertThat(
             registry
                 .get(MetricNames.DECISION_LATENCY)
@@ -236,20 +239,7 @@ class SessionRecorderTest {
     start(f, t);
     assertThat(f.calls).containsExactly("refused tenant_rate");
 
-    assertThat(
-            counter(
-                MetricNames.DECISIONS,
-                "pool",
-                "gpu",
-                "class",
-                "interactive",
-                "tier",
-                "pro",
-                "decision",
-                "reject",
-                "reason",
-                "tenant_rate"))
-        .isEqualTo(1);
+    assertThat(decisions("reject", "tenant_rate")).isEqualTo(1);
     assertThat(registry.get(MetricNames.RETRY_AFTER).tag("reason", "tenant_rate").summary().count())
         .isEqualTo(1);
     assertThat(records()).hasSize(1);
@@ -274,20 +264,7 @@ class SessionRecorderTest {
     new ArrayList<>(timerTasks).forEach(Runnable::run);
     assertThat(f.calls).containsExactly("held", "refused queue_timeout");
 
-    assertThat(
-            counter(
-                MetricNames.DECISIONS,
-                "pool",
-                "gpu",
-                "class",
-                "interactive",
-                "tier",
-                "pro",
-                "decision",
-                "queue",
-                "reason",
-                "queued"))
-        .isEqualTo(1);
+    assertThat(decisions("queue", "queued")).isEqualTo(1);
     assertThat(counter(MetricNames.OVERRIDES_SENT, "pool", "gpu")).isEqualTo(1);
     assertThat(
             registry
@@ -303,20 +280,7 @@ class SessionRecorderTest {
                 .timer()
                 .totalTime(TimeUnit.MILLISECONDS))
         .isEqualTo(2_100);
-    assertThat(
-            counter(
-                MetricNames.DECISIONS,
-                "pool",
-                "gpu",
-                "class",
-                "interactive",
-                "tier",
-                "pro",
-                "decision",
-                "reject",
-                "reason",
-                "queue_timeout"))
-        .isEqualTo(1);
+    assertThat(decisions("reject", "queue_timeout")).isEqualTo(1);
 
     List<AdmissionRecord> rs = records();
     assertThat(rs).hasSize(1); // the first request is still running

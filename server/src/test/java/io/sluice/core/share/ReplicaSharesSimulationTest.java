@@ -77,6 +77,14 @@ class ReplicaSharesSimulationTest {
     boolean inFallback;
     double rate; // arrivals per 10 ms step
 
+    /** One request of {@code work} units arriving at {@code now}, with a 30 s deadline. */
+    Decision admit(long work, long now) {
+      return controller.tryAdmit(
+          new AdmissionRequest(
+              POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
+          now);
+    }
+
     Replica(String id, ReplicaPolicy policy, ShareStore store, FakeTicker ticker) {
       controller =
           new AdmissionController(
@@ -173,11 +181,7 @@ class ReplicaSharesSimulationTest {
         while (a > 0 && r.nextDouble() < a) {
           a -= 1;
           long work = r.nextLong(1, 31);
-          Decision d =
-              x.controller.tryAdmit(
-                  new AdmissionRequest(
-                      POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
-                  now);
+          Decision d = x.admit(work, now);
           if (d instanceof Decision.Admit ad) {
             admitted++;
             x.held.add(
@@ -362,11 +366,7 @@ class ReplicaSharesSimulationTest {
         int offered = steady ? c.offers().get(i) : r.nextInt(0, 8);
         for (int k = 0; k < offered; k++) {
           long work = steady ? c.workEach().get(i) : r.nextLong(1, 31);
-          Decision d =
-              x.controller.tryAdmit(
-                  new AdmissionRequest(
-                      POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
-                  now);
+          Decision d = x.admit(work, now);
           if (d instanceof Decision.Admit ad) {
             x.held.add(new Held(ad.permit(), now + RENEW.toNanos() * r.nextLong(1, 10)));
           }
@@ -533,11 +533,7 @@ class ReplicaSharesSimulationTest {
     x.held.forEach(h -> h.permit.release(Outcome.COMPLETED, now));
     x.held.clear();
     for (int i = 0; i < count; i++) {
-      Decision d =
-          x.controller.tryAdmit(
-              new AdmissionRequest(
-                  POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
-              now);
+      Decision d = x.admit(work, now);
       if (d instanceof Decision.Admit ad) {
         x.held.add(new Held(ad.permit(), Long.MAX_VALUE));
       }
