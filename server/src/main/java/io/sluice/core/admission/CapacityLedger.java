@@ -40,11 +40,15 @@ import org.jspecify.annotations.Nullable;
  * hold is accounted as that reach ({@link #accountedWork}) so it can run alone rather than never.
  *
  * <p><b>Replica share.</b> When several replicas share the pool through a store, this replica may
- * hold only its granted share of the pool's work units and request slots ({@link #applyShare}). The
- * ledger then counts as a pool of that size: every limit above ({@code C}, {@code M}, and the class
- * reserves and guarantees, which scale with it) is this replica's part, so across replicas the
- * totals stay within the pool's own numbers. A share smaller than the work in flight admits nothing
- * new until that work drains below it. Without a share the ledger is the whole pool.
+ * hold only its granted share of the pool's work units and request slots ({@link #applyShare}):
+ * {@code U + w <= S} (and {@code N + 1 <= SN}), else {@code pool_saturated} with the share in the
+ * message. The class rules above then stay the pool's own: {@code C}, {@code M}, the reserves and
+ * the guarantees are the policy's numbers, and {@code U_j}, {@code N_j} count this replica's work
+ * plus the other replicas' as of their last renewal ({@link ClassSlot#peerWork}). So a class's
+ * guarantee holds for the pool as a whole and is not cut into one piece per replica (each piece
+ * would strand the remainder smaller than the next request). A share given without the peers'
+ * class loads (the store is down: a fallback share) scales the class rules to the share instead,
+ * as a pool of the share's size. Without a share the ledger is the whole pool.
  *
  * <p>Not thread-safe: guarded by the pool lock, except {@link #slots()} and {@link #policy()},
  * which are safely published (copy-on-write) for lock-free reads. No clock.
@@ -69,6 +73,15 @@ final class CapacityLedger {
   private int requestLimit;
   private long shareWork = -1; // -1: no share applied (the whole pool)
   private int shareRequests = -1;
+  // what the class rules count against: the pool's own numbers, or the share when it is scaled
+  private long classCapWork;
+  private int classCapRequests;
+  private boolean pooled; // the peers' class loads are known: class rules on the pool's numbers
+  // the peers' work and requests in flight in classes not configured here (a rollout), and in all
+  private long otherPeerWork;
+  private int otherPeerRequests;
+  private long peerTotalWork;
+  private int peerTotalRequests;
   private final Map<String, int[]> tenantInFlight = new HashMap<>();
 
   /** A ledger of {@code policy} with no class slots yet ({@link #reconfigure} adds them). */
@@ -113,16 +126,50 @@ final class CapacityLedger {
 
   /**
    * Limits this replica to {@code work} units and {@code requests} request slots of the pool (each
-   * clamped to the pool's own; {@code requests} is ignored when the pool caps no requests). Returns
-   * whether a limit grew, so waiting requests may start.
+   * clamped to the pool's own; {@code requests} is ignored when the pool caps no requests). With
+   * {@code classes} (the other replicas' in-flight load by class name, and the idle class
+   * guarantees placed here), the class rules count the pool as a whole; without, they are scaled
+   * to the share. Returns whether waiting requests should be tried again.
    */
-  boolean applyShare(long work, int requests) {
-    long oldWork = workLimit;
-    int oldRequests = requestLimit;
+  boolean applyShare(long work, int requests, PoolState.@Nullable ClassShares classes) {
     shareWork = Math.max(0, work);
     shareRequests = Math.max(0, requests);
+    pooled = classes != null;
+    otherPeerWork = 0;
+    otherPeerRequests = 0;
+    peerTotalWork = 0;
+    peerTotalRequests = 0;
+    for (ClassSlot s : slots) {
+      s.peerWork = 0;
+      s.peerRequests = 0;
+      s.idleWork = 0;
+      s.idleRequests = 0;
+    }
+    if (classes != null) {
+      for (Map.Entry<String, PoolState.Load> e : classes.peers().entrySet()) {
+        ClassSlot s = slot(e.getKey());
+        long w = Math.max(0, e.getValue().work());
+        int r = Math.max(0, e.getValue().requests());
+        if (s == null) {
+          otherPeerWork += w;
+          otherPeerRequests += r;
+        } else {
+          s.peerWork = w;
+          s.peerRequests = r;
+        }
+        peerTotalWork += w;
+        peerTotalRequests += r;
+      }
+      for (Map.Entry<String, PoolState.Load> e : classes.idle().entrySet()) {
+        ClassSlot s = slot(e.getKey());
+        if (s != null) {
+          s.idleWork = Math.max(0, e.getValue().work());
+          s.idleRequests = Math.max(0, e.getValue().requests());
+        }
+      }
+    }
     applyLimits();
-    return workLimit > oldWork || requestLimit > oldRequests;
+    return true;
   }
 
   /** Whether this replica counts against a granted share rather than the whole pool. */
@@ -150,32 +197,49 @@ final class CapacityLedger {
         maxRequests <= 0
             ? 0
             : shareRequests < 0 ? maxRequests : Math.min(maxRequests, shareRequests);
+    classCapWork = pooled ? capacity : workLimit;
+    classCapRequests = maxRequests <= 0 ? 0 : pooled ? maxRequests : requestLimit;
     for (ClassSlot s : slots) {
       if (s.retired) {
         continue;
       }
       ClassPolicy c = s.policy;
-      s.reserved = (long) Math.floor(c.reservedShare() * workLimit);
-      s.guaranteed = (long) Math.floor(c.guaranteedShare() * workLimit);
+      s.reserved = (long) Math.floor(c.reservedShare() * classCapWork);
+      s.guaranteed = (long) Math.floor(c.guaranteedShare() * classCapWork);
       s.reservedRequests =
-          maxRequests <= 0 || requestLimit <= 0
+          maxRequests <= 0 || classCapRequests <= 0
               ? 0
-              : reservedSlots(c.reservedShare(), requestLimit);
+              : reservedSlots(c.reservedShare(), classCapRequests);
       s.guaranteedRequests =
-          maxRequests <= 0 ? 0 : guaranteedSlots(c.guaranteedShare(), requestLimit);
+          maxRequests <= 0 ? 0 : guaranteedSlots(c.guaranteedShare(), classCapRequests);
     }
-    // each slot's reach (accountedWork): the limit less the others' guarantees, within its reserve
-    // when it may not borrow; retired slots guarantee nothing, so dropping one changes no reach
+    // each slot's reach (accountedWork): the class's reach in the pool (the pool less the others'
+    // guarantees, within its reserve when it may not borrow), and at most this replica's limit;
+    // retired slots guarantee nothing, so dropping one changes no reach
     long guaranteedTotal = 0;
+    long poolGuaranteedTotal = 0;
     for (ClassSlot s : slots) {
       guaranteedTotal += s.guaranteed;
+      poolGuaranteedTotal += s.retired ? 0 : (long) Math.floor(s.policy.guaranteedShare() * capacity);
+    }
+    long idleTotal = 0;
+    for (ClassSlot s : slots) {
+      idleTotal += s.idleWork;
     }
     for (ClassSlot s : slots) {
-      long reach = workLimit - (guaranteedTotal - s.guaranteed);
+      long reach =
+          Math.min(
+              classCapWork - (guaranteedTotal - s.guaranteed),
+              workLimit - (idleTotal - s.idleWork));
+      long poolGuaranteed =
+          s.retired ? 0 : (long) Math.floor(s.policy.guaranteedShare() * capacity);
+      long poolReach = capacity - (poolGuaranteedTotal - poolGuaranteed);
       if (!s.policy.borrow()) {
         reach = Math.min(reach, s.reserved);
+        poolReach = Math.min(poolReach, (long) Math.floor(s.policy.reservedShare() * capacity));
       }
-      s.reach = Math.max(1, reach);
+      s.reach = Math.max(1, Math.min(reach, workLimit));
+      s.poolReach = Math.max(1, poolReach);
     }
   }
 
@@ -246,17 +310,50 @@ final class CapacityLedger {
     if (policy.maxRequests() <= 0) {
       return Long.MAX_VALUE;
     }
-    int max = requestLimit;
-    long free = Math.min(max - totalRequests, max - k.requests - protectedRequestsFor(k));
+    int classRequests = k.requests + k.peerRequests;
+    long free =
+        Math.min(
+            requestLimit - totalRequests,
+            classCapRequests - classRequests - protectedRequestsFor(k));
     if (!k.policy.borrow()) {
-      free = Math.min(free, k.reservedRequests - k.requests);
+      free = Math.min(free, k.reservedRequests - classRequests);
     }
     return Math.max(0, free);
   }
 
-  /** Capacity free now ({@code C - U}, never negative). */
+  /**
+   * Capacity free now: this replica's limit less its work in flight, and (class rules on the
+   * pool's numbers) the pool less everyone's work in flight as last reported; never negative.
+   */
   long freeWork() {
-    return Math.max(0, workLimit - totalWork);
+    return Math.max(
+        0, Math.min(workLimit - totalWork, classCapWork - totalWork - peerTotalWork));
+  }
+
+  /** Request slots free now, as {@link #freeWork}; {@code Long.MAX_VALUE} with no request cap. */
+  long freeRequests() {
+    if (policy.maxRequests() <= 0) {
+      return Long.MAX_VALUE;
+    }
+    return Math.max(
+        0,
+        Math.min(
+            requestLimit - totalRequests, classCapRequests - totalRequests - peerTotalRequests));
+  }
+
+  /** The capacity the class rules count against: the pool's, or the share when scaled to it. */
+  long classCapWork() {
+    return classCapWork;
+  }
+
+  /** Work of class {@code k} in flight as the class rules count it (with the peers' part). */
+  long classWork(ClassSlot k) {
+    return k.work + k.peerWork;
+  }
+
+  /** Request slots class {@code k} may still take within its reserve (class rules' count). */
+  long classRequestHeadroom(ClassSlot k) {
+    return (long) k.reservedRequests - k.requests - k.peerRequests;
   }
 
   /** Why {@code tenant}'s in-flight cap stops a start now, or null. */
@@ -280,57 +377,74 @@ final class CapacityLedger {
     PoolPolicy p = policy;
     long w = accountedWork(k, work);
     ClassPolicy cls = k.policy;
-    // Σ_{j≠k} max(U_j, G_j) and Σ_{j≠k} max(N_j, GN_j) in one pass over the slots
-    long protectedWork = 0;
-    int protectedRequests = 0;
+    long classWork = k.work + k.peerWork;
+    int classRequests = k.requests + k.peerRequests;
+    // Σ_{j≠k} max(U_j, G_j) and Σ_{j≠k} max(N_j, GN_j) in one pass over the slots (with the
+    // peers' load when the class rules count the pool as a whole)
+    long protectedWork = otherPeerWork;
+    int protectedRequests = otherPeerRequests;
+    // and on this replica's share: the other classes' idle guarantees placed here
+    long keptWork = 0;
+    int keptRequests = 0;
     for (ClassSlot j : slots) {
       if (j != k) {
-        protectedWork += Math.max(j.work, j.guaranteed);
-        protectedRequests += Math.max(j.requests, j.guaranteedRequests);
+        protectedWork += Math.max(j.work + j.peerWork, j.guaranteed);
+        protectedRequests += Math.max(j.requests + j.peerRequests, j.guaranteedRequests);
+        keptWork += Math.max(0, j.idleWork - j.work);
+        keptRequests += Math.max(0, j.idleRequests - j.requests);
       }
     }
     if (p.maxRequests() > 0) {
-      int maxRequests = requestLimit;
-      if (totalRequests >= maxRequests) {
+      if (totalRequests + keptRequests >= requestLimit) {
         return new Shortfall(
             Reason.POOL_SATURATED,
             w,
-            totalRequests - maxRequests + 1,
+            totalRequests + keptRequests - requestLimit + 1,
             "pool "
                 + p.name()
                 + " is at its request cap"
-                + shareNote(maxRequests, p.maxRequests()));
+                + shareNote(requestLimit, p.maxRequests()));
       }
-      if (k.requests + 1 > k.reservedRequests && !cls.borrow()) {
+      if (classRequests + 1 > k.reservedRequests && !cls.borrow()) {
         return new Shortfall(
             Reason.CLASS_SHARE,
             w,
-            k.requests + 1 - k.reservedRequests,
+            classRequests + 1 - k.reservedRequests,
             "class " + cls.name() + " holds its share of the request slots of pool " + p.name());
       }
-      int needSlots = k.requests + 1 + protectedRequests;
-      if (needSlots > maxRequests) {
+      int needSlots = classRequests + 1 + protectedRequests;
+      if (needSlots > classCapRequests) {
         return new Shortfall(
             Reason.POOL_SATURATED,
             w,
-            needSlots - maxRequests,
+            needSlots - classCapRequests,
             "the free request slots of pool "
                 + p.name()
                 + " are guaranteed to other classes"
-                + shareNote(maxRequests, p.maxRequests()));
+                + (pooled ? "" : shareNote(classCapRequests, p.maxRequests())));
       }
     }
-    if (k.work + w > k.reserved && !cls.borrow()) {
+    if (classWork + w > k.reserved && !cls.borrow()) {
       return new Shortfall(
           Reason.CLASS_SHARE,
-          k.work + w - k.reserved,
+          classWork + w - k.reserved,
           "class " + cls.name() + " has used its share of pool " + p.name());
     }
-    long need = k.work + w + protectedWork;
-    if (need > workLimit) {
+    long need = classWork + w + protectedWork;
+    if (need > classCapWork) {
       return new Shortfall(
           Reason.POOL_SATURATED,
-          need - workLimit,
+          need - classCapWork,
+          "pool "
+              + p.name()
+              + " has no capacity for class "
+              + cls.name()
+              + (pooled ? "" : shareNote(classCapWork, p.capacityWorkUnits())));
+    }
+    if (totalWork + w + keptWork > workLimit) {
+      return new Shortfall(
+          Reason.POOL_SATURATED,
+          totalWork + w + keptWork - workLimit,
           "pool "
               + p.name()
               + " has no capacity for class "
@@ -344,7 +458,9 @@ final class CapacityLedger {
   Permit take(PoolState pool, ClassSlot k, AdmissionRequest request, long nowNanos) {
     Tenant tenant = request.tenant();
     long w = accountedWork(k, request.workUnits());
+    long asked = demandWork(k, request.workUnits());
     k.work += w;
+    k.demandWork += asked;
     k.requests++;
     totalWork += w;
     totalRequests++;
@@ -354,13 +470,15 @@ final class CapacityLedger {
     } else {
       tenantCount[0]++;
     }
-    return new Permit(pool, k, tenant, w, nowNanos, request.inputTokens(), request.outputTokens());
+    return new Permit(
+        pool, k, tenant, w, asked, nowNanos, request.inputTokens(), request.outputTokens());
   }
 
   /** Returns a permit's work and slot; a drained retired class slot is dropped. */
   void release(Permit permit) {
     ClassSlot k = permit.slot();
     k.work -= permit.workUnits();
+    k.demandWork -= permit.demandWork();
     k.requests--;
     totalWork -= permit.workUnits();
     totalRequests--;
@@ -388,12 +506,57 @@ final class CapacityLedger {
     return Math.min(work, k.reach);
   }
 
+  /**
+   * The work a request of class {@code k} asks of the pool, for the demand a replica reports: its
+   * own, at most the most class {@code k} can hold in the pool as a whole ({@link
+   * ClassSlot#poolReach}), whatever this replica's share is now. (Counted as its accounted work,
+   * a request larger than the share would report exactly the share and never get more.)
+   */
+  long demandWork(ClassSlot k, long work) {
+    return Math.min(work, k.poolReach);
+  }
+
+  /**
+   * Every active class's guaranteed part of the pool and the most it can hold in the pool (the
+   * pool's own numbers, whatever the share), in rank order: what the share allocation divides.
+   */
+  List<PoolState.ClassLimits> poolClassLimits() {
+    PoolPolicy p = policy;
+    int maxRequests = Math.max(0, p.maxRequests());
+    int guaranteedSlotsTotal = 0;
+    for (ClassSlot s : slots) {
+      if (!s.retired) {
+        guaranteedSlotsTotal += guaranteedSlots(s.policy.guaranteedShare(), maxRequests);
+      }
+    }
+    List<PoolState.ClassLimits> out = new ArrayList<>();
+    for (ClassSlot s : slots) {
+      if (s.retired) {
+        continue;
+      }
+      ClassPolicy c = s.policy;
+      int gn = guaranteedSlots(c.guaranteedShare(), maxRequests);
+      int reachN = maxRequests - (guaranteedSlotsTotal - gn);
+      if (!c.borrow()) {
+        reachN = Math.min(reachN, reservedSlots(c.reservedShare(), maxRequests));
+      }
+      out.add(
+          new PoolState.ClassLimits(
+              c.name(),
+              (long) Math.floor(c.guaranteedShare() * p.capacityWorkUnits()),
+              s.poolReach,
+              gn,
+              Math.max(0, reachN)));
+    }
+    return out;
+  }
+
   /** Σ_{j≠k} max(N_j, GN_j) — request slots other classes hold or are guaranteed. */
   private int protectedRequestsFor(ClassSlot k) {
-    int sum = 0;
+    int sum = otherPeerRequests;
     for (ClassSlot j : slots) {
       if (j != k) {
-        sum += Math.max(j.requests, j.guaranteedRequests);
+        sum += Math.max(j.requests + j.peerRequests, j.guaranteedRequests);
       }
     }
     return sum;

@@ -16,6 +16,7 @@ public final class Permit {
   private final ClassPolicy requestClass;
   private final Tenant tenant;
   private final long workUnits;
+  private final long demandWork;
   private final long admittedAtNanos;
   private final long inputTokens;
   private final long outputTokens;
@@ -39,7 +40,24 @@ public final class Permit {
       long admittedAtNanos,
       long inputTokens,
       long outputTokens) {
+    this(pool, slot, tenant, workUnits, workUnits, admittedAtNanos, inputTokens, outputTokens);
+  }
+
+  /**
+   * @param workUnits the work counted against the pool (at most what this replica can hold)
+   * @param demandWork the work the request asked for (what it reports as demand for a share)
+   */
+  Permit(
+      PoolState pool,
+      ClassSlot slot,
+      Tenant tenant,
+      long workUnits,
+      long demandWork,
+      long admittedAtNanos,
+      long inputTokens,
+      long outputTokens) {
     this.pool = pool;
+    this.demandWork = demandWork;
     this.slot = slot;
     this.requestClass = slot.policy;
     this.tenant = tenant;
@@ -80,6 +98,11 @@ public final class Permit {
 
   public Tenant tenant() {
     return tenant;
+  }
+
+  /** The work the request asked for, as counted in the demand for a replica share. */
+  long demandWork() {
+    return demandWork;
   }
 
   public long workUnits() {

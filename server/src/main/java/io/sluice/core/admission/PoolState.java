@@ -7,6 +7,7 @@ import io.sluice.core.queue.TenantFairQueue;
 import io.sluice.core.queue.WaitPredictor;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.DoubleSupplier;
@@ -42,9 +43,6 @@ public final class PoolState {
   private final ServiceTimes service;
   private final RetryAdvice retry;
   private final QueueCoordinator queues;
-  // unmet demand since the last demand() read: work and requests refused for want of capacity
-  private long refusedWork;
-  private int refusedRequests;
 
   /**
    * Waiter answers collected under the lock, handed out by {@link #takeCallbacks()} before it is
@@ -137,8 +135,12 @@ public final class PoolState {
     try {
       d = decideLocked(request, maxHoldNanos, waiter, nowNanos, pending);
       if (d instanceof Decision.Reject r && wantedCapacity(r.reason())) {
-        refusedWork += request.workUnits();
-        refusedRequests++;
+        // unmet demand since the last demand() read, by class
+        ClassSlot k = capacity.slot(request.requestClass().name());
+        if (k != null) {
+          k.refusedWork += capacity.demandWork(k, request.workUnits());
+          k.refusedRequests++;
+        }
       }
       callbacks = takeCallbacks();
     } finally {
@@ -352,10 +354,48 @@ public final class PoolState {
   /**
    * Limits this replica to its granted share of the pool ({@code work} units, {@code requests}
    * slots); a larger share starts waiting requests at once, a smaller one admits nothing new until
-   * in-flight work drains below it. Permits in flight are kept either way.
+   * in-flight work drains below it. Permits in flight are kept either way. With {@code classes}
+   * (the other replicas' load by class, and the idle class guarantees placed on this replica) the
+   * class reserves and guarantees hold for the pool as a whole; with null they are scaled to the
+   * share.
    */
-  public void applyShare(long work, int requests, long nowNanos) {
-    drainIf(() -> capacity.applyShare(work, requests), nowNanos);
+  public void applyShare(
+      long work, int requests, @Nullable ClassShares classes, long nowNanos) {
+    drainIf(() -> capacity.applyShare(work, requests, classes), nowNanos);
+  }
+
+  /** Work units and request slots (a class's load, or part of a share). */
+  public record Load(long work, int requests) {}
+
+  /**
+   * The class side of a replica's share.
+   *
+   * @param peers the other replicas' work and requests in flight by class, as of their last renewal
+   * @param idle by class, the part of the class's guarantee placed on this replica that it did not
+   *     want at the last renewal: kept here for that class
+   */
+  public record ClassShares(Map<String, Load> peers, Map<String, Load> idle) {
+    public ClassShares {
+      peers = Map.copyOf(peers);
+      idle = Map.copyOf(idle);
+    }
+  }
+
+  /**
+   * One class's part of the pool as the share allocation divides it: its guaranteed work and
+   * request slots, and the most of each it can hold in the pool (the pool's own numbers).
+   */
+  public record ClassLimits(
+      String name, long guaranteedWork, long reachWork, int guaranteedRequests, int reachRequests) {}
+
+  /** Every active class's {@link ClassLimits}, in rank order. */
+  public List<ClassLimits> classLimits() {
+    lock.lock();
+    try {
+      return capacity.poolClassLimits();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /**
@@ -379,24 +419,45 @@ public final class PoolState {
 
   /**
    * What this replica holds and wants of the pool now: in flight, waiting, and refused for want of
-   * capacity since the last call (which this call resets), with the limits it counts against.
+   * capacity since the last call (which this call resets), in total and by class, with the limits
+   * it counts against. Demand counts each request's own work (at most what its class can hold in
+   * the pool), not the work it is counted as on this replica's share: a request larger than the
+   * share asks for more than the share.
    */
   public Demand demand() {
     lock.lock();
     try {
-      Demand d =
-          new Demand(
-              capacity.totalWork(),
-              capacity.totalRequests(),
-              queues.queuedWorkAtOrAbove(Integer.MAX_VALUE),
-              (int) queues.queuedItemsAtOrAbove(Integer.MAX_VALUE),
-              refusedWork,
-              refusedRequests,
-              capacity.workLimit(),
-              capacity.requestLimit());
-      refusedWork = 0;
-      refusedRequests = 0;
-      return d;
+      long inFlightDemand = 0;
+      long queuedDemand = 0;
+      long refusedWork = 0;
+      int refusedRequests = 0;
+      List<ClassDemand> classes = new ArrayList<>();
+      for (ClassSlot s : capacity.slots()) {
+        inFlightDemand += s.demandWork;
+        queuedDemand += s.queuedDemandWork;
+        refusedWork += s.refusedWork;
+        refusedRequests += s.refusedRequests;
+        classes.add(
+            new ClassDemand(
+                s.name(),
+                s.demandWork + s.queuedDemandWork + s.refusedWork,
+                s.requests + s.queue.depth() + s.refusedRequests,
+                s.work,
+                s.requests));
+        s.refusedWork = 0;
+        s.refusedRequests = 0;
+      }
+      return new Demand(
+          capacity.totalWork(),
+          capacity.totalRequests(),
+          inFlightDemand,
+          queuedDemand,
+          (int) queues.queuedItemsAtOrAbove(Integer.MAX_VALUE),
+          refusedWork,
+          refusedRequests,
+          capacity.workLimit(),
+          capacity.requestLimit(),
+          classes);
     } finally {
       lock.unlock();
     }
@@ -405,18 +466,49 @@ public final class PoolState {
   /**
    * One replica's use of and demand for a pool.
    *
+   * @param workInFlight work units in flight as counted against the share (what it holds)
+   * @param demandInFlight the same requests' own work (their demand)
+   * @param queuedWork waiting work (each request's own)
    * @param workLimit the work units it counts against now (its share, or the whole pool)
    * @param requestLimit the request slots it counts against now (0 when the pool caps none)
+   * @param classes by class (retired classes still holding permits included)
    */
   public record Demand(
       long workInFlight,
       int requestsInFlight,
+      long demandInFlight,
       long queuedWork,
       int queuedRequests,
       long refusedWork,
       int refusedRequests,
       long workLimit,
-      int requestLimit) {}
+      int requestLimit,
+      List<ClassDemand> classes) {
+    public Demand {
+      classes = List.copyOf(classes);
+    }
+
+    /** Work it wants: in flight (as asked), waiting and refused. */
+    public long demandWork() {
+      return demandInFlight + queuedWork + refusedWork;
+    }
+
+    /** Requests it wants: in flight, waiting and refused. */
+    public int demandRequests() {
+      return requestsInFlight + queuedRequests + refusedRequests;
+    }
+  }
+
+  /**
+   * One class's part of a replica's demand.
+   *
+   * @param demandWork work in flight (as asked), waiting and refused for want of capacity
+   * @param demandRequests requests in flight, waiting and refused
+   * @param inFlightWork work in flight as counted against the share
+   * @param inFlightRequests requests in flight
+   */
+  public record ClassDemand(
+      String name, long demandWork, int demandRequests, long inFlightWork, int inFlightRequests) {}
 
   /**
    * The answers collected in {@link #pending}, emptying it; called under the lock, just before it

@@ -29,7 +29,11 @@ import org.jspecify.annotations.Nullable;
  */
 final class QueueCoordinator {
   /** What a queued item carries: its waiter and request (no body, no thread). */
-  record Entry(Waiter waiter, AdmissionRequest request) {}
+  /**
+   * A waiting request: its waiter, the request, its class slot and the work it asks of the pool
+   * (its demand, {@link CapacityLedger#demandWork}).
+   */
+  record Entry(Waiter waiter, AdmissionRequest request, ClassSlot slot, long demandWork) {}
 
   /** A waiter's answer, run once the pool lock is released: a permit or (permit null) a refusal. */
   record Callback(
@@ -216,7 +220,7 @@ final class QueueCoordinator {
             nowNanos,
             expires,
             request.deadlineNanos(),
-            new Entry(waiter, request));
+            new Entry(waiter, request, k, capacity.demandWork(k, request.workUnits())));
     Offer offer = k.queue.offer(item, nowNanos);
     if (offer instanceof Offer.Rejected r) {
       return switch (r.reason()) {
@@ -242,6 +246,7 @@ final class QueueCoordinator {
     }
     Offer.Accepted accepted = (Offer.Accepted) offer;
     increment(tenantQueued, tenant.id());
+    k.queuedDemandWork += item.payload().demandWork();
     long hold = Math.max(1_000_000L, (expires - nowNanos) + policy.holdMargin().toNanos());
     Decision.Queued queued =
         new Decision.Queued(policy.name(), ticket, hold, expires, accepted.position(), predicted);
@@ -256,7 +261,7 @@ final class QueueCoordinator {
     for (ClassSlot s : queueSlots) {
       var item = s.queue.remove(ticket);
       if (item.isPresent()) {
-        decrement(tenantQueued, item.get().tenant());
+        left(item.get());
         drain(nowNanos, callbacks);
         return true;
       }
@@ -269,7 +274,7 @@ final class QueueCoordinator {
     int n = 0;
     for (ClassSlot s : queueSlots) {
       for (QueuedItem<Entry> item : s.queue.clear()) {
-        decrement(tenantQueued, item.tenant());
+        left(item);
         callbacks.add(
             new Callback(
                 item.payload().waiter(),
@@ -301,7 +306,7 @@ final class QueueCoordinator {
     ClassScheduler.Drain<Entry> drain = scheduler.drain(nowNanos, ledger);
     for (ClassScheduler.Expired<Entry> e : drain.expired()) {
       QueuedItem<Entry> item = e.item();
-      decrement(tenantQueued, item.tenant());
+      left(item);
       callbacks.add(
           new Callback(
               item.payload().waiter(),
@@ -318,7 +323,7 @@ final class QueueCoordinator {
     }
     for (int i = 0; i < drain.admitted().size(); i++) {
       QueuedItem<Entry> item = drain.admitted().get(i).item();
-      decrement(tenantQueued, item.tenant());
+      left(item);
       Start start = ledger.started.get(i);
       callbacks.add(
           new Callback(
@@ -362,31 +367,35 @@ final class QueueCoordinator {
     /** Per item the scheduler took off a queue: its permit or refusal. */
     final List<Start> started = new ArrayList<>();
 
+    // the class rules' view: the pool's own numbers with the other replicas' load as last
+    // reported (or this replica's share when they are scaled to it); the share itself is
+    // checked when the start is taken (checkCapacity), and bounds the free capacity here
     @Override
     public long capacityWorkUnits() {
-      return capacity.policy().capacityWorkUnits();
+      return capacity.classCapWork();
     }
 
     @Override
     public long inFlightWorkUnits() {
-      return capacity.totalWork();
+      return capacity.classCapWork() - capacity.freeWork();
     }
 
     @Override
     public long inFlightWorkUnits(int classIndex) {
-      return queueSlots.get(classIndex).work;
+      return capacity.classWork(queueSlots.get(classIndex));
     }
 
     @Override
     public long freeRequests() {
-      int max = capacity.policy().maxRequests();
-      return max > 0 ? max - capacity.totalRequests() : Long.MAX_VALUE;
+      return capacity.freeRequests();
     }
 
     @Override
     public long requestHeadroom(int classIndex) {
       ClassSlot k = queueSlots.get(classIndex);
-      return capacity.policy().maxRequests() > 0 ? k.reservedRequests - k.requests : Long.MAX_VALUE;
+      return capacity.policy().maxRequests() > 0
+          ? capacity.classRequestHeadroom(k)
+          : Long.MAX_VALUE;
     }
 
     @Override
@@ -398,6 +407,21 @@ final class QueueCoordinator {
       started.add(start);
       return true;
     }
+  }
+
+  /** An item left its queue (started, expired, cancelled or refused): its counts go with it. */
+  private void left(QueuedItem<Entry> item) {
+    decrement(tenantQueued, item.tenant());
+    item.payload().slot().queuedDemandWork -= item.payload().demandWork();
+  }
+
+  /** Work waiting in every class as the requests asked for it (the demand for a share). */
+  long queuedDemandWork() {
+    long sum = 0;
+    for (ClassSlot s : queueSlots) {
+      sum += s.queuedDemandWork;
+    }
+    return sum;
   }
 
   private static void increment(Map<String, int[]> m, String key) {

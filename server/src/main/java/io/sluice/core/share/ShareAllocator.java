@@ -56,6 +56,92 @@ public final class ShareAllocator {
   }
 
   /**
+   * Targets by class: the same rule, applied so that each class's guaranteed part of the pool goes
+   * where that class's demand is, and the rest where the demand beyond those parts is.
+   *
+   * <ol>
+   *   <li>each class {@code k} with a guaranteed part {@code G_k} of the pool: {@code g_ik =
+   *       allocate(G_k, d_·k, floor × G_k)}, so the guarantee follows the class's demand (what no
+   *       replica wants of it is split evenly: a burst anywhere finds some at once);
+   *   <li>the rest, {@code F = C - Σ G_k}, by {@link #allocate} over what each replica wants
+   *       beyond its guaranteed parts, {@code e_i = Σ_k max(0, d_ik - g_ik)}, where a class's
+   *       wants are first cut to the part of {@code F} it can ever hold ({@code reach_k - G_k}:
+   *       demand its class rules would refuse anyway is not given share);
+   *   <li>{@code target_i = Σ_k g_ik + f_i}.
+   * </ol>
+   *
+   * The part of {@code g_ik} that replica {@code i} does not want, {@code idle_ik = max(0, g_ik -
+   * d_ik)}, is class {@code k}'s idle guarantee placed there: the replica keeps it for class
+   * {@code k} (other classes may not use it), as one pool keeps a class's idle guarantee.
+   * {@code Σ target_i <= C} always. With no guarantees and every class able to borrow the whole
+   * pool, the targets are {@link #allocate}'s over the replicas' total demands.
+   *
+   * @param demand {@code demand[i][k]}: replica {@code i}'s demand of class {@code k}
+   * @param guaranteed {@code G_k}, the class's guaranteed part of the pool ({@code Σ <= C})
+   * @param reach the most class {@code k} can hold in the pool ({@code >= G_k})
+   * @param floorFraction the floor, a fraction of each part
+   */
+  public static Allocation allocateByClass(
+      long capacity, long[][] demand, long[] guaranteed, long[] reach, double floorFraction) {
+    int n = demand.length;
+    int m = guaranteed.length;
+    long[] target = new long[n];
+    long[][] idle = new long[n][m];
+    if (n == 0 || capacity <= 0) {
+      return new Allocation(target, idle);
+    }
+    long guaranteedTotal = 0;
+    long[] excess = new long[n];
+    long[][] classExcess = new long[m][n];
+    for (int k = 0; k < m; k++) {
+      long g = Math.max(0, Math.min(guaranteed[k], capacity - guaranteedTotal));
+      guaranteedTotal += g;
+      long[] column = new long[n];
+      for (int i = 0; i < n; i++) {
+        column[i] = Math.max(0, demand[i][k]);
+      }
+      long[] parts = g > 0 ? allocate(g, column, floorOf(floorFraction, g)) : new long[n];
+      for (int i = 0; i < n; i++) {
+        target[i] += parts[i];
+        classExcess[k][i] = Math.max(0, column[i] - parts[i]);
+        idle[i][k] = Math.max(0, parts[i] - column[i]);
+      }
+    }
+    long rest = capacity - guaranteedTotal;
+    for (int k = 0; k < m; k++) {
+      long canHold = Math.max(0, Math.min(rest, reach[k] - Math.max(0, guaranteed[k])));
+      long wanted = 0;
+      for (int i = 0; i < n; i++) {
+        wanted = saturatedAdd(wanted, classExcess[k][i]);
+      }
+      long[] cut = canHold < rest && wanted > canHold ? waterFill(classExcess[k], canHold) : classExcess[k];
+      for (int i = 0; i < n; i++) {
+        excess[i] = saturatedAdd(excess[i], cut[i]);
+      }
+    }
+    long[] free = allocate(rest, excess, floorOf(floorFraction, rest));
+    for (int i = 0; i < n; i++) {
+      target[i] += free[i];
+    }
+    return new Allocation(target, idle);
+  }
+
+  /**
+   * What {@link #allocateByClass} gives.
+   *
+   * @param targets by replica
+   * @param idle {@code idle[i][k]}: class {@code k}'s guarantee placed on replica {@code i} that it
+   *     does not want now (kept there for class {@code k})
+   */
+  @SuppressWarnings("ArrayRecordComponent") // plain result arrays, read once by the caller
+  public record Allocation(long[] targets, long[][] idle) {}
+
+  /** {@code floor(fraction × part)}: the floor of one part, rounded down. */
+  private static long floorOf(double fraction, long part) {
+    return (long) Math.floor(fraction * (double) part);
+  }
+
+  /**
    * Parts of {@code total} to wants {@code want} (Σ want > total): min(want_i, L), remainder by
    * order.
    */

@@ -176,6 +176,8 @@ public final class ShareCoordinator {
     boolean started;
     boolean pending;
     List<ShareStore.Peer> peers = List.of();
+    List<ShareStore.ClassLoad> classLoads = List.of();
+    Map<String, PoolState.Load> idleParts = Map.of();
     boolean onProbation;
     long probationUntilNanos;
     long probationWork;
@@ -194,7 +196,7 @@ public final class ShareCoordinator {
       ReplicaPolicy.PoolMode mode = policy.mode(pool);
       if (!started) {
         started = true;
-        state.applyShare(0, 0, now); // holds nothing until the store grants it a share
+        state.applyShare(0, 0, null, now); // holds nothing until the store grants it a share
       }
       checkAge(state, mode, now);
       if (pending) {
@@ -202,10 +204,22 @@ public final class ShareCoordinator {
       }
       PoolPolicy p = state.policy();
       PoolState.Demand d = state.demand();
-      demandWork = d.workInFlight() + d.queuedWork() + d.refusedWork();
-      demandRequests = d.requestsInFlight() + d.queuedRequests() + d.refusedRequests();
+      demandWork = d.demandWork();
+      demandRequests = d.demandRequests();
+      List<ShareStore.ClassLoad> mine = new ArrayList<>();
+      for (PoolState.ClassDemand c : d.classes()) {
+        mine.add(
+            new ShareStore.ClassLoad(
+                c.name(),
+                c.demandWork(),
+                c.demandRequests(),
+                c.inFlightWork(),
+                c.inFlightRequests()));
+      }
+      classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
-      long[] target = targets(p.capacityWorkUnits(), capRequests, mode.floor());
+      long[] target =
+          targets(p.capacityWorkUnits(), capRequests, mode.floor(), state.classLimits());
       ShareStore.Exchange ex =
           new ShareStore.Exchange(
               namespace,
@@ -219,7 +233,8 @@ public final class ShareCoordinator {
               d.workInFlight(),
               d.requestsInFlight(),
               demandWork,
-              demandRequests);
+              demandRequests,
+              mine);
       pending = true;
       CompletionStage<ShareStore.Grant> answer;
       try {
@@ -236,33 +251,90 @@ public final class ShareCoordinator {
               });
     }
 
-    /** This replica's targets {work, requests} by the allocation rule over it and its peers. */
-    private long[] targets(long capWork, int capRequests, double floorFraction) {
-      TreeMap<String, long[]> byId = new TreeMap<>();
+    /**
+     * This replica's targets {work, requests} by the allocation rule over it and its peers, class
+     * by class ({@link ShareAllocator#allocateByClass}); a peer's class not configured here (a
+     * rollout) counts as a class with no guarantee that may borrow the whole pool.
+     */
+    private long[] targets(
+        long capWork, int capRequests, double floorFraction, List<PoolState.ClassLimits> limits) {
+      TreeMap<String, List<ShareStore.ClassLoad>> byId = new TreeMap<>();
       for (ShareStore.Peer peer : peers) {
-        byId.put(peer.replica(), new long[] {peer.demandWork(), peer.demandRequests()});
+        byId.put(peer.replica(), peer.classes());
       }
-      byId.put(replica, new long[] {demandWork, demandRequests});
+      byId.put(replica, classLoads);
+      int m = limits.size();
+      Map<String, Integer> column = new java.util.HashMap<>();
+      for (int k = 0; k < m; k++) {
+        column.put(limits.get(k).name(), k);
+      }
+      long[] gw = new long[m + 1];
+      long[] rw = new long[m + 1];
+      long[] gr = new long[m + 1];
+      long[] rr = new long[m + 1];
+      for (int k = 0; k < m; k++) {
+        PoolState.ClassLimits l = limits.get(k);
+        gw[k] = l.guaranteedWork();
+        rw[k] = l.reachWork();
+        gr[k] = l.guaranteedRequests();
+        rr[k] = l.reachRequests();
+      }
+      rw[m] = capWork; // classes unknown here: no guarantee, may borrow everything
+      rr[m] = capRequests;
       int n = byId.size();
-      long[] dw = new long[n];
-      long[] dr = new long[n];
+      long[][] dw = new long[n][m + 1];
+      long[][] dr = new long[n][m + 1];
       int me = 0;
       int i = 0;
-      for (Map.Entry<String, long[]> e : byId.entrySet()) {
+      for (Map.Entry<String, List<ShareStore.ClassLoad>> e : byId.entrySet()) {
         if (e.getKey().equals(replica)) {
           me = i;
         }
-        dw[i] = e.getValue()[0];
-        dr[i] = e.getValue()[1];
+        for (ShareStore.ClassLoad c : e.getValue()) {
+          int k = column.getOrDefault(c.name(), m);
+          dw[i][k] += Math.max(0, c.demandWork());
+          dr[i][k] += Math.max(0, c.demandRequests());
+        }
         i++;
       }
       // rounded down: in a small pool an idle replica keeps nothing and its first request waits
       // for (or is refused until) the next rebalance
-      long floorWork = (long) Math.floor(floorFraction * capWork);
-      long floorRequests = (long) Math.floor(floorFraction * capRequests);
-      long tw = ShareAllocator.allocate(capWork, dw, floorWork)[me];
-      long tr = capRequests > 0 ? ShareAllocator.allocate(capRequests, dr, floorRequests)[me] : 0;
-      return new long[] {tw, tr};
+      ShareAllocator.Allocation aw =
+          ShareAllocator.allocateByClass(capWork, dw, gw, rw, floorFraction);
+      ShareAllocator.Allocation ar =
+          capRequests > 0
+              ? ShareAllocator.allocateByClass(capRequests, dr, gr, rr, floorFraction)
+              : null;
+      Map<String, PoolState.Load> idle = new java.util.HashMap<>();
+      for (int k = 0; k < m; k++) {
+        long w = aw.idle()[me][k];
+        int r = ar == null ? 0 : (int) ar.idle()[me][k];
+        if (w > 0 || r > 0) {
+          idle.put(limits.get(k).name(), new PoolState.Load(w, r));
+        }
+      }
+      idleParts = idle;
+      return new long[] {aw.targets()[me], ar == null ? 0 : ar.targets()[me]};
+    }
+
+    /** The peers' work and requests in flight by class, summed (their class rules' load). */
+    private Map<String, PoolState.Load> peerLoads() {
+      Map<String, long[]> sum = new java.util.HashMap<>();
+      for (ShareStore.Peer peer : peers) {
+        for (ShareStore.ClassLoad c : peer.classes()) {
+          long[] a = sum.computeIfAbsent(c.name(), x -> new long[2]);
+          a[0] += Math.max(0, c.inFlightWork());
+          a[1] += Math.max(0, c.inFlightRequests());
+        }
+      }
+      Map<String, PoolState.Load> out = new java.util.HashMap<>();
+      for (Map.Entry<String, long[]> e : sum.entrySet()) {
+        out.put(
+            e.getKey(),
+            new PoolState.Load(
+                e.getValue()[0], (int) Math.min(Integer.MAX_VALUE, e.getValue()[1])));
+      }
+      return out;
     }
 
     private synchronized void answered(
@@ -295,7 +367,11 @@ public final class ShareCoordinator {
         lastGrantNanos = now;
         renewals++;
         mode = Mode.LEASED;
-        state.applyShare(grantedWork, grantedRequests, now);
+        state.applyShare(
+            grantedWork,
+            grantedRequests,
+            new PoolState.ClassShares(peerLoads(), idleParts),
+            now);
         return;
       }
       failures++;
@@ -334,7 +410,8 @@ public final class ShareCoordinator {
         grantedWork = p.capacityWorkUnits() / expected;
         grantedRequests = Math.max(0, p.maxRequests()) / expected;
       }
-      state.applyShare(grantedWork, grantedRequests, now);
+      // the peers' loads are unknown now: class rules scaled to the outage share
+      state.applyShare(grantedWork, grantedRequests, null, now);
     }
 
     synchronized Status status(long now) {

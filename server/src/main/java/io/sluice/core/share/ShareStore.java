@@ -30,6 +30,8 @@ public interface ShareStore {
    * @param targetWork the share this replica asks for (the allocation rule's target)
    * @param inUseWork work units in flight on this replica
    * @param demandWork work units in flight, waiting and refused for want of capacity
+   * @param classes the same by class, with each class's work in flight (the peers' class rules
+   *     count it)
    */
   record Exchange(
       String namespace,
@@ -43,7 +45,12 @@ public interface ShareStore {
       long inUseWork,
       int inUseRequests,
       long demandWork,
-      int demandRequests) {}
+      int demandRequests,
+      List<ClassLoad> classes) {
+    public Exchange {
+      classes = List.copyOf(classes);
+    }
+  }
 
   /**
    * The store's answer.
@@ -58,7 +65,25 @@ public interface ShareStore {
     }
   }
 
-  /** Another live replica: what it holds and what it wants. */
+  /** Another live replica: what it holds and what it wants, in total and by class. */
   record Peer(
-      String replica, long heldWork, int heldRequests, long demandWork, int demandRequests) {}
+      String replica,
+      long heldWork,
+      int heldRequests,
+      long demandWork,
+      int demandRequests,
+      List<ClassLoad> classes) {
+    public Peer {
+      classes = List.copyOf(classes);
+    }
+  }
+
+  /**
+   * One class's load on one replica.
+   *
+   * @param demandWork work in flight (as the requests asked), waiting and refused
+   * @param inFlightWork work in flight as counted against the replica's share
+   */
+  record ClassLoad(
+      String name, long demandWork, int demandRequests, long inFlightWork, int inFlightRequests) {}
 }

@@ -248,7 +248,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
       Long.toString(clamp(x.inUseWork())),
       Long.toString(Math.max(0, x.inUseRequests())),
       Long.toString(clamp(x.demandWork())),
-      Long.toString(Math.max(0, x.demandRequests()))
+      Long.toString(Math.max(0, x.demandRequests())),
+      encodeClasses(x.classes())
     };
     return track(script(SHARE_SCRIPT, SHARE_SCRIPT_SHA, keys, args).thenApply(RedisStore::toGrant));
   }
@@ -326,16 +327,67 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
     return Math.max(0, Math.min(v, 1L << 53));
   }
 
+  /**
+   * A replica's class loads as one token of the lease record: {@code
+   * name:demandWork:demandRequests:inFlightWork:inFlightRequests} by class, comma-separated, the
+   * name URL-encoded (no space, colon or comma left in it).
+   */
+  static String encodeClasses(List<ShareStore.ClassLoad> classes) {
+    StringBuilder b = new StringBuilder();
+    for (ShareStore.ClassLoad c : classes) {
+      if (b.length() > 0) {
+        b.append(',');
+      }
+      b.append(java.net.URLEncoder.encode(c.name(), java.nio.charset.StandardCharsets.UTF_8))
+          .append(':')
+          .append(clamp(c.demandWork()))
+          .append(':')
+          .append(Math.max(0, c.demandRequests()))
+          .append(':')
+          .append(clamp(c.inFlightWork()))
+          .append(':')
+          .append(Math.max(0, c.inFlightRequests()));
+    }
+    return b.toString();
+  }
+
+  /** {@link #encodeClasses} read back; a malformed part (another version's) is skipped. */
+  static List<ShareStore.ClassLoad> decodeClasses(String token) {
+    List<ShareStore.ClassLoad> out = new ArrayList<>();
+    if (token.isEmpty()) {
+      return out;
+    }
+    for (String part : token.split(",", -1)) {
+      String[] f = part.split(":", -1);
+      if (f.length != 5) {
+        continue;
+      }
+      try {
+        out.add(
+            new ShareStore.ClassLoad(
+                java.net.URLDecoder.decode(f[0], java.nio.charset.StandardCharsets.UTF_8),
+                Long.parseLong(f[1]),
+                Integer.parseInt(f[2]),
+                Long.parseLong(f[3]),
+                Integer.parseInt(f[4])));
+      } catch (IllegalArgumentException e) {
+        // skipped: a peer of another version, or a damaged record; its totals still count
+      }
+    }
+    return out;
+  }
+
   private static ShareStore.Grant toGrant(List<Object> r) {
     List<ShareStore.Peer> peers = new ArrayList<>();
-    for (int i = 3; i + 4 < r.size(); i += 5) {
+    for (int i = 3; i + 5 < r.size(); i += 6) {
       peers.add(
           new ShareStore.Peer(
               String.valueOf(r.get(i)),
               ((Number) r.get(i + 1)).longValue(),
               (int) ((Number) r.get(i + 2)).longValue(),
               ((Number) r.get(i + 3)).longValue(),
-              (int) ((Number) r.get(i + 4)).longValue()));
+              (int) ((Number) r.get(i + 4)).longValue(),
+              decodeClasses(String.valueOf(r.get(i + 5)))));
     }
     return new ShareStore.Grant(
         ((Number) r.get(0)).longValue(), (int) ((Number) r.get(1)).longValue(), peers);

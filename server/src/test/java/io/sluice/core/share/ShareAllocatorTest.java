@@ -91,4 +91,100 @@ class ShareAllocatorTest {
     assertThat(Arrays.stream(t).sum()).isEqualTo(2);
     assertThat(t).containsExactly(1, 1, 0, 0);
   }
+
+  /**
+   * By class: every unit placed, none twice; each class's guarantee goes where its demand is (its
+   * parts are {@link ShareAllocator#allocate}'s over that class's demands), the idle parts are the
+   * parts nobody there wants; with no guarantees and every class able to hold the pool, the
+   * targets are the plain rule's over the replicas' total demands.
+   */
+  @ParameterizedTest
+  @MethodSource("seeds")
+  void property_byClass_boundedAndGuaranteesFollowDemand(long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    long capacity = r.nextInt(5) == 0 ? r.nextInt(0, 5) : r.nextLong(1, 1_000_000);
+    int n = r.nextInt(1, 8);
+    int m = r.nextInt(1, 4);
+    boolean plain = r.nextInt(3) == 0;
+    long[] guaranteed = new long[m];
+    long[] reach = new long[m];
+    long left = capacity;
+    for (int k = 0; k < m; k++) {
+      guaranteed[k] = plain ? 0 : r.nextLong(0, left + 1);
+      left -= guaranteed[k];
+    }
+    long sumG = capacity - left;
+    for (int k = 0; k < m; k++) {
+      reach[k] = plain ? capacity : r.nextLong(guaranteed[k], capacity - sumG + guaranteed[k] + 1);
+    }
+    long[][] demand = new long[n][m];
+    long[] total = new long[n];
+    for (int i = 0; i < n; i++) {
+      for (int k = 0; k < m; k++) {
+        demand[i][k] = r.nextInt(3) == 0 ? 0 : r.nextLong(0, capacity + 2);
+        total[i] += demand[i][k];
+      }
+    }
+    double floor = r.nextInt(2) == 0 ? 0 : 0.02 * r.nextInt(0, 6);
+    ShareAllocator.Allocation a =
+        ShareAllocator.allocateByClass(capacity, demand, guaranteed, reach, floor);
+    long[] t = a.targets();
+    assertThat(Arrays.stream(t).sum()).as("every unit placed, none twice").isEqualTo(capacity);
+    for (int k = 0; k < m; k++) {
+      if (guaranteed[k] == 0) {
+        continue;
+      }
+      long[] column = new long[n];
+      for (int i = 0; i < n; i++) {
+        column[i] = demand[i][k];
+      }
+      long[] parts =
+          ShareAllocator.allocate(
+              guaranteed[k], column, (long) Math.floor(floor * (double) guaranteed[k]));
+      for (int i = 0; i < n; i++) {
+        assertThat(a.idle()[i][k])
+            .as("seed %d: idle part of class %d on replica %d", seed, k, i)
+            .isEqualTo(Math.max(0, parts[i] - demand[i][k]));
+        assertThat(t[i]).isGreaterThanOrEqualTo(parts[i]);
+      }
+    }
+    if (plain) {
+      assertThat(t)
+          .as("seed %d: no guarantees: the plain rule over total demands", seed)
+          .containsExactly(
+              ShareAllocator.allocate(
+                  capacity, total, (long) Math.floor(floor * (double) capacity)));
+    }
+  }
+
+  /**
+   * Interactive (70 of 100 guaranteed) wanted only on replica 0, batch (30) only on replica 1: each
+   * guarantee goes where its class is wanted, nothing is idle.
+   */
+  @Test
+  void byClass_eachGuaranteeGoesWhereItsClassIsWanted() {
+    ShareAllocator.Allocation a =
+        ShareAllocator.allocateByClass(
+            100,
+            new long[][] {{500, 0}, {0, 500}, {0, 0}},
+            new long[] {70, 30},
+            new long[] {70, 30},
+            0);
+    assertThat(a.targets()).containsExactly(70, 30, 0);
+    assertThat(a.idle()[2]).containsExactly(0, 0);
+  }
+
+  /**
+   * Nobody wants batch: its 30 is spread evenly and kept there for batch (idle); interactive's
+   * wants beyond its guarantee cannot take it.
+   */
+  @Test
+  void byClass_anUnwantedGuaranteeIsSpreadAndKeptIdle() {
+    ShareAllocator.Allocation a =
+        ShareAllocator.allocateByClass(
+            100, new long[][] {{500, 0}, {500, 0}}, new long[] {70, 30}, new long[] {70, 30}, 0);
+    assertThat(a.targets()).containsExactly(50, 50);
+    assertThat(a.idle()[0]).containsExactly(0, 15);
+    assertThat(a.idle()[1]).containsExactly(0, 15);
+  }
 }

@@ -16,7 +16,12 @@ import java.util.function.LongSupplier;
 public final class ShareLeaseModel implements ShareStore {
   /** One replica's entry: lease expiry (ms), held and demanded. */
   record Entry(
-      long expiresMs, long heldWork, long heldRequests, long demandWork, long demandReqs) {}
+      long expiresMs,
+      long heldWork,
+      long heldRequests,
+      long demandWork,
+      long demandReqs,
+      List<ClassLoad> classes) {}
 
   private final LongSupplier nowMillis;
   final Map<String, TreeMap<String, Entry>> pools = new TreeMap<>();
@@ -55,7 +60,8 @@ public final class ShareLeaseModel implements ShareStore {
               v.heldWork(),
               (int) v.heldRequests(),
               v.demandWork(),
-              (int) v.demandReqs()));
+              (int) v.demandReqs(),
+              v.classes()));
     }
     long grantWork = Math.max(0, Math.min(x.targetWork(), x.capacityWork() - otherWork));
     long grantRequests =
@@ -67,7 +73,8 @@ public final class ShareLeaseModel implements ShareStore {
             Math.max(grantWork, x.inUseWork()),
             Math.max(grantRequests, x.inUseRequests()),
             x.demandWork(),
-            x.demandRequests()));
+            x.demandRequests(),
+            x.classes()));
     return CompletableFuture.completedFuture(new Grant(grantWork, (int) grantRequests, peers));
   }
 

@@ -172,7 +172,7 @@ class RedisClusterTest {
           store
               .exchange(
                   new io.sluice.core.share.ShareStore.Exchange(
-                      ns, pool, "a", 60_000, 100, 8, 70, 5, 0, 0, 70, 5))
+                      ns, pool, "a", 60_000, 100, 8, 70, 5, 0, 0, 70, 5, List.of()))
               .toCompletableFuture()
               .get(10, TimeUnit.SECONDS);
       assertThat(a.work()).isEqualTo(70);
@@ -180,7 +180,7 @@ class RedisClusterTest {
           store
               .exchange(
                   new io.sluice.core.share.ShareStore.Exchange(
-                      ns, pool, "b", 60_000, 100, 8, 70, 5, 0, 0, 70, 5))
+                      ns, pool, "b", 60_000, 100, 8, 70, 5, 0, 0, 70, 5, List.of()))
               .toCompletableFuture()
               .get(10, TimeUnit.SECONDS);
       assertThat(b.work()).isEqualTo(30);

@@ -207,7 +207,7 @@ class RedisSentinelTest {
     return store
         .exchange(
             new io.sluice.core.share.ShareStore.Exchange(
-                "s_", "p", replica, 60_000, 100, 0, target, 0, 0, 0, target, 0))
+                "s_", "p", replica, 60_000, 100, 0, target, 0, 0, 0, target, 0, List.of()))
         .toCompletableFuture()
         .get(10, TimeUnit.SECONDS);
   }

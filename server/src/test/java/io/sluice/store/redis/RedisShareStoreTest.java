@@ -42,6 +42,27 @@ class RedisShareStoreTest {
     return s.exchange(x).toCompletableFuture().get(5, TimeUnit.SECONDS);
   }
 
+  /** Class names a config may hold: spaces, the record's separators, non-ASCII, empty. */
+  private static final String[] CLASS_NAMES = {
+    "interactive", "batch job", "a:b,c", "ünïcode", "", "100%", "x+y"
+  };
+
+  /** Zero to three class loads with names from {@link #CLASS_NAMES}. */
+  private static List<ShareStore.ClassLoad> classLoads(SplittableRandom r) {
+    List<ShareStore.ClassLoad> out = new ArrayList<>();
+    int n = r.nextInt(4);
+    for (int i = 0; i < n; i++) {
+      out.add(
+          new ShareStore.ClassLoad(
+              CLASS_NAMES[r.nextInt(CLASS_NAMES.length)],
+              r.nextLong(0, 1L << 45),
+              r.nextInt(0, 100_000),
+              r.nextLong(0, 1L << 40),
+              r.nextInt(0, 1000)));
+    }
+    return out;
+  }
+
   private static List<ShareStore.Peer> sorted(List<ShareStore.Peer> peers) {
     List<ShareStore.Peer> out = new ArrayList<>(peers);
     out.sort(Comparator.comparing(ShareStore.Peer::replica));
@@ -77,7 +98,8 @@ class RedisShareStoreTest {
               r.nextInt(4) == 0 ? r.nextLong(0, capWork + 1) : 0,
               r.nextInt(4) == 0 ? r.nextInt(0, capRequests + 1) : 0,
               r.nextLong(0, 1L << 45),
-              r.nextInt(0, 100_000));
+              r.nextInt(0, 100_000),
+              classLoads(r));
       if (r.nextInt(15) == 0) {
         store.leave(ns, "pool", id).toCompletableFuture().get(5, TimeUnit.SECONDS);
         model.leave(ns, "pool", id);
@@ -101,7 +123,19 @@ class RedisShareStoreTest {
       int requests,
       long inUseWork) {
     return new ShareStore.Exchange(
-        ns, "p", replica, ttl, capWork, capRequests, work, requests, inUseWork, 0, work, requests);
+        ns,
+        "p",
+        replica,
+        ttl,
+        capWork,
+        capRequests,
+        work,
+        requests,
+        inUseWork,
+        0,
+        work,
+        requests,
+        List.of());
   }
 
   @Test

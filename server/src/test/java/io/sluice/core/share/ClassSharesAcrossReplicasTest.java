@@ -1,0 +1,247 @@
+package io.sluice.core.share;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Decision;
+import io.sluice.core.admission.Permit;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.admission.Waiter;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.time.FakeTicker;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Class reserves and guarantees across replicas (issue 15): they hold for the pool as a whole, not
+ * as one piece per replica, and a replica's demand is the work its requests ask for, not the work
+ * they are counted as on its share. Three replicas on the lease model, on a fake clock.
+ */
+class ClassSharesAcrossReplicasTest {
+  static final long C = 100;
+  static final PoolPolicy POOL =
+      PoolPolicy.of(
+          "p", C, 0, 1.0, 1.0, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ZERO);
+  // interactive: 70 % guaranteed whole; batch: 30 % guaranteed whole; both may borrow
+  static final ClassPolicy INTERACTIVE =
+      ClassPolicy.of(
+          "interactive",
+          0,
+          0.7,
+          0.0,
+          true,
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(10),
+          100,
+          1000,
+          503);
+  static final ClassPolicy BATCH =
+      ClassPolicy.of(
+          "batch", 1, 0.3, 0.0, true, Duration.ofSeconds(30), Duration.ofSeconds(10), 100, 1000, 503);
+  static final Tenant TENANT = new Tenant("t", new TierPolicy("t", 1.0, 0));
+  static final Duration RENEW = Duration.ofMillis(200);
+
+  final FakeTicker ticker = new FakeTicker();
+  final long start = ticker.nanos();
+  final ShareLeaseModel store = new ShareLeaseModel(() -> (ticker.nanos() - start) / 1_000_000L);
+  final ReplicaPolicy policy =
+      new ReplicaPolicy(
+          Duration.ofSeconds(5),
+          RENEW,
+          new ReplicaPolicy.PoolMode(ReplicaPolicy.StoreDown.FALLBACK, Duration.ofSeconds(2), 3, 0),
+          Map.of());
+
+  // batch may not borrow: 30 % of the pool at most, whatever replica it runs on
+  static final ClassPolicy CAPPED_BATCH =
+      ClassPolicy.of(
+          "batch", 1, 0.3, 0.3, false, Duration.ofSeconds(30), Duration.ofSeconds(10), 100, 1000, 503);
+
+  final class Replica {
+    final AdmissionController controller;
+    final ShareCoordinator coordinator;
+    final List<Permit> held = new ArrayList<>();
+
+    Replica(String id) {
+      this(id, List.of(INTERACTIVE, BATCH));
+    }
+
+    Replica(String id, List<ClassPolicy> classes) {
+      controller =
+          new AdmissionController(
+              List.of(POOL), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+      coordinator = new ShareCoordinator(id, "ns_", policy, store, ticker);
+    }
+
+    PoolState pool() {
+      return controller.pool("p");
+    }
+
+    AdmissionRequest request(ClassPolicy c, long work) {
+      long now = ticker.nanos();
+      return new AdmissionRequest(POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos());
+    }
+
+    /** Offers {@code count} requests of {@code work}; keeps the admitted ones in flight. */
+    int offer(ClassPolicy c, int count, long work) {
+      int admitted = 0;
+      for (int i = 0; i < count; i++) {
+        if (controller.tryAdmit(request(c, work), ticker.nanos()) instanceof Decision.Admit a) {
+          held.add(a.permit());
+          admitted++;
+        }
+      }
+      return admitted;
+    }
+
+    long granted() {
+      return coordinator.statuses().get("p").grantedWork();
+    }
+
+    long work() {
+      return pool().snapshot(0).workInFlight();
+    }
+  }
+
+  private void rounds(List<Replica> rs, int n) {
+    for (int i = 0; i < n; i++) {
+      rs.forEach(x -> x.coordinator.tick(List.of(x.pool())));
+      ticker.advance(RENEW);
+      assertThat(rs.stream().mapToLong(Replica::work).sum())
+          .as("work in flight across the replicas")
+          .isLessThanOrEqualTo(C);
+    }
+  }
+
+  /**
+   * Replica b runs batch up to batch's part of the pool (30). An interactive burst on replica a
+   * then gets interactive's guarantee of the pool (70) within three renewals, although b's share
+   * had been the larger one; per-replica class pieces would have cut a's interactive to 70 % of
+   * its own share.
+   */
+  @Test
+  void anInteractiveBurstOnOneReplicaGetsInteractivesGuaranteeOfThePool() {
+    List<Replica> rs = List.of(new Replica("a"), new Replica("b"), new Replica("c"));
+    rounds(rs, 2);
+    Replica a = rs.get(0);
+    Replica b = rs.get(1);
+    // b: batch far beyond batch's part; only 30 of it can ever run in the pool
+    for (int i = 0; i < 4; i++) {
+      b.offer(BATCH, 20, 10);
+      rounds(rs, 1);
+    }
+    assertThat(b.work()).as("batch holds its part of the pool, no more").isEqualTo(30);
+    // a: an interactive burst, offered every round (refusals are its unmet demand)
+    // the peers see a's demand at their next renewal (they compute their targets from the
+    // demands of their last exchange) and shrink; a grows at the renewal after that
+    int admitted = 0;
+    for (int i = 0; i < 4; i++) {
+      admitted += a.offer(INTERACTIVE, 10, 10);
+      rounds(rs, 1);
+    }
+    assertThat(admitted * 10L).as("interactive's guarantee of the pool, on replica a").isEqualTo(70);
+    assertThat(a.granted()).isGreaterThanOrEqualTo(70);
+    // batch on a finds no room: interactive's guarantee and b's batch fill the pool
+    Decision d = a.controller.tryAdmit(a.request(BATCH, 10), ticker.nanos());
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.POOL_SATURATED);
+  }
+
+  /**
+   * A class's reserve is the pool's: batch may not borrow and has 30 % of the pool. With batch
+   * holding 30 on replica b, batch on replica a is refused {@code class_share} although a's own
+   * share is idle (a's class rules count b's batch, as last renewed), while interactive on a runs.
+   * (Scaled to a's share, batch's reserve would have let a admit 30 % of its share more.)
+   */
+  @Test
+  void aClassReserveHeldOnAnotherReplicaCountsHere() {
+    List<Replica> rs =
+        List.of(
+            new Replica("a", List.of(INTERACTIVE, CAPPED_BATCH)),
+            new Replica("b", List.of(INTERACTIVE, CAPPED_BATCH)));
+    rounds(rs, 2);
+    Replica a = rs.get(0);
+    Replica b = rs.get(1);
+    for (int i = 0; i < 5; i++) {
+      b.offer(CAPPED_BATCH, 10, 10);
+      rounds(rs, 1);
+    }
+    assertThat(b.work()).isEqualTo(30);
+    assertThat(a.granted()).as("a idle: an even part of what nobody wants").isGreaterThan(30);
+    Decision d = a.controller.tryAdmit(a.request(CAPPED_BATCH, 10), ticker.nanos());
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.CLASS_SHARE);
+    assertThat(a.offer(INTERACTIVE, 1, 10)).isEqualTo(1);
+  }
+
+  /**
+   * A replica's demand is what its requests ask for. Next to a saturated replica b, replica a has
+   * 15 (its even part of batch's idle guarantee, kept for batch) and queues an interactive request
+   * of 60: counted against a's share, it is at most what interactive may hold there, but its
+   * demand is its own 60, so a gets its fair part of interactive's guarantee (35 of 70, max-min
+   * against b) and the request starts, counted as 35. (Reported as its counted work, 0 of
+   * interactive's part, the demand kept a at its idle part, and the request ran counted as
+   * nothing more than that.)
+   */
+  @Test
+  void aRequestLargerThanTheShareAsksForItsOwnWork() {
+    PoolPolicy one =
+        PoolPolicy.of(
+            "p", C, 0, 1.0, 1.0, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ZERO);
+    List<Replica> rs = List.of(new Replica("a"), new Replica("b"));
+    rounds(rs, 2);
+    Replica a = rs.get(0);
+    Replica b = rs.get(1);
+    // b saturates: batch and interactive far beyond the pool, every round
+    for (int i = 0; i < 6; i++) {
+      b.held.forEach(p -> p.release(io.sluice.core.admission.Outcome.COMPLETED, ticker.nanos()));
+      b.held.clear();
+      b.offer(INTERACTIVE, 20, 10);
+      rounds(rs, 1);
+    }
+    assertThat(a.granted()).as("a idle next to a saturated b").isLessThan(60);
+    List<Permit> started = new ArrayList<>();
+    Waiter waiter =
+        new Waiter() {
+          @Override
+          public void admitted(Permit permit, long waitedNanos) {
+            started.add(permit);
+          }
+
+          @Override
+          public void refused(Decision.Reject rejection, long waitedNanos) {}
+        };
+    Decision d =
+        a.controller.decide(
+            new AdmissionRequest(
+                one,
+                INTERACTIVE,
+                TENANT,
+                60,
+                ticker.nanos(),
+                ticker.nanos() + Duration.ofSeconds(30).toNanos()),
+            Duration.ofSeconds(20).toNanos(),
+            waiter,
+            ticker.nanos());
+    assertThat(d).isInstanceOf(Decision.Queued.class);
+    for (int i = 0; i < 8 && started.isEmpty(); i++) {
+      b.held.forEach(p -> p.release(io.sluice.core.admission.Outcome.COMPLETED, ticker.nanos()));
+      b.held.clear();
+      b.offer(INTERACTIVE, 20, 10);
+      rounds(rs, 1);
+    }
+    assertThat(a.pool().demand().classes())
+        .as("nothing queued any more")
+        .allSatisfy(c -> assertThat(c.demandWork()).isLessThanOrEqualTo(60));
+    assertThat(started).as("the 60-unit request started on a").hasSize(1);
+    assertThat(a.granted()).as("a's fair part: 35 of interactive, 15 of batch's idle").isEqualTo(50);
+    assertThat(started.get(0).workUnits()).as("what interactive may hold on a").isEqualTo(35);
+  }
+}
