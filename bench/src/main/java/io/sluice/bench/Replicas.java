@@ -71,6 +71,13 @@ final class Replicas implements Callable<Integer> {
   boolean lend;
 
   @Option(
+      names = "--renew-interval",
+      defaultValue = "",
+      description =
+          "replicas.renewInterval of every replica, e.g. 100ms (default: the server's, 200ms)")
+  String renewInterval = "";
+
+  @Option(
       names = "--redis",
       defaultValue = "127.0.0.1:6379",
       description = "the Redis all replicas share, host:port (default: ${DEFAULT-VALUE})")
@@ -293,6 +300,9 @@ final class Replicas implements Callable<Integer> {
   private Result runOne(RunSpec spec, Workload w, PrintStream o) throws Exception {
     String prefix = "sluice_bench_replicas_" + UUID.randomUUID().toString().substring(0, 8) + "_";
     String yaml = policy(redis, prefix, lend);
+    if (!renewInterval.isEmpty()) {
+      yaml += "replicas: {renewInterval: " + renewInterval + "}\n";
+    }
     List<SluiceServer> servers = new ArrayList<>();
     ScheduledExecutorService timers = Executors.newScheduledThreadPool(2);
     Rig rig = null;

@@ -443,7 +443,8 @@ public final class PoolState {
                 s.demandWork + s.queuedDemandWork + s.refusedWork,
                 s.requests + s.queue.depth() + s.refusedRequests,
                 s.work,
-                s.requests));
+                s.requests,
+                s.queue.peek().map(q -> q.payload().demandWork()).orElse(0L)));
         s.refusedWork = 0;
         s.refusedRequests = 0;
       }
@@ -506,9 +507,15 @@ public final class PoolState {
    * @param demandRequests requests in flight, waiting and refused
    * @param inFlightWork work in flight as counted against the share
    * @param inFlightRequests requests in flight
+   * @param headWork the work the request first in the class's queue asks for (0: none waits)
    */
   public record ClassDemand(
-      String name, long demandWork, int demandRequests, long inFlightWork, int inFlightRequests) {}
+      String name,
+      long demandWork,
+      int demandRequests,
+      long inFlightWork,
+      int inFlightRequests,
+      long headWork) {}
 
   /**
    * The answers collected in {@link #pending}, emptying it; called under the lock, just before it

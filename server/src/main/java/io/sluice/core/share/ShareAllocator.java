@@ -1,6 +1,10 @@
 package io.sluice.core.share;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The allocation rule: how one dimension of a pool (work units, or request slots) is divided among
@@ -135,6 +139,106 @@ public final class ShareAllocator {
    */
   @SuppressWarnings("ArrayRecordComponent") // plain result arrays, read once by the caller
   public record Allocation(long[] targets, long[][] idle) {}
+
+  /**
+   * Gathers the pieces of the targets that replicas with a waiting request cannot use, so that
+   * some of them can start theirs. Each replica counts against its own share, so at saturation
+   * each holds a remainder smaller than the request at the head of its queue, in work units or in
+   * request slots: with {@code n} replicas, {@code n} such pieces stand idle where one pool would
+   * have one. A replica is <i>blocked</i> when a request waits there ({@code head_i > 0}), it holds
+   * no more than its targets, and the head does not fit its remainders ({@code r_i = target_i -
+   * inUse_i < head_i} in work, or no request slot left). The blocked replicas, by their shortfall
+   * (work, then slots, then id), become recipients while the remainders of the others cover every
+   * selected shortfall in both dimensions; each recipient gets its shortfall, taken from the other
+   * blocked replicas' remainders in id order (they keep the rest). Every other replica keeps its
+   * targets. The sums are unchanged, and no target falls below its in-use part.
+   *
+   * @param work targets, in use and the head's work, in work units
+   * @param requests targets and in use in request slots (the head needs one); null when the pool
+   *     caps no requests
+   */
+  public static Targets consolidate(Dimension work, @Nullable Dimension requests) {
+    int n = work.targets().length;
+    long[] outW = work.targets().clone();
+    long[] outR = requests == null ? new long[n] : requests.targets().clone();
+    long[] restW = new long[n];
+    long[] restR = new long[n];
+    long[] shortW = new long[n];
+    long[] shortR = new long[n];
+    List<Integer> blocked = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      long head = work.head()[i];
+      restW[i] = Math.max(0, work.targets()[i] - Math.max(0, work.inUse()[i]));
+      shortW[i] = Math.max(0, head - restW[i]);
+      boolean holds = work.inUse()[i] <= work.targets()[i];
+      if (requests != null) {
+        restR[i] = Math.max(0, requests.targets()[i] - Math.max(0, requests.inUse()[i]));
+        shortR[i] = Math.max(0, 1 - restR[i]);
+        holds = holds && requests.inUse()[i] <= requests.targets()[i];
+      }
+      if (head > 0 && holds && (shortW[i] > 0 || shortR[i] > 0)) {
+        blocked.add(i);
+      }
+    }
+    if (blocked.size() < 2) {
+      return new Targets(outW, outR);
+    }
+    blocked.sort(
+        Comparator.comparingLong((Integer i) -> shortW[i])
+            .thenComparingLong(i -> shortR[i])
+            .thenComparing(i -> i));
+    boolean[] chosen = new boolean[n];
+    long needW = 0;
+    long needR = 0;
+    long availW = 0;
+    long availR = 0;
+    for (int i : blocked) {
+      availW += restW[i];
+      availR += restR[i];
+    }
+    for (int j : blocked) {
+      // j's own remainders stop being available to the others once it is a recipient
+      if (needW + shortW[j] <= availW - restW[j] && needR + shortR[j] <= availR - restR[j]) {
+        chosen[j] = true;
+        needW += shortW[j];
+        needR += shortR[j];
+        availW -= restW[j];
+        availR -= restR[j];
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      if (!chosen[i] && blocked.contains(i)) {
+        long giveW = Math.min(restW[i], needW);
+        long giveR = Math.min(restR[i], needR);
+        outW[i] -= giveW;
+        outR[i] -= giveR;
+        needW -= giveW;
+        needR -= giveR;
+      }
+    }
+    for (int j : blocked) {
+      if (chosen[j]) {
+        outW[j] += shortW[j];
+        outR[j] += shortR[j];
+      }
+    }
+    return new Targets(outW, outR);
+  }
+
+  /**
+   * One dimension of the replicas' targets for {@link #consolidate}.
+   *
+   * @param targets by replica
+   * @param inUse what each holds in flight (as last reported)
+   * @param head the work of the request at the head of each replica's queue (0: none waits);
+   *     read from the work dimension only
+   */
+  @SuppressWarnings("ArrayRecordComponent") // plain arrays, read once
+  public record Dimension(long[] targets, long[] inUse, long[] head) {}
+
+  /** Targets after {@link #consolidate}: work units and request slots, by replica. */
+  @SuppressWarnings("ArrayRecordComponent") // plain result arrays, read once by the caller
+  public record Targets(long[] work, long[] requests) {}
 
   /** {@code floor(fraction × part)}: the floor of one part, rounded down. */
   private static long floorOf(double fraction, long part) {

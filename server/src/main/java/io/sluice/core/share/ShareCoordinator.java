@@ -214,7 +214,8 @@ public final class ShareCoordinator {
                 c.demandWork(),
                 c.demandRequests(),
                 c.inFlightWork(),
-                c.inFlightRequests()));
+                c.inFlightRequests(),
+                c.headWork()));
       }
       classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
@@ -305,6 +306,34 @@ public final class ShareCoordinator {
           capRequests > 0
               ? ShareAllocator.allocateByClass(capRequests, dr, gr, rr, floorFraction)
               : null;
+      // the remainders that blocked replicas cannot use, gathered where a waiting head then fits
+      long[] useW = new long[n];
+      long[] useR = new long[n];
+      long[] classUse = new long[m + 1];
+      i = 0;
+      for (List<ShareStore.ClassLoad> loads : byId.values()) {
+        for (ShareStore.ClassLoad c : loads) {
+          useW[i] += Math.max(0, c.inFlightWork());
+          useR[i] += Math.max(0, c.inFlightRequests());
+          classUse[column.getOrDefault(c.name(), m)] += Math.max(0, c.inFlightWork());
+        }
+        i++;
+      }
+      long[] headW = new long[n];
+      i = 0;
+      for (List<ShareStore.ClassLoad> loads : byId.values()) {
+        for (ShareStore.ClassLoad c : loads) {
+          int k = column.getOrDefault(c.name(), m);
+          if (c.headWork() > 0 && classAdmits(k, c.headWork(), classUse, gw, capWork)) {
+            headW[i] = headW[i] == 0 ? c.headWork() : Math.min(headW[i], c.headWork());
+          }
+        }
+        i++;
+      }
+      ShareAllocator.Targets t =
+          ShareAllocator.consolidate(
+              new ShareAllocator.Dimension(aw.targets(), useW, headW),
+              ar == null ? null : new ShareAllocator.Dimension(ar.targets(), useR, headW));
       Map<String, PoolState.Load> idle = new java.util.HashMap<>();
       for (int k = 0; k < m; k++) {
         long w = aw.idle()[me][k];
@@ -314,7 +343,22 @@ public final class ShareCoordinator {
         }
       }
       idleParts = idle;
-      return new long[] {aw.targets()[me], ar == null ? 0 : ar.targets()[me]};
+      return new long[] {t.work()[me], t.requests()[me]};
+    }
+
+    /**
+     * Whether the pool's class rules, on the replicas' last reported work in flight, would let a
+     * request of {@code work} in class {@code k} start (its class and the others' guarantees).
+     */
+    private static boolean classAdmits(
+        int k, long work, long[] classUse, long[] guaranteed, long capWork) {
+      long need = classUse[k] + work;
+      for (int j = 0; j < classUse.length; j++) {
+        if (j != k) {
+          need += Math.max(classUse[j], guaranteed[j]);
+        }
+      }
+      return need <= capWork;
     }
 
     /** The peers' work and requests in flight by class, summed (their class rules' load). */

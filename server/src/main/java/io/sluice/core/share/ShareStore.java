@@ -83,7 +83,13 @@ public interface ShareStore {
    *
    * @param demandWork work in flight (as the requests asked), waiting and refused
    * @param inFlightWork work in flight as counted against the replica's share
+   * @param headWork the work of the request first in the class's queue (0: none waits)
    */
   record ClassLoad(
-      String name, long demandWork, int demandRequests, long inFlightWork, int inFlightRequests) {}
+      String name,
+      long demandWork,
+      int demandRequests,
+      long inFlightWork,
+      int inFlightRequests,
+      long headWork) {}
 }

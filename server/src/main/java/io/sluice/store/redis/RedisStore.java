@@ -329,8 +329,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
 
   /**
    * A replica's class loads as one token of the lease record: {@code
-   * name:demandWork:demandRequests:inFlightWork:inFlightRequests} by class, comma-separated, the
-   * name URL-encoded (no space, colon or comma left in it).
+   * name:demandWork:demandRequests:inFlightWork:inFlightRequests:headWork} by class,
+   * comma-separated, the name URL-encoded (no space, colon or comma left in it).
    */
   static String encodeClasses(List<ShareStore.ClassLoad> classes) {
     StringBuilder b = new StringBuilder();
@@ -346,7 +346,9 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
           .append(':')
           .append(clamp(c.inFlightWork()))
           .append(':')
-          .append(Math.max(0, c.inFlightRequests()));
+          .append(Math.max(0, c.inFlightRequests()))
+          .append(':')
+          .append(clamp(c.headWork()));
     }
     return b.toString();
   }
@@ -359,7 +361,7 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
     }
     for (String part : token.split(",", -1)) {
       String[] f = part.split(":", -1);
-      if (f.length != 5) {
+      if (f.length != 6) {
         continue;
       }
       try {
@@ -369,7 +371,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
                 Long.parseLong(f[1]),
                 Integer.parseInt(f[2]),
                 Long.parseLong(f[3]),
-                Integer.parseInt(f[4])));
+                Integer.parseInt(f[4]),
+                Long.parseLong(f[5])));
       } catch (IllegalArgumentException e) {
         // skipped: a peer of another version, or a damaged record; its totals still count
       }

@@ -1,7 +1,7 @@
 -- Replica share lease, atomic per pool (docs/decisions/0008-replica-shares.md).
 -- Mirrors io.sluice.core.share.ShareStore's contract; ShareLeaseModel in the tests is the same rule.
 -- KEYS[1] <namespace>{<pool>}:shares (io.sluice.core.store.PoolKeys), a hash: replica -> "expires_ms held_work held_requests demand_work demand_requests[ classes]"
---   classes: the replica's load by class, opaque here (no spaces): name:demand_w:demand_r:inflight_w:inflight_r,...
+--   classes: the replica's load by class, opaque here (no spaces): name:demand_w:demand_r:inflight_w:inflight_r:head_w,...
 -- ARGV: replica, ttl_ms, cap_work, cap_requests, target_work, target_requests,
 --       inuse_work, inuse_requests, demand_work, demand_requests, classes ('' for none)
 -- Returns {grant_work, grant_requests, now_ms, then per live peer: id, held_work, held_requests, demand_work, demand_requests, classes}

@@ -187,4 +187,83 @@ class ShareAllocatorTest {
     assertThat(a.idle()[0]).containsExactly(0, 15);
     assertThat(a.idle()[1]).containsExactly(0, 15);
   }
+
+  /**
+   * Three saturated replicas with 3520 each, 3200, 3000 and 3100 in flight and heads of 660, 700
+   * and 500 waiting: each remainder (320, 520, 420) is smaller than its head. Gathered, they start
+   * two heads: replica 2 (short 80) and replica 1 (short 180) receive, replica 0 gives 260 of its
+   * 320 and keeps 60.
+   */
+  @Test
+  void consolidate_gathersTheRemaindersBlockedReplicasCannotUse() {
+    long[] t = consolidate(new long[] {3520, 3520, 3520}, new long[] {3200, 3000, 3100}, 660, 700, 500);
+    assertThat(t).containsExactly(3260, 3700, 3600);
+    assertThat(Arrays.stream(t).sum()).isEqualTo(3 * 3520);
+  }
+
+  /** Work targets after consolidation, with no request cap. */
+  private static long[] consolidate(long[] targets, long[] use, long... head) {
+    return ShareAllocator.consolidate(new ShareAllocator.Dimension(targets, use, head), null).work();
+  }
+
+  /**
+   * Two replicas of 8 slots and 1000 work units each: replica 0 has all 8 slots busy (800 work,
+   * 200 left), replica 1 has 3 slots free but only 100 work left; each has a head of 150 waiting.
+   * Neither can start it; replica 0 (short a slot, no work) receives a slot from replica 1 and
+   * starts its head, replica 1 keeps its work.
+   */
+  @Test
+  void consolidate_movesASlotFromAReplicaShortOfWorkToOneShortOfSlots() {
+    ShareAllocator.Targets t =
+        ShareAllocator.consolidate(
+            new ShareAllocator.Dimension(
+                new long[] {1000, 1000}, new long[] {800, 900}, new long[] {150, 150}),
+            new ShareAllocator.Dimension(
+                new long[] {8, 8}, new long[] {8, 5}, new long[] {150, 150}));
+    assertThat(t.requests()).containsExactly(9, 7);
+    assertThat(t.work()).containsExactly(1000, 1000);
+  }
+
+  /** Nothing waiting, a head that fits, or a single blocked replica: the targets stay. */
+  @Test
+  void consolidate_changesNothingWithoutTwoBlockedReplicas() {
+    long[] targets = {50, 50};
+    assertThat(consolidate(targets, new long[] {40, 40}, 0, 0)).containsExactly(50, 50);
+    assertThat(consolidate(targets, new long[] {40, 40}, 10, 30))
+        .as("replica 0's head fits its own remainder")
+        .containsExactly(50, 50);
+  }
+
+  /** Random inputs: the sum is kept, no target falls below what is in use or its own target... */
+  @ParameterizedTest
+  @MethodSource("seeds")
+  void property_consolidate_keepsTheSumAndTheWorkInUse(long seed) {
+    SplittableRandom r = new SplittableRandom(seed);
+    int n = r.nextInt(1, 8);
+    long[] targets = new long[n];
+    long[] use = new long[n];
+    long[] head = new long[n];
+    for (int i = 0; i < n; i++) {
+      targets[i] = r.nextLong(0, 5000);
+      use[i] = r.nextInt(4) == 0 ? r.nextLong(0, 8000) : r.nextLong(0, targets[i] + 1);
+      head[i] = r.nextInt(3) == 0 ? 0 : r.nextLong(1, 1500);
+    }
+    long[] t = ShareAllocator.consolidate(new ShareAllocator.Dimension(targets, use, head), null).work();
+    assertThat(Arrays.stream(t).sum()).isEqualTo(Arrays.stream(targets).sum());
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+      assertThat(t[i])
+          .as("seed %d: replica %d keeps what it holds in flight or its target", seed, i)
+          .isGreaterThanOrEqualTo(Math.min(targets[i], use[i]));
+      if (t[i] > targets[i]) {
+        assertThat(t[i] - Math.max(0, use[i])).as("a recipient's head fits").isEqualTo(head[i]);
+        started++;
+      }
+      if (t[i] < targets[i]) {
+        assertThat(head[i]).as("only a blocked replica gives").isPositive();
+        assertThat(targets[i] - Math.max(0, use[i])).isLessThan(head[i]);
+      }
+    }
+    assertThat(started).isLessThan(Math.max(1, n));
+  }
 }

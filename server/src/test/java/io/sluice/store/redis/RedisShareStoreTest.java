@@ -58,7 +58,8 @@ class RedisShareStoreTest {
               r.nextLong(0, 1L << 45),
               r.nextInt(0, 100_000),
               r.nextLong(0, 1L << 40),
-              r.nextInt(0, 1000)));
+              r.nextInt(0, 1000),
+              r.nextLong(0, 1L << 40)));
     }
     return out;
   }
