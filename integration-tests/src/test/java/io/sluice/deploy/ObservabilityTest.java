@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
@@ -18,8 +19,9 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Grafana dashboard and the PrometheusRule may only query metrics Sluice publishes, and every
- * alert must have its runbook section in docs/operations.md.
+ * The Grafana dashboard and the PrometheusRule may only query metrics Sluice publishes, each of
+ * them documented in docs/metrics.md, and every alert must have its runbook section in
+ * docs/operations.md.
  */
 class ObservabilityTest {
 
@@ -27,6 +29,8 @@ class ObservabilityTest {
   static final Path DASHBOARD = ROOT.resolve("docs/grafana/sluice-dashboard.json");
   static final Path RULES = ROOT.resolve("k8s/base/prometheusrule.yaml");
   static final Path RUNBOOK = ROOT.resolve("docs/operations.md");
+  static final Path METRICS_DOC = ROOT.resolve("docs/metrics.md");
+  static final Path RATELIMIT_DOC = ROOT.resolve("docs/ratelimit.md");
 
   /**
    * Prometheus names of Sluice's metrics (docs/metrics.md, observability.MetricNames, and the rate
@@ -125,7 +129,82 @@ class ObservabilityTest {
         .contains("estimate vs actual")
         .contains("upstream 429")
         .contains("ext_proc streams")
-        .contains("rls over-limit");
+        .contains("rls over-limit")
+        .contains("replica share: work units granted per replica vs pool capacity")
+        .contains("replica share: request slots granted")
+        .contains("replica share demand")
+        .contains("replica share renewals, failures and rebalances")
+        .contains("seconds since last share grant")
+        .contains("replica share mode");
+  }
+
+  /** The replica shares row reads every {@code sluice_replica_share_*} metric Sluice registers. */
+  @Test
+  void dashboard_replicaSharePanels_useEveryShareMetric() throws IOException {
+    JsonNode dash = JSON.readTree(DASHBOARD.toFile());
+    StringBuilder shareExprs = new StringBuilder();
+    for (JsonNode p : dash.path("panels")) {
+      if (p.path("title").asText().toLowerCase(Locale.ROOT).contains("share")) {
+        p.path("targets").forEach(t -> shareExprs.append(t.path("expr").asText()).append('\n'));
+      }
+    }
+    Set<String> shareMetrics = new TreeSet<>();
+    METRICS.stream().filter(m -> m.startsWith("sluice_replica_share_")).forEach(shareMetrics::add);
+    assertThat(shareMetrics).hasSize(9);
+    shareMetrics.remove("sluice_replica_share_peers"); // /readyz and /debug/queues show the peers
+    for (String metric : shareMetrics) {
+      assertThat(shareExprs.toString()).as("a share panel reads " + metric).contains(metric + "{");
+    }
+    // the granted work is drawn against the pool's capacity, the mode by its label
+    assertThat(shareExprs.toString())
+        .contains("sluice_pool_capacity{")
+        .contains("mode=\"leased\"")
+        .contains("mode=\"kept\"")
+        .contains("mode=\"fallback\"")
+        .contains("mode=\"refusing\"");
+  }
+
+  /**
+   * Every {@code sluice_*} name the dashboard (panels and variables) and the alert rules query is
+   * in docs/metrics.md, or, for the rate limit service's {@code sluice_rls_*} to which metrics.md
+   * points, in docs/ratelimit.md's metrics table; and so is every name of {@link #METRICS}.
+   */
+  @Test
+  void dashboardAndAlerts_everyMetric_isDocumented() throws IOException {
+    JsonNode dash = JSON.readTree(DASHBOARD.toFile());
+    List<String> exprs = new ArrayList<>();
+    dash.path("panels")
+        .forEach(p -> p.path("targets").forEach(t -> exprs.add(t.path("expr").asText())));
+    dash.at("/templating/list").forEach(v -> exprs.add(v.path("definition").asText()));
+    for (JsonNode group : KubeYaml.documents(RULES).get(0).at("/spec/groups")) {
+      group.path("rules").forEach(r -> exprs.add(r.path("expr").asText()));
+    }
+    Set<String> documented = documentedMetrics();
+    Set<String> used = new TreeSet<>();
+    for (String expr : exprs) {
+      Matcher m = METRIC.matcher(expr);
+      while (m.find()) {
+        used.add(m.group());
+      }
+    }
+    assertThat(used).contains("sluice_replica_share_mode", "sluice_replica_share_renewals_total");
+    assertThat(undocumented(used, documented)).as("not in docs/metrics.md").isEmpty();
+    assertThat(undocumented(METRICS, documented)).as("METRICS not in docs/metrics.md").isEmpty();
+  }
+
+  @Test
+  void undocumented_typoOrUnknownName_reported() throws IOException {
+    Set<String> documented = documentedMetrics();
+    assertThat(
+            undocumented(
+                List.of(
+                    "sluice_replica_share_mode",
+                    "sluice_replica_share_renewal_total",
+                    "sluice_queue_wait_seconds_bucket",
+                    "sluice_rls_over_limit_total",
+                    "sluice_rls_overlimit_total"),
+                documented))
+        .containsExactly("sluice_replica_share_renewal_total", "sluice_rls_overlimit_total");
   }
 
   @Test
@@ -166,7 +245,10 @@ class ObservabilityTest {
             "SluiceQueueWaitAboveServiceTime",
             "SluiceStreamErrors",
             "SluiceConfigReloadFailed",
-            "SluiceRateLimitStoreErrors");
+            "SluiceRateLimitStoreErrors",
+            "SluiceReplicaShareStale",
+            "SluiceReplicaShareStoreDown",
+            "SluiceReplicaShareRenewalFailures");
     assertThat(unknownMetrics(exprs)).isEmpty();
   }
 
@@ -179,6 +261,44 @@ class ObservabilityTest {
                     "sluice_permit_hold_seconds_count",
                     "sluice_pool_capacity")))
         .containsExactly("sluice_decision_total");
+  }
+
+  /**
+   * The Prometheus names docs/metrics.md writes in code spans, and those of docs/ratelimit.md's
+   * metrics table (Micrometer's dotted names there: dots become underscores, counters end in {@code
+   * _total}).
+   */
+  static Set<String> documentedMetrics() throws IOException {
+    Set<String> names = new TreeSet<>();
+    Matcher m = Pattern.compile("`(sluice_[a-z_]+)").matcher(Files.readString(METRICS_DOC));
+    while (m.find()) {
+      names.add(m.group(1));
+    }
+    Matcher row =
+        Pattern.compile("(?m)^\\| `(sluice\\.rls\\.[a-z_.]+)` \\| ([a-z]+)")
+            .matcher(Files.readString(RATELIMIT_DOC));
+    while (row.find()) {
+      String name = row.group(1).replace('.', '_');
+      names.add(row.group(2).equals("counter") ? name + "_total" : name);
+    }
+    return names;
+  }
+
+  /** The names of {@code used} that are not documented, histogram suffixes aside. */
+  static Set<String> undocumented(Collection<String> used, Set<String> documented) {
+    Set<String> out = new TreeSet<>();
+    for (String name : used) {
+      boolean found = documented.contains(name);
+      for (String suffix : SUFFIXES) {
+        found |=
+            name.endsWith(suffix)
+                && documented.contains(name.substring(0, name.length() - suffix.length()));
+      }
+      if (!found) {
+        out.add(name);
+      }
+    }
+    return out;
   }
 
   static Set<String> unknownMetrics(List<String> exprs) {
