@@ -49,6 +49,8 @@ class ObservabilityTest {
           "sluice_replica_share_mode",
           "sluice_replica_share_renewals_total",
           "sluice_replica_share_rebalances_total",
+          "sluice_replica_share_gathered_total",
+          "sluice_replica_share_idle_work_units",
           "sluice_pool_work_in_flight",
           "sluice_pool_requests_in_flight",
           "sluice_pool_capacity",

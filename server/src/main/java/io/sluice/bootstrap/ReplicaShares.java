@@ -204,6 +204,20 @@ final class ReplicaShares implements AutoCloseable {
     n.put("renewals", s.renewals());
     n.put("failures", s.failures());
     n.put("rebalances", s.rebalances());
+    n.put("targetWorkUnits", s.targetWork());
+    n.put("targetRequests", s.targetRequests());
+    n.put("remaindersReceived", s.received());
+    n.put("remaindersGiven", s.gave());
+    ObjectNode classes = n.putObject("classes");
+    s.classes()
+        .forEach(
+            (name, c) -> {
+              ObjectNode cn = classes.putObject(name);
+              cn.put("peersInFlightWorkUnits", c.peersWork());
+              cn.put("peersInFlightRequests", c.peersRequests());
+              cn.put("idleWorkUnits", c.idleWork());
+              cn.put("idleRequests", c.idleRequests());
+            });
   }
 
   /** Registers the gauges of pools seen for the first time, removes those of pools gone. */
@@ -275,6 +289,26 @@ final class ReplicaShares implements AutoCloseable {
               .description("share exchanges with the store")
               .register(registry));
     }
+    for (boolean in : new boolean[] {true, false}) {
+      out.add(
+          FunctionCounter.builder(
+                  MetricNames.SHARE_GATHERED,
+                  coordinator,
+                  c -> read(c, pool, s -> in ? s.received() : s.gave()))
+              .tag("pool", pool)
+              .tag("role", in ? "received" : "gave")
+              .description(
+                  "renewals in which this replica's target took (received) or gave the remainders"
+                      + " that replicas blocked on their queue head could not use")
+              .register(registry));
+    }
+    out.add(
+        gauge(
+            MetricNames.SHARE_IDLE_WORK,
+            pool,
+            s -> s.classes().values().stream().mapToLong(ShareCoordinator.ClassView::idleWork).sum(),
+            "work units of class guarantees placed on this replica that nothing here wanted at the"
+                + " last renewal (kept for their classes)"));
     out.add(
         FunctionCounter.builder(
                 MetricNames.SHARE_REBALANCES, coordinator, c -> read(c, pool, s -> s.rebalances()))

@@ -64,6 +64,9 @@ final class CapacityLedger {
     }
   }
 
+  /** Said of a class refusal counted with the other replicas' load. */
+  private static final String ACROSS = " (across the replicas)";
+
   private volatile PoolPolicy policy; // written under the pool lock
   private volatile List<ClassSlot> slots = List.of(); // copy-on-write; includes retired slots
   private long totalWork;
@@ -410,7 +413,11 @@ final class CapacityLedger {
             Reason.CLASS_SHARE,
             w,
             classRequests + 1 - k.reservedRequests,
-            "class " + cls.name() + " holds its share of the request slots of pool " + p.name());
+            "class "
+                + cls.name()
+                + " holds its share of the request slots of pool "
+                + p.name()
+                + (pooled ? ACROSS : ""));
       }
       int needSlots = classRequests + 1 + protectedRequests;
       if (needSlots > classCapRequests) {
@@ -421,14 +428,14 @@ final class CapacityLedger {
             "the free request slots of pool "
                 + p.name()
                 + " are guaranteed to other classes"
-                + (pooled ? "" : shareNote(classCapRequests, p.maxRequests())));
+                + (pooled ? ACROSS : shareNote(classCapRequests, p.maxRequests())));
       }
     }
     if (classWork + w > k.reserved && !cls.borrow()) {
       return new Shortfall(
           Reason.CLASS_SHARE,
           classWork + w - k.reserved,
-          "class " + cls.name() + " has used its share of pool " + p.name());
+          "class " + cls.name() + " has used its share of pool " + p.name() + (pooled ? ACROSS : ""));
     }
     long need = classWork + w + protectedWork;
     if (need > classCapWork) {
@@ -439,7 +446,7 @@ final class CapacityLedger {
               + p.name()
               + " has no capacity for class "
               + cls.name()
-              + (pooled ? "" : shareNote(classCapWork, p.capacityWorkUnits())));
+              + (pooled ? ACROSS : shareNote(classCapWork, p.capacityWorkUnits())));
     }
     if (totalWork + w + keptWork > workLimit) {
       return new Shortfall(

@@ -59,6 +59,11 @@ public final class ShareCoordinator {
    * @param demandWork what it last reported wanting (in flight + waiting + refused)
    * @param nanosSinceGrant time since the last successful exchange (-1: none yet)
    * @param peers other live replicas at the last exchange
+   * @param targetWork what it last asked for (the allocation rule's target, remainders gathered)
+   * @param received renewals in which its target took remainders of blocked peers
+   * @param gave renewals in which it gave its remainder to a blocked peer
+   * @param classes by class: the peers' work and requests in flight as last reported, and the
+   *     class's idle guarantee kept on this replica
    */
   public record Status(
       String pool,
@@ -72,7 +77,25 @@ public final class ShareCoordinator {
       long renewals,
       long failures,
       long rebalances,
-      String lastError) {}
+      String lastError,
+      long targetWork,
+      int targetRequests,
+      long received,
+      long gave,
+      Map<String, ClassView> classes) {
+    public Status {
+      classes = Map.copyOf(classes);
+    }
+  }
+
+  /**
+   * One class's side of a replica's share.
+   *
+   * @param peersWork the other replicas' work of the class in flight, as last reported
+   * @param idleWork the class's guarantee placed on this replica that nothing here wanted
+   */
+  public record ClassView(
+      long peersWork, int peersRequests, long idleWork, int idleRequests) {}
 
   private final String replica;
   private final String namespace;
@@ -186,6 +209,11 @@ public final class ShareCoordinator {
     long failures;
     long rebalances;
     String lastError = "";
+    long targetWork;
+    int targetRequests;
+    long received;
+    long gave;
+    Map<String, PoolState.Load> peerClassLoads = Map.of();
 
     PoolShare(String pool, long createdNanos) {
       this.pool = pool;
@@ -221,6 +249,8 @@ public final class ShareCoordinator {
       int capRequests = Math.max(0, p.maxRequests());
       long[] target =
           targets(p.capacityWorkUnits(), capRequests, mode.floor(), state.classLimits());
+      targetWork = target[0];
+      targetRequests = (int) target[1];
       ShareStore.Exchange ex =
           new ShareStore.Exchange(
               namespace,
@@ -343,7 +373,16 @@ public final class ShareCoordinator {
         }
       }
       idleParts = idle;
+      if (t.work()[me] > aw.targets()[me] || t.requests()[me] > ar(ar, me)) {
+        received++;
+      } else if (t.work()[me] < aw.targets()[me] || t.requests()[me] < ar(ar, me)) {
+        gave++;
+      }
       return new long[] {t.work()[me], t.requests()[me]};
+    }
+
+    private static long ar(ShareAllocator.@Nullable Allocation a, int me) {
+      return a == null ? 0 : a.targets()[me];
     }
 
     /**
@@ -411,10 +450,11 @@ public final class ShareCoordinator {
         lastGrantNanos = now;
         renewals++;
         mode = Mode.LEASED;
+        peerClassLoads = peerLoads();
         state.applyShare(
             grantedWork,
             grantedRequests,
-            new PoolState.ClassShares(peerLoads(), idleParts),
+            new PoolState.ClassShares(peerClassLoads, idleParts),
             now);
         return;
       }
@@ -471,7 +511,27 @@ public final class ShareCoordinator {
           renewals,
           failures,
           rebalances,
-          lastError);
+          lastError,
+          targetWork,
+          targetRequests,
+          received,
+          gave,
+          classViews());
+    }
+
+    private Map<String, ClassView> classViews() {
+      Map<String, ClassView> out = new TreeMap<>();
+      if (mode != Mode.LEASED && mode != Mode.KEPT) {
+        return out; // class rules scaled to the share: no peers' loads, no idle parts
+      }
+      Set<String> names = new HashSet<>(peerClassLoads.keySet());
+      names.addAll(idleParts.keySet());
+      for (String name : names) {
+        PoolState.Load peer = peerClassLoads.getOrDefault(name, new PoolState.Load(0, 0));
+        PoolState.Load idle = idleParts.getOrDefault(name, new PoolState.Load(0, 0));
+        out.put(name, new ClassView(peer.work(), peer.requests(), idle.work(), idle.requests()));
+      }
+      return out;
     }
   }
 }
