@@ -306,7 +306,8 @@ final class ReplicaShares implements AutoCloseable {
         gauge(
             MetricNames.SHARE_IDLE_WORK,
             pool,
-            s -> s.classes().values().stream().mapToLong(ShareCoordinator.ClassView::idleWork).sum(),
+            s ->
+                s.classes().values().stream().mapToLong(ShareCoordinator.ClassView::idleWork).sum(),
             "work units of class guarantees placed on this replica that nothing here wanted at the"
                 + " last renewal (kept for their classes)"));
     out.add(

@@ -46,9 +46,9 @@ import org.jspecify.annotations.Nullable;
  * the guarantees are the policy's numbers, and {@code U_j}, {@code N_j} count this replica's work
  * plus the other replicas' as of their last renewal ({@link ClassSlot#peerWork}). So a class's
  * guarantee holds for the pool as a whole and is not cut into one piece per replica (each piece
- * would strand the remainder smaller than the next request). A share given without the peers'
- * class loads (the store is down: a fallback share) scales the class rules to the share instead,
- * as a pool of the share's size. Without a share the ledger is the whole pool.
+ * would strand the remainder smaller than the next request). A share given without the peers' class
+ * loads (the store is down: a fallback share) scales the class rules to the share instead, as a
+ * pool of the share's size. Without a share the ledger is the whole pool.
  *
  * <p>Not thread-safe: guarded by the pool lock, except {@link #slots()} and {@link #policy()},
  * which are safely published (copy-on-write) for lock-free reads. No clock.
@@ -131,8 +131,8 @@ final class CapacityLedger {
    * Limits this replica to {@code work} units and {@code requests} request slots of the pool (each
    * clamped to the pool's own; {@code requests} is ignored when the pool caps no requests). With
    * {@code classes} (the other replicas' in-flight load by class name, and the idle class
-   * guarantees placed here), the class rules count the pool as a whole; without, they are scaled
-   * to the share. Returns whether waiting requests should be tried again.
+   * guarantees placed here), the class rules count the pool as a whole; without, they are scaled to
+   * the share. Returns whether waiting requests should be tried again.
    */
   boolean applyShare(long work, int requests, PoolState.@Nullable ClassShares classes) {
     shareWork = Math.max(0, work);
@@ -223,7 +223,8 @@ final class CapacityLedger {
     long poolGuaranteedTotal = 0;
     for (ClassSlot s : slots) {
       guaranteedTotal += s.guaranteed;
-      poolGuaranteedTotal += s.retired ? 0 : (long) Math.floor(s.policy.guaranteedShare() * capacity);
+      poolGuaranteedTotal +=
+          s.retired ? 0 : (long) Math.floor(s.policy.guaranteedShare() * capacity);
     }
     long idleTotal = 0;
     for (ClassSlot s : slots) {
@@ -325,12 +326,11 @@ final class CapacityLedger {
   }
 
   /**
-   * Capacity free now: this replica's limit less its work in flight, and (class rules on the
-   * pool's numbers) the pool less everyone's work in flight as last reported; never negative.
+   * Capacity free now: this replica's limit less its work in flight, and (class rules on the pool's
+   * numbers) the pool less everyone's work in flight as last reported; never negative.
    */
   long freeWork() {
-    return Math.max(
-        0, Math.min(workLimit - totalWork, classCapWork - totalWork - peerTotalWork));
+    return Math.max(0, Math.min(workLimit - totalWork, classCapWork - totalWork - peerTotalWork));
   }
 
   /** Request slots free now, as {@link #freeWork}; {@code Long.MAX_VALUE} with no request cap. */
@@ -435,7 +435,11 @@ final class CapacityLedger {
       return new Shortfall(
           Reason.CLASS_SHARE,
           classWork + w - k.reserved,
-          "class " + cls.name() + " has used its share of pool " + p.name() + (pooled ? ACROSS : ""));
+          "class "
+              + cls.name()
+              + " has used its share of pool "
+              + p.name()
+              + (pooled ? ACROSS : ""));
     }
     long need = classWork + w + protectedWork;
     if (need > classCapWork) {
@@ -516,8 +520,8 @@ final class CapacityLedger {
   /**
    * The work a request of class {@code k} asks of the pool, for the demand a replica reports: its
    * own, at most the most class {@code k} can hold in the pool as a whole ({@link
-   * ClassSlot#poolReach}), whatever this replica's share is now. (Counted as its accounted work,
-   * a request larger than the share would report exactly the share and never get more.)
+   * ClassSlot#poolReach}), whatever this replica's share is now. (Counted as its accounted work, a
+   * request larger than the share would report exactly the share and never get more.)
    */
   long demandWork(ClassSlot k, long work) {
     return Math.min(work, k.poolReach);

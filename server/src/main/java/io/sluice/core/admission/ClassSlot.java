@@ -35,9 +35,9 @@ final class ClassSlot {
   long reach = 1;
 
   /**
-   * The most work one request of this class can ever be counted as in the pool as a whole (the
-   * pool less the other classes' guaranteed shares, within its reserve when it may not borrow):
-   * what a request reports as demand, whatever this replica's share is now.
+   * The most work one request of this class can ever be counted as in the pool as a whole (the pool
+   * less the other classes' guaranteed shares, within its reserve when it may not borrow): what a
+   * request reports as demand, whatever this replica's share is now.
    */
   long poolReach = 1;
 
@@ -59,16 +59,16 @@ final class ClassSlot {
   int refusedRequests;
 
   /**
-   * The other replicas' work and requests in flight in this class, as of their last renewal (0
-   * with no store, or when the replica counts its class shares within its own share).
+   * The other replicas' work and requests in flight in this class, as of their last renewal (0 with
+   * no store, or when the replica counts its class shares within its own share).
    */
   long peerWork;
 
   int peerRequests;
 
   /**
-   * The part of this class's guarantee that the share allocation placed on this replica and that
-   * it did not want then: other classes may not use it here (as one pool keeps a class's idle
+   * The part of this class's guarantee that the share allocation placed on this replica and that it
+   * did not want then: other classes may not use it here (as one pool keeps a class's idle
    * guarantee). 0 with no store.
    */
   long idleWork;

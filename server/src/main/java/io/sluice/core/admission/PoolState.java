@@ -43,6 +43,9 @@ public final class PoolState {
   private final ServiceTimes service;
   private final RetryAdvice retry;
   private final QueueCoordinator queues;
+  // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
+  // is unmet demand for a replica share)
+  private boolean unmet;
 
   /**
    * Waiter answers collected under the lock, handed out by {@link #takeCallbacks()} before it is
@@ -134,7 +137,7 @@ public final class PoolState {
     lock.lock();
     try {
       d = decideLocked(request, maxHoldNanos, waiter, nowNanos, pending);
-      if (d instanceof Decision.Reject r && wantedCapacity(r.reason())) {
+      if (d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY) {
         // unmet demand since the last demand() read, by class
         ClassSlot k = capacity.slot(request.requestClass().name());
         if (k != null) {
@@ -157,6 +160,7 @@ public final class PoolState {
       @Nullable Waiter waiter,
       long nowNanos,
       List<QueueCoordinator.Callback> callbacks) {
+    unmet = false;
     ClassSlot k = capacity.slot(request.requestClass().name());
     if (k == null) {
       return new Decision.Reject(
@@ -195,6 +199,9 @@ public final class PoolState {
     if (refused == null && !waiting) {
       return new Decision.Admit(capacity.take(this, k, request, nowNanos));
     }
+    // from here on the request cannot start for want of capacity: however it is refused (the
+    // capacity reason, a full queue, a wait too long for its deadline), it is unmet demand
+    unmet = true;
     if (refused == null) {
       refused =
           new Decision.Reject(
@@ -345,12 +352,6 @@ public final class PoolState {
     run(callbacks);
   }
 
-  private static boolean wantedCapacity(Reason reason) {
-    return reason == Reason.POOL_SATURATED
-        || reason == Reason.CLASS_SHARE
-        || reason == Reason.QUEUE_FULL;
-  }
-
   /**
    * Limits this replica to its granted share of the pool ({@code work} units, {@code requests}
    * slots); a larger share starts waiting requests at once, a smaller one admits nothing new until
@@ -359,8 +360,7 @@ public final class PoolState {
    * class reserves and guarantees hold for the pool as a whole; with null they are scaled to the
    * share.
    */
-  public void applyShare(
-      long work, int requests, @Nullable ClassShares classes, long nowNanos) {
+  public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
     drainIf(() -> capacity.applyShare(work, requests, classes), nowNanos);
   }
 
@@ -386,7 +386,11 @@ public final class PoolState {
    * request slots, and the most of each it can hold in the pool (the pool's own numbers).
    */
   public record ClassLimits(
-      String name, long guaranteedWork, long reachWork, int guaranteedRequests, int reachRequests) {}
+      String name,
+      long guaranteedWork,
+      long reachWork,
+      int guaranteedRequests,
+      int reachRequests) {}
 
   /** Every active class's {@link ClassLimits}, in rank order. */
   public List<ClassLimits> classLimits() {

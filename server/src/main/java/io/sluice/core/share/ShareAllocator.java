@@ -67,18 +67,18 @@ public final class ShareAllocator {
    *   <li>each class {@code k} with a guaranteed part {@code G_k} of the pool: {@code g_ik =
    *       allocate(G_k, d_·k, floor × G_k)}, so the guarantee follows the class's demand (what no
    *       replica wants of it is split evenly: a burst anywhere finds some at once);
-   *   <li>the rest, {@code F = C - Σ G_k}, by {@link #allocate} over what each replica wants
-   *       beyond its guaranteed parts, {@code e_i = Σ_k max(0, d_ik - g_ik)}, where a class's
-   *       wants are first cut to the part of {@code F} it can ever hold ({@code reach_k - G_k}:
-   *       demand its class rules would refuse anyway is not given share);
+   *   <li>the rest, {@code F = C - Σ G_k}, by {@link #allocate} over what each replica wants beyond
+   *       its guaranteed parts, {@code e_i = Σ_k max(0, d_ik - g_ik)}, where a class's wants are
+   *       first cut to the part of {@code F} it can ever hold ({@code reach_k - G_k}: demand its
+   *       class rules would refuse anyway is not given share);
    *   <li>{@code target_i = Σ_k g_ik + f_i}.
    * </ol>
    *
    * The part of {@code g_ik} that replica {@code i} does not want, {@code idle_ik = max(0, g_ik -
-   * d_ik)}, is class {@code k}'s idle guarantee placed there: the replica keeps it for class
-   * {@code k} (other classes may not use it), as one pool keeps a class's idle guarantee.
-   * {@code Σ target_i <= C} always. With no guarantees and every class able to borrow the whole
-   * pool, the targets are {@link #allocate}'s over the replicas' total demands.
+   * d_ik)}, is class {@code k}'s idle guarantee placed there: the replica keeps it for class {@code
+   * k} (other classes may not use it), as one pool keeps a class's idle guarantee. {@code Σ
+   * target_i <= C} always. With no guarantees and every class able to borrow the whole pool, the
+   * targets are {@link #allocate}'s over the replicas' total demands.
    *
    * @param demand {@code demand[i][k]}: replica {@code i}'s demand of class {@code k}
    * @param guaranteed {@code G_k}, the class's guaranteed part of the pool ({@code Σ <= C})
@@ -118,7 +118,8 @@ public final class ShareAllocator {
       for (int i = 0; i < n; i++) {
         wanted = saturatedAdd(wanted, classExcess[k][i]);
       }
-      long[] cut = canHold < rest && wanted > canHold ? waterFill(classExcess[k], canHold) : classExcess[k];
+      long[] cut =
+          canHold < rest && wanted > canHold ? waterFill(classExcess[k], canHold) : classExcess[k];
       for (int i = 0; i < n; i++) {
         excess[i] = saturatedAdd(excess[i], cut[i]);
       }
@@ -141,9 +142,9 @@ public final class ShareAllocator {
   public record Allocation(long[] targets, long[][] idle) {}
 
   /**
-   * Gathers the pieces of the targets that replicas with a waiting request cannot use, so that
-   * some of them can start theirs. Each replica counts against its own share, so at saturation
-   * each holds a remainder smaller than the request at the head of its queue, in work units or in
+   * Gathers the pieces of the targets that replicas with a waiting request cannot use, so that some
+   * of them can start theirs. Each replica counts against its own share, so at saturation each
+   * holds a remainder smaller than the request at the head of its queue, in work units or in
    * request slots: with {@code n} replicas, {@code n} such pieces stand idle where one pool would
    * have one. A replica is <i>blocked</i> when a request waits there ({@code head_i > 0}), it holds
    * no more than its targets, and the head does not fit its remainders ({@code r_i = target_i -
@@ -230,8 +231,8 @@ public final class ShareAllocator {
    *
    * @param targets by replica
    * @param inUse what each holds in flight (as last reported)
-   * @param head the work of the request at the head of each replica's queue (0: none waits);
-   *     read from the work dimension only
+   * @param head the work of the request at the head of each replica's queue (0: none waits); read
+   *     from the work dimension only
    */
   @SuppressWarnings("ArrayRecordComponent") // plain arrays, read once
   public record Dimension(long[] targets, long[] inUse, long[] head) {}

@@ -94,8 +94,7 @@ public final class ShareCoordinator {
    * @param peersWork the other replicas' work of the class in flight, as last reported
    * @param idleWork the class's guarantee placed on this replica that nothing here wanted
    */
-  public record ClassView(
-      long peersWork, int peersRequests, long idleWork, int idleRequests) {}
+  public record ClassView(long peersWork, int peersRequests, long idleWork, int idleRequests) {}
 
   private final String replica;
   private final String namespace;

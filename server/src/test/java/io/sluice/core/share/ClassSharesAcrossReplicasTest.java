@@ -45,7 +45,16 @@ class ClassSharesAcrossReplicasTest {
           503);
   static final ClassPolicy BATCH =
       ClassPolicy.of(
-          "batch", 1, 0.3, 0.0, true, Duration.ofSeconds(30), Duration.ofSeconds(10), 100, 1000, 503);
+          "batch",
+          1,
+          0.3,
+          0.0,
+          true,
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(10),
+          100,
+          1000,
+          503);
   static final Tenant TENANT = new Tenant("t", new TierPolicy("t", 1.0, 0));
   static final Duration RENEW = Duration.ofMillis(200);
 
@@ -62,7 +71,16 @@ class ClassSharesAcrossReplicasTest {
   // batch may not borrow: 30 % of the pool at most, whatever replica it runs on
   static final ClassPolicy CAPPED_BATCH =
       ClassPolicy.of(
-          "batch", 1, 0.3, 0.3, false, Duration.ofSeconds(30), Duration.ofSeconds(10), 100, 1000, 503);
+          "batch",
+          1,
+          0.3,
+          0.3,
+          false,
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(10),
+          100,
+          1000,
+          503);
 
   final class Replica {
     final AdmissionController controller;
@@ -86,7 +104,8 @@ class ClassSharesAcrossReplicasTest {
 
     AdmissionRequest request(ClassPolicy c, long work) {
       long now = ticker.nanos();
-      return new AdmissionRequest(POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos());
+      return new AdmissionRequest(
+          POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos());
     }
 
     /** Offers {@code count} requests of {@code work}; keeps the admitted ones in flight. */
@@ -123,8 +142,8 @@ class ClassSharesAcrossReplicasTest {
   /**
    * Replica b runs batch up to batch's part of the pool (30). An interactive burst on replica a
    * then gets interactive's guarantee of the pool (70) within three renewals, although b's share
-   * had been the larger one; per-replica class pieces would have cut a's interactive to 70 % of
-   * its own share.
+   * had been the larger one; per-replica class pieces would have cut a's interactive to 70 % of its
+   * own share.
    */
   @Test
   void anInteractiveBurstOnOneReplicaGetsInteractivesGuaranteeOfThePool() {
@@ -146,7 +165,9 @@ class ClassSharesAcrossReplicasTest {
       admitted += a.offer(INTERACTIVE, 10, 10);
       rounds(rs, 1);
     }
-    assertThat(admitted * 10L).as("interactive's guarantee of the pool, on replica a").isEqualTo(70);
+    assertThat(admitted * 10L)
+        .as("interactive's guarantee of the pool, on replica a")
+        .isEqualTo(70);
     assertThat(a.granted()).isGreaterThanOrEqualTo(70);
     // batch on a finds no room: interactive's guarantee and b's batch fill the pool
     Decision d = a.controller.tryAdmit(a.request(BATCH, 10), ticker.nanos());
@@ -184,11 +205,10 @@ class ClassSharesAcrossReplicasTest {
   /**
    * A replica's demand is what its requests ask for. Next to a saturated replica b, replica a has
    * 15 (its even part of batch's idle guarantee, kept for batch) and queues an interactive request
-   * of 60: counted against a's share, it is at most what interactive may hold there, but its
-   * demand is its own 60, so a gets its fair part of interactive's guarantee (35 of 70, max-min
-   * against b) and the request starts, counted as 35. (Reported as its counted work, 0 of
-   * interactive's part, the demand kept a at its idle part, and the request ran counted as
-   * nothing more than that.)
+   * of 60: counted against a's share, it is at most what interactive may hold there, but its demand
+   * is its own 60, so a gets its fair part of interactive's guarantee (35 of 70, max-min against b)
+   * and the request starts, counted as 35. (Reported as its counted work, 0 of interactive's part,
+   * the demand kept a at its idle part, and the request ran counted as nothing more than that.)
    */
   @Test
   void aRequestLargerThanTheShareAsksForItsOwnWork() {
@@ -241,7 +261,9 @@ class ClassSharesAcrossReplicasTest {
         .as("nothing queued any more")
         .allSatisfy(c -> assertThat(c.demandWork()).isLessThanOrEqualTo(60));
     assertThat(started).as("the 60-unit request started on a").hasSize(1);
-    assertThat(a.granted()).as("a's fair part: 35 of interactive, 15 of batch's idle").isEqualTo(50);
+    assertThat(a.granted())
+        .as("a's fair part: 35 of interactive, 15 of batch's idle")
+        .isEqualTo(50);
     assertThat(started.get(0).workUnits()).as("what interactive may hold on a").isEqualTo(35);
   }
 }

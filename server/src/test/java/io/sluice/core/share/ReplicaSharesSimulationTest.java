@@ -8,6 +8,7 @@ import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.PoolState;
+import io.sluice.core.admission.Waiter;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
@@ -50,6 +51,31 @@ class ReplicaSharesSimulationTest {
           "c", 0, 1.0, 0.0, true, Duration.ofSeconds(30), Duration.ofSeconds(2), 100, 1000, 503);
   static final Tenant TENANT = new Tenant("t", new TierPolicy("t", 1.0, 0));
   static final Duration RENEW = Duration.ofMillis(200);
+  // two classes with whole guarantees (70 % and 30 % of the pool), both may borrow
+  static final List<ClassPolicy> TWO_CLASSES =
+      List.of(
+          ClassPolicy.of(
+              "interactive",
+              0,
+              0.7,
+              0.0,
+              true,
+              Duration.ofSeconds(30),
+              Duration.ofSeconds(2),
+              100,
+              1000,
+              503),
+          ClassPolicy.of(
+              "batch",
+              1,
+              0.3,
+              0.0,
+              true,
+              Duration.ofSeconds(30),
+              Duration.ofSeconds(2),
+              100,
+              1000,
+              503));
 
   static ReplicaPolicy policy(ReplicaPolicy.StoreDown down, int expected) {
     ReplicaPolicy.PoolMode m =
@@ -71,6 +97,8 @@ class ReplicaSharesSimulationTest {
 
   static final class Replica {
     final AdmissionController controller;
+    final List<ClassPolicy> classes;
+    long started; // permits taken through offer (at once or after waiting)
     final ShareCoordinator coordinator;
     final List<Held> held = new ArrayList<>();
     boolean alive = true;
@@ -85,10 +113,50 @@ class ReplicaSharesSimulationTest {
           now);
     }
 
+    /**
+     * One request of class {@code c}, queued up to 1 s when it cannot start (the waiter keeps what
+     * starts later, held until {@code end} after its start).
+     */
+    Decision offer(ClassPolicy c, long work, long now, long holdNanos) {
+      Waiter w =
+          new Waiter() {
+            @Override
+            public void admitted(Permit permit, long waitedNanos) {
+              held.add(new Held(permit, permit.admittedAtNanos() + holdNanos));
+              started++;
+            }
+
+            @Override
+            public void refused(Decision.Reject rejection, long waitedNanos) {}
+          };
+      Decision d =
+          controller.decide(
+              new AdmissionRequest(
+                  POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
+              Duration.ofSeconds(1).toNanos(),
+              w,
+              now);
+      if (d instanceof Decision.Admit a) {
+        held.add(new Held(a.permit(), now + holdNanos));
+        started++;
+      }
+      return d;
+    }
+
     Replica(String id, ReplicaPolicy policy, ShareStore store, FakeTicker ticker) {
+      this(id, policy, store, ticker, List.of(CLS));
+    }
+
+    Replica(
+        String id,
+        ReplicaPolicy policy,
+        ShareStore store,
+        FakeTicker ticker,
+        List<ClassPolicy> classes) {
+      this.classes = classes;
       controller =
           new AdmissionController(
-              List.of(POOL), List.of(CLS), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+              List.of(POOL), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
       coordinator = new ShareCoordinator(id, "ns_", policy, store, ticker);
     }
 
@@ -121,8 +189,29 @@ class ReplicaSharesSimulationTest {
     simulate(seed, ReplicaPolicy.StoreDown.FALLBACK);
   }
 
+  /**
+   * As the two above, with two classes whose guarantees are whole (70 % and 30 %) and requests that
+   * wait up to 1 s when they cannot start: the class rules count the pool across the replicas, the
+   * guarantees follow demand, and the remainders that blocked replicas cannot use are gathered, and
+   * still the pool is never exceeded.
+   */
+  @ParameterizedTest
+  @MethodSource("seeds")
+  void property_twoClassesQueued_inFlightNeverExceedsThePool(long seed) {
+    simulate(
+        seed,
+        seed % 2 == 0 ? ReplicaPolicy.StoreDown.REFUSE : ReplicaPolicy.StoreDown.FALLBACK,
+        TWO_CLASSES);
+  }
+
   private void simulate(long seed, ReplicaPolicy.StoreDown down) {
+    simulate(seed, down, List.of(CLS));
+  }
+
+  private void simulate(long seed, ReplicaPolicy.StoreDown down, List<ClassPolicy> classes) {
+    boolean queued = classes.size() > 1;
     SplittableRandom r = new SplittableRandom(seed);
+    SplittableRandom pick = new SplittableRandom(~seed); // classes drawn apart: same history
     FakeTicker ticker = new FakeTicker();
     long start = ticker.nanos();
     ShareLeaseModel store = new ShareLeaseModel(() -> (ticker.nanos() - start) / 1_000_000L);
@@ -131,7 +220,7 @@ class ReplicaSharesSimulationTest {
     List<Replica> replicas = new ArrayList<>();
     int ids = 0;
     for (int i = 0; i < n; i++) {
-      replicas.add(new Replica("r" + ids++, policy, store, ticker));
+      replicas.add(new Replica("r" + ids++, policy, store, ticker, classes));
     }
     long outageEnd = -1;
     long admitted = 0;
@@ -157,7 +246,8 @@ class ReplicaSharesSimulationTest {
       if (r.nextInt(2000) == 0) { // a crash: the replica and its work are gone; another starts
         int k = r.nextInt(replicas.size());
         replicas.get(k).alive = false;
-        Replica fresh = new Replica("r" + ids++, policy, store, ticker);
+        admitted += replicas.get(k).started; // what the crashed replica had started counts
+        Replica fresh = new Replica("r" + ids++, policy, store, ticker, classes);
         fresh.coordinator.tick(
             List.of(fresh.pool())); // as the bootstrap: a first round, then serve
         replicas.set(k, fresh);
@@ -168,24 +258,33 @@ class ReplicaSharesSimulationTest {
         }
       }
       for (Replica x : replicas) {
-        // releases due
+        // releases due (a release may start a waiting request, which joins x.held)
+        List<Held> due = new ArrayList<>();
         for (var it = x.held.iterator(); it.hasNext(); ) {
           Held h = it.next();
           if (h.endNanos - now <= 0) {
-            h.permit.release(Outcome.COMPLETED, now);
+            due.add(h);
             it.remove();
           }
+        }
+        due.forEach(h -> h.permit.release(Outcome.COMPLETED, now));
+        if (queued) {
+          x.controller.expireDue("p", now);
         }
         // arrivals
         double a = x.rate;
         while (a > 0 && r.nextDouble() < a) {
           a -= 1;
           long work = r.nextLong(1, 31);
+          long hold = Duration.ofMillis(r.nextLong(50, 2000)).toNanos();
+          if (queued) {
+            var unused = x.offer(classes.get(pick.nextInt(classes.size())), work, now, hold);
+            continue;
+          }
           Decision d = x.admit(work, now);
           if (d instanceof Decision.Admit ad) {
             admitted++;
-            x.held.add(
-                new Held(ad.permit(), now + Duration.ofMillis(r.nextLong(50, 2000)).toNanos()));
+            x.held.add(new Held(ad.permit(), now + hold));
           }
         }
       }
@@ -223,6 +322,9 @@ class ReplicaSharesSimulationTest {
         assertThat(allowanceWork).isZero();
       }
       ticker.advance(Duration.ofMillis(10));
+    }
+    for (Replica x : replicas) {
+      admitted += x.started;
     }
     // 8 slots held ~1 s each admit at most ~480 in 60 s; outages, crashes and idle phases cost some
     assertThat(admitted).as("the replicas kept admitting").isGreaterThan(250);

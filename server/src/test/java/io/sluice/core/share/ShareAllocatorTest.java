@@ -95,8 +95,8 @@ class ShareAllocatorTest {
   /**
    * By class: every unit placed, none twice; each class's guarantee goes where its demand is (its
    * parts are {@link ShareAllocator#allocate}'s over that class's demands), the idle parts are the
-   * parts nobody there wants; with no guarantees and every class able to hold the pool, the
-   * targets are the plain rule's over the replicas' total demands.
+   * parts nobody there wants; with no guarantees and every class able to hold the pool, the targets
+   * are the plain rule's over the replicas' total demands.
    */
   @ParameterizedTest
   @MethodSource("seeds")
@@ -196,19 +196,21 @@ class ShareAllocatorTest {
    */
   @Test
   void consolidate_gathersTheRemaindersBlockedReplicasCannotUse() {
-    long[] t = consolidate(new long[] {3520, 3520, 3520}, new long[] {3200, 3000, 3100}, 660, 700, 500);
+    long[] t =
+        consolidate(new long[] {3520, 3520, 3520}, new long[] {3200, 3000, 3100}, 660, 700, 500);
     assertThat(t).containsExactly(3260, 3700, 3600);
     assertThat(Arrays.stream(t).sum()).isEqualTo(3 * 3520);
   }
 
   /** Work targets after consolidation, with no request cap. */
   private static long[] consolidate(long[] targets, long[] use, long... head) {
-    return ShareAllocator.consolidate(new ShareAllocator.Dimension(targets, use, head), null).work();
+    return ShareAllocator.consolidate(new ShareAllocator.Dimension(targets, use, head), null)
+        .work();
   }
 
   /**
-   * Two replicas of 8 slots and 1000 work units each: replica 0 has all 8 slots busy (800 work,
-   * 200 left), replica 1 has 3 slots free but only 100 work left; each has a head of 150 waiting.
+   * Two replicas of 8 slots and 1000 work units each: replica 0 has all 8 slots busy (800 work, 200
+   * left), replica 1 has 3 slots free but only 100 work left; each has a head of 150 waiting.
    * Neither can start it; replica 0 (short a slot, no work) receives a slot from replica 1 and
    * starts its head, replica 1 keeps its work.
    */
@@ -248,7 +250,8 @@ class ShareAllocatorTest {
       use[i] = r.nextInt(4) == 0 ? r.nextLong(0, 8000) : r.nextLong(0, targets[i] + 1);
       head[i] = r.nextInt(3) == 0 ? 0 : r.nextLong(1, 1500);
     }
-    long[] t = ShareAllocator.consolidate(new ShareAllocator.Dimension(targets, use, head), null).work();
+    long[] t =
+        ShareAllocator.consolidate(new ShareAllocator.Dimension(targets, use, head), null).work();
     assertThat(Arrays.stream(t).sum()).isEqualTo(Arrays.stream(targets).sum());
     int started = 0;
     for (int i = 0; i < n; i++) {
