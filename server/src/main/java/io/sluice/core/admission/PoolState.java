@@ -361,7 +361,13 @@ public final class PoolState {
    * share.
    */
   public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
-    drainIf(() -> capacity.applyShare(work, requests, classes), nowNanos);
+    drainIf(
+        () -> {
+          boolean changed = capacity.applyShare(work, requests, classes);
+          queues.reboundToShare();
+          return changed;
+        },
+        nowNanos);
   }
 
   /** Work units and request slots (a class's load, or part of a share). */

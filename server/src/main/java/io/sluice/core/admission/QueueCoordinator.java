@@ -101,11 +101,11 @@ final class QueueCoordinator {
   }
 
   /** The scheduler's view of {@code slots}; an empty queue whose bounds changed is replaced. */
-  private static List<ClassScheduler.QueueClass<Entry>> queueClasses(
+  private List<ClassScheduler.QueueClass<Entry>> queueClasses(
       List<ClassSlot> slots, PoolPolicy policy) {
     List<ClassScheduler.QueueClass<Entry>> qcs = new ArrayList<>();
     for (ClassSlot s : slots) {
-      QueueBounds bounds = bounds(s.policy, policy);
+      QueueBounds bounds = bounds(s.policy, policy, capacity.workLimit());
       if (s.queue.isEmpty() && !s.queue.bounds().equals(bounds)) {
         s.queue = new TenantFairQueue<>(bounds);
       }
@@ -120,12 +120,43 @@ final class QueueCoordinator {
     return qcs;
   }
 
-  /** The waiting room of class {@code c} in pool {@code p}. */
+  /**
+   * The waiting rooms follow this replica's share of the pool (called after the share changed): a
+   * replica holding a third of the pool has a third of each class's waiting room, so across the
+   * replicas the rooms, and each tenant's part of them, add up to the pool's.
+   */
+  void reboundToShare() {
+    PoolPolicy policy = capacity.policy();
+    for (ClassSlot s : queueSlots) {
+      if (!s.retired) {
+        QueueBounds b = bounds(s.policy, policy, capacity.workLimit());
+        if (!s.queue.bounds().equals(b)) {
+          s.queue.rebound(b);
+        }
+      }
+    }
+  }
+
+  /** The waiting room of class {@code c} in pool {@code p} (the whole pool's). */
   static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
-    long maxWork =
-        Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) p.capacityWorkUnits()));
+    return bounds(c, p, p.capacityWorkUnits());
+  }
+
+  /**
+   * The waiting room of class {@code c} in pool {@code p} on a replica holding {@code share} of its
+   * work units: {@code queue.workShare × share} work units and {@code maxItems × share / capacity}
+   * items (rounded up, at least 1); the whole room when {@code share} is the pool.
+   */
+  static QueueBounds bounds(ClassPolicy c, PoolPolicy p, long share) {
+    long pool = Math.max(1, p.capacityWorkUnits());
+    long room = Math.max(0, Math.min(share, pool));
+    long maxWork = Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) room));
+    int maxItems =
+        room >= pool
+            ? c.maxQueueItems()
+            : (int) Math.max(1, Math.ceil(c.maxQueueItems() * (double) room / pool));
     long maxWait = Math.max(1, c.maxQueueWait().toNanos());
-    return new QueueBounds(maxWork, c.maxQueueItems(), maxWait, c.tenantQueueShare());
+    return new QueueBounds(maxWork, maxItems, maxWait, c.tenantQueueShare());
   }
 
   /** Rule 2: whether a class of rank {@code <= rank} has waiting items. */

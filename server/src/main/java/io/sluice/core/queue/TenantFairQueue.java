@@ -50,8 +50,8 @@ public final class TenantFairQueue<T> {
   /** Idle flows (tenants with credit but nothing queued) kept before a sweep. */
   private static final int MIN_IDLE_FLOWS = 64;
 
-  private final QueueBounds bounds;
-  private final long maxTenantWork;
+  private QueueBounds bounds;
+  private long maxTenantWork;
   private final Map<Long, Entry<T>> byId = new HashMap<>();
   private final Map<String, Flow<T>> flows = new HashMap<>();
   private final ActiveFlows<T> active = new ActiveFlows<>();
@@ -68,6 +68,15 @@ public final class TenantFairQueue<T> {
 
   public QueueBounds bounds() {
     return bounds;
+  }
+
+  /**
+   * New bounds for later offers (the waiting room grew or shrank); items already queued stay, even
+   * beyond a smaller room, and leave as usual.
+   */
+  public void rebound(QueueBounds next) {
+    this.bounds = Objects.requireNonNull(next, "bounds");
+    this.maxTenantWork = next.maxTenantWork();
   }
 
   /**

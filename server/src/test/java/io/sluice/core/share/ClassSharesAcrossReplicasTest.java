@@ -266,4 +266,44 @@ class ClassSharesAcrossReplicasTest {
         .isEqualTo(50);
     assertThat(started.get(0).workUnits()).as("what interactive may hold on a").isEqualTo(35);
   }
+
+  /**
+   * The waiting room is the pool's: a replica's class queues hold its share's part of it, so two
+   * replicas of half the pool each hold half a room, and one tenant half of that, not a whole room
+   * each. With queue.workShare 2.0 (200 work units of room per class in the pool) and tenantShare
+   * 0.5, a replica granted 50 has a room of 100 and queues 50 units of one tenant's batch, not the
+   * 100 of the whole pool's room.
+   */
+  @Test
+  void theWaitingRoomAndATenantsPartOfItFollowTheShare() {
+    List<Replica> rs = List.of(new Replica("a"), new Replica("b"));
+    rounds(rs, 4);
+    Replica a = rs.get(0);
+    assertThat(a.granted()).isEqualTo(50);
+    // interactive takes what it may of a's share (35 less its idle batch part kept: 30); batch
+    // starts in what is left, then waits
+    assertThat(a.offer(INTERACTIVE, 5, 10)).isEqualTo(3);
+    int queued = 0;
+    for (int i = 0; i < 30; i++) {
+      Decision d =
+          a.controller.decide(
+              a.request(BATCH, 5),
+              Duration.ofSeconds(20).toNanos(),
+              new Waiter() {
+                @Override
+                public void admitted(Permit permit, long waitedNanos) {}
+
+                @Override
+                public void refused(Decision.Reject rejection, long waitedNanos) {}
+              },
+              ticker.nanos());
+      if (d instanceof Decision.Queued) {
+        queued++;
+      } else if (!(d instanceof Decision.Admit)) {
+        assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.TENANT_CONCURRENCY);
+      }
+    }
+    assertThat(queued * 5).as("the tenant's part of a's half of the room").isEqualTo(50);
+    assertThat(a.pool().queuedWork("batch")).isEqualTo(50);
+  }
 }
