@@ -152,7 +152,7 @@ class ObservabilityTest {
     }
     Set<String> shareMetrics = new TreeSet<>();
     METRICS.stream().filter(m -> m.startsWith("sluice_replica_share_")).forEach(shareMetrics::add);
-    assertThat(shareMetrics).hasSize(9);
+    assertThat(shareMetrics).hasSize(11);
     shareMetrics.remove("sluice_replica_share_peers"); // /readyz and /debug/queues show the peers
     for (String metric : shareMetrics) {
       assertThat(shareExprs.toString()).as("a share panel reads " + metric).contains(metric + "{");

@@ -198,7 +198,7 @@ public final class ShareCoordinator {
     boolean started;
     boolean pending;
     List<ShareStore.Peer> peers = List.of();
-    List<ShareStore.ClassLoad> classLoads = List.of();
+    List<PoolState.ClassDemand> classLoads = List.of();
     Map<String, PoolState.Load> idleParts = Map.of();
     boolean onProbation;
     long probationUntilNanos;
@@ -233,17 +233,7 @@ public final class ShareCoordinator {
       PoolState.Demand d = state.demand();
       demandWork = d.demandWork();
       demandRequests = d.demandRequests();
-      List<ShareStore.ClassLoad> mine = new ArrayList<>();
-      for (PoolState.ClassDemand c : d.classes()) {
-        mine.add(
-            new ShareStore.ClassLoad(
-                c.name(),
-                c.demandWork(),
-                c.demandRequests(),
-                c.inFlightWork(),
-                c.inFlightRequests(),
-                c.headWork()));
-      }
+      List<PoolState.ClassDemand> mine = d.classes();
       classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
       long[] target =
@@ -288,7 +278,7 @@ public final class ShareCoordinator {
      */
     private long[] targets(
         long capWork, int capRequests, double floorFraction, List<PoolState.ClassLimits> limits) {
-      TreeMap<String, List<ShareStore.ClassLoad>> byId = new TreeMap<>();
+      TreeMap<String, List<PoolState.ClassDemand>> byId = new TreeMap<>();
       for (ShareStore.Peer peer : peers) {
         byId.put(peer.replica(), peer.classes());
       }
@@ -316,11 +306,11 @@ public final class ShareCoordinator {
       long[][] dr = new long[n][m + 1];
       int me = 0;
       int i = 0;
-      for (Map.Entry<String, List<ShareStore.ClassLoad>> e : byId.entrySet()) {
+      for (Map.Entry<String, List<PoolState.ClassDemand>> e : byId.entrySet()) {
         if (e.getKey().equals(replica)) {
           me = i;
         }
-        for (ShareStore.ClassLoad c : e.getValue()) {
+        for (PoolState.ClassDemand c : e.getValue()) {
           int k = column.getOrDefault(c.name(), m);
           dw[i][k] += Math.max(0, c.demandWork());
           dr[i][k] += Math.max(0, c.demandRequests());
@@ -340,8 +330,8 @@ public final class ShareCoordinator {
       long[] useR = new long[n];
       long[] classUse = new long[m + 1];
       i = 0;
-      for (List<ShareStore.ClassLoad> loads : byId.values()) {
-        for (ShareStore.ClassLoad c : loads) {
+      for (List<PoolState.ClassDemand> loads : byId.values()) {
+        for (PoolState.ClassDemand c : loads) {
           useW[i] += Math.max(0, c.inFlightWork());
           useR[i] += Math.max(0, c.inFlightRequests());
           classUse[column.getOrDefault(c.name(), m)] += Math.max(0, c.inFlightWork());
@@ -350,8 +340,8 @@ public final class ShareCoordinator {
       }
       long[] headW = new long[n];
       i = 0;
-      for (List<ShareStore.ClassLoad> loads : byId.values()) {
-        for (ShareStore.ClassLoad c : loads) {
+      for (List<PoolState.ClassDemand> loads : byId.values()) {
+        for (PoolState.ClassDemand c : loads) {
           int k = column.getOrDefault(c.name(), m);
           if (c.headWork() > 0 && classAdmits(k, c.headWork(), classUse, gw, capWork)) {
             headW[i] = headW[i] == 0 ? c.headWork() : Math.min(headW[i], c.headWork());
@@ -403,7 +393,7 @@ public final class ShareCoordinator {
     private Map<String, PoolState.Load> peerLoads() {
       Map<String, long[]> sum = new java.util.HashMap<>();
       for (ShareStore.Peer peer : peers) {
-        for (ShareStore.ClassLoad c : peer.classes()) {
+        for (PoolState.ClassDemand c : peer.classes()) {
           long[] a = sum.computeIfAbsent(c.name(), x -> new long[2]);
           a[0] += Math.max(0, c.inFlightWork());
           a[1] += Math.max(0, c.inFlightRequests());

@@ -1,5 +1,6 @@
 package io.sluice.core.share;
 
+import io.sluice.core.admission.PoolState;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
@@ -46,7 +47,7 @@ public interface ShareStore {
       int inUseRequests,
       long demandWork,
       int demandRequests,
-      List<ClassLoad> classes) {
+      List<PoolState.ClassDemand> classes) {
     public Exchange {
       classes = List.copyOf(classes);
     }
@@ -72,24 +73,9 @@ public interface ShareStore {
       int heldRequests,
       long demandWork,
       int demandRequests,
-      List<ClassLoad> classes) {
+      List<PoolState.ClassDemand> classes) {
     public Peer {
       classes = List.copyOf(classes);
     }
   }
-
-  /**
-   * One class's load on one replica.
-   *
-   * @param demandWork work in flight (as the requests asked), waiting and refused
-   * @param inFlightWork work in flight as counted against the replica's share
-   * @param headWork the work of the request first in the class's queue (0: none waits)
-   */
-  record ClassLoad(
-      String name,
-      long demandWork,
-      int demandRequests,
-      long inFlightWork,
-      int inFlightRequests,
-      long headWork) {}
 }

@@ -14,6 +14,7 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
+import io.sluice.core.admission.PoolState;
 import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.share.ShareStore;
 import io.sluice.core.store.CounterIncrement;
@@ -332,9 +333,9 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
    * name:demandWork:demandRequests:inFlightWork:inFlightRequests:headWork} by class,
    * comma-separated, the name URL-encoded (no space, colon or comma left in it).
    */
-  static String encodeClasses(List<ShareStore.ClassLoad> classes) {
+  static String encodeClasses(List<PoolState.ClassDemand> classes) {
     StringBuilder b = new StringBuilder();
-    for (ShareStore.ClassLoad c : classes) {
+    for (PoolState.ClassDemand c : classes) {
       if (b.length() > 0) {
         b.append(',');
       }
@@ -354,8 +355,8 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
   }
 
   /** {@link #encodeClasses} read back; a malformed part (another version's) is skipped. */
-  static List<ShareStore.ClassLoad> decodeClasses(String token) {
-    List<ShareStore.ClassLoad> out = new ArrayList<>();
+  static List<PoolState.ClassDemand> decodeClasses(String token) {
+    List<PoolState.ClassDemand> out = new ArrayList<>();
     if (token.isEmpty()) {
       return out;
     }
@@ -366,7 +367,7 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
       }
       try {
         out.add(
-            new ShareStore.ClassLoad(
+            new PoolState.ClassDemand(
                 java.net.URLDecoder.decode(f[0], java.nio.charset.StandardCharsets.UTF_8),
                 Long.parseLong(f[1]),
                 Integer.parseInt(f[2]),

@@ -32,29 +32,9 @@ class ClassSharesAcrossReplicasTest {
           "p", C, 0, 1.0, 1.0, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ZERO);
   // interactive: 70 % guaranteed whole; batch: 30 % guaranteed whole; both may borrow
   static final ClassPolicy INTERACTIVE =
-      ClassPolicy.of(
-          "interactive",
-          0,
-          0.7,
-          0.0,
-          true,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(10),
-          100,
-          1000,
-          503);
+      ReplicaSharesSimulationTest.cls("interactive", 0, 0.7, 0.0, true, Duration.ofSeconds(10));
   static final ClassPolicy BATCH =
-      ClassPolicy.of(
-          "batch",
-          1,
-          0.3,
-          0.0,
-          true,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(10),
-          100,
-          1000,
-          503);
+      ReplicaSharesSimulationTest.cls("batch", 1, 0.3, 0.0, true, Duration.ofSeconds(10));
   static final Tenant TENANT = new Tenant("t", new TierPolicy("t", 1.0, 0));
   static final Duration RENEW = Duration.ofMillis(200);
 
@@ -70,19 +50,10 @@ class ClassSharesAcrossReplicasTest {
 
   // batch may not borrow: 30 % of the pool at most, whatever replica it runs on
   static final ClassPolicy CAPPED_BATCH =
-      ClassPolicy.of(
-          "batch",
-          1,
-          0.3,
-          0.3,
-          false,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(10),
-          100,
-          1000,
-          503);
+      ReplicaSharesSimulationTest.cls("batch", 1, 0.3, 0.3, false, Duration.ofSeconds(10));
 
   final class Replica {
+    final ReplicaSharesSimulationTest.Replica replica;
     final AdmissionController controller;
     final ShareCoordinator coordinator;
     final List<Permit> held = new ArrayList<>();
@@ -92,14 +63,13 @@ class ClassSharesAcrossReplicasTest {
     }
 
     Replica(String id, List<ClassPolicy> classes) {
-      controller =
-          new AdmissionController(
-              List.of(POOL), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
-      coordinator = new ShareCoordinator(id, "ns_", policy, store, ticker);
+      replica = new ReplicaSharesSimulationTest.Replica(id, policy, store, ticker, POOL, classes);
+      controller = replica.controller;
+      coordinator = replica.coordinator;
     }
 
     PoolState pool() {
-      return controller.pool("p");
+      return replica.pool();
     }
 
     AdmissionRequest request(ClassPolicy c, long work) {
@@ -125,7 +95,7 @@ class ClassSharesAcrossReplicasTest {
     }
 
     long work() {
-      return pool().snapshot(0).workInFlight();
+      return replica.work();
     }
   }
 

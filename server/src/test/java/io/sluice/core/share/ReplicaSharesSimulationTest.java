@@ -54,28 +54,15 @@ class ReplicaSharesSimulationTest {
   // two classes with whole guarantees (70 % and 30 % of the pool), both may borrow
   static final List<ClassPolicy> TWO_CLASSES =
       List.of(
-          ClassPolicy.of(
-              "interactive",
-              0,
-              0.7,
-              0.0,
-              true,
-              Duration.ofSeconds(30),
-              Duration.ofSeconds(2),
-              100,
-              1000,
-              503),
-          ClassPolicy.of(
-              "batch",
-              1,
-              0.3,
-              0.0,
-              true,
-              Duration.ofSeconds(30),
-              Duration.ofSeconds(2),
-              100,
-              1000,
-              503));
+          cls("interactive", 0, 0.7, 0.0, true, Duration.ofSeconds(2)),
+          cls("batch", 1, 0.3, 0.0, true, Duration.ofSeconds(2)));
+
+  /** A class of the share tests: 30 s deadline, the given longest wait, defaults otherwise. */
+  static ClassPolicy cls(
+      String name, int rank, double reserved, double lendable, boolean borrow, Duration wait) {
+    return ClassPolicy.of(
+        name, rank, reserved, lendable, borrow, Duration.ofSeconds(30), wait, 100, 1000, 503);
+  }
 
   static ReplicaPolicy policy(ReplicaPolicy.StoreDown down, int expected) {
     ReplicaPolicy.PoolMode m =
@@ -153,10 +140,20 @@ class ReplicaSharesSimulationTest {
         ShareStore store,
         FakeTicker ticker,
         List<ClassPolicy> classes) {
+      this(id, policy, store, ticker, POOL, classes);
+    }
+
+    Replica(
+        String id,
+        ReplicaPolicy policy,
+        ShareStore store,
+        FakeTicker ticker,
+        PoolPolicy pool,
+        List<ClassPolicy> classes) {
       this.classes = classes;
       controller =
           new AdmissionController(
-              List.of(POOL), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+              List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
       coordinator = new ShareCoordinator(id, "ns_", policy, store, ticker);
     }
 

@@ -1,5 +1,6 @@
 package io.sluice.core.share;
 
+import io.sluice.core.admission.PoolState;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -21,7 +22,7 @@ public final class ShareLeaseModel implements ShareStore {
       long heldRequests,
       long demandWork,
       long demandReqs,
-      List<ClassLoad> classes) {}
+      List<PoolState.ClassDemand> classes) {}
 
   private final LongSupplier nowMillis;
   final Map<String, TreeMap<String, Entry>> pools = new TreeMap<>();

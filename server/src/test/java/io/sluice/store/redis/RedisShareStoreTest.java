@@ -2,6 +2,7 @@ package io.sluice.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.core.admission.PoolState;
 import io.sluice.core.share.ShareLeaseModel;
 import io.sluice.core.share.ShareStore;
 import io.sluice.store.LocalRedis;
@@ -48,12 +49,12 @@ class RedisShareStoreTest {
   };
 
   /** Zero to three class loads with names from {@link #CLASS_NAMES}. */
-  private static List<ShareStore.ClassLoad> classLoads(SplittableRandom r) {
-    List<ShareStore.ClassLoad> out = new ArrayList<>();
+  private static List<PoolState.ClassDemand> classLoads(SplittableRandom r) {
+    List<PoolState.ClassDemand> out = new ArrayList<>();
     int n = r.nextInt(4);
     for (int i = 0; i < n; i++) {
       out.add(
-          new ShareStore.ClassLoad(
+          new PoolState.ClassDemand(
               CLASS_NAMES[r.nextInt(CLASS_NAMES.length)],
               r.nextLong(0, 1L << 45),
               r.nextInt(0, 100_000),
