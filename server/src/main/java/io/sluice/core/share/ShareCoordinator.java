@@ -280,7 +280,15 @@ public final class ShareCoordinator {
         long capWork, int capRequests, double floorFraction, List<PoolState.ClassLimits> limits) {
       TreeMap<String, List<PoolState.ClassDemand>> byId = new TreeMap<>();
       for (ShareStore.Peer peer : peers) {
-        byId.put(peer.replica(), peer.classes());
+        // a peer that reports no class loads (a version before them, during a rollout) counts
+        // with its total demand, as a class with no guarantee
+        byId.put(
+            peer.replica(),
+            peer.classes().isEmpty() && (peer.demandWork() > 0 || peer.demandRequests() > 0)
+                ? List.of(
+                    new PoolState.ClassDemand(
+                        "", peer.demandWork(), peer.demandRequests(), 0, 0, 0))
+                : peer.classes());
       }
       byId.put(replica, classLoads);
       int m = limits.size();

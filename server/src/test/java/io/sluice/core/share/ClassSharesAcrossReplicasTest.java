@@ -276,4 +276,28 @@ class ClassSharesAcrossReplicasTest {
     assertThat(queued * 5).as("the tenant's part of a's half of the room").isEqualTo(50);
     assertThat(a.pool().queuedWork("batch")).isEqualTo(50);
   }
+
+  /**
+   * A rollout: a peer of the version before class loads reports only its totals (demand 100, none
+   * by class). It counts with that demand, as a class with no guarantee: replica a, idle, keeps
+   * half of interactive's guarantee (20 of 100, kept idle for interactive) and leaves the old peer
+   * the unguaranteed 80. (Read as idle, the old peer would have been left 40 of the 80.)
+   */
+  @Test
+  void aPeerWithoutClassLoadsCountsWithItsTotalDemand() {
+    List<ClassPolicy> lendable =
+        List.of(
+            ReplicaSharesSimulationTest.cls(
+                "interactive", 0, 0.7, 0.5, true, Duration.ofSeconds(10)),
+            ReplicaSharesSimulationTest.cls("batch", 1, 0.3, 0.3, true, Duration.ofSeconds(10)));
+    Replica a = new Replica("a", lendable);
+    ShareStore.Exchange old =
+        new ShareStore.Exchange("ns_", "p", "old", 5000, C, 0, 100, 0, 0, 0, 100, 0, List.of());
+    for (int i = 0; i < 3; i++) {
+      var unused = store.exchange(old);
+      a.coordinator.tick(List.of(a.pool()));
+      ticker.advance(RENEW);
+    }
+    assertThat(a.coordinator.statuses().get("p").targetWork()).isEqualTo(10);
+  }
 }
