@@ -48,10 +48,17 @@ class ReplicasE2eTest {
     final AtomicInteger active = new AtomicInteger();
     final AtomicInteger peak = new AtomicInteger();
     final AtomicInteger served = new AtomicInteger();
+    // the same for the chat route (class interactive) alone
+    final AtomicInteger activeChat = new AtomicInteger();
+    final AtomicInteger peakChat = new AtomicInteger();
 
     @Override
     public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
       peak.accumulateAndGet(active.incrementAndGet(), Math::max);
+      boolean chat = request.path().startsWith(SluiceEnvoyHarness.CHAT);
+      if (chat) {
+        peakChat.accumulateAndGet(activeChat.incrementAndGet(), Math::max);
+      }
       CompletableFuture<UpstreamResponse> out = new CompletableFuture<>();
       delay.schedule(
           () ->
@@ -59,6 +66,9 @@ class ReplicasE2eTest {
                   .whenComplete(
                       (r, e) -> {
                         active.decrementAndGet();
+                        if (chat) {
+                          activeChat.decrementAndGet();
+                        }
                         served.incrementAndGet();
                         if (e != null) {
                           out.completeExceptionally(e);
@@ -211,6 +221,52 @@ class ReplicasE2eTest {
     long granted =
         servers.stream().mapToLong(s -> s.replicaShares().get("gpu").grantedRequests()).sum();
     assertThat(granted).isLessThanOrEqualTo(MAX_REQUESTS);
+  }
+
+  /**
+   * Classes across replicas (issue 15): batch floods replica 0, then an interactive burst arrives
+   * on replica 1 alone. Interactive is guaranteed 80 % of the pool (3 of its 4 request slots) and
+   * reaches those 3 slots at the upstream although replica 0 had held the pool's slots with batch:
+   * the guarantee is the pool's, and replica 1's share follows interactive's demand. The pool's cap
+   * holds throughout.
+   */
+  @Test
+  void anInteractiveBurstOnOneReplicaGetsInteractivesGuaranteeWhileBatchFloodsAnother()
+      throws Exception {
+    CompletableFuture<List<CompletableFuture<HttpResult>>> batch =
+        CompletableFuture.supplyAsync(
+            () -> {
+              List<CompletableFuture<HttpResult>> out = new ArrayList<>();
+              try {
+                for (int n = 0; n < 250; n++) {
+                  out.add(
+                      envoys
+                          .get(0)
+                          .sendAsync(
+                              HttpRequest.post(
+                                      "/v1/completions",
+                                      "{\"model\":\"gpt-4o\",\"prompt\":\"hi\",\"max_tokens\":5}")
+                                  .routeGrpcInitialMetadata("x-sluice-tenant", "acme")
+                                  .build()));
+                  Thread.sleep(10);
+                }
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+              return out;
+            });
+    Thread.sleep(500);
+    var interactive = offer(150, List.of(1));
+    List<CompletableFuture<HttpResult>> batchResults = batch.get(30, TimeUnit.SECONDS);
+    assertThat(admitted(batchResults)).as("batch kept running on replica 0").isPositive();
+    assertThat(admitted(interactive.get(1))).isPositive();
+    assertThat(upstream.peakChat.get())
+        .as(
+            "interactive's guarantee of the pool (3 of %d slots), reached from replica 1",
+            MAX_REQUESTS)
+        .isGreaterThanOrEqualTo(3);
+    assertThat(upstream.peak.get()).isLessThanOrEqualTo(MAX_REQUESTS);
+    assertNothingLeft();
   }
 
   /** {@link #offer} on a thread of its own, so the test can watch the shares under load. */
