@@ -312,6 +312,10 @@ public final class ShareCoordinator {
       int n = byId.size();
       long[][] dw = new long[n][m + 1];
       long[][] dr = new long[n][m + 1];
+      // in flight by replica, and by class across the replicas (for the remainders gathered)
+      long[] useW = new long[n];
+      long[] useR = new long[n];
+      long[] classUse = new long[m + 1];
       int me = 0;
       int i = 0;
       for (Map.Entry<String, List<PoolState.ClassDemand>> e : byId.entrySet()) {
@@ -322,6 +326,9 @@ public final class ShareCoordinator {
           int k = column.getOrDefault(c.name(), m);
           dw[i][k] += Math.max(0, c.demandWork());
           dr[i][k] += Math.max(0, c.demandRequests());
+          useW[i] += Math.max(0, c.inFlightWork());
+          useR[i] += Math.max(0, c.inFlightRequests());
+          classUse[k] += Math.max(0, c.inFlightWork());
         }
         i++;
       }
@@ -334,18 +341,7 @@ public final class ShareCoordinator {
               ? ShareAllocator.allocateByClass(capRequests, dr, gr, rr, floorFraction)
               : null;
       // the remainders that blocked replicas cannot use, gathered where a waiting head then fits
-      long[] useW = new long[n];
-      long[] useR = new long[n];
-      long[] classUse = new long[m + 1];
-      i = 0;
-      for (List<PoolState.ClassDemand> loads : byId.values()) {
-        for (PoolState.ClassDemand c : loads) {
-          useW[i] += Math.max(0, c.inFlightWork());
-          useR[i] += Math.max(0, c.inFlightRequests());
-          classUse[column.getOrDefault(c.name(), m)] += Math.max(0, c.inFlightWork());
-        }
-        i++;
-      }
+      // the heads the pool's class rules would admit, on the class loads summed above
       long[] headW = new long[n];
       i = 0;
       for (List<PoolState.ClassDemand> loads : byId.values()) {

@@ -110,6 +110,19 @@ class ClassSharesAcrossReplicasTest {
   }
 
   /**
+   * For {@code n} renewals: {@code count} requests of class {@code c} (10 work units each) offered
+   * to {@code x}, then a round; returns how many were admitted.
+   */
+  private int offerEachRound(List<Replica> rs, Replica x, ClassPolicy c, int n, int count) {
+    int admitted = 0;
+    for (int i = 0; i < n; i++) {
+      admitted += x.offer(c, count, 10);
+      rounds(rs, 1);
+    }
+    return admitted;
+  }
+
+  /**
    * Replica b runs batch up to batch's part of the pool (30). An interactive burst on replica a
    * then gets interactive's guarantee of the pool (70) within three renewals, although b's share
    * had been the larger one; per-replica class pieces would have cut a's interactive to 70 % of its
@@ -122,19 +135,12 @@ class ClassSharesAcrossReplicasTest {
     Replica a = rs.get(0);
     Replica b = rs.get(1);
     // b: batch far beyond batch's part; only 30 of it can ever run in the pool
-    for (int i = 0; i < 4; i++) {
-      b.offer(BATCH, 20, 10);
-      rounds(rs, 1);
-    }
+    offerEachRound(rs, b, BATCH, 4, 20);
     assertThat(b.work()).as("batch holds its part of the pool, no more").isEqualTo(30);
     // a: an interactive burst, offered every round (refusals are its unmet demand)
     // the peers see a's demand at their next renewal (they compute their targets from the
     // demands of their last exchange) and shrink; a grows at the renewal after that
-    int admitted = 0;
-    for (int i = 0; i < 4; i++) {
-      admitted += a.offer(INTERACTIVE, 10, 10);
-      rounds(rs, 1);
-    }
+    int admitted = offerEachRound(rs, a, INTERACTIVE, 4, 10);
     assertThat(admitted * 10L)
         .as("interactive's guarantee of the pool, on replica a")
         .isEqualTo(70);
@@ -160,10 +166,7 @@ class ClassSharesAcrossReplicasTest {
     rounds(rs, 2);
     Replica a = rs.get(0);
     Replica b = rs.get(1);
-    for (int i = 0; i < 5; i++) {
-      b.offer(CAPPED_BATCH, 10, 10);
-      rounds(rs, 1);
-    }
+    offerEachRound(rs, b, CAPPED_BATCH, 5, 10);
     assertThat(b.work()).isEqualTo(30);
     assertThat(a.granted()).as("a idle: an even part of what nobody wants").isGreaterThan(30);
     Decision d = a.controller.tryAdmit(a.request(CAPPED_BATCH, 10), ticker.nanos());
