@@ -20,6 +20,44 @@ final class DebugQueues {
 
   private DebugQueues() {}
 
+  /** An adaptive pool's limit: its bounds, where it is now, why it last moved, the signals. */
+  private static void adaptive(PoolState pool, ObjectNode p, long nowNanos) {
+    io.sluice.core.policy.PoolPolicy c = pool.configuredPolicy();
+    if (!c.adaptive().enabled()) {
+      return;
+    }
+    ObjectNode a = p.putObject("adaptive");
+    a.put("minCapacity", c.adaptive().minCapacity()).put("maxCapacity", c.capacityWorkUnits());
+    if (c.maxRequests() > 0) {
+      a.put("minRequests", Math.max(1, c.adaptive().minRequests()))
+          .put("maxRequests", c.maxRequests());
+    }
+    io.sluice.core.adapt.AdaptiveLimit limit = pool.adaptive();
+    if (limit == null) {
+      a.put("state", "starting");
+      return;
+    }
+    io.sluice.core.adapt.AdaptiveLimit.Snapshot s = limit.snapshot(nowNanos);
+    a.put("capacity", s.work());
+    if (c.maxRequests() > 0) {
+      a.put("requests", s.requests());
+    }
+    a.put("fraction", Math.round(s.fraction() * 1000) / 1000.0)
+        .put("cause", s.cause().label())
+        .put("sinceChangeMs", (nowNanos - s.changedAtNanos()) / 1_000_000L)
+        .put("slowStart", s.slowStart())
+        .put("pausedMs", s.pauseRemainingNanos() / 1_000_000L);
+    if (!Double.isNaN(s.lastRatio())) {
+      a.put("latencyRatio", Math.round(s.lastRatio() * 1000) / 1000.0);
+    }
+    if (!Double.isNaN(s.ttftBaselineNanos())) {
+      a.put("ttftBaselineMs", Math.round(s.ttftBaselineNanos() / 1e4) / 100.0);
+    }
+    if (!Double.isNaN(s.tpotBaselineNanos())) {
+      a.put("tpotBaselineMs", Math.round(s.tpotBaselineNanos() / 1e4) / 100.0);
+    }
+  }
+
   static String render(AdmissionController controller, long nowNanos) {
     return render(controller, nowNanos, (pool, node) -> {});
   }
@@ -39,6 +77,7 @@ final class DebugQueues {
       p.put("workInFlight", s.workInFlight());
       p.put("requestsInFlight", s.requestsInFlight());
       p.put("completedWorkPerSecond", Math.round(s.completedWorkPerSecond() * 10) / 10.0);
+      adaptive(pool, p, nowNanos);
       extra.accept(s.pool(), p);
       ArrayNode classes = p.putArray("classes");
       for (PoolState.QueueSnapshot q : pool.queues(nowNanos, TOP_TENANTS)) {

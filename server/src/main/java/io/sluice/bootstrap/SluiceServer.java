@@ -89,6 +89,7 @@ public final class SluiceServer implements AutoCloseable {
   private final QueueTimer timer = new QueueTimer();
   private final Ticker ticker;
   private final AdmissionController controller;
+  private final io.sluice.core.admission.AdaptiveCoordinator adaptive;
   private final AdmissionMetrics metrics;
   private final TokenCountCache tokenCounts;
   private final RlsModule rls;
@@ -301,6 +302,13 @@ public final class SluiceServer implements AutoCloseable {
               "POST a RateLimitRequest in JSON, get the decision (as envoyproxy/ratelimit)")
           .routeWithBody("/json", body -> rls.json(body).thenApply(this::reply));
     }
+    // adaptive pools share one learned limit through the store the replicas share (Redis)
+    this.adaptive =
+        new io.sluice.core.admission.AdaptiveCoordinator(
+            controller,
+            stores.shares() instanceof io.sluice.core.adapt.LimitStore ls ? ls : null,
+            config.quotas().keyPrefix(),
+            ticker);
     this.housekeeping =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -308,6 +316,23 @@ public final class SluiceServer implements AutoCloseable {
               t.setDaemon(true);
               return t;
             });
+  }
+
+  /** How often the adaptive pools' limits are stepped (their rules run once per interval). */
+  static final Duration ADAPT_TICK = Duration.ofMillis(100);
+
+  /** One step of the adaptive pools' limits; never throws (a timer task would stop). */
+  private void adaptTick() {
+    try {
+      var unused = adaptive.tick();
+    } catch (RuntimeException e) {
+      LOG.warn("adaptive limits: {}", e.toString());
+    }
+  }
+
+  /** The adaptive pools' driver (metrics, /debug/queues). */
+  io.sluice.core.admission.AdaptiveCoordinator adaptive() {
+    return adaptive;
   }
 
   /** {@code GET /config[?format=json|yaml]}: JSON unless asked for YAML. */
@@ -466,6 +491,9 @@ public final class SluiceServer implements AutoCloseable {
         server.housekeeping.scheduleWithFixedDelay(
             server::housekeep, every, every, TimeUnit.MILLISECONDS);
     server.housekeep();
+    var unusedAdaptive = // cheap when no pool is adaptive: one check per pool
+        server.housekeeping.scheduleWithFixedDelay(
+            server::adaptTick, ADAPT_TICK.toMillis(), ADAPT_TICK.toMillis(), TimeUnit.MILLISECONDS);
     warnUntrustedHeaders(config);
     server.warnMissingRlsConfigDirectory();
     LOG.info("{}", server.policySummary());

@@ -8,6 +8,7 @@ import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenCountCache;
+import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.TierPolicy;
@@ -459,7 +460,8 @@ public final class ConfigLoader {
             "retryAfter",
             "maxMessageTimeout",
             "holdMargin",
-            "defaultServiceTime"));
+            "defaultServiceTime",
+            "adaptive"));
     Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
     if (!p.get("capacity").present()) {
       p.get("capacity").error(p.path() + ".capacity: missing (expected: work units > 0)");
@@ -469,12 +471,15 @@ public final class ConfigLoader {
     if (mmt.compareTo(Duration.ofHours(1)) > 0) {
       p.get("maxMessageTimeout").invalid(mmt.toString(), "0s .. 3600s (Envoy's limit)");
     }
+    long capacity = p.get("capacity").longValue(1, 1, Long.MAX_VALUE / 4);
+    int maxRequests = p.get("maxRequests").intValue(0, 0, 10_000_000);
+    AdaptivePolicy adaptive = adaptive(p.get("adaptive"), capacity, maxRequests);
     return p.build(
         () ->
             new PoolPolicy(
                 name,
-                p.get("capacity").longValue(1, 1, Long.MAX_VALUE / 4),
-                p.get("maxRequests").intValue(0, 0, 10_000_000),
+                capacity,
+                maxRequests,
                 p.get("inputWeight").doubleValue(1.0, 0, 1000),
                 p.get("outputWeight").doubleValue(1.0, 0, 1000),
                 ra.get("min").duration(Duration.ofSeconds(1)),
@@ -482,7 +487,69 @@ public final class ConfigLoader {
                 mmt,
                 ra.get("jitter").doubleValue(0.2, 0.0, 0.99),
                 p.get("holdMargin").duration(Duration.ofMillis(100)),
-                p.get("defaultServiceTime").duration(Duration.ofSeconds(2))));
+                p.get("defaultServiceTime").duration(Duration.ofSeconds(2)),
+                adaptive));
+  }
+
+  /**
+   * {@code pools.<name>.adaptive}: absent or {@code enabled: false} is {@link AdaptivePolicy#OFF};
+   * the floors default to a quarter of the pool's numbers.
+   */
+  private static AdaptivePolicy adaptive(Node a, long capacity, int maxRequests) {
+    a.only(
+        Set.of(
+            "enabled",
+            "minCapacity",
+            "minRequests",
+            "interval",
+            "minSamples",
+            "latency",
+            "backoff",
+            "maxPause",
+            "overloadStatuses"));
+    Node lat = a.get("latency").only(Set.of("growBelow", "shrinkAbove", "baselineWindow"));
+    if (!a.present() || !a.get("enabled").bool(false)) {
+      return AdaptivePolicy.OFF;
+    }
+    AdaptivePolicy off = AdaptivePolicy.OFF;
+    Set<Integer> statuses = new java.util.TreeSet<>();
+    Node os = a.get("overloadStatuses");
+    if (!os.present()) {
+      statuses.addAll(off.overloadStatuses());
+    } else if (!os.json().isArray() || os.json().isEmpty()) {
+      os.invalid(os.json().toString(), "a list of HTTP statuses, e.g. [429, 503, 529]");
+    } else {
+      for (com.fasterxml.jackson.databind.JsonNode v : os.json()) {
+        if (!v.isIntegralNumber() || v.asInt() < 400 || v.asInt() > 599) {
+          os.invalid(v.toString(), "HTTP statuses 400 .. 599");
+        } else {
+          statuses.add(v.asInt());
+        }
+      }
+    }
+    long minCapacity = a.get("minCapacity").longValue(Math.max(1, capacity / 4), 1, capacity);
+    int minRequests =
+        maxRequests > 0
+            ? a.get("minRequests").intValue(Math.max(1, maxRequests / 4), 1, maxRequests)
+            : a.get("minRequests").intValue(0, 0, 0);
+    try {
+      return new AdaptivePolicy(
+          true,
+          minCapacity,
+          minRequests,
+          a.get("interval").duration(off.interval()),
+          a.get("minSamples").intValue(off.minSamples(), 1, 100_000),
+          lat.get("growBelow").doubleValue(off.growBelow(), 1.0, 100),
+          lat.get("shrinkAbove").doubleValue(off.shrinkAbove(), 1.0, 100),
+          a.get("backoff").doubleValue(off.backoff(), 0.01, 0.99),
+          a.get("maxPause").duration(off.maxPause()),
+          lat.get("baselineWindow").duration(off.baselineWindow()),
+          statuses.isEmpty() ? off.overloadStatuses() : statuses);
+    } catch (IllegalArgumentException e) {
+      // the record names the field under "adaptive."; the error names its whole path
+      a.error(a.path() + e.getMessage().substring("adaptive".length()));
+      return AdaptivePolicy.OFF;
+    }
   }
 
   private static ClassPolicy requestClass(String name, Node c) {

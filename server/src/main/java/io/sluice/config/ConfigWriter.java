@@ -147,6 +147,22 @@ public final class ConfigWriter {
     n.put("maxMessageTimeout", duration(p.maxMessageTimeout()))
         .put("holdMargin", duration(p.holdMargin()))
         .put("defaultServiceTime", duration(p.defaultServiceTime()));
+    io.sluice.core.policy.AdaptivePolicy a = p.adaptive();
+    if (a.enabled()) {
+      ObjectNode an =
+          n.putObject("adaptive").put("enabled", true).put("minCapacity", a.minCapacity());
+      if (p.maxRequests() > 0) {
+        an.put("minRequests", a.minRequests());
+      }
+      an.put("interval", duration(a.interval())).put("minSamples", a.minSamples());
+      an.putObject("latency")
+          .put("growBelow", a.growBelow())
+          .put("shrinkAbove", a.shrinkAbove())
+          .put("baselineWindow", duration(a.baselineWindow()));
+      an.put("backoff", a.backoff()).put("maxPause", duration(a.maxPause()));
+      var statuses = an.putArray("overloadStatuses");
+      new java.util.TreeSet<>(a.overloadStatuses()).forEach(statuses::add);
+    }
     return n;
   }
 

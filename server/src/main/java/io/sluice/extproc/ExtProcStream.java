@@ -207,10 +207,12 @@ final class ExtProcStream extends LiveStreams.Node
     }
     boolean ends = request.onResponseHeaders(h.headersEndOfStream());
     // a proxyless client sends no :status (gRPC's status is in the trailers): not counted
+    int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
     session.responseHeaders(
-        (int) EnvoyRequest.parseLong(h.header(":status"), 0),
+        status,
         h.header("content-type"),
-        !request.proxyless());
+        !request.proxyless(),
+        status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1);
     send(Responses.CONTINUE_RESPONSE_HEADERS);
     if (ends) {
       release(Outcome.COMPLETED);

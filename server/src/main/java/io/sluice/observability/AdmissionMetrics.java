@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
@@ -110,10 +111,12 @@ public final class AdmissionMetrics {
       String p = pool.policy().name();
       pools.add(p);
       poolGauges.add(
-          Gauge.builder(MetricNames.POOL_CAPACITY, pool, s -> s.policy().capacityWorkUnits())
+          Gauge.builder(
+                  MetricNames.POOL_CAPACITY, pool, s -> s.configuredPolicy().capacityWorkUnits())
               .tag("pool", p)
-              .description("pool capacity in work units")
+              .description("pool capacity in work units as configured (an adaptive pool's ceiling)")
               .register(registry));
+      bindCapacity(pool, p);
       poolGauges.add(
           Gauge.builder(
                   MetricNames.POOL_COMPLETION_RATE,
@@ -164,6 +167,80 @@ public final class AdmissionMetrics {
     }
     boundPools = java.util.Set.copyOf(pools);
     boundClasses = java.util.Set.copyOf(classNames);
+  }
+
+  /**
+   * The effective capacity of every pool (an adaptive pool's learned limit; a fixed pool's own
+   * numbers), and for an adaptive pool why and how its limit moves.
+   */
+  private void bindCapacity(PoolState pool, String p) {
+    poolGauges.add(
+        Gauge.builder(
+                MetricNames.POOL_CAPACITY_EFFECTIVE, pool, s -> s.policy().capacityWorkUnits())
+            .tags("pool", p, "dimension", "work_units")
+            .description("work units the pool admits now (an adaptive pool's learned limit)")
+            .register(registry));
+    if (pool.configuredPolicy().maxRequests() > 0) {
+      poolGauges.add(
+          Gauge.builder(MetricNames.POOL_CAPACITY_EFFECTIVE, pool, s -> s.policy().maxRequests())
+              .tags("pool", p, "dimension", "requests")
+              .description("request slots the pool admits now (an adaptive pool's learned limit)")
+              .register(registry));
+    }
+    if (!pool.configuredPolicy().adaptive().enabled()) {
+      return;
+    }
+    for (AdaptiveLimit.Cause c : AdaptiveLimit.Cause.values()) {
+      if (c == AdaptiveLimit.Cause.START) {
+        continue;
+      }
+      poolGauges.add(
+          io.micrometer.core.instrument.FunctionCounter.builder(
+                  MetricNames.POOL_CAPACITY_CHANGES,
+                  pool,
+                  s -> {
+                    AdaptiveLimit a = s.adaptive();
+                    return a == null ? 0 : a.changes(c);
+                  })
+              .tags("pool", p, "cause", c.label())
+              .description("changes of the adaptive limit by this replica, by cause")
+              .register(registry));
+    }
+    poolGauges.add(
+        Gauge.builder(
+                MetricNames.POOL_UPSTREAM_PAUSE,
+                pool,
+                s -> {
+                  AdaptiveLimit a = s.adaptive();
+                  return a == null ? 0 : a.pauseRemainingNanos(tickerNanos.getAsLong()) / 1e9;
+                })
+            .tag("pool", p)
+            .description("seconds new admission stays paused on the upstream's Retry-After")
+            .register(registry));
+    poolGauges.add(
+        Gauge.builder(
+                MetricNames.POOL_LATENCY_RATIO,
+                pool,
+                s -> {
+                  AdaptiveLimit a = s.adaptive();
+                  return a == null ? Double.NaN : a.snapshot(tickerNanos.getAsLong()).lastRatio();
+                })
+            .tag("pool", p)
+            .description("recent latency over its no-load baseline at the last latency verdict")
+            .register(registry));
+    for (AdaptiveLimit.Signal sig : AdaptiveLimit.Signal.values()) {
+      poolGauges.add(
+          Gauge.builder(
+                  MetricNames.POOL_LATENCY_BASELINE,
+                  pool,
+                  s -> {
+                    AdaptiveLimit a = s.adaptive();
+                    return a == null ? Double.NaN : a.baseline(sig, tickerNanos.getAsLong()) / 1e9;
+                  })
+              .tags("pool", p, "signal", sig.label())
+              .description("the no-load latency baseline of the signal (seconds)")
+              .register(registry));
+    }
   }
 
   /** Removes every Sluice meter tagged with one of these pools or classes, and its cache entry. */

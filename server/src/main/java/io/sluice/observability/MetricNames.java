@@ -27,6 +27,11 @@ public final class MetricNames {
   public static final String WORK_IN_FLIGHT = "sluice.pool.work.in_flight";
   public static final String REQUESTS_IN_FLIGHT = "sluice.pool.requests.in_flight";
   public static final String POOL_CAPACITY = "sluice.pool.capacity";
+  public static final String POOL_CAPACITY_EFFECTIVE = "sluice.pool.capacity.effective";
+  public static final String POOL_CAPACITY_CHANGES = "sluice.pool.capacity.changes";
+  public static final String POOL_UPSTREAM_PAUSE = "sluice.pool.upstream.pause.seconds";
+  public static final String POOL_LATENCY_RATIO = "sluice.pool.latency.ratio";
+  public static final String POOL_LATENCY_BASELINE = "sluice.pool.latency.baseline.seconds";
   public static final String POOL_COMPLETION_RATE = "sluice.pool.completion.rate";
   public static final String PERMITS_RELEASED = "sluice.permits.released";
   public static final String PERMIT_HOLD = "sluice.permit.hold";

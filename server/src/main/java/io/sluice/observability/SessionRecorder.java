@@ -166,6 +166,15 @@ public final class SessionRecorder implements SessionListener {
     if (s.operationId() != null) {
       b.setOperationId(s.operationId());
     }
+    io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = session.limitAtDecision();
+    if (limit != null) {
+      b.setCapacity(
+          io.sluice.api.v1.Capacity.newBuilder()
+              .setWorkUnits(limit.work())
+              .setRequests(limit.requests())
+              .setCause(limit.cause().label())
+              .setPausedMs(limit.pauseRemainingNanos() / 1_000_000L));
+    }
     TokenEstimate estimate = session.estimate();
     if (estimate != null) {
       io.sluice.api.v1.Estimate.Builder e =

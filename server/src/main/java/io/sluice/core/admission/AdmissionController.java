@@ -122,6 +122,11 @@ public final class AdmissionController {
     return n;
   }
 
+  /** The configured pools' names. */
+  public java.util.Set<String> poolNames() {
+    return pools.keySet();
+  }
+
   public Collection<PoolState> pools() {
     return pools.values();
   }

@@ -180,6 +180,20 @@ final class CapacityLedger {
     return shareWork >= 0;
   }
 
+  /**
+   * How much of its limit this replica holds: the larger of work ÷ work limit and requests ÷
+   * request limit (when the pool caps requests); 1 when a limit is 0 and something is held.
+   */
+  double use() {
+    double u = workLimit > 0 ? (double) totalWork / workLimit : (totalWork > 0 ? 1 : 0);
+    if (policy.maxRequests() > 0) {
+      double r =
+          requestLimit > 0 ? (double) totalRequests / requestLimit : (totalRequests > 0 ? 1 : 0);
+      u = Math.max(u, r);
+    }
+    return u;
+  }
+
   /** Work units this replica may hold: the pool's capacity, or its share of it. */
   long workLimit() {
     return workLimit;

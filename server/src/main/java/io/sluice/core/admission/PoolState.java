@@ -1,5 +1,7 @@
 package io.sluice.core.admission;
 
+import io.sluice.core.adapt.AdaptiveLimit;
+import io.sluice.core.adapt.LimitStore;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
@@ -43,6 +45,14 @@ public final class PoolState {
   private final ServiceTimes service;
   private final RetryAdvice retry;
   private final QueueCoordinator queues;
+  // the policy as configured; the ledger and the queues hold the effective one (the adaptive
+  // limit's numbers in place of capacity and maxRequests), written under the lock
+  private volatile PoolPolicy configured;
+  // the adaptive limit: created at its first tick (it needs the time), null when the pool's
+  // numbers are fixed; carried: the limit a replaced one had (a hot reload), NaN: none
+  private volatile @Nullable AdaptiveLimit adaptive;
+  private double carried = Double.NaN;
+  private volatile boolean pauseSeen; // paused at the last tick (its end starts waiting requests)
   // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
   // is unmet demand for a replica share)
   private boolean unmet;
@@ -71,19 +81,33 @@ public final class PoolState {
       ReleaseListener listener,
       DoubleSupplier uniform) {
     this.listener = listener;
-    this.capacity = new CapacityLedger(policy);
-    List<ClassSlot> slots = capacity.reconfigure(policy, classes);
+    this.configured = policy;
+    PoolPolicy effective = effective(policy, Double.NaN);
+    this.capacity = new CapacityLedger(effective);
+    List<ClassSlot> slots = capacity.reconfigure(effective, classes);
     this.service = new ServiceTimes(policy);
     this.retry = new RetryAdvice(rateTauNanos, uniform, policy);
-    this.queues = new QueueCoordinator(capacity, service, retry, this::startQueued, slots, policy);
+    this.queues =
+        new QueueCoordinator(capacity, service, retry, this::startQueued, slots, effective);
   }
 
-  /** Applies a new policy; in-flight work and waiting requests are kept. */
+  /**
+   * Applies a new policy; in-flight work and waiting requests are kept. An adaptive pool keeps its
+   * learned limit (clamped into the new bounds) when it stays adaptive.
+   */
   void reconfigure(PoolPolicy newPolicy, List<ClassPolicy> classes) {
     lock.lock();
     try {
-      List<ClassSlot> slots = capacity.reconfigure(newPolicy, classes);
-      queues.reconfigure(slots, newPolicy);
+      AdaptiveLimit a = adaptive;
+      double keep = a != null ? a.fraction() : carried;
+      configured = newPolicy;
+      if (a != null && !a.ceiling().equals(newPolicy)) {
+        adaptive = null; // the next tick makes a new one from the limit kept here
+      }
+      carried = newPolicy.adaptive().enabled() ? keep : Double.NaN;
+      PoolPolicy effective = effective(newPolicy, adaptive != null ? keep : carried);
+      List<ClassSlot> slots = capacity.reconfigure(effective, classes);
+      queues.reconfigure(slots, effective);
       service.reconfigure(newPolicy);
       retry.reconfigure(newPolicy);
     } finally {
@@ -91,8 +115,139 @@ public final class PoolState {
     }
   }
 
+  /** {@code policy} with the adaptive limit {@code fraction}'s numbers when it is adaptive. */
+  private static PoolPolicy effective(PoolPolicy policy, double fraction) {
+    if (!policy.adaptive().enabled()) {
+      return policy;
+    }
+    return policy.withLimits(
+        AdaptiveLimit.workOf(policy, fraction), AdaptiveLimit.requestsOf(policy, fraction));
+  }
+
+  /**
+   * The policy in effect: the configured one, or for an adaptive pool the same with the learned
+   * limit's work units and request slots as its capacity and maxRequests.
+   */
   public PoolPolicy policy() {
     return capacity.policy();
+  }
+
+  /** The policy as configured (for an adaptive pool, capacity and maxRequests are the ceiling). */
+  public PoolPolicy configuredPolicy() {
+    return configured;
+  }
+
+  /** The pool's adaptive limit, or null (fixed numbers, or not ticked yet). */
+  public @Nullable AdaptiveLimit adaptive() {
+    return adaptive;
+  }
+
+  /**
+   * The adaptive limit's periodic step (the bootstrap's timer): makes the limit at the first tick,
+   * runs the latency rule with the pool's load now, and applies a changed limit (a larger one, or
+   * the end of a pause, starts waiting requests). Returns the limit, or null for a fixed pool.
+   */
+  public @Nullable AdaptiveLimit adaptTick(long nowNanos) {
+    PoolPolicy p = configured;
+    if (!p.adaptive().enabled()) {
+      return null;
+    }
+    AdaptiveLimit a = adaptive;
+    if (a == null) {
+      lock.lock();
+      try {
+        a = adaptive;
+        if (a == null || !a.ceiling().equals(configured)) {
+          a = new AdaptiveLimit(configured, carried, nowNanos);
+          adaptive = a;
+          carried = Double.NaN;
+          applyLimitLocked(a);
+        }
+      } finally {
+        lock.unlock();
+      }
+    }
+    boolean wasPaused = a.pauseRemainingNanos(nowNanos) > 0 || pauseSeen;
+    double use;
+    lock.lock();
+    try {
+      use = capacity.use();
+    } finally {
+      lock.unlock();
+    }
+    boolean changed = a.tick(nowNanos, use);
+    boolean pauseEnded = wasPaused && !a.paused(nowNanos);
+    pauseSeen = a.paused(nowNanos);
+    if (changed || pauseEnded) {
+      applyAdaptive(a, nowNanos);
+    }
+    return a;
+  }
+
+  /**
+   * The upstream answered {@code status} (with a Retry-After of {@code retryAfterNanos}, negative
+   * if none) to a request of this pool admitted at {@code admittedAtNanos}: an overload shrinks an
+   * adaptive limit and may pause the pool.
+   */
+  public void onUpstream(int status, long retryAfterNanos, long admittedAtNanos, long nowNanos) {
+    AdaptiveLimit a = adaptive;
+    if (a != null && a.onUpstream(status, retryAfterNanos, admittedAtNanos, nowNanos)) {
+      applyAdaptive(a, nowNanos);
+    }
+  }
+
+  /** A latency sample of a request of this pool (for an adaptive limit). */
+  public void onLatency(AdaptiveLimit.Signal signal, double nanos, long admittedAtNanos) {
+    AdaptiveLimit a = adaptive;
+    if (a != null) {
+      a.onLatency(signal, nanos, admittedAtNanos);
+    }
+  }
+
+  /** The pool's shared limit as the store answered it (several replicas). */
+  public void adoptShared(LimitStore.Shared shared, long nowNanos) {
+    AdaptiveLimit a = adaptive;
+    if (a != null
+        && a.adopt(
+            shared.fraction(),
+            shared.cause(),
+            shared.pauseRemainingMillis() * 1_000_000L,
+            shared.ttftBaselineNanos(),
+            shared.tpotBaselineNanos(),
+            nowNanos)) {
+      applyAdaptive(a, nowNanos);
+    }
+  }
+
+  /** Applies the adaptive limit's numbers and starts what now fits. */
+  private void applyAdaptive(AdaptiveLimit a, long nowNanos) {
+    drainIf(
+        () -> {
+          if (adaptive != a) {
+            return false; // replaced by a reload meanwhile
+          }
+          applyLimitLocked(a);
+          return true;
+        },
+        nowNanos);
+  }
+
+  private void applyLimitLocked(AdaptiveLimit a) {
+    PoolPolicy effective = configured.withLimits(a.work(), a.requests());
+    if (effective.equals(capacity.policy())) {
+      return;
+    }
+    List<ClassSlot> slots = capacity.reconfigure(effective, classes());
+    queues.reconfigure(slots, effective);
+    queues.reboundToShare();
+  }
+
+  /** Under the lock: no Retry-After of this pool is shorter than the rest of an upstream pause. */
+  private long pausedFor(long nowNanos) {
+    AdaptiveLimit a = adaptive;
+    long left = a == null ? 0 : a.pauseRemainingNanos(nowNanos);
+    retry.floor(left);
+    return left;
   }
 
   /** Active (non-retired) classes in rank order. */
@@ -161,6 +316,7 @@ public final class PoolState {
       long nowNanos,
       List<QueueCoordinator.Callback> callbacks) {
     unmet = false;
+    long pause = pausedFor(nowNanos);
     ClassSlot k = capacity.slot(request.requestClass().name());
     if (k == null) {
       return new Decision.Reject(
@@ -189,7 +345,18 @@ public final class PoolState {
       return late;
     }
     // no tenant check here: in flight <= in flight + queued, which is below the cap (checked above)
-    Decision.Reject refused = capacityRefusal(k, request.workUnits(), nowNanos);
+    Decision.Reject refused =
+        pause > 0
+            ? new Decision.Reject(
+                Reason.UPSTREAM_OVERLOADED,
+                k.policy.shedStatus(),
+                retry.seconds(pause),
+                "the upstream of pool "
+                    + policy.name()
+                    + " asked for a pause (Retry-After): no new request starts for "
+                    + (pause + 999_999) / 1_000_000
+                    + " ms")
+            : capacityRefusal(k, request.workUnits(), nowNanos);
     // Rule 2: start at once only if nobody of equal or higher priority waits, or if the scheduler
     // would start it at once anyway (its class's reserve has room and nothing of its class waits):
     // it waits behind no one, so no wait is predicted for it from their queues.
@@ -218,8 +385,8 @@ public final class PoolState {
     }
     long maxWait =
         Math.min(k.policy.maxQueueWait().toNanos(), maxHoldNanos - policy.holdMargin().toNanos());
-    if (maxHoldNanos <= 0 || maxWait <= 0) {
-      return refused; // queue-hold off for this request
+    if (maxHoldNanos <= 0 || maxWait <= 0 || maxWait <= pause) {
+      return refused; // queue-hold off for this request, or it cannot outwait the pause
     }
     return queues.enqueue(k, request, waiter, maxWait, nowNanos, callbacks);
   }
@@ -280,7 +447,7 @@ public final class PoolState {
     if (tooLate != null) {
       return new QueueCoordinator.Start(null, tooLate);
     }
-    if (capacity.checkCapacity(k, request.workUnits()) != null) {
+    if (pausedFor(now) > 0 || capacity.checkCapacity(k, request.workUnits()) != null) {
       return null;
     }
     return new QueueCoordinator.Start(capacity.take(this, k, request, now), null);
@@ -292,6 +459,7 @@ public final class PoolState {
     boolean removed;
     lock.lock();
     try {
+      pausedFor(nowNanos);
       removed = queues.cancel(ticket, nowNanos, pending);
       callbacks = takeCallbacks();
     } finally {
@@ -337,6 +505,7 @@ public final class PoolState {
     QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
+      pausedFor(nowNanos);
       capacity.release(permit);
       if (outcome == Outcome.COMPLETED) { // the completed-work gauge and Retry-After's basis
         retry.onRelease(permit.workUnits(), nowNanos - permit.admittedAtNanos(), nowNanos);
@@ -416,6 +585,7 @@ public final class PoolState {
     QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {
+      pausedFor(nowNanos);
       if (change.getAsBoolean()) {
         queues.drain(nowNanos, pending);
       }

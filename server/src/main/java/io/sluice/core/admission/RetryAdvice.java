@@ -27,6 +27,7 @@ final class RetryAdvice {
   private final DoubleSupplier uniform;
   private RetryAfter retryAfter;
   private long minNanos;
+  private long floorNanos; // the rest of an upstream pause: no Retry-After of the pool is shorter
 
   /** With the clamps and jitter of {@code policy}; no completion seen yet. */
   RetryAdvice(long rateTauNanos, DoubleSupplier uniform, PoolPolicy policy) {
@@ -53,9 +54,22 @@ final class RetryAdvice {
     completionRate.onCompletion(work, holdNanos, nowNanos);
   }
 
+  /**
+   * No Retry-After is shorter than {@code nanos} from now on (the rest of a pause an upstream's
+   * Retry-After started; 0: none), until the next call.
+   */
+  void floor(long nanos) {
+    this.floorNanos = Math.max(0, nanos);
+  }
+
   /** Retry-After for a predicted duration. */
   long seconds(long nanos) {
-    return retryAfter.seconds(nanos);
+    return floored(retryAfter.seconds(Math.max(nanos, floorNanos)));
+  }
+
+  /** Jitter and the pool's upper clamp never take a Retry-After below an upstream pause. */
+  private long floored(long seconds) {
+    return floorNanos > 0 ? Math.max(seconds, ceilSeconds(floorNanos)) : seconds;
   }
 
   /** Seconds until {@code work} units should have drained at the recent completion rate. */
@@ -84,7 +98,9 @@ final class RetryAdvice {
   private static final long MAX_RETRY_NANOS = Long.MAX_VALUE / 2;
 
   private long clamp(double seconds) {
-    return retryAfter.seconds((long) Math.min(MAX_RETRY_NANOS, seconds * NANOS_PER_SECOND));
+    return floored(
+        retryAfter.seconds(
+            Math.max(floorNanos, (long) Math.min(MAX_RETRY_NANOS, seconds * NANOS_PER_SECOND))));
   }
 
   private static long ceilSeconds(long nanos) {

@@ -19,6 +19,8 @@ import java.util.Objects;
  * @param holdMargin time reserved between Sluice's own answer and the end of Envoy's hold
  * @param defaultServiceTime before Sluice has measured the pool, the time assumed for a full pool's
  *     worth of work to complete (sets the wait predictor's floor rate)
+ * @param adaptive the adaptive limit ({@link AdaptivePolicy#OFF}: {@code capacity} and {@code
+ *     maxRequests} are fixed; on: they are the ceiling the learned limit moves under)
  */
 public record PoolPolicy(
     String name,
@@ -31,9 +33,61 @@ public record PoolPolicy(
     Duration maxMessageTimeout,
     double retryAfterJitter,
     Duration holdMargin,
-    Duration defaultServiceTime) {
+    Duration defaultServiceTime,
+    AdaptivePolicy adaptive) {
+
+  /** A pool with fixed numbers (no adaptive limit). */
+  public PoolPolicy(
+      String name,
+      long capacityWorkUnits,
+      int maxRequests,
+      double inputWeight,
+      double outputWeight,
+      Duration retryAfterMin,
+      Duration retryAfterMax,
+      Duration maxMessageTimeout,
+      double retryAfterJitter,
+      Duration holdMargin,
+      Duration defaultServiceTime) {
+    this(
+        name,
+        capacityWorkUnits,
+        maxRequests,
+        inputWeight,
+        outputWeight,
+        retryAfterMin,
+        retryAfterMax,
+        maxMessageTimeout,
+        retryAfterJitter,
+        holdMargin,
+        defaultServiceTime,
+        AdaptivePolicy.OFF);
+  }
 
   public PoolPolicy {
+    Objects.requireNonNull(adaptive, "adaptive");
+    if (adaptive.enabled()) {
+      if (adaptive.minCapacity() > capacityWorkUnits) {
+        throw new IllegalArgumentException(
+            "pools."
+                + name
+                + ".adaptive.minCapacity: "
+                + adaptive.minCapacity()
+                + " (expected: <= capacity "
+                + capacityWorkUnits
+                + ", the ceiling)");
+      }
+      if (maxRequests > 0 && adaptive.minRequests() > maxRequests) {
+        throw new IllegalArgumentException(
+            "pools."
+                + name
+                + ".adaptive.minRequests: "
+                + adaptive.minRequests()
+                + " (expected: <= maxRequests "
+                + maxRequests
+                + ", the ceiling)");
+      }
+    }
     Objects.requireNonNull(name, "name");
     if (capacityWorkUnits <= 0) {
       throw new IllegalArgumentException(
@@ -93,6 +147,26 @@ public record PoolPolicy(
         0.2,
         Duration.ofMillis(100),
         Duration.ofSeconds(2));
+  }
+
+  /**
+   * This pool with {@code work} units and {@code requests} slots in place of its own numbers (the
+   * effective limit of an adaptive pool, as fixed numbers: the adaptive settings are left out).
+   */
+  public PoolPolicy withLimits(long work, int requests) {
+    return new PoolPolicy(
+        name,
+        work,
+        requests,
+        inputWeight,
+        outputWeight,
+        retryAfterMin,
+        retryAfterMax,
+        maxMessageTimeout,
+        retryAfterJitter,
+        holdMargin,
+        defaultServiceTime,
+        AdaptivePolicy.OFF);
   }
 
   /** Work units of a request with the given token estimate. */

@@ -1,9 +1,11 @@
 package io.sluice.core.session;
 
+import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
+import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
 import io.sluice.core.estimate.EstimateLimits;
@@ -72,6 +74,9 @@ public final class AdmissionSession implements Waiter {
   private Reason reason = Reason.ADMITTED;
   private @Nullable UsageExtractor usage;
   private int upstreamStatus;
+  private AdaptiveLimit.@Nullable Snapshot limitAtDecision;
+  private boolean firstChunkSeen; // a response body chunk before the last one came
+  private long firstChunkNanos; // when
   // read by the front end's idle sweep on another thread
   private volatile @Nullable Permit permit;
 
@@ -351,6 +356,7 @@ public final class AdmissionSession implements Waiter {
     decided = true;
     steps.at(Step.ADMIT);
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    noteLimit();
     env.listener().on(new SessionEvent.Admitted(this));
     if (ended) { // the front end went away while deciding: give the permit back at once
       release(Outcome.CANCELLED);
@@ -378,6 +384,7 @@ public final class AdmissionSession implements Waiter {
     steps.at(Step.REJECT);
     reason = why;
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    noteLimit();
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(this, why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
@@ -385,15 +392,39 @@ public final class AdmissionSession implements Waiter {
 
   /** Response headers from the upstream: its status, and the usage reader for the body. */
   public void responseHeaders(int status, String contentType, boolean countStatus) {
+    responseHeaders(status, contentType, countStatus, -1);
+  }
+
+  /**
+   * Response headers from the upstream: its status (an overload shrinks an adaptive pool, and its
+   * {@code retryAfterNanos}, negative if none, may pause it), and the usage reader for the body.
+   */
+  public void responseHeaders(
+      int status, String contentType, boolean countStatus, long retryAfterNanos) {
     upstreamStatus = status;
     if (countStatus) {
       env.listener().on(new SessionEvent.UpstreamResponded(this, status));
+      Permit p = permit;
+      PoolState pool = p == null ? null : adaptivePool();
+      if (p != null && pool != null) {
+        pool.onUpstream(status, retryAfterNanos, p.admittedAtNanos(), env.ticker().nanos());
+      }
     }
     usage = UsageExtractor.forResponse(contentType);
   }
 
   /** A response body chunk, read in place for the usage it reports. */
   public void responseBody(byte[] data, int offset, int length, boolean last) {
+    if (length > 0 && !firstChunkSeen && !last) {
+      firstChunkSeen = true;
+      firstChunkNanos = env.ticker().nanos();
+      Permit p = permit;
+      PoolState pool = adaptivePool();
+      if (p != null && pool != null && upstreamStatus / 100 == 2) {
+        pool.onLatency(
+            AdaptiveLimit.Signal.TTFT, firstChunkNanos - p.admittedAtNanos(), p.admittedAtNanos());
+      }
+    }
     if (usage == null || length <= 0) {
       return;
     }
@@ -441,9 +472,48 @@ public final class AdmissionSession implements Waiter {
                 });
       }
     }
+    if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
+      timePerOutputToken(p, u.outputTokens(), now);
+    }
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(this, outcome, now - p.admittedAtNanos(), u));
     return true;
+  }
+
+  /** For the decision record: an adaptive pool's limit when this request was decided. */
+  private void noteLimit() {
+    PoolState pool = adaptivePool();
+    AdaptiveLimit a = pool == null ? null : pool.adaptive();
+    if (a != null) {
+      limitAtDecision = a.snapshot(env.ticker().nanos());
+    }
+  }
+
+  /** An adaptive pool's limit when this request was decided (null: a fixed pool). */
+  public AdaptiveLimit.@Nullable Snapshot limitAtDecision() {
+    return limitAtDecision;
+  }
+
+  /** The pool of this request when its limit is adaptive, else null. */
+  private @Nullable PoolState adaptivePool() {
+    PoolState pool = env.controller().pool(subject.pool().name());
+    return pool != null && pool.adaptive() != null ? pool : null;
+  }
+
+  /**
+   * An adaptive pool's time-per-output-token sample of a completed answer: from its first chunk to
+   * its end over the tokens after the first when it streamed, else its whole time over its tokens.
+   */
+  private void timePerOutputToken(Permit p, long outputTokens, long now) {
+    PoolState pool = adaptivePool();
+    if (pool == null) {
+      return;
+    }
+    double tpot =
+        firstChunkSeen && outputTokens >= 2
+            ? (double) (now - firstChunkNanos) / (outputTokens - 1)
+            : (double) (now - p.admittedAtNanos()) / outputTokens;
+    pool.onLatency(AdaptiveLimit.Signal.TPOT, tpot, p.admittedAtNanos());
   }
 
   /**

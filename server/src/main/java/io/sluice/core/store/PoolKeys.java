@@ -27,4 +27,9 @@ public final class PoolKeys {
   public static String shares(String namespace, String pool) {
     return key(namespace, pool, "shares");
   }
+
+  /** {@code <namespace>{<pool>}:limit}: one hash per adaptive pool holding its shared limit. */
+  public static String limit(String namespace, String pool) {
+    return key(namespace, pool, "limit");
+  }
 }

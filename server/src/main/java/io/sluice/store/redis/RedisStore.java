@@ -59,11 +59,18 @@ import org.jspecify.annotations.Nullable;
  * <p>Concurrency: the connection is shared and thread-safe; the connection future is swapped under
  * {@code this} lock only on (re)connect.
  */
-public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots, AutoCloseable {
+public final class RedisStore
+    implements KeyValueStore,
+        ShareStore,
+        TenantSlots,
+        io.sluice.core.adapt.LimitStore,
+        AutoCloseable {
   private static final String SCRIPT = loadScript("token_bucket.lua");
   private static final String SCRIPT_SHA = sha1(SCRIPT);
   private static final String SHARE_SCRIPT = loadScript("share_lease.lua");
   private static final String SHARE_SCRIPT_SHA = sha1(SHARE_SCRIPT);
+  private static final String LIMIT_SCRIPT = loadScript("adaptive_limit.lua");
+  private static final String LIMIT_SCRIPT_SHA = sha1(LIMIT_SCRIPT);
   private static final String SLOTS_SCRIPT = loadScript("tenant_slots.lua");
   private static final String SLOTS_SCRIPT_SHA = sha1(SLOTS_SCRIPT);
 
@@ -110,6 +117,7 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
                 cmds.scriptLoad(SCRIPT)
                     .toCompletableFuture()
                     .thenCompose(sha -> cmds.scriptLoad(SHARE_SCRIPT).toCompletableFuture())
+                    .thenCompose(sha -> cmds.scriptLoad(LIMIT_SCRIPT).toCompletableFuture())
                     .thenCompose(sha -> cmds.scriptLoad(SLOTS_SCRIPT).toCompletableFuture()))
         .thenCompose(
             sha -> {
@@ -253,6 +261,55 @@ public final class RedisStore implements KeyValueStore, ShareStore, TenantSlots,
       encodeClasses(x.classes())
     };
     return track(script(SHARE_SCRIPT, SHARE_SCRIPT_SHA, keys, args).thenApply(RedisStore::toGrant));
+  }
+
+  /**
+   * {@code adaptive_limit.lua} on the pool's limit hash ({@link io.sluice.core.adapt.LimitStore}).
+   */
+  @Override
+  public CompletionStage<io.sluice.core.adapt.LimitStore.Shared> exchange(
+      String namespace, String pool, io.sluice.core.adapt.LimitStore.Exchange x) {
+    var p = x.proposal();
+    String[] keys = {io.sluice.core.store.PoolKeys.limit(namespace, pool)};
+    String[] args = {
+      p == null ? "" : p.shrink() ? "shrink" : "grow",
+      p == null ? "0" : Double.toString(p.from()),
+      p == null ? "0" : Double.toString(p.to()),
+      p == null ? "" : p.cause().label(),
+      Long.toString(Math.max(0, x.pauseMillis())),
+      x.ttftBaselineNanos() > 0 ? Double.toString(x.ttftBaselineNanos()) : "0",
+      x.tpotBaselineNanos() > 0 ? Double.toString(x.tpotBaselineNanos()) : "0",
+      Long.toString(Math.max(0, x.minGapMillis())),
+      Long.toString(Math.max(1, x.baselineWindowMillis()))
+    };
+    return track(
+        script(LIMIT_SCRIPT, LIMIT_SCRIPT_SHA, keys, args).thenApply(RedisStore::toShared));
+  }
+
+  private static io.sluice.core.adapt.LimitStore.Shared toShared(List<Object> r) {
+    io.sluice.core.adapt.AdaptiveLimit.Cause cause;
+    try {
+      cause =
+          io.sluice.core.adapt.AdaptiveLimit.Cause.valueOf(
+              String.valueOf(r.get(1)).toUpperCase(java.util.Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      cause = io.sluice.core.adapt.AdaptiveLimit.Cause.SHARED; // a cause of another version
+    }
+    return new io.sluice.core.adapt.LimitStore.Shared(
+        number(r.get(0)), cause, (long) number(r.get(2)), number(r.get(3)), number(r.get(4)));
+  }
+
+  /** A number the script answered as a string ('' or garbage: NaN). */
+  private static double number(Object o) {
+    String s = o == null ? "" : String.valueOf(o);
+    if (s.isEmpty()) {
+      return Double.NaN;
+    }
+    try {
+      return Double.parseDouble(s);
+    } catch (NumberFormatException e) {
+      return Double.NaN;
+    }
   }
 
   @Override

@@ -1,0 +1,466 @@
+package io.sluice.core.adapt;
+
+import io.sluice.core.policy.AdaptivePolicy;
+import io.sluice.core.policy.PoolPolicy;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * One pool's learned limit: a fraction {@code f} of the pool's ceiling ({@code capacity} and {@code
+ * maxRequests}), between the floor ({@code minCapacity}, {@code minRequests}) and 1. The rules
+ * (docs/scheduling.md, "Adaptive capacity"):
+ *
+ * <ul>
+ *   <li><b>Latency</b> (every {@code interval} with at least {@code minSamples} samples of a
+ *       signal): per signal (time to first token, time per output token), the interval's median
+ *       {@code m} against the no-load baseline {@code b} (the minimum of interval medians over
+ *       {@code baselineWindow}); {@code r = max over signals of m / b}. {@code r > shrinkAbove}:
+ *       {@code f ← f × max(backoff, growBelow / r)} (the gradient, towards the latency the pool had
+ *       at {@code growBelow}); {@code r <= growBelow} while the pool used at least {@link #MIN_USE}
+ *       of its limit during the interval: grow; in between: hold (the dead band that keeps a steady
+ *       load from oscillating).
+ *   <li><b>Growth</b>: slow start from the floor at start (the step doubles every interval) until
+ *       the first sign of pressure ({@code r > growBelow}, or an overload) halves it back to
+ *       additive steps of one request slot (or 1/32 of the capacity when the pool caps no requests)
+ *       per interval; after any shrink, growth is additive only, so the queue that caused the
+ *       incident is not rebuilt.
+ *   <li><b>Overload</b>: an upstream 429/503/529 (the pool's {@code overloadStatuses}) of a request
+ *       admitted after the last decrease: {@code f ← f × backoff} at once (at most one decrease per
+ *       generation of requests, as TCP halves once per window). A {@code Retry-After} on it pauses
+ *       new admission to the pool until it passes (at most {@code maxPause}).
+ * </ul>
+ *
+ * Samples of requests admitted before the last change of the limit are not counted: they measure
+ * the old limit. Thread-safe (signals come from transport threads, ticks from a timer). Time is an
+ * argument; no clock.
+ */
+public final class AdaptiveLimit {
+  /** Grow only while the pool used at least this fraction of its limit (else it is not needed). */
+  public static final double MIN_USE = 0.8;
+
+  private static final int MAX_SAMPLES = 512;
+
+  /** Why the limit last changed. */
+  public enum Cause {
+    /** The limit starts at the floor (no pool value shared yet). */
+    START,
+    /** Slow start: latency at its baseline, the step doubling. */
+    SLOW_START,
+    /** Additive recovery: latency at its baseline, one step. */
+    GROW,
+    /** Latency rose above {@code shrinkAbove} × baseline. */
+    LATENCY,
+    /** The upstream answered overloaded (429/503/529). */
+    OVERLOAD,
+    /** Another replica changed the pool's shared limit. */
+    SHARED,
+    /** The policy's bounds changed (hot reload): the limit was clamped into them. */
+    RECONFIGURE;
+
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** The latency signals. */
+  public enum Signal {
+    /** Time to first token: from the permit to the first response body chunk. */
+    TTFT,
+    /** Time per output token of a completed answer. */
+    TPOT;
+
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /**
+   * What this replica's own evidence did to the limit since the last exchange with the shared
+   * store: {@code from} (the limit it started from) to {@code to}; {@code shrink}: a decrease,
+   * which the store applies as a minimum; else a growth, which it applies only if the pool's value
+   * is still {@code from}.
+   */
+  public record Proposal(double from, double to, boolean shrink, Cause cause) {}
+
+  /** The state at one instant (metrics, /debug/queues, the decision log). */
+  public record Snapshot(
+      double fraction,
+      double floor,
+      long work,
+      int requests,
+      Cause cause,
+      long changedAtNanos,
+      long pauseRemainingNanos,
+      double ttftBaselineNanos,
+      double tpotBaselineNanos,
+      double lastRatio,
+      boolean slowStart) {}
+
+  private final AdaptivePolicy settings;
+  private final PoolPolicy ceiling;
+  private final double floor;
+  private final double step;
+  private final long intervalNanos;
+  private final long maxPauseNanos;
+  private final long[] changes = new long[Cause.values().length];
+  private final SignalWindow[] signals = new SignalWindow[Signal.values().length];
+
+  private double fraction;
+  private Cause cause = Cause.START;
+  private long changedAtNanos;
+  private long lastDecreaseNanos;
+  private long intervalStartNanos;
+  private double maxUse;
+  private boolean slowStart = true;
+  private double slowStep;
+  private long pauseUntilNanos;
+  private boolean pauseSet; // pauseUntilNanos holds a pause (ticker values may be negative)
+  private double lastRatio = Double.NaN;
+  private @org.jspecify.annotations.Nullable Proposal pending;
+  private long overloads;
+
+  /** At the floor, in slow start, as of {@code nowNanos}. */
+  public AdaptiveLimit(PoolPolicy ceiling, long nowNanos) {
+    this(ceiling, Double.NaN, nowNanos);
+  }
+
+  /**
+   * With the limit {@code fraction} of {@code ceiling} (clamped into the bounds; NaN: the floor),
+   * e.g. the limit of the policy this one replaces on a hot reload.
+   */
+  public AdaptiveLimit(PoolPolicy ceiling, double fraction, long nowNanos) {
+    this.settings = ceiling.adaptive();
+    this.ceiling = ceiling;
+    double f =
+        Math.max(
+            (double) settings.minCapacity() / ceiling.capacityWorkUnits(),
+            ceiling.maxRequests() > 0
+                ? (double) Math.max(1, settings.minRequests()) / ceiling.maxRequests()
+                : 0);
+    this.floor = Math.min(1.0, f);
+    this.step = ceiling.maxRequests() > 0 ? 1.0 / ceiling.maxRequests() : 1.0 / 32;
+    this.slowStep = step;
+    this.intervalNanos = settings.interval().toNanos();
+    this.maxPauseNanos = settings.maxPause().toNanos();
+    for (Signal s : Signal.values()) {
+      signals[s.ordinal()] = new SignalWindow(settings.baselineWindow().toNanos());
+    }
+    boolean carried = !Double.isNaN(fraction);
+    this.fraction = carried ? clamp(fraction) : floor;
+    this.cause = carried ? Cause.RECONFIGURE : Cause.START;
+    this.slowStart = !carried;
+    this.changedAtNanos = nowNanos;
+    this.lastDecreaseNanos = nowNanos;
+    this.intervalStartNanos = nowNanos;
+  }
+
+  /** The policy whose numbers are the ceiling. */
+  public PoolPolicy ceiling() {
+    return ceiling;
+  }
+
+  /** The limit as a fraction of the ceiling. */
+  public synchronized double fraction() {
+    return fraction;
+  }
+
+  /** Work units the pool may hold now. */
+  public synchronized long work() {
+    return workOf(fraction);
+  }
+
+  /** Request slots the pool may hold now (0 when the pool caps none). */
+  public synchronized int requests() {
+    return requestsOf(fraction);
+  }
+
+  private long workOf(double f) {
+    return workOf(ceiling, f);
+  }
+
+  private int requestsOf(double f) {
+    return requestsOf(ceiling, f);
+  }
+
+  /** Work units of the limit {@code f} of {@code ceiling} (NaN: the floor). */
+  public static long workOf(PoolPolicy ceiling, double f) {
+    AdaptivePolicy a = ceiling.adaptive();
+    long cap = ceiling.capacityWorkUnits();
+    long w = Double.isNaN(f) ? a.minCapacity() : (long) Math.floor(f * cap + 1e-9);
+    return Math.min(cap, Math.max(a.minCapacity(), Math.max(1, w)));
+  }
+
+  /** Request slots of the limit {@code f} of {@code ceiling} (NaN: the floor; 0: no cap). */
+  public static int requestsOf(PoolPolicy ceiling, double f) {
+    int m = ceiling.maxRequests();
+    if (m <= 0) {
+      return 0;
+    }
+    int min = Math.max(1, ceiling.adaptive().minRequests());
+    int r = Double.isNaN(f) ? min : (int) Math.floor(f * m + 1e-9);
+    return Math.min(m, Math.max(min, r));
+  }
+
+  /** How long new admission stays paused after {@code nowNanos} (an upstream's Retry-After). */
+  public synchronized long pauseRemainingNanos(long nowNanos) {
+    return pauseSet ? Math.max(0, pauseUntilNanos - nowNanos) : 0;
+  }
+
+  /** Whether admission is paused at {@code nowNanos}. */
+  public synchronized boolean paused(long nowNanos) {
+    return pauseRemainingNanos(nowNanos) > 0;
+  }
+
+  private boolean extendPause(long untilNanos) {
+    if (pauseSet && untilNanos - pauseUntilNanos <= 0) {
+      return false;
+    }
+    pauseSet = true;
+    pauseUntilNanos = untilNanos;
+    return true;
+  }
+
+  /** Changes of the limit made by this replica, by cause ({@link Cause#ordinal()}). */
+  public synchronized long changes(Cause c) {
+    return changes[c.ordinal()];
+  }
+
+  /** Upstream overload answers seen. */
+  public synchronized long overloads() {
+    return overloads;
+  }
+
+  public synchronized Snapshot snapshot(long nowNanos) {
+    return new Snapshot(
+        fraction,
+        floor,
+        workOf(fraction),
+        requestsOf(fraction),
+        cause,
+        changedAtNanos,
+        pauseRemainingNanos(nowNanos),
+        signals[Signal.TTFT.ordinal()].baseline(nowNanos),
+        signals[Signal.TPOT.ordinal()].baseline(nowNanos),
+        lastRatio,
+        slowStart);
+  }
+
+  /**
+   * A latency sample of a request admitted at {@code admittedAtNanos}: its time to first token, or
+   * its time per output token. Samples of requests admitted before the last change are dropped.
+   */
+  public synchronized void onLatency(Signal signal, double nanos, long admittedAtNanos) {
+    if (!(nanos > 0) || admittedAtNanos - changedAtNanos < 0) {
+      return;
+    }
+    signals[signal.ordinal()].add(nanos);
+  }
+
+  /**
+   * The upstream answered {@code status} to a request admitted at {@code admittedAtNanos}, with a
+   * Retry-After of {@code retryAfterNanos} (negative: none). Returns true when the limit or the
+   * pause changed (the pool applies it at once).
+   */
+  public synchronized boolean onUpstream(
+      int status, long retryAfterNanos, long admittedAtNanos, long nowNanos) {
+    if (!settings.overload(status)) {
+      return false;
+    }
+    overloads++;
+    boolean changed = false;
+    if (retryAfterNanos > 0 && maxPauseNanos > 0) {
+      changed = extendPause(nowNanos + Math.min(retryAfterNanos, maxPauseNanos));
+    }
+    if (admittedAtNanos - lastDecreaseNanos >= 0) {
+      lastDecreaseNanos = nowNanos;
+      slowStart = false;
+      changed |= set(fraction * settings.backoff(), Cause.OVERLOAD, nowNanos);
+    }
+    return changed;
+  }
+
+  /**
+   * Runs the latency rule when an interval has passed; {@code use} is the pool's load now as a
+   * fraction of its limit (the largest seen during the interval counts). Returns true when the
+   * limit changed or a pause ended.
+   */
+  public synchronized boolean tick(long nowNanos, double use) {
+    maxUse = Math.max(maxUse, use);
+    if (nowNanos - intervalStartNanos < intervalNanos) {
+      return false;
+    }
+    double ratio = Double.NaN;
+    boolean enough = false;
+    for (SignalWindow s : signals) {
+      if (s.count >= settings.minSamples()) {
+        enough = true;
+        double m = s.median();
+        s.measured.offer(m, nowNanos);
+        double b = s.baseline(nowNanos);
+        double r = b > 0 ? m / b : 1.0;
+        ratio = Double.isNaN(ratio) ? r : Math.max(ratio, r);
+      }
+    }
+    if (!enough) {
+      // too few samples for a verdict: keep collecting (an idle pool keeps its limit), but bound
+      // the interval so an old sample does not decide a much later one
+      if (nowNanos - intervalStartNanos >= 10 * intervalNanos) {
+        restartInterval(nowNanos);
+      }
+      return false;
+    }
+    lastRatio = ratio;
+    boolean used = maxUse >= MIN_USE;
+    restartInterval(nowNanos);
+    if (ratio > settings.shrinkAbove()) {
+      slowStart = false;
+      lastDecreaseNanos = nowNanos;
+      double gradient = Math.max(settings.backoff(), settings.growBelow() / ratio);
+      return set(fraction * gradient, Cause.LATENCY, nowNanos);
+    }
+    if (ratio > settings.growBelow()) {
+      if (slowStart) { // the first sign of pressure: back to additive steps
+        slowStart = false;
+      }
+      return false;
+    }
+    if (!used || fraction >= 1.0) {
+      return false;
+    }
+    if (slowStart) {
+      double next = fraction + slowStep;
+      slowStep *= 2;
+      return set(next, Cause.SLOW_START, nowNanos);
+    }
+    return set(fraction + step, Cause.GROW, nowNanos);
+  }
+
+  private void restartInterval(long nowNanos) {
+    intervalStartNanos = nowNanos;
+    maxUse = 0;
+    for (SignalWindow s : signals) {
+      s.reset();
+    }
+  }
+
+  /**
+   * What this replica's own evidence did since the last call (null: nothing), for the shared store;
+   * taking it clears it.
+   */
+  public synchronized @org.jspecify.annotations.Nullable Proposal takeProposal() {
+    Proposal p = pending;
+    pending = null;
+    return p;
+  }
+
+  /**
+   * The pool's shared state as the store answered it: its limit (NaN: none yet), the cause of its
+   * last change, the remaining pause and the pool's baselines (NaN: none). Returns true when the
+   * limit or the pause changed.
+   */
+  public synchronized boolean adopt(
+      double poolFraction,
+      Cause poolCause,
+      long pauseRemainingNanos,
+      double ttftBaselineNanos,
+      double tpotBaselineNanos,
+      long nowNanos) {
+    boolean changed = false;
+    if (pauseRemainingNanos > 0) {
+      changed = extendPause(nowNanos + Math.min(pauseRemainingNanos, Math.max(0, maxPauseNanos)));
+    }
+    signals[Signal.TTFT.ordinal()].pool = ttftBaselineNanos;
+    signals[Signal.TPOT.ordinal()].pool = tpotBaselineNanos;
+    if (!Double.isNaN(poolFraction)) {
+      double f = clamp(poolFraction);
+      if (Math.abs(f - fraction) > 1e-9) {
+        if (f < fraction) {
+          slowStart = false; // the pool shrank: recover additively like it
+          lastDecreaseNanos = nowNanos;
+        }
+        fraction = f;
+        changedAtNanos = nowNanos;
+        changes[Cause.SHARED.ordinal()]++;
+        changed = true;
+      }
+      cause = poolCause;
+      if (poolCause != Cause.START && poolCause != Cause.SLOW_START) {
+        slowStart = false; // the pool learned already: no slow start of its own
+      }
+    }
+    return changed;
+  }
+
+  /** The baseline of {@code signal} now: this replica's and the pool's lower one (NaN: none). */
+  public synchronized double baseline(Signal signal, long nowNanos) {
+    return signals[signal.ordinal()].baseline(nowNanos);
+  }
+
+  /**
+   * The baseline of {@code signal} this replica measured itself (NaN: none), for the shared store
+   * (what it adopted from the store is not sent back, so a pool's baseline expires when nobody
+   * measures it again).
+   */
+  public synchronized double measuredBaseline(Signal signal, long nowNanos) {
+    return signals[signal.ordinal()].measured.value(nowNanos);
+  }
+
+  private boolean set(double next, Cause why, long nowNanos) {
+    double f = clamp(next);
+    if (Math.abs(f - fraction) <= 1e-9) {
+      return false;
+    }
+    Proposal before = pending;
+    double from = before == null ? fraction : before.from();
+    boolean shrink = f < from;
+    pending = new Proposal(from, f, shrink, why);
+    fraction = f;
+    cause = why;
+    changedAtNanos = nowNanos;
+    changes[why.ordinal()]++;
+    return true;
+  }
+
+  private double clamp(double f) {
+    return Math.max(floor, Math.min(1.0, f));
+  }
+
+  /** One signal's samples in the current interval and its baseline. */
+  private static final class SignalWindow {
+    final double[] samples = new double[MAX_SAMPLES];
+    int count;
+    long seen;
+    final MinWindow measured;
+    double pool = Double.NaN; // the pool's baseline as the shared store last answered it
+
+    SignalWindow(long windowNanos) {
+      this.measured = new MinWindow(windowNanos);
+    }
+
+    double baseline(long nowNanos) {
+      double own = measured.value(nowNanos);
+      if (!(pool > 0)) {
+        return own;
+      }
+      return Double.isNaN(own) ? pool : Math.min(own, pool);
+    }
+
+    void add(double v) {
+      // the most recent MAX_SAMPLES of the interval are kept
+      samples[(int) (seen % MAX_SAMPLES)] = v;
+      seen++;
+      count = (int) Math.min(MAX_SAMPLES, seen);
+    }
+
+    void reset() {
+      count = 0;
+      seen = 0;
+    }
+
+    double median() {
+      double[] c = Arrays.copyOf(samples, count);
+      Arrays.sort(c);
+      return c[c.length / 2];
+    }
+  }
+}

@@ -1,0 +1,97 @@
+package io.sluice.core.policy;
+
+import java.time.Duration;
+import java.util.Set;
+
+/**
+ * A pool's adaptive limit settings ({@code pools.<name>.adaptive}): the pool's capacity and request
+ * cap become the ceiling, and the effective limit moves between the floor ({@code minCapacity},
+ * {@code minRequests}) and that ceiling from the upstream's own signals (docs/scheduling.md,
+ * "Adaptive capacity").
+ *
+ * @param enabled off: the pool's numbers are fixed (the default)
+ * @param minCapacity the floor in work units
+ * @param minRequests the floor in request slots (meaningful when the pool caps requests)
+ * @param interval how often the latency rule runs (with at least {@code minSamples} samples)
+ * @param minSamples latency samples an interval needs before the latency rule acts on it
+ * @param growBelow latency ratio (recent ÷ no-load baseline) at or below which the limit may grow
+ * @param shrinkAbove latency ratio above which the limit shrinks, towards {@code growBelow}
+ * @param backoff multiplicative decrease on upstream overload (429/503/529), e.g. 0.7
+ * @param maxPause the longest an upstream's Retry-After pauses new admission to the pool
+ * @param baselineWindow how long a no-load latency baseline is remembered (the minimum over it)
+ * @param overloadStatuses upstream statuses that mean "overloaded"
+ */
+public record AdaptivePolicy(
+    boolean enabled,
+    long minCapacity,
+    int minRequests,
+    Duration interval,
+    int minSamples,
+    double growBelow,
+    double shrinkAbove,
+    double backoff,
+    Duration maxPause,
+    Duration baselineWindow,
+    Set<Integer> overloadStatuses) {
+
+  /** Adaptive limits off: the pool's numbers are fixed. */
+  public static final AdaptivePolicy OFF =
+      new AdaptivePolicy(
+          false,
+          1,
+          0,
+          Duration.ofSeconds(1),
+          10,
+          1.1,
+          1.3,
+          0.7,
+          Duration.ofSeconds(30),
+          Duration.ofMinutes(10),
+          Set.of(429, 503, 529));
+
+  public AdaptivePolicy {
+    overloadStatuses = Set.copyOf(overloadStatuses);
+    String p = "adaptive.";
+    if (minCapacity < 1) {
+      throw new IllegalArgumentException(p + "minCapacity: " + minCapacity + " (expected: >= 1)");
+    }
+    if (minRequests < 0) {
+      throw new IllegalArgumentException(p + "minRequests: " + minRequests + " (expected: >= 0)");
+    }
+    if (interval.isNegative() || interval.isZero()) {
+      throw new IllegalArgumentException(p + "interval: " + interval + " (expected: > 0)");
+    }
+    if (minSamples < 1) {
+      throw new IllegalArgumentException(p + "minSamples: " + minSamples + " (expected: >= 1)");
+    }
+    if (!(growBelow >= 1.0 && shrinkAbove > growBelow)) {
+      throw new IllegalArgumentException(
+          p
+              + "latency: growBelow "
+              + growBelow
+              + ", shrinkAbove "
+              + shrinkAbove
+              + " (expected: 1.0 <= growBelow < shrinkAbove)");
+    }
+    if (!(backoff > 0 && backoff < 1)) {
+      throw new IllegalArgumentException(p + "backoff: " + backoff + " (expected: in (0, 1))");
+    }
+    if (maxPause.isNegative()) {
+      throw new IllegalArgumentException(p + "maxPause: " + maxPause + " (expected: >= 0)");
+    }
+    if (baselineWindow.compareTo(interval) <= 0) {
+      throw new IllegalArgumentException(
+          p
+              + "latency.baselineWindow: "
+              + baselineWindow
+              + " (expected: > interval "
+              + interval
+              + ")");
+    }
+  }
+
+  /** Whether {@code status} from the upstream means it is overloaded. */
+  public boolean overload(int status) {
+    return overloadStatuses.contains(status);
+  }
+}

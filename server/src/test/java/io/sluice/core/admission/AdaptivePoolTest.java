@@ -1,0 +1,253 @@
+package io.sluice.core.admission;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.core.adapt.AdaptiveLimit;
+import io.sluice.core.policy.AdaptivePolicy;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.time.FakeTicker;
+import io.sluice.store.memory.InMemoryLimitStore;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An adaptive pool through the admission core on a fake clock: the learned limit is what the pool
+ * admits, an upstream Retry-After pauses it (new requests refused {@code upstream_overloaded} with
+ * a Retry-After no shorter, queued ones held until it passes), a hot reload keeps the limit, and
+ * two replicas keep one limit through the shared store.
+ */
+class AdaptivePoolTest {
+  static final long SEC = 1_000_000_000L;
+  final FakeTicker time = new FakeTicker();
+  final ClassPolicy chat =
+      new ClassPolicy(
+          "chat",
+          0,
+          0.0,
+          0.0,
+          true,
+          Duration.ofSeconds(60),
+          Duration.ofSeconds(20),
+          100,
+          1000,
+          503,
+          2.0,
+          100,
+          1.0);
+  final Tenant tenant = new Tenant("t", new TierPolicy("free", 1, 0));
+
+  static PoolPolicy pool(int maxRequests, int minRequests) {
+    return new PoolPolicy(
+        "p",
+        maxRequests * 100L,
+        maxRequests,
+        1,
+        1,
+        Duration.ofSeconds(1),
+        Duration.ofSeconds(60),
+        Duration.ofSeconds(30),
+        0.0,
+        Duration.ofMillis(100),
+        Duration.ofSeconds(2),
+        new AdaptivePolicy(
+            true,
+            minRequests * 100L,
+            minRequests,
+            Duration.ofSeconds(1),
+            5,
+            1.1,
+            1.3,
+            0.5,
+            Duration.ofSeconds(30),
+            Duration.ofMinutes(10),
+            Set.of(429, 503, 529)));
+  }
+
+  AdmissionController controller(PoolPolicy p) {
+    return new AdmissionController(
+        List.of(p),
+        List.of(chat),
+        Duration.ofSeconds(10),
+        PoolState.ReleaseListener.NONE,
+        () -> 0.5);
+  }
+
+  Decision decide(AdmissionController c, PoolPolicy p, long holdNanos, QueueHoldTest.Recorder w) {
+    return c.decide(
+        new AdmissionRequest(p, chat, tenant, 100, time.nanos(), time.nanos() + 60 * SEC),
+        holdNanos,
+        w,
+        time.nanos());
+  }
+
+  List<Permit> admitAll(AdmissionController c, PoolPolicy p) {
+    List<Permit> permits = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      Decision d = decide(c, p, 0, null);
+      if (!(d instanceof Decision.Admit a)) {
+        break;
+      }
+      permits.add(a.permit());
+    }
+    return permits;
+  }
+
+  @Test
+  void theLearnedLimitIsWhatThePoolAdmits() {
+    PoolPolicy p = pool(32, 4);
+    AdmissionController c = controller(p);
+    PoolState s = c.pool("p");
+    assertThat(s.policy().maxRequests()).isEqualTo(4); // the floor, before the first tick
+    assertThat(s.configuredPolicy().maxRequests()).isEqualTo(32);
+    AdaptiveLimit a = s.adaptTick(time.nanos());
+    assertThat(a).isNotNull();
+    List<Permit> held = admitAll(c, p);
+    assertThat(held).hasSize(4);
+    // a saturated interval at the baseline: slow start grows it, the pool admits more at once
+    long admitted = time.nanos();
+    time.advance(Duration.ofMillis(1100));
+    for (int i = 0; i < 5; i++) {
+      s.onLatency(AdaptiveLimit.Signal.TTFT, 0.2 * SEC, admitted);
+    }
+    s.adaptTick(time.nanos());
+    assertThat(s.policy().maxRequests()).isEqualTo(5);
+    assertThat(admitAll(c, p)).hasSize(1);
+    // an overload of a request admitted after that change halves it (backoff 0.5): 5 → 4 (floor)
+    held.get(0).release(Outcome.COMPLETED, time.nanos());
+    time.advance(Duration.ofMillis(10));
+    s.onUpstream(503, -1, time.nanos() - 1, time.nanos());
+    assertThat(s.policy().maxRequests()).isEqualTo(4);
+    assertThat(decide(c, p, 0, null)).isInstanceOf(Decision.Reject.class);
+  }
+
+  @Test
+  void anUpstreamRetryAfterPausesThePoolAndNoRetryAfterIsShorter() {
+    PoolPolicy p = pool(8, 8);
+    AdmissionController c = controller(p);
+    PoolState s = c.pool("p");
+    s.adaptTick(time.nanos());
+    Permit first = ((Decision.Admit) decide(c, p, 0, null)).permit();
+    time.advance(Duration.ofMillis(5));
+    s.onUpstream(429, 12 * SEC, first.admittedAtNanos(), time.nanos());
+    Decision d = decide(c, p, 0, null);
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    Decision.Reject r = (Decision.Reject) d;
+    assertThat(r.reason()).isEqualTo(Reason.UPSTREAM_OVERLOADED);
+    assertThat(r.status()).isEqualTo(503);
+    assertThat(r.retryAfterSeconds()).isGreaterThanOrEqualTo(12);
+    assertThat(r.message()).contains("Retry-After");
+    // a request that can wait longer than the pause is held, and starts when it passes
+    QueueHoldTest.Recorder w = new QueueHoldTest.Recorder();
+    assertThat(decide(c, p, 30 * SEC, w)).isInstanceOf(Decision.Queued.class);
+    time.advance(Duration.ofSeconds(6));
+    s.adaptTick(time.nanos());
+    assertThat(w.calls()).isZero();
+    time.advance(Duration.ofSeconds(6));
+    s.adaptTick(time.nanos());
+    assertThat(w.admitted).hasSize(1);
+    assertThat(decide(c, p, 0, null)).isInstanceOf(Decision.Admit.class);
+  }
+
+  @Test
+  void aHotReloadKeepsTheLearnedLimitClampedIntoTheNewBounds() {
+    PoolPolicy p = pool(32, 4);
+    AdmissionController c = controller(p);
+    PoolState s = c.pool("p");
+    s.adaptTick(time.nanos());
+    s.adoptShared(
+        new io.sluice.core.adapt.LimitStore.Shared(
+            0.5, AdaptiveLimit.Cause.GROW, 0, Double.NaN, Double.NaN),
+        time.nanos());
+    assertThat(s.policy().maxRequests()).isEqualTo(16);
+    PoolPolicy wider = pool(64, 4); // ceiling doubled: the same fraction, 32 slots
+    c.reconfigure(List.of(wider), List.of(chat));
+    assertThat(s.policy().maxRequests()).isEqualTo(32);
+    s.adaptTick(time.nanos());
+    assertThat(s.adaptive().snapshot(time.nanos()).cause())
+        .isEqualTo(AdaptiveLimit.Cause.RECONFIGURE);
+    assertThat(s.policy().maxRequests()).isEqualTo(32);
+    // adaptive off: the configured numbers again
+    PoolPolicy fixed =
+        new PoolPolicy(
+            "p",
+            1000,
+            10,
+            1,
+            1,
+            Duration.ofSeconds(1),
+            Duration.ofSeconds(60),
+            Duration.ofSeconds(30),
+            0.0,
+            Duration.ofMillis(100),
+            Duration.ofSeconds(2));
+    c.reconfigure(List.of(fixed), List.of(chat));
+    assertThat(s.policy().maxRequests()).isEqualTo(10);
+    assertThat(s.adaptTick(time.nanos())).isNull();
+  }
+
+  @Test
+  void twoReplicasKeepOneLimitThroughTheSharedStore() {
+    PoolPolicy p = pool(32, 4);
+    Clock wall = Clock.fixed(Instant.EPOCH, ZoneOffset.UTC);
+    InMemoryLimitStore store =
+        new InMemoryLimitStore(
+            new Clock() {
+              @Override
+              public ZoneOffset getZone() {
+                return ZoneOffset.UTC;
+              }
+
+              @Override
+              public Clock withZone(java.time.ZoneId z) {
+                return this;
+              }
+
+              @Override
+              public Instant instant() {
+                return wall.instant().plusNanos(time.nanos());
+              }
+            });
+    AdmissionController a = controller(p);
+    AdmissionController b = controller(p);
+    AdaptiveCoordinator ca = new AdaptiveCoordinator(a, store, "ns_", time);
+    AdaptiveCoordinator cb = new AdaptiveCoordinator(b, store, "ns_", time);
+    ca.tick();
+    cb.tick();
+    // replica a learns (slow start) while b sees no traffic: b follows the pool's limit
+    for (int i = 0; i < 4; i++) {
+      long admitted = time.nanos();
+      time.advance(Duration.ofMillis(1100));
+      admitAll(a, p);
+      for (int j = 0; j < 5; j++) {
+        a.pool("p").onLatency(AdaptiveLimit.Signal.TTFT, 0.2 * SEC, admitted);
+      }
+      ca.tick();
+      cb.tick();
+    }
+    int learned = a.pool("p").policy().maxRequests();
+    assertThat(learned).isGreaterThan(4);
+    assertThat(b.pool("p").policy().maxRequests()).isEqualTo(learned);
+    // b sees an overload: the pool's limit shrinks (b sends a decrease at once), and a adopts it
+    // at its next exchange, within one interval
+    time.advance(Duration.ofMillis(100));
+    b.pool("p").onUpstream(503, 3 * SEC, time.nanos(), time.nanos());
+    cb.tick();
+    time.advance(Duration.ofMillis(1000)); // a exchanges once per interval
+    ca.tick();
+    int shrunk = b.pool("p").policy().maxRequests();
+    assertThat(shrunk).isLessThan(learned);
+    assertThat(a.pool("p").policy().maxRequests()).isEqualTo(shrunk);
+    assertThat(a.pool("p").adaptive().paused(time.nanos())).isTrue(); // b's pause too
+    assertThat(a.pool("p").adaptive().snapshot(time.nanos()).cause())
+        .isEqualTo(AdaptiveLimit.Cause.OVERLOAD);
+  }
+}
