@@ -46,6 +46,16 @@ public class ConfigWriterTest {
           maxMessageTimeout: 5s
           holdMargin: 50ms
           defaultServiceTime: 3s
+          adaptive:
+            enabled: true
+            minCapacity: 20000
+            minRequests: 4
+            interval: 2s
+            minSamples: 20
+            latency: {growBelow: 1.2, shrinkAbove: 1.5, baselineWindow: 5m}
+            backoff: 0.6
+            maxPause: 10s
+            overloadStatuses: [429, 529]
         cpu: {capacity: 10}
       classes:
         interactive:

@@ -1,0 +1,125 @@
+package io.sluice.extproc;
+
+import static io.sluice.extproc.ExtProcTestClient.body;
+import static io.sluice.extproc.ExtProcTestClient.headers;
+import static io.sluice.extproc.ExtProcTestClient.responseBody;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An adaptive pool on the ext_proc path of a real server: an upstream 429 with a Retry-After
+ * shrinks the limit and pauses the pool, so the next request is refused at once {@code
+ * upstream_overloaded} with a Retry-After no shorter than the upstream's, and the limit, its cause
+ * and the pause show in /debug/queues, the metrics and /config.
+ */
+class AdaptivePoolServiceTest extends ExtProcServerTestBase {
+  private static final String CONFIG =
+      """
+      server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+      pools:
+        gpu:
+          capacity: 100000
+          maxRequests: 8
+          adaptive: {enabled: true, minRequests: 2, minCapacity: 20000, maxPause: 60s}
+      classes: {interactive: {reservedShare: 1.0, defaultOutputTokens: 100, maxOutputTokens: 1000}}
+      routes:
+        - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
+      """;
+
+  @Override
+  protected String policy() {
+    return CONFIG;
+  }
+
+  private ExtProcTestClient.Call admitted() throws Exception {
+    ExtProcTestClient.Call c = client.open(Map.of());
+    ProcessingResponse h =
+        c.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+    assertThat(h.hasImmediateResponse()).isFalse();
+    ProcessingResponse b =
+        c.send(
+            body("{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"));
+    assertThat(b.hasRequestBody()).as("admitted").isTrue();
+    return c;
+  }
+
+  private static ProcessingRequest upstreamHeaders(int status, String retryAfter) {
+    HeaderMap.Builder h =
+        HeaderMap.newBuilder()
+            .addHeaders(header(":status", Integer.toString(status)))
+            .addHeaders(header("content-type", "application/json"));
+    if (retryAfter != null) {
+      h.addHeaders(header("retry-after", retryAfter));
+    }
+    return ProcessingRequest.newBuilder()
+        .setResponseHeaders(HttpHeaders.newBuilder().setHeaders(h))
+        .build();
+  }
+
+  private static HeaderValue header(String k, String v) {
+    return HeaderValue.newBuilder().setKey(k).setRawValue(ByteString.copyFromUtf8(v)).build();
+  }
+
+  private static String compact(String json) {
+    return json.replace(" : ", ":").replace(", ", ",");
+  }
+
+  private String admin(String path) throws Exception {
+    return HttpClient.newHttpClient()
+        .send(
+            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.adminPort() + path))
+                .build(),
+            HttpResponse.BodyHandlers.ofString())
+        .body();
+  }
+
+  @Test
+  void anUpstream429WithRetryAfterPausesThePoolAndShrinksItsLimit() throws Exception {
+    // the adaptive limit starts at its floor once the housekeeping timer ticked
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .until(() -> compact(admin("/debug/queues")).contains("\"cause\":\"start\""));
+    ExtProcTestClient.Call first = admitted();
+    first.send(upstreamHeaders(429, "20"));
+    first.send(responseBody("{\"error\":{\"type\":\"rate_limit_error\"}}", true));
+    first.reset();
+
+    ExtProcTestClient.Call next = client.open(Map.of());
+    ProcessingResponse r =
+        next.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+    if (!r.hasImmediateResponse()) {
+      r = next.send(body("{\"model\":\"gpt-4o\",\"messages\":[]}"));
+    }
+    assertThat(r.hasImmediateResponse()).isTrue();
+    assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
+    assertThat(header(r, "x-sluice-reason")).isEqualTo("upstream_overloaded");
+    assertThat(Long.parseLong(header(r, "retry-after"))).isGreaterThanOrEqualTo(19);
+    next.reset();
+
+    String debug = compact(admin("/debug/queues"));
+    assertThat(debug)
+        .contains("\"adaptive\"")
+        .contains("\"maxRequests\":8")
+        .contains("\"requests\":2"); // at its floor already: the overload could not shrink it
+    assertThat(debug).containsPattern("\"pausedMs\":(19|20)\\d\\d\\d");
+    String metrics = admin("/metrics");
+    assertThat(metrics)
+        .contains("sluice_pool_capacity_effective{dimension=\"requests\",pool=\"gpu\"} 2.0")
+        .contains("sluice_pool_capacity{pool=\"gpu\"} 100000.0")
+        .containsPattern("sluice_pool_upstream_pause_seconds\\{pool=\"gpu\"} 1\\d\\.");
+    assertThat(admin("/config?format=yaml")).contains("adaptive:").contains("minRequests: 2");
+  }
+}
