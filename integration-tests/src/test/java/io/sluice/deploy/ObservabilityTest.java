@@ -137,7 +137,9 @@ class ObservabilityTest {
         .contains("replica share demand")
         .contains("replica share renewals, failures and rebalances")
         .contains("seconds since last share grant")
-        .contains("replica share mode");
+        .contains("replica share mode")
+        .contains("would have shed")
+        .contains("would-have-shed % vs shed %");
   }
 
   /** The replica shares row reads every {@code sluice_replica_share_*} metric Sluice registers. */
@@ -244,6 +246,7 @@ class ObservabilityTest {
         .contains(
             "SluiceCapacityHigh",
             "SluiceShedRateHigh",
+            "SluiceShadowWouldShedHigh",
             "SluiceQueueWaitAboveServiceTime",
             "SluiceStreamErrors",
             "SluiceConfigReloadFailed",
