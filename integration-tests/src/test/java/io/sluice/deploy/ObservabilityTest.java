@@ -39,6 +39,7 @@ class ObservabilityTest {
   static final Set<String> METRICS =
       Set.of(
           "sluice_decisions_total",
+          "sluice_shadow_decisions_total",
           "sluice_decision_latency_seconds",
           "sluice_replica_share_work_units",
           "sluice_replica_share_requests",
