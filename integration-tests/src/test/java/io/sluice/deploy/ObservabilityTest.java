@@ -39,6 +39,7 @@ class ObservabilityTest {
   static final Set<String> METRICS =
       Set.of(
           "sluice_decisions_total",
+          "sluice_shadow_decisions_total",
           "sluice_decision_latency_seconds",
           "sluice_replica_share_work_units",
           "sluice_replica_share_requests",
@@ -137,7 +138,9 @@ class ObservabilityTest {
         .contains("replica share demand")
         .contains("replica share renewals, failures and rebalances")
         .contains("seconds since last share grant")
-        .contains("replica share mode");
+        .contains("replica share mode")
+        .contains("would have shed")
+        .contains("would-have-shed % vs shed %");
   }
 
   /** The replica shares row reads every {@code sluice_replica_share_*} metric Sluice registers. */
@@ -244,6 +247,7 @@ class ObservabilityTest {
         .contains(
             "SluiceCapacityHigh",
             "SluiceShedRateHigh",
+            "SluiceShadowWouldShedHigh",
             "SluiceQueueWaitAboveServiceTime",
             "SluiceStreamErrors",
             "SluiceConfigReloadFailed",

@@ -95,7 +95,8 @@ public final class Main implements Callable<Integer> {
         c.rateLimit(),
         c.quotas(),
         c.replicas(),
-        c.yaml());
+        c.yaml(),
+        c.poolModes());
   }
 
   private static int port(String v, int def, String name) {

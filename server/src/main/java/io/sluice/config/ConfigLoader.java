@@ -146,10 +146,12 @@ public final class ConfigLoader {
     SluiceConfig.Estimation estimation = estimation(r.get("estimation"));
 
     Map<String, PoolPolicy> pools = new LinkedHashMap<>();
+    Map<String, SluiceConfig.Mode> poolModes = new LinkedHashMap<>();
     for (var e : r.get("pools").entries().entrySet()) {
       PoolPolicy p = pool(e.getKey(), e.getValue());
       if (p != null) {
         pools.put(e.getKey(), p);
+        poolModes.put(e.getKey(), mode(e.getValue().get("mode"), SluiceConfig.Mode.ENFORCE));
       }
     }
     if (r.get("pools").present() && r.get("pools").entries().isEmpty()) {
@@ -273,7 +275,13 @@ public final class ConfigLoader {
         rateLimit,
         quotas,
         replicas,
-        yaml);
+        yaml,
+        java.util.Collections.unmodifiableMap(poolModes));
+  }
+
+  /** {@code enforce} or {@code shadow} ({@code def} when absent). */
+  private static SluiceConfig.Mode mode(Node n, SluiceConfig.Mode def) {
+    return n.enumValue(SluiceConfig.Mode.class, def, SluiceConfig.Mode::configName);
   }
 
   private static final Set<String> POOL_MODE_KEYS =
@@ -461,7 +469,8 @@ public final class ConfigLoader {
             "maxMessageTimeout",
             "holdMargin",
             "defaultServiceTime",
-            "adaptive"));
+            "adaptive",
+            "mode"));
     Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
     if (!p.get("capacity").present()) {
       p.get("capacity").error(p.path() + ".capacity: missing (expected: work units > 0)");
@@ -741,7 +750,7 @@ public final class ConfigLoader {
 
   private static SluiceConfig.RouteRule route(
       Node n, Set<String> pools, Set<String> classes, String defaultPool) {
-    n.only(Set.of("name", "match", "pool", "class", "format", "estimate"));
+    n.only(Set.of("name", "match", "pool", "class", "format", "estimate", "mode"));
     Node m = n.get("match").only(Set.of("route", "path", "pathPrefix"));
     String name = n.get("name").requiredString();
     String pool = n.get("pool").string(defaultPool);
@@ -755,7 +764,15 @@ public final class ConfigLoader {
       m.invalid(String.valueOf(m.json()), "at least one of route, path, pathPrefix");
     }
     return new SluiceConfig.RouteRule(
-        name, mr, mp, mpp, pool, cls, format(n.get("format")), estimateFrom(n.get("estimate")));
+        name,
+        mr,
+        mp,
+        mpp,
+        pool,
+        cls,
+        format(n.get("format")),
+        estimateFrom(n.get("estimate")),
+        mode(n.get("mode"), null));
   }
 
   private static SluiceConfig.Unmatched unmatched(

@@ -36,7 +36,8 @@ public final class ConfigWriter {
     root.putObject("limits").put("maxBodyBytes", c.limits().maxBodyBytes());
     root.set("estimation", estimation(c.estimation()));
     ObjectNode pools = root.putObject("pools");
-    c.pools().forEach((name, p) -> pools.set(name, pool(p)));
+    c.pools()
+        .forEach((name, p) -> pools.set(name, pool(p).put("mode", c.poolMode(name).configName())));
     ObjectNode classes = root.putObject("classes");
     c.classes().forEach((name, k) -> classes.set(name, requestClass(k)));
     ObjectNode tiers = root.putObject("tiers");
@@ -246,6 +247,9 @@ public final class ConfigWriter {
         .put("class", r.requestClass())
         .put("format", r.format().configName())
         .put("estimate", lower(r.estimateFrom()));
+    if (r.mode() != null) { // absent: the route follows its pool's mode
+      n.put("mode", r.mode().configName());
+    }
     return n;
   }
 

@@ -28,7 +28,29 @@ public record SluiceConfig(
     RateLimit rateLimit,
     Quotas quotas,
     io.sluice.core.share.ReplicaPolicy replicas,
-    String yaml) {
+    String yaml,
+    Map<String, Mode> poolModes) {
+
+  /**
+   * Observe-only rollout: {@code pools.<name>.mode} and {@code routes[].mode}. {@link #SHADOW}
+   * decides and records every request as {@link #ENFORCE} would, and admits at once what
+   * enforcement would refuse or queue (docs/configuration.md, shadow mode).
+   */
+  public enum Mode {
+    ENFORCE,
+    SHADOW;
+
+    /** {@code enforce} / {@code shadow}, as written in the policy. */
+    public String configName() {
+      return name().toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
+  /** The mode of pool {@code name} ({@code enforce} unless it says {@code shadow}). */
+  public Mode poolMode(String name) {
+    Mode m = poolModes.get(name);
+    return m == null ? Mode.ENFORCE : m;
+  }
 
   /**
    * Per-tenant RPM/TPM budgets (tier keys {@code rpm}, {@code inputTpm}, {@code outputTpm}) kept in
@@ -181,7 +203,8 @@ public record SluiceConfig(
   /**
    * Maps a request to (pool, class, format). Matches when every given criterion matches: the
    * trusted {@code route} signal equals {@code matchRoute}, the path equals {@code matchPath} or
-   * starts with {@code matchPathPrefix}.
+   * starts with {@code matchPathPrefix}. {@code mode}: the route's own mode, or null to follow its
+   * pool's (the pool the request resolves to).
    */
   public record RouteRule(
       String name,
@@ -191,7 +214,8 @@ public record SluiceConfig(
       String pool,
       String requestClass,
       RequestFormat format,
-      EstimateFrom estimateFrom) {}
+      EstimateFrom estimateFrom,
+      Mode mode) {}
 
   /** What happens to a request no route matches. */
   public record Unmatched(

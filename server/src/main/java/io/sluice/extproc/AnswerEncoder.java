@@ -40,7 +40,11 @@ final class AnswerEncoder {
 
   private AnswerEncoder() {}
 
-  /** The fields of the {@code sluice} dynamic metadata namespace. */
+  /**
+   * The fields of the {@code sluice} dynamic metadata namespace. {@code would} (null: none) and
+   * {@code wouldReason}: shadow mode's would-be decision, written as {@code mode: shadow}, {@code
+   * would} and {@code would_reason} after {@code reason}.
+   */
   record DecisionFields(
       boolean resolved,
       String tenant,
@@ -53,7 +57,41 @@ final class AnswerEncoder {
       boolean estimated,
       long estInputTokens,
       long estOutputTokens,
-      long workUnits) {}
+      long workUnits,
+      String would,
+      String wouldReason) {
+
+    /** Without a shadow decision. */
+    DecisionFields(
+        boolean resolved,
+        String tenant,
+        String tier,
+        String requestClass,
+        String pool,
+        String route,
+        String decision,
+        String reason,
+        boolean estimated,
+        long estInputTokens,
+        long estOutputTokens,
+        long workUnits) {
+      this(
+          resolved,
+          tenant,
+          tier,
+          requestClass,
+          pool,
+          route,
+          decision,
+          reason,
+          estimated,
+          estInputTokens,
+          estOutputTokens,
+          workUnits,
+          null,
+          null);
+    }
+  }
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
   static byte[] admit(
@@ -220,7 +258,7 @@ final class AnswerEncoder {
    * tenant entry sized, the three numbers as constant prefixes plus 8 bytes each.
    */
   private static final class Inner {
-    final byte[][] bounded = new byte[3][];
+    final byte[][] bounded = new byte[6][];
     final int count;
     final byte[] tenant;
     final boolean numbers;
@@ -243,6 +281,11 @@ final class AnswerEncoder {
           "admit".equals(f.decision()) ? DECISION_ADMIT : entries.decision.get(f.decision());
       bounded[n++] =
           "admitted".equals(f.reason()) ? REASON_ADMITTED : entries.reason.get(f.reason());
+      if (f.would() != null) { // shadow mode only: never on an enforced answer
+        bounded[n++] = MODE_SHADOW;
+        bounded[n++] = entries.would.get(f.would());
+        bounded[n++] = entries.wouldReason.get(f.wouldReason());
+      }
       count = n;
       for (int i = 0; i < n; i++) {
         sz += bounded[i].length;
@@ -373,6 +416,8 @@ final class AnswerEncoder {
     private final BoundedEntries route = new BoundedEntries("route");
     private final BoundedEntries decision = new BoundedEntries("decision");
     private final BoundedEntries reason = new BoundedEntries("reason");
+    private final BoundedEntries would = new BoundedEntries("would");
+    private final BoundedEntries wouldReason = new BoundedEntries("would_reason");
     private final ConcurrentMap<RouteKey, byte[]> routeEntries = new ConcurrentHashMap<>();
     private volatile LastRoute lastRoute;
 
@@ -421,6 +466,7 @@ final class AnswerEncoder {
   // Every admitted request carries these two: no lookup at all.
   private static final byte[] DECISION_ADMIT = encodeStringEntry("decision", "admit");
   private static final byte[] REASON_ADMITTED = encodeStringEntry("reason", "admitted");
+  private static final byte[] MODE_SHADOW = encodeStringEntry("mode", "shadow");
 
   // --- header mutation entries
 

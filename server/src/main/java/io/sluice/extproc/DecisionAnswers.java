@@ -22,6 +22,9 @@ final class DecisionAnswers {
   static Answer admit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
     SluiceConfig.Responses cfg = rt.config().responses();
     Map<String, String> headers;
+    if (s.would() != null) {
+      return shadowAdmit(rt, s, atBody);
+    }
     if (!cfg.estimateHeader()) {
       headers = cfg.decisionHeader() ? DECISION_ADMIT_HEADER : Map.of();
     } else {
@@ -41,6 +44,54 @@ final class DecisionAnswers {
     }
     return Responses.admit(
         rt.tables().answerEntries(), atBody, headers, metadata(s, "admit", Reason.ADMITTED));
+  }
+
+  /**
+   * Shadow mode: the admit of a request enforcement would have refused or queued. The decision
+   * header (when configured) says {@code would_reject} or {@code would_queue}, {@code
+   * x-sluice-reason} the would-be reason; the metadata adds {@code mode}, {@code would} and {@code
+   * would_reason}.
+   */
+  private static Answer shadowAdmit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
+    SluiceConfig.Responses cfg = rt.config().responses();
+    String would = s.would();
+    String reason = s.wouldReason().code();
+    Map<String, String> headers = new LinkedHashMap<>(4);
+    if (cfg.decisionHeader()) {
+      headers.put("x-sluice-decision", "would_" + would);
+      headers.put("x-sluice-reason", reason);
+    }
+    TokenEstimate e = s.estimate();
+    if (cfg.estimateHeader() && e != null) {
+      headers.put(
+          "x-sluice-estimate",
+          "input="
+              + e.inputTokens()
+              + ";output="
+              + e.outputReserveTokens()
+              + ";work="
+              + s.workUnits());
+    }
+    AnswerEncoder.DecisionFields f = metadata(s, "admit", Reason.ADMITTED);
+    return Responses.admit(
+        rt.tables().answerEntries(),
+        atBody,
+        headers,
+        new AnswerEncoder.DecisionFields(
+            f.resolved(),
+            f.tenant(),
+            f.tier(),
+            f.requestClass(),
+            f.pool(),
+            f.route(),
+            f.decision(),
+            f.reason(),
+            f.estimated(),
+            f.estInputTokens(),
+            f.estOutputTokens(),
+            f.workUnits(),
+            would,
+            reason));
   }
 
   /** A refusal; {@code grpc}: the request is a gRPC call (answered with grpc_status). */

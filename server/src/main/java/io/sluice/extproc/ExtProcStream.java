@@ -46,6 +46,7 @@ final class ExtProcStream extends LiveStreams.Node
   private final PhaseTracker at;
   private final EnvoyRequest request;
   private AdmissionSession session; // from request headers on
+  private boolean bodyDecides; // the request body (BUFFERED) is the deciding message
 
   ExtProcStream(
       AdmissionRuntime rt,
@@ -140,6 +141,9 @@ final class ExtProcStream extends LiveStreams.Node
     faults.at(StreamFaults.Step.RESOLVE);
     ResolvedRequest r = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
     session = rt.sessions().open(r.subject(now), this, sync, steps);
+    boolean noBody = req.headersEndOfStream();
+    boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
+    bodyDecides = !atHeaders; // a shadow pass at headers answers at the body (admitted)
     if (r.rejectReason() != null) {
       Reason why = r.rejectReason();
       session.refuse(why, why.defaultStatus(), 0, r.rejectMessage(), false, now);
@@ -149,8 +153,6 @@ final class ExtProcStream extends LiveStreams.Node
     if (tooLarge(request.overLimit(contentLength, "request body"), false, now)) {
       return;
     }
-    boolean noBody = req.headersEndOfStream();
-    boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
     session.takeRequestToken( // then, in this stream's context:
         () -> {
           if (atHeaders) {
@@ -176,6 +178,9 @@ final class ExtProcStream extends LiveStreams.Node
       // over it, the permit goes back (the request will not complete) and the chunk gets the 413,
       // which Envoy accepts for any phase before the response started
       String over = request.streamedOverLimit(body.bodyLength());
+      if (over != null && session.wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
+        over = null; // shadow mode: recorded, the request runs on
+      }
       if (over != null) {
         release(Outcome.CANCELLED);
       }
@@ -192,6 +197,10 @@ final class ExtProcStream extends LiveStreams.Node
     }
     if (!at.is(StreamPhase.AWAIT_BODY)) {
       protocolError("out_of_phase", "request_body in phase " + at.phase());
+      return;
+    }
+    if (session.runs()) { // shadow mode: let through at headers, answered here
+      admitted(true);
       return;
     }
     int length = body.bodyLength();
@@ -248,6 +257,11 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void admitted(boolean atBody) {
+    if (!atBody && bodyDecides) { // shadow mode, let through at headers: the body follows
+      at.to(StreamPhase.AWAIT_BODY);
+      send(Responses.CONTINUE_REQUEST_HEADERS);
+      return;
+    }
     at.to(StreamPhase.ADMITTED);
     send(DecisionAnswers.admit(rt, session, atBody));
   }
@@ -391,7 +405,8 @@ final class ExtProcStream extends LiveStreams.Node
     return true;
   }
 
+  /** Admitted to the upstream (with a permit, or without one in shadow mode). */
   private boolean permit() {
-    return session != null && session.hasPermit();
+    return session != null && session.runs();
   }
 }

@@ -297,6 +297,27 @@ public final class AdmissionMetrics {
     return timer(MetricNames.DECISION_LATENCY, "phase", phase, "decision", decision);
   }
 
+  /**
+   * Shadow mode: a request enforcement would have refused ({@code would} = {@code reject}) or
+   * queued ({@code queue}) with {@code reason} was admitted at once.
+   */
+  public void shadowed(
+      String pool, String cls, String tier, String would, io.sluice.core.admission.Reason reason) {
+    counter(
+            MetricNames.SHADOW_DECISIONS,
+            "pool",
+            pool,
+            "class",
+            cls,
+            "tier",
+            tier,
+            "would",
+            would,
+            "reason",
+            reason.code())
+        .increment();
+  }
+
   /** A request was queued (held with an override_message_timeout). */
   public void queued(
       String pool, String cls, String tier, String phase, long decisionNanos, long predictedNanos) {

@@ -23,6 +23,10 @@ public final class MetricNames {
   public static final String TENANT_SLOTS = "sluice.tenant.slots";
   public static final String TENANT_SLOTS_HELD = "sluice.tenant.slots.held";
   public static final String DECISIONS = "sluice.decisions";
+
+  /** Shadow mode: requests admitted that enforcement would have refused or queued. */
+  public static final String SHADOW_DECISIONS = "sluice.shadow.decisions";
+
   public static final String DECISION_LATENCY = "sluice.decision.latency";
   public static final String WORK_IN_FLIGHT = "sluice.pool.work.in_flight";
   public static final String REQUESTS_IN_FLIGHT = "sluice.pool.requests.in_flight";

@@ -50,6 +50,14 @@ public final class SessionRecorder implements SessionListener {
       metrics.quotaStoreFailure(e.allowed() ? "open" : "closed");
     } else if (event instanceof SessionEvent.EstimateFellBack e) {
       metrics.estimateFallback(e.cause());
+    } else if (event instanceof SessionEvent.Shadowed e) {
+      Subject s = e.session().subject();
+      metrics.shadowed(
+          s.pool().name(),
+          s.requestClass().name(),
+          s.tenant().tier().name(),
+          e.would(),
+          e.reason());
     }
   }
 
@@ -61,7 +69,9 @@ public final class SessionRecorder implements SessionListener {
     AdmissionMetrics.ClassMeters m = meters(session.subject());
     m.admitted(session.phase(), session.decisionLatencyNanos());
     TokenEstimate est = session.estimate();
-    m.estimated(est.inputTokens(), est.outputReserveTokens());
+    if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
+      m.estimated(est.inputTokens(), est.outputReserveTokens());
+    }
   }
 
   private void queued(SessionEvent.Queued e) {
@@ -106,16 +116,22 @@ public final class SessionRecorder implements SessionListener {
   private void released(SessionEvent.Released e) {
     AdmissionSession session = e.session();
     Subject s = session.subject();
-    meters(s).released(e.outcome(), e.heldNanos());
+    if (session.hasPermit()) { // a shadow pass held none
+      meters(s).released(e.outcome(), e.heldNanos());
+    }
     Usage u = e.usage();
     TokenEstimate est = session.estimate();
-    if (u.reported()) {
+    if (u.reported() && est != null) {
       meters(s)
           .actual(u.inputTokens(), u.outputTokens(), est.inputTokens(), est.outputReserveTokens());
     }
-    if (decisionLog.wants(false)) {
+    // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
+    if (decisionLog.wants(SessionEvent.Shadowed.REJECT.equals(session.would()))) {
       decisionLog.write(
-          record(session, io.sluice.api.v1.Decision.DECISION_ADMIT, session.reason(), 200, 0)
+          shadow(
+                  session,
+                  record(
+                      session, io.sluice.api.v1.Decision.DECISION_ADMIT, session.reason(), 200, 0))
               .setActual(
                   io.sluice.api.v1.Usage.newBuilder()
                       .setInputTokens(u.inputTokens())
@@ -126,6 +142,20 @@ public final class SessionRecorder implements SessionListener {
               .setHeldMs(e.heldNanos() / 1_000_000L)
               .build());
     }
+  }
+
+  /** The shadow fields of a request enforcement would have refused or queued. */
+  private static AdmissionRecord.Builder shadow(
+      AdmissionSession session, AdmissionRecord.Builder b) {
+    String would = session.would();
+    if (would == null) {
+      return b;
+    }
+    return b.setMode("shadow")
+        .setWould(would)
+        .setWouldReason(session.wouldReason().code())
+        .setWouldStatus(session.wouldStatus())
+        .setWouldMessage(session.wouldMessage());
   }
 
   private static io.sluice.api.v1.Outcome outcome(Outcome o) {

@@ -27,6 +27,7 @@ public final class RequestResolver {
   private final ClassPolicy[] ruleClasses;
   private final PoolPolicy unmatchedPool;
   private final ClassPolicy unmatchedClass;
+  private final java.util.Set<String> shadowPools = new java.util.HashSet<>();
   private final Tenant anonymous;
   private final TierPolicy unknownTier;
   private final java.util.Map<String, Tenant> knownTenants = new java.util.HashMap<>();
@@ -47,6 +48,14 @@ public final class RequestResolver {
       ruleClasses[i] = config.classes().get(rules[i].requestClass());
     }
     unmatchedPool = config.pools().get(config.unmatched().pool());
+    config
+        .poolModes()
+        .forEach(
+            (name, mode) -> {
+              if (mode == SluiceConfig.Mode.SHADOW) {
+                shadowPools.add(name);
+              }
+            });
     unmatchedClass = config.classes().get(config.unmatched().requestClass());
     SluiceConfig.Tenants tc = config.tenants();
     anonymous = new Tenant(Tenant.ANONYMOUS, tier(tc.anonymousTier()));
@@ -183,7 +192,16 @@ public final class RequestResolver {
         withOperationId ? read(Signal.OPERATION_ID, in) : null,
         mmt,
         reject,
-        rejectMessage);
+        rejectMessage,
+        shadow(rule, pool));
+  }
+
+  /** The route's own mode if it has one, else its pool's (a route may go either way). */
+  private boolean shadow(SluiceConfig.RouteRule rule, PoolPolicy pool) {
+    if (rule != null && rule.mode() != null) {
+      return rule.mode() == SluiceConfig.Mode.SHADOW;
+    }
+    return !shadowPools.isEmpty() && shadowPools.contains(pool.name());
   }
 
   private TierPolicy tier(String name) {

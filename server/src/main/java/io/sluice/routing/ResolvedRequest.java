@@ -15,6 +15,7 @@ import io.sluice.core.session.Subject;
  *     unknown tenant)
  * @param deadlineNanos absolute ticker time of the deadline
  * @param maxMessageTimeoutMillis Envoy's max_message_timeout for this route (0 = queue-hold off)
+ * @param shadow observe only: the route's {@code mode}, else its pool's, is {@code shadow}
  */
 public record ResolvedRequest(
     String route,
@@ -27,7 +28,8 @@ public record ResolvedRequest(
     String operationId,
     long maxMessageTimeoutMillis,
     Reason rejectReason,
-    String rejectMessage) {
+    String rejectMessage,
+    boolean shadow) {
 
   /** The request as the admission session sees it, arrived at {@code arrivalNanos}. */
   public Subject subject(long arrivalNanos) {
@@ -40,6 +42,7 @@ public record ResolvedRequest(
         arrivalNanos,
         deadlineNanos,
         operationId,
-        maxMessageTimeoutMillis * 1_000_000L);
+        maxMessageTimeoutMillis * 1_000_000L,
+        shadow);
   }
 }

@@ -221,6 +221,9 @@ class AnswerEncoderTest {
     long in = g.longBetween(0, 1L << 50);
     long out = g.longBetween(0, 1L << 50);
     long work = g.longBetween(0, 1L << 50);
+    // shadow mode's would-be decision (admit answers only in practice; drawn for every answer)
+    String would = g.bool() ? null : g.oneOf("reject", "queue");
+    String wouldReason = would == null ? null : g.anyOf(Reason.class).code();
     return new AnswerEncoder.DecisionFields(
         resolved,
         tenant,
@@ -233,7 +236,9 @@ class AnswerEncoderTest {
         est,
         est ? in : 0,
         est ? out : 0,
-        est ? work : 0);
+        est ? work : 0,
+        would,
+        wouldReason);
   }
 
   /** Lone surrogates are not text; protobuf and String.getBytes replace them differently. */
@@ -295,6 +300,11 @@ class AnswerEncoderTest {
     }
     f.putFields("decision", str(d.decision()));
     f.putFields("reason", str(d.reason()));
+    if (d.would() != null) {
+      f.putFields("mode", str("shadow"));
+      f.putFields("would", str(d.would()));
+      f.putFields("would_reason", str(d.wouldReason()));
+    }
     if (d.estimated()) {
       f.putFields(
           "est_input_tokens", Value.newBuilder().setNumberValue(d.estInputTokens()).build());

@@ -93,6 +93,21 @@ public final class AdmissionController {
     return pool.decide(request, maxHoldNanos, waiter, nowNanos);
   }
 
+  /**
+   * The decision {@link #decide} would make, for a request in shadow mode (observe only): an admit
+   * takes its permit as usual; a refusal is returned as such; where {@link #decide} would queue,
+   * {@link Decision.WouldQueue} is returned and nothing is queued (the queue checks run against the
+   * queue as it is, without the offer).
+   */
+  public Decision decideShadow(AdmissionRequest request, long maxHoldNanos, long nowNanos) {
+    PoolState pool = pools.get(request.pool().name());
+    if (pool == null) {
+      return new Decision.Reject(
+          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
+    }
+    return pool.decideShadow(request, maxHoldNanos, nowNanos);
+  }
+
   /** {@link PoolState#tenantRetryAfterSeconds()} of {@code pool} (1 when it is not configured). */
   public long tenantRetryAfterSeconds(String pool) {
     PoolState p = pools.get(pool);

@@ -1,7 +1,8 @@
 package io.sluice.core.admission;
 
 /** The answer of the admission core. Expected outcomes are values, not exceptions. */
-public sealed interface Decision permits Decision.Admit, Decision.Reject, Decision.Queued {
+public sealed interface Decision
+    permits Decision.Admit, Decision.Reject, Decision.Queued, Decision.WouldQueue {
 
   Reason reason();
 
@@ -47,4 +48,15 @@ public sealed interface Decision permits Decision.Admit, Decision.Reject, Decisi
       return Reason.ADMITTED;
     }
   }
+
+  /**
+   * Shadow mode only ({@link AdmissionController#decideShadow}): enforcement would have queued the
+   * request; nothing was queued and no permit taken.
+   *
+   * @param reason the capacity reason that made it wait (what it would be refused with if it could
+   *     not be held)
+   * @param position requests ahead of it in its class queue now
+   * @param predictedWaitNanos the wait enforcement would have predicted for it
+   */
+  record WouldQueue(Reason reason, int position, long predictedWaitNanos) implements Decision {}
 }

@@ -287,12 +287,27 @@ public final class PoolState {
    */
   Decision decide(
       AdmissionRequest request, long maxHoldNanos, @Nullable Waiter waiter, long nowNanos) {
+    return decide(request, maxHoldNanos, waiter, false, nowNanos);
+  }
+
+  /** {@link AdmissionController#decideShadow}: as {@link #decide}, but never queues. */
+  Decision decideShadow(AdmissionRequest request, long maxHoldNanos, long nowNanos) {
+    return decide(request, maxHoldNanos, null, true, nowNanos);
+  }
+
+  private Decision decide(
+      AdmissionRequest request,
+      long maxHoldNanos,
+      @Nullable Waiter waiter,
+      boolean shadow,
+      long nowNanos) {
     QueueCoordinator.Callback[] callbacks;
     Decision d;
     lock.lock();
     try {
-      d = decideLocked(request, maxHoldNanos, waiter, nowNanos, pending);
-      if (d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY) {
+      d = decideLocked(request, maxHoldNanos, waiter, shadow, nowNanos, pending);
+      if ((d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY)
+          || d instanceof Decision.WouldQueue) {
         // unmet demand since the last demand() read, by class
         ClassSlot k = capacity.slot(request.requestClass().name());
         if (k != null) {
@@ -313,6 +328,7 @@ public final class PoolState {
       AdmissionRequest request,
       long maxHoldNanos,
       @Nullable Waiter waiter,
+      boolean shadow,
       long nowNanos,
       List<QueueCoordinator.Callback> callbacks) {
     unmet = false;
@@ -380,13 +396,16 @@ public final class PoolState {
                       queues.queuedItemsAtOrAbove(k.policy.rank()))),
               "requests of equal or higher priority are waiting in pool " + policy.name());
     }
-    if (waiter == null) {
+    if (waiter == null && !shadow) {
       return refused;
     }
     long maxWait =
         Math.min(k.policy.maxQueueWait().toNanos(), maxHoldNanos - policy.holdMargin().toNanos());
     if (maxHoldNanos <= 0 || maxWait <= 0 || maxWait <= pause) {
       return refused; // queue-hold off for this request, or it cannot outwait the pause
+    }
+    if (waiter == null) { // shadow: what enqueue would answer, nothing queued
+      return queues.wouldEnqueue(k, request, maxWait, nowNanos, refused.reason());
     }
     return queues.enqueue(k, request, waiter, maxWait, nowNanos, callbacks);
   }

@@ -213,6 +213,35 @@ final class QueueCoordinator {
       long maxWait,
       long nowNanos,
       List<Callback> callbacks) {
+    return enqueue(k, request, waiter, maxWait, nowNanos, callbacks, Reason.ADMITTED);
+  }
+
+  /**
+   * Shadow mode: what {@link #enqueue} would answer now, nothing queued. Its refusals are the same;
+   * where it would queue, {@link Decision.WouldQueue} with {@code why} (the capacity reason).
+   */
+  Decision wouldEnqueue(
+      ClassSlot k, AdmissionRequest request, long maxWait, long nowNanos, Reason why) {
+    return enqueue(k, request, null, maxWait, nowNanos, List.of(), why);
+  }
+
+  private static final Waiter NOBODY =
+      new Waiter() {
+        @Override
+        public void admitted(Permit permit, long waitedNanos) {}
+
+        @Override
+        public void refused(Decision.Reject rejection, long waitedNanos) {}
+      };
+
+  private Decision enqueue(
+      ClassSlot k,
+      AdmissionRequest request,
+      @Nullable Waiter waiter,
+      long maxWait,
+      long nowNanos,
+      List<Callback> callbacks,
+      Reason why) {
     PoolPolicy policy = capacity.policy();
     WaitPredictor predictor = service.predictor();
     Tenant tenant = request.tenant();
@@ -241,7 +270,7 @@ final class QueueCoordinator {
               + " ms cannot meet the deadline or the class's maximum queue wait");
     }
     long expires = QueuedItem.expiryNanos(nowNanos, maxWait, request.deadlineNanos(), serviceNanos);
-    long ticket = nextTicket++;
+    long ticket = waiter == null ? 0 : nextTicket++; // a shadow check queues nothing
     QueuedItem<Entry> item =
         new QueuedItem<>(
             ticket,
@@ -251,8 +280,12 @@ final class QueueCoordinator {
             nowNanos,
             expires,
             request.deadlineNanos(),
-            new Entry(waiter, request, k, capacity.demandWork(k, request.workUnits())));
-    Offer offer = k.queue.offer(item, nowNanos);
+            new Entry(
+                waiter != null ? waiter : NOBODY,
+                request,
+                k,
+                capacity.demandWork(k, request.workUnits())));
+    Offer offer = waiter == null ? k.queue.check(item, nowNanos) : k.queue.offer(item, nowNanos);
     if (offer instanceof Offer.Rejected r) {
       return switch (r.reason()) {
         case TENANT_SHARE ->
@@ -276,6 +309,9 @@ final class QueueCoordinator {
       };
     }
     Offer.Accepted accepted = (Offer.Accepted) offer;
+    if (waiter == null) {
+      return new Decision.WouldQueue(why, accepted.position(), predicted);
+    }
     increment(tenantQueued, tenant.id());
     k.queuedDemandWork += item.payload().demandWork();
     long hold = Math.max(1_000_000L, (expires - nowNanos) + policy.holdMargin().toNanos());

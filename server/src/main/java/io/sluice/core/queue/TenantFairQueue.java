@@ -93,21 +93,12 @@ public final class TenantFairQueue<T> {
     if (byId.containsKey(item.id())) {
       throw new IllegalArgumentException("id: " + item.id() + " (expected: not already queued)");
     }
+    Offer checked = check(item, nowNanos);
+    if (checked instanceof Offer.Rejected) {
+      return checked;
+    }
     long expiresAt = effectiveExpiry(item);
-    if (expiresAt - nowNanos <= 0) {
-      return new Offer.Rejected(Offer.Reason.EXPIRED);
-    }
-    if (byId.size() >= bounds.maxItems()
-        || item.workUnits() > bounds.maxQueuedWork() - queuedWork) {
-      return new Offer.Rejected(Offer.Reason.QUEUE_FULL);
-    }
     Flow<T> flow = flows.get(item.tenant());
-    long tenantWork = flow == null ? 0 : flow.queuedWork;
-    if (item.workUnits() > maxTenantWork - tenantWork) {
-      return new Offer.Rejected(Offer.Reason.TENANT_SHARE);
-    }
-    Ahead ahead = estimateAhead(flow, item.weight());
-
     if (flow == null) {
       flow = new Flow<>(item.tenant());
       flows.put(item.tenant(), flow);
@@ -127,6 +118,28 @@ public final class TenantFairQueue<T> {
       flow.activatedSeq = entry.seq;
       active.add(flow);
     }
+    return checked;
+  }
+
+  /**
+   * What {@link #offer} would answer for {@code item} now, without queuing it (the queue is not
+   * changed): the same refusal, or the same {@link Offer.Accepted} position and work ahead.
+   */
+  public Offer check(QueuedItem<T> item, long nowNanos) {
+    long expiresAt = effectiveExpiry(item);
+    if (expiresAt - nowNanos <= 0) {
+      return new Offer.Rejected(Offer.Reason.EXPIRED);
+    }
+    if (byId.size() >= bounds.maxItems()
+        || item.workUnits() > bounds.maxQueuedWork() - queuedWork) {
+      return new Offer.Rejected(Offer.Reason.QUEUE_FULL);
+    }
+    Flow<T> flow = flows.get(item.tenant());
+    long tenantWork = flow == null ? 0 : flow.queuedWork;
+    if (item.workUnits() > maxTenantWork - tenantWork) {
+      return new Offer.Rejected(Offer.Reason.TENANT_SHARE);
+    }
+    Ahead ahead = estimateAhead(flow, item.weight());
     return new Offer.Accepted(ahead.position, ahead.work);
   }
 

@@ -37,6 +37,17 @@ import org.jspecify.annotations.Nullable;
  * end (cancel, error, shutdown) at any point: leave the queue, refund, release
  * </pre>
  *
+ * <p>Shadow mode ({@link Subject#shadow}, the route's or pool's {@code mode: shadow}): every step
+ * runs as above, and the pool is asked {@link
+ * io.sluice.core.admission.AdmissionController#decideShadow}. An admit takes its permit as usual. A
+ * request that would be refused (any reason but {@code unknown_route} and {@code shutting_down}) or
+ * queued is let through at once without a permit ({@link SessionEvent.Shadowed}, then {@link
+ * SessionEvent.Admitted}; its end emits {@link SessionEvent.Released}): it holds no place in the
+ * pool's ledger or the tenant's cap across replicas, so both count what enforcement would have
+ * admitted at once. A would-be refusal's token reservation is refunded (enforcement charges no
+ * refused request); a would-be queued request keeps it and is reconciled at its end, as a queued
+ * request that ran.
+ *
  * <p>It owns the sequence: the tenant's request token and token reservation ({@link TenantQuotas}),
  * the capped tenant's slot across replicas ({@link TenantCaps}, shared store only; given back
  * exactly once on every path after it was granted, as the permit is), the estimate, decide / hold /
@@ -77,6 +88,15 @@ public final class AdmissionSession implements Waiter {
   private AdaptiveLimit.@Nullable Snapshot limitAtDecision;
   private boolean firstChunkSeen; // a response body chunk before the last one came
   private long firstChunkNanos; // when
+  // shadow mode: what enforcement would have done (SessionEvent.Shadowed), null when nothing
+  private @Nullable String would;
+  private Reason wouldReason = Reason.ADMITTED;
+  private String wouldMessage = "";
+  private int wouldStatus;
+  private long passedAtNanos;
+  private boolean passReleased;
+  // shadow: let through without a permit; read by the front end's idle sweep on another thread
+  private volatile boolean passed;
   // read by the front end's idle sweep on another thread
   private volatile @Nullable Permit permit;
 
@@ -281,11 +301,28 @@ public final class AdmissionSession implements Waiter {
     }
     steps.at(Step.DECIDE);
     Decision d =
-        env.controller().decide(request, subject.maxHoldNanos(), this, env.ticker().nanos());
+        subject.shadow()
+            ? env.controller().decideShadow(request, subject.maxHoldNanos(), env.ticker().nanos())
+            : env.controller().decide(request, subject.maxHoldNanos(), this, env.ticker().nanos());
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);
     } else if (d instanceof Decision.Admit a) {
       admit(a.permit(), receivedNanos);
+    } else if (d instanceof Decision.WouldQueue w) {
+      pass(
+          SessionEvent.Shadowed.QUEUE,
+          w.reason(),
+          subject.requestClass().shedStatus(),
+          0,
+          "would wait in the queue of class "
+              + subject.requestClass().name()
+              + " (position "
+              + (w.position() + 1)
+              + ", predicted wait "
+              + w.predictedWaitNanos() / 1_000_000L
+              + " ms)",
+          atBody,
+          receivedNanos);
     } else {
       Decision.Reject r = (Decision.Reject) d;
       refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
@@ -377,6 +414,17 @@ public final class AdmissionSession implements Waiter {
       String message,
       boolean body,
       long receivedNanos) {
+    if (subject.shadow() && shadowable(why)) {
+      pass(
+          SessionEvent.Shadowed.REJECT,
+          why,
+          status,
+          retryAfterSeconds,
+          message,
+          body,
+          receivedNanos);
+      return;
+    }
     decided = true;
     atBody = body;
     refundTokens();
@@ -388,6 +436,74 @@ public final class AdmissionSession implements Waiter {
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(this, why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
+  }
+
+  /**
+   * Shadow mode lets through what enforcement would refuse, except a request it cannot account to a
+   * pool ({@code unknown_route}) and the server's own going away ({@code shutting_down}).
+   */
+  private static boolean shadowable(Reason why) {
+    return why != Reason.UNKNOWN_ROUTE && why != Reason.SHUTTING_DOWN;
+  }
+
+  /**
+   * Shadow mode: the request would be refused or queued ({@code what}) with {@code why}; it is
+   * recorded as such and let through at once without a permit.
+   */
+  private void pass(
+      String what,
+      Reason why,
+      int status,
+      long retryAfterSeconds,
+      String message,
+      boolean body,
+      long receivedNanos) {
+    decided = true;
+    atBody = body;
+    if (what.equals(SessionEvent.Shadowed.REJECT)) {
+      refundTokens(); // enforcement charges no refused request
+    }
+    releaseSlot(); // no place in the tenant's cap, as none in the pool's ledger
+    would = what;
+    wouldReason = why;
+    wouldStatus = status;
+    wouldMessage = message;
+    steps.at(Step.ADMIT);
+    long now = env.ticker().nanos();
+    decisionLatencyNanos = now - receivedNanos - queueWaitNanos;
+    passedAtNanos = now;
+    passed = true; // from here every path ends it (release)
+    env.listener()
+        .on(new SessionEvent.Shadowed(this, what, why, status, retryAfterSeconds, message));
+    env.listener().on(new SessionEvent.Admitted(this));
+    if (ended) { // the front end went away while deciding
+      release(Outcome.CANCELLED);
+      return;
+    }
+    front.admitted(atBody);
+  }
+
+  /**
+   * A check after the decision would refuse the running request ({@code body_too_large} on a
+   * streamed body's chunks). In shadow mode it is recorded ({@link SessionEvent.Shadowed}, once)
+   * and true is returned: the request runs on, its permit (if any) held until it ends. False when
+   * enforced: the front end refuses it.
+   */
+  public boolean wouldRefuseLater(Reason why, int status, String message) {
+    if (!subject.shadow() || !shadowable(why)) {
+      return false;
+    }
+    if (would == null) {
+      would = SessionEvent.Shadowed.REJECT;
+      wouldReason = why;
+      wouldStatus = status;
+      wouldMessage = message;
+      env.listener()
+          .on(
+              new SessionEvent.Shadowed(
+                  this, SessionEvent.Shadowed.REJECT, why, status, 0, message));
+    }
+    return true;
   }
 
   /** Response headers from the upstream: its status, and the usage reader for the body. */
@@ -439,7 +555,7 @@ public final class AdmissionSession implements Waiter {
   public boolean release(Outcome outcome) {
     Permit p = permit;
     if (p == null) {
-      return false;
+      return passed && endPass(outcome);
     }
     long now = env.ticker().nanos();
     if (!p.release(outcome, now)) {
@@ -448,6 +564,31 @@ public final class AdmissionSession implements Waiter {
     releaseSlot();
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
+    Usage u = endUsage();
+    if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
+      timePerOutputToken(p, u.outputTokens(), now);
+    }
+    steps.at(Step.DECISION_LOG);
+    env.listener().on(new SessionEvent.Released(this, outcome, now - p.admittedAtNanos(), u));
+    return true;
+  }
+
+  /** Shadow: a request let through without a permit ends (once, as a release would). */
+  private boolean endPass(Outcome outcome) {
+    if (passReleased) {
+      return false;
+    }
+    passReleased = true;
+    long now = env.ticker().nanos();
+    steps.at(Step.RELEASE);
+    Usage u = endUsage();
+    steps.at(Step.DECISION_LOG);
+    env.listener().on(new SessionEvent.Released(this, outcome, now - passedAtNanos, u));
+    return true;
+  }
+
+  /** The usage the response reported, the token reservation reconciled with it. */
+  private Usage endUsage() {
     Usage u = Usage.NONE;
     if (usage != null) {
       usage.onEnd();
@@ -472,12 +613,7 @@ public final class AdmissionSession implements Waiter {
                 });
       }
     }
-    if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
-      timePerOutputToken(p, u.outputTokens(), now);
-    }
-    steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(this, outcome, now - p.admittedAtNanos(), u));
-    return true;
+    return u;
   }
 
   /** For the decision record: an adaptive pool's limit when this request was decided. */
@@ -524,7 +660,7 @@ public final class AdmissionSession implements Waiter {
   public void end(Outcome outcome) {
     ended = true;
     cancelTimer();
-    if (permit != null) {
+    if (permit != null || passed) {
       try {
         release(outcome);
       } finally {
@@ -678,6 +814,37 @@ public final class AdmissionSession implements Waiter {
   /** Whether a permit was granted (released or not); safe to read from any thread. */
   public boolean hasPermit() {
     return permit != null;
+  }
+
+  /**
+   * Whether the request was let through to the upstream (released or not): with a permit, or in
+   * shadow mode without one. Safe to read from any thread.
+   */
+  public boolean runs() {
+    return permit != null || passed;
+  }
+
+  /**
+   * Shadow mode: {@code reject} or {@code queue}, what enforcement would have done ({@link
+   * SessionEvent.Shadowed}); null when enforcement would have admitted it too (or it is enforced).
+   */
+  public @Nullable String would() {
+    return would;
+  }
+
+  /** With {@link #would}: the reason of the would-be refusal, or the capacity reason to queue. */
+  public Reason wouldReason() {
+    return wouldReason;
+  }
+
+  /** With {@link #would}: the would-be refusal's status. */
+  public int wouldStatus() {
+    return wouldStatus;
+  }
+
+  /** With {@link #would}: the would-be refusal's message (what the client would have read). */
+  public String wouldMessage() {
+    return wouldMessage;
   }
 
   /** Waiting in a queue now. */

@@ -19,7 +19,8 @@ public sealed interface SessionEvent
         SessionEvent.QuotaStoreFailed,
         SessionEvent.TenantSlot,
         SessionEvent.EstimateFellBack,
-        SessionEvent.UpstreamResponded {
+        SessionEvent.UpstreamResponded,
+        SessionEvent.Shadowed {
 
   /** The request runs now (at once, or when its waiter was called). */
   record Admitted(AdmissionSession session) implements SessionEvent {}
@@ -74,4 +75,23 @@ public sealed interface SessionEvent
 
   /** The upstream answered with {@code status} (response headers). */
   record UpstreamResponded(AdmissionSession session, int status) implements SessionEvent {}
+
+  /**
+   * Shadow mode: enforcement would have refused ({@link #REJECT}) or queued ({@link #QUEUE}) the
+   * request; it is let through at once all the same ({@link Admitted} follows, without a permit).
+   * For {@code queue}, {@code reason} is the capacity reason that made it wait; {@code status},
+   * {@code retryAfterSeconds} and {@code message} are the refusal's (for {@code queue}: the
+   * capacity refusal's status, 0 and a message naming the predicted wait).
+   */
+  record Shadowed(
+      AdmissionSession session,
+      String would,
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      String message)
+      implements SessionEvent {
+    public static final String REJECT = "reject";
+    public static final String QUEUE = "queue";
+  }
 }

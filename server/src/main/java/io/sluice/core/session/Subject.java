@@ -15,6 +15,9 @@ import java.util.Objects;
  * @param deadlineNanos ticker time after which the answer is no longer useful
  * @param operationId the client's operation id, or null
  * @param maxHoldNanos how long the front end can hold the request (0 = never queue)
+ * @param shadow observe only (the route's or pool's {@code mode: shadow}): every decision is made
+ *     and recorded, but a request that would be refused or queued is let through at once, without a
+ *     permit ({@link AdmissionSession})
  */
 public record Subject(
     String route,
@@ -25,10 +28,35 @@ public record Subject(
     long arrivalNanos,
     long deadlineNanos,
     String operationId,
-    long maxHoldNanos) {
+    long maxHoldNanos,
+    boolean shadow) {
   public Subject {
     Objects.requireNonNull(pool, "pool");
     Objects.requireNonNull(requestClass, "requestClass");
     Objects.requireNonNull(tenant, "tenant");
+  }
+
+  /** An enforced request ({@code mode: enforce}). */
+  public Subject(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      Tenant tenant,
+      long arrivalNanos,
+      long deadlineNanos,
+      String operationId,
+      long maxHoldNanos) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        tenant,
+        arrivalNanos,
+        deadlineNanos,
+        operationId,
+        maxHoldNanos,
+        false);
   }
 }
