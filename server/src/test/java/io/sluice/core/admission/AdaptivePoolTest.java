@@ -53,9 +53,9 @@ class AdaptivePoolTest {
         1,
         1,
         Duration.ofSeconds(1),
-        Duration.ofSeconds(60),
+        Duration.ofSeconds(5), // below the upstream's pause: the pause wins
         Duration.ofSeconds(30),
-        0.0,
+        0.3, // jitter never takes a Retry-After below the pause either
         Duration.ofMillis(100),
         Duration.ofSeconds(2),
         new AdaptivePolicy(
