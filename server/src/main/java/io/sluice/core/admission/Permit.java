@@ -109,6 +109,11 @@ public final class Permit {
     return workUnits;
   }
 
+  /** The pool this permit counts in. */
+  public PoolState pool() {
+    return pool;
+  }
+
   public long admittedAtNanos() {
     return admittedAtNanos;
   }

@@ -632,7 +632,8 @@ public final class AdmissionSession implements Waiter {
 
   /** The pool of this request when its limit is adaptive, else null. */
   private @Nullable PoolState adaptivePool() {
-    PoolState pool = env.controller().pool(subject.pool().name());
+    Permit p = permit;
+    PoolState pool = p != null ? p.pool() : env.controller().pool(subject.pool().name());
     return pool != null && pool.adaptive() != null ? pool : null;
   }
 
