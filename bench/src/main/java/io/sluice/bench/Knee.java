@@ -367,9 +367,9 @@ final class Knee implements Callable<Integer> {
               .height(300)
               .title(
                   r.name()
-                      + ": upstream concurrency"
-                      + (r.adaptive() ? " and the adaptive limit" : "")
-                      + " (100 ms samples), knee K = "
+                      + ": upstream active"
+                      + (r.adaptive() ? ", limit" : "")
+                      + " (100 ms samples); knee K = "
                       + K)
               .xAxisTitle("time (s)")
               .yAxisTitle("requests")

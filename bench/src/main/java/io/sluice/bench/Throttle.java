@@ -358,7 +358,7 @@ final class Throttle implements Callable<Integer> {
               .title(
                   String.format(
                       Locale.ROOT,
-                      "%s: limit and upstream concurrency (100 ms samples); outage %.0f-%.0f s",
+                      "%s: limit, upstream active (100 ms samples); outage %.0f-%.0f s",
                       r.name(),
                       outageStart,
                       outageEnd))

@@ -77,7 +77,7 @@ class AdaptiveBenchSmokeTest {
     List<AdaptiveRuns.Result> results =
         k.run(
             List.of(Knee.RunSpec.named("right"), Knee.RunSpec.named("adaptive")),
-            Knee.workload(tiny(), 2, 0.5),
+            Knee.workload(tiny(), 1, 0.5),
             new PrintStream(buf, true, StandardCharsets.UTF_8));
     assertThat(results).extracting(AdaptiveRuns.Result::adaptive).containsExactly(false, true);
     for (AdaptiveRuns.Result r : results) {
@@ -106,7 +106,7 @@ class AdaptiveBenchSmokeTest {
     t.runs = List.of("static", "adaptive");
     ByteArrayOutputStream buf = new ByteArrayOutputStream();
     List<AdaptiveRuns.Result> results =
-        t.run(t.workload(tiny(), 2, 1, 1), new PrintStream(buf, true, StandardCharsets.UTF_8));
+        t.run(t.workload(tiny(), 1, 1, 1), new PrintStream(buf, true, StandardCharsets.UTF_8));
     assertThat(results).extracting(AdaptiveRuns.Result::adaptive).containsExactly(false, true);
     for (AdaptiveRuns.Result r : results) {
       assertThat(r.report().accountedFor()).as(r.name()).isEqualTo(r.report().offered());
