@@ -36,7 +36,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code max_tokens} (or {@code max_completion_tokens}) capped at {@code maxOutputTokens}, else
  * {@code defaultOutputTokens}; a body field {@code sim_output_tokens} (a simulation hint) ends the
  * answer earlier. Zero durations make it instant (for tests). {@link #throttle(int, Duration)}
- * makes it answer 429 or 503 with {@code retry-after} like a throttling provider.
+ * makes it answer 429 or 503 with {@code retry-after} like a throttling provider; {@link
+ * #concurrencyCeiling(int, int, Duration)} does so only for the requests beyond a concurrency
+ * ceiling (a provider's per-key concurrency limit).
  */
 public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -93,6 +95,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   private record Throttle(int status, Duration retryAfter) {}
 
+  private record Ceiling(int n, Throttle answer) {}
+
   private final Settings settings;
   private final ScheduledExecutorService scheduler;
   private final AtomicInteger active = new AtomicInteger();
@@ -102,10 +106,12 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private long concurrencySince = System.nanoTime();
   private long lastChange = concurrencySince;
   private final AtomicLong served = new AtomicLong();
+  private final AtomicLong throttledAnswers = new AtomicLong();
   private final AtomicLong promptTokensSpent = new AtomicLong();
   private final AtomicLong completionTokensSpent = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private volatile Throttle throttle;
+  private volatile Ceiling ceiling;
   private HttpServer httpServer;
   private ExecutorService httpExecutor;
 
@@ -145,6 +151,23 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   public void stopThrottling() {
     this.throttle = null;
+  }
+
+  /**
+   * From now on answer {@code status} (429 or 503) with {@code retry-after} (whole seconds, at
+   * least 1) to every request that arrives while {@code n} or more generations are running, that
+   * is, whenever it would make more than {@code n} requests active; the others are served as usual.
+   * {@code n} 0 or less removes the ceiling. A running {@link #throttle} answers first.
+   */
+  public void concurrencyCeiling(int n, int status, Duration retryAfter) {
+    if (n <= 0) {
+      this.ceiling = null;
+      return;
+    }
+    if (status != 429 && status != 503) {
+      throw new IllegalArgumentException("status: " + status + " (expected: 429 or 503)");
+    }
+    this.ceiling = new Ceiling(n, new Throttle(status, retryAfter));
   }
 
   /** Requests currently generating (prefill or decode). */
@@ -194,6 +217,14 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     }
   }
 
+  /**
+   * Requests answered 429 or 503 so far by {@link #throttle} or {@link #concurrencyCeiling} (never
+   * started).
+   */
+  public long throttledAnswers() {
+    return throttledAnswers.get();
+  }
+
   /** Requests answered with 200 so far. */
   public long served() {
     return served.get();
@@ -229,7 +260,13 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
     Throttle t = throttle;
     if (t != null) {
+      throttledAnswers.incrementAndGet();
       return CompletableFuture.completedFuture(throttled(t));
+    }
+    Ceiling c = ceiling;
+    if (c != null && active.get() >= c.n()) {
+      throttledAnswers.incrementAndGet();
+      return CompletableFuture.completedFuture(throttled(c.answer()));
     }
     JsonNode body;
     try {

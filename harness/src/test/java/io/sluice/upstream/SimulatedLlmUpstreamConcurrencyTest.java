@@ -58,4 +58,33 @@ class SimulatedLlmUpstreamConcurrencyTest {
       assertThat(up.meanActive()).isZero();
     }
   }
+
+  @Test
+  void concurrencyCeiling_answersTheStatusWithRetryAfter_whileNAreRunning() throws Exception {
+    SimulatedLlmUpstream.Settings s =
+        new SimulatedLlmUpstream.Settings(8, Duration.ZERO, Duration.ofMillis(20), 16, 4096, 4);
+    try (SimulatedLlmUpstream up = new SimulatedLlmUpstream(s)) {
+      up.concurrencyCeiling(2, 429, Duration.ofMillis(1500));
+      List<CompletableFuture<Void>> running = new ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        UpstreamResponse r = up.send(chat(20)).get(5, TimeUnit.SECONDS);
+        assertThat(r.status()).isEqualTo(200);
+        running.add(consume(r));
+      }
+      UpstreamResponse third = up.send(chat(20)).get(5, TimeUnit.SECONDS);
+      assertThat(third.status()).isEqualTo(429);
+      assertThat(third.headers().first("retry-after")).contains("2"); // whole seconds, rounded up
+      assertThat(up.throttledAnswers()).isEqualTo(1);
+      assertThat(up.peakActive()).isEqualTo(2);
+      CompletableFuture.allOf(running.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+      UpstreamResponse after = up.send(chat(1)).get(5, TimeUnit.SECONDS);
+      assertThat(after.status()).isEqualTo(200); // below the ceiling again
+      consume(after).get(5, TimeUnit.SECONDS);
+      up.concurrencyCeiling(0, 429, Duration.ZERO); // removed
+      for (int i = 0; i < 3; i++) {
+        running.add(consume(up.send(chat(1)).get(5, TimeUnit.SECONDS)));
+      }
+      assertThat(up.throttledAnswers()).isEqualTo(1);
+    }
+  }
 }
