@@ -59,13 +59,13 @@ final class Knee implements Callable<Integer> {
   @Option(
       names = "--runs",
       split = ",",
-      defaultValue = "right,high,adaptive,adaptive-wide",
+      defaultValue = "right,high,adaptive,high64,adaptive64",
       description =
           "which runs, in order: right (static 16), high (static 32), adaptive (ceiling 32, the"
               + " controller's defaults), adaptive-wide (ceiling 32, latency dead band 1.2-1.5),"
               + " high64, adaptive64, adaptive64-wide (the same with 64) (default:"
               + " ${DEFAULT-VALUE})")
-  List<String> runs = List.of("right", "high", "adaptive", "adaptive-wide");
+  List<String> runs = List.of("right", "high", "adaptive", "high64", "adaptive64");
 
   @Option(
       names = "--adaptive",

@@ -13,17 +13,18 @@ import java.util.Locale;
  * <ul>
  *   <li><b>Latency</b> (every {@code interval} with at least {@code minSamples} samples of a
  *       signal): per signal (time to first token, time per output token), the interval's median
- *       {@code m} against the no-load baseline {@code b} (the minimum of interval medians over
- *       {@code baselineWindow}); {@code r = max over signals of m / b}. {@code r > shrinkAbove}:
- *       {@code f ← f × max(backoff, growBelow / r)} (the gradient, towards the latency the pool had
- *       at {@code growBelow}); {@code r <= growBelow} while the pool used at least {@link #MIN_USE}
- *       of its limit during the interval: grow; in between: hold (the dead band that keeps a steady
- *       load from oscillating).
+ *       {@code m} against the no-load baseline {@code b} (the minimum over {@code baselineWindow}
+ *       of the median of the signal's last 256 samples, taken at each verdict); {@code r = max over
+ *       signals of m / b}. {@code r > shrinkAbove}: {@code f ← f × max(backoff, growBelow / r)}
+ *       (the gradient, towards the latency the pool had at {@code growBelow}); {@code r <=
+ *       growBelow} while the pool used at least {@link #MIN_USE} of its limit during the interval:
+ *       grow; in between: hold (the dead band that keeps a steady load from oscillating).
  *   <li><b>Growth</b>: slow start from the floor at start (the step doubles every interval) until
- *       the first sign of pressure ({@code r > growBelow}, or an overload) halves it back to
- *       additive steps of one request slot (or 1/32 of the capacity when the pool caps no requests)
- *       per interval; after any shrink, growth is additive only, so the queue that caused the
- *       incident is not rebuilt.
+ *       each sign of pressure ({@code r > growBelow}) halves it, and at one step (or at any shrink
+ *       or overload) slow start ends (it never grows the limit by more than half in one interval),
+ *       back to additive steps of one request slot (or 1/32 of the capacity when the pool caps no
+ *       requests) per interval; after any shrink, growth is additive only, so the queue that caused
+ *       the incident is not rebuilt.
  *   <li><b>Overload</b>: an upstream 429/503/529 (the pool's {@code overloadStatuses}) of a request
  *       admitted after the last decrease: {@code f ← f × backoff} at once (at most one decrease per
  *       generation of requests, as TCP halves once per window). A {@code Retry-After} on it pauses
@@ -39,6 +40,7 @@ public final class AdaptiveLimit {
   public static final double MIN_USE = 0.8;
 
   private static final int MAX_SAMPLES = 512;
+  private static final int RECENT = 256;
 
   /** Why the limit last changed. */
   public enum Cause {
@@ -295,10 +297,11 @@ public final class AdaptiveLimit {
       if (s.count >= settings.minSamples()) {
         enough = true;
         double m = s.median();
-        s.measured.offer(m, nowNanos);
+        s.offerBaseline(settings.minSamples(), nowNanos);
         double b = s.baseline(nowNanos);
         double r = b > 0 ? m / b : 1.0;
         ratio = Double.isNaN(ratio) ? r : Math.max(ratio, r);
+        s.reset(); // a signal short of samples keeps collecting into the next interval
       }
     }
     if (!enough) {
@@ -311,7 +314,8 @@ public final class AdaptiveLimit {
     }
     lastRatio = ratio;
     boolean used = maxUse >= MIN_USE;
-    restartInterval(nowNanos);
+    intervalStartNanos = nowNanos;
+    maxUse = 0;
     if (ratio > settings.shrinkAbove()) {
       slowStart = false;
       lastDecreaseNanos = nowNanos;
@@ -319,8 +323,9 @@ public final class AdaptiveLimit {
       return set(fraction * gradient, Cause.LATENCY, nowNanos);
     }
     if (ratio > settings.growBelow()) {
-      if (slowStart) { // the first sign of pressure: back to additive steps
-        slowStart = false;
+      if (slowStart) { // a sign of pressure halves the slow-start step; at one step it ends
+        slowStep /= 2;
+        slowStart = slowStep > step;
       }
       return false;
     }
@@ -328,9 +333,10 @@ public final class AdaptiveLimit {
       return false;
     }
     if (slowStart) {
-      double next = fraction + slowStep;
+      // the step doubles, but the limit grows by at most half per interval
+      double next = Math.min(fraction + slowStep, fraction * 1.5);
       slowStep *= 2;
-      return set(next, Cause.SLOW_START, nowNanos);
+      return set(Math.max(next, fraction + step), Cause.SLOW_START, nowNanos);
     }
     return set(fraction + step, Cause.GROW, nowNanos);
   }
@@ -380,6 +386,9 @@ public final class AdaptiveLimit {
         }
         fraction = f;
         changedAtNanos = nowNanos;
+        for (SignalWindow s : signals) {
+          s.reset();
+        }
         changes[Cause.SHARED.ordinal()]++;
         changed = true;
       }
@@ -414,6 +423,9 @@ public final class AdaptiveLimit {
     double from = before == null ? fraction : before.from();
     boolean shrink = f < from;
     pending = new Proposal(from, f, shrink, why);
+    for (SignalWindow s : signals) {
+      s.reset(); // samples so far measured the old limit
+    }
     fraction = f;
     cause = why;
     changedAtNanos = nowNanos;
@@ -445,11 +457,32 @@ public final class AdaptiveLimit {
       return Double.isNaN(own) ? pool : Math.min(own, pool);
     }
 
+    // the last RECENT samples whatever the interval: their median is what the baseline keeps
+    final double[] recent = new double[RECENT];
+    long recentSeen;
+
     void add(double v) {
       // the most recent MAX_SAMPLES of the interval are kept
       samples[(int) (seen % MAX_SAMPLES)] = v;
       seen++;
       count = (int) Math.min(MAX_SAMPLES, seen);
+      recent[(int) (recentSeen++ % RECENT)] = v;
+    }
+
+    /**
+     * Offers the median of the last {@link #RECENT} samples (at least {@code 2 × minSamples}) to
+     * the baseline: one interval's median of a few samples is noisy, and the minimum of noisy
+     * medians sits below the typical no-load latency (an idle pool would read 1.2–1.3 and never
+     * grow); a median of many, overlapping from one interval to the next, does not.
+     */
+    void offerBaseline(int minSamples, long nowNanos) {
+      int n = (int) Math.min(RECENT, recentSeen);
+      if (n < 2 * minSamples) {
+        return;
+      }
+      double[] c = Arrays.copyOf(recent, n);
+      Arrays.sort(c);
+      measured.offer(c[n / 2], nowNanos);
     }
 
     void reset() {

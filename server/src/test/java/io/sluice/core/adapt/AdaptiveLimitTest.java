@@ -91,8 +91,9 @@ class AdaptiveLimitTest {
 
   /**
    * The knee bound: on a steady saturating load with ±10 % latency noise, after learning, the limit
-   * stays within ±25 % of the knee and its mean within +20 %; it changes direction (a shrink after
-   * a growth or the reverse) at most once every 5 intervals on average: no oscillation.
+   * stays within ±25 % of the knee and its mean within [0.9, 1.3] × the knee (the dead band); it
+   * changes direction (a shrink after a growth or the reverse) at most once every 5 intervals on
+   * average: no oscillation.
    */
   @ParameterizedTest
   @ValueSource(longs = {1, 2, 3, 4, 5, 6, 7, 8})
@@ -122,7 +123,8 @@ class AdaptiveLimitTest {
       prev = r;
       sum += r;
     }
-    assertThat(sum / n).isBetween(K * 0.9, K * 1.2);
+    // on this curve the latency ratio is L / K beyond the knee: the dead band [1.1, 1.3] holds it
+    assertThat(sum / n).isBetween(K * 0.9, K * 1.3);
     assertThat(turns).isLessThanOrEqualTo(n / 5);
   }
 
