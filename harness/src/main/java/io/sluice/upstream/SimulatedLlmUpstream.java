@@ -36,7 +36,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code max_tokens} (or {@code max_completion_tokens}) capped at {@code maxOutputTokens}, else
  * {@code defaultOutputTokens}; a body field {@code sim_output_tokens} (a simulation hint) ends the
  * answer earlier. Zero durations make it instant (for tests). {@link #throttle(int, Duration)}
- * makes it answer 429 or 503 with {@code retry-after} like a throttling provider.
+ * makes it answer 429 or 503 with {@code retry-after} like a throttling provider; {@link
+ * #concurrencyCeiling(int, int, Duration)} does so only for requests above a number in flight, like
+ * a provider with an unstated concurrency limit.
  */
 public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -93,6 +95,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   private record Throttle(int status, Duration retryAfter) {}
 
+  private record Ceiling(int maxInFlight, Throttle answer) {}
+
   private final Settings settings;
   private final ScheduledExecutorService scheduler;
   private final AtomicInteger active = new AtomicInteger();
@@ -106,6 +110,11 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private final AtomicLong completionTokensSpent = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private volatile Throttle throttle;
+  private volatile Ceiling ceiling;
+
+  /** Generations accepted and not yet ended or cancelled (what the ceiling counts). */
+  private final AtomicInteger inFlight = new AtomicInteger();
+
   private HttpServer httpServer;
   private ExecutorService httpExecutor;
 
@@ -145,6 +154,34 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   public void stopThrottling() {
     this.throttle = null;
+  }
+
+  /**
+   * From now on answer {@code status} (429 or 503) with {@code retry-after} to any request that
+   * arrives while {@code maxInFlight} generations are already in flight; the others are served as
+   * usual (the batch-slot model still applies to them). Models a provider's concurrency limit that
+   * it does not publish. In flight: from {@link #send} accepting the request until its last token
+   * or its cancellation (so an in-process caller must subscribe to or cancel every body it gets, as
+   * {@link Upstream} callers do). {@link #inFlight()} reads the count.
+   */
+  public void concurrencyCeiling(int maxInFlight, int status, Duration retryAfter) {
+    if (maxInFlight < 1) {
+      throw new IllegalArgumentException("maxInFlight: " + maxInFlight + " (expected: >= 1)");
+    }
+    if (status != 429 && status != 503) {
+      throw new IllegalArgumentException("status: " + status + " (expected: 429 or 503)");
+    }
+    this.ceiling = new Ceiling(maxInFlight, new Throttle(status, retryAfter));
+  }
+
+  /** Removes the {@link #concurrencyCeiling(int, int, Duration)}. */
+  public void noConcurrencyCeiling() {
+    this.ceiling = null;
+  }
+
+  /** Generations accepted and not yet ended or cancelled (what the concurrency ceiling counts). */
+  public int inFlight() {
+    return inFlight.get();
   }
 
   /** Requests currently generating (prefill or decode). */
@@ -254,6 +291,11 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     if (actual != null && actual.canConvertToInt() && actual.asInt() > 0) {
       completionTokens = Math.min(completionTokens, actual.asInt());
     }
+    Ceiling c = ceiling;
+    if (inFlight.incrementAndGet() > (c == null ? Integer.MAX_VALUE : c.maxInFlight())) {
+      inFlight.decrementAndGet();
+      return CompletableFuture.completedFuture(throttled(c.answer()));
+    }
     Generation generation =
         new Generation(
             "chatcmpl-" + ids.incrementAndGet(), model, stream, promptTokens, completionTokens);
@@ -314,6 +356,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     private void release() {
       if (released.compareAndSet(0, 1)) {
         activeChanged(-1);
+        inFlight.decrementAndGet();
       }
     }
 
