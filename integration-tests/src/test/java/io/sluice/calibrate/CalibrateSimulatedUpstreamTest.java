@@ -19,10 +19,11 @@ import picocli.CommandLine;
 
 /**
  * {@code sluice calibrate} against the simulated provider over loopback HTTP: {@code K} batch
- * slots, about 90 ms of prefill for the mix's 200-token prompt (the provider counts about 230), 4
- * output tokens 40 ms apart (a request alone takes about 215 ms). Throughput flattens at K and TTFT
- * grows as active/K beyond. Slow enough per token that the CPU the test itself uses (2 shared
- * cores) does not blur the curve; short steps (32 requests, 3 s) keep each run under 30 s.
+ * slots, about 190 ms of prefill for the mix's 200-token prompt (the provider counts about 230), 4
+ * output tokens 40 ms apart (a request alone takes about 310 ms). Throughput flattens at K and TTFT
+ * grows as active/K beyond. Slow per token so that the CPU this test and a busy machine take (2
+ * shared cores) stay small against the modelled times; short steps (40 requests, 2 s) and 2
+ * refinement points per interval keep each run under 30 s.
  */
 class CalibrateSimulatedUpstreamTest {
   private static final String MIX = "requests:\n  - {weight: 1, promptTokens: 200, maxTokens: 4}\n";
@@ -41,7 +42,7 @@ class CalibrateSimulatedUpstreamTest {
     llm =
         new SimulatedLlmUpstream(
             new SimulatedLlmUpstream.Settings(
-                slots, Duration.ofNanos(400_000), Duration.ofMillis(40), 4, 4096, 4));
+                slots, Duration.ofNanos(800_000), Duration.ofMillis(40), 4, 4096, 4));
     return "http://127.0.0.1:" + llm.serve(0) + "/v1/chat/completions";
   }
 
@@ -53,9 +54,9 @@ class CalibrateSimulatedUpstreamTest {
         1,
         32,
         2.0,
-        3,
-        32,
-        Duration.ofSeconds(3),
+        2,
+        40,
+        Duration.ofSeconds(2),
         Duration.ofSeconds(60),
         out,
         new Proposal.Names("sim", "interactive", 1.0, 1.0),
@@ -123,11 +124,11 @@ class CalibrateSimulatedUpstreamTest {
             "--mix",
             mix.toString(),
             "--requests-per-step",
-            "32",
+            "40",
             "--max-concurrency",
             "32",
             "--step-time",
-            "3s",
+            "2s",
             "--time-limit",
             "60s",
             "--out",

@@ -150,6 +150,8 @@ public final class CalibrateCommand implements Callable<Integer> {
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
 
+  private Calibrator.@Nullable Result result;
+
   private static final Pattern DURATION = Pattern.compile("^(\\d+(?:\\.\\d+)?)(ms|s|m|h)$");
 
   @Override
@@ -170,7 +172,13 @@ public final class CalibrateCommand implements Callable<Integer> {
       return EXIT_USAGE;
     }
     Calibrator.Result r = Calibrator.run(options, o);
+    result = r;
     return r.exitCode();
+  }
+
+  /** What the last {@link #call()} found ({@code null}: it did not run a calibration). */
+  public Calibrator.@Nullable Result result() {
+    return result;
   }
 
   /** The checked settings, or a {@link UsageException} naming the first problem. */

@@ -16,8 +16,10 @@ import org.jspecify.annotations.Nullable;
  *       provider's concurrency limit, stated or not). Reported on its own line.
  *   <li><b>Eligible steps</b>: in order of concurrency, every step below the ceiling, up to (not
  *       including) the first step whose error rate (every kind of failure) is above {@value
- *       #MAX_ERROR_RATE_PERCENT} %, or that completed nothing, or whose TTFT p95 is more than
- *       {@value #TTFT_FACTOR}× the TTFT p95 of the lowest-concurrency step (the baseline).
+ *       #MAX_ERROR_RATE_PERCENT} %, or that completed nothing; and up to the first step from which
+ *       on every step's TTFT p95 is more than {@value #TTFT_FACTOR}× the TTFT p95 of the
+ *       lowest-concurrency step (the baseline). A TTFT p95 above that which a higher step does not
+ *       confirm is noise (a stalled machine, a slow request or two), not the endpoint's limit.
  *   <li><b>Knee</b>: among the eligible steps, the lowest concurrency whose throughput (ok requests
  *       per second) is at least {@value #THROUGHPUT_FRACTION} of the highest eligible throughput.
  *       Past it, more concurrency buys less than 5 % more throughput and only adds queueing inside
@@ -177,26 +179,34 @@ public final class Knee {
         break;
       }
     }
-    List<StepResult> eligible = new ArrayList<>();
+    List<StepResult> before = new ArrayList<>();
     Cut cut = Cut.NONE;
     StepResult cutStep = null;
-    double baseline = Double.NaN;
     for (StepResult s : sorted) {
       if (ceiling > 0 && s.concurrency() >= ceiling) {
         cut = Cut.CEILING;
       } else if (s.ok() == 0 || s.errorRate() > MAX_ERROR_RATE) {
         cut = Cut.ERRORS;
-      } else if (!Double.isNaN(baseline) && s.ttftP95Millis() > TTFT_FACTOR * baseline) {
-        cut = Cut.TTFT;
       }
       if (cut != Cut.NONE) {
         cutStep = s;
         break;
       }
-      if (eligible.isEmpty()) {
-        baseline = s.ttftP95Millis();
+      before.add(s);
+    }
+    double baseline = before.isEmpty() ? Double.NaN : before.get(0).ttftP95Millis();
+    int firstSlow = before.size(); // the steps from here on are all above the TTFT limit
+    for (int i = before.size() - 1; i >= 1; i--) {
+      if (before.get(i).ttftP95Millis() > TTFT_FACTOR * baseline) {
+        firstSlow = i;
+      } else {
+        break;
       }
-      eligible.add(s);
+    }
+    List<StepResult> eligible = before.subList(0, firstSlow);
+    if (firstSlow < before.size()) {
+      cut = Cut.TTFT;
+      cutStep = before.get(firstSlow);
     }
     double max = 0;
     for (StepResult s : eligible) {

@@ -192,6 +192,43 @@ public record Mix(List<Mix.Entry> entries) {
     return entries.get(entries.size() - 1);
   }
 
+  /**
+   * {@code n} entries in the mix's proportions (largest remainder), shuffled: a step that draws its
+   * requests from it gets the same mix as every other step, so the steps differ by their
+   * concurrency, not by the luck of the draw.
+   */
+  public List<Entry> deck(int n, Random random) {
+    double total = totalWeight();
+    int[] counts = new int[entries.size()];
+    double[] remainders = new double[entries.size()];
+    int dealt = 0;
+    for (int i = 0; i < entries.size(); i++) {
+      double exact = n * entries.get(i).weight() / total;
+      counts[i] = (int) Math.floor(exact);
+      remainders[i] = exact - counts[i];
+      dealt += counts[i];
+    }
+    while (dealt < n) {
+      int best = 0;
+      for (int i = 1; i < remainders.length; i++) {
+        if (remainders[i] > remainders[best]) {
+          best = i;
+        }
+      }
+      counts[best]++;
+      remainders[best] = -1;
+      dealt++;
+    }
+    List<Entry> deck = new ArrayList<>(n);
+    for (int i = 0; i < entries.size(); i++) {
+      for (int k = 0; k < counts[i]; k++) {
+        deck.add(entries.get(i));
+      }
+    }
+    java.util.Collections.shuffle(deck, random);
+    return deck;
+  }
+
   private double totalWeight() {
     double t = 0;
     for (Entry e : entries) {

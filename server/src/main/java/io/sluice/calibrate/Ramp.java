@@ -9,8 +9,8 @@ import java.util.function.Consumer;
  * one more), up to {@code maxConcurrency}; it stops early at the first step that
  *
  * <ul>
- *   <li>is not eligible by the {@link Knee} rule (429/503, more than 1 % errors, TTFT p95 above
- *       twice the baseline), or
+ *   <li>is not eligible by the {@link Knee} rule (429/503, more than 1 % errors; TTFT p95 above
+ *       twice the baseline in it and in the step after it: one more step confirms a slow one), or
  *   <li>is flat: its throughput gained less than a tenth of what the added concurrency would give
  *       if throughput grew in proportion (doubling: less than 10 % above the best step before).
  * </ul>
@@ -93,13 +93,20 @@ final class Ramp {
       steps.add(s);
       onStep.accept(s);
       Knee.Analysis a = Knee.analyse(steps);
-      if (a.cut() != Knee.Cut.NONE) {
+      StepResult cutStep = a.cutStep();
+      boolean unconfirmed =
+          a.cut() == Knee.Cut.TTFT && cutStep != null && cutStep.concurrency() == c;
+      if (a.cut() != Knee.Cut.NONE && !unconfirmed) {
         stoppedBy =
             switch (a.cut()) {
               case CEILING -> "429/503 at " + c;
               case ERRORS -> "errors above 1 % at " + c;
               default ->
-                  "TTFT p95 above " + Report.number(Knee.TTFT_FACTOR) + "x the baseline at " + c;
+                  "TTFT p95 above "
+                      + Report.number(Knee.TTFT_FACTOR)
+                      + "x the baseline from "
+                      + (cutStep == null ? c : cutStep.concurrency())
+                      + " on";
             };
         break;
       }

@@ -34,19 +34,28 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Runs one step: {@code concurrency} closed-loop workers send streaming requests ({@code "stream":
- * true}) until the step's request budget is spent or its time is up, then the requests in flight
- * get the step time again to finish (then they are cancelled and counted unfinished).
+ * true}), each its next as soon as its previous one ended, until the step's request budget is spent
+ * or its time is up. Each worker's first request is not measured: the workers start together, and
+ * that burst is a transient (every prefill at once), not the steady state the step is after. The
+ * measured requests come from a {@linkplain Mix#deck deck} of the budget's size in the mix's
+ * proportions, the same for every step. While the last measured requests finish, the workers that
+ * have none left keep the concurrency up with unmeasured requests (none is sent after the last
+ * measured one ended; those in flight are let finish, so the next step starts on an idle endpoint:
+ * a cancelled generation may hold its slot at the server a while), so that every measured request
+ * ran under the step's load: no draining tail with fewer requests in flight, and no bias toward the
+ * requests that end first. The requests still in flight when the step time has passed twice, or the
+ * run's time limit, are cancelled and counted unfinished.
  *
  * <p>Measures, per request: time to the first {@code data:} chunk with content (TTFT), time to the
  * end of the stream, output tokens ({@code usage.completion_tokens} when the endpoint reports it,
- * else the content chunks), prompt tokens ({@code usage.prompt_tokens}). Throughput is measured
- * while every worker is busy: ok requests that ended between the step's start and the moment the
- * last request was sent, over that time, so the draining tail (fewer requests in flight than the
- * step's concurrency) does not count. When that window holds fewer completions than workers (a
- * budget under twice the concurrency), the whole step is used instead.
+ * else the content chunks), prompt tokens ({@code usage.prompt_tokens}). Throughput follows from
+ * Little's law: with {@code concurrency} requests in flight all along, the endpoint completes
+ * {@code concurrency / mean time per request} requests a second; ok requests per second are the ok
+ * requests' share of it ({@code concurrency × ok / sum of the ended requests' times}).
  *
  * <p>A step stops sending once more than 1 % of its budget (and at least 3 requests) failed: it is
- * past a limit already, and a provider that refuses should not be hammered.
+ * past a limit already, and a provider that refuses should not be hammered (no unmeasured requests
+ * then, nor after one of them failed).
  */
 final class StepRunner implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -130,7 +139,7 @@ final class StepRunner implements AutoCloseable {
   }
 
   private Probe probeOnce(Duration timeout) throws InterruptedException {
-    Step step = new Step(1, 1, System.nanoTime() + timeout.toNanos());
+    Step step = new Step(1, 1, System.nanoTime() + timeout.toNanos(), false);
     step.start();
     step.await(System.nanoTime() + timeout.toNanos());
     Call c;
@@ -151,7 +160,7 @@ final class StepRunner implements AutoCloseable {
 
   /** Runs a step; returns early (what it measured so far) when {@code runDeadlineNanos} passes. */
   StepResult run(int concurrency, long runDeadlineNanos) throws InterruptedException {
-    Step step = new Step(concurrency, settings.requestsPerStep(), runDeadlineNanos);
+    Step step = new Step(concurrency, settings.requestsPerStep(), runDeadlineNanos, true);
     step.start();
     step.await(runDeadlineNanos);
     return step.result();
@@ -163,8 +172,8 @@ final class StepRunner implements AutoCloseable {
     executor.shutdownNow();
   }
 
-  private synchronized HttpRequest nextRequest() {
-    Mix.Entry e = settings.mix().pick(random);
+  /** The request of {@code e}, a new prompt each time. */
+  private synchronized HttpRequest request(Mix.Entry e) {
     long n = ++nonce;
     ObjectNode body = JSON.createObjectNode();
     if (settings.model() != null) {
@@ -203,17 +212,27 @@ final class StepRunner implements AutoCloseable {
     final List<Call> calls = new ArrayList<>();
     final Set<Call> inFlight = ConcurrentHashMap.newKeySet();
     final CountDownLatch workersDone;
+    final List<Mix.Entry> deck;
     int issued; // guarded by this
+    int ended; // guarded by this: measured requests that ended
     int failed; // guarded by this
-    long lastIssueNanos; // guarded by this
-    boolean stopped; // guarded by this
+    boolean stopped; // guarded by this: no more measured requests
+    boolean paddingFailed; // guarded by this
+    int padding; // guarded by this: unmeasured requests sent (they cycle through the deck)
+    final int warmUps;
+    int warmUpsSent; // guarded by this
+    boolean errorStop; // guarded by this: more than 1 % of the budget failed
     @Nullable ScheduledFuture<?> stopTimer;
 
-    Step(int concurrency, int budget, long runDeadline) {
+    Step(int concurrency, int budget, long runDeadline, boolean warmUp) {
+      this.warmUps = warmUp ? concurrency : 0;
       this.concurrency = concurrency;
       this.budget = budget;
       this.runDeadline = runDeadline;
       this.workersDone = new CountDownLatch(concurrency);
+      synchronized (StepRunner.this) {
+        this.deck = settings.mix().deck(budget, random);
+      }
     }
 
     void start() {
@@ -228,34 +247,53 @@ final class StepRunner implements AutoCloseable {
       stopped = true;
     }
 
-    /** Sends this worker's next request, or ends the worker. */
+    /**
+     * Sends this worker's next request: a measured one while the budget and the step time last;
+     * then, while measured requests are still in flight, an unmeasured one that keeps the
+     * concurrency at the step's (so the last measured requests run under the same load as the
+     * first); else the worker ends.
+     */
     void next() {
       Call c;
+      Mix.Entry entry;
       synchronized (this) {
-        if (stopped || issued >= budget || System.nanoTime() >= runDeadline) {
-          c = null;
-        } else {
+        boolean inTime = System.nanoTime() < runDeadline;
+        if (!stopped && inTime && warmUpsSent < warmUps) {
+          entry = deck.get(warmUpsSent++ % deck.size());
+          c = new Call(false);
+        } else if (!stopped && issued < budget && inTime) {
+          entry = deck.get(issued);
           issued++;
-          lastIssueNanos = System.nanoTime();
-          c = new Call();
+          c = new Call(true);
           calls.add(c);
+        } else if (inTime && ended < issued && !paddingFailed && !errorStop) {
+          entry = deck.get(padding++ % deck.size());
+          c = new Call(false);
+        } else {
+          entry = null;
+          c = null;
+        }
+        if (c != null) {
+          inFlight.add(c);
         }
       }
-      if (c == null) {
+      if (c == null || entry == null) {
         workersDone.countDown();
         return;
       }
       Call call = c;
-      inFlight.add(call);
       try {
         CompletableFuture<HttpResponse<Void>> f =
             client.sendAsync(
-                nextRequest(),
+                request(entry),
                 info -> {
                   call.onHeaders(info);
                   return HttpResponse.BodySubscribers.fromLineSubscriber(call);
                 });
         call.future = f;
+        if (call.cancelled) {
+          f.cancel(true);
+        }
         var unused = f.whenCompleteAsync((r, ex) -> ended(call, ex), executor);
       } catch (RuntimeException e) { // e.g. a request the client refuses to build
         ended(call, e);
@@ -264,13 +302,20 @@ final class StepRunner implements AutoCloseable {
 
     void ended(Call c, @Nullable Throwable ex) {
       String kind = c.end(ex);
-      inFlight.remove(c);
-      if (!kind.equals("ok") && !kind.equals("unfinished")) {
-        synchronized (this) {
-          failed++;
-          if (failed >= 3 && failed > budget / 100) {
-            stopped = true;
+      boolean failure = !kind.equals("ok") && !kind.equals("unfinished");
+      synchronized (this) {
+        inFlight.remove(c);
+        if (c.measured) {
+          ended++;
+          if (failure) {
+            failed++;
+            if (failed >= 3 && failed > budget / 100) {
+              stopped = true;
+              errorStop = true;
+            }
           }
+        } else if (failure) {
+          paddingFailed = true; // e.g. 429s: do not keep a refusing endpoint busy for nothing
         }
       }
       next();
@@ -286,10 +331,12 @@ final class StepRunner implements AutoCloseable {
         finish();
         return;
       }
-      stopIssuing();
-      for (Call c : inFlight) {
-        c.cancel();
+      List<Call> left;
+      synchronized (this) {
+        stopped = true;
+        left = new ArrayList<>(inFlight);
       }
+      left.forEach(Call::cancel);
       workersDone.await(5, TimeUnit.SECONDS);
       finish();
     }
@@ -303,60 +350,48 @@ final class StepRunner implements AutoCloseable {
 
     StepResult result() {
       List<Call> done;
-      long lastIssue;
       int sent;
       synchronized (this) {
         done = new ArrayList<>(calls);
-        lastIssue = lastIssueNanos;
         sent = issued;
       }
       Map<String, Integer> errors = new TreeMap<>();
       int ok = 0;
       int unfinished = 0;
       List<Double> ttft = new ArrayList<>();
-      double latencySum = 0;
+      double okLatencySum = 0;
+      double busySeconds = 0;
       double promptSum = 0;
       int promptCount = 0;
       double outputSum = 0;
-      int okInWindow = 0;
-      double outputInWindow = 0;
-      long lastEnd = startNanos;
       for (Call c : done) {
         String kind = c.kind();
+        if (kind.equals("unfinished")) {
+          unfinished++;
+          continue;
+        }
+        double seconds = (c.endNanos - c.start) / 1e9;
+        busySeconds += seconds;
         if (kind.equals("ok")) {
           ok++;
           if (c.firstContent >= 0) {
             ttft.add((c.firstContent - c.start) / 1e6);
           }
-          latencySum += (c.endNanos - c.start) / 1e6;
-          int out = c.outputTokens();
-          outputSum += out;
+          okLatencySum += seconds * 1000;
+          outputSum += c.outputTokens();
           if (c.usagePrompt >= 0) {
             promptSum += c.usagePrompt;
             promptCount++;
           }
-          if (c.endNanos <= lastIssue) {
-            okInWindow++;
-            outputInWindow += out;
-          }
-          lastEnd = Math.max(lastEnd, c.endNanos);
-        } else if (kind.equals("unfinished")) {
-          unfinished++;
         } else {
           errors.merge(kind, 1, Integer::sum);
         }
       }
-      double rps;
-      double tps;
-      if (okInWindow >= concurrency && lastIssue > startNanos) {
-        double seconds = (lastIssue - startNanos) / 1e9;
-        rps = okInWindow / seconds;
-        tps = outputInWindow / seconds;
-      } else {
-        double seconds = Math.max(1e-9, (lastEnd - startNanos) / 1e9);
-        rps = ok == 0 ? 0 : ok / seconds;
-        tps = ok == 0 ? 0 : outputSum / seconds;
-      }
+      // Little's law: `concurrency` requests were in flight all along (padding kept them up), so
+      // the endpoint completed concurrency / (mean time per request) requests per second; the ok
+      // ones are their share of that worker time.
+      double rps = busySeconds <= 0 ? 0 : concurrency * ok / busySeconds;
+      double tps = busySeconds <= 0 ? 0 : concurrency * outputSum / busySeconds;
       double[] t = ttft.stream().mapToDouble(Double::doubleValue).sorted().toArray();
       return new StepResult(
           concurrency,
@@ -368,7 +403,7 @@ final class StepRunner implements AutoCloseable {
           tps,
           percentile(t, 50),
           percentile(t, 95),
-          ok == 0 ? Double.NaN : latencySum / ok,
+          ok == 0 ? Double.NaN : okLatencySum / ok,
           promptCount == 0 ? Double.NaN : promptSum / promptCount,
           ok == 0 ? Double.NaN : outputSum / ok,
           (System.nanoTime() - startNanos) / 1_000_000);
@@ -387,6 +422,10 @@ final class StepRunner implements AutoCloseable {
   /** One request: its timings and what its stream said. Lines arrive serially (Flow rules). */
   private static final class Call implements Flow.Subscriber<String> {
     final long start = System.nanoTime();
+
+    /** Counted in the step's results (else it only keeps the concurrency up). */
+    final boolean measured;
+
     volatile int status;
     volatile boolean eventStream;
     volatile long firstContent = -1;
@@ -404,6 +443,10 @@ final class StepRunner implements AutoCloseable {
     volatile @Nullable String kind;
 
     volatile long endNanos;
+
+    Call(boolean measured) {
+      this.measured = measured;
+    }
 
     void onHeaders(HttpResponse.ResponseInfo info) {
       status = info.statusCode();

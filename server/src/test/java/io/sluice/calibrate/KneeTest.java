@@ -81,6 +81,21 @@ class KneeTest {
   }
 
   @Test
+  void aTtftSpikeThatAHigherStepDoesNotConfirm_isNoise() {
+    List<StepResult> steps = new ArrayList<>(psCurve(16, 1, 2, 4, 8, 12, 16, 20));
+    steps.set(4, StepResult.of(12, 120, 250, Map.of())); // a stalled machine: 2.5x at 12 only
+    Knee.Analysis a = Knee.analyse(steps);
+    assertThat(a.cut()).isEqualTo(Knee.Cut.NONE);
+    assertThat(a.kneeConcurrency()).isEqualTo(16);
+    // the same spike at the top is not known to be noise: the steps end there
+    steps.set(6, StepResult.of(20, 160, 260, Map.of()));
+    Knee.Analysis top = Knee.analyse(steps);
+    assertThat(top.cut()).isEqualTo(Knee.Cut.TTFT);
+    assertThat(top.cutStep().concurrency()).isEqualTo(20);
+    assertThat(top.kneeConcurrency()).isEqualTo(16);
+  }
+
+  @Test
   void ceiling_isTheLowestConcurrencyWith429Or503_andCapsTheKnee() {
     // K = 16, but the provider answers 429 above 6 in flight
     List<StepResult> steps = new ArrayList<>(psCurve(16, 1, 2, 4, 5, 6));

@@ -46,6 +46,21 @@ class MixTest {
   }
 
   @Test
+  void deck_holdsTheMixInProportion_byLargestRemainder() {
+    Mix m =
+        Mix.parse(
+            "requests:\n  - {weight: 3, promptTokens: 1, maxTokens: 1}\n  - {weight: 1, promptTokens: 2, maxTokens: 1}\n  - {weight: 1, promptTokens: 3, maxTokens: 1}\n");
+    java.util.List<Mix.Entry> deck = m.deck(12, new Random(1));
+    assertThat(deck).hasSize(12);
+    // 7.2, 2.4, 2.4: 7, 2, 2, and the largest remainder (0.4, the first of the two) gets the last
+    assertThat(deck.stream().filter(e -> e.promptTokens() == 1)).hasSize(7);
+    assertThat(deck.stream().filter(e -> e.promptTokens() == 2)).hasSize(3);
+    assertThat(deck.stream().filter(e -> e.promptTokens() == 3)).hasSize(2);
+    assertThat(m.deck(64, new Random(2)).stream().filter(e -> e.promptTokens() == 1)).hasSize(38);
+    assertThat(m.deck(1, new Random(1))).hasSize(1);
+  }
+
+  @Test
   void everyErrorNamesItsFieldAndTheExpectedValue() {
     ConfigException e =
         errors(

@@ -51,6 +51,24 @@ class RampTest {
   }
 
   @Test
+  void aSlowStep_isConfirmedByTheNext_beforeTheRampStops() throws Exception {
+    List<Integer> tried = new ArrayList<>();
+    Ramp.Outcome o =
+        run(
+            new Ramp.Schedule(1, 64, 2.0, 3),
+            c -> {
+              tried.add(c);
+              // K = 32; the step at 8 has a TTFT spike (noise), 64 is really slow
+              return c == 8 || c == 64
+                  ? StepResult.of(c, 10.0 * Math.min(c, 32), 300, Map.of())
+                  : KneeTest.ps(c, 32, 0);
+            });
+    assertThat(tried).startsWith(1, 2, 4, 8, 16, 32, 64);
+    assertThat(o.analysis().kneeConcurrency()).isBetween(31, 32); // 31 is 97 % of 32
+    assertThat(o.stoppedBy()).isEqualTo("throughput flat at 64");
+  }
+
+  @Test
   void ceiling_stopsTheRamp_andIsRefined() throws Exception {
     List<Integer> tried = new ArrayList<>();
     Ramp.Outcome o =
