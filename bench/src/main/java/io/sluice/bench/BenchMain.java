@@ -24,9 +24,9 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * {@code java -jar bench/target/sluice-bench.jar
- * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas]}. With no subcommand it
- * prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code --help} and {@code
- * -V}/{@code --version} are inherited by every subcommand.
+ * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|calibrate-sim]}. With no
+ * subcommand it prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code --help}
+ * and {@code -V}/{@code --version} are inherited by every subcommand.
  */
 @Command(
     name = "sluice-bench",
@@ -44,7 +44,8 @@ import picocli.CommandLine.ScopeType;
       RlsBench.class,
       Flood.class,
       ColdStart.class,
-      Replicas.class
+      Replicas.class,
+      CalibrateSim.class
     })
 public final class BenchMain {
 
