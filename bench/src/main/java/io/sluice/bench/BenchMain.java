@@ -24,9 +24,9 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * {@code java -jar bench/target/sluice-bench.jar
- * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|knee|throttle]}. With no
- * subcommand it prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code --help}
- * and {@code -V}/{@code --version} are inherited by every subcommand.
+ * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|knee|throttle|calibrate-sim]}.
+ * With no subcommand it prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code
+ * --help} and {@code -V}/{@code --version} are inherited by every subcommand.
  */
 @Command(
     name = "sluice-bench",
@@ -46,7 +46,8 @@ import picocli.CommandLine.ScopeType;
       ColdStart.class,
       Replicas.class,
       Knee.class,
-      Throttle.class
+      Throttle.class,
+      CalibrateSim.class
     })
 public final class BenchMain {
 

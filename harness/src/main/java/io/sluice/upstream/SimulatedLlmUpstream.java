@@ -37,8 +37,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code defaultOutputTokens}; a body field {@code sim_output_tokens} (a simulation hint) ends the
  * answer earlier. Zero durations make it instant (for tests). {@link #throttle(int, Duration)}
  * makes it answer 429 or 503 with {@code retry-after} like a throttling provider; {@link
- * #concurrencyCeiling(int, int, Duration)} does so only for the requests beyond a concurrency
- * ceiling (a provider's per-key concurrency limit).
+ * #concurrencyCeiling(int, int, Duration)} does so only for requests above a number in flight, like
+ * a provider with an unstated concurrency limit.
  */
 public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -95,7 +95,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   private record Throttle(int status, Duration retryAfter) {}
 
-  private record Ceiling(int n, Throttle answer) {}
+  private record Ceiling(int maxInFlight, Throttle answer) {}
 
   private final Settings settings;
   private final ScheduledExecutorService scheduler;
@@ -106,12 +106,17 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private long concurrencySince = System.nanoTime();
   private long lastChange = concurrencySince;
   private final AtomicLong served = new AtomicLong();
-  private final AtomicLong throttledAnswers = new AtomicLong();
   private final AtomicLong promptTokensSpent = new AtomicLong();
   private final AtomicLong completionTokensSpent = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private volatile Throttle throttle;
   private volatile Ceiling ceiling;
+
+  /** Generations accepted and not yet ended or cancelled (what the ceiling counts). */
+  private final AtomicInteger inFlight = new AtomicInteger();
+
+  private final AtomicLong throttledAnswers = new AtomicLong();
+
   private HttpServer httpServer;
   private ExecutorService httpExecutor;
 
@@ -154,20 +159,41 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   }
 
   /**
-   * From now on answer {@code status} (429 or 503) with {@code retry-after} (whole seconds, at
-   * least 1) to every request that arrives while {@code n} or more generations are running, that
-   * is, whenever it would make more than {@code n} requests active; the others are served as usual.
-   * {@code n} 0 or less removes the ceiling. A running {@link #throttle} answers first.
+   * From now on answer {@code status} (429 or 503) with {@code retry-after} to any request that
+   * arrives while {@code maxInFlight} generations are already in flight; the others are served as
+   * usual (the batch-slot model still applies to them). Models a provider's concurrency limit that
+   * it does not publish. In flight: from {@link #send} accepting the request until its last token
+   * or its cancellation (so an in-process caller must subscribe to or cancel every body it gets, as
+   * {@link Upstream} callers do). {@link #inFlight()} reads the count. {@code maxInFlight} 0 or
+   * less removes the ceiling.
    */
-  public void concurrencyCeiling(int n, int status, Duration retryAfter) {
-    if (n <= 0) {
+  public void concurrencyCeiling(int maxInFlight, int status, Duration retryAfter) {
+    if (maxInFlight <= 0) { // 0 or less: no ceiling
       this.ceiling = null;
       return;
     }
     if (status != 429 && status != 503) {
       throw new IllegalArgumentException("status: " + status + " (expected: 429 or 503)");
     }
-    this.ceiling = new Ceiling(n, new Throttle(status, retryAfter));
+    this.ceiling = new Ceiling(maxInFlight, new Throttle(status, retryAfter));
+  }
+
+  /** Removes the {@link #concurrencyCeiling(int, int, Duration)}. */
+  public void noConcurrencyCeiling() {
+    this.ceiling = null;
+  }
+
+  /** Generations accepted and not yet ended or cancelled (what the concurrency ceiling counts). */
+  public int inFlight() {
+    return inFlight.get();
+  }
+
+  /**
+   * Requests answered 429 or 503 so far by {@link #throttle} or {@link #concurrencyCeiling} (never
+   * started).
+   */
+  public long throttledAnswers() {
+    return throttledAnswers.get();
   }
 
   /** Requests currently generating (prefill or decode). */
@@ -217,14 +243,6 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     }
   }
 
-  /**
-   * Requests answered 429 or 503 so far by {@link #throttle} or {@link #concurrencyCeiling} (never
-   * started).
-   */
-  public long throttledAnswers() {
-    return throttledAnswers.get();
-  }
-
   /** Requests answered with 200 so far. */
   public long served() {
     return served.get();
@@ -263,11 +281,6 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
       throttledAnswers.incrementAndGet();
       return CompletableFuture.completedFuture(throttled(t));
     }
-    Ceiling c = ceiling;
-    if (c != null && active.get() >= c.n()) {
-      throttledAnswers.incrementAndGet();
-      return CompletableFuture.completedFuture(throttled(c.answer()));
-    }
     JsonNode body;
     try {
       body = request.body().length == 0 ? JSON.createObjectNode() : JSON.readTree(request.body());
@@ -290,6 +303,12 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     JsonNode actual = body.get("sim_output_tokens");
     if (actual != null && actual.canConvertToInt() && actual.asInt() > 0) {
       completionTokens = Math.min(completionTokens, actual.asInt());
+    }
+    Ceiling c = ceiling;
+    if (inFlight.incrementAndGet() > (c == null ? Integer.MAX_VALUE : c.maxInFlight())) {
+      inFlight.decrementAndGet();
+      throttledAnswers.incrementAndGet();
+      return CompletableFuture.completedFuture(throttled(c.answer()));
     }
     Generation generation =
         new Generation(
@@ -351,6 +370,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     private void release() {
       if (released.compareAndSet(0, 1)) {
         activeChanged(-1);
+        inFlight.decrementAndGet();
       }
     }
 

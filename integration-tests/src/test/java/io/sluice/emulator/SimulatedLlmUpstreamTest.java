@@ -110,6 +110,38 @@ class SimulatedLlmUpstreamTest {
   }
 
   /**
+   * With a ceiling of 2 in flight, a third request is answered 429 with retry-after; once one of
+   * the two ends, the next is served again; a cancelled generation frees its slot too.
+   */
+  @Test
+  void concurrencyCeiling_refusesAboveTheLimit_untilOneEnds() throws Exception {
+    VirtualScheduler clock = new VirtualScheduler();
+    llm =
+        new SimulatedLlmUpstream(
+            new Settings(8, Duration.ZERO, Duration.ofMillis(10), 3, 100, 4), clock);
+    llm.concurrencyCeiling(2, 429, Duration.ofSeconds(2));
+
+    UpstreamResponse a = llm.send(chat("{\"stream\":true}")).get(1, TimeUnit.SECONDS);
+    UpstreamResponse b = llm.send(chat("{\"stream\":true}")).get(1, TimeUnit.SECONDS);
+    UpstreamResponse third = llm.send(chat("{\"stream\":true}")).get(1, TimeUnit.SECONDS);
+    assertThat(a.status()).isEqualTo(200);
+    assertThat(b.status()).isEqualTo(200);
+    assertThat(third.status()).isEqualTo(429);
+    assertThat(third.headers().first("retry-after")).contains("2");
+    assertThat(llm.inFlight()).isEqualTo(2);
+
+    a.body().subscribe((data, eos) -> {});
+    clock.advance(Duration.ofMillis(100)); // a's three tokens: it ends
+    assertThat(llm.inFlight()).isEqualTo(1); // b, accepted, not yet read
+    assertThat(llm.send(chat("{\"stream\":true}")).get(1, TimeUnit.SECONDS).status())
+        .isEqualTo(200);
+    assertThat(llm.inFlight()).isEqualTo(2);
+    b.body().subscribe((data, eos) -> {}).run(); // cancelled: its slot is free again
+    assertThat(llm.inFlight()).isEqualTo(1);
+    llm.noConcurrencyCeiling();
+  }
+
+  /**
    * On a virtual clock: first token after prefill (0 here), then 5 decode steps of 20 ms, so one
    * request alone ends at 100 ms; two requests on one slot share it, so each step takes 40 ms and
    * both end at 200 ms.

@@ -23,7 +23,9 @@ import picocli.CommandLine.Parameters;
 /**
  * {@code sluice [serve] [--config FILE]}, {@code sluice validate FILE} (errors, plus warnings for
  * trusted headers the shipped Envoy configs do not strip), {@code sluice config print-default},
- * {@code sluice version}. Every command takes {@code -h}/{@code --help}.
+ * {@code sluice calibrate --target URL} (a bounded load test that proposes a pool: {@link
+ * io.sluice.calibrate.CalibrateCommand}), {@code sluice version}. Every command takes {@code
+ * -h}/{@code --help}.
  */
 @Command(
     name = "sluice",
@@ -34,6 +36,7 @@ import picocli.CommandLine.Parameters;
       Main.Serve.class,
       Main.Validate.class,
       Main.ConfigCommand.class,
+      io.sluice.calibrate.CalibrateCommand.class,
       Main.VersionCommand.class,
       CommandLine.HelpCommand.class
     })
