@@ -166,19 +166,14 @@ public final class Calibrator {
               + a.ceilingLine()
               + "\n";
       proposal = Proposal.of(a, o.mix(), scale, o.names(), header);
-      String check;
-      try {
-        ConfigLoader.parse(proposal.staticYaml());
-        check = "(a complete policy: `sluice validate` accepts it)";
-      } catch (ConfigException e) {
-        check = "(does NOT validate: " + String.join("; ", e.errors()) + ")";
-      }
       out.println();
-      out.println("proposed pool, static " + check + ":");
+      out.println("proposed pool, static " + validates(proposal.staticYaml()) + ":");
       out.print(proposal.staticYaml());
       out.println();
       out.println(
-          "alternative, adaptive (pools.<name>.adaptive; the static one above without it):");
+          "alternative, adaptive (the knee as the ceiling, a quarter of it as the floor) "
+              + validates(proposal.adaptiveYaml())
+              + ":");
       out.print(proposal.adaptiveYaml());
       files.add(write(o.out().resolve("pool-static.yaml"), proposal.staticYaml()));
       files.add(write(o.out().resolve("pool-adaptive.yaml"), proposal.adaptiveYaml()));
@@ -226,6 +221,16 @@ public final class Calibrator {
         + (u.getPort() < 0 ? "" : ":" + u.getPort())
         + (u.getRawPath() == null ? "" : u.getRawPath())
         + (u.getRawQuery() == null ? "" : "?(query not shown)");
+  }
+
+  /** Whether {@code yaml} is a policy the loader accepts, said for the printout. */
+  private static String validates(String yaml) {
+    try {
+      ConfigLoader.parse(yaml);
+      return "(a complete policy: `sluice validate` accepts it)";
+    } catch (ConfigException e) {
+      return "(does NOT validate: " + String.join("; ", e.errors()) + ")";
+    }
   }
 
   private static String seconds(Duration d) {

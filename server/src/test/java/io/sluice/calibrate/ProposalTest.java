@@ -55,9 +55,12 @@ class ProposalTest {
         .contains("    adaptive:\n      enabled: true\n      minCapacity: 1200 ")
         .contains("      minRequests: 4 ")
         .contains("queue: {workShare: 1.0, maxItems: 16}");
-    // without its adaptive block it is a valid policy with the knee as the pool
-    String withoutAdaptive = p.adaptiveYaml().replaceAll("(?m)^    adaptive:\\n(      .*\\n)+", "");
-    assertThat(ConfigLoader.parse(withoutAdaptive).pools().get("gpu").maxRequests()).isEqualTo(16);
+    // a valid policy: the knee is the ceiling, a quarter of it the floor
+    var pool = ConfigLoader.parse(p.adaptiveYaml()).pools().get("gpu");
+    assertThat(pool.maxRequests()).isEqualTo(16);
+    assertThat(pool.adaptive().enabled()).isTrue();
+    assertThat(pool.adaptive().minRequests()).isEqualTo(4);
+    assertThat(pool.adaptive().minCapacity()).isEqualTo(1200);
   }
 
   @Test
