@@ -56,6 +56,10 @@ final class RequestBodyReader {
     long maxTokens = CAP_ABSENT;
     long maxCompletionTokens = CAP_ABSENT;
     long maxOutputTokens = CAP_ABSENT;
+    // OpenAI's n (choices) and best_of (completions: candidates generated server-side), 1 if
+    // absent or unreadable, at most MAX_CHOICES
+    int n = 1;
+    int bestOf = 1;
     boolean messages;
     boolean system;
     boolean instructions;
@@ -121,6 +125,8 @@ final class RequestBodyReader {
           case "max_tokens" -> scan.maxTokens = cap(v);
           case "max_completion_tokens" -> scan.maxCompletionTokens = cap(v);
           case "max_output_tokens" -> scan.maxOutputTokens = cap(v);
+          case "n" -> scan.n = choices(v);
+          case "best_of" -> scan.bestOf = choices(v);
           case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
           case "system" -> scan.system = v != JsonToken.VALUE_NULL;
           case "instructions" -> scan.instructions = v != JsonToken.VALUE_NULL;
@@ -148,6 +154,21 @@ final class RequestBodyReader {
   }
 
   /** Reads an output cap: a positive long, {@link #CAP_ABSENT}, {@link #CAP_INVALID}. */
+  /** The most choices one request is counted for (OpenAI's own limit on {@code n} is 128). */
+  static final int MAX_CHOICES = 128;
+
+  /**
+   * A choice count ({@code n}, {@code best_of}): a positive integer, at most {@link #MAX_CHOICES};
+   * anything else counts as 1 (the upstream refuses it; the estimate stays the single answer's).
+   */
+  private int choices(JsonToken v) throws IOException {
+    long c = cap(v);
+    if (c == CAP_ABSENT || c == CAP_INVALID) {
+      return 1;
+    }
+    return (int) Math.min(MAX_CHOICES, c);
+  }
+
   private long cap(JsonToken v) throws IOException {
     if (v == JsonToken.VALUE_NULL) {
       return CAP_ABSENT;

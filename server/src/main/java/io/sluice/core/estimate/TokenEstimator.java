@@ -214,6 +214,32 @@ public final class TokenEstimator {
    */
   static long reserve(
       @Nullable RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
+    long one = reserveOfOneAnswer(format, scan, limits);
+    int choices = choices(format, scan);
+    if (choices == 1) {
+      return one;
+    }
+    return ((one & Long.MAX_VALUE) * choices) | (one & Long.MIN_VALUE);
+  }
+
+  /**
+   * How many answers the request asks the upstream to generate: {@code n} for OpenAI chat and
+   * completions, and for completions {@code best_of} when larger (that many candidates are
+   * generated to return the best {@code n}); 1 for the other formats.
+   */
+  static int choices(@Nullable RequestFormat format, RequestBodyReader.Scan scan) {
+    if (format == RequestFormat.OPENAI_CHAT) {
+      return scan.n;
+    }
+    if (format == RequestFormat.OPENAI_COMPLETIONS || format == RequestFormat.AUTO) {
+      return Math.max(scan.n, scan.bestOf);
+    }
+    return 1;
+  }
+
+  /** The output reserve of one answer, with the sign bit set when clamped. */
+  private static long reserveOfOneAnswer(
+      @Nullable RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
     long cap;
     if (format == null) {
       cap = firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);

@@ -302,6 +302,43 @@ class TokenEstimatorTest {
 
   // ------------------------------------------------------------ output reserve
 
+  /**
+   * Several answers in one request ({@code n}, and {@code best_of} for completions) reserve that
+   * many times the one answer's cap (clamped per answer); other formats and unreadable counts are
+   * one answer; at most 128 (OpenAI's own limit on {@code n}).
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "OPENAI_CHAT        | \"max_tokens\":100,\"n\":3                  | 300   | false",
+        "OPENAI_CHAT        | \"n\":2                                       | 1024  | false",
+        "OPENAI_CHAT        | \"max_tokens\":9999,\"n\":2                 | 8192  | true",
+        "OPENAI_CHAT        | \"max_tokens\":10,\"n\":1000                | 1280  | false",
+        "OPENAI_CHAT        | \"max_tokens\":10,\"n\":0                   | 10    | false",
+        "OPENAI_CHAT        | \"max_tokens\":10,\"n\":\"4\"               | 10    | false",
+        "OPENAI_CHAT        | \"max_tokens\":10,\"best_of\":4             | 10    | false",
+        "OPENAI_COMPLETIONS | \"max_tokens\":100,\"best_of\":4,\"n\":2    | 400   | false",
+        "OPENAI_COMPLETIONS | \"max_tokens\":100,\"n\":3                  | 300   | false",
+        "ANTHROPIC_MESSAGES | \"max_tokens\":100,\"n\":3                  | 100   | false",
+        "OPENAI_RESPONSES   | \"max_output_tokens\":100,\"n\":3           | 100   | false",
+      })
+  void reserve_severalAnswers_multiplyTheOneAnswersReserve(
+      RequestFormat format, String fields, long expected, boolean clamped) {
+    String body =
+        format == RequestFormat.OPENAI_COMPLETIONS
+            ? "{\"model\":\"gpt-3.5-turbo-instruct\",\"prompt\":\"hi\"," + fields + "}"
+            : format == RequestFormat.OPENAI_RESPONSES
+                ? "{\"model\":\"gpt-4o\",\"input\":\"hi\"," + fields + "}"
+                : "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                    + fields
+                    + "}";
+    TokenEstimate e = estimate(format, body);
+    assertThat(e.outputReserveTokens()).isEqualTo(expected);
+    assertThat(e.outputClamped()).isEqualTo(clamped);
+    assertThat(e.fallbackCause()).isNull();
+  }
+
   @ParameterizedTest(name = "max_tokens={0}")
   @CsvSource(
       delimiter = '|',
