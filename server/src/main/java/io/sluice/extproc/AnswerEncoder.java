@@ -59,39 +59,7 @@ final class AnswerEncoder {
       long estOutputTokens,
       long workUnits,
       String would,
-      String wouldReason) {
-
-    /** Without a shadow decision. */
-    DecisionFields(
-        boolean resolved,
-        String tenant,
-        String tier,
-        String requestClass,
-        String pool,
-        String route,
-        String decision,
-        String reason,
-        boolean estimated,
-        long estInputTokens,
-        long estOutputTokens,
-        long workUnits) {
-      this(
-          resolved,
-          tenant,
-          tier,
-          requestClass,
-          pool,
-          route,
-          decision,
-          reason,
-          estimated,
-          estInputTokens,
-          estOutputTokens,
-          workUnits,
-          null,
-          null);
-    }
-  }
+      String wouldReason) {}
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
   static byte[] admit(

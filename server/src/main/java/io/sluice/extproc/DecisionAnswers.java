@@ -7,6 +7,7 @@ import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.Subject;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Builds the answer a decided request gets on the wire: the admit CONTINUE (with {@code
@@ -43,7 +44,10 @@ final class DecisionAnswers {
               + s.workUnits());
     }
     return Responses.admit(
-        rt.tables().answerEntries(), atBody, headers, metadata(s, "admit", Reason.ADMITTED));
+        rt.tables().answerEntries(),
+        atBody,
+        headers,
+        metadata(s, "admit", Reason.ADMITTED, null, null));
   }
 
   /**
@@ -72,26 +76,11 @@ final class DecisionAnswers {
               + ";work="
               + s.workUnits());
     }
-    AnswerEncoder.DecisionFields f = metadata(s, "admit", Reason.ADMITTED);
     return Responses.admit(
         rt.tables().answerEntries(),
         atBody,
         headers,
-        new AnswerEncoder.DecisionFields(
-            f.resolved(),
-            f.tenant(),
-            f.tier(),
-            f.requestClass(),
-            f.pool(),
-            f.route(),
-            f.decision(),
-            f.reason(),
-            f.estimated(),
-            f.estInputTokens(),
-            f.estOutputTokens(),
-            f.workUnits(),
-            would,
-            reason));
+        metadata(s, "admit", Reason.ADMITTED, would, reason));
   }
 
   /** A refusal; {@code grpc}: the request is a gRPC call (answered with grpc_status). */
@@ -103,15 +92,22 @@ final class DecisionAnswers {
       int status,
       long retryAfter,
       String message) {
-    AnswerEncoder.DecisionFields f = metadata(s, "reject", reason);
+    AnswerEncoder.DecisionFields f = metadata(s, "reject", reason, null, null);
     AnswerEncoder.Entries entries = rt.tables().answerEntries();
     return grpc
         ? Responses.rejectGrpc(entries, reason, status, retryAfter, message, f)
         : Responses.reject(entries, reason, status, retryAfter, message, f);
   }
 
+  /**
+   * The {@code sluice} metadata fields; {@code would} and {@code wouldReason}: shadow's (or null).
+   */
   private static AnswerEncoder.DecisionFields metadata(
-      AdmissionSession s, String decision, Reason reason) {
+      AdmissionSession s,
+      String decision,
+      Reason reason,
+      @Nullable String would,
+      @Nullable String wouldReason) {
     Subject r = s.subject();
     TokenEstimate e = s.estimate();
     return new AnswerEncoder.DecisionFields(
@@ -126,6 +122,8 @@ final class DecisionAnswers {
         e != null,
         e != null ? e.inputTokens() : 0,
         e != null ? e.outputReserveTokens() : 0,
-        e != null ? s.workUnits() : 0);
+        e != null ? s.workUnits() : 0,
+        would,
+        wouldReason);
   }
 }

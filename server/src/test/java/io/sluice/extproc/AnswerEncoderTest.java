@@ -188,7 +188,9 @@ class AnswerEncoderTest {
             true,
             1L << 40,
             0,
-            7);
+            7,
+            null,
+            null);
     Map<String, String> h = Map.of("x-sluice-estimate", "v".repeat(20_000));
     assertThat(ProcessingResponse.parseFrom(AnswerEncoder.admit(ENTRIES, false, h, f)))
         .isEqualTo(referenceAdmit(false, h, f));
