@@ -10,8 +10,17 @@ import org.junit.jupiter.api.Test;
 /** The step schedule against a model of an endpoint (no HTTP). */
 class RampTest {
 
-  private static Ramp.Outcome run(Ramp.Schedule s, Ramp.Stepper stepper) throws Exception {
-    return Ramp.run(s, stepper, () -> false, x -> {});
+  private static Ramp.Outcome run(Ramp.Schedule s, List<Integer> tried, Ramp.Stepper stepper)
+      throws Exception {
+    return Ramp.run(s, recording(tried, stepper), () -> false, x -> {});
+  }
+
+  /** {@code stepper}, noting each concurrency it is asked for in {@code tried}. */
+  private static Ramp.Stepper recording(List<Integer> tried, Ramp.Stepper stepper) {
+    return c -> {
+      tried.add(c);
+      return stepper.step(c);
+    };
   }
 
   @Test
@@ -19,13 +28,7 @@ class RampTest {
     for (int k = 3; k <= 48; k++) {
       int slots = k;
       List<Integer> tried = new ArrayList<>();
-      Ramp.Outcome o =
-          run(
-              new Ramp.Schedule(1, 64, 2.0, 3),
-              c -> {
-                tried.add(c);
-                return KneeTest.ps(c, slots, 0);
-              });
+      Ramp.Outcome o = run(new Ramp.Schedule(1, 64, 2.0, 3), tried, c -> KneeTest.ps(c, slots, 0));
       int knee = o.analysis().kneeConcurrency();
       assertThat(Math.abs(knee - k))
           .as("K=%d: knee %d, tried %s", k, knee, tried)
@@ -37,13 +40,7 @@ class RampTest {
   @Test
   void coarseSteps_double_andStopWhenFlat() throws Exception {
     List<Integer> tried = new ArrayList<>();
-    Ramp.Outcome o =
-        run(
-            new Ramp.Schedule(1, 64, 2.0, 0),
-            c -> {
-              tried.add(c);
-              return KneeTest.ps(c, 8, 0);
-            });
+    Ramp.Outcome o = run(new Ramp.Schedule(1, 64, 2.0, 0), tried, c -> KneeTest.ps(c, 8, 0));
     // 16 is flat (and at 2x TTFT, not above): the ramp stops there
     assertThat(tried).containsExactly(1, 2, 4, 8, 16);
     assertThat(o.stoppedBy()).isEqualTo("throughput flat at 16");
@@ -56,13 +53,12 @@ class RampTest {
     Ramp.Outcome o =
         run(
             new Ramp.Schedule(1, 64, 2.0, 3),
-            c -> {
-              tried.add(c);
-              // K = 32; the step at 8 has a TTFT spike (noise), 64 is really slow
-              return c == 8 || c == 64
-                  ? StepResult.of(c, 10.0 * Math.min(c, 32), 300, Map.of())
-                  : KneeTest.ps(c, 32, 0);
-            });
+            tried,
+            // K = 32; the step at 8 has a TTFT spike (noise), 64 is really slow
+            c ->
+                c == 8 || c == 64
+                    ? StepResult.of(c, 10.0 * Math.min(c, 32), 300, Map.of())
+                    : KneeTest.ps(c, 32, 0));
     assertThat(tried).startsWith(1, 2, 4, 8, 16, 32, 64);
     assertThat(o.analysis().kneeConcurrency()).isBetween(31, 32); // 31 is 97 % of 32
     assertThat(o.stoppedBy()).isEqualTo("throughput flat at 64");
@@ -74,10 +70,8 @@ class RampTest {
     Ramp.Outcome o =
         run(
             new Ramp.Schedule(1, 64, 2.0, 3),
-            c -> {
-              tried.add(c);
-              return c > 6 ? StepResult.of(c, 60, 100, Map.of("429", 10)) : KneeTest.ps(c, 16, 0);
-            });
+            tried,
+            c -> c > 6 ? StepResult.of(c, 60, 100, Map.of("429", 10)) : KneeTest.ps(c, 16, 0));
     assertThat(tried).containsExactly(1, 2, 4, 8, 3, 5, 6, 7);
     assertThat(o.analysis().ceiling()).isEqualTo(7);
     assertThat(o.analysis().kneeConcurrency()).isEqualTo(6);
@@ -90,10 +84,7 @@ class RampTest {
     Ramp.Outcome o =
         Ramp.run(
             new Ramp.Schedule(1, 64, 2.0, 3),
-            c -> {
-              tried.add(c);
-              return KneeTest.ps(c, 32, 0);
-            },
+            recording(tried, c -> KneeTest.ps(c, 32, 0)),
             () -> tried.size() >= 3,
             x -> {});
     assertThat(tried).containsExactly(1, 2, 4);
