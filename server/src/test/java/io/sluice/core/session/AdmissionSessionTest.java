@@ -6,9 +6,6 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
-import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
@@ -46,15 +43,7 @@ class AdmissionSessionTest {
   private final ClassPolicy interactive = OneSlotPool.INTERACTIVE;
   private final AdmissionController controller = OneSlotPool.controller();
   private final Sessions sessions =
-      new Sessions(
-          controller,
-          quotas,
-          new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-          500,
-          ticker,
-          clock,
-          timer,
-          events::add);
+      OneSlotPool.sessions(controller, quotas, ticker, clock, timer, events::add);
 
   /** What the front end was told, in order. */
   static final class Front implements SessionFront {

@@ -17,6 +17,30 @@ import org.jspecify.annotations.Nullable;
 public final class OneSlotPool {
   private OneSlotPool() {}
 
+  /**
+   * The sessions of the session tests: {@code controller}'s pools, the default estimator with a
+   * small token cache, 500 default input tokens, no tenant caps across replicas.
+   */
+  static Sessions sessions(
+      AdmissionController controller,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.time.Ticker ticker,
+      java.time.Clock clock,
+      HoldTimer timer,
+      SessionListener listener) {
+    return new Sessions(
+        controller,
+        quotas,
+        new io.sluice.core.estimate.TokenEstimator(
+            io.sluice.core.estimate.EstimatorSettings.defaults(),
+            new io.sluice.core.estimate.TokenCountCache(1 << 16, 32)),
+        500,
+        ticker,
+        clock,
+        timer,
+        listener);
+  }
+
   /** Pool {@code gpu}: 100,000 work units, one request slot, 5 s hold. */
   public static final PoolPolicy POOL =
       new PoolPolicy(

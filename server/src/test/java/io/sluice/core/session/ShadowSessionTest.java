@@ -6,10 +6,7 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantQuotas;
@@ -41,15 +38,7 @@ class ShadowSessionTest {
   private final List<SessionEvent> events = new ArrayList<>();
   private final AdmissionController controller = OneSlotPool.controller();
   private final Sessions sessions =
-      new Sessions(
-          controller,
-          quotas,
-          new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-          500,
-          ticker,
-          clock,
-          timer,
-          events::add);
+      OneSlotPool.sessions(controller, quotas, ticker, clock, timer, events::add);
 
   private static Tenant tenant(long rpm, long outputTpm) {
     return new Tenant("acme", new TierPolicy("pro", 1, 0, rpm, 0, outputTpm));
