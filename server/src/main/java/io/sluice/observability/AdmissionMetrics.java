@@ -175,6 +175,12 @@ public final class AdmissionMetrics {
    */
   private void bindCapacity(PoolState pool, String p) {
     poolGauges.add(
+        Gauge.builder(MetricNames.POOL_WORK_OVERRUN, pool, PoolState::overrunWork)
+            .tags("pool", p)
+            .description(
+                "work units in flight beyond the admitted estimates (answers past their reserve)")
+            .register(registry));
+    poolGauges.add(
         Gauge.builder(
                 MetricNames.POOL_CAPACITY_EFFECTIVE, pool, s -> s.policy().capacityWorkUnits())
             .tags("pool", p, "dimension", "work_units")
@@ -365,19 +371,62 @@ public final class AdmissionMetrics {
     estimatedSummary(pool, cls, "output").record(output);
   }
 
-  public void actual(
-      String pool, String cls, long input, long output, long estInput, long estOutput) {
-    summary(MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", "input")
-        .record(input);
-    summary(MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", "output")
-        .record(output);
+  /**
+   * Actual ÷ estimated tokens of a complete answer, by pool and request format: a histogram per
+   * direction (1.0 = the estimate was right; output above 1 means the reserve was too small).
+   */
+  public void actualToEstimate(
+      String pool, String format, long input, long output, long estInput, long estOutput) {
     if (estInput > 0) {
-      summary(MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, "pool", pool, "direction", "input")
-          .record((double) input / estInput);
+      ratio(pool, format, "input").record((double) input / estInput);
     }
     if (estOutput > 0) {
-      summary(MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, "pool", pool, "direction", "output")
-          .record((double) output / estOutput);
+      ratio(pool, format, "output").record((double) output / estOutput);
+    }
+  }
+
+  private static final double[] RATIO_BUCKETS = {
+    0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2, 4, 8
+  };
+
+  private DistributionSummary ratio(String pool, String format, String direction) {
+    String[] tags = {"pool", pool, "format", format, "direction", direction};
+    MeterKey key = new MeterKey(MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, tags);
+    DistributionSummary d = summaries.get(key);
+    return d != null
+        ? d
+        : summaries.computeIfAbsent(
+            key,
+            k ->
+                DistributionSummary.builder(MetricNames.TOKENS_ACTUAL_TO_ESTIMATE)
+                    .tags(tags)
+                    .serviceLevelObjectives(RATIO_BUCKETS)
+                    .description("actual ÷ estimated tokens of a complete answer")
+                    .register(registry));
+  }
+
+  /** Tokens charged to the tenant when a request that ran ended, by the rule that set them. */
+  public void charged(String pool, String rule, long input, long output) {
+    if (input > 0) {
+      counter(MetricNames.TOKENS_CHARGED, "pool", pool, "rule", rule, "direction", "input")
+          .increment(input);
+    }
+    if (output > 0) {
+      counter(MetricNames.TOKENS_CHARGED, "pool", pool, "rule", rule, "direction", "output")
+          .increment(output);
+    }
+  }
+
+  /**
+   * An answer streamed past its output reserve: its work in flight grew by {@code addedWork};
+   * {@code first} for the first growth of that request.
+   */
+  public void outputOverran(String pool, long addedWork, boolean first) {
+    if (first) {
+      counter(MetricNames.OUTPUT_OVERRUNS, "pool", pool).increment();
+    }
+    if (addedWork > 0) {
+      counter(MetricNames.OUTPUT_OVERRUN_WORK, "pool", pool).increment(addedWork);
     }
   }
 
@@ -418,9 +467,9 @@ public final class AdmissionMetrics {
     private volatile Timer permitHold;
     private final java.util.concurrent.atomic.AtomicReferenceArray<Counter> released =
         new java.util.concurrent.atomic.AtomicReferenceArray<>(Outcome.values().length);
-    // actual/input, actual/output, actual-to-estimate/input, actual-to-estimate/output
+    // actual/input, actual/output
     private final java.util.concurrent.atomic.AtomicReferenceArray<DistributionSummary> actual =
-        new java.util.concurrent.atomic.AtomicReferenceArray<>(4);
+        new java.util.concurrent.atomic.AtomicReferenceArray<>(2);
     // by status class: 1 1xx .. 5 5xx, 6 429, 7 503
     private final java.util.concurrent.atomic.AtomicReferenceArray<Counter> upstream =
         new java.util.concurrent.atomic.AtomicReferenceArray<>(8);
@@ -457,28 +506,21 @@ public final class AdmissionMetrics {
       out.record(output);
     }
 
-    /** Same meters as {@code actual(pool, cls, input, output, estInput, estOutput)}. */
-    public void actual(long input, long output, long estInput, long estOutput) {
+    /**
+     * The usage of a complete answer: {@code sluice_tokens_actual} by class, and actual ÷ estimate
+     * by {@code format} ({@link AdmissionMetrics#actualToEstimate}).
+     */
+    public void actual(String format, long input, long output, long estInput, long estOutput) {
       actualSummary(0).record(input);
       actualSummary(1).record(output);
-      if (estInput > 0) {
-        actualSummary(2).record((double) input / estInput);
-      }
-      if (estOutput > 0) {
-        actualSummary(3).record((double) output / estOutput);
-      }
+      actualToEstimate(pool, format, input, output, estInput, estOutput);
     }
 
     private DistributionSummary actualSummary(int i) {
       DistributionSummary d = actual.get(i);
       if (d == null) { // a benign race: both threads get the one registered summary
         String direction = i % 2 == 0 ? "input" : "output";
-        d =
-            i < 2
-                ? summary(
-                    MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", direction)
-                : summary(
-                    MetricNames.TOKENS_ACTUAL_TO_ESTIMATE, "pool", pool, "direction", direction);
+        d = summary(MetricNames.TOKENS_ACTUAL, "pool", pool, "class", cls, "direction", direction);
         actual.set(i, d);
       }
       return d;

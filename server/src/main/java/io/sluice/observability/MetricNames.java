@@ -42,6 +42,10 @@ public final class MetricNames {
   public static final String TOKENS_ESTIMATED = "sluice.tokens.estimated";
   public static final String TOKENS_ACTUAL = "sluice.tokens.actual";
   public static final String TOKENS_ACTUAL_TO_ESTIMATE = "sluice.tokens.actual_to_estimate";
+  public static final String TOKENS_CHARGED = "sluice.tokens.charged";
+  public static final String OUTPUT_OVERRUNS = "sluice.output.overruns";
+  public static final String OUTPUT_OVERRUN_WORK = "sluice.output.overrun.work.units";
+  public static final String POOL_WORK_OVERRUN = "sluice.pool.work.overrun";
   public static final String ESTIMATE_FALLBACKS = "sluice.estimate.fallbacks";
   public static final String TOKEN_CACHE_LOOKUPS = "sluice.estimate.token_cache.lookups";
   public static final String TOKEN_CACHE_CHARS = "sluice.estimate.token_cache.chars";

@@ -50,6 +50,8 @@ public final class SessionRecorder implements SessionListener {
       metrics.quotaStoreFailure(e.allowed() ? "open" : "closed");
     } else if (event instanceof SessionEvent.EstimateFellBack e) {
       metrics.estimateFallback(e.cause());
+    } else if (event instanceof SessionEvent.OutputOverran e) {
+      metrics.outputOverran(e.session().subject().pool().name(), e.addedWork(), e.first());
     } else if (event instanceof SessionEvent.Shadowed e) {
       Subject s = e.session().subject();
       metrics.shadowed(
@@ -121,10 +123,17 @@ public final class SessionRecorder implements SessionListener {
     }
     Usage u = e.usage();
     TokenEstimate est = session.estimate();
-    if (u.reported() && est != null) {
+    AdmissionSession.Charge charge = session.charge();
+    if (charge.rule().equals(AdmissionSession.Charge.REPORTED) && est != null) {
       meters(s)
-          .actual(u.inputTokens(), u.outputTokens(), est.inputTokens(), est.outputReserveTokens());
+          .actual(
+              s.format().configName(),
+              u.inputTokens(),
+              u.outputTokens(),
+              est.inputTokens(),
+              est.outputReserveTokens());
     }
+    metrics.charged(s.pool().name(), charge.rule(), charge.inputTokens(), charge.outputTokens());
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
     if (decisionLog.wants(SessionEvent.Shadowed.REJECT.equals(session.would()))) {
       decisionLog.write(
@@ -136,7 +145,12 @@ public final class SessionRecorder implements SessionListener {
                   io.sluice.api.v1.Usage.newBuilder()
                       .setInputTokens(u.inputTokens())
                       .setOutputTokens(u.outputTokens())
-                      .setReported(u.reported()))
+                      .setReported(u.reported())
+                      .setMeteredOutputTokens(charge.meteredOutputTokens())
+                      .setChargedInputTokens(charge.inputTokens())
+                      .setChargedOutputTokens(charge.outputTokens())
+                      .setChargeRule(charge.rule())
+                      .setOverran(session.overran()))
               .setOutcome(outcome(e.outcome()))
               .setUpstreamStatus(session.upstreamStatus())
               .setHeldMs(e.heldNanos() / 1_000_000L)
@@ -213,6 +227,10 @@ public final class SessionRecorder implements SessionListener {
               .setOutputReserveTokens(estimate.outputReserveTokens())
               .setWorkUnits(session.workUnits())
               .setMethod(estimate.method());
+      String model = estimate.model();
+      if (model != null) {
+        e.setModel(model.length() <= 128 ? model : model.substring(0, 128));
+      }
       if (estimate.fallbackCause() != null) {
         b.setEstimate(e.setFallbackCause(estimate.fallbackCause()));
       } else {

@@ -301,6 +301,8 @@ final class CapacityLedger {
     return null;
   }
 
+  private long overrunWork;
+
   long totalWork() {
     return totalWork;
   }
@@ -499,9 +501,31 @@ final class CapacityLedger {
         pool, k, tenant, w, asked, nowNanos, request.inputTokens(), request.outputTokens());
   }
 
+  /**
+   * Counts {@code more} work units more for a running permit (its answer overran its reserve), up
+   * to what its class can hold ({@link #accountedWork}); returns the units added.
+   */
+  long grow(Permit permit, long more) {
+    ClassSlot k = permit.slot();
+    long w = Math.max(0, Math.min(permit.workUnits() + more, k.reach) - permit.workUnits());
+    long d = Math.max(0, Math.min(permit.demandWork() + more, k.poolReach) - permit.demandWork());
+    k.work += w;
+    k.demandWork += d;
+    totalWork += w;
+    overrunWork += w;
+    permit.grown(w, d);
+    return w;
+  }
+
+  /** Work units in flight beyond the admitted estimates (answers that overran their reserve). */
+  long overrunWork() {
+    return overrunWork;
+  }
+
   /** Returns a permit's work and slot; a drained retired class slot is dropped. */
   void release(Permit permit) {
     ClassSlot k = permit.slot();
+    overrunWork -= permit.grownWork();
     k.work -= permit.workUnits();
     k.demandWork -= permit.demandWork();
     k.requests--;

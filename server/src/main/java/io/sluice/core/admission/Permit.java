@@ -15,8 +15,9 @@ public final class Permit {
   private final ClassSlot slot;
   private final ClassPolicy requestClass;
   private final Tenant tenant;
-  private final long workUnits;
-  private final long demandWork;
+  private long workUnits; // grows in flight (grow), under the pool's lock
+  private long demandWork;
+  private long grownWork; // work added in flight beyond the admitted estimate
   private final long admittedAtNanos;
   private final long inputTokens;
   private final long outputTokens;
@@ -78,6 +79,27 @@ public final class Permit {
     }
     pool.release(this, outcome, nowNanos);
     return true;
+  }
+
+  /**
+   * Counts {@code moreWork} more work units for this running request (its answer ran past its
+   * output reserve), at most up to what its class can hold; returns the units added (0 once
+   * released). The pool's free capacity shrinks by as much until the release returns it all.
+   */
+  public long grow(long moreWork) {
+    return moreWork <= 0 || released ? 0 : pool.grow(this, moreWork);
+  }
+
+  /** Under the pool's lock: the ledger grew this permit's work by {@code work} and demand. */
+  void grown(long work, long demand) {
+    workUnits += work;
+    demandWork += demand;
+    grownWork += work;
+  }
+
+  /** Work units added in flight beyond the admitted estimate ({@link #grow}). */
+  long grownWork() {
+    return grownWork;
   }
 
   public boolean isReleased() {

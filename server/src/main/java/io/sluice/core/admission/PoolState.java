@@ -520,6 +520,29 @@ public final class PoolState {
     }
   }
 
+  /** Grows a running permit's work in flight ({@link Permit#grow}); returns the units added. */
+  long grow(Permit permit, long more) {
+    lock.lock();
+    try {
+      return permit.isReleased() ? 0 : capacity.grow(permit, more);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Work units in flight beyond the admitted estimates now: answers that streamed past their output
+   * reserve and grew their charge.
+   */
+  public long overrunWork() {
+    lock.lock();
+    try {
+      return capacity.overrunWork();
+    } finally {
+      lock.unlock();
+    }
+  }
+
   void release(Permit permit, Outcome outcome, long nowNanos) {
     QueueCoordinator.Callback[] callbacks;
     lock.lock();

@@ -143,6 +143,14 @@ public final class TokenEstimator {
     return FallbackCause.NOT_JSON;
   }
 
+  /**
+   * A meter of the output an answer streams: BPE with the encoding of {@code model} when it is a
+   * known OpenAI family, else the byte heuristic ({@link EstimatorSettings#bytesPerToken()}).
+   */
+  public OutputMeter meter(@Nullable String model) {
+    return new OutputMeter(encodings.forModel(model), settings.bytesPerToken());
+  }
+
   /** Convenience for a whole array. */
   public TokenEstimate estimate(RequestFormat format, byte[] body, EstimateLimits limits) {
     return estimate(format, body, 0, body == null ? 0 : body.length, limits);

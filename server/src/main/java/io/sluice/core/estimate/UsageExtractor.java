@@ -24,7 +24,9 @@ import java.util.Locale;
  *       each event are joined and parsed; {@code usage}, {@code message.usage} (Anthropic {@code
  *       message_start}) and {@code response.usage} (Responses {@code response.completed}) are
  *       merged field by field, the latest value winning (all three providers report cumulative
- *       counts).
+ *       counts). The answer's streamed text (deltas) is counted by an {@link OutputMeter}, so the
+ *       output produced so far is known while it streams ({@link #outputSoFar}), and the last event
+ *       of each format marks the answer {@link #complete}.
  * </ul>
  *
  * <p>Input tokens are {@code prompt_tokens} when present, else {@code input_tokens +
@@ -47,8 +49,6 @@ public final class UsageExtractor {
           .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
           .build();
 
-  private static final byte[] USAGE = "usage".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-
   // usage fields, -1 = not seen
   private static final int PROMPT = 0;
   private static final int COMPLETION = 1;
@@ -60,7 +60,9 @@ public final class UsageExtractor {
 
   private final long[] merged = newFields();
   private final boolean sse;
+  private final OutputMeter meter;
   private boolean ended;
+  private boolean complete; // the answer's own end was seen (see complete())
 
   // JSON mode
   private JsonParser json;
@@ -83,8 +85,9 @@ public final class UsageExtractor {
   private boolean eventHasData;
   private boolean eventOverflow;
 
-  private UsageExtractor(boolean sse) {
+  private UsageExtractor(boolean sse, OutputMeter meter) {
     this.sse = sse;
+    this.meter = meter;
     if (sse) {
       line = new byte[1024];
       event = new byte[1024];
@@ -113,10 +116,45 @@ public final class UsageExtractor {
    *     mode, anything else (or null) JSON mode
    */
   public static UsageExtractor forResponse(String contentType) {
+    return forResponse(contentType, OutputMeter.bytes(4.0));
+  }
+
+  /**
+   * An extractor for one response whose streamed text is counted by {@code meter} (SSE mode).
+   *
+   * @param contentType the response {@code content-type}; {@code text/event-stream} selects SSE
+   *     mode, anything else (or null) JSON mode
+   */
+  public static UsageExtractor forResponse(String contentType, OutputMeter meter) {
     boolean sse =
         contentType != null
             && contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream");
-    return new UsageExtractor(sse);
+    return new UsageExtractor(sse, meter);
+  }
+
+  /**
+   * Output tokens streamed so far (SSE mode): the text of the answer's deltas counted by the meter,
+   * or the upstream's running {@code output_tokens}/{@code completion_tokens} when larger. 0 in
+   * JSON mode until a usage is read.
+   */
+  public long outputSoFar() {
+    long reported = merged[COMPLETION] >= 0 ? merged[COMPLETION] : pos(merged[OUTPUT]);
+    return Math.max(reported, meter.tokens());
+  }
+
+  /** Output tokens counted from the streamed text alone (0 in JSON mode). */
+  public long meteredOutputTokens() {
+    return meter.tokens();
+  }
+
+  /**
+   * Whether the answer's own end was seen: a JSON body's root object closed, or an SSE stream's
+   * last event ({@code [DONE]}, Anthropic {@code message_stop}, Responses {@code
+   * response.completed} / {@code response.incomplete}). A stream cut before it is not complete,
+   * whatever usage it reported on the way.
+   */
+  public boolean complete() {
+    return complete;
   }
 
   /** Whether this extractor reads server-sent events. */
@@ -261,6 +299,7 @@ public final class UsageExtractor {
           current = null;
         }
         if (depth == 0) {
+          complete = true;
           closeJson(); // root done: ignore anything after it
         }
       }
@@ -379,15 +418,35 @@ public final class UsageExtractor {
   }
 
   private void dispatchEvent() {
-    if (eventHasData && !eventOverflow && contains(event, eventLength, USAGE)) {
-      readEvent(event, eventLength);
+    if (eventHasData && !eventOverflow) {
+      if (isDone(event, eventLength)) {
+        complete = true; // OpenAI's last event
+      } else if (eventLength > 0 && event[0] == '{') {
+        readEvent(event, eventLength);
+      }
     }
     eventHasData = false;
     eventOverflow = false;
     eventLength = 0;
   }
 
-  /** Reads {@code usage}, {@code message.usage} and {@code response.usage} from one event. */
+  private static boolean isDone(byte[] b, int length) {
+    return length == 6
+        && b[0] == '['
+        && b[1] == 'D'
+        && b[2] == 'O'
+        && b[3] == 'N'
+        && b[4] == 'E'
+        && b[5] == ']';
+  }
+
+  /**
+   * Reads one event: {@code usage}, {@code message.usage} and {@code response.usage}; the answer's
+   * streamed text (OpenAI chat {@code choices[].delta.content} / {@code reasoning_content} / {@code
+   * refusal} / {@code tool_calls[].function.arguments}, completions {@code choices[].text},
+   * Anthropic {@code delta.text} / {@code partial_json} / {@code thinking}, Responses {@code delta}
+   * strings); and the last event's {@code type}.
+   */
   private void readEvent(byte[] data, int length) {
     try (JsonParser p = FACTORY.createParser(data, 0, length)) {
       if (p.nextToken() != JsonToken.START_OBJECT) {
@@ -408,12 +467,112 @@ public final class UsageExtractor {
               p.skipChildren();
             }
           }
+        } else if (v == JsonToken.START_ARRAY && name.equals("choices")) {
+          readChoices(p);
+        } else if (name.equals("delta")) {
+          readDelta(p, v);
+        } else if (v == JsonToken.VALUE_STRING && name.equals("type")) {
+          String type = p.getText();
+          if (type.equals("message_stop")
+              || type.equals("response.completed")
+              || type.equals("response.incomplete")) {
+            complete = true;
+          }
         } else {
           p.skipChildren();
         }
       }
     } catch (IOException | RuntimeException e) {
-      // not JSON (or [DONE]): no usage in this event; what was merged before stays
+      // not JSON: no usage in this event; what was merged and metered before stays
+    }
+  }
+
+  /** OpenAI {@code choices}: each choice's delta (chat) or text (completions). */
+  private void readChoices(JsonParser p) throws IOException {
+    JsonToken t;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY && t != null) {
+      if (t != JsonToken.START_OBJECT) {
+        p.skipChildren();
+        continue;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken v = p.nextToken();
+        if (v == JsonToken.VALUE_STRING && name.equals("text")) {
+          meter.text(p.getText());
+        } else if (v == JsonToken.START_OBJECT && name.equals("delta")) {
+          readDeltaObject(p);
+        } else {
+          p.skipChildren();
+        }
+      }
+    }
+  }
+
+  /** A top-level {@code delta}: Responses' string, or Anthropic's object. */
+  private void readDelta(JsonParser p, JsonToken v) throws IOException {
+    if (v == JsonToken.VALUE_STRING) {
+      meter.text(p.getText());
+    } else if (v == JsonToken.START_OBJECT) {
+      readDeltaObject(p);
+    } else {
+      p.skipChildren();
+    }
+  }
+
+  /** The text fields of a delta object, tool call arguments included. */
+  private void readDeltaObject(JsonParser p) throws IOException {
+    while (p.nextToken() == JsonToken.FIELD_NAME) {
+      String name = p.currentName();
+      JsonToken v = p.nextToken();
+      if (v == JsonToken.VALUE_STRING && isTextField(name)) {
+        meter.text(p.getText());
+      } else if (v == JsonToken.START_ARRAY && name.equals("tool_calls")) {
+        readToolCalls(p);
+      } else {
+        p.skipChildren();
+      }
+    }
+  }
+
+  private static boolean isTextField(String name) {
+    return switch (name) {
+      case "content",
+          "text",
+          "reasoning_content",
+          "reasoning",
+          "refusal",
+          "partial_json",
+          "thinking" ->
+          true;
+      default -> false;
+    };
+  }
+
+  /** OpenAI {@code delta.tool_calls[].function.arguments}. */
+  private void readToolCalls(JsonParser p) throws IOException {
+    JsonToken t;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY && t != null) {
+      if (t != JsonToken.START_OBJECT) {
+        p.skipChildren();
+        continue;
+      }
+      while (p.nextToken() == JsonToken.FIELD_NAME) {
+        String name = p.currentName();
+        JsonToken v = p.nextToken();
+        if (v == JsonToken.START_OBJECT && name.equals("function")) {
+          while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String inner = p.currentName();
+            if (p.nextToken() == JsonToken.VALUE_STRING && inner.equals("arguments")) {
+              meter.text(p.getText());
+            } else {
+              p.skipChildren();
+            }
+          }
+        } else {
+          p.skipChildren();
+        }
+      }
     }
   }
 
@@ -509,18 +668,5 @@ public final class UsageExtractor {
       prefix[k] = data[from + i];
     }
     return startsWithData(prefix, k);
-  }
-
-  private static boolean contains(byte[] haystack, int length, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= length; i++) {
-      for (int j = 0; j < needle.length; j++) {
-        if (haystack[i + j] != needle[j]) {
-          continue outer;
-        }
-      }
-      return true;
-    }
-    return false;
   }
 }

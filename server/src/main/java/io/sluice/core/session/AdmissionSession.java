@@ -87,6 +87,10 @@ public final class AdmissionSession implements Waiter {
   private int upstreamStatus;
   private AdaptiveLimit.@Nullable Snapshot limitAtDecision;
   private boolean firstChunkSeen; // a response body chunk before the last one came
+  private boolean bodySeen; // any response body chunk came
+  private long outputCharge; // output tokens the pool counts for this request now (grows)
+  private boolean overran; // the answer streamed past its output reserve
+  private Charge charge = Charge.NONE; // what the tenant was charged at the end
   private long firstChunkNanos; // when
   // shadow mode: what enforcement would have done (SessionEvent.Shadowed), null when nothing
   private @Nullable String would;
@@ -172,6 +176,7 @@ public final class AdmissionSession implements Waiter {
     atBody = body;
     TokenEstimate e = Objects.requireNonNull(estimate, "estimate before decide");
     workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens());
+    outputCharge = e.outputReserveTokens();
     AdmissionRequest request =
         new AdmissionRequest(
             subject.pool(),
@@ -526,7 +531,10 @@ public final class AdmissionSession implements Waiter {
         pool.onUpstream(status, retryAfterNanos, p.admittedAtNanos(), env.ticker().nanos());
       }
     }
-    usage = UsageExtractor.forResponse(contentType);
+    TokenEstimate e = estimate;
+    usage =
+        UsageExtractor.forResponse(
+            contentType, env.estimator().meter(e == null ? null : e.model()));
   }
 
   /** A response body chunk, read in place for the usage it reports. */
@@ -544,11 +552,38 @@ public final class AdmissionSession implements Waiter {
     if (usage == null || length <= 0) {
       return;
     }
+    bodySeen = true;
     if (last) {
       usage.onLastChunk(data, offset, length);
     } else {
       usage.onChunk(data, offset, length); // copies nothing
+      if (usage.isEventStream()) {
+        meterInFlight(usage.outputSoFar());
+      }
     }
+  }
+
+  /**
+   * The answer streamed {@code produced} output tokens so far: past what the pool counts for it,
+   * its charge grows to the tokens produced plus a quarter more (the rest expected; steps of 25 %,
+   * so an answer that runs to 8× its reserve grows about 10 times), and the pool's free capacity
+   * with it. Released with the permit.
+   */
+  private void meterInFlight(long produced) {
+    Permit p = permit;
+    TokenEstimate e = estimate;
+    if (p == null || e == null || produced <= outputCharge) {
+      return;
+    }
+    long next = produced + Math.max(1, produced / 4);
+    long more =
+        subject.pool().workUnits(e.inputTokens(), next)
+            - subject.pool().workUnits(e.inputTokens(), outputCharge);
+    outputCharge = next;
+    boolean first = !overran;
+    overran = true;
+    long added = p.grow(more);
+    env.listener().on(new SessionEvent.OutputOverran(this, added, produced, first));
   }
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
@@ -564,7 +599,7 @@ public final class AdmissionSession implements Waiter {
     releaseSlot();
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
-    Usage u = endUsage();
+    Usage u = endUsage(outcome);
     if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
       timePerOutputToken(p, u.outputTokens(), now);
     }
@@ -581,39 +616,122 @@ public final class AdmissionSession implements Waiter {
     passReleased = true;
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
-    Usage u = endUsage();
+    Usage u = endUsage(outcome);
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(this, outcome, now - passedAtNanos, u));
     return true;
   }
 
-  /** The usage the response reported, the token reservation reconciled with it. */
-  private Usage endUsage() {
+  /**
+   * The usage the response reported, and the tenant's token reservation reconciled with what the
+   * request is charged ({@link #chargeFor}).
+   */
+  private Usage endUsage(Outcome outcome) {
     Usage u = Usage.NONE;
     if (usage != null) {
       usage.onEnd();
       u = usage.usage();
-      if (tokensReserved) {
-        tokensReserved = false;
-        TokenEstimate e = Objects.requireNonNull(estimate, "tokens reserved from an estimate");
-        env.quotas()
-            .reconcile(
-                subject.tenant(),
-                e.inputTokens(),
-                e.outputReserveTokens(),
-                u.inputTokens(),
-                u.outputTokens(),
-                u.reported(),
-                env.clock().millis())
-            .thenAccept(
-                rc -> {
-                  if (rc.refunded() > 0 || rc.overcharged() > 0) {
-                    env.listener().on(new SessionEvent.Reconciled(rc.refunded(), rc.overcharged()));
-                  }
-                });
-      }
+    }
+    TokenEstimate e = estimate;
+    if (e == null) {
+      return u;
+    }
+    charge = chargeFor(outcome, e, u);
+    if (tokensReserved) {
+      tokensReserved = false;
+      Charge c = charge;
+      env.quotas()
+          .reconcile(
+              subject.tenant(),
+              e.inputTokens(),
+              e.outputReserveTokens(),
+              c.inputTokens(),
+              c.outputTokens(),
+              !c.rule().equals(Charge.RESERVE),
+              env.clock().millis())
+          .thenAccept(
+              rc -> {
+                if (rc.refunded() > 0 || rc.overcharged() > 0) {
+                  env.listener().on(new SessionEvent.Reconciled(rc.refunded(), rc.overcharged()));
+                }
+              });
     }
     return u;
+  }
+
+  /**
+   * What a request that ran is charged, by how its answer ended (docs/estimation.md,
+   * "Reconciliation"): the reported usage of a complete answer; for a request cut before any answer
+   * began, its input; nothing for an upstream error without usage; for a stream cut short (or
+   * complete without usage), the output streamed (the larger of the usage reported on the way and
+   * the metered text) and the reported or estimated input; the reservation for an answer Sluice
+   * could not see (response body mode NONE, a JSON body without usage).
+   */
+  private Charge chargeFor(Outcome outcome, TokenEstimate e, Usage u) {
+    UsageExtractor x = usage;
+    long metered = x == null ? 0 : x.meteredOutputTokens();
+    boolean complete = x != null && x.complete();
+    if (u.reported() && (complete || (outcome == Outcome.COMPLETED && bodySeen))) {
+      return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
+    }
+    if (x == null) { // no answer began: the prompt went upstream, nothing came back
+      return new Charge(Charge.NO_ANSWER, e.inputTokens(), 0, 0);
+    }
+    if (upstreamStatus >= 400 && !u.reported()) {
+      return new Charge(Charge.UPSTREAM_ERROR, 0, 0, metered);
+    }
+    if (!bodySeen && outcome == Outcome.COMPLETED) { // the answer went by unseen
+      return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), 0);
+    }
+    if (x.isEventStream()) { // what the stream showed is what was produced
+      long input = u.reported() && u.inputTokens() > 0 ? u.inputTokens() : e.inputTokens();
+      return new Charge(Charge.STREAMED, input, x.outputSoFar(), metered);
+    }
+    if (u.reported()) { // a JSON answer cut after its usage
+      return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
+    }
+    return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered);
+  }
+
+  /**
+   * What the tenant was charged when the request ended.
+   *
+   * @param rule {@link #REPORTED}, {@link #STREAMED}, {@link #NO_ANSWER}, {@link #UPSTREAM_ERROR},
+   *     {@link #RESERVE}, or {@code none} before the end (or for a request that never ran)
+   * @param meteredOutputTokens output tokens counted from the streamed text
+   */
+  public record Charge(String rule, long inputTokens, long outputTokens, long meteredOutputTokens) {
+    /** A complete answer's reported usage. */
+    public static final String REPORTED = "reported";
+
+    /** An answer cut short: what it streamed (reported so far, or metered from its text). */
+    public static final String STREAMED = "streamed";
+
+    /** No answer began (cancel, reset or shutdown before response headers): the input only. */
+    public static final String NO_ANSWER = "no_answer";
+
+    /** The upstream answered an error without usage: nothing. */
+    public static final String UPSTREAM_ERROR = "upstream_error";
+
+    /** Nothing of the answer could be seen: the reservation stands. */
+    public static final String RESERVE = "reserve";
+
+    public static final Charge NONE = new Charge("none", 0, 0, 0);
+  }
+
+  /** What the tenant was charged ({@link Charge#NONE} until the request that ran ended). */
+  public Charge charge() {
+    return charge;
+  }
+
+  /** Whether the answer streamed past its output reserve (its work grew in flight). */
+  public boolean overran() {
+    return overran;
+  }
+
+  /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
+  public long outputCharge() {
+    return outputCharge;
   }
 
   /** For the decision record: an adaptive pool's limit when this request was decided. */

@@ -20,7 +20,8 @@ public sealed interface SessionEvent
         SessionEvent.TenantSlot,
         SessionEvent.EstimateFellBack,
         SessionEvent.UpstreamResponded,
-        SessionEvent.Shadowed {
+        SessionEvent.Shadowed,
+        SessionEvent.OutputOverran {
 
   /** The request runs now (at once, or when its waiter was called). */
   record Admitted(AdmissionSession session) implements SessionEvent {}
@@ -48,6 +49,14 @@ public sealed interface SessionEvent
 
   /** The permit was released (exactly once), with the usage the response reported. */
   record Released(AdmissionSession session, Outcome outcome, long heldNanos, Usage usage)
+      implements SessionEvent {}
+
+  /**
+   * The answer streamed past the output the pool counted for it: its work in flight grew by {@code
+   * addedWork} units ({@code producedTokens} output tokens so far); {@code first} for the first
+   * growth of this request.
+   */
+  record OutputOverran(AdmissionSession session, long addedWork, long producedTokens, boolean first)
       implements SessionEvent {}
 
   /** The tenant's token reservation was reconciled with actual usage. */
