@@ -130,7 +130,8 @@ public final class LoadGenerator {
       Workload.Tenant tenant,
       int promptTokens,
       int outputTokens,
-      long cancelAfterNanos) {}
+      long cancelAfterNanos,
+      int maxTokens) {}
 
   /** The workload's arrivals, in order: Poisson per phase, class, tenant and sizes by share. */
   static List<Arrival> arrivals(Workload w) {
@@ -156,7 +157,13 @@ public final class LoadGenerator {
             long hi = Math.max(lo, w.cancelMax().toNanos());
             cancelAfter = lo + (long) (random.nextDouble() * (hi - lo));
           }
-          out.add(new Arrival(p, next, c, t, prompt, output, cancelAfter));
+          int maxTokens = c.outputTokensMax();
+          if (c.maxTokensMax() == Workload.RequestClass.ORACLE) {
+            maxTokens = output;
+          } else if (c.maxTokensMax() > 0) { // drawn last: other workloads' draws stay the same
+            maxTokens = uniform(random, c.maxTokensMin(), c.maxTokensMax());
+          }
+          out.add(new Arrival(p, next, c, t, prompt, output, cancelAfter, maxTokens));
           next += exponentialNanos(random, phase.ratePerSecond());
         }
       }
@@ -197,7 +204,7 @@ public final class LoadGenerator {
     long decode = s.decodePerOutputToken().toNanos();
     int prompt =
         SimulatedLlmUpstream.promptTokens(
-            body(a.promptTokens(), a.outputTokens(), a.requestClass().outputTokensMax()).length, s);
+            body(a.promptTokens(), a.outputTokens(), a.maxTokens()).length, s);
     int output = Math.min(a.outputTokens(), s.maxOutputTokens());
     long prefill = prefillPerToken * prompt;
     long lastToken = prefill + (long) (output - 1) * decode;
@@ -485,7 +492,7 @@ public final class LoadGenerator {
               a.cancelAfterNanos() == Long.MAX_VALUE
                   ? Long.MAX_VALUE
                   : arrivalNanos + a.cancelAfterNanos(),
-              body(a.promptTokens(), a.outputTokens(), c.outputTokensMax()),
+              body(a.promptTokens(), a.outputTokens(), a.maxTokens()),
               a.outputTokens());
       l.hangsUpAnyway =
           a.cancelAfterNanos() != Long.MAX_VALUE

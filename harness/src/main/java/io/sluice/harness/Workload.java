@@ -117,8 +117,14 @@ public record Workload(
    * @param promptTokensMax largest prompt
    * @param outputTokensMin shortest answer
    * @param outputTokensMax longest answer; also sent as {@code max_tokens} (the client's cap)
+   *     unless {@code maxTokensMin}/{@code maxTokensMax} say otherwise
    * @param deadline the client's deadline: it disconnects then and the request counts as missed
    * @param ttftSlo time-to-first-token objective, for reports only
+   * @param maxTokensMin with {@code maxTokensMax}: the {@code max_tokens} clients send, uniform in
+   *     that range, independent of the answer's length (clients ask for 4096 and get 200); 0, 0:
+   *     {@code outputTokensMax}; {@link #ORACLE}, {@link #ORACLE}: the answer's own length (a
+   *     client that knew it)
+   * @param maxTokensMax see {@code maxTokensMin}
    */
   public record RequestClass(
       String name,
@@ -130,13 +136,73 @@ public record Workload(
       int outputTokensMin,
       int outputTokensMax,
       Duration deadline,
-      Duration ttftSlo) {
+      Duration ttftSlo,
+      int maxTokensMin,
+      int maxTokensMax) {
+    /** {@code maxTokensMin} and {@code maxTokensMax} of clients that send the answer's length. */
+    public static final int ORACLE = -1;
+
+    /** A class whose clients send {@code outputTokensMax} as {@code max_tokens}. */
+    public RequestClass(
+        String name,
+        String sluiceClass,
+        String path,
+        double share,
+        int promptTokensMin,
+        int promptTokensMax,
+        int outputTokensMin,
+        int outputTokensMax,
+        Duration deadline,
+        Duration ttftSlo) {
+      this(
+          name,
+          sluiceClass,
+          path,
+          share,
+          promptTokensMin,
+          promptTokensMax,
+          outputTokensMin,
+          outputTokensMax,
+          deadline,
+          ttftSlo,
+          0,
+          0);
+    }
+
+    /** The same class with clients sending {@code max_tokens} in {@code [min, max]}. */
+    public RequestClass withMaxTokens(int min, int max) {
+      return new RequestClass(
+          name,
+          sluiceClass,
+          path,
+          share,
+          promptTokensMin,
+          promptTokensMax,
+          outputTokensMin,
+          outputTokensMax,
+          deadline,
+          ttftSlo,
+          min,
+          max);
+    }
+
     public RequestClass {
       if (share <= 0 || promptTokensMin < 1 || promptTokensMax < promptTokensMin) {
         throw new IllegalArgumentException(name + ": share/prompt range invalid");
       }
       if (outputTokensMin < 1 || outputTokensMax < outputTokensMin) {
         throw new IllegalArgumentException(name + ": output range invalid");
+      }
+      boolean fixed = maxTokensMin == 0 && maxTokensMax == 0;
+      boolean oracle = maxTokensMin == ORACLE && maxTokensMax == ORACLE;
+      if (!fixed && !oracle && (maxTokensMin < 1 || maxTokensMax < maxTokensMin)) {
+        throw new IllegalArgumentException(
+            name
+                + ": maxTokens range "
+                + maxTokensMin
+                + ".."
+                + maxTokensMax
+                + " (expected: 0..0, ORACLE..ORACLE, or 1 <= min <= max)");
       }
     }
 
