@@ -71,6 +71,7 @@ public final class SessionRecorder implements SessionListener {
     TokenEstimate est = session.estimate();
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
       m.estimated(est.inputTokens(), est.outputReserveTokens());
+      metrics.reserveDecision(session.subject().pool().name(), session.reserveRule());
     }
   }
 
@@ -88,6 +89,9 @@ public final class SessionRecorder implements SessionListener {
   private void refused(SessionEvent.Refused e) {
     AdmissionSession session = e.session();
     Subject s = session.subject();
+    if (session.estimate() != null) {
+      metrics.reserveDecision(s.pool().name(), session.reserveRule());
+    }
     metrics.decision(
         s.pool().name(),
         s.requestClass().name(),
@@ -212,7 +216,9 @@ public final class SessionRecorder implements SessionListener {
               .setInputTokens(estimate.inputTokens())
               .setOutputReserveTokens(estimate.outputReserveTokens())
               .setWorkUnits(session.workUnits())
-              .setMethod(estimate.method());
+              .setMethod(estimate.method())
+              .setReserveRule(session.reserveRule())
+              .setRequestedOutputTokens(session.requestedOutputTokens());
       if (estimate.fallbackCause() != null) {
         b.setEstimate(e.setFallbackCause(estimate.fallbackCause()));
       } else {
