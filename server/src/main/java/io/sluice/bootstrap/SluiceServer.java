@@ -19,6 +19,7 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.estimate.EstimatorSettings;
+import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.time.Ticker;
@@ -92,6 +93,8 @@ public final class SluiceServer implements AutoCloseable {
   private final io.sluice.core.admission.AdaptiveCoordinator adaptive;
   private final AdmissionMetrics metrics;
   private final TokenCountCache tokenCounts;
+  // the learned output reserve: one per process, so a reload keeps what it learned
+  private final OutputReserves reserves;
   private final RlsModule rls;
   private final Stores stores;
   private final ReplicaShares shares; // null: the store is in this process (one replica)
@@ -184,6 +187,8 @@ public final class SluiceServer implements AutoCloseable {
     SluiceConfig.Estimation est = config.estimation();
     this.tokenCounts = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
     metrics.bindTokenCache(tokenCounts);
+    this.reserves = new OutputReserves(est.learnedReserve());
+    metrics.bindReserves(reserves);
     runtime.set(runtimeFor(config));
     this.policyFile =
         new PolicyFile(
@@ -276,6 +281,10 @@ public final class SluiceServer implements AutoCloseable {
             "the effective config, redacted: JSON, or YAML with ?format=yaml; either validates as"
                 + " a policy file",
             this::configReply)
+        .routeWithQuery(
+            "/debug/estimates",
+            "the learned output reserve per key, most used first (JSON; ?limit=, default 100)",
+            query -> DebugEstimates.reply(reserves, query))
         .route(
             "/debug/queues",
             "per pool and class: in flight, queued, oldest wait (JSON)",
@@ -398,7 +407,8 @@ public final class SluiceServer implements AutoCloseable {
             config.quotas().failureMode().equals("closed")
                 ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
                 : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
-        shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps());
+        shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
+        reserves);
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {
@@ -663,6 +673,7 @@ public final class SluiceServer implements AutoCloseable {
     }
     metrics.bindPools(controller);
     tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
+    reserves.reconfigure(next.estimation().learnedReserve());
     runtime.set(runtimeFor(next));
     warnUntrustedHeaders(next);
     policyFile.applied();

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.sluice.config.SluiceConfig.EstimateFrom;
 import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
+import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.policy.AdaptivePolicy;
@@ -441,7 +442,19 @@ public final class ConfigLoader {
             "maxTokenizeChars",
             "tokenCacheChars",
             "tokenCacheMinChars",
-            "defaultInputTokens"));
+            "defaultInputTokens",
+            "learnedReserve"));
+    Node lr =
+        e.get("learnedReserve")
+            .only(Set.of("enabled", "warmup", "halfLife", "maxKeys", "tenantKeys"));
+    OutputReserves.Settings d = OutputReserves.Settings.DEFAULTS;
+    OutputReserves.Settings learned =
+        new OutputReserves.Settings(
+            lr.get("enabled").bool(d.enabled()),
+            lr.get("warmup").intValue(d.warmup(), 1, 1_000_000),
+            lr.get("halfLife").intValue(d.halfLife(), 1, 10_000_000),
+            lr.get("maxKeys").intValue(d.maxKeys(), 1, 1_000_000),
+            lr.get("tenantKeys").bool(d.tenantKeys()));
     return new SluiceConfig.Estimation(
         e.get("bytesPerToken").doubleValue(4.0, 0.5, 64),
         e.get("imageTokens").longValue(765, 0, 1_000_000),
@@ -455,7 +468,8 @@ public final class ConfigLoader {
         e.get("tokenCacheMinChars").intValue(TokenCountCache.DEFAULT_MIN_CHARS, 0, 1 << 20),
         // charged when a request with a body is decided at its headers and no content-length
         // says how big it is (STREAMED/NONE body modes): never 0, which would admit any size
-        e.get("defaultInputTokens").longValue(1024, 1, 10_000_000));
+        e.get("defaultInputTokens").longValue(1024, 1, 10_000_000),
+        learned);
   }
 
   private static PoolPolicy pool(String name, Node p) {
@@ -573,7 +587,8 @@ public final class ConfigLoader {
             "defaultOutputTokens",
             "maxOutputTokens",
             "shedStatus",
-            "queue"));
+            "queue",
+            "reserveQuantile"));
     Node q = c.get("queue").only(Set.of("workShare", "maxItems", "tenantShare"));
     double reserved = c.get("reservedShare").doubleValue(0.0, 0, 1);
     return c.build(
@@ -591,7 +606,9 @@ public final class ConfigLoader {
                 c.get("shedStatus").intValue(503, 100, 599),
                 q.get("workShare").doubleValue(2.0, 0.0, 100.0),
                 q.get("maxItems").intValue(1000, 1, 10_000_000),
-                q.get("tenantShare").doubleValue(0.5, 0.0, 1.0)));
+                q.get("tenantShare").doubleValue(0.5, 0.0, 1.0),
+                c.get("reserveQuantile")
+                    .doubleValue(ClassPolicy.DEFAULT_RESERVE_QUANTILE, 0.5, 0.999)));
   }
 
   private static SluiceConfig.Tenants tenants(Node t, Map<String, TierPolicy> tiers) {

@@ -120,19 +120,28 @@ public final class ConfigWriter {
   }
 
   private static ObjectNode estimation(SluiceConfig.Estimation e) {
-    return MAPPER
-        .createObjectNode()
-        .put("bytesPerToken", e.bytesPerToken())
-        .put("imageTokens", e.imageTokens())
-        .put("attachmentTokens", e.attachmentTokens())
-        .put("toolDefinitionOverheadTokens", e.toolDefinitionOverheadTokens())
-        .put("perMessageOverheadTokens", e.perMessageOverheadTokens())
-        .put("replyPrimingTokens", e.replyPrimingTokens())
-        .put("maxJsonDepth", e.maxJsonDepth())
-        .put("maxTokenizeChars", e.maxTokenizeChars())
-        .put("tokenCacheChars", e.tokenCacheChars())
-        .put("tokenCacheMinChars", e.tokenCacheMinChars())
-        .put("defaultInputTokens", e.defaultInputTokens());
+    ObjectNode n =
+        MAPPER
+            .createObjectNode()
+            .put("bytesPerToken", e.bytesPerToken())
+            .put("imageTokens", e.imageTokens())
+            .put("attachmentTokens", e.attachmentTokens())
+            .put("toolDefinitionOverheadTokens", e.toolDefinitionOverheadTokens())
+            .put("perMessageOverheadTokens", e.perMessageOverheadTokens())
+            .put("replyPrimingTokens", e.replyPrimingTokens())
+            .put("maxJsonDepth", e.maxJsonDepth())
+            .put("maxTokenizeChars", e.maxTokenizeChars())
+            .put("tokenCacheChars", e.tokenCacheChars())
+            .put("tokenCacheMinChars", e.tokenCacheMinChars())
+            .put("defaultInputTokens", e.defaultInputTokens());
+    io.sluice.core.estimate.OutputReserves.Settings lr = e.learnedReserve();
+    n.putObject("learnedReserve")
+        .put("enabled", lr.enabled())
+        .put("warmup", lr.warmup())
+        .put("halfLife", lr.halfLife())
+        .put("maxKeys", lr.maxKeys())
+        .put("tenantKeys", lr.tenantKeys());
+    return n;
   }
 
   private static ObjectNode pool(PoolPolicy p) {
@@ -177,7 +186,8 @@ public final class ConfigWriter {
         .put("maxQueueWait", duration(c.maxQueueWait()))
         .put("defaultOutputTokens", c.defaultOutputTokens())
         .put("maxOutputTokens", c.maxOutputTokens())
-        .put("shedStatus", c.shedStatus());
+        .put("shedStatus", c.shedStatus())
+        .put("reserveQuantile", c.reserveQuantile());
     n.putObject("queue")
         .put("workShare", c.queueWorkShare())
         .put("maxItems", c.maxQueueItems())

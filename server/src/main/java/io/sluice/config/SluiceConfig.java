@@ -135,7 +135,37 @@ public record SluiceConfig(
       long maxTokenizeChars,
       long tokenCacheChars,
       int tokenCacheMinChars,
-      long defaultInputTokens) {}
+      long defaultInputTokens,
+      io.sluice.core.estimate.OutputReserves.Settings learnedReserve) {
+
+    /** Without a {@code learnedReserve} section: its defaults. */
+    public Estimation(
+        double bytesPerToken,
+        long imageTokens,
+        long attachmentTokens,
+        long toolDefinitionOverheadTokens,
+        long perMessageOverheadTokens,
+        long replyPrimingTokens,
+        int maxJsonDepth,
+        long maxTokenizeChars,
+        long tokenCacheChars,
+        int tokenCacheMinChars,
+        long defaultInputTokens) {
+      this(
+          bytesPerToken,
+          imageTokens,
+          attachmentTokens,
+          toolDefinitionOverheadTokens,
+          perMessageOverheadTokens,
+          replyPrimingTokens,
+          maxJsonDepth,
+          maxTokenizeChars,
+          tokenCacheChars,
+          tokenCacheMinChars,
+          defaultInputTokens,
+          io.sluice.core.estimate.OutputReserves.Settings.DEFAULTS);
+    }
+  }
 
   /**
    * Tenant resolution: who is anonymous, what unknown tenants get, known tenants' tiers. {@code

@@ -59,6 +59,38 @@ public record AdmissionRuntime(
         clock,
         timer,
         quotas,
+        caps,
+        io.sluice.core.estimate.OutputReserves.off());
+  }
+
+  /**
+   * As above, with the process's learned output reserve {@code reserves} (it outlives the snapshot,
+   * so a reload keeps what it learned).
+   */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.quota.TenantCaps caps,
+      io.sluice.core.estimate.OutputReserves reserves) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
         new ExtProcTables(resolver),
         new Sessions(
             controller,
@@ -69,6 +101,7 @@ public record AdmissionRuntime(
             clock,
             timer,
             new SessionRecorder(metrics, decisionLog),
-            caps));
+            caps,
+            reserves));
   }
 }

@@ -83,6 +83,30 @@ public final class AdmissionMetrics {
         .register(registry);
   }
 
+  /**
+   * Registers the learned output reserve's {@code sluice_reserve_learned_keys} gauge and {@code
+   * sluice_reserve_learned_evictions_total}, read from the learner at scrape time.
+   */
+  public void bindReserves(io.sluice.core.estimate.OutputReserves reserves) {
+    Gauge.builder(
+            MetricNames.RESERVE_LEARNED_KEYS,
+            reserves,
+            io.sluice.core.estimate.OutputReserves::keyCount)
+        .description("keys the learned output reserve holds (coarse and per tenant)")
+        .register(registry);
+    FunctionCounter.builder(
+            MetricNames.RESERVE_LEARNED_EVICTIONS,
+            reserves,
+            io.sluice.core.estimate.OutputReserves::evictions)
+        .description("learned output reserve keys evicted to stay within maxKeys")
+        .register(registry);
+  }
+
+  /** {@code sluice_reserve_decisions_total{pool,rule}}: the rule that gave a request's reserve. */
+  public void reserveDecision(String pool, String rule) {
+    counter(MetricNames.RESERVE_DECISIONS, "pool", pool, "rule", rule).increment();
+  }
+
   public MeterRegistry registry() {
     return registry;
   }

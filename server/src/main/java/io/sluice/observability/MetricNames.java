@@ -50,6 +50,10 @@ public final class MetricNames {
   public static final String TOKEN_CACHE_LOOKUPS = "sluice.estimate.token_cache.lookups";
   public static final String TOKEN_CACHE_CHARS = "sluice.estimate.token_cache.chars";
   public static final String TOKEN_CACHE_ENTRIES = "sluice.estimate.token_cache.entries";
+  // The learned output reserve (docs/estimation.md).
+  public static final String RESERVE_DECISIONS = "sluice.reserve.decisions";
+  public static final String RESERVE_LEARNED_KEYS = "sluice.reserve.learned.keys";
+  public static final String RESERVE_LEARNED_EVICTIONS = "sluice.reserve.learned.evictions";
   public static final String RETRY_AFTER = "sluice.retry_after";
   public static final String UPSTREAM_RESPONSES = "sluice.upstream.responses";
   public static final String STREAMS_OPEN = "sluice.extproc.streams.open";

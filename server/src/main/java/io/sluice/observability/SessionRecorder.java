@@ -73,6 +73,7 @@ public final class SessionRecorder implements SessionListener {
     TokenEstimate est = session.estimate();
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
       m.estimated(est.inputTokens(), est.outputReserveTokens());
+      metrics.reserveDecision(session.subject().pool().name(), session.reserveRule());
     }
   }
 
@@ -90,6 +91,9 @@ public final class SessionRecorder implements SessionListener {
   private void refused(SessionEvent.Refused e) {
     AdmissionSession session = e.session();
     Subject s = session.subject();
+    if (session.estimate() != null) {
+      metrics.reserveDecision(s.pool().name(), session.reserveRule());
+    }
     metrics.decision(
         s.pool().name(),
         s.requestClass().name(),
@@ -226,7 +230,9 @@ public final class SessionRecorder implements SessionListener {
               .setInputTokens(estimate.inputTokens())
               .setOutputReserveTokens(estimate.outputReserveTokens())
               .setWorkUnits(session.workUnits())
-              .setMethod(estimate.method());
+              .setMethod(estimate.method())
+              .setReserveRule(session.reserveRule())
+              .setRequestedOutputTokens(session.requestedOutputTokens());
       String model = estimate.model();
       if (model != null) {
         e.setModel(model.length() <= 128 ? model : model.substring(0, 128));

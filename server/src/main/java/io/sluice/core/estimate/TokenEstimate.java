@@ -44,6 +44,12 @@ public record TokenEstimate(
     }
   }
 
+  /** This estimate with another output reserve (the learned one: {@code OutputReserves}). */
+  public TokenEstimate withOutputReserve(long outputReserveTokens) {
+    return new TokenEstimate(
+        inputTokens, outputReserveTokens, method, fallbackCause, model, stream, outputClamped);
+  }
+
   /** Input plus output reserve, saturating. */
   public long totalTokens() {
     long sum = inputTokens + outputReserveTokens;

@@ -73,7 +73,24 @@ public final class TokenEstimator {
       int offset,
       int length,
       EstimateLimits limits) {
+    return estimate(format, body, offset, length, limits, null);
+  }
+
+  /**
+   * As {@link #estimate(RequestFormat, byte[], int, int, EstimateLimits)}, and notes in {@code
+   * shape} (when not null) the answers asked for and whether a cap was set.
+   */
+  public TokenEstimate estimate(
+      @Nullable RequestFormat format,
+      byte @Nullable [] body,
+      int offset,
+      int length,
+      EstimateLimits limits,
+      @Nullable OutputShape shape) {
     Objects.requireNonNull(limits, "limits");
+    if (shape != null) {
+      shape.set(1, false);
+    }
     if (body == null || length == 0) {
       return fallback(FallbackCause.EMPTY, 0, null, limits);
     }
@@ -91,15 +108,21 @@ public final class TokenEstimator {
       }
       resolved = format == null || format == RequestFormat.AUTO ? scan.detect() : format;
       if (resolved == null) {
-        return fallback(FallbackCause.UNKNOWN_FORMAT, length, scan, limits);
+        return noted(
+            shape, null, scan, fallback(FallbackCause.UNKNOWN_FORMAT, length, scan, limits));
       }
       Encoding encoding = encodings.forModel(scan.model);
       TokenTally tally =
           new TokenTally(encoding, counts, settings.bytesPerToken(), settings.maxTokenizeChars());
       if (!reader.walk(resolved, tally)) {
-        return fallback(FallbackCause.MISSING_INPUT, length, scan, limits, resolved);
+        return noted(
+            shape,
+            resolved,
+            scan,
+            fallback(FallbackCause.MISSING_INPUT, length, scan, limits, resolved));
       }
       long reserve = reserve(resolved, scan, limits);
+      note(shape, resolved, scan);
       return new TokenEstimate(
           tally.tokens(),
           reserve & Long.MAX_VALUE,
@@ -109,7 +132,8 @@ public final class TokenEstimator {
           scan.stream,
           reserve < 0);
     } catch (ReadFailure e) {
-      return fallback(e.fallbackCause(), length, scan, limits, resolved);
+      return noted(
+          shape, resolved, scan, fallback(e.fallbackCause(), length, scan, limits, resolved));
     } catch (JsonEOFException e) {
       return fallback(FallbackCause.TRUNCATED, length, null, limits);
     } catch (StreamConstraintsException e) {
@@ -119,7 +143,11 @@ public final class TokenEstimator {
     } catch (IOException e) {
       return fallback(FallbackCause.NOT_JSON, length, null, limits);
     } catch (RuntimeException e) {
-      return fallback(FallbackCause.INTERNAL_ERROR, length, scan, limits, resolved);
+      return noted(
+          shape,
+          resolved,
+          scan,
+          fallback(FallbackCause.INTERNAL_ERROR, length, scan, limits, resolved));
     }
   }
 
@@ -217,6 +245,33 @@ public final class TokenEstimator {
   }
 
   /**
+   * Notes the answers and the cap of a scanned body in {@code shape} (as {@link #reserve} reads
+   * them).
+   */
+  private static void note(
+      @Nullable OutputShape shape,
+      @Nullable RequestFormat format,
+      RequestBodyReader.@Nullable Scan scan) {
+    if (shape == null || scan == null) {
+      return;
+    }
+    RequestFormat f = format != null ? format : scan.detect();
+    long cap = capField(f, scan);
+    shape.set(
+        choices(f, scan),
+        cap != RequestBodyReader.CAP_ABSENT && cap != RequestBodyReader.CAP_INVALID && cap > 0);
+  }
+
+  private static TokenEstimate noted(
+      @Nullable OutputShape shape,
+      @Nullable RequestFormat format,
+      RequestBodyReader.@Nullable Scan scan,
+      TokenEstimate estimate) {
+    note(shape, format, scan);
+    return estimate;
+  }
+
+  /**
    * The output reserve for {@code format}, with the sign bit set when clamped (decoded by the
    * callers; avoids an allocation per request).
    */
@@ -248,6 +303,24 @@ public final class TokenEstimator {
   /** The output reserve of one answer, with the sign bit set when clamped. */
   private static long reserveOfOneAnswer(
       @Nullable RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
+    long cap = capField(format, scan);
+    if (cap == 0) {
+      return 0; // embeddings: no output
+    }
+    if (cap == RequestBodyReader.CAP_ABSENT) {
+      return limits.defaultOutputTokens();
+    }
+    if (cap == RequestBodyReader.CAP_INVALID) {
+      return limits.defaultOutputTokens() | Long.MIN_VALUE;
+    }
+    if (cap > limits.maxOutputTokens()) {
+      return limits.maxOutputTokens() | Long.MIN_VALUE;
+    }
+    return cap;
+  }
+
+  /** The format's output cap field as scanned (0 for embeddings). */
+  private static long capField(@Nullable RequestFormat format, RequestBodyReader.Scan scan) {
     long cap;
     if (format == null) {
       cap = firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);
@@ -261,18 +334,6 @@ public final class TokenEstimator {
             case AUTO ->
                 firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);
           };
-    }
-    if (cap == 0) {
-      return 0; // embeddings: no output
-    }
-    if (cap == RequestBodyReader.CAP_ABSENT) {
-      return limits.defaultOutputTokens();
-    }
-    if (cap == RequestBodyReader.CAP_INVALID) {
-      return limits.defaultOutputTokens() | Long.MIN_VALUE;
-    }
-    if (cap > limits.maxOutputTokens()) {
-      return limits.maxOutputTokens() | Long.MIN_VALUE;
     }
     return cap;
   }

@@ -18,6 +18,8 @@ import java.util.Objects;
  *     capacity
  * @param maxQueueItems requests that may wait in this class's queue
  * @param tenantQueueShare fraction of the queue's work one tenant may own
+ * @param reserveQuantile the quantile of actual output the learned output reserve uses for this
+ *     class (docs/estimation.md, "Learned output reserve")
  */
 public record ClassPolicy(
     String name,
@@ -32,7 +34,11 @@ public record ClassPolicy(
     int shedStatus,
     double queueWorkShare,
     int maxQueueItems,
-    double tenantQueueShare) {
+    double tenantQueueShare,
+    double reserveQuantile) {
+
+  /** The learned reserve's quantile when the config sets none. */
+  public static final double DEFAULT_RESERVE_QUANTILE = 0.95;
 
   public ClassPolicy {
     Objects.requireNonNull(name, "name");
@@ -67,6 +73,44 @@ public record ClassPolicy(
       throw new IllegalArgumentException(
           p + "shedStatus: " + shedStatus + " (expected: 429 or 503)");
     }
+    if (!(reserveQuantile >= 0.5 && reserveQuantile <= 0.999)) {
+      throw new IllegalArgumentException(
+          p + "reserveQuantile: " + reserveQuantile + " (expected: 0.5 .. 0.999)");
+    }
+  }
+
+  /**
+   * A class whose learned reserve uses the default quantile ({@value #DEFAULT_RESERVE_QUANTILE}).
+   */
+  public ClassPolicy(
+      String name,
+      int rank,
+      double reservedShare,
+      double lendableShare,
+      boolean borrow,
+      Duration deadline,
+      Duration maxQueueWait,
+      long defaultOutputTokens,
+      long maxOutputTokens,
+      int shedStatus,
+      double queueWorkShare,
+      int maxQueueItems,
+      double tenantQueueShare) {
+    this(
+        name,
+        rank,
+        reservedShare,
+        lendableShare,
+        borrow,
+        deadline,
+        maxQueueWait,
+        defaultOutputTokens,
+        maxOutputTokens,
+        shedStatus,
+        queueWorkShare,
+        maxQueueItems,
+        tenantQueueShare,
+        DEFAULT_RESERVE_QUANTILE);
   }
 
   /** A class with default queue bounds (two pools' worth of work, 1000 items, half per tenant). */

@@ -9,6 +9,8 @@ import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
 import io.sluice.core.estimate.EstimateLimits;
+import io.sluice.core.estimate.OutputReserves;
+import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
@@ -70,6 +72,11 @@ public final class AdmissionSession implements Waiter {
   private final long arrivalEpochMillis;
 
   private @Nullable TokenEstimate estimate;
+  // the learned output reserve (OutputReserves): answers and cap of the body, the rule used, and
+  // the reserve the old rule gave
+  private final OutputShape shape = new OutputShape();
+  private String reserveRule = OutputReserves.RULE_OFF;
+  private long requestedOutputTokens;
   private long workUnits;
   private boolean atBody;
   private Decision.@Nullable Queued queued;
@@ -160,7 +167,7 @@ public final class AdmissionSession implements Waiter {
   /** Estimates the buffered body (read in place, never kept or modified) and decides. */
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
-    estimate = env.estimator().estimate(subject.format(), body, offset, length, limits());
+    estimate = env.estimator().estimate(subject.format(), body, offset, length, limits(), shape);
     if (estimate.fallbackCause() != null) {
       env.listener().on(new SessionEvent.EstimateFellBack(estimate.fallbackCause()));
     }
@@ -174,7 +181,8 @@ public final class AdmissionSession implements Waiter {
 
   private void decide(boolean body, long receivedNanos) {
     atBody = body;
-    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before decide");
+    TokenEstimate e = learnedReserve(Objects.requireNonNull(estimate, "estimate before decide"));
+    estimate = e;
     workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens());
     outputCharge = e.outputReserveTokens();
     AdmissionRequest request =
@@ -600,6 +608,9 @@ public final class AdmissionSession implements Waiter {
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
     Usage u = endUsage(outcome);
+    if (upstreamStatus / 100 == 2 && answerComplete()) {
+      learnReserve(charge.outputTokens());
+    }
     if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
       timePerOutputToken(p, u.outputTokens(), now);
     }
@@ -732,6 +743,75 @@ public final class AdmissionSession implements Waiter {
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
   public long outputCharge() {
     return outputCharge;
+  }
+
+  /**
+   * Whether the answer's own end was seen and its output is known: a complete answer with its
+   * reported usage, or a complete stream whose text was metered (no usage sent). Only those teach
+   * the learned reserve: a cut answer would teach it its cut.
+   */
+  private boolean answerComplete() {
+    UsageExtractor x = usage;
+    return charge.rule().equals(Charge.REPORTED)
+        || (charge.rule().equals(Charge.STREAMED) && x != null && x.complete());
+  }
+
+  /**
+   * The estimate with the learned output reserve: {@code min(cap, learned quantile)} per answer
+   * once the key is warmed, else the old rule's (the estimate's own) reserve.
+   */
+  private TokenEstimate learnedReserve(TokenEstimate e) {
+    requestedOutputTokens = e.outputReserveTokens();
+    OutputReserves.Reserve r =
+        env.reserves()
+            .reserve(
+                subject.pool().name(),
+                e.model(),
+                reserveScope(),
+                subject.tenant().id(),
+                subject.requestClass().reserveQuantile(),
+                e.outputReserveTokens() / shape.answers(),
+                shape.answers(),
+                shape.capSet(),
+                e.outputReserveTokens());
+    reserveRule = r.rule();
+    return r.outputTokens() == e.outputReserveTokens() ? e : e.withOutputReserve(r.outputTokens());
+  }
+
+  /** A completed answer's actual output, learned for the next requests of its key. */
+  private void learnReserve(long outputTokens) {
+    TokenEstimate e = estimate;
+    if (e != null) {
+      env.reserves()
+          .record(
+              subject.pool().name(),
+              e.model(),
+              reserveScope(),
+              subject.tenant().id(),
+              subject.requestClass().reserveQuantile(),
+              requestedOutputTokens / shape.answers(),
+              shape.answers(),
+              outputTokens);
+    }
+  }
+
+  /** The route's name, or the class's when the route has none. */
+  private String reserveScope() {
+    String route = subject.route();
+    return route != null && !route.isEmpty() ? route : "class:" + subject.requestClass().name();
+  }
+
+  /**
+   * The learned-reserve rule that gave the output reserve ({@link OutputReserves#RULES}): {@code
+   * learned}, {@code cap}, {@code default}, {@code warmup} or {@code off}.
+   */
+  public String reserveRule() {
+    return reserveRule;
+  }
+
+  /** The output reserve the old rule (cap or class default, times answers) gave. */
+  public long requestedOutputTokens() {
+    return requestedOutputTokens;
   }
 
   /** For the decision record: an adaptive pool's limit when this request was decided. */

@@ -1,6 +1,7 @@
 package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
@@ -19,6 +20,8 @@ import java.util.concurrent.Executor;
  *     store is in this process)
  * @param clock wall-clock time for the tenant buckets and the decision record (never read for queue
  *     age or deadlines: those use {@code ticker})
+ * @param reserves the learned output reserve: one per process, passed into every snapshot, so a
+ *     reload keeps what it learned ({@link OutputReserves#off()}: the old rule)
  */
 public record Sessions(
     AdmissionController controller,
@@ -29,7 +32,8 @@ public record Sessions(
     Clock clock,
     HoldTimer timer,
     SessionListener listener,
-    TenantCaps caps) {
+    TenantCaps caps,
+    OutputReserves reserves) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -39,6 +43,31 @@ public record Sessions(
     Objects.requireNonNull(timer, "timer");
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(caps, "caps");
+    Objects.requireNonNull(reserves, "reserves");
+  }
+
+  /** Sessions without a learned output reserve (the cap or class default, as before). */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        OutputReserves.off());
   }
 
   /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */

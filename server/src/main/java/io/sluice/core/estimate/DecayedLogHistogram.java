@@ -1,0 +1,95 @@
+package io.sluice.core.estimate;
+
+/**
+ * A histogram of non-negative values in log-spaced buckets (each {@link #BASE} times the one
+ * before, from 1 to {@code max}), in which older samples weigh less: each new sample weighs {@code
+ * growth} times the one before, so a sample's weight halves every {@code halfLife} samples when
+ * {@code growth = 2^(1/halfLife)}. Its quantiles are those of the recent samples. One bucket holds
+ * the zeros, one everything in (0, 1], the last everything from {@code max} up.
+ *
+ * <p>O(1) per sample: instead of shrinking the old weights, the new weight grows; when it grows
+ * large every bucket is scaled down at once (O(buckets), rarely). A quantile reads the buckets once
+ * and interpolates in log space within its bucket, so with {@code BASE} 1.1 its error from
+ * bucketing alone is a few percent.
+ *
+ * <p>Not thread-safe: its owner locks it.
+ */
+final class DecayedLogHistogram {
+  static final double BASE = 1.1;
+  private static final double LOG_BASE = Math.log(BASE);
+  private static final double RESCALE_AT = 1e30;
+
+  // [0]: zeros; [1]: (0, 1]; [i >= 2]: (B^(i-2), B^(i-1)]; the last also everything above
+  private final float[] buckets;
+  private double weight = 1; // the next sample's weight
+  private double total;
+
+  /**
+   * @param max values above it count in the last bucket ({@code > 1})
+   */
+  DecayedLogHistogram(double max) {
+    this.buckets = new float[2 + (int) Math.ceil(Math.log(Math.max(BASE, max)) / LOG_BASE)];
+  }
+
+  /**
+   * One sample; the next one weighs {@code growth} ({@code >= 1}) times as much.
+   *
+   * @param value the sample ({@code >= 0}; NaN counts as 0)
+   */
+  void add(double value, double growth) {
+    buckets[index(value)] += (float) weight;
+    total += weight;
+    weight *= growth;
+    if (weight > RESCALE_AT) {
+      double f = 1 / weight;
+      for (int i = 0; i < buckets.length; i++) {
+        buckets[i] = (float) (buckets[i] * f);
+      }
+      total *= f;
+      weight = 1;
+    }
+  }
+
+  private int index(double value) {
+    if (!(value > 0)) {
+      return 0;
+    }
+    if (value <= 1) {
+      return 1;
+    }
+    int i = 2 + (int) (Math.log(value) / LOG_BASE);
+    return Math.min(buckets.length - 1, i);
+  }
+
+  /** The {@code q}-quantile of the weighted samples (NaN with none). */
+  double quantile(double q) {
+    if (!(total > 0)) {
+      return Double.NaN;
+    }
+    double target = q * total;
+    double seen = 0;
+    for (int i = 0; i < buckets.length; i++) {
+      double w = buckets[i];
+      if (w <= 0) {
+        continue;
+      }
+      if (seen + w >= target) {
+        if (i == 0) {
+          return 0;
+        }
+        if (i == 1) {
+          return 1;
+        }
+        double within = Math.max(0, Math.min(1, (target - seen) / w));
+        return Math.exp((i - 2 + within) * LOG_BASE);
+      }
+      seen += w;
+    }
+    return Math.exp((buckets.length - 2) * LOG_BASE);
+  }
+
+  /** Buckets held (the memory of one histogram is 4 bytes each). */
+  int bucketCount() {
+    return buckets.length;
+  }
+}
