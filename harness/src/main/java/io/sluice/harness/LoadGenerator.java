@@ -136,6 +136,9 @@ public final class LoadGenerator {
   /** The workload's arrivals, in order: Poisson per phase, class, tenant and sizes by share. */
   static List<Arrival> arrivals(Workload w) {
     SplittableRandom random = new SplittableRandom(w.seed());
+    // max_tokens ranges draw from their own stream, so a workload's arrivals, classes and sizes
+    // are the same whatever its clients send as max_tokens (static, range or the answer's length)
+    SplittableRandom caps = new SplittableRandom(w.seed() ^ 0x5DEECE66DL);
     double classShares = w.classes().stream().mapToDouble(Workload.RequestClass::share).sum();
     double tenantShares = w.tenants().stream().mapToDouble(Workload.Tenant::share).sum();
     List<Arrival> out = new ArrayList<>();
@@ -160,8 +163,8 @@ public final class LoadGenerator {
           int maxTokens = c.outputTokensMax();
           if (c.maxTokensMax() == Workload.RequestClass.ORACLE) {
             maxTokens = output;
-          } else if (c.maxTokensMax() > 0) { // drawn last: other workloads' draws stay the same
-            maxTokens = uniform(random, c.maxTokensMin(), c.maxTokensMax());
+          } else if (c.maxTokensMax() > 0) { // own stream: the arrivals stay the same
+            maxTokens = uniform(caps, c.maxTokensMin(), c.maxTokensMax());
           }
           out.add(new Arrival(p, next, c, t, prompt, output, cancelAfter, maxTokens));
           next += exponentialNanos(random, phase.ratePerSecond());
