@@ -593,6 +593,9 @@ public final class AdmissionSession implements Waiter {
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
     Usage u = endUsage();
+    if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.reported()) {
+      learnReserve(u.outputTokens()); // shadow mode learns too: enforcing starts warmed
+    }
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(this, outcome, now - passedAtNanos, u));
     return true;
