@@ -48,6 +48,7 @@ class AdminEndpointsTest {
           .contains("/readyz")
           .contains("/config")
           .contains("/debug/queues")
+          .contains("/debug/estimates")
           .contains("/healthcheck")
           .contains("/rlconfig")
           .contains("/json");

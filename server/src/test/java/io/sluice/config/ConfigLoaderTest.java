@@ -125,6 +125,34 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void parse_learnedReserve_defaultsValuesAndFieldNamedErrors() {
+    SluiceConfig d =
+        ConfigLoader.parse(
+            """
+            pools: {p: {capacity: 10}}
+            classes: {a: {reservedShare: 1}}
+            """);
+    assertThat(d.estimation().learnedReserve())
+        .isEqualTo(io.sluice.core.estimate.OutputReserves.Settings.DEFAULTS);
+    assertThat(d.classes().get("a").reserveQuantile()).isEqualTo(0.95);
+
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    """
+                    pools: {p: {capacity: 10}}
+                    classes: {a: {reservedShare: 1, reserveQuantile: 1.0}}
+                    estimation: {learnedReserve: {warmup: 0, halfLife: x, maxKeys: -1, tenantKeys: 3, speed: 1}}
+                    """))
+        .hasMessageContaining("classes.a.reserveQuantile: 1.0 (expected: a number in 0.5..0.999)")
+        .hasMessageContaining("estimation.learnedReserve.warmup: 0 (expected: an integer in 1..")
+        .hasMessageContaining("estimation.learnedReserve.halfLife")
+        .hasMessageContaining("estimation.learnedReserve.maxKeys: -1")
+        .hasMessageContaining("estimation.learnedReserve.tenantKeys: 3 (expected: true or false)")
+        .hasMessageContaining("estimation.learnedReserve.speed: unknown key");
+  }
+
+  @Test
   void parse_reservedSharesAboveOne_isAnError() {
     String yaml =
         """

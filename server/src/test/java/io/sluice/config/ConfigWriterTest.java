@@ -35,7 +35,7 @@ public class ConfigWriterTest {
         health: {maxHeapAfterGc: 0.8, heapAfterGcFor: 2m}
         warmup: {enabled: false, streams: 3, rlsCalls: 2, timeout: 5s, storeTimeout: 0.5ms}
       limits: {maxBodyBytes: 1048576}
-      estimation: {bytesPerToken: 3.5, imageTokens: 800, defaultInputTokens: 2048, tokenCacheChars: 0}
+      estimation: {bytesPerToken: 3.5, imageTokens: 800, defaultInputTokens: 2048, tokenCacheChars: 0, learnedReserve: {enabled: false, warmup: 7, halfLife: 300, maxKeys: 99, tenantKeys: false}}
       pools:
         gpu-a:
           capacity: 100000
@@ -66,7 +66,7 @@ public class ConfigWriterTest {
           maxQueueWait: 1s
           shedStatus: 429
           queue: {workShare: 1.5, maxItems: 50, tenantShare: 0.25}
-        batch: {rank: 1, reservedShare: 0.1, borrow: false, deadline: 10m}
+        batch: {rank: 1, reservedShare: 0.1, borrow: false, deadline: 10m, reserveQuantile: 0.8}
       tiers:
         free: {weight: 1, maxInFlight: 2, rpm: 60, inputTpm: 10000, outputTpm: 5000}
         pro: {weight: 3, maxInFlight: 0}
@@ -113,6 +113,9 @@ public class ConfigWriterTest {
   void richPolicy_roundTripsThroughTheLoader() throws Exception {
     SluiceConfig rich = ConfigLoader.parse(RICH);
     assertThat(rich.server().tls()).isNotNull();
+    assertThat(rich.estimation().learnedReserve())
+        .isEqualTo(new io.sluice.core.estimate.OutputReserves.Settings(false, 7, 300, 99, false));
+    assertThat(rich.classes().get("batch").reserveQuantile()).isEqualTo(0.8);
     assertRoundTrips(rich);
   }
 

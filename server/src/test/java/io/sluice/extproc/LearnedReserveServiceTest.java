@@ -176,6 +176,8 @@ class LearnedReserveServiceTest {
         .contains("\"tenant\":\"acme\"")
         .contains("\"warmed\":true")
         .contains("\"quantile\":0.95");
+    assertThat(admin("/debug/estimates?limit=1").split("\"pool\"", -1)).hasSize(2); // one key
+    assertThat(admin("/debug/estimates?limit=x")).startsWith("limit:");
     assertThat(server.registry().find("sluice.reserve.learned.keys").gauge().value())
         .isEqualTo(2); // the coarse key and acme's
 

@@ -361,4 +361,56 @@ class SessionRecorderTest {
         .isEqualTo(1);
     assertThat(lines).isEmpty();
   }
+
+  /**
+   * The learned output reserve's rule and the old rule's reserve reach the decision record and
+   * {@code sluice_reserve_decisions_total}: warm-up (the cap), then the learned value.
+   */
+  @Test
+  void learnedReserve_ruleAndRequestedOutputInTheRecordAndTheCounter() throws Exception {
+    io.sluice.core.estimate.OutputReserves learner =
+        new io.sluice.core.estimate.OutputReserves(
+            new io.sluice.core.estimate.OutputReserves.Settings(true, 1, 200, 10, true));
+    Sessions learning =
+        new Sessions(
+            controller,
+            new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
+            500,
+            ticker,
+            clock,
+            (delayNanos, task) -> () -> {},
+            recorder,
+            io.sluice.core.quota.TenantCaps.none(),
+            learner);
+    byte[] body =
+        "{\"model\":\"m\",\"max_tokens\":1000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+            .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] usage =
+        "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":40}}"
+            .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    for (int i = 0; i < 2; i++) {
+      Subject sub =
+          io.sluice.core.session.OneSlotPool.chat(
+              tenant(0, 0, 0), ticker.nanos(), "op", Duration.ofSeconds(5).toNanos());
+      AdmissionSession s = learning.open(sub, new Front(), Runnable::run, SessionSteps.NONE);
+      s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+      s.responseHeaders(200, "application/json", true);
+      s.responseBody(usage, 0, usage.length, true);
+      s.release(Outcome.COMPLETED);
+    }
+
+    List<AdmissionRecord> rs = records();
+    assertThat(rs).hasSize(2);
+    assertThat(rs.get(0).getEstimate().getReserveRule()).isEqualTo("warmup");
+    assertThat(rs.get(0).getEstimate().getOutputReserveTokens()).isEqualTo(1000);
+    assertThat(rs.get(0).getEstimate().getRequestedOutputTokens()).isEqualTo(1000);
+    assertThat(rs.get(1).getEstimate().getReserveRule()).isEqualTo("learned");
+    assertThat(rs.get(1).getEstimate().getOutputReserveTokens()).isBetween(40L, 43L);
+    assertThat(rs.get(1).getEstimate().getRequestedOutputTokens()).isEqualTo(1000);
+    assertThat(counter(MetricNames.RESERVE_DECISIONS, "pool", "gpu", "rule", "warmup"))
+        .isEqualTo(1);
+    assertThat(counter(MetricNames.RESERVE_DECISIONS, "pool", "gpu", "rule", "learned"))
+        .isEqualTo(1);
+  }
 }

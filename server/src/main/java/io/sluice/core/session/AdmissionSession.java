@@ -628,6 +628,9 @@ public final class AdmissionSession implements Waiter {
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
     Usage u = endUsage(outcome);
+    if (upstreamStatus / 100 == 2 && answerComplete()) {
+      learnReserve(charge.outputTokens()); // shadow mode learns too: enforcing starts warmed
+    }
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(this, outcome, now - passedAtNanos, u));
     return true;
