@@ -107,6 +107,21 @@ class LearnedReserveSessionTest {
     assertThat(s.release(outcome)).isTrue();
   }
 
+  /**
+   * A streamed answer cut before its end (its running usage and some text seen, no last event):
+   * what it produced is charged, but it is not an answer's length.
+   */
+  private void cutStream(AdmissionSession s, Outcome outcome) {
+    s.responseHeaders(200, "text/event-stream", true);
+    byte[] body =
+        ("data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,"
+                + "\"output_tokens\":2}}}\n\n"
+                + "data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"partial\"}}\n\n")
+            .getBytes(StandardCharsets.UTF_8);
+    s.responseBody(body, 0, body.length, false);
+    assertThat(s.release(outcome)).isTrue();
+  }
+
   private void warmUp(String fields, long outputTokens) {
     for (int i = 0; i < WARMUP; i++) {
       AdmissionSession s = decide(fields);
@@ -141,13 +156,13 @@ class LearnedReserveSessionTest {
   }
 
   @Test
-  void onlyCompleted2xxAnswersWithReportedUsage_areLearned() {
+  void onlyAnswersSeenToTheirEnd_areLearned() {
     // warmup 5: four good answers, then every kind of answer that must teach nothing
     for (int i = 0; i < WARMUP - 1; i++) {
       answer(decide("\"max_tokens\":1000,"), 200, 40, Outcome.COMPLETED);
     }
-    answer(decide("\"max_tokens\":1000,"), 200, 40, Outcome.CANCELLED);
-    answer(decide("\"max_tokens\":1000,"), 200, 40, Outcome.ERROR);
+    cutStream(decide("\"max_tokens\":1000,"), Outcome.CANCELLED); // cut: it teaches its cut
+    cutStream(decide("\"max_tokens\":1000,"), Outcome.ERROR);
     answer(decide("\"max_tokens\":1000,"), 500, 40, Outcome.COMPLETED);
     answer(decide("\"max_tokens\":1000,"), 429, 40, Outcome.COMPLETED);
     answer(decide("\"max_tokens\":1000,"), 200, -1, Outcome.COMPLETED); // no usage reported
