@@ -92,6 +92,9 @@ public final class SluiceServer implements AutoCloseable {
   private final io.sluice.core.admission.AdaptiveCoordinator adaptive;
   private final AdmissionMetrics metrics;
   private final TokenCountCache tokenCounts;
+  // the workflows' places in their pools' budgets: one per process, it outlives reloads
+  private final io.sluice.core.quota.WorkflowBudget workflows =
+      new io.sluice.core.quota.WorkflowBudget();
   private final RlsModule rls;
   private final Stores stores;
   private final ReplicaShares shares; // null: the store is in this process (one replica)
@@ -140,6 +143,7 @@ public final class SluiceServer implements AutoCloseable {
             config.classes().values(),
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE);
+    metrics.bindWorkflows(workflows);
     metrics.bindPools(controller);
     Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
     rlsEnv.putAll(options.env());
@@ -398,7 +402,8 @@ public final class SluiceServer implements AutoCloseable {
             config.quotas().failureMode().equals("closed")
                 ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
                 : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
-        shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps());
+        shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
+        workflows);
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {

@@ -59,6 +59,38 @@ public record AdmissionRuntime(
         clock,
         timer,
         quotas,
+        caps,
+        new io.sluice.core.quota.WorkflowBudget());
+  }
+
+  /**
+   * As above, the workflows' places in their pools' budgets held by {@code workflows} (one per
+   * process: it outlives the snapshot).
+   */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.quota.TenantCaps caps,
+      io.sluice.core.quota.WorkflowBudget workflows) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
         new ExtProcTables(resolver),
         new Sessions(
             controller,
@@ -69,6 +101,7 @@ public record AdmissionRuntime(
             clock,
             timer,
             new SessionRecorder(metrics, decisionLog),
-            caps));
+            caps,
+            workflows));
   }
 }

@@ -71,7 +71,20 @@ public final class SessionRecorder implements SessionListener {
     TokenEstimate est = session.estimate();
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
       m.estimated(est.inputTokens(), est.outputReserveTokens());
+      if (session.fanOutWork() > 0) {
+        fanOut(session.subject(), est.fanOut());
+      }
     }
+  }
+
+  /** {@code sluice_fanout_work_units_total{pool,source}} of an admitted request. */
+  private void fanOut(Subject s, io.sluice.core.estimate.FanOut f) {
+    io.sluice.core.policy.FanOutPolicy p = s.pool().fanout();
+    String pool = s.pool().name();
+    metrics.fanOut(pool, "tools", p.tools(f));
+    metrics.fanOut(pool, "tool_choice", p.toolChoice(f));
+    metrics.fanOut(pool, "parallel_tool_calls", p.parallel(f));
+    metrics.fanOut(pool, "declared", p.declared(s.fanout()));
   }
 
   private void queued(SessionEvent.Queued e) {
@@ -196,6 +209,9 @@ public final class SessionRecorder implements SessionListener {
     if (s.operationId() != null) {
       b.setOperationId(s.operationId());
     }
+    if (s.workflow() != null) {
+      b.setWorkflowId(s.workflow());
+    }
     io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = session.limitAtDecision();
     if (limit != null) {
       b.setCapacity(
@@ -212,7 +228,8 @@ public final class SessionRecorder implements SessionListener {
               .setInputTokens(estimate.inputTokens())
               .setOutputReserveTokens(estimate.outputReserveTokens())
               .setWorkUnits(session.workUnits())
-              .setMethod(estimate.method());
+              .setMethod(estimate.method())
+              .setFanoutWorkUnits(session.fanOutWork());
       if (estimate.fallbackCause() != null) {
         b.setEstimate(e.setFallbackCause(estimate.fallbackCause()));
       } else {

@@ -107,7 +107,8 @@ public final class TokenEstimator {
           null,
           scan.model,
           scan.stream,
-          reserve < 0);
+          reserve < 0,
+          scan.fanOut(resolved));
     } catch (ReadFailure e) {
       return fallback(e.fallbackCause(), length, scan, limits, resolved);
     } catch (JsonEOFException e) {
@@ -205,7 +206,8 @@ public final class TokenEstimator {
         cause,
         scan == null ? null : scan.model,
         scan != null && scan.stream,
-        reserve < 0);
+        reserve < 0,
+        scan == null ? FanOut.NONE : scan.fanOut(format != null ? format : scan.detect()));
   }
 
   /**

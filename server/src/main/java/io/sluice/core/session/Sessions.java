@@ -4,6 +4,7 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.time.Ticker;
 import java.time.Clock;
 import java.util.Objects;
@@ -19,6 +20,8 @@ import java.util.concurrent.Executor;
  *     store is in this process)
  * @param clock wall-clock time for the tenant buckets and the decision record (never read for queue
  *     age or deadlines: those use {@code ticker})
+ * @param workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow};
+ *     one per process: it outlives the snapshot)
  */
 public record Sessions(
     AdmissionController controller,
@@ -29,7 +32,8 @@ public record Sessions(
     Clock clock,
     HoldTimer timer,
     SessionListener listener,
-    TenantCaps caps) {
+    TenantCaps caps,
+    WorkflowBudget workflows) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -39,6 +43,31 @@ public record Sessions(
     Objects.requireNonNull(timer, "timer");
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(caps, "caps");
+    Objects.requireNonNull(workflows, "workflows");
+  }
+
+  /** Sessions with a workflow budget of their own (tests; a server passes its process's). */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        new WorkflowBudget());
   }
 
   /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */
