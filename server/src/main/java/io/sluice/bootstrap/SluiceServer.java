@@ -95,6 +95,9 @@ public final class SluiceServer implements AutoCloseable {
   private final TokenCountCache tokenCounts;
   // the learned output reserve: one per process, so a reload keeps what it learned
   private final OutputReserves reserves;
+  // the workflows' places in their pools' budgets: one per process, it outlives reloads
+  private final io.sluice.core.quota.WorkflowBudget workflows =
+      new io.sluice.core.quota.WorkflowBudget();
   private final RlsModule rls;
   private final Stores stores;
   private final ReplicaShares shares; // null: the store is in this process (one replica)
@@ -143,6 +146,7 @@ public final class SluiceServer implements AutoCloseable {
             config.classes().values(),
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE);
+    metrics.bindWorkflows(workflows);
     metrics.bindPools(controller);
     Map<String, String> rlsEnv = new HashMap<>(config.rateLimit().env());
     rlsEnv.putAll(options.env());
@@ -408,7 +412,8 @@ public final class SluiceServer implements AutoCloseable {
                 ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
                 : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
         shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
-        reserves);
+        reserves,
+        workflows);
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {

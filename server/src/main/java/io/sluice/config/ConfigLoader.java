@@ -11,8 +11,10 @@ import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.policy.WorkflowPolicy;
 import io.sluice.core.share.ReplicaPolicy;
 import java.io.IOException;
 import java.io.InputStream;
@@ -484,8 +486,12 @@ public final class ConfigLoader {
             "holdMargin",
             "defaultServiceTime",
             "adaptive",
-            "mode"));
+            "mode",
+            "fanout",
+            "workflow"));
     Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
+    FanOutPolicy fanout = fanout(p.get("fanout"));
+    WorkflowPolicy workflow = workflow(p.get("workflow"));
     if (!p.get("capacity").present()) {
       p.get("capacity").error(p.path() + ".capacity: missing (expected: work units > 0)");
       return null;
@@ -511,7 +517,34 @@ public final class ConfigLoader {
                 ra.get("jitter").doubleValue(0.2, 0.0, 0.99),
                 p.get("holdMargin").duration(Duration.ofMillis(100)),
                 p.get("defaultServiceTime").duration(Duration.ofSeconds(2)),
-                adaptive));
+                adaptive,
+                fanout,
+                workflow));
+  }
+
+  /** {@code pools.<name>.fanout}: work units per source, all 0 (the default) = no fan-out work. */
+  private static FanOutPolicy fanout(Node f) {
+    f.only(Set.of("perTool", "toolChoiceRequired", "parallelToolCalls", "perDeclaredCall"));
+    if (!f.present()) {
+      return FanOutPolicy.NONE;
+    }
+    long max = FanOutPolicy.MAX_WORK;
+    return new FanOutPolicy(
+        f.get("perTool").longValue(0, 0, max),
+        f.get("toolChoiceRequired").longValue(0, 0, max),
+        f.get("parallelToolCalls").longValue(0, 0, max),
+        f.get("perDeclaredCall").longValue(0, 0, max));
+  }
+
+  /** {@code pools.<name>.workflow}: a workflow's budget in the pool, 0 = off (the default). */
+  private static WorkflowPolicy workflow(Node w) {
+    w.only(Set.of("maxRequests", "maxWork"));
+    if (!w.present()) {
+      return WorkflowPolicy.OFF;
+    }
+    return new WorkflowPolicy(
+        w.get("maxRequests").intValue(0, 0, 10_000_000),
+        w.get("maxWork").longValue(0, 0, Long.MAX_VALUE / 4));
   }
 
   /**

@@ -157,6 +157,14 @@ public final class ConfigWriter {
     n.put("maxMessageTimeout", duration(p.maxMessageTimeout()))
         .put("holdMargin", duration(p.holdMargin()))
         .put("defaultServiceTime", duration(p.defaultServiceTime()));
+    n.putObject("fanout")
+        .put("perTool", p.fanout().perTool())
+        .put("toolChoiceRequired", p.fanout().toolChoiceRequired())
+        .put("parallelToolCalls", p.fanout().parallelToolCalls())
+        .put("perDeclaredCall", p.fanout().perDeclaredCall());
+    n.putObject("workflow")
+        .put("maxRequests", p.workflow().maxRequests())
+        .put("maxWork", p.workflow().maxWork());
     io.sluice.core.policy.AdaptivePolicy a = p.adaptive();
     if (a.enabled()) {
       ObjectNode an =

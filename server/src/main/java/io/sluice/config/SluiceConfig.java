@@ -194,7 +194,11 @@ public record SluiceConfig(
     FORMAT("format"),
     DEADLINE_MS("deadlineMs"),
     MAX_MESSAGE_TIMEOUT_MS("maxMessageTimeoutMs"),
-    OPERATION_ID("operationId");
+    OPERATION_ID("operationId"),
+    /** Declared downstream calls of the request (retrieval depth, tool calls per turn). */
+    FANOUT("fanout"),
+    /** The agent run / workflow the request belongs to ({@code pools.<name>.workflow}). */
+    WORKFLOW("workflow");
 
     private final String key;
 

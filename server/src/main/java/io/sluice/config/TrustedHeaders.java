@@ -34,9 +34,11 @@ public final class TrustedHeaders {
 
   /**
    * Signals a client must not choose: who pays (tenant), who is served first (class, pool, route,
-   * format) and how long a request may be held. The others are harmless from a client: {@code
-   * deadlineMs} can only shorten the class deadline and {@code operationId} only labels the
-   * decision record.
+   * format), how long a request may be held, how much fan-out work it reserves of the pool (fanout:
+   * a client could reserve the pool away from others) and whose workflow budget it counts against
+   * (workflow: a client could escape its budget or use up another's). The others are harmless from
+   * a client: {@code deadlineMs} can only shorten the class deadline and {@code operationId} only
+   * labels the decision record.
    */
   static final Set<Signal> TRUST_SIGNALS =
       Set.of(
@@ -45,7 +47,9 @@ public final class TrustedHeaders {
           Signal.POOL,
           Signal.ROUTE,
           Signal.FORMAT,
-          Signal.MAX_MESSAGE_TIMEOUT_MS);
+          Signal.MAX_MESSAGE_TIMEOUT_MS,
+          Signal.FANOUT,
+          Signal.WORKFLOW);
 
   private TrustedHeaders() {}
 

@@ -60,7 +60,8 @@ public record AdmissionRuntime(
         timer,
         quotas,
         caps,
-        io.sluice.core.estimate.OutputReserves.off());
+        io.sluice.core.estimate.OutputReserves.off(),
+        new io.sluice.core.quota.WorkflowBudget());
   }
 
   /**
@@ -91,6 +92,70 @@ public record AdmissionRuntime(
         clock,
         timer,
         quotas,
+        caps,
+        reserves,
+        new io.sluice.core.quota.WorkflowBudget());
+  }
+
+  /**
+   * As above, the workflows' places in their pools' budgets held by {@code workflows} (one per
+   * process: it outlives the snapshot).
+   */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.quota.TenantCaps caps,
+      io.sluice.core.quota.WorkflowBudget workflows) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
+        caps,
+        io.sluice.core.estimate.OutputReserves.off(),
+        workflows);
+  }
+
+  /** As above, with both the learned output reserve and the workflows' budgets of the process. */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.quota.TenantCaps caps,
+      io.sluice.core.estimate.OutputReserves reserves,
+      io.sluice.core.quota.WorkflowBudget workflows) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
         new ExtProcTables(resolver),
         new Sessions(
             controller,
@@ -102,6 +167,7 @@ public record AdmissionRuntime(
             timer,
             new SessionRecorder(metrics, decisionLog),
             caps,
-            reserves));
+            reserves,
+            workflows));
   }
 }

@@ -142,6 +142,11 @@ public final class AdmissionMetrics {
               .register(registry));
       bindCapacity(pool, p);
       poolGauges.add(
+          Gauge.builder(MetricNames.WORKFLOWS_IN_FLIGHT, this, m -> m.workflowsInFlight(p))
+              .tag("pool", p)
+              .description("workflows holding requests in flight or queued (pools.*.workflow)")
+              .register(registry));
+      poolGauges.add(
           Gauge.builder(
                   MetricNames.POOL_COMPLETION_RATE,
                   pool,
@@ -361,6 +366,40 @@ public final class AdmissionMetrics {
   public void dequeued(String pool, String cls, String outcome, long waitedNanos) {
     timer(MetricNames.QUEUE_WAIT, "pool", pool, "class", cls, "outcome", outcome)
         .record(Math.max(0, waitedNanos), java.util.concurrent.TimeUnit.NANOSECONDS);
+  }
+
+  // the process's workflow budget (bindWorkflows), read by the per-pool gauge
+  private volatile io.sluice.core.quota.@org.jspecify.annotations.Nullable WorkflowBudget workflows;
+
+  /**
+   * The process's workflow budget: {@code sluice_workflows_in_flight{pool}} reads it, and {@code
+   * sluice_workflows_untracked_total} counts the requests it let through untracked (full).
+   */
+  public synchronized void bindWorkflows(io.sluice.core.quota.WorkflowBudget budget) {
+    if (workflows == null) {
+      io.micrometer.core.instrument.FunctionCounter.builder(
+              MetricNames.WORKFLOWS_UNTRACKED,
+              budget,
+              io.sluice.core.quota.WorkflowBudget::untracked)
+          .description("requests run without a workflow budget: too many workflows tracked")
+          .register(registry);
+    }
+    workflows = budget;
+  }
+
+  private double workflowsInFlight(String pool) {
+    io.sluice.core.quota.WorkflowBudget b = workflows;
+    return b == null ? 0 : b.workflows(pool);
+  }
+
+  /**
+   * Fan-out work units an admitted request added to its pool ({@code pools.<name>.fanout}), by
+   * {@code source}: tools, tool_choice, parallel_tool_calls, declared.
+   */
+  public void fanOut(String pool, String source, long workUnits) {
+    if (workUnits > 0) {
+      counter(MetricNames.FANOUT_WORK, "pool", pool, "source", source).increment(workUnits);
+    }
   }
 
   /**

@@ -22,6 +22,9 @@ public final class MetricNames {
   public static final String SHARE_IDLE_WORK = "sluice.replica.share.idle.work.units";
   public static final String TENANT_SLOTS = "sluice.tenant.slots";
   public static final String TENANT_SLOTS_HELD = "sluice.tenant.slots.held";
+  public static final String FANOUT_WORK = "sluice.fanout.work_units";
+  public static final String WORKFLOWS_IN_FLIGHT = "sluice.workflows.in_flight";
+  public static final String WORKFLOWS_UNTRACKED = "sluice.workflows.untracked";
   public static final String DECISIONS = "sluice.decisions";
 
   /** Shadow mode: requests admitted that enforcement would have refused or queued. */

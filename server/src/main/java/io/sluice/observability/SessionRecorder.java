@@ -74,7 +74,20 @@ public final class SessionRecorder implements SessionListener {
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
       m.estimated(est.inputTokens(), est.outputReserveTokens());
       metrics.reserveDecision(session.subject().pool().name(), session.reserveRule());
+      if (session.fanOutWork() > 0) {
+        fanOut(session.subject(), est.fanOut());
+      }
     }
+  }
+
+  /** {@code sluice_fanout_work_units_total{pool,source}} of an admitted request. */
+  private void fanOut(Subject s, io.sluice.core.estimate.FanOut f) {
+    io.sluice.core.policy.FanOutPolicy p = s.pool().fanout();
+    String pool = s.pool().name();
+    metrics.fanOut(pool, "tools", p.tools(f));
+    metrics.fanOut(pool, "tool_choice", p.toolChoice(f));
+    metrics.fanOut(pool, "parallel_tool_calls", p.parallel(f));
+    metrics.fanOut(pool, "declared", p.declared(s.fanout()));
   }
 
   private void queued(SessionEvent.Queued e) {
@@ -214,6 +227,9 @@ public final class SessionRecorder implements SessionListener {
     if (s.operationId() != null) {
       b.setOperationId(s.operationId());
     }
+    if (s.workflow() != null) {
+      b.setWorkflowId(s.workflow());
+    }
     io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = session.limitAtDecision();
     if (limit != null) {
       b.setCapacity(
@@ -232,7 +248,8 @@ public final class SessionRecorder implements SessionListener {
               .setWorkUnits(session.workUnits())
               .setMethod(estimate.method())
               .setReserveRule(session.reserveRule())
-              .setRequestedOutputTokens(session.requestedOutputTokens());
+              .setRequestedOutputTokens(session.requestedOutputTokens())
+              .setFanoutWorkUnits(session.fanOutWork());
       String model = estimate.model();
       if (model != null) {
         e.setModel(model.length() <= 128 ? model : model.substring(0, 128));

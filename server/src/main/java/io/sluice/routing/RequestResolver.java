@@ -6,9 +6,11 @@ import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.quota.WorkflowBudget;
 import java.util.List;
 
 /**
@@ -193,7 +195,36 @@ public final class RequestResolver {
         mmt,
         reject,
         rejectMessage,
-        shadow(rule, pool));
+        shadow(rule, pool),
+        declaredFanout(read(Signal.FANOUT, in)),
+        workflow(read(Signal.WORKFLOW, in)));
+  }
+
+  /**
+   * The {@code fanout} signal: a non-negative integer, at most {@link
+   * FanOutPolicy#MAX_DECLARED_CALLS}; anything else (not a number, negative) is ignored (0).
+   */
+  static int declaredFanout(String value) {
+    if (value == null) {
+      return 0;
+    }
+    String v = value.trim();
+    if (v.isEmpty() || v.length() > 19) {
+      return v.length() > 19 && v.chars().allMatch(Character::isDigit)
+          ? FanOutPolicy.MAX_DECLARED_CALLS
+          : 0;
+    }
+    try {
+      long n = Long.parseLong(v);
+      return n < 0 ? 0 : (int) Math.min(FanOutPolicy.MAX_DECLARED_CALLS, n);
+    } catch (NumberFormatException ignored) {
+      return 0;
+    }
+  }
+
+  /** The {@code workflow} signal, cut to {@link WorkflowBudget#MAX_ID_CHARS}; null when absent. */
+  static String workflow(String value) {
+    return value == null || value.isEmpty() ? null : WorkflowBudget.normalize(value);
   }
 
   /** The route's own mode if it has one, else its pool's (a route may go either way). */

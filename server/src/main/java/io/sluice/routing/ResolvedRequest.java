@@ -16,6 +16,9 @@ import io.sluice.core.session.Subject;
  * @param deadlineNanos absolute ticker time of the deadline
  * @param maxMessageTimeoutMillis Envoy's max_message_timeout for this route (0 = queue-hold off)
  * @param shadow observe only: the route's {@code mode}, else its pool's, is {@code shadow}
+ * @param fanout declared downstream calls (the trusted {@code fanout} signal; 0 when absent or
+ *     unreadable, at most {@code FanOutPolicy.MAX_DECLARED_CALLS})
+ * @param workflow the trusted {@code workflow} signal (length-capped), or null
  */
 public record ResolvedRequest(
     String route,
@@ -29,7 +32,40 @@ public record ResolvedRequest(
     long maxMessageTimeoutMillis,
     Reason rejectReason,
     String rejectMessage,
-    boolean shadow) {
+    boolean shadow,
+    int fanout,
+    String workflow) {
+
+  /** Without declared fan-out or workflow. */
+  public ResolvedRequest(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      EstimateFrom estimateFrom,
+      Tenant tenant,
+      long deadlineNanos,
+      String operationId,
+      long maxMessageTimeoutMillis,
+      Reason rejectReason,
+      String rejectMessage,
+      boolean shadow) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        estimateFrom,
+        tenant,
+        deadlineNanos,
+        operationId,
+        maxMessageTimeoutMillis,
+        rejectReason,
+        rejectMessage,
+        shadow,
+        0,
+        null);
+  }
 
   /** The request as the admission session sees it, arrived at {@code arrivalNanos}. */
   public Subject subject(long arrivalNanos) {
@@ -43,6 +79,8 @@ public record ResolvedRequest(
         deadlineNanos,
         operationId,
         maxMessageTimeoutMillis * 1_000_000L,
-        shadow);
+        shadow,
+        fanout,
+        workflow);
   }
 }

@@ -274,6 +274,23 @@ public final class PoolState {
     }
   }
 
+  /**
+   * The fraction of the pool this replica may hold: its granted work share over the pool's work
+   * limit in effect when it counts against a share ({@code replicas}), else 1. In {@code [0, 1]}.
+   */
+  public double replicaShare() {
+    lock.lock();
+    try {
+      if (!capacity.shared()) {
+        return 1.0;
+      }
+      long whole = capacity.policy().capacityWorkUnits();
+      return whole <= 0 ? 1.0 : Math.min(1.0, (double) capacity.workLimit() / whole);
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Admit now or refuse (no queueing). */
   Decision tryAdmit(AdmissionRequest request, long nowNanos) {
     return decide(request, 0, null, nowNanos);

@@ -22,7 +22,9 @@ public enum Reason {
   UNKNOWN_ROUTE("unknown_route", 404, Scope.REQUEST),
   DEGRADED("degraded", 200, Scope.REQUEST),
   UNKNOWN_TENANT("unknown_tenant", 403, Scope.TENANT),
-  SHUTTING_DOWN("shutting_down", 503, Scope.POOL);
+  SHUTTING_DOWN("shutting_down", 503, Scope.POOL),
+  /** A workflow (agent run) holds its pool's {@code workflow.maxRequests} or {@code maxWork}. */
+  FANOUT_BUDGET("fanout_budget", 429, Scope.TENANT);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

@@ -68,6 +68,68 @@ final class RequestBodyReader {
     @Nullable JsonToken inputFirstElement;
     boolean anthropicHint;
     boolean embeddingsHint;
+    // fan-out (FanOut): definitions in tools / functions, and what tool_choice,
+    // parallel_tool_calls and the legacy function_call say (short known words only, never the
+    // client's text)
+    int tools;
+    @Nullable String toolChoice; // the string form: auto, none, required, other
+    boolean toolChoiceObject;
+    @Nullable String
+        toolChoiceType; // the object form's type (auto, none, any, tool, function, ...)
+    @Nullable String toolChoiceMode; // allowed_tools: auto or required
+    boolean toolChoiceNamed; // the object names a tool or function
+    boolean disableParallelToolUse; // Anthropic tool_choice.disable_parallel_tool_use: true
+    boolean parallelToolCallsFalse; // parallel_tool_calls: false (anything but a boolean: ignored)
+    boolean functionCallNamed; // legacy function_call: {name: ...}
+    boolean functionCallNone; // legacy function_call: "none"
+
+    /**
+     * The fan-out the body declares, read as {@code format} reads it; {@link FanOut#NONE} without
+     * tools, or for a format without tools (completions, embeddings, unknown).
+     */
+    FanOut fanOut(@Nullable RequestFormat format) {
+      if (tools == 0 || format == null) {
+        return FanOut.NONE;
+      }
+      boolean forced;
+      boolean none;
+      boolean parallel;
+      switch (format) {
+        case OPENAI_CHAT, OPENAI_RESPONSES -> {
+          String type = toolChoiceType;
+          forced =
+              "required".equals(toolChoice)
+                  || (toolChoiceObject
+                      && (type == null
+                          ? toolChoiceNamed
+                          : !type.equals("auto")
+                              && !type.equals("none")
+                              && (!type.equals("allowed_tools")
+                                  || "required".equals(toolChoiceMode))))
+                  || (format == RequestFormat.OPENAI_CHAT
+                      && toolChoice == null
+                      && functionCallNamed);
+          none =
+              "none".equals(toolChoice)
+                  || (toolChoiceObject && "none".equals(type))
+                  || (format == RequestFormat.OPENAI_CHAT
+                      && toolChoice == null
+                      && !toolChoiceObject
+                      && functionCallNone);
+          parallel = !none && !parallelToolCallsFalse;
+        }
+        case ANTHROPIC_MESSAGES -> {
+          String type = toolChoiceObject ? toolChoiceType : null;
+          forced = "any".equals(type) || "tool".equals(type);
+          none = "none".equals(type);
+          parallel = !none && !disableParallelToolUse;
+        }
+        default -> {
+          return FanOut.NONE;
+        }
+      }
+      return new FanOut(tools, forced, parallel);
+    }
 
     /** Resolves {@link RequestFormat#AUTO} from the keys; null when nothing matches. */
     @Nullable RequestFormat detect() {
@@ -143,6 +205,32 @@ final class RequestBodyReader {
               continue;
             }
           }
+          case "tools", "functions" -> {
+            if (v == JsonToken.START_ARRAY) {
+              while (next() != JsonToken.END_ARRAY) {
+                scan.tools++;
+                skipValue();
+              }
+              continue;
+            }
+          }
+          case "tool_choice" -> {
+            if (v == JsonToken.VALUE_STRING) {
+              scan.toolChoice = word(p.getText());
+            } else if (v == JsonToken.START_OBJECT) {
+              toolChoice(scan);
+              continue;
+            }
+          }
+          case "parallel_tool_calls" -> scan.parallelToolCallsFalse = v == JsonToken.VALUE_FALSE;
+          case "function_call" -> {
+            if (v == JsonToken.VALUE_STRING) {
+              scan.functionCallNone = "none".equals(p.getText());
+            } else if (v == JsonToken.START_OBJECT) {
+              scan.functionCallNamed = hasName();
+              continue;
+            }
+          }
           case "anthropic_version", "stop_sequences", "top_k" -> scan.anthropicHint = true;
           case "encoding_format", "dimensions" -> scan.embeddingsHint = true;
           default -> {}
@@ -151,6 +239,44 @@ final class RequestBodyReader {
       }
       return scan;
     }
+  }
+
+  /** Words of {@code tool_choice} worth keeping; anything else is {@code other}. */
+  private static final java.util.Set<String> TOOL_CHOICE_WORDS =
+      java.util.Set.of(
+          "auto", "none", "required", "any", "tool", "function", "allowed_tools", "custom");
+
+  private static String word(String text) {
+    return TOOL_CHOICE_WORDS.contains(text) ? text : "other";
+  }
+
+  /** The object form of {@code tool_choice} (current token START_OBJECT; read to its end). */
+  private void toolChoice(Scan scan) throws IOException {
+    scan.toolChoiceObject = true;
+    while (next() == JsonToken.FIELD_NAME) {
+      String field = p.currentName();
+      JsonToken v = next();
+      switch (field) {
+        case "type" -> scan.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "mode" -> scan.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "name", "function" -> scan.toolChoiceNamed |= v != JsonToken.VALUE_NULL;
+        case "disable_parallel_tool_use" -> scan.disableParallelToolUse = v == JsonToken.VALUE_TRUE;
+        default -> {}
+      }
+      skipValue();
+    }
+  }
+
+  /** Whether the object (current token START_OBJECT; read to its end) has a {@code name}. */
+  private boolean hasName() throws IOException {
+    boolean named = false;
+    while (next() == JsonToken.FIELD_NAME) {
+      String field = p.currentName();
+      JsonToken v = next();
+      named |= field.equals("name") && v == JsonToken.VALUE_STRING;
+      skipValue();
+    }
+    return named;
   }
 
   /** Reads an output cap: a positive long, {@link #CAP_ABSENT}, {@link #CAP_INVALID}. */

@@ -15,6 +15,8 @@ import org.jspecify.annotations.Nullable;
  * @param model the body's {@code model} string, or {@code null}
  * @param stream the body's {@code stream} flag
  * @param outputClamped true when the requested output cap was above the maximum or invalid
+ * @param fanOut the tools, forced tool choice and parallel tool calls the body declares ({@link
+ *     FanOut#NONE} when it declares none or was not read)
  */
 public record TokenEstimate(
     long inputTokens,
@@ -23,7 +25,8 @@ public record TokenEstimate(
     @Nullable String fallbackCause,
     @Nullable String model,
     boolean stream,
-    boolean outputClamped) {
+    boolean outputClamped,
+    FanOut fanOut) {
 
   public static final String METHOD_BPE_O200K = "bpe:o200k_base";
   public static final String METHOD_BPE_CL100K = "bpe:cl100k_base";
@@ -31,7 +34,30 @@ public record TokenEstimate(
   public static final String METHOD_CONTENT_LENGTH = "content-length";
   public static final String METHOD_DEFAULT = "default";
 
+  /** An estimate whose body declares no fan-out ({@link FanOut#NONE}). */
+  public TokenEstimate(
+      long inputTokens,
+      long outputReserveTokens,
+      String method,
+      @Nullable String fallbackCause,
+      @Nullable String model,
+      boolean stream,
+      boolean outputClamped) {
+    this(
+        inputTokens,
+        outputReserveTokens,
+        method,
+        fallbackCause,
+        model,
+        stream,
+        outputClamped,
+        FanOut.NONE);
+  }
+
   public TokenEstimate {
+    if (fanOut == null) {
+      throw new IllegalArgumentException("fanOut: null (expected: FanOut.NONE or a value)");
+    }
     if (inputTokens < 0) {
       throw new IllegalArgumentException("inputTokens: " + inputTokens + " (expected: >= 0)");
     }
@@ -47,7 +73,14 @@ public record TokenEstimate(
   /** This estimate with another output reserve (the learned one: {@code OutputReserves}). */
   public TokenEstimate withOutputReserve(long outputReserveTokens) {
     return new TokenEstimate(
-        inputTokens, outputReserveTokens, method, fallbackCause, model, stream, outputClamped);
+        inputTokens,
+        outputReserveTokens,
+        method,
+        fallbackCause,
+        model,
+        stream,
+        outputClamped,
+        fanOut);
   }
 
   /** Input plus output reserve, saturating. */

@@ -130,7 +130,8 @@ public final class TokenEstimator {
           null,
           scan.model,
           scan.stream,
-          reserve < 0);
+          reserve < 0,
+          scan.fanOut(resolved));
     } catch (ReadFailure e) {
       return noted(
           shape, resolved, scan, fallback(e.fallbackCause(), length, scan, limits, resolved));
@@ -241,7 +242,8 @@ public final class TokenEstimator {
         cause,
         scan == null ? null : scan.model,
         scan != null && scan.stream,
-        reserve < 0);
+        reserve < 0,
+        scan == null ? FanOut.NONE : scan.fanOut(format != null ? format : scan.detect()));
   }
 
   /**

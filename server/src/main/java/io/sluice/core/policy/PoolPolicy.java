@@ -21,6 +21,10 @@ import java.util.Objects;
  *     worth of work to complete (sets the wait predictor's floor rate)
  * @param adaptive the adaptive limit ({@link AdaptivePolicy#OFF}: {@code capacity} and {@code
  *     maxRequests} are fixed; on: they are the ceiling the learned limit moves under)
+ * @param fanout the work a request's tools and declared downstream calls add ({@link
+ *     FanOutPolicy#NONE}: none)
+ * @param workflow what one workflow may hold of the pool at once ({@link WorkflowPolicy#OFF}: no
+ *     budget)
  */
 public record PoolPolicy(
     String name,
@@ -34,7 +38,40 @@ public record PoolPolicy(
     double retryAfterJitter,
     Duration holdMargin,
     Duration defaultServiceTime,
-    AdaptivePolicy adaptive) {
+    AdaptivePolicy adaptive,
+    FanOutPolicy fanout,
+    WorkflowPolicy workflow) {
+
+  /** A pool without fan-out pricing or workflow budget. */
+  public PoolPolicy(
+      String name,
+      long capacityWorkUnits,
+      int maxRequests,
+      double inputWeight,
+      double outputWeight,
+      Duration retryAfterMin,
+      Duration retryAfterMax,
+      Duration maxMessageTimeout,
+      double retryAfterJitter,
+      Duration holdMargin,
+      Duration defaultServiceTime,
+      AdaptivePolicy adaptive) {
+    this(
+        name,
+        capacityWorkUnits,
+        maxRequests,
+        inputWeight,
+        outputWeight,
+        retryAfterMin,
+        retryAfterMax,
+        maxMessageTimeout,
+        retryAfterJitter,
+        holdMargin,
+        defaultServiceTime,
+        adaptive,
+        FanOutPolicy.NONE,
+        WorkflowPolicy.OFF);
+  }
 
   /** A pool with fixed numbers (no adaptive limit). */
   public PoolPolicy(
@@ -66,6 +103,8 @@ public record PoolPolicy(
 
   public PoolPolicy {
     Objects.requireNonNull(adaptive, "adaptive");
+    Objects.requireNonNull(fanout, "fanout");
+    Objects.requireNonNull(workflow, "workflow");
     if (adaptive.enabled()) {
       if (adaptive.minCapacity() > capacityWorkUnits) {
         throw new IllegalArgumentException(
@@ -166,7 +205,16 @@ public record PoolPolicy(
         retryAfterJitter,
         holdMargin,
         defaultServiceTime,
-        AdaptivePolicy.OFF);
+        AdaptivePolicy.OFF,
+        fanout,
+        workflow);
+  }
+
+  /** Work units of a request with the given token estimate plus its fan-out work (saturating). */
+  public long workUnits(long inputTokens, long outputTokens, long fanOutWork) {
+    long w = workUnits(inputTokens, outputTokens);
+    long sum = w + Math.max(0, fanOutWork);
+    return sum < 0 ? Long.MAX_VALUE : sum;
   }
 
   /** Work units of a request with the given token estimate. */

@@ -14,9 +14,11 @@ import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
+import io.sluice.core.policy.WorkflowPolicy;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -87,6 +89,9 @@ public final class AdmissionSession implements Waiter {
   private long decisionLatencyNanos;
   private boolean tokensReserved;
   private boolean slotHeld; // a tenant slot across replicas, to be given back once
+  private long fanOutWork; // of workUnits: what the request's tools and declared calls add
+  private boolean workflowHeld; // a place in the workflow's budget, to be given back once
+  private long workflowWork; // the work units that place holds
   private boolean decided;
   private boolean ended;
   private Reason reason = Reason.ADMITTED;
@@ -183,7 +188,8 @@ public final class AdmissionSession implements Waiter {
     atBody = body;
     TokenEstimate e = learnedReserve(Objects.requireNonNull(estimate, "estimate before decide"));
     estimate = e;
-    workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens());
+    fanOutWork = subject.pool().fanout().workUnits(e.fanOut(), subject.fanout());
+    workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens(), fanOutWork);
     outputCharge = e.outputReserveTokens();
     AdmissionRequest request =
         new AdmissionRequest(
@@ -312,6 +318,9 @@ public final class AdmissionSession implements Waiter {
       refundTokens();
       return;
     }
+    if (!takeWorkflowPlace(receivedNanos)) {
+      return; // refused fanout_budget (or, in shadow mode, let through)
+    }
     steps.at(Step.DECIDE);
     Decision d =
         subject.shadow()
@@ -340,6 +349,53 @@ public final class AdmissionSession implements Waiter {
       Decision.Reject r = (Decision.Reject) d;
       refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
     }
+  }
+
+  /**
+   * A place in the workflow's budget in its pool ({@code pools.<name>.workflow}), before the pool
+   * decides; given back with the tenant slot on every path ({@link #releaseSlot}). False when
+   * refused {@code fanout_budget}.
+   */
+  private boolean takeWorkflowPlace(long receivedNanos) {
+    String wf = subject.workflow();
+    WorkflowPolicy budget = subject.pool().workflow();
+    if (wf == null || !budget.enabled()) {
+      return true;
+    }
+    String pool = subject.pool().name();
+    PoolState state = env.controller().pool(pool);
+    WorkflowBudget.Check c =
+        env.workflows()
+            .acquire(
+                pool,
+                wf,
+                workUnits,
+                budget.maxRequests(),
+                budget.maxWork(),
+                state == null ? 1.0 : state.replicaShare());
+    workflowHeld = c.granted(); // from here every path gives it back (releaseSlot)
+    workflowWork = workUnits;
+    if (c.allowed()) {
+      return true;
+    }
+    refuse(
+        Reason.FANOUT_BUDGET,
+        429,
+        env.controller().tenantRetryAfterSeconds(pool),
+        "workflow has "
+            + c.requests()
+            + " requests ("
+            + c.work()
+            + " work units) in flight or waiting in pool "
+            + pool
+            + "; its budget here: maxRequests "
+            + c.requestLimit()
+            + ", maxWork "
+            + c.workLimit()
+            + " (0 = no cap)",
+        atBody,
+        receivedNanos);
+    return false;
   }
 
   /** Queued: the front end holds the deciding message; the expiry timer is armed. */
@@ -943,6 +999,11 @@ public final class AdmissionSession implements Waiter {
 
   /** Gives the tenant slot back, once (every end path calls it; only the first does anything). */
   private void releaseSlot() {
+    if (workflowHeld) {
+      workflowHeld = false;
+      env.workflows()
+          .release(subject.pool().name(), Objects.requireNonNull(subject.workflow()), workflowWork);
+    }
     if (slotHeld) {
       slotHeld = false;
       env.caps().release(subject.pool().name(), subject.tenant().id());
@@ -978,6 +1039,16 @@ public final class AdmissionSession implements Waiter {
 
   public long workUnits() {
     return workUnits;
+  }
+
+  /** The part of {@link #workUnits} the request's fan-out adds ({@code pools.<name>.fanout}). */
+  public long fanOutWork() {
+    return fanOutWork;
+  }
+
+  /** Whether this request holds a place in its workflow's budget now. */
+  public boolean holdsWorkflowPlace() {
+    return workflowHeld;
   }
 
   /** The phase that decided (or refused): {@code headers} or {@code body}. */

@@ -5,6 +5,7 @@ import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.time.Ticker;
 import java.time.Clock;
 import java.util.Objects;
@@ -22,6 +23,8 @@ import java.util.concurrent.Executor;
  *     age or deadlines: those use {@code ticker})
  * @param reserves the learned output reserve: one per process, passed into every snapshot, so a
  *     reload keeps what it learned ({@link OutputReserves#off()}: the old rule)
+ * @param workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow};
+ *     one per process: it outlives the snapshot)
  */
 public record Sessions(
     AdmissionController controller,
@@ -33,7 +36,8 @@ public record Sessions(
     HoldTimer timer,
     SessionListener listener,
     TenantCaps caps,
-    OutputReserves reserves) {
+    OutputReserves reserves,
+    WorkflowBudget workflows) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -44,6 +48,59 @@ public record Sessions(
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(caps, "caps");
     Objects.requireNonNull(reserves, "reserves");
+    Objects.requireNonNull(workflows, "workflows");
+  }
+
+  /** Sessions with a workflow budget of their own (tests; a server passes its process's). */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps,
+      OutputReserves reserves) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        reserves,
+        new WorkflowBudget());
+  }
+
+  /** Sessions without a learned output reserve, with the given workflows' budgets. */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps,
+      WorkflowBudget workflows) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        OutputReserves.off(),
+        workflows);
   }
 
   /** Sessions without a learned output reserve (the cap or class default, as before). */

@@ -5,6 +5,7 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The request a session decides on, as the front end resolved it.
@@ -18,6 +19,10 @@ import java.util.Objects;
  * @param shadow observe only (the route's or pool's {@code mode: shadow}): every decision is made
  *     and recorded, but a request that would be refused or queued is let through at once, without a
  *     permit ({@link AdmissionSession})
+ * @param fanout downstream calls the trusted {@code fanout} signal declares (0: none), priced by
+ *     the pool's {@code fanout.perDeclaredCall}
+ * @param workflow the trusted {@code workflow} signal (agent run / workflow id, at most {@code
+ *     WorkflowBudget.MAX_ID_CHARS} characters), or null
  */
 public record Subject(
     String route,
@@ -29,11 +34,40 @@ public record Subject(
     long deadlineNanos,
     String operationId,
     long maxHoldNanos,
-    boolean shadow) {
+    boolean shadow,
+    int fanout,
+    @Nullable String workflow) {
   public Subject {
     Objects.requireNonNull(pool, "pool");
     Objects.requireNonNull(requestClass, "requestClass");
     Objects.requireNonNull(tenant, "tenant");
+  }
+
+  /** A request without declared fan-out or workflow. */
+  public Subject(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      Tenant tenant,
+      long arrivalNanos,
+      long deadlineNanos,
+      String operationId,
+      long maxHoldNanos,
+      boolean shadow) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        tenant,
+        arrivalNanos,
+        deadlineNanos,
+        operationId,
+        maxHoldNanos,
+        shadow,
+        0,
+        null);
   }
 
   /** An enforced request ({@code mode: enforce}). */
