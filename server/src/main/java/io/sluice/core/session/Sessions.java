@@ -19,6 +19,7 @@ import java.util.concurrent.Executor;
  *     store is in this process)
  * @param clock wall-clock time for the tenant buckets and the decision record (never read for queue
  *     age or deadlines: those use {@code ticker})
+ * @param tails the permits held for a predicted tail (one per process, released all at shutdown)
  */
 public record Sessions(
     AdmissionController controller,
@@ -29,7 +30,8 @@ public record Sessions(
     Clock clock,
     HoldTimer timer,
     SessionListener listener,
-    TenantCaps caps) {
+    TenantCaps caps,
+    TailHolds tails) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -39,6 +41,31 @@ public record Sessions(
     Objects.requireNonNull(timer, "timer");
     Objects.requireNonNull(listener, "listener");
     Objects.requireNonNull(caps, "caps");
+    Objects.requireNonNull(tails, "tails");
+  }
+
+  /** Sessions whose held tails only this snapshot knows (tests; a server passes its own). */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        new TailHolds());
   }
 
   /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */
