@@ -59,6 +59,38 @@ public record AdmissionRuntime(
         clock,
         timer,
         quotas,
+        caps,
+        new io.sluice.core.session.TailHolds());
+  }
+
+  /**
+   * As above, with the process's held tails ({@code tails}: one per process, outliving the
+   * snapshot, released all at shutdown).
+   */
+  public AdmissionRuntime(
+      SluiceConfig config,
+      RequestResolver resolver,
+      AdmissionController controller,
+      TokenEstimator estimator,
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      Ticker ticker,
+      java.time.Clock clock,
+      QueueTimer timer,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.quota.TenantCaps caps,
+      io.sluice.core.session.TailHolds tails) {
+    this(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
         new ExtProcTables(resolver),
         new Sessions(
             controller,
@@ -69,6 +101,7 @@ public record AdmissionRuntime(
             clock,
             timer,
             new SessionRecorder(metrics, decisionLog),
-            caps));
+            caps,
+            tails));
   }
 }

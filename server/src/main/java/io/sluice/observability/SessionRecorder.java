@@ -50,6 +50,8 @@ public final class SessionRecorder implements SessionListener {
       metrics.quotaStoreFailure(e.allowed() ? "open" : "closed");
     } else if (event instanceof SessionEvent.EstimateFellBack e) {
       metrics.estimateFallback(e.cause());
+    } else if (event instanceof SessionEvent.ResponseEndUnseen e) {
+      metrics.responseEndUnseen(e.session().subject().pool().name(), e.cause());
     } else if (event instanceof SessionEvent.Shadowed e) {
       Subject s = e.session().subject();
       metrics.shadowed(
@@ -139,6 +141,7 @@ public final class SessionRecorder implements SessionListener {
                       .setReported(u.reported()))
               .setOutcome(outcome(e.outcome()))
               .setUpstreamStatus(session.upstreamStatus())
+              .setResponseEnd(session.responseEnd())
               .setHeldMs(e.heldNanos() / 1_000_000L)
               .build());
     }
