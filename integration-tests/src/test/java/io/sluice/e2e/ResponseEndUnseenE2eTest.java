@@ -143,6 +143,15 @@ class ResponseEndUnseenE2eTest {
       assertThat(envoy.stats().snapshot())
           .containsEntry("streams_failed", 0L)
           .containsEntry("message_timeouts", 0L);
+      java.net.http.HttpResponse<String> readyz =
+          java.net.http.HttpClient.newHttpClient()
+              .send(
+                  java.net.http.HttpRequest.newBuilder(
+                          java.net.URI.create("http://127.0.0.1:" + server.adminPort() + "/readyz"))
+                      .build(),
+                  java.net.http.HttpResponse.BodyHandlers.ofString());
+      assertThat(readyz.statusCode()).as("a detail, not a failure").isEqualTo(200);
+      assertThat(readyz.body()).contains("response end: not seen in pool gpu");
       return new Run(
           upstream.maxRunning.get(),
           upstream.served.get(),
