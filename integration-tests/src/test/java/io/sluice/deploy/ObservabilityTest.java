@@ -63,6 +63,8 @@ class ObservabilityTest {
           "sluice_pool_completion_rate",
           "sluice_permits_released_total",
           "sluice_permit_hold_seconds",
+          "sluice_response_end_unseen_total",
+          "sluice_permits_tail_held",
           "sluice_tokens_estimated",
           "sluice_tokens_actual",
           "sluice_tokens_actual_to_estimate",

@@ -136,25 +136,37 @@ class AdmitE2eTest {
   }
 
   @Test
-  void responseBodyModeNone_permitReleasedAtResponseHeaders() {
+  void responseBodyModeNone_beforeEnvoy137_permitHeldPastItsPredictedTailUntilTheStreamEnds()
+      throws InterruptedException {
+    // the emulator as Envoy up to 1.36: the ext_proc stream lives to the request's end
     FilterConfig filter =
         SluiceEnvoyHarness.recommendedFilter().responseBodyMode(FilterConfig.BodyMode.NONE).build();
-    h = SluiceEnvoyHarness.start(Policy.base(), filter);
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base().with("pools.gpu.defaultServiceTime", "100ms"), filter);
     h.upstream.mode(ControlledUpstream.Mode.HOLD_STREAM);
 
     var pending = h.sendAsync(chat(chatBody(20, true)).build());
 
-    // the body is still held upstream, yet the permit is back
-    await().atMost(Duration.ofSeconds(5)).until(() -> h.released("completed") == 1);
-    h.awaitNoPermits();
+    // the response headers came and the end will not be seen: held for its predicted tail
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> h.gauge("sluice.permits.tail.held", "pool", "gpu") == 1);
+    assertThat(h.counter("sluice.response.end.unseen", "pool", "gpu", "cause", "body_mode_none"))
+        .isEqualTo(1);
+    Thread.sleep(300); // past the predicted tail (100 ms): the stream is still open, so held on
     assertThat(pending).isNotDone();
+    assertThat(h.pool().requestsInFlight()).isEqualTo(1);
+    assertThat(h.releasedAny()).isZero();
 
     h.upstream.finishStreams();
     HttpResult r = SluiceEnvoyHarness.result(pending);
     assertThat(r.status()).isEqualTo(200);
     assertThat(r.bodyUtf8()).endsWith("data: [DONE]\n\n");
-    h.awaitNothingInFlight();
+    h.awaitNothingInFlight(); // the stream's reset at the request's end released it
+    assertThat(h.released("completed")).isEqualTo(1);
     assertThat(h.releasedAny()).isEqualTo(1);
+    assertThat(h.gauge("sluice.permits.tail.held", "pool", "gpu")).isZero();
     // Sluice never saw the body, so no usage was recorded
     assertThat(h.summaryCount("sluice.tokens.actual_to_estimate")).isZero();
   }

@@ -681,6 +681,80 @@ class EnvoyExtProcEmulatorTest {
     assertThat(result.timeToFirstByte()).isPresent();
   }
 
+  /** An SSE answer: its first chunk at once, the rest when {@code finish} completes. */
+  private static Upstream streamUntil(CompletableFuture<Void> finish) {
+    return req ->
+        CompletableFuture.completedFuture(
+            new UpstreamResponse(
+                200,
+                HttpHeaders.of("content-type", "text/event-stream"),
+                sink -> {
+                  sink.onData("data: a\n\n".getBytes(StandardCharsets.UTF_8), false);
+                  var unused =
+                      finish.thenRun(
+                          () ->
+                              sink.onData(
+                                  "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8), true));
+                  return () -> {};
+                }));
+  }
+
+  private ScriptedExtProcServer.ServerStream awaitOneStream() {
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> server.streams.size() == 1);
+    return server.onlyStream();
+  }
+
+  @Test
+  void responseBodyNone_envoy137_closesTheStreamRightAfterTheResponseHeaders() throws Exception {
+    CompletableFuture<Void> finish = new CompletableFuture<>();
+    start( // response body NONE (Envoy's default), the 1.37 stream close optimization on
+        ScriptedExtProcServer::continueEverything,
+        relaxed().toBuilder().closeStreamAfterLastResponse(true).build(),
+        streamUntil(finish));
+
+    CompletableFuture<HttpResult> exchange =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    ScriptedExtProcServer.ServerStream stream = awaitOneStream();
+
+    assertThat(awaitEnd(stream)).isEqualTo(End.CANCELLED); // at the first token
+    assertThat(exchange).as("the answer is still streaming").isNotDone();
+    assertThat(stream.received)
+        .extracting(ProcessingRequest::getRequestCase)
+        .containsExactly(
+            ProcessingRequest.RequestCase.REQUEST_HEADERS,
+            ProcessingRequest.RequestCase.RESPONSE_HEADERS);
+    assertThat(stream.received.get(0).getProtocolConfig().getResponseBodyMode())
+        .isEqualTo(ProcessingMode.BodySendMode.NONE);
+    assertThat(stream.received.get(1).getResponseHeaders().getEndOfStream()).isFalse();
+
+    finish.complete(null);
+    HttpResult result = result(exchange);
+    assertThat(result.status()).isEqualTo(200);
+    assertThat(result.bodyUtf8()).isEqualTo("data: a\n\ndata: [DONE]\n\n");
+    assertThat(envoy.stats().snapshot()).containsEntry("streams_closed", 1L);
+  }
+
+  @Test
+  void responseBodyNone_beforeEnvoy137_keepsTheStreamToTheRequestsEnd() throws Exception {
+    CompletableFuture<Void> finish = new CompletableFuture<>();
+    start(ScriptedExtProcServer::continueEverything, relaxed(), streamUntil(finish));
+
+    CompletableFuture<HttpResult> exchange =
+        envoy.sendAsync(HttpRequest.post("/v1/chat/completions", CHAT).build());
+    ScriptedExtProcServer.ServerStream stream = awaitOneStream();
+    org.awaitility.Awaitility.await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> stream.received.size() == 2); // the response headers were sent
+
+    Thread.sleep(200); // the stream stays open while the answer streams
+    assertThat(stream.end).isNotDone();
+    finish.complete(null);
+    assertThat(result(exchange).status()).isEqualTo(200);
+    assertThat(awaitEnd(stream)).isEqualTo(End.CANCELLED); // the reset at the request's end
+  }
+
   private static io.sluice.upstream.ResponseBody delayedChunks(List<String> chunks) {
     return sink -> {
       Thread t =

@@ -88,6 +88,8 @@ public final class SluiceServer implements AutoCloseable {
   private final AtomicBoolean draining = new AtomicBoolean();
   private final ExtProcService extProc;
   private final QueueTimer timer = new QueueTimer();
+  // permits held for a predicted tail (response end not seen), across reloads; released at shutdown
+  private final io.sluice.core.session.TailHolds tails = new io.sluice.core.session.TailHolds();
   private final Ticker ticker;
   private final AdmissionController controller;
   private final io.sluice.core.admission.AdaptiveCoordinator adaptive;
@@ -413,7 +415,8 @@ public final class SluiceServer implements AutoCloseable {
                 : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
         shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
         reserves,
-        workflows);
+        workflows,
+        tails);
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {
@@ -512,6 +515,7 @@ public final class SluiceServer implements AutoCloseable {
     warnUntrustedHeaders(config);
     server.warnMissingRlsConfigDirectory();
     LOG.info("{}", server.policySummary());
+    LOG.info("{}", RESPONSE_END_ACCOUNTING);
     LOG.info(
         "sluice {} serving gRPC on {}:{}{} and admin HTTP on {}:{}",
         Main.versionLine().substring("sluice ".length()),
@@ -809,6 +813,7 @@ public final class SluiceServer implements AutoCloseable {
     if (shares != null) {
       sb.append(shares.readinessLines());
     }
+    sb.append(responseEndLine());
     if (rls != null) {
       sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString());
       if (rlsConfigDirectoryMissing() && rls.health().domains() == 0) {
@@ -825,6 +830,23 @@ public final class SluiceServer implements AutoCloseable {
       sb.append('\n');
     }
     return AdminHttpServer.Reply.text(200, redactor.scrub(sb.toString()));
+  }
+
+  /**
+   * The {@code /readyz} detail on response-end accounting: a pool that saw a response whose end
+   * Sluice cannot see (response_body_mode NONE) holds permits for a predicted tail; still ready.
+   */
+  private String responseEndLine() {
+    java.util.Set<String> unseen = metrics.responseEndUnseenPools();
+    if (unseen.isEmpty()) {
+      return "response end: seen\n";
+    }
+    StringBuilder sb = new StringBuilder("response end: not seen in pool");
+    sb.append(unseen.size() == 1 ? " " : "s ");
+    sb.append(String.join(", ", new java.util.TreeSet<>(unseen)));
+    sb.append(" (response_body_mode NONE; ").append(tails.size());
+    sb.append(" permits held for a predicted tail now; STREAMED gives exact accounting)\n");
+    return sb.toString();
   }
 
   public int grpcPort() {
@@ -949,6 +971,7 @@ public final class SluiceServer implements AutoCloseable {
     int cut = extProc.liveStreams();
     int permitsCut = permitsInFlight();
     extProc.shutdownStreams();
+    int tailsReleased = tails.releaseAll(); // their answers run on: outcome completed
     grpc.shutdown();
     try {
       grpc.awaitTermination(2, TimeUnit.SECONDS);
@@ -972,15 +995,26 @@ public final class SluiceServer implements AutoCloseable {
         String.format(
             java.util.Locale.ROOT,
             "shutdown complete in %d ms: %d of %d streams finished within the grace, %d cut"
-                + " (%d permits released at the cut)",
+                + " (%d permits released at the cut, %d of them held for a predicted tail)",
             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
             Math.max(0, streamsAtStart - cut),
             streamsAtStart,
             cut,
-            permitsCut));
+            permitsCut,
+            tailsReleased));
   }
 
   static final int DRAIN_LOG_EVERY_SECONDS = 5;
+
+  /** The start-up line on how a permit's end is accounted (docs/envoy.md). */
+  static final String RESPONSE_END_ACCOUNTING =
+      "response end accounting: a permit is released at the response's end as the ext_proc stream"
+          + " shows it (last body chunk, trailers, end of stream, the stream's close); exact with"
+          + " the ext_proc filter's processing_mode.response_body_mode STREAMED (or BUFFERED) and"
+          + " response_header_mode SEND, as the shipped Envoy configs set. With response_body_mode"
+          + " NONE the end is not seen (Envoy 1.37+ closes the stream at the response headers):"
+          + " the permit is then held for the pool's predicted service time (median of the ends"
+          + " seen, else defaultServiceTime), see sluice_response_end_unseen_total";
 
   private final List<String> shutdownLines = new java.util.concurrent.CopyOnWriteArrayList<>();
 

@@ -61,76 +61,15 @@ public record AdmissionRuntime(
         quotas,
         caps,
         io.sluice.core.estimate.OutputReserves.off(),
-        new io.sluice.core.quota.WorkflowBudget());
+        new io.sluice.core.quota.WorkflowBudget(),
+        new io.sluice.core.session.TailHolds());
   }
 
   /**
-   * As above, with the process's learned output reserve {@code reserves} (it outlives the snapshot,
-   * so a reload keeps what it learned).
+   * As above, with the process's state that outlives every snapshot: the learned output reserve
+   * ({@code reserves}: a reload keeps what it learned), the workflows' places in their pools'
+   * budgets, and the permits held for a predicted tail (released all at shutdown).
    */
-  public AdmissionRuntime(
-      SluiceConfig config,
-      RequestResolver resolver,
-      AdmissionController controller,
-      TokenEstimator estimator,
-      AdmissionMetrics metrics,
-      DecisionLog decisionLog,
-      Ticker ticker,
-      java.time.Clock clock,
-      QueueTimer timer,
-      io.sluice.core.quota.TenantQuotas quotas,
-      io.sluice.core.quota.TenantCaps caps,
-      io.sluice.core.estimate.OutputReserves reserves) {
-    this(
-        config,
-        resolver,
-        controller,
-        estimator,
-        metrics,
-        decisionLog,
-        ticker,
-        clock,
-        timer,
-        quotas,
-        caps,
-        reserves,
-        new io.sluice.core.quota.WorkflowBudget());
-  }
-
-  /**
-   * As above, the workflows' places in their pools' budgets held by {@code workflows} (one per
-   * process: it outlives the snapshot).
-   */
-  public AdmissionRuntime(
-      SluiceConfig config,
-      RequestResolver resolver,
-      AdmissionController controller,
-      TokenEstimator estimator,
-      AdmissionMetrics metrics,
-      DecisionLog decisionLog,
-      Ticker ticker,
-      java.time.Clock clock,
-      QueueTimer timer,
-      io.sluice.core.quota.TenantQuotas quotas,
-      io.sluice.core.quota.TenantCaps caps,
-      io.sluice.core.quota.WorkflowBudget workflows) {
-    this(
-        config,
-        resolver,
-        controller,
-        estimator,
-        metrics,
-        decisionLog,
-        ticker,
-        clock,
-        timer,
-        quotas,
-        caps,
-        io.sluice.core.estimate.OutputReserves.off(),
-        workflows);
-  }
-
-  /** As above, with both the learned output reserve and the workflows' budgets of the process. */
   public AdmissionRuntime(
       SluiceConfig config,
       RequestResolver resolver,
@@ -144,7 +83,8 @@ public record AdmissionRuntime(
       io.sluice.core.quota.TenantQuotas quotas,
       io.sluice.core.quota.TenantCaps caps,
       io.sluice.core.estimate.OutputReserves reserves,
-      io.sluice.core.quota.WorkflowBudget workflows) {
+      io.sluice.core.quota.WorkflowBudget workflows,
+      io.sluice.core.session.TailHolds tails) {
     this(
         config,
         resolver,
@@ -168,6 +108,7 @@ public record AdmissionRuntime(
             new SessionRecorder(metrics, decisionLog),
             caps,
             reserves,
-            workflows));
+            workflows,
+            tails));
   }
 }

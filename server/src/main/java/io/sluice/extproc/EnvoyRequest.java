@@ -94,14 +94,28 @@ final class EnvoyRequest {
     return proxyless;
   }
 
-  /**
-   * Response headers arrived; true when they end the exchange: end of stream, or body mode NONE
-   * (Envoy sends nothing more, so the permit covers time to response headers). A proxyless client's
-   * call runs on (a stream of messages): it ends at response trailers or at the client's close.
-   */
+  /** Response headers arrived; true when they end the exchange (end of stream: no body). */
   boolean onResponseHeaders(boolean endOfStream) {
     responseHeadersSeen = true;
-    return endOfStream || (responseBodyMode == BodySendMode.NONE && !proxyless);
+    return endOfStream;
+  }
+
+  /** The {@code cause} of {@code sluice_response_end_unseen_total}: protocol_config said NONE. */
+  static final String BODY_MODE_NONE = "body_mode_none";
+
+  /**
+   * After response headers that do not end the response: why its end will not be seen, or null.
+   * With {@code response_body_mode: NONE} (from {@code protocol_config}) Envoy sends no body
+   * message; Envoy 1.37+ closes the stream right after the response headers are answered (at a
+   * streamed answer's first token), earlier ones at the request's end, and response trailers come
+   * only with {@code response_trailer_mode: SEND} and a response that has them: Sluice cannot tell
+   * these apart, so the end counts as unseen ({@link #BODY_MODE_NONE}) and the permit is held for
+   * its predicted tail (trailers, if they come, end it). Without {@code protocol_config} (Envoy
+   * before 1.34) the stream lives to the request's end: its reset is the end ({@link #onEnd}). A
+   * proxyless client's call ends at response trailers or at the client's close, both seen.
+   */
+  String unseenEnd() {
+    return responseBodyMode == BodySendMode.NONE && !proxyless ? BODY_MODE_NONE : null;
   }
 
   void onResponseBody() {
@@ -115,7 +129,8 @@ final class EnvoyRequest {
   /**
    * How a reset ends the permit. Without protocol_config (Envoy < 1.34) the response body mode is
    * unknown: a reset after response headers with no body message means body mode NONE (the response
-   * went through); a reset after some body chunks means the client left mid-stream.
+   * went through; such an Envoy keeps the stream to the request's end, so the reset is the end,
+   * seen); a reset after some body chunks means the client left mid-stream.
    */
   Outcome onEnd(Outcome outcome) {
     boolean completed =

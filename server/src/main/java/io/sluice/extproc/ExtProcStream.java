@@ -22,7 +22,8 @@ import io.sluice.routing.ResolvedRequest;
  * request_headers ─┬─ decide now (headers-only route, no body, body mode NONE/STREAMED) ─┐
  *                  └─ CONTINUE, wait ─ request_body (BUFFERED) ─ decide ──────────────────┤
  *                        admit: CONTINUE + headers + dynamic metadata; reject: ImmediateResponse
- * response_headers ─ observe status ─ (body mode NONE or end_of_stream: release)
+ * response_headers ─ observe status ─ (end_of_stream: release; body mode NONE: held for the
+ *                    predicted tail, released by its timer once the stream has ended)
  * response_body*  ─ CONTINUE each chunk at once, extract usage ─ end_of_stream: release
  * cancel / error / half-close at any point ─ release exactly once
  * </pre>
@@ -114,6 +115,7 @@ final class ExtProcStream extends LiveStreams.Node
         case RESPONSE_TRAILERS -> {
           if (answerIf(
               at.responding(permit()), Responses.CONTINUE_RESPONSE_TRAILERS, "response_trailers")) {
+            session.responseEndSeen(); // trailers after body mode NONE: the end is seen after all
             release(Outcome.COMPLETED);
           }
         }
@@ -222,6 +224,13 @@ final class ExtProcStream extends LiveStreams.Node
         h.header("content-type"),
         !request.proxyless(),
         status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1);
+    String unseen = ends ? null : request.unseenEnd();
+    if (unseen != null) {
+      // nothing more may come (Envoy 1.37+ closes the stream after this answer): the permit is
+      // held for the predicted rest of the answer, and the stream's end only closes it
+      session.responseEndUnseen(unseen);
+      at.to(StreamPhase.DONE);
+    }
     send(Responses.CONTINUE_RESPONSE_HEADERS);
     if (ends) {
       release(Outcome.COMPLETED);

@@ -33,6 +33,11 @@ public final class AdmissionMetrics {
   private final ConcurrentMap<MeterKey, ClassMeters> classMeters = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Timer> admitLatency = new ConcurrentHashMap<>();
   private final Timer admitAtHeaders; // the latency timer most admitted requests record into
+  // pools that saw a response whose end Sluice does not see (WARN once each; /readyz); configured
+  // names only, dropped with their pool on reload
+  private final java.util.Set<String> endUnseenPools = ConcurrentHashMap.newKeySet();
+  private static final org.slf4j.Logger LOG =
+      org.slf4j.LoggerFactory.getLogger(AdmissionMetrics.class);
 
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
@@ -147,6 +152,13 @@ public final class AdmissionMetrics {
               .description("workflows holding requests in flight or queued (pools.*.workflow)")
               .register(registry));
       poolGauges.add(
+          Gauge.builder(MetricNames.PERMITS_TAIL_HELD, pool, PoolState::tailsHeld)
+              .tag("pool", p)
+              .description(
+                  "permits held now for a predicted tail: their response end is not seen"
+                      + " (response_body_mode NONE)")
+              .register(registry));
+      poolGauges.add(
           Gauge.builder(
                   MetricNames.POOL_COMPLETION_RATE,
                   pool,
@@ -191,6 +203,7 @@ public final class AdmissionMetrics {
     gonePools.removeAll(pools);
     java.util.Set<String> goneClasses = new java.util.HashSet<>(boundClasses);
     goneClasses.removeAll(classNames);
+    endUnseenPools.removeAll(gonePools);
     if (!gonePools.isEmpty() || !goneClasses.isEmpty()) {
       removeMetersOf(gonePools, goneClasses);
     }
@@ -406,6 +419,31 @@ public final class AdmissionMetrics {
    * A capped tenant's slot across replicas was asked of the store: {@code granted}, {@code denied}
    * (the tenant's cap is reached across replicas) or {@code store_failed}.
    */
+  /**
+   * A stream of {@code pool} whose response end Sluice will not see ({@code cause}, e.g. {@code
+   * body_mode_none}): its permit is held for a predicted tail. The first one of each pool is logged
+   * at WARN with the fix.
+   */
+  public void responseEndUnseen(String pool, String cause) {
+    counter(MetricNames.RESPONSE_END_UNSEEN, "pool", pool, "cause", cause).increment();
+    if (endUnseenPools.add(pool)) {
+      LOG.warn(
+          "pool {}: a response whose end Sluice cannot see ({}): Envoy sends no response body and"
+              + " may close the ext_proc stream at the response headers (the first token), so the"
+              + " permit is held for the pool's predicted service time instead of to the answer's"
+              + " end. Set the ext_proc filter's processing_mode.response_body_mode: STREAMED for"
+              + " exact accounting (sluice_response_end_unseen_total, docs/envoy.md). Logged once"
+              + " per pool.",
+          pool,
+          cause);
+    }
+  }
+
+  /** Pools that saw a response whose end Sluice cannot see, in no order (for /readyz). */
+  public java.util.Set<String> responseEndUnseenPools() {
+    return java.util.Set.copyOf(endUnseenPools);
+  }
+
   public void tenantSlot(String pool, String result) {
     counter(MetricNames.TENANT_SLOTS, "pool", pool, "result", result).increment();
   }

@@ -42,6 +42,8 @@ public final class MetricNames {
   public static final String POOL_COMPLETION_RATE = "sluice.pool.completion.rate";
   public static final String PERMITS_RELEASED = "sluice.permits.released";
   public static final String PERMIT_HOLD = "sluice.permit.hold";
+  public static final String RESPONSE_END_UNSEEN = "sluice.response.end.unseen";
+  public static final String PERMITS_TAIL_HELD = "sluice.permits.tail.held";
   public static final String TOKENS_ESTIMATED = "sluice.tokens.estimated";
   public static final String TOKENS_ACTUAL = "sluice.tokens.actual";
   public static final String TOKENS_ACTUAL_TO_ESTIMATE = "sluice.tokens.actual_to_estimate";

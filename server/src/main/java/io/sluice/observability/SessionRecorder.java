@@ -52,6 +52,8 @@ public final class SessionRecorder implements SessionListener {
       metrics.estimateFallback(e.cause());
     } else if (event instanceof SessionEvent.OutputOverran e) {
       metrics.outputOverran(e.session().subject().pool().name(), e.addedWork(), e.first());
+    } else if (event instanceof SessionEvent.ResponseEndUnseen e) {
+      metrics.responseEndUnseen(e.session().subject().pool().name(), e.cause());
     } else if (event instanceof SessionEvent.Shadowed e) {
       Subject s = e.session().subject();
       metrics.shadowed(
@@ -170,6 +172,7 @@ public final class SessionRecorder implements SessionListener {
                       .setOverran(session.overran()))
               .setOutcome(outcome(e.outcome()))
               .setUpstreamStatus(session.upstreamStatus())
+              .setResponseEnd(session.responseEnd())
               .setHeldMs(e.heldNanos() / 1_000_000L)
               .build());
     }

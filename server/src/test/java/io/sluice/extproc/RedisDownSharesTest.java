@@ -599,8 +599,9 @@ class RedisDownSharesTest {
     return r.hasImmediateResponse() && r.getImmediateResponse().getStatus().getCodeValue() == 503;
   }
 
+  /** The request ends: a response without a body (body mode NONE: an end Sluice sees). */
   private static void end(ExtProcTestClient.Call c) throws Exception {
-    c.send(responseHeaders(200, "application/json", false));
+    c.send(responseHeaders(200, "application/json", true));
     c.halfClose();
     c.awaitClose();
   }

@@ -78,18 +78,19 @@ class FanOutRecordTest {
   private final WorkflowBudget budget = new WorkflowBudget();
   private final Sessions sessions =
       new Sessions(
-          controller,
-          new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-          new TokenEstimator(EstimatorSettings.defaults()),
-          500,
-          ticker,
-          clock,
-          (delayNanos, task) -> () -> {},
-          new SessionRecorder(
-              metrics,
-              new DecisionLog(new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)),
-          TenantCaps.none(),
-          budget);
+              controller,
+              new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+              new TokenEstimator(EstimatorSettings.defaults()),
+              500,
+              ticker,
+              clock,
+              (delayNanos, task) -> () -> {},
+              new SessionRecorder(
+                  metrics,
+                  new DecisionLog(
+                      new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)),
+              TenantCaps.none())
+          .withWorkflows(budget);
 
   private static final class Front implements SessionFront {
     final List<String> calls = new ArrayList<>();

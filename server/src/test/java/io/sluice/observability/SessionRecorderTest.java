@@ -373,16 +373,16 @@ class SessionRecorderTest {
             new io.sluice.core.estimate.OutputReserves.Settings(true, 1, 200, 10, true));
     Sessions learning =
         new Sessions(
-            controller,
-            new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-            500,
-            ticker,
-            clock,
-            (delayNanos, task) -> () -> {},
-            recorder,
-            io.sluice.core.quota.TenantCaps.none(),
-            learner);
+                controller,
+                new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+                new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
+                500,
+                ticker,
+                clock,
+                (delayNanos, task) -> () -> {},
+                recorder,
+                io.sluice.core.quota.TenantCaps.none())
+            .withReserves(learner);
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":1000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
             .getBytes(java.nio.charset.StandardCharsets.UTF_8);

@@ -79,6 +79,9 @@ final class ClassSlot {
   /** How much longer than the pool's service model this class's requests take (quantile). */
   final LogQuantile overrun = ServiceTimes.newTail();
 
+  /** The median time from admission to the response's end, of completions whose end was seen. */
+  final LogQuantile endToEnd = ServiceTimes.newMedian();
+
   /** A slot with an empty waiting room bounded for {@code policy} in {@code pool}. */
   ClassSlot(ClassPolicy policy, PoolPolicy pool) {
     this.policy = policy;

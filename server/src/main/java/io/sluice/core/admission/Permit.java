@@ -22,6 +22,7 @@ public final class Permit {
   private final long inputTokens;
   private final long outputTokens;
   private volatile boolean released; // set once, through RELEASED (no AtomicBoolean per permit)
+  private volatile boolean endUnseen; // held for a predicted tail (markEndUnseen)
 
   private static final VarHandle RELEASED;
 
@@ -100,6 +101,37 @@ public final class Permit {
   /** Work units added in flight beyond the admitted estimate ({@link #grow}). */
   long grownWork() {
     return grownWork;
+  }
+
+  /**
+   * The front end will not see the response's end: the permit is held for a predicted tail ({@link
+   * PoolState#tailNanos}) and its release teaches the pool no service time. Counted in {@link
+   * PoolState#tailsHeld} until released. Returns false (and changes nothing) if it was released or
+   * marked already.
+   */
+  public boolean markEndUnseen() {
+    if (released || endUnseen) {
+      return false;
+    }
+    endUnseen = true;
+    pool.tailStarted();
+    return true;
+  }
+
+  /**
+   * The response's end was seen after all (before the release): an ordinary permit again, no longer
+   * counted in {@link PoolState#tailsHeld}.
+   */
+  public void markEndSeen() {
+    if (endUnseen && !released) {
+      endUnseen = false;
+      pool.tailEnded();
+    }
+  }
+
+  /** Whether the permit is (or was) held for a predicted tail ({@link #markEndUnseen}). */
+  public boolean endUnseen() {
+    return endUnseen;
   }
 
   public boolean isReleased() {

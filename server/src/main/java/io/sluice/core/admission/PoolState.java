@@ -52,6 +52,9 @@ public final class PoolState {
   // numbers are fixed; carried: the limit a replaced one had (a hot reload), NaN: none
   private volatile @Nullable AdaptiveLimit adaptive;
   private double carried = Double.NaN;
+  // permits held for a predicted tail now (their response end is not seen): Permit.markEndUnseen
+  private final java.util.concurrent.atomic.AtomicInteger tailsHeld =
+      new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean pauseSeen; // paused at the last tick (its end starts waiting requests)
   // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
   // is unmet demand for a replica share)
@@ -560,7 +563,38 @@ public final class PoolState {
     }
   }
 
+  /**
+   * How long after its admission {@code permit}'s request is predicted to end when its response's
+   * end will not be seen: the median end-to-end time of its class's completions seen to end, else
+   * the pool's, else the pool's learned mean service time for its work ({@code defaultServiceTime}
+   * before any completion).
+   */
+  public long tailNanos(Permit permit) {
+    lock.lock();
+    try {
+      return service.tailNanos(permit.slot(), permit.workUnits());
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Permits held now for a predicted tail ({@link Permit#markEndUnseen}). */
+  public int tailsHeld() {
+    return tailsHeld.get();
+  }
+
+  void tailStarted() {
+    tailsHeld.incrementAndGet();
+  }
+
+  void tailEnded() {
+    tailsHeld.decrementAndGet();
+  }
+
   void release(Permit permit, Outcome outcome, long nowNanos) {
+    if (permit.endUnseen()) {
+      tailEnded();
+    }
     QueueCoordinator.Callback[] callbacks;
     lock.lock();
     try {

@@ -46,6 +46,23 @@ final class ServiceTimes {
   /** The pool-wide tail of actual ÷ predicted service, for classes without their own yet. */
   private final LogQuantile poolOverrun = newTail();
 
+  /**
+   * The median end-to-end time (admission to the response's end) of a request whose end is not seen
+   * ({@link #tailNanos}): the median rather than the mean, because one answer cut at its deadline
+   * or ten times the usual length moves a mean for many completions, and every request held on the
+   * prediction would pay for it; a class's answers are alike enough that the typical one is the
+   * right length to hold.
+   */
+  static final double TAIL_QUANTILE = 0.5;
+
+  static final double TAIL_QUANTILE_STEP = 0.05;
+
+  /** Completions (whose end was seen) of a class, or of the pool, before its median is used. */
+  static final int TAIL_WARMUP = 10;
+
+  /** The pool-wide median end-to-end time, for classes without their own yet. */
+  private final LogQuantile poolEndToEnd = newMedian();
+
   private WaitPredictor predictor;
 
   /** Nothing learned yet, for a pool of {@code policy}. */
@@ -55,6 +72,24 @@ final class ServiceTimes {
 
   static LogQuantile newTail() {
     return new LogQuantile(SERVICE_QUANTILE, SERVICE_QUANTILE_STEP, SERVICE_QUANTILE_WARMUP);
+  }
+
+  static LogQuantile newMedian() {
+    return new LogQuantile(TAIL_QUANTILE, TAIL_QUANTILE_STEP, TAIL_WARMUP);
+  }
+
+  /**
+   * The predicted end-to-end time of a request of class {@code k} holding {@code work} units whose
+   * response end will not be seen: the class's median end-to-end time once {@link #TAIL_WARMUP} of
+   * its completions were seen to end, else the pool's, else the pool's mean time per work unit ×
+   * {@code work} (its {@code defaultServiceTime} before any completion).
+   */
+  long tailNanos(ClassSlot k, long work) {
+    LogQuantile m = k.endToEnd.ready() ? k.endToEnd : poolEndToEnd.ready() ? poolEndToEnd : null;
+    if (m != null) {
+      return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(m.value()));
+    }
+    return predictor.expectedServiceNanos(work);
   }
 
   /** Keeps what was learned unless the predictor's settings changed. */
@@ -115,11 +150,24 @@ final class ServiceTimes {
    * its work and its request slot at the stream's end, so every release feeds the drain rate: the
    * wait predictor learns even when the adapter never sees a response (response phases not sent to
    * Sluice, so every stream ends as a cancel). Only a completed response is a service-time sample;
-   * a cancelled one is a lower bound for the tails (the client may have left early).
+   * a cancelled one is a lower bound for the tails (the client may have left early). A permit whose
+   * response end was not seen ({@link Permit#endUnseen}) feeds the drain rate only.
    */
   void onRelease(ClassSlot k, Permit permit, Outcome outcome, long nowNanos) {
     long held = nowNanos - permit.admittedAtNanos();
     predictor.onCompletion(permit.workUnits(), nowNanos);
+    if (permit.endUnseen()) {
+      // held on the prediction (tailNanos): its hold is that guess, not a measurement; it freed its
+      // work (the drain rate above) but teaches no service time
+      return;
+    }
+    if (outcome == Outcome.COMPLETED && held > 0) {
+      k.endToEnd.onSample(held);
+      poolEndToEnd.onSample(held);
+    } else if (outcome == Outcome.CANCELLED) {
+      k.endToEnd.onAtLeast(held);
+      poolEndToEnd.onAtLeast(held);
+    }
     boolean split = permit.inputTokens() >= 0 && permit.outputTokens() >= 0;
     if (outcome == Outcome.CANCELLED) {
       // the client left mid-answer: its service would have taken at least this long

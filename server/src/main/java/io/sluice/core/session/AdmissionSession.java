@@ -115,6 +115,12 @@ public final class AdmissionSession implements Waiter {
   private volatile boolean passed;
   // read by the front end's idle sweep on another thread
   private volatile @Nullable Permit permit;
+  // the response's end the front end will not see (issue 17): the cause, null when it is seen
+  private @Nullable String endUnseen;
+  private boolean tailDue; // the predicted end (or the deadline) passed
+  private boolean tailFrontDone; // the front end is done with the stream
+  private boolean tailReleasing; // the tail's own release is under way
+  private HoldTimer.@Nullable Handle tailTimer;
 
   AdmissionSession(
       Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
@@ -652,6 +658,9 @@ public final class AdmissionSession implements Waiter {
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   public boolean release(Outcome outcome) {
+    if (inTail()) { // held for a predicted tail: the front end's end is only the stream's close
+      return frontDoneInTail();
+    }
     Permit p = permit;
     if (p == null) {
       return passed && endPass(outcome);
@@ -922,7 +931,9 @@ public final class AdmissionSession implements Waiter {
       try {
         release(outcome);
       } finally {
-        releaseSlot(); // a no-op unless the release above failed before giving it back
+        if (!inTail()) { // a held tail keeps the tenant's slot until it is released
+          releaseSlot(); // a no-op unless the release above failed before giving it back
+        }
       }
       return;
     }
@@ -941,6 +952,9 @@ public final class AdmissionSession implements Waiter {
 
   /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
   public void releaseQuietly(Outcome outcome) {
+    if (inTail()) {
+      return; // the tail's timer (or shutdown) releases it
+    }
     Permit p = permit;
     try {
       if (p != null) {
@@ -948,6 +962,115 @@ public final class AdmissionSession implements Waiter {
       }
     } finally {
       releaseSlot();
+    }
+  }
+
+  // --- a response whose end the front end will not see (issue 17)
+
+  /**
+   * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}:
+   * Envoy sends no response body and may close the stream right after the response headers, at the
+   * answer's first token). The permit is held for the predicted rest of the answer: until {@code
+   * admittedAt + }{@link PoolState#tailNanos} (at most the request's deadline), and, if the front
+   * end's stream is still open then, until it closes (Envoy before 1.37 keeps it to the request's
+   * end); at once when both have passed. The front end's end paths ({@link #release}, {@link #end})
+   * do not release it before that, nor twice. Its release is {@link Outcome#COMPLETED} and teaches
+   * the pool no service time ({@link Permit#markEndUnseen}); the token reservation stays charged
+   * (no usage is seen). Emits {@link SessionEvent.ResponseEndUnseen}. A shadow pass (no permit)
+   * ends at once.
+   */
+  public void responseEndUnseen(String cause) {
+    if (endUnseen != null) {
+      return;
+    }
+    endUnseen = cause;
+    env.listener().on(new SessionEvent.ResponseEndUnseen(this, cause));
+    Permit p = permit;
+    if (p == null || !p.markEndUnseen()) {
+      release(Outcome.COMPLETED); // nothing held (a shadow pass), or released already (a no-op)
+      return;
+    }
+    if (!env.tails().add(this)) { // the server shuts down
+      tailDue = true;
+      tailFrontDone = true;
+      releaseTail();
+      return;
+    }
+    long rest =
+        Math.min(p.pool().tailNanos(p), Math.max(0, subject.deadlineNanos() - p.admittedAtNanos()));
+    long delay = p.admittedAtNanos() + rest - env.ticker().nanos();
+    if (delay <= 0) {
+      tailDue = true;
+    } else {
+      tailTimer = env.timer().schedule(delay, () -> serial.execute(this::onTailDue));
+    }
+  }
+
+  /**
+   * The response's end was seen after all (response trailers after body mode NONE): the tail hold
+   * is called off, so the release that follows is an ordinary, measured one.
+   */
+  public void responseEndSeen() {
+    Permit p = permit;
+    if (endUnseen == null || p == null || p.isReleased()) {
+      return;
+    }
+    endUnseen = null;
+    env.tails().remove(this);
+    cancelTailTimer();
+    p.markEndSeen();
+  }
+
+  /** {@code seen}, or why the response's end was not seen ({@link #responseEndUnseen}). */
+  public String responseEnd() {
+    String c = endUnseen;
+    return c == null ? "seen" : c;
+  }
+
+  /** Held for a predicted tail and not released yet. */
+  private boolean inTail() {
+    Permit p = permit;
+    return endUnseen != null && !tailReleasing && p != null && p.endUnseen() && !p.isReleased();
+  }
+
+  private boolean frontDoneInTail() {
+    tailFrontDone = true;
+    return tailDue && releaseTail();
+  }
+
+  private void onTailDue() {
+    tailTimer = null;
+    tailDue = true;
+    if (inTail() && tailFrontDone) {
+      releaseTail();
+    }
+  }
+
+  /** Shutdown ({@link TailHolds#releaseAll}): the tail ends now, in the serial context. */
+  void endTailNow() {
+    serial.execute(
+        () -> {
+          tailDue = true;
+          tailFrontDone = true;
+          if (inTail()) {
+            releaseTail();
+          }
+        });
+  }
+
+  private boolean releaseTail() {
+    tailReleasing = true;
+    env.tails().remove(this);
+    cancelTailTimer();
+    boolean released = release(Outcome.COMPLETED);
+    releaseSlot(); // a no-op after the release above
+    return released;
+  }
+
+  private void cancelTailTimer() {
+    if (tailTimer != null) {
+      tailTimer.cancel();
+      tailTimer = null;
     }
   }
 

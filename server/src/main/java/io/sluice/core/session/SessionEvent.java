@@ -21,7 +21,15 @@ public sealed interface SessionEvent
         SessionEvent.EstimateFellBack,
         SessionEvent.UpstreamResponded,
         SessionEvent.Shadowed,
-        SessionEvent.OutputOverran {
+        SessionEvent.OutputOverran,
+        SessionEvent.ResponseEndUnseen {
+
+  /**
+   * The front end will not see the response's end ({@code cause}: {@code body_mode_none}): the
+   * permit is held for the predicted rest of the answer ({@link
+   * AdmissionSession#responseEndUnseen}).
+   */
+  record ResponseEndUnseen(AdmissionSession session, String cause) implements SessionEvent {}
 
   /** The request runs now (at once, or when its waiter was called). */
   record Admitted(AdmissionSession session) implements SessionEvent {}

@@ -25,6 +25,7 @@ import java.util.concurrent.Executor;
  *     reload keeps what it learned ({@link OutputReserves#off()}: the old rule)
  * @param workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow};
  *     one per process: it outlives the snapshot)
+ * @param tails the permits held for a predicted tail (one per process, released all at shutdown)
  */
 public record Sessions(
     AdmissionController controller,
@@ -37,7 +38,8 @@ public record Sessions(
     SessionListener listener,
     TenantCaps caps,
     OutputReserves reserves,
-    WorkflowBudget workflows) {
+    WorkflowBudget workflows,
+    TailHolds tails) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -49,61 +51,14 @@ public record Sessions(
     Objects.requireNonNull(caps, "caps");
     Objects.requireNonNull(reserves, "reserves");
     Objects.requireNonNull(workflows, "workflows");
+    Objects.requireNonNull(tails, "tails");
   }
 
-  /** Sessions with a workflow budget of their own (tests; a server passes its process's). */
-  public Sessions(
-      AdmissionController controller,
-      TenantQuotas quotas,
-      TokenEstimator estimator,
-      long defaultInputTokens,
-      Ticker ticker,
-      Clock clock,
-      HoldTimer timer,
-      SessionListener listener,
-      TenantCaps caps,
-      OutputReserves reserves) {
-    this(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        reserves,
-        new WorkflowBudget());
-  }
-
-  /** Sessions without a learned output reserve, with the given workflows' budgets. */
-  public Sessions(
-      AdmissionController controller,
-      TenantQuotas quotas,
-      TokenEstimator estimator,
-      long defaultInputTokens,
-      Ticker ticker,
-      Clock clock,
-      HoldTimer timer,
-      SessionListener listener,
-      TenantCaps caps,
-      WorkflowBudget workflows) {
-    this(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        OutputReserves.off(),
-        workflows);
-  }
-
-  /** Sessions without a learned output reserve (the cap or class default, as before). */
+  /**
+   * Sessions without a learned output reserve, with a workflow budget and held tails of their own
+   * (tests, tools; a server passes its process's: {@link #withReserves}, {@link #withWorkflows},
+   * {@link #withTails}).
+   */
   public Sessions(
       AdmissionController controller,
       TenantQuotas quotas,
@@ -124,7 +79,60 @@ public record Sessions(
         timer,
         listener,
         caps,
-        OutputReserves.off());
+        OutputReserves.off(),
+        new WorkflowBudget(),
+        new TailHolds());
+  }
+
+  /** These sessions with the process's learned output reserve. */
+  public Sessions withReserves(OutputReserves r) {
+    return new Sessions(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        r,
+        workflows,
+        tails);
+  }
+
+  /** These sessions with the process's workflow budgets. */
+  public Sessions withWorkflows(WorkflowBudget w) {
+    return new Sessions(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        reserves,
+        w,
+        tails);
+  }
+
+  /** These sessions with the process's held tails. */
+  public Sessions withTails(TailHolds t) {
+    return new Sessions(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        reserves,
+        workflows,
+        t);
   }
 
   /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */

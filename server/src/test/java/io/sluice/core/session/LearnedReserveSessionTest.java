@@ -46,16 +46,16 @@ class LearnedReserveSessionTest {
 
   private Sessions sessions(OutputReserves learner) {
     return new Sessions(
-        controller,
-        quotas,
-        new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-        500,
-        ticker,
-        clock,
-        (delayNanos, task) -> () -> {},
-        events::add,
-        TenantCaps.none(),
-        learner);
+            controller,
+            quotas,
+            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
+            500,
+            ticker,
+            clock,
+            (delayNanos, task) -> () -> {},
+            events::add,
+            TenantCaps.none())
+        .withReserves(learner);
   }
 
   private final Sessions sessions = sessions(reserves);

@@ -66,16 +66,16 @@ class WorkflowSessionTest {
   private final WorkflowBudget budget = new WorkflowBudget();
   private final Sessions sessions =
       new Sessions(
-          controller,
-          new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-          new TokenEstimator(EstimatorSettings.defaults()),
-          500,
-          ticker,
-          clock,
-          timer,
-          events::add,
-          TenantCaps.none(),
-          budget);
+              controller,
+              new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+              new TokenEstimator(EstimatorSettings.defaults()),
+              500,
+              ticker,
+              clock,
+              timer,
+              events::add,
+              TenantCaps.none())
+          .withWorkflows(budget);
   private final Tenant tenant = new Tenant("acme", new TierPolicy("pro", 1, 0));
 
   private AdmissionSession start(

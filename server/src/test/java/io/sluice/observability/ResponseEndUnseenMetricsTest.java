@@ -1,0 +1,100 @@
+package io.sluice.observability;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Decision;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Permit;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** {@code sluice_response_end_unseen_total{pool,cause}} and {@code sluice_permits_tail_held}. */
+class ResponseEndUnseenMetricsTest {
+  private static final PoolPolicy POOL =
+      new PoolPolicy(
+          "gpu",
+          100_000,
+          4,
+          1,
+          1,
+          Duration.ofSeconds(1),
+          Duration.ofSeconds(60),
+          Duration.ofSeconds(5),
+          0.0,
+          Duration.ofMillis(100),
+          Duration.ofSeconds(1));
+  private static final ClassPolicy CLASS =
+      new ClassPolicy(
+          "interactive",
+          0,
+          1.0,
+          0.0,
+          true,
+          Duration.ofSeconds(30),
+          Duration.ofSeconds(2),
+          100,
+          1000,
+          503,
+          1.0,
+          10,
+          1.0);
+
+  @Test
+  void theCounterCountsEveryStreamAndThePoolsAreListedOnce() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
+    assertThat(m.responseEndUnseenPools()).isEmpty();
+    m.responseEndUnseen("gpu", "body_mode_none");
+    m.responseEndUnseen("gpu", "body_mode_none");
+    assertThat(
+            registry
+                .get(MetricNames.RESPONSE_END_UNSEEN)
+                .tags("pool", "gpu", "cause", "body_mode_none")
+                .counter()
+                .count())
+        .isEqualTo(2.0);
+    assertThat(m.responseEndUnseenPools()).containsExactly("gpu");
+  }
+
+  @Test
+  void theGaugeReadsThePermitsHeldForATail() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
+    AdmissionController c =
+        new AdmissionController(
+            List.of(POOL),
+            List.of(CLASS),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            () -> 0.5);
+    m.bindPools(c);
+    Tenant t = new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0));
+    Decision d =
+        c.decide(
+            new io.sluice.core.admission.AdmissionRequest(
+                POOL, CLASS, t, 100, 0, Duration.ofSeconds(30).toNanos(), -1, -1),
+            0,
+            null,
+            0);
+    Permit p = ((Decision.Admit) d).permit();
+    assertThat(registry.get(MetricNames.PERMITS_TAIL_HELD).tag("pool", "gpu").gauge().value())
+        .isZero();
+    assertThat(p.markEndUnseen()).isTrue();
+    assertThat(p.markEndUnseen()).isFalse();
+    assertThat(registry.get(MetricNames.PERMITS_TAIL_HELD).tag("pool", "gpu").gauge().value())
+        .isEqualTo(1.0);
+    assertThat(p.release(Outcome.COMPLETED, 1)).isTrue();
+    assertThat(p.release(Outcome.COMPLETED, 2)).isFalse();
+    assertThat(registry.get(MetricNames.PERMITS_TAIL_HELD).tag("pool", "gpu").gauge().value())
+        .isZero();
+    assertThat(p.markEndUnseen()).as("released: nothing to hold").isFalse();
+  }
+}
