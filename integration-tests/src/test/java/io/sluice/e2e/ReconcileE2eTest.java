@@ -3,6 +3,7 @@ package io.sluice.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.sluice.emulator.FilterConfig;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.emulator.VirtualScheduler;
@@ -428,6 +429,11 @@ class ReconcileE2eTest {
     CLIENT_CANCEL_MID_STREAM,
     /** The client goes away after the request went upstream, before any response header. */
     CANCEL_BEFORE_RESPONSE_HEADERS,
+    /**
+     * The upstream ends the body early (end of stream) without the answer's last event or the
+     * JSON's end: e.g. a close-delimited body whose connection closed mid-answer.
+     */
+    UPSTREAM_ENDS_EARLY,
     /** The upstream answers 429 (JSON column) or 500 (SSE column) with a JSON error body. */
     UPSTREAM_ERROR,
     /**
@@ -534,6 +540,14 @@ class ReconcileE2eTest {
         }
         yield new Script(200, type, sseChunks(f, DELTAS_BEFORE_CUT, null), false, false);
       }
+      case UPSTREAM_ENDS_EARLY -> {
+        if (!sse) {
+          String json = f.json(true);
+          yield new Script(
+              200, type, List.of(json.substring(0, json.indexOf("hello") + 20)), true, false);
+        }
+        yield new Script(200, type, sseChunks(f, DELTAS_BEFORE_CUT, null), true, false);
+      }
       case UPSTREAM_RESET_MID_STREAM -> {
         if (!sse) {
           String json = f.json(true);
@@ -591,6 +605,15 @@ class ReconcileE2eTest {
                   "cancelled",
                   true)
               : new Expected("reserve", estInput, estOutput, "cancelled", false);
+      case UPSTREAM_ENDS_EARLY ->
+          sse
+              ? new Expected(
+                  "streamed",
+                  f.inputReportedEarly() >= 0 ? f.inputReportedEarly() : estInput,
+                  Math.max(f.outputReportedEarly(), f.metered(DELTAS_BEFORE_CUT)),
+                  "completed",
+                  true)
+              : new Expected("reserve", estInput, estOutput, "completed", false);
       case CANCEL_BEFORE_RESPONSE_HEADERS ->
           new Expected("no_answer", estInput, 0, "cancelled", false);
       case UPSTREAM_ERROR -> new Expected("upstream_error", 0, 0, "completed", false);
@@ -671,7 +694,10 @@ class ReconcileE2eTest {
     assertThat(estOutput).as(cell + ": output reserve").isEqualTo(MAX_TOKENS);
     Expected x = expected(f, b, p, estInput, estOutput);
 
-    if (p == Path.RESPONSE_END || p == Path.RESPONSE_END_NO_USAGE || p == Path.UPSTREAM_ERROR) {
+    if (p == Path.RESPONSE_END
+        || p == Path.RESPONSE_END_NO_USAGE
+        || p == Path.UPSTREAM_ENDS_EARLY
+        || p == Path.UPSTREAM_ERROR) {
       assertThat(r.outcome()).as(cell).isEqualTo(HttpResult.Outcome.UPSTREAM_RESPONSE);
       assertThat(r.status()).as(cell).isEqualTo(script.status());
       assertThat(r.bodyUtf8()).as(cell).isEqualTo(String.join("", script.chunks()));
@@ -687,6 +713,62 @@ class ReconcileE2eTest {
     assertThat(h.gauge("sluice.pool.work.overrun", "pool", SluiceEnvoyHarness.POOL))
         .as(cell + ": overrun left in flight")
         .isZero();
+  }
+
+  /**
+   * {@code response_body_mode: NONE}: Envoy sends Sluice no body, the permit goes back at the
+   * response headers (outcome completed) and nothing of the answer is seen: the reservation stands,
+   * whatever the answer reported.
+   */
+  @ParameterizedTest
+  @EnumSource(Format.class)
+  void responseBodyModeNone_reservationStands(Format f) {
+    h =
+        SluiceEnvoyHarness.start(
+            policy(),
+            SluiceEnvoyHarness.recommendedFilter()
+                .responseBodyMode(FilterConfig.BodyMode.NONE)
+                .build(),
+            upstream,
+            clock,
+            clock::nanoTime);
+    for (Body b : Body.values()) {
+      String cell = f + " × " + b + " × RESPONSE_BODY_MODE_NONE";
+      Script script = script(f, b, Path.RESPONSE_END);
+      upstream.script = r -> script;
+      Counts before = Counts.of(h, SluiceEnvoyHarness.POOL);
+      long sent = h.stats().streamMsgsSent();
+      int answersBefore = upstream.answers.size();
+      CompletableFuture<HttpResult> exchange =
+          h.sendAsync(
+              HttpRequest.post(f.path, f.request(b == Body.SSE, true))
+                  .routeGrpcInitialMetadata("x-sluice-tenant", "acme")
+                  .build());
+      await().until(() -> upstream.answers.size() > answersBefore);
+      Answer answer = upstream.answers.get(answersBefore);
+      awaitAnswered(sent + 3); // request headers, request body, response headers
+      while (answer.push()) {
+        // the body passes Envoy by: no message to Sluice
+      }
+      HttpResult r = SluiceEnvoyHarness.result(exchange);
+      assertThat(r.outcome()).as(cell).isEqualTo(HttpResult.Outcome.UPSTREAM_RESPONSE);
+      assertThat(r.bodyUtf8()).as(cell).isEqualTo(String.join("", script.chunks()));
+      assertThat(h.stats().streamMsgsSent() - sent).as(cell + ": messages").isEqualTo(3);
+      UpstreamRequest up = answer.request;
+      Matcher est = ESTIMATE.matcher(up.headers().first("x-sluice-estimate").orElseThrow());
+      assertThat(est.matches()).as(cell).isTrue();
+      long estInput = Long.parseLong(est.group(1));
+      long estOutput = Long.parseLong(est.group(2));
+      assertCharged(
+          cell,
+          SluiceEnvoyHarness.POOL,
+          before,
+          new Expected("reserve", estInput, estOutput, "completed", false),
+          estInput,
+          estOutput,
+          true);
+      h.awaitNothingInFlight();
+    }
   }
 
   /** Waits until Sluice answered every message the emulator sent, and at least {@code n} sent. */
