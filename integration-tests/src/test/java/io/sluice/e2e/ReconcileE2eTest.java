@@ -836,6 +836,12 @@ class ReconcileE2eTest {
     assertThat(after.overruns - before.overruns)
         .as(cell + ": sluice.output.overruns (stream past its reserve)")
         .isEqualTo(x.overran() ? 1 : 0);
+    double grew = after.overrunWork - before.overrunWork;
+    if (x.overran()) {
+      assertThat(grew).as(cell + ": work grown in flight (overrun work units)").isPositive();
+    } else {
+      assertThat(grew).as(cell + ": work grown in flight (overrun work units)").isZero();
+    }
   }
 
   /** Charged minus reserved (the reserve rule reconciles nothing). */
@@ -850,7 +856,8 @@ class ReconcileE2eTest {
       Map<String, Double> charged,
       double refunded,
       double overcharged,
-      double overruns) {
+      double overruns,
+      double overrunWork) {
     static Counts of(SluiceEnvoyHarness h, String pool) {
       Map<String, Double> released = new LinkedHashMap<>();
       for (String o : new String[] {"completed", "cancelled", "error", "shutdown"}) {
@@ -870,7 +877,8 @@ class ReconcileE2eTest {
           charged,
           h.counter("sluice.quota.reconciled.tokens", "direction", "refunded"),
           h.counter("sluice.quota.reconciled.tokens", "direction", "overcharged"),
-          h.counter("sluice.output.overruns", "pool", pool));
+          h.counter("sluice.output.overruns", "pool", pool),
+          h.counter("sluice.output.overrun.work.units", "pool", pool));
     }
   }
 
