@@ -17,6 +17,7 @@ import io.sluice.emulator.FilterConfig;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.emulator.Stats;
+import io.sluice.upstream.Upstream;
 import io.sluice.upstream.UpstreamRequest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -25,8 +26,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.LongSupplier;
 
 /**
  * One in-process Sluice server, the Envoy ext_proc emulator in front of a {@link
@@ -60,10 +63,21 @@ final class SluiceEnvoyHarness implements AutoCloseable {
   private boolean sluiceStopped;
   private boolean bypassExpected;
 
-  private SluiceEnvoyHarness(SluiceServer server, FilterConfig filter) {
+  private SluiceEnvoyHarness(
+      SluiceServer server,
+      FilterConfig filter,
+      Upstream served,
+      ScheduledExecutorService timers,
+      LongSupplier nanoTime) {
     this.server = server;
     this.upstream = new ControlledUpstream();
-    this.envoy = EnvoyExtProcEmulator.connect("127.0.0.1:" + server.grpcPort(), filter, upstream);
+    this.envoy =
+        EnvoyExtProcEmulator.connect(
+            "127.0.0.1:" + server.grpcPort(),
+            filter,
+            served != null ? served : upstream,
+            timers,
+            nanoTime);
   }
 
   static SluiceEnvoyHarness start(Policy policy) {
@@ -71,8 +85,23 @@ final class SluiceEnvoyHarness implements AutoCloseable {
   }
 
   static SluiceEnvoyHarness start(Policy policy, FilterConfig filter) {
+    return start(policy, filter, null, null, null);
+  }
+
+  /**
+   * A harness whose emulator sends to {@code served} instead of {@link #upstream} (which then stays
+   * idle), with the emulator's timers (message timeouts, the client's cancel delay) on {@code
+   * timers} and its clock {@code nanoTime} (null: its own timer thread, the system clock).
+   */
+  static SluiceEnvoyHarness start(
+      Policy policy,
+      FilterConfig filter,
+      Upstream served,
+      ScheduledExecutorService timers,
+      LongSupplier nanoTime) {
     try {
-      return new SluiceEnvoyHarness(SluiceServer.start(ConfigLoader.parse(policy.yaml())), filter);
+      return new SluiceEnvoyHarness(
+          SluiceServer.start(ConfigLoader.parse(policy.yaml())), filter, served, timers, nanoTime);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -19,24 +19,25 @@ import java.util.concurrent.TimeUnit;
  * were scheduled) on the calling thread. Timer behaviour is then checked in exact virtual time,
  * never against the wall clock. Thread-safe: tasks may be scheduled from any thread.
  */
-final class VirtualScheduler extends AbstractExecutorService implements ScheduledExecutorService {
+public final class VirtualScheduler extends AbstractExecutorService
+    implements ScheduledExecutorService {
   private final PriorityQueue<Task<?>> queue = new PriorityQueue<>();
   private long now;
   private long seq;
   private boolean shutdown;
 
   /** The virtual time in nanoseconds (starts at 0). */
-  synchronized long nanoTime() {
+  public synchronized long nanoTime() {
     return now;
   }
 
   /** Tasks scheduled and not yet run or cancelled. */
-  synchronized int pending() {
+  public synchronized int pending() {
     return queue.size();
   }
 
   /** Moves the clock forward by {@code d}, running every task that falls due on the way. */
-  void advance(Duration d) {
+  public void advance(Duration d) {
     long target;
     synchronized (this) {
       target = now + d.toNanos();
@@ -57,7 +58,7 @@ final class VirtualScheduler extends AbstractExecutorService implements Schedule
   }
 
   /** Runs the tasks due now (e.g. those handed to {@link #execute}). */
-  void runDue() {
+  public void runDue() {
     advance(Duration.ZERO);
   }
 

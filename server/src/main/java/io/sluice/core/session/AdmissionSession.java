@@ -750,7 +750,11 @@ public final class AdmissionSession implements Waiter {
     UsageExtractor x = usage;
     long metered = x == null ? 0 : x.meteredOutputTokens();
     boolean complete = x != null && x.complete();
-    if (u.reported() && (complete || (outcome == Outcome.COMPLETED && bodySeen))) {
+    boolean stream = x != null && x.isEventStream();
+    // A stream's usage is final only with its last event: one that ended without it (an upstream
+    // that closed mid-answer) reported at most its usage on the way (Anthropic's message_start:
+    // output_tokens 2), and is charged below as a stream cut short.
+    if (u.reported() && (complete || (outcome == Outcome.COMPLETED && bodySeen && !stream))) {
       return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
     }
     if (x == null) { // no answer began: the prompt went upstream, nothing came back
@@ -762,7 +766,7 @@ public final class AdmissionSession implements Waiter {
     if (!bodySeen && outcome == Outcome.COMPLETED) { // the answer went by unseen
       return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), 0);
     }
-    if (x.isEventStream()) { // what the stream showed is what was produced
+    if (stream) { // what the stream showed is what was produced
       long input = u.reported() && u.inputTokens() > 0 ? u.inputTokens() : e.inputTokens();
       return new Charge(Charge.STREAMED, input, x.outputSoFar(), metered);
     }
