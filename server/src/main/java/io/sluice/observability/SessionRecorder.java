@@ -152,7 +152,9 @@ public final class SessionRecorder implements SessionListener {
               est.inputTokens(),
               est.outputReserveTokens());
     }
-    metrics.charged(s.pool().name(), charge.rule(), charge.inputTokens(), charge.outputTokens());
+    if (!SessionEvent.Shadowed.REJECT.equals(session.would())) { // enforcement charges no refusal
+      metrics.charged(s.pool().name(), charge.rule(), charge.inputTokens(), charge.outputTokens());
+    }
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
     if (decisionLog.wants(SessionEvent.Shadowed.REJECT.equals(session.would()))) {
       decisionLog.write(
