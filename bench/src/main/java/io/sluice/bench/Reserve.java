@@ -21,7 +21,7 @@ import picocli.CommandLine.Option;
  * static reserve (the client's cap), the learned reserve, and an oracle whose clients send the
  * answer's own length as {@code max_tokens}.
  *
- * <pre>java -jar bench/target/sluice-bench.jar reserve [--seconds 40] [--load 1.2]</pre>
+ * <pre>java -jar bench/target/sluice-bench.jar reserve [--warmup 30] [--seconds 30] [--load 1.2]</pre>
  */
 @Command(
     name = "reserve",
@@ -33,11 +33,11 @@ import picocli.CommandLine.Option;
 final class Reserve implements Callable<Integer> {
   @Option(
       names = "--warmup",
-      defaultValue = "20",
+      defaultValue = "30",
       description =
           "seconds of arrivals before the measured phase (the learned reserve warms up on the"
               + " first completions) (default: ${DEFAULT-VALUE})")
-  int warmupSeconds = 20;
+  int warmupSeconds = 30;
 
   @Option(
       names = "--seconds",
