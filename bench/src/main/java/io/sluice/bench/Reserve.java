@@ -21,7 +21,8 @@ import picocli.CommandLine.Option;
  * static reserve (the client's cap), the learned reserve, and an oracle whose clients send the
  * answer's own length as {@code max_tokens}.
  *
- * <pre>java -jar bench/target/sluice-bench.jar reserve [--warmup 30] [--seconds 30] [--load 1.2]</pre>
+ * <pre>java -jar bench/target/sluice-bench.jar reserve [--warmup 30] [--seconds 30] [--load 1.2]
+ * </pre>
  */
 @Command(
     name = "reserve",

@@ -14,12 +14,14 @@ import org.jspecify.annotations.Nullable;
  * <p>One per response; not thread-safe.
  */
 public final class OutputMeter {
-  /** Longest piece given to the BPE tokenizer; longer ones are counted by bytes. */
-  public static final int MAX_TOKENIZED_CHARS = 4096;
+  /** Characters of an answer given to the BPE tokenizer; the rest are counted at its ratio. */
+  public static final int MAX_TOKENIZED_CHARS = 2048;
 
   private final @Nullable Encoding encoding;
   private final double bytesPerToken;
   private long bpeTokens;
+  private long tokenizedChars;
+  private long extrapolatedChars; // counted at bpeTokens / tokenizedChars
   private long bytes;
 
   OutputMeter(@Nullable Encoding encoding, double bytesPerToken) {
@@ -41,15 +43,24 @@ public final class OutputMeter {
     if (n == 0) {
       return;
     }
-    if (encoding != null && n <= MAX_TOKENIZED_CHARS) {
-      bpeTokens += encoding.countTokensOrdinary(piece);
-    } else {
+    if (encoding == null) {
       bytes += Utf8.length(piece);
+    } else if (tokenizedChars + n <= MAX_TOKENIZED_CHARS) {
+      bpeTokens += encoding.countTokensOrdinary(piece);
+      tokenizedChars += n;
+    } else {
+      extrapolatedChars += n;
     }
   }
 
   /** Tokens counted so far. */
   public long tokens() {
-    return bpeTokens + TokenTally.ceil(bytes / bytesPerToken);
+    long extrapolated =
+        extrapolatedChars == 0
+            ? 0
+            : tokenizedChars == 0
+                ? TokenTally.ceil(extrapolatedChars / bytesPerToken)
+                : TokenTally.ceil((double) extrapolatedChars * bpeTokens / tokenizedChars);
+    return bpeTokens + extrapolated + TokenTally.ceil(bytes / bytesPerToken);
   }
 }

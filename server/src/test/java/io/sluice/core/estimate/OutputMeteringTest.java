@@ -191,6 +191,22 @@ class OutputMeteringTest {
   }
 
   @Test
+  void bpeMeter_longAnswer_tokenizesItsStartAndCountsTheRestAtItsRatio() {
+    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults());
+    UsageExtractor x = UsageExtractor.forResponse(SSE, estimator.meter("gpt-4o"));
+    String[] words = {" the", " shipment", " leaves", " Rotterdam", " on", " Friday", ";"};
+    StringBuilder whole = new StringBuilder();
+    for (int i = 0; i < 2000; i++) { // ~14,000 characters: most of it past the tokenized part
+      String w = words[i % words.length];
+      whole.append(w);
+      feed(x, event("{\"choices\":[{\"delta\":{\"content\":\"" + w + "\"}}]}"));
+    }
+    long exact = ModelEncodings.o200k().countTokensOrdinary(whole.toString());
+    assertThat(whole.length()).isGreaterThan(5 * OutputMeter.MAX_TOKENIZED_CHARS);
+    assertThat((double) x.meteredOutputTokens() / exact).isBetween(0.95, 1.05);
+  }
+
+  @Test
   void bytesMeter_unknownModel_countsUtf8BytesOverBytesPerToken() {
     TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults()); // 4 bytes/token
     UsageExtractor x = UsageExtractor.forResponse(SSE, estimator.meter("llama-3-70b"));
