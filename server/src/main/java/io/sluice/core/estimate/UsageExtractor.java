@@ -489,6 +489,30 @@ public final class UsageExtractor {
 
   /** OpenAI {@code choices}: each choice's delta (chat) or text (completions). */
   private void readChoices(JsonParser p) throws IOException {
+    forEachObjectField(
+        p,
+        (name, v) -> {
+          if (v == JsonToken.VALUE_STRING && name.equals("text")) {
+            meter.text(p.getText());
+          } else if (v == JsonToken.START_OBJECT && name.equals("delta")) {
+            readDeltaObject(p);
+          } else {
+            p.skipChildren();
+          }
+        });
+  }
+
+  /** One field of an object in an array: its name and the token of its value. */
+  @FunctionalInterface
+  private interface FieldReader {
+    void read(String name, JsonToken value) throws IOException;
+  }
+
+  /**
+   * Reads each field of each object of the array {@code p} is in (anything but objects is skipped),
+   * up to the array's end; {@code reader} consumes each value (or skips it).
+   */
+  private static void forEachObjectField(JsonParser p, FieldReader reader) throws IOException {
     JsonToken t;
     while ((t = p.nextToken()) != JsonToken.END_ARRAY && t != null) {
       if (t != JsonToken.START_OBJECT) {
@@ -497,14 +521,7 @@ public final class UsageExtractor {
       }
       while (p.nextToken() == JsonToken.FIELD_NAME) {
         String name = p.currentName();
-        JsonToken v = p.nextToken();
-        if (v == JsonToken.VALUE_STRING && name.equals("text")) {
-          meter.text(p.getText());
-        } else if (v == JsonToken.START_OBJECT && name.equals("delta")) {
-          readDeltaObject(p);
-        } else {
-          p.skipChildren();
-        }
+        reader.read(name, p.nextToken());
       }
     }
   }
@@ -551,29 +568,22 @@ public final class UsageExtractor {
 
   /** OpenAI {@code delta.tool_calls[].function.arguments}. */
   private void readToolCalls(JsonParser p) throws IOException {
-    JsonToken t;
-    while ((t = p.nextToken()) != JsonToken.END_ARRAY && t != null) {
-      if (t != JsonToken.START_OBJECT) {
-        p.skipChildren();
-        continue;
-      }
-      while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String name = p.currentName();
-        JsonToken v = p.nextToken();
-        if (v == JsonToken.START_OBJECT && name.equals("function")) {
-          while (p.nextToken() == JsonToken.FIELD_NAME) {
-            String inner = p.currentName();
-            if (p.nextToken() == JsonToken.VALUE_STRING && inner.equals("arguments")) {
-              meter.text(p.getText());
-            } else {
-              p.skipChildren();
+    forEachObjectField(
+        p,
+        (name, v) -> {
+          if (v == JsonToken.START_OBJECT && name.equals("function")) {
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+              String inner = p.currentName();
+              if (p.nextToken() == JsonToken.VALUE_STRING && inner.equals("arguments")) {
+                meter.text(p.getText());
+              } else {
+                p.skipChildren();
+              }
             }
+          } else {
+            p.skipChildren();
           }
-        } else {
-          p.skipChildren();
-        }
-      }
-    }
+        });
   }
 
   private static long[] readUsage(JsonParser p) throws IOException {

@@ -86,6 +86,20 @@ public record Sessions(
 
   /** These sessions with the process's learned output reserve. */
   public Sessions withReserves(OutputReserves r) {
+    return with(r, workflows, tails);
+  }
+
+  /** These sessions with the process's workflow budgets. */
+  public Sessions withWorkflows(WorkflowBudget w) {
+    return with(reserves, w, tails);
+  }
+
+  /** These sessions with the process's held tails. */
+  public Sessions withTails(TailHolds t) {
+    return with(reserves, workflows, t);
+  }
+
+  private Sessions with(OutputReserves r, WorkflowBudget w, TailHolds t) {
     return new Sessions(
         controller,
         quotas,
@@ -97,41 +111,7 @@ public record Sessions(
         listener,
         caps,
         r,
-        workflows,
-        tails);
-  }
-
-  /** These sessions with the process's workflow budgets. */
-  public Sessions withWorkflows(WorkflowBudget w) {
-    return new Sessions(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        reserves,
         w,
-        tails);
-  }
-
-  /** These sessions with the process's held tails. */
-  public Sessions withTails(TailHolds t) {
-    return new Sessions(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        reserves,
-        workflows,
         t);
   }
 
