@@ -10,9 +10,7 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.FanOutPolicy;
@@ -20,7 +18,6 @@ import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.policy.WorkflowPolicy;
-import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.AdmissionSession;
@@ -77,19 +74,16 @@ class FanOutRecordTest {
           PoolState.ReleaseListener.NONE);
   private final WorkflowBudget budget = new WorkflowBudget();
   private final Sessions sessions =
-      new Sessions(
+      io.sluice.core.session.OneSlotPool.sessions(
               controller,
               new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-              new TokenEstimator(EstimatorSettings.defaults()),
-              500,
               ticker,
               clock,
               (delayNanos, task) -> () -> {},
               new SessionRecorder(
                   metrics,
                   new DecisionLog(
-                      new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)),
-              TenantCaps.none())
+                      new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)))
           .withWorkflows(budget);
 
   private static final class Front implements SessionFront {

@@ -9,10 +9,7 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
@@ -59,11 +56,9 @@ class SessionRecorderTest {
   private final ClassPolicy interactive = io.sluice.core.session.OneSlotPool.INTERACTIVE;
   private final AdmissionController controller = io.sluice.core.session.OneSlotPool.controller();
   private final Sessions sessions =
-      new Sessions(
+      io.sluice.core.session.OneSlotPool.sessions(
           controller,
           new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-          new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-          500,
           ticker,
           clock,
           (delayNanos, task) -> {
@@ -372,16 +367,13 @@ class SessionRecorderTest {
         new io.sluice.core.estimate.OutputReserves(
             new io.sluice.core.estimate.OutputReserves.Settings(true, 1, 200, 10, true));
     Sessions learning =
-        new Sessions(
+        io.sluice.core.session.OneSlotPool.sessions(
                 controller,
                 new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-                new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-                500,
                 ticker,
                 clock,
                 (delayNanos, task) -> () -> {},
-                recorder,
-                io.sluice.core.quota.TenantCaps.none())
+                recorder)
             .withReserves(learner);
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":1000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"

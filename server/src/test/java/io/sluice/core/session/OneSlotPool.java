@@ -21,7 +21,7 @@ public final class OneSlotPool {
    * The sessions of the session tests: {@code controller}'s pools, the default estimator with a
    * small token cache, 500 default input tokens, no tenant caps across replicas.
    */
-  static Sessions sessions(
+  public static Sessions sessions(
       AdmissionController controller,
       io.sluice.core.quota.TenantQuotas quotas,
       io.sluice.core.time.Ticker ticker,

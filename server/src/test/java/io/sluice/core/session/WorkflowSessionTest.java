@@ -6,16 +6,13 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.policy.WorkflowPolicy;
-import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.time.FakeTicker;
@@ -65,16 +62,13 @@ class WorkflowSessionTest {
           PoolState.ReleaseListener.NONE);
   private final WorkflowBudget budget = new WorkflowBudget();
   private final Sessions sessions =
-      new Sessions(
+      OneSlotPool.sessions(
               controller,
               new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-              new TokenEstimator(EstimatorSettings.defaults()),
-              500,
               ticker,
               clock,
               timer,
-              events::add,
-              TenantCaps.none())
+              events::add)
           .withWorkflows(budget);
   private final Tenant tenant = new Tenant("acme", new TierPolicy("pro", 1, 0));
 
