@@ -11,13 +11,11 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.policy.WorkflowPolicy;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.AdmissionSession;
@@ -44,21 +42,7 @@ import org.junit.jupiter.api.Test;
 class FanOutRecordTest {
   private static final long T0 = 1_800_000_000_000L;
   private static final PoolPolicy POOL =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          10,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ZERO,
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1),
-          AdaptivePolicy.OFF,
-          new FanOutPolicy(10, 100, 1000, 5000),
-          new WorkflowPolicy(1, 0));
+      io.sluice.core.session.OneSlotPool.fanOutPool(new FanOutPolicy(10, 100, 1000, 5000));
   private static final ClassPolicy INTERACTIVE = io.sluice.core.session.OneSlotPool.INTERACTIVE;
 
   private final FakeTicker ticker = new FakeTicker();

@@ -60,6 +60,28 @@ public final class OneSlotPool {
         Duration.ofSeconds(1));
   }
 
+  /**
+   * Pool {@code gpu} of the workflow tests: 100,000 work units, ten request slots, no hold,
+   * adaptive off, {@code fanOut} and a workflow budget of one concurrent workflow.
+   */
+  public static PoolPolicy fanOutPool(io.sluice.core.policy.FanOutPolicy fanOut) {
+    return new PoolPolicy(
+        "gpu",
+        100_000,
+        10,
+        1,
+        1,
+        Duration.ofSeconds(1),
+        Duration.ofSeconds(60),
+        Duration.ZERO,
+        0.0,
+        Duration.ofMillis(100),
+        Duration.ofSeconds(1),
+        io.sluice.core.policy.AdaptivePolicy.OFF,
+        fanOut,
+        new io.sluice.core.policy.WorkflowPolicy(1, 0));
+  }
+
   /** Pool {@code gpu}: 100,000 work units, one request slot, 5 s hold. */
   public static final PoolPolicy POOL = pool(100_000, 1);
 

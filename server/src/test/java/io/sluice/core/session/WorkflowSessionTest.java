@@ -7,12 +7,10 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.policy.WorkflowPolicy;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.time.FakeTicker;
@@ -33,22 +31,7 @@ import org.junit.jupiter.api.Test;
  */
 class WorkflowSessionTest {
   private static final long T0 = 1_800_000_000_000L;
-  private static final PoolPolicy POOL =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          10,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ZERO,
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1),
-          AdaptivePolicy.OFF,
-          new FanOutPolicy(7, 0, 0, 1000),
-          new WorkflowPolicy(1, 0));
+  private static final PoolPolicy POOL = OneSlotPool.fanOutPool(new FanOutPolicy(7, 0, 0, 1000));
 
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC);
