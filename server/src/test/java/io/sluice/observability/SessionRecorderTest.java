@@ -8,7 +8,6 @@ import io.sluice.api.v1.AdmissionRecord;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
-import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
@@ -17,7 +16,6 @@ import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.SessionEvent;
-import io.sluice.core.session.SessionFront;
 import io.sluice.core.session.SessionSteps;
 import io.sluice.core.session.Sessions;
 import io.sluice.core.session.Subject;
@@ -67,39 +65,12 @@ class SessionRecorderTest {
           },
           recorder);
 
-  /** A front end that only notes what it was told. */
-  private static final class Front implements SessionFront {
-    final List<String> calls = new ArrayList<>();
-    String message = "";
-
-    @Override
-    public void admitted(boolean atBody) {
-      calls.add("admitted");
-    }
-
-    @Override
-    public void held(long holdMillis) {
-      calls.add("held");
-    }
-
-    @Override
-    public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
-      calls.add("refused " + reason.code());
-      this.message = message;
-    }
-
-    @Override
-    public void storeFailed(Throwable cause) {
-      calls.add("storeFailed");
-    }
-  }
-
   private static Tenant tenant(long rpm, long itpm, long otpm) {
     return new Tenant("acme", new TierPolicy("pro", 1, 0, rpm, itpm, otpm));
   }
 
   /** A request without a body, as the ext_proc front end starts one (decided at its headers). */
-  private AdmissionSession start(Front front, Tenant tenant) {
+  private AdmissionSession start(RecordingFront front, Tenant tenant) {
     long now = ticker.nanos();
     Subject s =
         io.sluice.core.session.OneSlotPool.chat(
@@ -142,7 +113,7 @@ class SessionRecorderTest {
   @Test
   void admittedAndReleased_countsTheDecisionTokensUpstreamAndRelease_thenOneAdmitRecord()
       throws Exception {
-    Front f = new Front();
+    RecordingFront f = new RecordingFront(false);
     AdmissionSession s = start(f, tenant(0, 10_000, 10_000));
     assertThat(f.calls).containsExactly("admitted");
     assertThat(lines).as("an admitted request is recorded when its permit goes back").isEmpty();
@@ -228,9 +199,9 @@ class SessionRecorderTest {
   @Test
   void tenantRefusal_countsTheRejectAndRetryAfter_thenOneRejectRecord() throws Exception {
     Tenant t = tenant(1, 0, 0); // one request per minute
-    start(new Front(), t).release(Outcome.COMPLETED);
+    start(new RecordingFront(false), t).release(Outcome.COMPLETED);
     lines.clear();
-    Front f = new Front();
+    RecordingFront f = new RecordingFront(false);
     start(f, t);
     assertThat(f.calls).containsExactly("refused tenant_rate");
 
@@ -251,8 +222,9 @@ class SessionRecorderTest {
   @Test
   void queuedThenExpired_countsQueueOverrideAndWait_thenARejectRecordWithItsPlace()
       throws Exception {
-    AdmissionSession first = start(new Front(), tenant(0, 0, 0)); // holds the only slot
-    Front f = new Front();
+    AdmissionSession first =
+        start(new RecordingFront(false), tenant(0, 0, 0)); // holds the only slot
+    RecordingFront f = new RecordingFront(false);
     start(f, tenant(0, 0, 0));
     assertThat(f.calls).containsExactly("held");
     ticker.advance(Duration.ofMillis(2_100)); // past the class's maxQueueWait
@@ -338,7 +310,7 @@ class SessionRecorderTest {
                 now + 1_000_000_000L,
                 null,
                 0),
-            new Front(),
+            new RecordingFront(false),
             Runnable::run,
             SessionSteps.NONE);
     s.decideAtHeaders(true, 0, now);
@@ -385,7 +357,8 @@ class SessionRecorderTest {
       Subject sub =
           io.sluice.core.session.OneSlotPool.chat(
               tenant(0, 0, 0), ticker.nanos(), "op", Duration.ofSeconds(5).toNanos());
-      AdmissionSession s = learning.open(sub, new Front(), Runnable::run, SessionSteps.NONE);
+      AdmissionSession s =
+          learning.open(sub, new RecordingFront(false), Runnable::run, SessionSteps.NONE);
       s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
       s.responseHeaders(200, "application/json", true);
       s.responseBody(usage, 0, usage.length, true);
