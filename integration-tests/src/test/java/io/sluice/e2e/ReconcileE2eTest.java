@@ -517,6 +517,20 @@ class ReconcileE2eTest {
     }
   }
 
+  /**
+   * An answer cut part-way: JSON, 20 characters past its first {@code hello}; SSE, after the deltas
+   * before the cut. {@code ends}: whether the body then ends (the upstream ended early) or is left
+   * open (the client cancels).
+   */
+  private static Script cutAnswer(Format f, boolean sse, String type, boolean ends) {
+    if (!sse) {
+      String json = f.json(true);
+      return new Script(
+          200, type, List.of(json.substring(0, json.indexOf("hello") + 20)), ends, false);
+    }
+    return new Script(200, type, sseChunks(f, DELTAS_BEFORE_CUT, null), ends, false);
+  }
+
   /** The scripted answer of one cell. */
   static Script script(Format f, Body b, Path p) {
     boolean sse = b == Body.SSE;
@@ -532,22 +546,8 @@ class ReconcileE2eTest {
         }
         yield new Script(200, type, sseChunks(f, DELTAS, f.sseTail(usage)), true, false);
       }
-      case CLIENT_CANCEL_MID_STREAM -> {
-        if (!sse) {
-          String json = f.json(true);
-          yield new Script(
-              200, type, List.of(json.substring(0, json.indexOf("hello") + 20)), false, false);
-        }
-        yield new Script(200, type, sseChunks(f, DELTAS_BEFORE_CUT, null), false, false);
-      }
-      case UPSTREAM_ENDS_EARLY -> {
-        if (!sse) {
-          String json = f.json(true);
-          yield new Script(
-              200, type, List.of(json.substring(0, json.indexOf("hello") + 20)), true, false);
-        }
-        yield new Script(200, type, sseChunks(f, DELTAS_BEFORE_CUT, null), true, false);
-      }
+      case CLIENT_CANCEL_MID_STREAM -> cutAnswer(f, sse, type, false);
+      case UPSTREAM_ENDS_EARLY -> cutAnswer(f, sse, type, true);
       case UPSTREAM_RESET_MID_STREAM -> {
         if (!sse) {
           String json = f.json(true);

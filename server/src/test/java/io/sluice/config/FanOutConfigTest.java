@@ -11,10 +11,8 @@ import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.WorkflowPolicy;
 import io.sluice.routing.RequestResolver;
 import io.sluice.routing.ResolvedRequest;
-import io.sluice.routing.SignalSource;
-import java.util.HashMap;
+import io.sluice.routing.SignalRequest;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -129,7 +127,7 @@ class FanOutConfigTest {
   })
   void fanoutSignal_parsedCappedOrIgnored(String value, int expected) {
     RequestResolver r = new RequestResolver(ConfigLoader.parse(POLICY));
-    Req req = new Req();
+    SignalRequest req = new SignalRequest();
     req.metadata.put("x-sluice-fanout", value);
 
     assertThat(r.resolve(req, 0).fanout()).isEqualTo(expected);
@@ -139,7 +137,7 @@ class FanOutConfigTest {
   @Test
   void workflowSignal_readFromItsSourceOnly_andLengthCapped() {
     RequestResolver r = new RequestResolver(ConfigLoader.parse(POLICY));
-    Req req = new Req();
+    SignalRequest req = new SignalRequest();
     req.headers.put("x-sluice-workflow", "forged");
     assertThat(r.resolve(req, 0).workflow()).isNull();
 
@@ -158,7 +156,7 @@ class FanOutConfigTest {
       assertThat(c.signals().get(s)).as(s.key()).allMatch(src -> src instanceof Source.Metadata);
     }
     RequestResolver r = new RequestResolver(c);
-    Req forged = new Req();
+    SignalRequest forged = new SignalRequest();
     forged.headers.put("x-sluice-fanout", "1000");
     forged.headers.put("x-sluice-workflow", "victim");
     ResolvedRequest rr = r.resolve(forged, 0);
@@ -175,35 +173,5 @@ class FanOutConfigTest {
                 "fanout: [{metadata: x-sluice-fanout}]", "fanout: [{header: x-fanout}]"));
     assertThat(TrustedHeaders.warnings(c))
         .anySatisfy(w -> assertThat(w).startsWith("signals.fanout[0]: header x-fanout"));
-  }
-
-  private static final class Req implements SignalSource {
-    final Map<String, String> headers = new HashMap<>();
-    final Map<String, String> metadata = new HashMap<>();
-
-    @Override
-    public String metadata(String key) {
-      return metadata.get(key);
-    }
-
-    @Override
-    public String header(String name) {
-      return headers.get(name);
-    }
-
-    @Override
-    public String dynamicMetadata(String namespace, List<String> path) {
-      return null;
-    }
-
-    @Override
-    public String attribute(String expression) {
-      return null;
-    }
-
-    @Override
-    public String path() {
-      return "/v1/chat/completions";
-    }
   }
 }

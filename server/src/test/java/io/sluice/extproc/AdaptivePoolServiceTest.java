@@ -12,10 +12,6 @@ import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.Bo
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -78,12 +74,7 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
   }
 
   private String admin(String path) throws Exception {
-    return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.adminPort() + path))
-                .build(),
-            HttpResponse.BodyHandlers.ofString())
-        .body();
+    return ExtProcTestClient.adminGet(server.adminPort(), path);
   }
 
   @Test

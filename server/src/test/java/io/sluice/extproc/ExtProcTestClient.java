@@ -156,4 +156,15 @@ final class ExtProcTestClient implements AutoCloseable {
       return closed.get(5, TimeUnit.SECONDS);
     }
   }
+
+  /** The body of a GET of {@code path} on the admin port {@code adminPort} of 127.0.0.1. */
+  static String adminGet(int adminPort, String path) throws Exception {
+    return java.net.http.HttpClient.newHttpClient()
+        .send(
+            java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create("http://127.0.0.1:" + adminPort + path))
+                .build(),
+            java.net.http.HttpResponse.BodyHandlers.ofString())
+        .body();
+  }
 }

@@ -16,10 +16,6 @@ import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.time.Ticker;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -114,12 +110,7 @@ class LearnedReserveServiceTest {
   }
 
   private String admin(String path) throws Exception {
-    return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.adminPort() + path))
-                .build(),
-            HttpResponse.BodyHandlers.ofString())
-        .body()
+    return ExtProcTestClient.adminGet(server.adminPort(), path)
         .replace(" : ", ":")
         .replace(", ", ",");
   }

@@ -9,22 +9,15 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
-import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenEstimator;
-import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.policy.WorkflowPolicy;
-import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.AdmissionSession;
-import io.sluice.core.session.SessionFront;
 import io.sluice.core.session.SessionSteps;
 import io.sluice.core.session.Sessions;
 import io.sluice.core.session.Subject;
@@ -47,21 +40,7 @@ import org.junit.jupiter.api.Test;
 class FanOutRecordTest {
   private static final long T0 = 1_800_000_000_000L;
   private static final PoolPolicy POOL =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          10,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ZERO,
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1),
-          AdaptivePolicy.OFF,
-          new FanOutPolicy(10, 100, 1000, 5000),
-          new WorkflowPolicy(1, 0));
+      io.sluice.core.session.OneSlotPool.fanOutPool(new FanOutPolicy(10, 100, 1000, 5000));
   private static final ClassPolicy INTERACTIVE = io.sluice.core.session.OneSlotPool.INTERACTIVE;
 
   private final FakeTicker ticker = new FakeTicker();
@@ -77,48 +56,19 @@ class FanOutRecordTest {
           PoolState.ReleaseListener.NONE);
   private final WorkflowBudget budget = new WorkflowBudget();
   private final Sessions sessions =
-      new Sessions(
+      io.sluice.core.session.OneSlotPool.sessions(
               controller,
               new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-              new TokenEstimator(EstimatorSettings.defaults()),
-              500,
               ticker,
               clock,
               (delayNanos, task) -> () -> {},
               new SessionRecorder(
                   metrics,
                   new DecisionLog(
-                      new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)),
-              TenantCaps.none())
+                      new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)))
           .withWorkflows(budget);
 
-  private static final class Front implements SessionFront {
-    final List<String> calls = new ArrayList<>();
-    String message = "";
-
-    @Override
-    public void admitted(boolean atBody) {
-      calls.add("admitted");
-    }
-
-    @Override
-    public void held(long holdMillis) {
-      calls.add("held");
-    }
-
-    @Override
-    public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
-      calls.add("refused " + reason.code() + " " + status);
-      this.message = message;
-    }
-
-    @Override
-    public void storeFailed(Throwable cause) {
-      calls.add("storeFailed");
-    }
-  }
-
-  private AdmissionSession start(Front f, String workflow, int fanout) {
+  private AdmissionSession start(RecordingFront f, String workflow, int fanout) {
     long now = ticker.nanos();
     Subject subject =
         new Subject(
@@ -164,7 +114,7 @@ class FanOutRecordTest {
   void admitted_recordCarriesFanOutWorkAndWorkflow_metricsBySource() throws Exception {
     metrics.bindWorkflows(budget);
     metrics.bindPools(controller);
-    Front f = new Front();
+    RecordingFront f = new RecordingFront(true);
     AdmissionSession s = start(f, "run-7", 2);
     assertThat(f.calls).containsExactly("admitted");
     assertThat(registry.find(MetricNames.WORKFLOWS_IN_FLIGHT).tag("pool", "gpu").gauge().value())
@@ -188,8 +138,8 @@ class FanOutRecordTest {
 
   @Test
   void overBudget_refused429FanoutBudget_countedAndRecorded() throws Exception {
-    AdmissionSession first = start(new Front(), "run-7", 0);
-    Front f = new Front();
+    AdmissionSession first = start(new RecordingFront(true), "run-7", 0);
+    RecordingFront f = new RecordingFront(true);
     start(f, "run-7", 0);
 
     assertThat(f.calls).containsExactly("refused fanout_budget 429");

@@ -7,45 +7,17 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import java.time.Duration;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** {@code sluice_response_end_unseen_total{pool,cause}} and {@code sluice_permits_tail_held}. */
 class ResponseEndUnseenMetricsTest {
-  private static final PoolPolicy POOL =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          4,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1));
-  private static final ClassPolicy CLASS =
-      new ClassPolicy(
-          "interactive",
-          0,
-          1.0,
-          0.0,
-          true,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(2),
-          100,
-          1000,
-          503,
-          1.0,
-          10,
-          1.0);
+  private static final PoolPolicy POOL = io.sluice.core.session.OneSlotPool.pool(100_000, 4);
+  private static final ClassPolicy CLASS = io.sluice.core.session.OneSlotPool.INTERACTIVE;
 
   @Test
   void theCounterCountsEveryStreamAndThePoolsAreListedOnce() {
@@ -68,13 +40,7 @@ class ResponseEndUnseenMetricsTest {
   void theGaugeReadsThePermitsHeldForATail() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
-    AdmissionController c =
-        new AdmissionController(
-            List.of(POOL),
-            List.of(CLASS),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            () -> 0.5);
+    AdmissionController c = io.sluice.core.session.OneSlotPool.controller(POOL);
     m.bindPools(c);
     Tenant t = new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0));
     Decision d =

@@ -8,11 +8,7 @@ import io.sluice.api.v1.AdmissionRecord;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
-import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
@@ -20,7 +16,6 @@ import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.SessionEvent;
-import io.sluice.core.session.SessionFront;
 import io.sluice.core.session.SessionSteps;
 import io.sluice.core.session.Sessions;
 import io.sluice.core.session.Subject;
@@ -59,11 +54,9 @@ class SessionRecorderTest {
   private final ClassPolicy interactive = io.sluice.core.session.OneSlotPool.INTERACTIVE;
   private final AdmissionController controller = io.sluice.core.session.OneSlotPool.controller();
   private final Sessions sessions =
-      new Sessions(
+      io.sluice.core.session.OneSlotPool.sessions(
           controller,
           new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-          new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-          500,
           ticker,
           clock,
           (delayNanos, task) -> {
@@ -72,39 +65,12 @@ class SessionRecorderTest {
           },
           recorder);
 
-  /** A front end that only notes what it was told. */
-  private static final class Front implements SessionFront {
-    final List<String> calls = new ArrayList<>();
-    String message = "";
-
-    @Override
-    public void admitted(boolean atBody) {
-      calls.add("admitted");
-    }
-
-    @Override
-    public void held(long holdMillis) {
-      calls.add("held");
-    }
-
-    @Override
-    public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
-      calls.add("refused " + reason.code());
-      this.message = message;
-    }
-
-    @Override
-    public void storeFailed(Throwable cause) {
-      calls.add("storeFailed");
-    }
-  }
-
   private static Tenant tenant(long rpm, long itpm, long otpm) {
     return new Tenant("acme", new TierPolicy("pro", 1, 0, rpm, itpm, otpm));
   }
 
   /** A request without a body, as the ext_proc front end starts one (decided at its headers). */
-  private AdmissionSession start(Front front, Tenant tenant) {
+  private AdmissionSession start(RecordingFront front, Tenant tenant) {
     long now = ticker.nanos();
     Subject s =
         io.sluice.core.session.OneSlotPool.chat(
@@ -147,7 +113,7 @@ class SessionRecorderTest {
   @Test
   void admittedAndReleased_countsTheDecisionTokensUpstreamAndRelease_thenOneAdmitRecord()
       throws Exception {
-    Front f = new Front();
+    RecordingFront f = new RecordingFront(false);
     AdmissionSession s = start(f, tenant(0, 10_000, 10_000));
     assertThat(f.calls).containsExactly("admitted");
     assertThat(lines).as("an admitted request is recorded when its permit goes back").isEmpty();
@@ -233,9 +199,9 @@ class SessionRecorderTest {
   @Test
   void tenantRefusal_countsTheRejectAndRetryAfter_thenOneRejectRecord() throws Exception {
     Tenant t = tenant(1, 0, 0); // one request per minute
-    start(new Front(), t).release(Outcome.COMPLETED);
+    start(new RecordingFront(false), t).release(Outcome.COMPLETED);
     lines.clear();
-    Front f = new Front();
+    RecordingFront f = new RecordingFront(false);
     start(f, t);
     assertThat(f.calls).containsExactly("refused tenant_rate");
 
@@ -256,8 +222,9 @@ class SessionRecorderTest {
   @Test
   void queuedThenExpired_countsQueueOverrideAndWait_thenARejectRecordWithItsPlace()
       throws Exception {
-    AdmissionSession first = start(new Front(), tenant(0, 0, 0)); // holds the only slot
-    Front f = new Front();
+    AdmissionSession first =
+        start(new RecordingFront(false), tenant(0, 0, 0)); // holds the only slot
+    RecordingFront f = new RecordingFront(false);
     start(f, tenant(0, 0, 0));
     assertThat(f.calls).containsExactly("held");
     ticker.advance(Duration.ofMillis(2_100)); // past the class's maxQueueWait
@@ -343,7 +310,7 @@ class SessionRecorderTest {
                 now + 1_000_000_000L,
                 null,
                 0),
-            new Front(),
+            new RecordingFront(false),
             Runnable::run,
             SessionSteps.NONE);
     s.decideAtHeaders(true, 0, now);
@@ -372,16 +339,13 @@ class SessionRecorderTest {
         new io.sluice.core.estimate.OutputReserves(
             new io.sluice.core.estimate.OutputReserves.Settings(true, 1, 200, 10, true));
     Sessions learning =
-        new Sessions(
+        io.sluice.core.session.OneSlotPool.sessions(
                 controller,
                 new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-                new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-                500,
                 ticker,
                 clock,
                 (delayNanos, task) -> () -> {},
-                recorder,
-                io.sluice.core.quota.TenantCaps.none())
+                recorder)
             .withReserves(learner);
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":1000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
@@ -393,7 +357,8 @@ class SessionRecorderTest {
       Subject sub =
           io.sluice.core.session.OneSlotPool.chat(
               tenant(0, 0, 0), ticker.nanos(), "op", Duration.ofSeconds(5).toNanos());
-      AdmissionSession s = learning.open(sub, new Front(), Runnable::run, SessionSteps.NONE);
+      AdmissionSession s =
+          learning.open(sub, new RecordingFront(false), Runnable::run, SessionSteps.NONE);
       s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
       s.responseHeaders(200, "application/json", true);
       s.responseBody(usage, 0, usage.length, true);

@@ -11,9 +11,7 @@ import io.sluice.config.SluiceConfig.Source;
 import io.sluice.config.TrustedHeaders;
 import io.sluice.core.policy.Tenant;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -24,48 +22,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * tightens.
  */
 class TrustDefaultsTest {
-
-  /** A request as Envoy would send it: headers from the client, metadata from Envoy. */
-  static final class Req implements SignalSource {
-    final Map<String, String> headers = new HashMap<>();
-    final Map<String, String> metadata = new HashMap<>();
-    String path = "/v1/chat/completions";
-
-    Req header(String k, String v) {
-      headers.put(k, v);
-      return this;
-    }
-
-    Req metadata(String k, String v) {
-      metadata.put(k, v);
-      return this;
-    }
-
-    @Override
-    public String metadata(String key) {
-      return metadata.get(key);
-    }
-
-    @Override
-    public String header(String name) {
-      return headers.get(name);
-    }
-
-    @Override
-    public String dynamicMetadata(String namespace, List<String> path) {
-      return null;
-    }
-
-    @Override
-    public String attribute(String expression) {
-      return null;
-    }
-
-    @Override
-    public String path() {
-      return path;
-    }
-  }
 
   @Test
   void embeddedDefault_readsTenantClassAndPoolOnlyFromInitialMetadata() {
@@ -79,8 +35,8 @@ class TrustDefaultsTest {
   @Test
   void embeddedDefault_clientHeadersChooseNoTenantClassOrPool() {
     RequestResolver r = new RequestResolver(ConfigLoader.embeddedDefault());
-    Req forged =
-        new Req()
+    SignalRequest forged =
+        new SignalRequest()
             .header("x-tenant-id", "victim")
             .header("x-sluice-tenant", "victim")
             .header("x-sluice-class", "interactive")
@@ -90,7 +46,7 @@ class TrustDefaultsTest {
     assertThat(rr.tenant().id()).isEqualTo(Tenant.ANONYMOUS);
     assertThat(rr.requestClass().name()).isEqualTo("batch");
 
-    Req trusted = new Req().metadata("x-sluice-tenant", "acme");
+    SignalRequest trusted = new SignalRequest().metadata("x-sluice-tenant", "acme");
     assertThat(r.resolve(trusted, 0).tenant().id()).isEqualTo("acme");
   }
 
@@ -178,10 +134,11 @@ class TrustDefaultsTest {
           "abc",
           "1e9",
         }) {
-      ResolvedRequest rr = r.resolve(new Req().header("x-sluice-timeout-ms", v), now);
+      ResolvedRequest rr = r.resolve(new SignalRequest().header("x-sluice-timeout-ms", v), now);
       assertThat(rr.deadlineNanos() - now).as(v).isEqualTo(classDeadline);
     }
-    ResolvedRequest tighter = r.resolve(new Req().header("x-sluice-timeout-ms", "1500"), now);
+    ResolvedRequest tighter =
+        r.resolve(new SignalRequest().header("x-sluice-timeout-ms", "1500"), now);
     assertThat(tighter.deadlineNanos() - now).isEqualTo(1_500_000_000L);
   }
 

@@ -33,31 +33,13 @@ class AdmissionSessionOverrunTest {
   private static final long T0 = 1_800_000_000_000L;
 
   /** 1,000 work units, one unit per input or output token, four requests. */
-  private static final PoolPolicy SMALL =
-      new PoolPolicy(
-          "gpu",
-          1_000,
-          4,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1));
+  private static final PoolPolicy SMALL = OneSlotPool.pool(1_000, 4);
 
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC);
   private final TenantQuotas quotas =
       new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN);
-  private final AdmissionController controller =
-      new AdmissionController(
-          List.of(SMALL),
-          List.of(OneSlotPool.INTERACTIVE),
-          Duration.ofSeconds(10),
-          PoolState.ReleaseListener.NONE,
-          () -> 0.5);
+  private final AdmissionController controller = OneSlotPool.controller(SMALL);
   private final List<SessionEvent> events = new ArrayList<>();
   private final Sessions sessions =
       OneSlotPool.sessions(

@@ -5,13 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.OutputReserves;
-import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.store.memory.InMemoryStore;
@@ -45,16 +41,8 @@ class LearnedReserveSessionTest {
       new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 1_000_000, 1_000_000));
 
   private Sessions sessions(OutputReserves learner) {
-    return new Sessions(
-            controller,
-            quotas,
-            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-            500,
-            ticker,
-            clock,
-            (delayNanos, task) -> () -> {},
-            events::add,
-            TenantCaps.none())
+    return OneSlotPool.sessions(
+            controller, quotas, ticker, clock, (delayNanos, task) -> () -> {}, events::add)
         .withReserves(learner);
   }
 

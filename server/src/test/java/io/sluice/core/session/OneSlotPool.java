@@ -21,7 +21,7 @@ public final class OneSlotPool {
    * The sessions of the session tests: {@code controller}'s pools, the default estimator with a
    * small token cache, 500 default input tokens, no tenant caps across replicas.
    */
-  static Sessions sessions(
+  public static Sessions sessions(
       AdmissionController controller,
       io.sluice.core.quota.TenantQuotas quotas,
       io.sluice.core.time.Ticker ticker,
@@ -41,20 +41,49 @@ public final class OneSlotPool {
         listener);
   }
 
+  /**
+   * Pool {@code gpu} of {@code capacityWorkUnits} work units and {@code maxRequests} request slots,
+   * one unit per input or output token, 5 s hold.
+   */
+  public static PoolPolicy pool(long capacityWorkUnits, int maxRequests) {
+    return new PoolPolicy(
+        "gpu",
+        capacityWorkUnits,
+        maxRequests,
+        1,
+        1,
+        Duration.ofSeconds(1),
+        Duration.ofSeconds(60),
+        Duration.ofSeconds(5),
+        0.0,
+        Duration.ofMillis(100),
+        Duration.ofSeconds(1));
+  }
+
+  /**
+   * Pool {@code gpu} of the workflow tests: 100,000 work units, ten request slots, no hold,
+   * adaptive off, {@code fanOut} and a workflow budget of one concurrent workflow.
+   */
+  public static PoolPolicy fanOutPool(io.sluice.core.policy.FanOutPolicy fanOut) {
+    return new PoolPolicy(
+        "gpu",
+        100_000,
+        10,
+        1,
+        1,
+        Duration.ofSeconds(1),
+        Duration.ofSeconds(60),
+        Duration.ZERO,
+        0.0,
+        Duration.ofMillis(100),
+        Duration.ofSeconds(1),
+        io.sluice.core.policy.AdaptivePolicy.OFF,
+        fanOut,
+        new io.sluice.core.policy.WorkflowPolicy(1, 0));
+  }
+
   /** Pool {@code gpu}: 100,000 work units, one request slot, 5 s hold. */
-  public static final PoolPolicy POOL =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          1,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1));
+  public static final PoolPolicy POOL = pool(100_000, 1);
 
   /** Class {@code interactive}: the whole pool, 30 s deadline, 2 s queue wait. */
   public static final ClassPolicy INTERACTIVE =
@@ -75,8 +104,13 @@ public final class OneSlotPool {
 
   /** A fresh controller over {@link #POOL} and {@link #INTERACTIVE}. */
   public static AdmissionController controller() {
+    return controller(POOL);
+  }
+
+  /** A fresh controller over {@code pool} and {@link #INTERACTIVE}. */
+  public static AdmissionController controller(PoolPolicy pool) {
     return new AdmissionController(
-        List.of(POOL),
+        List.of(pool),
         List.of(INTERACTIVE),
         Duration.ofSeconds(10),
         PoolState.ReleaseListener.NONE,

@@ -38,19 +38,7 @@ class TailHoldTest {
   private final AdmissionController controller = OneSlotPool.controller();
   private final TailHolds tails = new TailHolds();
   private final Sessions sessions =
-      new Sessions(
-              controller,
-              quotas,
-              new io.sluice.core.estimate.TokenEstimator(
-                  io.sluice.core.estimate.EstimatorSettings.defaults(),
-                  new io.sluice.core.estimate.TokenCountCache(1 << 16, 32)),
-              500,
-              ticker,
-              clock,
-              timer,
-              events::add,
-              io.sluice.core.quota.TenantCaps.none())
-          .withTails(tails);
+      OneSlotPool.sessions(controller, quotas, ticker, clock, timer, events::add).withTails(tails);
   private final Tenant tenant = new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0));
 
   /** Runs each task once the fake ticker has reached its time; cancelled tasks never run. */

@@ -6,16 +6,11 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.RequestFormat;
-import io.sluice.core.estimate.TokenEstimator;
-import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.policy.WorkflowPolicy;
-import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.time.FakeTicker;
@@ -36,22 +31,7 @@ import org.junit.jupiter.api.Test;
  */
 class WorkflowSessionTest {
   private static final long T0 = 1_800_000_000_000L;
-  private static final PoolPolicy POOL =
-      new PoolPolicy(
-          "gpu",
-          100_000,
-          10,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ZERO,
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1),
-          AdaptivePolicy.OFF,
-          new FanOutPolicy(7, 0, 0, 1000),
-          new WorkflowPolicy(1, 0));
+  private static final PoolPolicy POOL = OneSlotPool.fanOutPool(new FanOutPolicy(7, 0, 0, 1000));
 
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC);
@@ -65,16 +45,13 @@ class WorkflowSessionTest {
           PoolState.ReleaseListener.NONE);
   private final WorkflowBudget budget = new WorkflowBudget();
   private final Sessions sessions =
-      new Sessions(
+      OneSlotPool.sessions(
               controller,
               new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
-              new TokenEstimator(EstimatorSettings.defaults()),
-              500,
               ticker,
               clock,
               timer,
-              events::add,
-              TenantCaps.none())
+              events::add)
           .withWorkflows(budget);
   private final Tenant tenant = new Tenant("acme", new TierPolicy("pro", 1, 0));
 
