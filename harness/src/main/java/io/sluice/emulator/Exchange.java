@@ -535,6 +535,14 @@ final class Exchange {
     }
     upstreamRequest = new UpstreamRequest(requestHeaders, forwardedBody.toByteArray());
     cancelIfAt(Phase.UPSTREAM_REQUEST_SENT);
+    if (routerTimeoutMillis > 0) {
+      // Filter::onRequestComplete: the whole request goes upstream now; the global timeout runs
+      // until the upstream response is complete (armed before the upstream is called, so it is in
+      // place once the upstream has seen the request)
+      responseTimer =
+          sync.schedule(
+              this::onResponseTimeout, routerTimeoutMillis, TimeUnit.MILLISECONDS, scheduler);
+    }
     CompletableFuture<UpstreamResponse> future;
     try {
       future = route.upstream().send(upstreamRequest);
@@ -542,13 +550,6 @@ final class Exchange {
       future = CompletableFuture.failedFuture(e);
     }
     upstreamFuture = future;
-    if (routerTimeoutMillis > 0) {
-      // Filter::onRequestComplete: the whole request went upstream; the global timeout runs until
-      // the upstream response is complete
-      responseTimer =
-          sync.schedule(
-              this::onResponseTimeout, routerTimeoutMillis, TimeUnit.MILLISECONDS, scheduler);
-    }
     future.whenComplete(
         (response, error) ->
             sync.execute(
