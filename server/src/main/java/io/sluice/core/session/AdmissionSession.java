@@ -15,7 +15,6 @@ import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
-import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.DegradePolicy;
 import io.sluice.core.policy.EnginePriority;
 import io.sluice.core.policy.PoolPolicy;
@@ -469,8 +468,7 @@ public final class AdmissionSession implements Waiter {
   public static final String TRIGGER_HEADROOM = "headroom";
 
   /** Why a rung did not admit the request ({@link SessionEvent.DegradeSkipped#cause}). */
-  public static final List<String> SKIP_CAUSES =
-      List.of("no_body", "unreadable", "no_saving", "no_room", "no_pool");
+  public static final List<String> SKIP_CAUSES = DegradeLadder.SKIP_CAUSES;
 
   /**
    * The front end's trusted signal (the route's {@code degrade: false}, the {@code noDegrade}
@@ -506,51 +504,31 @@ public final class AdmissionSession implements Waiter {
   }
 
   /**
-   * Tries the ladder's rungs in order: the first that lets the request start at once (never queued)
-   * admits it degraded. False when none did (each skip emitted with its cause); the caller then
-   * queues or refuses it as it would have.
+   * Tries the ladder ({@link DegradeLadder}): when a rung starts the request at once, it runs with
+   * the rung's estimate, work, pool, body and headers, and is admitted degraded. False when none
+   * did; the caller then queues or refuses it as it would have.
    */
   private boolean tryLadder(DegradePolicy ladder, String trigger, long receivedNanos) {
-    for (DegradePolicy.Rung rung : ladder.ladder()) {
-      String skipped =
-          rung instanceof DegradePolicy.Concise c
-              ? tryConcise(c, trigger, receivedNanos)
-              : tryReroute((DegradePolicy.Reroute) rung, trigger, receivedNanos);
-      if (skipped == null) {
-        return true;
-      }
-      env.listener().on(new SessionEvent.DegradeSkipped(this, rung.name(), skipped));
+    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before the ladder");
+    DegradeLadder.Run run =
+        DegradeLadder.tryRungs(
+            env,
+            this,
+            ladder,
+            new DegradeLadder.Request(
+                subject,
+                atBody ? body : null,
+                bodyOffset,
+                bodyLength,
+                e,
+                workUnits,
+                fanOutWork,
+                limits()));
+    if (run == null) {
+      return false;
     }
-    return false;
-  }
-
-  /** The concise rung: null when it admitted the request, else why not. */
-  private @Nullable String tryConcise(DegradePolicy.Concise c, String trigger, long receivedNanos) {
-    byte[] b = body;
-    if (!atBody || b == null) {
-      return "no_body";
-    }
-    long cap = Math.min(c.maxOutputTokens(), subject.requestClass().maxOutputTokens());
-    BodyRewrite.Edits edits =
-        priorityEdits(subject.pool()).withCap(cap, c.capField(), c.instruction());
-    byte[] rewritten = BodyRewrite.apply(subject.format(), b, bodyOffset, bodyLength, edits);
-    if (rewritten == null) {
-      return "unreadable";
-    }
-    TokenEstimate e2 =
-        env.estimator()
-            .estimate(
-                subject.format(), rewritten, 0, rewritten.length, limits(), new OutputShape());
-    PoolPolicy pool = subject.pool();
-    long work = pool.workUnits(e2.inputTokens(), e2.outputReserveTokens(), fanOutWork);
-    if (work >= workUnits) {
-      return "no_saving";
-    }
-    Decision d = env.controller().tryAdmit(admission(pool, work, e2), env.ticker().nanos());
-    if (!(d instanceof Decision.Admit a)) {
-      return "no_room";
-    }
-    if (tokensReserved) { // give back what the shorter answer no longer needs
+    TokenEstimate e2 = run.estimate();
+    if (tokensReserved) { // give back what the cheaper answer no longer needs
       long lessIn = Math.max(0, reservedInput - e2.inputTokens());
       long lessOut = Math.max(0, reservedOutput - e2.outputReserveTokens());
       if (lessIn > 0 || lessOut > 0) {
@@ -560,94 +538,19 @@ public final class AdmissionSession implements Waiter {
       }
     }
     estimate = e2;
-    workUnits = work;
+    workUnits = run.workUnits();
+    fanOutWork = run.fanOutWork();
     outputCharge = e2.outputReserveTokens();
-    upstreamBody = rewritten;
-    degraded(DegradePolicy.Concise.NAME, trigger, a.permit(), receivedNanos);
-    return null;
-  }
-
-  /** The reroute rung: null when it admitted the request, else why not. */
-  private @Nullable String tryReroute(DegradePolicy.Reroute r, String trigger, long receivedNanos) {
-    PoolState target = env.controller().pool(r.pool());
-    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before the ladder");
-    if (target == null || r.pool().equals(subject.pool().name())) {
-      return "no_pool";
-    }
-    PoolPolicy pool = target.policy();
-    byte[] rewritten = null;
-    BodyRewrite.Edits edits = priorityEdits(pool).withModel(r.model());
-    if (r.model() != null || edits.priorityField() != null) {
-      byte[] b = body;
-      if (!atBody || b == null) {
-        if (r.model() != null) {
-          return "no_body";
-        }
-      } else {
-        rewritten = BodyRewrite.apply(subject.format(), b, bodyOffset, bodyLength, edits);
-        if (rewritten == null && r.model() != null) {
-          return "unreadable";
-        }
-      }
-    }
-    long fan = pool.fanout().workUnits(e.fanOut(), subject.fanout());
-    long work = pool.workUnits(e.inputTokens(), e.outputReserveTokens(), fan);
-    Decision d = env.controller().tryAdmit(admission(pool, work, e), env.ticker().nanos());
-    if (!(d instanceof Decision.Admit a)) {
-      return "no_room";
-    }
-    runPool = pool;
-    workUnits = work;
-    fanOutWork = fan;
-    upstreamBody = rewritten;
-    Map<String, String> h = new LinkedHashMap<>(upstreamHeaders);
-    if (r.header() != null && r.value() != null) {
-      h.put(r.header(), r.value());
-      clearRouteCache = true;
-    }
-    upstreamHeaders = h;
-    degraded(DegradePolicy.Reroute.NAME, trigger, a.permit(), receivedNanos);
-    return null;
-  }
-
-  private AdmissionRequest admission(PoolPolicy pool, long work, TokenEstimate e) {
-    return new AdmissionRequest(
-        pool,
-        subject.requestClass(),
-        subject.tenant(),
-        work,
-        subject.arrivalNanos(),
-        subject.deadlineNanos(),
-        e.inputTokens(),
-        e.outputReserveTokens());
-  }
-
-  private void degraded(String rung, String trigger, Permit p, long receivedNanos) {
-    degradedRung = rung;
+    runPool = run.pool();
+    upstreamBody = run.body();
+    upstreamHeaders = run.headers();
+    clearRouteCache = run.clearRouteCache();
+    degradedRung = run.rung();
     degradeTrigger = trigger;
     reason = Reason.DEGRADED;
-    env.listener().on(new SessionEvent.Degraded(this, rung, trigger));
-    admit(p, receivedNanos);
-  }
-
-  /** The engine priority of this request in {@code pool}, as a body edit (none when off). */
-  private BodyRewrite.Edits priorityEdits(PoolPolicy pool) {
-    EnginePriority ep = pool.enginePriority();
-    String v = enginePriorityIn(pool);
-    return ep.field() == null || v == null
-        ? BodyRewrite.Edits.NONE
-        : BodyRewrite.Edits.NONE.withPriority(ep.field(), v);
-  }
-
-  private @Nullable String enginePriorityIn(PoolPolicy pool) {
-    EnginePriority ep = pool.enginePriority();
-    if (!ep.enabled()) {
-      return null;
-    }
-    ClassPolicy cls = subject.requestClass();
-    List<ClassPolicy> all = env.controller().classes();
-    int maxRank = all.isEmpty() ? cls.rank() : all.get(all.size() - 1).rank();
-    return ep.valueFor(cls.name(), cls.rank(), maxRank, subject.tenant().tier().name());
+    env.listener().on(new SessionEvent.Degraded(this, run.rung(), trigger));
+    admit(run.permit(), receivedNanos);
+    return true;
   }
 
   /**
@@ -660,7 +563,7 @@ public final class AdmissionSession implements Waiter {
     }
     PoolPolicy pool = runPool;
     EnginePriority ep = pool.enginePriority();
-    String v = enginePriorityIn(pool);
+    String v = DegradeLadder.enginePriority(env, subject, pool);
     enginePriority = v;
     if (v != null && ep.header() != null) {
       Map<String, String> h = new LinkedHashMap<>(upstreamHeaders);
@@ -671,7 +574,12 @@ public final class AdmissionSession implements Waiter {
     if (upstreamBody == null && degradedRung == null && v != null && ep.field() != null) {
       if (atBody && b != null) {
         upstreamBody =
-            BodyRewrite.apply(subject.format(), b, bodyOffset, bodyLength, priorityEdits(pool));
+            BodyRewrite.apply(
+                subject.format(),
+                b,
+                bodyOffset,
+                bodyLength,
+                DegradeLadder.priorityEdits(env, subject, pool));
       }
     }
     body = null; // decided: the body is not needed any more
