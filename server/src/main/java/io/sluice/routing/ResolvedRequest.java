@@ -19,6 +19,7 @@ import io.sluice.core.session.Subject;
  * @param fanout declared downstream calls (the trusted {@code fanout} signal; 0 when absent or
  *     unreadable, at most {@code FanOutPolicy.MAX_DECLARED_CALLS})
  * @param workflow the trusted {@code workflow} signal (length-capped), or null
+ * @param attempt the {@code retryCount} and {@code attemptCount} signals (issue 19)
  */
 public record ResolvedRequest(
     String route,
@@ -34,7 +35,42 @@ public record ResolvedRequest(
     String rejectMessage,
     boolean shadow,
     int fanout,
-    String workflow) {
+    String workflow,
+    io.sluice.core.retry.AttemptSignals attempt) {
+
+  /** Without attempt signals. */
+  public ResolvedRequest(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      EstimateFrom estimateFrom,
+      Tenant tenant,
+      long deadlineNanos,
+      String operationId,
+      long maxMessageTimeoutMillis,
+      Reason rejectReason,
+      String rejectMessage,
+      boolean shadow,
+      int fanout,
+      String workflow) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        estimateFrom,
+        tenant,
+        deadlineNanos,
+        operationId,
+        maxMessageTimeoutMillis,
+        rejectReason,
+        rejectMessage,
+        shadow,
+        fanout,
+        workflow,
+        io.sluice.core.retry.AttemptSignals.NONE);
+  }
 
   /** Without declared fan-out or workflow. */
   public ResolvedRequest(
@@ -81,6 +117,7 @@ public record ResolvedRequest(
         maxMessageTimeoutMillis * 1_000_000L,
         shadow,
         fanout,
-        workflow);
+        workflow,
+        attempt);
   }
 }
