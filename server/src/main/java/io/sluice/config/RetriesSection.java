@@ -86,7 +86,8 @@ final class RetriesSection {
       return def;
     }
     if (!n.json().isNumber() || !(n.json().asDouble() > 0) || n.json().asDouble() > max) {
-      n.invalid(n.json().toString(), "> 0 and <= " + max);
+      // a number, never a secret (Secrets masks keys with "token" in their name)
+      n.error(n.path() + ": " + n.json() + " (expected: > 0 and <= " + max + ")");
       return def;
     }
     return n.json().asDouble();
