@@ -109,7 +109,7 @@ class RetryE2eTest {
     long retryAfter = RejectE2eTest.assertRejected(refused, 503, "pool_saturated", "pool");
     HttpResult early = h.send(withKey("op-h", 400)); // at once: early, refused by the pool again
     assertThat(early.status()).isEqualTo(503);
-    assertThat(h.counter("sluice.retry.after", "behaviour", "early")).isEqualTo(1);
+    assertThat(h.counter("sluice.retry.behaviour", "behaviour", "early")).isEqualTo(1);
 
     h.upstream.releaseHeld();
     SluiceEnvoyHarness.result(a);
@@ -121,7 +121,7 @@ class RetryE2eTest {
     now.addAndGet(Long.parseLong(early.header("retry-after").orElse("0")) * 1_000_000_000L);
     HttpResult honoured = h.send(withKey("op-h", 400));
     assertThat(honoured.status()).isEqualTo(200);
-    assertThat(h.counter("sluice.retry.after", "behaviour", "honoured")).isEqualTo(1);
+    assertThat(h.counter("sluice.retry.behaviour", "behaviour", "honoured")).isEqualTo(1);
     assertThat(h.counter("sluice.retry.after.success")).isEqualTo(1);
     assertThat(h.counter("sluice.attempts", "kind", "retry", "reason", "pool_saturated"))
         .isEqualTo(2);

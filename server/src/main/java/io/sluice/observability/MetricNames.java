@@ -100,7 +100,7 @@ public final class MetricNames {
   public static final String RETRIES = "sluice.retries";
 
   /** Retries that came back with a remembered refusal: behaviour early|honoured. */
-  public static final String RETRY_AFTER_BEHAVIOUR = "sluice.retry.after";
+  public static final String RETRY_AFTER_BEHAVIOUR = "sluice.retry.behaviour";
 
   /** Retries that honoured a Retry-After and then completed with a 2xx. */
   public static final String RETRY_AFTER_SUCCESS = "sluice.retry.after.success";
