@@ -47,6 +47,7 @@ import picocli.CommandLine.ScopeType;
       Replicas.class,
       Knee.class,
       Throttle.class,
+      RetryStorm.class,
       Reserve.class,
       CalibrateSim.class
     })

@@ -40,6 +40,15 @@ class ObservabilityTest {
       Set.of(
           "sluice_decisions_total",
           "sluice_shadow_decisions_total",
+          // retries (issue 19)
+          "sluice_attempts_total",
+          "sluice_retry_amplification",
+          "sluice_retries_total",
+          "sluice_retry_behaviour_total",
+          "sluice_retry_after_success_total",
+          "sluice_duplicate_operations_total",
+          "sluice_retry_budget_tokens",
+          "sluice_retry_store_failures_total",
           "sluice_decision_latency_seconds",
           "sluice_replica_share_work_units",
           "sluice_replica_share_requests",

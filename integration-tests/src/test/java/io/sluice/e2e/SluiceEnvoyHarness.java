@@ -134,6 +134,21 @@ final class SluiceEnvoyHarness implements AutoCloseable {
     }
   }
 
+  /** A harness whose Sluice reads its monotonic time from {@code ticker} (retry windows). */
+  static SluiceEnvoyHarness start(Policy policy, io.sluice.core.time.Ticker ticker) {
+    try {
+      return new SluiceEnvoyHarness(
+          SluiceServer.start(
+              ConfigLoader.parse(policy.yaml()), ticker, java.time.Clock.systemUTC()),
+          recommendedFilter().build(),
+          null,
+          null,
+          null);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** A chat completion request on the {@code chat} route for tenant {@code acme}. */
   static HttpRequest.Builder chat(String json) {
     return HttpRequest.post(CHAT, json).routeGrpcInitialMetadata("x-sluice-tenant", "acme");

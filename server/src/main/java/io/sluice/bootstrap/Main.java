@@ -99,7 +99,8 @@ public final class Main implements Callable<Integer> {
         c.quotas(),
         c.replicas(),
         c.yaml(),
-        c.poolModes());
+        c.poolModes(),
+        c.retries());
   }
 
   private static int port(String v, int def, String name) {

@@ -398,25 +398,36 @@ public final class SluiceServer implements AutoCloseable {
 
   private AdmissionRuntime runtimeFor(SluiceConfig config) {
     return new AdmissionRuntime(
-        config,
-        new RequestResolver(config),
-        controller,
-        new TokenEstimator(estimatorSettings(config), tokenCounts),
-        metrics,
-        new DecisionLog(config.decisionLog(), decisionBudget),
-        ticker,
-        options.clock(),
-        timer,
-        new io.sluice.core.quota.TenantQuotas(
-            quotaStore,
-            config.quotas().keyPrefix(),
-            config.quotas().failureMode().equals("closed")
-                ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
-                : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
-        shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
-        reserves,
-        workflows,
-        tails);
+            config,
+            new RequestResolver(config),
+            controller,
+            new TokenEstimator(estimatorSettings(config), tokenCounts),
+            metrics,
+            new DecisionLog(config.decisionLog(), decisionBudget),
+            ticker,
+            options.clock(),
+            timer,
+            new io.sluice.core.quota.TenantQuotas(
+                quotaStore,
+                config.quotas().keyPrefix(),
+                config.quotas().failureMode().equals("closed")
+                    ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
+                    : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
+            shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
+            reserves,
+            workflows,
+            tails)
+        .withRetries(retries(config));
+  }
+
+  /** Retry control of {@code config} on the process's attempts store (issue 19). */
+  private io.sluice.core.retry.RetryControl retries(SluiceConfig config) {
+    stores.boundAttempts(config.retries().maxEntries());
+    return new io.sluice.core.retry.RetryControl(
+        config.retries(),
+        stores.attempts(),
+        config.quotas().keyPrefix(),
+        !config.quotas().failureMode().equals("closed"));
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {

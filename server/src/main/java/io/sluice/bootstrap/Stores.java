@@ -5,6 +5,7 @@ import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.time.Ticker;
 import io.sluice.rls.RlsMetrics;
 import io.sluice.store.StoreSettings;
+import io.sluice.store.memory.InMemoryAttemptStore;
 import io.sluice.store.memory.InMemoryStore;
 import io.sluice.store.redis.RedisStore;
 import java.time.Clock;
@@ -40,6 +41,10 @@ public final class Stores implements AutoCloseable {
   private final io.sluice.core.share.ShareStore shares;
   private final io.sluice.core.quota.TenantSlots tenantSlots;
   private final AutoCloseable closer;
+  // retries (issue 19): the attempts' state, shared exactly when the backend is
+  private final io.sluice.core.retry.AttemptStore attempts;
+  private final io.sluice.store.memory.@org.jspecify.annotations.Nullable InMemoryAttemptStore
+      localAttempts;
 
   private Stores(
       StoreSettings settings,
@@ -47,7 +52,11 @@ public final class Stores implements AutoCloseable {
       KeyValueStore local,
       io.sluice.core.share.ShareStore shares,
       io.sluice.core.quota.TenantSlots tenantSlots,
-      AutoCloseable closer) {
+      AutoCloseable closer,
+      io.sluice.core.retry.AttemptStore attempts) {
+    this.attempts = attempts;
+    this.localAttempts =
+        attempts instanceof io.sluice.store.memory.InMemoryAttemptStore m ? m : null;
     this.settings = settings;
     this.shared = shared;
     this.local = local;
@@ -73,17 +82,25 @@ public final class Stores implements AutoCloseable {
       RedisStore redis = new RedisStore(settings.redis(), ticker);
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
-      return new Stores(settings, redis, local, redis, redis, redis);
+      return new Stores(settings, redis, local, redis, redis, redis, redis);
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
-    return new Stores(settings, memory, memory, null, null, () -> {});
+    return new Stores(
+        settings, memory, memory, null, null, () -> {}, new InMemoryAttemptStore(ticker, 100_000));
   }
 
   /** A private in-memory store with the default bound and no metrics (the warm-up's). */
   static Stores isolatedMemory(Clock clock) {
     InMemoryStore memory = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
-    return new Stores(StoreSettings.fromEnv(Map.of()), memory, memory, null, null, () -> {});
+    return new Stores(
+        StoreSettings.fromEnv(Map.of()),
+        memory,
+        memory,
+        null,
+        null,
+        () -> {},
+        new InMemoryAttemptStore(Ticker.system(), 10_000));
   }
 
   private static void bind(MeterRegistry registry, String tag, InMemoryStore store) {
@@ -115,6 +132,21 @@ public final class Stores implements AutoCloseable {
    */
   public io.sluice.core.quota.TenantSlots tenantSlots() {
     return tenantSlots;
+  }
+
+  /**
+   * Retry control's attempts (issue 19): the Redis store when the backend is Redis (across
+   * replicas), else a bounded in-process one.
+   */
+  public io.sluice.core.retry.AttemptStore attempts() {
+    return attempts;
+  }
+
+  /** The in-process attempts' bound follows {@code retries.maxEntries} (no-op with Redis). */
+  public void boundAttempts(long maxEntries) {
+    if (localAttempts != null) {
+      localAttempts.resize(maxEntries);
+    }
   }
 
   /** The in-process store of failure mode {@code local}. */

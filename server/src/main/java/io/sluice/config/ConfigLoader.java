@@ -94,7 +94,8 @@ public final class ConfigLoader {
             "decisionLog",
             "rateLimit",
             "quotas",
-            "replicas"));
+            "replicas",
+            "retries"));
     SluiceConfig config = build(r, yaml);
     if (!errors.isEmpty()) {
       throw new ConfigException(errors);
@@ -291,6 +292,12 @@ public final class ConfigLoader {
         new SluiceConfig.Quotas(qfm, qn.get("keyPrefix").string("sluice_"));
 
     ReplicaPolicy replicas = replicas(r.get("replicas"), pools.keySet());
+    io.sluice.core.retry.RetryPolicy retries =
+        RetriesSection.read(
+            r.get("retries"),
+            routes.stream()
+                .map(SluiceConfig.RouteRule::name)
+                .collect(java.util.stream.Collectors.toSet()));
 
     return new SluiceConfig(
         server,
@@ -309,7 +316,8 @@ public final class ConfigLoader {
         quotas,
         replicas,
         yaml,
-        java.util.Collections.unmodifiableMap(poolModes));
+        java.util.Collections.unmodifiableMap(poolModes),
+        retries);
   }
 
   /** {@code enforce} or {@code shadow} ({@code def} when absent). */
@@ -947,6 +955,14 @@ public final class ConfigLoader {
         }
       }
       out.put(sig, List.copyOf(sources));
+    }
+    // retries (issue 19): read from the client's own headers unless the policy says otherwise;
+    // a client can only hurt itself by claiming to be a retry (docs/configuration.md, "Retries")
+    if (!s.get(Signal.RETRY_COUNT.key()).present()) {
+      out.put(Signal.RETRY_COUNT, List.of(new Source.Header("x-stainless-retry-count")));
+    }
+    if (!s.get(Signal.ATTEMPT_COUNT.key()).present()) {
+      out.put(Signal.ATTEMPT_COUNT, List.of(new Source.Header("x-envoy-attempt-count")));
     }
     return java.util.Collections.unmodifiableMap(out);
   }

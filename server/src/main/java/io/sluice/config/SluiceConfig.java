@@ -29,7 +29,48 @@ public record SluiceConfig(
     Quotas quotas,
     io.sluice.core.share.ReplicaPolicy replicas,
     String yaml,
-    Map<String, Mode> poolModes) {
+    Map<String, Mode> poolModes,
+    io.sluice.core.retry.RetryPolicy retries) {
+
+  /** Without a {@code retries} section: its defaults (issue 19). */
+  public SluiceConfig(
+      Server server,
+      Limits limits,
+      Estimation estimation,
+      Map<String, PoolPolicy> pools,
+      Map<String, ClassPolicy> classes,
+      Map<String, TierPolicy> tiers,
+      Tenants tenants,
+      Map<Signal, List<Source>> signals,
+      List<RouteRule> routes,
+      Unmatched unmatched,
+      Responses responses,
+      DecisionLog decisionLog,
+      RateLimit rateLimit,
+      Quotas quotas,
+      io.sluice.core.share.ReplicaPolicy replicas,
+      String yaml,
+      Map<String, Mode> poolModes) {
+    this(
+        server,
+        limits,
+        estimation,
+        pools,
+        classes,
+        tiers,
+        tenants,
+        signals,
+        routes,
+        unmatched,
+        responses,
+        decisionLog,
+        rateLimit,
+        quotas,
+        replicas,
+        yaml,
+        poolModes,
+        io.sluice.core.retry.RetryPolicy.DEFAULTS);
+  }
 
   /**
    * Observe-only rollout: {@code pools.<name>.mode} and {@code routes[].mode}. {@link #SHADOW}
@@ -200,7 +241,14 @@ public record SluiceConfig(
     /** The agent run / workflow the request belongs to ({@code pools.<name>.workflow}). */
     WORKFLOW("workflow"),
     /** Never degrade this request ({@code true}, {@code 1} or {@code yes}): issue 18's ladder. */
-    NO_DEGRADE("noDegrade");
+    NO_DEGRADE("noDegrade"),
+    /**
+     * An SDK's retry counter (0 on the first try; issue 19). Safe from a client: claiming to be a
+     * retry can only cost the client its own retry budget.
+     */
+    RETRY_COUNT("retryCount"),
+    /** Envoy's attempt count (1 on the first try) of a gateway in front; safe as retryCount. */
+    ATTEMPT_COUNT("attemptCount");
 
     private final String key;
 

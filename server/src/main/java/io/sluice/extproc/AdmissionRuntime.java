@@ -30,6 +30,23 @@ public record AdmissionRuntime(
     ExtProcTables tables,
     Sessions sessions) {
 
+  /** This snapshot with retry control (issue 19). */
+  public AdmissionRuntime withRetries(io.sluice.core.retry.RetryControl retries) {
+    return new AdmissionRuntime(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
+        tables,
+        sessions.withRetries(retries));
+  }
+
   /**
    * A snapshot with the lookup tables of {@code resolver}'s config, whose admission sessions report
    * to {@code metrics} and {@code decisionLog}; the tenants' {@code maxInFlight} is held across

@@ -160,14 +160,16 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     session.takeRequestToken( // then, in this stream's context:
-        () -> {
-          if (atHeaders) {
-            session.decideAtHeaders(noBody, contentLength, now);
-          } else {
-            at.to(StreamPhase.AWAIT_BODY);
-            send(Responses.CONTINUE_REQUEST_HEADERS);
-          }
-        });
+        () ->
+            session.checkAttempt( // retries (issue 19)
+                () -> {
+                  if (atHeaders) {
+                    session.decideAtHeaders(noBody, contentLength, now);
+                  } else {
+                    at.to(StreamPhase.AWAIT_BODY);
+                    send(Responses.CONTINUE_REQUEST_HEADERS);
+                  }
+                }));
   }
 
   /** Refuses with 413 {@code body_too_large} when there is a {@code message} (over the limit). */

@@ -135,6 +135,24 @@ public final class AdmissionMetrics {
     return registry;
   }
 
+  // retries (issue 19): the process's retry meters, made on first use
+  private volatile @org.jspecify.annotations.Nullable RetryMetrics retries;
+
+  /** Retry control's meters (issue 19). */
+  public RetryMetrics retries() {
+    RetryMetrics r = retries;
+    if (r == null) {
+      synchronized (this) {
+        r = retries;
+        if (r == null) {
+          r = new RetryMetrics(registry, tickerNanos);
+          retries = r;
+        }
+      }
+    }
+    return r;
+  }
+
   /** The per-pool and per-class gauges {@link #bindPools} registered last, and their names. */
   private final List<io.micrometer.core.instrument.Meter> poolGauges = new java.util.ArrayList<>();
 

@@ -60,6 +60,9 @@ public final class SessionRecorder implements SessionListener {
     } else if (event instanceof SessionEvent.DegradeSkipped e) {
       Subject s = e.session().subject();
       metrics.degradeSkipped(s.pool().name(), s.requestClass().name(), e.rung(), e.cause());
+    } else if (event instanceof SessionEvent.Attempted e) {
+      Subject s = e.session().subject();
+      metrics.retries().attempted(s.pool().name(), s.requestClass().name(), e.attempt());
     } else if (event instanceof SessionEvent.Shadowed e) {
       Subject s = e.session().subject();
       metrics.shadowed(
@@ -158,6 +161,11 @@ public final class SessionRecorder implements SessionListener {
     Subject s = session.subject();
     if (session.hasPermit()) { // a shadow pass held none
       meters(s).released(e.outcome(), e.heldNanos());
+    }
+    if (session.attempt().retryAfter().equals(io.sluice.core.retry.Attempt.HONOURED)
+        && e.outcome() == Outcome.COMPLETED
+        && session.upstreamStatus() / 100 == 2) { // retries (issue 19)
+      metrics.retries().honouredSucceeded(s.pool().name(), s.requestClass().name());
     }
     Usage u = e.usage();
     TokenEstimate est = session.estimate();
@@ -280,6 +288,22 @@ public final class SessionRecorder implements SessionListener {
     }
     if (s.workflow() != null) {
       b.setWorkflowId(s.workflow());
+    }
+    io.sluice.core.retry.Attempt a = session.attempt();
+    if (a.classified()) { // retries (issue 19)
+      io.sluice.api.v1.Attempt.Builder ab =
+          io.sluice.api.v1.Attempt.newBuilder()
+              .setNumber(a.number())
+              .setClassification(a.kind())
+              .setSignal(a.signal())
+              .setRetryAfter(a.retryAfter())
+              .setPreviousReason(a.previousReason())
+              .setDuplicate(a.duplicate())
+              .setStoreFailed(a.storeFailed());
+      if (!Double.isNaN(a.budgetTokens())) {
+        ab.setBudgetTokens(a.budgetTokens());
+      }
+      b.setAttempt(ab);
     }
     io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = session.limitAtDecision();
     if (limit != null) {

@@ -33,9 +33,11 @@ public final class RequestResolver {
   private final Tenant anonymous;
   private final TierPolicy unknownTier;
   private final java.util.Map<String, Tenant> knownTenants = new java.util.HashMap<>();
+  private final boolean retries; // retry control reads the operation id and the attempt signals
 
   public RequestResolver(SluiceConfig config) {
     this.config = config;
+    this.retries = config.retries().enabled();
     Signal[] all = Signal.values();
     this.sources = new Source[all.length][];
     for (Signal s : all) {
@@ -191,14 +193,19 @@ public final class RequestResolver {
         estimateFrom,
         tenant,
         deadlineNanos,
-        withOperationId ? read(Signal.OPERATION_ID, in) : null,
+        withOperationId || retries ? read(Signal.OPERATION_ID, in) : null,
         mmt,
         reject,
         rejectMessage,
         shadow(rule, pool),
         declaredFanout(read(Signal.FANOUT, in)),
         workflow(read(Signal.WORKFLOW, in)),
-        (rule != null && !rule.degrade()) || truthy(read(Signal.NO_DEGRADE, in)));
+        (rule != null && !rule.degrade()) || truthy(read(Signal.NO_DEGRADE, in)),
+        retries
+            ? new io.sluice.core.retry.AttemptSignals(
+                io.sluice.core.retry.AttemptSignals.parse(read(Signal.RETRY_COUNT, in)),
+                io.sluice.core.retry.AttemptSignals.parse(read(Signal.ATTEMPT_COUNT, in)))
+            : io.sluice.core.retry.AttemptSignals.NONE);
   }
 
   /** A signal's yes: {@code true}, {@code 1} or {@code yes} (any case); anything else is no. */

@@ -21,6 +21,7 @@ import io.sluice.core.session.Subject;
  * @param workflow the trusted {@code workflow} signal (length-capped), or null
  * @param noDegrade never degrade this request: its route says {@code degrade: false}, or the
  *     trusted {@code noDegrade} signal is {@code true}, {@code 1} or {@code yes}
+ * @param attempt the {@code retryCount} and {@code attemptCount} signals (issue 19)
  */
 public record ResolvedRequest(
     String route,
@@ -37,9 +38,46 @@ public record ResolvedRequest(
     boolean shadow,
     int fanout,
     String workflow,
-    boolean noDegrade) {
+    boolean noDegrade,
+    io.sluice.core.retry.AttemptSignals attempt) {
 
-  /** A request its class's degrade ladder may apply to. */
+  /** A request its class's degrade ladder may apply to, with {@code attempt} signals. */
+  public ResolvedRequest(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      EstimateFrom estimateFrom,
+      Tenant tenant,
+      long deadlineNanos,
+      String operationId,
+      long maxMessageTimeoutMillis,
+      Reason rejectReason,
+      String rejectMessage,
+      boolean shadow,
+      int fanout,
+      String workflow,
+      io.sluice.core.retry.AttemptSignals attempt) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        estimateFrom,
+        tenant,
+        deadlineNanos,
+        operationId,
+        maxMessageTimeoutMillis,
+        rejectReason,
+        rejectMessage,
+        shadow,
+        fanout,
+        workflow,
+        false,
+        attempt);
+  }
+
+  /** Without attempt signals; its class's degrade ladder may apply to it. */
   public ResolvedRequest(
       String route,
       PoolPolicy pool,
@@ -70,7 +108,8 @@ public record ResolvedRequest(
         shadow,
         fanout,
         workflow,
-        false);
+        false,
+        io.sluice.core.retry.AttemptSignals.NONE);
   }
 
   /** Without declared fan-out or workflow. */
@@ -118,6 +157,7 @@ public record ResolvedRequest(
         maxMessageTimeoutMillis * 1_000_000L,
         shadow,
         fanout,
-        workflow);
+        workflow,
+        attempt);
   }
 }

@@ -24,7 +24,9 @@ public enum Reason {
   UNKNOWN_TENANT("unknown_tenant", 403, Scope.TENANT),
   SHUTTING_DOWN("shutting_down", 503, Scope.POOL),
   /** A workflow (agent run) holds its pool's {@code workflow.maxRequests} or {@code maxWork}. */
-  FANOUT_BUDGET("fanout_budget", 429, Scope.TENANT);
+  FANOUT_BUDGET("fanout_budget", 429, Scope.TENANT),
+  /** A retry came back before the Retry-After it was given ({@code retries.earlyRetry: refuse}). */
+  EARLY_RETRY("early_retry", 429, Scope.TENANT);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

@@ -144,6 +144,10 @@ public final class AdmissionSession implements Waiter {
   private long admittedDeadlineLeftNanos; // time left before the deadline when admitted
   private long reservedInput; // the tenant's token reservation, as taken
   private long reservedOutput;
+  // --- retries (issue 19): the attempt as classified, and its operation's in-flight claim
+  private io.sluice.core.retry.Attempt attempt = io.sluice.core.retry.Attempt.UNCLASSIFIED;
+  private boolean attemptHeld; // the claim, to be given back once (releaseSlot)
+  private boolean attemptKept; // a shadow pass runs on: its claim stays until it ends
 
   AdmissionSession(
       Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
@@ -180,6 +184,61 @@ public final class AdmissionSession implements Waiter {
             next.run();
           }
         });
+  }
+
+  /**
+   * Retry control (issue 19), right after the request token: classifies the attempt (original or
+   * retry, early or after its Retry-After), takes its operation's in-flight claim, and refuses a
+   * duplicate, an early retry or a retry over its budget through {@link #refuse}; else {@code
+   * next}, in the serial context. The claim is given back exactly once, with the tenant slot.
+   */
+  public void checkAttempt(Runnable next) {
+    io.sluice.core.retry.RetryControl rc = env.retries();
+    if (!rc.enabled()) {
+      next.run();
+      return;
+    }
+    String pool = subject.pool().name();
+    await(
+        rc.check(
+            pool,
+            subject.route(),
+            subject.tenant().id(),
+            subject.operationId(),
+            subject.attempt(),
+            env.controller().tenantRetryAfterSeconds(pool)),
+        a -> {
+          attempt = a;
+          attemptHeld = a.claimKey() != null;
+          env.listener().on(new SessionEvent.Attempted(this, a));
+          if (ended) { // the front end went away while the store answered
+            releaseAttempt();
+            return;
+          }
+          io.sluice.core.retry.Attempt.Refusal r = a.refusal();
+          if (r != null) {
+            refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), false, now());
+          } else {
+            next.run();
+          }
+        });
+  }
+
+  private long now() {
+    return env.ticker().nanos();
+  }
+
+  /** Gives the attempt's in-flight claim back, once. */
+  private void releaseAttempt() {
+    if (attemptHeld) {
+      attemptHeld = false;
+      env.retries().complete(attempt);
+    }
+  }
+
+  /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
+  public io.sluice.core.retry.Attempt attempt() {
+    return attempt;
   }
 
   /**
@@ -738,6 +797,13 @@ public final class AdmissionSession implements Waiter {
     this.body = null;
     refundTokens();
     releaseSlot();
+    env.retries() // retries (issue 19): its next attempt is early or honours this
+        .remember(
+            subject.pool().name(),
+            subject.tenant().id(),
+            subject.operationId(),
+            why,
+            retryAfterSeconds);
     steps.at(Step.REJECT);
     reason = why;
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
@@ -772,6 +838,7 @@ public final class AdmissionSession implements Waiter {
     if (what.equals(SessionEvent.Shadowed.REJECT)) {
       refundTokens(); // enforcement charges no refused request
     }
+    attemptKept = true; // retries (issue 19): the operation stays claimed while the pass runs
     releaseSlot(); // no place in the tenant's cap, as none in the pool's ledger
     would = what;
     wouldReason = why;
@@ -923,6 +990,8 @@ public final class AdmissionSession implements Waiter {
       return false;
     }
     passReleased = true;
+    attemptKept = false;
+    releaseAttempt(); // retries (issue 19)
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
     Usage u = endUsage(outcome);
@@ -1364,6 +1433,9 @@ public final class AdmissionSession implements Waiter {
     if (slotHeld) {
       slotHeld = false;
       env.caps().release(subject.pool().name(), subject.tenant().id());
+    }
+    if (!attemptKept) {
+      releaseAttempt(); // retries (issue 19)
     }
   }
 

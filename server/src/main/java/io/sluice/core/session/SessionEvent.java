@@ -24,7 +24,12 @@ public sealed interface SessionEvent
         SessionEvent.UpstreamResponded,
         SessionEvent.Shadowed,
         SessionEvent.OutputOverran,
-        SessionEvent.ResponseEndUnseen {
+        SessionEvent.ResponseEndUnseen,
+        SessionEvent.Attempted {
+
+  /** Retry control classified the request's attempt (issue 19), before any refusal it asks. */
+  record Attempted(AdmissionSession session, io.sluice.core.retry.Attempt attempt)
+      implements SessionEvent {}
 
   /**
    * The front end will not see the response's end ({@code cause}: {@code body_mode_none}): the

@@ -6,6 +6,7 @@ import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
+import io.sluice.core.retry.RetryControl;
 import io.sluice.core.time.Ticker;
 import java.time.Clock;
 import java.util.Objects;
@@ -26,6 +27,7 @@ import java.util.concurrent.Executor;
  * @param workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow};
  *     one per process: it outlives the snapshot)
  * @param tails the permits held for a predicted tail (one per process, released all at shutdown)
+ * @param retries retry control of this snapshot (issue 19; {@link RetryControl#off()}: none)
  */
 public record Sessions(
     AdmissionController controller,
@@ -39,7 +41,8 @@ public record Sessions(
     TenantCaps caps,
     OutputReserves reserves,
     WorkflowBudget workflows,
-    TailHolds tails) {
+    TailHolds tails,
+    RetryControl retries) {
   public Sessions {
     Objects.requireNonNull(controller, "controller");
     Objects.requireNonNull(quotas, "quotas");
@@ -52,6 +55,55 @@ public record Sessions(
     Objects.requireNonNull(reserves, "reserves");
     Objects.requireNonNull(workflows, "workflows");
     Objects.requireNonNull(tails, "tails");
+    Objects.requireNonNull(retries, "retries");
+  }
+
+  /** Without retry control. */
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps,
+      OutputReserves reserves,
+      WorkflowBudget workflows,
+      TailHolds tails) {
+    this(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        reserves,
+        workflows,
+        tails,
+        RetryControl.off());
+  }
+
+  /** These sessions with retry control (issue 19). */
+  public Sessions withRetries(RetryControl r) {
+    return new Sessions(
+        controller,
+        quotas,
+        estimator,
+        defaultInputTokens,
+        ticker,
+        clock,
+        timer,
+        listener,
+        caps,
+        reserves,
+        workflows,
+        tails,
+        r);
   }
 
   /**
@@ -112,7 +164,8 @@ public record Sessions(
         caps,
         r,
         w,
-        t);
+        t,
+        retries);
   }
 
   /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */

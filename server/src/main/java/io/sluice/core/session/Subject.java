@@ -23,6 +23,8 @@ import org.jspecify.annotations.Nullable;
  *     the pool's {@code fanout.perDeclaredCall}
  * @param workflow the trusted {@code workflow} signal (agent run / workflow id, at most {@code
  *     WorkflowBudget.MAX_ID_CHARS} characters), or null
+ * @param attempt what the request says about its attempt ({@code retryCount}, {@code attemptCount};
+ *     retry control, issue 19)
  */
 public record Subject(
     String route,
@@ -36,11 +38,43 @@ public record Subject(
     long maxHoldNanos,
     boolean shadow,
     int fanout,
-    @Nullable String workflow) {
+    @Nullable String workflow,
+    io.sluice.core.retry.AttemptSignals attempt) {
   public Subject {
     Objects.requireNonNull(pool, "pool");
     Objects.requireNonNull(requestClass, "requestClass");
     Objects.requireNonNull(tenant, "tenant");
+    Objects.requireNonNull(attempt, "attempt");
+  }
+
+  /** A request whose attempt signals say nothing. */
+  public Subject(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      Tenant tenant,
+      long arrivalNanos,
+      long deadlineNanos,
+      String operationId,
+      long maxHoldNanos,
+      boolean shadow,
+      int fanout,
+      @Nullable String workflow) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        tenant,
+        arrivalNanos,
+        deadlineNanos,
+        operationId,
+        maxHoldNanos,
+        shadow,
+        fanout,
+        workflow,
+        io.sluice.core.retry.AttemptSignals.NONE);
   }
 
   /** A request without declared fan-out or workflow. */

@@ -64,6 +64,7 @@ public final class RedisStore
         ShareStore,
         TenantSlots,
         io.sluice.core.adapt.LimitStore,
+        io.sluice.core.retry.AttemptStore,
         AutoCloseable {
   private static final String SCRIPT = loadScript("token_bucket.lua");
   private static final String SCRIPT_SHA = sha1(SCRIPT);
@@ -73,6 +74,8 @@ public final class RedisStore
   private static final String LIMIT_SCRIPT_SHA = sha1(LIMIT_SCRIPT);
   private static final String SLOTS_SCRIPT = loadScript("tenant_slots.lua");
   private static final String SLOTS_SCRIPT_SHA = sha1(SLOTS_SCRIPT);
+  private static final String ATTEMPTS_SCRIPT = loadScript("attempts.lua");
+  private static final String ATTEMPTS_SCRIPT_SHA = sha1(ATTEMPTS_SCRIPT);
 
   private final RedisSettings settings;
   private final Ticker ticker;
@@ -118,7 +121,8 @@ public final class RedisStore
                     .toCompletableFuture()
                     .thenCompose(sha -> cmds.scriptLoad(SHARE_SCRIPT).toCompletableFuture())
                     .thenCompose(sha -> cmds.scriptLoad(LIMIT_SCRIPT).toCompletableFuture())
-                    .thenCompose(sha -> cmds.scriptLoad(SLOTS_SCRIPT).toCompletableFuture()))
+                    .thenCompose(sha -> cmds.scriptLoad(SLOTS_SCRIPT).toCompletableFuture())
+                    .thenCompose(sha -> cmds.scriptLoad(ATTEMPTS_SCRIPT).toCompletableFuture()))
         .thenCompose(
             sha -> {
               CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
@@ -378,6 +382,79 @@ public final class RedisStore
       i++;
     }
     return track(script(SLOTS_SCRIPT, SLOTS_SCRIPT_SHA, keys, args).thenApply(r -> (Void) null));
+  }
+
+  // --- retry control (issue 19): attempts.lua, one call per request
+
+  /** {@code attempts.lua observe}: seen count, in-flight claim (SET NX PX), refusal, budget. */
+  @Override
+  public CompletionStage<io.sluice.core.retry.AttemptStore.Observation> observe(
+      io.sluice.core.retry.AttemptStore.Observe o) {
+    String none = o.refusalKey(); // a key of the same pool stands in for an unused one
+    String seen = o.seenKey();
+    String op = o.operationKey();
+    String budget = o.budgetKey();
+    String[] keys = {
+      seen == null ? none : seen, op == null ? none : op, none, budget == null ? none : budget
+    };
+    String[] args = {
+      "observe",
+      o.owner(),
+      o.retryByHeaders() ? "1" : "0",
+      o.refuseInFlight() ? "1" : "0",
+      o.refuseReplay() ? "1" : "0",
+      o.refuseEarly() ? "1" : "0",
+      Long.toString(Math.max(1, o.seenWindowMillis())),
+      Long.toString(Math.max(1, o.inFlightTtlMillis())),
+      Double.toString(o.maxTokens()),
+      Double.toString(o.tokenRatio()),
+      Long.toString(Math.max(1, o.idleMillis())),
+      seen == null ? "0" : "1",
+      op == null || !o.claim() ? "0" : "1",
+      budget == null ? "0" : "1"
+    };
+    return track(
+        script(ATTEMPTS_SCRIPT, ATTEMPTS_SCRIPT_SHA, keys, args)
+            .thenApply(
+                r -> {
+                  String tokens = String.valueOf(r.get(9));
+                  return new io.sluice.core.retry.AttemptStore.Observation(
+                      ((Number) r.get(0)).longValue(),
+                      (int) ((Number) r.get(1)).longValue(),
+                      ((Number) r.get(2)).longValue(),
+                      ((Number) r.get(3)).longValue() == 1,
+                      ((Number) r.get(4)).longValue() == 1
+                          ? ((Number) r.get(5)).longValue()
+                          : Long.MIN_VALUE,
+                      ((Number) r.get(6)).longValue(),
+                      String.valueOf(r.get(7)),
+                      ((Number) r.get(8)).longValue() == 1,
+                      tokens.isEmpty() ? Double.NaN : Double.parseDouble(tokens));
+                }));
+  }
+
+  /** {@code attempts.lua complete}: compare and delete (or mark done for the replay window). */
+  @Override
+  public CompletionStage<Void> complete(String operationKey, String owner, long replayMillis) {
+    String[] keys = {operationKey};
+    String[] args = {"complete", owner, Long.toString(Math.max(0, replayMillis))};
+    return track(
+        script(ATTEMPTS_SCRIPT, ATTEMPTS_SCRIPT_SHA, keys, args).thenApply(r -> (Void) null));
+  }
+
+  /** {@code attempts.lua remember}: a refusal's Retry-After end, kept {@code keepMillis}. */
+  @Override
+  public CompletionStage<Void> remember(
+      String refusalKey, long retryAfterSeconds, String reason, long keepMillis) {
+    String[] keys = {refusalKey};
+    String[] args = {
+      "remember",
+      Long.toString(Math.max(0, retryAfterSeconds)),
+      reason,
+      Long.toString(Math.max(1, Math.max(keepMillis, retryAfterSeconds * 1000)))
+    };
+    return track(
+        script(ATTEMPTS_SCRIPT, ATTEMPTS_SCRIPT_SHA, keys, args).thenApply(r -> (Void) null));
   }
 
   /** Lua numbers are doubles: integers above 2^53 would lose units, so values stop there. */

@@ -1,0 +1,138 @@
+package io.sluice.config;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.core.retry.RetryPolicy;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The {@code retries} section (issue 19; docs/configuration.md, "Retries"): read and validated
+ * here, written back for {@code /config}. Every error names its YAML path and the value expected.
+ */
+final class RetriesSection {
+  private static final ObjectMapper MAPPER = new ObjectMapper();
+
+  private RetriesSection() {}
+
+  /** The section; {@code routeNames}: the routes a per-route override may name. */
+  static RetryPolicy read(Node n, Set<String> routeNames) {
+    RetryPolicy d = RetryPolicy.DEFAULTS;
+    n.only(Set.of("enabled", "window", "maxEntries", "budget", "earlyRetry", "duplicates"));
+    boolean enabled = n.get("enabled").bool(d.enabled());
+    Duration window = n.get("window").duration(d.window());
+    if (window.compareTo(Duration.ofSeconds(1)) < 0 || window.compareTo(Duration.ofHours(1)) > 0) {
+      n.get("window").invalid(ConfigWriter.duration(window), "a duration in 1s..1h");
+      window = d.window();
+    }
+    int maxEntries = n.get("maxEntries").intValue(d.maxEntries(), 1, 10_000_000);
+
+    Node b = n.get("budget").only(Set.of("enabled", "scope", "maxTokens", "tokenRatio"));
+    RetryPolicy.Budget db = d.budget();
+    double maxTokens = positive(b.get("maxTokens"), db.maxTokens(), 1000);
+    double ratio = positive(b.get("tokenRatio"), db.tokenRatio(), maxTokens);
+    RetryPolicy.Budget budget =
+        new RetryPolicy.Budget(
+            b.get("enabled").bool(db.enabled()),
+            b.get("scope")
+                .enumValue(
+                    RetryPolicy.Budget.Scope.class,
+                    db.scope(),
+                    RetryPolicy.Budget.Scope::configName),
+            maxTokens,
+            ratio);
+
+    RetryPolicy.EarlyRetry early =
+        n.get("earlyRetry")
+            .enumValue(
+                RetryPolicy.EarlyRetry.class, d.earlyRetry(), RetryPolicy.EarlyRetry::configName);
+
+    Node du = n.get("duplicates").only(Set.of("inFlight", "replayWindow", "maxInFlight", "routes"));
+    RetryPolicy.Duplicates dd = d.duplicates();
+    RetryPolicy.Duplicates.Action inFlight = action(du.get("inFlight"), dd.inFlight());
+    Duration replay = replay(du.get("replayWindow"), dd.replayWindow());
+    Duration maxInFlight = du.get("maxInFlight").duration(dd.maxInFlight());
+    if (maxInFlight.compareTo(Duration.ofSeconds(1)) < 0
+        || maxInFlight.compareTo(Duration.ofHours(24)) > 0) {
+      du.get("maxInFlight").invalid(ConfigWriter.duration(maxInFlight), "a duration in 1s..24h");
+      maxInFlight = dd.maxInFlight();
+    }
+    Map<String, RetryPolicy.Duplicates.Route> routes = new LinkedHashMap<>();
+    for (var e : du.get("routes").entries().entrySet()) {
+      Node r = e.getValue().only(Set.of("inFlight", "replayWindow"));
+      if (!routeNames.contains(e.getKey()) && !e.getKey().equals("unmatched")) {
+        r.invalid(e.getKey(), "the name of a route in routes, or unmatched");
+        continue;
+      }
+      routes.put(
+          e.getKey(),
+          new RetryPolicy.Duplicates.Route(
+              action(r.get("inFlight"), inFlight), replay(r.get("replayWindow"), replay)));
+    }
+    return new RetryPolicy(
+        enabled,
+        window,
+        maxEntries,
+        budget,
+        early,
+        new RetryPolicy.Duplicates(inFlight, replay, maxInFlight, routes));
+  }
+
+  /** A number in (0, max]: "retries.budget.tokenRatio: -1 (expected: > 0 and <= 10.0)". */
+  private static double positive(Node n, double def, double max) {
+    if (!n.present()) {
+      return def;
+    }
+    if (!n.json().isNumber() || !(n.json().asDouble() > 0) || n.json().asDouble() > max) {
+      // a number, never a secret (Secrets masks keys with "token" in their name)
+      n.error(n.path() + ": " + n.json() + " (expected: > 0 and <= " + max + ")");
+      return def;
+    }
+    return n.json().asDouble();
+  }
+
+  private static RetryPolicy.Duplicates.Action action(Node n, RetryPolicy.Duplicates.Action def) {
+    return n.enumValue(
+        RetryPolicy.Duplicates.Action.class, def, RetryPolicy.Duplicates.Action::configName);
+  }
+
+  private static Duration replay(Node n, Duration def) {
+    Duration v = n.duration(def);
+    if (v.isNegative() || v.compareTo(Duration.ofHours(24)) > 0) {
+      n.invalid(ConfigWriter.duration(v), "0 (off) or a duration up to 24h");
+      return def;
+    }
+    return v;
+  }
+
+  /** The section as the loader reads it. */
+  static ObjectNode write(RetryPolicy p) {
+    ObjectNode n = MAPPER.createObjectNode();
+    n.put("enabled", p.enabled())
+        .put("window", ConfigWriter.duration(p.window()))
+        .put("maxEntries", p.maxEntries());
+    RetryPolicy.Budget b = p.budget();
+    n.putObject("budget")
+        .put("enabled", b.enabled())
+        .put("scope", b.scope().configName())
+        .put("maxTokens", b.maxTokens())
+        .put("tokenRatio", b.tokenRatio());
+    n.put("earlyRetry", p.earlyRetry().configName());
+    RetryPolicy.Duplicates d = p.duplicates();
+    ObjectNode dn = n.putObject("duplicates");
+    dn.put("inFlight", d.inFlight().configName())
+        .put("replayWindow", ConfigWriter.duration(d.replayWindow()))
+        .put("maxInFlight", ConfigWriter.duration(d.maxInFlight()));
+    ObjectNode routes = dn.putObject("routes");
+    d.routes()
+        .forEach(
+            (name, r) ->
+                routes
+                    .putObject(name)
+                    .put("inFlight", r.inFlight().configName())
+                    .put("replayWindow", ConfigWriter.duration(r.replayWindow())));
+    return n;
+  }
+}

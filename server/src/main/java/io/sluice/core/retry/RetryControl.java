@@ -1,0 +1,271 @@
+package io.sluice.core.retry;
+
+import io.sluice.core.admission.Reason;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Classifies each request's attempt and applies the retry rules of one config snapshot ({@link
+ * RetryPolicy}) on the process's {@link AttemptStore}: one store call per request ({@link #check}),
+ * one more to give back an in-flight claim ({@link #complete}) and one per refusal with a
+ * Retry-After ({@link #remember}). Thread-safe; the stages it returns never fail (a store failure
+ * is answered by {@code quotas.failureMode}: open admits and classifies from the request's own
+ * signals, closed refuses what those signals call a retry).
+ */
+public final class RetryControl {
+  private static final RetryControl OFF = new RetryControl(RetryPolicy.OFF, null, "", true);
+
+  private final RetryPolicy policy;
+  private final @Nullable AttemptStore store;
+  private final String namespace;
+  private final boolean failOpen;
+  private final String ownerPrefix = UUID.randomUUID().toString();
+  private final AtomicLong owners = new AtomicLong();
+
+  /**
+   * @param namespace the store's key namespace ({@code quotas.keyPrefix})
+   * @param failOpen {@code quotas.failureMode} is {@code open}
+   */
+  public RetryControl(
+      RetryPolicy policy, @Nullable AttemptStore store, String namespace, boolean failOpen) {
+    this.policy = policy;
+    this.store = policy.enabled() ? store : null;
+    this.namespace = namespace;
+    this.failOpen = failOpen;
+  }
+
+  /** Retry control off: {@link #enabled} is false, nothing is read or refused. */
+  public static RetryControl off() {
+    return OFF;
+  }
+
+  public boolean enabled() {
+    return store != null;
+  }
+
+  public RetryPolicy policy() {
+    return policy;
+  }
+
+  /**
+   * Classifies one request and decides whether retry control refuses it.
+   *
+   * @param operationId the trusted operation id, or null
+   * @param poolRetryAfterSeconds the Retry-After of a {@code retry_budget} or {@code
+   *     duplicate_operation} refusal (the pool's tenant Retry-After)
+   */
+  public CompletionStage<Attempt> check(
+      String pool,
+      String route,
+      String tenant,
+      @Nullable String operationId,
+      AttemptSignals signals,
+      long poolRetryAfterSeconds) {
+    AttemptStore s = store;
+    if (s == null) {
+      return CompletableFuture.completedFuture(Attempt.UNCLASSIFIED);
+    }
+    String op = operationId == null || operationId.isEmpty() ? null : operationId;
+    RetryPolicy.Duplicates.Route dup = policy.duplicates().forRoute(route);
+    RetryPolicy.Budget budget = policy.budget();
+    boolean headerRetry = signals.claimedAttempt() > 1;
+    String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, op);
+    String owner = ownerPrefix + ":" + owners.incrementAndGet();
+    long windowMillis = Math.max(1, policy.window().toMillis());
+    AttemptStore.Observe o =
+        new AttemptStore.Observe(
+            op == null ? null : RetryKeys.seen(namespace, pool, tenant, op),
+            opKey,
+            RetryKeys.refusal(namespace, pool, tenant, op),
+            budget.enabled()
+                ? RetryKeys.budget(
+                    namespace,
+                    pool,
+                    budget.scope() == RetryPolicy.Budget.Scope.TENANT ? tenant : null)
+                : null,
+            owner,
+            headerRetry,
+            op != null,
+            dup.inFlight() == RetryPolicy.Duplicates.Action.REFUSE,
+            !dup.replayWindow().isZero(),
+            policy.earlyRetry() == RetryPolicy.EarlyRetry.REFUSE,
+            windowMillis,
+            Math.max(1, policy.duplicates().maxInFlight().toMillis()),
+            budget.maxTokens(),
+            budget.tokenRatio(),
+            windowMillis);
+    long replayMillis = dup.replayWindow().toMillis();
+    CompletionStage<AttemptStore.Observation> answer;
+    try {
+      answer = s.observe(o);
+    } catch (RuntimeException e) {
+      answer = CompletableFuture.failedFuture(e);
+    }
+    return answer.handle(
+        (obs, e) ->
+            e != null || obs == null
+                ? storeFailed(signals)
+                : classify(
+                    obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, tenant));
+  }
+
+  private Attempt classify(
+      AttemptStore.Observation obs,
+      AttemptStore.Observe o,
+      AttemptSignals signals,
+      String owner,
+      long replayMillis,
+      long poolRetryAfterSeconds,
+      String pool,
+      String tenant) {
+    boolean retry = o.retryByHeaders() || obs.seen() > 1;
+    int number = retry ? (int) Math.min(1000, Math.max(obs.seen(), signals.claimedAttempt())) : 1;
+    String signal =
+        obs.seen() > 1
+            ? Attempt.OPERATION
+            : signals.retryCount() > 0
+                ? Attempt.SDK
+                : signals.attemptCount() > 1 ? Attempt.ENVOY : Attempt.NONE;
+    String retryAfter =
+        retry && obs.refusalRemembered()
+            ? obs.refusalRemainingMillis() > 0 ? Attempt.EARLY : Attempt.HONOURED
+            : Attempt.NONE;
+    String previous =
+        !retry ? Attempt.NONE : obs.refusalRemembered() ? obs.refusalReason() : Attempt.UNKNOWN;
+    String duplicate =
+        obs.duplicate() == AttemptStore.Observation.IN_FLIGHT
+            ? Attempt.IN_FLIGHT
+            : obs.duplicate() == AttemptStore.Observation.COMPLETED ? Attempt.REPLAY : Attempt.NONE;
+    long raDefault = Math.max(1, poolRetryAfterSeconds);
+    Attempt.Refusal refusal = null;
+    long ageSeconds = Math.max(0, obs.duplicateAgeMillis()) / 1000;
+    if (duplicate.equals(Attempt.IN_FLIGHT) && o.refuseInFlight()) {
+      refusal =
+          new Attempt.Refusal(
+              Reason.DUPLICATE_OPERATION,
+              409,
+              raDefault,
+              "operation already in flight: its first attempt started "
+                  + ageSeconds
+                  + " s ago and is still running; wait for its answer instead of sending it"
+                  + " again");
+    } else if (duplicate.equals(Attempt.REPLAY)) {
+      refusal =
+          new Attempt.Refusal(
+              Reason.DUPLICATE_OPERATION,
+              409,
+              raDefault,
+              "operation completed "
+                  + ageSeconds
+                  + " s ago (replay window "
+                  + replayMillis / 1000
+                  + " s); send a new idempotency key for a new operation");
+    } else if (retryAfter.equals(Attempt.EARLY) && o.refuseEarly()) {
+      long given = Math.max(1, obs.refusalRetryAfterSeconds());
+      refusal =
+          new Attempt.Refusal(
+              Reason.EARLY_RETRY,
+              429,
+              Math.max(given, (obs.refusalRemainingMillis() + 999) / 1000),
+              "retry came back "
+                  + (given * 1000 - obs.refusalRemainingMillis())
+                  + " ms after a refusal that asked for Retry-After "
+                  + given
+                  + " s; wait that long before retrying");
+    } else if (!obs.budgetAllowed()) {
+      RetryPolicy.Budget b = policy.budget();
+      refusal =
+          new Attempt.Refusal(
+              Reason.RETRY_BUDGET,
+              429,
+              raDefault,
+              "retry budget of "
+                  + (b.scope() == RetryPolicy.Budget.Scope.TENANT
+                      ? "tenant " + tenant + " in "
+                      : "")
+                  + "pool "
+                  + pool
+                  + " is used up ("
+                  + String.format(java.util.Locale.ROOT, "%.1f", obs.budgetTokens())
+                  + " tokens, retries need more than "
+                  + String.format(java.util.Locale.ROOT, "%.1f", b.threshold())
+                  + "); new requests are still admitted");
+    }
+    return new Attempt(
+        number,
+        retry,
+        signal,
+        retryAfter,
+        previous,
+        obs.budgetTokens(),
+        duplicate,
+        obs.claimed() ? o.operationKey() : null,
+        owner,
+        replayMillis,
+        refusal,
+        false);
+  }
+
+  /** The store did not answer: classified from the request's own signals only. */
+  private Attempt storeFailed(AttemptSignals signals) {
+    boolean retry = signals.claimedAttempt() > 1;
+    Attempt.Refusal refusal =
+        retry && !failOpen
+            ? new Attempt.Refusal(
+                Reason.RETRY_BUDGET,
+                429,
+                1,
+                "retry budget: the store did not answer (quotas.failureMode closed)")
+            : null;
+    return new Attempt(
+        retry ? signals.claimedAttempt() : 1,
+        retry,
+        signals.retryCount() > 0 ? Attempt.SDK : retry ? Attempt.ENVOY : Attempt.NONE,
+        Attempt.NONE,
+        retry ? Attempt.UNKNOWN : Attempt.NONE,
+        Double.NaN,
+        Attempt.NONE,
+        null,
+        "",
+        0,
+        refusal,
+        true);
+  }
+
+  /** Gives back the attempt's in-flight claim (call once; a claim not held is a no-op). */
+  public void complete(Attempt a) {
+    AttemptStore s = store;
+    String key = a.claimKey();
+    if (s == null || key == null) {
+      return;
+    }
+    try {
+      var unused = s.complete(key, a.owner(), a.replayMillis());
+    } catch (RuntimeException e) {
+      // the claim expires after duplicates.maxInFlight
+    }
+  }
+
+  /** Remembers a refusal with a Retry-After, so the attempt that follows is early or honoured. */
+  public void remember(
+      String pool, String tenant, @Nullable String operationId, Reason reason, long raSeconds) {
+    AttemptStore s = store;
+    if (s == null || raSeconds <= 0) {
+      return;
+    }
+    String op = operationId == null || operationId.isEmpty() ? null : operationId;
+    try {
+      var unused =
+          s.remember(
+              RetryKeys.refusal(namespace, pool, tenant, op),
+              raSeconds,
+              reason.code(),
+              raSeconds * 1000 + Math.max(1, policy.window().toMillis()));
+    } catch (RuntimeException e) {
+      // an unremembered refusal makes its retry "unknown", nothing worse
+    }
+  }
+}

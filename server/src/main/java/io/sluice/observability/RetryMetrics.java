@@ -1,0 +1,177 @@
+package io.sluice.observability;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.sluice.core.retry.Attempt;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * Retry control's meters (issue 19; docs/metrics.md, "Retries"). Labels are bounded: pool, class,
+ * kind, reason (a reason code, {@code unknown} or {@code none}), outcome, behaviour, action; never
+ * a tenant or an operation id. One per process ({@link AdmissionMetrics#retries}); thread-safe.
+ *
+ * <p>{@code sluice_retry_amplification{pool,class}} is attempts ÷ originals over the last full
+ * minute and the current one (two one-minute buckets on the ticker); {@code
+ * sum(rate(sluice_attempts_total[5m])) / sum(rate(sluice_attempts_total{kind="original"}[5m]))} is
+ * the same over any range.
+ */
+public final class RetryMetrics {
+  private static final long MINUTE_NANOS = 60_000_000_000L;
+
+  private final MeterRegistry registry;
+  private final LongSupplier tickerNanos;
+  private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Window> windows = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, AtomicLong> budgetMillitokens = new ConcurrentHashMap<>();
+
+  RetryMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
+    this.registry = registry;
+    this.tickerNanos = tickerNanos;
+  }
+
+  /** A request classified: its attempt, whether retry control refused it, its duplicate. */
+  public void attempted(String pool, String cls, Attempt a) {
+    String reason = a.previousReason();
+    counter(MetricNames.ATTEMPTS, "pool", pool, "class", cls, "kind", a.kind(), "reason", reason)
+        .increment();
+    window(pool, cls).add(a.retry(), tickerNanos.getAsLong());
+    if (a.retry()) {
+      counter(
+              MetricNames.RETRIES,
+              "pool",
+              pool,
+              "class",
+              cls,
+              "outcome",
+              a.refusal() == null ? "admitted" : "refused")
+          .increment();
+      if (!a.retryAfter().equals(Attempt.NONE)) {
+        counter(
+                MetricNames.RETRY_AFTER_BEHAVIOUR,
+                "pool",
+                pool,
+                "class",
+                cls,
+                "behaviour",
+                a.retryAfter())
+            .increment();
+      }
+    }
+    if (!a.duplicate().equals(Attempt.NONE)) {
+      String action =
+          a.duplicate().equals(Attempt.REPLAY)
+              ? "replay"
+              : a.refusal() != null ? "refused" : "admitted";
+      counter(MetricNames.DUPLICATE_OPERATIONS, "pool", pool, "action", action).increment();
+    }
+    if (!Double.isNaN(a.budgetTokens())) {
+      budget(pool).set(Math.round(a.budgetTokens() * 1000));
+    }
+    if (a.storeFailed()) {
+      counter(MetricNames.RETRY_STORE_FAILURES, "mode", a.refusal() != null ? "closed" : "open")
+          .increment();
+    }
+  }
+
+  /** A retry that honoured its Retry-After completed with a 2xx. */
+  public void honouredSucceeded(String pool, String cls) {
+    counter(MetricNames.RETRY_AFTER_SUCCESS, "pool", pool, "class", cls).increment();
+  }
+
+  private Counter counter(String name, String... tags) {
+    StringBuilder k = new StringBuilder(name);
+    for (String t : tags) {
+      k.append('\0').append(t);
+    }
+    return counters.computeIfAbsent(
+        k.toString(),
+        x -> Counter.builder(name).tags(tags).description(description(name)).register(registry));
+  }
+
+  private Window window(String pool, String cls) {
+    return windows.computeIfAbsent(
+        pool + '\0' + cls,
+        k -> {
+          Window w = new Window();
+          Gauge.builder(MetricNames.RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
+              .tags("pool", pool, "class", cls)
+              .description("attempts / originals over the last one to two minutes (1 = no retries)")
+              .register(registry);
+          return w;
+        });
+  }
+
+  private AtomicLong budget(String pool) {
+    return budgetMillitokens.computeIfAbsent(
+        pool,
+        p -> {
+          AtomicLong v = new AtomicLong();
+          Gauge.builder(MetricNames.RETRY_BUDGET_TOKENS, v, x -> x.get() / 1000.0)
+              .tags("pool", p)
+              .description(
+                  "tokens left in the retry budget bucket a request of the pool last drew on")
+              .register(registry);
+          return v;
+        });
+  }
+
+  private static String description(String name) {
+    return switch (name) {
+      case MetricNames.ATTEMPTS ->
+          "requests classified by retry control: kind original|retry, reason of the refusal before";
+      case MetricNames.RETRIES -> "retries admitted or refused by retry control";
+      case MetricNames.RETRY_AFTER_BEHAVIOUR ->
+          "retries that came back after a refusal: before (early) or after (honoured) Retry-After";
+      case MetricNames.RETRY_AFTER_SUCCESS ->
+          "retries that honoured Retry-After and completed with a 2xx";
+      case MetricNames.DUPLICATE_OPERATIONS ->
+          "requests whose operation was in flight or completed recently, by action";
+      default -> "retry control's attempts store did not answer, by failure mode";
+    };
+  }
+
+  /** Two one-minute buckets of attempts and originals. */
+  private static final class Window {
+    private long minute = Long.MIN_VALUE;
+    private long attempts;
+    private long originals;
+    private long lastAttempts;
+    private long lastOriginals;
+
+    synchronized void add(boolean retry, long now) {
+      roll(now);
+      attempts++;
+      if (!retry) {
+        originals++;
+      }
+    }
+
+    synchronized double ratio(long now) {
+      roll(now);
+      long o = originals + lastOriginals;
+      long a = attempts + lastAttempts;
+      return o == 0 ? (a == 0 ? 1.0 : a) : (double) a / o;
+    }
+
+    private void roll(long now) {
+      long m = Math.floorDiv(now, MINUTE_NANOS);
+      if (m == minute) {
+        return;
+      }
+      if (m == minute + 1) {
+        lastAttempts = attempts;
+        lastOriginals = originals;
+      } else {
+        lastAttempts = 0;
+        lastOriginals = 0;
+      }
+      attempts = 0;
+      originals = 0;
+      minute = m;
+    }
+  }
+}
