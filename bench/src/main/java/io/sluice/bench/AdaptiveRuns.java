@@ -152,6 +152,36 @@ final class AdaptiveRuns {
       PrintStream o,
       boolean quiet)
       throws Exception {
+    return run(
+        name,
+        yaml,
+        ceiling,
+        w,
+        upstream,
+        holdMillis,
+        setup,
+        actions,
+        skipSeconds,
+        o,
+        quiet,
+        r -> {});
+  }
+
+  /** As above, and {@code outcomes} is told how each request ended (see {@link LoadGenerator}). */
+  static Result run(
+      String name,
+      String yaml,
+      int ceiling,
+      Workload w,
+      SimulatedLlmUpstream.Settings upstream,
+      long holdMillis,
+      Consumer<SimulatedLlmUpstream> setup,
+      List<Action> actions,
+      double skipSeconds,
+      PrintStream o,
+      boolean quiet,
+      Consumer<LoadGenerator.Outcome> outcomes)
+      throws Exception {
     SluiceServer server = SluiceServer.start(ConfigLoader.parse(yaml));
     ScheduledExecutorService timers = Executors.newScheduledThreadPool(1);
     Rig rig = null;
@@ -215,7 +245,8 @@ final class AdaptiveRuns {
                     if (!quiet) {
                       o.println(progress(name, p, pool));
                     }
-                  });
+                  },
+                  outcomes);
       sampler.cancel(false);
       AdaptiveLimit a = pool.adaptive();
       Map<String, Long> changes = new java.util.LinkedHashMap<>();

@@ -48,6 +48,7 @@ import picocli.CommandLine.ScopeType;
       Knee.class,
       Throttle.class,
       Reserve.class,
+      PolicyAssistant.class,
       CalibrateSim.class
     })
 public final class BenchMain {
