@@ -32,7 +32,7 @@ import picocli.CommandLine.Option;
  * 2 s or the pool's free capacity for it is below 20 %).
  *
  * <pre>java -jar bench/target/sluice-bench.jar policy-assistant [--warmup 20] [--seconds 50]
- *     [--load 1.4] [--runs without,with]</pre>
+ *     [--load 1.5] [--runs without,with]</pre>
  */
 @Command(
     name = "policy-assistant",
@@ -59,11 +59,11 @@ final class PolicyAssistant implements Callable<Integer> {
 
   @Option(
       names = "--load",
-      defaultValue = "1.4",
+      defaultValue = "1.5",
       description =
           "offered load at the peak as a multiple of what the upstream's batch slots serve at full"
               + " speed (default: ${DEFAULT-VALUE})")
-  double load = 1.4;
+  double load = 1.5;
 
   @Option(
       names = "--warmup-load",
