@@ -20,10 +20,11 @@ import java.util.function.LongSupplier;
 
 /**
  * Plays Envoy's HTTP ext_proc filter ({@code envoy.filters.http.ext_proc}) as a gRPC client of
- * {@code envoy.service.ext_proc.v3.ExternalProcessor/Process}, in front of an in-process {@link
- * Upstream}. One gRPC stream per HTTP request, opened lazily and ended by a reset (the server sees
- * CANCELLED). Per-message timers, {@code override_message_timeout}, failure handling and counters
- * follow Envoy 1.35–1.36 (see docs/emulator.md).
+ * {@code envoy.service.ext_proc.v3.ExternalProcessor/Process}, in front of in-process {@link
+ * Upstream}s chosen by a {@link RouteTable} (route cache, {@code clear_route_cache}, router
+ * timeouts). One gRPC stream per HTTP request, opened lazily and ended by a reset (the server sees
+ * CANCELLED). Per-message timers, {@code override_message_timeout}, {@code mutation_rules}, failure
+ * handling and counters follow Envoy 1.35–1.36 (see docs/emulator.md).
  *
  * <p>Non-blocking inside: every request is a small state machine driven by gRPC callbacks, timers
  * on one scheduler thread and upstream callbacks; {@link #sendAsync} never blocks, so thousands of
@@ -33,7 +34,7 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
   private final Channel channel;
   private final ManagedChannel ownedChannel;
   private final FilterConfig config;
-  private final Upstream upstream;
+  private final RouteTable routes;
   private final Stats stats = new Stats();
   private final ScheduledExecutorService scheduler;
   private final boolean ownsScheduler;
@@ -43,13 +44,13 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
       Channel channel,
       ManagedChannel ownedChannel,
       FilterConfig config,
-      Upstream upstream,
+      RouteTable routes,
       ScheduledExecutorService timers,
       LongSupplier nanoTime) {
     this.channel = channel;
     this.ownedChannel = ownedChannel;
     this.config = config;
-    this.upstream = upstream;
+    this.routes = routes;
     this.ownsScheduler = timers == null;
     this.scheduler = timers != null ? timers : defaultScheduler();
     this.nanoTime = nanoTime != null ? nanoTime : System::nanoTime;
@@ -70,11 +71,18 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
 
   /**
    * Connects to an ext_proc server at {@code target} (e.g. {@code localhost:50051}) over plaintext
-   * HTTP/2 with a channel of its own, closed by {@link #close()}.
+   * HTTP/2 with a channel of its own, closed by {@link #close()}. Every request goes to {@code
+   * upstream} ({@link RouteTable#single}: one catch-all route, no route timeout).
    */
   public static EnvoyExtProcEmulator connect(
       String target, FilterConfig config, Upstream upstream) {
-    return connect(target, config, upstream, null, null);
+    return connect(target, config, RouteTable.single(upstream), null, null);
+  }
+
+  /** As {@link #connect(String, FilterConfig, Upstream)}, routing by {@code routes}. */
+  public static EnvoyExtProcEmulator connect(
+      String target, FilterConfig config, RouteTable routes) {
+    return connect(target, config, routes, null, null);
   }
 
   /**
@@ -90,6 +98,19 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
       Upstream upstream,
       ScheduledExecutorService timers,
       LongSupplier nanoTime) {
+    return connect(target, config, RouteTable.single(upstream), timers, nanoTime);
+  }
+
+  /**
+   * As {@link #connect(String, FilterConfig, Upstream, ScheduledExecutorService, LongSupplier)},
+   * routing by {@code routes}; the router's timeouts also run on {@code timers}.
+   */
+  public static EnvoyExtProcEmulator connect(
+      String target,
+      FilterConfig config,
+      RouteTable routes,
+      ScheduledExecutorService timers,
+      LongSupplier nanoTime) {
     ManagedChannel channel =
         NettyChannelBuilder.forTarget(target)
             .usePlaintext()
@@ -97,13 +118,19 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
             .directExecutor()
             .flowControlWindow(1 << 20)
             .build();
-    return new EnvoyExtProcEmulator(channel, channel, config, upstream, timers, nanoTime);
+    return new EnvoyExtProcEmulator(channel, channel, config, routes, timers, nanoTime);
   }
 
   /** Uses a channel owned by the caller; {@code :authority} is set per call. */
   public static EnvoyExtProcEmulator using(
       Channel channel, FilterConfig config, Upstream upstream) {
-    return new EnvoyExtProcEmulator(channel, null, config, upstream, null, null);
+    return using(channel, config, RouteTable.single(upstream));
+  }
+
+  /** As {@link #using(Channel, FilterConfig, Upstream)}, routing by {@code routes}. */
+  public static EnvoyExtProcEmulator using(
+      Channel channel, FilterConfig config, RouteTable routes) {
+    return new EnvoyExtProcEmulator(channel, null, config, routes, null, null);
   }
 
   /** Runs one HTTP request through the filter; the future never completes exceptionally. */
@@ -133,8 +160,9 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
     return config;
   }
 
-  Upstream upstream() {
-    return upstream;
+  /** The route table and router options requests are forwarded by. */
+  public RouteTable routes() {
+    return routes;
   }
 
   ScheduledExecutorService scheduler() {

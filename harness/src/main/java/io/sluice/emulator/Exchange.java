@@ -53,6 +53,13 @@ final class Exchange {
   private static final String ATTRIBUTES_KEY = "envoy.filters.http.ext_proc";
   static final String TIMEOUT_DETAILS = "ext_proc_error_per-message_timeout_exceeded";
 
+  // Router request headers (Envoy's Http::Headers), read in FilterUtility::finalTimeout
+  static final String UPSTREAM_RQ_TIMEOUT_MS = "x-envoy-upstream-rq-timeout-ms";
+  static final String EXPECTED_RQ_TIMEOUT_MS = "x-envoy-expected-rq-timeout-ms";
+  static final String UPSTREAM_RQ_TIMEOUT_ALT_RESPONSE = "x-envoy-upstream-rq-timeout-alt-response";
+  static final String RESPONSE_TIMEOUT_DETAILS = "upstream_response_timeout";
+  static final String ROUTE_NOT_FOUND_DETAILS = "route_not_found";
+
   /** Envoy's {@code ProcessorState::CallbackState} (trailers and partial modes not emulated). */
   private enum CallbackState {
     IDLE,
@@ -154,6 +161,19 @@ final class Exchange {
   private boolean forwarded;
   private UpstreamRequest upstreamRequest;
 
+  // route cache and router
+  private final RouteTable routes;
+  // HCM resolves the route from the client's headers before the filter chain runs (and ext_proc's
+  // decodeHeaders reads it): cached, including "no route", until a clear_route_cache
+  private Optional<Route> cachedRoute;
+  private boolean routeCacheCleared;
+  private boolean routerDecoded;
+  private Route route;
+  private long routerTimeoutMillis;
+  private int timeoutResponseStatus = 504;
+  private ScheduledHandle responseTimer;
+  private CompletableFuture<UpstreamResponse> upstreamFuture;
+
   // response side
   private UpstreamResponse upstreamResponse;
   private io.sluice.upstream.HttpHeaders responseHeaders;
@@ -215,6 +235,8 @@ final class Exchange {
     if (requestBody.length > 0 && !chunked && !requestHeaders.contains("content-length")) {
       requestHeaders.add("content-length", Integer.toString(requestBody.length));
     }
+    this.routes = emulator.routes();
+    this.cachedRoute = routes.select(requestHeaders);
   }
 
   CompletableFuture<HttpResult> start() {
@@ -271,6 +293,7 @@ final class Exchange {
       handleErrorResponse(error.get());
       return;
     }
+    clearRouteCache(common);
     if (common.getStatus() == CommonResponse.ResponseStatus.CONTINUE_AND_REPLACE) {
       decoding.finishCall(CallbackState.IDLE);
       if (common.hasBodyMutation()) {
@@ -290,6 +313,11 @@ final class Exchange {
     if (requestBody.length == 0 || !wants(mode != BodyMode.NONE)) {
       forwardedBody.writeBytes(requestBody);
       forwardUpstream();
+      return;
+    }
+    if ((mode == BodyMode.STREAMED || !requestHeadersHeld) && !routerDecodeHeaders()) {
+      // The headers go on to the router before the body is processed (ext_proc's
+      // shouldRemoveContentLength case); the router picked no route and answered 404.
       return;
     }
     if (mode == BodyMode.BUFFERED) {
@@ -333,6 +361,7 @@ final class Exchange {
         requestBody = mutated;
       }
       decoding.finishCall(CallbackState.IDLE);
+      clearRouteCache(common);
       forwardedBody.writeBytes(requestBody);
       forwardUpstream();
       return;
@@ -346,8 +375,146 @@ final class Exchange {
     forwardedBody.writeBytes(data);
     decoding.finishCall(
         decoding.chunkQueue.isEmpty() ? CallbackState.IDLE : CallbackState.STREAMED_BODY);
+    clearRouteCache(common); // counted as in Envoy; the router holds its route already
     if (chunk.endOfStream()) {
       forwardUpstream();
+    }
+  }
+
+  /**
+   * Envoy's {@code DecodingProcessorState::clearRouteCache} ({@code processor_state.cc}), run after
+   * every request-path headers or body response (the encoding side's is a no-op): without a {@code
+   * header_mutation} nothing is cleared ({@code clear_route_cache_ignored} if it was asked for);
+   * with one, DEFAULT clears iff {@code clear_route_cache}, CLEAR always, RETAIN never ({@code
+   * clear_route_cache_disabled} if it was asked for). The route is picked again, from the headers
+   * as they are then, when the router next asks for it.
+   */
+  private void clearRouteCache(CommonResponse common) {
+    boolean asked = common.getClearRouteCache();
+    if (!common.hasHeaderMutation()) {
+      if (asked) {
+        stats.clearRouteCacheIgnored.increment();
+      }
+      return;
+    }
+    switch (config.effectiveRouteCacheAction()) {
+      case DEFAULT -> routeCacheCleared |= asked;
+      case CLEAR -> routeCacheCleared = true;
+      case RETAIN -> {
+        if (asked) {
+          stats.clearRouteCacheDisabled.increment();
+        }
+      }
+    }
+  }
+
+  /** {@code StreamDecoderFilterCallbacks::route()}: the cached route, re-picked after a clear. */
+  private Optional<Route> cachedRoute() {
+    if (routeCacheCleared) {
+      routeCacheCleared = false;
+      cachedRoute = routes.select(requestHeaders);
+    }
+    return cachedRoute;
+  }
+
+  /**
+   * The router's {@code Filter::decodeHeaders} ({@code source/common/router/router.cc}), once, when
+   * ext_proc releases the request headers: takes the route ({@code no_route} ⇒ 404 local reply
+   * {@code route_not_found}, empty body) and its final timeout. False if it answered.
+   */
+  private boolean routerDecodeHeaders() {
+    if (routerDecoded) {
+      return route != null;
+    }
+    routerDecoded = true;
+    Optional<Route> selected = cachedRoute();
+    if (selected.isEmpty()) {
+      localReply(404, ROUTE_NOT_FOUND_DETAILS, null, new byte[0]);
+      return false;
+    }
+    route = selected.get();
+    routerTimeoutMillis = finalTimeoutMillis(route);
+    if (requestHeaders.contains(UPSTREAM_RQ_TIMEOUT_ALT_RESPONSE)) {
+      // decodeHeaders: any value makes a global timeout answer 204 (no body)
+      timeoutResponseStatus = 204;
+      requestHeaders.remove(UPSTREAM_RQ_TIMEOUT_ALT_RESPONSE);
+    }
+    return true;
+  }
+
+  /**
+   * Envoy's {@code FilterUtility::finalTimeout} + {@code setTimeoutHeaders} ({@code
+   * source/common/router/router.cc}; per-try and gRPC timeouts not emulated). The route's {@code
+   * timeout}, overridden by a parseable {@code x-envoy-upstream-rq-timeout-ms}, which is removed
+   * from the request whether it parsed or not. With {@code respect_expected_rq_timeout} a present
+   * {@code x-envoy-expected-rq-timeout-ms} is used instead (and {@code
+   * x-envoy-upstream-rq-timeout-ms} is then left alone). Unless {@code suppress_envoy_headers}, a
+   * final timeout above 0 is written to {@code x-envoy-expected-rq-timeout-ms} on the request the
+   * upstream receives. 0 means no timeout.
+   */
+  private long finalTimeoutMillis(Route selected) {
+    long timeout = selected.timeout().toMillis();
+    Optional<String> expected = requestHeaders.first(EXPECTED_RQ_TIMEOUT_MS);
+    if (routes.respectExpectedRqTimeout() && expected.isPresent()) {
+      timeout = parseTimeoutHeader(expected.get()).orElse(timeout);
+    } else {
+      Optional<String> upstreamTimeout = requestHeaders.first(UPSTREAM_RQ_TIMEOUT_MS);
+      if (upstreamTimeout.isPresent()) {
+        timeout = parseTimeoutHeader(upstreamTimeout.get()).orElse(timeout);
+        requestHeaders.remove(UPSTREAM_RQ_TIMEOUT_MS);
+      }
+    }
+    if (timeout > 0 && !routes.suppressEnvoyHeaders()) {
+      requestHeaders.set(EXPECTED_RQ_TIMEOUT_MS, Long.toString(timeout));
+    }
+    return timeout;
+  }
+
+  /** {@code FilterUtility::tryParseHeaderTimeout}: {@code absl::SimpleAtoi} into a uint64. */
+  private static Optional<Long> parseTimeoutHeader(String value) {
+    String v = value.strip();
+    if (v.startsWith("+")) {
+      v = v.substring(1);
+    }
+    if (v.isEmpty() || !v.chars().allMatch(c -> c >= '0' && c <= '9')) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(Long.parseLong(v));
+    } catch (NumberFormatException e) {
+      return Optional.empty(); // beyond what the emulator represents
+    }
+  }
+
+  /**
+   * Envoy's {@code Filter::onResponseTimeout} → {@code onUpstreamTimeoutAbort} → {@code
+   * onUpstreamAbort} ({@code source/common/router/router.cc}): the upstream request is reset and
+   * {@code sendLocalReply(504, "upstream request timeout")} with details {@code
+   * upstream_response_timeout}. The filter manager sends that through the filter chain if no
+   * response headers exist yet, straight to the codec if an encoder filter (ext_proc) still holds
+   * them, and resets the stream if they went downstream ({@code FilterManager::sendLocalReply}):
+   * {@link #localReply} does the same (local replies never reach the ext_proc server, 1.34+).
+   */
+  private void onResponseTimeout() {
+    responseTimer = null;
+    if (finished || clientGone) {
+      return;
+    }
+    if (upstreamFuture != null) {
+      upstreamFuture.cancel(false);
+    }
+    byte[] body =
+        timeoutResponseStatus == 504
+            ? "upstream request timeout".getBytes(StandardCharsets.UTF_8)
+            : new byte[0];
+    localReply(timeoutResponseStatus, RESPONSE_TIMEOUT_DETAILS, null, body);
+  }
+
+  /** {@code Filter::onUpstreamComplete} → {@code cleanup}: the global timeout is over. */
+  private void stopResponseTimer() {
+    if (responseTimer != null) {
+      responseTimer.cancel();
+      responseTimer = null;
     }
   }
 
@@ -363,14 +530,26 @@ final class Exchange {
     if (requestHeadersHeld && stripsContentLength(decoding)) {
       requestHeaders.remove("content-length");
     }
+    if (!routerDecodeHeaders()) {
+      return;
+    }
     upstreamRequest = new UpstreamRequest(requestHeaders, forwardedBody.toByteArray());
     cancelIfAt(Phase.UPSTREAM_REQUEST_SENT);
+    if (routerTimeoutMillis > 0) {
+      // Filter::onRequestComplete: the whole request goes upstream now; the global timeout runs
+      // until the upstream response is complete (armed before the upstream is called, so it is in
+      // place once the upstream has seen the request)
+      responseTimer =
+          sync.schedule(
+              this::onResponseTimeout, routerTimeoutMillis, TimeUnit.MILLISECONDS, scheduler);
+    }
     CompletableFuture<UpstreamResponse> future;
     try {
-      future = emulator.upstream().send(upstreamRequest);
+      future = route.upstream().send(upstreamRequest);
     } catch (RuntimeException e) {
       future = CompletableFuture.failedFuture(e);
     }
+    upstreamFuture = future;
     future.whenComplete(
         (response, error) ->
             sync.execute(
@@ -402,7 +581,9 @@ final class Exchange {
       responseHeaders.add(e.getKey(), e.getValue());
     }
     upstreamEnded = response.body().isEmpty();
-    if (!upstreamEnded) {
+    if (upstreamEnded) {
+      stopResponseTimer();
+    } else {
       ResponseBody body = response.body();
       cancelUpstreamBody =
           body.subscribe((data, eos) -> sync.execute(() -> onUpstreamData(data, eos)));
@@ -483,6 +664,9 @@ final class Exchange {
       return;
     }
     upstreamEnded |= endOfStream;
+    if (endOfStream) {
+      stopResponseTimer();
+    }
     switch (stage) {
       case NOT_STARTED, AWAIT_HEADERS_RESPONSE -> heldChunks.add(data);
       case PASSTHROUGH -> {
@@ -627,7 +811,8 @@ final class Exchange {
       responseHeaders.add("content-type", "text/plain");
     }
     if (mutation != null) {
-      HeaderMutations.apply(mutation, responseHeaders, stats, false);
+      // ImmediateResponse headers: the configured rules; a failure is only logged by Envoy
+      HeaderMutations.apply(mutation, responseHeaders, config.mutationRules(), stats, false, false);
     }
     downstreamChunks.clear();
     sendDownstreamHeaders();
@@ -666,6 +851,7 @@ final class Exchange {
     stage = ResponseStage.DONE;
     decoding.stopTimer();
     encoding.stopTimer();
+    stopResponseTimer();
     closeStream(true);
     long end = emulator.nanoTime();
     Optional<Duration> toHeaders =
@@ -688,7 +874,11 @@ final class Exchange {
             Optional.ofNullable(upstreamRequest),
             toHeaders,
             toFirstByte,
-            Duration.ofNanos(end - startNanos)));
+            Duration.ofNanos(end - startNanos),
+            Optional.ofNullable(route).map(Route::name),
+            route == null
+                ? Optional.empty()
+                : Optional.of(Duration.ofMillis(routerTimeoutMillis))));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1072,7 +1262,12 @@ final class Exchange {
       return Optional.empty();
     }
     return HeaderMutations.apply(
-        common.getHeaderMutation(), headers, stats, stripsContentLength(direction));
+        common.getHeaderMutation(),
+        headers,
+        config.mutationRules(),
+        stats,
+        stripsContentLength(direction),
+        common.getStatus() == CommonResponse.ResponseStatus.CONTINUE_AND_REPLACE);
   }
 
   /** Envoy removes content-length in STREAMED, and in BUFFERED when headers are skipped. */

@@ -34,6 +34,12 @@ import java.util.Set;
  *     envoy.reloadable_features.ext_proc_stream_close_optimization}: close the stream as soon as no
  *     further message will be needed instead of at the end of the HTTP request (off by default,
  *     i.e. Envoy ≤ 1.36 behaviour)
+ * @param mutationRules {@code mutation_rules}: which header changes the server may make
+ * @param routeCacheAction {@code route_cache_action} (≈1.31): when a request-path response clears
+ *     the route cache
+ * @param disableClearRouteCache {@code disable_clear_route_cache} (≈1.27), the older spelling of
+ *     {@link RouteCacheAction#RETAIN}; setting it together with a non-DEFAULT {@code
+ *     routeCacheAction} is refused, as Envoy refuses the config
  */
 public record FilterConfig(
     HeaderMode requestHeaderMode,
@@ -52,7 +58,10 @@ public record FilterConfig(
     boolean sendProtocolConfig,
     boolean gracefulClose,
     Duration remoteCloseTimeout,
-    boolean closeStreamAfterLastResponse) {
+    boolean closeStreamAfterLastResponse,
+    MutationRules mutationRules,
+    RouteCacheAction routeCacheAction,
+    boolean disableClearRouteCache) {
 
   /** {@code ProcessingMode.HeaderSendMode} (DEFAULT means SEND for headers). */
   public enum HeaderMode {
@@ -68,6 +77,43 @@ public record FilterConfig(
     NONE,
     STREAMED,
     BUFFERED
+  }
+
+  /**
+   * {@code ExternalProcessor.RouteCacheAction}: what a request-path response does to the route
+   * cache when it carries a {@code header_mutation} (Envoy {@code
+   * DecodingProcessorState::clearRouteCache} in {@code processor_state.cc}).
+   */
+  public enum RouteCacheAction {
+    /** cleared iff the response sets {@code clear_route_cache}. */
+    DEFAULT,
+    /** always cleared, whatever {@code clear_route_cache} says. */
+    CLEAR,
+    /**
+     * never cleared ({@code clear_route_cache: true} counts {@code clear_route_cache_disabled}).
+     */
+    RETAIN
+  }
+
+  /**
+   * The part of {@code envoy.config.common.mutation_rules.v3.HeaderMutationRules} the emulator
+   * implements (Envoy {@code Checker::isAllowed} in {@code
+   * source/extensions/filters/common/mutation_rules/mutation_rules.cc}); {@code disallow_all},
+   * {@code disallow_system} and the allow/disallow expressions are not emulated (left unset).
+   *
+   * @param allowAllRouting {@code allow_all_routing}: {@code host}, {@code :authority}, {@code
+   *     :method} and {@code :scheme} may be set
+   * @param allowEnvoy {@code allow_envoy}: headers starting with {@code x-envoy} may be set and
+   *     removed
+   * @param disallowIsError {@code disallow_is_error}: a disallowed change fails the request (500)
+   *     instead of being skipped; either way it counts in {@code rejected_header_mutations}
+   */
+  public record MutationRules(
+      boolean allowAllRouting, boolean allowEnvoy, boolean disallowIsError) {
+    /** Envoy's defaults (every field false). */
+    public static MutationRules defaults() {
+      return new MutationRules(false, false, false);
+    }
   }
 
   private static final Duration MAX_TIMEOUT = Duration.ofSeconds(3600);
@@ -88,6 +134,21 @@ public record FilterConfig(
     requestAttributes = Map.copyOf(requestAttributes);
     responseAttributes = Map.copyOf(responseAttributes);
     grpcInitialMetadata = Map.copyOf(grpcInitialMetadata);
+    if (disableClearRouteCache && routeCacheAction != RouteCacheAction.DEFAULT) {
+      // Envoy's config.cc verifyFilterConfig refuses this combination
+      throw new IllegalArgumentException(
+          "disableClearRouteCache and routeCacheAction "
+              + routeCacheAction
+              + " (expected: not both set to non-default)");
+    }
+  }
+
+  /**
+   * The action Envoy applies: {@code disable_clear_route_cache} is turned into {@link
+   * RouteCacheAction#RETAIN} by the filter config's constructor ({@code ext_proc.cc}).
+   */
+  public RouteCacheAction effectiveRouteCacheAction() {
+    return disableClearRouteCache ? RouteCacheAction.RETAIN : routeCacheAction;
   }
 
   private static void requireRange(String field, Duration value) {
@@ -123,6 +184,9 @@ public record FilterConfig(
     b.gracefulClose = gracefulClose;
     b.remoteCloseTimeout = remoteCloseTimeout;
     b.closeStreamAfterLastResponse = closeStreamAfterLastResponse;
+    b.mutationRules = mutationRules;
+    b.routeCacheAction = routeCacheAction;
+    b.disableClearRouteCache = disableClearRouteCache;
     return b;
   }
 
@@ -145,6 +209,9 @@ public record FilterConfig(
     private boolean gracefulClose;
     private Duration remoteCloseTimeout = Duration.ofMillis(1000);
     private boolean closeStreamAfterLastResponse;
+    private MutationRules mutationRules = MutationRules.defaults();
+    private RouteCacheAction routeCacheAction = RouteCacheAction.DEFAULT;
+    private boolean disableClearRouteCache;
 
     private Builder() {}
 
@@ -233,6 +300,45 @@ public record FilterConfig(
       return this;
     }
 
+    /** {@code mutation_rules} as a whole. */
+    public Builder mutationRules(MutationRules rules) {
+      this.mutationRules = rules;
+      return this;
+    }
+
+    /** {@code mutation_rules.allow_envoy}: the server may set and remove {@code x-envoy*}. */
+    public Builder allowEnvoy(boolean allow) {
+      MutationRules r = mutationRules;
+      this.mutationRules = new MutationRules(r.allowAllRouting(), allow, r.disallowIsError());
+      return this;
+    }
+
+    /** {@code mutation_rules.allow_all_routing}: host, :authority, :method, :scheme may be set. */
+    public Builder allowAllRouting(boolean allow) {
+      MutationRules r = mutationRules;
+      this.mutationRules = new MutationRules(allow, r.allowEnvoy(), r.disallowIsError());
+      return this;
+    }
+
+    /** {@code mutation_rules.disallow_is_error}: a disallowed change is a 500, not skipped. */
+    public Builder disallowIsError(boolean isError) {
+      MutationRules r = mutationRules;
+      this.mutationRules = new MutationRules(r.allowAllRouting(), r.allowEnvoy(), isError);
+      return this;
+    }
+
+    /** {@code route_cache_action}. */
+    public Builder routeCacheAction(RouteCacheAction action) {
+      this.routeCacheAction = action;
+      return this;
+    }
+
+    /** {@code disable_clear_route_cache} (same effect as {@link RouteCacheAction#RETAIN}). */
+    public Builder disableClearRouteCache(boolean disable) {
+      this.disableClearRouteCache = disable;
+      return this;
+    }
+
     public FilterConfig build() {
       return new FilterConfig(
           requestHeaderMode,
@@ -251,7 +357,10 @@ public record FilterConfig(
           sendProtocolConfig,
           gracefulClose,
           remoteCloseTimeout,
-          closeStreamAfterLastResponse);
+          closeStreamAfterLastResponse,
+          mutationRules,
+          routeCacheAction,
+          disableClearRouteCache);
     }
   }
 }

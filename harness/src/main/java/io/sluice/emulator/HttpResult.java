@@ -26,6 +26,11 @@ import java.util.Optional;
  * @param timeToFirstByte from start until the first response body byte (or the headers if there is
  *     no body) went downstream
  * @param total from start until the exchange ended
+ * @param routeName the route the router forwarded by (its {@link Route#name()}), empty if the
+ *     request never reached the router or no route matched
+ * @param routerTimeout the router's final global timeout for this request (route {@code timeout} or
+ *     the timeout headers, {@code FilterUtility::finalTimeout}); {@link Duration#ZERO} = disabled;
+ *     empty if the request never reached the router or no route matched
  */
 public record HttpResult(
     Outcome outcome,
@@ -38,7 +43,9 @@ public record HttpResult(
     Optional<UpstreamRequest> upstreamRequest,
     Optional<Duration> timeToResponseHeaders,
     Optional<Duration> timeToFirstByte,
-    Duration total) {
+    Duration total,
+    Optional<String> routeName,
+    Optional<Duration> routerTimeout) {
 
   /** How an exchange ended. */
   public enum Outcome {
@@ -46,7 +53,10 @@ public record HttpResult(
     UPSTREAM_RESPONSE,
     /** Envoy sent a local reply (ImmediateResponse, 500 or 504 from ext_proc errors). */
     LOCAL_REPLY,
-    /** the downstream stream was reset after its response headers were sent. */
+    /**
+     * the downstream stream was reset after its response headers were sent (e.g. the router's
+     * timeout fired while the body was streaming): the client saw a truncated response.
+     */
     DOWNSTREAM_RESET,
     /** the client disconnected ({@link HttpRequest.Phase} or delay). */
     CLIENT_CANCELLED
@@ -55,6 +65,35 @@ public record HttpResult(
   public HttpResult {
     headers = headers.copy();
     bodyChunks = List.copyOf(bodyChunks);
+  }
+
+  /** A result that never reached the emulated router (no route name, no router timeout). */
+  public HttpResult(
+      Outcome outcome,
+      int status,
+      HttpHeaders headers,
+      List<byte[]> bodyChunks,
+      String responseCodeDetails,
+      Struct dynamicMetadata,
+      boolean extProcBypassed,
+      Optional<UpstreamRequest> upstreamRequest,
+      Optional<Duration> timeToResponseHeaders,
+      Optional<Duration> timeToFirstByte,
+      Duration total) {
+    this(
+        outcome,
+        status,
+        headers,
+        bodyChunks,
+        responseCodeDetails,
+        dynamicMetadata,
+        extProcBypassed,
+        upstreamRequest,
+        timeToResponseHeaders,
+        timeToFirstByte,
+        total,
+        Optional.empty(),
+        Optional.empty());
   }
 
   @Override

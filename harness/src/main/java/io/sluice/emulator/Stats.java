@@ -18,6 +18,8 @@ public final class Stats {
   final LongAdder overrideMessageTimeoutReceived = new LongAdder();
   final LongAdder overrideMessageTimeoutIgnored = new LongAdder();
   final LongAdder immediateResponsesSent = new LongAdder();
+  final LongAdder clearRouteCacheIgnored = new LongAdder();
+  final LongAdder clearRouteCacheDisabled = new LongAdder();
 
   public long streamsStarted() {
     return streamsStarted.sum();
@@ -67,6 +69,23 @@ public final class Stats {
     return immediateResponsesSent.sum();
   }
 
+  /**
+   * {@code clear_route_cache_ignored}: a request-path response asked to clear the route cache but
+   * carried no {@code header_mutation}.
+   */
+  public long clearRouteCacheIgnored() {
+    return clearRouteCacheIgnored.sum();
+  }
+
+  /**
+   * {@code clear_route_cache_disabled}: a request-path response with a {@code header_mutation}
+   * asked to clear the route cache, but {@code route_cache_action} is RETAIN (or {@code
+   * disable_clear_route_cache} is set).
+   */
+  public long clearRouteCacheDisabled() {
+    return clearRouteCacheDisabled.sum();
+  }
+
   /** All counters under their Envoy names, e.g. {@code streams_started}. */
   public Map<String, Long> snapshot() {
     Map<String, Long> m = new LinkedHashMap<>();
@@ -82,6 +101,8 @@ public final class Stats {
     m.put("override_message_timeout_received", overrideMessageTimeoutReceived());
     m.put("override_message_timeout_ignored", overrideMessageTimeoutIgnored());
     m.put("immediate_responses_sent", immediateResponsesSent());
+    m.put("clear_route_cache_ignored", clearRouteCacheIgnored());
+    m.put("clear_route_cache_disabled", clearRouteCacheDisabled());
     return m;
   }
 

@@ -80,6 +80,33 @@ final class SluiceEnvoyHarness implements AutoCloseable {
             nanoTime);
   }
 
+  private SluiceEnvoyHarness(
+      SluiceServer server,
+      FilterConfig filter,
+      java.util.function.Function<ControlledUpstream, io.sluice.emulator.RouteTable> routes) {
+    this.server = server;
+    this.upstream = new ControlledUpstream();
+    this.envoy =
+        EnvoyExtProcEmulator.connect(
+            "127.0.0.1:" + server.grpcPort(), filter, routes.apply(upstream), null, null);
+  }
+
+  /**
+   * A harness whose emulator routes by the table {@code routes} builds around {@link #upstream}
+   * (e.g. a header route to another upstream before a catch-all to it).
+   */
+  static SluiceEnvoyHarness startRouted(
+      Policy policy,
+      FilterConfig filter,
+      java.util.function.Function<ControlledUpstream, io.sluice.emulator.RouteTable> routes) {
+    try {
+      return new SluiceEnvoyHarness(
+          SluiceServer.start(ConfigLoader.parse(policy.yaml())), filter, routes);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   static SluiceEnvoyHarness start(Policy policy) {
     return start(policy, recommendedFilter().build());
   }

@@ -11,6 +11,8 @@ import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.DegradePolicy;
+import io.sluice.core.policy.EnginePriority;
 import io.sluice.core.policy.FanOutPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.TierPolicy;
@@ -176,6 +178,21 @@ public final class ConfigLoader {
     if (declaredClasses.isEmpty()) {
       r.get("classes").error("classes: missing (expected: at least one class)");
     }
+    for (var e : classes.entrySet()) {
+      for (DegradePolicy.Rung rung : e.getValue().degrade().ladder()) {
+        if (rung instanceof DegradePolicy.Reroute rr && !declaredPools.contains(rr.pool())) {
+          r.get("classes")
+              .error(
+                  "classes."
+                      + e.getKey()
+                      + ".degrade.ladder.reroute.pool: "
+                      + rr.pool()
+                      + " (expected: a name defined under pools: "
+                      + String.join(", ", declaredPools)
+                      + ")");
+        }
+      }
+    }
     double reservedSum = classes.values().stream().mapToDouble(ClassPolicy::reservedShare).sum();
     if (reservedSum > 1.0 + 1e-9) {
       r.get("classes")
@@ -216,10 +233,23 @@ public final class ConfigLoader {
     SluiceConfig.Unmatched unmatched =
         unmatched(r.get("unmatched"), declaredPools, declaredClasses, defaultPool);
 
-    Node resp = r.get("responses").only(Set.of("decisionHeader", "estimateHeader"));
+    Node resp =
+        r.get("responses")
+            .only(Set.of("decisionHeader", "estimateHeader", "deadlineHeader", "upstreamTimeout"));
+    String deadlineHeader =
+        resp.get("deadlineHeader")
+            .string(SluiceConfig.Responses.DEADLINE_HEADER)
+            .trim()
+            .toLowerCase(Locale.ROOT);
+    if (!deadlineHeader.isEmpty() && !TOKEN.matcher(deadlineHeader).matches()) {
+      resp.get("deadlineHeader").invalid(deadlineHeader, "an HTTP header name, or \"\" for none");
+    }
     SluiceConfig.Responses responses =
         new SluiceConfig.Responses(
-            resp.get("decisionHeader").bool(true), resp.get("estimateHeader").bool(false));
+            resp.get("decisionHeader").bool(true),
+            resp.get("estimateHeader").bool(false),
+            deadlineHeader,
+            resp.get("upstreamTimeout").bool(false));
 
     Node dl =
         r.get("decisionLog")
@@ -488,8 +518,10 @@ public final class ConfigLoader {
             "adaptive",
             "mode",
             "fanout",
-            "workflow"));
+            "workflow",
+            "enginePriority"));
     Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
+    EnginePriority enginePriority = enginePriority(p.get("enginePriority"));
     FanOutPolicy fanout = fanout(p.get("fanout"));
     WorkflowPolicy workflow = workflow(p.get("workflow"));
     if (!p.get("capacity").present()) {
@@ -519,7 +551,8 @@ public final class ConfigLoader {
                 p.get("defaultServiceTime").duration(Duration.ofSeconds(2)),
                 adaptive,
                 fanout,
-                workflow));
+                workflow,
+                enginePriority));
   }
 
   /** {@code pools.<name>.fanout}: work units per source, all 0 (the default) = no fan-out work. */
@@ -621,8 +654,10 @@ public final class ConfigLoader {
             "maxOutputTokens",
             "shedStatus",
             "queue",
-            "reserveQuantile"));
+            "reserveQuantile",
+            "degrade"));
     Node q = c.get("queue").only(Set.of("workShare", "maxItems", "tenantShare"));
+    DegradePolicy degrade = degrade(c.get("degrade"));
     double reserved = c.get("reservedShare").doubleValue(0.0, 0, 1);
     return c.build(
         () ->
@@ -641,7 +676,160 @@ public final class ConfigLoader {
                 q.get("maxItems").intValue(1000, 1, 10_000_000),
                 q.get("tenantShare").doubleValue(0.5, 0.0, 1.0),
                 c.get("reserveQuantile")
-                    .doubleValue(ClassPolicy.DEFAULT_RESERVE_QUANTILE, 0.5, 0.999)));
+                    .doubleValue(ClassPolicy.DEFAULT_RESERVE_QUANTILE, 0.5, 0.999),
+                degrade));
+  }
+
+  /** An HTTP header name (RFC 9110 token, lower case). */
+  private static final java.util.regex.Pattern TOKEN =
+      java.util.regex.Pattern.compile("[a-z0-9!#$%&'*+.^_`|~-]+");
+
+  /**
+   * {@code classes.<name>.degrade}: absent is {@link DegradePolicy#OFF}; a ladder needs at least
+   * one rung and one trigger. Reroute targets are checked against the pools afterwards.
+   */
+  private static DegradePolicy degrade(Node d) {
+    d.only(Set.of("waitAbove", "headroomBelow", "ladder"));
+    if (!d.present()) {
+      return DegradePolicy.OFF;
+    }
+    Duration wait = d.get("waitAbove").duration(Duration.ZERO);
+    if (wait.isNegative()) {
+      d.get("waitAbove").invalid(ConfigWriter.duration(wait), "a duration >= 0s (0s = off)");
+      wait = Duration.ZERO;
+    }
+    double headroom = d.get("headroomBelow").doubleValue(0.0, 0.0, 1.0);
+    if (wait.isZero() && headroom == 0) {
+      d.error(
+          d.path()
+              + ": no trigger (expected: waitAbove > 0s and/or headroomBelow > 0, e.g. waitAbove:"
+              + " 2s)");
+    }
+    List<DegradePolicy.Rung> rungs = new ArrayList<>();
+    Set<String> seen = new java.util.HashSet<>();
+    for (Node item : d.get("ladder").items()) {
+      item.only(Set.of("concise", "reroute"));
+      if (item.json().isObject()
+          && item.json().size() == 1
+          && !item.get("concise").present()
+          && !item.get("reroute").present()) {
+        continue; // an unknown rung: named by only() above
+      }
+      if (!item.json().isObject() || item.json().size() != 1) {
+        item.invalid(
+            String.valueOf(item.json()),
+            "exactly one of concise: {maxOutputTokens, instruction} or reroute: {pool, header,"
+                + " value, model}");
+        continue;
+      }
+      DegradePolicy.Rung rung = null;
+      if (item.get("concise").present()) {
+        Node c = item.get("concise").only(Set.of("maxOutputTokens", "instruction", "capField"));
+        if (!c.get("maxOutputTokens").present()) {
+          c.error(c.path() + ".maxOutputTokens: missing (expected: output tokens >= 1)");
+          continue;
+        }
+        String capField = c.get("capField").string(null);
+        if (capField != null
+            && !Set.of("max_tokens", "max_completion_tokens", "max_output_tokens")
+                .contains(capField)) {
+          c.get("capField")
+              .invalid(capField, "max_tokens, max_completion_tokens or max_output_tokens");
+          capField = null;
+        }
+        rung =
+            new DegradePolicy.Concise(
+                c.get("maxOutputTokens").longValue(256, 1, 10_000_000),
+                c.get("instruction").string(null),
+                capField);
+      } else {
+        Node rr = item.get("reroute").only(Set.of("pool", "header", "value", "model"));
+        String pool = rr.get("pool").requiredString();
+        String header = rr.get("header").string(null);
+        String value = rr.get("value").string(null);
+        String model = rr.get("model").string(null);
+        if (header != null) {
+          header = header.trim().toLowerCase(Locale.ROOT);
+          if (!TOKEN.matcher(header).matches() || header.startsWith(":")) {
+            rr.get("header").invalid(header, "an HTTP header name (the route's routing header)");
+          }
+        }
+        if ((header == null) != (value == null)) {
+          rr.error(rr.path() + ": header and value go together (expected: both, or neither)");
+          continue;
+        }
+        if (header == null && model == null) {
+          rr.error(
+              rr.path()
+                  + ": nothing sends the request elsewhere (expected: header and value, and/or"
+                  + " model)");
+          continue;
+        }
+        if (pool.isEmpty()) {
+          continue;
+        }
+        rung = new DegradePolicy.Reroute(pool, header, value, model);
+      }
+      if (!seen.add(rung.name())) {
+        item.invalid(rung.name(), "each rung at most once");
+        continue;
+      }
+      rungs.add(rung);
+    }
+    if (rungs.isEmpty()) {
+      d.get("ladder").error(d.path() + ".ladder: empty (expected: at least one rung)");
+      return DegradePolicy.OFF;
+    }
+    return new DegradePolicy(wait, headroom, rungs);
+  }
+
+  /** {@code pools.<name>.enginePriority}: absent is {@link EnginePriority#OFF}. */
+  private static EnginePriority enginePriority(Node n) {
+    n.only(Set.of("preset", "field", "header", "values"));
+    if (!n.present()) {
+      return EnginePriority.OFF;
+    }
+    String presetName = n.get("preset").string("none");
+    EnginePriority.Preset preset = EnginePriority.Preset.of(presetName);
+    if (preset == null) {
+      n.get("preset").invalid(presetName, "one of none, vllm, sglang, tensorrt-llm");
+      return EnginePriority.OFF;
+    }
+    String field = n.get("field").string(preset == EnginePriority.Preset.NONE ? null : "priority");
+    if (field != null && field.isBlank()) {
+      field = null;
+    }
+    String header = n.get("header").string(null);
+    if (header != null) {
+      header = header.trim().toLowerCase(Locale.ROOT);
+      if (!TOKEN.matcher(header).matches()) {
+        n.get("header").invalid(header, "an HTTP header name");
+        header = null;
+      }
+    }
+    Map<String, String> values = new LinkedHashMap<>();
+    for (var e : n.get("values").entries().entrySet()) {
+      com.fasterxml.jackson.databind.JsonNode v = e.getValue().json();
+      if (!v.isNumber()) {
+        e.getValue().invalid(String.valueOf(v), "a number (the engine's priority value)");
+        continue;
+      }
+      if (preset == EnginePriority.Preset.TENSORRT_LLM && (v.asDouble() < 0 || v.asDouble() > 1)) {
+        e.getValue().invalid(v.asText(), "0.0 .. 1.0 (TensorRT-LLM's priority range)");
+        continue;
+      }
+      values.put(e.getKey(), v.asText());
+    }
+    if (field == null && header == null) {
+      n.error(n.path() + ": neither field nor header (expected: field: priority, or a header)");
+    }
+    if (preset == EnginePriority.Preset.NONE && values.isEmpty()) {
+      n.error(
+          n.path()
+              + ": no preset and no values (expected: preset: vllm|sglang|tensorrt-llm,"
+              + " or values: {<class>: <number>})");
+    }
+    return new EnginePriority(preset, field, header, values);
   }
 
   private static SluiceConfig.Tenants tenants(Node t, Map<String, TierPolicy> tiers) {
@@ -800,7 +988,7 @@ public final class ConfigLoader {
 
   private static SluiceConfig.RouteRule route(
       Node n, Set<String> pools, Set<String> classes, String defaultPool) {
-    n.only(Set.of("name", "match", "pool", "class", "format", "estimate", "mode"));
+    n.only(Set.of("name", "match", "pool", "class", "format", "estimate", "mode", "degrade"));
     Node m = n.get("match").only(Set.of("route", "path", "pathPrefix"));
     String name = n.get("name").requiredString();
     String pool = n.get("pool").string(defaultPool);
@@ -822,7 +1010,8 @@ public final class ConfigLoader {
         cls,
         format(n.get("format")),
         estimateFrom(n.get("estimate")),
-        mode(n.get("mode"), null));
+        mode(n.get("mode"), null),
+        n.get("degrade").bool(true));
   }
 
   private static SluiceConfig.Unmatched unmatched(

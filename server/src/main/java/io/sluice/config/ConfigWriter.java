@@ -57,7 +57,9 @@ public final class ConfigWriter {
         .put("estimate", lower(u.estimateFrom()));
     root.putObject("responses")
         .put("decisionHeader", c.responses().decisionHeader())
-        .put("estimateHeader", c.responses().estimateHeader());
+        .put("estimateHeader", c.responses().estimateHeader())
+        .put("deadlineHeader", c.responses().deadlineHeader())
+        .put("upstreamTimeout", c.responses().upstreamTimeout());
     SluiceConfig.DecisionLog dl = c.decisionLog();
     root.putObject("decisionLog")
         .put("enabled", dl.enabled())
@@ -165,6 +167,19 @@ public final class ConfigWriter {
     n.putObject("workflow")
         .put("maxRequests", p.workflow().maxRequests())
         .put("maxWork", p.workflow().maxWork());
+    io.sluice.core.policy.EnginePriority ep = p.enginePriority();
+    if (ep.enabled()) {
+      ObjectNode e = n.putObject("enginePriority").put("preset", ep.preset().configName());
+      e.put("field", ep.field() == null ? "" : ep.field());
+      if (ep.header() != null) {
+        e.put("header", ep.header());
+      }
+      ObjectNode values = e.putObject("values");
+      new java.util.TreeMap<>(ep.values())
+          .forEach(
+              (k, v) ->
+                  values.set(k, MAPPER.getNodeFactory().numberNode(new java.math.BigDecimal(v))));
+    }
     io.sluice.core.policy.AdaptivePolicy a = p.adaptive();
     if (a.enabled()) {
       ObjectNode an =
@@ -196,6 +211,34 @@ public final class ConfigWriter {
         .put("maxOutputTokens", c.maxOutputTokens())
         .put("shedStatus", c.shedStatus())
         .put("reserveQuantile", c.reserveQuantile());
+    io.sluice.core.policy.DegradePolicy d = c.degrade();
+    if (!d.ladder().isEmpty()) {
+      ObjectNode dn =
+          n.putObject("degrade")
+              .put("waitAbove", duration(d.waitAbove()))
+              .put("headroomBelow", d.headroomBelow());
+      ArrayNode ladder = dn.putArray("ladder");
+      for (io.sluice.core.policy.DegradePolicy.Rung rung : d.ladder()) {
+        ObjectNode r = ladder.addObject();
+        if (rung instanceof io.sluice.core.policy.DegradePolicy.Concise cc) {
+          ObjectNode cn = r.putObject("concise").put("maxOutputTokens", cc.maxOutputTokens());
+          if (cc.instruction() != null) {
+            cn.put("instruction", cc.instruction());
+          }
+          if (cc.capField() != null) {
+            cn.put("capField", cc.capField());
+          }
+        } else if (rung instanceof io.sluice.core.policy.DegradePolicy.Reroute rr) {
+          ObjectNode rn = r.putObject("reroute").put("pool", rr.pool());
+          if (rr.header() != null) {
+            rn.put("header", rr.header()).put("value", rr.value());
+          }
+          if (rr.model() != null) {
+            rn.put("model", rr.model());
+          }
+        }
+      }
+    }
     n.putObject("queue")
         .put("workShare", c.queueWorkShare())
         .put("maxItems", c.maxQueueItems())
@@ -267,6 +310,9 @@ public final class ConfigWriter {
         .put("estimate", lower(r.estimateFrom()));
     if (r.mode() != null) { // absent: the route follows its pool's mode
       n.put("mode", r.mode().configName());
+    }
+    if (!r.degrade()) {
+      n.put("degrade", false);
     }
     return n;
   }

@@ -40,9 +40,13 @@ public final class Secrets {
 
   private Secrets() {}
 
-  /** Whether a setting with this name holds a credential. */
+  /**
+   * Whether a setting with this name holds a credential. A policy's token counts ({@code
+   * maxOutputTokens}, {@code defaultInputTokens}: camel case ending in {@code Tokens}) are numbers,
+   * not credentials: their values are shown.
+   */
   public static boolean isSecretKey(String key) {
-    return key != null && SECRET_KEY.matcher(key).matches();
+    return key != null && SECRET_KEY.matcher(key).matches() && !key.endsWith("Tokens");
   }
 
   /** The value to show for setting {@code key}: masked when a credential, else URL-redacted. */

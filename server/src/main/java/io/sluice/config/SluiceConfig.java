@@ -198,7 +198,9 @@ public record SluiceConfig(
     /** Declared downstream calls of the request (retrieval depth, tool calls per turn). */
     FANOUT("fanout"),
     /** The agent run / workflow the request belongs to ({@code pools.<name>.workflow}). */
-    WORKFLOW("workflow");
+    WORKFLOW("workflow"),
+    /** Never degrade this request ({@code true}, {@code 1} or {@code yes}): issue 18's ladder. */
+    NO_DEGRADE("noDegrade");
 
     private final String key;
 
@@ -249,7 +251,32 @@ public record SluiceConfig(
       String requestClass,
       RequestFormat format,
       EstimateFrom estimateFrom,
-      Mode mode) {}
+      Mode mode,
+      boolean degrade) {
+    /** A route whose requests may be degraded (their class's ladder applies). */
+    public RouteRule(
+        String name,
+        String matchRoute,
+        String matchPath,
+        String matchPathPrefix,
+        String pool,
+        String requestClass,
+        RequestFormat format,
+        EstimateFrom estimateFrom,
+        Mode mode) {
+      this(
+          name,
+          matchRoute,
+          matchPath,
+          matchPathPrefix,
+          pool,
+          requestClass,
+          format,
+          estimateFrom,
+          mode,
+          true);
+    }
+  }
 
   /** What happens to a request no route matches. */
   public record Unmatched(
@@ -259,8 +286,28 @@ public record SluiceConfig(
       RequestFormat format,
       EstimateFrom estimateFrom) {}
 
-  /** Headers added to admitted requests. */
-  public record Responses(boolean decisionHeader, boolean estimateHeader) {}
+  /**
+   * Headers added to admitted requests.
+   *
+   * @param deadlineHeader the request header carrying the time left before the request's deadline
+   *     to the upstream, in milliseconds ({@code ""}: none)
+   * @param upstreamTimeout also set Envoy's {@code x-envoy-upstream-rq-timeout-ms} to it, so Envoy
+   *     cancels the upstream request when the deadline passes (needs {@code
+   *     mutation_rules.allow_envoy})
+   */
+  public record Responses(
+      boolean decisionHeader,
+      boolean estimateHeader,
+      String deadlineHeader,
+      boolean upstreamTimeout) {
+    /** The default deadline header. */
+    public static final String DEADLINE_HEADER = "x-sluice-deadline-ms";
+
+    /** With the default deadline header and no Envoy upstream timeout. */
+    public Responses(boolean decisionHeader, boolean estimateHeader) {
+      this(decisionHeader, estimateHeader, DEADLINE_HEADER, false);
+    }
+  }
 
   /**
    * The structured decision log (the admission record as JSON): at most {@code

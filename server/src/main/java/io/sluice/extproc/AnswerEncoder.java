@@ -6,6 +6,7 @@ import com.google.protobuf.Value;
 import com.google.protobuf.WireFormat;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
+import io.envoyproxy.envoy.service.ext_proc.v3.BodyMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.GrpcStatus;
@@ -43,8 +44,10 @@ final class AnswerEncoder {
   /**
    * The fields of the {@code sluice} dynamic metadata namespace. {@code would} (null: none) and
    * {@code wouldReason}: shadow mode's would-be decision, written as {@code mode: shadow}, {@code
-   * would} and {@code would_reason} after {@code reason}.
+   * would} and {@code would_reason} after {@code reason}. {@code extra}: further entries, already
+   * encoded ({@link #stringEntry}, {@link #numberEntry}), written last.
    */
+  @SuppressWarnings("ArrayRecordComponent") // encoded once, written once, never compared
   record DecisionFields(
       boolean resolved,
       String tenant,
@@ -59,11 +62,75 @@ final class AnswerEncoder {
       long estOutputTokens,
       long workUnits,
       String would,
-      String wouldReason) {}
+      String wouldReason,
+      byte[] extra) {
+    DecisionFields(
+        boolean resolved,
+        String tenant,
+        String tier,
+        String requestClass,
+        String pool,
+        String route,
+        String decision,
+        String reason,
+        boolean estimated,
+        long estInputTokens,
+        long estOutputTokens,
+        long workUnits,
+        String would,
+        String wouldReason) {
+      this(
+          resolved,
+          tenant,
+          tier,
+          requestClass,
+          pool,
+          route,
+          decision,
+          reason,
+          estimated,
+          estInputTokens,
+          estOutputTokens,
+          workUnits,
+          would,
+          wouldReason,
+          EMPTY);
+    }
+  }
+
+  /** An encoded string entry of the metadata Struct, for {@link DecisionFields#extra}. */
+  static byte[] stringEntry(String key, String value) {
+    return encodeStringEntry(key, value);
+  }
+
+  /** An encoded number entry of the metadata Struct, for {@link DecisionFields#extra}. */
+  static byte[] numberEntry(String key, double value) {
+    byte[] prefix = numberPrefix(key);
+    byte[] out = java.util.Arrays.copyOf(prefix, prefix.length + Long.BYTES);
+    long bits = Double.doubleToRawLongBits(value);
+    for (int i = 0; i < Long.BYTES; i++) { // fixed64: little-endian
+      out[prefix.length + i] = (byte) (bits >>> (8 * i));
+    }
+    return out;
+  }
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
   static byte[] admit(
       Entries entries, boolean atBody, Map<String, String> headers, DecisionFields f) {
+    return admit(entries, atBody, headers, null, false, f);
+  }
+
+  /**
+   * As above, and {@code body} (not null: the body the upstream gets instead, a {@code
+   * body_mutation}; only in a request body response, BUFFERED) and {@code clear_route_cache}.
+   */
+  static byte[] admit(
+      Entries entries,
+      boolean atBody,
+      Map<String, String> headers,
+      byte @org.jspecify.annotations.Nullable [] body,
+      boolean clearRouteCache,
+      DecisionFields f) {
     int n = headers.size();
     byte[][] keys = new byte[n][];
     byte[][] values = new byte[n][];
@@ -76,7 +143,14 @@ final class AnswerEncoder {
           lenField(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
       i++;
     }
-    int common = n == 0 ? 0 : lenField(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
+    int bodyMutation = body == null ? 0 : lenField(BodyMutation.BODY_FIELD_NUMBER, body.length);
+    int common =
+        (n == 0 ? 0 : lenField(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation))
+            + (body == null ? 0 : lenField(CommonResponse.BODY_MUTATION_FIELD_NUMBER, bodyMutation))
+            + (clearRouteCache
+                ? CodedOutputStream.computeBoolSize(
+                    CommonResponse.CLEAR_ROUTE_CACHE_FIELD_NUMBER, true)
+                : 0);
     int phaseBody = lenField(HeadersResponse.RESPONSE_FIELD_NUMBER, common);
     int phaseField =
         atBody
@@ -89,6 +163,14 @@ final class AnswerEncoder {
     if (n > 0) {
       o.len(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
       writeHeaders(o, keys, values);
+    }
+    if (body != null) {
+      o.len(CommonResponse.BODY_MUTATION_FIELD_NUMBER, bodyMutation);
+      o.bytes(BodyMutation.BODY_FIELD_NUMBER, body);
+    }
+    if (clearRouteCache) {
+      o.tag(CommonResponse.CLEAR_ROUTE_CACHE_FIELD_NUMBER, WireFormat.WIRETYPE_VARINT);
+      o.varint(1L);
     }
     writeMetadata(o, inner);
     return o.done();
@@ -233,6 +315,7 @@ final class AnswerEncoder {
     final long v0;
     final long v1;
     final long v2;
+    final byte[] extra;
     final int size;
 
     Inner(Entries entries, DecisionFields f) {
@@ -267,7 +350,8 @@ final class AnswerEncoder {
           sz += prefix.length + Long.BYTES;
         }
       }
-      size = sz;
+      extra = f.extra();
+      size = sz + extra.length;
     }
 
     void writeTo(ProtoWriter o) {
@@ -284,6 +368,9 @@ final class AnswerEncoder {
         o.fixed64(Double.doubleToRawLongBits(v1));
         o.raw(NUMBER_PREFIXES[2]);
         o.fixed64(Double.doubleToRawLongBits(v2));
+      }
+      if (extra.length > 0) {
+        o.raw(extra);
       }
     }
   }

@@ -22,32 +22,121 @@ final class DecisionAnswers {
 
   static Answer admit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
     SluiceConfig.Responses cfg = rt.config().responses();
-    Map<String, String> headers;
     if (s.would() != null) {
       return shadowAdmit(rt, s, atBody);
     }
-    if (!cfg.estimateHeader()) {
+    long left = deadlineMillis(rt, s);
+    boolean plain =
+        !cfg.estimateHeader()
+            && s.upstreamHeaders().isEmpty()
+            && s.upstreamBody() == null
+            && cfg.deadlineHeader().isEmpty()
+            && !cfg.upstreamTimeout();
+    Map<String, String> headers;
+    if (plain) {
       headers = cfg.decisionHeader() ? DECISION_ADMIT_HEADER : Map.of();
     } else {
-      TokenEstimate e = s.estimate();
-      headers = new LinkedHashMap<>(4);
+      headers = new LinkedHashMap<>(8);
       if (cfg.decisionHeader()) {
-        headers.put("x-sluice-decision", "admit");
+        headers.put("x-sluice-decision", s.degradedRung() != null ? "degrade" : "admit");
       }
-      headers.put(
-          "x-sluice-estimate",
-          "input="
-              + e.inputTokens()
-              + ";output="
-              + e.outputReserveTokens()
-              + ";work="
-              + s.workUnits());
+      TokenEstimate e = s.estimate();
+      if (cfg.estimateHeader() && e != null) {
+        headers.put(
+            "x-sluice-estimate",
+            "input="
+                + e.inputTokens()
+                + ";output="
+                + e.outputReserveTokens()
+                + ";work="
+                + s.workUnits());
+      }
+      if (!cfg.deadlineHeader().isEmpty()) {
+        headers.put(cfg.deadlineHeader(), Long.toString(left));
+      }
+      if (cfg.upstreamTimeout()) {
+        // Envoy's router reads (and removes) it when it forwards the request: the route's timeout
+        // becomes what is left of the caller's deadline (needs mutation_rules.allow_envoy)
+        headers.put("x-envoy-upstream-rq-timeout-ms", Long.toString(left));
+      }
+      headers.putAll(s.upstreamHeaders());
     }
+    byte[] body = atBody ? s.upstreamBody() : null;
+    if (body != null) { // BUFFERED keeps content-length: it must match the new body
+      headers.put("content-length", Integer.toString(body.length));
+    }
+    boolean degraded = s.degradedRung() != null;
     return Responses.admit(
         rt.tables().answerEntries(),
         atBody,
         headers,
-        metadata(s, "admit", Reason.ADMITTED, null, null));
+        body,
+        s.clearRouteCache(),
+        metadata(
+            s,
+            degraded ? "degrade" : "admit",
+            degraded ? Reason.DEGRADED : Reason.ADMITTED,
+            null,
+            null,
+            admitExtra(rt, s, left)));
+  }
+
+  /** Milliseconds left before the request's deadline (at least 1: it was admitted in time). */
+  private static long deadlineMillis(AdmissionRuntime rt, AdmissionSession s) {
+    long nanos = s.subject().deadlineNanos() - rt.ticker().nanos();
+    return Math.max(1, (nanos + 999_999L) / 1_000_000L);
+  }
+
+  /**
+   * The admit's metadata beyond the common fields: the deadline (epoch ms) and the time left, the
+   * queue wait, the rung and trigger of a degraded request and the pool a reroute sent it to, the
+   * engine priority written.
+   */
+  private static byte[] admitExtra(AdmissionRuntime rt, AdmissionSession s, long left) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(160);
+    out.writeBytes(AnswerEncoder.numberEntry("deadline_remaining_ms", left));
+    out.writeBytes(
+        AnswerEncoder.numberEntry("deadline_epoch_ms", rt.clock().millis() + (double) left));
+    if (s.queueWaitNanos() > 0) {
+      out.writeBytes(
+          AnswerEncoder.numberEntry(
+              "queue_wait_ms", Math.max(1, Math.floorDiv(s.queueWaitNanos(), 1_000_000L))));
+    }
+    String rung = s.degradedRung();
+    if (rung != null) {
+      out.writeBytes(AnswerEncoder.stringEntry("degraded", rung));
+      out.writeBytes(
+          AnswerEncoder.stringEntry("degrade_trigger", String.valueOf(s.degradeTrigger())));
+      if (!s.runPool().name().equals(s.subject().pool().name())) {
+        out.writeBytes(AnswerEncoder.stringEntry("rerouted_to", s.runPool().name()));
+      }
+    }
+    String priority = s.enginePriority();
+    if (priority != null) {
+      out.writeBytes(AnswerEncoder.stringEntry("engine_priority", priority));
+    }
+    return out.toByteArray();
+  }
+
+  /**
+   * The headers the client's response gets, or an empty map: {@code x-sluice-degraded: <rung>} for
+   * a degraded request (always: a client must know its answer was made cheaper), {@code
+   * x-sluice-queue-wait-ms} for one that waited in the queue.
+   */
+  static Map<String, String> responseHeaders(AdmissionSession s) {
+    String rung = s.degradedRung();
+    long waited = s.queueWaitNanos();
+    if (rung == null && waited <= 0) {
+      return Map.of();
+    }
+    Map<String, String> h = new LinkedHashMap<>(4);
+    if (rung != null) {
+      h.put("x-sluice-degraded", rung);
+    }
+    if (waited > 0) {
+      h.put("x-sluice-queue-wait-ms", Long.toString(Math.max(1, waited / 1_000_000L)));
+    }
+    return h;
   }
 
   /**
@@ -92,11 +181,20 @@ final class DecisionAnswers {
       int status,
       long retryAfter,
       String message) {
-    AnswerEncoder.DecisionFields f = metadata(s, "reject", reason, null, null);
+    long wait = s.refusalWaitNanos();
+    long waitMillis = wait < 0 ? -1 : (wait + 999_999L) / 1_000_000L;
+    AnswerEncoder.DecisionFields f =
+        metadata(
+            s,
+            "reject",
+            reason,
+            null,
+            null,
+            waitMillis < 0
+                ? new byte[0]
+                : AnswerEncoder.numberEntry("predicted_wait_ms", waitMillis));
     AnswerEncoder.Entries entries = rt.tables().answerEntries();
-    return grpc
-        ? Responses.rejectGrpc(entries, reason, status, retryAfter, message, f)
-        : Responses.reject(entries, reason, status, retryAfter, message, f);
+    return Responses.reject(entries, reason, status, retryAfter, waitMillis, message, f, grpc);
   }
 
   /**
@@ -108,6 +206,16 @@ final class DecisionAnswers {
       Reason reason,
       @Nullable String would,
       @Nullable String wouldReason) {
+    return metadata(s, decision, reason, would, wouldReason, new byte[0]);
+  }
+
+  private static AnswerEncoder.DecisionFields metadata(
+      AdmissionSession s,
+      String decision,
+      Reason reason,
+      @Nullable String would,
+      @Nullable String wouldReason,
+      byte[] extra) {
     Subject r = s.subject();
     TokenEstimate e = s.estimate();
     return new AnswerEncoder.DecisionFields(
@@ -124,6 +232,7 @@ final class DecisionAnswers {
         e != null ? e.outputReserveTokens() : 0,
         e != null ? s.workUnits() : 0,
         would,
-        wouldReason);
+        wouldReason,
+        extra);
   }
 }

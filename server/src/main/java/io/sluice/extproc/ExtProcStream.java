@@ -13,6 +13,7 @@ import io.sluice.core.session.SessionFront;
 import io.sluice.core.session.SessionSteps;
 import io.sluice.observability.StreamTally;
 import io.sluice.routing.ResolvedRequest;
+import java.util.Map;
 
 /**
  * One ext_proc stream = one HTTP request: the Envoy protocol mapping of an {@link
@@ -143,6 +144,9 @@ final class ExtProcStream extends LiveStreams.Node
     faults.at(StreamFaults.Step.RESOLVE);
     ResolvedRequest r = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
     session = rt.sessions().open(r.subject(now), this, sync, steps);
+    if (r.noDegrade()) {
+      session.forbidDegradation();
+    }
     boolean noBody = req.headersEndOfStream();
     boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
     bodyDecides = !atHeaders; // a shadow pass at headers answers at the body (admitted)
@@ -231,7 +235,11 @@ final class ExtProcStream extends LiveStreams.Node
       session.responseEndUnseen(unseen);
       at.to(StreamPhase.DONE);
     }
-    send(Responses.CONTINUE_RESPONSE_HEADERS);
+    Map<String, String> disclosed = DecisionAnswers.responseHeaders(session);
+    send(
+        disclosed.isEmpty()
+            ? Responses.CONTINUE_RESPONSE_HEADERS
+            : Responses.continueResponseHeaders(disclosed));
     if (ends) {
       release(Outcome.COMPLETED);
     }

@@ -76,6 +76,48 @@ final class Responses {
   }
 
   /**
+   * As {@link #admit(AnswerEncoder.Entries, boolean, Map, AnswerEncoder.DecisionFields)}, with the
+   * body the upstream gets instead of the client's ({@code body}, null: unchanged; the caller sets
+   * {@code content-length} in {@code headers}) and {@code clear_route_cache}.
+   */
+  static Answer admit(
+      AnswerEncoder.Entries entries,
+      boolean atBody,
+      Map<String, String> headers,
+      byte @org.jspecify.annotations.Nullable [] body,
+      boolean clearRouteCache,
+      AnswerEncoder.DecisionFields metadata) {
+    return Answer.encoded(
+        AnswerEncoder.admit(entries, atBody, headers, body, clearRouteCache, metadata));
+  }
+
+  /**
+   * CONTINUE for the response headers, setting {@code headers} on the response the client gets
+   * ({@code x-sluice-degraded}, {@code x-sluice-queue-wait-ms}).
+   */
+  static Answer continueResponseHeaders(Map<String, String> headers) {
+    io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation.Builder m =
+        io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation.newBuilder();
+    headers.forEach(
+        (k, v) ->
+            m.addSetHeaders(
+                io.envoyproxy.envoy.config.core.v3.HeaderValueOption.newBuilder()
+                    .setHeader(
+                        io.envoyproxy.envoy.config.core.v3.HeaderValue.newBuilder()
+                            .setKey(k)
+                            .setRawValue(com.google.protobuf.ByteString.copyFromUtf8(v)))
+                    .setAppendAction(
+                        io.envoyproxy.envoy.config.core.v3.HeaderValueOption.HeaderAppendAction
+                            .OVERWRITE_IF_EXISTS_OR_ADD)));
+    return Answer.of(
+        ProcessingResponse.newBuilder()
+            .setResponseHeaders(
+                HeadersResponse.newBuilder()
+                    .setResponse(CommonResponse.newBuilder().setHeaderMutation(m)))
+            .build());
+  }
+
+  /**
    * An ImmediateResponse: status, {@code retry-after} (whole seconds, when > 0), {@code
    * x-sluice-reason}, {@code content-type: application/json} and the OpenAI-style error body.
    */
@@ -86,7 +128,24 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(entries, reason, status, retryAfterSeconds, message, metadata, false);
+    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, false);
+  }
+
+  /**
+   * As above, with the predicted wait (or drain time) in milliseconds its Retry-After came from
+   * ({@code waitMillis}, -1: none): header {@code x-sluice-predicted-wait-ms} and {@code
+   * error.predicted_wait_ms} in the body.
+   */
+  static Answer reject(
+      AnswerEncoder.Entries entries,
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      long waitMillis,
+      String message,
+      AnswerEncoder.DecisionFields metadata,
+      boolean grpc) {
+    return refusal(entries, reason, status, retryAfterSeconds, waitMillis, message, metadata, grpc);
   }
 
   /**
@@ -104,7 +163,7 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(entries, reason, status, retryAfterSeconds, message, metadata, true);
+    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, true);
   }
 
   private static Answer refusal(
@@ -112,10 +171,11 @@ final class Responses {
       Reason reason,
       int status,
       long retryAfterSeconds,
+      long waitMillis,
       String message,
       AnswerEncoder.DecisionFields metadata,
       boolean grpc) {
-    int n = (grpc ? 0 : 1) + 1 + (retryAfterSeconds > 0 ? 1 : 0);
+    int n = (grpc ? 0 : 1) + 1 + (retryAfterSeconds > 0 ? 1 : 0) + (waitMillis >= 0 ? 1 : 0);
     byte[][] keys = new byte[n][];
     byte[][] values = new byte[n][];
     int i = 0;
@@ -127,7 +187,11 @@ final class Responses {
     values[i++] = reason.code().getBytes(StandardCharsets.UTF_8);
     if (retryAfterSeconds > 0) {
       keys[i] = RETRY_AFTER;
-      values[i] = Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII);
+      values[i++] = Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII);
+    }
+    if (waitMillis >= 0) {
+      keys[i] = X_SLUICE_PREDICTED_WAIT;
+      values[i] = Long.toString(waitMillis).getBytes(StandardCharsets.US_ASCII);
     }
     return Answer.encoded(
         AnswerEncoder.reject(
@@ -135,7 +199,7 @@ final class Responses {
             status,
             grpc ? grpcStatus(status) : -1,
             ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),
-            errorBodyBytes(reason, status, retryAfterSeconds, message),
+            errorBodyBytes(reason, status, retryAfterSeconds, waitMillis, message),
             keys,
             values,
             metadata));
@@ -165,6 +229,8 @@ final class Responses {
   private static final byte[] X_SLUICE_REASON =
       "x-sluice-reason".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] RETRY_AFTER = "retry-after".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] X_SLUICE_PREDICTED_WAIT =
+      "x-sluice-predicted-wait-ms".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] APPLICATION_JSON =
       "application/json".getBytes(StandardCharsets.US_ASCII);
 
@@ -180,6 +246,15 @@ final class Responses {
 
   /** The JSON error body of a refusal (OpenAI-style {@code error} object). */
   static byte[] errorBodyBytes(Reason reason, int status, long retryAfterSeconds, String message) {
+    return errorBodyBytes(reason, status, retryAfterSeconds, -1, message);
+  }
+
+  /**
+   * As above, with {@code predicted_wait_ms} (the predicted wait or drain time behind the
+   * Retry-After) when {@code waitMillis >= 0}.
+   */
+  static byte[] errorBodyBytes(
+      Reason reason, int status, long retryAfterSeconds, long waitMillis, String message) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
@@ -189,6 +264,9 @@ final class Responses {
       g.writeStringField("message", message);
       g.writeStringField("scope", reason.scope().code());
       g.writeNumberField("retry_after_seconds", retryAfterSeconds);
+      if (waitMillis >= 0) {
+        g.writeNumberField("predicted_wait_ms", waitMillis);
+      }
       g.writeEndObject();
       g.writeEndObject();
     } catch (IOException e) {

@@ -107,6 +107,25 @@ public final class AdmissionMetrics {
         .register(registry);
   }
 
+  /**
+   * {@code sluice_degraded_total{pool,class,rung,trigger}}: a request a rung of its class's degrade
+   * ladder ran ({@code pool}: its own pool, where it could not run as asked).
+   */
+  public void degraded(String pool, String cls, String rung, String trigger) {
+    counter(MetricNames.DEGRADED, "pool", pool, "class", cls, "rung", rung, "trigger", trigger)
+        .increment();
+  }
+
+  /**
+   * {@code sluice_degrade_skipped_total{pool,class,rung,cause}}: a rung that did not admit a
+   * request the ladder was tried for ({@code rung} {@code all}, {@code cause} {@code forbidden}:
+   * the request may not be degraded).
+   */
+  public void degradeSkipped(String pool, String cls, String rung, String cause) {
+    counter(MetricNames.DEGRADE_SKIPPED, "pool", pool, "class", cls, "rung", rung, "cause", cause)
+        .increment();
+  }
+
   /** {@code sluice_reserve_decisions_total{pool,rule}}: the rule that gave a request's reserve. */
   public void reserveDecision(String pool, String rule) {
     counter(MetricNames.RESERVE_DECISIONS, "pool", pool, "rule", rule).increment();
@@ -180,6 +199,15 @@ public final class AdmissionMetrics {
             Gauge.builder(MetricNames.QUEUE_WORK, pool, s -> s.queuedWork(c))
                 .tags("pool", p, "class", c)
                 .description("work units waiting in the class queue")
+                .register(registry));
+        poolGauges.add(
+            Gauge.builder(
+                    MetricNames.QUEUE_OLDEST_AGE,
+                    pool,
+                    s -> s.oldestQueuedAgeNanos(c, tickerNanos.getAsLong()) / 1e9)
+                .tags("pool", p, "class", c)
+                .baseUnit("seconds")
+                .description("age of the oldest request waiting in the class queue (0: none)")
                 .register(registry));
         poolGauges.add(
             Gauge.builder(

@@ -83,6 +83,8 @@ public final class MetricNames {
   public static final String QUEUE_DEPTH = "sluice.queue.depth";
   public static final String QUEUE_WORK = "sluice.queue.work";
   public static final String QUEUE_OLDEST_AGE = "sluice.queue.oldest.age";
+  public static final String DEGRADED = "sluice.degraded";
+  public static final String DEGRADE_SKIPPED = "sluice.degrade.skipped";
   public static final String QUEUE_WAIT = "sluice.queue.wait";
   public static final String QUEUE_WAIT_PREDICTED = "sluice.queue.wait.predicted";
   public static final String OVERRIDES_SENT = "sluice.extproc.overrides";

@@ -54,6 +54,12 @@ public final class SessionRecorder implements SessionListener {
       metrics.outputOverran(e.session().subject().pool().name(), e.addedWork(), e.first());
     } else if (event instanceof SessionEvent.ResponseEndUnseen e) {
       metrics.responseEndUnseen(e.session().subject().pool().name(), e.cause());
+    } else if (event instanceof SessionEvent.Degraded e) {
+      Subject s = e.session().subject();
+      metrics.degraded(s.pool().name(), s.requestClass().name(), e.rung(), e.trigger());
+    } else if (event instanceof SessionEvent.DegradeSkipped e) {
+      Subject s = e.session().subject();
+      metrics.degradeSkipped(s.pool().name(), s.requestClass().name(), e.rung(), e.cause());
     } else if (event instanceof SessionEvent.Shadowed e) {
       Subject s = e.session().subject();
       metrics.shadowed(
@@ -71,7 +77,19 @@ public final class SessionRecorder implements SessionListener {
 
   private void admitted(AdmissionSession session) {
     AdmissionMetrics.ClassMeters m = meters(session.subject());
-    m.admitted(session.phase(), session.decisionLatencyNanos());
+    if (session.degradedRung() != null) {
+      Subject s = session.subject();
+      metrics.decision(
+          s.pool().name(),
+          s.requestClass().name(),
+          s.tenant().tier().name(),
+          "degrade",
+          Reason.DEGRADED.code(),
+          session.phase(),
+          session.decisionLatencyNanos());
+    } else {
+      m.admitted(session.phase(), session.decisionLatencyNanos());
+    }
     TokenEstimate est = session.estimate();
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
       m.estimated(est.inputTokens(), est.outputReserveTokens());
@@ -130,6 +148,7 @@ public final class SessionRecorder implements SessionListener {
                   e.retryAfterSeconds())
               .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
               .setMessage(e.message())
+              .setPredictedWaitMs(Math.max(0, session.refusalWaitNanos() / 1_000_000L))
               .build());
     }
   }
@@ -158,10 +177,7 @@ public final class SessionRecorder implements SessionListener {
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
     if (decisionLog.wants(SessionEvent.Shadowed.REJECT.equals(session.would()))) {
       decisionLog.write(
-          shadow(
-                  session,
-                  record(
-                      session, io.sluice.api.v1.Decision.DECISION_ADMIT, session.reason(), 200, 0))
+          shadow(session, admitRecord(session))
               .setActual(
                   io.sluice.api.v1.Usage.newBuilder()
                       .setInputTokens(u.inputTokens())
@@ -178,6 +194,36 @@ public final class SessionRecorder implements SessionListener {
               .setHeldMs(e.heldNanos() / 1_000_000L)
               .build());
     }
+  }
+
+  /** The record of an admitted (or degraded) request, before its end's fields. */
+  private static AdmissionRecord.Builder admitRecord(AdmissionSession session) {
+    String rung = session.degradedRung();
+    AdmissionRecord.Builder b =
+        record(
+                session,
+                rung != null
+                    ? io.sluice.api.v1.Decision.DECISION_DEGRADE
+                    : io.sluice.api.v1.Decision.DECISION_ADMIT,
+                session.reason(),
+                200,
+                0)
+            .setDeadlineRemainingMs(session.admittedDeadlineLeftNanos() / 1_000_000L);
+    if (rung != null) {
+      TokenEstimate e = session.estimate();
+      b.setDegrade(
+          io.sluice.api.v1.Degrade.newBuilder()
+              .setRung(rung)
+              .setTrigger(String.valueOf(session.degradeTrigger()))
+              .setPool(session.runPool().name())
+              .setRequestedOutputTokens(session.requestedOutputTokens())
+              .setOutputReserveTokens(e == null ? 0 : e.outputReserveTokens()));
+    }
+    String priority = session.enginePriority();
+    if (priority != null) {
+      b.setEnginePriority(priority);
+    }
+    return b;
   }
 
   /** The shadow fields of a request enforcement would have refused or queued. */

@@ -197,7 +197,17 @@ public final class RequestResolver {
         rejectMessage,
         shadow(rule, pool),
         declaredFanout(read(Signal.FANOUT, in)),
-        workflow(read(Signal.WORKFLOW, in)));
+        workflow(read(Signal.WORKFLOW, in)),
+        (rule != null && !rule.degrade()) || truthy(read(Signal.NO_DEGRADE, in)));
+  }
+
+  /** A signal's yes: {@code true}, {@code 1} or {@code yes} (any case); anything else is no. */
+  static boolean truthy(String value) {
+    if (value == null) {
+      return false;
+    }
+    String v = value.trim().toLowerCase(java.util.Locale.ROOT);
+    return v.equals("true") || v.equals("1") || v.equals("yes");
   }
 
   /**

@@ -19,6 +19,8 @@ import io.sluice.core.session.Subject;
  * @param fanout declared downstream calls (the trusted {@code fanout} signal; 0 when absent or
  *     unreadable, at most {@code FanOutPolicy.MAX_DECLARED_CALLS})
  * @param workflow the trusted {@code workflow} signal (length-capped), or null
+ * @param noDegrade never degrade this request: its route says {@code degrade: false}, or the
+ *     trusted {@code noDegrade} signal is {@code true}, {@code 1} or {@code yes}
  */
 public record ResolvedRequest(
     String route,
@@ -34,7 +36,42 @@ public record ResolvedRequest(
     String rejectMessage,
     boolean shadow,
     int fanout,
-    String workflow) {
+    String workflow,
+    boolean noDegrade) {
+
+  /** A request its class's degrade ladder may apply to. */
+  public ResolvedRequest(
+      String route,
+      PoolPolicy pool,
+      ClassPolicy requestClass,
+      RequestFormat format,
+      EstimateFrom estimateFrom,
+      Tenant tenant,
+      long deadlineNanos,
+      String operationId,
+      long maxMessageTimeoutMillis,
+      Reason rejectReason,
+      String rejectMessage,
+      boolean shadow,
+      int fanout,
+      String workflow) {
+    this(
+        route,
+        pool,
+        requestClass,
+        format,
+        estimateFrom,
+        tenant,
+        deadlineNanos,
+        operationId,
+        maxMessageTimeoutMillis,
+        rejectReason,
+        rejectMessage,
+        shadow,
+        fanout,
+        workflow,
+        false);
+  }
 
   /** Without declared fan-out or workflow. */
   public ResolvedRequest(

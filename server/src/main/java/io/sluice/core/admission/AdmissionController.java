@@ -94,6 +94,26 @@ public final class AdmissionController {
   }
 
   /**
+   * As {@link #decide(AdmissionRequest, long, Waiter, long)}, with a degrade ladder's wait trigger:
+   * a request that cannot start now and whose predicted wait exceeds {@code degradeWaitNanos} (or
+   * that would be refused for want of capacity) is answered {@link Decision.Degradable}, nothing
+   * queued. {@code degradeWaitNanos <= 0}: no trigger.
+   */
+  public Decision decide(
+      AdmissionRequest request,
+      long maxHoldNanos,
+      Waiter waiter,
+      long nowNanos,
+      long degradeWaitNanos) {
+    PoolState pool = pools.get(request.pool().name());
+    if (pool == null) {
+      return new Decision.Reject(
+          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
+    }
+    return pool.decide(request, maxHoldNanos, waiter, nowNanos, degradeWaitNanos);
+  }
+
+  /**
    * The decision {@link #decide} would make, for a request in shadow mode (observe only): an admit
    * takes its permit as usual; a refusal is returned as such; where {@link #decide} would queue,
    * {@link Decision.WouldQueue} is returned and nothing is queued (the queue checks run against the

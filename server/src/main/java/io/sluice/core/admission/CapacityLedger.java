@@ -391,6 +391,46 @@ final class CapacityLedger {
     return null;
   }
 
+  /**
+   * The capacity class {@code k} could take now, as a fraction of what the class rules count
+   * against (the pool, or this replica's share): the smaller of its work and, with a request cap,
+   * its request slots. The same terms as {@link #checkCapacity}: the other classes' guaranteed and
+   * in-flight parts are not free, nor, without {@code borrow}, anything past its reserved share.
+   */
+  double classHeadroom(ClassSlot k) {
+    long protectedWork = otherPeerWork;
+    int protectedRequests = otherPeerRequests;
+    long keptWork = 0;
+    int keptRequests = 0;
+    for (ClassSlot j : slots) {
+      if (j != k) {
+        protectedWork += Math.max(j.work + j.peerWork, j.guaranteed);
+        protectedRequests += Math.max(j.requests + j.peerRequests, j.guaranteedRequests);
+        keptWork += Math.max(0, j.idleWork - j.work);
+        keptRequests += Math.max(0, j.idleRequests - j.requests);
+      }
+    }
+    long classWork = k.work + k.peerWork;
+    long room =
+        Math.min(classCapWork - classWork - protectedWork, workLimit - totalWork - keptWork);
+    if (!k.policy.borrow()) {
+      room = Math.min(room, k.reserved - classWork);
+    }
+    double work = classCapWork <= 0 ? 0 : Math.max(0, room) / (double) classCapWork;
+    if (policy.maxRequests() <= 0 || classCapRequests <= 0) {
+      return work;
+    }
+    int classRequests = k.requests + k.peerRequests;
+    long slots =
+        Math.min(
+            (long) classCapRequests - classRequests - protectedRequests,
+            (long) requestLimit - totalRequests - keptRequests);
+    if (!k.policy.borrow()) {
+      slots = Math.min(slots, (long) k.reservedRequests - classRequests);
+    }
+    return Math.min(work, Math.max(0, slots) / (double) classCapRequests);
+  }
+
   /** Pool request cap, class share and pool capacity (not the tenant cap); null if it fits. */
   @Nullable Shortfall checkCapacity(ClassSlot k, long work) {
     PoolPolicy p = policy;

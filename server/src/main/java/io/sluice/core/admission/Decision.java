@@ -2,7 +2,11 @@ package io.sluice.core.admission;
 
 /** The answer of the admission core. Expected outcomes are values, not exceptions. */
 public sealed interface Decision
-    permits Decision.Admit, Decision.Reject, Decision.Queued, Decision.WouldQueue {
+    permits Decision.Admit,
+        Decision.Reject,
+        Decision.Queued,
+        Decision.WouldQueue,
+        Decision.Degradable {
 
   Reason reason();
 
@@ -20,9 +24,16 @@ public sealed interface Decision
    * @param status HTTP status (429 for the caller's own share, 503 for saturation, 4xx for input)
    * @param retryAfterSeconds whole seconds, >= 1 for 429/503, 0 when retrying cannot help
    * @param message human-readable, never contains prompt text
+   * @param waitNanos the predicted wait or drain time its Retry-After was computed from, before
+   *     clamping and jitter ({@code -1}: none, e.g. a refusal retrying cannot help)
    */
-  record Reject(Reason reason, int status, long retryAfterSeconds, String message)
-      implements Decision {}
+  record Reject(Reason reason, int status, long retryAfterSeconds, String message, long waitNanos)
+      implements Decision {
+    /** A refusal whose Retry-After was not computed from a predicted duration. */
+    public Reject(Reason reason, int status, long retryAfterSeconds, String message) {
+      this(reason, status, retryAfterSeconds, message, -1);
+    }
+  }
 
   /**
    * Wait: the request is in its class queue and its {@link Waiter} will be called exactly once, no
@@ -59,4 +70,15 @@ public sealed interface Decision
    * @param predictedWaitNanos the wait enforcement would have predicted for it
    */
   record WouldQueue(Reason reason, int position, long predictedWaitNanos) implements Decision {}
+
+  /**
+   * The request cannot start now and its class has a degrade ladder whose wait trigger fired
+   * ({@link AdmissionController#decide(AdmissionRequest, long, Waiter, long, long)}): its predicted
+   * wait is above the ladder's threshold, or it would be refused. Nothing was queued and no permit
+   * taken; the caller tries the ladder, then decides again without it.
+   *
+   * @param reason the capacity reason it cannot start now
+   * @param predictedWaitNanos its predicted wait ({@code -1}: it would be refused, not queued)
+   */
+  record Degradable(Reason reason, long predictedWaitNanos) implements Decision {}
 }

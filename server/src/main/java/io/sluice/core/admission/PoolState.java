@@ -307,12 +307,41 @@ public final class PoolState {
    */
   Decision decide(
       AdmissionRequest request, long maxHoldNanos, @Nullable Waiter waiter, long nowNanos) {
-    return decide(request, maxHoldNanos, waiter, false, nowNanos);
+    return decide(request, maxHoldNanos, waiter, false, nowNanos, 0);
+  }
+
+  /**
+   * As {@link #decide(AdmissionRequest, long, Waiter, long)}, with a degrade ladder's wait trigger
+   * ({@code degradeWaitNanos > 0}): a request that cannot start now and would wait longer than
+   * that, or be refused for want of capacity, is answered {@link Decision.Degradable} (nothing
+   * queued).
+   */
+  Decision decide(
+      AdmissionRequest request,
+      long maxHoldNanos,
+      @Nullable Waiter waiter,
+      long nowNanos,
+      long degradeWaitNanos) {
+    return decide(request, maxHoldNanos, waiter, false, nowNanos, degradeWaitNanos);
   }
 
   /** {@link AdmissionController#decideShadow}: as {@link #decide}, but never queues. */
   Decision decideShadow(AdmissionRequest request, long maxHoldNanos, long nowNanos) {
-    return decide(request, maxHoldNanos, null, true, nowNanos);
+    return decide(request, maxHoldNanos, null, true, nowNanos, 0);
+  }
+
+  /**
+   * The capacity a request of {@code className} could take now, as a fraction of the pool (or this
+   * replica's share of it); 0 for an unknown class. The degrade ladder's headroom trigger.
+   */
+  public double classHeadroom(String className) {
+    lock.lock();
+    try {
+      ClassSlot k = capacity.slot(className);
+      return k == null ? 0 : capacity.classHeadroom(k);
+    } finally {
+      lock.unlock();
+    }
   }
 
   private Decision decide(
@@ -320,12 +349,13 @@ public final class PoolState {
       long maxHoldNanos,
       @Nullable Waiter waiter,
       boolean shadow,
-      long nowNanos) {
+      long nowNanos,
+      long degradeWaitNanos) {
     QueueCoordinator.Callback[] callbacks;
     Decision d;
     lock.lock();
     try {
-      d = decideLocked(request, maxHoldNanos, waiter, shadow, nowNanos, pending);
+      d = decideLocked(request, maxHoldNanos, waiter, shadow, nowNanos, degradeWaitNanos, pending);
       if ((d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY)
           || d instanceof Decision.WouldQueue) {
         // unmet demand since the last demand() read, by class
@@ -350,6 +380,7 @@ public final class PoolState {
       @Nullable Waiter waiter,
       boolean shadow,
       long nowNanos,
+      long degradeWaitNanos,
       List<QueueCoordinator.Callback> callbacks) {
     unmet = false;
     long pause = pausedFor(nowNanos);
@@ -370,11 +401,13 @@ public final class PoolState {
             ? capacity.tenantInFlight(tenant.id()) + queues.tenantQueued(tenant.id())
             : 0;
     if (maxInFlight > 0 && load >= maxInFlight) {
+      long hold = retry.holdNanos();
       return new Decision.Reject(
           Reason.TENANT_CONCURRENCY,
           429,
-          retry.forHold(),
-          "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")");
+          retry.seconds(hold),
+          "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")",
+          hold);
     }
     Decision.Reject late = cannotFinishInTime(k, request, nowNanos);
     if (late != null) {
@@ -391,7 +424,8 @@ public final class PoolState {
                     + policy.name()
                     + " asked for a pause (Retry-After): no new request starts for "
                     + (pause + 999_999) / 1_000_000
-                    + " ms")
+                    + " ms",
+                pause)
             : capacityRefusal(k, request.workUnits(), nowNanos);
     // Rule 2: start at once only if nobody of equal or higher priority waits, or if the scheduler
     // would start it at once anyway (its class's reserve has room and nothing of its class waits):
@@ -406,22 +440,37 @@ public final class PoolState {
     // capacity reason, a full queue, a wait too long for its deadline), it is unmet demand
     unmet = true;
     if (refused == null) {
+      long drain =
+          service.drainNanos(
+              queues.queuedWorkAtOrAbove(k.policy.rank()),
+              queues.queuedItemsAtOrAbove(k.policy.rank()));
       refused =
           new Decision.Reject(
               Reason.POOL_SATURATED,
               k.policy.shedStatus(),
-              retry.seconds(
-                  service.drainNanos(
-                      queues.queuedWorkAtOrAbove(k.policy.rank()),
-                      queues.queuedItemsAtOrAbove(k.policy.rank()))),
-              "requests of equal or higher priority are waiting in pool " + policy.name());
+              retry.seconds(drain),
+              "requests of equal or higher priority are waiting in pool " + policy.name(),
+              drain);
+    }
+    long maxWait =
+        Math.min(k.policy.maxQueueWait().toNanos(), maxHoldNanos - policy.holdMargin().toNanos());
+    boolean canWait = maxHoldNanos > 0 && maxWait > 0 && maxWait > pause;
+    if (degradeWaitNanos > 0 && !shadow) {
+      // the ladder's wait trigger: tried first when the request would be refused, or wait longer
+      // than the threshold; the caller decides again without it if no rung admits it
+      if (waiter == null || !canWait) {
+        return new Decision.Degradable(refused.reason(), -1); // counted when decided again
+      }
+      Decision w = queues.wouldEnqueue(k, request, maxWait, nowNanos, refused.reason());
+      if (!(w instanceof Decision.WouldQueue q) || q.predictedWaitNanos() > degradeWaitNanos) {
+        return new Decision.Degradable(
+            refused.reason(), w instanceof Decision.WouldQueue q2 ? q2.predictedWaitNanos() : -1);
+      }
     }
     if (waiter == null && !shadow) {
       return refused;
     }
-    long maxWait =
-        Math.min(k.policy.maxQueueWait().toNanos(), maxHoldNanos - policy.holdMargin().toNanos());
-    if (maxHoldNanos <= 0 || maxWait <= 0 || maxWait <= pause) {
+    if (!canWait) {
       return refused; // queue-hold off for this request, or it cannot outwait the pause
     }
     if (waiter == null) { // shadow: what enqueue would answer, nothing queued
@@ -467,11 +516,12 @@ public final class PoolState {
     if (s == null) {
       return null;
     }
-    long retryAfter =
+    long wait =
         s.drainRequests() > 0
-            ? retry.seconds(service.drainNanos(0, s.drainRequests()))
-            : retry.forWork(s.drainWork(), nowNanos);
-    return new Decision.Reject(s.reason(), k.policy.shedStatus(), retryAfter, s.message());
+            ? service.drainNanos(0, s.drainRequests())
+            : retry.workNanos(s.drainWork(), nowNanos);
+    return new Decision.Reject(
+        s.reason(), k.policy.shedStatus(), retry.seconds(wait), s.message(), wait);
   }
 
   /**
@@ -870,6 +920,11 @@ public final class PoolState {
   /** Queued work of one class (0 if unknown). */
   public long queuedWork(String className) {
     return readSlot(className, s -> s.queue.queuedWork());
+  }
+
+  /** Age of the oldest request waiting in one class's queue at {@code nowNanos} (0: none). */
+  public long oldestQueuedAgeNanos(String className, long nowNanos) {
+    return readSlot(className, s -> s.queue.oldestAgeNanos(nowNanos));
   }
 
   /** In-flight work of one class (0 if unknown). */

@@ -261,13 +261,15 @@ final class QueueCoordinator {
     long serviceNanos = service.deadlineServiceNanos(k, request, work);
     if (!WaitPredictor.feasible(
         nowNanos, request.deadlineNanos(), maxWait, predicted, serviceNanos)) {
+      long wait = Math.max(predicted, service.drainNanos(ahead + work, requestsAhead + 1));
       return new Decision.Reject(
           Reason.DEADLINE_UNREACHABLE,
           503,
-          retry.seconds(Math.max(predicted, service.drainNanos(ahead + work, requestsAhead + 1))),
+          retry.seconds(wait),
           "predicted wait "
               + predicted / 1_000_000L
-              + " ms cannot meet the deadline or the class's maximum queue wait");
+              + " ms cannot meet the deadline or the class's maximum queue wait",
+          wait);
     }
     long expires = QueuedItem.expiryNanos(nowNanos, maxWait, request.deadlineNanos(), serviceNanos);
     long ticket = waiter == null ? 0 : nextTicket++; // a shadow check queues nothing
@@ -289,22 +291,22 @@ final class QueueCoordinator {
     if (offer instanceof Offer.Rejected r) {
       return switch (r.reason()) {
         case TENANT_SHARE ->
-            new Decision.Reject(
+            refusal(
                 Reason.TENANT_CONCURRENCY,
                 429,
-                retry.seconds(service.drainNanos(k.queue.tenantQueuedWork(tenant.id()), 0)),
+                service.drainNanos(k.queue.tenantQueuedWork(tenant.id()), 0),
                 "tenant owns its share of the waiting room of class " + k.name());
         case QUEUE_FULL ->
-            new Decision.Reject(
+            refusal(
                 Reason.QUEUE_FULL,
                 503,
-                retry.seconds(service.drainNanos(k.queue.queuedWork(), k.queue.depth())),
+                service.drainNanos(k.queue.queuedWork(), k.queue.depth()),
                 "queue of class " + k.name() + " in pool " + policy.name() + " is full");
         case EXPIRED ->
-            new Decision.Reject(
+            refusal(
                 Reason.DEADLINE_UNREACHABLE,
                 503,
-                retry.seconds(service.drainNanos(ahead + work, requestsAhead + 1)),
+                service.drainNanos(ahead + work, requestsAhead + 1),
                 "the deadline leaves no time to wait");
       };
     }
@@ -358,6 +360,11 @@ final class QueueCoordinator {
     return n;
   }
 
+  /** A refusal whose Retry-After comes from {@code waitNanos} (carried with it for the client). */
+  private Decision.Reject refusal(Reason reason, int status, long waitNanos, String message) {
+    return new Decision.Reject(reason, status, retry.seconds(waitNanos), message, waitNanos);
+  }
+
   /** Earliest expiry among queued items, for the adapter's timer. */
   OptionalLong nextExpiryNanos() {
     return scheduler.nextExpiryNanos();
@@ -378,13 +385,12 @@ final class QueueCoordinator {
           new Callback(
               item.payload().waiter(),
               null,
-              new Decision.Reject(
+              refusal(
                   Reason.QUEUE_TIMEOUT,
                   503,
-                  retry.seconds(
-                      service.drainNanos(
-                          queuedWorkAtOrAbove(Integer.MAX_VALUE),
-                          queuedItemsAtOrAbove(Integer.MAX_VALUE))),
+                  service.drainNanos(
+                      queuedWorkAtOrAbove(Integer.MAX_VALUE),
+                      queuedItemsAtOrAbove(Integer.MAX_VALUE)),
                   "waited the longest it could and could not start in time"),
               nowNanos - item.enqueuedAtNanos()));
     }

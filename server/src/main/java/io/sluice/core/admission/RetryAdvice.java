@@ -74,17 +74,25 @@ final class RetryAdvice {
 
   /** Seconds until {@code work} units should have drained at the recent completion rate. */
   long forWork(long work, long nowNanos) {
+    return seconds(workNanos(work, nowNanos));
+  }
+
+  /** Nanoseconds until {@code work} units should have drained (before clamping and jitter). */
+  long workNanos(long work, long nowNanos) {
     double rate = completionRate.workPerSecond(nowNanos);
     double seconds = rate > 0 ? work / rate : minNanos / (double) NANOS_PER_SECOND;
-    return clamp(seconds);
+    return (long) Math.min(MAX_RETRY_NANOS, seconds * NANOS_PER_SECOND);
   }
 
   /** Seconds until a typical in-flight request completes (per-tenant caps). */
   long forHold() {
+    return seconds(holdNanos());
+  }
+
+  /** Nanoseconds a typical in-flight request is held (before clamping and jitter). */
+  long holdNanos() {
     double holdNanos = completionRate.meanHoldNanos();
-    double seconds =
-        holdNanos > 0 ? holdNanos / NANOS_PER_SECOND : minNanos / (double) NANOS_PER_SECOND;
-    return clamp(seconds);
+    return holdNanos > 0 ? (long) Math.min(MAX_RETRY_NANOS, holdNanos) : minNanos;
   }
 
   double completedWorkPerSecond(long nowNanos) {
@@ -96,12 +104,6 @@ final class RetryAdvice {
   }
 
   private static final long MAX_RETRY_NANOS = Long.MAX_VALUE / 2;
-
-  private long clamp(double seconds) {
-    return floored(
-        retryAfter.seconds(
-            Math.max(floorNanos, (long) Math.min(MAX_RETRY_NANOS, seconds * NANOS_PER_SECOND))));
-  }
 
   private static long ceilSeconds(long nanos) {
     return (nanos + NANOS_PER_SECOND - 1) / NANOS_PER_SECOND;

@@ -20,6 +20,7 @@ import java.util.Objects;
  * @param tenantQueueShare fraction of the queue's work one tenant may own
  * @param reserveQuantile the quantile of actual output the learned output reserve uses for this
  *     class (docs/estimation.md, "Learned output reserve")
+ * @param degrade the class's degrade ladder ({@link DegradePolicy#OFF}: never degraded)
  */
 public record ClassPolicy(
     String name,
@@ -35,7 +36,8 @@ public record ClassPolicy(
     double queueWorkShare,
     int maxQueueItems,
     double tenantQueueShare,
-    double reserveQuantile) {
+    double reserveQuantile,
+    DegradePolicy degrade) {
 
   /** The learned reserve's quantile when the config sets none. */
   public static final double DEFAULT_RESERVE_QUANTILE = 0.95;
@@ -77,6 +79,61 @@ public record ClassPolicy(
       throw new IllegalArgumentException(
           p + "reserveQuantile: " + reserveQuantile + " (expected: 0.5 .. 0.999)");
     }
+    Objects.requireNonNull(degrade, "degrade");
+  }
+
+  /** A class without a degrade ladder. */
+  public ClassPolicy(
+      String name,
+      int rank,
+      double reservedShare,
+      double lendableShare,
+      boolean borrow,
+      Duration deadline,
+      Duration maxQueueWait,
+      long defaultOutputTokens,
+      long maxOutputTokens,
+      int shedStatus,
+      double queueWorkShare,
+      int maxQueueItems,
+      double tenantQueueShare,
+      double reserveQuantile) {
+    this(
+        name,
+        rank,
+        reservedShare,
+        lendableShare,
+        borrow,
+        deadline,
+        maxQueueWait,
+        defaultOutputTokens,
+        maxOutputTokens,
+        shedStatus,
+        queueWorkShare,
+        maxQueueItems,
+        tenantQueueShare,
+        reserveQuantile,
+        DegradePolicy.OFF);
+  }
+
+  /** This class with {@code ladder} as its degrade ladder. */
+  public ClassPolicy withDegrade(DegradePolicy ladder) {
+    return new ClassPolicy(
+        name,
+        rank,
+        reservedShare,
+        lendableShare,
+        borrow,
+        deadline,
+        maxQueueWait,
+        defaultOutputTokens,
+        maxOutputTokens,
+        shedStatus,
+        queueWorkShare,
+        maxQueueItems,
+        tenantQueueShare,
+        reserveQuantile,
+        ladder);
   }
 
   /**

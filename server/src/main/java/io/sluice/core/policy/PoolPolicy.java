@@ -25,6 +25,8 @@ import java.util.Objects;
  *     FanOutPolicy#NONE}: none)
  * @param workflow what one workflow may hold of the pool at once ({@link WorkflowPolicy#OFF}: no
  *     budget)
+ * @param enginePriority the engine priority written into admitted requests ({@link
+ *     EnginePriority#OFF}: none)
  */
 public record PoolPolicy(
     String name,
@@ -40,7 +42,42 @@ public record PoolPolicy(
     Duration defaultServiceTime,
     AdaptivePolicy adaptive,
     FanOutPolicy fanout,
-    WorkflowPolicy workflow) {
+    WorkflowPolicy workflow,
+    EnginePriority enginePriority) {
+
+  /** A pool that writes no engine priority. */
+  public PoolPolicy(
+      String name,
+      long capacityWorkUnits,
+      int maxRequests,
+      double inputWeight,
+      double outputWeight,
+      Duration retryAfterMin,
+      Duration retryAfterMax,
+      Duration maxMessageTimeout,
+      double retryAfterJitter,
+      Duration holdMargin,
+      Duration defaultServiceTime,
+      AdaptivePolicy adaptive,
+      FanOutPolicy fanout,
+      WorkflowPolicy workflow) {
+    this(
+        name,
+        capacityWorkUnits,
+        maxRequests,
+        inputWeight,
+        outputWeight,
+        retryAfterMin,
+        retryAfterMax,
+        maxMessageTimeout,
+        retryAfterJitter,
+        holdMargin,
+        defaultServiceTime,
+        adaptive,
+        fanout,
+        workflow,
+        EnginePriority.OFF);
+  }
 
   /** A pool without fan-out pricing or workflow budget. */
   public PoolPolicy(
@@ -105,6 +142,7 @@ public record PoolPolicy(
     Objects.requireNonNull(adaptive, "adaptive");
     Objects.requireNonNull(fanout, "fanout");
     Objects.requireNonNull(workflow, "workflow");
+    Objects.requireNonNull(enginePriority, "enginePriority");
     if (adaptive.enabled()) {
       if (adaptive.minCapacity() > capacityWorkUnits) {
         throw new IllegalArgumentException(
@@ -207,7 +245,8 @@ public record PoolPolicy(
         defaultServiceTime,
         AdaptivePolicy.OFF,
         fanout,
-        workflow);
+        workflow,
+        enginePriority);
   }
 
   /** Work units of a request with the given token estimate plus its fan-out work (saturating). */

@@ -8,18 +8,26 @@ import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
+import io.sluice.core.estimate.BodyRewrite;
 import io.sluice.core.estimate.EstimateLimits;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.estimate.UsageExtractor;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.DegradePolicy;
+import io.sluice.core.policy.EnginePriority;
+import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.WorkflowPolicy;
 import io.sluice.core.quota.QuotaCheck;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.SessionSteps.Step;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -121,6 +129,22 @@ public final class AdmissionSession implements Waiter {
   private boolean tailFrontDone; // the front end is done with the stream
   private boolean tailReleasing; // the tail's own release is under way
   private HoldTimer.@Nullable Handle tailTimer;
+  // --- the degrade ladder and what the upstream gets (issue 18)
+  private byte @Nullable [] body; // the request body, kept while it may be rewritten (not copied)
+  private int bodyOffset;
+  private int bodyLength;
+  private boolean degradeForbidden;
+  private @Nullable String degradedRung; // concise or reroute, null when not degraded
+  private @Nullable String degradeTrigger; // wait or headroom
+  private PoolPolicy runPool; // the pool the request runs in (another one when rerouted)
+  private byte @Nullable [] upstreamBody; // the rewritten body, null when unchanged
+  private Map<String, String> upstreamHeaders = Map.of();
+  private boolean clearRouteCache;
+  private @Nullable String enginePriority; // the engine priority written, null when none
+  private long refusalWaitNanos = -1; // the predicted wait behind a refusal's Retry-After
+  private long admittedDeadlineLeftNanos; // time left before the deadline when admitted
+  private long reservedInput; // the tenant's token reservation, as taken
+  private long reservedOutput;
 
   AdmissionSession(
       Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
@@ -130,6 +154,7 @@ public final class AdmissionSession implements Waiter {
     this.serial = serial;
     this.steps = steps;
     this.arrivalEpochMillis = env.clock().millis();
+    this.runPool = subject.pool();
   }
 
   // --- the steps, in order
@@ -175,9 +200,17 @@ public final class AdmissionSession implements Waiter {
     decide(false, receivedNanos);
   }
 
-  /** Estimates the buffered body (read in place, never kept or modified) and decides. */
+  /**
+   * Estimates the buffered body (read in place, never modified; kept by reference only while it may
+   * be rewritten: a degrade ladder or an engine priority field) and decides.
+   */
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
+    if (mayRewrite()) {
+      this.body = body;
+      this.bodyOffset = offset;
+      this.bodyLength = length;
+    }
     estimate = env.estimator().estimate(subject.format(), body, offset, length, limits(), shape);
     if (estimate.fallbackCause() != null) {
       env.listener().on(new SessionEvent.EstimateFellBack(estimate.fallbackCause()));
@@ -232,6 +265,8 @@ public final class AdmissionSession implements Waiter {
             return;
           }
           tokensReserved = !check.storeFailed();
+          reservedInput = e.inputTokens();
+          reservedOutput = e.outputReserveTokens();
           takeSlot(request, receivedNanos);
         });
   }
@@ -328,10 +363,30 @@ public final class AdmissionSession implements Waiter {
       return; // refused fanout_budget (or, in shadow mode, let through)
     }
     steps.at(Step.DECIDE);
+    DegradePolicy ladder = ladder();
+    boolean tried = false;
+    if (ladder != null && ladder.headroomBelow() > 0) {
+      PoolState state = env.controller().pool(subject.pool().name());
+      if (state != null
+          && state.classHeadroom(subject.requestClass().name()) < ladder.headroomBelow()) {
+        tried = true;
+        if (tryLadder(ladder, TRIGGER_HEADROOM, receivedNanos)) {
+          return;
+        }
+      }
+    }
+    long waitTrigger = ladder == null || tried ? 0 : ladder.waitAbove().toNanos();
     Decision d =
         subject.shadow()
             ? env.controller().decideShadow(request, subject.maxHoldNanos(), env.ticker().nanos())
-            : env.controller().decide(request, subject.maxHoldNanos(), this, env.ticker().nanos());
+            : env.controller()
+                .decide(request, subject.maxHoldNanos(), this, env.ticker().nanos(), waitTrigger);
+    if (d instanceof Decision.Degradable && ladder != null) {
+      if (tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
+        return;
+      }
+      d = env.controller().decide(request, subject.maxHoldNanos(), this, env.ticker().nanos());
+    }
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);
     } else if (d instanceof Decision.Admit a) {
@@ -353,6 +408,7 @@ public final class AdmissionSession implements Waiter {
           receivedNanos);
     } else {
       Decision.Reject r = (Decision.Reject) d;
+      refusalWaitNanos = r.waitNanos();
       refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
     }
   }
@@ -404,6 +460,272 @@ public final class AdmissionSession implements Waiter {
     return false;
   }
 
+  // --- the degrade ladder (issue 18)
+
+  /** The ladder's trigger: the predicted wait (or a refusal) of a request that cannot start now. */
+  public static final String TRIGGER_WAIT = "wait";
+
+  /** The ladder's trigger: the capacity free for the class fell below the class's level. */
+  public static final String TRIGGER_HEADROOM = "headroom";
+
+  /** Why a rung did not admit the request ({@link SessionEvent.DegradeSkipped#cause}). */
+  public static final List<String> SKIP_CAUSES =
+      List.of("no_body", "unreadable", "no_saving", "no_room", "no_pool");
+
+  /**
+   * The front end's trusted signal (the route's {@code degrade: false}, the {@code noDegrade}
+   * signal): this request is never degraded; called before it is decided.
+   */
+  public void forbidDegradation() {
+    degradeForbidden = true;
+  }
+
+  /** The class's ladder when this request may be degraded, else null. */
+  private @Nullable DegradePolicy ladder() {
+    DegradePolicy d = subject.requestClass().degrade();
+    if (!d.enabled() || subject.shadow()) {
+      return null;
+    }
+    if (degradeForbidden) {
+      env.listener().on(new SessionEvent.DegradeSkipped(this, "all", "forbidden"));
+      return null;
+    }
+    return d;
+  }
+
+  /** Whether the body may be rewritten (kept until the decision): a ladder or engine priority. */
+  private boolean mayRewrite() {
+    if (subject.shadow()) {
+      return false;
+    }
+    if (subject.requestClass().degrade().enabled() && !degradeForbidden) {
+      return true;
+    }
+    EnginePriority ep = subject.pool().enginePriority();
+    return ep.enabled() && ep.field() != null;
+  }
+
+  /**
+   * Tries the ladder's rungs in order: the first that lets the request start at once (never queued)
+   * admits it degraded. False when none did (each skip emitted with its cause); the caller then
+   * queues or refuses it as it would have.
+   */
+  private boolean tryLadder(DegradePolicy ladder, String trigger, long receivedNanos) {
+    for (DegradePolicy.Rung rung : ladder.ladder()) {
+      String skipped =
+          rung instanceof DegradePolicy.Concise c
+              ? tryConcise(c, trigger, receivedNanos)
+              : tryReroute((DegradePolicy.Reroute) rung, trigger, receivedNanos);
+      if (skipped == null) {
+        return true;
+      }
+      env.listener().on(new SessionEvent.DegradeSkipped(this, rung.name(), skipped));
+    }
+    return false;
+  }
+
+  /** The concise rung: null when it admitted the request, else why not. */
+  private @Nullable String tryConcise(DegradePolicy.Concise c, String trigger, long receivedNanos) {
+    byte[] b = body;
+    if (!atBody || b == null) {
+      return "no_body";
+    }
+    long cap = Math.min(c.maxOutputTokens(), subject.requestClass().maxOutputTokens());
+    BodyRewrite.Edits edits =
+        priorityEdits(subject.pool()).withCap(cap, c.capField(), c.instruction());
+    byte[] rewritten = BodyRewrite.apply(subject.format(), b, bodyOffset, bodyLength, edits);
+    if (rewritten == null) {
+      return "unreadable";
+    }
+    TokenEstimate e2 =
+        env.estimator()
+            .estimate(
+                subject.format(), rewritten, 0, rewritten.length, limits(), new OutputShape());
+    PoolPolicy pool = subject.pool();
+    long work = pool.workUnits(e2.inputTokens(), e2.outputReserveTokens(), fanOutWork);
+    if (work >= workUnits) {
+      return "no_saving";
+    }
+    Decision d = env.controller().tryAdmit(admission(pool, work, e2), env.ticker().nanos());
+    if (!(d instanceof Decision.Admit a)) {
+      return "no_room";
+    }
+    if (tokensReserved) { // give back what the shorter answer no longer needs
+      long lessIn = Math.max(0, reservedInput - e2.inputTokens());
+      long lessOut = Math.max(0, reservedOutput - e2.outputReserveTokens());
+      if (lessIn > 0 || lessOut > 0) {
+        env.quotas().release(subject.tenant(), lessIn, lessOut, env.clock().millis());
+        reservedInput -= lessIn;
+        reservedOutput -= lessOut;
+      }
+    }
+    estimate = e2;
+    workUnits = work;
+    outputCharge = e2.outputReserveTokens();
+    upstreamBody = rewritten;
+    degraded(DegradePolicy.Concise.NAME, trigger, a.permit(), receivedNanos);
+    return null;
+  }
+
+  /** The reroute rung: null when it admitted the request, else why not. */
+  private @Nullable String tryReroute(DegradePolicy.Reroute r, String trigger, long receivedNanos) {
+    PoolState target = env.controller().pool(r.pool());
+    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before the ladder");
+    if (target == null || r.pool().equals(subject.pool().name())) {
+      return "no_pool";
+    }
+    PoolPolicy pool = target.policy();
+    byte[] rewritten = null;
+    BodyRewrite.Edits edits = priorityEdits(pool).withModel(r.model());
+    if (r.model() != null || edits.priorityField() != null) {
+      byte[] b = body;
+      if (!atBody || b == null) {
+        if (r.model() != null) {
+          return "no_body";
+        }
+      } else {
+        rewritten = BodyRewrite.apply(subject.format(), b, bodyOffset, bodyLength, edits);
+        if (rewritten == null && r.model() != null) {
+          return "unreadable";
+        }
+      }
+    }
+    long fan = pool.fanout().workUnits(e.fanOut(), subject.fanout());
+    long work = pool.workUnits(e.inputTokens(), e.outputReserveTokens(), fan);
+    Decision d = env.controller().tryAdmit(admission(pool, work, e), env.ticker().nanos());
+    if (!(d instanceof Decision.Admit a)) {
+      return "no_room";
+    }
+    runPool = pool;
+    workUnits = work;
+    fanOutWork = fan;
+    upstreamBody = rewritten;
+    Map<String, String> h = new LinkedHashMap<>(upstreamHeaders);
+    if (r.header() != null && r.value() != null) {
+      h.put(r.header(), r.value());
+      clearRouteCache = true;
+    }
+    upstreamHeaders = h;
+    degraded(DegradePolicy.Reroute.NAME, trigger, a.permit(), receivedNanos);
+    return null;
+  }
+
+  private AdmissionRequest admission(PoolPolicy pool, long work, TokenEstimate e) {
+    return new AdmissionRequest(
+        pool,
+        subject.requestClass(),
+        subject.tenant(),
+        work,
+        subject.arrivalNanos(),
+        subject.deadlineNanos(),
+        e.inputTokens(),
+        e.outputReserveTokens());
+  }
+
+  private void degraded(String rung, String trigger, Permit p, long receivedNanos) {
+    degradedRung = rung;
+    degradeTrigger = trigger;
+    reason = Reason.DEGRADED;
+    env.listener().on(new SessionEvent.Degraded(this, rung, trigger));
+    admit(p, receivedNanos);
+  }
+
+  /** The engine priority of this request in {@code pool}, as a body edit (none when off). */
+  private BodyRewrite.Edits priorityEdits(PoolPolicy pool) {
+    EnginePriority ep = pool.enginePriority();
+    String v = enginePriorityIn(pool);
+    return ep.field() == null || v == null
+        ? BodyRewrite.Edits.NONE
+        : BodyRewrite.Edits.NONE.withPriority(ep.field(), v);
+  }
+
+  private @Nullable String enginePriorityIn(PoolPolicy pool) {
+    EnginePriority ep = pool.enginePriority();
+    if (!ep.enabled()) {
+      return null;
+    }
+    ClassPolicy cls = subject.requestClass();
+    List<ClassPolicy> all = env.controller().classes();
+    int maxRank = all.isEmpty() ? cls.rank() : all.get(all.size() - 1).rank();
+    return ep.valueFor(cls.name(), cls.rank(), maxRank, subject.tenant().tier().name());
+  }
+
+  /**
+   * What the upstream gets beyond the decision's own headers, fixed when the request is admitted:
+   * the engine priority (body field and/or header) of the pool it runs in, the rung's rewrite.
+   */
+  private void prepareUpstream() {
+    if (passed) {
+      return; // shadow: observe only, nothing is rewritten
+    }
+    PoolPolicy pool = runPool;
+    EnginePriority ep = pool.enginePriority();
+    String v = enginePriorityIn(pool);
+    enginePriority = v;
+    if (v != null && ep.header() != null) {
+      Map<String, String> h = new LinkedHashMap<>(upstreamHeaders);
+      h.put(ep.header(), v);
+      upstreamHeaders = h;
+    }
+    byte[] b = body;
+    if (upstreamBody == null && degradedRung == null && v != null && ep.field() != null) {
+      if (atBody && b != null) {
+        upstreamBody =
+            BodyRewrite.apply(subject.format(), b, bodyOffset, bodyLength, priorityEdits(pool));
+      }
+    }
+    body = null; // decided: the body is not needed any more
+  }
+
+  /** The rung that degraded this request ({@code concise}, {@code reroute}), or null. */
+  public @Nullable String degradedRung() {
+    return degradedRung;
+  }
+
+  /** What fired the ladder for a degraded request ({@code wait}, {@code headroom}), or null. */
+  public @Nullable String degradeTrigger() {
+    return degradeTrigger;
+  }
+
+  /** The pool the request runs in: its own, or the reroute rung's. */
+  public PoolPolicy runPool() {
+    return runPool;
+  }
+
+  /** The body the upstream gets instead of the client's, or null when it is unchanged. */
+  public byte @Nullable [] upstreamBody() {
+    return upstreamBody;
+  }
+
+  /** Request headers to set for the upstream (reroute, engine priority); empty when none. */
+  public Map<String, String> upstreamHeaders() {
+    return upstreamHeaders;
+  }
+
+  /** Whether Envoy must pick the route again (the reroute rung changed the routing header). */
+  public boolean clearRouteCache() {
+    return clearRouteCache;
+  }
+
+  /**
+   * The predicted wait or drain time a capacity refusal's Retry-After was computed from (before
+   * clamping and jitter), or -1 when none (a refusal retrying cannot help, a tenant budget's own
+   * refill time).
+   */
+  public long refusalWaitNanos() {
+    return refusalWaitNanos;
+  }
+
+  /** Time left before the deadline when the request was admitted (0 before). */
+  public long admittedDeadlineLeftNanos() {
+    return admittedDeadlineLeftNanos;
+  }
+
+  /** The engine priority written for the upstream, or null when none. */
+  public @Nullable String enginePriority() {
+    return enginePriority;
+  }
+
   /** Queued: the front end holds the deciding message; the expiry timer is armed. */
   private void hold(Decision.Queued q, long receivedNanos) {
     queued = q;
@@ -452,6 +774,7 @@ public final class AdmissionSession implements Waiter {
           cancelTimer();
           queueWaitNanos = waitedNanos;
           String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
+          refusalWaitNanos = r.waitNanos();
           env.listener().on(new SessionEvent.Dequeued(this, outcome, waitedNanos));
           refuse(
               r.reason(),
@@ -466,6 +789,8 @@ public final class AdmissionSession implements Waiter {
   private void admit(Permit p, long receivedNanos) {
     permit = p;
     decided = true;
+    prepareUpstream();
+    admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
     noteLimit();
@@ -502,6 +827,7 @@ public final class AdmissionSession implements Waiter {
     }
     decided = true;
     atBody = body;
+    this.body = null;
     refundTokens();
     releaseSlot();
     steps.at(Step.REJECT);
@@ -647,8 +973,7 @@ public final class AdmissionSession implements Waiter {
     }
     long next = produced + Math.max(1, produced / 4);
     long more =
-        subject.pool().workUnits(e.inputTokens(), next)
-            - subject.pool().workUnits(e.inputTokens(), outputCharge);
+        runPool.workUnits(e.inputTokens(), next) - runPool.workUnits(e.inputTokens(), outputCharge);
     outputCharge = next;
     boolean first = !overran;
     overran = true;
@@ -673,8 +998,8 @@ public final class AdmissionSession implements Waiter {
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
     Usage u = endUsage(outcome);
-    if (upstreamStatus / 100 == 2 && answerComplete()) {
-      learnReserve(charge.outputTokens());
+    if (upstreamStatus / 100 == 2 && answerComplete() && degradedRung == null) {
+      learnReserve(charge.outputTokens()); // a degraded answer says nothing of the full one
     }
     if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
       timePerOutputToken(p, u.outputTokens(), now);
@@ -722,8 +1047,8 @@ public final class AdmissionSession implements Waiter {
       env.quotas()
           .reconcile(
               subject.tenant(),
-              e.inputTokens(),
-              e.outputReserveTokens(),
+              reservedInput,
+              reservedOutput,
               c.inputTokens(),
               c.outputTokens(),
               !c.rule().equals(Charge.RESERVE),
@@ -1117,10 +1442,7 @@ public final class AdmissionSession implements Waiter {
   private void refundTokens() {
     if (tokensReserved) {
       tokensReserved = false;
-      TokenEstimate e = Objects.requireNonNull(estimate, "tokens reserved from an estimate");
-      env.quotas()
-          .release(
-              subject.tenant(), e.inputTokens(), e.outputReserveTokens(), env.clock().millis());
+      env.quotas().release(subject.tenant(), reservedInput, reservedOutput, env.clock().millis());
     }
   }
 

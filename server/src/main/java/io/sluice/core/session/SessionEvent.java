@@ -11,6 +11,8 @@ import io.sluice.core.estimate.Usage;
  */
 public sealed interface SessionEvent
     permits SessionEvent.Admitted,
+        SessionEvent.Degraded,
+        SessionEvent.DegradeSkipped,
         SessionEvent.Queued,
         SessionEvent.Dequeued,
         SessionEvent.Refused,
@@ -33,6 +35,20 @@ public sealed interface SessionEvent
 
   /** The request runs now (at once, or when its waiter was called). */
   record Admitted(AdmissionSession session) implements SessionEvent {}
+
+  /**
+   * A rung of the class's degrade ladder admitted the request ({@code rung}: {@code concise} or
+   * {@code reroute}; {@code trigger}: {@code wait} or {@code headroom}); {@link Admitted} follows.
+   */
+  record Degraded(AdmissionSession session, String rung, String trigger) implements SessionEvent {}
+
+  /**
+   * A rung of the ladder did not admit the request ({@code cause}: one of {@link
+   * AdmissionSession#SKIP_CAUSES}), or the request may not be degraded ({@code rung} {@code all},
+   * {@code cause} {@code forbidden}).
+   */
+  record DegradeSkipped(AdmissionSession session, String rung, String cause)
+      implements SessionEvent {}
 
   /** The request waits in its class queue; the front end holds it. */
   record Queued(AdmissionSession session, long decisionNanos, long predictedWaitNanos)
