@@ -164,10 +164,14 @@ final class AdaptiveRuns {
         skipSeconds,
         o,
         quiet,
-        r -> {});
+        r -> {},
+        s -> {});
   }
 
-  /** As above, and {@code outcomes} is told how each request ended (see {@link LoadGenerator}). */
+  /**
+   * As above, and {@code outcomes} is told how each request ended (see {@link LoadGenerator});
+   * {@code atEnd} sees the server after the last request, before it stops (e.g. its metrics).
+   */
   static Result run(
       String name,
       String yaml,
@@ -180,7 +184,8 @@ final class AdaptiveRuns {
       double skipSeconds,
       PrintStream o,
       boolean quiet,
-      Consumer<LoadGenerator.Outcome> outcomes)
+      Consumer<LoadGenerator.Outcome> outcomes,
+      Consumer<SluiceServer> atEnd)
       throws Exception {
     SluiceServer server = SluiceServer.start(ConfigLoader.parse(yaml));
     ScheduledExecutorService timers = Executors.newScheduledThreadPool(1);
@@ -248,6 +253,7 @@ final class AdaptiveRuns {
                   },
                   outcomes);
       sampler.cancel(false);
+      atEnd.accept(server);
       AdaptiveLimit a = pool.adaptive();
       Map<String, Long> changes = new java.util.LinkedHashMap<>();
       if (a != null) {

@@ -1,8 +1,11 @@
 package io.sluice.bench;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.harness.LoadGenerator;
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
+import io.sluice.observability.MetricNames;
 import io.sluice.upstream.UpstreamRequest;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -295,8 +298,34 @@ final class PolicyAssistant implements Callable<Integer> {
     return b.toString();
   }
 
-  /** One run: the rig's result and every request's outcome. */
-  record Run(String name, AdaptiveRuns.Result result, List<LoadGenerator.Outcome> outcomes) {}
+  /**
+   * One run: the rig's result, every request's outcome, and the server's ladder counters for
+   * interactive ({@code degraded <rung> (<trigger>)}, {@code skipped <rung>: <cause>}).
+   */
+  record Run(
+      String name,
+      AdaptiveRuns.Result result,
+      List<LoadGenerator.Outcome> outcomes,
+      Map<String, Long> ladder) {}
+
+  /** The server's degrade counters of the interactive class. */
+  static Map<String, Long> ladderCounters(MeterRegistry registry) {
+    Map<String, Long> m = new TreeMap<>();
+    for (Counter c : registry.find(MetricNames.DEGRADED).tag("class", INTERACTIVE).counters()) {
+      m.merge(
+          "degraded " + c.getId().getTag("rung") + " (trigger " + c.getId().getTag("trigger") + ")",
+          (long) c.count(),
+          Long::sum);
+    }
+    for (Counter c :
+        registry.find(MetricNames.DEGRADE_SKIPPED).tag("class", INTERACTIVE).counters()) {
+      m.merge(
+          "skipped " + c.getId().getTag("rung") + ": " + c.getId().getTag("cause"),
+          (long) c.count(),
+          Long::sum);
+    }
+    return m;
+  }
 
   List<Run> run(PrintStream o) throws Exception {
     Workload w = workload();
@@ -328,6 +357,7 @@ final class PolicyAssistant implements Callable<Integer> {
       String name = ladder ? "with the ladder" : "without the ladder";
       o.printf(Locale.ROOT, "%n== run: %s ==%n", name);
       List<LoadGenerator.Outcome> outcomes = Collections.synchronizedList(new ArrayList<>());
+      Map<String, Long> ladderCounts = new TreeMap<>();
       AdaptiveRuns.Result r =
           AdaptiveRuns.run(
               name,
@@ -341,12 +371,13 @@ final class PolicyAssistant implements Callable<Integer> {
               warmupSeconds,
               o,
               quiet,
-              outcomes::add);
+              outcomes::add,
+              server -> ladderCounts.putAll(ladderCounters(server.registry())));
       List<LoadGenerator.Outcome> copy;
       synchronized (outcomes) {
         copy = List.copyOf(outcomes);
       }
-      results.add(new Run(name, r, copy));
+      results.add(new Run(name, r, copy, ladderCounts));
     }
     return results;
   }
@@ -481,13 +512,26 @@ final class PolicyAssistant implements Callable<Integer> {
   }
 
   /**
-   * One of {@code q}'s attempts was held by Sluice (sent, not at the upstream, not answered) from
-   * at least {@link #MARGIN_MILLIS} before {@code t} to at least as long after it.
+   * One of {@code q}'s attempts was held in Sluice's queue from at least {@link #MARGIN_MILLIS}
+   * before {@code t} to at least as long after it: an attempt that reached the upstream was held
+   * for the {@code x-sluice-queue-wait-ms} its response reports (none: it started at once), up to
+   * its arrival at the upstream; one that did not was held from its start to its answer.
    */
   static boolean heldAt(LoadGenerator.Outcome q, long t) {
-    for (LoadGenerator.Try a : q.tries()) {
-      long left = a.admittedMillis() >= 0 ? a.admittedMillis() : a.endMillis();
-      if (a.startMillis() <= t - MARGIN_MILLIS && left >= t + MARGIN_MILLIS) {
+    List<LoadGenerator.Try> tries = q.tries();
+    for (int i = 0; i < tries.size(); i++) {
+      LoadGenerator.Try a = tries.get(i);
+      long from = a.startMillis();
+      long to = a.endMillis();
+      if (a.admittedMillis() >= 0) {
+        long waited =
+            i == tries.size() - 1
+                ? q.header("x-sluice-queue-wait-ms").map(Long::parseLong).orElse(0L)
+                : a.admittedMillis() - a.startMillis();
+        from = a.admittedMillis() - waited;
+        to = a.admittedMillis();
+      }
+      if (from <= t - MARGIN_MILLIS && to >= t + MARGIN_MILLIS) {
         return true;
       }
     }
@@ -580,8 +624,10 @@ final class PolicyAssistant implements Callable<Integer> {
         String.format(
             Locale.ROOT,
             "Evaluation never ahead of a question (whole run). Evaluation jobs that reached the"
-                + " upstream while an interactive question was held by Sluice (one of its attempts"
-                + " sent at least %d ms before and still held %d ms after); else while a refused"
+                + " upstream while an interactive question was held in Sluice's queue (its"
+                + " response's x-sluice-queue-wait-ms before it reached the upstream, or from its"
+                + " start to its refusal) from at least %d ms before to %d ms after; else while a"
+                + " refused"
                 + " question waited out its Retry-After (Sluice holds nothing for it then); and"
                 + " questions lost (refused, or past their deadline) during whose life, arrival to"
                 + " end, an evaluation job started:%n%n",
@@ -604,11 +650,39 @@ final class PolicyAssistant implements Callable<Integer> {
               f.lostQuestionsWithEvaluationStarted()));
     }
     b.append('\n');
+    b.append(
+        "The ladder as the server counted it (interactive, whole run; skipped: the rung was tried"
+            + " and could not start the request, which was then queued or refused as without the"
+            + " ladder):\n\n");
+    b.append(counterTable(results)).append('\n');
     List<RunReport> reports = results.stream().map(r -> r.result().report()).toList();
     b.append("Whole run (warm-up and peak), every class:\n\n");
     b.append(Tables.summary(reports)).append('\n');
     b.append(Tables.ttft(reports)).append('\n');
     b.append(Tables.rejections(reports)).append('\n');
+    return b.toString();
+  }
+
+  private static String counterTable(List<Run> results) {
+    TreeMap<String, Boolean> keys = new TreeMap<>();
+    results.forEach(r -> r.ladder().keySet().forEach(k -> keys.put(k, true)));
+    StringBuilder b = new StringBuilder("| counter |");
+    results.forEach(r -> b.append(' ').append(r.name()).append(" |"));
+    b.append("\n|---|");
+    results.forEach(r -> b.append("---|"));
+    b.append('\n');
+    if (keys.isEmpty()) {
+      b.append("| (none) |");
+      results.forEach(r -> b.append(" 0 |"));
+      b.append('\n');
+    }
+    for (String k : keys.keySet()) {
+      b.append("| ").append(k).append(" |");
+      for (Run r : results) {
+        b.append(' ').append(r.ladder().getOrDefault(k, 0L)).append(" |");
+      }
+      b.append('\n');
+    }
     return b.toString();
   }
 

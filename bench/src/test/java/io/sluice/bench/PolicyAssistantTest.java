@@ -158,6 +158,26 @@ class PolicyAssistantTest {
                 false,
                 List.of(new LoadGenerator.Try(600, 8000, 12000, 200))),
             outcome("documents", 700, -1, 9000, "refused", "queue_timeout", false, List.of()));
+    // held 2 s in the queue before it started at 4100 (x-sluice-queue-wait-ms): from 2100 on
+    LoadGenerator.Outcome waited =
+        new LoadGenerator.Outcome(
+            "interactive",
+            "acme",
+            1,
+            1000,
+            4100,
+            7000,
+            "completed",
+            "",
+            1,
+            2300,
+            300,
+            HttpHeaders.of("x-sluice-queue-wait-ms", "2000"),
+            Optional.empty(),
+            List.of(new LoadGenerator.Try(1000, 4100, 7000, 200)));
+    assertThat(PolicyAssistant.heldAt(waited, 3000)).isTrue();
+    assertThat(PolicyAssistant.heldAt(waited, 1500)).isFalse();
+    assertThat(PolicyAssistant.heldAt(all.get(0), 1050)).isFalse();
     PolicyAssistant.Figures f = PolicyAssistant.figures(all, 1);
     assertThat(f.offered()).isEqualTo(4);
     assertThat(f.completed()).isEqualTo(3);
