@@ -45,6 +45,11 @@ class PolicyAssistantTest {
         .contains(
             "degrade: {waitAbove: 2s, headroomBelow: 0.2, ladder: [{concise: {maxOutputTokens:"
                 + " 256,");
+    SluiceConfig withLadder = ConfigLoader.parse(with);
+    assertThat(withLadder.classes().get("interactive"))
+        .isNotEqualTo(ConfigLoader.parse(without).classes().get("interactive"));
+    assertThat(withLadder.classes().get("documents"))
+        .isEqualTo(ConfigLoader.parse(without).classes().get("documents"));
   }
 
   @Test
