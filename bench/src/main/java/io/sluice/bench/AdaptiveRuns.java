@@ -152,6 +152,41 @@ final class AdaptiveRuns {
       PrintStream o,
       boolean quiet)
       throws Exception {
+    return run(
+        name,
+        yaml,
+        ceiling,
+        w,
+        upstream,
+        holdMillis,
+        setup,
+        actions,
+        skipSeconds,
+        o,
+        quiet,
+        r -> {},
+        s -> {});
+  }
+
+  /**
+   * As above, and {@code outcomes} is told how each request ended (see {@link LoadGenerator});
+   * {@code atEnd} sees the server after the last request, before it stops (e.g. its metrics).
+   */
+  static Result run(
+      String name,
+      String yaml,
+      int ceiling,
+      Workload w,
+      SimulatedLlmUpstream.Settings upstream,
+      long holdMillis,
+      Consumer<SimulatedLlmUpstream> setup,
+      List<Action> actions,
+      double skipSeconds,
+      PrintStream o,
+      boolean quiet,
+      Consumer<LoadGenerator.Outcome> outcomes,
+      Consumer<SluiceServer> atEnd)
+      throws Exception {
     SluiceServer server = SluiceServer.start(ConfigLoader.parse(yaml));
     ScheduledExecutorService timers = Executors.newScheduledThreadPool(1);
     Rig rig = null;
@@ -215,8 +250,10 @@ final class AdaptiveRuns {
                     if (!quiet) {
                       o.println(progress(name, p, pool));
                     }
-                  });
+                  },
+                  outcomes);
       sampler.cancel(false);
+      atEnd.accept(server);
       AdaptiveLimit a = pool.adaptive();
       Map<String, Long> changes = new java.util.LinkedHashMap<>();
       if (a != null) {

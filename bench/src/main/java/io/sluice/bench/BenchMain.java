@@ -24,7 +24,7 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * {@code java -jar bench/target/sluice-bench.jar
- * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|knee|throttle|calibrate-sim]}.
+ * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|knee|throttle|reserve|policy-assistant|calibrate-sim]}.
  * With no subcommand it prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code
  * --help} and {@code -V}/{@code --version} are inherited by every subcommand.
  */
@@ -49,6 +49,7 @@ import picocli.CommandLine.ScopeType;
       Throttle.class,
       RetryStorm.class,
       Reserve.class,
+      PolicyAssistant.class,
       CalibrateSim.class
     })
 public final class BenchMain {

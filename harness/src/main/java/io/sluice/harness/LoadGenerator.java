@@ -2,19 +2,25 @@ package io.sluice.harness;
 
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
+import io.sluice.upstream.HttpHeaders;
 import io.sluice.upstream.SimulatedLlmUpstream;
+import io.sluice.upstream.UpstreamRequest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -79,8 +85,89 @@ public final class LoadGenerator {
 
   /** Runs the workload against {@code rig}; {@code progress} is called once per second. */
   public RunReport run(Rig rig, Consumer<Progress> progress) throws InterruptedException {
-    return new Run(rig, progress).execute();
+    return run(rig, progress, o -> {});
   }
+
+  /**
+   * As {@link #run(Rig, Consumer)}, and {@code outcomes} is told how each logical request ended,
+   * once, when it ends (from the thread that ended it, so it must be thread-safe); requests still
+   * open when the drain time runs out are told as {@code unfinished} before the report is made.
+   */
+  public RunReport run(Rig rig, Consumer<Progress> progress, Consumer<Outcome> outcomes)
+      throws InterruptedException {
+    return new Run(rig, progress, outcomes).execute();
+  }
+
+  /**
+   * How one logical request ended, for scenarios that judge requests one by one. Times are
+   * milliseconds since the run started.
+   *
+   * @param requestClass the workload class's name
+   * @param tenant the tenant's name
+   * @param phase index of its arrival phase
+   * @param arrivalMillis when it arrived
+   * @param upstreamMillis when it first reached the upstream (was admitted); -1 if it never did
+   * @param endMillis when it ended
+   * @param ending {@code completed} (answered in full before its deadline), {@code deadline},
+   *     {@code cancelled}, {@code refused}, {@code error}, or {@code unfinished} (still open when
+   *     the drain time ran out)
+   * @param detail the refusal reason ({@code x-sluice-reason}) or the error; for a deadline or a
+   *     hang-up, {@code mid} when the answer had started; empty otherwise
+   * @param attempts HTTP attempts sent (0 when its deadline passed before the first was sent)
+   * @param ttftFromArrivalMillis first token, from arrival (retry waits included); -1 unless
+   *     completed
+   * @param outputTokens the answer length the workload drew for it (the upstream may stop earlier,
+   *     at a {@code max_tokens} that admission lowered)
+   * @param headers the response headers of its last attempt (empty when none came)
+   * @param upstreamRequest its last attempt as the upstream received it (after every mutation),
+   *     empty when that attempt never reached the upstream
+   * @param tries its attempts that ended, in order
+   */
+  public record Outcome(
+      String requestClass,
+      String tenant,
+      int phase,
+      long arrivalMillis,
+      long upstreamMillis,
+      long endMillis,
+      String ending,
+      String detail,
+      int attempts,
+      long ttftFromArrivalMillis,
+      int outputTokens,
+      HttpHeaders headers,
+      Optional<UpstreamRequest> upstreamRequest,
+      List<Try> tries) {
+    public Outcome {
+      headers = headers.copy();
+      tries = List.copyOf(tries);
+    }
+
+    @Override
+    public HttpHeaders headers() {
+      return headers.copy();
+    }
+
+    /** The first value of a response header of the last attempt. */
+    public Optional<String> header(String name) {
+      return headers.first(name);
+    }
+
+    public boolean completed() {
+      return ending.equals("completed");
+    }
+  }
+
+  /**
+   * One HTTP attempt of a logical request, in milliseconds since the run started.
+   *
+   * @param startMillis when it was sent
+   * @param admittedMillis when it reached the upstream; -1 if it did not (refused, or it ended
+   *     while held)
+   * @param endMillis when it ended
+   * @param status the HTTP status the client got (0: none, e.g. it hung up while held)
+   */
+  public record Try(long startMillis, long admittedMillis, long endMillis, int status) {}
 
   /** The upstream capacity in requests per second at full speed (K / mean service time). */
   public static double capacityPerSecond(Workload w, SimulatedLlmUpstream.Settings s) {
@@ -258,6 +345,7 @@ public final class LoadGenerator {
   private final class Run {
     private final Rig rig;
     private final Consumer<Progress> progress;
+    private final Consumer<Outcome> outcomes;
     private final ScheduledThreadPoolExecutor timers =
         new ScheduledThreadPoolExecutor(
             1,
@@ -267,6 +355,7 @@ public final class LoadGenerator {
               return t;
             });
     private final Map<String, Attempt> attemptsById = new ConcurrentHashMap<>();
+    private final Set<Logical> open = ConcurrentHashMap.newKeySet();
     private final Map<String, Attempt> traced =
         TRACE_DIR == null ? null : new ConcurrentHashMap<>();
     private final AtomicLong orphanTokens = new AtomicLong();
@@ -316,9 +405,10 @@ public final class LoadGenerator {
     private final Map<String, long[]> byTenant = new LinkedHashMap<>();
     private final long[][] byPhase;
 
-    Run(Rig rig, Consumer<Progress> progress) {
+    Run(Rig rig, Consumer<Progress> progress, Consumer<Outcome> outcomes) {
       this.rig = rig;
       this.progress = progress;
+      this.outcomes = outcomes;
       long drainSeconds = workload.drain().toSeconds() + 2;
       this.seconds = (int) (Math.ceil(workload.duration().toNanos() / 1e9) + drainSeconds + 1);
       offeredPerSecond = new AtomicLongArray(seconds);
@@ -397,6 +487,10 @@ public final class LoadGenerator {
       }
       if (traced != null) {
         writeTrace();
+      }
+      long end = System.nanoTime();
+      for (Logical l : open) {
+        tell(l, "unfinished", "", end);
       }
       return report(samples == 0 ? 0 : (double) meanActiveSum / samples, inFlightTokens);
     }
@@ -503,6 +597,7 @@ public final class LoadGenerator {
       synchronized (this) {
         offered++;
         openLogical.incrementAndGet();
+        open.add(l);
         byClass.get(c.name())[0]++;
         byTenant.get(t.name())[0]++;
         byPhase[a.phase()][0]++;
@@ -525,6 +620,7 @@ public final class LoadGenerator {
         return;
       }
       boolean voluntary = untilCancel < untilDeadline;
+      l.attemptsSent.incrementAndGet();
       String id = "lg-" + ids.incrementAndGet();
       Attempt a = new Attempt(l, id, now, voluntary);
       a.number = l.attempt;
@@ -568,10 +664,12 @@ public final class LoadGenerator {
           return;
         }
         a.admitted = true;
+        a.admittedAtNanos = System.nanoTime();
         // inside a's lock, so before onResult can mark it done and finish the logical request
         synchronized (this) {
           if (!a.logical.reachedUpstream) {
             a.logical.reachedUpstream = true;
+            a.logical.upstreamAtNanos = System.nanoTime();
             admittedLogical++;
           }
         }
@@ -597,7 +695,16 @@ public final class LoadGenerator {
       a.ending = e != null || r == null ? "error" : r.outcome() + "/" + r.status();
       if (r != null) {
         r.timeToFirstByte().ifPresent(d -> a.ttfbNanos = d.toNanos());
+        l.lastHeaders = r.headers();
+        l.lastUpstreamRequest = r.upstreamRequest();
       }
+      long admittedAt = a.admittedAtNanos;
+      l.tries.add(
+          new Try(
+              ms(a.startNanos),
+              wasAdmitted && admittedAt >= 0 ? ms(admittedAt) : -1,
+              ms(now),
+              r == null ? 0 : r.status()));
       if (e != null || r == null) {
         finish(l, Ending.ERROR, "exception " + (e == null ? "null" : e.getClass().getName()), now);
         return;
@@ -720,6 +827,35 @@ public final class LoadGenerator {
       if (ending == Ending.COMPLETED) {
         completedPerSecond.incrementAndGet(second(now));
       }
+      open.remove(l);
+      tell(l, ending.name().toLowerCase(Locale.ROOT), detail == null ? "" : detail, now);
+    }
+
+    /** Tells {@link #outcomes} how {@code l} ended, once. */
+    private void tell(Logical l, String ending, String detail, long now) {
+      if (!l.told.compareAndSet(false, true)) {
+        return;
+      }
+      long upstreamAt;
+      synchronized (this) {
+        upstreamAt = l.reachedUpstream ? ms(l.upstreamAtNanos) : -1;
+      }
+      outcomes.accept(
+          new Outcome(
+              l.requestClass.name(),
+              l.tenant.name(),
+              l.phaseIndex,
+              ms(l.arrivalNanos),
+              upstreamAt,
+              ms(now),
+              ending,
+              detail,
+              l.attemptsSent.get(),
+              ending.equals("completed") ? l.ttftNanos / 1_000_000 : -1,
+              l.outputTokens,
+              l.lastHeaders,
+              l.lastUpstreamRequest,
+              List.copyOf(l.tries)));
     }
 
     private void recordTtft(String cls, long firstByteNanos, long ttftNanos, long fromArrival) {
@@ -885,7 +1021,13 @@ public final class LoadGenerator {
     final int outputTokens;
     volatile int attempt;
     volatile long ttftNanos;
+    final AtomicInteger attemptsSent = new AtomicInteger();
+    final AtomicBoolean told = new AtomicBoolean();
+    final List<Try> tries = new CopyOnWriteArrayList<>();
+    volatile HttpHeaders lastHeaders = HttpHeaders.of();
+    volatile Optional<UpstreamRequest> lastUpstreamRequest = Optional.empty();
     boolean reachedUpstream; // guarded by the run
+    long upstreamAtNanos; // guarded by the run
 
     /** Served on arrival at full speed, its client would still hang up before the answer ends. */
     boolean hangsUpAnyway;
@@ -919,6 +1061,7 @@ public final class LoadGenerator {
     final AtomicLong tokensTotal = new AtomicLong(); // including tokens after the result (trace)
     volatile int number;
     volatile long upstreamAtNanos = -1;
+    volatile long admittedAtNanos = -1;
     volatile long endNanos = -1;
     volatile String ending = "open";
     volatile long ttfbNanos = -1;
