@@ -159,8 +159,10 @@ public final class SessionRecorder implements SessionListener {
   private void released(SessionEvent.Released e) {
     AdmissionSession session = e.session();
     Subject s = session.subject();
-    if (session.hasPermit()) { // a shadow pass held none
-      meters(s).released(e.outcome(), e.heldNanos());
+    if (session.hasPermit()) { // a shadow pass held none; a rerouted one was in its target pool
+      metrics
+          .forClass(session.runPool().name(), s.requestClass().name(), s.tenant().tier().name())
+          .released(e.outcome(), e.heldNanos());
     }
     if (session.attempt().retryAfter().equals(io.sluice.core.retry.Attempt.HONOURED)
         && e.outcome() == Outcome.COMPLETED

@@ -78,6 +78,19 @@ public final class AdmissionController {
   }
 
   /**
+   * A degrade rung's start: admit now or refuse, never queued, and a refusal is not counted as the
+   * pool's unmet demand (the request it stands for is decided again and counted then).
+   */
+  public Decision tryRung(AdmissionRequest request, long nowNanos) {
+    PoolState pool = pools.get(request.pool().name());
+    if (pool == null) {
+      return new Decision.Reject(
+          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
+    }
+    return pool.tryRung(request, nowNanos);
+  }
+
+  /**
    * Admit now, queue, or refuse (PRODUCT.md rules 2–4). A {@link Decision.Queued} result means
    * {@code waiter} will be called exactly once.
    *

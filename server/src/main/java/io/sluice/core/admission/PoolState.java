@@ -300,6 +300,14 @@ public final class PoolState {
   }
 
   /**
+   * A degrade rung's start (admit now or refuse, never queued), whose refusal is not unmet demand:
+   * the request it stands for is decided again, and counted then.
+   */
+  Decision tryRung(AdmissionRequest request, long nowNanos) {
+    return decide(request, 0, null, false, nowNanos, 0, false);
+  }
+
+  /**
    * Admit now, queue (when {@code maxHoldNanos > 0} and a waiter is given), or refuse.
    *
    * @param maxHoldNanos the longest the adapter can hold the request (Envoy's max_message_timeout);
@@ -307,7 +315,7 @@ public final class PoolState {
    */
   Decision decide(
       AdmissionRequest request, long maxHoldNanos, @Nullable Waiter waiter, long nowNanos) {
-    return decide(request, maxHoldNanos, waiter, false, nowNanos, 0);
+    return decide(request, maxHoldNanos, waiter, false, nowNanos, 0, true);
   }
 
   /**
@@ -322,12 +330,12 @@ public final class PoolState {
       @Nullable Waiter waiter,
       long nowNanos,
       long degradeWaitNanos) {
-    return decide(request, maxHoldNanos, waiter, false, nowNanos, degradeWaitNanos);
+    return decide(request, maxHoldNanos, waiter, false, nowNanos, degradeWaitNanos, true);
   }
 
   /** {@link AdmissionController#decideShadow}: as {@link #decide}, but never queues. */
   Decision decideShadow(AdmissionRequest request, long maxHoldNanos, long nowNanos) {
-    return decide(request, maxHoldNanos, null, true, nowNanos, 0);
+    return decide(request, maxHoldNanos, null, true, nowNanos, 0, true);
   }
 
   /**
@@ -350,14 +358,16 @@ public final class PoolState {
       @Nullable Waiter waiter,
       boolean shadow,
       long nowNanos,
-      long degradeWaitNanos) {
+      long degradeWaitNanos,
+      boolean countDemand) {
     QueueCoordinator.Callback[] callbacks;
     Decision d;
     lock.lock();
     try {
       d = decideLocked(request, maxHoldNanos, waiter, shadow, nowNanos, degradeWaitNanos, pending);
-      if ((d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY)
-          || d instanceof Decision.WouldQueue) {
+      if (countDemand
+          && ((d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY)
+              || d instanceof Decision.WouldQueue)) {
         // unmet demand since the last demand() read, by class
         ClassSlot k = capacity.slot(request.requestClass().name());
         if (k != null) {

@@ -443,7 +443,11 @@ public final class AdmissionSession implements Waiter {
       if (tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
         return;
       }
-      d = env.controller().decide(request, subject.maxHoldNanos(), this, env.ticker().nanos());
+      // no rung starts it now: it waits (or is refused) as its concise version when it has one
+      d =
+          env.controller()
+              .decide(
+                  waitConcise(ladder, request), subject.maxHoldNanos(), this, env.ticker().nanos());
     }
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);
@@ -586,30 +590,76 @@ public final class AdmissionSession implements Waiter {
     if (run == null) {
       return false;
     }
-    TokenEstimate e2 = run.estimate();
+    runAs(run.estimate(), run.workUnits(), run.body());
+    fanOutWork = run.fanOutWork();
+    runPool = run.pool();
+    upstreamHeaders = run.headers();
+    clearRouteCache = run.clearRouteCache();
+    degradedRung = run.rung();
+    degradeTrigger = trigger;
+    admit(run.permit(), receivedNanos);
+    return true;
+  }
+
+  /**
+   * The wait trigger fired and no rung starts the request now: with a concise rung (and a body it
+   * applies to), the request waits as its concise version — a cheaper answer that frees its place
+   * sooner — and is degraded when it starts (refused: not degraded). Else {@code request}.
+   */
+  private AdmissionRequest waitConcise(DegradePolicy ladder, AdmissionRequest request) {
+    DegradePolicy.Concise c = DegradeLadder.conciseRung(ladder);
+    TokenEstimate e = estimate;
+    if (c == null || e == null) {
+      return request;
+    }
+    Object v =
+        DegradeLadder.conciseVariant(
+            env,
+            c,
+            new DegradeLadder.Request(
+                subject,
+                atBody ? body : null,
+                bodyOffset,
+                bodyLength,
+                e,
+                workUnits,
+                fanOutWork,
+                limits()));
+    if (!(v instanceof DegradeLadder.Variant variant)) {
+      return request;
+    }
+    runAs(variant.estimate(), variant.workUnits(), variant.body());
+    degradedRung = DegradePolicy.Concise.NAME;
+    degradeTrigger = TRIGGER_WAIT;
+    return new AdmissionRequest(
+        subject.pool(),
+        subject.requestClass(),
+        subject.tenant(),
+        variant.workUnits(),
+        subject.arrivalNanos(),
+        subject.deadlineNanos(),
+        variant.estimate().inputTokens(),
+        variant.estimate().outputReserveTokens());
+  }
+
+  /**
+   * The request runs as {@code e} ({@code work} units, the upstream gets {@code rewritten}): the
+   * tenant's token reservation is cut to it.
+   */
+  private void runAs(TokenEstimate e, long work, byte @Nullable [] rewritten) {
     if (tokensReserved) { // give back what the cheaper answer no longer needs
-      long lessIn = Math.max(0, reservedInput - e2.inputTokens());
-      long lessOut = Math.max(0, reservedOutput - e2.outputReserveTokens());
+      long lessIn = Math.max(0, reservedInput - e.inputTokens());
+      long lessOut = Math.max(0, reservedOutput - e.outputReserveTokens());
       if (lessIn > 0 || lessOut > 0) {
         env.quotas().release(subject.tenant(), lessIn, lessOut, env.clock().millis());
         reservedInput -= lessIn;
         reservedOutput -= lessOut;
       }
     }
-    estimate = e2;
-    workUnits = run.workUnits();
-    fanOutWork = run.fanOutWork();
-    outputCharge = e2.outputReserveTokens();
-    runPool = run.pool();
-    upstreamBody = run.body();
-    upstreamHeaders = run.headers();
-    clearRouteCache = run.clearRouteCache();
-    degradedRung = run.rung();
-    degradeTrigger = trigger;
-    reason = Reason.DEGRADED;
-    env.listener().on(new SessionEvent.Degraded(this, run.rung(), trigger));
-    admit(run.permit(), receivedNanos);
-    return true;
+    estimate = e;
+    workUnits = work;
+    outputCharge = e.outputReserveTokens();
+    upstreamBody = rewritten;
   }
 
   /**
@@ -756,6 +806,11 @@ public final class AdmissionSession implements Waiter {
   private void admit(Permit p, long receivedNanos) {
     permit = p;
     decided = true;
+    String rung = degradedRung;
+    if (rung != null && reason == Reason.ADMITTED) {
+      reason = Reason.DEGRADED;
+      env.listener().on(new SessionEvent.Degraded(this, rung, String.valueOf(degradeTrigger)));
+    }
     prepareUpstream();
     admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
@@ -795,6 +850,9 @@ public final class AdmissionSession implements Waiter {
     decided = true;
     atBody = body;
     this.body = null;
+    degradedRung = null; // a refused request is not degraded (it may have waited as concise)
+    degradeTrigger = null;
+    upstreamBody = null;
     refundTokens();
     releaseSlot();
     env.retries() // retries (issue 19): its next attempt is early or honours this

@@ -22,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * state of its own: {@link AdmissionSession} asks, and applies the {@link Run} it gets back.
  *
  * <p>A rung passes the same admission check as any request ({@link
- * io.sluice.core.admission.AdmissionController#tryAdmit}: never queued, never ahead of a waiting
+ * io.sluice.core.admission.AdmissionController#tryRung}: never queued, never ahead of a waiting
  * request of equal or higher priority), in its own pool ({@code concise}) or the target pool
  * ({@code reroute}), which then holds its permit.
  */
@@ -87,6 +87,41 @@ final class DegradeLadder {
 
   /** The concise rung: a {@link Run}, or the skip cause. */
   private static Object concise(Sessions env, DegradePolicy.Concise c, Request r) {
+    Object v = conciseVariant(env, c, r);
+    if (!(v instanceof Variant variant)) {
+      return v;
+    }
+    Subject subject = r.subject();
+    PoolPolicy pool = subject.pool();
+    Decision d =
+        env.controller()
+            .tryRung(
+                admission(subject, pool, variant.workUnits(), variant.estimate()),
+                env.ticker().nanos());
+    if (!(d instanceof Decision.Admit a)) {
+      return "no_room";
+    }
+    return new Run(
+        DegradePolicy.Concise.NAME,
+        pool,
+        variant.estimate(),
+        variant.workUnits(),
+        r.fanOutWork(),
+        variant.body(),
+        Map.of(),
+        false,
+        a.permit());
+  }
+
+  /** The concise version of a request: its rewritten body, its estimate and work in its pool. */
+  @SuppressWarnings("ArrayRecordComponent") // the body by reference: never compared or hashed
+  record Variant(TokenEstimate estimate, long workUnits, byte[] body) {}
+
+  /**
+   * The concise version of the request (the class's concise rung applied to its body, estimated
+   * again), or the cause it has none: {@code no_body}, {@code unreadable}, {@code no_saving}.
+   */
+  static Object conciseVariant(Sessions env, DegradePolicy.Concise c, Request r) {
     byte[] b = r.body();
     if (b == null) {
       return "no_body";
@@ -108,20 +143,17 @@ final class DegradeLadder {
     if (work >= r.workUnits()) {
       return "no_saving";
     }
-    Decision d = env.controller().tryAdmit(admission(subject, pool, work, e), env.ticker().nanos());
-    if (!(d instanceof Decision.Admit a)) {
-      return "no_room";
+    return new Variant(e, work, rewritten);
+  }
+
+  /** The ladder's concise rung, or null when it has none. */
+  static DegradePolicy.@Nullable Concise conciseRung(DegradePolicy ladder) {
+    for (DegradePolicy.Rung rung : ladder.ladder()) {
+      if (rung instanceof DegradePolicy.Concise c) {
+        return c;
+      }
     }
-    return new Run(
-        DegradePolicy.Concise.NAME,
-        pool,
-        e,
-        work,
-        r.fanOutWork(),
-        rewritten,
-        Map.of(),
-        false,
-        a.permit());
+    return null;
   }
 
   /** The reroute rung: a {@link Run}, or the skip cause. */
@@ -148,7 +180,7 @@ final class DegradeLadder {
     TokenEstimate e = r.estimate();
     long fan = pool.fanout().workUnits(e.fanOut(), subject.fanout());
     long work = pool.workUnits(e.inputTokens(), e.outputReserveTokens(), fan);
-    Decision d = env.controller().tryAdmit(admission(subject, pool, work, e), env.ticker().nanos());
+    Decision d = env.controller().tryRung(admission(subject, pool, work, e), env.ticker().nanos());
     if (!(d instanceof Decision.Admit a)) {
       return "no_room";
     }

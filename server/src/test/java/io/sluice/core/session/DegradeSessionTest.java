@@ -158,13 +158,15 @@ class DegradeSessionTest {
         decide(sessions, pool, interactive(concise(Duration.ofNanos(1), 0)), tenant, 100, f1);
     assertThat(f1.calls).containsExactly("admitted(body)");
 
-    // the one slot is taken: the concise version does not fit either, it queues as before
+    // the one slot is taken: the concise version does not fit either; it waits as that version
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
     AdmissionSession second =
         decide(sessions, pool, interactive(concise(Duration.ofNanos(1), 0)), tenant, 100, f2);
     assertThat(f2.calls).containsExactly("held");
-    assertThat(second.degradedRung()).isNull();
     assertThat(skipped()).containsExactly("concise:no_room");
+    assertThat(Objects.requireNonNull(second.estimate()).outputReserveTokens()).isEqualTo(20);
+    assertThat(second.reason()).as("degraded only when it starts").isEqualTo(Reason.ADMITTED);
+    assertThat(events).noneMatch(SessionEvent.Degraded.class::isInstance);
 
     // a threshold above the predicted wait: queued without trying the ladder
     events.clear();
@@ -174,8 +176,16 @@ class DegradeSessionTest {
     assertThat(f3.calls).containsExactly("held");
     assertThat(skipped()).isEmpty();
 
-    first.release(Outcome.COMPLETED);
-    second.end(Outcome.CANCELLED);
+    assertThat(third.degradedRung()).isNull();
+    assertThat(Objects.requireNonNull(third.estimate()).outputReserveTokens()).isEqualTo(100);
+
+    first.release(Outcome.COMPLETED); // the slot frees: the waiting concise version starts
+    assertThat(f2.calls).containsExactly("held", "admitted(body)");
+    assertThat(second.degradedRung()).isEqualTo("concise");
+    assertThat(second.degradeTrigger()).isEqualTo("wait");
+    assertThat(second.reason()).isEqualTo(Reason.DEGRADED);
+    assertThat(events).contains(new SessionEvent.Degraded(second, "concise", "wait"));
+    second.release(Outcome.COMPLETED);
     third.end(Outcome.CANCELLED);
     PoolState state = Objects.requireNonNull(controller.pool("gpu"));
     assertThat(state.snapshot(ticker.nanos()).requestsInFlight()).isLessThanOrEqualTo(1);
