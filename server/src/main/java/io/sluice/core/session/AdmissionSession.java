@@ -433,15 +433,15 @@ public final class AdmissionSession implements Waiter {
         }
       }
     }
-    long waitTrigger = ladder == null || tried ? 0 : ladder.waitAbove().toNanos();
+    long waitTrigger = ladder == null ? 0 : ladder.waitAbove().toNanos();
     Decision d =
         subject.shadow()
             ? env.controller().decideShadow(request, subject.maxHoldNanos(), env.ticker().nanos())
             : env.controller()
                 .decide(request, subject.maxHoldNanos(), this, env.ticker().nanos(), waitTrigger);
     if (d instanceof Decision.Degradable && ladder != null) {
-      if (tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
-        return;
+      if (!tried && tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
+        return; // (the rungs were tried a moment ago when the headroom trigger fired)
       }
       // no rung starts it now: it waits (or is refused) as its concise version when it has one
       d =

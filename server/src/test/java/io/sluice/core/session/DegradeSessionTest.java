@@ -192,6 +192,28 @@ class DegradeSessionTest {
   }
 
   @Test
+  void headroomTriedFirst_thenAWaitAboveTheThreshold_waitsAsTheConciseVersion() {
+    PoolPolicy pool = OneSlotPool.pool(100_000, 1);
+    AdmissionController controller = controller(pool);
+    Sessions sessions = sessions(controller);
+    ClassPolicy cls = interactive(concise(Duration.ofNanos(1), 0.99));
+    AdmissionSession first =
+        decide(sessions, pool, cls, tenant, 100, new AdmissionSessionTest.Front());
+    assertThat(first.degradedRung()).as("the pool was empty").isNull();
+
+    AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
+    AdmissionSession second = decide(sessions, pool, cls, tenant, 100, f);
+
+    assertThat(f.calls).containsExactly("held");
+    assertThat(skipped()).as("the rungs are tried once").containsExactly("concise:no_room");
+    assertThat(Objects.requireNonNull(second.estimate()).outputReserveTokens()).isEqualTo(20);
+    first.release(Outcome.COMPLETED);
+    assertThat(second.degradedRung()).isEqualTo("concise");
+    assertThat(second.degradeTrigger()).isEqualTo("wait");
+    second.release(Outcome.COMPLETED);
+  }
+
+  @Test
   void reroute_countsAgainstTheTargetPool_andReleasesThere() {
     PoolPolicy gpu = OneSlotPool.pool(1_000, 1);
     PoolPolicy small =
