@@ -664,32 +664,20 @@ final class PolicyAssistant implements Callable<Integer> {
   }
 
   private static String counterTable(List<Run> results) {
-    TreeMap<String, Boolean> keys = new TreeMap<>();
-    results.forEach(r -> r.ladder().keySet().forEach(k -> keys.put(k, true)));
-    StringBuilder b = new StringBuilder("| counter |");
-    results.forEach(r -> b.append(' ').append(r.name()).append(" |"));
-    b.append("\n|---|");
-    results.forEach(r -> b.append("---|"));
-    b.append('\n');
-    if (keys.isEmpty()) {
-      b.append("| (none) |");
-      results.forEach(r -> b.append(" 0 |"));
-      b.append('\n');
-    }
-    for (String k : keys.keySet()) {
-      b.append("| ").append(k).append(" |");
-      for (Run r : results) {
-        b.append(' ').append(r.ladder().getOrDefault(k, 0L)).append(" |");
-      }
-      b.append('\n');
-    }
-    return b.toString();
+    return keyedTable("counter", results, results.stream().map(Run::ladder).toList());
   }
 
   private static String lostTable(List<Run> results, List<Figures> figs) {
+    return keyedTable(
+        "what happened", results, figs.stream().map(Figures::interactiveLost).toList());
+  }
+
+  /** One row per key of any column, one column per run (a missing key counts 0). */
+  private static String keyedTable(
+      String first, List<Run> results, List<Map<String, Long>> columns) {
     TreeMap<String, Boolean> keys = new TreeMap<>();
-    figs.forEach(f -> f.interactiveLost().keySet().forEach(k -> keys.put(k, true)));
-    StringBuilder b = new StringBuilder("| what happened |");
+    columns.forEach(c -> c.keySet().forEach(k -> keys.put(k, true)));
+    StringBuilder b = new StringBuilder("| ").append(first).append(" |");
     results.forEach(r -> b.append(' ').append(r.name()).append(" |"));
     b.append("\n|---|");
     results.forEach(r -> b.append("---|"));
@@ -701,8 +689,8 @@ final class PolicyAssistant implements Callable<Integer> {
     }
     for (String k : keys.keySet()) {
       b.append("| ").append(k).append(" |");
-      for (Figures f : figs) {
-        b.append(' ').append(f.interactiveLost().getOrDefault(k, 0L)).append(" |");
+      for (Map<String, Long> c : columns) {
+        b.append(' ').append(c.getOrDefault(k, 0L)).append(" |");
       }
       b.append('\n');
     }
