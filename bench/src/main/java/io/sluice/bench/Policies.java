@@ -35,7 +35,9 @@ final class Policies {
           class: [{metadata: x-sluice-class}]
           maxMessageTimeoutMs: [{metadata: x-sluice-max-message-timeout-ms}]
           deadlineMs: [{header: x-sluice-timeout-ms}]
-          operationId: [{header: x-request-id}]
+          # not x-request-id: the floor's pre-encoded frame repeats one, which retry control
+          # rightly takes for one operation sent again and again (409 duplicate_operation)
+          operationId: [{header: idempotency-key}]
         routes:
           - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: %s, format: openai-chat}
         unmatched: {action: admit, pool: llm, class: %s}

@@ -103,9 +103,15 @@ final class AnswerEncoder {
     return encodeStringEntry(key, value);
   }
 
+  private static final java.util.concurrent.ConcurrentMap<String, byte[]> EXTRA_PREFIXES =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   /** An encoded number entry of the metadata Struct, for {@link DecisionFields#extra}. */
   static byte[] numberEntry(String key, double value) {
-    byte[] prefix = numberPrefix(key);
+    byte[] prefix = EXTRA_PREFIXES.get(key);
+    if (prefix == null) { // keys are constants of the callers: a handful
+      prefix = EXTRA_PREFIXES.computeIfAbsent(key, AnswerEncoder::numberPrefix);
+    }
     byte[] out = java.util.Arrays.copyOf(prefix, prefix.length + Long.BYTES);
     long bits = Double.doubleToRawLongBits(value);
     for (int i = 0; i < Long.BYTES; i++) { // fixed64: little-endian

@@ -25,7 +25,7 @@ public final class RetryMetrics {
   private final MeterRegistry registry;
   private final LongSupplier tickerNanos;
   private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
-  private final ConcurrentMap<String, Window> windows = new ConcurrentHashMap<>();
+  private final ConcurrentMap<PoolClass, Window> windows = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, AtomicLong> budgetMillitokens = new ConcurrentHashMap<>();
 
   RetryMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
@@ -35,10 +35,23 @@ public final class RetryMetrics {
 
   /** A request classified: its attempt, whether retry control refused it, its duplicate. */
   public void attempted(String pool, String cls, Attempt a) {
-    String reason = a.previousReason();
-    counter(MetricNames.ATTEMPTS, "pool", pool, "class", cls, "kind", a.kind(), "reason", reason)
-        .increment();
-    window(pool, cls).add(a.retry(), tickerNanos.getAsLong());
+    Window w = window(pool, cls);
+    if (!a.retry() && a.previousReason().equals(Attempt.NONE)) {
+      w.originals.increment(); // the common case: no key to build
+    } else {
+      counter(
+              MetricNames.ATTEMPTS,
+              "pool",
+              pool,
+              "class",
+              cls,
+              "kind",
+              a.kind(),
+              "reason",
+              a.previousReason())
+          .increment();
+    }
+    w.add(a.retry(), tickerNanos.getAsLong());
     if (a.retry()) {
       counter(
               MetricNames.RETRIES,
@@ -93,17 +106,33 @@ public final class RetryMetrics {
   }
 
   private Window window(String pool, String cls) {
-    return windows.computeIfAbsent(
-        pool + '\0' + cls,
-        k -> {
-          Window w = new Window();
-          Gauge.builder(MetricNames.RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
-              .tags("pool", pool, "class", cls)
-              .description("attempts / originals over the last one to two minutes (1 = no retries)")
-              .register(registry);
-          return w;
-        });
+    PoolClass key = new PoolClass(pool, cls);
+    Window found = windows.get(key);
+    return found != null ? found : windows.computeIfAbsent(key, k -> newWindow(pool, cls));
   }
+
+  private Window newWindow(String pool, String cls) {
+    Window w =
+        new Window(
+            counter(
+                MetricNames.ATTEMPTS,
+                "pool",
+                pool,
+                "class",
+                cls,
+                "kind",
+                "original",
+                "reason",
+                Attempt.NONE));
+    Gauge.builder(MetricNames.RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
+        .tags("pool", pool, "class", cls)
+        .description("attempts / originals over the last one to two minutes (1 = no retries)")
+        .register(registry);
+    return w;
+  }
+
+  /** The key of a pool's and class's meters (String hashes are cached: no string built). */
+  private record PoolClass(String pool, String cls) {}
 
   private AtomicLong budget(String pool) {
     return budgetMillitokens.computeIfAbsent(
@@ -134,25 +163,33 @@ public final class RetryMetrics {
     };
   }
 
-  /** Two one-minute buckets of attempts and originals. */
+  /**
+   * Two one-minute buckets of attempts and originals, and the pool's and class's {@code
+   * sluice_attempts_total{kind="original",reason="none"}}.
+   */
   private static final class Window {
+    final Counter originals;
     private long minute = Long.MIN_VALUE;
     private long attempts;
-    private long originals;
+    private long originalCount;
     private long lastAttempts;
     private long lastOriginals;
+
+    Window(Counter originals) {
+      this.originals = originals;
+    }
 
     synchronized void add(boolean retry, long now) {
       roll(now);
       attempts++;
       if (!retry) {
-        originals++;
+        originalCount++;
       }
     }
 
     synchronized double ratio(long now) {
       roll(now);
-      long o = originals + lastOriginals;
+      long o = originalCount + lastOriginals;
       long a = attempts + lastAttempts;
       return o == 0 ? (a == 0 ? 1.0 : a) : (double) a / o;
     }
@@ -164,13 +201,13 @@ public final class RetryMetrics {
       }
       if (m == minute + 1) {
         lastAttempts = attempts;
-        lastOriginals = originals;
+        lastOriginals = originalCount;
       } else {
         lastAttempts = 0;
         lastOriginals = 0;
       }
       attempts = 0;
-      originals = 0;
+      originalCount = 0;
       minute = m;
     }
   }

@@ -5,6 +5,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -64,6 +65,20 @@ public final class RetryControl {
       @Nullable String operationId,
       AttemptSignals signals,
       long poolRetryAfterSeconds) {
+    return check(pool, route, tenant, operationId, signals, () -> poolRetryAfterSeconds);
+  }
+
+  /**
+   * As above, the pool's Retry-After asked for only when retry control refuses (the common admitted
+   * request does not take the pool's lock for it).
+   */
+  public CompletionStage<Attempt> check(
+      String pool,
+      String route,
+      String tenant,
+      @Nullable String operationId,
+      AttemptSignals signals,
+      LongSupplier poolRetryAfterSeconds) {
     AttemptStore s = store;
     if (s == null) {
       return CompletableFuture.completedFuture(Attempt.UNCLASSIFIED);
@@ -73,7 +88,7 @@ public final class RetryControl {
     RetryPolicy.Budget budget = policy.budget();
     boolean headerRetry = signals.claimedAttempt() > 1;
     String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, op);
-    String owner = ownerPrefix + ":" + owners.incrementAndGet();
+    String owner = op == null ? "" : ownerPrefix + ":" + owners.incrementAndGet(); // claims only
     long windowMillis = Math.max(1, policy.window().toMillis());
     AttemptStore.Observe o =
         new AttemptStore.Observe(
@@ -118,7 +133,7 @@ public final class RetryControl {
       AttemptSignals signals,
       String owner,
       long replayMillis,
-      long poolRetryAfterSeconds,
+      LongSupplier poolRetryAfterSeconds,
       String pool,
       String tenant) {
     boolean retry = o.retryByHeaders() || obs.seen() > 1;
@@ -139,7 +154,6 @@ public final class RetryControl {
         obs.duplicate() == AttemptStore.Observation.IN_FLIGHT
             ? Attempt.IN_FLIGHT
             : obs.duplicate() == AttemptStore.Observation.COMPLETED ? Attempt.REPLAY : Attempt.NONE;
-    long raDefault = Math.max(1, poolRetryAfterSeconds);
     Attempt.Refusal refusal = null;
     long ageSeconds = Math.max(0, obs.duplicateAgeMillis()) / 1000;
     if (duplicate.equals(Attempt.IN_FLIGHT) && o.refuseInFlight()) {
@@ -147,7 +161,7 @@ public final class RetryControl {
           new Attempt.Refusal(
               Reason.DUPLICATE_OPERATION,
               409,
-              raDefault,
+              Math.max(1, poolRetryAfterSeconds.getAsLong()),
               "operation already in flight: its first attempt started "
                   + ageSeconds
                   + " s ago and is still running; wait for its answer instead of sending it"
@@ -157,7 +171,7 @@ public final class RetryControl {
           new Attempt.Refusal(
               Reason.DUPLICATE_OPERATION,
               409,
-              raDefault,
+              Math.max(1, poolRetryAfterSeconds.getAsLong()),
               "operation completed "
                   + ageSeconds
                   + " s ago (replay window "
@@ -181,7 +195,7 @@ public final class RetryControl {
           new Attempt.Refusal(
               Reason.RETRY_BUDGET,
               429,
-              raDefault,
+              Math.max(1, poolRetryAfterSeconds.getAsLong()),
               "retry budget of "
                   + (b.scope() == RetryPolicy.Budget.Scope.TENANT
                       ? "tenant " + tenant + " in "

@@ -206,7 +206,7 @@ public final class AdmissionSession implements Waiter {
             subject.tenant().id(),
             subject.operationId(),
             subject.attempt(),
-            env.controller().tenantRetryAfterSeconds(pool)),
+            () -> env.controller().tenantRetryAfterSeconds(pool)),
         a -> {
           attempt = a;
           attemptHeld = a.claimKey() != null;

@@ -111,7 +111,11 @@ public final class InMemoryAttemptStore implements AttemptStore {
       } else {
         tokens = Math.min(o.maxTokens(), tokens + o.tokenRatio());
       }
-      entries.put(budgetKey, new Entry(0, tokens, "", false, now, now + millis(o.idleMillis())));
+      // a full bucket is what a missing one reads as: an original on a full bucket writes nothing
+      // (the common case), and a bucket left full expires into the same state
+      if (b == null ? tokens < o.maxTokens() : tokens != b.tokens) {
+        entries.put(budgetKey, new Entry(0, tokens, "", false, now, now + millis(o.idleMillis())));
+      }
     }
     return new Observation(
         seen, duplicate, age, claimed, remaining, given, reason, allowed, tokens);
