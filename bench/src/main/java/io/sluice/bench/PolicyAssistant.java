@@ -652,8 +652,9 @@ final class PolicyAssistant implements Callable<Integer> {
     b.append('\n');
     b.append(
         "The ladder as the server counted it (interactive, whole run; skipped: the rung was tried"
-            + " and could not start the request, which was then queued or refused as without the"
-            + " ladder):\n\n");
+            + " and could not start the request, which then waited, or was refused, as its concise"
+            + " version; degraded counts the questions that ran concise, whether at once or after"
+            + " waiting):\n\n");
     b.append(counterTable(results)).append('\n');
     List<RunReport> reports = results.stream().map(r -> r.result().report()).toList();
     b.append("Whole run (warm-up and peak), every class:\n\n");

@@ -39,17 +39,7 @@ public final class RetryMetrics {
     if (!a.retry() && a.previousReason().equals(Attempt.NONE)) {
       w.originals.increment(); // the common case: no key to build
     } else {
-      counter(
-              MetricNames.ATTEMPTS,
-              "pool",
-              pool,
-              "class",
-              cls,
-              "kind",
-              a.kind(),
-              "reason",
-              a.previousReason())
-          .increment();
+      attempts(pool, cls, a.kind(), a.previousReason()).increment();
     }
     w.add(a.retry(), tickerNanos.getAsLong());
     if (a.retry()) {
@@ -105,6 +95,11 @@ public final class RetryMetrics {
         x -> Counter.builder(name).tags(tags).description(description(name)).register(registry));
   }
 
+  private Counter attempts(String pool, String cls, String kind, String reason) {
+    return counter(
+        MetricNames.ATTEMPTS, "pool", pool, "class", cls, "kind", kind, "reason", reason);
+  }
+
   private Window window(String pool, String cls) {
     PoolClass key = new PoolClass(pool, cls);
     Window found = windows.get(key);
@@ -112,18 +107,7 @@ public final class RetryMetrics {
   }
 
   private Window newWindow(String pool, String cls) {
-    Window w =
-        new Window(
-            counter(
-                MetricNames.ATTEMPTS,
-                "pool",
-                pool,
-                "class",
-                cls,
-                "kind",
-                "original",
-                "reason",
-                Attempt.NONE));
+    Window w = new Window(attempts(pool, cls, "original", Attempt.NONE));
     Gauge.builder(MetricNames.RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
         .tags("pool", pool, "class", cls)
         .description("attempts / originals over the last one to two minutes (1 = no retries)")

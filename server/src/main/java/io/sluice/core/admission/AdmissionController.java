@@ -108,9 +108,10 @@ public final class AdmissionController {
 
   /**
    * As {@link #decide(AdmissionRequest, long, Waiter, long)}, with a degrade ladder's wait trigger:
-   * a request that cannot start now and whose predicted wait exceeds {@code degradeWaitNanos} (or
-   * that would be refused for want of capacity) is answered {@link Decision.Degradable}, nothing
-   * queued. {@code degradeWaitNanos <= 0}: no trigger.
+   * a request that cannot start now and whose expected wait (predicted, or the age of its class's
+   * oldest waiting request when that is longer) exceeds {@code degradeWaitNanos} (or that would be
+   * refused for want of capacity) is answered {@link Decision.Degradable}, nothing queued. {@code
+   * degradeWaitNanos <= 0}: no trigger.
    */
   public Decision decide(
       AdmissionRequest request,

@@ -74,11 +74,12 @@ public sealed interface Decision
   /**
    * The request cannot start now and its class has a degrade ladder whose wait trigger fired
    * ({@link AdmissionController#decide(AdmissionRequest, long, Waiter, long, long)}): its predicted
-   * wait is above the ladder's threshold, or it would be refused. Nothing was queued and no permit
-   * taken; the caller tries the ladder, then decides again without it.
+   * wait (the prediction, or the age of the class's oldest waiting request when that is longer) is
+   * above the ladder's threshold, or it would be refused. Nothing was queued and no permit taken;
+   * the caller tries the ladder, then decides again without it.
    *
    * @param reason the capacity reason it cannot start now
-   * @param predictedWaitNanos its predicted wait ({@code -1}: it would be refused, not queued)
+   * @param predictedWaitNanos its expected wait ({@code -1}: it would be refused, not queued)
    */
   record Degradable(Reason reason, long predictedWaitNanos) implements Decision {}
 }

@@ -320,9 +320,9 @@ public final class PoolState {
 
   /**
    * As {@link #decide(AdmissionRequest, long, Waiter, long)}, with a degrade ladder's wait trigger
-   * ({@code degradeWaitNanos > 0}): a request that cannot start now and would wait longer than
-   * that, or be refused for want of capacity, is answered {@link Decision.Degradable} (nothing
-   * queued).
+   * ({@code degradeWaitNanos > 0}): a request that cannot start now and would wait longer than that
+   * (predicted, or as long as its class's oldest waiting request has already waited), or be refused
+   * for want of capacity, is answered {@link Decision.Degradable} (nothing queued).
    */
   Decision decide(
       AdmissionRequest request,
@@ -472,9 +472,14 @@ public final class PoolState {
         return new Decision.Degradable(refused.reason(), -1); // counted when decided again
       }
       Decision w = queues.wouldEnqueue(k, request, maxWait, nowNanos, refused.reason());
-      if (!(w instanceof Decision.WouldQueue q) || q.predictedWaitNanos() > degradeWaitNanos) {
-        return new Decision.Degradable(
-            refused.reason(), w instanceof Decision.WouldQueue q2 ? q2.predictedWaitNanos() : -1);
+      if (!(w instanceof Decision.WouldQueue q)) {
+        return new Decision.Degradable(refused.reason(), -1);
+      }
+      // the wait it would have: the prediction, or what the class's oldest waiting request has
+      // already waited when that is longer (a queue's head-of-line age is measured, not predicted)
+      long expected = Math.max(q.predictedWaitNanos(), k.queue.oldestAgeNanos(nowNanos));
+      if (expected > degradeWaitNanos) {
+        return new Decision.Degradable(refused.reason(), expected);
       }
     }
     if (waiter == null && !shadow) {

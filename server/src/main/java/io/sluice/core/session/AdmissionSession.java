@@ -433,21 +433,29 @@ public final class AdmissionSession implements Waiter {
         }
       }
     }
-    long waitTrigger = ladder == null ? 0 : ladder.waitAbove().toNanos();
+    if (tried) {
+      // the pool's free capacity for the class is low and no rung starts the request now: it waits
+      // (or is refused) as its concise version, as a concise one that started would have run
+      request = waitConcise(Objects.requireNonNull(ladder), request, TRIGGER_HEADROOM);
+    }
+    long waitTrigger = ladder == null || tried ? 0 : ladder.waitAbove().toNanos();
     Decision d =
         subject.shadow()
             ? env.controller().decideShadow(request, subject.maxHoldNanos(), env.ticker().nanos())
             : env.controller()
                 .decide(request, subject.maxHoldNanos(), this, env.ticker().nanos(), waitTrigger);
     if (d instanceof Decision.Degradable && ladder != null) {
-      if (!tried && tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
-        return; // (the rungs were tried a moment ago when the headroom trigger fired)
+      if (tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
+        return;
       }
       // no rung starts it now: it waits (or is refused) as its concise version when it has one
       d =
           env.controller()
               .decide(
-                  waitConcise(ladder, request), subject.maxHoldNanos(), this, env.ticker().nanos());
+                  waitConcise(ladder, request, TRIGGER_WAIT),
+                  subject.maxHoldNanos(),
+                  this,
+                  env.ticker().nanos());
     }
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);
@@ -602,11 +610,13 @@ public final class AdmissionSession implements Waiter {
   }
 
   /**
-   * The wait trigger fired and no rung starts the request now: with a concise rung (and a body it
-   * applies to), the request waits as its concise version — a cheaper answer that frees its place
-   * sooner — and is degraded when it starts (refused: not degraded). Else {@code request}.
+   * A trigger fired ({@code trigger}: the wait, or the headroom) and no rung starts the request
+   * now: with a concise rung (and a body it applies to), the request waits as its concise version —
+   * a cheaper answer that frees its place sooner — and is degraded when it starts (refused: not
+   * degraded). Else {@code request}.
    */
-  private AdmissionRequest waitConcise(DegradePolicy ladder, AdmissionRequest request) {
+  private AdmissionRequest waitConcise(
+      DegradePolicy ladder, AdmissionRequest request, String trigger) {
     DegradePolicy.Concise c = DegradeLadder.conciseRung(ladder);
     TokenEstimate e = estimate;
     if (c == null || e == null) {
@@ -630,7 +640,7 @@ public final class AdmissionSession implements Waiter {
     }
     runAs(variant.estimate(), variant.workUnits(), variant.body());
     degradedRung = DegradePolicy.Concise.NAME;
-    degradeTrigger = TRIGGER_WAIT;
+    degradeTrigger = trigger;
     return new AdmissionRequest(
         subject.pool(),
         subject.requestClass(),

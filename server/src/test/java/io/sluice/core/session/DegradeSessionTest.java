@@ -192,11 +192,11 @@ class DegradeSessionTest {
   }
 
   @Test
-  void headroomTriedFirst_thenAWaitAboveTheThreshold_waitsAsTheConciseVersion() {
+  void headroomTriedFirst_noRungStartsIt_waitsAsTheConciseVersion_whateverItsWait() {
     PoolPolicy pool = OneSlotPool.pool(100_000, 1);
     AdmissionController controller = controller(pool);
     Sessions sessions = sessions(controller);
-    ClassPolicy cls = interactive(concise(Duration.ofNanos(1), 0.99));
+    ClassPolicy cls = interactive(concise(Duration.ofHours(1), 0.99));
     AdmissionSession first =
         decide(sessions, pool, cls, tenant, 100, new AdmissionSessionTest.Front());
     assertThat(first.degradedRung()).as("the pool was empty").isNull();
@@ -206,11 +206,72 @@ class DegradeSessionTest {
 
     assertThat(f.calls).containsExactly("held");
     assertThat(skipped()).as("the rungs are tried once").containsExactly("concise:no_room");
-    assertThat(Objects.requireNonNull(second.estimate()).outputReserveTokens()).isEqualTo(20);
+    assertThat(Objects.requireNonNull(second.estimate()).outputReserveTokens())
+        .as("waits as its concise version: the wait threshold (1 h) is not what fired")
+        .isEqualTo(20);
     first.release(Outcome.COMPLETED);
+    assertThat(f.calls).containsExactly("held", "admitted(body)");
     assertThat(second.degradedRung()).isEqualTo("concise");
-    assertThat(second.degradeTrigger()).isEqualTo("wait");
+    assertThat(second.degradeTrigger()).isEqualTo("headroom");
+    assertThat(events).contains(new SessionEvent.Degraded(second, "concise", "headroom"));
     second.release(Outcome.COMPLETED);
+  }
+
+  @Test
+  void waitTrigger_firesOnTheAgeOfTheOldestWaitingRequest_whenThePredictionIsShorter() {
+    PoolPolicy pool = OneSlotPool.pool(100_000, 1);
+    ClassPolicy patient = // waits up to 10 s (the hold, 5 s, bounds it)
+        new ClassPolicy(
+            "interactive",
+            0,
+            1.0,
+            0.0,
+            true,
+            Duration.ofSeconds(30),
+            Duration.ofSeconds(10),
+            100,
+            1000,
+            503,
+            1.0,
+            10,
+            1.0);
+    AdmissionController controller =
+        new AdmissionController(
+            List.of(pool),
+            List.of(patient),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            () -> 0.5);
+    Sessions sessions = sessions(controller);
+    ClassPolicy noLadder = patient.withDegrade(concise(Duration.ofHours(1), 0));
+    ClassPolicy ladder = patient.withDegrade(concise(Duration.ofMillis(3000), 0));
+    AdmissionSession first =
+        decide(sessions, pool, noLadder, tenant, 100, new AdmissionSessionTest.Front());
+    AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
+    AdmissionSession waiting = decide(sessions, pool, noLadder, tenant, 100, f2);
+    assertThat(f2.calls).containsExactly("held");
+
+    // just queued: the predicted wait is below the threshold, so the ladder is not tried
+    AdmissionSessionTest.Front probe = new AdmissionSessionTest.Front();
+    AdmissionSession early = decide(sessions, pool, ladder, tenant, 100, probe);
+    assertThat(probe.calls).containsExactly("held");
+    assertThat(skipped()).isEmpty();
+    assertThat(Objects.requireNonNull(early.estimate()).outputReserveTokens()).isEqualTo(100);
+    early.end(Outcome.CANCELLED);
+
+    // 3.5 s later the head of the queue has waited longer than the threshold: the same request
+    // now fires the wait trigger, and waits as its concise version
+    ticker.advance(Duration.ofMillis(3500));
+    AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
+    AdmissionSession late = decide(sessions, pool, ladder, tenant, 100, f3);
+    assertThat(f3.calls).containsExactly("held");
+    assertThat(skipped()).containsExactly("concise:no_room");
+    assertThat(Objects.requireNonNull(late.estimate()).outputReserveTokens()).isEqualTo(20);
+
+    first.release(Outcome.COMPLETED);
+    waiting.release(Outcome.COMPLETED);
+    assertThat(late.degradeTrigger()).isEqualTo("wait");
+    late.release(Outcome.COMPLETED);
   }
 
   @Test
