@@ -8,7 +8,9 @@
 #   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]     (JAVA_OPTS: JVM flags for both servers;
 #                                                            ONLY=ext_proc or ONLY=RLS: one workload;
 #                                                            REDIS=host:port: Sluice on the Redis store,
-#                                                            pools leased as replica shares)
+#                                                            pools leased as replica shares;
+#                                                            DEADLINE_HEADER=1: the admit sets
+#                                                            x-sluice-deadline-ms, the default)
 set -euo pipefail
 JAR="${JAR:-bench/target/sluice-bench.jar}"
 WIN="${1:-3}"; PAIRS="${2:-10}"; WARM="${3:-10}"; PORT="${PORT:-50071}"
@@ -21,6 +23,7 @@ declare -A SPID PORTS
 PORTS[noop]=$PORT; PORTS[sluice]=$((PORT + 1))
 for target in noop sluice; do
   extra=(); [[ "$target" == sluice && -n "${REDIS:-}" ]] && extra=(--redis "$REDIS")
+  [[ "$target" == sluice && -n "${DEADLINE_HEADER:-}" ]] && extra+=(--deadline-header)
   java ${JAVA_OPTS:-} -jar "$JAR" floor --serve "$target" --port "${PORTS[$target]}" "${extra[@]}" >"$WORK/$target.log" 2>&1 &
   SPID[$target]=$!; PIDS+=("$!")
   for _ in $(seq 150); do (echo >"/dev/tcp/127.0.0.1/${PORTS[$target]}") 2>/dev/null && break; sleep 0.2; done

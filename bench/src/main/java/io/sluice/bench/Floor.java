@@ -128,7 +128,30 @@ final class Floor implements Callable<Integer> {
               + " rls_request.grpc) to this directory")
   Path dumpDir;
 
-  static final String ADMIT_POLICY =
+  @Option(
+      names = "--deadline-header",
+      description =
+          "with --serve sluice: the admit answer sets x-sluice-deadline-ms on the upstream request"
+              + " (the product's default); without it the floor's admit carries no header"
+              + " mutation, as with decisionHeader off")
+  boolean deadlineHeader;
+
+  private static final String ANSWER_DECORATIONS =
+      "responses: {decisionHeader: false, estimateHeader: false}";
+
+  /** {@code policy} with no deadline header on the admitted request. */
+  static String withoutDeadlineHeader(String policy) {
+    String out =
+        policy.replace(
+            ANSWER_DECORATIONS,
+            "responses: {decisionHeader: false, estimateHeader: false, deadlineHeader: \"\"}");
+    if (out.equals(policy)) {
+      throw new IllegalStateException("bench policy changed shape; update Floor");
+    }
+    return out;
+  }
+
+  static final String ADMIT_POLICY_WITH_DEADLINE_HEADER =
       Policies.policy(
           1_000_000_000_000L,
           0,
@@ -138,6 +161,12 @@ final class Floor implements Callable<Integer> {
                           defaultOutputTokens: 256}
           """,
           "interactive");
+
+  /**
+   * The floor's admit: no header mutation (decision, estimate and deadline headers off), so the
+   * answer is the transport's and the admission path's, not the answer's optional decorations.
+   */
+  static final String ADMIT_POLICY = withoutDeadlineHeader(ADMIT_POLICY_WITH_DEADLINE_HEADER);
 
   static final String REJECT_POLICY =
       Policies.policy(
@@ -340,7 +369,9 @@ final class Floor implements Callable<Integer> {
   AutoCloseable start(String target, int port) throws IOException {
     return switch (target) {
       case "noop" -> new NoOp(port);
-      case "sluice" -> new Sluice(ADMIT_POLICY, port, redis);
+      case "sluice" ->
+          new Sluice(
+              deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY, port, redis);
       case "sluice-reject" -> new Sluice(REJECT_POLICY, port, redis);
       default ->
           throw new IllegalArgumentException(

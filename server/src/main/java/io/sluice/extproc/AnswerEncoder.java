@@ -108,16 +108,37 @@ final class AnswerEncoder {
 
   /** An encoded number entry of the metadata Struct, for {@link DecisionFields#extra}. */
   static byte[] numberEntry(String key, double value) {
+    byte[] prefix = cachedNumberPrefix(key);
+    byte[] out = java.util.Arrays.copyOf(prefix, prefix.length + Long.BYTES);
+    writeFixed64(out, prefix.length, Double.doubleToRawLongBits(value));
+    return out;
+  }
+
+  /** Two encoded number entries in one array: {@link #numberEntry} twice, one allocation. */
+  static byte[] numberEntries(String k1, double v1, String k2, double v2) {
+    byte[] p1 = cachedNumberPrefix(k1);
+    byte[] p2 = cachedNumberPrefix(k2);
+    byte[] out = new byte[p1.length + p2.length + 2 * Long.BYTES];
+    System.arraycopy(p1, 0, out, 0, p1.length);
+    writeFixed64(out, p1.length, Double.doubleToRawLongBits(v1));
+    int at = p1.length + Long.BYTES;
+    System.arraycopy(p2, 0, out, at, p2.length);
+    writeFixed64(out, at + p2.length, Double.doubleToRawLongBits(v2));
+    return out;
+  }
+
+  private static byte[] cachedNumberPrefix(String key) {
     byte[] prefix = EXTRA_PREFIXES.get(key);
     if (prefix == null) { // keys are constants of the callers: a handful
       prefix = EXTRA_PREFIXES.computeIfAbsent(key, AnswerEncoder::numberPrefix);
     }
-    byte[] out = java.util.Arrays.copyOf(prefix, prefix.length + Long.BYTES);
-    long bits = Double.doubleToRawLongBits(value);
+    return prefix;
+  }
+
+  private static void writeFixed64(byte[] out, int at, long bits) {
     for (int i = 0; i < Long.BYTES; i++) { // fixed64: little-endian
-      out[prefix.length + i] = (byte) (bits >>> (8 * i));
+      out[at + i] = (byte) (bits >>> (8 * i));
     }
-    return out;
   }
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */

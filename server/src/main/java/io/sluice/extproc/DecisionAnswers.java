@@ -36,7 +36,7 @@ final class DecisionAnswers {
     if (plain) {
       headers = cfg.decisionHeader() ? DECISION_ADMIT_HEADER : Map.of();
     } else {
-      headers = new LinkedHashMap<>(8);
+      headers = new LinkedHashMap<>(s.upstreamHeaders().size() + 6);
       if (cfg.decisionHeader()) {
         headers.put("x-sluice-decision", s.degradedRung() != null ? "degrade" : "admit");
       }
@@ -93,10 +93,17 @@ final class DecisionAnswers {
    * engine priority written.
    */
   private static byte[] admitExtra(AdmissionRuntime rt, AdmissionSession s, long left) {
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(160);
-    out.writeBytes(AnswerEncoder.numberEntry("deadline_remaining_ms", left));
-    out.writeBytes(
-        AnswerEncoder.numberEntry("deadline_epoch_ms", rt.clock().millis() + (double) left));
+    byte[] deadline =
+        AnswerEncoder.numberEntries(
+            "deadline_remaining_ms",
+            left,
+            "deadline_epoch_ms",
+            rt.clock().millis() + (double) left);
+    if (s.queueWaitNanos() <= 0 && s.degradedRung() == null && s.enginePriority() == null) {
+      return deadline; // the common admit: one array
+    }
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(deadline.length + 96);
+    out.writeBytes(deadline);
     if (s.queueWaitNanos() > 0) {
       out.writeBytes(
           AnswerEncoder.numberEntry(

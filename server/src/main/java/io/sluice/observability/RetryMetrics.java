@@ -72,7 +72,11 @@ public final class RetryMetrics {
       counter(MetricNames.DUPLICATE_OPERATIONS, "pool", pool, "action", action).increment();
     }
     if (!Double.isNaN(a.budgetTokens())) {
-      budget(pool).set(Math.round(a.budgetTokens() * 1000));
+      AtomicLong b = budget(pool);
+      long v = Math.round(a.budgetTokens() * 1000);
+      if (b.get() != v) { // a full bucket stays full: no shared write per request
+        b.set(v);
+      }
     }
     if (a.storeFailed()) {
       counter(MetricNames.RETRY_STORE_FAILURES, "mode", a.refusal() != null ? "closed" : "open")
@@ -119,17 +123,20 @@ public final class RetryMetrics {
   private record PoolClass(String pool, String cls) {}
 
   private AtomicLong budget(String pool) {
-    return budgetMillitokens.computeIfAbsent(
-        pool,
-        p -> {
-          AtomicLong v = new AtomicLong();
-          Gauge.builder(MetricNames.RETRY_BUDGET_TOKENS, v, x -> x.get() / 1000.0)
-              .tags("pool", p)
-              .description(
-                  "tokens left in the retry budget bucket a request of the pool last drew on")
-              .register(registry);
-          return v;
-        });
+    AtomicLong found = budgetMillitokens.get(pool);
+    return found != null
+        ? found
+        : budgetMillitokens.computeIfAbsent(
+            pool,
+            p -> {
+              AtomicLong v = new AtomicLong();
+              Gauge.builder(MetricNames.RETRY_BUDGET_TOKENS, v, x -> x.get() / 1000.0)
+                  .tags("pool", p)
+                  .description(
+                      "tokens left in the retry budget bucket a request of the pool last drew on")
+                  .register(registry);
+              return v;
+            });
   }
 
   private static String description(String name) {

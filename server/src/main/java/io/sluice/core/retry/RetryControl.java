@@ -4,6 +4,8 @@ import io.sluice.core.admission.Reason;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
@@ -25,6 +27,19 @@ public final class RetryControl {
   private final boolean failOpen;
   private final String ownerPrefix = UUID.randomUUID().toString();
   private final AtomicLong owners = new AtomicLong();
+
+  /**
+   * The keys of a request with no operation id (its tenant's refusal memory and budget bucket), per
+   * pool and tenant, so the common request builds no strings. Tenants are what the operator's
+   * signals resolve, but bounded all the same: past {@value #MAX_CACHED_TENANTS} per pool the map
+   * starts over.
+   */
+  private final ConcurrentMap<String, ConcurrentMap<String, TenantKeys>> tenantKeys =
+      new ConcurrentHashMap<>();
+
+  static final int MAX_CACHED_TENANTS = 4096;
+
+  private record TenantKeys(String refusal, @Nullable String budget) {}
 
   /**
    * @param namespace the store's key namespace ({@code quotas.keyPrefix})
@@ -90,17 +105,13 @@ public final class RetryControl {
     String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, op);
     String owner = op == null ? "" : ownerPrefix + ":" + owners.incrementAndGet(); // claims only
     long windowMillis = Math.max(1, policy.window().toMillis());
+    TenantKeys keys = op == null ? tenantKeys(pool, tenant) : null;
     AttemptStore.Observe o =
         new AttemptStore.Observe(
             op == null ? null : RetryKeys.seen(namespace, pool, tenant, op),
             opKey,
-            RetryKeys.refusal(namespace, pool, tenant, op),
-            budget.enabled()
-                ? RetryKeys.budget(
-                    namespace,
-                    pool,
-                    budget.scope() == RetryPolicy.Budget.Scope.TENANT ? tenant : null)
-                : null,
+            keys != null ? keys.refusal() : RetryKeys.refusal(namespace, pool, tenant, op),
+            keys != null ? keys.budget() : budgetKey(pool, tenant),
             owner,
             headerRetry,
             op != null,
@@ -119,12 +130,52 @@ public final class RetryControl {
     } catch (RuntimeException e) {
       answer = CompletableFuture.failedFuture(e);
     }
+    if (answer instanceof CompletableFuture<AttemptStore.Observation> done
+        && done.isDone()
+        && !done.isCompletedExceptionally()) { // the in-process store: no stage to chain
+      AttemptStore.Observation obs = done.join();
+      return CompletableFuture.completedFuture(
+          obs == null
+              ? storeFailed(signals)
+              : classify(
+                  obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, tenant));
+    }
     return answer.handle(
         (obs, e) ->
             e != null || obs == null
                 ? storeFailed(signals)
                 : classify(
                     obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, tenant));
+  }
+
+  private @Nullable String budgetKey(String pool, String tenant) {
+    RetryPolicy.Budget budget = policy.budget();
+    return budget.enabled()
+        ? RetryKeys.budget(
+            namespace, pool, budget.scope() == RetryPolicy.Budget.Scope.TENANT ? tenant : null)
+        : null;
+  }
+
+  /** Tenants whose keys are cached for {@code pool} (tests: the bound). */
+  int cachedTenantKeys(String pool) {
+    ConcurrentMap<String, TenantKeys> byTenant = tenantKeys.get(pool);
+    return byTenant == null ? 0 : byTenant.size();
+  }
+
+  private TenantKeys tenantKeys(String pool, String tenant) {
+    ConcurrentMap<String, TenantKeys> byTenant = tenantKeys.get(pool);
+    if (byTenant == null) {
+      byTenant = tenantKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
+    }
+    TenantKeys k = byTenant.get(tenant);
+    if (k == null) {
+      if (byTenant.size() >= MAX_CACHED_TENANTS) {
+        byTenant.clear();
+      }
+      k = new TenantKeys(RetryKeys.refusal(namespace, pool, tenant, null), budgetKey(pool, tenant));
+      byTenant.put(tenant, k);
+    }
+    return k;
   }
 
   private Attempt classify(

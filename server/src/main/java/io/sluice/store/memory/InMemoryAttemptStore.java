@@ -21,6 +21,15 @@ public final class InMemoryAttemptStore implements AttemptStore {
   private final Cache<String, Entry> entries;
   private final ReentrantLock lock = new ReentrantLock();
 
+  /**
+   * Until when some budget bucket may be below full: the latest expiry of a bucket written below
+   * full. Past it every bucket is full (none was drawn on since, so each expired or refilled), and
+   * an original needs no lookup at all; {@code bucketsDrawn} false: none ever was.
+   */
+  private volatile long drawnUntilNanos;
+
+  private volatile boolean bucketsDrawn;
+
   public InMemoryAttemptStore(Ticker ticker, long maxEntries) {
     this.ticker = ticker;
     this.entries =
@@ -45,12 +54,41 @@ public final class InMemoryAttemptStore implements AttemptStore {
 
   @Override
   public CompletionStage<Observation> observe(Observe o) {
+    Observation quick = fullBucketOriginal(o);
+    if (quick != null) {
+      return CompletableFuture.completedFuture(quick);
+    }
     lock.lock();
     try {
       return CompletableFuture.completedFuture(observeLocked(o, ticker.nanos()));
     } finally {
       lock.unlock();
     }
+  }
+
+  /**
+   * The common request, answered without the lock: no operation id, not a retry by its headers, and
+   * its budget bucket full (absent). Such an original only refills the bucket, which is full
+   * already, so it writes nothing; any retry that spends from the bucket under the lock meanwhile
+   * is ordered after it. Null when the request needs the locked step.
+   */
+  private @Nullable Observation fullBucketOriginal(Observe o) {
+    String budgetKey = o.budgetKey();
+    if (o.seenKey() != null || o.retryByHeaders() || (o.claim() && o.operationKey() != null)) {
+      return null;
+    }
+    if (budgetKey == null) {
+      return new Observation(
+          0, Observation.NO_DUPLICATE, 0, false, Long.MIN_VALUE, 0, "", true, Double.NaN);
+    }
+    if (bucketsDrawn) {
+      long now = ticker.nanos();
+      if (now - drawnUntilNanos < 0 && live(budgetKey, now) != null) {
+        return null;
+      }
+    }
+    return new Observation(
+        0, Observation.NO_DUPLICATE, 0, false, Long.MIN_VALUE, 0, "", true, o.maxTokens());
   }
 
   private Observation observeLocked(Observe o, long now) {
@@ -83,7 +121,7 @@ public final class InMemoryAttemptStore implements AttemptStore {
     long remaining = Long.MIN_VALUE;
     long given = 0;
     String reason = "";
-    Entry r = live(o.refusalKey(), now);
+    Entry r = retry ? live(o.refusalKey(), now) : null; // a refusal is read for retries only
     if (r != null) {
       remaining = (r.startedNanos - now) / 1_000_000L; // startedNanos holds the Retry-After's end
       if (r.startedNanos - now > 0 && remaining == 0) {
@@ -114,7 +152,14 @@ public final class InMemoryAttemptStore implements AttemptStore {
       // a full bucket is what a missing one reads as: an original on a full bucket writes nothing
       // (the common case), and a bucket left full expires into the same state
       if (b == null ? tokens < o.maxTokens() : tokens != b.tokens) {
-        entries.put(budgetKey, new Entry(0, tokens, "", false, now, now + millis(o.idleMillis())));
+        long expires = now + millis(o.idleMillis());
+        if (tokens < o.maxTokens() && (!bucketsDrawn || expires - drawnUntilNanos > 0)) {
+          // before the put, under the lock (one writer): an original that reads the flags before
+          // this is ordered before this retry; one that reads them after looks the bucket up
+          drawnUntilNanos = expires;
+          bucketsDrawn = true;
+        }
+        entries.put(budgetKey, new Entry(0, tokens, "", false, now, expires));
       }
     }
     return new Observation(

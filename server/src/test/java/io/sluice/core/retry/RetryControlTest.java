@@ -94,6 +94,20 @@ class RetryControlTest {
   }
 
   @Test
+  void tenantKeyCache_isBoundedPerPool_andKeepsTenantsApart() {
+    RetryControl c = budgetOnly(2, 0.1);
+    check(c, "acme", null, SDK_RETRY); // acme: 2 → 1
+    for (int i = 0; i < RetryControl.MAX_CACHED_TENANTS + 500; i++) {
+      check(c, "t" + i, null, NO_SIGNALS);
+      assertThat(c.cachedTenantKeys("gpu")).isLessThanOrEqualTo(RetryControl.MAX_CACHED_TENANTS);
+    }
+    assertThat(check(c, "acme", null, SDK_RETRY).refusal())
+        .as("acme's own bucket, found again after the cache started over")
+        .isNotNull();
+    assertThat(check(c, "globex", null, SDK_RETRY).refusal()).isNull();
+  }
+
+  @Test
   void budget_idleBucketExpiresAfterTheWindow_andComesBackFull() {
     RetryControl c = budgetOnly(2, 0.1);
     check(c, "acme", null, SDK_RETRY); // 2 → 1
