@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,11 +31,25 @@ public abstract class AttemptStoreContractTest {
   }
 
   private Observe observe(String op, String owner, boolean retryByHeaders, String budget) {
+    return observe(prefix(), op, owner, retryByHeaders, budget);
+  }
+
+  /**
+   * A request of the contract's policy (claims refused in flight, 60 s windows, a budget of 10
+   * refilled 0.5 per original): operation {@code op} (null: none) under keys {@code prefix...}, its
+   * budget bucket {@code budget} (null: none).
+   */
+  public static Observe observe(
+      String prefix,
+      @Nullable String op,
+      String owner,
+      boolean retryByHeaders,
+      @Nullable String budget) {
     return new Observe(
-        op == null ? null : prefix() + "seen:" + op,
-        op == null ? null : prefix() + "op:" + op,
-        prefix() + "refused:" + (op == null ? "tenant" : op),
-        budget == null ? null : prefix() + "budget:" + budget,
+        op == null ? null : prefix + "seen:" + op,
+        op == null ? null : prefix + "op:" + op,
+        prefix + "refused:" + (op == null ? "tenant" : op),
+        budget == null ? null : prefix + "budget:" + budget,
         owner,
         retryByHeaders,
         op != null,

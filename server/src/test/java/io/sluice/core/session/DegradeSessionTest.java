@@ -220,21 +220,8 @@ class DegradeSessionTest {
   @Test
   void waitTrigger_firesOnTheAgeOfTheOldestWaitingRequest_whenThePredictionIsShorter() {
     PoolPolicy pool = OneSlotPool.pool(100_000, 1);
-    ClassPolicy patient = // waits up to 10 s (the hold, 5 s, bounds it)
-        new ClassPolicy(
-            "interactive",
-            0,
-            1.0,
-            0.0,
-            true,
-            Duration.ofSeconds(30),
-            Duration.ofSeconds(10),
-            100,
-            1000,
-            503,
-            1.0,
-            10,
-            1.0);
+    // waits up to 10 s (the hold, 5 s, bounds it)
+    ClassPolicy patient = OneSlotPool.interactive(Duration.ofSeconds(10));
     AdmissionController controller =
         new AdmissionController(
             List.of(pool),

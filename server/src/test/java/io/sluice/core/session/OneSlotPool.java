@@ -86,21 +86,25 @@ public final class OneSlotPool {
   public static final PoolPolicy POOL = pool(100_000, 1);
 
   /** Class {@code interactive}: the whole pool, 30 s deadline, 2 s queue wait. */
-  public static final ClassPolicy INTERACTIVE =
-      new ClassPolicy(
-          "interactive",
-          0,
-          1.0,
-          0.0,
-          true,
-          Duration.ofSeconds(30),
-          Duration.ofSeconds(2),
-          100,
-          1000,
-          503,
-          1.0,
-          10,
-          1.0);
+  public static final ClassPolicy INTERACTIVE = interactive(Duration.ofSeconds(2));
+
+  /** Class {@code interactive}: the whole pool, 30 s deadline, {@code maxQueueWait}. */
+  public static ClassPolicy interactive(Duration maxQueueWait) {
+    return new ClassPolicy(
+        "interactive",
+        0,
+        1.0,
+        0.0,
+        true,
+        Duration.ofSeconds(30),
+        maxQueueWait,
+        100,
+        1000,
+        503,
+        1.0,
+        10,
+        1.0);
+  }
 
   /** A fresh controller over {@link #POOL} and {@link #INTERACTIVE}. */
   public static AdmissionController controller() {

@@ -3,8 +3,8 @@ package io.sluice.store.memory;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.retry.AttemptStore.Observation;
-import io.sluice.core.retry.AttemptStore.Observe;
 import io.sluice.core.time.FakeTicker;
+import io.sluice.store.AttemptStoreContractTest;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -17,27 +17,11 @@ class InMemoryAttemptBudgetTest {
   private final FakeTicker ticker = new FakeTicker();
   private final InMemoryAttemptStore store = new InMemoryAttemptStore(ticker, 1_000);
 
-  private static Observe observe(boolean retry, String bucket) {
-    return new Observe(
-        null,
-        null,
-        "p:refused:" + bucket,
-        "p:budget:" + bucket,
-        "",
-        retry,
-        false,
-        true,
-        false,
-        false,
-        60_000,
-        60_000,
-        10,
-        0.5,
-        60_000);
-  }
-
   private Observation call(boolean retry, String bucket) {
-    return store.observe(observe(retry, bucket)).toCompletableFuture().join();
+    return store
+        .observe(AttemptStoreContractTest.observe("p:", null, "", retry, bucket))
+        .toCompletableFuture()
+        .join();
   }
 
   @Test
