@@ -427,7 +427,8 @@ public final class SluiceServer implements AutoCloseable {
         config.retries(),
         stores.attempts(),
         config.quotas().keyPrefix(),
-        !config.quotas().failureMode().equals("closed"));
+        !config.quotas().failureMode().equals("closed"),
+        ticker::nanos);
   }
 
   private static ServerCredentials tlsCredentials(SluiceConfig.Tls tls) throws IOException {

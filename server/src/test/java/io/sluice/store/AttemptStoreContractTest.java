@@ -140,6 +140,57 @@ public abstract class AttemptStoreContractTest {
   }
 
   @Test
+  void deferredOriginals_refillTheBucketBeforeTheRequestsOwnEffect_upToMaxTokens()
+      throws Exception {
+    for (int i = 0; i < 5; i++) {
+      await(replicaA().observe(observe(null, "x", true, "t2"))); // 10 → 5
+    }
+    Observe base = observe(null, "x", true, "t2");
+    Observe carrying =
+        new Observe(
+            base.seenKey(),
+            base.operationKey(),
+            base.refusalKey(),
+            base.budgetKey(),
+            base.owner(),
+            true,
+            base.claim(),
+            base.refuseInFlight(),
+            base.refuseReplay(),
+            base.refuseEarly(),
+            base.seenWindowMillis(),
+            base.inFlightTtlMillis(),
+            base.maxTokens(),
+            base.tokenRatio(),
+            base.idleMillis(),
+            3);
+    Observation retry = await(replicaB().observe(carrying)); // 5 + 1.5 = 6.5 > 5: passes, 5.5
+    assertThat(retry.budgetAllowed()).isTrue();
+    assertThat(retry.budgetTokens()).isEqualTo(5.5);
+    Observe many =
+        new Observe(
+            base.seenKey(),
+            base.operationKey(),
+            base.refusalKey(),
+            base.budgetKey(),
+            base.owner(),
+            false,
+            base.claim(),
+            base.refuseInFlight(),
+            base.refuseReplay(),
+            base.refuseEarly(),
+            base.seenWindowMillis(),
+            base.inFlightTtlMillis(),
+            base.maxTokens(),
+            base.tokenRatio(),
+            base.idleMillis(),
+            1_000);
+    assertThat(await(replicaA().observe(many)).budgetTokens())
+        .as("never above max")
+        .isEqualTo(10.0);
+  }
+
+  @Test
   void remember_isSeenByTheOtherReplica_withItsRetryAfterAndReason() throws Exception {
     await(replicaA().remember(prefix() + "refused:tenant", 30, "pool_saturated", 90_000));
     Observation o = await(replicaB().observe(observe(null, "x", true, null)));

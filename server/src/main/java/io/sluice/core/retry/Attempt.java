@@ -51,6 +51,14 @@ public record Attempt(
   public static final Attempt UNCLASSIFIED =
       new Attempt(0, false, NONE, NONE, NONE, Double.NaN, NONE, null, "", 0, null, false);
 
+  /**
+   * An original with no operation id and no retry header that retry control did not send to a
+   * shared store ({@link AttemptStore#shared}): nothing to claim, refuse or read; its budget refill
+   * goes with a later call, so no bucket level is known here.
+   */
+  public static final Attempt ORIGINAL_UNSENT =
+      new Attempt(1, false, NONE, NONE, NONE, Double.NaN, NONE, null, "", 0, null, false);
+
   /** Whether retry control classified this request. */
   public boolean classified() {
     return number > 0;

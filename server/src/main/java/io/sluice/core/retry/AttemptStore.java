@@ -29,7 +29,8 @@ public interface AttemptStore {
    *   <li>unless the request is to be refused already (a duplicate with {@link
    *       Observe#refuseInFlight}, a replay with {@link Observe#refuseReplay}, an early retry with
    *       {@link Observe#refuseEarly}): the budget bucket ({@link Observe#budgetKey}, unless null):
-   *       full at first, an original adds {@code tokenRatio} up to {@code maxTokens}, a retry is
+   *       full at first; first the {@link Observe#deferredOriginals} each add {@code tokenRatio} up
+   *       to {@code maxTokens}; then this original adds {@code tokenRatio} likewise, or a retry is
    *       allowed while the bucket holds more than {@code maxTokens / 2} and then costs 1; the
    *       bucket is kept {@link Observe#idleMillis} after its last use.
    * </ol>
@@ -44,6 +45,16 @@ public interface AttemptStore {
   CompletionStage<Void> complete(String operationKey, String owner, long replayMillis);
 
   /**
+   * Whether every {@link #observe} is a call to a store shared across replicas (a network round
+   * trip): retry control then does not call it for an original that has no operation id and is not
+   * a retry by its headers (such a request only refills its budget bucket) and hands the store
+   * those refills with a later call ({@link Observe#deferredOriginals}).
+   */
+  default boolean shared() {
+    return false;
+  }
+
+  /**
    * Remembers a refusal under {@code refusalKey}: Retry-After {@code retryAfterSeconds} from now,
    * with {@code reason}; kept {@code keepMillis} (at least the Retry-After).
    */
@@ -55,6 +66,8 @@ public interface AttemptStore {
    *
    * @param seenKey the operation's seen counter, or null when the request has no operation id
    * @param operationKey the operation's in-flight claim, or null when none is taken
+   * @param deferredOriginals originals of the same bucket this replica did not send ({@link
+   *     #shared}): their refills, applied to the bucket before this request's own effect
    */
   record Observe(
       @Nullable String seenKey,
@@ -71,7 +84,45 @@ public interface AttemptStore {
       long inFlightTtlMillis,
       double maxTokens,
       double tokenRatio,
-      long idleMillis) {}
+      long idleMillis,
+      long deferredOriginals) {
+
+    /** A request with no deferred originals to hand over. */
+    public Observe(
+        @Nullable String seenKey,
+        @Nullable String operationKey,
+        String refusalKey,
+        @Nullable String budgetKey,
+        String owner,
+        boolean retryByHeaders,
+        boolean claim,
+        boolean refuseInFlight,
+        boolean refuseReplay,
+        boolean refuseEarly,
+        long seenWindowMillis,
+        long inFlightTtlMillis,
+        double maxTokens,
+        double tokenRatio,
+        long idleMillis) {
+      this(
+          seenKey,
+          operationKey,
+          refusalKey,
+          budgetKey,
+          owner,
+          retryByHeaders,
+          claim,
+          refuseInFlight,
+          refuseReplay,
+          refuseEarly,
+          seenWindowMillis,
+          inFlightTtlMillis,
+          maxTokens,
+          tokenRatio,
+          idleMillis,
+          0);
+    }
+  }
 
   /**
    * The store's answer.

@@ -39,7 +39,38 @@ public final class RetryControl {
 
   static final int MAX_CACHED_TENANTS = 4096;
 
-  private record TenantKeys(String refusal, @Nullable String budget) {}
+  /**
+   * With a shared store ({@link AttemptStore#shared}), a tenant's originals that have no operation
+   * id and are no retry by their headers reach the store at most once per this interval per pool
+   * and tenant, carrying the refills of those held since: such an original only refills its budget
+   * bucket, and a network call per request for that would cost more than the rest of the decision.
+   * A retry, or a request with an operation id, always goes, and carries them too.
+   */
+  static final long SEND_ORIGINALS_NANOS = 100_000_000L;
+
+  private final LongSupplier nanoTime;
+
+  /** A tenant's keys, and its originals not yet sent to a shared store. */
+  private static final class TenantKeys {
+    final String refusal;
+    final @Nullable String budget;
+    final AtomicLong deferred = new AtomicLong();
+    volatile long lastSentNanos;
+
+    TenantKeys(String refusal, @Nullable String budget, long nowNanos) {
+      this.refusal = refusal;
+      this.budget = budget;
+      this.lastSentNanos = nowNanos;
+    }
+
+    String refusal() {
+      return refusal;
+    }
+
+    @Nullable String budget() {
+      return budget;
+    }
+  }
 
   /**
    * @param namespace the store's key namespace ({@code quotas.keyPrefix})
@@ -47,6 +78,20 @@ public final class RetryControl {
    */
   public RetryControl(
       RetryPolicy policy, @Nullable AttemptStore store, String namespace, boolean failOpen) {
+    this(policy, store, namespace, failOpen, System::nanoTime);
+  }
+
+  /**
+   * As above, on {@code nanoTime} (the process's ticker): when a shared store was last sent a
+   * tenant's originals.
+   */
+  public RetryControl(
+      RetryPolicy policy,
+      @Nullable AttemptStore store,
+      String namespace,
+      boolean failOpen,
+      LongSupplier nanoTime) {
+    this.nanoTime = nanoTime;
     this.policy = policy;
     this.store = policy.enabled() ? store : null;
     this.namespace = namespace;
@@ -105,13 +150,30 @@ public final class RetryControl {
     String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, op);
     String owner = op == null ? "" : ownerPrefix + ":" + owners.incrementAndGet(); // claims only
     long windowMillis = Math.max(1, policy.window().toMillis());
-    TenantKeys keys = op == null ? tenantKeys(pool, tenant) : null;
+    TenantKeys keys = tenantKeys(pool, tenant);
+    long deferred = 0;
+    if (s.shared()) {
+      if (op == null && !headerRetry) { // an original that can only refill its bucket
+        if (!budget.enabled()) {
+          return CompletableFuture.completedFuture(Attempt.ORIGINAL_UNSENT);
+        }
+        long now = nanoTime.getAsLong();
+        keys.deferred.incrementAndGet();
+        if (now - keys.lastSentNanos < SEND_ORIGINALS_NANOS) {
+          return CompletableFuture.completedFuture(Attempt.ORIGINAL_UNSENT);
+        }
+        keys.lastSentNanos = now; // this one goes, with the originals held since the last
+        deferred = Math.max(0, keys.deferred.getAndSet(0) - 1);
+      } else {
+        deferred = keys.deferred.getAndSet(0);
+      }
+    }
     AttemptStore.Observe o =
         new AttemptStore.Observe(
             op == null ? null : RetryKeys.seen(namespace, pool, tenant, op),
             opKey,
-            keys != null ? keys.refusal() : RetryKeys.refusal(namespace, pool, tenant, op),
-            keys != null ? keys.budget() : budgetKey(pool, tenant),
+            op == null ? keys.refusal() : RetryKeys.refusal(namespace, pool, tenant, op),
+            keys.budget(),
             owner,
             headerRetry,
             op != null,
@@ -122,7 +184,8 @@ public final class RetryControl {
             Math.max(1, policy.duplicates().maxInFlight().toMillis()),
             budget.maxTokens(),
             budget.tokenRatio(),
-            windowMillis);
+            windowMillis,
+            deferred);
     long replayMillis = dup.replayWindow().toMillis();
     CompletionStage<AttemptStore.Observation> answer;
     try {
@@ -172,7 +235,11 @@ public final class RetryControl {
       if (byTenant.size() >= MAX_CACHED_TENANTS) {
         byTenant.clear();
       }
-      k = new TenantKeys(RetryKeys.refusal(namespace, pool, tenant, null), budgetKey(pool, tenant));
+      k =
+          new TenantKeys(
+              RetryKeys.refusal(namespace, pool, tenant, null),
+              budgetKey(pool, tenant),
+              nanoTime.getAsLong());
       byTenant.put(tenant, k);
     }
     return k;

@@ -68,9 +68,10 @@ public final class InMemoryAttemptStore implements AttemptStore {
 
   /**
    * The common request, answered without the lock: no operation id, not a retry by its headers, and
-   * its budget bucket full (absent). Such an original only refills the bucket, which is full
-   * already, so it writes nothing; any retry that spends from the bucket under the lock meanwhile
-   * is ordered after it. Null when the request needs the locked step.
+   * its budget bucket full (absent; while no bucket was drawn on within its idle time, not even
+   * looked up). Such an original only refills the bucket, which is full already, so it writes
+   * nothing; a retry that spends from the bucket under the lock meanwhile is ordered after it. Null
+   * when the request needs the locked step.
    */
   private @Nullable Observation fullBucketOriginal(Observe o) {
     String budgetKey = o.budgetKey();
@@ -140,6 +141,9 @@ public final class InMemoryAttemptStore implements AttemptStore {
     if (budgetKey != null && !stop) {
       Entry b = live(budgetKey, now);
       tokens = b == null ? o.maxTokens() : b.tokens;
+      if (o.deferredOriginals() > 0) { // originals this replica did not send refill first
+        tokens = Math.min(o.maxTokens(), tokens + o.deferredOriginals() * o.tokenRatio());
+      }
       if (retry) {
         if (tokens > o.maxTokens() / 2) {
           tokens -= 1;

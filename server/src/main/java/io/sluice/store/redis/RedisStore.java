@@ -386,6 +386,15 @@ public final class RedisStore
 
   // --- retry control (issue 19): attempts.lua, one call per request
 
+  /**
+   * A call per observe: retry control defers what it can ({@link
+   * io.sluice.core.retry.AttemptStore#shared}).
+   */
+  @Override
+  public boolean shared() {
+    return true;
+  }
+
   /** {@code attempts.lua observe}: seen count, in-flight claim (SET NX PX), refusal, budget. */
   @Override
   public CompletionStage<io.sluice.core.retry.AttemptStore.Observation> observe(
@@ -411,7 +420,8 @@ public final class RedisStore
       Long.toString(Math.max(1, o.idleMillis())),
       seen == null ? "0" : "1",
       op == null || !o.claim() ? "0" : "1",
-      budget == null ? "0" : "1"
+      budget == null ? "0" : "1",
+      Long.toString(Math.max(0, o.deferredOriginals()))
     };
     return track(
         script(ATTEMPTS_SCRIPT, ATTEMPTS_SCRIPT_SHA, keys, args)

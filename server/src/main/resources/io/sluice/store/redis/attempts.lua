@@ -2,7 +2,8 @@
 -- Every key of a call belongs to one pool (io.sluice.core.retry.RetryKeys: <ns>{<pool>}:retry:...).
 -- Times are the store's (TIME), in ms. ARGV[1] op:
 --   observe: KEYS = {seen, op, refusal, budget}; a key not used (no operation id, no budget) is the
---     refusal key again (same slot) and its flag below is 0: ARGV[12] seen, [13] op, [14] budget.
+--     refusal key again (same slot) and its flag below is 0: ARGV[12] seen, [13] op, [14] budget,
+--     [15] originals the replica did not send (their refills go first).
 --     ARGV[2] owner, [3] retry by headers (1|0), [4] refuse in flight (1|0), [5] refuse replay (1|0),
 --     [6] refuse early (1|0), [7] seen window ms, [8] in-flight ttl ms, [9] max tokens,
 --     [10] token ratio, [11] idle ms.
@@ -34,6 +35,7 @@ if op == 'observe' then
   local has_seen = ARGV[12] == '1'
   local has_op = ARGV[13] == '1'
   local has_budget = ARGV[14] == '1'
+  local deferred = tonumber(ARGV[15] or '0')
   local seen = 0
   if has_seen then
     seen = redis.call('INCR', KEYS[1])
@@ -88,6 +90,9 @@ if op == 'observe' then
     local b = tonumber(redis.call('GET', KEYS[4]) or '')
     if b == nil then
       b = max_tokens
+    end
+    if deferred > 0 then
+      b = math.min(max_tokens, b + deferred * ratio)
     end
     if retry then
       if b > max_tokens / 2 then

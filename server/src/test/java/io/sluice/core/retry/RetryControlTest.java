@@ -8,6 +8,8 @@ import io.sluice.core.retry.RetryPolicy.Duplicates;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.store.memory.InMemoryAttemptStore;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import org.junit.jupiter.api.Test;
@@ -91,6 +93,82 @@ class RetryControlTest {
     assertThat(check(c, "a", null, SDK_RETRY).budgetTokens()).isEqualTo(3.0);
     assertThat(check(c, "b", null, SDK_RETRY).budgetTokens()).isEqualTo(2.0); // 3 > 2: passes
     assertThat(check(c, "c", null, SDK_RETRY).refusal().reason()).isEqualTo(Reason.RETRY_BUDGET);
+  }
+
+  /** {@link #store} as a shared store would be used: counts the calls, shows what they carry. */
+  private final class Shared implements AttemptStore {
+    final List<AttemptStore.Observe> calls = new ArrayList<>();
+
+    @Override
+    public CompletionStage<AttemptStore.Observation> observe(AttemptStore.Observe o) {
+      calls.add(o);
+      return store.observe(o);
+    }
+
+    @Override
+    public CompletionStage<Void> complete(String operationKey, String owner, long replayMillis) {
+      return store.complete(operationKey, owner, replayMillis);
+    }
+
+    @Override
+    public CompletionStage<Void> remember(
+        String refusalKey, long retryAfterSeconds, String reason, long keepMillis) {
+      return store.remember(refusalKey, retryAfterSeconds, reason, keepMillis);
+    }
+
+    @Override
+    public boolean shared() {
+      return true;
+    }
+  }
+
+  @Test
+  void sharedStore_originalsAreSentOncePerInterval_andTheirRefillsArriveWithTheNextCall() {
+    Shared shared = new Shared();
+    RetryControl c =
+        new RetryControl(
+            policy(
+                new Budget(true, Budget.Scope.TENANT, 10, 0.5),
+                RetryPolicy.EarlyRetry.COUNT,
+                REFUSE),
+            shared,
+            "t_",
+            true,
+            ticker::nanos);
+    for (int i = 0; i < 4; i++) { // 10 → 6
+      assertThat(check(c, "acme", null, SDK_RETRY).budgetTokens()).isEqualTo(9.0 - i);
+    }
+    assertThat(shared.calls).hasSize(4);
+
+    for (int i = 0; i < 4; i++) { // held: no call, classified all the same
+      Attempt a = check(c, "acme", null, NO_SIGNALS);
+      assertThat(a.classified()).isTrue();
+      assertThat(a.retry()).isFalse();
+      assertThat(a.refusal()).isNull();
+      assertThat(a.budgetTokens()).isNaN();
+    }
+    assertThat(shared.calls).as("originals held within the interval").hasSize(4);
+
+    // a retry carries the four held originals: 6 + 4 × 0.5 = 8, then it spends 1
+    assertThat(check(c, "acme", null, SDK_RETRY).budgetTokens()).isEqualTo(7.0);
+    assertThat(shared.calls.get(4).deferredOriginals()).isEqualTo(4);
+
+    // past the interval, the next original goes, with those held before it: 7 + 3 × 0.5
+    check(c, "acme", null, NO_SIGNALS);
+    check(c, "acme", null, NO_SIGNALS);
+    ticker.advanceNanos(RetryControl.SEND_ORIGINALS_NANOS);
+    Attempt sent = check(c, "acme", null, NO_SIGNALS);
+    assertThat(shared.calls).hasSize(6);
+    assertThat(shared.calls.get(5).deferredOriginals()).isEqualTo(2);
+    assertThat(sent.budgetTokens()).isEqualTo(8.5);
+
+    // an operation id always goes (claims and duplicates need the store)
+    check(c, "acme", "op-1", NO_SIGNALS);
+    assertThat(shared.calls).hasSize(7);
+    // the in-process store is called for every request
+    RetryControl local = budgetOnly(10, 0.5);
+    check(local, "acme", null, NO_SIGNALS);
+    assertThat(shared.calls).hasSize(7);
   }
 
   @Test
