@@ -158,12 +158,12 @@ public final class RetryControl {
           return CompletableFuture.completedFuture(Attempt.ORIGINAL_UNSENT);
         }
         long now = nanoTime.getAsLong();
-        keys.deferred.incrementAndGet();
         if (now - keys.lastSentNanos < SEND_ORIGINALS_NANOS) {
+          keys.deferred.incrementAndGet();
           return CompletableFuture.completedFuture(Attempt.ORIGINAL_UNSENT);
         }
-        keys.lastSentNanos = now; // this one goes, with the originals held since the last
-        deferred = Math.max(0, keys.deferred.getAndSet(0) - 1);
+        keys.lastSentNanos = now; // this one goes (its own refill), with those held since the last
+        deferred = keys.deferred.getAndSet(0);
       } else {
         deferred = keys.deferred.getAndSet(0);
       }
