@@ -60,7 +60,8 @@ public abstract class AttemptStoreContractTest {
         60_000,
         10,
         0.5,
-        60_000);
+        60_000,
+        0);
   }
 
   @Test
@@ -109,7 +110,8 @@ public abstract class AttemptStoreContractTest {
             60_000,
             10,
             0.5,
-            60_000);
+            60_000,
+            0);
     Observation r = await(replicaB().observe(replay));
     assertThat(r.duplicate()).isEqualTo(Observation.COMPLETED);
     assertThat(r.claimed()).isFalse();
@@ -145,46 +147,11 @@ public abstract class AttemptStoreContractTest {
     for (int i = 0; i < 5; i++) {
       await(replicaA().observe(observe(null, "x", true, "t2"))); // 10 → 5
     }
-    Observe base = observe(null, "x", true, "t2");
-    Observe carrying =
-        new Observe(
-            base.seenKey(),
-            base.operationKey(),
-            base.refusalKey(),
-            base.budgetKey(),
-            base.owner(),
-            true,
-            base.claim(),
-            base.refuseInFlight(),
-            base.refuseReplay(),
-            base.refuseEarly(),
-            base.seenWindowMillis(),
-            base.inFlightTtlMillis(),
-            base.maxTokens(),
-            base.tokenRatio(),
-            base.idleMillis(),
-            3);
+    Observe carrying = observe(null, "x", true, "t2").withDeferredOriginals(3);
     Observation retry = await(replicaB().observe(carrying)); // 5 + 1.5 = 6.5 > 5: passes, 5.5
     assertThat(retry.budgetAllowed()).isTrue();
     assertThat(retry.budgetTokens()).isEqualTo(5.5);
-    Observe many =
-        new Observe(
-            base.seenKey(),
-            base.operationKey(),
-            base.refusalKey(),
-            base.budgetKey(),
-            base.owner(),
-            false,
-            base.claim(),
-            base.refuseInFlight(),
-            base.refuseReplay(),
-            base.refuseEarly(),
-            base.seenWindowMillis(),
-            base.inFlightTtlMillis(),
-            base.maxTokens(),
-            base.tokenRatio(),
-            base.idleMillis(),
-            1_000);
+    Observe many = observe(null, "x", false, "t2").withDeferredOriginals(1_000);
     assertThat(await(replicaA().observe(many)).budgetTokens())
         .as("never above max")
         .isEqualTo(10.0);

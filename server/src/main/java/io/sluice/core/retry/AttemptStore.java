@@ -87,24 +87,9 @@ public interface AttemptStore {
       long idleMillis,
       long deferredOriginals) {
 
-    /** A request with no deferred originals to hand over. */
-    public Observe(
-        @Nullable String seenKey,
-        @Nullable String operationKey,
-        String refusalKey,
-        @Nullable String budgetKey,
-        String owner,
-        boolean retryByHeaders,
-        boolean claim,
-        boolean refuseInFlight,
-        boolean refuseReplay,
-        boolean refuseEarly,
-        long seenWindowMillis,
-        long inFlightTtlMillis,
-        double maxTokens,
-        double tokenRatio,
-        long idleMillis) {
-      this(
+    /** This request, handing over {@code n} originals the replica did not send. */
+    public Observe withDeferredOriginals(long n) {
+      return new Observe(
           seenKey,
           operationKey,
           refusalKey,
@@ -120,7 +105,7 @@ public interface AttemptStore {
           maxTokens,
           tokenRatio,
           idleMillis,
-          0);
+          n);
     }
   }
 
