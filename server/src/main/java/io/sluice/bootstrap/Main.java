@@ -222,6 +222,9 @@ public final class Main implements Callable<Integer> {
         for (String w : TrustedHeaders.warnings(c)) {
           err.println(file + ": warning: " + w);
         }
+        for (String w : io.sluice.config.TenantSignals.warnings(c)) {
+          err.println(file + ": warning: " + w);
+        }
         out.println(
             file
                 + ": OK ("

@@ -709,6 +709,9 @@ public final class SluiceServer implements AutoCloseable {
     for (String w : io.sluice.config.TrustedHeaders.warnings(config)) {
       LOG.warn("config: {}", w);
     }
+    for (String w : io.sluice.config.TenantSignals.warnings(config)) {
+      LOG.warn("config: {}", w);
+    }
   }
 
   /**

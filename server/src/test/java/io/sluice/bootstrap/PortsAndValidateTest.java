@@ -72,6 +72,30 @@ class PortsAndValidateTest {
     assertThat(out.toString()).contains("OK (1 pools");
     assertThat(err.toString())
         .contains("warning: signals.tenant[0]: header x-org is trusted but not stripped")
-        .doesNotContain("x-tenant-id is trusted");
+        .doesNotContain("x-tenant-id is trusted")
+        .doesNotContain("set by none of the shipped Envoy configs");
+  }
+
+  @Test
+  void validate_tenantSourcesNoShippedEnvoySets_warns(@org.junit.jupiter.api.io.TempDir Path dir)
+      throws Exception {
+    Path f = dir.resolve("p.yaml");
+    Files.writeString(
+        f,
+        "pools: {p: {capacity: 10}}\nclasses: {c: {reservedShare: 1.0}}\n"
+            + "tiers: {free: {maxInFlight: 4}}\n"
+            + "signals: {tenant: [{metadata: x-sluice-tenant}]}\n");
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine cl = new CommandLine(new Main());
+    cl.setOut(new PrintWriter(out));
+    cl.setErr(new PrintWriter(err));
+    assertThat(cl.execute("validate", f.toString())).isZero();
+    assertThat(err.toString())
+        .contains(
+            "warning: signals.tenant: metadata x-sluice-tenant is set by none of the shipped"
+                + " Envoy configs")
+        .contains("tenants.anonymousTier: free")
+        .contains("{header: x-tenant-id}");
   }
 }

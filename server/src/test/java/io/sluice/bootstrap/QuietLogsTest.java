@@ -149,4 +149,24 @@ class QuietLogsTest {
       assertThat(warnings(bad)).hasSize(1);
     }
   }
+
+  @Test
+  void tenantSourcesNoShippedEnvoySets_oneWarnAtStart() throws Exception {
+    List<String> lines =
+        captured(
+            () -> {
+              try (SluiceServer s =
+                  SluiceServer.start(
+                      ConfigLoader.parse(
+                          policy("gpu", 1000)
+                              + "signals: {tenant: [{metadata: x-sluice-tenant}]}\n"))) {
+                assertThat(s.grpcPort()).isPositive();
+              }
+            });
+    assertThat(warnings(lines))
+        .singleElement()
+        .asString()
+        .contains("config: signals.tenant: metadata x-sluice-tenant is set by none of the shipped")
+        .contains("every request is the anonymous tenant");
+  }
 }

@@ -16,9 +16,10 @@ class ConfigLoaderTest {
     assertThat(c.classes()).containsKeys("interactive", "agent", "batch");
     assertThat(c.server().grpcPort()).isEqualTo(8081);
     assertThat(c.server().adminPort()).isEqualTo(8080);
-    assertThat(c.tenants().anonymousTier()).isEqualTo("free");
+    assertThat(c.tenants().anonymousTier()).isEqualTo("default");
+    assertThat(c.tiers().get("default").maxInFlight()).isZero();
     assertThat(c.signals().get(SluiceConfig.Signal.TENANT))
-        .contains(new Source.Metadata("x-sluice-tenant"));
+        .contains(new Source.Metadata("x-sluice-tenant"), new Source.Header("x-tenant-id"));
     assertThat(c.routes())
         .extracting(SluiceConfig.RouteRule::format)
         .contains(RequestFormat.OPENAI_CHAT);

@@ -24,12 +24,16 @@ import org.junit.jupiter.params.provider.ValueSource;
 class TrustDefaultsTest {
 
   @Test
-  void embeddedDefault_readsTenantClassAndPoolOnlyFromInitialMetadata() {
+  void embeddedDefault_readsClassAndPoolOnlyFromInitialMetadata_tenantAlsoFromTheClaimHeader() {
     SluiceConfig c = ConfigLoader.embeddedDefault();
-    for (Signal s : List.of(Signal.TENANT, Signal.CLASS, Signal.POOL)) {
+    for (Signal s : List.of(Signal.CLASS, Signal.POOL)) {
       assertThat(c.signals().get(s)).as(s.key()).isNotEmpty();
       assertThat(c.signals().get(s)).as(s.key()).allMatch(src -> src instanceof Source.Metadata);
     }
+    // the one header: every shipped Envoy config strips client copies and sets it from a JWT
+    assertThat(c.signals().get(Signal.TENANT))
+        .containsExactly(new Source.Metadata("x-sluice-tenant"), new Source.Header("x-tenant-id"));
+    assertThat(TrustedHeaders.STRIPPED_BY_SHIPPED_ENVOY_CONFIGS).contains("x-tenant-id");
   }
 
   @Test
@@ -37,7 +41,6 @@ class TrustDefaultsTest {
     RequestResolver r = new RequestResolver(ConfigLoader.embeddedDefault());
     SignalRequest forged =
         new SignalRequest()
-            .header("x-tenant-id", "victim")
             .header("x-sluice-tenant", "victim")
             .header("x-sluice-class", "interactive")
             .header("x-sluice-pool", "default");
@@ -166,5 +169,49 @@ class TrustDefaultsTest {
         .startsWith("signals.tenant[1]: header x-org is trusted")
         .contains("not stripped");
     assertThat(TrustedHeaders.warnings(ConfigLoader.embeddedDefault())).isEmpty();
+  }
+
+  @Test
+  void tenantSignals_warnWhenNoShippedEnvoyConfigSetsATenantSource() {
+    String base = "pools: {p: {capacity: 100}}\nclasses: {c: {reservedShare: 1.0}}\n";
+    SluiceConfig metadataOnly =
+        ConfigLoader.parse(base + "signals: {tenant: [{metadata: x-sluice-tenant}]}\n");
+    assertThat(io.sluice.config.TenantSignals.warnings(metadataOnly))
+        .singleElement()
+        .asString()
+        .startsWith("signals.tenant: metadata x-sluice-tenant is set by none of the shipped")
+        .contains("every request is the anonymous tenant");
+    // no tenant source at all: single-tenant on purpose, nothing to warn about
+    assertThat(io.sluice.config.TenantSignals.warnings(ConfigLoader.parse(base))).isEmpty();
+    SluiceConfig jwt =
+        ConfigLoader.parse(
+            base
+                + "signals: {tenant: [{dynamicMetadata: {namespace: envoy.filters.http.jwt_authn,"
+                + " path: [jwt_payload, tenant]}}]}\n");
+    assertThat(io.sluice.config.TenantSignals.warnings(jwt)).isEmpty();
+    assertThat(io.sluice.config.TenantSignals.warnings(ConfigLoader.embeddedDefault())).isEmpty();
+  }
+
+  @Test
+  void embeddedDefault_noTenant_isNotCapped_andAMadeUpIdIsNoUpgrade() {
+    SluiceConfig c = ConfigLoader.embeddedDefault();
+    var anon = c.tiers().get(c.tenants().anonymousTier());
+    assertThat(anon.maxInFlight()).isZero();
+    assertThat(c.tenants().unknownTier()).isEqualTo(c.tenants().anonymousTier());
+    RequestResolver r = new RequestResolver(c);
+    assertThat(r.resolve(new SignalRequest(), 0).tenant().id()).isEqualTo(Tenant.ANONYMOUS);
+    assertThat(r.resolve(new SignalRequest().header("x-tenant-id", "acme"), 0).tenant().id())
+        .isEqualTo("acme");
+  }
+
+  @Test
+  void capRefusal_ofTheAnonymousTenant_namesTheSetting() {
+    var free = new io.sluice.core.policy.TierPolicy("free", 1, 4);
+    assertThat(new io.sluice.core.policy.Tenant("anonymous", free).capRefusal("tenant has 4"))
+        .startsWith("anonymous tenant: the request carried no tenant")
+        .contains("tenants.anonymousTier: free, tiers.free.maxInFlight: 4")
+        .endsWith(": tenant has 4");
+    assertThat(new io.sluice.core.policy.Tenant("acme", free).capRefusal("tenant has 4"))
+        .isEqualTo("tenant has 4");
   }
 }

@@ -386,7 +386,7 @@ final class CapacityLedger {
       return new Shortfall(
           Reason.TENANT_CONCURRENCY,
           0,
-          "tenant has " + n + " requests in flight (cap " + maxInFlight + ")");
+          tenant.capRefusal("tenant has " + n + " requests in flight (cap " + maxInFlight + ")"));
     }
     return null;
   }

@@ -416,7 +416,8 @@ public final class PoolState {
           Reason.TENANT_CONCURRENCY,
           429,
           retry.seconds(hold),
-          "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")",
+          tenant.capRefusal(
+              "tenant has " + load + " requests in flight or waiting (cap " + maxInFlight + ")"),
           hold);
     }
     Decision.Reject late = cannotFinishInTime(k, request, nowNanos);

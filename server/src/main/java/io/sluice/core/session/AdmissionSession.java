@@ -399,11 +399,14 @@ public final class AdmissionSession implements Waiter {
           c.storeFailed()
               ? "tenant concurrency cap across replicas: the store did not answer"
                   + " (quotas.failureMode closed)"
-              : "tenant has "
-                  + c.total()
-                  + " requests in flight or waiting across replicas (cap "
-                  + cap
-                  + ")",
+              : subject
+                  .tenant()
+                  .capRefusal(
+                      "tenant has "
+                          + c.total()
+                          + " requests in flight or waiting across replicas (cap "
+                          + cap
+                          + ")"),
           atBody,
           receivedNanos);
       return;
