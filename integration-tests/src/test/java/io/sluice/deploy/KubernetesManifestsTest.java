@@ -109,11 +109,21 @@ class KubernetesManifestsTest {
     assertThat(extProc).isNotNull();
     java.time.Duration envoyMax =
         java.time.Duration.ofSeconds(extProc.getMaxMessageTimeout().getSeconds());
-    // Queue-hold is on in the shipped policy, and never longer than Envoy lets a hold last.
+    // Queue-hold is on per stream where Envoy says how long it may last (envoy.yaml's initial
+    // metadata), never longer than Envoy lets a hold last, and off where it cannot say (Envoy
+    // Gateway: no max_message_timeout, the pools' own value is 0).
     assertThat(config.pools().values())
-        .allSatisfy(
-            pool ->
-                assertThat(pool.maxMessageTimeout()).isPositive().isLessThanOrEqualTo(envoyMax));
+        .allSatisfy(pool -> assertThat(pool.maxMessageTimeout()).isZero());
+    var hold =
+        extProc.getGrpcService().getInitialMetadataList().stream()
+            .filter(h -> h.getKey().equals("x-sluice-max-message-timeout-ms"))
+            .findFirst()
+            .orElseThrow();
+    assertThat(java.time.Duration.ofMillis(Long.parseLong(hold.getValue())))
+        .isPositive()
+        .isLessThanOrEqualTo(envoyMax);
+    assertThat(config.signals().get(io.sluice.config.SluiceConfig.Signal.MAX_MESSAGE_TIMEOUT_MS))
+        .contains(new io.sluice.config.SluiceConfig.Source.Metadata(hold.getKey()));
   }
 
   @ParameterizedTest
@@ -179,10 +189,12 @@ class KubernetesManifestsTest {
         (HorizontalPodAutoscaler)
             KubeYaml.toModel(KubeYaml.documents(dir.resolve("hpa-patch.yaml")).get(0));
     assertThat(hpa.getSpec().getMinReplicas()).isEqualTo(replicas);
-    // the policy's fallback share (Redis down) divides each pool by the replicas usually running
+    // the policy's fallback share (Redis down) divides each pool by the HPA's maximum, so it
+    // cannot over-admit at any replica count the HPA may reach
     ConfigMap map = find(base(), ConfigMap.class, SluiceDeploymentContract.CONFIG_MAP);
     var policy = io.sluice.config.ConfigLoader.parse(map.getData().get("sluice.yaml"));
-    assertThat(policy.replicas().defaults().expectedReplicas()).isEqualTo(replicas);
+    assertThat(policy.replicas().defaults().expectedReplicas())
+        .isEqualTo(hpa.getSpec().getMaxReplicas());
     assertThat(policy.replicas().defaults().storeDown())
         .isEqualTo(io.sluice.core.share.ReplicaPolicy.StoreDown.FALLBACK);
   }

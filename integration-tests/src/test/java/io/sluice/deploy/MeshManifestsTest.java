@@ -60,6 +60,7 @@ class MeshManifestsTest {
       Map.of(
           "networking.istio.io/v1alpha3", Set.of("EnvoyFilter"),
           "networking.istio.io/v1", Set.of("DestinationRule", "VirtualService"),
+          "security.istio.io/v1", Set.of("RequestAuthentication"),
           "gateway.envoyproxy.io/v1alpha1",
               Set.of(
                   "EnvoyExtensionPolicy",
@@ -144,12 +145,21 @@ class MeshManifestsTest {
       if (!patch.path("applyTo").asText().equals("HTTP_FILTER")) {
         continue;
       }
-      assertThat(patch.path("patch").path("operation").asText()).isEqualTo("INSERT_BEFORE");
-      assertThat(patch.at("/match/listener/filterChain/filter/subFilter/name").asText())
-          .isEqualTo("envoy.filters.http.router");
-      inserted.add((HttpFilter) parsePatchValue(patch));
+      HttpFilter f = (HttpFilter) parsePatchValue(patch);
+      if (f.getName().equals("sluice.sanitize")) {
+        // first in the chain, before Istio's jwt_authn (whose verified x-tenant-id must survive)
+        assertThat(patch.path("patch").path("operation").asText()).isEqualTo("INSERT_FIRST");
+        assertThat(patch.at("/match/listener/filterChain/filter/subFilter").isMissingNode())
+            .isTrue();
+      } else {
+        assertThat(patch.path("patch").path("operation").asText()).isEqualTo("INSERT_BEFORE");
+        assertThat(patch.at("/match/listener/filterChain/filter/subFilter/name").asText())
+            .isEqualTo("envoy.filters.http.router");
+      }
+      inserted.add(f);
     }
-    // Each INSERT_BEFORE router lands right before the router, so list order is chain order.
+    // Sanitize goes first; each INSERT_BEFORE router lands right before the router, so list
+    // order is chain order.
     assertThat(inserted.stream().map(HttpFilter::getName))
         .containsExactly("sluice.sanitize", EXT_PROC, RATELIMIT);
 
