@@ -64,7 +64,7 @@ final class Policies {
               .replace("shutdownGrace: 30s", "shutdownGrace: 1s")
               .replace("decisionLog:\n  enabled: true", "decisionLog:\n  enabled: false")
               // The demo's four tenants are known, at tier standard (unknown ones get the
-              // anonymous tier, free).
+              // anonymous tier, default: no per-tenant cap).
               .replace(
                   "  known: {}",
                   "  known: {acme: {tier: standard}, globex: {tier: standard},"

@@ -19,7 +19,9 @@ import io.sluice.upstream.UpstreamRequest;
 import io.sluice.upstream.UpstreamResponse;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -67,6 +69,36 @@ final class Probe implements Callable<Integer> {
       description = "tenant, as gRPC initial metadata x-sluice-tenant (default: ${DEFAULT-VALUE})",
       defaultValue = "probe")
   String tenant = "probe";
+
+  @Option(
+      names = "--tenant-header",
+      description =
+          "send the tenant as this request header instead of metadata, e.g. x-tenant-id as the"
+              + " shipped Envoy's jwt_authn sets it from a verified claim (default: none)")
+  String tenantHeader;
+
+  @Option(
+      names = "--no-tenant",
+      description =
+          "send no tenant at all: Sluice files the requests under its anonymous tenant"
+              + " (tenants.anonymousTier)")
+  boolean noTenant;
+
+  @Option(
+      names = "--concurrency",
+      description =
+          "requests in flight at once, 1..1000 (default: ${DEFAULT-VALUE}: one after the other);"
+              + " with --count above it, shows per-tenant caps (tiers.<tier>.maxInFlight)",
+      defaultValue = "1")
+  int concurrency = 1;
+
+  @Option(
+      names = "--upstream-delay-ms",
+      description =
+          "how long the simulated model waits before answering an admitted request (default:"
+              + " ${DEFAULT-VALUE}); with --concurrency, keeps requests in flight together",
+      defaultValue = "0")
+  long upstreamDelayMillis = 0;
 
   @Option(
       names = "--pool",
@@ -136,6 +168,19 @@ final class Probe implements Callable<Integer> {
       throw new CommandLine.ParameterException(
           spec.commandLine(), "--count: " + count + " (expected: 1..10000)");
     }
+    if (concurrency < 1 || concurrency > 1000) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--concurrency: " + concurrency + " (expected: 1..1000)");
+    }
+    if (upstreamDelayMillis < 0 || upstreamDelayMillis > 600_000) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(),
+          "--upstream-delay-ms: " + upstreamDelayMillis + " (expected: 0..600000)");
+    }
+    if (noTenant && tenantHeader != null) {
+      throw new CommandLine.ParameterException(
+          spec.commandLine(), "--no-tenant and --tenant-header: choose one");
+    }
     if (promptTokens < 1 || promptTokens > 1_000_000 || maxTokens < 1) {
       throw new CommandLine.ParameterException(
           spec.commandLine(),
@@ -171,7 +216,13 @@ final class Probe implements Callable<Integer> {
           @Override
           public CompletableFuture<UpstreamResponse> send(UpstreamRequest request) {
             request.headers().first("x-request-id").ifPresent(id -> reachedAt.put(id, now()));
-            return llm.send(request);
+            if (upstreamDelayMillis == 0) {
+              return llm.send(request);
+            }
+            return CompletableFuture.supplyAsync(
+                    () -> null,
+                    CompletableFuture.delayedExecutor(upstreamDelayMillis, TimeUnit.MILLISECONDS))
+                .thenCompose(x -> llm.send(request));
           }
         };
     try (EnvoyExtProcEmulator envoy = EnvoyExtProcEmulator.using(channel, filter, tap)) {
@@ -182,25 +233,44 @@ final class Probe implements Callable<Integer> {
       }
       out.printf(
           Locale.ROOT,
-          "probe %s: tenant %s, pool %s, class %s, model %s, ~%d prompt tokens, max_tokens %d%n",
+          "probe %s: tenant %s, pool %s, class %s, model %s, ~%d prompt tokens, max_tokens %d%s%n",
           target,
-          tenant,
+          noTenant
+              ? "(none: anonymous)"
+              : tenantHeader != null ? tenant + " (header " + tenantHeader + ")" : tenant,
           pool == null ? "(policy decides)" : pool,
           requestClass == null ? "(policy decides)" : requestClass,
           model,
           promptTokens,
-          maxTokens);
+          maxTokens,
+          concurrency > 1 ? ", " + concurrency + " at once" : "");
       int noDecision = 0;
+      Map<String, Integer> verdicts = new java.util.TreeMap<>();
+      java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(concurrency);
+      List<CompletableFuture<HttpResult>> sent = new ArrayList<>();
+      long[] started = new long[count + 1];
       for (int i = 1; i <= count; i++) {
-        String id = "probe-" + i;
-        long start = now();
-        HttpResult r = await(envoy.sendAsync(request(id)));
-        Long reached = reachedAt.remove(id);
-        Decision d = Decision.of(r, reached == null ? -1 : reached - start);
+        inFlight.acquire();
+        started[i] = now();
+        CompletableFuture<HttpResult> f = envoy.sendAsync(request("probe-" + i));
+        f.whenComplete((r, e) -> inFlight.release());
+        sent.add(f);
+      }
+      for (int i = 1; i <= count; i++) {
+        HttpResult r = await(sent.get(i - 1));
+        Long reached = reachedAt.remove("probe-" + i);
+        Decision d = Decision.of(r, reached == null ? -1 : reached - started[i]);
         out.println((count > 1 ? "[" + i + "] " : "") + d.line());
+        verdicts.merge(
+            d.verdict() + (d.verdict().equals("refused") ? " " + d.reason() : ""), 1, Integer::sum);
         if (!d.answered()) {
           noDecision++;
         }
+      }
+      if (count > 1) {
+        StringJoiner j = new StringJoiner(", ", "summary: ", "");
+        verdicts.forEach((k, n) -> j.add(k + " " + n));
+        out.println(j);
       }
       out.flush();
       if (noDecision > 0) {
@@ -229,10 +299,14 @@ final class Probe implements Callable<Integer> {
         .append(",\"messages\":[{\"role\":\"user\",\"content\":\"");
     // " the" is one BPE token of 4 bytes: the body's size in tokens is about --prompt-tokens
     body.append(" the".repeat(promptTokens)).append("\"}]}");
-    HttpRequest.Builder b =
-        HttpRequest.post(path, body.toString())
-            .requestId(id)
-            .routeGrpcInitialMetadata("x-sluice-tenant", tenant);
+    HttpRequest.Builder b = HttpRequest.post(path, body.toString()).requestId(id);
+    if (noTenant) {
+      // nothing: the anonymous tenant
+    } else if (tenantHeader != null) {
+      b.header(tenantHeader, tenant);
+    } else {
+      b.routeGrpcInitialMetadata("x-sluice-tenant", tenant);
+    }
     if (pool != null) {
       b.routeGrpcInitialMetadata("x-sluice-pool", pool);
     }

@@ -69,4 +69,80 @@ class ProbeTest {
     assertThat(r.code()).isEqualTo(picocli.CommandLine.ExitCode.USAGE);
     assertThat(r.err()).contains("--count: 0 (expected: 1..10000)");
   }
+
+  @Test
+  void probe_noTenantEightAtOnce_embeddedDefault_admitsAllUnderTheAnonymousTenant()
+      throws Exception {
+    try (SluiceServer server = SluiceServer.start(Policies.embeddedDefaultOnFreePorts())) {
+      BenchCliTest.Run r =
+          BenchCliTest.run(
+              "probe",
+              "--target",
+              "127.0.0.1:" + server.grpcPort(),
+              "--no-tenant",
+              "--concurrency",
+              "8",
+              "--count",
+              "8",
+              "--upstream-delay-ms",
+              "500");
+      assertThat(r.code()).as(r.err()).isZero();
+      assertThat(r.out()).contains("tenant (none: anonymous)", "8 at once", "summary: admitted 8");
+      assertThat(r.out()).contains("tenant=anonymous");
+    }
+  }
+
+  @Test
+  void probe_noTenantEightAtOnce_anonymousCappedAtFour_refusalNamesTheSetting() throws Exception {
+    String yaml =
+        ConfigLoader.embeddedDefaultYaml()
+            .replace("host: 0.0.0.0, port: 8081", "host: 127.0.0.1, port: 0")
+            .replace("host: 0.0.0.0, port: 8080", "host: 127.0.0.1, port: 0")
+            .replace("anonymousTier: default", "anonymousTier: free")
+            .replace("unknownTier: default", "unknownTier: free");
+    try (SluiceServer server = SluiceServer.start(ConfigLoader.parse(yaml))) {
+      BenchCliTest.Run r =
+          BenchCliTest.run(
+              "probe",
+              "--target",
+              "127.0.0.1:" + server.grpcPort(),
+              "--no-tenant",
+              "--concurrency",
+              "8",
+              "--count",
+              "8",
+              "--upstream-delay-ms",
+              "1000");
+      assertThat(r.code()).as(r.err()).isZero();
+      assertThat(r.out()).contains("summary: admitted 4, refused tenant_concurrency 4");
+      assertThat(r.out())
+          .contains(
+              "anonymous tenant: the request carried no tenant",
+              "tenants.anonymousTier: free, tiers.free.maxInFlight: 4");
+    }
+  }
+
+  @Test
+  void probe_tenantHeader_isSentAsAHeader() throws Exception {
+    try (SluiceServer server = SluiceServer.start(Policies.embeddedDefaultOnFreePorts())) {
+      BenchCliTest.Run r =
+          BenchCliTest.run(
+              "probe",
+              "--target",
+              "127.0.0.1:" + server.grpcPort(),
+              "--tenant",
+              "acme",
+              "--tenant-header",
+              "x-tenant-id");
+      assertThat(r.code()).as(r.err()).isZero();
+      assertThat(r.out()).contains("tenant acme (header x-tenant-id)", "tenant=acme");
+    }
+  }
+
+  @Test
+  void probe_badConcurrency_isAUsageError() {
+    BenchCliTest.Run r = BenchCliTest.run("probe", "--concurrency", "0");
+    assertThat(r.code()).isEqualTo(picocli.CommandLine.ExitCode.USAGE);
+    assertThat(r.err()).contains("--concurrency: 0 (expected: 1..1000)");
+  }
 }
