@@ -66,7 +66,8 @@ class MeshManifestsTest {
                   "EnvoyExtensionPolicy",
                   "BackendTrafficPolicy",
                   "EnvoyProxy",
-                  "ClientTrafficPolicy"),
+                  "ClientTrafficPolicy",
+                  "SecurityPolicy"),
           "gateway.networking.k8s.io/v1beta1", Set.of("ReferenceGrant"),
           "v1", Set.of("ConfigMap"));
 

@@ -134,17 +134,47 @@ class ShippedPairsTest {
       istioSet.clear(); // stripped after Istio's jwt_authn: the verified copy is gone too
     }
     out.put("istio/sluice-gateway.yaml", istioSet);
-    // Envoy Gateway: client copies are removed before any filter (earlyRequestHeaders), so the
-    // x-tenant-id of a SecurityPolicy claimToHeaders is the only one; the shipped rate limit
-    // policy buckets by it too.
-    List<JsonNode> ctp =
-        KubeYaml.documents(MeshManifestsTest.EG.resolve("sluice-client-traffic-policy.yaml"));
+    // Envoy Gateway: the SecurityPolicy's JWT provider sets x-tenant-id from the verified claim;
+    // client copies are removed before any filter (earlyRequestHeaders), so it is the only one.
+    // The shipped rate limit policy buckets by it too.
+    JsonNode sp =
+        MeshManifestsTest.byKind(
+            KubeYaml.documents(MeshManifestsTest.EG.resolve("sluice-security-policy.yaml")),
+            "SecurityPolicy");
+    MeshManifestsTest.assertOnlyKeys(
+        sp.path("spec"), Set.of("targetRefs", "jwt"), "SecurityPolicy");
+    MeshManifestsTest.assertOnlyKeys(
+        sp.at("/spec/jwt"), Set.of("optional", "providers"), "SecurityPolicy jwt");
+    assertThat(sp.at("/spec/jwt/optional").asBoolean())
+        .as("a request without a token is the anonymous tenant, not a 401")
+        .isTrue();
+    assertThat(sp.at("/spec/targetRefs/0/name").asText()).isEqualTo("eg");
     Set<Source> egSet = new LinkedHashSet<>();
-    for (JsonNode h : ctp.get(0).at("/spec/headers/earlyRequestHeaders/remove")) {
-      if (h.asText().equals("x-tenant-id")) {
-        egSet.add(TenantSignals.CLAIM_HEADER);
+    for (JsonNode p : sp.at("/spec/jwt/providers")) {
+      MeshManifestsTest.assertOnlyKeys(
+          p,
+          Set.of(
+              "name",
+              "issuer",
+              "audiences",
+              "remoteJWKS",
+              "localJWKS",
+              "claimToHeaders",
+              "recomputeRoute",
+              "extractFrom"),
+          "SecurityPolicy provider");
+      for (JsonNode c : p.path("claimToHeaders")) {
+        MeshManifestsTest.assertOnlyKeys(c, Set.of("header", "claim"), "claimToHeaders");
+        if (c.path("claim").asText().equals("tenant")) {
+          egSet.add(new Source.Header(c.path("header").asText()));
+        }
       }
     }
+    List<JsonNode> ctp =
+        KubeYaml.documents(MeshManifestsTest.EG.resolve("sluice-client-traffic-policy.yaml"));
+    List<String> early = new ArrayList<>();
+    ctp.get(0).at("/spec/headers/earlyRequestHeaders/remove").forEach(h -> early.add(h.asText()));
+    egSet.removeIf(h -> h instanceof Source.Header hh && !early.contains(hh.header()));
     String rl =
         java.nio.file.Files.readString(
             MeshManifestsTest.EG.resolve("sluice-rate-limit-policy.yaml"));
