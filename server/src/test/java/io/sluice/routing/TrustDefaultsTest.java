@@ -202,6 +202,14 @@ class TrustDefaultsTest {
     assertThat(r.resolve(new SignalRequest(), 0).tenant().id()).isEqualTo(Tenant.ANONYMOUS);
     assertThat(r.resolve(new SignalRequest().header("x-tenant-id", "acme"), 0).tenant().id())
         .isEqualTo("acme");
+    // the protection still bites: cap the anonymous tenant and leave unknown ids uncapped, and a
+    // made-up id would be an upgrade
+    String capped =
+        ConfigLoader.embeddedDefaultYaml().replace("anonymousTier: default", "anonymousTier: free");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> ConfigLoader.parse(capped))
+        .isInstanceOf(io.sluice.config.ConfigException.class)
+        .hasMessageContaining("tenants.unknownTier")
+        .hasMessageContaining("maxInFlight unlimited > 4");
   }
 
   @Test
