@@ -65,6 +65,9 @@ final class ServiceTimes {
 
   private WaitPredictor predictor;
 
+  /** The largest work of a completion that taught the predictor a service time. */
+  private long maxWorkSeen;
+
   /** Nothing learned yet, for a pool of {@code policy}. */
   ServiceTimes(PoolPolicy policy) {
     this.predictor = new WaitPredictor(predictorConfig(policy));
@@ -97,6 +100,7 @@ final class ServiceTimes {
     WaitPredictor.Config pc = predictorConfig(policy);
     if (!predictor.config().equals(pc)) {
       this.predictor = new WaitPredictor(pc);
+      this.maxWorkSeen = 0;
     }
   }
 
@@ -125,16 +129,30 @@ final class ServiceTimes {
    * completed {@link #SERVICE_QUANTILE_WARMUP} requests, of the whole pool until then. Before that,
    * or when the request's token split is unknown: the pool's mean time per work unit × {@code work}
    * (its default service time before any completion).
+   *
+   * <p>Never beyond the evidence: a request larger than {@link ServiceModel#EVIDENCE_FACTOR} × the
+   * largest input, reserved output (or work) of a completion seen is predicted as one of that size.
+   * A fit on short answers would otherwise predict a long answer from a time per token that is
+   * mostly the first token, refuse it on an idle pool, and never see the completion that would
+   * correct it; capped, such a request is refused only for what the evidence shows (the queue wait,
+   * or a deadline shorter than the largest answers seen take), and its completion widens the
+   * evidence.
    */
   long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
     LogQuantile tail = k.overrun.ready() ? k.overrun : poolOverrun;
     if (request.hasTokenSplit() && serviceModel.ready() && tail.ready()) {
-      double predicted = serviceModel.predictNanos(request.inputTokens(), request.outputTokens());
+      double predicted =
+          serviceModel.predictWithinEvidenceNanos(request.inputTokens(), request.outputTokens());
       if (predicted > 0) {
         return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * tail.value()));
       }
     }
-    return predictor.expectedServiceNanos(work);
+    if (!predictor.hasServiceSamples()) {
+      return predictor.expectedServiceNanos(work);
+    }
+    // the mean time per work unit, for no more work than the completions seen show
+    long evidenced = (long) Math.min(work, ServiceModel.EVIDENCE_FACTOR * maxWorkSeen);
+    return predictor.expectedServiceNanos(evidenced);
   }
 
   /**
@@ -181,6 +199,7 @@ final class ServiceTimes {
     }
     if (outcome == Outcome.COMPLETED) {
       predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
+      maxWorkSeen = Math.max(maxWorkSeen, permit.workUnits());
       if (split && held > 0) {
         if (serviceModel.ready()) {
           double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
