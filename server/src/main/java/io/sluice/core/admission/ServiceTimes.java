@@ -83,16 +83,64 @@ final class ServiceTimes {
 
   /**
    * The predicted end-to-end time of a request of class {@code k} holding {@code work} units whose
-   * response end will not be seen: the class's median end-to-end time once {@link #TAIL_WARMUP} of
-   * its completions were seen to end, else the pool's, else the pool's mean time per work unit ×
-   * {@code work} (its {@code defaultServiceTime} before any completion).
+   * response end will not be seen, in this order:
+   *
+   * <ol>
+   *   <li>once the pool's {@link ServiceModel} is fitted (from answers of any of its routes seen to
+   *       end), the request's reserved output is known and its response headers came with its first
+   *       token (a streamed answer): its own headers time ({@code headersNanos}, measured for this
+   *       very request: queueing upstream, prefill, the first token) plus the rest of the answer,
+   *       {@code b × reservedOutput}; when the fit could not separate a fixed term (its time per
+   *       token then includes the first token), the model's whole prediction, at least the headers
+   *       time; not when the fit has a fixed term and no time per output token (the reserves seen
+   *       never varied: that time is unknown, not 0);
+   *   <li>the class's median end-to-end time once {@link #TAIL_WARMUP} of its completions were seen
+   *       to end;
+   *   <li>the pool's median end-to-end time;
+   *   <li>the pool's mean time per work unit × {@code work};
+   *   <li>with no response end ever seen on the pool, its {@code defaultServiceTime}: a guess
+   *       ({@link #tailOnGuess}).
+   * </ol>
+   *
+   * @param headersNanos admission to the response headers, negative if unknown
    */
-  long tailNanos(ClassSlot k, long work) {
-    LogQuantile m = k.endToEnd.ready() ? k.endToEnd : poolEndToEnd.ready() ? poolEndToEnd : null;
-    if (m != null) {
-      return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(m.value()));
+  long tailNanos(ClassSlot k, long work, long inputTokens, long outputTokens, long headersNanos) {
+    if (serviceModel.ready() && outputTokens >= 0 && headersNanos >= 0) {
+      double perToken = serviceModel.nanosPerOutputToken();
+      if (serviceModel.fixedNanos() <= 0) {
+        // no fixed term: its per-token times carry the first token too
+        return ceil(Math.max(headersNanos, serviceModel.predictNanos(inputTokens, outputTokens)));
+      }
+      if (perToken > 0) {
+        return ceil(headersNanos + perToken * outputTokens);
+      }
+      // a fixed term and no time per output token: the reserves seen did not vary, so the time
+      // per token is unknown (not 0): the medians below
+    }
+    if (k.endToEnd.ready()) {
+      return ceil(k.endToEnd.value());
+    }
+    if (poolEndToEnd.ready()) {
+      return ceil(poolEndToEnd.value());
     }
     return predictor.expectedServiceNanos(work);
+  }
+
+  /** As {@link #tailNanos(ClassSlot, long, long, long, long)} with no tokens nor headers time. */
+  long tailNanos(ClassSlot k, long work) {
+    return tailNanos(k, work, -1, -1, -1);
+  }
+
+  /**
+   * True while no response of the pool was seen to end: a response whose end is not seen is then
+   * held for the pool's {@code defaultServiceTime}, a guess, not a measurement.
+   */
+  boolean tailOnGuess() {
+    return !predictor.hasServiceSamples();
+  }
+
+  private static long ceil(double nanos) {
+    return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(nanos));
   }
 
   /** Keeps what was learned unless the predictor's settings changed. */

@@ -22,8 +22,10 @@ import org.jspecify.annotations.Nullable;
  * of the terms is fitted (the three, each pair, each alone, and input plus output at one shared
  * rate); fits with a negative coefficient or whose samples cannot separate their terms (a column
  * that is, within a relative {@value #SEPARATION}, a combination of the others: every request the
- * same output reserve, say) are dropped, and the one with the least weighted squared error is kept;
- * among equally good fits the earlier in that order wins, so with every request the same shape the
+ * same output reserve, say) are dropped, and the one with the least weighted squared error is kept.
+ * Among equally good fits the earlier in the order {@code c+a+b, c+b, c+a, a+b, c+shared, shared,
+ * b, a, c} wins: when one token count never varies, its time is taken as part of the fixed term (a
+ * time per token is kept only where the samples show it), and with every request the same shape the
  * model is one time per token of {@code input + output} (as pessimistic for a larger request as the
  * samples allow).
  *
@@ -51,7 +53,7 @@ public final class ServiceModel {
   private static final int A = 2;
   private static final int B = 4;
   private static final int SHARED = 8;
-  private static final int[] FITS = {C | A | B, A | B, C | B, C | A, C | SHARED, SHARED, B, A, C};
+  private static final int[] FITS = {C | A | B, C | B, C | A, A | B, C | SHARED, SHARED, B, A, C};
 
   private final double decay;
   private final int minSamples;
