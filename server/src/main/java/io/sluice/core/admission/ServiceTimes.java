@@ -136,7 +136,8 @@ final class ServiceTimes {
    * held for the pool's {@code defaultServiceTime}, a guess, not a measurement.
    */
   boolean tailOnGuess() {
-    return !predictor.hasServiceSamples();
+    // the model and the medians outlive a reconfiguration that renews the predictor
+    return !predictor.hasServiceSamples() && !serviceModel.ready() && !poolEndToEnd.ready();
   }
 
   private static long ceil(double nanos) {
