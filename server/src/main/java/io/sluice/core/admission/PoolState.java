@@ -631,10 +631,10 @@ public final class PoolState {
   /**
    * How long after its admission {@code permit}'s request is predicted to end when its response's
    * end will not be seen and its response headers came {@code headersNanos} after its admission
-   * (negative if unknown): its class's median end-to-end time of answers seen to end, else its
-   * headers time plus its reserved output at the pool's learned time per output token, else the
-   * pool's median, else the pool's learned mean service time for its work ({@code
-   * defaultServiceTime} before any completion: {@link #serviceTimeGuessed}).
+   * (negative if unknown): its headers time plus its reserved output at the pool's learned time per
+   * output token, else its class's median end-to-end time of answers seen to end, else the pool's
+   * median, else the pool's learned mean service time for its work ({@code defaultServiceTime}
+   * before any completion: {@link #serviceTimeGuessed}).
    */
   public long tailNanos(Permit permit, long headersNanos) {
     lock.lock();
