@@ -74,6 +74,7 @@ class ObservabilityTest {
           "sluice_permit_hold_seconds",
           "sluice_response_end_unseen_total",
           "sluice_permits_tail_held",
+          "sluice_pool_service_time_source",
           "sluice_tokens_estimated",
           "sluice_tokens_actual",
           "sluice_tokens_actual_to_estimate",

@@ -194,6 +194,8 @@ class ResponseEndUnseenE2eTest {
     assertThat(held.tailHeldSeen()).isPositive();
     assertThat(held.readyzStatus()).as("a detail, not a failure").isEqualTo(200);
     assertThat(held.readyz()).contains("response end: not seen in pool gpu");
+    // every route of the pool on NONE: no end is ever seen, the hold stays the configured guess
+    assertThat(held.readyz()).contains("held on a guess, defaultServiceTime");
 
     Run released = run("1ms"); // a prediction of about 0: released at the response headers
     System.out.println("prediction ~0: " + released.toString().replace('\n', ' '));

@@ -528,6 +528,7 @@ public final class SluiceServer implements AutoCloseable {
     server.warnMissingRlsConfigDirectory();
     LOG.info("{}", server.policySummary());
     LOG.info("{}", RESPONSE_END_ACCOUNTING);
+    LOG.info("{}", serviceTimeStartLine(config));
     LOG.info(
         "sluice {} serving gRPC on {}:{}{} and admin HTTP on {}:{}",
         Main.versionLine().substring("sluice ".length()),
@@ -860,8 +861,20 @@ public final class SluiceServer implements AutoCloseable {
     sb.append(unseen.size() == 1 ? " " : "s ");
     sb.append(String.join(", ", new java.util.TreeSet<>(unseen)));
     sb.append(" (response_body_mode NONE; ").append(tails.size());
-    sb.append(" permits held for a predicted tail now; STREAMED gives exact accounting)\n");
-    return sb.toString();
+    sb.append(" permits held for a predicted tail now; STREAMED gives exact accounting)");
+    List<String> guessed = new java.util.ArrayList<>();
+    for (String name : new java.util.TreeSet<>(unseen)) {
+      io.sluice.core.admission.PoolState pool = controller.pool(name);
+      if (pool != null && pool.serviceTimeGuessed()) {
+        guessed.add(name + " " + pool.policy().defaultServiceTime().toMillis() + " ms");
+      }
+    }
+    if (!guessed.isEmpty()) {
+      // still ready: the hold is a pessimistic guess, not a fault
+      sb.append("; held on a guess, defaultServiceTime (no response end seen yet): ");
+      sb.append(String.join(", ", guessed));
+    }
+    return sb.append('\n').toString();
   }
 
   public int grpcPort() {
@@ -1028,8 +1041,31 @@ public final class SluiceServer implements AutoCloseable {
           + " the ext_proc filter's processing_mode.response_body_mode STREAMED (or BUFFERED) and"
           + " response_header_mode SEND, as the shipped Envoy configs set. With response_body_mode"
           + " NONE the end is not seen (Envoy 1.37+ closes the stream at the response headers):"
-          + " the permit is then held for the pool's predicted service time (median of the ends"
-          + " seen, else defaultServiceTime), see sluice_response_end_unseen_total";
+          + " the permit is then held for the pool's predicted service time (the median of the"
+          + " ends seen, else the headers time plus the reserved output at the time per output"
+          + " token learned on the pool's routes that stream, else defaultServiceTime: a guess),"
+          + " see sluice_response_end_unseen_total and sluice_pool_service_time_source";
+
+  /**
+   * The start-up line on service times: every pool starts on a guess, its {@code
+   * defaultServiceTime}, until it sees a response end.
+   */
+  static String serviceTimeStartLine(SluiceConfig config) {
+    StringBuilder sb = new StringBuilder();
+    for (var p : config.pools().values()) {
+      sb.append(sb.length() == 0 ? "" : ", ")
+          .append(p.name())
+          .append(' ')
+          .append(p.defaultServiceTime().toMillis())
+          .append(" ms");
+    }
+    return "service times: every pool starts on a guess, its defaultServiceTime ("
+        + sb
+        + "), until it sees a response end; meanwhile deadline checks refuse nothing on it, and a"
+        + " response whose end is not seen (response_body_mode NONE) is held for it. A pool"
+        + " whose routes all have response_body_mode NONE never learns more than its response"
+        + " headers: it stays on the guess (sluice_pool_service_time_source, /readyz)";
+  }
 
   private final List<String> shutdownLines = new java.util.concurrent.CopyOnWriteArrayList<>();
 

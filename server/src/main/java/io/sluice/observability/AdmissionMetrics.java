@@ -195,6 +195,19 @@ public final class AdmissionMetrics {
                   "permits held now for a predicted tail: their response end is not seen"
                       + " (response_body_mode NONE)")
               .register(registry));
+      for (boolean guess : new boolean[] {true, false}) {
+        poolGauges.add(
+            Gauge.builder(
+                    MetricNames.POOL_SERVICE_TIME_SOURCE,
+                    pool,
+                    s -> s.serviceTimeGuessed() == guess ? 1 : 0)
+                .tag("pool", p)
+                .tag("source", guess ? "guess" : "learned")
+                .description(
+                    "1 for where the pool's service time comes from now: guess (its"
+                        + " defaultServiceTime: no response end seen yet) or learned")
+                .register(registry));
+      }
       poolGauges.add(
           Gauge.builder(
                   MetricNames.POOL_COMPLETION_RATE,
@@ -468,20 +481,42 @@ public final class AdmissionMetrics {
   /**
    * A stream of {@code pool} whose response end Sluice will not see ({@code cause}, e.g. {@code
    * body_mode_none}): its permit is held for a predicted tail. The first one of each pool is logged
-   * at WARN with the fix.
+   * at WARN with the fix, and with whether the hold is learned or the pool's {@code
+   * defaultServiceTime} ({@code guessed}: no response end seen on the pool yet).
    */
   public void responseEndUnseen(String pool, String cause) {
+    responseEndUnseen(pool, cause, false, null);
+  }
+
+  /** As {@link #responseEndUnseen(String, String)}, for a pool of this policy. */
+  public void responseEndUnseen(
+      io.sluice.core.policy.PoolPolicy pool, String cause, boolean guessed) {
+    responseEndUnseen(pool.name(), cause, guessed, pool.defaultServiceTime());
+  }
+
+  private void responseEndUnseen(
+      String pool,
+      String cause,
+      boolean guessed,
+      @org.jspecify.annotations.Nullable Duration guess) {
     counter(MetricNames.RESPONSE_END_UNSEEN, "pool", pool, "cause", cause).increment();
     if (endUnseenPools.add(pool)) {
       LOG.warn(
           "pool {}: a response whose end Sluice cannot see ({}): Envoy sends no response body and"
               + " may close the ext_proc stream at the response headers (the first token), so the"
               + " permit is held for the pool's predicted service time instead of to the answer's"
-              + " end. Set the ext_proc filter's processing_mode.response_body_mode: STREAMED for"
+              + " end{}. Set the ext_proc filter's processing_mode.response_body_mode: STREAMED for"
               + " exact accounting (sluice_response_end_unseen_total, docs/envoy.md). Logged once"
               + " per pool.",
           pool,
-          cause);
+          cause,
+          guessed && guess != null
+              ? " — and on a guess: no response end has been seen on this pool yet, so that is"
+                  + " its defaultServiceTime ("
+                  + guess.toMillis()
+                  + " ms); a route of the pool with STREAMED would teach it"
+                  + " (sluice_pool_service_time_source)"
+              : " (learned from the pool's answers seen to end)");
     }
   }
 

@@ -44,6 +44,7 @@ public final class MetricNames {
   public static final String PERMIT_HOLD = "sluice.permit.hold";
   public static final String RESPONSE_END_UNSEEN = "sluice.response.end.unseen";
   public static final String PERMITS_TAIL_HELD = "sluice.permits.tail.held";
+  public static final String POOL_SERVICE_TIME_SOURCE = "sluice.pool.service.time.source";
   public static final String TOKENS_ESTIMATED = "sluice.tokens.estimated";
   public static final String TOKENS_ACTUAL = "sluice.tokens.actual";
   public static final String TOKENS_ACTUAL_TO_ESTIMATE = "sluice.tokens.actual_to_estimate";

@@ -53,7 +53,7 @@ public final class SessionRecorder implements SessionListener {
     } else if (event instanceof SessionEvent.OutputOverran e) {
       metrics.outputOverran(e.session().subject().pool().name(), e.addedWork(), e.first());
     } else if (event instanceof SessionEvent.ResponseEndUnseen e) {
-      metrics.responseEndUnseen(e.session().subject().pool().name(), e.cause());
+      metrics.responseEndUnseen(e.session().subject().pool(), e.cause(), e.guessed());
     } else if (event instanceof SessionEvent.Degraded e) {
       Subject s = e.session().subject();
       metrics.degraded(s.pool().name(), s.requestClass().name(), e.rung(), e.trigger());

@@ -63,4 +63,42 @@ class ResponseEndUnseenMetricsTest {
         .isZero();
     assertThat(p.markEndUnseen()).as("released: nothing to hold").isFalse();
   }
+
+  private static double source(SimpleMeterRegistry registry, String source) {
+    return registry
+        .get(MetricNames.POOL_SERVICE_TIME_SOURCE)
+        .tags("pool", "gpu", "source", source)
+        .gauge()
+        .value();
+  }
+
+  @Test
+  void theServiceTimeSourceIsAGuessUntilAResponseEndIsSeen() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
+    AdmissionController c = io.sluice.core.session.OneSlotPool.controller(POOL);
+    m.bindPools(c);
+    Tenant t = new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0));
+    assertThat(source(registry, "guess")).isEqualTo(1.0);
+    assertThat(source(registry, "learned")).isZero();
+    Permit unseen = admit(c, t);
+    assertThat(unseen.markEndUnseen()).isTrue();
+    assertThat(unseen.release(Outcome.COMPLETED, 1_000_000_000L)).isTrue();
+    assertThat(source(registry, "guess")).as("an unseen end teaches nothing").isEqualTo(1.0);
+    Permit seen = admit(c, t);
+    assertThat(seen.release(Outcome.COMPLETED, 500_000_000L)).isTrue();
+    assertThat(source(registry, "guess")).isZero();
+    assertThat(source(registry, "learned")).isEqualTo(1.0);
+  }
+
+  private static Permit admit(AdmissionController c, Tenant t) {
+    Decision d =
+        c.decide(
+            new io.sluice.core.admission.AdmissionRequest(
+                POOL, CLASS, t, 100, 0, Duration.ofSeconds(30).toNanos(), -1, -1),
+            0,
+            null,
+            0);
+    return ((Decision.Admit) d).permit();
+  }
 }

@@ -631,14 +631,39 @@ public final class PoolState {
 
   /**
    * How long after its admission {@code permit}'s request is predicted to end when its response's
-   * end will not be seen: the median end-to-end time of its class's completions seen to end, else
-   * the pool's, else the pool's learned mean service time for its work ({@code defaultServiceTime}
-   * before any completion).
+   * end will not be seen and its response headers came {@code headersNanos} after its admission
+   * (negative if unknown): its headers time plus its reserved output at the pool's learned time per
+   * output token, else its class's median end-to-end time of answers seen to end, else the pool's
+   * median, else the pool's learned mean service time for its work ({@code defaultServiceTime}
+   * before any completion: {@link #serviceTimeGuessed}).
    */
-  public long tailNanos(Permit permit) {
+  public long tailNanos(Permit permit, long headersNanos) {
     lock.lock();
     try {
-      return service.tailNanos(permit.slot(), permit.workUnits());
+      return service.tailNanos(
+          permit.slot(),
+          permit.workUnits(),
+          permit.inputTokens(),
+          permit.outputTokens(),
+          headersNanos);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** As {@link #tailNanos(Permit, long)} with the headers time unknown. */
+  public long tailNanos(Permit permit) {
+    return tailNanos(permit, -1);
+  }
+
+  /**
+   * True while the pool has seen no response end: its service time (the hold of a response whose
+   * end is not seen, the deadline checks' service time) is {@code defaultServiceTime}, a guess.
+   */
+  public boolean serviceTimeGuessed() {
+    lock.lock();
+    try {
+      return service.tailOnGuess();
     } finally {
       lock.unlock();
     }

@@ -65,6 +65,9 @@ final class ServiceTimes {
 
   private WaitPredictor predictor;
 
+  /** The largest work of a completion that taught the predictor a service time. */
+  private long maxWorkSeen;
+
   /** Nothing learned yet, for a pool of {@code policy}. */
   ServiceTimes(PoolPolicy policy) {
     this.predictor = new WaitPredictor(predictorConfig(policy));
@@ -80,16 +83,65 @@ final class ServiceTimes {
 
   /**
    * The predicted end-to-end time of a request of class {@code k} holding {@code work} units whose
-   * response end will not be seen: the class's median end-to-end time once {@link #TAIL_WARMUP} of
-   * its completions were seen to end, else the pool's, else the pool's mean time per work unit ×
-   * {@code work} (its {@code defaultServiceTime} before any completion).
+   * response end will not be seen, in this order:
+   *
+   * <ol>
+   *   <li>once the pool's {@link ServiceModel} is fitted (from answers of any of its routes seen to
+   *       end), the request's reserved output is known and its response headers came with its first
+   *       token (a streamed answer): its own headers time ({@code headersNanos}, measured for this
+   *       very request: queueing upstream, prefill, the first token) plus the rest of the answer,
+   *       {@code b × reservedOutput}; when the fit could not separate a fixed term (its time per
+   *       token then includes the first token), the model's whole prediction, at least the headers
+   *       time; not when the fit has a fixed term and no time per output token (the reserves seen
+   *       never varied: that time is unknown, not 0);
+   *   <li>the class's median end-to-end time once {@link #TAIL_WARMUP} of its completions were seen
+   *       to end;
+   *   <li>the pool's median end-to-end time;
+   *   <li>the pool's mean time per work unit × {@code work};
+   *   <li>with no response end ever seen on the pool, its {@code defaultServiceTime}: a guess
+   *       ({@link #tailOnGuess}).
+   * </ol>
+   *
+   * @param headersNanos admission to the response headers, negative if unknown
    */
-  long tailNanos(ClassSlot k, long work) {
-    LogQuantile m = k.endToEnd.ready() ? k.endToEnd : poolEndToEnd.ready() ? poolEndToEnd : null;
-    if (m != null) {
-      return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(m.value()));
+  long tailNanos(ClassSlot k, long work, long inputTokens, long outputTokens, long headersNanos) {
+    if (serviceModel.ready() && outputTokens >= 0 && headersNanos >= 0) {
+      double perToken = serviceModel.nanosPerOutputToken();
+      if (serviceModel.fixedNanos() <= 0) {
+        // no fixed term: its per-token times carry the first token too
+        return ceil(Math.max(headersNanos, serviceModel.predictNanos(inputTokens, outputTokens)));
+      }
+      if (perToken > 0) {
+        return ceil(headersNanos + perToken * outputTokens);
+      }
+      // a fixed term and no time per output token: the reserves seen did not vary, so the time
+      // per token is unknown (not 0): the medians below
+    }
+    if (k.endToEnd.ready()) {
+      return ceil(k.endToEnd.value());
+    }
+    if (poolEndToEnd.ready()) {
+      return ceil(poolEndToEnd.value());
     }
     return predictor.expectedServiceNanos(work);
+  }
+
+  /** As {@link #tailNanos(ClassSlot, long, long, long, long)} with no tokens nor headers time. */
+  long tailNanos(ClassSlot k, long work) {
+    return tailNanos(k, work, -1, -1, -1);
+  }
+
+  /**
+   * True while no response of the pool was seen to end: a response whose end is not seen is then
+   * held for the pool's {@code defaultServiceTime}, a guess, not a measurement.
+   */
+  boolean tailOnGuess() {
+    // the model and the medians outlive a reconfiguration that renews the predictor
+    return !predictor.hasServiceSamples() && !serviceModel.ready() && !poolEndToEnd.ready();
+  }
+
+  private static long ceil(double nanos) {
+    return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(nanos));
   }
 
   /** Keeps what was learned unless the predictor's settings changed. */
@@ -97,6 +149,7 @@ final class ServiceTimes {
     WaitPredictor.Config pc = predictorConfig(policy);
     if (!predictor.config().equals(pc)) {
       this.predictor = new WaitPredictor(pc);
+      this.maxWorkSeen = 0;
     }
   }
 
@@ -125,16 +178,30 @@ final class ServiceTimes {
    * completed {@link #SERVICE_QUANTILE_WARMUP} requests, of the whole pool until then. Before that,
    * or when the request's token split is unknown: the pool's mean time per work unit × {@code work}
    * (its default service time before any completion).
+   *
+   * <p>Never beyond the evidence: a request larger than {@link ServiceModel#EVIDENCE_FACTOR} × the
+   * largest input, reserved output (or work) of a completion seen is predicted as one of that size.
+   * A fit on short answers would otherwise predict a long answer from a time per token that is
+   * mostly the first token, refuse it on an idle pool, and never see the completion that would
+   * correct it; capped, such a request is refused only for what the evidence shows (the queue wait,
+   * or a deadline shorter than the largest answers seen take), and its completion widens the
+   * evidence.
    */
   long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
     LogQuantile tail = k.overrun.ready() ? k.overrun : poolOverrun;
     if (request.hasTokenSplit() && serviceModel.ready() && tail.ready()) {
-      double predicted = serviceModel.predictNanos(request.inputTokens(), request.outputTokens());
+      double predicted =
+          serviceModel.predictWithinEvidenceNanos(request.inputTokens(), request.outputTokens());
       if (predicted > 0) {
         return (long) Math.min(Long.MAX_VALUE / 4.0, Math.ceil(predicted * tail.value()));
       }
     }
-    return predictor.expectedServiceNanos(work);
+    if (!predictor.hasServiceSamples()) {
+      return predictor.expectedServiceNanos(work);
+    }
+    // the mean time per work unit, for no more work than the completions seen show
+    long evidenced = (long) Math.min(work, ServiceModel.EVIDENCE_FACTOR * maxWorkSeen);
+    return predictor.expectedServiceNanos(evidenced);
   }
 
   /**
@@ -181,6 +248,7 @@ final class ServiceTimes {
     }
     if (outcome == Outcome.COMPLETED) {
       predictor.onServiceTime(permit.workUnits(), Math.max(0, held));
+      maxWorkSeen = Math.max(maxWorkSeen, permit.workUnits());
       if (split && held > 0) {
         if (serviceModel.ready()) {
           double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());

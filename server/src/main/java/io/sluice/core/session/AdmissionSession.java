@@ -1348,7 +1348,8 @@ public final class AdmissionSession implements Waiter {
    * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}:
    * Envoy sends no response body and may close the stream right after the response headers, at the
    * answer's first token). The permit is held for the predicted rest of the answer: until {@code
-   * admittedAt + }{@link PoolState#tailNanos} (at most the request's deadline), and, if the front
+   * admittedAt + }{@link PoolState#tailNanos} (from the headers time now, its reserved output and
+   * the pool's learned time per output token; at most the request's deadline), and, if the front
    * end's stream is still open then, until it closes (Envoy before 1.37 keeps it to the request's
    * end); at once when both have passed. The front end's end paths ({@link #release}, {@link #end})
    * do not release it before that, nor twice. Its release is {@link Outcome#COMPLETED} and teaches
@@ -1361,8 +1362,9 @@ public final class AdmissionSession implements Waiter {
       return;
     }
     endUnseen = cause;
-    env.listener().on(new SessionEvent.ResponseEndUnseen(this, cause));
     Permit p = permit;
+    boolean guessed = p != null && p.pool().serviceTimeGuessed();
+    env.listener().on(new SessionEvent.ResponseEndUnseen(this, cause, guessed));
     if (p == null || !p.markEndUnseen()) {
       release(Outcome.COMPLETED); // nothing held (a shadow pass), or released already (a no-op)
       return;
@@ -1373,9 +1375,16 @@ public final class AdmissionSession implements Waiter {
       releaseTail();
       return;
     }
+    long now = env.ticker().nanos();
+    // called at the response headers: of a streamed answer (SSE), they came with its first token;
+    // of a whole one, with its end (the headers time is then no first token: not used)
+    UsageExtractor u = usage;
+    long headers = u != null && u.isEventStream() ? now - p.admittedAtNanos() : -1;
     long rest =
-        Math.min(p.pool().tailNanos(p), Math.max(0, subject.deadlineNanos() - p.admittedAtNanos()));
-    long delay = p.admittedAtNanos() + rest - env.ticker().nanos();
+        Math.min(
+            p.pool().tailNanos(p, headers),
+            Math.max(0, subject.deadlineNanos() - p.admittedAtNanos()));
+    long delay = p.admittedAtNanos() + rest - now;
     if (delay <= 0) {
       tailDue = true;
     } else {

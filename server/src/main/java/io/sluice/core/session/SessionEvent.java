@@ -34,9 +34,11 @@ public sealed interface SessionEvent
   /**
    * The front end will not see the response's end ({@code cause}: {@code body_mode_none}): the
    * permit is held for the predicted rest of the answer ({@link
-   * AdmissionSession#responseEndUnseen}).
+   * AdmissionSession#responseEndUnseen}); {@code guessed} when its pool has seen no response end
+   * yet, so that rest is the pool's {@code defaultServiceTime}, a guess.
    */
-  record ResponseEndUnseen(AdmissionSession session, String cause) implements SessionEvent {}
+  record ResponseEndUnseen(AdmissionSession session, String cause, boolean guessed)
+      implements SessionEvent {}
 
   /** The request runs now (at once, or when its waiter was called). */
   record Admitted(AdmissionSession session) implements SessionEvent {}

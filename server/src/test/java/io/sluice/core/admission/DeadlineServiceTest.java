@@ -178,16 +178,7 @@ class DeadlineServiceTest {
                         1),
                     time.nanos()))
             .permit();
-    QueueHoldTest.Recorder waiter = new QueueHoldTest.Recorder();
-    Decision d =
-        controller.decide(
-            request(chat, 2000, 500, Duration.ofMillis(6500)),
-            Duration.ofSeconds(5).toNanos(),
-            waiter,
-            time.nanos());
-    assertThat(d).isInstanceOf(Decision.Queued.class); // the default service time fits
-    // meanwhile 60 document answers of 200 tokens run concurrently and take 0.2–0.56 s (2 ms per
-    // token × 0.5–1.4): ≈ 1.9 ms per token, pool-wide 90th percentile ≈ 1.45 × that
+    // 60 document answers of 200 tokens start now, nothing measured yet
     long t0 = time.nanos();
     List<Permit> chats = new java.util.ArrayList<>();
     for (int i = 0; i < 60; i++) {
@@ -196,14 +187,26 @@ class DeadlineServiceTest {
                   controller.tryAdmit(request(docs, 100, 100, Duration.ofSeconds(60)), t0))
               .permit());
     }
+    time.advance(Duration.ofMillis(2500));
+    // a chat request of the same size as the documents' (the model will have evidence for it)
+    QueueHoldTest.Recorder waiter = new QueueHoldTest.Recorder();
+    Decision d =
+        controller.decide(
+            request(chat, 200, 200, Duration.ofMillis(5000)),
+            Duration.ofSeconds(5).toNanos(),
+            waiter,
+            time.nanos());
+    assertThat(d).isInstanceOf(Decision.Queued.class); // the default service time (2 s) fits
+    // the documents end 2.5–2.86 s after their start, in time order: ≈ 13.4 ms per token (every
+    // one the same shape), a 400-token request ≈ 5.4 s at the pool-wide 90th percentile or more
     for (int i = 0; i < 60; i++) {
-      long at = t0 + 200 * 2 * MS * (5 + (i / 6)) / 10; // 0.2 s .. 0.56 s, in time order
+      long at = t0 + 2500 * MS + (i / 6) * 40 * MS;
       time.advanceNanos(at - time.nanos());
       chats.get(i).release(Outcome.COMPLETED, time.nanos());
     }
     // each release runs the scheduler, which proposed the queued chat request (the pool's check
-    // kept it waiting); once the model and the pool-wide tail are learned it predicts ≈ 7 s
-    // against ≈ 5.9 s left: refused, never started
+    // kept it waiting); once a service time is measured it predicts ≈ 5.4 s or more against
+    // under 5 s left: refused, never started
     assertThat(waiter.admitted).isEmpty();
     assertThat(waiter.refused).hasSize(1);
     assertThat(waiter.refused.get(0).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
@@ -232,5 +235,68 @@ class DeadlineServiceTest {
     Decision d = decideNow(request(docs, 2000, 500, Duration.ofMillis(3500)));
     assertThat(d).isInstanceOf(Decision.Reject.class);
     assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+  }
+
+  /** {@code n} answers of class docs, one at a time, each taking {@code nanos(i)}. */
+  private void learn(int n, long input, long output, java.util.function.IntToLongFunction nanos) {
+    for (int i = 0; i < n; i++) {
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      request(docs, input + (i % 5) * 50, output, Duration.ofSeconds(600)),
+                      time.nanos()))
+              .permit();
+      time.advanceNanos(nanos.applyAsLong(i));
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+  }
+
+  @Test
+  void freshReplica_fortyShortAnswers_thenALongReserveOnAnIdlePool_admittedAndLearnedFrom() {
+    // 40 short answers of a 100-token reserve in 1.5–2.1 s (mostly the first token): a time per
+    // reserved token alone would be ≈ 18 ms, and predict 72 s for a 4,000-token reserve
+    learn(40, 100, 100, i -> (1500 + (i % 7) * 100) * MS);
+    Decision d = decideNow(request(docs, 200, 4000, Duration.ofSeconds(30)));
+    assertThat(d).isInstanceOf(Decision.Admit.class);
+    // its answer (a short one, 3 s) widens the evidence: the next one is predicted from it
+    time.advance(Duration.ofSeconds(3));
+    ((Decision.Admit) d).permit().release(Outcome.COMPLETED, time.nanos());
+    assertThat(decideNow(request(docs, 200, 4000, Duration.ofSeconds(30))))
+        .isInstanceOf(Decision.Admit.class);
+  }
+
+  @Test
+  void modelThatSawLongAnswers_stillRefusesAnUnreachableDeadline() {
+    learn(40, 100, 4000, i -> (60_000 + (i % 7) * 3000) * MS); // 60–78 s
+    Decision d = decideNow(request(docs, 200, 4000, Duration.ofSeconds(30)));
+    assertThat(d).isInstanceOf(Decision.Reject.class);
+    assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    // a request of twice the largest reserve seen is still predicted from the evidence: refused
+    Decision twice = decideNow(request(docs, 200, 8000, Duration.ofSeconds(30)));
+    assertThat(((Decision.Reject) twice).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+  }
+
+  @Test
+  void noTokenSplit_meanPerWorkUnit_cappedAtTheWorkSeen() {
+    // 30 requests of 200 work units without a token split, 2 s each: 10 ms per unit
+    for (int i = 0; i < 30; i++) {
+      Permit p =
+          ((Decision.Admit)
+                  controller.tryAdmit(
+                      new AdmissionRequest(
+                          pool, docs, tenant, 200, time.nanos(), time.nanos() + 600_000 * MS),
+                      time.nanos()))
+              .permit();
+      time.advance(Duration.ofSeconds(2));
+      p.release(Outcome.COMPLETED, time.nanos());
+    }
+    // 4,200 units would be 42 s at that rate; the evidence covers 400 units (4 s)
+    AdmissionRequest big =
+        new AdmissionRequest(pool, docs, tenant, 4200, time.nanos(), time.nanos() + 30_000 * MS);
+    assertThat(decideNow(big)).isInstanceOf(Decision.Admit.class);
+    AdmissionRequest tight =
+        new AdmissionRequest(pool, docs, tenant, 4200, time.nanos(), time.nanos() + 3_000 * MS);
+    assertThat(((Decision.Reject) decideNow(tight)).reason())
+        .isEqualTo(Reason.DEADLINE_UNREACHABLE);
   }
 }

@@ -285,4 +285,102 @@ class TailHoldTest {
     assertThat(released()).hasSize(2);
     assertThat(pool().tailsHeld()).isZero();
   }
+
+  /** Admitted with a body asking for {@code maxTokens} of streamed answer; no response yet. */
+  private AdmissionSession admittedWithBody(int maxTokens) {
+    long now = ticker.nanos();
+    Subject subject =
+        new Subject(
+            "chat",
+            OneSlotPool.POOL,
+            OneSlotPool.INTERACTIVE,
+            RequestFormat.OPENAI_CHAT,
+            tenant,
+            now,
+            now + Duration.ofSeconds(30).toNanos(),
+            null,
+            Duration.ofSeconds(5).toNanos());
+    AdmissionSession s =
+        sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
+    byte[] body =
+        ("{\"model\":\"gpt-4o\",\"max_tokens\":"
+                + maxTokens
+                + ",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}")
+            .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+    assertThat(s.hasPermit()).isTrue();
+    return s;
+  }
+
+  private List<SessionEvent.ResponseEndUnseen> unseen() {
+    return events.stream()
+        .filter(SessionEvent.ResponseEndUnseen.class::isInstance)
+        .map(SessionEvent.ResponseEndUnseen.class::cast)
+        .toList();
+  }
+
+  @Test
+  void streamedAnswersTeachTheTimePerOutputToken_anUnseenEndHoldsItsHeadersTimePlusItsReserve() {
+    // a pool with no end seen yet holds an unseen end for its defaultServiceTime: a guess, said so
+    assertThat(pool().serviceTimeGuessed()).isTrue();
+    AdmissionSession first = admittedWithBody(400);
+    advance(500);
+    first.responseHeaders(200, "text/event-stream", true);
+    first.responseEndUnseen("body_mode_none");
+    first.end(Outcome.CANCELLED);
+    assertThat(unseen().get(0).guessed()).isTrue();
+    advance(500); // 1 s after admission: OneSlotPool's defaultServiceTime
+    assertThat(released()).hasSize(1);
+    assertThat(released().get(0).heldNanos()).isEqualTo(1000 * MS);
+
+    // 30 answers of a route that streams the body, seen to end: 150 ms to the first token plus
+    // 4 ms per reserved output token (reserves of 100–400 tokens)
+    for (int i = 0; i < 30; i++) {
+      int max = 100 + (i % 4) * 100;
+      AdmissionSession s = admittedWithBody(max);
+      advance(150);
+      s.responseHeaders(200, "text/event-stream", true);
+      advance(4L * max);
+      assertThat(s.release(Outcome.COMPLETED)).isTrue();
+    }
+    assertThat(pool().serviceTimeGuessed()).isFalse();
+
+    // an unseen end whose first token came after 500 ms: held for 500 ms + 4 ms × 400 = 2.1 s, not
+    // the guess (1 s) nor the median of the ends seen (≤ 1.75 s)
+    AdmissionSession s = admittedWithBody(400);
+    advance(500);
+    s.responseHeaders(200, "text/event-stream", true);
+    s.responseEndUnseen("body_mode_none");
+    s.end(Outcome.CANCELLED);
+    assertThat(unseen().get(1).guessed()).isFalse();
+    int before = released().size();
+    advance(1500); // 2.0 s after admission
+    assertThat(released()).hasSize(before);
+    while (released().size() == before) {
+      advance(5);
+    }
+    assertThat(released().get(before).heldNanos()).isBetween(2095 * MS, 2105 * MS);
+  }
+
+  @Test
+  void aWholeAnswersHeadersTimeIsNoFirstToken_itsHoldIsNotLengthenedByIt() {
+    for (int i = 0; i < 30; i++) {
+      int max = 100 + (i % 4) * 100;
+      AdmissionSession s = admittedWithBody(max);
+      advance(150);
+      s.responseHeaders(200, "text/event-stream", true);
+      advance(4L * max);
+      assertThat(s.release(Outcome.COMPLETED)).isTrue();
+    }
+    // a JSON answer's headers come with its end (here 1.5 s): the hold is the learned median, and
+    // the stream's close releases it once that has passed
+    AdmissionSession s = admittedWithBody(400);
+    advance(1500);
+    s.responseHeaders(200, "application/json", true);
+    s.responseEndUnseen("body_mode_none");
+    int before = released().size();
+    s.end(Outcome.CANCELLED);
+    assertThat(released()).hasSize(before + 1);
+    assertThat(released().get(before).heldNanos()).isEqualTo(1500 * MS);
+  }
 }
