@@ -345,6 +345,28 @@ public final class SluiceServer implements AutoCloseable {
     }
   }
 
+  /**
+   * The adaptive pools' first step before the start returns: each limit is made (at its {@code
+   * start}) and, with a shared store, reads the pool's learned limit, waiting at most {@code
+   * timeout} (a replica of a warm Deployment starts from what the pool learned, not its start).
+   */
+  private void adaptAtStart(Duration timeout) {
+    if (!adaptive.any()) {
+      return;
+    }
+    try {
+      adaptive.tick().toCompletableFuture().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      LOG.warn(
+          "adaptive limits: the shared limit was not read within {} ({}); starting from"
+              + " adaptive.start until the store answers",
+          timeout,
+          redactor.scrub(String.valueOf(e)));
+    }
+  }
+
   /** The adaptive pools' driver (metrics, /debug/queues). */
   io.sluice.core.admission.AdaptiveCoordinator adaptive() {
     return adaptive;
@@ -513,6 +535,7 @@ public final class SluiceServer implements AutoCloseable {
     server.admin.start();
     server.warmUp(config);
     server.awaitStoreAtStart(config);
+    server.adaptAtStart(config.server().warmup().storeTimeout());
     if (server.shares != null) {
       server.shares.start(config.server().warmup().storeTimeout());
     }

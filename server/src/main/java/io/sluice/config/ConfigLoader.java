@@ -603,7 +603,8 @@ public final class ConfigLoader {
             "latency",
             "backoff",
             "maxPause",
-            "overloadStatuses"));
+            "overloadStatuses",
+            "start"));
     Node lat = a.get("latency").only(Set.of("growBelow", "shrinkAbove", "baselineWindow"));
     if (!a.present() || !a.get("enabled").bool(false)) {
       return AdaptivePolicy.OFF;
@@ -641,12 +642,35 @@ public final class ConfigLoader {
           a.get("backoff").doubleValue(off.backoff(), 0.01, 0.99),
           a.get("maxPause").duration(off.maxPause()),
           lat.get("baselineWindow").duration(off.baselineWindow()),
-          statuses.isEmpty() ? off.overloadStatuses() : statuses);
+          statuses.isEmpty() ? off.overloadStatuses() : statuses,
+          adaptiveStart(a.get("start")));
     } catch (IllegalArgumentException e) {
       // the record names the field under "adaptive."; the error names its whole path
       a.error(a.path() + e.getMessage().substring("adaptive".length()));
       return AdaptivePolicy.OFF;
     }
+  }
+
+  /**
+   * {@code adaptive.start}: {@code ceiling} (the default), {@code floor}, or a fraction of the
+   * ceiling in [0, 1].
+   */
+  private static double adaptiveStart(Node n) {
+    if (!n.present()) {
+      return AdaptivePolicy.START_CEILING;
+    }
+    if (n.json().isNumber()) {
+      return n.doubleValue(AdaptivePolicy.START_CEILING, 0.0, 1.0);
+    }
+    String v = n.string("ceiling").trim().toLowerCase(java.util.Locale.ROOT);
+    return switch (v) {
+      case "ceiling" -> AdaptivePolicy.START_CEILING;
+      case "floor" -> AdaptivePolicy.START_FLOOR;
+      default -> {
+        n.invalid(n.json().toString(), "ceiling, floor or a fraction of the ceiling in 0..1");
+        yield AdaptivePolicy.START_CEILING;
+      }
+    };
   }
 
   private static ClassPolicy requestClass(String name, Node c) {

@@ -196,6 +196,13 @@ public final class ConfigWriter {
       an.put("backoff", a.backoff()).put("maxPause", duration(a.maxPause()));
       var statuses = an.putArray("overloadStatuses");
       new java.util.TreeSet<>(a.overloadStatuses()).forEach(statuses::add);
+      if (a.start() == io.sluice.core.policy.AdaptivePolicy.START_CEILING) {
+        an.put("start", "ceiling");
+      } else if (a.start() == io.sluice.core.policy.AdaptivePolicy.START_FLOOR) {
+        an.put("start", "floor");
+      } else {
+        an.put("start", a.start());
+      }
     }
     return n;
   }

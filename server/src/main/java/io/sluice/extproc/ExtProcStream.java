@@ -229,8 +229,15 @@ final class ExtProcStream extends LiveStreams.Node
         status,
         h.header("content-type"),
         !request.proxyless(),
-        status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1);
+        status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
+        AnswerSources.classify(h, status));
     String unseen = ends ? null : request.unseenEnd();
+    if (unseen != null && status >= 400) {
+      // an error answer (body NONE) has no long tail to hold: its short body is all of it, so
+      // the permit goes with its headers
+      unseen = null;
+      ends = true;
+    }
     if (unseen != null) {
       // nothing more may come (Envoy 1.37+ closes the stream after this answer): the permit is
       // held for the predicted rest of the answer, and the stream's end only closes it

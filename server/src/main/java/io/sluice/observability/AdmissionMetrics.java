@@ -313,6 +313,16 @@ public final class AdmissionMetrics {
               .description("changes of the adaptive limit by this replica, by cause")
               .register(registry));
     }
+    for (io.sluice.core.adapt.AnswerSource src : io.sluice.core.adapt.AnswerSource.values()) {
+      poolGauges.add(
+          io.micrometer.core.instrument.FunctionCounter.builder(
+                  MetricNames.POOL_ADAPTIVE_ANSWERS, pool, s -> s.answers(src))
+              .tags("pool", p, "source", src.label())
+              .description(
+                  "answers to an adaptive pool's requests by who produced them; only the"
+                      + " upstream's move the limit")
+              .register(registry));
+    }
     poolGauges.add(
         Gauge.builder(
                 MetricNames.POOL_UPSTREAM_PAUSE,

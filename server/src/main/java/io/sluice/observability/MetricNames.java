@@ -37,6 +37,7 @@ public final class MetricNames {
   public static final String POOL_CAPACITY_EFFECTIVE = "sluice.pool.capacity.effective";
   public static final String POOL_CAPACITY_CHANGES = "sluice.pool.capacity.changes";
   public static final String POOL_UPSTREAM_PAUSE = "sluice.pool.upstream.pause.seconds";
+  public static final String POOL_ADAPTIVE_ANSWERS = "sluice.pool.adaptive.answers";
   public static final String POOL_LATENCY_RATIO = "sluice.pool.latency.ratio";
   public static final String POOL_LATENCY_BASELINE = "sluice.pool.latency.baseline.seconds";
   public static final String POOL_COMPLETION_RATE = "sluice.pool.completion.rate";

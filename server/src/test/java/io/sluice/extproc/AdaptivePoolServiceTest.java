@@ -53,6 +53,11 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
   }
 
   private static ProcessingRequest upstreamHeaders(int status, String retryAfter) {
+    return upstreamHeaders(status, retryAfter, Map.of());
+  }
+
+  private static ProcessingRequest upstreamHeaders(
+      int status, String retryAfter, Map<String, String> more) {
     HeaderMap.Builder h =
         HeaderMap.newBuilder()
             .addHeaders(header(":status", Integer.toString(status)))
@@ -60,6 +65,7 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
     if (retryAfter != null) {
       h.addHeaders(header("retry-after", retryAfter));
     }
+    more.forEach((k, v) -> h.addHeaders(header(k, v)));
     return ProcessingRequest.newBuilder()
         .setResponseHeaders(HttpHeaders.newBuilder().setHeaders(h))
         .build();
@@ -79,7 +85,7 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
 
   @Test
   void anUpstream429WithRetryAfterPausesThePoolAndShrinksItsLimit() throws Exception {
-    // the adaptive limit starts at its floor once the housekeeping timer ticked
+    // the adaptive limit starts at its ceiling (start: ceiling, the default)
     org.awaitility.Awaitility.await()
         .atMost(java.time.Duration.ofSeconds(5))
         .until(() -> compact(admin("/debug/queues")).contains("\"cause\":\"start\""));
@@ -104,7 +110,7 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
     assertThat(debug)
         .contains("\"adaptive\"")
         .contains("\"maxRequests\":8")
-        .contains("\"requests\":2"); // at its floor already: the overload could not shrink it
+        .contains("\"requests\":2"); // 1 in flight: the upstream took none, so the floor
     assertThat(debug).containsPattern("\"pausedMs\":(19|20)\\d\\d\\d");
     String metrics = admin("/metrics");
     assertThat(metrics)
@@ -112,5 +118,34 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
         .contains("sluice_pool_capacity{pool=\"gpu\"} 100000.0")
         .containsPattern("sluice_pool_upstream_pause_seconds\\{pool=\"gpu\"} 1\\d\\.");
     assertThat(admin("/config?format=yaml")).contains("adaptive:").contains("minRequests: 2");
+  }
+
+  /**
+   * A tenant's rate-limit refusal (Envoy's rate-limit filter after ext_proc: 429 with {@code
+   * x-envoy-ratelimited} and a Retry-After) reaches the response path but is no upstream answer:
+   * the pool is neither paused nor shrunk, and the answer is counted by its source.
+   */
+  @Test
+  void aTenantsRateLimit429NeitherPausesNorShrinksThePool() throws Exception {
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .until(() -> compact(admin("/debug/queues")).contains("\"cause\":\"start\""));
+    for (int i = 0; i < 5; i++) {
+      ExtProcTestClient.Call limited = admitted();
+      limited.send(
+          upstreamHeaders(
+              429, "30", Map.of("x-envoy-ratelimited", "true", "content-type", "text/plain")));
+      limited.reset();
+    }
+    ExtProcTestClient.Call next = admitted(); // not paused
+    next.reset();
+    String debug = compact(admin("/debug/queues"));
+    assertThat(debug).contains("\"requests\":8").contains("\"pausedMs\":0");
+    assertThat(debug).contains("\"cause\":\"start\"");
+    String metrics = admin("/metrics");
+    assertThat(metrics)
+        .contains("sluice_pool_capacity_effective{dimension=\"requests\",pool=\"gpu\"} 8.0")
+        .contains("sluice_pool_adaptive_answers_total{pool=\"gpu\",source=\"envoy_ratelimit\"} 5.0")
+        .contains("sluice_pool_adaptive_answers_total{pool=\"gpu\",source=\"upstream\"} 0.0");
   }
 }

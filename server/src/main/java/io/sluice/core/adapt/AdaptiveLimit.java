@@ -11,40 +11,61 @@ import java.util.Locale;
  * (docs/scheduling.md, "Adaptive capacity"):
  *
  * <ul>
- *   <li><b>Latency</b> (every {@code interval} with at least {@code minSamples} samples of a
- *       signal): per signal (time to first token, time per output token), the interval's median
- *       {@code m} against the no-load baseline {@code b} (the minimum over {@code baselineWindow}
- *       of the median of the signal's last 256 samples, taken at each verdict); {@code r = max over
- *       signals of m / b}. {@code r > shrinkAbove}: {@code f ← f × max(backoff, growBelow / r)}
- *       (the gradient, towards the latency the pool had at {@code growBelow}); {@code r <=
- *       growBelow} while the pool used at least {@link #MIN_USE} of its limit during the interval:
- *       grow; in between: hold (the dead band that keeps a steady load from oscillating).
- *   <li><b>Growth</b>: slow start from the floor at start (the step doubles every interval) until
- *       each sign of pressure ({@code r > growBelow}) halves it, and at one step (or at any shrink
- *       or overload) slow start ends (it never grows the limit by more than half in one interval),
- *       back to additive steps of one request slot (or 1/32 of the capacity when the pool caps no
- *       requests) per interval; after any shrink, growth is additive only, so the queue that caused
- *       the incident is not rebuilt.
+ *   <li><b>Start</b>: from the limit the pool learned (the shared store's, or the one a reload
+ *       replaced), else from {@code start} (the ceiling by default; docs/decisions/0010).
+ *   <li><b>Latency</b>, once per <i>generation of answers</i>: when a signal (time to first token,
+ *       time per output token) holds {@link #generation} samples of requests admitted after the
+ *       last change (the smaller of {@code minSamples} and the limit in request slots, at least
+ *       {@link #MIN_GENERATION}; or at least two samples after {@link #FALLBACK_INTERVALS} {@code
+ *       interval}s), its median {@code m} against the no-load baseline {@code b} (the minimum over
+ *       {@code baselineWindow} of the median of the signal's last 256 samples, taken at each
+ *       verdict); {@code r = max over signals of m / b}. {@code r > shrinkAbove}: {@code f ← f ×
+ *       max(backoff, growBelow / r)} (the gradient, towards the latency the pool had at {@code
+ *       growBelow}); {@code r <= growBelow} while the pool used at least {@link #MIN_USE} of its
+ *       limit during the generation: grow; in between: hold (the dead band that keeps a steady load
+ *       from oscillating).
+ *   <li><b>Growth</b>: slow start from where the limit starts (the step doubles every generation,
+ *       the limit grows by at most half), until each sign of pressure ({@code r > growBelow})
+ *       halves the step, and at one step (or at any shrink or overload) slow start ends, back to
+ *       additive steps of one request slot (or 1/32 of the capacity when the pool caps no requests)
+ *       per generation; after any shrink, growth is additive only, so the queue that caused the
+ *       incident is not rebuilt.
  *   <li><b>Overload</b>: an upstream 429/503/529 (the pool's {@code overloadStatuses}) of a request
- *       admitted after the last decrease: {@code f ← f × backoff} at once (at most one decrease per
- *       generation of requests, as TCP halves once per window). A {@code Retry-After} on it pauses
- *       new admission to the pool until it passes (at most {@code maxPause}).
+ *       admitted after the last decrease, seen with {@code N} requests of the pool in flight (not
+ *       counting those the upstream refused already): the upstream took {@code N − 1}, so {@code f
+ *       ←} the in-flight share of the ceiling × {@code (N − 1) / N} (at most one decrease per
+ *       generation of requests, as TCP halves once per window); with {@code N} unknown, {@code f ←
+ *       f × backoff}. Its {@code Retry-After} pauses new admission (at most {@code maxPause}) only
+ *       when that would put the limit below the floor.
+ *   <li><b>Outage</b>: a 503 with a {@code Retry-After} (the upstream is down, not full): the limit
+ *       before it is remembered, the pool probes at the floor (paused for at most half an {@code
+ *       interval} per generation, not for the whole Retry-After), and the first successful answer
+ *       of a request admitted during the outage restores the remembered limit.
  * </ul>
  *
  * Samples of requests admitted before the last change of the limit are not counted: they measure
- * the old limit. Thread-safe (signals come from transport threads, ticks from a timer). Time is an
- * argument; no clock.
+ * the old limit. Only the upstream's own answers reach this class ({@link AnswerSource}). Thread-
+ * safe (signals come from transport threads, ticks from a timer). Time is an argument; no clock.
  */
 public final class AdaptiveLimit {
   /** Grow only while the pool used at least this fraction of its limit (else it is not needed). */
   public static final double MIN_USE = 0.8;
+
+  /** The fewest samples of a generation that decide (at a limit of one or two slots). */
+  public static final int MIN_GENERATION = 3;
+
+  /**
+   * A generation short of samples decides with at least two after this many {@code interval}s (a
+   * small limit with long answers), and starts over with fewer after ten times that.
+   */
+  public static final int FALLBACK_INTERVALS = 3;
 
   private static final int MAX_SAMPLES = 512;
   private static final int RECENT = 256;
 
   /** Why the limit last changed. */
   public enum Cause {
-    /** The limit starts at the floor (no pool value shared yet). */
+    /** The limit starts where {@code start} says (no learned limit yet). */
     START,
     /** Slow start: latency at its baseline, the step doubling. */
     SLOW_START,
@@ -54,6 +75,10 @@ public final class AdaptiveLimit {
     LATENCY,
     /** The upstream answered overloaded (429/503/529). */
     OVERLOAD,
+    /** The upstream answered 503 with a Retry-After: down; the limit probes at the floor. */
+    OUTAGE,
+    /** The first success after an outage: back to the limit before it. */
+    RECOVERED,
     /** Another replica changed the pool's shared limit. */
     SHARED,
     /** The policy's bounds changed (hot reload): the limit was clamped into them. */
@@ -120,26 +145,22 @@ public final class AdaptiveLimit {
   private double lastRatio = Double.NaN;
   private @org.jspecify.annotations.Nullable Proposal pending;
   private long overloads;
+  private double beforeOutage = Double.NaN; // the limit an outage interrupted (NaN: none)
+  private long outageSinceNanos;
 
-  /** At the floor, in slow start, as of {@code nowNanos}. */
+  /** Where {@code start} says (the ceiling by default), in slow start, as of {@code nowNanos}. */
   public AdaptiveLimit(PoolPolicy ceiling, long nowNanos) {
     this(ceiling, Double.NaN, nowNanos);
   }
 
   /**
-   * With the limit {@code fraction} of {@code ceiling} (clamped into the bounds; NaN: the floor),
-   * e.g. the limit of the policy this one replaces on a hot reload.
+   * With the limit {@code fraction} of {@code ceiling} (clamped into the bounds; NaN: none learned,
+   * where {@code start} says), e.g. the limit of the policy this one replaces on a hot reload.
    */
   public AdaptiveLimit(PoolPolicy ceiling, double fraction, long nowNanos) {
     this.settings = ceiling.adaptive();
     this.ceiling = ceiling;
-    double f =
-        Math.max(
-            (double) settings.minCapacity() / ceiling.capacityWorkUnits(),
-            ceiling.maxRequests() > 0
-                ? (double) Math.max(1, settings.minRequests()) / ceiling.maxRequests()
-                : 0);
-    this.floor = Math.min(1.0, f);
+    this.floor = floorOf(ceiling);
     this.step = ceiling.maxRequests() > 0 ? 1.0 / ceiling.maxRequests() : 1.0 / 32;
     this.slowStep = step;
     this.intervalNanos = settings.interval().toNanos();
@@ -148,12 +169,29 @@ public final class AdaptiveLimit {
       signals[s.ordinal()] = new SignalWindow(settings.baselineWindow().toNanos());
     }
     boolean carried = !Double.isNaN(fraction);
-    this.fraction = carried ? clamp(fraction) : floor;
+    this.fraction = clamp(carried ? fraction : settings.start());
     this.cause = carried ? Cause.RECONFIGURE : Cause.START;
     this.slowStart = !carried;
     this.changedAtNanos = nowNanos;
     this.lastDecreaseNanos = nowNanos;
     this.intervalStartNanos = nowNanos;
+  }
+
+  /** The floor of {@code ceiling}'s limit as a fraction of it. */
+  static double floorOf(PoolPolicy ceiling) {
+    AdaptivePolicy a = ceiling.adaptive();
+    double f =
+        Math.max(
+            (double) a.minCapacity() / ceiling.capacityWorkUnits(),
+            ceiling.maxRequests() > 0
+                ? (double) Math.max(1, a.minRequests()) / ceiling.maxRequests()
+                : 0);
+    return Math.min(1.0, f);
+  }
+
+  /** Where a new limit of {@code ceiling} starts with none learned (its {@code start}, clamped). */
+  public static double startFraction(PoolPolicy ceiling) {
+    return Math.max(floorOf(ceiling), Math.min(1.0, ceiling.adaptive().start()));
   }
 
   /** The policy whose numbers are the ceiling. */
@@ -184,22 +222,27 @@ public final class AdaptiveLimit {
     return requestsOf(ceiling, f);
   }
 
-  /** Work units of the limit {@code f} of {@code ceiling} (NaN: the floor). */
+  /** Work units of the limit {@code f} of {@code ceiling} (NaN: none learned, the start). */
   public static long workOf(PoolPolicy ceiling, double f) {
     AdaptivePolicy a = ceiling.adaptive();
     long cap = ceiling.capacityWorkUnits();
-    long w = Double.isNaN(f) ? a.minCapacity() : (long) Math.floor(f * cap + 1e-9);
+    double g = Double.isNaN(f) ? startFraction(ceiling) : f;
+    long w = (long) Math.floor(g * cap + 1e-9);
     return Math.min(cap, Math.max(a.minCapacity(), Math.max(1, w)));
   }
 
-  /** Request slots of the limit {@code f} of {@code ceiling} (NaN: the floor; 0: no cap). */
+  /**
+   * Request slots of the limit {@code f} of {@code ceiling} (NaN: none learned, the start; 0: no
+   * cap).
+   */
   public static int requestsOf(PoolPolicy ceiling, double f) {
     int m = ceiling.maxRequests();
     if (m <= 0) {
       return 0;
     }
     int min = Math.max(1, ceiling.adaptive().minRequests());
-    int r = Double.isNaN(f) ? min : (int) Math.floor(f * m + 1e-9);
+    double g = Double.isNaN(f) ? startFraction(ceiling) : f;
+    int r = (int) Math.floor(g * m + 1e-9);
     return Math.min(m, Math.max(min, r));
   }
 
@@ -260,57 +303,159 @@ public final class AdaptiveLimit {
 
   /**
    * The upstream answered {@code status} to a request admitted at {@code admittedAtNanos}, with a
-   * Retry-After of {@code retryAfterNanos} (negative: none). Returns true when the limit or the
-   * pause changed (the pool applies it at once).
+   * Retry-After of {@code retryAfterNanos} (negative: none), the pool's in flight unknown: an
+   * overload shrinks the limit by {@code backoff} and its Retry-After pauses. Returns true when the
+   * limit or the pause changed (the pool applies it at once).
    */
   public synchronized boolean onUpstream(
       int status, long retryAfterNanos, long admittedAtNanos, long nowNanos) {
+    return onUpstream(status, retryAfterNanos, admittedAtNanos, nowNanos, -1, -1);
+  }
+
+  /**
+   * The upstream's own answer {@code status} to a request admitted at {@code admittedAtNanos}, with
+   * a Retry-After of {@code retryAfterNanos} (negative: none), seen while the pool held {@code
+   * inFlightRequests} requests and {@code inFlightWork} work units the upstream had not refused yet
+   * (this one included; negative: unknown). Returns true when the limit or the pause changed (the
+   * pool applies it at once).
+   */
+  public synchronized boolean onUpstream(
+      int status,
+      long retryAfterNanos,
+      long admittedAtNanos,
+      long nowNanos,
+      int inFlightRequests,
+      long inFlightWork) {
     if (!settings.overload(status)) {
+      if (status / 100 == 2
+          && !Double.isNaN(beforeOutage)
+          && admittedAtNanos - outageSinceNanos >= 0) {
+        // the first success of a request admitted during the outage: the upstream is back
+        double back = beforeOutage;
+        beforeOutage = Double.NaN;
+        lastDecreaseNanos = nowNanos;
+        pauseSet = false;
+        set(back, Cause.RECOVERED, nowNanos);
+        return true;
+      }
       return false;
     }
     overloads++;
-    boolean changed = false;
-    if (retryAfterNanos > 0 && maxPauseNanos > 0) {
-      changed = extendPause(nowNanos + Math.min(retryAfterNanos, maxPauseNanos));
+    boolean known = inFlightRequests > 0 || inFlightWork > 0;
+    boolean fresh = admittedAtNanos - lastDecreaseNanos >= 0;
+    if (!known) { // as before this rule: back off, pause on Retry-After
+      boolean changed = false;
+      if (retryAfterNanos > 0 && maxPauseNanos > 0) {
+        changed = extendPause(nowNanos + Math.min(retryAfterNanos, maxPauseNanos));
+      }
+      if (fresh) {
+        lastDecreaseNanos = nowNanos;
+        slowStart = false;
+        changed |= set(fraction * settings.backoff(), Cause.OVERLOAD, nowNanos);
+      }
+      return changed;
     }
-    if (admittedAtNanos - lastDecreaseNanos >= 0) {
-      lastDecreaseNanos = nowNanos;
-      slowStart = false;
-      changed |= set(fraction * settings.backoff(), Cause.OVERLOAD, nowNanos);
+    if (status == 503 && retryAfterNanos > 0) {
+      return outage(retryAfterNanos, fresh, nowNanos);
+    }
+    if (!fresh) {
+      return false; // this generation's decrease is made
+    }
+    lastDecreaseNanos = nowNanos;
+    slowStart = false;
+    // the upstream took the others: the limit settles at what it took
+    double took = took(inFlightRequests, inFlightWork);
+    boolean changed = set(Math.min(fraction, took), Cause.OVERLOAD, nowNanos);
+    if (took < floor - 1e-9 && retryAfterNanos > 0 && maxPauseNanos > 0) {
+      changed |= extendPause(nowNanos + Math.min(retryAfterNanos, maxPauseNanos));
     }
     return changed;
   }
 
   /**
-   * Runs the latency rule when an interval has passed; {@code use} is the pool's load now as a
-   * fraction of its limit (the largest seen during the interval counts). Returns true when the
-   * limit changed or a pause ended.
+   * What the upstream took when it refused one of {@code requests} ({@code work}) in flight, as a
+   * fraction of the ceiling: the others.
+   */
+  private double took(int requests, long work) {
+    if (ceiling.maxRequests() > 0 && requests > 0) {
+      return (requests - 1) / (double) ceiling.maxRequests();
+    }
+    if (work > 0 && requests > 0) {
+      return work * (requests - 1) / (double) requests / ceiling.capacityWorkUnits();
+    }
+    return fraction * settings.backoff();
+  }
+
+  /** A 503 with a Retry-After: the upstream is down; probe at the floor, remember the limit. */
+  private boolean outage(long retryAfterNanos, boolean fresh, long nowNanos) {
+    if (Double.isNaN(beforeOutage)) {
+      beforeOutage = fraction;
+      outageSinceNanos = nowNanos;
+    } else if (!fresh) {
+      return false;
+    }
+    lastDecreaseNanos = nowNanos;
+    slowStart = false;
+    boolean changed = set(floor, Cause.OUTAGE, nowNanos);
+    long probe = Math.min(intervalNanos / 2, Math.min(retryAfterNanos, maxPauseNanos));
+    if (probe > 0) {
+      changed |= extendPause(nowNanos + probe);
+    }
+    return changed;
+  }
+
+  /** Whether the limit probes at the floor for an outage (a 503 with Retry-After). */
+  public synchronized boolean inOutage() {
+    return !Double.isNaN(beforeOutage);
+  }
+
+  /**
+   * The samples a generation needs before its verdict: the smaller of {@code minSamples} and the
+   * limit in request slots (a small limit answers few requests per second), at least {@link
+   * #MIN_GENERATION}.
+   */
+  public synchronized int generation() {
+    int r = requestsOf(fraction);
+    int n = r > 0 ? Math.min(settings.minSamples(), r) : settings.minSamples();
+    return Math.max(Math.min(MIN_GENERATION, settings.minSamples()), n);
+  }
+
+  /**
+   * Runs the latency rule when a generation of answers is in (see the class comment); {@code use}
+   * is the pool's load now as a fraction of its limit (the largest seen during the generation
+   * counts). Returns true when the limit changed.
    */
   public synchronized boolean tick(long nowNanos, double use) {
     maxUse = Math.max(maxUse, use);
-    if (nowNanos - intervalStartNanos < intervalNanos) {
-      return false;
+    long waited = nowNanos - intervalStartNanos;
+    int need = generation();
+    if (waited >= FALLBACK_INTERVALS * intervalNanos) {
+      need = Math.min(need, 2); // a bounded wait: decide on what came
     }
     double ratio = Double.NaN;
     boolean enough = false;
     for (SignalWindow s : signals) {
-      if (s.count >= settings.minSamples()) {
+      if (s.count >= need) {
         enough = true;
+      }
+    }
+    if (!enough) {
+      // too few samples for a verdict: keep collecting (an idle pool keeps its limit), but bound
+      // the generation so an old sample does not decide a much later one
+      if (waited >= 10L * FALLBACK_INTERVALS * intervalNanos) {
+        restartInterval(nowNanos);
+      }
+      return false;
+    }
+    for (SignalWindow s : signals) {
+      if (s.count >= need) {
         double m = s.median();
         s.offerBaseline(settings.minSamples(), nowNanos);
         double b = s.baseline(nowNanos);
         double r = b > 0 ? m / b : 1.0;
         ratio = Double.isNaN(ratio) ? r : Math.max(ratio, r);
-        s.reset(); // a signal short of samples keeps collecting into the next interval
+        s.reset(); // a signal short of samples keeps collecting into the next generation
       }
-    }
-    if (!enough) {
-      // too few samples for a verdict: keep collecting (an idle pool keeps its limit), but bound
-      // the interval so an old sample does not decide a much later one
-      if (nowNanos - intervalStartNanos >= 10 * intervalNanos) {
-        restartInterval(nowNanos);
-      }
-      return false;
     }
     lastRatio = ratio;
     boolean used = maxUse >= MIN_USE;
@@ -333,7 +478,7 @@ public final class AdaptiveLimit {
       return false;
     }
     if (slowStart) {
-      // the step doubles, but the limit grows by at most half per interval
+      // the step doubles, but the limit grows by at most half per generation
       double next = Math.min(fraction + slowStep, fraction * 1.5);
       slowStep *= 2;
       return set(Math.max(next, fraction + step), Cause.SLOW_START, nowNanos);
@@ -424,8 +569,10 @@ public final class AdaptiveLimit {
     boolean shrink = f < from;
     pending = new Proposal(from, f, shrink, why);
     for (SignalWindow s : signals) {
-      s.reset(); // samples so far measured the old limit
+      s.reset(); // samples so far measured the old limit: a new generation starts
     }
+    intervalStartNanos = nowNanos;
+    maxUse = 0;
     fraction = f;
     cause = why;
     changedAtNanos = nowNanos;

@@ -23,6 +23,9 @@ public final class Permit {
   private final long outputTokens;
   private volatile boolean released; // set once, through RELEASED (no AtomicBoolean per permit)
   private volatile boolean endUnseen; // held for a predicted tail (markEndUnseen)
+  // the upstream refused it (429/503/529): no longer counted as running there; under the pool's
+  // lock
+  boolean upstreamRefused;
 
   private static final VarHandle RELEASED;
 

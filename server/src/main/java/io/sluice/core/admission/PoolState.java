@@ -56,6 +56,12 @@ public final class PoolState {
   private final java.util.concurrent.atomic.AtomicInteger tailsHeld =
       new java.util.concurrent.atomic.AtomicInteger();
   private volatile boolean pauseSeen; // paused at the last tick (its end starts waiting requests)
+  // permits the upstream refused (overloaded) still held, and their work: under the lock
+  private int refusedHeld;
+  private long refusedWork;
+  // answers of requests of an adaptive pool by who produced them (AnswerSource ordinal)
+  private final java.util.concurrent.atomic.LongAdder[] answers =
+      newAdders(io.sluice.core.adapt.AnswerSource.values().length);
   // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
   // is unmet demand for a replica share)
   private boolean unmet;
@@ -190,13 +196,73 @@ public final class PoolState {
   /**
    * The upstream answered {@code status} (with a Retry-After of {@code retryAfterNanos}, negative
    * if none) to a request of this pool admitted at {@code admittedAtNanos}: an overload shrinks an
-   * adaptive limit and may pause the pool.
+   * adaptive limit and may pause the pool (the pool's in flight unknown).
    */
   public void onUpstream(int status, long retryAfterNanos, long admittedAtNanos, long nowNanos) {
     AdaptiveLimit a = adaptive;
     if (a != null && a.onUpstream(status, retryAfterNanos, admittedAtNanos, nowNanos)) {
       applyAdaptive(a, nowNanos);
     }
+  }
+
+  /**
+   * An answer of {@code source} with {@code status} (and a Retry-After of {@code retryAfterNanos},
+   * negative if none) to the request holding {@code permit}: counted by source; only the upstream's
+   * own answers reach the adaptive limit, with the pool's requests in flight that the upstream has
+   * not refused (an overload settles the limit at what the upstream took).
+   */
+  public void onAnswer(
+      Permit permit,
+      int status,
+      long retryAfterNanos,
+      io.sluice.core.adapt.AnswerSource source,
+      long nowNanos) {
+    AdaptiveLimit a = adaptive;
+    if (a == null) {
+      return;
+    }
+    answers[source.ordinal()].increment();
+    if (source != io.sluice.core.adapt.AnswerSource.UPSTREAM) {
+      return;
+    }
+    int requests;
+    long work;
+    lock.lock();
+    try {
+      requests = capacity.totalRequests() - refusedHeld;
+      work = capacity.totalWork() - refusedWork;
+      if (a.ceiling().adaptive().overload(status)
+          && !permit.upstreamRefused
+          && !permit.isReleased()) {
+        permit.upstreamRefused = true;
+        refusedHeld++;
+        refusedWork += permit.workUnits();
+      }
+    } finally {
+      lock.unlock();
+    }
+    if (a.onUpstream(
+        status,
+        retryAfterNanos,
+        permit.admittedAtNanos(),
+        nowNanos,
+        Math.max(1, requests),
+        Math.max(1, work))) {
+      applyAdaptive(a, nowNanos);
+    }
+  }
+
+  /** Answers of requests of this (adaptive) pool produced by {@code source}. */
+  public long answers(io.sluice.core.adapt.AnswerSource source) {
+    return answers[source.ordinal()].sum();
+  }
+
+  private static java.util.concurrent.atomic.LongAdder[] newAdders(int n) {
+    java.util.concurrent.atomic.LongAdder[] out = new java.util.concurrent.atomic.LongAdder[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = new java.util.concurrent.atomic.LongAdder();
+    }
+    return out;
   }
 
   /** A latency sample of a request of this pool (for an adaptive limit). */
@@ -690,6 +756,11 @@ public final class PoolState {
     lock.lock();
     try {
       pausedFor(nowNanos);
+      if (permit.upstreamRefused) {
+        permit.upstreamRefused = false;
+        refusedHeld--;
+        refusedWork = refusedHeld == 0 ? 0 : Math.max(0, refusedWork - permit.workUnits());
+      }
       capacity.release(permit);
       if (outcome == Outcome.COMPLETED) { // the completed-work gauge and Retry-After's basis
         retry.onRelease(permit.workUnits(), nowNanos - permit.admittedAtNanos(), nowNanos);

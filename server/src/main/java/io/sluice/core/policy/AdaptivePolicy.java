@@ -20,6 +20,10 @@ import java.util.Set;
  * @param maxPause the longest an upstream's Retry-After pauses new admission to the pool
  * @param baselineWindow how long a no-load latency baseline is remembered (the minimum over it)
  * @param overloadStatuses upstream statuses that mean "overloaded"
+ * @param start where the limit starts when no learned limit exists (none in the shared store, no
+ *     limit kept across a reload), as a fraction of the ceiling: {@link #START_CEILING} (1, the
+ *     default), {@link #START_FLOOR} (0: clamped up to the floor), or any fraction in between
+ *     (clamped into [floor, 1])
  */
 public record AdaptivePolicy(
     boolean enabled,
@@ -32,7 +36,59 @@ public record AdaptivePolicy(
     double backoff,
     Duration maxPause,
     Duration baselineWindow,
-    Set<Integer> overloadStatuses) {
+    Set<Integer> overloadStatuses,
+    double start) {
+
+  /** {@code start: ceiling}: a new limit starts at the configured ceiling (the default). */
+  public static final double START_CEILING = 1.0;
+
+  /** {@code start: floor}: a new limit starts at the floor. */
+  public static final double START_FLOOR = 0.0;
+
+  /** As the canonical constructor, starting at the ceiling. */
+  public AdaptivePolicy(
+      boolean enabled,
+      long minCapacity,
+      int minRequests,
+      Duration interval,
+      int minSamples,
+      double growBelow,
+      double shrinkAbove,
+      double backoff,
+      Duration maxPause,
+      Duration baselineWindow,
+      Set<Integer> overloadStatuses) {
+    this(
+        enabled,
+        minCapacity,
+        minRequests,
+        interval,
+        minSamples,
+        growBelow,
+        shrinkAbove,
+        backoff,
+        maxPause,
+        baselineWindow,
+        overloadStatuses,
+        START_CEILING);
+  }
+
+  /** The same settings starting at {@code fraction} of the ceiling (0: the floor). */
+  public AdaptivePolicy withStart(double fraction) {
+    return new AdaptivePolicy(
+        enabled,
+        minCapacity,
+        minRequests,
+        interval,
+        minSamples,
+        growBelow,
+        shrinkAbove,
+        backoff,
+        maxPause,
+        baselineWindow,
+        overloadStatuses,
+        fraction);
+  }
 
   /** Adaptive limits off: the pool's numbers are fixed. */
   public static final AdaptivePolicy OFF =
@@ -78,6 +134,10 @@ public record AdaptivePolicy(
     }
     if (maxPause.isNegative()) {
       throw new IllegalArgumentException(p + "maxPause: " + maxPause + " (expected: >= 0)");
+    }
+    if (!(start >= 0 && start <= 1)) {
+      throw new IllegalArgumentException(
+          p + "start: " + start + " (expected: ceiling, floor or a fraction in [0, 1])");
     }
     if (baselineWindow.compareTo(interval) <= 0) {
       throw new IllegalArgumentException(

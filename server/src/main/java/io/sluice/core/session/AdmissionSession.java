@@ -964,13 +964,31 @@ public final class AdmissionSession implements Waiter {
    */
   public void responseHeaders(
       int status, String contentType, boolean countStatus, long retryAfterNanos) {
+    responseHeaders(
+        status,
+        contentType,
+        countStatus,
+        retryAfterNanos,
+        io.sluice.core.adapt.AnswerSource.UPSTREAM);
+  }
+
+  /**
+   * As above, the answer produced by {@code source}: only the upstream's own answers move an
+   * adaptive limit (an Envoy local reply or a Sluice refusal is counted apart).
+   */
+  public void responseHeaders(
+      int status,
+      String contentType,
+      boolean countStatus,
+      long retryAfterNanos,
+      io.sluice.core.adapt.AnswerSource source) {
     upstreamStatus = status;
     if (countStatus) {
       env.listener().on(new SessionEvent.UpstreamResponded(this, status));
       Permit p = permit;
       PoolState pool = p == null ? null : adaptivePool();
       if (p != null && pool != null) {
-        pool.onUpstream(status, retryAfterNanos, p.admittedAtNanos(), env.ticker().nanos());
+        pool.onAnswer(p, status, retryAfterNanos, source, env.ticker().nanos());
       }
     }
     TokenEstimate e = estimate;

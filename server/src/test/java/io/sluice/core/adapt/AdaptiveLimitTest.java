@@ -22,7 +22,13 @@ class AdaptiveLimitTest {
   static final double TTFT = 0.3 * SEC;
   static final double TPOT = 0.02 * SEC;
 
+  /** Starting at the floor (the rules' tests; {@code start} has tests of its own). */
   static AdaptivePolicy settings() {
+    return ceilingStart().withStart(AdaptivePolicy.START_FLOOR);
+  }
+
+  /** The default start: the ceiling. */
+  static AdaptivePolicy ceilingStart() {
     return new AdaptivePolicy(
         true,
         8_000,
@@ -39,6 +45,10 @@ class AdaptiveLimitTest {
 
   /** 32 request slots and 64000 work units at most (the ceiling), 4 slots / 8000 units at least. */
   static PoolPolicy pool() {
+    return pool(settings());
+  }
+
+  static PoolPolicy pool(AdaptivePolicy settings) {
     return new PoolPolicy(
         "p",
         64_000,
@@ -51,7 +61,7 @@ class AdaptiveLimitTest {
         0.2,
         Duration.ofMillis(100),
         Duration.ofSeconds(2),
-        settings());
+        settings);
   }
 
   /** One interval of a saturated pool on the knee curve: latency × max(1, L / K) × noise. */
@@ -246,6 +256,145 @@ class AdaptiveLimitTest {
     assertThat(a.baseline(AdaptiveLimit.Signal.TTFT, now[0])).isEqualTo(TTFT);
     assertThat(a.measuredBaseline(AdaptiveLimit.Signal.TTFT, now[0])).isNaN();
     assertThat(a.changes(AdaptiveLimit.Cause.SHARED)).isEqualTo(1);
+  }
+
+  @Test
+  void startsWhereStartSaysWithNoLearnedLimit() {
+    assertThat(new AdaptiveLimit(pool(ceilingStart()), 0).requests()).isEqualTo(32);
+    assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.0)), 0).requests()).isEqualTo(4);
+    assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.25)), 0).requests()).isEqualTo(8);
+    // below the floor: the floor
+    assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.05)), 0).requests()).isEqualTo(4);
+    // the pool's effective numbers before the limit is made are the same
+    assertThat(AdaptiveLimit.requestsOf(pool(ceilingStart().withStart(0.25)), Double.NaN))
+        .isEqualTo(8);
+    assertThat(AdaptiveLimit.workOf(pool(ceilingStart()), Double.NaN)).isEqualTo(64_000);
+    // a learned limit (a reload's) wins over start
+    assertThat(new AdaptiveLimit(pool(ceilingStart()), 0.5, 0).requests()).isEqualTo(16);
+  }
+
+  @Test
+  void slowStartGrowsFromWhereItStartsNotFromTheFloor() {
+    long[] now = {0};
+    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart().withStart(0.25)), now[0]);
+    assertThat(a.snapshot(now[0]).slowStart()).isTrue();
+    Random rnd = new Random(9);
+    interval(a, now, rnd, 0.0, 64); // the baseline at a light load
+    interval(a, now, rnd, 0.0, 64);
+    // 8 → 9 → 11 → 15 → 22 → 32: multiplicative from 8, at most × 1.5 per generation
+    int steps = 0;
+    while (a.requests() < 32 && steps < 10) {
+      interval(a, now, rnd, 0.0, 64);
+      steps++;
+    }
+    assertThat(steps).isLessThanOrEqualTo(5);
+  }
+
+  /**
+   * A generation is a number of answers, not an interval: at a limit of 2 whose answers take a
+   * second, three answers (1.5 s) decide, where ten samples per one-second interval never came.
+   */
+  @Test
+  void aSmallLimitWithSlowAnswersStillDecides() {
+    AdaptivePolicy s =
+        new AdaptivePolicy(
+                true,
+                1_000,
+                1,
+                Duration.ofSeconds(1),
+                10,
+                1.1,
+                1.3,
+                0.7,
+                Duration.ofSeconds(30),
+                Duration.ofMinutes(10),
+                Set.of(429, 503, 529))
+            .withStart(2.0 / 16);
+    PoolPolicy p =
+        new PoolPolicy(
+            "p",
+            16_000,
+            16,
+            1,
+            1,
+            Duration.ofSeconds(1),
+            Duration.ofSeconds(60),
+            Duration.ZERO,
+            0.2,
+            Duration.ofMillis(100),
+            Duration.ofSeconds(2),
+            s);
+    long now = 0;
+    AdaptiveLimit a = new AdaptiveLimit(p, now);
+    assertThat(a.requests()).isEqualTo(2);
+    assertThat(a.generation()).isEqualTo(AdaptiveLimit.MIN_GENERATION);
+    long since = now;
+    int changesAt = -1;
+    // two answers a second at the baseline (each took a second), the pool full; ticks every 100 ms
+    for (int t = 1; t <= 40 && changesAt < 0; t++) {
+      now += SEC / 10;
+      if (t % 5 == 0) {
+        a.onLatency(AdaptiveLimit.Signal.TTFT, TTFT, since);
+      }
+      if (a.tick(now, 1.0)) {
+        changesAt = t;
+      }
+    }
+    assertThat(changesAt).isBetween(1, 20); // within 2 s
+    assertThat(a.requests()).isEqualTo(3);
+    assertThat(a.snapshot(now).cause()).isEqualTo(AdaptiveLimit.Cause.SLOW_START);
+  }
+
+  @Test
+  void anUpstream429WithNInFlightSettlesAtNMinusOnceAGeneration() {
+    long now = SEC;
+    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart()), 0);
+    // 11 in flight (this one included): the upstream took 10
+    assertThat(a.onUpstream(429, SEC, now - 1, now, 11, 11 * 2000)).isTrue();
+    assertThat(a.requests()).isEqualTo(10);
+    assertThat(a.snapshot(now).cause()).isEqualTo(AdaptiveLimit.Cause.OVERLOAD);
+    assertThat(a.paused(now)).isFalse(); // 10 is above the floor: no pause
+    // more 429s of requests admitted before that decrease: the same generation, no change
+    for (int i = 0; i < 20; i++) {
+      assertThat(a.onUpstream(429, SEC, now - 1, now + i, 11, 11 * 2000)).isFalse();
+    }
+    assertThat(a.requests()).isEqualTo(10);
+    // a request admitted after it refused with 11 in flight: already at 10, no lower
+    now += SEC;
+    a.onUpstream(429, SEC, now - 1, now, 11, 11 * 2000);
+    assertThat(a.requests()).isEqualTo(10);
+    // refused at 3 in flight: below the floor (4), the floor, and the Retry-After pauses
+    now += SEC;
+    a.onUpstream(429, 2 * SEC, now - 1, now, 3, 3 * 2000);
+    assertThat(a.requests()).isEqualTo(4);
+    assertThat(a.pauseRemainingNanos(now)).isEqualTo(2 * SEC);
+  }
+
+  @Test
+  void anOutageProbesAtTheFloorAndTheFirstSuccessRestoresTheLimit() {
+    long now = SEC;
+    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart()), 0.75, 0); // 24 slots
+    long during = now;
+    assertThat(a.onUpstream(503, 2 * SEC, now - 1, now, 20, 40_000)).isTrue();
+    assertThat(a.requests()).isEqualTo(4);
+    assertThat(a.inOutage()).isTrue();
+    assertThat(a.snapshot(now).cause()).isEqualTo(AdaptiveLimit.Cause.OUTAGE);
+    // a short probe pause (half an interval), not the whole Retry-After
+    assertThat(a.pauseRemainingNanos(now)).isEqualTo(SEC / 2);
+    // a success of a request admitted before the outage says nothing of the upstream now
+    assertThat(a.onUpstream(200, -1, now - 1, now + 1, 5, 10_000)).isFalse();
+    // probes refused: the floor, a short pause each generation
+    now += SEC;
+    a.onUpstream(503, 2 * SEC, now - 1, now, 4, 8_000);
+    assertThat(a.requests()).isEqualTo(4);
+    assertThat(a.pauseRemainingNanos(now)).isEqualTo(SEC / 2);
+    // the first success of a probe: the limit before the outage, at once
+    now += SEC;
+    assertThat(a.onUpstream(200, -1, during + 1, now, 4, 8_000)).isTrue();
+    assertThat(a.requests()).isEqualTo(24);
+    assertThat(a.inOutage()).isFalse();
+    assertThat(a.paused(now)).isFalse();
+    assertThat(a.snapshot(now).cause()).isEqualTo(AdaptiveLimit.Cause.RECOVERED);
   }
 
   /** Property: whatever the signals, the limit stays within [floor, ceiling]. */

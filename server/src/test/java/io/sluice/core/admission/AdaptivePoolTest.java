@@ -69,7 +69,8 @@ class AdaptivePoolTest {
             0.5,
             Duration.ofSeconds(30),
             Duration.ofMinutes(10),
-            Set.of(429, 503, 529)));
+            Set.of(429, 503, 529),
+            AdaptivePolicy.START_FLOOR));
   }
 
   AdmissionController controller(PoolPolicy p) {
