@@ -21,9 +21,11 @@ import java.util.Locale;
  *       {@code baselineWindow} of the median of the signal's last 256 samples, taken at each
  *       verdict); {@code r = max over signals of m / b}. {@code r > shrinkAbove}: {@code f ← f ×
  *       max(backoff, growBelow / r)} (the gradient, towards the latency the pool had at {@code
- *       growBelow}); {@code r <= growBelow} while the pool used at least {@link #MIN_USE} of its
- *       limit during the generation: grow; in between: hold (the dead band that keeps a steady load
- *       from oscillating).
+ *       growBelow}; applied to the most the pool held during the generation when that was below the
+ *       limit: the latency was made by what ran, not by an unused limit above it); {@code r <=
+ *       growBelow} while the pool used at least {@link #MIN_USE} of its limit during the
+ *       generation: grow; in between: hold (the dead band that keeps a steady load from
+ *       oscillating).
  *   <li><b>Growth</b>: slow start from where the limit starts (the step doubles every generation,
  *       the limit grows by at most half), until each sign of pressure ({@code r > growBelow})
  *       halves the step, and at one step (or at any shrink or overload) slow start ends, back to
@@ -458,6 +460,7 @@ public final class AdaptiveLimit {
       }
     }
     lastRatio = ratio;
+    double usedMax = maxUse;
     boolean used = maxUse >= MIN_USE;
     intervalStartNanos = nowNanos;
     maxUse = 0;
@@ -465,7 +468,10 @@ public final class AdaptiveLimit {
       slowStart = false;
       lastDecreaseNanos = nowNanos;
       double gradient = Math.max(settings.backoff(), settings.growBelow() / ratio);
-      return set(fraction * gradient, Cause.LATENCY, nowNanos);
+      // the latency was made by what was in flight, not by an unused limit above it (a cold
+      // start at the ceiling): the gradient applies to the most held when that is below the limit
+      double held = Math.min(fraction, Math.max(floor, usedMax * fraction));
+      return set(held * gradient, Cause.LATENCY, nowNanos);
     }
     if (ratio > settings.growBelow()) {
       if (slowStart) { // a sign of pressure halves the slow-start step; at one step it ends

@@ -397,6 +397,35 @@ class AdaptiveLimitTest {
     assertThat(a.snapshot(now).cause()).isEqualTo(AdaptiveLimit.Cause.RECOVERED);
   }
 
+  /**
+   * From a cold start at the ceiling the limit is far above what runs: a latency verdict shrinks
+   * from what the pool held, not from the unused limit (32 → 14 in one verdict, not 32 → 22).
+   */
+  @Test
+  void aLatencyShrinkStartsFromWhatWasHeldNotFromAnUnusedLimit() {
+    long[] now = {0};
+    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart()), now[0]);
+    Random rnd = new Random(6);
+    for (int i = 0; i < 3; i++) { // the baseline, at a light load
+      long admitted = now[0];
+      now[0] += SEC;
+      for (int j = 0; j < 20; j++) {
+        a.onLatency(AdaptiveLimit.Signal.TTFT, TTFT * (1 + 0.01 * rnd.nextDouble()), admitted);
+      }
+      a.tick(now[0], 0.3);
+    }
+    assertThat(a.requests()).isEqualTo(32);
+    long admitted = now[0];
+    now[0] += SEC;
+    for (int j = 0; j < 20; j++) {
+      a.onLatency(AdaptiveLimit.Signal.TTFT, 2 * TTFT, admitted);
+    }
+    a.tick(now[0], 20.0 / 32); // 20 of 32 held, latency 2× the baseline
+    // 20 × max(backoff 0.7, 1.1 / 2) = 14
+    assertThat(a.requests()).isEqualTo(14);
+    assertThat(a.snapshot(now[0]).cause()).isEqualTo(AdaptiveLimit.Cause.LATENCY);
+  }
+
   /** Property: whatever the signals, the limit stays within [floor, ceiling]. */
   @ParameterizedTest
   @ValueSource(longs = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26})
