@@ -774,7 +774,7 @@ final class Replicas implements Callable<Integer> {
     return Charts.save(charts, charts.size(), 1, file);
   }
 
-  private static boolean reachable(String hostPort) {
+  static boolean reachable(String hostPort) {
     int colon = hostPort.lastIndexOf(':');
     try (Socket s = new Socket()) {
       s.connect(

@@ -78,14 +78,19 @@ final class ReplicaShares implements AutoCloseable {
     if (store == null) {
       return null;
     }
-    String id = replicaId(env);
+    Identity who = identity(env);
+    String id = who.id();
     LOG.info(
         "pools are shared with the other replicas on the store as replica {} (leases {}, renewed"
-            + " every {})",
+            + " every {}){}",
         id,
         io.sluice.config.ConfigWriter.duration(policy.leaseTtl()),
-        io.sluice.config.ConfigWriter.duration(policy.renewInterval()));
-    ShareCoordinator coordinator = new ShareCoordinator(id, namespace, policy, store, ticker);
+        io.sluice.config.ConfigWriter.duration(policy.renewInterval()),
+        who.supersedes().isEmpty()
+            ? ""
+            : "; leases of earlier incarnations (" + who.supersedes() + "*) are dropped at start");
+    ShareCoordinator coordinator =
+        new ShareCoordinator(id, who.supersedes(), namespace, policy, store, ticker);
     TenantCaps caps =
         slots == null
             ? TenantCaps.none()
@@ -95,16 +100,39 @@ final class ReplicaShares implements AutoCloseable {
   }
 
   /**
-   * {@code SLUICE_REPLICA_ID}, else the pod's name ({@code POD_NAME}, {@code HOSTNAME}) with a
-   * random suffix, so two processes on one host never share a lease.
+   * A replica's lease id, and the id prefix of its earlier incarnations whose leases it drops at
+   * start (empty: none).
    */
-  static String replicaId(Map<String, String> env) {
+  record Identity(String id, String supersedes) {}
+
+  /** Separates a pod's name from the incarnation suffix in a lease id. */
+  static final String INCARNATION = "#";
+
+  /**
+   * {@code SLUICE_REPLICA_ID} as it is (a restart reuses the lease: its first exchange rewrites
+   * it); else {@code POD_NAME} (the downward API; Kubernetes keeps it across a container restart
+   * and gives no two live pods the same) with {@code #} and a random suffix, dropping the leases of
+   * {@code POD_NAME#*} at start: an earlier incarnation is dead, its streams reset with it; else
+   * {@code HOSTNAME} with {@code -} and a random suffix, dropping nothing (two processes on one
+   * host share a host name).
+   */
+  static Identity identity(Map<String, String> env) {
     String id = env.get("SLUICE_REPLICA_ID");
     if (id != null && !id.isBlank()) {
-      return id.trim();
+      return new Identity(id.trim(), "");
     }
-    String host = env.getOrDefault("POD_NAME", env.getOrDefault("HOSTNAME", "sluice"));
-    return host + "-" + Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
+    String suffix = Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffL);
+    String pod = env.get("POD_NAME");
+    if (pod != null && !pod.isBlank()) {
+      String name = pod.trim();
+      return new Identity(name + INCARNATION + suffix, name + INCARNATION);
+    }
+    return new Identity(env.getOrDefault("HOSTNAME", "sluice") + "-" + suffix, "");
+  }
+
+  /** {@link #identity}'s lease id. */
+  static String replicaId(Map<String, String> env) {
+    return identity(env).id();
   }
 
   ShareCoordinator coordinator() {
@@ -131,6 +159,17 @@ final class ReplicaShares implements AutoCloseable {
     } catch (Exception e) {
       LOG.warn("replica shares: no first grant within {}: {}", max, e.toString());
     }
+    long dropped = coordinator.superseded();
+    if (dropped > 0) {
+      LOG.info(
+          "replica shares: dropped {} lease(s) of earlier incarnations of this replica (their"
+              + " shares go back to the pool now, not at their expiry)",
+          dropped);
+    }
+    FunctionCounter.builder(MetricNames.SHARE_SUPERSEDED, coordinator, ShareCoordinator::superseded)
+        .description(
+            "leases of this replica's earlier incarnations (same POD_NAME) dropped at start")
+        .register(registry);
     Gauge.builder(MetricNames.TENANT_SLOTS_HELD, caps, TenantCaps::held)
         .description("slots of capped tenants (tiers' maxInFlight) this replica holds in the store")
         .register(registry);

@@ -19,6 +19,7 @@ public final class MetricNames {
   public static final String SHARE_RENEWALS = "sluice.replica.share.renewals";
   public static final String SHARE_REBALANCES = "sluice.replica.share.rebalances";
   public static final String SHARE_GATHERED = "sluice.replica.share.gathered";
+  public static final String SHARE_SUPERSEDED = "sluice.replica.share.superseded";
   public static final String SHARE_IDLE_WORK = "sluice.replica.share.idle.work.units";
   public static final String TENANT_SLOTS = "sluice.tenant.slots";
   public static final String TENANT_SLOTS_HELD = "sluice.tenant.slots.held";

@@ -97,6 +97,7 @@ public final class ShareCoordinator {
   public record ClassView(long peersWork, int peersRequests, long idleWork, int idleRequests) {}
 
   private final String replica;
+  private final String supersedes;
   private final String namespace;
   private final ShareStore store;
   private final Ticker ticker;
@@ -108,7 +109,24 @@ public final class ShareCoordinator {
    */
   public ShareCoordinator(
       String replica, String namespace, ReplicaPolicy policy, ShareStore store, Ticker ticker) {
+    this(replica, "", namespace, policy, store, ticker);
+  }
+
+  /**
+   * @param supersedes the lease id prefix of this replica's earlier incarnations (its stable name
+   *     and the separator), whose leases its first exchange of each pool drops ({@link
+   *     ShareStore#supersede}); empty for none
+   * @param namespace the store's key namespace of this deployment ({@code quotas.keyPrefix})
+   */
+  public ShareCoordinator(
+      String replica,
+      String supersedes,
+      String namespace,
+      ReplicaPolicy policy,
+      ShareStore store,
+      Ticker ticker) {
     this.replica = replica;
+    this.supersedes = supersedes;
     this.namespace = namespace;
     this.policy = policy;
     this.store = store;
@@ -117,6 +135,15 @@ public final class ShareCoordinator {
 
   public String replica() {
     return replica;
+  }
+
+  /** Leases of earlier incarnations dropped at start, over every pool. */
+  public long superseded() {
+    long n = 0;
+    for (PoolShare s : shares.values()) {
+      n += s.superseded;
+    }
+    return n;
   }
 
   public ReplicaPolicy policy() {
@@ -213,6 +240,8 @@ public final class ShareCoordinator {
     long received;
     long gave;
     Map<String, PoolState.Load> peerClassLoads = Map.of();
+    boolean predecessorsDropped;
+    long superseded;
 
     PoolShare(String pool, long createdNanos) {
       this.pool = pool;
@@ -258,7 +287,17 @@ public final class ShareCoordinator {
       pending = true;
       CompletionStage<ShareStore.Grant> answer;
       try {
-        answer = store.exchange(ex);
+        if (!predecessorsDropped && !supersedes.isEmpty()) {
+          // before the first grant: the shares of this replica's dead incarnations go back to the
+          // pool at once, not when their leases expire; a failure here is only that delay
+          answer =
+              store
+                  .supersede(namespace, pool, replica, supersedes)
+                  .handle((n, e) -> dropped(n, e))
+                  .thenCompose(v -> store.exchange(ex));
+        } else {
+          answer = store.exchange(ex);
+        }
       } catch (RuntimeException e) {
         answer = CompletableFuture.failedFuture(e);
       }
@@ -269,6 +308,14 @@ public final class ShareCoordinator {
                 answered(state, g, e, ticker.nanos());
                 return (Void) null;
               });
+    }
+
+    private synchronized @Nullable Void dropped(@Nullable Integer n, @Nullable Throwable e) {
+      if (e == null) {
+        predecessorsDropped = true;
+        superseded += n == null ? 0 : n;
+      }
+      return null;
     }
 
     /**

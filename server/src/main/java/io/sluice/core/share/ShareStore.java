@@ -22,6 +22,18 @@ public interface ShareStore {
   CompletionStage<Void> leave(String namespace, String pool, String replica);
 
   /**
+   * Drops the leases of {@code pool} held under ids that start with {@code prefix}, except {@code
+   * replica}'s own: the earlier incarnations of this replica (a container restarted in place keeps
+   * its pod name), dead with the streams they held, whose shares would otherwise stay counted until
+   * their lease expired. Answers how many were dropped. The default drops none (a store whose
+   * leases cannot outlive their process).
+   */
+  default CompletionStage<Integer> supersede(
+      String namespace, String pool, String replica, String prefix) {
+    return java.util.concurrent.CompletableFuture.completedFuture(0);
+  }
+
+  /**
    * One replica's renewal for one pool.
    *
    * @param namespace keeps deployments that share one store apart ({@code quotas.keyPrefix})

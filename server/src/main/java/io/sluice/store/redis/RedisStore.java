@@ -326,6 +326,36 @@ public final class RedisStore
   }
 
   /**
+   * {@link ShareStore#supersede}: {@code HKEYS} then {@code HDEL} of the matching fields on the
+   * pool's share hash. Not atomic, and need not be: the fields matched belong to dead incarnations,
+   * which write nothing any more.
+   */
+  @Override
+  public CompletionStage<Integer> supersede(
+      String namespace, String pool, String replica, String prefix) {
+    String key = shareKey(namespace, pool);
+    return track(
+        commands()
+            .thenCompose(
+                cmds ->
+                    cmds.hkeys(key)
+                        .toCompletableFuture()
+                        .thenCompose(
+                            ids -> {
+                              String[] dead =
+                                  ids.stream()
+                                      .filter(id -> id.startsWith(prefix) && !id.equals(replica))
+                                      .toArray(String[]::new);
+                              if (dead.length == 0) {
+                                return CompletableFuture.completedFuture(0);
+                              }
+                              return cmds.hdel(key, dead)
+                                  .toCompletableFuture()
+                                  .thenApply(Long::intValue);
+                            })));
+  }
+
+  /**
    * {@code <namespace>{<pool>}:tenant:<tenantId>}: one hash per capped tenant and pool, hash-tagged
    * on the pool ({@link io.sluice.core.store.PoolKeys#key}).
    */

@@ -80,6 +80,26 @@ public final class ShareLeaseModel implements ShareStore {
   }
 
   @Override
+  public synchronized CompletionStage<Integer> supersede(
+      String namespace, String pool, String replica, String prefix) {
+    if (down) {
+      return CompletableFuture.failedFuture(new RuntimeException("store down"));
+    }
+    TreeMap<String, Entry> entries = pools.get(namespace + "{" + pool + "}");
+    int n = 0;
+    if (entries != null) {
+      for (var it = entries.keySet().iterator(); it.hasNext(); ) {
+        String id = it.next();
+        if (id.startsWith(prefix) && !id.equals(replica)) {
+          it.remove();
+          n++;
+        }
+      }
+    }
+    return CompletableFuture.completedFuture(n);
+  }
+
+  @Override
   public synchronized CompletionStage<Void> leave(String namespace, String pool, String replica) {
     if (down) {
       return CompletableFuture.failedFuture(new RuntimeException("store down"));

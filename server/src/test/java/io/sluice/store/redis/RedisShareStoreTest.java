@@ -174,6 +174,35 @@ class RedisShareStoreTest {
     assertThat(get(store, b).work()).isEqualTo(90);
   }
 
+  /**
+   * Issue 31: a container restarted in place (same pod name) frees its dead predecessor's share.
+   */
+  @Test
+  void supersede_dropsEarlierIncarnationsOnly_andTheirShareReturnsAtOnce() throws Exception {
+    String ns = LocalRedis.uniquePrefix();
+    assertThat(get(store, ex(ns, "pod-0#aaa", 60_000, 100, 8, 40, 3, 40)).work()).isEqualTo(40);
+    assertThat(get(store, ex(ns, "pod-01#bbb", 60_000, 100, 8, 30, 3, 0)).work()).isEqualTo(30);
+    // pod-0 crashed with 40 in flight; its lease would count for another minute
+    var next = ex(ns, "pod-0#ccc", 60_000, 100, 8, 70, 5, 0);
+    int dropped =
+        store
+            .supersede(ns, "p", "pod-0#ccc", "pod-0#")
+            .toCompletableFuture()
+            .get(5, TimeUnit.SECONDS);
+    assertThat(dropped).isEqualTo(1);
+    ShareStore.Grant g = get(store, next);
+    assertThat(g.work()).as("all the pool but pod-01's").isEqualTo(70);
+    assertThat(g.peers()).extracting(ShareStore.Peer::replica).containsExactly("pod-01#bbb");
+    // its own lease is kept, and a second call finds nothing to drop
+    assertThat(
+            store
+                .supersede(ns, "p", "pod-0#ccc", "pod-0#")
+                .toCompletableFuture()
+                .get(5, TimeUnit.SECONDS))
+        .isZero();
+    assertThat(get(store, next).work()).isEqualTo(70);
+  }
+
   @Test
   void concurrentReplicas_neverHoldMoreThanThePool() throws Exception {
     String ns = LocalRedis.uniquePrefix();
