@@ -187,6 +187,43 @@ final class AdaptiveRuns {
       Consumer<LoadGenerator.Outcome> outcomes,
       Consumer<SluiceServer> atEnd)
       throws Exception {
+    return run(
+        name,
+        yaml,
+        ceiling,
+        w,
+        upstream,
+        holdMillis,
+        setup,
+        actions,
+        skipSeconds,
+        o,
+        quiet,
+        outcomes,
+        atEnd,
+        FilterConfig.BodyMode.STREAMED);
+  }
+
+  /**
+   * As above with the emulated filter's {@code response_body_mode} {@code responseBody} ({@code
+   * NONE}: Sluice sees no first token and no response end; only statuses reach the limit).
+   */
+  static Result run(
+      String name,
+      String yaml,
+      int ceiling,
+      Workload w,
+      SimulatedLlmUpstream.Settings upstream,
+      long holdMillis,
+      Consumer<SimulatedLlmUpstream> setup,
+      List<Action> actions,
+      double skipSeconds,
+      PrintStream o,
+      boolean quiet,
+      Consumer<LoadGenerator.Outcome> outcomes,
+      Consumer<SluiceServer> atEnd,
+      FilterConfig.BodyMode responseBody)
+      throws Exception {
     SluiceServer server = SluiceServer.start(ConfigLoader.parse(yaml));
     ScheduledExecutorService timers = Executors.newScheduledThreadPool(1);
     Rig rig = null;
@@ -194,7 +231,10 @@ final class AdaptiveRuns {
       PoolState pool = server.runtime().controller().pool(POOL);
       boolean adaptive = pool.configuredPolicy().adaptive().enabled();
       FilterConfig filter =
-          Rig.benchFilter().maxMessageTimeout(Duration.ofMillis(holdMillis)).build();
+          Rig.benchFilter()
+              .maxMessageTimeout(Duration.ofMillis(holdMillis))
+              .responseBodyMode(responseBody)
+              .build();
       rig = Rig.extProc(name, "127.0.0.1:" + server.grpcPort(), filter, upstream, Map.of());
       SimulatedLlmUpstream up = rig.upstream();
       setup.accept(up);

@@ -129,4 +129,43 @@ class AdaptiveReplicasTest {
           .isGreaterThanOrEqualTo(25);
     }
   }
+
+  /**
+   * A replica started while the pool has a learned limit takes it before its start-up returns: its
+   * first request is admitted against the pool's limit, not against {@code start}.
+   */
+  @Test
+  void aNewReplicaReadsThePoolsLimitBeforeItServes() throws Exception {
+    assumeTrue(LocalRedis.reachable(LocalRedis.PORT), "redis-server on 127.0.0.1:6379");
+    String policy =
+        POLICY.formatted(
+            "adaptive_start_" + Long.toHexString(System.nanoTime()) + "_", LocalRedis.PORT);
+    try (SluiceServer a = start(policy, "a");
+        ExtProcTestClient ca = new ExtProcTestClient(a.grpcPort())) {
+      assertThat(a.runtime().controller().pool("gpu").policy().maxRequests()).isEqualTo(8);
+      // one request in flight refused 429: the upstream took none, so the floor (2)
+      ExtProcTestClient.Call first = ca.open(Map.of());
+      first.send(
+          headers(
+              ExtProcServerTestBase.chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+      assertThat(first.send(body("{\"model\":\"gpt-4o\",\"messages\":[]}")).hasRequestBody())
+          .isTrue();
+      first.send(
+          ProcessingRequest.newBuilder()
+              .setResponseHeaders(
+                  HttpHeaders.newBuilder()
+                      .setHeaders(HeaderMap.newBuilder().addHeaders(header(":status", "429"))))
+              .build());
+      first.send(responseBody("{}", true));
+      first.reset();
+      assertThat(a.runtime().controller().pool("gpu").policy().maxRequests()).isEqualTo(2);
+      Thread.sleep(500); // a's next exchanges carry the decrease to the store
+      try (SluiceServer c = start(policy, "c")) {
+        // no wait: the shared limit was read during the start
+        assertThat(c.runtime().controller().pool("gpu").configuredPolicy().maxRequests())
+            .isEqualTo(8);
+        assertThat(c.runtime().controller().pool("gpu").adaptive().requests()).isEqualTo(2);
+      }
+    }
+  }
 }
