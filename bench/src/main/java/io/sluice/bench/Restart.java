@@ -426,6 +426,10 @@ final class Restart implements Callable<Integer> {
     volatile long t0 = System.nanoTime();
     final List<String> events = Collections.synchronizedList(new ArrayList<>());
     @Nullable Rig rig;
+
+    /** Every replacement of the restart is serving (the live shares can be whole again). */
+    volatile boolean replacedAll;
+
     private int healthy;
     private long noneSinceNanos = -1;
     private long noneTotalNanos;
@@ -566,11 +570,11 @@ final class Restart implements Callable<Integer> {
                 }
                 samples.add(new Sample(t, limits, granted, poolLimit, healthy));
                 synchronized (wholeAt) {
-                  if (t > restartAt
+                  if (dep.replacedAll
+                      && spec.how() == How.HALT
                       && Double.isNaN(wholeAt[0])
                       && poolLimit > 0
-                      && granted >= 0.9 * poolLimit
-                      && !restarting(dep, spec)) {
+                      && granted >= 0.9 * poolLimit) {
                     wholeAt[0] = t - restartAt;
                   }
                 }
@@ -658,18 +662,6 @@ final class Restart implements Callable<Integer> {
     }
   }
 
-  private static boolean restarting(Deployment d, RunSpec spec) {
-    // the shares are "whole" only once every replacement has joined
-    int live = 0;
-    for (int i = 0; i < 2 * N; i++) {
-      SluiceServer s = d.servers.get(i);
-      if (s != null && !s.draining()) {
-        live++;
-      }
-    }
-    return live < N || spec.scope() == Scope.NONE;
-  }
-
   /** Plays the restart of {@code spec} (on its own thread: starts and drains block). */
   private void restart(
       RunSpec spec,
@@ -690,15 +682,22 @@ final class Restart implements Callable<Integer> {
           old.join();
         }
       }
+      d.replacedAll = true;
       return;
     }
     List<CompletableFuture<Void>> all = new ArrayList<>();
+    java.util.concurrent.atomic.AtomicInteger ready =
+        new java.util.concurrent.atomic.AtomicInteger();
     for (int v : victims) {
       all.add(
           CompletableFuture.supplyAsync(
                   () -> {
                     try {
-                      return replaceOne(spec, d, v, pool, last, replaced);
+                      CompletableFuture<Void> f = replaceOne(spec, d, v, pool, last, replaced);
+                      if (ready.incrementAndGet() == victims.size()) {
+                        d.replacedAll = true;
+                      }
+                      return f;
                     } catch (Exception e) {
                       throw new java.util.concurrent.CompletionException(e);
                     }
@@ -987,7 +986,8 @@ final class Restart implements Callable<Integer> {
     StringBuilder b = new StringBuilder();
     b.append(
         "| run | goodput before (answers in the window) | after | after / before | errors after"
-            + " (cut streams) | refused after | no replica ready | shares whole again after |"
+            + " (cut streams) | refused after | no replica ready | live shares whole again"
+            + " (halt: after the restart began) |"
             + " upstream peak | goodput whole run /s |\n");
     b.append("|---|---|---|---|---|---|---|---|---|---|\n");
     for (Result r : results) {
@@ -1002,9 +1002,11 @@ final class Restart implements Callable<Integer> {
               r.errorsAfter(),
               r.refusedAfter(),
               r.noReplicaSeconds(),
-              r.spec().scope() == Scope.NONE || Double.isNaN(r.sharesWholeAfterSeconds())
+              r.spec().how() != How.HALT
                   ? "n/a"
-                  : String.format(Locale.ROOT, "%.1f s", r.sharesWholeAfterSeconds()),
+                  : Double.isNaN(r.sharesWholeAfterSeconds())
+                      ? "not within the run"
+                      : String.format(Locale.ROOT, "%.1f s", r.sharesWholeAfterSeconds()),
               r.upstreamPeak(),
               r.report().goodputPerSecond()));
     }
