@@ -47,6 +47,8 @@ final class DebugEstimates {
         .put("halfLife", s.halfLife())
         .put("maxKeys", s.maxKeys())
         .put("tenantKeys", s.tenantKeys())
+        .put("confidence", s.confidence())
+        .put("poolPrior", s.poolPrior())
         .put("keys", reserves.keyCount())
         .put("evictions", reserves.evictions());
     ArrayNode keys = root.putArray("estimates");
@@ -64,7 +66,12 @@ final class DebugEstimates {
           .put("absoluteTokens", round(k.absolute()))
           .put("relativeToCap", Math.round(k.relative() * 10000) / 10000.0)
           .put("lossAbsolute", round(k.lossAbsolute()))
-          .put("lossRelative", round(k.lossRelative()));
+          .put("lossRelative", round(k.lossRelative()))
+          .put("effectiveSamples", round(k.effectiveSamples()))
+          .put("absoluteBound", round(k.absoluteBound()));
+      if (k.tenantsWeighed() > 0) {
+        n.put("tenantsWeighed", k.tenantsWeighed());
+      }
     }
     try {
       return MAPPER.writeValueAsString(root);

@@ -486,15 +486,49 @@ public final class ConfigLoader {
             "learnedReserve"));
     Node lr =
         e.get("learnedReserve")
-            .only(Set.of("enabled", "warmup", "halfLife", "maxKeys", "tenantKeys"));
+            .only(
+                Set.of(
+                    "enabled",
+                    "warmup",
+                    "halfLife",
+                    "maxKeys",
+                    "tenantKeys",
+                    "confidence",
+                    "poolPrior",
+                    "shareInterval",
+                    "shareWindow"));
     OutputReserves.Settings d = OutputReserves.Settings.DEFAULTS;
+    long shareInterval =
+        lr.get("shareInterval").duration(Duration.ofMillis(d.shareIntervalMillis())).toMillis();
+    if (shareInterval < 100 || shareInterval > 600_000) {
+      lr.get("shareInterval")
+          .invalid(
+              ConfigWriter.duration(Duration.ofMillis(shareInterval)), "a duration in 100ms..10m");
+      shareInterval = d.shareIntervalMillis();
+    }
+    long shareWindow =
+        lr.get("shareWindow").duration(Duration.ofMillis(d.shareWindowMillis())).toMillis();
+    if (shareWindow < shareInterval || shareWindow > 7 * 86_400_000L) {
+      lr.get("shareWindow")
+          .invalid(
+              ConfigWriter.duration(Duration.ofMillis(shareWindow)),
+              "a duration in estimation.learnedReserve.shareInterval ("
+                  + ConfigWriter.duration(Duration.ofMillis(shareInterval))
+                  + ")..168h");
+      shareWindow = Math.max(shareInterval, d.shareWindowMillis());
+    }
     OutputReserves.Settings learned =
-        new OutputReserves.Settings(
-            lr.get("enabled").bool(d.enabled()),
-            lr.get("warmup").intValue(d.warmup(), 1, 1_000_000),
-            lr.get("halfLife").intValue(d.halfLife(), 1, 10_000_000),
-            lr.get("maxKeys").intValue(d.maxKeys(), 1, 1_000_000),
-            lr.get("tenantKeys").bool(d.tenantKeys()));
+        OutputReserves.Settings.builder()
+            .enabled(lr.get("enabled").bool(d.enabled()))
+            .warmup(lr.get("warmup").intValue(d.warmup(), 1, 1_000_000))
+            .halfLife(lr.get("halfLife").intValue(d.halfLife(), 1, 10_000_000))
+            .maxKeys(lr.get("maxKeys").intValue(d.maxKeys(), 1, 1_000_000))
+            .tenantKeys(lr.get("tenantKeys").bool(d.tenantKeys()))
+            .confidence(lr.get("confidence").doubleValue(d.confidence(), 0.5, 0.999))
+            .poolPrior(lr.get("poolPrior").bool(d.poolPrior()))
+            .shareIntervalMillis(shareInterval)
+            .shareWindowMillis(shareWindow)
+            .build();
     return new SluiceConfig.Estimation(
         e.get("bytesPerToken").doubleValue(4.0, 0.5, 64),
         e.get("imageTokens").longValue(765, 0, 1_000_000),

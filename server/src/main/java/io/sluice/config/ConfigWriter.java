@@ -143,7 +143,11 @@ public final class ConfigWriter {
         .put("warmup", lr.warmup())
         .put("halfLife", lr.halfLife())
         .put("maxKeys", lr.maxKeys())
-        .put("tenantKeys", lr.tenantKeys());
+        .put("tenantKeys", lr.tenantKeys())
+        .put("confidence", lr.confidence())
+        .put("poolPrior", lr.poolPrior())
+        .put("shareInterval", duration(Duration.ofMillis(lr.shareIntervalMillis())))
+        .put("shareWindow", duration(Duration.ofMillis(lr.shareWindowMillis())));
     return n;
   }
 

@@ -143,14 +143,31 @@ class ConfigLoaderTest {
                     """
                     pools: {p: {capacity: 10}}
                     classes: {a: {reservedShare: 1, reserveQuantile: 1.0}}
-                    estimation: {learnedReserve: {warmup: 0, halfLife: x, maxKeys: -1, tenantKeys: 3, speed: 1}}
+                    estimation: {learnedReserve: {warmup: 0, halfLife: x, maxKeys: -1, tenantKeys: 3, speed: 1, confidence: 1.5, poolPrior: 2, shareInterval: 50ms, shareWindow: x}}
                     """))
         .hasMessageContaining("classes.a.reserveQuantile: 1.0 (expected: a number in 0.5..0.999)")
         .hasMessageContaining("estimation.learnedReserve.warmup: 0 (expected: an integer in 1..")
         .hasMessageContaining("estimation.learnedReserve.halfLife")
         .hasMessageContaining("estimation.learnedReserve.maxKeys: -1")
         .hasMessageContaining("estimation.learnedReserve.tenantKeys: 3 (expected: true or false)")
-        .hasMessageContaining("estimation.learnedReserve.speed: unknown key");
+        .hasMessageContaining("estimation.learnedReserve.speed: unknown key")
+        .hasMessageContaining(
+            "estimation.learnedReserve.confidence: 1.5 (expected: a number in 0.5..0.999)")
+        .hasMessageContaining("estimation.learnedReserve.poolPrior: 2 (expected: true or false)")
+        .hasMessageContaining(
+            "estimation.learnedReserve.shareInterval: 50ms (expected: a duration in 100ms..10m)")
+        .hasMessageContaining("estimation.learnedReserve.shareWindow: \"x\" (expected: a duration");
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    """
+                    pools: {p: {capacity: 10}}
+                    classes: {a: {reservedShare: 1}}
+                    estimation: {learnedReserve: {shareInterval: 1m, shareWindow: 30s}}
+                    """))
+        .hasMessageContaining(
+            "estimation.learnedReserve.shareWindow: 30s (expected: a duration in"
+                + " estimation.learnedReserve.shareInterval (1m)..168h)");
   }
 
   @Test

@@ -35,7 +35,7 @@ public class ConfigWriterTest {
         health: {maxHeapAfterGc: 0.8, heapAfterGcFor: 2m}
         warmup: {enabled: false, streams: 3, rlsCalls: 2, timeout: 5s, storeTimeout: 0.5ms}
       limits: {maxBodyBytes: 1048576}
-      estimation: {bytesPerToken: 3.5, imageTokens: 800, defaultInputTokens: 2048, tokenCacheChars: 0, learnedReserve: {enabled: false, warmup: 7, halfLife: 300, maxKeys: 99, tenantKeys: false}}
+      estimation: {bytesPerToken: 3.5, imageTokens: 800, defaultInputTokens: 2048, tokenCacheChars: 0, learnedReserve: {enabled: false, warmup: 7, halfLife: 300, maxKeys: 99, tenantKeys: false, confidence: 0.8, poolPrior: false, shareInterval: 5s, shareWindow: 30m}}
       pools:
         gpu-a:
           capacity: 100000
@@ -114,7 +114,9 @@ public class ConfigWriterTest {
     SluiceConfig rich = ConfigLoader.parse(RICH);
     assertThat(rich.server().tls()).isNotNull();
     assertThat(rich.estimation().learnedReserve())
-        .isEqualTo(new io.sluice.core.estimate.OutputReserves.Settings(false, 7, 300, 99, false));
+        .isEqualTo(
+            new io.sluice.core.estimate.OutputReserves.Settings(
+                false, 7, 300, 99, false, 0.8, false, 5_000, 1_800_000));
     assertThat(rich.classes().get("batch").reserveQuantile()).isEqualTo(0.8);
     assertRoundTrips(rich);
   }

@@ -24,6 +24,8 @@ class ExtProcServiceTest extends ExtProcServerTestBase {
   private static final String CONFIG =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+      # the reserve is the client's cap (the old rule): these tests size requests by it
+      estimation: {learnedReserve: {enabled: false}}
       limits: {maxBodyBytes: 4KiB}
       pools:
         gpu: {capacity: 1000, retryAfter: {min: 2s, max: 30s}}

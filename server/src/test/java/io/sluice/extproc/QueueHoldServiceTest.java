@@ -21,6 +21,8 @@ class QueueHoldServiceTest extends ExtProcServerTestBase {
   private static final String CONFIG =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+      # the reserve is the client's cap (the old rule): these tests size requests by it
+      estimation: {learnedReserve: {enabled: false}}
       pools:
         gpu: {capacity: 1000, maxMessageTimeout: 3s, holdMargin: 200ms, defaultServiceTime: 1s,
               retryAfter: {min: 1s, max: 30s, jitter: 0.0}}

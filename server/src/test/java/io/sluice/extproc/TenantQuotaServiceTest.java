@@ -18,6 +18,8 @@ class TenantQuotaServiceTest extends ExtProcServerTestBase {
   private static final String CONFIG =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+      # the reserve is the client's cap (the old rule): these tests size requests by it
+      estimation: {learnedReserve: {enabled: false}}
       pools: {gpu: {capacity: 100000}}
       classes: {interactive: {reservedShare: 1.0, defaultOutputTokens: 100, maxOutputTokens: 1000}}
       tiers:

@@ -337,7 +337,10 @@ class SessionRecorderTest {
   void learnedReserve_ruleAndRequestedOutputInTheRecordAndTheCounter() throws Exception {
     io.sluice.core.estimate.OutputReserves learner =
         new io.sluice.core.estimate.OutputReserves(
-            new io.sluice.core.estimate.OutputReserves.Settings(true, 1, 200, 10, true));
+            io.sluice.core.estimate.OutputReserves.Settings.builder()
+                .warmup(5)
+                .maxKeys(10)
+                .build());
     Sessions learning =
         io.sluice.core.session.OneSlotPool.sessions(
                 controller,
@@ -353,7 +356,7 @@ class SessionRecorderTest {
     byte[] usage =
         "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":40}}"
             .getBytes(java.nio.charset.StandardCharsets.UTF_8);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 6; i++) {
       Subject sub =
           io.sluice.core.session.OneSlotPool.chat(
               tenant(0, 0, 0), ticker.nanos(), "op", Duration.ofSeconds(5).toNanos());
@@ -366,16 +369,15 @@ class SessionRecorderTest {
     }
 
     List<AdmissionRecord> rs = records();
-    assertThat(rs).hasSize(2);
-    assertThat(rs.get(0).getEstimate().getReserveRule()).isEqualTo("warmup");
-    assertThat(rs.get(0).getEstimate().getOutputReserveTokens()).isEqualTo(1000);
+    assertThat(rs).hasSize(6);
+    // five answers under the prior (the class default, 100, below the cap), then the key's own
+    assertThat(rs.get(0).getEstimate().getReserveRule()).isEqualTo("prior");
+    assertThat(rs.get(0).getEstimate().getOutputReserveTokens()).isEqualTo(100);
     assertThat(rs.get(0).getEstimate().getRequestedOutputTokens()).isEqualTo(1000);
-    assertThat(rs.get(1).getEstimate().getReserveRule()).isEqualTo("learned");
-    assertThat(rs.get(1).getEstimate().getOutputReserveTokens()).isBetween(40L, 43L);
-    assertThat(rs.get(1).getEstimate().getRequestedOutputTokens()).isEqualTo(1000);
-    assertThat(counter(MetricNames.RESERVE_DECISIONS, "pool", "gpu", "rule", "warmup"))
-        .isEqualTo(1);
-    assertThat(counter(MetricNames.RESERVE_DECISIONS, "pool", "gpu", "rule", "learned"))
-        .isEqualTo(1);
+    assertThat(rs.get(5).getEstimate().getReserveRule()).isEqualTo("bound");
+    assertThat(rs.get(5).getEstimate().getOutputReserveTokens()).isBetween(40L, 50L);
+    assertThat(rs.get(5).getEstimate().getRequestedOutputTokens()).isEqualTo(1000);
+    assertThat(counter(MetricNames.RESERVE_DECISIONS, "pool", "gpu", "rule", "prior")).isEqualTo(5);
+    assertThat(counter(MetricNames.RESERVE_DECISIONS, "pool", "gpu", "rule", "bound")).isEqualTo(1);
   }
 }

@@ -37,9 +37,17 @@ final class DecayedLogHistogram {
    * @param value the sample ({@code >= 0}; NaN counts as 0)
    */
   void add(double value, double growth) {
-    buckets[index(value)] += (float) weight;
-    total += weight;
-    weight *= growth;
+    add(value, growth, 1);
+  }
+
+  /**
+   * One sample weighing {@code factor} ({@code (0, 1]}) of a full one; then the next weighs {@code
+   * growth^factor} times as much (a part of a sample ages the others by that part).
+   */
+  void add(double value, double growth, double factor) {
+    buckets[index(value)] += (float) (weight * factor);
+    total += weight * factor;
+    weight *= factor == 1 ? growth : Math.pow(growth, factor);
     if (weight > RESCALE_AT) {
       double f = 1 / weight;
       for (int i = 0; i < buckets.length; i++) {
@@ -50,7 +58,8 @@ final class DecayedLogHistogram {
     }
   }
 
-  private int index(double value) {
+  /** The bucket {@code value} counts in. */
+  int index(double value) {
     if (!(value > 0)) {
       return 0;
     }
@@ -66,9 +75,13 @@ final class DecayedLogHistogram {
     if (!(total > 0)) {
       return Double.NaN;
     }
-    double target = q * total;
+    double target = Math.min(1, q) * total;
     double seen = 0;
-    for (int i = 0; i < buckets.length; i++) {
+    int last = buckets.length - 1;
+    while (last > 0 && buckets[last] <= 0) {
+      last--;
+    }
+    for (int i = 0; i < last; i++) {
       double w = buckets[i];
       if (w <= 0) {
         continue;
@@ -85,7 +98,45 @@ final class DecayedLogHistogram {
       }
       seen += w;
     }
-    return Math.exp((buckets.length - 2) * LOG_BASE);
+    // the highest bucket held (also where float sums fall short of the double total)
+    if (last <= 1) {
+      return last;
+    }
+    double w = buckets[last];
+    double within = w > 0 ? Math.max(0, Math.min(1, (target - seen) / w)) : 1;
+    return Math.exp((last - 2 + within) * LOG_BASE);
+  }
+
+  /**
+   * Each bucket's weight in units of the next sample's (what {@link #addWeights} takes back): the
+   * form the replicas exchange.
+   */
+  double[] weights() {
+    double[] w = new double[buckets.length];
+    for (int i = 0; i < w.length; i++) {
+      w[i] = buckets[i] / weight;
+    }
+    return w;
+  }
+
+  /**
+   * Adds weights in units of the next sample's (another replica's, or a stored state), bucket by
+   * bucket; extra buckets are ignored.
+   */
+  void addWeights(double[] w) {
+    for (int i = 0; i < Math.min(w.length, buckets.length); i++) {
+      if (w[i] > 0 && Double.isFinite(w[i])) {
+        buckets[i] += (float) (w[i] * weight);
+        total += w[i] * weight;
+      }
+    }
+  }
+
+  /** Forgets every sample (the weights of a stored state follow with {@link #addWeights}). */
+  void clear() {
+    java.util.Arrays.fill(buckets, 0f);
+    total = 0;
+    weight = 1;
   }
 
   /** Buckets held (the memory of one histogram is 4 bytes each). */

@@ -1062,8 +1062,8 @@ public final class AdmissionSession implements Waiter {
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
     Usage u = endUsage(outcome);
-    if (upstreamStatus / 100 == 2 && answerComplete() && degradedRung == null) {
-      learnReserve(charge.outputTokens()); // a degraded answer says nothing of the full one
+    if (upstreamStatus / 100 == 2 && degradedRung == null) { // a degraded answer: not the full
+      learnReserve(charge.outputTokens(), !answerComplete());
     }
     if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
       timePerOutputToken(p, u.outputTokens(), now);
@@ -1084,8 +1084,8 @@ public final class AdmissionSession implements Waiter {
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
     Usage u = endUsage(outcome);
-    if (upstreamStatus / 100 == 2 && answerComplete()) {
-      learnReserve(charge.outputTokens()); // shadow mode learns too: enforcing starts warmed
+    if (upstreamStatus / 100 == 2) { // shadow mode learns too: enforcing starts warmed
+      learnReserve(charge.outputTokens(), !answerComplete());
     }
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(this, outcome, now - passedAtNanos, u));
@@ -1220,8 +1220,8 @@ public final class AdmissionSession implements Waiter {
   }
 
   /**
-   * The estimate with the learned output reserve: {@code min(cap, learned quantile)} per answer
-   * once the key is warmed, else the old rule's (the estimate's own) reserve.
+   * The estimate with the learned output reserve: {@code min(cap, estimate)} per answer, the
+   * estimate from the key's prior until it has {@code warmup} answers, then its own bound.
    */
   private TokenEstimate learnedReserve(TokenEstimate e) {
     requestedOutputTokens = e.outputReserveTokens();
@@ -1234,27 +1234,32 @@ public final class AdmissionSession implements Waiter {
                 subject.tenant().id(),
                 subject.requestClass().reserveQuantile(),
                 e.outputReserveTokens() / shape.answers(),
+                subject.requestClass().defaultOutputTokens(),
                 shape.answers(),
-                shape.capSet(),
                 e.outputReserveTokens());
     reserveRule = r.rule();
     return r.outputTokens() == e.outputReserveTokens() ? e : e.withOutputReserve(r.outputTokens());
   }
 
-  /** A completed answer's actual output, learned for the next requests of its key. */
-  private void learnReserve(long outputTokens) {
+  /**
+   * An answer's actual output, learned for the next requests of its key: a complete one as it is;
+   * one cut short ({@code cut}: what a stream showed before a cancel or reset) as a lower bound.
+   */
+  private void learnReserve(long outputTokens, boolean cut) {
     TokenEstimate e = estimate;
-    if (e != null) {
-      env.reserves()
-          .record(
-              subject.pool().name(),
-              e.model(),
-              reserveScope(),
-              subject.tenant().id(),
-              subject.requestClass().reserveQuantile(),
-              requestedOutputTokens / shape.answers(),
-              shape.answers(),
-              outputTokens);
+    if (e == null || (cut && !charge.rule().equals(Charge.STREAMED))) {
+      return; // nothing of the answer was seen
+    }
+    OutputReserves r = env.reserves();
+    String pool = subject.pool().name();
+    String scope = reserveScope();
+    String tenant = subject.tenant().id();
+    double q = subject.requestClass().reserveQuantile();
+    long cap = requestedOutputTokens / shape.answers();
+    if (cut) {
+      r.recordCut(pool, e.model(), scope, tenant, q, cap, shape.answers(), outputTokens);
+    } else {
+      r.record(pool, e.model(), scope, tenant, q, cap, shape.answers(), outputTokens);
     }
   }
 
@@ -1266,7 +1271,7 @@ public final class AdmissionSession implements Waiter {
 
   /**
    * The learned-reserve rule that gave the output reserve ({@link OutputReserves#RULES}): {@code
-   * learned}, {@code cap}, {@code default}, {@code warmup} or {@code off}.
+   * prior}, {@code bound}, {@code learned}, {@code cap} or {@code off}.
    */
   public String reserveRule() {
     return reserveRule;

@@ -12,13 +12,24 @@ import org.junit.jupiter.params.provider.MethodSource;
 class OutputReservesTest {
   private static final double Z95 = 1.6448536; // standard normal 0.95 quantile
   private static final long CAP = 4096;
+  private static final long DEFAULT = 1024; // the class's defaultOutputTokens
 
   static LongStream seeds() {
     return LongStream.range(1, 9);
   }
 
   private static OutputReserves learner(int warmup, int halfLife) {
-    return new OutputReserves(new OutputReserves.Settings(true, warmup, halfLife, 1000, true));
+    return new OutputReserves(settings(warmup, halfLife, 1000, true));
+  }
+
+  private static OutputReserves.Settings settings(
+      int warmup, int halfLife, int maxKeys, boolean tenantKeys) {
+    return OutputReserves.Settings.builder()
+        .warmup(warmup)
+        .halfLife(halfLife)
+        .maxKeys(maxKeys)
+        .tenantKeys(tenantKeys)
+        .build();
   }
 
   private static long lognormal(SplittableRandom r, double median, double sigma) {
@@ -34,8 +45,17 @@ class OutputReservesTest {
     l.record("gpu", "m1", "chat", tenant, 0.95, cap, answers, out);
   }
 
+  /** The key's learned quantile itself (the reserve is a bound above it). */
+  private static double learnedQuantile(OutputReserves l, String tenant) {
+    return l.top(1000).stream()
+        .filter(k -> k.tenant().equals(tenant))
+        .findFirst()
+        .orElseThrow()
+        .absolute();
+  }
+
   private static OutputReserves.Reserve reserve(OutputReserves l, String tenant, long cap) {
-    return l.reserve("gpu", "m1", "chat", tenant, 0.95, cap, 1, true, cap);
+    return l.reserve("gpu", "m1", "chat", tenant, 0.95, cap, DEFAULT, 1, cap);
   }
 
   @ParameterizedTest
@@ -55,22 +75,25 @@ class OutputReservesTest {
   }
 
   @Test
-  void warmup_beforeNCompletions_theOldRule_capOrDefault() {
+  void warmup_beforeNAnswers_thePrior_classDefaultNeverAboveTheCap() {
     OutputReserves l = learner(100, 200);
     for (int i = 0; i < 99; i++) {
       record(l, "t", CAP, 1, 200);
     }
-    assertThat(reserve(l, "t", CAP)).isEqualTo(new OutputReserves.Reserve(CAP, "warmup"));
-    assertThat(l.reserve("gpu", "m1", "chat", "t", 0.95, 1024, 1, false, 1024))
-        .isEqualTo(new OutputReserves.Reserve(1024, "default"));
+    assertThat(reserve(l, "t", CAP)).isEqualTo(new OutputReserves.Reserve(DEFAULT, "prior"));
+    assertThat(reserve(l, "t", 300)).isEqualTo(new OutputReserves.Reserve(300, "prior"));
+    // no cap in the request: the old rule is the class default
+    assertThat(l.reserve("gpu", "m1", "chat", "t", 0.95, DEFAULT, DEFAULT, 1, DEFAULT))
+        .isEqualTo(new OutputReserves.Reserve(DEFAULT, "prior"));
 
     record(l, "t", CAP, 1, 200); // the 100th
 
     OutputReserves.Reserve warmed = reserve(l, "t", CAP);
     assertThat(warmed.rule()).isEqualTo("learned");
-    assertThat(warmed.outputTokens()).isBetween(200L, 211L); // one 5 % bucket
+    assertThat(warmed.outputTokens()).isBetween(200L, 221L); // one 10 % bucket
     // no cap in the request: min(class default, learned)
-    assertThat(l.reserve("gpu", "m1", "chat", "t", 0.95, 1024, 1, false, 1024).outputTokens())
+    assertThat(
+            l.reserve("gpu", "m1", "chat", "t", 0.95, DEFAULT, DEFAULT, 1, DEFAULT).outputTokens())
         .isEqualTo(warmed.outputTokens());
     // a cap below the learned value wins
     assertThat(reserve(l, "t", 150)).isEqualTo(new OutputReserves.Reserve(150, "cap"));
@@ -78,7 +101,8 @@ class OutputReservesTest {
 
   /**
    * The stated figure (docs/estimation.md): after 6 half-lives of completions the old traffic
-   * weighs 2^-6 < 1.6 %, and the learned quantile is the new traffic's. A 4x shift, both ways.
+   * weighs 2^-6 < 1.6 %, and the learned quantile is the new traffic's. A 4x shift, both ways. (The
+   * reserve, a bound above the quantile, follows it.)
    */
   @ParameterizedTest
   @MethodSource("seeds")
@@ -92,17 +116,17 @@ class OutputReservesTest {
     }
     double low = 200 * Math.exp(sigma * Z95);
     double high = 800 * Math.exp(sigma * Z95);
-    assertThat((double) reserve(l, "t", CAP).outputTokens()).isBetween(low * 0.9, low * 1.1);
+    assertThat(learnedQuantile(l, "t")).isBetween(low * 0.9, low * 1.1);
 
     for (int i = 0; i < 6 * halfLife; i++) {
       record(l, "t", CAP, 1, lognormal(r, 800, sigma));
     }
-    assertThat((double) reserve(l, "t", CAP).outputTokens()).isBetween(high * 0.9, high * 1.1);
+    assertThat(learnedQuantile(l, "t")).isBetween(high * 0.9, high * 1.1);
 
     for (int i = 0; i < 6 * halfLife; i++) {
       record(l, "t", CAP, 1, lognormal(r, 200, sigma));
     }
-    assertThat((double) reserve(l, "t", CAP).outputTokens()).isBetween(low * 0.9, low * 1.1);
+    assertThat(learnedQuantile(l, "t")).isBetween(low * 0.9, low * 1.1);
   }
 
   @Test
@@ -125,31 +149,40 @@ class OutputReservesTest {
   @MethodSource("seeds")
   void property_reserveNeverAboveTheRequestedCap(long seed) {
     SplittableRandom r = new SplittableRandom(seed);
-    OutputReserves l = learner(1 + r.nextInt(20), 1 + r.nextInt(300));
+    OutputReserves l =
+        new OutputReserves(
+            settings(1 + r.nextInt(20), 1 + r.nextInt(300), 1000, r.nextBoolean()).toBuilder()
+                .confidence(0.5 + 0.49 * r.nextDouble())
+                .poolPrior(r.nextBoolean())
+                .build());
     for (int i = 0; i < 4000; i++) {
       long cap = 1 + r.nextLong(r.nextBoolean() ? 64 : 16_384);
       int answers = 1 + r.nextInt(r.nextInt(10) == 0 ? 128 : 2);
-      boolean capSet = r.nextBoolean();
+      long classDefault = r.nextLong(4096);
       String tenant = "t" + r.nextInt(3);
       String model = "m" + r.nextInt(2);
       long old = cap * answers;
       OutputReserves.Reserve got =
-          l.reserve("gpu", model, "chat", tenant, 0.95, cap, answers, capSet, old);
+          l.reserve("gpu", model, "chat", tenant, 0.95, cap, classDefault, answers, old);
       assertThat(got.outputTokens()).as("try %d", i).isBetween(1L, old);
-      if (got.rule().equals(OutputReserves.RULE_LEARNED)) {
-        assertThat(got.outputTokens()).isLessThan(old);
-      } else {
+      assertThat(got.rule()).isIn(OutputReserves.RULES);
+      if (got.rule().equals(OutputReserves.RULE_CAP)) {
         assertThat(got.outputTokens()).isEqualTo(old);
       }
-      // answers that overshoot the cap (an upstream that ignores it) or are 0 are learned too
+      // answers that overshoot the cap (an upstream that ignores it) or are 0 are learned too,
+      // and answers cut short
       long out = r.nextInt(5) == 0 ? r.nextLong(100_000) : r.nextLong(cap * answers + 1);
-      l.record("gpu", model, "chat", tenant, 0.95, cap, answers, out);
+      if (r.nextInt(4) == 0) {
+        l.recordCut("gpu", model, "chat", tenant, 0.95, cap, answers, out);
+      } else {
+        l.record("gpu", model, "chat", tenant, 0.95, cap, answers, out);
+      }
     }
   }
 
   @Test
   void memory_floodOfDistinctModelsAndTenants_keysBoundedColdestEvicted() {
-    OutputReserves l = new OutputReserves(new OutputReserves.Settings(true, 10, 200, 64, true));
+    OutputReserves l = new OutputReserves(settings(10, 200, 64, true));
     for (int i = 0; i < 20; i++) { // a hot key
       record(l, "hot", CAP, 1, 300);
       reserve(l, "hot", CAP);
@@ -169,28 +202,41 @@ class OutputReservesTest {
   }
 
   @Test
-  void tenantKey_fallsBackToTheCoarseKeyUntilWarmed() {
+  void tenantKey_startsFromTheCoarseKeyUntilWarmed() {
     OutputReserves l = learner(50, 200);
     for (int i = 0; i < 200; i++) {
       record(l, "big", CAP, 1, 1000);
+      record(l, "other", CAP, 1, 1000);
     }
     for (int i = 0; i < 49; i++) {
       record(l, "small", CAP, 1, 100);
     }
-    // small's own key has 49 < 50 completions: the coarse key (mostly big's 1000s) decides
-    long coarse = reserve(l, "small", CAP).outputTokens();
-    assertThat(coarse).isBetween(1000L, 1060L);
+    // small's own key has 49 < 50 answers: the coarse key (big's and other's 1000s) is its prior
+    OutputReserves.Reserve prior = reserve(l, "small", CAP);
+    assertThat(prior.rule()).isEqualTo("prior");
+    assertThat(prior.outputTokens()).isBetween(1000L, 1110L);
 
     record(l, "small", CAP, 1, 100);
 
-    assertThat(reserve(l, "small", CAP).outputTokens()).isBetween(100L, 110L);
-    assertThat(reserve(l, "big", CAP).outputTokens()).isBetween(1000L, 1060L);
-    assertThat(reserve(l, "stranger", CAP).outputTokens()).isEqualTo(coarse);
+    assertThat(reserve(l, "small", CAP).outputTokens()).isBetween(100L, 111L);
+    assertThat(reserve(l, "big", CAP).outputTokens()).isBetween(1000L, 1110L);
+    assertThat(reserve(l, "stranger", CAP)).isEqualTo(prior);
+  }
+
+  @Test
+  void poolPriorOff_aKeyNotWarmedStartsFromTheClassDefault() {
+    OutputReserves l =
+        new OutputReserves(settings(5, 200, 100, true).toBuilder().poolPrior(false).build());
+    for (int i = 0; i < 100; i++) {
+      record(l, "a", CAP, 1, 200);
+      record(l, "b", CAP, 1, 200);
+    }
+    assertThat(reserve(l, "c", CAP)).isEqualTo(new OutputReserves.Reserve(DEFAULT, "prior"));
   }
 
   @Test
   void tenantKeysOff_onlyTheCoarseKey() {
-    OutputReserves l = new OutputReserves(new OutputReserves.Settings(true, 50, 200, 100, false));
+    OutputReserves l = new OutputReserves(settings(50, 200, 100, false));
     for (int i = 0; i < 200; i++) {
       record(l, "big", CAP, 1, 1000);
       record(l, "small", CAP, 1, 100);
@@ -209,8 +255,8 @@ class OutputReservesTest {
       record(l, "t", cap, 1, cap / 10); // e.g. a summarizer asked for a tenth
     }
     assertThat(l.top(10).get(0).form()).isEqualTo("relative");
-    assertThat(reserve(l, "t", 3000).outputTokens()).isBetween(300L, 330L);
-    assertThat(reserve(l, "t", 500).outputTokens()).isBetween(50L, 55L);
+    assertThat(reserve(l, "t", 3000).outputTokens()).isBetween(300L, 345L);
+    assertThat(reserve(l, "t", 500).outputTokens()).isBetween(50L, 58L);
   }
 
   @Test
@@ -222,8 +268,8 @@ class OutputReservesTest {
       record(l, "t", cap, 1, 180 + r.nextInt(40));
     }
     assertThat(l.top(10).get(0).form()).isEqualTo("absolute");
-    assertThat(reserve(l, "t", 8000).outputTokens()).isBetween(200L, 230L);
-    assertThat(reserve(l, "t", 1000).outputTokens()).isBetween(200L, 230L);
+    assertThat(reserve(l, "t", 8000).outputTokens()).isBetween(200L, 245L);
+    assertThat(reserve(l, "t", 1000).outputTokens()).isBetween(200L, 245L);
   }
 
   @Test
@@ -232,9 +278,9 @@ class OutputReservesTest {
     for (int i = 0; i < 50; i++) {
       record(l, "t", 1000, 3, 600); // three answers of 200
     }
-    OutputReserves.Reserve got = l.reserve("gpu", "m1", "chat", "t", 0.95, 1000, 4, true, 4000);
+    OutputReserves.Reserve got = l.reserve("gpu", "m1", "chat", "t", 0.95, 1000, DEFAULT, 4, 4000);
     assertThat(got.rule()).isEqualTo("learned");
-    assertThat(got.outputTokens()).isBetween(4 * 200L, 4 * 211L);
+    assertThat(got.outputTokens()).isBetween(4 * 200L, 4 * 221L);
   }
 
   @Test
@@ -243,19 +289,20 @@ class OutputReservesTest {
     for (int i = 0; i < 20; i++) {
       record(l, "t", CAP, 1, 100);
     }
-    assertThat(l.reserve("gpu", "m2", "chat", "t", 0.95, CAP, 1, true, CAP).rule())
-        .isEqualTo("warmup");
-    assertThat(l.reserve("cpu", "m1", "chat", "t", 0.95, CAP, 1, true, CAP).rule())
-        .isEqualTo("warmup");
-    assertThat(l.reserve("gpu", "m1", "embed", "t", 0.95, CAP, 1, true, CAP).rule())
-        .isEqualTo("warmup");
-    assertThat(l.reserve("gpu", "m1", "chat", "t", 0.99, CAP, 1, true, CAP).rule())
-        .isEqualTo("warmup");
+    assertThat(l.reserve("gpu", "m2", "chat", "t", 0.95, CAP, DEFAULT, 1, CAP).rule())
+        .isEqualTo("prior");
+    assertThat(l.reserve("cpu", "m1", "chat", "t", 0.95, CAP, DEFAULT, 1, CAP).rule())
+        .isEqualTo("prior");
+    assertThat(l.reserve("gpu", "m1", "embed", "t", 0.95, CAP, DEFAULT, 1, CAP).rule())
+        .isEqualTo("prior");
+    assertThat(l.reserve("gpu", "m1", "chat", "t", 0.99, CAP, DEFAULT, 1, CAP).rule())
+        .isEqualTo("prior");
   }
 
   @Test
   void disabled_theOldRule_ruleOff_nothingLearned() {
-    OutputReserves l = new OutputReserves(new OutputReserves.Settings(false, 1, 200, 100, true));
+    OutputReserves l =
+        new OutputReserves(settings(1, 200, 100, true).toBuilder().enabled(false).build());
     for (int i = 0; i < 20; i++) {
       record(l, "t", CAP, 1, 100);
     }
@@ -272,23 +319,33 @@ class OutputReservesTest {
     }
     long before = reserve(l, "t", CAP).outputTokens();
 
-    l.reconfigure(new OutputReserves.Settings(true, 10, 100, 100, true));
+    l.reconfigure(settings(10, 100, 100, true));
 
     assertThat(l.keyCount()).isEqualTo(42);
     assertThat(reserve(l, "t", CAP)).isEqualTo(new OutputReserves.Reserve(before, "learned"));
 
-    l.reconfigure(new OutputReserves.Settings(true, 10, 100, 5, true));
+    l.reconfigure(settings(10, 100, 5, true));
 
     assertThat(l.keyCount()).isLessThanOrEqualTo(5);
   }
 
   @Test
   void settings_badValues_nameTheField() {
-    assertThatThrownBy(() -> new OutputReserves.Settings(true, 0, 1, 1, true))
+    assertThatThrownBy(() -> settings(0, 1, 1, true))
         .hasMessage("estimation.learnedReserve.warmup: 0 (expected: >= 1)");
-    assertThatThrownBy(() -> new OutputReserves.Settings(true, 1, 0, 1, true))
+    assertThatThrownBy(() -> settings(1, 0, 1, true))
         .hasMessage("estimation.learnedReserve.halfLife: 0 (expected: >= 1)");
-    assertThatThrownBy(() -> new OutputReserves.Settings(true, 1, 1, 0, true))
+    assertThatThrownBy(() -> settings(1, 1, 0, true))
         .hasMessage("estimation.learnedReserve.maxKeys: 0 (expected: >= 1)");
+    assertThatThrownBy(() -> OutputReserves.Settings.builder().confidence(1).build())
+        .hasMessage("estimation.learnedReserve.confidence: 1.0 (expected: 0.5 <= value <= 0.999)");
+    assertThatThrownBy(
+            () ->
+                OutputReserves.Settings.builder()
+                    .shareIntervalMillis(10_000)
+                    .shareWindowMillis(5_000)
+                    .build())
+        .hasMessage(
+            "estimation.learnedReserve.shareWindow: 5000ms (expected: >= shareInterval, 10000ms)");
   }
 }
