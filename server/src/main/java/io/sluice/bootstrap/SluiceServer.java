@@ -97,6 +97,8 @@ public final class SluiceServer implements AutoCloseable {
   private final TokenCountCache tokenCounts;
   // the learned output reserve: one per process, so a reload keeps what it learned
   private final OutputReserves reserves;
+  private final @org.jspecify.annotations.Nullable ReserveSharing
+      reserveSharing; // learned reserves across replicas
   // the workflows' places in their pools' budgets: one per process, it outlives reloads
   private final io.sluice.core.quota.WorkflowBudget workflows =
       new io.sluice.core.quota.WorkflowBudget();
@@ -195,6 +197,12 @@ public final class SluiceServer implements AutoCloseable {
     metrics.bindTokenCache(tokenCounts);
     this.reserves = new OutputReserves(est.learnedReserve());
     metrics.bindReserves(reserves);
+    this.reserveSharing =
+        ReserveSharing.create(
+            reserves,
+            stores.reserves(),
+            config.quotas().keyPrefix(),
+            () -> config().pools().keySet());
     runtime.set(runtimeFor(config));
     this.policyFile =
         new PolicyFile(
@@ -536,6 +544,9 @@ public final class SluiceServer implements AutoCloseable {
     server.warmUp(config);
     server.awaitStoreAtStart(config);
     server.adaptAtStart(config.server().warmup().storeTimeout());
+    if (server.reserveSharing != null) { // a new replica of a warm Deployment does not start cold
+      server.reserveSharing.start(server.housekeeping, config.server().warmup().storeTimeout());
+    }
     if (server.shares != null) {
       server.shares.start(config.server().warmup().storeTimeout());
     }
@@ -1037,6 +1048,9 @@ public final class SluiceServer implements AutoCloseable {
     }
     if (shares != null && graceful) {
       shares.close(); // after the drain: this replica's leases go back to the others at once
+    }
+    if (reserveSharing != null) {
+      reserveSharing.close(); // what it learned since the last exchange, for the next start
     }
     stores.close();
     admin.close();

@@ -45,6 +45,8 @@ public final class Stores implements AutoCloseable {
   private final io.sluice.core.retry.AttemptStore attempts;
   private final io.sluice.store.memory.@org.jspecify.annotations.Nullable InMemoryAttemptStore
       localAttempts;
+  // the learned output reserve's shared state: Redis only (in memory the learner outlives reloads)
+  private io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves;
 
   private Stores(
       StoreSettings settings,
@@ -82,7 +84,9 @@ public final class Stores implements AutoCloseable {
       RedisStore redis = new RedisStore(settings.redis(), ticker);
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
-      return new Stores(settings, redis, local, redis, redis, redis, redis);
+      Stores s = new Stores(settings, redis, local, redis, redis, redis, redis);
+      s.reserves = new io.sluice.store.redis.RedisReserveStore(redis);
+      return s;
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
@@ -147,6 +151,14 @@ public final class Stores implements AutoCloseable {
     if (localAttempts != null) {
       localAttempts.resize(maxEntries);
     }
+  }
+
+  /**
+   * Where the replicas share the learned output reserve, or null when the backend lives in this
+   * process (nothing to share with; the learner itself outlives reloads).
+   */
+  public io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves() {
+    return reserves;
   }
 
   /** The in-process store of failure mode {@code local}. */

@@ -32,4 +32,17 @@ public final class PoolKeys {
   public static String limit(String namespace, String pool) {
     return key(namespace, pool, "limit");
   }
+
+  /**
+   * {@code <namespace>{<pool>}:reserve:<identity>}: one hash per learned-reserve key of the pool
+   * ({@code io.sluice.core.estimate.ReserveSnapshot#identity}).
+   */
+  public static String reserve(String namespace, String pool, String identity) {
+    return key(namespace, pool, "reserve:" + identity);
+  }
+
+  /** {@code <namespace>{<pool>}:reserve_index}: the pool's learned-reserve keys by last write. */
+  public static String reserveIndex(String namespace, String pool) {
+    return key(namespace, pool, "reserve_index");
+  }
 }

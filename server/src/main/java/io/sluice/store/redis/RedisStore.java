@@ -242,6 +242,22 @@ public final class RedisStore
                         }));
   }
 
+  /**
+   * A script of another port's class on this connection ({@link RedisReserveStore}), tracked as
+   * this store's own calls (timeout, failures, health).
+   */
+  CompletionStage<List<Object>> runScript(String script, String sha, String[] keys, String[] args) {
+    return track(script(script, sha, keys, args));
+  }
+
+  /** A command of another port's class on this connection, tracked as this store's own calls. */
+  <T> CompletionStage<T> call(
+      java.util.function.Function<
+              RedisClusterAsyncCommands<String, String>, io.lettuce.core.RedisFuture<T>>
+          command) {
+    return track(commands().thenCompose(c -> command.apply(c).toCompletableFuture()));
+  }
+
   /** {@link io.sluice.core.store.PoolKeys#shares}: one hash per pool, hash-tagged on the pool. */
   public static String shareKey(String namespace, String pool) {
     return io.sluice.core.store.PoolKeys.shares(namespace, pool);
@@ -663,7 +679,7 @@ public final class RedisStore
     client.shutdown();
   }
 
-  private static String loadScript(String name) {
+  static String loadScript(String name) {
     try (InputStream in = RedisStore.class.getResourceAsStream(name)) {
       if (in == null) {
         throw new IllegalStateException(name + " missing from the classpath");
@@ -674,7 +690,7 @@ public final class RedisStore
     }
   }
 
-  private static String sha1(String s) {
+  static String sha1(String s) {
     try {
       return HexFormat.of()
           .formatHex(MessageDigest.getInstance("SHA-1").digest(s.getBytes(StandardCharsets.UTF_8)));
