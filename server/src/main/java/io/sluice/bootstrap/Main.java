@@ -81,7 +81,8 @@ public final class Main implements Callable<Integer> {
             s.reloadInterval(),
             s.health(),
             s.warmup(),
-            s.streams());
+            s.streams(),
+            s.http2());
     return new SluiceConfig(
         ns,
         c.limits(),

@@ -132,7 +132,14 @@ public final class SluiceServer implements AutoCloseable {
     this.options = options;
     this.ticker = options.ticker();
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-    this.jvmMetrics = JvmProcessMetrics.bindTo(registry);
+    // process-wide bindings, let go of on every close path: JVM meters, grpc's abuse log lines
+    AutoCloseable jvm = JvmProcessMetrics.bindTo(registry);
+    GrpcTransportLog transportLog = GrpcTransportLog.register(registry);
+    this.jvmMetrics =
+        () -> {
+          transportLog.close();
+          jvm.close();
+        };
     this.decisionBudget = new io.sluice.observability.DecisionLogBudget(ticker::nanos);
     for (boolean refused : new boolean[] {false, true}) {
       io.micrometer.core.instrument.FunctionCounter.builder(
@@ -241,14 +248,25 @@ public final class SluiceServer implements AutoCloseable {
         s.tls() == null
             ? NettyServerBuilder.forAddress(bind)
             : NettyServerBuilder.forAddress(bind, tlsCredentials(s.tls()));
+    SluiceConfig.Http2 h2 = s.http2();
+    if (h2.maxResetsPerWindow() > 0) {
+      // rapid reset: past the limit the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed
+      b.maxRstFramesPerWindow(h2.maxResetsPerWindow(), (int) h2.resetWindow().toSeconds());
+    }
+    if (!h2.maxConnectionIdle().isZero()) {
+      b.maxConnectionIdle(h2.maxConnectionIdle().toNanos(), TimeUnit.NANOSECONDS);
+    }
     b.directExecutor()
         .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE, s.maxInboundMessageBytes()))
         // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: Envoy opens another connection beyond it; the
         // total (server.grpc.maxStreams) and the silence bounds are enforced by ExtProcService.
         .maxConcurrentCallsPerConnection(s.streams().maxStreamsPerConnection())
         // Envoy's HTTP/2 keepalive pings must not earn a GOAWAY too_many_pings.
-        .permitKeepAliveTime(10, TimeUnit.SECONDS)
+        .permitKeepAliveTime(h2.permitKeepAliveTime().toNanos(), TimeUnit.NANOSECONDS)
         .permitKeepAliveWithoutCalls(true)
+        // a larger header list is refused with HTTP 431 on that stream (counted, one log line:
+        // GrpcTransportLog), never passed to a call
+        .maxInboundMetadataSize(h2.maxHeaderListBytes())
         .addService(extProc.definition())
         .addService(health.getHealthService())
         .addService(ProtoReflectionServiceV1.newInstance());

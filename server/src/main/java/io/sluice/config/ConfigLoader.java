@@ -406,7 +406,12 @@ public final class ConfigLoader {
                     "maxStreamsPerConnection",
                     "firstMessageTimeout",
                     "idleTimeout",
-                    "admittedIdleTimeout"));
+                    "admittedIdleTimeout",
+                    "maxResetsPerWindow",
+                    "resetWindow",
+                    "maxHeaderListSize",
+                    "permitKeepAliveTime",
+                    "maxConnectionIdle"));
     Node a = s.get("admin").only(Set.of("host", "port"));
     SluiceConfig.Tls tls = null;
     Node t = g.get("tls").only(Set.of("certFile", "keyFile", "clientCaFile", "refreshInterval"));
@@ -429,7 +434,40 @@ public final class ConfigLoader {
         s.get("reloadInterval").duration(Duration.ofSeconds(2)),
         health(s.get("health")),
         warmup(s.get("warmup")),
-        streams(g));
+        streams(g),
+        http2(g));
+  }
+
+  /** server.grpc HTTP/2 abuse limits ("HTTP/2 abuse limits" in docs/operations.md). */
+  private static SluiceConfig.Http2 http2(Node g) {
+    SluiceConfig.Http2 d = SluiceConfig.Http2.DEFAULTS;
+    int resets = g.get("maxResetsPerWindow").intValue(d.maxResetsPerWindow(), 0, 100_000_000);
+    Node w = g.get("resetWindow");
+    Duration window = w.duration(d.resetWindow());
+    if (window.compareTo(Duration.ofSeconds(1)) < 0
+        || window.compareTo(Duration.ofHours(1)) > 0
+        || window.toMillis() % 1000 != 0) {
+      w.invalid(ConfigWriter.duration(window), "whole seconds, 1s .. 1h");
+      window = d.resetWindow();
+    }
+    Node h = g.get("maxHeaderListSize");
+    long header = h.bytes(d.maxHeaderListBytes());
+    if (header < 1024 || header > (1 << 20)) {
+      h.invalid(Long.toString(header), "1KiB .. 1MiB");
+      header = d.maxHeaderListBytes();
+    }
+    Node k = g.get("permitKeepAliveTime");
+    Duration keepAlive = k.duration(d.permitKeepAliveTime());
+    if (keepAlive.isNegative() || keepAlive.compareTo(Duration.ofHours(2)) > 0) {
+      k.invalid(ConfigWriter.duration(keepAlive), "0s .. 2h");
+      keepAlive = d.permitKeepAliveTime();
+    }
+    return new SluiceConfig.Http2(
+        resets,
+        window,
+        (int) header,
+        keepAlive,
+        boundedDuration(g.get("maxConnectionIdle"), d.maxConnectionIdle()));
   }
 
   private static SluiceConfig.Health health(Node h) {

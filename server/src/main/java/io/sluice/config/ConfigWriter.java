@@ -106,6 +106,12 @@ public final class ConfigWriter {
         .put("firstMessageTimeout", duration(st.firstMessageTimeout()))
         .put("idleTimeout", duration(st.idleTimeout()))
         .put("admittedIdleTimeout", duration(st.admittedIdleTimeout()));
+    SluiceConfig.Http2 h2 = s.http2();
+    g.put("maxResetsPerWindow", h2.maxResetsPerWindow())
+        .put("resetWindow", duration(h2.resetWindow()))
+        .put("maxHeaderListSize", h2.maxHeaderListBytes())
+        .put("permitKeepAliveTime", duration(h2.permitKeepAliveTime()))
+        .put("maxConnectionIdle", duration(h2.maxConnectionIdle()));
     n.putObject("admin").put("host", s.adminHost()).put("port", s.adminPort());
     n.put("shutdownGrace", duration(s.shutdownGrace()));
     n.put("reloadInterval", duration(s.reloadInterval()));

@@ -118,7 +118,26 @@ public record SluiceConfig(
       Duration reloadInterval,
       Health health,
       Warmup warmup,
-      Streams streams) {}
+      Streams streams,
+      Http2 http2) {}
+
+  /**
+   * HTTP/2 abuse limits of the gRPC port (server.grpc), per connection: more than {@code
+   * maxResetsPerWindow} RST_STREAM frames (received or sent) within {@code resetWindow} earns a
+   * GOAWAY ENHANCE_YOUR_CALM and the connection is closed (rapid reset; 0 turns it off); a header
+   * list (gRPC metadata) over {@code maxHeaderListBytes} is refused with HTTP 431 on that stream;
+   * client keepalive pings more often than {@code permitKeepAliveTime} earn GOAWAY too_many_pings;
+   * a connection without streams for {@code maxConnectionIdle} is closed gracefully (0 off).
+   */
+  public record Http2(
+      int maxResetsPerWindow,
+      Duration resetWindow,
+      int maxHeaderListBytes,
+      Duration permitKeepAliveTime,
+      Duration maxConnectionIdle) {
+    public static final Http2 DEFAULTS =
+        new Http2(40_000, Duration.ofSeconds(1), 8 << 10, Duration.ofSeconds(10), Duration.ZERO);
+  }
 
   /**
    * Process health beyond "the process answers": {@code /healthz} and gRPC health fail while more
