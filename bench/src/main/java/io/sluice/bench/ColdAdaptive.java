@@ -42,7 +42,7 @@ final class ColdAdaptive {
     String out =
         yaml.replace(
             "rateLimit: {enabled: false}\n",
-            "rateLimit: {enabled: false, env: {BACKEND_TYPE: redis, REDIS_URL: \"redis://"
+            "rateLimit: {enabled: false, env: {BACKEND_TYPE: redis, REDIS_URL: \""
                 + redis
                 + "\"}}\nquotas: {keyPrefix: "
                 + prefix
