@@ -231,6 +231,16 @@ public final class PoolState {
     try {
       requests = capacity.totalRequests() - refusedHeld;
       work = capacity.totalWork() - refusedWork;
+      if (capacity.shared()) {
+        // this replica holds its share of the pool: what the upstream took of the whole pool is
+        // about the others in flight here over that share (the store keeps the smallest estimate)
+        long whole = capacity.policy().capacityWorkUnits();
+        double share = whole <= 0 ? 1.0 : Math.min(1.0, (double) capacity.workLimit() / whole);
+        if (share > 0 && share < 1.0) {
+          requests = 1 + (int) Math.round(Math.max(0, requests - 1) / share);
+          work = Math.round(work / share);
+        }
+      }
       if (a.ceiling().adaptive().overload(status)
           && !permit.upstreamRefused
           && !permit.isReleased()) {

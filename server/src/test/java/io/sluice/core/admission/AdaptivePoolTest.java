@@ -3,6 +3,7 @@ package io.sluice.core.admission;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.adapt.AdaptiveLimit;
+import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
@@ -46,6 +47,10 @@ class AdaptivePoolTest {
   final Tenant tenant = new Tenant("t", new TierPolicy("free", 1, 0));
 
   static PoolPolicy pool(int maxRequests, int minRequests) {
+    return pool(maxRequests, minRequests, AdaptivePolicy.START_FLOOR);
+  }
+
+  static PoolPolicy pool(int maxRequests, int minRequests, double start) {
     return new PoolPolicy(
         "p",
         maxRequests * 100L,
@@ -70,7 +75,7 @@ class AdaptivePoolTest {
             Duration.ofSeconds(30),
             Duration.ofMinutes(10),
             Set.of(429, 503, 529),
-            AdaptivePolicy.START_FLOOR));
+            start));
   }
 
   AdmissionController controller(PoolPolicy p) {
@@ -250,5 +255,55 @@ class AdaptivePoolTest {
     assertThat(a.pool("p").adaptive().paused(time.nanos())).isTrue(); // b's pause too
     assertThat(a.pool("p").adaptive().snapshot(time.nanos()).cause())
         .isEqualTo(AdaptiveLimit.Cause.OVERLOAD);
+  }
+
+  @Test
+  void anUpstream429SettlesAtWhatTheUpstreamTookOthersAnswersDoNotCount() {
+    PoolPolicy p = pool(32, 4, AdaptivePolicy.START_CEILING);
+    AdmissionController c = controller(p);
+    PoolState s = c.pool("p");
+    s.adaptTick(time.nanos());
+    List<Permit> held = new ArrayList<>();
+    for (int i = 0; i < 12; i++) {
+      held.add(((Decision.Admit) decide(c, p, 0, null)).permit());
+    }
+    time.advance(Duration.ofMillis(10));
+    // Envoy's rate-limit filter (one tenant over quota), its overload manager, a Sluice refusal:
+    // counted, the limit and the pause untouched
+    s.onAnswer(held.get(0), 429, 30 * SEC, AnswerSource.ENVOY_RATELIMIT, time.nanos());
+    s.onAnswer(held.get(1), 503, 30 * SEC, AnswerSource.ENVOY_OVERLOAD, time.nanos());
+    s.onAnswer(held.get(2), 503, -1, AnswerSource.ENVOY_LOCAL, time.nanos());
+    s.onAnswer(held.get(3), 429, 30 * SEC, AnswerSource.SLUICE, time.nanos());
+    assertThat(s.policy().maxRequests()).isEqualTo(32);
+    assertThat(s.adaptive().paused(time.nanos())).isFalse();
+    assertThat(s.answers(AnswerSource.ENVOY_RATELIMIT)).isEqualTo(1);
+    assertThat(s.answers(AnswerSource.UPSTREAM)).isZero();
+    // the upstream's own 429 with 12 in flight: it took 11
+    s.onAnswer(held.get(4), 429, SEC, AnswerSource.UPSTREAM, time.nanos());
+    assertThat(s.policy().maxRequests()).isEqualTo(11);
+    assertThat(s.adaptive().paused(time.nanos())).isFalse();
+    // a second refusal of the same generation: the refused one no longer counts as running
+    s.onAnswer(held.get(5), 429, SEC, AnswerSource.UPSTREAM, time.nanos());
+    assertThat(s.policy().maxRequests()).isEqualTo(11);
+    held.forEach(h -> h.release(Outcome.COMPLETED, time.nanos()));
+    assertThat(s.answers(AnswerSource.UPSTREAM)).isEqualTo(2);
+  }
+
+  @Test
+  void withAHalfShareA429EstimatesThePoolsTotal() {
+    PoolPolicy p = pool(32, 4, AdaptivePolicy.START_CEILING);
+    AdmissionController c = controller(p);
+    PoolState s = c.pool("p");
+    s.adaptTick(time.nanos());
+    s.applyShare(1600, 16, null, time.nanos()); // half of the pool on this replica
+    List<Permit> held = new ArrayList<>();
+    for (int i = 0; i < 6; i++) {
+      held.add(((Decision.Admit) decide(c, p, 0, null)).permit());
+    }
+    time.advance(Duration.ofMillis(10));
+    s.onAnswer(held.get(0), 429, SEC, AnswerSource.UPSTREAM, time.nanos());
+    // 5 others here on half the pool, about 10 on the whole: the pool's limit 10, not 5
+    assertThat(s.adaptive().requests()).isEqualTo(10);
+    held.forEach(h -> h.release(Outcome.COMPLETED, time.nanos()));
   }
 }
