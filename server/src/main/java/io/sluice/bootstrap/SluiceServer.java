@@ -300,11 +300,11 @@ public final class SluiceServer implements AutoCloseable {
             () ->
                 new AdminHttpServer.Reply(
                     200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()))
-        .route(
+        .probe(
             "/healthz",
             "liveness: 200 while the process answers and the heap is fine",
             this::liveness)
-        .route(
+        .probe(
             "/readyz",
             "readiness: 200 while serving, with details; 503 and why otherwise",
             this::readiness)
