@@ -123,6 +123,8 @@ public final class SluiceServer implements AutoCloseable {
   private volatile boolean warm;
   private volatile String warmupSummary = "not run";
   private volatile boolean storeReady;
+  // the start-up reads of the shared store are done (limit, reserves, first share grant)
+  private volatile boolean learnedStateRead;
   private volatile boolean storeGaveUp;
   private volatile long storeWaitStartNanos;
 
@@ -568,6 +570,10 @@ public final class SluiceServer implements AutoCloseable {
     if (server.shares != null) {
       server.shares.start(config.server().warmup().storeTimeout());
     }
+    // ready only now: a replacement admits on the pool's learned limit, reserves and its share
+    // from its first stream, not on its starting guesses (each read above is bounded)
+    server.learnedStateRead = true;
+    server.updateHealth();
     long every = Math.max(100, config.server().reloadInterval().toMillis());
     var unused =
         server.housekeeping.scheduleWithFixedDelay(
@@ -824,7 +830,11 @@ public final class SluiceServer implements AutoCloseable {
 
   /** Whether health says SERVING: warm, store ready (or given up on), heap fine, not draining. */
   public boolean serving() {
-    return !draining.get() && warm && (storeReady || storeGaveUp) && !heap.exhausted();
+    return !draining.get()
+        && warm
+        && (storeReady || storeGaveUp)
+        && learnedStateRead
+        && !heap.exhausted();
   }
 
   private void updateHealth() {
@@ -865,6 +875,10 @@ public final class SluiceServer implements AutoCloseable {
     }
     if (!storeReady && !storeGaveUp) {
       return AdminHttpServer.Reply.text(503, "ratelimit store: not ready yet\n");
+    }
+    if (!learnedStateRead) {
+      return AdminHttpServer.Reply.text(
+          503, "starting: reading the pools' shared limit, reserves and shares\n");
     }
     StringBuilder sb = new StringBuilder("ready\n");
     sb.append("warm-up: ").append(warmupSummary).append('\n');
