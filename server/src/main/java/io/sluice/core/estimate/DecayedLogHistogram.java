@@ -139,6 +139,23 @@ final class DecayedLogHistogram {
     weight = 1;
   }
 
+  /** The weighted fraction of the samples at or below {@code value} (NaN with none). */
+  double fractionAtMost(double value) {
+    if (!(total > 0)) {
+      return Double.NaN;
+    }
+    int at = index(value);
+    double below = 0;
+    for (int i = 0; i < at; i++) {
+      below += buckets[i];
+    }
+    double within = 1; // the share of value's own bucket at or below it (log-uniform within)
+    if (at >= 2 && at < buckets.length - 1) {
+      within = Math.max(0, Math.min(1, Math.log(value) / LOG_BASE - (at - 2)));
+    }
+    return Math.min(1, (below + buckets[at] * within) / total);
+  }
+
   /** Buckets held (the memory of one histogram is 4 bytes each). */
   int bucketCount() {
     return buckets.length;

@@ -318,6 +318,9 @@ public final class OutputReserves {
     if (e != null && e.bounded()) {
       perAnswer = e.tokens();
       rule = e.learned() ? RULE_LEARNED : RULE_BOUND;
+      if (!e.learned() && own != null && own != coarse && s.poolPrior() && coarse != null) {
+        perAnswer = withPool(perAnswer, own, coarse, capPerAnswer, s);
+      }
     } else { // not warmed, or too few answers for any bound (warmup 1 or 2)
       rule = RULE_PRIOR;
       perAnswer = classDefault > 0 ? classDefault : capPerAnswer;
@@ -336,6 +339,29 @@ public final class OutputReserves {
       return new Reserve(oldReserve, rule.equals(RULE_PRIOR) ? RULE_PRIOR : RULE_CAP);
     }
     return new Reserve(total, rule);
+  }
+
+  /**
+   * A tenant key's bound, still loose, capped by the pool's (the coarse key's, tenants bounded)
+   * while the tenant's own answers agree with it: a tenant whose answers look like the others' is
+   * bounded with the others' evidence too. They disagree when fewer of them lie at or below the
+   * pool's bound than a binomial draw at the key's quantile would give with probability {@code 1 −
+   * confidence}: such a tenant (its answers run longer) keeps its own bound. Never below the
+   * tenant's own largest answer.
+   */
+  private static long withPool(
+      long perAnswer, Stats own, Stats coarse, long capPerAnswer, Settings s) {
+    if (coarse.weighed() < s.warmup()) {
+      return perAnswer;
+    }
+    Stats.Estimate pool = coarse.estimate(capPerAnswer, s.confidence(), false);
+    if (!pool.bounded() || pool.tokens() >= perAnswer) {
+      return perAnswer;
+    }
+    if (!own.agreesWith(pool.tokens(), 1 - s.confidence())) {
+      return perAnswer;
+    }
+    return Math.min(perAnswer, Math.max(pool.tokens(), (long) Math.ceil(own.largest())));
   }
 
   /**
@@ -523,6 +549,28 @@ public final class OutputReserves {
 
     synchronized long samples() {
       return samples;
+    }
+
+    /**
+     * Whether its answers could come from a distribution whose quantile is {@code bound}: the
+     * answers at or below it are not fewer than a binomial draw at the quantile gives with
+     * probability {@code alpha}.
+     */
+    synchronized boolean agreesWith(double bound, double alpha) {
+      long n = (long) Math.floor(weight + 1e-6);
+      double below = absolute.fractionAtMost(bound) * weight;
+      if (n < 1 || Double.isNaN(below)) {
+        return true;
+      }
+      // the smallest count c with P(Bin(n, q) <= c) >= alpha: fewer is improbable
+      long least = ReserveBounds.rank(n, quantile, alpha) - 1;
+      return below + 1e-6 >= least;
+    }
+
+    /** The largest answer learned (its bucket's upper edge; 0 with none). */
+    synchronized double largest() {
+      double v = absolute.quantile(1.0);
+      return Double.isNaN(v) ? 0 : v;
     }
 
     /** The decayed weight learned (tenants bounded): whether a coarse key may serve as a prior. */

@@ -121,6 +121,49 @@ class ReserveBoundsTest {
     assertThat(reserve(l, "new", 200)).isEqualTo(new OutputReserves.Reserve(200, "prior"));
   }
 
+  @Test
+  void poolBound_aTenantLikeTheOthers_isBoundedWithTheirEvidenceToo() {
+    OutputReserves l = learner();
+    OutputReserves alone =
+        new OutputReserves(OutputReserves.Settings.builder().poolPrior(false).build());
+    SplittableRandom r = new SplittableRandom(5);
+    for (int i = 0; i < 60; i++) {
+      long a = 100 + r.nextInt(201);
+      long b = 100 + r.nextInt(201);
+      record(l, "a", a);
+      record(l, "b", b);
+      alone.record("gpu", "m1", "chat", "a", Q, CAP, 1, a);
+      alone.record("gpu", "m1", "chat", "b", Q, CAP, 1, b);
+    }
+    SplittableRandom r2 = new SplittableRandom(6);
+    for (int i = 0; i < 8; i++) { // a new tenant's first answers, like the others'
+      long c = 100 + r2.nextInt(201);
+      record(l, "c", c);
+      alone.record("gpu", "m1", "chat", "c", Q, CAP, 1, c);
+    }
+
+    OutputReserves.Reserve with = reserve(l, "c", CAP);
+    long own = alone.reserve("gpu", "m1", "chat", "c", Q, CAP, DEFAULT, 1, CAP).outputTokens();
+
+    assertThat(with.rule()).isEqualTo("bound");
+    assertThat(with.outputTokens()).isLessThan(own).isBetween(280L, 360L);
+  }
+
+  @Test
+  void poolBound_aTenantWhoseAnswersRunLonger_keepsItsOwn() {
+    OutputReserves l = learner();
+    SplittableRandom r = new SplittableRandom(7);
+    for (int i = 0; i < 60; i++) {
+      record(l, "a", 100 + r.nextInt(201));
+      record(l, "b", 100 + r.nextInt(201));
+    }
+    for (int i = 0; i < 8; i++) {
+      record(l, "long", 1000 + r.nextInt(1001));
+    }
+
+    assertThat(reserve(l, "long", CAP).outputTokens()).isGreaterThanOrEqualTo(2000);
+  }
+
   /**
    * The issue's probe: 1,200 one-token answers from one tenant. Another tenant's reserve stays
    * within 20 % of its own answers' quantile, and a new tenant starts from the others' answers, not
