@@ -52,6 +52,7 @@ import picocli.CommandLine.ScopeType;
       ColdAdaptive.ColdKnee.class,
       RetryStorm.class,
       Reserve.class,
+      ColdGreedy.class,
       PolicyAssistant.class,
       CalibrateSim.class
     })

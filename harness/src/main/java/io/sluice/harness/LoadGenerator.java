@@ -220,6 +220,20 @@ public final class LoadGenerator {
       long cancelAfterNanos,
       int maxTokens) {}
 
+  /**
+   * A tenant named {@code class:<name>} sends every request of class {@code <name>} and no other
+   * (clients of one application are one tenant); otherwise {@code drawn}.
+   */
+  private static Workload.Tenant ownTenant(
+      Workload w, Workload.RequestClass c, Workload.Tenant drawn) {
+    for (Workload.Tenant t : w.tenants()) {
+      if (t.name().equals("class:" + c.name())) {
+        return t;
+      }
+    }
+    return drawn;
+  }
+
   /** The workload's arrivals, in order: Poisson per phase, class, tenant and sizes by share. */
   static List<Arrival> arrivals(Workload w) {
     SplittableRandom random = new SplittableRandom(w.seed());
@@ -239,6 +253,7 @@ public final class LoadGenerator {
           Workload.RequestClass c =
               pick(random, w.classes(), Workload.RequestClass::share, classShares);
           Workload.Tenant t = pick(random, w.tenants(), Workload.Tenant::share, tenantShares);
+          t = ownTenant(w, c, t); // after the draw: other workloads' arrivals stay the same
           int prompt = uniform(random, c.promptTokensMin(), c.promptTokensMax());
           int output = uniform(random, c.outputTokensMin(), c.outputTokensMax());
           long cancelAfter = Long.MAX_VALUE;

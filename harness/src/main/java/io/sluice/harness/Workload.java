@@ -216,7 +216,9 @@ public record Workload(
   }
 
   /**
-   * One tenant, sent as trusted gRPC metadata {@code x-sluice-tenant}.
+   * One tenant, sent as trusted gRPC metadata {@code x-sluice-tenant}. A tenant named {@code
+   * class:<name>} sends all requests of class {@code <name>} and no others (its share is then
+   * unused).
    *
    * @param share relative share of arrivals
    */
