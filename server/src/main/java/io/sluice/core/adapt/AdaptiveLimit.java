@@ -42,7 +42,9 @@ import java.util.Locale;
  *   <li><b>Outage</b>: a 503 with a {@code Retry-After} (the upstream is down, not full): the limit
  *       before it is remembered, the pool probes at the floor (paused for at most half an {@code
  *       interval} per generation, not for the whole Retry-After), and the first successful answer
- *       of a request admitted during the outage restores the remembered limit.
+ *       of a request admitted during the outage restores the remembered limit — or, when no probe
+ *       could answer (the floor's slots still held by answers admitted before the outage), the last
+ *       outage answer's {@code Retry-After} passing with no new one does.
  * </ul>
  *
  * Samples of requests admitted before the last change of the limit are not counted: they measure
@@ -149,6 +151,7 @@ public final class AdaptiveLimit {
   private long overloads;
   private double beforeOutage = Double.NaN; // the limit an outage interrupted (NaN: none)
   private long outageSinceNanos;
+  private long outageUntilNanos; // the latest Retry-After of an outage answer ends here
 
   /** Where {@code start} says (the ceiling by default), in slow start, as of {@code nowNanos}. */
   public AdaptiveLimit(PoolPolicy ceiling, long nowNanos) {
@@ -333,12 +336,7 @@ public final class AdaptiveLimit {
           && !Double.isNaN(beforeOutage)
           && admittedAtNanos - outageSinceNanos >= 0) {
         // the first success of a request admitted during the outage: the upstream is back
-        double back = beforeOutage;
-        beforeOutage = Double.NaN;
-        lastDecreaseNanos = nowNanos;
-        pauseSet = false;
-        set(back, Cause.RECOVERED, nowNanos);
-        return true;
+        return recover(nowNanos);
       }
       return false;
     }
@@ -390,11 +388,18 @@ public final class AdaptiveLimit {
 
   /** A 503 with a Retry-After: the upstream is down; probe at the floor, remember the limit. */
   private boolean outage(long retryAfterNanos, boolean fresh, long nowNanos) {
+    long until = nowNanos + Math.min(retryAfterNanos, Math.max(maxPauseNanos, intervalNanos));
     if (Double.isNaN(beforeOutage)) {
       beforeOutage = fraction;
       outageSinceNanos = nowNanos;
-    } else if (!fresh) {
-      return false;
+      outageUntilNanos = until;
+    } else {
+      if (until - outageUntilNanos > 0) {
+        outageUntilNanos = until;
+      }
+      if (!fresh) {
+        return false;
+      }
     }
     lastDecreaseNanos = nowNanos;
     slowStart = false;
@@ -404,6 +409,16 @@ public final class AdaptiveLimit {
       changed |= extendPause(nowNanos + probe);
     }
     return changed;
+  }
+
+  /** The outage is over: the limit it interrupted, at once. */
+  private boolean recover(long nowNanos) {
+    double back = beforeOutage;
+    beforeOutage = Double.NaN;
+    lastDecreaseNanos = nowNanos;
+    pauseSet = false;
+    set(back, Cause.RECOVERED, nowNanos);
+    return true;
   }
 
   /** Whether the limit probes at the floor for an outage (a 503 with Retry-After). */
@@ -428,6 +443,11 @@ public final class AdaptiveLimit {
    * counts). Returns true when the limit changed.
    */
   public synchronized boolean tick(long nowNanos, double use) {
+    if (!Double.isNaN(beforeOutage) && nowNanos - outageUntilNanos >= 0) {
+      // the outage's last Retry-After passed with no new outage answer: no probe could say the
+      // upstream is back (its slots were held), so the Retry-After does; a fresh 503 starts over
+      return recover(nowNanos);
+    }
     maxUse = Math.max(maxUse, use);
     long waited = nowNanos - intervalStartNanos;
     int need = generation();

@@ -397,6 +397,30 @@ class AdaptiveLimitTest {
     assertThat(a.snapshot(now).cause()).isEqualTo(AdaptiveLimit.Cause.RECOVERED);
   }
 
+  @Test
+  void anOutageWhoseProbesCannotRunEndsWhenItsLastRetryAfterPasses() {
+    long now = SEC;
+    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart()), 0.75, 0); // 24 slots
+    a.onUpstream(503, 2 * SEC, now - 1, now, 20, 40_000);
+    assertThat(a.inOutage()).isTrue();
+    // a second outage answer a second later moves the end to its own Retry-After
+    now += SEC;
+    a.onUpstream(503, 2 * SEC, now - 1, now, 18, 36_000);
+    long end = now + 2 * SEC;
+    // no probe answers (the floor's slots are held by answers admitted before the outage)
+    assertThat(a.tick(end - 1, 1.0)).isFalse();
+    assertThat(a.inOutage()).isTrue();
+    assertThat(a.requests()).isEqualTo(4);
+    assertThat(a.tick(end, 1.0)).isTrue();
+    assertThat(a.inOutage()).isFalse();
+    assertThat(a.requests()).isEqualTo(24);
+    assertThat(a.snapshot(end).cause()).isEqualTo(AdaptiveLimit.Cause.RECOVERED);
+    // a fresh 503 after that is a new outage
+    assertThat(a.onUpstream(503, 2 * SEC, end + 1, end + 2, 20, 40_000)).isTrue();
+    assertThat(a.inOutage()).isTrue();
+    assertThat(a.requests()).isEqualTo(4);
+  }
+
   /**
    * From a cold start at the ceiling the limit is far above what runs: a latency verdict shrinks
    * from what the pool held, not from the unused limit (32 → 14 in one verdict, not 32 → 22).
