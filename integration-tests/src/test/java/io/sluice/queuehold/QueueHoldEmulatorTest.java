@@ -28,6 +28,7 @@ class QueueHoldEmulatorTest {
   private static final String POLICY =
       """
       server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+      estimation: {learnedReserve: {enabled: false}} # requests sized by their max_tokens
       pools:
         gpu: {capacity: 1000, maxMessageTimeout: 3s, holdMargin: 150ms, defaultServiceTime: 1s,
               retryAfter: {min: 1s, max: 30s}}
