@@ -72,7 +72,7 @@ final class ExtProcStream extends LiveStreams.Node
     if (!out.close(live, this, how)) {
       return false;
     }
-    if (session == null || !session.decided()) {
+    if (!at.isLocalReply() && (session == null || !session.decided())) {
       StreamFailures.undecided(rt.metrics(), at.undecidedTag(), how, session);
     }
     return true;
@@ -103,6 +103,10 @@ final class ExtProcStream extends LiveStreams.Node
       } else { // Envoy sends nothing new while a message is outstanding
         protocolError("out_of_phase", req.requestCase() + " while the request is held");
       }
+      return;
+    }
+    if (at.isLocalReply()) {
+      passLocalReply(req);
       return;
     }
     try {
@@ -218,6 +222,17 @@ final class ExtProcStream extends LiveStreams.Node
   }
 
   private void onResponseHeaders(Inbound h) {
+    if (at.first()) {
+      // a filter before ext_proc answered (jwt_authn's 401, the rate-limit filter's 429): Envoy
+      // opens the stream at its response; there is no request to decide, and an error here would
+      // turn its answer into a 500
+      at.localReply();
+      int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
+      rt.metrics()
+          .localReplyPassed(status >= 200 && status < 600 ? (status / 100) + "xx" : "other");
+      send(Responses.CONTINUE_RESPONSE_HEADERS);
+      return;
+    }
     if (!at.is(StreamPhase.ADMITTED)) {
       protocolError("out_of_phase", "response_headers in phase " + at.phase());
       return;
@@ -264,6 +279,18 @@ final class ExtProcStream extends LiveStreams.Node
     send(Responses.CONTINUE_RESPONSE_BODY);
     if (last) {
       release(Outcome.COMPLETED);
+    }
+  }
+
+  /**
+   * The rest of a local reply's stream: each response message continued, anything else an error.
+   */
+  private void passLocalReply(Inbound req) {
+    switch (req.requestCase()) {
+      case RESPONSE_BODY -> send(Responses.CONTINUE_RESPONSE_BODY);
+      case RESPONSE_TRAILERS -> send(Responses.CONTINUE_RESPONSE_TRAILERS);
+      default ->
+          protocolError("out_of_phase", req.requestCase() + " after a local reply's headers");
     }
   }
 

@@ -12,6 +12,7 @@ final class PhaseTracker {
   private StreamPhase phase = StreamPhase.START;
   private boolean headersSeen;
   private boolean outstanding; // received and not answered yet (a hold's override answers nothing)
+  private boolean localReply; // the first message was response_headers: nothing to decide
   private long lastActivityNanos;
 
   PhaseTracker(long nowNanos) {
@@ -63,6 +64,24 @@ final class PhaseTracker {
 
   void headersSeen() {
     headersSeen = true;
+  }
+
+  /** Nothing of the request came: the stream carries an earlier filter's local reply. */
+  boolean first() {
+    return phase == StreamPhase.START && !headersSeen;
+  }
+
+  /**
+   * The first message was {@code response_headers}: a local reply sent before the request reached
+   * ext_proc. Its messages are passed through; there is no request to decide.
+   */
+  void localReply() {
+    localReply = true;
+    phase = StreamPhase.DONE;
+  }
+
+  boolean isLocalReply() {
+    return localReply;
   }
 
   String undecidedTag() {

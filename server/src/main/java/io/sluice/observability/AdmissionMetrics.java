@@ -793,6 +793,15 @@ public final class AdmissionMetrics {
     counter(MetricNames.STREAMS_UNDECIDED, "phase", phase, "end", end).increment();
   }
 
+  /**
+   * A stream whose first message was {@code response_headers}: a local reply of a filter before
+   * ext_proc (jwt_authn's 401, the rate-limit filter's 429), passed through with CONTINUE; {@code
+   * status} is its status class ({@code 2xx} … {@code 5xx}, {@code other}).
+   */
+  public void localReplyPassed(String status) {
+    counter(MetricNames.LOCAL_REPLIES, "status", status).increment();
+  }
+
   // Meters are cached by (name, tags): a hit is one hash lookup on the caller's varargs array,
   // no copy; Micrometer's own registration path runs once per tag tuple.
   private Counter counter(String name, String... tags) {

@@ -69,6 +69,7 @@ public final class MetricNames {
   public static final String STREAM_ERRORS = "sluice.extproc.stream.errors";
   public static final String STREAMS_UNDECIDED = "sluice.extproc.streams.undecided";
   public static final String STREAMS_REFUSED = "sluice.extproc.streams.refused";
+  public static final String LOCAL_REPLIES = "sluice.extproc.local.replies";
   public static final String GRPC_TRANSPORT_REFUSALS = "sluice.grpc.transport.refusals";
   public static final String CONFIG_RELOADS = "sluice.config.reloads";
   // Readiness and process health (bootstrap).

@@ -299,6 +299,40 @@ class ExtProcServiceTest extends ExtProcServerTestBase {
   }
 
   @Test
+  void localReplyOfAnEarlierFilter_firstMessageResponseHeaders_isContinuedAndCounted()
+      throws Exception {
+    // jwt_authn answered 401 before the request reached ext_proc: Envoy opens the stream at the
+    // response; ending it out of phase would turn the 401 into a 500
+    ExtProcTestClient.Call c = client.open(Map.of());
+    assertThat(c.send(responseHeaders(401, "application/json", false)).hasResponseHeaders())
+        .isTrue();
+    assertThat(c.send(responseBody("{\"error\":\"unauthorized\"}", true)).hasResponseBody())
+        .isTrue();
+    c.halfClose();
+    assertThat(c.awaitClose().isOk()).isTrue();
+    assertThat(
+            server
+                .registry()
+                .find("sluice.extproc.local.replies")
+                .tag("status", "4xx")
+                .counter()
+                .count())
+        .isEqualTo(1.0);
+    assertThat(server.registry().find("sluice.extproc.streams.undecided").counters()).isEmpty();
+    assertThat(server.registry().find("sluice.extproc.stream.errors").counters()).isEmpty();
+    assertThat(pool().requestsInFlight()).isZero();
+  }
+
+  @Test
+  void localReply_thenRequestHeaders_isOutOfPhase() throws Exception {
+    ExtProcTestClient.Call c = client.open(Map.of());
+    c.send(responseHeaders(429, "application/json", true));
+    c.sendOnly(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+    assertThat(c.awaitClose().getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+    assertThat(pool().requestsInFlight()).isZero();
+  }
+
+  @Test
   void emptyMessage_endsStreamNonOk() throws Exception {
     ExtProcTestClient.Call c = client.open(Map.of());
     c.sendOnly(ProcessingRequest.getDefaultInstance());
