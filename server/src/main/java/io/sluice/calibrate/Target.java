@@ -13,8 +13,11 @@ import org.jspecify.annotations.Nullable;
 /**
  * The endpoint a calibration run loads, and the safety rule: a load test is dangerous by default,
  * so only a loopback host ({@code localhost}, {@code 127.0.0.0/8}, {@code ::1}) is accepted unless
- * the operator names the target's host in {@code --allow-host}. No name is resolved to decide this:
- * a name other than {@code localhost} is not loopback, whatever it resolves to.
+ * the operator names the target's host in {@code --allow-host}. An address literal is judged by its
+ * spelling; {@code localhost} and {@code *.localhost} are resolved, and pass only when every
+ * address they resolve to is a loopback address (the HTTP client resolves the same name through the
+ * same resolver, so a spelling alone proves nothing); any other name is not loopback, whatever it
+ * resolves to.
  *
  * @param uri the chat-completions (or completions) URL, {@code http} or {@code https}
  * @param headers extra request headers (e.g. authorization); their values are never printed
@@ -68,11 +71,28 @@ public record Target(URI uri, List<Header> headers) {
     return h.startsWith("[") && h.endsWith("]") ? h.substring(1, h.length() - 1) : h;
   }
 
-  /** {@code localhost}, an IPv4 address in 127.0.0.0/8 or {@code ::1}, by its spelling alone. */
+  /** Resolves a host name to all its addresses. */
+  @FunctionalInterface
+  public interface Resolver {
+    InetAddress[] resolve(String host) throws UnknownHostException;
+  }
+
+  /** The system resolver, the one the JDK HTTP client uses. */
+  public static final Resolver SYSTEM = InetAddress::getAllByName;
+
+  /** {@link #isLoopback(String, Resolver)} with the system resolver. */
   public static boolean isLoopback(String host) {
+    return isLoopback(host, SYSTEM);
+  }
+
+  /**
+   * An IPv4 literal in 127.0.0.0/8 or {@code ::1} (by spelling, no lookup), or {@code localhost} /
+   * {@code *.localhost} when every address {@code resolver} gives for it is a loopback address.
+   */
+  public static boolean isLoopback(String host, Resolver resolver) {
     String h = host.toLowerCase(Locale.ROOT);
-    if (h.equals("localhost") || h.endsWith(".localhost")) {
-      return true;
+    if (isLocalhostName(h)) {
+      return resolvesToLoopbackOnly(h, resolver);
     }
     if (h.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
       String[] octets = h.split("\\.", -1);
@@ -94,13 +114,39 @@ public record Target(URI uri, List<Header> headers) {
     return false;
   }
 
+  private static boolean isLocalhostName(String h) {
+    return h.equals("localhost") || h.endsWith(".localhost");
+  }
+
+  private static boolean resolvesToLoopbackOnly(String h, Resolver resolver) {
+    try {
+      InetAddress[] all = resolver.resolve(h);
+      if (all == null || all.length == 0) {
+        return false;
+      }
+      for (InetAddress a : all) {
+        if (!a.isLoopbackAddress()) {
+          return false;
+        }
+      }
+      return true;
+    } catch (UnknownHostException | SecurityException e) {
+      return false;
+    }
+  }
+
+  /** {@link #refusal(URI, String, Resolver)} with the system resolver. */
+  public static @Nullable String refusal(URI uri, @Nullable String allowHost) {
+    return refusal(uri, allowHost, SYSTEM);
+  }
+
   /**
    * The refusal for a non-loopback target that {@code allowHost} does not name exactly ({@code
    * null}: the target may be loaded).
    */
-  public static @Nullable String refusal(URI uri, @Nullable String allowHost) {
+  public static @Nullable String refusal(URI uri, @Nullable String allowHost, Resolver resolver) {
     String host = host(uri);
-    if (isLoopback(host)) {
+    if (isLoopback(host, resolver)) {
       return null;
     }
     if (allowHost != null && allowHost.equals(host)) {
@@ -108,7 +154,10 @@ public record Target(URI uri, List<Header> headers) {
     }
     String why =
         allowHost == null
-            ? "it is not a loopback address"
+            ? isLocalhostName(host.toLowerCase(Locale.ROOT))
+                ? "it is named like a loopback host, but does not resolve to loopback addresses"
+                    + " only"
+                : "it is not a loopback address"
             : "--allow-host "
                 + allowHost
                 + " does not name it (it must equal the target's host exactly)";

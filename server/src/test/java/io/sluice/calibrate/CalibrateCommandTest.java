@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.InetAddress;
 import java.net.URI;
+import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -67,7 +69,7 @@ class CalibrateCommandTest {
   }
 
   @Test
-  void loopback_isRecognisedBySpellingAlone() {
+  void loopbackLiterals_byTheirSpelling_localhostByItsAddresses() {
     assertThat(Target.isLoopback("127.0.0.1")).isTrue();
     assertThat(Target.isLoopback("127.1.2.3")).isTrue();
     assertThat(Target.isLoopback("localhost")).isTrue();
@@ -79,6 +81,38 @@ class CalibrateCommandTest {
     assertThat(Target.isLoopback("127.0.0.1.nip.io")).isFalse();
     assertThat(Target.isLoopback("localhost.example.com")).isFalse();
     assertThat(Target.isLoopback("127.0.0.300")).isFalse();
+  }
+
+  @Test
+  void localhostNames_areResolved_andPassOnlyWhenEveryAddressIsLoopback() throws Exception {
+    InetAddress loop = InetAddress.getByAddress("localhost", new byte[] {127, 0, 0, 1});
+    InetAddress away = InetAddress.getByAddress("evil.localhost", new byte[] {10, 0, 0, 1});
+    Target.Resolver table =
+        h ->
+            switch (h) {
+              case "localhost", "api.localhost" -> new InetAddress[] {loop};
+              case "evil.localhost" -> new InetAddress[] {away};
+              case "mixed.localhost" -> new InetAddress[] {loop, away};
+              default -> throw new UnknownHostException(h);
+            };
+    assertThat(Target.isLoopback("localhost", table)).isTrue();
+    assertThat(Target.isLoopback("api.localhost", table)).isTrue();
+    assertThat(Target.isLoopback("evil.localhost", table)).isFalse();
+    assertThat(Target.isLoopback("mixed.localhost", table)).isFalse();
+    assertThat(Target.isLoopback("gone.localhost", table)).isFalse();
+    // literals are judged without any lookup
+    assertThat(Target.isLoopback("127.0.0.2", table)).isTrue();
+    assertThat(
+            Target.refusal(
+                URI.create("http://evil.localhost:8000/v1/chat/completions"), null, table))
+        .contains("refusing to load-test evil.localhost")
+        .contains("does not resolve to loopback addresses only");
+    assertThat(
+            Target.refusal(
+                URI.create("http://evil.localhost:8000/v1/chat/completions"),
+                "evil.localhost",
+                table))
+        .isNull();
   }
 
   @Test
