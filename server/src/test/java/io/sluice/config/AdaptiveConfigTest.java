@@ -65,7 +65,8 @@ class AdaptiveConfigTest {
                 0.5,
                 Duration.ZERO,
                 Duration.ofMinutes(20),
-                java.util.Set.of(429)));
+                java.util.Set.of(429),
+                AdaptivePolicy.START_CEILING));
   }
 
   @Test

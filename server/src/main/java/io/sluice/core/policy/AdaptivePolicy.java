@@ -45,34 +45,6 @@ public record AdaptivePolicy(
   /** {@code start: floor}: a new limit starts at the floor. */
   public static final double START_FLOOR = 0.0;
 
-  /** As the canonical constructor, starting at the ceiling. */
-  public AdaptivePolicy(
-      boolean enabled,
-      long minCapacity,
-      int minRequests,
-      Duration interval,
-      int minSamples,
-      double growBelow,
-      double shrinkAbove,
-      double backoff,
-      Duration maxPause,
-      Duration baselineWindow,
-      Set<Integer> overloadStatuses) {
-    this(
-        enabled,
-        minCapacity,
-        minRequests,
-        interval,
-        minSamples,
-        growBelow,
-        shrinkAbove,
-        backoff,
-        maxPause,
-        baselineWindow,
-        overloadStatuses,
-        START_CEILING);
-  }
-
   /** The same settings starting at {@code fraction} of the ceiling (0: the floor). */
   public AdaptivePolicy withStart(double fraction) {
     return new AdaptivePolicy(
@@ -103,7 +75,8 @@ public record AdaptivePolicy(
           0.7,
           Duration.ofSeconds(30),
           Duration.ofMinutes(10),
-          Set.of(429, 503, 529));
+          Set.of(429, 503, 529),
+          START_CEILING);
 
   public AdaptivePolicy {
     overloadStatuses = Set.copyOf(overloadStatuses);

@@ -40,7 +40,8 @@ class AdaptiveLimitTest {
         0.7,
         Duration.ofSeconds(30),
         Duration.ofMinutes(10),
-        Set.of(429, 503, 529));
+        Set.of(429, 503, 529),
+        AdaptivePolicy.START_CEILING);
   }
 
   /** 32 request slots and 64000 work units at most (the ceiling), 4 slots / 8000 units at least. */
@@ -308,7 +309,8 @@ class AdaptiveLimitTest {
                 0.7,
                 Duration.ofSeconds(30),
                 Duration.ofMinutes(10),
-                Set.of(429, 503, 529))
+                Set.of(429, 503, 529),
+                AdaptivePolicy.START_CEILING)
             .withStart(2.0 / 16);
     PoolPolicy p =
         new PoolPolicy(
