@@ -6,7 +6,8 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
-import io.sluice.core.session.AdmissionSession;
+import io.sluice.core.session.Charge;
+import io.sluice.core.session.RequestFacts;
 import io.sluice.core.session.SessionEvent;
 import io.sluice.core.session.SessionListener;
 import io.sluice.core.session.Subject;
@@ -30,17 +31,17 @@ public final class SessionRecorder implements SessionListener {
   public void on(SessionEvent event) {
     // Java 17: no pattern switch; the hot events come first
     if (event instanceof SessionEvent.Admitted e) {
-      admitted(e.session());
+      admitted(e.facts());
     } else if (event instanceof SessionEvent.Released e) {
       released(e);
     } else if (event instanceof SessionEvent.UpstreamResponded e) {
-      meters(e.session().subject()).upstreamResponse(e.status());
+      meters(e.subject()).upstreamResponse(e.status());
     } else if (event instanceof SessionEvent.Refused e) {
       refused(e);
     } else if (event instanceof SessionEvent.Queued e) {
       queued(e);
     } else if (event instanceof SessionEvent.Dequeued e) {
-      Subject s = e.session().subject();
+      Subject s = e.subject();
       metrics.dequeued(s.pool().name(), s.requestClass().name(), e.outcome(), e.waitedNanos());
     } else if (event instanceof SessionEvent.TenantSlot e) {
       metrics.tenantSlot(e.pool(), e.result());
@@ -51,20 +52,20 @@ public final class SessionRecorder implements SessionListener {
     } else if (event instanceof SessionEvent.EstimateFellBack e) {
       metrics.estimateFallback(e.cause());
     } else if (event instanceof SessionEvent.OutputOverran e) {
-      metrics.outputOverran(e.session().subject().pool().name(), e.addedWork(), e.first());
+      metrics.outputOverran(e.subject().pool().name(), e.addedWork(), e.first());
     } else if (event instanceof SessionEvent.ResponseEndUnseen e) {
-      metrics.responseEndUnseen(e.session().subject().pool(), e.cause(), e.guessed());
+      metrics.responseEndUnseen(e.subject().pool(), e.cause(), e.guessed());
     } else if (event instanceof SessionEvent.Degraded e) {
-      Subject s = e.session().subject();
+      Subject s = e.subject();
       metrics.degraded(s.pool().name(), s.requestClass().name(), e.rung(), e.trigger());
     } else if (event instanceof SessionEvent.DegradeSkipped e) {
-      Subject s = e.session().subject();
+      Subject s = e.subject();
       metrics.degradeSkipped(s.pool().name(), s.requestClass().name(), e.rung(), e.cause());
     } else if (event instanceof SessionEvent.Attempted e) {
-      Subject s = e.session().subject();
+      Subject s = e.subject();
       metrics.retries().attempted(s.pool().name(), s.requestClass().name(), e.attempt());
     } else if (event instanceof SessionEvent.Shadowed e) {
-      Subject s = e.session().subject();
+      Subject s = e.subject();
       metrics.shadowed(
           s.pool().name(),
           s.requestClass().name(),
@@ -78,27 +79,27 @@ public final class SessionRecorder implements SessionListener {
     return metrics.forClass(s.pool().name(), s.requestClass().name(), s.tenant().tier().name());
   }
 
-  private void admitted(AdmissionSession session) {
-    AdmissionMetrics.ClassMeters m = meters(session.subject());
-    if (session.degradedRung() != null) {
-      Subject s = session.subject();
+  private void admitted(RequestFacts f) {
+    Subject s = f.subject();
+    AdmissionMetrics.ClassMeters m = meters(s);
+    if (f.run().degradedRung() != null) {
       metrics.decision(
           s.pool().name(),
           s.requestClass().name(),
           s.tenant().tier().name(),
           "degrade",
           Reason.DEGRADED.code(),
-          session.phase(),
-          session.decisionLatencyNanos());
+          f.phase(),
+          f.decision().latencyNanos());
     } else {
-      m.admitted(session.phase(), session.decisionLatencyNanos());
+      m.admitted(f.phase(), f.decision().latencyNanos());
     }
-    TokenEstimate est = session.estimate();
+    RequestFacts.Estimate est = f.estimate();
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
-      m.estimated(est.inputTokens(), est.outputReserveTokens());
-      metrics.reserveDecision(session.subject().pool().name(), session.reserveRule());
-      if (session.fanOutWork() > 0) {
-        fanOut(session.subject(), est.fanOut());
+      m.estimated(est.tokens().inputTokens(), est.tokens().outputReserveTokens());
+      metrics.reserveDecision(s.pool().name(), est.reserveRule());
+      if (est.fanOutWork() > 0) {
+        fanOut(s, est.tokens().fanOut());
       }
     }
   }
@@ -114,21 +115,22 @@ public final class SessionRecorder implements SessionListener {
   }
 
   private void queued(SessionEvent.Queued e) {
-    Subject s = e.session().subject();
+    Subject s = e.facts().subject();
     metrics.queued(
         s.pool().name(),
         s.requestClass().name(),
         s.tenant().tier().name(),
-        e.session().phase(),
+        e.facts().phase(),
         e.decisionNanos(),
         e.predictedWaitNanos());
   }
 
   private void refused(SessionEvent.Refused e) {
-    AdmissionSession session = e.session();
-    Subject s = session.subject();
-    if (session.estimate() != null) {
-      metrics.reserveDecision(s.pool().name(), session.reserveRule());
+    RequestFacts f = e.facts();
+    Subject s = f.subject();
+    RequestFacts.Estimate est = f.estimate();
+    if (est != null) {
+      metrics.reserveDecision(s.pool().name(), est.reserveRule());
     }
     metrics.decision(
         s.pool().name(),
@@ -136,58 +138,60 @@ public final class SessionRecorder implements SessionListener {
         s.tenant().tier().name(),
         "reject",
         e.reason().code(),
-        session.phase(),
-        session.decisionLatencyNanos());
+        f.phase(),
+        f.decision().latencyNanos());
     if (e.retryAfterSeconds() > 0) {
       metrics.retryAfter(e.reason().code(), e.retryAfterSeconds());
     }
     if (decisionLog.wants(true)) {
       decisionLog.write(
           record(
-                  session,
+                  f,
                   io.sluice.api.v1.Decision.DECISION_REJECT,
                   e.reason(),
                   e.status(),
                   e.retryAfterSeconds())
               .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
               .setMessage(e.message())
-              .setPredictedWaitMs(Math.max(0, session.refusalWaitNanos() / 1_000_000L))
+              .setPredictedWaitMs(Math.max(0, f.decision().refusalWaitNanos() / 1_000_000L))
               .build());
     }
   }
 
   private void released(SessionEvent.Released e) {
-    AdmissionSession session = e.session();
-    Subject s = session.subject();
-    if (session.hasPermit()) { // a shadow pass held none; a rerouted one was in its target pool
+    RequestFacts f = e.facts();
+    Subject s = f.subject();
+    if (f.run().permit()) { // a shadow pass held none; a rerouted one was in its target pool
       metrics
-          .forClass(session.runPool().name(), s.requestClass().name(), s.tenant().tier().name())
+          .forClass(f.run().pool().name(), s.requestClass().name(), s.tenant().tier().name())
           .released(e.outcome(), e.heldNanos());
     }
-    if (session.attempt().retryAfter().equals(io.sluice.core.retry.Attempt.HONOURED)
+    if (f.attempt().retryAfter().equals(io.sluice.core.retry.Attempt.HONOURED)
         && e.outcome() == Outcome.COMPLETED
-        && session.upstreamStatus() / 100 == 2) { // retries (issue 19)
+        && f.end().upstreamStatus() / 100 == 2) { // retries (issue 19)
       metrics.retries().honouredSucceeded(s.pool().name(), s.requestClass().name());
     }
     Usage u = e.usage();
-    TokenEstimate est = session.estimate();
-    AdmissionSession.Charge charge = session.charge();
-    if (charge.rule().equals(AdmissionSession.Charge.REPORTED) && est != null) {
+    RequestFacts.Estimate est = f.estimate();
+    Charge charge = f.end().charge();
+    if (charge.rule().equals(Charge.REPORTED) && est != null) {
       meters(s)
           .actual(
               s.format().configName(),
               u.inputTokens(),
               u.outputTokens(),
-              est.inputTokens(),
-              est.outputReserveTokens());
+              est.tokens().inputTokens(),
+              est.tokens().outputReserveTokens());
     }
-    if (!SessionEvent.Shadowed.REJECT.equals(session.would())) { // enforcement charges no refusal
+    RequestFacts.Would would = f.would();
+    boolean wouldReject = would != null && SessionEvent.Shadowed.REJECT.equals(would.what());
+    if (!wouldReject) { // enforcement charges no refusal
       metrics.charged(s.pool().name(), charge.rule(), charge.inputTokens(), charge.outputTokens());
     }
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
-    if (decisionLog.wants(SessionEvent.Shadowed.REJECT.equals(session.would()))) {
+    if (decisionLog.wants(wouldReject)) {
       decisionLog.write(
-          shadow(session, admitRecord(session))
+          shadow(f, admitRecord(f))
               .setActual(
                   io.sluice.api.v1.Usage.newBuilder()
                       .setInputTokens(u.inputTokens())
@@ -197,39 +201,40 @@ public final class SessionRecorder implements SessionListener {
                       .setChargedInputTokens(charge.inputTokens())
                       .setChargedOutputTokens(charge.outputTokens())
                       .setChargeRule(charge.rule())
-                      .setOverran(session.overran()))
+                      .setOverran(f.end().overran()))
               .setOutcome(outcome(e.outcome()))
-              .setUpstreamStatus(session.upstreamStatus())
-              .setResponseEnd(session.responseEnd())
+              .setUpstreamStatus(f.end().upstreamStatus())
+              .setResponseEnd(f.end().responseEnd())
               .setHeldMs(e.heldNanos() / 1_000_000L)
               .build());
     }
   }
 
   /** The record of an admitted (or degraded) request, before its end's fields. */
-  private static AdmissionRecord.Builder admitRecord(AdmissionSession session) {
-    String rung = session.degradedRung();
+  private static AdmissionRecord.Builder admitRecord(RequestFacts f) {
+    RequestFacts.Run run = f.run();
+    String rung = run.degradedRung();
     AdmissionRecord.Builder b =
         record(
-                session,
+                f,
                 rung != null
                     ? io.sluice.api.v1.Decision.DECISION_DEGRADE
                     : io.sluice.api.v1.Decision.DECISION_ADMIT,
-                session.reason(),
+                f.decision().reason(),
                 200,
                 0)
-            .setDeadlineRemainingMs(session.admittedDeadlineLeftNanos() / 1_000_000L);
+            .setDeadlineRemainingMs(f.decision().deadlineLeftNanos() / 1_000_000L);
     if (rung != null) {
-      TokenEstimate e = session.estimate();
+      RequestFacts.Estimate e = f.estimate();
       b.setDegrade(
           io.sluice.api.v1.Degrade.newBuilder()
               .setRung(rung)
-              .setTrigger(String.valueOf(session.degradeTrigger()))
-              .setPool(session.runPool().name())
-              .setRequestedOutputTokens(session.requestedOutputTokens())
-              .setOutputReserveTokens(e == null ? 0 : e.outputReserveTokens()));
+              .setTrigger(String.valueOf(run.degradeTrigger()))
+              .setPool(run.pool().name())
+              .setRequestedOutputTokens(e == null ? 0 : e.requestedOutputTokens())
+              .setOutputReserveTokens(e == null ? 0 : e.tokens().outputReserveTokens()));
     }
-    String priority = session.enginePriority();
+    String priority = run.enginePriority();
     if (priority != null) {
       b.setEnginePriority(priority);
     }
@@ -237,17 +242,16 @@ public final class SessionRecorder implements SessionListener {
   }
 
   /** The shadow fields of a request enforcement would have refused or queued. */
-  private static AdmissionRecord.Builder shadow(
-      AdmissionSession session, AdmissionRecord.Builder b) {
-    String would = session.would();
+  private static AdmissionRecord.Builder shadow(RequestFacts f, AdmissionRecord.Builder b) {
+    RequestFacts.Would would = f.would();
     if (would == null) {
       return b;
     }
     return b.setMode("shadow")
-        .setWould(would)
-        .setWouldReason(session.wouldReason().code())
-        .setWouldStatus(session.wouldStatus())
-        .setWouldMessage(session.wouldMessage());
+        .setWould(would.what())
+        .setWouldReason(would.reason().code())
+        .setWouldStatus(would.status())
+        .setWouldMessage(would.message());
   }
 
   private static io.sluice.api.v1.Outcome outcome(Outcome o) {
@@ -261,22 +265,23 @@ public final class SessionRecorder implements SessionListener {
 
   /** The fields every record carries: arrival, decision, the request's place, the estimate. */
   private static AdmissionRecord.Builder record(
-      AdmissionSession session,
+      RequestFacts f,
       io.sluice.api.v1.Decision decision,
       Reason reason,
       int status,
       long retryAfter) {
-    Subject s = session.subject();
+    Subject s = f.subject();
+    RequestFacts.Decided d = f.decision();
     AdmissionRecord.Builder b =
         AdmissionRecord.newBuilder()
-            .setArrivalTime(Timestamps.fromMillis(session.arrivalEpochMillis()))
+            .setArrivalTime(Timestamps.fromMillis(f.arrivalEpochMillis()))
             .setDecision(decision)
             .setReason(reason == Reason.ADMITTED ? "" : reason.code())
             .setHttpStatus(status)
             .setRetryAfterSeconds(retryAfter)
-            .setDecisionLatencyUs(session.decisionLatencyNanos() / 1000)
-            .setQueuePosition(session.queuePosition())
-            .setQueueWaitMs(session.queueWaitNanos() / 1_000_000L)
+            .setDecisionLatencyUs(d.latencyNanos() / 1000)
+            .setQueuePosition(d.queuePosition())
+            .setQueueWaitMs(d.queueWaitNanos() / 1_000_000L)
             .setTenant(s.tenant().id())
             .setTier(s.tenant().tier().name())
             .setClassName(s.requestClass().name())
@@ -291,7 +296,7 @@ public final class SessionRecorder implements SessionListener {
     if (s.workflow() != null) {
       b.setWorkflowId(s.workflow());
     }
-    io.sluice.core.retry.Attempt a = session.attempt();
+    io.sluice.core.retry.Attempt a = f.attempt();
     if (a.classified()) { // retries (issue 19)
       io.sluice.api.v1.Attempt.Builder ab =
           io.sluice.api.v1.Attempt.newBuilder()
@@ -307,7 +312,7 @@ public final class SessionRecorder implements SessionListener {
       }
       b.setAttempt(ab);
     }
-    io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = session.limitAtDecision();
+    io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = d.limit();
     if (limit != null) {
       b.setCapacity(
           io.sluice.api.v1.Capacity.newBuilder()
@@ -316,17 +321,18 @@ public final class SessionRecorder implements SessionListener {
               .setCause(limit.cause().label())
               .setPausedMs(limit.pauseRemainingNanos() / 1_000_000L));
     }
-    TokenEstimate estimate = session.estimate();
-    if (estimate != null) {
+    RequestFacts.Estimate est = f.estimate();
+    if (est != null) {
+      TokenEstimate estimate = est.tokens();
       io.sluice.api.v1.Estimate.Builder e =
           io.sluice.api.v1.Estimate.newBuilder()
               .setInputTokens(estimate.inputTokens())
               .setOutputReserveTokens(estimate.outputReserveTokens())
-              .setWorkUnits(session.workUnits())
+              .setWorkUnits(est.workUnits())
               .setMethod(estimate.method())
-              .setReserveRule(session.reserveRule())
-              .setRequestedOutputTokens(session.requestedOutputTokens())
-              .setFanoutWorkUnits(session.fanOutWork());
+              .setReserveRule(est.reserveRule())
+              .setRequestedOutputTokens(est.requestedOutputTokens())
+              .setFanoutWorkUnits(est.fanOutWork());
       String model = estimate.model();
       if (model != null) {
         e.setModel(model.length() <= 128 ? model : model.substring(0, 128));

@@ -24,6 +24,8 @@ import java.util.Set;
  *       interfaces, and no Sluice package.
  *   <li>{@code store.*} implementations: named only by {@code bootstrap} (the one wiring root),
  *       everyone else uses the {@code core.store} ports.
+ *   <li>{@code observability}: reads the events' immutable request facts, never the live {@code
+ *       AdmissionSession}.
  *   <li>No cycles between top-level packages, nor between the subpackages of {@code core}.
  * </ul>
  *
@@ -133,6 +135,16 @@ final class LayerRules {
           .dependOnClassesThat()
           .resideInAPackage("io.sluice.store..")
           .because("bootstrap builds the stores once and hands out the io.sluice.core.store ports");
+
+  static final ArchRule OBSERVABILITY_READS_FACTS_NOT_THE_SESSION =
+      noClasses()
+          .that()
+          .resideInAPackage("io.sluice.observability..")
+          .should()
+          .dependOnClassesThat()
+          .belongToAnyOf(io.sluice.core.session.AdmissionSession.class)
+          .because(
+              "listeners read the immutable RequestFacts an event carries, never the live session");
 
   static final ArchRule NO_PACKAGE_CYCLES =
       slices().matching("io.sluice.(*)..").should().beFreeOfCycles();

@@ -11,6 +11,7 @@ import io.sluice.core.archfixture.SeesAdapters;
 import io.sluice.core.archfixture.UsesQuotaFixture;
 import io.sluice.core.quota.archfixture.UsesCoreFixture;
 import io.sluice.extproc.archfixture.UsesRouting;
+import io.sluice.observability.archfixture.ReadsTheSession;
 import io.sluice.rls.archfixture.NamesAStore;
 import io.sluice.routing.archfixture.UsesExtProc;
 import io.sluice.wire.archfixture.UsesConfig;
@@ -43,6 +44,10 @@ class LayerRulesBiteTest {
             "only bootstrap names a store",
             LayerRules.ONLY_BOOTSTRAP_NAMES_A_STORE,
             NamesAStore.class),
+        Arguments.of(
+            "observability reads facts",
+            LayerRules.OBSERVABILITY_READS_FACTS_NOT_THE_SESSION,
+            ReadsTheSession.class),
         Arguments.of("no package cycles", LayerRules.NO_PACKAGE_CYCLES, UsesExtProc.class),
         Arguments.of(
             "no core package cycles", LayerRules.NO_CORE_PACKAGE_CYCLES, UsesQuotaFixture.class));
@@ -58,7 +63,8 @@ class LayerRulesBiteTest {
               UsesConfig.class,
               NamesAStore.class,
               UsesQuotaFixture.class,
-              UsesCoreFixture.class);
+              UsesCoreFixture.class,
+              ReadsTheSession.class);
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("breaks")

@@ -43,6 +43,11 @@ class LayerRulesTest {
   }
 
   @Test
+  void observability_readsFactsNotTheSession() {
+    LayerRules.OBSERVABILITY_READS_FACTS_NOT_THE_SESSION.check(CLASSES);
+  }
+
+  @Test
   void topLevelPackages_haveNoCycles() {
     LayerRules.NO_PACKAGE_CYCLES.check(CLASSES);
   }

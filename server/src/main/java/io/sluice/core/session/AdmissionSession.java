@@ -210,7 +210,7 @@ public final class AdmissionSession implements Waiter {
         a -> {
           attempt = a;
           attemptHeld = a.claimKey() != null;
-          env.listener().on(new SessionEvent.Attempted(this, a));
+          env.listener().on(new SessionEvent.Attempted(subject, a));
           if (ended) { // the front end went away while the store answered
             releaseAttempt();
             return;
@@ -234,11 +234,6 @@ public final class AdmissionSession implements Waiter {
       attemptHeld = false;
       env.retries().complete(attempt);
     }
-  }
-
-  /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
-  public io.sluice.core.retry.Attempt attempt() {
-    return attempt;
   }
 
   /**
@@ -559,7 +554,7 @@ public final class AdmissionSession implements Waiter {
       return null;
     }
     if (degradeForbidden) {
-      env.listener().on(new SessionEvent.DegradeSkipped(this, "all", "forbidden"));
+      env.listener().on(new SessionEvent.DegradeSkipped(subject, "all", "forbidden"));
       return null;
     }
     return d;
@@ -587,7 +582,6 @@ public final class AdmissionSession implements Waiter {
     DegradeLadder.Run run =
         DegradeLadder.tryRungs(
             env,
-            this,
             ladder,
             new DegradeLadder.Request(
                 subject,
@@ -746,11 +740,6 @@ public final class AdmissionSession implements Waiter {
     return refusalWaitNanos;
   }
 
-  /** Time left before the deadline when the request was admitted (0 before). */
-  public long admittedDeadlineLeftNanos() {
-    return admittedDeadlineLeftNanos;
-  }
-
   /** The engine priority written for the upstream, or null when none. */
   public @Nullable String enginePriority() {
     return enginePriority;
@@ -766,7 +755,7 @@ public final class AdmissionSession implements Waiter {
     env.listener()
         .on(
             new SessionEvent.Queued(
-                this, env.ticker().nanos() - receivedNanos, q.predictedWaitNanos()));
+                facts(), env.ticker().nanos() - receivedNanos, q.predictedWaitNanos()));
     front.held(Math.max(1, holdMillis));
     long delay = q.expiresAtNanos() - env.ticker().nanos() + 1_000_000L;
     String pool = q.pool();
@@ -787,7 +776,7 @@ public final class AdmissionSession implements Waiter {
           steps.at(Step.WAITER);
           cancelTimer();
           queueWaitNanos = waitedNanos;
-          env.listener().on(new SessionEvent.Dequeued(this, "admitted", waitedNanos));
+          env.listener().on(new SessionEvent.Dequeued(subject, "admitted", waitedNanos));
           admit(p, heldReceivedNanos);
         });
   }
@@ -805,7 +794,7 @@ public final class AdmissionSession implements Waiter {
           queueWaitNanos = waitedNanos;
           String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
           refusalWaitNanos = r.waitNanos();
-          env.listener().on(new SessionEvent.Dequeued(this, outcome, waitedNanos));
+          env.listener().on(new SessionEvent.Dequeued(subject, outcome, waitedNanos));
           refuse(
               r.reason(),
               r.status(),
@@ -822,14 +811,14 @@ public final class AdmissionSession implements Waiter {
     String rung = degradedRung;
     if (rung != null && reason == Reason.ADMITTED) {
       reason = Reason.DEGRADED;
-      env.listener().on(new SessionEvent.Degraded(this, rung, String.valueOf(degradeTrigger)));
+      env.listener().on(new SessionEvent.Degraded(subject, rung, String.valueOf(degradeTrigger)));
     }
     prepareUpstream();
     admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
     noteLimit();
-    env.listener().on(new SessionEvent.Admitted(this));
+    env.listener().on(new SessionEvent.Admitted(facts()));
     if (ended) { // the front end went away while deciding: give the permit back at once
       release(Outcome.CANCELLED);
       return;
@@ -880,7 +869,7 @@ public final class AdmissionSession implements Waiter {
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
     noteLimit();
     steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Refused(this, why, status, retryAfterSeconds, message));
+    env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
   }
 
@@ -921,8 +910,8 @@ public final class AdmissionSession implements Waiter {
     passedAtNanos = now;
     passed = true; // from here every path ends it (release)
     env.listener()
-        .on(new SessionEvent.Shadowed(this, what, why, status, retryAfterSeconds, message));
-    env.listener().on(new SessionEvent.Admitted(this));
+        .on(new SessionEvent.Shadowed(subject, what, why, status, retryAfterSeconds, message));
+    env.listener().on(new SessionEvent.Admitted(facts()));
     if (ended) { // the front end went away while deciding
       release(Outcome.CANCELLED);
       return;
@@ -948,7 +937,7 @@ public final class AdmissionSession implements Waiter {
       env.listener()
           .on(
               new SessionEvent.Shadowed(
-                  this, SessionEvent.Shadowed.REJECT, why, status, 0, message));
+                  subject, SessionEvent.Shadowed.REJECT, why, status, 0, message));
     }
     return true;
   }
@@ -984,7 +973,7 @@ public final class AdmissionSession implements Waiter {
       io.sluice.core.adapt.AnswerSource source) {
     upstreamStatus = status;
     if (countStatus) {
-      env.listener().on(new SessionEvent.UpstreamResponded(this, status));
+      env.listener().on(new SessionEvent.UpstreamResponded(subject, status));
       Permit p = permit;
       PoolState pool = p == null ? null : adaptivePool();
       if (p != null && pool != null) {
@@ -1042,7 +1031,7 @@ public final class AdmissionSession implements Waiter {
     boolean first = !overran;
     overran = true;
     long added = p.grow(more);
-    env.listener().on(new SessionEvent.OutputOverran(this, added, produced, first));
+    env.listener().on(new SessionEvent.OutputOverran(subject, added, produced, first));
   }
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
@@ -1069,7 +1058,7 @@ public final class AdmissionSession implements Waiter {
       timePerOutputToken(p, u.outputTokens(), now);
     }
     steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(this, outcome, now - p.admittedAtNanos(), u));
+    env.listener().on(new SessionEvent.Released(facts(), outcome, now - p.admittedAtNanos(), u));
     return true;
   }
 
@@ -1088,7 +1077,7 @@ public final class AdmissionSession implements Waiter {
       learnReserve(charge.outputTokens(), !answerComplete());
     }
     steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(this, outcome, now - passedAtNanos, u));
+    env.listener().on(new SessionEvent.Released(facts(), outcome, now - passedAtNanos, u));
     return true;
   }
 
@@ -1167,42 +1156,6 @@ public final class AdmissionSession implements Waiter {
     return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered);
   }
 
-  /**
-   * What the tenant was charged when the request ended.
-   *
-   * @param rule {@link #REPORTED}, {@link #STREAMED}, {@link #NO_ANSWER}, {@link #UPSTREAM_ERROR},
-   *     {@link #RESERVE}, or {@code none} before the end (or for a request that never ran)
-   * @param meteredOutputTokens output tokens counted from the streamed text
-   */
-  public record Charge(String rule, long inputTokens, long outputTokens, long meteredOutputTokens) {
-    /** A complete answer's reported usage. */
-    public static final String REPORTED = "reported";
-
-    /** An answer cut short: what it streamed (reported so far, or metered from its text). */
-    public static final String STREAMED = "streamed";
-
-    /** No answer began (cancel, reset or shutdown before response headers): the input only. */
-    public static final String NO_ANSWER = "no_answer";
-
-    /** The upstream answered an error without usage: nothing. */
-    public static final String UPSTREAM_ERROR = "upstream_error";
-
-    /** Nothing of the answer could be seen: the reservation stands. */
-    public static final String RESERVE = "reserve";
-
-    public static final Charge NONE = new Charge("none", 0, 0, 0);
-  }
-
-  /** What the tenant was charged ({@link Charge#NONE} until the request that ran ended). */
-  public Charge charge() {
-    return charge;
-  }
-
-  /** Whether the answer streamed past its output reserve (its work grew in flight). */
-  public boolean overran() {
-    return overran;
-  }
-
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
   public long outputCharge() {
     return outputCharge;
@@ -1269,19 +1222,6 @@ public final class AdmissionSession implements Waiter {
     return route != null && !route.isEmpty() ? route : "class:" + subject.requestClass().name();
   }
 
-  /**
-   * The learned-reserve rule that gave the output reserve ({@link OutputReserves#RULES}): {@code
-   * prior}, {@code bound}, {@code learned}, {@code cap} or {@code off}.
-   */
-  public String reserveRule() {
-    return reserveRule;
-  }
-
-  /** The output reserve the old rule (cap or class default, times answers) gave. */
-  public long requestedOutputTokens() {
-    return requestedOutputTokens;
-  }
-
   /** For the decision record: an adaptive pool's limit when this request was decided. */
   private void noteLimit() {
     PoolState pool = adaptivePool();
@@ -1289,11 +1229,6 @@ public final class AdmissionSession implements Waiter {
     if (a != null) {
       limitAtDecision = a.snapshot(env.ticker().nanos());
     }
-  }
-
-  /** An adaptive pool's limit when this request was decided (null: a fixed pool). */
-  public AdaptiveLimit.@Nullable Snapshot limitAtDecision() {
-    return limitAtDecision;
   }
 
   /** The pool of this request when its limit is adaptive, else null. */
@@ -1343,7 +1278,7 @@ public final class AdmissionSession implements Waiter {
       refundTokens();
       long now = env.ticker().nanos();
       if (env.controller().cancel(q.pool(), q.ticket(), now)) {
-        env.listener().on(new SessionEvent.Dequeued(this, "cancelled", now - heldReceivedNanos));
+        env.listener().on(new SessionEvent.Dequeued(subject, "cancelled", now - heldReceivedNanos));
       }
     }
     refundTokens(); // the request will not run
@@ -1387,7 +1322,7 @@ public final class AdmissionSession implements Waiter {
     endUnseen = cause;
     Permit p = permit;
     boolean guessed = p != null && p.pool().serviceTimeGuessed();
-    env.listener().on(new SessionEvent.ResponseEndUnseen(this, cause, guessed));
+    env.listener().on(new SessionEvent.ResponseEndUnseen(subject, cause, guessed));
     if (p == null || !p.markEndUnseen()) {
       release(Outcome.COMPLETED); // nothing held (a shadow pass), or released already (a no-op)
       return;
@@ -1428,12 +1363,6 @@ public final class AdmissionSession implements Waiter {
     env.tails().remove(this);
     cancelTailTimer();
     p.markEndSeen();
-  }
-
-  /** {@code seen}, or why the response's end was not seen ({@link #responseEndUnseen}). */
-  public String responseEnd() {
-    String c = endUnseen;
-    return c == null ? "seen" : c;
   }
 
   /** Held for a predicted tail and not released yet. */
@@ -1554,14 +1483,40 @@ public final class AdmissionSession implements Waiter {
     }
   }
 
-  // --- the read-only view events carry
-  public Subject subject() {
-    return subject;
+  // --- what events carry
+
+  /**
+   * The request's facts now, as an immutable value: built here only, when an event fires (and for
+   * tests), so listeners never see the live session.
+   */
+  RequestFacts facts() {
+    TokenEstimate e = estimate;
+    String c = endUnseen;
+    String w = would;
+    return new RequestFacts(
+        subject,
+        arrivalEpochMillis,
+        atBody ? "body" : "headers",
+        e == null
+            ? null
+            : new RequestFacts.Estimate(
+                e, workUnits, fanOutWork, requestedOutputTokens, reserveRule),
+        new RequestFacts.Decided(
+            reason,
+            decisionLatencyNanos,
+            queuePosition,
+            queueWaitNanos,
+            refusalWaitNanos,
+            admittedDeadlineLeftNanos,
+            limitAtDecision),
+        new RequestFacts.Run(runPool, permit != null, degradedRung, degradeTrigger, enginePriority),
+        w == null ? null : new RequestFacts.Would(w, wouldReason, wouldStatus, wouldMessage),
+        attempt,
+        new RequestFacts.End(upstreamStatus, c == null ? "seen" : c, overran, charge));
   }
 
-  /** Wall-clock time the session opened (the decision record's arrival time). */
-  public long arrivalEpochMillis() {
-    return arrivalEpochMillis;
+  public Subject subject() {
+    return subject;
   }
 
   /** The estimate, or null before one was made. */
@@ -1573,42 +1528,18 @@ public final class AdmissionSession implements Waiter {
     return workUnits;
   }
 
-  /** The part of {@link #workUnits} the request's fan-out adds ({@code pools.<name>.fanout}). */
-  public long fanOutWork() {
-    return fanOutWork;
-  }
-
   /** Whether this request holds a place in its workflow's budget now. */
   public boolean holdsWorkflowPlace() {
     return workflowHeld;
-  }
-
-  /** The phase that decided (or refused): {@code headers} or {@code body}. */
-  public String phase() {
-    return atBody ? "body" : "headers";
-  }
-
-  /** Requests ahead at arrival plus one, when it was queued; else 0. */
-  public int queuePosition() {
-    return queuePosition;
   }
 
   public long queueWaitNanos() {
     return queueWaitNanos;
   }
 
-  /** Time spent deciding, queue wait excluded. */
-  public long decisionLatencyNanos() {
-    return decisionLatencyNanos;
-  }
-
   /** {@link Reason#ADMITTED}, or the reason of the refusal. */
   public Reason reason() {
     return reason;
-  }
-
-  public int upstreamStatus() {
-    return upstreamStatus;
   }
 
   /** Admitted or refused. */
@@ -1619,6 +1550,11 @@ public final class AdmissionSession implements Waiter {
   /** Whether a permit was granted (released or not); safe to read from any thread. */
   public boolean hasPermit() {
     return permit != null;
+  }
+
+  /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
+  public io.sluice.core.retry.Attempt attempt() {
+    return attempt;
   }
 
   /**
@@ -1640,16 +1576,6 @@ public final class AdmissionSession implements Waiter {
   /** With {@link #would}: the reason of the would-be refusal, or the capacity reason to queue. */
   public Reason wouldReason() {
     return wouldReason;
-  }
-
-  /** With {@link #would}: the would-be refusal's status. */
-  public int wouldStatus() {
-    return wouldStatus;
-  }
-
-  /** With {@link #would}: the would-be refusal's message (what the client would have read). */
-  public String wouldMessage() {
-    return wouldMessage;
   }
 
   /** Waiting in a queue now. */

@@ -67,11 +67,10 @@ final class DegradeLadder {
 
   /**
    * Tries the rungs in order; the first that can start the request at once admits it (its permit is
-   * in the run). Each rung that did not is emitted ({@link SessionEvent.DegradeSkipped}) for {@code
-   * session}. Null when none did.
+   * in the run). Each rung that did not is emitted ({@link SessionEvent.DegradeSkipped}). Null when
+   * none did.
    */
-  static @Nullable Run tryRungs(
-      Sessions env, AdmissionSession session, DegradePolicy ladder, Request r) {
+  static @Nullable Run tryRungs(Sessions env, DegradePolicy ladder, Request r) {
     for (DegradePolicy.Rung rung : ladder.ladder()) {
       Object result =
           rung instanceof DegradePolicy.Concise c
@@ -80,7 +79,7 @@ final class DegradeLadder {
       if (result instanceof Run run) {
         return run;
       }
-      env.listener().on(new SessionEvent.DegradeSkipped(session, rung.name(), (String) result));
+      env.listener().on(new SessionEvent.DegradeSkipped(r.subject(), rung.name(), (String) result));
     }
     return null;
   }

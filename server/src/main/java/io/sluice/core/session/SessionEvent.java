@@ -5,9 +5,9 @@ import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.Usage;
 
 /**
- * One step of an {@link AdmissionSession}, as an immutable value. Each carries the session it
- * belongs to, read-only from the listener's side: its subject, estimate, work units, queue position
- * and wait, decision latency and upstream status are final by the time the event is emitted.
+ * One step of an {@link AdmissionSession}, as an immutable value. Never the live session: an event
+ * carries the request's {@link Subject} (who, which pool and class) and, for the steps that decide
+ * or end it, the {@link RequestFacts} known when it fired.
  */
 public sealed interface SessionEvent
     permits SessionEvent.Admitted,
@@ -28,8 +28,7 @@ public sealed interface SessionEvent
         SessionEvent.Attempted {
 
   /** Retry control classified the request's attempt (issue 19), before any refusal it asks. */
-  record Attempted(AdmissionSession session, io.sluice.core.retry.Attempt attempt)
-      implements SessionEvent {}
+  record Attempted(Subject subject, io.sluice.core.retry.Attempt attempt) implements SessionEvent {}
 
   /**
    * The front end will not see the response's end ({@code cause}: {@code body_mode_none}): the
@@ -37,28 +36,27 @@ public sealed interface SessionEvent
    * AdmissionSession#responseEndUnseen}); {@code guessed} when its pool has seen no response end
    * yet, so that rest is the pool's {@code defaultServiceTime}, a guess.
    */
-  record ResponseEndUnseen(AdmissionSession session, String cause, boolean guessed)
+  record ResponseEndUnseen(Subject subject, String cause, boolean guessed)
       implements SessionEvent {}
 
   /** The request runs now (at once, or when its waiter was called). */
-  record Admitted(AdmissionSession session) implements SessionEvent {}
+  record Admitted(RequestFacts facts) implements SessionEvent {}
 
   /**
    * A rung of the class's degrade ladder admitted the request ({@code rung}: {@code concise} or
    * {@code reroute}; {@code trigger}: {@code wait} or {@code headroom}); {@link Admitted} follows.
    */
-  record Degraded(AdmissionSession session, String rung, String trigger) implements SessionEvent {}
+  record Degraded(Subject subject, String rung, String trigger) implements SessionEvent {}
 
   /**
    * A rung of the ladder did not admit the request ({@code cause}: one of {@link
    * AdmissionSession#SKIP_CAUSES}), or the request may not be degraded ({@code rung} {@code all},
    * {@code cause} {@code forbidden}).
    */
-  record DegradeSkipped(AdmissionSession session, String rung, String cause)
-      implements SessionEvent {}
+  record DegradeSkipped(Subject subject, String rung, String cause) implements SessionEvent {}
 
   /** The request waits in its class queue; the front end holds it. */
-  record Queued(AdmissionSession session, long decisionNanos, long predictedWaitNanos)
+  record Queued(RequestFacts facts, long decisionNanos, long predictedWaitNanos)
       implements SessionEvent {}
 
   /**
@@ -67,19 +65,18 @@ public sealed interface SessionEvent
    * @param outcome {@code admitted}, {@code expired}, {@code refused} (shutdown) or {@code
    *     cancelled}
    */
-  record Dequeued(AdmissionSession session, String outcome, long waitedNanos)
-      implements SessionEvent {}
+  record Dequeued(Subject subject, String outcome, long waitedNanos) implements SessionEvent {}
 
   /**
    * The request is refused (by the front end's checks, a tenant budget, or the pool); {@code
    * message} is the one the client gets.
    */
   record Refused(
-      AdmissionSession session, Reason reason, int status, long retryAfterSeconds, String message)
+      RequestFacts facts, Reason reason, int status, long retryAfterSeconds, String message)
       implements SessionEvent {}
 
   /** The permit was released (exactly once), with the usage the response reported. */
-  record Released(AdmissionSession session, Outcome outcome, long heldNanos, Usage usage)
+  record Released(RequestFacts facts, Outcome outcome, long heldNanos, Usage usage)
       implements SessionEvent {}
 
   /**
@@ -87,7 +84,7 @@ public sealed interface SessionEvent
    * addedWork} units ({@code producedTokens} output tokens so far); {@code first} for the first
    * growth of this request.
    */
-  record OutputOverran(AdmissionSession session, long addedWork, long producedTokens, boolean first)
+  record OutputOverran(Subject subject, long addedWork, long producedTokens, boolean first)
       implements SessionEvent {}
 
   /** The tenant's token reservation was reconciled with actual usage. */
@@ -114,7 +111,7 @@ public sealed interface SessionEvent
   record EstimateFellBack(String cause) implements SessionEvent {}
 
   /** The upstream answered with {@code status} (response headers). */
-  record UpstreamResponded(AdmissionSession session, int status) implements SessionEvent {}
+  record UpstreamResponded(Subject subject, int status) implements SessionEvent {}
 
   /**
    * Shadow mode: enforcement would have refused ({@link #REJECT}) or queued ({@link #QUEUE}) the
@@ -124,7 +121,7 @@ public sealed interface SessionEvent
    * capacity refusal's status, 0 and a message naming the predicted wait).
    */
   record Shadowed(
-      AdmissionSession session,
+      Subject subject,
       String would,
       Reason reason,
       int status,

@@ -112,14 +112,14 @@ class AdmissionSessionOverrunTest {
     stream(s, deltas(60)); // within the reserve: nothing grows
     assertThat(poolNow().workInFlight()).isEqualTo(admitted);
     assertThat(pool().overrunWork()).isZero();
-    assertThat(s.overran()).isFalse();
+    assertThat(s.facts().end().overran()).isFalse();
     assertThat(s.outputCharge()).isEqualTo(100);
     assertThat(overruns()).isEmpty();
 
     stream(s, deltas(60)); // 120 produced > 100: counted as 120 + a quarter = 150
     long grown = SMALL.workUnits(e.inputTokens(), 150) - admitted;
     assertThat(grown).isEqualTo(50);
-    assertThat(s.overran()).isTrue();
+    assertThat(s.facts().end().overran()).isTrue();
     assertThat(s.outputCharge()).isEqualTo(150);
     assertThat(pool().overrunWork()).isEqualTo(grown);
     assertThat(poolNow().workInFlight()).isEqualTo(admitted + grown);
@@ -148,9 +148,9 @@ class AdmissionSessionOverrunTest {
     assertThat(poolNow().workInFlight()).isZero();
     assertThat(poolNow().requestsInFlight()).isZero();
     assertThat(pool().overrunWork()).isZero();
-    assertThat(s.charge().rule()).isEqualTo(AdmissionSession.Charge.STREAMED);
-    assertThat(s.charge().outputTokens()).isEqualTo(160);
-    assertThat(s.charge().meteredOutputTokens()).isEqualTo(160);
+    assertThat(s.facts().end().charge().rule()).isEqualTo(Charge.STREAMED);
+    assertThat(s.facts().end().charge().outputTokens()).isEqualTo(160);
+    assertThat(s.facts().end().charge().meteredOutputTokens()).isEqualTo(160);
 
     // a chunk after the release (Envoy pipelined it) grows nothing
     stream(s, deltas(200));

@@ -127,24 +127,24 @@ class AdmissionSessionTest {
 
   private List<String> eventNames(AdmissionSession of) {
     return events.stream()
-        .filter(e -> sessionOf(e) == of)
+        .filter(e -> subjectOf(e) == of.subject())
         .map(e -> e.getClass().getSimpleName())
         .toList();
   }
 
-  private static AdmissionSession sessionOf(SessionEvent e) {
+  private static Subject subjectOf(SessionEvent e) {
     if (e instanceof SessionEvent.Admitted x) {
-      return x.session();
+      return x.facts().subject();
     } else if (e instanceof SessionEvent.Queued x) {
-      return x.session();
+      return x.facts().subject();
     } else if (e instanceof SessionEvent.Dequeued x) {
-      return x.session();
+      return x.subject();
     } else if (e instanceof SessionEvent.Released x) {
-      return x.session();
+      return x.facts().subject();
     } else if (e instanceof SessionEvent.Refused x) {
-      return x.session();
+      return x.facts().subject();
     } else if (e instanceof SessionEvent.UpstreamResponded x) {
-      return x.session();
+      return x.subject();
     }
     return null;
   }
@@ -203,7 +203,7 @@ class AdmissionSessionTest {
 
     assertThat(second.calls).containsExactly("held");
     assertThat(b.isQueued()).isTrue();
-    assertThat(b.queuePosition()).isEqualTo(1);
+    assertThat(b.facts().decision().queuePosition()).isEqualTo(1);
     assertThat(timer.tasks).hasSize(1); // the expiry is armed
 
     ticker.advance(Duration.ofMillis(300));
@@ -351,7 +351,7 @@ class AdmissionSessionTest {
     assertThat(events(SessionEvent.UpstreamResponded.class).get(0).status()).isEqualTo(200);
     assertThat(events(SessionEvent.Reconciled.class))
         .containsExactly(new SessionEvent.Reconciled(60, 0)); // 100 reserved, 40 used
-    assertThat(s.upstreamStatus()).isEqualTo(200);
+    assertThat(s.facts().end().upstreamStatus()).isEqualTo(200);
   }
 
   @Test
@@ -364,7 +364,7 @@ class AdmissionSessionTest {
     s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
 
     assertThat(f.calls).containsExactly("admitted(body)");
-    assertThat(s.phase()).isEqualTo("body");
+    assertThat(s.facts().phase()).isEqualTo("body");
     assertThat(s.estimate().outputReserveTokens()).isEqualTo(50);
     assertThat(s.estimate().inputTokens()).isPositive();
     s.release(Outcome.COMPLETED);

@@ -139,7 +139,9 @@ class DegradeSessionTest {
     assertThat(s.workUnits()).isLessThan(60);
     assertThat(events)
         .anySatisfy(
-            e -> assertThat(e).isEqualTo(new SessionEvent.Degraded(s, "concise", "headroom")));
+            e ->
+                assertThat(e)
+                    .isEqualTo(new SessionEvent.Degraded(s.subject(), "concise", "headroom")));
 
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
     assertThat(s.release(Outcome.COMPLETED)).as("exactly once").isFalse();
@@ -184,7 +186,7 @@ class DegradeSessionTest {
     assertThat(second.degradedRung()).isEqualTo("concise");
     assertThat(second.degradeTrigger()).isEqualTo("wait");
     assertThat(second.reason()).isEqualTo(Reason.DEGRADED);
-    assertThat(events).contains(new SessionEvent.Degraded(second, "concise", "wait"));
+    assertThat(events).contains(new SessionEvent.Degraded(second.subject(), "concise", "wait"));
     second.release(Outcome.COMPLETED);
     third.end(Outcome.CANCELLED);
     PoolState state = Objects.requireNonNull(controller.pool("gpu"));
@@ -213,7 +215,7 @@ class DegradeSessionTest {
     assertThat(f.calls).containsExactly("held", "admitted(body)");
     assertThat(second.degradedRung()).isEqualTo("concise");
     assertThat(second.degradeTrigger()).isEqualTo("headroom");
-    assertThat(events).contains(new SessionEvent.Degraded(second, "concise", "headroom"));
+    assertThat(events).contains(new SessionEvent.Degraded(second.subject(), "concise", "headroom"));
     second.release(Outcome.COMPLETED);
   }
 

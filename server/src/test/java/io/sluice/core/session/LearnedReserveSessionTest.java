@@ -122,7 +122,7 @@ class LearnedReserveSessionTest {
     for (int i = 0; i < WARMUP; i++) {
       AdmissionSession s = decide("\"max_tokens\":1000,");
       // the prior: the class default (100), below the client's cap
-      assertThat(s.reserveRule()).isEqualTo(OutputReserves.RULE_PRIOR);
+      assertThat(s.facts().estimate().reserveRule()).isEqualTo(OutputReserves.RULE_PRIOR);
       assertThat(s.estimate().outputReserveTokens()).isEqualTo(100);
       assertThat(s.workUnits()).isEqualTo(s.estimate().inputTokens() + 100);
       answer(s, 200, 40, Outcome.COMPLETED);
@@ -131,8 +131,9 @@ class LearnedReserveSessionTest {
 
     AdmissionSession s = decide("\"max_tokens\":1000,");
 
-    assertThat(s.reserveRule()).isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
-    assertThat(s.requestedOutputTokens()).isEqualTo(1000);
+    assertThat(s.facts().estimate().reserveRule())
+        .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
+    assertThat(s.facts().estimate().requestedOutputTokens()).isEqualTo(1000);
     long learned = s.estimate().outputReserveTokens();
     assertThat(learned).isBetween(40L, 50L);
     assertThat(s.workUnits()).isEqualTo(s.estimate().inputTokens() + learned);
@@ -160,24 +161,25 @@ class LearnedReserveSessionTest {
     assertThat(noResponse.release(Outcome.COMPLETED)).isTrue();
 
     AdmissionSession still = decide("\"max_tokens\":1000,");
-    assertThat(still.reserveRule()).isEqualTo(OutputReserves.RULE_PRIOR);
+    assertThat(still.facts().estimate().reserveRule()).isEqualTo(OutputReserves.RULE_PRIOR);
     answer(still, 200, 40, Outcome.COMPLETED); // the fifth good one
 
-    assertThat(decide("\"max_tokens\":1000,").reserveRule())
+    assertThat(decide("\"max_tokens\":1000,").facts().estimate().reserveRule())
         .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
   }
 
   @Test
   void noCap_theClassDefaultUntilWarmed_thenTheLearnedValueBelowIt() {
     AdmissionSession first = decide("");
-    assertThat(first.reserveRule()).isEqualTo(OutputReserves.RULE_PRIOR);
+    assertThat(first.facts().estimate().reserveRule()).isEqualTo(OutputReserves.RULE_PRIOR);
     assertThat(first.estimate().outputReserveTokens()).isEqualTo(100);
     answer(first, 200, 30, Outcome.COMPLETED);
     warmUp("", 30);
 
     AdmissionSession s = decide("");
-    assertThat(s.reserveRule()).isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
-    assertThat(s.requestedOutputTokens()).isEqualTo(100);
+    assertThat(s.facts().estimate().reserveRule())
+        .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
+    assertThat(s.facts().estimate().requestedOutputTokens()).isEqualTo(100);
     assertThat(s.estimate().outputReserveTokens()).isBetween(30L, 38L);
   }
 
@@ -187,7 +189,7 @@ class LearnedReserveSessionTest {
 
     AdmissionSession s = decide("\"max_tokens\":50,");
 
-    assertThat(s.reserveRule()).isEqualTo(OutputReserves.RULE_CAP);
+    assertThat(s.facts().estimate().reserveRule()).isEqualTo(OutputReserves.RULE_CAP);
     assertThat(s.estimate().outputReserveTokens()).isEqualTo(50);
   }
 
@@ -197,8 +199,9 @@ class LearnedReserveSessionTest {
 
     AdmissionSession s = decide("\"max_tokens\":1000,\"n\":2,");
 
-    assertThat(s.reserveRule()).isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
-    assertThat(s.requestedOutputTokens()).isEqualTo(2000);
+    assertThat(s.facts().estimate().reserveRule())
+        .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
+    assertThat(s.facts().estimate().requestedOutputTokens()).isEqualTo(2000);
     assertThat(s.estimate().outputReserveTokens()).isBetween(80L, 100L);
   }
 
@@ -209,7 +212,8 @@ class LearnedReserveSessionTest {
 
     AdmissionSession s = decide(reloaded, "\"max_tokens\":1000,");
 
-    assertThat(s.reserveRule()).isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
+    assertThat(s.facts().estimate().reserveRule())
+        .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
     assertThat(s.estimate().outputReserveTokens()).isBetween(40L, 50L);
   }
 
@@ -220,7 +224,7 @@ class LearnedReserveSessionTest {
       answer(decide(plain, "\"max_tokens\":1000,"), 200, 40, Outcome.COMPLETED);
     }
     AdmissionSession s = decide(plain, "\"max_tokens\":1000,");
-    assertThat(s.reserveRule()).isEqualTo(OutputReserves.RULE_OFF);
+    assertThat(s.facts().estimate().reserveRule()).isEqualTo(OutputReserves.RULE_OFF);
     assertThat(s.estimate().outputReserveTokens()).isEqualTo(1000);
   }
 

@@ -182,7 +182,7 @@ class ShadowSessionTest {
     AdmissionSession r = start(new AdmissionSessionTest.Front(), t, HOLD, true);
     assertThat(r.would()).isEqualTo("reject");
     assertThat(r.wouldReason()).isEqualTo(Reason.TENANT_TOKENS);
-    assertThat(r.wouldStatus()).isEqualTo(429);
+    assertThat(r.facts().would().status()).isEqualTo(429);
     assertThat(r.runs()).isTrue();
     assertThat(poolNow().requestsInFlight()).isEqualTo(1);
     a.end(Outcome.CANCELLED);

@@ -115,7 +115,7 @@ class TailHoldTest {
     AdmissionSession s = admitted();
     advance(millis);
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
-    assertThat(s.responseEnd()).isEqualTo("seen");
+    assertThat(s.facts().end().responseEnd()).isEqualTo("seen");
   }
 
   @Test
@@ -140,7 +140,7 @@ class TailHoldTest {
     SessionEvent.Released r = released().get(0);
     assertThat(r.outcome()).isEqualTo(Outcome.COMPLETED);
     assertThat(r.heldNanos()).isEqualTo(1000 * MS);
-    assertThat(s.responseEnd()).isEqualTo("body_mode_none");
+    assertThat(s.facts().end().responseEnd()).isEqualTo("body_mode_none");
     assertThat(events).filteredOn(SessionEvent.ResponseEndUnseen.class::isInstance).hasSize(1);
   }
 
@@ -262,7 +262,7 @@ class TailHoldTest {
     assertThat(pool().tailsHeld()).isZero();
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
     assertThat(released().get(0).heldNanos()).isEqualTo(250 * MS);
-    assertThat(s.responseEnd()).isEqualTo("seen");
+    assertThat(s.facts().end().responseEnd()).isEqualTo("seen");
     advance(5000);
     assertThat(released()).hasSize(1);
   }

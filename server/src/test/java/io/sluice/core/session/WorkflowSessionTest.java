@@ -86,8 +86,8 @@ class WorkflowSessionTest {
     AdmissionSession plain = start(new AdmissionSessionTest.Front(), null, 0, false);
     AdmissionSession declared = start(new AdmissionSessionTest.Front(), null, 3, false);
 
-    assertThat(plain.fanOutWork()).isEqualTo(2 * 7);
-    assertThat(declared.fanOutWork()).isEqualTo(2 * 7 + 3 * 1000);
+    assertThat(plain.facts().estimate().fanOutWork()).isEqualTo(2 * 7);
+    assertThat(declared.facts().estimate().fanOutWork()).isEqualTo(2 * 7 + 3 * 1000);
     assertThat(declared.workUnits() - plain.workUnits()).isEqualTo(3000);
     assertThat(controller.pool("gpu").snapshot(ticker.nanos()).workInFlight())
         .isEqualTo(plain.workUnits() + declared.workUnits());
@@ -132,7 +132,7 @@ class WorkflowSessionTest {
     assertThat(b.hasPermit()).isFalse();
     assertThat(b.would()).isEqualTo(SessionEvent.Shadowed.REJECT);
     assertThat(b.wouldReason()).isEqualTo(Reason.FANOUT_BUDGET);
-    assertThat(b.wouldStatus()).isEqualTo(429);
+    assertThat(b.facts().would().status()).isEqualTo(429);
     assertThat(b.holdsWorkflowPlace()).isFalse();
     assertThat(budget.requests("gpu", "run-1")).as("as enforcement: one").isEqualTo(1);
     assertThat(events)
