@@ -1,6 +1,8 @@
 package io.sluice.core.estimate;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -16,8 +18,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * Rewrites an LLM request body for the upstream: the output cap clamped (the concise rung of the
  * degrade ladder), an operator's system instruction added, the {@code model} replaced (reroute),
- * the engine's priority field set. The result is valid JSON with every other member kept as it was,
- * in order, numbers as written. Runs only for a request that is rewritten (opt-in by policy).
+ * the engine's priority field set. The body is read as Python's {@code json} reads it ({@code NaN}
+ * and {@code Infinity} literals, the last of duplicate members, nothing after the root). The result
+ * is JSON with every other member kept as it was, in order, numbers as written (a duplicate member
+ * once, with the last value). Runs only for a request that is rewritten (opt-in by policy).
  *
  * <p>Where each edit goes, per format:
  *
@@ -38,6 +42,11 @@ public final class BodyRewrite {
       JsonMapper.builder()
           .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+          // read as Python's json reads (NaN and Infinity, nothing after the root) and write
+          // NaN and Infinity back as the literals they were
+          .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+          .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
+          .disable(JsonWriteFeature.WRITE_NAN_AS_STRINGS)
           .build();
   private static final List<String> CAP_FIELDS =
       List.of("max_tokens", "max_completion_tokens", "max_output_tokens");

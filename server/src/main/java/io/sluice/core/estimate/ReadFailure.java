@@ -11,6 +11,7 @@ final class ReadFailure extends RuntimeException {
   static final ReadFailure WRONG_TYPE = new ReadFailure(FallbackCause.WRONG_TYPE);
   static final ReadFailure TOO_DEEP = new ReadFailure(FallbackCause.TOO_DEEP);
   static final ReadFailure TRUNCATED = new ReadFailure(FallbackCause.TRUNCATED);
+  static final ReadFailure NOT_JSON = new ReadFailure(FallbackCause.NOT_JSON);
 
   private final String cause;
 

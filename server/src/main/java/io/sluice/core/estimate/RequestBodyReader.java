@@ -4,29 +4,33 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
-import java.util.Locale;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Reads one request body in two streaming passes over the same bytes; nothing but the current token
  * is materialised.
  *
  * <ol>
- *   <li>{@link #scan()} walks the whole document structurally (validating syntax, depth and
- *       completeness), records the scalar top-level fields ({@code model}, {@code stream}, output
- *       caps) and which prompt keys are present. That is enough to resolve {@code auto} and pick
- *       the tokenizer before any text is tokenized, whatever the key order.
- *   <li>{@link #walk} descends only into the prompt-bearing fields of the resolved format and feeds
- *       text pieces and fixed costs to a {@link TokenTally}.
+ *   <li>{@link #scan()} walks the whole document structurally (validating syntax, depth,
+ *       completeness and that nothing follows the root), records the scalar top-level members
+ *       ({@code model}, {@code stream}, output caps, counts) as a Python engine reads them ({@link
+ *       BodyScan}) and which prompt keys are present. That is enough to resolve {@code auto} and
+ *       pick the tokenizer before any text is tokenized, whatever the key order.
+ *   <li>{@link #walk} descends only into the prompt-bearing members of the resolved format (the
+ *       last of duplicates, as Python's {@code json} keeps) and feeds text pieces and fixed costs
+ *       to a {@link TokenTally}.
  * </ol>
  *
  * <p>One instance per request; not thread-safe.
  */
 final class RequestBodyReader {
-  /** Sentinel output-cap values in {@link Scan}. */
-  static final long CAP_ABSENT = -1;
+  /** Sentinel output-cap values in {@link BodyScan}. */
+  static final long CAP_ABSENT = BodyScan.CAP_ABSENT;
 
-  static final long CAP_INVALID = -2;
+  static final long CAP_INVALID = BodyScan.CAP_INVALID;
+
+  // top-level members the walk reads, by index (walked()); the scan counts each one's
+  // occurrences so that the walk reads only the last
+  private static final int WALKED = 7;
 
   private final JsonFactory factory;
   private final byte[] body;
@@ -34,6 +38,7 @@ final class RequestBodyReader {
   private final int length;
   private final int maxDepth;
   private final EstimatorSettings settings;
+  private final int[] occurrences = new int[WALKED];
 
   @SuppressWarnings("NullAway.Init") // set by scan() and walk(), the only entry points
   private JsonParser p;
@@ -48,123 +53,24 @@ final class RequestBodyReader {
     this.settings = settings;
   }
 
-  /** What the structural pass learned about the top level. */
-  static final class Scan {
-    boolean empty;
-    @Nullable String model;
-    boolean stream;
-    long maxTokens = CAP_ABSENT;
-    long maxCompletionTokens = CAP_ABSENT;
-    long maxOutputTokens = CAP_ABSENT;
-    // OpenAI's n (choices) and best_of (completions: candidates generated server-side), 1 if
-    // absent or unreadable, at most MAX_CHOICES
-    int n = 1;
-    int bestOf = 1;
-    boolean messages;
-    boolean system;
-    boolean instructions;
-    boolean prompt;
-    boolean input;
-    @Nullable JsonToken inputFirstElement;
-    boolean anthropicHint;
-    boolean embeddingsHint;
-    // fan-out (FanOut): definitions in tools / functions, and what tool_choice,
-    // parallel_tool_calls and the legacy function_call say (short known words only, never the
-    // client's text)
-    int tools;
-    @Nullable String toolChoice; // the string form: auto, none, required, other
-    boolean toolChoiceObject;
-    @Nullable String
-        toolChoiceType; // the object form's type (auto, none, any, tool, function, ...)
-    @Nullable String toolChoiceMode; // allowed_tools: auto or required
-    boolean toolChoiceNamed; // the object names a tool or function
-    boolean disableParallelToolUse; // Anthropic tool_choice.disable_parallel_tool_use: true
-    boolean parallelToolCallsFalse; // parallel_tool_calls: false (anything but a boolean: ignored)
-    boolean functionCallNamed; // legacy function_call: {name: ...}
-    boolean functionCallNone; // legacy function_call: "none"
-
-    /**
-     * The fan-out the body declares, read as {@code format} reads it; {@link FanOut#NONE} without
-     * tools, or for a format without tools (completions, embeddings, unknown).
-     */
-    FanOut fanOut(@Nullable RequestFormat format) {
-      if (tools == 0 || format == null) {
-        return FanOut.NONE;
-      }
-      boolean forced;
-      boolean none;
-      boolean parallel;
-      switch (format) {
-        case OPENAI_CHAT, OPENAI_RESPONSES -> {
-          String type = toolChoiceType;
-          forced =
-              "required".equals(toolChoice)
-                  || (toolChoiceObject
-                      && (type == null
-                          ? toolChoiceNamed
-                          : !type.equals("auto")
-                              && !type.equals("none")
-                              && (!type.equals("allowed_tools")
-                                  || "required".equals(toolChoiceMode))))
-                  || (format == RequestFormat.OPENAI_CHAT
-                      && toolChoice == null
-                      && functionCallNamed);
-          none =
-              "none".equals(toolChoice)
-                  || (toolChoiceObject && "none".equals(type))
-                  || (format == RequestFormat.OPENAI_CHAT
-                      && toolChoice == null
-                      && !toolChoiceObject
-                      && functionCallNone);
-          parallel = !none && !parallelToolCallsFalse;
-        }
-        case ANTHROPIC_MESSAGES -> {
-          String type = toolChoiceObject ? toolChoiceType : null;
-          forced = "any".equals(type) || "tool".equals(type);
-          none = "none".equals(type);
-          parallel = !none && !disableParallelToolUse;
-        }
-        default -> {
-          return FanOut.NONE;
-        }
-      }
-      return new FanOut(tools, forced, parallel);
-    }
-
-    /** Resolves {@link RequestFormat#AUTO} from the keys; null when nothing matches. */
-    @Nullable RequestFormat detect() {
-      String m = model == null ? "" : model.toLowerCase(Locale.ROOT);
-      if (messages) {
-        return system || anthropicHint || m.startsWith("claude") || m.contains("anthropic")
-            ? RequestFormat.ANTHROPIC_MESSAGES
-            : RequestFormat.OPENAI_CHAT;
-      }
-      if (prompt) {
-        return RequestFormat.OPENAI_COMPLETIONS;
-      }
-      if (input) {
-        if (inputFirstElement == JsonToken.START_OBJECT) {
-          return RequestFormat.OPENAI_RESPONSES;
-        }
-        if (inputFirstElement == JsonToken.VALUE_NUMBER_INT
-            || inputFirstElement == JsonToken.START_ARRAY
-            || embeddingsHint
-            || m.contains("embed")) {
-          return RequestFormat.OPENAI_EMBEDDINGS;
-        }
-        return RequestFormat.OPENAI_RESPONSES;
-      }
-      if (instructions) {
-        return RequestFormat.OPENAI_RESPONSES;
-      }
-      return null;
-    }
+  /** The index of a member the walk reads, or -1. */
+  private static int walked(String name) {
+    return switch (name) {
+      case "messages" -> 0;
+      case "system" -> 1;
+      case "instructions" -> 2;
+      case "input" -> 3;
+      case "prompt" -> 4;
+      case "tools" -> 5;
+      case "functions" -> 6;
+      default -> -1;
+    };
   }
 
   // ---------------------------------------------------------------- pass 1
 
-  Scan scan() throws IOException {
-    Scan scan = new Scan();
+  BodyScan scan() throws IOException {
+    BodyScan scan = new BodyScan();
     try (JsonParser parser = factory.createParser(body, offset, length)) {
       p = parser;
       JsonToken root = p.nextToken();
@@ -181,64 +87,134 @@ final class RequestBodyReader {
       while (next() == JsonToken.FIELD_NAME) {
         String name = p.currentName();
         JsonToken v = next();
-        switch (name) {
-          case "model" -> scan.model = v == JsonToken.VALUE_STRING ? p.getText() : null;
-          case "stream" -> scan.stream = v == JsonToken.VALUE_TRUE;
-          case "max_tokens" -> scan.maxTokens = cap(v);
-          case "max_completion_tokens" -> scan.maxCompletionTokens = cap(v);
-          case "max_output_tokens" -> scan.maxOutputTokens = cap(v);
-          case "n" -> scan.n = choices(v);
-          case "best_of" -> scan.bestOf = choices(v);
-          case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
-          case "system" -> scan.system = v != JsonToken.VALUE_NULL;
-          case "instructions" -> scan.instructions = v != JsonToken.VALUE_NULL;
-          case "prompt" -> scan.prompt = v == JsonToken.VALUE_STRING || v == JsonToken.START_ARRAY;
-          case "input" -> {
-            scan.input = v != JsonToken.VALUE_NULL;
-            if (v == JsonToken.START_ARRAY) {
-              JsonToken first = next();
-              if (first != JsonToken.END_ARRAY) {
-                scan.inputFirstElement = first;
-                skipValue();
-                skipRestOfContainer();
-              }
-              continue;
-            }
-          }
-          case "tools", "functions" -> {
-            if (v == JsonToken.START_ARRAY) {
-              while (next() != JsonToken.END_ARRAY) {
-                scan.tools++;
-                skipValue();
-              }
-              continue;
-            }
-          }
-          case "tool_choice" -> {
-            if (v == JsonToken.VALUE_STRING) {
-              scan.toolChoice = word(p.getText());
-            } else if (v == JsonToken.START_OBJECT) {
-              toolChoice(scan);
-              continue;
-            }
-          }
-          case "parallel_tool_calls" -> scan.parallelToolCallsFalse = v == JsonToken.VALUE_FALSE;
-          case "function_call" -> {
-            if (v == JsonToken.VALUE_STRING) {
-              scan.functionCallNone = "none".equals(p.getText());
-            } else if (v == JsonToken.START_OBJECT) {
-              scan.functionCallNamed = hasName();
-              continue;
-            }
-          }
-          case "anthropic_version", "stop_sequences", "top_k" -> scan.anthropicHint = true;
-          case "encoding_format", "dimensions" -> scan.embeddingsHint = true;
-          default -> {}
+        int w = walked(name);
+        if (w >= 0) {
+          occurrences[w]++;
         }
-        skipValue();
+        member(scan, name, v);
+      }
+      if (p.nextToken() != null) {
+        throw ReadFailure.NOT_JSON; // Python's json refuses data after the root ("Extra data")
       }
       return scan;
     }
+  }
+
+  /** One top-level member (current token its value; read to its end). */
+  private void member(BodyScan scan, String name, JsonToken v) throws IOException {
+    switch (name) {
+      case "model" -> {
+        scan.model = v == JsonToken.VALUE_STRING ? p.getText() : null;
+        scan.badModel =
+            v == JsonToken.VALUE_STRING || v == JsonToken.VALUE_NULL
+                ? null
+                : "model: expected a string";
+      }
+      case "stream" -> {
+        int b = LaxValue.bool(p, v);
+        scan.stream = b == 1;
+        scan.badStream = b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null;
+      }
+      case "max_tokens" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.maxTokens = BodyScan.cap(lax);
+        scan.badMaxTokens = BodyScan.badCap(name, lax);
+      }
+      case "max_completion_tokens" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.maxCompletionTokens = BodyScan.cap(lax);
+        scan.badMaxCompletionTokens = BodyScan.badCap(name, lax);
+      }
+      case "max_output_tokens" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.maxOutputTokens = BodyScan.cap(lax);
+        scan.badMaxOutputTokens = BodyScan.badCap(name, lax);
+      }
+      case "n" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.n = BodyScan.choices(lax);
+        scan.badN = BodyScan.badChoices(name, lax);
+      }
+      case "best_of" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.bestOf = BodyScan.choices(lax);
+        scan.badBestOf = BodyScan.badChoices(name, lax);
+      }
+      case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
+      case "system" -> scan.system = v != JsonToken.VALUE_NULL;
+      case "instructions" -> scan.instructions = v != JsonToken.VALUE_NULL;
+      case "prompt" -> scan.prompt = v == JsonToken.VALUE_STRING || v == JsonToken.START_ARRAY;
+      case "input" -> {
+        scan.input = v != JsonToken.VALUE_NULL;
+        scan.inputFirstElement = null;
+        if (v == JsonToken.START_ARRAY) {
+          JsonToken first = next();
+          if (first != JsonToken.END_ARRAY) {
+            scan.inputFirstElement = first;
+            skipValue();
+            skipRestOfContainer();
+          }
+          return;
+        }
+      }
+      case "tools", "functions" -> {
+        boolean tools = name.equals("tools");
+        int count = 0;
+        if (v == JsonToken.START_ARRAY) {
+          while (next() != JsonToken.END_ARRAY) {
+            count++;
+            skipValue();
+          }
+        }
+        String bad =
+            v == JsonToken.START_ARRAY || v == JsonToken.VALUE_NULL
+                ? null
+                : name + ": expected an array";
+        if (tools) {
+          scan.toolDefinitions = count;
+          scan.badTools = bad;
+        } else {
+          scan.functionDefinitions = count;
+          scan.badFunctions = bad;
+        }
+        if (v == JsonToken.START_ARRAY) {
+          return;
+        }
+      }
+      case "tool_choice" -> {
+        scan.toolChoice = null;
+        scan.toolChoiceObject = false;
+        scan.toolChoiceType = null;
+        scan.toolChoiceMode = null;
+        scan.toolChoiceNamed = false;
+        scan.toolChoiceFunction = false;
+        scan.disableParallelToolUse = false;
+        if (v == JsonToken.VALUE_STRING) {
+          scan.toolChoice = word(p.getText());
+        } else if (v == JsonToken.START_OBJECT) {
+          toolChoice(scan);
+          return;
+        }
+      }
+      case "parallel_tool_calls" -> {
+        int b = LaxValue.bool(p, v);
+        scan.parallelToolCallsFalse = b == 0;
+        scan.badParallelToolCalls =
+            b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null;
+      }
+      case "function_call" -> {
+        scan.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
+        scan.functionCallNamed = false;
+        if (v == JsonToken.START_OBJECT) {
+          scan.functionCallNamed = hasName();
+          return;
+        }
+      }
+      case "anthropic_version", "stop_sequences", "top_k" -> scan.anthropicHint = true;
+      case "encoding_format", "dimensions" -> scan.embeddingsHint = true;
+      default -> {}
+    }
+    skipValue();
   }
 
   /** Words of {@code tool_choice} worth keeping; anything else is {@code other}. */
@@ -250,8 +226,11 @@ final class RequestBodyReader {
     return TOOL_CHOICE_WORDS.contains(text) ? text : "other";
   }
 
-  /** The object form of {@code tool_choice} (current token START_OBJECT; read to its end). */
-  private void toolChoice(Scan scan) throws IOException {
+  /**
+   * The object form of {@code tool_choice} (current token START_OBJECT; read to its end); of
+   * duplicate members the last counts.
+   */
+  private void toolChoice(BodyScan scan) throws IOException {
     scan.toolChoiceObject = true;
     while (next() == JsonToken.FIELD_NAME) {
       String field = p.currentName();
@@ -259,54 +238,27 @@ final class RequestBodyReader {
       switch (field) {
         case "type" -> scan.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
         case "mode" -> scan.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "name", "function" -> scan.toolChoiceNamed |= v != JsonToken.VALUE_NULL;
-        case "disable_parallel_tool_use" -> scan.disableParallelToolUse = v == JsonToken.VALUE_TRUE;
+        case "name" -> scan.toolChoiceNamed = v != JsonToken.VALUE_NULL;
+        case "function" -> scan.toolChoiceFunction = v != JsonToken.VALUE_NULL;
+        case "disable_parallel_tool_use" -> scan.disableParallelToolUse = LaxValue.bool(p, v) == 1;
         default -> {}
       }
       skipValue();
     }
   }
 
-  /** Whether the object (current token START_OBJECT; read to its end) has a {@code name}. */
+  /** Whether the object (current token START_OBJECT; read to its end) has a string {@code name}. */
   private boolean hasName() throws IOException {
     boolean named = false;
     while (next() == JsonToken.FIELD_NAME) {
       String field = p.currentName();
       JsonToken v = next();
-      named |= field.equals("name") && v == JsonToken.VALUE_STRING;
+      if (field.equals("name")) {
+        named = v == JsonToken.VALUE_STRING; // the last name counts
+      }
       skipValue();
     }
     return named;
-  }
-
-  /** Reads an output cap: a positive long, {@link #CAP_ABSENT}, {@link #CAP_INVALID}. */
-  /** The most choices one request is counted for (OpenAI's own limit on {@code n} is 128). */
-  static final int MAX_CHOICES = 128;
-
-  /**
-   * A choice count ({@code n}, {@code best_of}): a positive integer, at most {@link #MAX_CHOICES};
-   * anything else counts as 1 (the upstream refuses it; the estimate stays the single answer's).
-   */
-  private int choices(JsonToken v) throws IOException {
-    long c = cap(v);
-    if (c == CAP_ABSENT || c == CAP_INVALID) {
-      return 1;
-    }
-    return (int) Math.min(MAX_CHOICES, c);
-  }
-
-  private long cap(JsonToken v) throws IOException {
-    if (v == JsonToken.VALUE_NULL) {
-      return CAP_ABSENT;
-    }
-    if (v != JsonToken.VALUE_NUMBER_INT) {
-      return CAP_INVALID; // strings, floats, booleans, containers (skipped by the caller)
-    }
-    if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
-      return p.getBigIntegerValue().signum() > 0 ? Long.MAX_VALUE : CAP_INVALID;
-    }
-    long value = p.getLongValue();
-    return value > 0 ? value : CAP_INVALID;
   }
 
   // ---------------------------------------------------------------- pass 2
@@ -318,12 +270,18 @@ final class RequestBodyReader {
    */
   boolean walk(RequestFormat format, TokenTally tally) throws IOException {
     boolean sawInput = false;
+    int[] seen = new int[WALKED];
     try (JsonParser parser = factory.createParser(body, offset, length)) {
       p = parser;
       p.nextToken(); // START_OBJECT, checked by scan()
       while (next() == JsonToken.FIELD_NAME) {
         String name = p.currentName();
         JsonToken v = next();
+        int w = walked(name);
+        if (w >= 0 && ++seen[w] < occurrences[w]) {
+          skipValue(); // a duplicate before the last: Python's json keeps the last
+          continue;
+        }
         if (v == JsonToken.VALUE_NULL) {
           continue;
         }

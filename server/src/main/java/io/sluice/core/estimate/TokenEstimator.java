@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.io.JsonEOFException;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.knuddels.jtokkit.api.Encoding;
 import java.io.IOException;
 import java.util.Objects;
@@ -45,10 +46,14 @@ public final class TokenEstimator {
     this.encodings = new ModelEncodings();
   }
 
-  /** A factory that never echoes source text in errors and never interns body field names. */
+  /**
+   * A factory that never echoes source text in errors and never interns body field names, and reads
+   * {@code NaN}, {@code Infinity} and {@code -Infinity} as Python's {@code json} does.
+   */
   static JsonFactory newJsonFactory(int maxJsonDepth) {
     return JsonFactory.builder()
         .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+        .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS) // Python's json reads NaN, Infinity
         .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
         .streamReadConstraints(
             StreamReadConstraints.builder().maxNestingDepth(maxJsonDepth + 1).build())
@@ -89,17 +94,20 @@ public final class TokenEstimator {
       @Nullable OutputShape shape) {
     Objects.requireNonNull(limits, "limits");
     if (shape != null) {
-      shape.set(1, false);
+      shape.reset();
     }
     if (body == null || length == 0) {
       return fallback(FallbackCause.EMPTY, 0, null, limits);
     }
     Objects.checkFromIndexSize(offset, length, body.length);
     if (!Utf8.isValid(body, offset, length)) {
+      if (shape != null && Utf8.pythonReadsAsJson(body, offset, length)) {
+        shape.read("the body is JSON that is not UTF-8 (send UTF-8)", false);
+      }
       return fallback(FallbackCause.NOT_UTF8, length, null, limits);
     }
     RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, offset, length, settings);
-    RequestBodyReader.@Nullable Scan scan = null;
+    @Nullable BodyScan scan = null;
     @Nullable RequestFormat resolved = null;
     try {
       scan = reader.scan();
@@ -107,6 +115,9 @@ public final class TokenEstimator {
         return fallback(FallbackCause.EMPTY, length, null, limits);
       }
       resolved = format == null || format == RequestFormat.AUTO ? scan.detect() : format;
+      if (shape != null) {
+        shape.read(scan.invalid(resolved), true);
+      }
       if (resolved == null) {
         return noted(
             shape, null, scan, fallback(FallbackCause.UNKNOWN_FORMAT, length, scan, limits));
@@ -133,11 +144,15 @@ public final class TokenEstimator {
           reserve < 0,
           scan.fanOut(resolved));
     } catch (ReadFailure e) {
+      if (e == ReadFailure.TOO_DEEP) {
+        unread(shape, "the body nests deeper than Sluice reads (estimation.maxJsonDepth)");
+      }
       return noted(
           shape, resolved, scan, fallback(e.fallbackCause(), length, scan, limits, resolved));
     } catch (JsonEOFException e) {
       return fallback(FallbackCause.TRUNCATED, length, null, limits);
     } catch (StreamConstraintsException e) {
+      unread(shape, "a value in the body is larger than Sluice reads");
       return fallback(FallbackCause.TOO_LARGE, length, null, limits);
     } catch (JsonParseException e) {
       return fallback(parseFailureCause(e, length), length, null, limits);
@@ -149,6 +164,16 @@ public final class TokenEstimator {
           resolved,
           scan,
           fallback(FallbackCause.INTERNAL_ERROR, length, scan, limits, resolved));
+    }
+  }
+
+  /**
+   * A body Python's {@code json} reads but Sluice cannot (too deep, too large): refused, as its
+   * members cannot be read the engine's way.
+   */
+  private static void unread(@Nullable OutputShape shape, String why) {
+    if (shape != null) {
+      shape.read(why, false);
     }
   }
 
@@ -219,14 +244,14 @@ public final class TokenEstimator {
   }
 
   private TokenEstimate fallback(
-      String cause, long bodyBytes, RequestBodyReader.@Nullable Scan scan, EstimateLimits limits) {
+      String cause, long bodyBytes, @Nullable BodyScan scan, EstimateLimits limits) {
     return fallback(cause, bodyBytes, scan, limits, null);
   }
 
   private TokenEstimate fallback(
       String cause,
       long bodyBytes,
-      RequestBodyReader.@Nullable Scan scan,
+      @Nullable BodyScan scan,
       EstimateLimits limits,
       @Nullable RequestFormat format) {
     long reserve;
@@ -251,9 +276,7 @@ public final class TokenEstimator {
    * them).
    */
   private static void note(
-      @Nullable OutputShape shape,
-      @Nullable RequestFormat format,
-      RequestBodyReader.@Nullable Scan scan) {
+      @Nullable OutputShape shape, @Nullable RequestFormat format, @Nullable BodyScan scan) {
     if (shape == null || scan == null) {
       return;
     }
@@ -267,7 +290,7 @@ public final class TokenEstimator {
   private static TokenEstimate noted(
       @Nullable OutputShape shape,
       @Nullable RequestFormat format,
-      RequestBodyReader.@Nullable Scan scan,
+      @Nullable BodyScan scan,
       TokenEstimate estimate) {
     note(shape, format, scan);
     return estimate;
@@ -277,8 +300,7 @@ public final class TokenEstimator {
    * The output reserve for {@code format}, with the sign bit set when clamped (decoded by the
    * callers; avoids an allocation per request).
    */
-  static long reserve(
-      @Nullable RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
+  static long reserve(@Nullable RequestFormat format, BodyScan scan, EstimateLimits limits) {
     long one = reserveOfOneAnswer(format, scan, limits);
     int choices = choices(format, scan);
     if (choices == 1) {
@@ -292,7 +314,7 @@ public final class TokenEstimator {
    * completions, and for completions {@code best_of} when larger (that many candidates are
    * generated to return the best {@code n}); 1 for the other formats.
    */
-  static int choices(@Nullable RequestFormat format, RequestBodyReader.Scan scan) {
+  static int choices(@Nullable RequestFormat format, BodyScan scan) {
     if (format == RequestFormat.OPENAI_CHAT) {
       return scan.n;
     }
@@ -304,7 +326,7 @@ public final class TokenEstimator {
 
   /** The output reserve of one answer, with the sign bit set when clamped. */
   private static long reserveOfOneAnswer(
-      @Nullable RequestFormat format, RequestBodyReader.Scan scan, EstimateLimits limits) {
+      @Nullable RequestFormat format, BodyScan scan, EstimateLimits limits) {
     long cap = capField(format, scan);
     if (cap == 0) {
       return 0; // embeddings: no output
@@ -322,7 +344,7 @@ public final class TokenEstimator {
   }
 
   /** The format's output cap field as scanned (0 for embeddings). */
-  private static long capField(@Nullable RequestFormat format, RequestBodyReader.Scan scan) {
+  private static long capField(@Nullable RequestFormat format, BodyScan scan) {
     long cap;
     if (format == null) {
       cap = firstPresent(scan.maxCompletionTokens, scan.maxTokens, scan.maxOutputTokens);
@@ -361,7 +383,7 @@ public final class TokenEstimator {
   /** Test hook: the tally of a readable body, for calibration. */
   TokenTally tally(RequestFormat format, byte[] body, Encoding encoding) throws IOException {
     RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, 0, body.length, settings);
-    RequestBodyReader.Scan scan = reader.scan();
+    BodyScan scan = reader.scan();
     RequestFormat resolved = format == RequestFormat.AUTO ? scan.detect() : format;
     TokenTally tally = new TokenTally(encoding, counts, settings.bytesPerToken(), Long.MAX_VALUE);
     reader.walk(java.util.Objects.requireNonNull(resolved, "format not detected"), tally);

@@ -1,10 +1,80 @@
 package io.sluice.core.estimate;
 
-/** Strict UTF-8 validation (no overlongs, no surrogates, nothing above U+10FFFF). */
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Strict UTF-8 validation (no overlongs, no surrogates, nothing above U+10FFFF), and what Python's
+ * {@code json} makes of a body that fails it.
+ */
 final class Utf8 {
   private Utf8() {}
 
   static boolean isValid(byte[] b, int offset, int length) {
+    return isValid(b, offset, length, false);
+  }
+
+  /**
+   * Whether Python's {@code json.loads} would read this body, which is not UTF-8, as a JSON object:
+   * it picks UTF-32 or UTF-16 from a byte order mark or from zero bytes among the first four, and
+   * decodes UTF-8 with {@code surrogatepass} (a UTF-16 surrogate in three bytes passes). True when
+   * that decoding succeeds far enough to start with <code>{</code> after whitespace: an engine may
+   * read the request, Sluice cannot.
+   */
+  static boolean pythonReadsAsJson(byte[] b, int offset, int length) {
+    Charset wide = null;
+    int skip = 0;
+    int b0 = length > 0 ? b[offset] & 0xFF : -1;
+    int b1 = length > 1 ? b[offset + 1] & 0xFF : -1;
+    int b2 = length > 2 ? b[offset + 2] & 0xFF : -1;
+    int b3 = length > 3 ? b[offset + 3] & 0xFF : -1;
+    if (b0 == 0xFF && b1 == 0xFE && b2 == 0 && b3 == 0) {
+      wide = Charset.forName("UTF-32LE");
+      skip = 4;
+    } else if (b0 == 0 && b1 == 0 && b2 == 0xFE && b3 == 0xFF) {
+      wide = Charset.forName("UTF-32BE");
+      skip = 4;
+    } else if (b0 == 0xFE && b1 == 0xFF) {
+      wide = StandardCharsets.UTF_16BE;
+      skip = 2;
+    } else if (b0 == 0xFF && b1 == 0xFE) {
+      wide = StandardCharsets.UTF_16LE;
+      skip = 2;
+    } else if (b0 == 0xEF && b1 == 0xBB && b2 == 0xBF) {
+      skip = 3; // utf-8-sig
+    } else if (length >= 4 && b0 == 0) {
+      wide = b1 != 0 ? StandardCharsets.UTF_16BE : Charset.forName("UTF-32BE");
+    } else if (length >= 4 && b1 == 0) {
+      wide = b2 != 0 || b3 != 0 ? StandardCharsets.UTF_16LE : Charset.forName("UTF-32LE");
+    } else if (length == 2 && (b0 == 0 || b1 == 0)) {
+      wide = b0 == 0 ? StandardCharsets.UTF_16BE : StandardCharsets.UTF_16LE;
+    }
+    if (wide == null) {
+      if (!isValid(b, offset + skip, length - skip, true)) {
+        return false;
+      }
+      for (int i = offset + skip; i < offset + length; i++) {
+        if (!isJsonSpace(b[i])) {
+          return b[i] == '{';
+        }
+      }
+      return false;
+    }
+    String text = new String(b, offset + skip, length - skip, wide);
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      if (!isJsonSpace(c)) {
+        return c == '{';
+      }
+    }
+    return false;
+  }
+
+  private static boolean isJsonSpace(int c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  }
+
+  private static boolean isValid(byte[] b, int offset, int length, boolean surrogates) {
     int i = offset;
     int end = offset + length;
     while (i < end) {
@@ -30,7 +100,7 @@ final class Utf8 {
         if (!isContinuation(b[i + 1]) || !isContinuation(b[i + 2])) {
           return false;
         }
-        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) {
+        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0 && !surrogates)) {
           return false; // overlong, or a UTF-16 surrogate
         }
         i += 3;

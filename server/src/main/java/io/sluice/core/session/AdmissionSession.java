@@ -268,7 +268,21 @@ public final class AdmissionSession implements Waiter {
     if (estimate.fallbackCause() != null) {
       env.listener().on(new SessionEvent.EstimateFellBack(estimate.fallbackCause()));
     }
+    String invalid = shape.invalid();
+    if (invalid == null && !shape.jsonObject() && writesPriorityField()) {
+      invalid = "the body is not a JSON object the engine priority can be written into";
+    }
+    if (invalid != null) { // never forward a body the engine reads differently from Sluice
+      refuse(Reason.INVALID_REQUEST, 400, 0, invalid, true, receivedNanos);
+      return;
+    }
     decide(true, receivedNanos);
+  }
+
+  /** Whether the engine priority goes into the body (its member replaces the client's own). */
+  private boolean writesPriorityField() {
+    return !subject.shadow()
+        && DegradeLadder.priorityEdits(env, subject, subject.pool()).priorityField() != null;
   }
 
   private EstimateLimits limits() {
@@ -696,6 +710,9 @@ public final class AdmissionSession implements Waiter {
                 bodyOffset,
                 bodyLength,
                 DegradeLadder.priorityEdits(env, subject, pool));
+      }
+      if (upstreamBody == null && ep.header() == null) {
+        enginePriority = null; // written nowhere: the decision must not claim it
       }
     }
     body = null; // decided: the body is not needed any more

@@ -305,7 +305,8 @@ class TokenEstimatorTest {
   /**
    * Several answers in one request ({@code n}, and {@code best_of} for completions) reserve that
    * many times the one answer's cap (clamped per answer); other formats and unreadable counts are
-   * one answer; at most 128 (OpenAI's own limit on {@code n}).
+   * one answer; at most 128 (OpenAI's own limit on {@code n}); a count is read as a Python engine
+   * reads it ({@code "4"} is 4).
    */
   @ParameterizedTest(name = "{0} {1}")
   @CsvSource(
@@ -316,7 +317,7 @@ class TokenEstimatorTest {
         "OPENAI_CHAT        | \"max_tokens\":9999,\"n\":2                 | 8192  | true",
         "OPENAI_CHAT        | \"max_tokens\":10,\"n\":1000                | 1280  | false",
         "OPENAI_CHAT        | \"max_tokens\":10,\"n\":0                   | 10    | false",
-        "OPENAI_CHAT        | \"max_tokens\":10,\"n\":\"4\"               | 10    | false",
+        "OPENAI_CHAT        | \"max_tokens\":10,\"n\":\"4\"               | 40    | false",
         "OPENAI_CHAT        | \"max_tokens\":10,\"best_of\":4             | 10    | false",
         "OPENAI_COMPLETIONS | \"max_tokens\":100,\"best_of\":4,\"n\":2    | 400   | false",
         "OPENAI_COMPLETIONS | \"max_tokens\":100,\"n\":3                  | 300   | false",
@@ -352,8 +353,8 @@ class TokenEstimatorTest {
         "-5                         | 512  | true",
         "-99999999999999999999999   | 512  | true",
         "12.5                       | 512  | true",
-        "100.0                      | 512  | true",
-        "'\"100\"'                  | 512  | true",
+        "100.0                      | 100  | false",
+        "'\"100\"'                  | 100  | false",
         "true                       | 512  | true",
         "{\"a\":1}                  | 512  | true",
         "null                       | 512  | false",

@@ -83,6 +83,16 @@ class DegradeSessionTest {
       Tenant who,
       int maxTokens,
       AdmissionSessionTest.Front front) {
+    return decide(sessions, pool, cls, who, chat(maxTokens), front);
+  }
+
+  private AdmissionSession decide(
+      Sessions sessions,
+      PoolPolicy pool,
+      ClassPolicy cls,
+      Tenant who,
+      byte[] body,
+      AdmissionSessionTest.Front front) {
     long now = ticker.nanos();
     Subject subject =
         new Subject(
@@ -96,7 +106,6 @@ class DegradeSessionTest {
             null,
             Duration.ofSeconds(5).toNanos());
     AdmissionSession s = sessions.open(subject, front, Runnable::run, SessionSteps.NONE);
-    byte[] body = chat(maxTokens);
     s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
     return s;
   }
@@ -370,23 +379,7 @@ class DegradeSessionTest {
 
   @Test
   void enginePriority_isWrittenAtAdmission_inTheBodyAndAHeader() throws Exception {
-    PoolPolicy pool =
-        new PoolPolicy(
-            "gpu",
-            1_000,
-            4,
-            1,
-            1,
-            Duration.ofSeconds(1),
-            Duration.ofSeconds(60),
-            Duration.ofSeconds(5),
-            0.0,
-            Duration.ofMillis(100),
-            Duration.ofSeconds(1),
-            io.sluice.core.policy.AdaptivePolicy.OFF,
-            io.sluice.core.policy.FanOutPolicy.NONE,
-            io.sluice.core.policy.WorkflowPolicy.OFF,
-            new EnginePriority(EnginePriority.Preset.SGLANG, "priority", "x-prio", Map.of()));
+    PoolPolicy pool = priorityPool();
     AdmissionController controller = controller(pool);
     Sessions sessions = sessions(controller);
     AdmissionSession s =
@@ -397,5 +390,76 @@ class DegradeSessionTest {
     assertThat(s.upstreamHeaders()).isEqualTo(Map.of("x-prio", "0"));
     assertThat(s.degradedRung()).isNull();
     s.release(Outcome.COMPLETED);
+  }
+
+  /**
+   * A body a Python engine reads differently from Sluice is refused 400 {@code invalid_request},
+   * never forwarded with the client's own priority; one it reads the same way (a NaN elsewhere,
+   * duplicate members) is rewritten, the NaN kept as the literal it was.
+   */
+  @Test
+  void enginePriority_bodyReadDifferentlyByTheEngine_refusedInvalidRequest_elseRewritten()
+      throws Exception {
+    PoolPolicy pool = priorityPool();
+    Sessions sessions = sessions(controller(pool));
+    String messages = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+    AdmissionSessionTest.Front ok = new AdmissionSessionTest.Front();
+    AdmissionSession s =
+        decide(
+            sessions,
+            pool,
+            OneSlotPool.INTERACTIVE,
+            tenant,
+            utf8(
+                "{"
+                    + messages
+                    + ",\"priority\":-100,\"temperature\":NaN,\"n\":\"2\",\"max_tokens\":10}"),
+            ok);
+    assertThat(ok.calls).containsExactly("admitted(body)");
+    String forwarded = new String(Objects.requireNonNull(s.upstreamBody()), StandardCharsets.UTF_8);
+    assertThat(forwarded).contains("\"priority\":0", "\"temperature\":NaN").doesNotContain("-100");
+    assertThat(s.enginePriority()).isEqualTo("0");
+    assertThat(s.estimate().outputReserveTokens()).as("n: \"2\" is two answers").isEqualTo(20);
+    s.release(Outcome.COMPLETED);
+
+    for (String body :
+        List.of(
+            "{" + messages + ",\"priority\":-100,\"n\":8.5}",
+            "{" + messages + ",\"priority\":-100,\"max_tokens\":NaN}",
+            "{" + messages + ",\"priority\":-100,\"n\":1000}",
+            "{" + messages + ",\"priority\":-100} {}",
+            "{\"priority\":-100,\"messages\":[],\"x\":" + "[".repeat(80) + "]".repeat(80) + "}",
+            "priority: -100")) {
+      AdmissionSessionTest.Front refused = new AdmissionSessionTest.Front();
+      AdmissionSession r =
+          decide(sessions, pool, OneSlotPool.INTERACTIVE, tenant, utf8(body), refused);
+      assertThat(refused.calls).as(body).containsExactly("refused");
+      assertThat(refused.refusedWith).as(body).isEqualTo(Reason.INVALID_REQUEST);
+      assertThat(refused.refusedStatus).isEqualTo(400);
+      assertThat(r.upstreamBody()).isNull();
+    }
+  }
+
+  private static byte[] utf8(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static PoolPolicy priorityPool() {
+    return new PoolPolicy(
+        "gpu",
+        1_000,
+        4,
+        1,
+        1,
+        Duration.ofSeconds(1),
+        Duration.ofSeconds(60),
+        Duration.ofSeconds(5),
+        0.0,
+        Duration.ofMillis(100),
+        Duration.ofSeconds(1),
+        io.sluice.core.policy.AdaptivePolicy.OFF,
+        io.sluice.core.policy.FanOutPolicy.NONE,
+        io.sluice.core.policy.WorkflowPolicy.OFF,
+        new EnginePriority(EnginePriority.Preset.SGLANG, "priority", "x-prio", Map.of()));
   }
 }
