@@ -92,7 +92,7 @@ public final class ExtProcService {
       return NoopObserver.INSTANCE;
     }
     ExtProcStream stream = new ExtProcStream(rt, call, md, live, faults, steps);
-    if (!live.tryAdd(stream, limits.maxStreams())) {
+    if (!live.tryAdd(stream, limits.maxStreams()) && !evictIdleFor(stream, rt)) {
       rt.metrics().streamRefused("max_streams");
       call.onError(
           Status.RESOURCE_EXHAUSTED
@@ -109,6 +109,31 @@ public final class ExtProcService {
     }
     return stream;
   }
+
+  /**
+   * A stream that has sent no message for {@link #EVICTABLE_AFTER_NANOS} gives its place to a new
+   * one at {@code maxStreams}: the oldest such stream is ended UNAVAILABLE and {@code stream} takes
+   * its place. Streams that sent their first message are never ended for room. An idle flood then
+   * evicts itself: a stream of Envoy's sends its request headers as it opens, so it is the newest
+   * of the idle streams for that moment and would need every older idle stream evicted first.
+   */
+  private boolean evictIdleFor(ExtProcStream stream, AdmissionRuntime rt) {
+    ExtProcStream victim = live.claimOldestIdle(rt.ticker().nanos() - EVICTABLE_AFTER_NANOS);
+    if (victim == null) {
+      return false;
+    }
+    rt.metrics().streamRefused("idle_evicted");
+    victim.evict(
+        Status.UNAVAILABLE.withDescription(
+            "sluice: evicted, no first message while "
+                + limits.maxStreams()
+                + " ext_proc streams are open (server.grpc.maxStreams)"));
+    // the victim left at once unless busy; a stream still over the limit then is refused
+    return live.tryAdd(stream, limits.maxStreams());
+  }
+
+  /** How long a stream may stay silent before it can be evicted for room (well above an RTT). */
+  static final long EVICTABLE_AFTER_NANOS = 100_000_000L;
 
   /**
    * The silence bounds (first message, before a decision, after admission) are checked by one

@@ -45,6 +45,7 @@ final class ExtProcStream extends LiveStreams.Node
   private final StreamFaults faults;
   private final SessionSteps steps;
   private final LiveStreams<ExtProcStream> live;
+  private boolean messageSeen; // on the transport thread: the first onNext marks it
   private final PhaseTracker at;
   private final EnvoyRequest request;
   private AdmissionSession session; // from request headers on
@@ -63,7 +64,9 @@ final class ExtProcStream extends LiveStreams.Node
     this.out = new StreamOutput(out, faults);
     this.initialMetadata = md;
     this.live = live;
-    this.at = new PhaseTracker(rt.ticker().nanos());
+    long opened = rt.ticker().nanos();
+    this.at = new PhaseTracker(opened);
+    this.openedNanos = opened;
     this.request = new EnvoyRequest(rt.config().limits().maxBodyBytes());
   }
 
@@ -81,7 +84,21 @@ final class ExtProcStream extends LiveStreams.Node
   @Override
   public void onNext(Inbound req) {
     long received = rt.ticker().nanos();
+    if (!messageSeen) { // gRPC never calls onNext of one call concurrently
+      messageSeen = true;
+      live.seen(this); // no longer evictable for room
+    }
     sync.execute(() -> handle(req, received));
+  }
+
+  /** Ended to make room at {@code maxStreams} (it has sent no message): non-OK, undecided. */
+  void evict(Status status) {
+    sync.execute(
+        () -> {
+          if (!out.closed()) {
+            fail(status, Outcome.ERROR);
+          }
+        });
   }
 
   private void handle(Inbound req, long received) {

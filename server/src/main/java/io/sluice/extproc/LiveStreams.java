@@ -10,7 +10,9 @@ import java.util.List;
  * linked into one of several lists through their own fields (no node allocated, no shared size
  * counter), picked by the stream's random hash, each list behind its own lock; the two transport
  * threads rarely meet on one. It also counts the streams opened and closed (by how they ended),
- * under the same locks, for {@code sluice_extproc_streams_total}.
+ * under the same locks, for {@code sluice_extproc_streams_total}. The streams that have sent no
+ * message yet are also in a second list per stripe, oldest last, so that at the limit the oldest of
+ * them can make room ({@link #claimOldestIdle}).
  */
 final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
   /** What a member carries: its links, guarded by its stripe's lock. */
@@ -18,6 +20,11 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
     Node livePrev;
     Node liveNext;
     boolean linked;
+    // while it has sent no message: linked into its stripe's idle list, newest first
+    Node idlePrev;
+    Node idleNext;
+    boolean idle;
+    long openedNanos; // set before it is added
     // picks the stripe: a random int is cheaper than the identity hash (equality stays identity)
     private final int hash = java.util.concurrent.ThreadLocalRandom.current().nextInt();
 
@@ -39,6 +46,8 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
   private static final class Stripe {
     long p0, p1, p2, p3, p4, p5, p6;
     Node head;
+    Node idleHead; // newest
+    Node idleTail; // oldest
     int size;
     long opened;
     final long[] closed = new long[StreamTally.Close.values().length];
@@ -87,6 +96,75 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
       s.linked = true;
       st.size++;
       st.opened++;
+      s.idlePrev = null;
+      s.idleNext = st.idleHead;
+      if (st.idleHead != null) {
+        st.idleHead.idlePrev = s;
+      } else {
+        st.idleTail = s;
+      }
+      st.idleHead = s;
+      s.idle = true;
+    }
+  }
+
+  /** {@code s} sent its first message: it is never taken by {@link #claimOldestIdle} again. */
+  void seen(T s) {
+    Stripe st = stripe(s);
+    synchronized (st) {
+      unlinkIdle(st, s);
+    }
+  }
+
+  private static void unlinkIdle(Stripe st, Node s) {
+    if (!s.idle) {
+      return;
+    }
+    if (s.idlePrev != null) {
+      s.idlePrev.idleNext = s.idleNext;
+    } else {
+      st.idleHead = s.idleNext;
+    }
+    if (s.idleNext != null) {
+      s.idleNext.idlePrev = s.idlePrev;
+    } else {
+      st.idleTail = s.idlePrev;
+    }
+    s.idlePrev = null;
+    s.idleNext = null;
+    s.idle = false;
+  }
+
+  /**
+   * The oldest stream that has sent no message, if it opened at or before {@code openedBy}: taken
+   * out of the idle lists (no other caller gets it) for the caller to end; else null. Looks at the
+   * oldest of each stripe only: O(stripes), called only when the limit is reached.
+   */
+  @SuppressWarnings("unchecked") // only T is ever added
+  @org.jspecify.annotations.Nullable
+  T claimOldestIdle(long openedBy) {
+    while (true) {
+      Stripe oldest = null;
+      long at = openedBy;
+      for (Stripe st : stripes) {
+        synchronized (st) {
+          Node t = st.idleTail;
+          if (t != null && t.openedNanos - at <= 0) {
+            oldest = st;
+            at = t.openedNanos;
+          }
+        }
+      }
+      if (oldest == null) {
+        return null;
+      }
+      synchronized (oldest) {
+        Node t = oldest.idleTail;
+        if (t != null && t.openedNanos - openedBy <= 0) { // else it sent a message meanwhile
+          unlinkIdle(oldest, t);
+          return (T) t;
+        }
+      }
     }
   }
 
@@ -111,6 +189,7 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
       s.livePrev = null;
       s.liveNext = null;
       s.linked = false;
+      unlinkIdle(st, s);
       st.size--;
       st.closed[how.ordinal()]++;
     }

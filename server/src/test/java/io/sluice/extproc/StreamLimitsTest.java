@@ -113,6 +113,57 @@ class StreamLimitsTest {
         .isTrue();
   }
 
+  /**
+   * An idle flood at {@code maxStreams} (streams that never send a message) does not starve a
+   * stream that sends its request headers: the oldest idle stream is ended UNAVAILABLE for it and
+   * counted {@code idle_evicted}; a stream that has sent a message is never evicted, and an idle
+   * stream younger than the eviction age is not either.
+   */
+  @Test
+  void maxStreams_idleFlood_oldestIdleStreamMakesRoom_talkingStreamsNever() throws Exception {
+    ExtProcTestClient client = start("maxStreams: 3");
+    ExtProcTestClient.Call talking = client.open(Map.of());
+    assertThat(
+            talking
+                .send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED))
+                .hasRequestHeaders())
+        .isTrue();
+    List<ExtProcTestClient.Call> idle = new ArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      idle.add(client.open(Map.of()));
+      final int n = i + 2;
+      await().atMost(Duration.ofSeconds(5)).until(() -> open() == n);
+      ticker.advance(Duration.ofMillis(1)); // the first idle stream is the oldest
+    }
+    ExtProcTestClient.Call tooSoon = client.open(Map.of());
+    tooSoon.sendOnly(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+    assertThat(tooSoon.awaitClose().getCode())
+        .as("idle streams younger than the eviction age stay")
+        .isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+
+    ticker.advance(Duration.ofSeconds(1)); // well under firstMessageTimeout (10 s)
+    for (int i = 0; i < 2; i++) {
+      ExtProcTestClient.Call legit = client.open(Map.of());
+      assertThat(
+              legit
+                  .send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED))
+                  .hasRequestHeaders())
+          .as("legitimate stream %d answered", i)
+          .isTrue();
+      Status evicted = idle.get(i).awaitClose();
+      assertThat(evicted.getCode()).as(evicted.toString()).isEqualTo(Status.Code.UNAVAILABLE);
+      assertThat(evicted.getDescription()).contains("evicted", "server.grpc.maxStreams");
+    }
+    assertThat(counter("sluice.extproc.streams.refused", "reason", "idle_evicted")).isEqualTo(2);
+
+    ExtProcTestClient.Call fourth = client.open(Map.of());
+    fourth.sendOnly(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
+    assertThat(fourth.awaitClose().getCode())
+        .as("three talking streams: nothing to evict")
+        .isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(open()).isEqualTo(3);
+  }
+
   @Test
   void maxStreamsPerConnection_isTheHttp2Limit_aThirdStreamIsHeldByTheClient() throws Exception {
     ExtProcTestClient client = start("maxStreamsPerConnection: 2");
