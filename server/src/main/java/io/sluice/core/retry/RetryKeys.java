@@ -9,7 +9,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The store keys of retry control, all of one pool ({@link PoolKeys#key}): an operation is the
- * tenant's own (two tenants may use the same idempotency key without meeting), and a client's id
+ * tenant's own (two tenants may use the same idempotency key without meeting), every client-chosen
+ * part is escaped so that the parts of a key split one way only ({@link #id}), and a client's id
  * longer than {@value #MAX_ID_CHARS} characters is replaced by its SHA-256, so no key grows with
  * client input.
  */
@@ -45,10 +46,16 @@ public final class RetryKeys {
         ns, pool, tenantOrNull == null ? "retry:budget:*" : "retry:budget:t:" + id(tenantOrNull));
   }
 
-  /** {@code id} as it is when short, else {@code h:<sha-256 hex>}. */
+  /**
+   * {@code id} as one part of a key: as it is when short and free of {@code :} and {@code %}; with
+   * those two percent-encoded ({@code %3A}, {@code %25}) when short; else {@code h:<sha-256 hex>}.
+   * A part therefore never holds the separator {@code :} (a hashed one is the only part with it,
+   * and no escaped part starts {@code h:}), so parts joined by {@code :} split one way only: {@code
+   * org} + {@code team:K} is not {@code org:team} + {@code K}.
+   */
   static String id(String id) {
     if (id.length() <= MAX_ID_CHARS) {
-      return id;
+      return escape(id);
     }
     try {
       return "h:"
@@ -58,5 +65,22 @@ public final class RetryKeys {
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /** Percent-encodes {@code %} and {@code :}; the text itself when it has neither. */
+  static String escape(String id) {
+    if (id.indexOf(':') < 0 && id.indexOf('%') < 0) {
+      return id;
+    }
+    StringBuilder b = new StringBuilder(id.length() + 8);
+    for (int i = 0; i < id.length(); i++) {
+      char c = id.charAt(i);
+      switch (c) {
+        case ':' -> b.append("%3A");
+        case '%' -> b.append("%25");
+        default -> b.append(c);
+      }
+    }
+    return b.toString();
   }
 }
