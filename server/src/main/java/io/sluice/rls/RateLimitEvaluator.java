@@ -8,11 +8,9 @@ import io.sluice.core.store.TokenBucketSpec;
 import io.sluice.core.store.TokenBucketStore;
 import io.sluice.core.time.Ticker;
 import io.sluice.rls.RlsDecision.Code;
-import io.sluice.rls.RlsDecision.Decided;
 import io.sluice.rls.RlsDecision.Failed;
-import io.sluice.rls.RlsDecision.Header;
-import io.sluice.rls.RlsDecision.Status;
-import io.sluice.rls.RlsMetrics.LimitCounters;
+import io.sluice.rls.RlsOutcomes.Slot;
+import io.sluice.rls.RlsOutcomes.SlotResult;
 import io.sluice.rls.config.Algorithm;
 import io.sluice.rls.config.FailureMode;
 import io.sluice.rls.config.LimitSpec;
@@ -49,10 +47,6 @@ import java.util.function.Supplier;
  * reference.
  */
 public final class RateLimitEvaluator {
-  private record Slot(int descriptor, LimitSpec limit, String key, long hits) {}
-
-  private record SlotResult(Slot slot, Code code, long remaining, long resetSeconds) {}
-
   private final RlsSettings settings;
   private final Supplier<RateLimitConfig> config;
   private final CounterStore counters;
@@ -62,6 +56,7 @@ public final class RateLimitEvaluator {
   private final Clock clock;
   private final Ticker ticker;
   private final RlsMetrics metrics;
+  private final RlsOutcomes outcomes;
 
   /**
    * @param config the current config, or null while none has been loaded
@@ -88,6 +83,7 @@ public final class RateLimitEvaluator {
     this.clock = clock;
     this.ticker = ticker;
     this.metrics = metrics;
+    this.outcomes = new RlsOutcomes(settings, metrics);
   }
 
   /**
@@ -214,7 +210,7 @@ public final class RateLimitEvaluator {
         Slot slot = new Slot(i, l, key, weights[i]);
         if (l.algorithm() == Algorithm.TOKEN_BUCKET) {
           if (l.requestsPerUnit() == 0) {
-            precomputed.add(count(slot, Code.OVER_LIMIT, 0, l.windowSeconds(), domain));
+            precomputed.add(outcomes.count(slot, Code.OVER_LIMIT, 0, l.windowSeconds(), domain));
           } else {
             tokenBuckets.add(slot);
           }
@@ -224,7 +220,7 @@ public final class RateLimitEvaluator {
       }
     }
     if (fixed.isEmpty() && tokenBuckets.isEmpty()) {
-      return CompletableFuture.completedFuture(decide(n, unlimited, precomputed));
+      return CompletableFuture.completedFuture(outcomes.decide(n, unlimited, precomputed));
     }
 
     List<CounterIncrement> incs = new ArrayList<>(fixed.size());
@@ -318,13 +314,13 @@ public final class RateLimitEvaluator {
     long[] after = counted.join();
     for (int i = 0; i < fixed.size(); i++) {
       results.add(
-          fixedWindow(
+          outcomes.fixedWindow(
               fixed.get(i), after[i], fixed.get(i).limit().requestsPerUnit(), nowSeconds, domain));
     }
     for (int i = 0; i < tokenBuckets.size(); i++) {
-      results.add(tokenBucket(tokenBuckets.get(i), taken.get(i).join(), domain));
+      results.add(outcomes.tokenBucket(tokenBuckets.get(i), taken.get(i).join(), domain));
     }
-    return decide(n, unlimited, results);
+    return outcomes.decide(n, unlimited, results);
   }
 
   private static Match match(RateLimitConfig cfg, String domain, RlsRequest.Descriptor d) {
@@ -384,71 +380,6 @@ public final class RateLimitEvaluator {
     return (Math.floorDiv(nowSeconds, w) * w + w) * 1000;
   }
 
-  private static long resetSeconds(LimitSpec l, long nowSeconds) {
-    long w = l.windowSeconds();
-    return w - Math.floorMod(nowSeconds, w);
-  }
-
-  private SlotResult fixedWindow(Slot s, long after, long limit, long nowSeconds, String domain) {
-    LimitSpec l = s.limit();
-    long w = s.hits();
-    long before = after - w;
-    long near = (long) Math.floor(limit * settings.nearLimitRatio());
-    LimitCounters c = metrics.limit(domain, l.statKey());
-    c.totalHits().increment(w);
-    long reset = resetSeconds(l, nowSeconds);
-    if (after > limit) {
-      if (before >= limit) {
-        c.overLimit().increment(w);
-      } else {
-        c.overLimit().increment(after - limit);
-        c.nearLimit().increment(limit - Math.max(near, before));
-      }
-      if (l.shadowMode()) {
-        c.shadowMode().increment(w);
-        return new SlotResult(s, Code.OK, 0, reset);
-      }
-      return new SlotResult(s, Code.OVER_LIMIT, 0, reset);
-    }
-    if (after > near) {
-      c.nearLimit().increment(before >= near ? w : after - near);
-    }
-    c.withinLimit().increment(w);
-    return new SlotResult(s, Code.OK, limit - after, reset);
-  }
-
-  private SlotResult tokenBucket(Slot s, TokenBucketResult r, String domain) {
-    if (r.granted()) {
-      return count(
-          s,
-          Code.OK,
-          (long) Math.floor(Math.max(0, r.tokens())),
-          ceilSeconds(r.fullAfterMillis()),
-          domain);
-    }
-    return count(s, Code.OVER_LIMIT, 0, Math.max(1, ceilSeconds(r.retryAfterMillis())), domain);
-  }
-
-  private static long ceilSeconds(long millis) {
-    return Math.floorDiv(millis + 999, 1000);
-  }
-
-  /** Counts an outcome that did not come from a fixed-window counter. */
-  private SlotResult count(Slot s, Code code, long remaining, long reset, String domain) {
-    LimitCounters c = metrics.limit(domain, s.limit().statKey());
-    c.totalHits().increment(s.hits());
-    if (code == Code.OVER_LIMIT) {
-      c.overLimit().increment(s.hits());
-      if (s.limit().shadowMode()) {
-        c.shadowMode().increment(s.hits());
-        return new SlotResult(s, Code.OK, 0, reset);
-      }
-    } else {
-      c.withinLimit().increment(s.hits());
-    }
-    return new SlotResult(s, code, remaining, reset);
-  }
-
   private RlsDecision onStoreFailure(
       Throwable error,
       List<Slot> fixed,
@@ -478,9 +409,16 @@ public final class RateLimitEvaluator {
       switch (mode) {
         case OPEN ->
             results.add(
-                count(s, Code.OK, l.requestsPerUnit(), resetSeconds(l, nowSeconds), domain));
+                outcomes.count(
+                    s,
+                    Code.OK,
+                    l.requestsPerUnit(),
+                    RlsOutcomes.resetSeconds(l, nowSeconds),
+                    domain));
         case CLOSED ->
-            results.add(count(s, Code.OVER_LIMIT, 0, resetSeconds(l, nowSeconds), domain));
+            results.add(
+                outcomes.count(
+                    s, Code.OVER_LIMIT, 0, RlsOutcomes.resetSeconds(l, nowSeconds), domain));
         default -> {
           long share =
               Math.floorDiv(
@@ -492,7 +430,7 @@ public final class RateLimitEvaluator {
                     .take(s.key(), spec(l, Math.max(1, share)), s.hits(), nowMillis)
                     .toCompletableFuture()
                     .join();
-            results.add(tokenBucket(s, r, domain));
+            results.add(outcomes.tokenBucket(s, r, domain));
           } else {
             long after =
                 local
@@ -502,118 +440,12 @@ public final class RateLimitEvaluator {
                                 s.key(), s.hits(), expiry(l), windowEndMillis(l, nowSeconds))))
                     .toCompletableFuture()
                     .join()[0];
-            results.add(fixedWindow(s, after, share, nowSeconds, domain));
+            results.add(outcomes.fixedWindow(s, after, share, nowSeconds, domain));
           }
         }
       }
     }
-    return decide(n, unlimited, results);
-  }
-
-  private RlsDecision decide(int n, boolean[] unlimited, List<SlotResult> results) {
-    List<List<SlotResult>> perDescriptor = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      perDescriptor.add(new ArrayList<>(2));
-    }
-    for (SlotResult r : results) {
-      perDescriptor.get(r.slot().descriptor()).add(r);
-    }
-    List<Status> statuses = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      List<SlotResult> rs = perDescriptor.get(i);
-      if (rs.isEmpty()) {
-        statuses.add(unlimited[i] ? Status.UNLIMITED : Status.NO_LIMIT);
-        continue;
-      }
-      // Several limits on one descriptor: the first denying one, else the one with least left.
-      if (rs.size() > 1) {
-        rs.sort(java.util.Comparator.comparingInt((SlotResult r) -> r.slot().limit().index()));
-      }
-      SlotResult chosen = null;
-      for (SlotResult r : rs) {
-        if (r.code() == Code.OVER_LIMIT) {
-          chosen = r;
-          break;
-        }
-        if (chosen == null || r.remaining() < chosen.remaining()) {
-          chosen = r;
-        }
-      }
-      statuses.add(
-          new Status(
-              chosen.code(),
-              chosen.slot().limit(),
-              Math.min(chosen.remaining(), RlsDecision.UNLIMITED_REMAINING),
-              chosen.resetSeconds()));
-    }
-
-    boolean over = false;
-    int quotaCount = 0;
-    int quotaOver = 0;
-    for (Status s : statuses) {
-      boolean quota =
-          s.currentLimit() != null && (s.currentLimit().quotaMode() || settings.quotaMode());
-      if (quota) {
-        quotaCount++;
-        if (s.code() == Code.OVER_LIMIT) {
-          quotaOver++;
-        }
-      } else if (s.code() == Code.OVER_LIMIT) {
-        over = true;
-      }
-    }
-    if (quotaCount > 0 && quotaOver == quotaCount) {
-      over = true;
-    }
-    if (over && settings.shadowMode()) {
-      metrics.globalShadowMode();
-      over = false;
-    }
-    Code overall = over ? Code.OVER_LIMIT : Code.OK;
-    Decided decided = new Decided(overall, statuses, headers(overall, statuses));
-    metrics.call(over ? "over_limit" : "ok");
-    return decided;
-  }
-
-  private List<Header> headers(Code overall, List<Status> statuses) {
-    List<Header> headers = new ArrayList<>(4);
-    if (settings.limitResponseHeadersEnabled()) {
-      Status pick = null;
-      for (Status s : statuses) {
-        boolean quota =
-            s.currentLimit() != null && (s.currentLimit().quotaMode() || settings.quotaMode());
-        if (s.code() == Code.OVER_LIMIT && !quota) {
-          pick = s;
-        }
-      }
-      if (pick == null) {
-        for (Status s : statuses) {
-          if (s.currentLimit() != null
-              && (pick == null || s.limitRemaining() < pick.limitRemaining())) {
-            pick = s;
-          }
-        }
-      }
-      if (pick != null) {
-        headers.add(
-            new Header(
-                settings.limitHeader(), Long.toString(pick.currentLimit().requestsPerUnit())));
-        headers.add(new Header(settings.remainingHeader(), Long.toString(pick.limitRemaining())));
-        headers.add(new Header(settings.resetHeader(), Long.toString(pick.resetSeconds())));
-      }
-    }
-    if (overall == Code.OVER_LIMIT && settings.retryAfter()) {
-      long retry = 0;
-      for (Status s : statuses) {
-        if (s.code() == Code.OVER_LIMIT) {
-          retry = Math.max(retry, s.resetSeconds());
-        }
-      }
-      if (retry > 0) {
-        headers.add(new Header("retry-after", Long.toString(retry)));
-      }
-    }
-    return List.copyOf(headers);
+    return outcomes.decide(n, unlimited, results);
   }
 
   private CompletionStage<RlsDecision> invalid(String reason, String message) {
