@@ -63,40 +63,7 @@ final class AnswerEncoder {
       long workUnits,
       String would,
       String wouldReason,
-      byte[] extra) {
-    DecisionFields(
-        boolean resolved,
-        String tenant,
-        String tier,
-        String requestClass,
-        String pool,
-        String route,
-        String decision,
-        String reason,
-        boolean estimated,
-        long estInputTokens,
-        long estOutputTokens,
-        long workUnits,
-        String would,
-        String wouldReason) {
-      this(
-          resolved,
-          tenant,
-          tier,
-          requestClass,
-          pool,
-          route,
-          decision,
-          reason,
-          estimated,
-          estInputTokens,
-          estOutputTokens,
-          workUnits,
-          would,
-          wouldReason,
-          EMPTY);
-    }
-  }
+      byte[] extra) {}
 
   /** An encoded string entry of the metadata Struct, for {@link DecisionFields#extra}. */
   static byte[] stringEntry(String key, String value) {

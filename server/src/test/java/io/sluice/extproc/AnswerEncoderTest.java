@@ -190,7 +190,8 @@ class AnswerEncoderTest {
             0,
             7,
             null,
-            null);
+            null,
+            new byte[0]);
     Map<String, String> h = Map.of("x-sluice-estimate", "v".repeat(20_000));
     assertThat(ProcessingResponse.parseFrom(AnswerEncoder.admit(ENTRIES, false, h, f)))
         .isEqualTo(referenceAdmit(false, h, f));
@@ -240,7 +241,8 @@ class AnswerEncoderTest {
         est ? out : 0,
         est ? work : 0,
         would,
-        wouldReason);
+        wouldReason,
+        new byte[0]);
   }
 
   /** Lone surrogates are not text; protobuf and String.getBytes replace them differently. */
