@@ -9,8 +9,11 @@ import io.sluice.config.Secrets;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
+import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.quota.TenantCaps;
+import io.sluice.core.quota.WorkflowBudget;
+import io.sluice.core.session.TailHolds;
 import io.sluice.core.time.Ticker;
 import io.sluice.extproc.AdmissionRuntime;
 import io.sluice.extproc.ExtProcService;
@@ -20,13 +23,13 @@ import io.sluice.observability.DecisionLog;
 import io.sluice.observability.MetricNames;
 import io.sluice.rls.RlsModule;
 import io.sluice.rls.config.RlsSettings;
-import io.sluice.routing.RequestResolver;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,16 +45,26 @@ final class IsolatedWarmUp {
   private IsolatedWarmUp() {}
 
   /**
-   * Runs the warm-up {@code server.warmup} asks for and returns the line {@code /readyz} shows.
-   *
-   * @param rlsEnv the rate limit service's merged environment, or null when it is off
+   * Runs the warm-up {@code server.warmup} asks for, beside the live {@code services} (their timer,
+   * their registry for its own counters), and returns the line {@code /readyz} shows.
    */
-  static String run(
+  static String run(SluiceConfig config, ProcessServices services) {
+    return run(
+        config,
+        services.options.clock(),
+        services.ticker,
+        services.timer,
+        services.rls == null ? null : services.rlsEnv,
+        services.registry,
+        services.redactor);
+  }
+
+  private static String run(
       SluiceConfig config,
       Clock clock,
       Ticker ticker,
       QueueTimer timer,
-      Map<String, String> rlsEnv,
+      @Nullable Map<String, String> rlsEnv,
       MeterRegistry registry,
       Secrets.Redactor redactor) {
     SluiceConfig.Warmup w = config.server().warmup();
@@ -72,23 +85,23 @@ final class IsolatedWarmUp {
       AdmissionMetrics m = new AdmissionMetrics(scratch, ticker::nanos);
       m.bindPools(c);
       SluiceConfig.Estimation est = config.estimation();
-      TokenCountCache cache = new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars());
+      // the live server's factory on parts of the warm-up's own: nothing learned, held or counted
+      // here reaches the live state
       AdmissionRuntime isolated =
-          new AdmissionRuntime(
-              config,
-              new RequestResolver(config),
-              c,
-              new TokenEstimator(SluiceServer.estimatorSettings(config), cache),
-              m,
-              new DecisionLog(config.decisionLog(), line -> {}),
-              ticker,
-              clock,
-              timer,
-              new io.sluice.core.quota.TenantQuotas(
-                  warmStores.shared(),
-                  config.quotas().keyPrefix(),
-                  io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
-              io.sluice.core.quota.TenantCaps.none()); // never the shared store
+          new RuntimeFactory(
+                  c,
+                  m,
+                  new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars()),
+                  settings -> new DecisionLog(settings, line -> {}),
+                  ticker,
+                  clock,
+                  timer,
+                  warmStores,
+                  TenantCaps.none(), // never the shared store
+                  OutputReserves.off(),
+                  new WorkflowBudget(),
+                  new TailHolds())
+              .build(config);
       ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
       m.bindStreams(warmExtProc.tally());
       List<String> domains = List.of();

@@ -16,7 +16,7 @@ public final class ExtProcTables {
   private final InitialMetadata metadataKeys = new InitialMetadata();
   private final AnswerEncoder.Entries answerEntries = new AnswerEncoder.Entries();
 
-  ExtProcTables(RequestResolver resolver) {
+  public ExtProcTables(RequestResolver resolver) {
     Set<String> names = new LinkedHashSet<>(resolver.headerNames());
     names.add("content-length");
     names.add(":path");

@@ -11,7 +11,7 @@ class ServiceTimeStartLineTest {
   @Test
   void namesEveryPoolAndItsDefaultServiceTime() {
     SluiceConfig config = ConfigLoader.parse(ConfigLoader.embeddedDefaultYaml());
-    String line = SluiceServer.serviceTimeStartLine(config);
+    String line = StartupLines.serviceTimeStartLine(config);
     assertThat(line).startsWith("service times: every pool starts on a guess");
     for (var pool : config.pools().values()) {
       assertThat(line).contains(pool.name() + " " + pool.defaultServiceTime().toMillis() + " ms");

@@ -243,22 +243,36 @@ class ExtProcStreamFuzzTest {
 
     Run(Program program) {
       this.program = program;
+      AdmissionMetrics metrics = new AdmissionMetrics(registry, ticker::nanos);
+      TenantQuotas quotas =
+          new TenantQuotas(new InMemoryStore(clock), "sluice_", TenantQuotas.FailureMode.OPEN);
       AdmissionRuntime rt =
           new AdmissionRuntime(
               config,
               resolver,
               controller,
               estimator,
-              new AdmissionMetrics(registry, ticker::nanos),
+              metrics,
               decisionLog,
               ticker,
               clock,
               timer,
-              new TenantQuotas(new InMemoryStore(clock), "sluice_", TenantQuotas.FailureMode.OPEN),
-              io.sluice.core.quota.TenantCaps.none(),
-              io.sluice.core.estimate.OutputReserves.off(),
-              new io.sluice.core.quota.WorkflowBudget(),
-              tails);
+              quotas,
+              new ExtProcTables(resolver),
+              new io.sluice.core.session.Sessions(
+                  controller,
+                  quotas,
+                  estimator,
+                  config.estimation().defaultInputTokens(),
+                  ticker,
+                  clock,
+                  timer,
+                  new io.sluice.observability.SessionRecorder(metrics, decisionLog),
+                  io.sluice.core.quota.TenantCaps.none(),
+                  io.sluice.core.estimate.OutputReserves.off(),
+                  new io.sluice.core.quota.WorkflowBudget(),
+                  tails,
+                  io.sluice.core.retry.RetryControl.off()));
       service = new ExtProcService(() -> rt, draining::get);
       services.addService(service.definition()); // replaces the previous input's service
     }

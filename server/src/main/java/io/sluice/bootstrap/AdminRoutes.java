@@ -1,0 +1,117 @@
+package io.sluice.bootstrap;
+
+import io.sluice.config.SluiceConfig;
+import io.sluice.rls.HttpReply;
+import io.sluice.rls.RlsModule;
+import java.io.IOException;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * What the admin HTTP port serves: {@code /metrics}, the probes {@code /healthz} and {@code
+ * /readyz}, {@code /config}, {@code /debug/*}, and with the rate limit service on its {@code
+ * /healthcheck}, {@code /rlconfig} and {@code POST /json} (as envoyproxy/ratelimit).
+ */
+final class AdminRoutes {
+  private final ProcessServices services;
+  private final Supplier<SluiceConfig> config;
+
+  private AdminRoutes(ProcessServices services, Supplier<SluiceConfig> config) {
+    this.services = services;
+    this.config = config;
+  }
+
+  /** The admin port of {@code server.admin} (a port taken: a {@link PortBindException}). */
+  static AdminHttpServer bind(SluiceConfig.Server s) throws IOException {
+    try {
+      return new AdminHttpServer(s.adminHost(), s.adminPort());
+    } catch (IOException e) {
+      throw PortBindException.of(
+          "admin HTTP",
+          s.adminHost(),
+          s.adminPort(),
+          "HOST / PORT",
+          "server.admin.host / .port",
+          e);
+    }
+  }
+
+  /** Mounts every route on {@code admin}; {@code config} is the config in force. */
+  static void mount(
+      AdminHttpServer admin,
+      ProcessServices services,
+      Readiness readiness,
+      Supplier<SluiceConfig> config) {
+    AdminRoutes r = new AdminRoutes(services, config);
+    admin
+        .route(
+            "/metrics",
+            "Prometheus metrics (docs/metrics.md)",
+            () ->
+                new AdminHttpServer.Reply(
+                    200, "text/plain; version=0.0.4; charset=utf-8", services.registry.scrape()))
+        .probe(
+            "/healthz",
+            "liveness: 200 while the process answers and the heap is fine",
+            readiness::liveness)
+        .probe(
+            "/readyz",
+            "readiness: 200 while serving, with details; 503 and why otherwise",
+            readiness::readiness)
+        .routeWithQuery(
+            "/config",
+            "the effective config, redacted: JSON, or YAML with ?format=yaml; either validates as"
+                + " a policy file",
+            r::configReply)
+        .routeWithQuery(
+            "/debug/estimates",
+            "the learned output reserve per key, most used first (JSON; ?limit=, default 100)",
+            query -> DebugEstimates.reply(services.reserves, query))
+        .route(
+            "/debug/queues",
+            "per pool and class: in flight, queued, oldest wait (JSON)",
+            () ->
+                AdminHttpServer.Reply.json(
+                    200,
+                    DebugQueues.render(
+                        services.controller,
+                        services.ticker.nanos(),
+                        (pool, node) -> {
+                          if (services.shares != null) {
+                            services.shares.describe(pool, node);
+                          }
+                        })));
+    RlsModule rls = services.rls;
+    if (rls != null) {
+      admin
+          .route(
+              "/healthcheck",
+              "rate limit service health (as envoyproxy/ratelimit)",
+              () -> r.reply(rls.healthcheck()))
+          .route("/rlconfig", "the loaded rate limit descriptors", () -> r.reply(rls.rlconfig()))
+          .describe(
+              "/json",
+              "POST a RateLimitRequest in JSON, get the decision (as envoyproxy/ratelimit)")
+          .routeWithBody("/json", body -> rls.json(body).thenApply(r::reply));
+    }
+  }
+
+  /** {@code GET /config[?format=json|yaml]}: JSON unless asked for YAML. */
+  private AdminHttpServer.Reply configReply(Map<String, String> query) {
+    String f = query.getOrDefault("format", "json");
+    ConfigView.Format format = ConfigView.Format.parse(f);
+    if (format == null) {
+      return AdminHttpServer.Reply.text(
+          400, "format: " + services.redactor.scrub(f) + " (expected: json or yaml)\n");
+    }
+    String body = ConfigView.render(config.get(), services.redactor, format);
+    return format == ConfigView.Format.YAML
+        ? new AdminHttpServer.Reply(200, "application/yaml; charset=utf-8", body)
+        : AdminHttpServer.Reply.json(200, body);
+  }
+
+  private AdminHttpServer.Reply reply(HttpReply r) {
+    return new AdminHttpServer.Reply(
+        r.status(), r.contentType(), services.redactor.scrub(r.body()));
+  }
+}

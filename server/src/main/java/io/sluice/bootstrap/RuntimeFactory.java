@@ -1,0 +1,121 @@
+package io.sluice.bootstrap;
+
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.estimate.EstimatorSettings;
+import io.sluice.core.estimate.OutputReserves;
+import io.sluice.core.estimate.TokenCountCache;
+import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.quota.TenantCaps;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.quota.WorkflowBudget;
+import io.sluice.core.retry.RetryControl;
+import io.sluice.core.session.Sessions;
+import io.sluice.core.session.TailHolds;
+import io.sluice.core.time.Ticker;
+import io.sluice.extproc.AdmissionRuntime;
+import io.sluice.extproc.ExtProcTables;
+import io.sluice.extproc.QueueTimer;
+import io.sluice.observability.AdmissionMetrics;
+import io.sluice.observability.DecisionLog;
+import io.sluice.observability.SessionRecorder;
+import io.sluice.routing.RequestResolver;
+import java.time.Clock;
+import java.util.function.Function;
+
+/**
+ * The one place a config snapshot becomes an {@link AdmissionRuntime}: the live server builds one
+ * at start and one per reload, the warm-up builds its isolated one here too, from parts of its own.
+ * The parts are what outlives a snapshot (the controller, metrics, stores, the learned reserve, the
+ * workflows' places, the held tails); everything else is made from the snapshot's config.
+ *
+ * @param decisionLogs the decision log of a snapshot's settings (the live server's is bounded by
+ *     the process's budget; the warm-up's discards its lines)
+ * @param stores the tenant buckets and retry attempts are counted in (the warm-up's is a private
+ *     in-memory one)
+ * @param caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()}: this
+ *     replica's own)
+ * @param reserves the learned output reserve ({@link OutputReserves#off()}: the old rule)
+ */
+record RuntimeFactory(
+    AdmissionController controller,
+    AdmissionMetrics metrics,
+    TokenCountCache tokenCounts,
+    Function<SluiceConfig.DecisionLog, DecisionLog> decisionLogs,
+    Ticker ticker,
+    Clock clock,
+    QueueTimer timer,
+    Stores stores,
+    TenantCaps caps,
+    OutputReserves reserves,
+    WorkflowBudget workflows,
+    TailHolds tails) {
+
+  /** The runtime of {@code config}: new streams see it; streams already open keep theirs. */
+  AdmissionRuntime build(SluiceConfig config) {
+    RequestResolver resolver = new RequestResolver(config);
+    TokenEstimator estimator = new TokenEstimator(estimatorSettings(config), tokenCounts);
+    DecisionLog decisionLog = decisionLogs.apply(config.decisionLog());
+    TenantQuotas quotas =
+        new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
+    Sessions sessions =
+        new Sessions(
+            controller,
+            quotas,
+            estimator,
+            config.estimation().defaultInputTokens(),
+            ticker,
+            clock,
+            timer,
+            new SessionRecorder(metrics, decisionLog),
+            caps,
+            reserves,
+            workflows,
+            tails,
+            retries(config));
+    return new AdmissionRuntime(
+        config,
+        resolver,
+        controller,
+        estimator,
+        metrics,
+        decisionLog,
+        ticker,
+        clock,
+        timer,
+        quotas,
+        new ExtProcTables(resolver),
+        sessions);
+  }
+
+  private static TenantQuotas.FailureMode failureMode(SluiceConfig config) {
+    return config.quotas().failureMode().equals("closed")
+        ? TenantQuotas.FailureMode.CLOSED
+        : TenantQuotas.FailureMode.OPEN;
+  }
+
+  /** Retry control of {@code config} on the stores' attempts, bounded as the config says. */
+  private RetryControl retries(SluiceConfig config) {
+    stores.boundAttempts(config.retries().maxEntries());
+    return new RetryControl(
+        config.retries(),
+        stores.attempts(),
+        config.quotas().keyPrefix(),
+        failureMode(config) == TenantQuotas.FailureMode.OPEN,
+        ticker::nanos);
+  }
+
+  static EstimatorSettings estimatorSettings(SluiceConfig config) {
+    SluiceConfig.Estimation e = config.estimation();
+    return EstimatorSettings.builder()
+        .bytesPerToken(e.bytesPerToken())
+        .imageTokens(e.imageTokens())
+        .attachmentTokens(e.attachmentTokens())
+        .toolDefinitionOverheadTokens(e.toolDefinitionOverheadTokens())
+        .perMessageOverheadTokens(e.perMessageOverheadTokens())
+        .replyPrimingTokens(e.replyPrimingTokens())
+        .maxJsonDepth(e.maxJsonDepth())
+        .maxTokenizeChars(e.maxTokenizeChars())
+        .build();
+  }
+}
