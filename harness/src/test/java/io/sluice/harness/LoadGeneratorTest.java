@@ -162,8 +162,8 @@ class LoadGeneratorTest {
   @Test
   void arrivals_sameSeed_sameArrivalsAndCancellationsAsConfigured() {
     Workload w = workload(0, 0.5, Duration.ofSeconds(5));
-    List<LoadGenerator.Arrival> a = LoadGenerator.arrivals(w);
-    assertThat(LoadGenerator.arrivals(w)).isEqualTo(a);
+    List<Arrivals.Arrival> a = Arrivals.arrivals(w);
+    assertThat(Arrivals.arrivals(w)).isEqualTo(a);
     // 20/s for 0.5 s then 40/s for 0.5 s: Poisson around 30
     assertThat(a).hasSizeBetween(10, 60);
     assertThat(a).isSortedAccordingTo((x, y) -> Long.compare(x.atNanos(), y.atNanos()));
@@ -196,10 +196,10 @@ class LoadGeneratorTest {
             w.drain(),
             w.seed(),
             5);
-    assertThat(LoadGenerator.arrivals(capped)).hasSize(5);
-    assertThat(LoadGenerator.arrivals(capped.scaled(10))).hasSize(5);
-    assertThat(LoadGenerator.arrivals(capped))
-        .isEqualTo(LoadGenerator.arrivals(w).subList(0, 5)); // the first five of the same draw
+    assertThat(Arrivals.arrivals(capped)).hasSize(5);
+    assertThat(Arrivals.arrivals(capped.scaled(10))).hasSize(5);
+    assertThat(Arrivals.arrivals(capped))
+        .isEqualTo(Arrivals.arrivals(w).subList(0, 5)); // the first five of the same draw
   }
 
   @Test
@@ -208,7 +208,7 @@ class LoadGeneratorTest {
     SimulatedLlmUpstream.Settings s =
         new SimulatedLlmUpstream.Settings(4, Duration.ZERO, Duration.ofMillis(10), 8, 64, 4);
     Workload everyoneLeavesAt45ms = fixed(1.0, Duration.ofMillis(45), Duration.ofSeconds(5));
-    List<LoadGenerator.Arrival> arrivals = LoadGenerator.arrivals(everyoneLeavesAt45ms);
+    List<Arrivals.Arrival> arrivals = Arrivals.arrivals(everyoneLeavesAt45ms);
     long prompt = promptOf(s);
     LoadGenerator.ServedOnArrival w = LoadGenerator.wasteIfServedOnArrival(everyoneLeavesAt45ms, s);
     // tokens at 0, 10, 20, 30, 40 ms: five generated before the hang-up at 45 ms
@@ -220,17 +220,17 @@ class LoadGeneratorTest {
     LoadGenerator.ServedOnArrival none = LoadGenerator.wasteIfServedOnArrival(nobodyLeaves, s);
     assertThat(none.hungUpTokens() + none.missedDeadlineTokens()).isZero();
     assertThat(none.usefulTokens())
-        .isEqualTo(LoadGenerator.arrivals(nobodyLeaves).size() * (prompt + 10));
+        .isEqualTo(Arrivals.arrivals(nobodyLeaves).size() * (prompt + 10));
 
     Workload deadline50ms = fixed(0, Duration.ofMillis(45), Duration.ofMillis(50));
     LoadGenerator.ServedOnArrival late = LoadGenerator.wasteIfServedOnArrival(deadline50ms, s);
     assertThat(late.missedDeadlineTokens())
-        .isEqualTo(LoadGenerator.arrivals(deadline50ms).size() * (prompt + 6));
+        .isEqualTo(Arrivals.arrivals(deadline50ms).size() * (prompt + 6));
     assertThat(late.missedDeadlineFraction()).isEqualTo(1.0);
   }
 
   private static long promptOf(SimulatedLlmUpstream.Settings s) {
-    return SimulatedLlmUpstream.promptTokens(LoadGenerator.body(30, 10, 10).length, s);
+    return SimulatedLlmUpstream.promptTokens(Arrivals.body(30, 10, 10).length, s);
   }
 
   /** Prompts of 30 tokens, answers of 10; {@code cancelFraction} leave exactly at {@code at}. */
