@@ -4,20 +4,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -117,8 +109,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   private final AtomicLong throttledAnswers = new AtomicLong();
 
-  private HttpServer httpServer;
-  private ExecutorService httpExecutor;
+  private LoopbackHttpServer httpServer;
 
   public SimulatedLlmUpstream(Settings settings) {
     this(settings, defaultScheduler());
@@ -279,14 +270,16 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     Throttle t = throttle;
     if (t != null) {
       throttledAnswers.incrementAndGet();
-      return CompletableFuture.completedFuture(throttled(t));
+      return CompletableFuture.completedFuture(
+          OpenAiResponses.throttled(t.status(), t.retryAfter()));
     }
     JsonNode body;
     try {
       body = request.body().length == 0 ? JSON.createObjectNode() : JSON.readTree(request.body());
     } catch (IOException e) {
       return CompletableFuture.completedFuture(
-          error(400, "invalid_request_error", "request body is not JSON", Map.of()));
+          OpenAiResponses.error(
+              400, "invalid_request_error", "request body is not JSON", Map.of()));
     }
     String model = body.path("model").asText("simulated");
     boolean stream = body.path("stream").asBoolean(false);
@@ -308,7 +301,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     if (inFlight.incrementAndGet() > (c == null ? Integer.MAX_VALUE : c.maxInFlight())) {
       inFlight.decrementAndGet();
       throttledAnswers.incrementAndGet();
-      return CompletableFuture.completedFuture(throttled(c.answer()));
+      return CompletableFuture.completedFuture(
+          OpenAiResponses.throttled(c.answer().status(), c.answer().retryAfter()));
     }
     Generation generation =
         new Generation(
@@ -398,7 +392,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
       completionTokensSpent.incrementAndGet();
       boolean last = emitted >= completionTokens;
       if (stream) {
-        sink.onData(sse(chunk(token(emitted), null)), false);
+        sink.onData(OpenAiResponses.sse(chunk(OpenAiResponses.token(emitted), null)), false);
         if (last) {
           release();
           served.incrementAndGet();
@@ -408,7 +402,10 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
           usage.putArray("choices");
           usage.set("usage", usage());
           byte[] tail =
-              concat(sse(finish), sse(usage), "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
+              OpenAiResponses.concat(
+                  OpenAiResponses.sse(finish),
+                  OpenAiResponses.sse(usage),
+                  "data: [DONE]\n\n".getBytes(StandardCharsets.UTF_8));
           sink.onData(tail, true);
           return;
         }
@@ -446,7 +443,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
       choice.put("index", 0);
       StringBuilder text = new StringBuilder();
       for (int i = 1; i <= completionTokens; i++) {
-        text.append(token(i));
+        text.append(OpenAiResponses.token(i));
       }
       choice.putObject("message").put("role", "assistant").put("content", text.toString());
       choice.put("finish_reason", "length");
@@ -463,41 +460,6 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     }
   }
 
-  private static String token(int i) {
-    return "tok" + i + " ";
-  }
-
-  private static byte[] sse(ObjectNode event) {
-    return ("data: " + event + "\n\n").getBytes(StandardCharsets.UTF_8);
-  }
-
-  private static UpstreamResponse throttled(Throttle t) {
-    long seconds = Math.max(1, (t.retryAfter().toMillis() + 999) / 1000);
-    return t.status() == 429
-        ? error(
-            429,
-            "rate_limit_exceeded",
-            "Rate limit reached, retry later",
-            Map.of("retry-after", Long.toString(seconds)))
-        : error(
-            503,
-            "overloaded",
-            "The server is overloaded, retry later",
-            Map.of("retry-after", Long.toString(seconds)));
-  }
-
-  private static UpstreamResponse error(
-      int status, String type, String message, Map<String, String> extraHeaders) {
-    ObjectNode e = JSON.createObjectNode();
-    e.putObject("error").put("message", message).put("type", type).put("code", type);
-    byte[] body = e.toString().getBytes(StandardCharsets.UTF_8);
-    HttpHeaders headers =
-        HttpHeaders.of(
-            "content-type", "application/json", "content-length", Integer.toString(body.length));
-    extraHeaders.forEach(headers::add);
-    return UpstreamResponse.of(status, headers, List.of(body));
-  }
-
   // ---------------------------------------------------------------------------------------------
   // loopback HTTP
 
@@ -507,72 +469,16 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
    */
   public synchronized int serve(int port) throws IOException {
     if (httpServer != null) {
-      throw new IllegalStateException(
-          "already serving on port " + httpServer.getAddress().getPort());
+      throw new IllegalStateException("already serving on port " + httpServer.port());
     }
-    httpServer = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 1024);
-    httpExecutor = Executors.newCachedThreadPool();
-    httpServer.setExecutor(httpExecutor);
-    httpServer.createContext(
-        "/",
-        exchange -> {
-          try (exchange) {
-            byte[] requestBody;
-            try (InputStream in = exchange.getRequestBody()) {
-              requestBody = in.readAllBytes();
-            }
-            HttpHeaders headers = new HttpHeaders();
-            headers.add(":method", exchange.getRequestMethod());
-            headers.add(":path", exchange.getRequestURI().toString());
-            exchange
-                .getRequestHeaders()
-                .forEach((name, values) -> values.forEach(v -> headers.add(name, v)));
-            UpstreamResponse response = send(new UpstreamRequest(headers, requestBody)).join();
-            for (Map.Entry<String, String> h : response.headers().entries()) {
-              if (!h.getKey().equals("content-length")) {
-                exchange.getResponseHeaders().add(h.getKey(), h.getValue());
-              }
-            }
-            BlockingQueue<Object> chunks = new LinkedBlockingQueue<>();
-            Object end = new Object();
-            Runnable cancel = () -> {};
-            if (!response.body().isEmpty()) {
-              cancel =
-                  response
-                      .body()
-                      .subscribe(
-                          (data, eos) -> {
-                            chunks.add(data);
-                            if (eos) {
-                              chunks.add(end);
-                            }
-                          });
-            } else {
-              chunks.add(end);
-            }
-            exchange.sendResponseHeaders(response.status(), 0);
-            try (OutputStream out = exchange.getResponseBody()) {
-              for (Object c = chunks.take(); c != end; c = chunks.take()) {
-                out.write((byte[]) c);
-                out.flush();
-              }
-            } catch (IOException | InterruptedException e) {
-              cancel.run();
-              if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-              }
-            }
-          }
-        });
-    httpServer.start();
-    return httpServer.getAddress().getPort();
+    httpServer = LoopbackHttpServer.start(port, this);
+    return httpServer.port();
   }
 
   @Override
   public synchronized void close() {
     if (httpServer != null) {
-      httpServer.stop(0);
-      httpExecutor.shutdownNow();
+      httpServer.stop();
       httpServer = null;
     }
     scheduler.shutdownNow();
@@ -580,19 +486,5 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   private static int ceilDiv(int a, int b) {
     return (a + b - 1) / b;
-  }
-
-  private static byte[] concat(byte[]... parts) {
-    int n = 0;
-    for (byte[] p : parts) {
-      n += p.length;
-    }
-    byte[] all = new byte[n];
-    int at = 0;
-    for (byte[] p : parts) {
-      System.arraycopy(p, 0, all, at, p.length);
-      at += p.length;
-    }
-    return all;
   }
 }
