@@ -7,7 +7,6 @@ import io.sluice.bootstrap.SyntheticStreams;
 import io.sluice.config.ConfigLoader;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -148,8 +147,8 @@ final class ColdStart implements Callable<Integer> {
   }
 
   private Run once(Path tmp, boolean warmup, int index) throws Exception {
-    int grpc = freePort();
-    int admin = freePort();
+    int grpc = BenchNet.freePort();
+    int admin = BenchNet.freePort();
     Path policy = tmp.resolve("policy-" + index + "-" + warmup + ".yaml");
     Files.writeString(
         policy,
@@ -251,12 +250,6 @@ final class ColdStart implements Callable<Integer> {
       Thread.sleep(5);
     }
     throw new IllegalStateException("server not ready within 60 s");
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
   }
 
   static String table(List<Run> all, int runs, int streams, String heap) {

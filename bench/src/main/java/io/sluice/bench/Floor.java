@@ -1,39 +1,32 @@
 package io.sluice.bench;
 
-import com.google.protobuf.ByteString;
-import io.envoyproxy.envoy.config.core.v3.HeaderMap;
-import io.envoyproxy.envoy.config.core.v3.HeaderValue;
-import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
-import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
+import static io.sluice.bench.FloorMessages.envoyShapedMessages;
+import static io.sluice.bench.FloorMessages.grpcFrame;
+import static io.sluice.bench.FloorMessages.request;
+import static io.sluice.bench.FloorMessages.rlsRequest;
+import static io.sluice.bench.FloorReport.median;
+import static io.sluice.bench.FloorReport.quantile;
+import static io.sluice.bench.FloorReport.table;
+
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
-import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
-import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.CallOptions;
 import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
-import io.grpc.Server;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
-import io.grpc.stub.StreamObserver;
-import io.sluice.bootstrap.SluiceServer;
-import io.sluice.config.ConfigLoader;
+import io.sluice.bench.FloorServers.NoOp;
+import io.sluice.bench.FloorServers.Sluice;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -45,8 +38,6 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -309,63 +300,6 @@ final class Floor implements Callable<Integer> {
         errors);
   }
 
-  static double median(double[] values) {
-    double[] v = values.clone();
-    Arrays.sort(v);
-    int n = v.length;
-    if (n == 0) {
-      return Double.NaN;
-    }
-    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  }
-
-  /**
-   * A quantile of {@code sluice_decision_latency_seconds} for one decision at request headers, from
-   * its histogram buckets with linear interpolation inside the bucket (as Prometheus's {@code
-   * histogram_quantile}); the answer is only as fine as the bucket bounds.
-   */
-  static String quantile(String scrape, String decision, String phase, String q) {
-    Pattern line =
-        Pattern.compile(
-            "^sluice_decision_latency_seconds_bucket\\{([^}]*)} ([0-9.eE+-]+)$", Pattern.MULTILINE);
-    Pattern le = Pattern.compile("le=\"([^\"]+)\"");
-    java.util.TreeMap<Double, Double> cumulative = new java.util.TreeMap<>();
-    Matcher m = line.matcher(scrape);
-    while (m.find()) {
-      String labels = m.group(1);
-      if (!labels.contains("decision=\"" + decision + "\"")
-          || !labels.contains("phase=\"" + phase + "\"")) {
-        continue;
-      }
-      Matcher l = le.matcher(labels);
-      if (l.find()) {
-        double bound =
-            l.group(1).equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(l.group(1));
-        cumulative.put(bound, Double.parseDouble(m.group(2)));
-      }
-    }
-    if (cumulative.isEmpty() || cumulative.lastEntry().getValue() == 0) {
-      return "n/a";
-    }
-    double rank = Double.parseDouble(q) * cumulative.lastEntry().getValue();
-    double lowerBound = 0;
-    double lowerCount = 0;
-    for (var e : cumulative.entrySet()) {
-      if (e.getValue() >= rank) {
-        if (e.getKey().isInfinite()) {
-          return String.format(Locale.ROOT, "> %.0f µs", lowerBound * 1e6);
-        }
-        double inBucket = e.getValue() - lowerCount;
-        double frac = inBucket == 0 ? 1 : (rank - lowerCount) / inBucket;
-        double seconds = lowerBound + (e.getKey() - lowerBound) * frac;
-        return String.format(Locale.ROOT, "%.1f µs", seconds * 1e6);
-      }
-      lowerBound = e.getKey();
-      lowerCount = e.getValue();
-    }
-    return "n/a";
-  }
-
   AutoCloseable start(String target, int port) throws IOException {
     return switch (target) {
       case "noop" -> new NoOp(port);
@@ -472,61 +406,6 @@ final class Floor implements Callable<Integer> {
     call.sendMessage(messages.get(0));
   }
 
-  /** request_headers (BUFFERED/STREAMED), a chat body, response headers, a JSON response body. */
-  static List<ProcessingRequest> envoyShapedMessages() {
-    ProcessingRequest first = request();
-    ProcessingRequest headers =
-        first.toBuilder()
-            .setRequestHeaders(first.getRequestHeaders().toBuilder().setEndOfStream(false))
-            .setProtocolConfig(
-                io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration.newBuilder()
-                    .setRequestBodyMode(
-                        io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode
-                            .BodySendMode.BUFFERED)
-                    .setResponseBodyMode(
-                        io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode
-                            .BodySendMode.STREAMED))
-            .build();
-    ProcessingRequest body =
-        ProcessingRequest.newBuilder()
-            .setRequestBody(
-                io.envoyproxy.envoy.service.ext_proc.v3.HttpBody.newBuilder()
-                    .setEndOfStream(true)
-                    .setBody(
-                        ByteString.copyFromUtf8(
-                            "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":256,\"messages\":"
-                                + "[{\"role\":\"system\",\"content\":\"You are a helpful"
-                                + " assistant.\"},{\"role\":\"user\",\"content\":\"Summarise"
-                                + " the attached meeting notes in three bullet points.\"}]}")))
-            .build();
-    ProcessingRequest responseHeaders =
-        ProcessingRequest.newBuilder()
-            .setResponseHeaders(
-                HttpHeaders.newBuilder()
-                    .setHeaders(
-                        HeaderMap.newBuilder()
-                            .addHeaders(
-                                HeaderValue.newBuilder()
-                                    .setKey(":status")
-                                    .setRawValue(ByteString.copyFromUtf8("200")))
-                            .addHeaders(
-                                HeaderValue.newBuilder()
-                                    .setKey("content-type")
-                                    .setRawValue(ByteString.copyFromUtf8("application/json")))))
-            .build();
-    ProcessingRequest responseBody =
-        ProcessingRequest.newBuilder()
-            .setResponseBody(
-                io.envoyproxy.envoy.service.ext_proc.v3.HttpBody.newBuilder()
-                    .setEndOfStream(true)
-                    .setBody(
-                        ByteString.copyFromUtf8(
-                            "{\"choices\":[{\"message\":{\"content\":\"ok\"}}],\"usage\":"
-                                + "{\"prompt_tokens\":31,\"completion_tokens\":40}}")))
-            .build();
-    return List.of(headers, body, responseHeaders, responseBody);
-  }
-
   /** A fresh Metadata per call: grpc takes ownership of the headers object. */
   private static Metadata metadata(Metadata.Key<String> tenantKey) {
     Metadata md = new Metadata();
@@ -534,220 +413,11 @@ final class Floor implements Callable<Integer> {
     return md;
   }
 
-  static String table(
-      List<Row> rows, int channels, int concurrency, String shape, int rounds, int seconds) {
-    StringBuilder b = new StringBuilder();
-    b.append(
-        String.format(
-            Locale.ROOT,
-            "Java generator, %d channels x %d %s streams, closed loop, same JVM; %d alternating"
-                + " rounds of %d s per target%n%n",
-            channels,
-            concurrency,
-            shape.equals("envoy") ? "Envoy-like (4 messages + reset)" : "one-shot",
-            rounds,
-            seconds));
-    b.append(
-        "| target | streams/s (median) | ratio to no-op (median of rounds) | rounds (min–max) |"
-            + " client p50 | client p99 | process CPU (cores) | server decision p50 |"
-            + " server decision p99 | errors |\n");
-    b.append("|---|---|---|---|---|---|---|---|---|---|\n");
-    for (Row r : rows) {
-      b.append(
-          String.format(
-              Locale.ROOT,
-              "| %s | %.0f | %.2f | %.2f–%.2f | %d µs | %d µs | %.2f | %s | %s | %d |\n",
-              r.target(),
-              r.streamsPerSecond(),
-              r.ratio(),
-              r.minRatio(),
-              r.maxRatio(),
-              r.latencyMicros().getValueAtPercentile(50),
-              r.latencyMicros().getValueAtPercentile(99),
-              r.cpuCores(),
-              r.serverDecisionP50(),
-              r.serverDecisionP99(),
-              r.errors()));
-    }
-    return b.toString();
-  }
-
-  /** The RLS request of build-notes §7: domain plus one descriptor with two entries. */
-  static RateLimitRequest rlsRequest() {
-    return RateLimitRequest.newBuilder()
-        .setDomain("bench")
-        .addDescriptors(
-            RateLimitDescriptor.newBuilder()
-                .addEntries(
-                    RateLimitDescriptor.Entry.newBuilder().setKey("tenant").setValue("acme"))
-                .addEntries(RateLimitDescriptor.Entry.newBuilder().setKey("model").setValue("gpt")))
-        .setHitsAddend(1)
-        .build();
-  }
-
-  /** An RLS config (envoyproxy/ratelimit format) that never limits the request above. */
-  static final String RLS_CONFIG =
-      """
-      domain: bench
-      descriptors:
-        - key: tenant
-          descriptors:
-            - key: model
-              rate_limit: {unit: second, requests_per_unit: 1000000000}
-      """;
-
-  /** The 11-header request of build-notes §7, with end_of_stream (no body). */
-  static ProcessingRequest request() {
-    String[][] h = {
-      {":authority", "llm.example.com"},
-      {":path", "/v1/chat/completions"},
-      {":method", "POST"},
-      {":scheme", "https"},
-      {"content-type", "application/json"},
-      {"authorization", "Bearer sk-0123456789abcdef0123456789abcdef"},
-      {"user-agent", "openai-python/1.40.0"},
-      {"x-request-id", "7f8e9d0c-1b2a-4c3d-8e9f-0a1b2c3d4e5f"},
-      {"x-forwarded-for", "10.0.0.1"},
-      {"x-forwarded-proto", "https"},
-      {"x-tenant-id", "acme"}
-    };
-    HeaderMap.Builder map = HeaderMap.newBuilder();
-    for (String[] kv : h) {
-      map.addHeaders(
-          HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
-    }
-    return ProcessingRequest.newBuilder()
-        .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map).setEndOfStream(true))
-        .build();
-  }
-
-  static byte[] grpcFrame(byte[] proto) {
-    ByteBuffer b = ByteBuffer.allocate(5 + proto.length);
-    b.put((byte) 0).putInt(proto.length).put(proto);
-    return b.array();
-  }
-
   private static void closeQuietly(AutoCloseable c) {
     try {
       c.close();
     } catch (Exception ignored) {
       // shutting down
-    }
-  }
-
-  /** ext_proc that answers CONTINUE at once and completes on half-close. */
-  static final class NoOp implements AutoCloseable {
-    static final ProcessingResponse CONTINUE =
-        ProcessingResponse.newBuilder()
-            .setRequestHeaders(
-                HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()))
-            .build();
-    static final ProcessingResponse CONTINUE_REQUEST_BODY =
-        ProcessingResponse.newBuilder()
-            .setRequestBody(
-                io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse.newBuilder()
-                    .setResponse(CommonResponse.newBuilder()))
-            .build();
-    static final ProcessingResponse CONTINUE_RESPONSE_HEADERS =
-        ProcessingResponse.newBuilder()
-            .setResponseHeaders(
-                HeadersResponse.newBuilder().setResponse(CommonResponse.newBuilder()))
-            .build();
-    static final ProcessingResponse CONTINUE_RESPONSE_BODY =
-        ProcessingResponse.newBuilder()
-            .setResponseBody(
-                io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse.newBuilder()
-                    .setResponse(CommonResponse.newBuilder()))
-            .build();
-    static final RateLimitResponse OK =
-        RateLimitResponse.newBuilder().setOverallCode(RateLimitResponse.Code.OK).build();
-    final Server server;
-
-    NoOp(int port) throws IOException {
-      server =
-          NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
-              .directExecutor()
-              .addService(
-                  new ExternalProcessorGrpc.ExternalProcessorImplBase() {
-                    @Override
-                    public StreamObserver<ProcessingRequest> process(
-                        StreamObserver<ProcessingResponse> responses) {
-                      return new StreamObserver<>() {
-                        @Override
-                        public void onNext(ProcessingRequest value) {
-                          switch (value.getRequestCase()) {
-                            case REQUEST_HEADERS -> responses.onNext(CONTINUE);
-                            case REQUEST_BODY -> responses.onNext(CONTINUE_REQUEST_BODY);
-                            case RESPONSE_HEADERS -> responses.onNext(CONTINUE_RESPONSE_HEADERS);
-                            case RESPONSE_BODY -> responses.onNext(CONTINUE_RESPONSE_BODY);
-                            default -> {}
-                          }
-                        }
-
-                        @Override
-                        public void onError(Throwable t) {}
-
-                        @Override
-                        public void onCompleted() {
-                          responses.onCompleted();
-                        }
-                      };
-                    }
-                  })
-              .addService(
-                  new RateLimitServiceGrpc.RateLimitServiceImplBase() {
-                    @Override
-                    public void shouldRateLimit(
-                        RateLimitRequest request, StreamObserver<RateLimitResponse> responses) {
-                      responses.onNext(OK);
-                      responses.onCompleted();
-                    }
-                  })
-              .build()
-              .start();
-    }
-
-    @Override
-    public void close() throws InterruptedException {
-      server.shutdownNow();
-      server.awaitTermination(5, TimeUnit.SECONDS);
-    }
-  }
-
-  /** Sluice in-process on a policy. */
-  static final class Sluice implements AutoCloseable {
-    final SluiceServer server;
-    final Path runtime;
-
-    Sluice(String policy, int port) throws IOException {
-      this(policy, port, null);
-    }
-
-    /** With {@code redis} (host:port) as the store, or the in-memory store when null. */
-    Sluice(String policy, int port, String redis) throws IOException {
-      runtime = Files.createTempDirectory("sluice-rls");
-      Files.createDirectories(runtime.resolve("config"));
-      Files.writeString(runtime.resolve("config").resolve("bench.yaml"), RLS_CONFIG);
-      String withRls =
-          policy
-              .replace(
-                  "grpc: {host: 127.0.0.1, port: 0}", "grpc: {host: 127.0.0.1, port: " + port + "}")
-              .replace(
-                  "rateLimit: {enabled: false}",
-                  "rateLimit: {enabled: true, env: {RUNTIME_ROOT: \""
-                      + runtime
-                      + "\", RUNTIME_SUBDIRECTORY: \"\", RUNTIME_WATCH_ROOT: \"false\""
-                      + (redis == null ? "" : ", BACKEND_TYPE: redis, REDIS_URL: \"" + redis + "\"")
-                      + "}}");
-      server = SluiceServer.start(ConfigLoader.parse(withRls));
-    }
-
-    @Override
-    public void close() throws IOException {
-      server.close();
-      try (var files = Files.walk(runtime)) {
-        files.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
     }
   }
 }

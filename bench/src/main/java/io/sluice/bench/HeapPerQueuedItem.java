@@ -9,9 +9,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import java.io.IOException;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpResponse;
@@ -66,8 +64,8 @@ final class HeapPerQueuedItem implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     PrintStream out = System.out;
-    int grpcPort = freePort();
-    int adminPort = freePort();
+    int grpcPort = BenchNet.freePort();
+    int adminPort = BenchNet.freePort();
     String policy =
         Policies.policy(
                 admit ? 100_000_000 : 20_000,
@@ -208,7 +206,7 @@ final class HeapPerQueuedItem implements Callable<Integer> {
         md);
     call.request(4);
     if (send) { // else: start() alone opened the HTTP/2 stream (headers only), no message
-      call.sendMessage(Floor.request());
+      call.sendMessage(FloorMessages.request());
     }
     return call;
   }
@@ -277,11 +275,5 @@ final class HeapPerQueuedItem implements Callable<Integer> {
       }
     }
     throw new IllegalStateException("Sluice did not start within 30 s");
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0)) {
-      return s.getLocalPort();
-    }
   }
 }

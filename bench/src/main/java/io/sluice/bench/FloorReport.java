@@ -1,0 +1,108 @@
+package io.sluice.bench;
+
+import io.sluice.bench.Floor.Row;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** The floor bench's figures: medians, decision-latency quantiles and the Markdown table. */
+final class FloorReport {
+  private FloorReport() {}
+
+  static double median(double[] values) {
+    double[] v = values.clone();
+    Arrays.sort(v);
+    int n = v.length;
+    if (n == 0) {
+      return Double.NaN;
+    }
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
+
+  /**
+   * A quantile of {@code sluice_decision_latency_seconds} for one decision at request headers, from
+   * its histogram buckets with linear interpolation inside the bucket (as Prometheus's {@code
+   * histogram_quantile}); the answer is only as fine as the bucket bounds.
+   */
+  static String quantile(String scrape, String decision, String phase, String q) {
+    Pattern line =
+        Pattern.compile(
+            "^sluice_decision_latency_seconds_bucket\\{([^}]*)} ([0-9.eE+-]+)$", Pattern.MULTILINE);
+    Pattern le = Pattern.compile("le=\"([^\"]+)\"");
+    java.util.TreeMap<Double, Double> cumulative = new java.util.TreeMap<>();
+    Matcher m = line.matcher(scrape);
+    while (m.find()) {
+      String labels = m.group(1);
+      if (!labels.contains("decision=\"" + decision + "\"")
+          || !labels.contains("phase=\"" + phase + "\"")) {
+        continue;
+      }
+      Matcher l = le.matcher(labels);
+      if (l.find()) {
+        double bound =
+            l.group(1).equals("+Inf") ? Double.POSITIVE_INFINITY : Double.parseDouble(l.group(1));
+        cumulative.put(bound, Double.parseDouble(m.group(2)));
+      }
+    }
+    if (cumulative.isEmpty() || cumulative.lastEntry().getValue() == 0) {
+      return "n/a";
+    }
+    double rank = Double.parseDouble(q) * cumulative.lastEntry().getValue();
+    double lowerBound = 0;
+    double lowerCount = 0;
+    for (var e : cumulative.entrySet()) {
+      if (e.getValue() >= rank) {
+        if (e.getKey().isInfinite()) {
+          return String.format(Locale.ROOT, "> %.0f µs", lowerBound * 1e6);
+        }
+        double inBucket = e.getValue() - lowerCount;
+        double frac = inBucket == 0 ? 1 : (rank - lowerCount) / inBucket;
+        double seconds = lowerBound + (e.getKey() - lowerBound) * frac;
+        return String.format(Locale.ROOT, "%.1f µs", seconds * 1e6);
+      }
+      lowerBound = e.getKey();
+      lowerCount = e.getValue();
+    }
+    return "n/a";
+  }
+
+  static String table(
+      List<Row> rows, int channels, int concurrency, String shape, int rounds, int seconds) {
+    StringBuilder b = new StringBuilder();
+    b.append(
+        String.format(
+            Locale.ROOT,
+            "Java generator, %d channels x %d %s streams, closed loop, same JVM; %d alternating"
+                + " rounds of %d s per target%n%n",
+            channels,
+            concurrency,
+            shape.equals("envoy") ? "Envoy-like (4 messages + reset)" : "one-shot",
+            rounds,
+            seconds));
+    b.append(
+        "| target | streams/s (median) | ratio to no-op (median of rounds) | rounds (min–max) |"
+            + " client p50 | client p99 | process CPU (cores) | server decision p50 |"
+            + " server decision p99 | errors |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (Row r : rows) {
+      b.append(
+          String.format(
+              Locale.ROOT,
+              "| %s | %.0f | %.2f | %.2f–%.2f | %d µs | %d µs | %.2f | %s | %s | %d |\n",
+              r.target(),
+              r.streamsPerSecond(),
+              r.ratio(),
+              r.minRatio(),
+              r.maxRatio(),
+              r.latencyMicros().getValueAtPercentile(50),
+              r.latencyMicros().getValueAtPercentile(99),
+              r.cpuCores(),
+              r.serverDecisionP50(),
+              r.serverDecisionP99(),
+              r.errors()));
+    }
+    return b.toString();
+  }
+}
