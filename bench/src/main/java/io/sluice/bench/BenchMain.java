@@ -49,7 +49,7 @@ import picocli.CommandLine.ScopeType;
       Knee.class,
       Throttle.class,
       ColdAdaptive.ColdThrottle.class,
-      ColdAdaptive.ColdKnee.class,
+      ColdKnee.class,
       RetryStorm.class,
       Reserve.class,
       ColdGreedy.class,

@@ -150,7 +150,7 @@ final class ColdGreedy implements Callable<Integer> {
       throw new picocli.CommandLine.ParameterException(
           new picocli.CommandLine(this), "--seconds: at least 1; --load > 0");
     }
-    boolean onRedis = ColdAdaptive.reachable(redis);
+    boolean onRedis = BenchNet.reachable(redis);
     String prefix = "cold_greedy_" + Long.toHexString(System.nanoTime()) + "_";
     List<Result> results = new ArrayList<>();
     results.add(run("fresh", seconds, onRedis ? prefix : null, System.out));

@@ -129,6 +129,17 @@ final class Throttle implements Callable<Integer> {
   Workload workload(List<Workload.RequestClass> classes, int before, int outage, int after) {
     Workload k = Knee.workload(classes, 1, 1.0);
     double rate = k.phases().get(0).ratePerSecond() * load * ceiling / Knee.K;
+    return outageWorkload(k, classes, rate, before, outage, after);
+  }
+
+  /** {@code k}'s tenants, retries, drain and seed; three phases at {@code rate} per second. */
+  static Workload outageWorkload(
+      Workload k,
+      List<Workload.RequestClass> classes,
+      double rate,
+      int before,
+      int outage,
+      int after) {
     return new Workload(
         classes,
         k.tenants(),

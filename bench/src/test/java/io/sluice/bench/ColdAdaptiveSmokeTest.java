@@ -22,10 +22,10 @@ class ColdAdaptiveSmokeTest {
 
   @Test
   void policies_startWhereAsked() {
-    ColdAdaptive.ColdKnee k = new ColdAdaptive.ColdKnee();
+    ColdKnee k = new ColdKnee();
     var floor = ConfigLoader.parse(k.adaptive("floor")).pools().get("llm");
-    assertThat(floor.maxRequests()).isEqualTo(ColdAdaptive.ColdKnee.CEILING);
-    assertThat(floor.adaptive().minRequests()).isEqualTo(ColdAdaptive.ColdKnee.FLOOR);
+    assertThat(floor.maxRequests()).isEqualTo(ColdKnee.CEILING);
+    assertThat(floor.adaptive().minRequests()).isEqualTo(ColdKnee.FLOOR);
     assertThat(floor.adaptive().start()).isEqualTo(0.0);
     assertThat(ConfigLoader.parse(k.adaptive("0.25")).pools().get("llm").adaptive().start())
         .isEqualTo(0.25);
@@ -70,7 +70,7 @@ class ColdAdaptiveSmokeTest {
 
   @Test
   void coldKnee_startsSideBySide_tabulatesAndCharts(@TempDir Path dir) throws Exception {
-    ColdAdaptive.ColdKnee k = new ColdAdaptive.ColdKnee();
+    ColdKnee k = new ColdKnee();
     k.quiet = true;
     k.classes = AdaptiveBenchSmokeTest.tiny();
     k.durationSeconds = 2;
@@ -85,15 +85,11 @@ class ColdAdaptiveSmokeTest {
         .containsExactly(false, true, true);
     for (AdaptiveRuns.Result r : results) {
       assertThat(r.report().accountedFor()).as(r.name()).isEqualTo(r.report().offered());
-      assertThat(r.samples())
-          .as(r.name())
-          .allMatch(s -> s.limitRequests() <= ColdAdaptive.ColdKnee.CEILING);
+      assertThat(r.samples()).as(r.name()).allMatch(s -> s.limitRequests() <= ColdKnee.CEILING);
     }
     // the ceiling start begins at the ceiling, the floor start at the floor
-    assertThat(results.get(1).samples().get(0).limitRequests())
-        .isEqualTo(ColdAdaptive.ColdKnee.CEILING);
-    assertThat(results.get(2).samples().get(0).limitRequests())
-        .isEqualTo(ColdAdaptive.ColdKnee.FLOOR);
+    assertThat(results.get(1).samples().get(0).limitRequests()).isEqualTo(ColdKnee.CEILING);
+    assertThat(results.get(2).samples().get(0).limitRequests()).isEqualTo(ColdKnee.FLOOR);
     String md = k.report(results);
     assertThat(md).contains("| static 16 (right) |", "| adaptive, start ceiling |", "× right");
     Path png = Knee.chart(results, dir.resolve("k.png"));

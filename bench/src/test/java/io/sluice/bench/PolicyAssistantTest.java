@@ -180,10 +180,10 @@ class PolicyAssistantTest {
             HttpHeaders.of("x-sluice-queue-wait-ms", "2000"),
             Optional.empty(),
             List.of(new LoadGenerator.Try(1000, 4100, 7000, 200)));
-    assertThat(PolicyAssistant.heldAt(waited, 3000)).isTrue();
-    assertThat(PolicyAssistant.heldAt(waited, 1500)).isFalse();
-    assertThat(PolicyAssistant.heldAt(all.get(0), 1050)).isFalse();
-    PolicyAssistant.Figures f = PolicyAssistant.figures(all, 1);
+    assertThat(PolicyAssistantFigures.heldAt(waited, 3000)).isTrue();
+    assertThat(PolicyAssistantFigures.heldAt(waited, 1500)).isFalse();
+    assertThat(PolicyAssistantFigures.heldAt(all.get(0), 1050)).isFalse();
+    PolicyAssistantFigures.Figures f = PolicyAssistantFigures.figures(all, 1);
     assertThat(f.offered()).isEqualTo(4);
     assertThat(f.completed()).isEqualTo(3);
     assertThat(f.goodput()).isEqualTo(0.75);
@@ -196,6 +196,6 @@ class PolicyAssistantTest {
     assertThat(f.lostQuestionsWithEvaluationStarted()).isEqualTo(1);
     assertThat(f.documentsOffered()).isEqualTo(1);
     assertThat(f.documentsCompleted()).isZero();
-    assertThat(PolicyAssistant.csv(all).lines()).hasSize(all.size() + 1);
+    assertThat(PolicyAssistantFigures.csv(all).lines()).hasSize(all.size() + 1);
   }
 }

@@ -113,14 +113,14 @@ class ReplicasTest {
             result(Replicas.RunSpec.named("one"), 100, 16, 0),
             result(Replicas.RunSpec.named("three"), 95, 16, 0),
             result(Replicas.RunSpec.named("three-crash"), 50, 16, 0));
-    assertThat(Replicas.verdicts(ok)).allMatch(Replicas.Verdict::pass);
+    assertThat(ReplicasReport.verdicts(ok)).allMatch(Verdict::pass);
     // goodput is judged on the three replicas without a kill only
-    assertThat(Replicas.verdicts(ok)).filteredOn(v -> v.target().contains("95%")).hasSize(1);
+    assertThat(ReplicasReport.verdicts(ok)).filteredOn(v -> v.target().contains("95%")).hasSize(1);
     List<Replicas.Result> bad =
         List.of(
             result(Replicas.RunSpec.named("one"), 100, 16, 0),
             result(Replicas.RunSpec.named("three"), 94, 17, 1));
-    assertThat(Replicas.verdicts(bad)).filteredOn(v -> !v.pass()).hasSize(3);
-    assertThat(Replicas.report(bad, 14.5)).contains("FAIL 3 replicas: goodput", "94.0%");
+    assertThat(ReplicasReport.verdicts(bad)).filteredOn(v -> !v.pass()).hasSize(3);
+    assertThat(ReplicasReport.report(bad, 14.5)).contains("FAIL 3 replicas: goodput", "94.0%");
   }
 }

@@ -162,11 +162,11 @@ class RestartTest {
         List.of(
             result("steady", 70, 71, Restart.Learned.NONE, Restart.Learned.NONE),
             result("one-halt", 70, 66, was, new Restart.Learned(15, 280, true)));
-    assertThat(Restart.verdicts(ok)).hasSize(3).allMatch(Restart.Verdict::pass);
+    assertThat(RestartReport.verdicts(ok)).hasSize(3).allMatch(Verdict::pass);
     List<Restart.Result> bad =
         List.of(result("all-halt", 70, 40, was, new Restart.Learned(4, 3000, false)));
-    assertThat(Restart.verdicts(bad)).hasSize(3).noneMatch(Restart.Verdict::pass);
-    assertThat(Restart.report(bad, 5, 10))
+    assertThat(RestartReport.verdicts(bad)).hasSize(3).noneMatch(Verdict::pass);
+    assertThat(RestartReport.report(bad, 5, 10))
         .contains("FAIL all halted at once: goodput", "40 / 70 = 0.57", "14 → 4", "cold (3000)");
   }
 }
