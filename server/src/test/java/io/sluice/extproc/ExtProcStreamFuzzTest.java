@@ -245,7 +245,10 @@ class ExtProcStreamFuzzTest {
       this.program = program;
       AdmissionMetrics metrics = new AdmissionMetrics(registry, ticker::nanos);
       TenantQuotas quotas =
-          new TenantQuotas(new InMemoryStore(clock), "sluice_", TenantQuotas.FailureMode.OPEN);
+          new TenantQuotas(
+              new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+              "sluice_",
+              TenantQuotas.FailureMode.OPEN);
       AdmissionRuntime rt =
           new AdmissionRuntime(
               config,

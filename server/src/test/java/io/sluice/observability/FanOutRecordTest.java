@@ -58,7 +58,10 @@ class FanOutRecordTest {
   private final Sessions sessions =
       io.sluice.core.session.OneSlotPool.sessions(
               controller,
-              new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+              new TenantQuotas(
+                  new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+                  "test_",
+                  TenantQuotas.FailureMode.OPEN),
               ticker,
               clock,
               (delayNanos, task) -> () -> {},

@@ -56,7 +56,10 @@ class SessionRecorderTest {
   private final Sessions sessions =
       io.sluice.core.session.OneSlotPool.sessions(
           controller,
-          new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+          new TenantQuotas(
+              new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+              "test_",
+              TenantQuotas.FailureMode.OPEN),
           ticker,
           clock,
           (delayNanos, task) -> {
@@ -290,7 +293,10 @@ class SessionRecorderTest {
     Sessions off =
         new Sessions(
             controller,
-            new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+            new TenantQuotas(
+                new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+                "test_",
+                TenantQuotas.FailureMode.OPEN),
             sessions.estimator(),
             500,
             ticker,
@@ -344,7 +350,10 @@ class SessionRecorderTest {
     Sessions learning =
         io.sluice.core.session.OneSlotPool.sessions(
                 controller,
-                new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+                new TenantQuotas(
+                    new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+                    "test_",
+                    TenantQuotas.FailureMode.OPEN),
                 ticker,
                 clock,
                 (delayNanos, task) -> () -> {},

@@ -78,7 +78,7 @@ class RlsFailureInjectionTest {
 
   static final Instant START = Instant.ofEpochSecond(1_700_000_000L);
   final MutableClock clock = new MutableClock(START);
-  final InMemoryStore memory = new InMemoryStore(clock);
+  final InMemoryStore memory = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final List<LogRecord> severe = new CopyOnWriteArrayList<>();
   final List<Throwable> uncaught = new CopyOnWriteArrayList<>();
@@ -187,7 +187,7 @@ class RlsFailureInjectionTest {
             cfg,
             counters,
             buckets,
-            new InMemoryStore(clock),
+            new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
             java.time.Duration.ofMillis(50), // REDIS_COMMAND_TIMEOUT's default
             clock,
             new FakeTicker(),

@@ -28,8 +28,8 @@ final class RlsFixture {
   static final Instant START = Instant.ofEpochSecond(1_700_000_000L);
 
   final MutableClock clock = new MutableClock(START);
-  final InMemoryStore store = new InMemoryStore(clock);
-  final InMemoryStore local = new InMemoryStore(clock);
+  final InMemoryStore store = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
+  final InMemoryStore local = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final RlsMetrics metrics = new RlsMetrics(registry);
   final RlsSettings settings;

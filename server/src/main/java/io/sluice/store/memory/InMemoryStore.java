@@ -125,10 +125,6 @@ public final class InMemoryStore implements KeyValueStore, MemoryStoreStats {
   private final LongAdder evictedHits = new LongAdder();
   private final LongAdder unstored = new LongAdder();
 
-  public InMemoryStore(Clock clock) {
-    this(clock, Bounds.DEFAULT);
-  }
-
   public InMemoryStore(Clock clock, Bounds bounds) {
     this.clock = clock;
     this.bounds = bounds;

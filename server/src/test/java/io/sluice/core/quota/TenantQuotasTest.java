@@ -21,7 +21,8 @@ import org.junit.jupiter.api.Test;
 class TenantQuotasTest {
   private static final long T0 = 1_800_000_000_000L;
   private final InMemoryStore store =
-      new InMemoryStore(Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC));
+      new InMemoryStore(
+          Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC), InMemoryStore.Bounds.DEFAULT);
   private final TenantQuotas quotas =
       new TenantQuotas(store, "test_", TenantQuotas.FailureMode.OPEN);
   private final Tenant acme = new Tenant("acme", new TierPolicy("pro", 1, 0, 2, 1000, 500));

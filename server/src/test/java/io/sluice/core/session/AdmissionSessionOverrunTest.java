@@ -38,7 +38,10 @@ class AdmissionSessionOverrunTest {
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC);
   private final TenantQuotas quotas =
-      new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN);
+      new TenantQuotas(
+          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+          "test_",
+          TenantQuotas.FailureMode.OPEN);
   private final AdmissionController controller = OneSlotPool.controller(SMALL);
   private final List<SessionEvent> events = new ArrayList<>();
   private final Sessions sessions =

@@ -53,7 +53,7 @@ class AdmissionSessionTenantSlotTest {
   private Sessions sessions(TenantQuotas.FailureMode mode, TenantCaps c) {
     return new Sessions(
         controller,
-        new TenantQuotas(new InMemoryStore(clock), "test_", mode),
+        new TenantQuotas(new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT), "test_", mode),
         new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
         500,
         ticker,

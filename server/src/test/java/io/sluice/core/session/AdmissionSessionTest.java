@@ -33,7 +33,7 @@ class AdmissionSessionTest {
 
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC);
-  private final InMemoryStore store = new InMemoryStore(clock);
+  private final InMemoryStore store = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
   private final TenantQuotas quotas =
       new TenantQuotas(store, "test_", TenantQuotas.FailureMode.OPEN);
   private final ManualTimer timer = new ManualTimer();

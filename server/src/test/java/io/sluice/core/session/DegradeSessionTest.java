@@ -41,7 +41,10 @@ class DegradeSessionTest {
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(T0), ZoneOffset.UTC);
   private final TenantQuotas quotas =
-      new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN);
+      new TenantQuotas(
+          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+          "test_",
+          TenantQuotas.FailureMode.OPEN);
   private final List<SessionEvent> events = new ArrayList<>();
   private final Tenant tenant =
       new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 1_000_000, 1_000_000));

@@ -40,7 +40,10 @@ class RetrySessionTest {
   private final FakeTicker ticker = new FakeTicker();
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(1_800_000_000_000L), ZoneOffset.UTC);
   private final TenantQuotas quotas =
-      new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN);
+      new TenantQuotas(
+          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+          "test_",
+          TenantQuotas.FailureMode.OPEN);
   private final AdmissionSessionTest.ManualTimer timer = new AdmissionSessionTest.ManualTimer();
   private final List<SessionEvent> events = new ArrayList<>();
   private final AdmissionController controller = OneSlotPool.controller();

@@ -47,7 +47,10 @@ class WorkflowSessionTest {
   private final Sessions sessions =
       OneSlotPool.sessions(
               controller,
-              new TenantQuotas(new InMemoryStore(clock), "test_", TenantQuotas.FailureMode.OPEN),
+              new TenantQuotas(
+                  new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+                  "test_",
+                  TenantQuotas.FailureMode.OPEN),
               ticker,
               clock,
               timer,

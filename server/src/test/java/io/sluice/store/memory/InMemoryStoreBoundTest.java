@@ -20,7 +20,7 @@ class InMemoryStoreBoundTest {
   /** 96 MiB of 8 KiB keys, each counted once in a one-hour window. */
   @Test
   void uniqueLargeCounterKeys_doNotGrowTheDefaultStoreWithoutBound() {
-    InMemoryStore store = new InMemoryStore(clock);
+    InMemoryStore store = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
     String pad = "x".repeat(8 * 1024);
     int n = 12 * 1024;
     for (int i = 0; i < n; i++) {
@@ -33,7 +33,7 @@ class InMemoryStoreBoundTest {
 
   @Test
   void uniqueLargeBucketKeys_doNotGrowTheDefaultStoreWithoutBound() {
-    InMemoryStore store = new InMemoryStore(clock);
+    InMemoryStore store = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
     String pad = "y".repeat(8 * 1024);
     int n = 12 * 1024;
     TokenBucketSpec spec = new TokenBucketSpec(100, 100, 60_000);

@@ -17,7 +17,7 @@ class InMemoryStoreTest extends StoreContractTest {
   // expiry is stamped with the caller's time and swept on this clock, so the two must agree, or a
   // random periodic sweep (1 in 4096 operations) removes a live bucket as long expired
   private final MutableClock clock = new MutableClock(Instant.ofEpochMilli(1_700_000_000_000L));
-  private final InMemoryStore store = new InMemoryStore(clock);
+  private final InMemoryStore store = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
 
   @Override
   protected CounterStore counters() {
