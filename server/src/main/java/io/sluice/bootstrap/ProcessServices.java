@@ -197,7 +197,7 @@ final class ProcessServices {
     this.adaptive =
         new AdaptiveCoordinator(
             controller,
-            stores.shares() instanceof io.sluice.core.adapt.LimitStore ls ? ls : null,
+            stores.limits(),
             config.quotas().keyPrefix(),
             ticker);
     this.housekeeping =

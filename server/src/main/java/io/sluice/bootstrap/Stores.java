@@ -7,7 +7,13 @@ import io.sluice.rls.RlsMetrics;
 import io.sluice.store.StoreSettings;
 import io.sluice.store.memory.InMemoryAttemptStore;
 import io.sluice.store.memory.InMemoryStore;
-import io.sluice.store.redis.RedisStore;
+import io.sluice.store.redis.RedisAttemptStore;
+import io.sluice.store.redis.RedisConnection;
+import io.sluice.store.redis.RedisKeyValueStore;
+import io.sluice.store.redis.RedisLimitStore;
+import io.sluice.store.redis.RedisReserveStore;
+import io.sluice.store.redis.RedisShareStore;
+import io.sluice.store.redis.RedisTenantSlots;
 import java.time.Clock;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -24,7 +30,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>{@link #shared()}: the backend (one bounded {@link InMemoryStore}, or a {@link
- *       RedisStore}).
+ *       RedisKeyValueStore}; with Redis every port is its own class on one {@link
+ *       RedisConnection}).
  *   <li>{@link #local()}: the in-process store of the rate limit failure mode {@code local}: the
  *       backend itself when it is memory (it cannot fail), else a bounded {@link InMemoryStore}.
  * </ul>
@@ -45,6 +52,8 @@ public final class Stores implements AutoCloseable {
   private final io.sluice.core.retry.AttemptStore attempts;
   private final io.sluice.store.memory.@org.jspecify.annotations.Nullable InMemoryAttemptStore
       localAttempts;
+  // the adaptive limits' shared state: Redis only (in memory the pool's own limit is the limit)
+  private io.sluice.core.adapt.@org.jspecify.annotations.Nullable LimitStore limits;
   // the learned output reserve's shared state: Redis only (in memory the learner outlives reloads)
   private io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves;
 
@@ -81,11 +90,18 @@ public final class Stores implements AutoCloseable {
   public static Stores create(
       StoreSettings settings, Clock clock, Ticker ticker, MeterRegistry registry) {
     if (settings.redisBackend()) {
-      RedisStore redis = new RedisStore(settings.redis(), ticker);
+      RedisConnection redis = new RedisConnection(settings.redis(), ticker);
+      // the key-value store first: warm-up rounds run in the order the ports register
+      KeyValueStore keyValue = new RedisKeyValueStore(redis);
+      io.sluice.core.share.ShareStore shares = new RedisShareStore(redis);
+      io.sluice.core.adapt.LimitStore limits = new RedisLimitStore(redis);
+      io.sluice.core.quota.TenantSlots slots = new RedisTenantSlots(redis);
+      io.sluice.core.retry.AttemptStore attempts = new RedisAttemptStore(redis);
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
-      Stores s = new Stores(settings, redis, local, redis, redis, redis, redis);
-      s.reserves = new io.sluice.store.redis.RedisReserveStore(redis);
+      Stores s = new Stores(settings, keyValue, local, shares, slots, redis, attempts);
+      s.limits = limits;
+      s.reserves = new RedisReserveStore(redis);
       return s;
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
@@ -151,6 +167,14 @@ public final class Stores implements AutoCloseable {
     if (localAttempts != null) {
       localAttempts.resize(maxEntries);
     }
+  }
+
+  /**
+   * Where the replicas share each adaptive pool's learned limit, or null when the backend lives in
+   * this process (nothing to share with).
+   */
+  public io.sluice.core.adapt.@org.jspecify.annotations.Nullable LimitStore limits() {
+    return limits;
   }
 
   /**

@@ -18,8 +18,8 @@ import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.MutableClock;
 import io.sluice.store.RedisProcess;
+import io.sluice.store.redis.RedisPorts;
 import io.sluice.store.redis.RedisSettings;
-import io.sluice.store.redis.RedisStore;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -119,10 +119,11 @@ class RedisReplicasTest {
     assertThat(ok).isEqualTo(10);
     // Same key layout as envoyproxy/ratelimit: prefix + domain_key_value_ + hour window start.
     long windowStart = Math.floorDiv(RlsFixture.START.getEpochSecond(), 3600) * 3600;
-    try (RedisStore direct =
-        new RedisStore(RedisSettings.local(LocalRedis.PORT), Ticker.system())) {
+    try (RedisPorts direct =
+        RedisPorts.open(RedisSettings.local(LocalRedis.PORT), Ticker.system())) {
       long[] v =
           direct
+              .keyValue()
               .increment(
                   List.of(new CounterIncrement(prefix + "d_user_alice_" + windowStart, 0, 3600)))
               .toCompletableFuture()

@@ -13,8 +13,8 @@ import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.RedisProcess;
+import io.sluice.store.redis.RedisPorts;
 import io.sluice.store.redis.RedisSettings;
-import io.sluice.store.redis.RedisStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -48,7 +48,7 @@ class RlsRedisHangTest {
   RedisProcess redis;
   RlsModule module;
   final List<AutoCloseable> stores = new ArrayList<>();
-  RedisStore quotaStore;
+  RedisPorts quotaStore;
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
   @AfterEach
@@ -213,7 +213,7 @@ class RlsRedisHangTest {
     assumeTrue(RedisProcess.available(), "redis-server binary");
     redis = new RedisProcess(LocalRedis.freePort()).start();
     quotaStore =
-        new RedisStore(
+        RedisPorts.open(
             RedisSettings.fromEnv(
                 Map.of(
                     "REDIS_URL",
@@ -221,9 +221,11 @@ class RlsRedisHangTest {
                     "REDIS_COMMAND_TIMEOUT",
                     TIMEOUT_MS + "ms")),
             Ticker.system());
-    quotaStore.warmUp("q_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
-    TenantQuotas closed = new TenantQuotas(quotaStore, "q_", TenantQuotas.FailureMode.CLOSED);
-    TenantQuotas open = new TenantQuotas(quotaStore, "q_", TenantQuotas.FailureMode.OPEN);
+    quotaStore.keyValue().warmUp("q_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
+    TenantQuotas closed =
+        new TenantQuotas(quotaStore.keyValue(), "q_", TenantQuotas.FailureMode.CLOSED);
+    TenantQuotas open =
+        new TenantQuotas(quotaStore.keyValue(), "q_", TenantQuotas.FailureMode.OPEN);
     Tenant acme = new Tenant("acme", new TierPolicy("pro", 1, 0, 1000, 0, 0));
     assertThat(take(closed, acme)).isEqualTo(QuotaCheck.ALLOWED);
 
@@ -239,7 +241,7 @@ class RlsRedisHangTest {
       assertThat(o.allowed()).isTrue();
       assertThat(o.storeFailed()).isTrue();
     }
-    assertThat(quotaStore.health().healthy()).isFalse();
+    assertThat(quotaStore.connection().health().healthy()).isFalse();
 
     redis.resume();
     Awaitility.await()
@@ -247,7 +249,7 @@ class RlsRedisHangTest {
         .pollInterval(Duration.ofMillis(100))
         .until(() -> !take(closed, acme).storeFailed());
     assertThat(take(closed, acme)).isEqualTo(QuotaCheck.ALLOWED);
-    assertThat(quotaStore.health().healthy()).isTrue();
+    assertThat(quotaStore.connection().health().healthy()).isTrue();
     System.out.printf(
         "redis hang, tenant buckets (REDIS_COMMAND_TIMEOUT "
             + TIMEOUT_MS

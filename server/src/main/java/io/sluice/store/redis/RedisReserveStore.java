@@ -12,19 +12,19 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
- * {@link ReserveStore} on Redis through the connection of a {@link RedisStore}: each key's
- * additions merged by {@code reserve_publish.lua} (atomic per key; the key and its pool's index
- * share the pool's hash tag), then the pool's index read for the keys written since the last pull
- * and those hashes read, decayed by their age on Redis's clock ({@code TIME}).
+ * {@link ReserveStore} on Redis on a {@link RedisConnection}: each key's additions merged by {@code
+ * reserve_publish.lua} (atomic per key; the key and its pool's index share the pool's hash tag),
+ * then the pool's index read for the keys written since the last pull and those hashes read,
+ * decayed by their age on Redis's clock ({@code TIME}).
  */
 public final class RedisReserveStore implements ReserveStore {
-  private static final String SCRIPT = RedisStore.loadScript("reserve_publish.lua");
-  private static final String SCRIPT_SHA = RedisStore.sha1(SCRIPT);
+  private static final RedisScript SCRIPT = RedisScript.load("reserve_publish.lua");
 
-  private final RedisStore redis;
+  private final RedisConnection redis;
 
-  public RedisReserveStore(RedisStore redis) {
+  public RedisReserveStore(RedisConnection redis) {
     this.redis = redis;
+    redis.register(SCRIPT, null);
   }
 
   @Override
@@ -54,9 +54,7 @@ public final class RedisReserveStore implements ReserveStore {
                 }
               });
       writes.add(
-          redis
-              .runScript(SCRIPT, SCRIPT_SHA, keys, args.toArray(String[]::new))
-              .toCompletableFuture());
+          redis.eval(SCRIPT, keys, args.toArray(String[]::new), r -> r).toCompletableFuture());
     }
     return CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new))
         .thenCompose(v -> pull(namespace, pools, sinceMillis, windowMillis));

@@ -1,6 +1,8 @@
 /**
- * The Redis store ({@link io.sluice.store.redis.RedisStore}) on Lettuce: counters, token buckets,
- * replica shares and tenant slots by Lua script, for single, Sentinel and Cluster deployments.
+ * The Redis stores on Lettuce, for single, Sentinel and Cluster deployments: one {@link
+ * io.sluice.store.redis.RedisConnection} per process, shared by one class per store port, each
+ * owning its Lua script (counters and token buckets, replica shares, adaptive limits, tenant slots,
+ * retry attempts, learned reserves).
  */
 @NullMarked
 package io.sluice.store.redis;

@@ -527,7 +527,7 @@ class ReplicaSharesSimulationTest {
                     + " peers "
                     + o.peers());
           }
-          all.add(String.valueOf(store.pools));
+          all.add(String.valueOf(store));
           assertThat(new long[] {s.grantedWork(), s.grantedRequests()})
               .as(
                   "steady round %d: replica %d (%s, demand %d work, %d requests) of demands %s / %s; %s",
@@ -759,9 +759,9 @@ class ReplicaSharesSimulationTest {
     ShareLeaseModel store = new ShareLeaseModel(() -> 0);
     Replica x = new Replica("a", policy(ReplicaPolicy.StoreDown.FALLBACK, 2), store, ticker);
     x.coordinator.tick(List.of(x.pool()));
-    assertThat(store.pools.get("ns_{p}")).containsKey("a");
+    assertThat(store.replicas("ns_", "p")).contains("a");
     x.coordinator.tick(List.of());
-    assertThat(store.pools.get("ns_{p}")).doesNotContainKey("a");
+    assertThat(store.replicas("ns_", "p")).doesNotContain("a");
     assertThat(x.coordinator.statuses()).isEmpty();
   }
 }

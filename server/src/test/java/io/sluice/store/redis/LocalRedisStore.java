@@ -11,13 +11,13 @@ final class LocalRedisStore {
   private LocalRedisStore() {}
 
   /**
-   * A {@link RedisStore} on 127.0.0.1:6379 with a 2 s command timeout (the contract under test, not
-   * timeouts: a loaded 2-core CI box can stall a 50 ms command, the default); the calling test is
-   * skipped when nothing answers there.
+   * Every port on one connection to 127.0.0.1:6379 with a 2 s command timeout (the contract under
+   * test, not timeouts: a loaded 2-core CI box can stall a 50 ms command, the default); the calling
+   * test is skipped when nothing answers there.
    */
-  static RedisStore open() {
+  static RedisPorts open() {
     assumeTrue(LocalRedis.reachable(LocalRedis.PORT), "redis-server on 127.0.0.1:6379");
-    return new RedisStore(
+    return RedisPorts.open(
         RedisSettings.local(LocalRedis.PORT).withCommandTimeout(Duration.ofSeconds(2)),
         Ticker.system());
   }

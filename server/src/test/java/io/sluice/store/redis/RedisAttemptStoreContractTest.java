@@ -8,8 +8,8 @@ import org.junit.jupiter.api.BeforeEach;
 
 /** Two replicas' connections to the Redis at 127.0.0.1:6379 (skipped when none answers). */
 class RedisAttemptStoreContractTest extends AttemptStoreContractTest {
-  private RedisStore a;
-  private RedisStore b;
+  private RedisPorts a;
+  private RedisPorts b;
   private final String prefix = LocalRedis.uniquePrefix() + "{gpu}:";
 
   @BeforeEach
@@ -26,12 +26,12 @@ class RedisAttemptStoreContractTest extends AttemptStoreContractTest {
 
   @Override
   protected AttemptStore replicaA() {
-    return a;
+    return a.attempts();
   }
 
   @Override
   protected AttemptStore replicaB() {
-    return b;
+    return b.attempts();
   }
 
   @Override

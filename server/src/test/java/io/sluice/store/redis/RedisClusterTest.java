@@ -31,10 +31,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 /**
- * {@link RedisStore} as production builds it ({@code REDIS_TYPE=cluster}) against a real 3-master
- * cluster with one replica each: a counter batch across every master, token buckets through EVALSHA
- * on every node (also after the script cache was flushed), tenant budgets, the pool key hash tag,
- * and a master killed and replaced by its replica.
+ * The Redis ports ({@link RedisPorts}) as production builds them ({@code REDIS_TYPE=cluster})
+ * against a real 3-master cluster with one replica each: a counter batch across every master, token
+ * buckets through EVALSHA on every node (also after the script cache was flushed), tenant budgets,
+ * the pool key hash tag, and a master killed and replaced by its replica.
  *
  * <p>Shares: two replicas' leases ({@code <ns>{<pool>}:shares}, {@code share_lease.lua}) on the
  * same cluster before the failover test and again after it.
@@ -44,14 +44,14 @@ class RedisClusterTest {
   private static final Duration FAILOVER = Duration.ofSeconds(20);
 
   private static RedisProcesses.Cluster topo;
-  private static RedisStore store;
+  private static RedisPorts store;
 
   @BeforeAll
   static void start() throws Exception {
     assumeTrue(RedisProcesses.available(), "redis-server and redis-cli binaries");
     topo = RedisProcesses.cluster();
     store =
-        new RedisStore(
+        RedisPorts.open(
             RedisSettings.fromEnv(
                 topo.env(
                     Map.of(
@@ -60,7 +60,7 @@ class RedisClusterTest {
                         "REDIS_RECONNECT_INTERVAL", "100ms"))),
             Ticker.system());
     // SCRIPT LOAD on every node, then counters and buckets on throwaway keys in many slots
-    store.warmUp("warm_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
+    store.keyValue().warmUp("warm_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
   }
 
   @AfterAll
@@ -119,7 +119,7 @@ class RedisClusterTest {
     }
     assertThat(masters).hasSize(3);
 
-    TenantQuotas quotas = new TenantQuotas(store, "q_", TenantQuotas.FailureMode.CLOSED);
+    TenantQuotas quotas = new TenantQuotas(store.keyValue(), "q_", TenantQuotas.FailureMode.CLOSED);
     for (String id : List.of("acme", "globex", "initech", "umbrella")) {
       Tenant t = new Tenant(id, new TierPolicy("pro", 1, 0, 1, 0, 0));
       assertThat(takeRequest(quotas, t)).isEqualTo(QuotaCheck.ALLOWED);
@@ -170,6 +170,7 @@ class RedisClusterTest {
     for (String pool : List.of("fo", "gpu-a100", "batch")) {
       var a =
           store
+              .shares()
               .exchange(
                   new io.sluice.core.share.ShareStore.Exchange(
                       ns, pool, "a", 60_000, 100, 8, 70, 5, 0, 0, 70, 5, List.of()))
@@ -178,6 +179,7 @@ class RedisClusterTest {
       assertThat(a.work()).isEqualTo(70);
       var b =
           store
+              .shares()
               .exchange(
                   new io.sluice.core.share.ShareStore.Exchange(
                       ns, pool, "b", 60_000, 100, 8, 70, 5, 0, 0, 70, 5, List.of()))
@@ -188,8 +190,8 @@ class RedisClusterTest {
       assertThat(b.peers())
           .extracting(io.sluice.core.share.ShareStore.Peer::replica)
           .containsExactly("a");
-      store.leave(ns, pool, "a").toCompletableFuture().get(10, TimeUnit.SECONDS);
-      store.leave(ns, pool, "b").toCompletableFuture().get(10, TimeUnit.SECONDS);
+      store.shares().leave(ns, pool, "a").toCompletableFuture().get(10, TimeUnit.SECONDS);
+      store.shares().leave(ns, pool, "b").toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
   }
 
@@ -249,7 +251,7 @@ class RedisClusterTest {
     assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
     releaseSlot("a");
     assertThat(slot("d")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
-    assertThat(store.health().healthy()).isTrue();
+    assertThat(store.connection().health().healthy()).isTrue();
     System.out.printf("cluster kill: store recovered %d ms after promotion%n", recovered);
   }
 
@@ -264,6 +266,7 @@ class RedisClusterTest {
   /** One slot of tenant "t" of pool "fo" (cap 2, 60 s lease) for {@code replica}. */
   static TenantSlots.SlotAnswer slot(String replica) throws Exception {
     return store
+        .slots()
         .acquire("ts_", "fo", "t", replica, 2, 60_000)
         .toCompletableFuture()
         .get(10, TimeUnit.SECONDS);
@@ -271,17 +274,18 @@ class RedisClusterTest {
 
   static void releaseSlot(String replica) throws Exception {
     store
+        .slots()
         .release("ts_", "fo", "t", replica, 60_000)
         .toCompletableFuture()
         .get(10, TimeUnit.SECONDS);
   }
 
   static long[] incr(List<CounterIncrement> batch) throws Exception {
-    return store.increment(batch).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    return store.keyValue().increment(batch).toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   static TokenBucketResult take(String key, TokenBucketSpec spec, long now) throws Exception {
-    return store.take(key, spec, 1, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    return store.keyValue().take(key, spec, 1, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   static QuotaCheck takeRequest(TenantQuotas q, Tenant t) throws Exception {

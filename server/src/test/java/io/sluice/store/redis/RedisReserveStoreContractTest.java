@@ -11,8 +11,8 @@ import org.junit.jupiter.api.BeforeEach;
  * when none answers).
  */
 class RedisReserveStoreContractTest extends ReserveStoreContractTest {
-  private RedisStore a;
-  private RedisStore b;
+  private RedisPorts a;
+  private RedisPorts b;
   private final String namespace = LocalRedis.uniquePrefix();
 
   @BeforeEach
@@ -29,12 +29,12 @@ class RedisReserveStoreContractTest extends ReserveStoreContractTest {
 
   @Override
   protected ReserveStore replicaA() {
-    return new RedisReserveStore(a);
+    return a.reserves();
   }
 
   @Override
   protected ReserveStore replicaB() {
-    return new RedisReserveStore(b);
+    return b.reserves();
   }
 
   @Override

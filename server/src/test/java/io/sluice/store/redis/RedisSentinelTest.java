@@ -28,10 +28,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
 /**
- * {@link RedisStore} as production builds it ({@code REDIS_TYPE=sentinel}) against a real master,
- * replica and three sentinels: counters, token buckets, tenant budgets and share leases work, and
- * the store follows two failovers by itself (a hung master, then a killed one; a lease taken before
- * the kill still counts after it).
+ * The Redis ports ({@link RedisPorts}) as production builds them ({@code REDIS_TYPE=sentinel})
+ * against a real master, replica and three sentinels: counters, token buckets, tenant budgets and
+ * share leases work, and the store follows two failovers by itself (a hung master, then a killed
+ * one; a lease taken before the kill still counts after it).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RedisSentinelTest {
@@ -39,14 +39,14 @@ class RedisSentinelTest {
   private static final Duration FAILOVER = Duration.ofSeconds(20);
 
   private static RedisProcesses.Sentinel topo;
-  private static RedisStore store;
+  private static RedisPorts store;
 
   @BeforeAll
   static void start() throws Exception {
     assumeTrue(RedisProcesses.available(), "redis-server and redis-cli binaries");
     topo = RedisProcesses.sentinel();
     store =
-        new RedisStore(
+        RedisPorts.open(
             RedisSettings.fromEnv(
                 topo.env(
                     Map.of(
@@ -55,7 +55,7 @@ class RedisSentinelTest {
                         "REDIS_TIMEOUT", "1s",
                         "REDIS_RECONNECT_INTERVAL", "100ms"))),
             Ticker.system());
-    store.warmUp("warm_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
+    store.keyValue().warmUp("warm_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
   }
 
   @AfterAll
@@ -84,7 +84,7 @@ class RedisSentinelTest {
     assertThat(take("s_tb", two, now).granted()).isTrue();
     assertThat(take("s_tb", two, now).granted()).isFalse();
 
-    TenantQuotas quotas = new TenantQuotas(store, "q_", TenantQuotas.FailureMode.CLOSED);
+    TenantQuotas quotas = new TenantQuotas(store.keyValue(), "q_", TenantQuotas.FailureMode.CLOSED);
     Tenant acme = new Tenant("acme", new TierPolicy("pro", 1, 0, 1, 0, 0));
     assertThat(takeRequest(quotas, acme)).isEqualTo(QuotaCheck.ALLOWED);
     QuotaCheck second = takeRequest(quotas, acme);
@@ -103,7 +103,7 @@ class RedisSentinelTest {
     old.sleepInBackground(5); // > down-after (1 s) + election: sentinels fail over meanwhile
     RedisProcesses.waitFor(
         "store fails on the hung master", Duration.ofSeconds(10), () -> incrFails("s_hang"));
-    assertThat(store.health().healthy()).isFalse();
+    assertThat(store.connection().health().healthy()).isFalse();
 
     topo.awaitPromotion(next, FAILOVER);
     long recoveredAfter = awaitRecovery("s_hang2");
@@ -128,7 +128,7 @@ class RedisSentinelTest {
         });
     long before = Long.parseLong(cli(next.port(), "GET", "s_hang3").trim());
     assertThat(incr(List.of(inc("s_hang3", 1)))).containsExactly(before + 1);
-    assertThat(store.health().healthy()).isTrue();
+    assertThat(store.connection().health().healthy()).isTrue();
     System.out.printf("sentinel hang: store recovered %d ms after promotion%n", recoveredAfter);
     topo.master = next;
     topo.replica = old;
@@ -158,7 +158,7 @@ class RedisSentinelTest {
     assertThatThrownBy(() -> take("s_kill_tb", one, now))
         .isInstanceOf(ExecutionException.class)
         .hasCauseInstanceOf(StoreException.class);
-    assertThat(store.health().healthy()).isFalse();
+    assertThat(store.connection().health().healthy()).isFalse();
 
     topo.awaitPromotion(next, FAILOVER);
     long recoveredAfter = awaitRecovery("s_kill2");
@@ -179,7 +179,7 @@ class RedisSentinelTest {
     assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
     releaseSlot("a");
     assertThat(slot("d")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
-    assertThat(store.health().healthy()).isTrue();
+    assertThat(store.connection().health().healthy()).isTrue();
     System.out.printf("sentinel kill: store recovered %d ms after promotion%n", recoveredAfter);
   }
 
@@ -205,6 +205,7 @@ class RedisSentinelTest {
   /** A 60 s lease of {@code replica} on pool "p" of 100 work units, asking for {@code target}. */
   static io.sluice.core.share.ShareStore.Grant share(String replica, long target) throws Exception {
     return store
+        .shares()
         .exchange(
             new io.sluice.core.share.ShareStore.Exchange(
                 "s_", "p", replica, 60_000, 100, 0, target, 0, 0, 0, target, 0, List.of()))
@@ -215,13 +216,18 @@ class RedisSentinelTest {
   /** One slot of tenant "t" of pool "p" (cap 2, 60 s lease) for {@code replica}. */
   static TenantSlots.SlotAnswer slot(String replica) throws Exception {
     return store
+        .slots()
         .acquire("s_", "p", "t", replica, 2, 60_000)
         .toCompletableFuture()
         .get(10, TimeUnit.SECONDS);
   }
 
   static void releaseSlot(String replica) throws Exception {
-    store.release("s_", "p", "t", replica, 60_000).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    store
+        .slots()
+        .release("s_", "p", "t", replica, 60_000)
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
   }
 
   static CounterIncrement inc(String key, long hits) {
@@ -229,11 +235,11 @@ class RedisSentinelTest {
   }
 
   static long[] incr(List<CounterIncrement> batch) throws Exception {
-    return store.increment(batch).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    return store.keyValue().increment(batch).toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   static TokenBucketResult take(String key, TokenBucketSpec spec, long now) throws Exception {
-    return store.take(key, spec, 1, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
+    return store.keyValue().take(key, spec, 1, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
   static QuotaCheck takeRequest(TenantQuotas q, Tenant t) throws Exception {

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 /** Kills a redis-server this test owns and checks fast failure, health and self-recovery. */
 class RedisStoreFailureTest {
   RedisProcess redis;
-  RedisStore store;
+  RedisPorts store;
 
   @AfterEach
   void cleanUp() throws Exception {
@@ -34,6 +34,7 @@ class RedisStoreFailureTest {
 
   private long[] incr(String key) throws Exception {
     return store
+        .keyValue()
         .increment(List.of(new CounterIncrement(key, 1, 60)))
         .toCompletableFuture()
         .get(5, TimeUnit.SECONDS);
@@ -44,7 +45,7 @@ class RedisStoreFailureTest {
     assumeTrue(RedisProcess.available(), "redis-server binary");
     redis = new RedisProcess(LocalRedis.freePort()).start();
     store =
-        new RedisStore(
+        RedisPorts.open(
             RedisSettings.fromEnv(
                 java.util.Map.of(
                     "REDIS_URL", "127.0.0.1:" + redis.port(),
@@ -52,9 +53,9 @@ class RedisStoreFailureTest {
                     "REDIS_RECONNECT_INTERVAL", "100ms")),
             Ticker.system());
     // warm first (as the service does before ready): a cold first command may overrun 2 x 50 ms
-    store.warmUp("t_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
+    store.keyValue().warmUp("t_", 3).toCompletableFuture().get(20, TimeUnit.SECONDS);
     assertThat(incr("k")).containsExactly(1);
-    assertThat(store.health().healthy()).isTrue();
+    assertThat(store.connection().health().healthy()).isTrue();
 
     redis.kill();
     // fails fast: the store itself answers (Lettuce rejects the command on the lost connection, or
@@ -72,9 +73,9 @@ class RedisStoreFailureTest {
                     .isInstanceOfAny(
                         io.lettuce.core.RedisException.class,
                         java.util.concurrent.TimeoutException.class));
-    assertThat(store.health().healthy()).isFalse();
-    assertThat(store.health().failures()).isGreaterThanOrEqualTo(1);
-    assertThat(store.health().lastError()).isNotEmpty();
+    assertThat(store.connection().health().healthy()).isFalse();
+    assertThat(store.connection().health().failures()).isGreaterThanOrEqualTo(1);
+    assertThat(store.connection().health().lastError()).isNotEmpty();
 
     redis.start();
     Awaitility.await()
@@ -82,7 +83,7 @@ class RedisStoreFailureTest {
         .pollInterval(Duration.ofMillis(100))
         .ignoreExceptions()
         .until(() -> incr("k2")[0] == 1);
-    assertThat(store.health().healthy()).isTrue();
+    assertThat(store.connection().health().healthy()).isTrue();
   }
 
   @Test
@@ -90,7 +91,7 @@ class RedisStoreFailureTest {
     assumeTrue(RedisProcess.available(), "redis-server binary");
     int port = LocalRedis.freePort();
     store =
-        new RedisStore(
+        RedisPorts.open(
             RedisSettings.fromEnv(
                 java.util.Map.of(
                     "REDIS_URL", "127.0.0.1:" + port,
@@ -98,13 +99,13 @@ class RedisStoreFailureTest {
                     "REDIS_RECONNECT_INTERVAL", "100ms")),
             Ticker.system());
     assertThatThrownBy(() -> incr("k")).hasCauseInstanceOf(StoreException.class);
-    assertThat(store.health().healthy()).isFalse();
+    assertThat(store.connection().health().healthy()).isFalse();
     redis = new RedisProcess(port).start();
     Awaitility.await()
         .atMost(Duration.ofSeconds(20))
         .pollInterval(Duration.ofMillis(100))
         .ignoreExceptions()
         .until(() -> incr("k")[0] >= 1);
-    assertThat(store.health().healthy()).isTrue();
+    assertThat(store.connection().health().healthy()).isTrue();
   }
 }

@@ -10,7 +10,7 @@ import org.junit.jupiter.api.BeforeAll;
 /** The store contract against the Redis on 127.0.0.1:6379 (started by CI). */
 class RedisStoreTest extends StoreContractTest {
   private static final String PREFIX = LocalRedis.uniquePrefix();
-  private static RedisStore store;
+  private static RedisPorts store;
 
   @BeforeAll
   static void connect() {
@@ -26,12 +26,12 @@ class RedisStoreTest extends StoreContractTest {
 
   @Override
   protected CounterStore counters() {
-    return store;
+    return store.keyValue();
   }
 
   @Override
   protected TokenBucketStore buckets() {
-    return store;
+    return store.keyValue();
   }
 
   @Override
