@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.micrometer.core.instrument.Meter;
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
@@ -123,7 +124,7 @@ class ReloadOperatorTest {
           ((Decision.Admit)
                   s.runtime()
                       .controller()
-                      .tryAdmit(
+                      .decide(
                           new AdmissionRequest(
                               c.pools().get("gpu"),
                               c.classes().get("interactive"),
@@ -131,7 +132,7 @@ class ReloadOperatorTest {
                               300,
                               0,
                               Long.MAX_VALUE / 2),
-                          0))
+                          Ask.now(0)))
               .permit();
       Files.writeString(file, policy("gpu", BATCH_INTERACTIVE));
       assertThat(s.reloadIfChanged()).isTrue();

@@ -20,6 +20,7 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
@@ -66,7 +67,7 @@ class ReloadTlsRlsTest {
       Permit p =
           ((Decision.Admit)
                   rt.controller()
-                      .tryAdmit(
+                      .decide(
                           new AdmissionRequest(
                               c.pools().get("gpu"),
                               c.classes().get("interactive"),
@@ -74,7 +75,7 @@ class ReloadTlsRlsTest {
                               800,
                               0,
                               Long.MAX_VALUE / 2),
-                          0))
+                          Ask.now(0)))
               .permit();
 
       Files.writeString(file, policy(500, "batch: {rank: 1, reservedShare: 0.2}"));
@@ -87,7 +88,7 @@ class ReloadTlsRlsTest {
       Decision d =
           s.runtime()
               .controller()
-              .tryAdmit(
+              .decide(
                   new AdmissionRequest(
                       s.config().pools().get("gpu"),
                       s.config().classes().get("batch"),
@@ -95,7 +96,7 @@ class ReloadTlsRlsTest {
                       10,
                       0,
                       Long.MAX_VALUE / 2),
-                  0);
+                  Ask.now(0));
       assertThat(d).isInstanceOf(Decision.Reject.class);
       assertThat(p.release(Outcome.COMPLETED, 1)).isTrue();
       assertThat(pool.snapshot(1).workInFlight()).isZero();

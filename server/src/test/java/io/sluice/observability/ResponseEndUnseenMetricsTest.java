@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
@@ -47,9 +48,7 @@ class ResponseEndUnseenMetricsTest {
         c.decide(
             new io.sluice.core.admission.AdmissionRequest(
                 POOL, CLASS, t, 100, 0, Duration.ofSeconds(30).toNanos(), -1, -1),
-            0,
-            null,
-            0);
+            Ask.hold(0, null, 0));
     Permit p = ((Decision.Admit) d).permit();
     assertThat(registry.get(MetricNames.PERMITS_TAIL_HELD).tag("pool", "gpu").gauge().value())
         .isZero();
@@ -96,9 +95,7 @@ class ResponseEndUnseenMetricsTest {
         c.decide(
             new io.sluice.core.admission.AdmissionRequest(
                 POOL, CLASS, t, 100, 0, Duration.ofSeconds(30).toNanos(), -1, -1),
-            0,
-            null,
-            0);
+            Ask.hold(0, null, 0));
     return ((Decision.Admit) d).permit();
   }
 }

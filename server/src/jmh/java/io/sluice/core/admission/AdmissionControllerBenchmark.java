@@ -56,7 +56,7 @@ public class AdmissionControllerBenchmark {
   /** tryAdmit on an idle pool, then release the permit as completed. */
   @Benchmark
   public boolean admitRelease() {
-    Decision d = controller.tryAdmit(request, now);
+    Decision d = controller.decide(request, Ask.now(now));
     if (d instanceof Decision.Admit admit) {
       return admit.permit().release(Outcome.COMPLETED, now);
     }

@@ -68,78 +68,18 @@ public final class AdmissionController {
     this.pools = java.util.Collections.unmodifiableMap(next);
   }
 
-  public Decision tryAdmit(AdmissionRequest request, long nowNanos) {
-    PoolState pool = pools.get(request.pool().name());
-    if (pool == null) {
-      return new Decision.Reject(
-          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
-    }
-    return pool.tryAdmit(request, nowNanos);
-  }
-
   /**
-   * A degrade rung's start: admit now or refuse, never queued, and a refusal is not counted as the
-   * pool's unmet demand (the request it stands for is decided again and counted then).
+   * Admit now, queue, or refuse, as {@code ask} allows (PRODUCT.md rules 2–4): the one decision
+   * entry ({@link Ask.Mode}). A {@link Decision.Queued} result means the ask's waiter will be
+   * called exactly once.
    */
-  public Decision tryRung(AdmissionRequest request, long nowNanos) {
+  public Decision decide(AdmissionRequest request, Ask ask) {
     PoolState pool = pools.get(request.pool().name());
     if (pool == null) {
       return new Decision.Reject(
           Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
     }
-    return pool.tryRung(request, nowNanos);
-  }
-
-  /**
-   * Admit now, queue, or refuse (PRODUCT.md rules 2–4). A {@link Decision.Queued} result means
-   * {@code waiter} will be called exactly once.
-   *
-   * @param maxHoldNanos how long the adapter can hold this request (0 = never queue)
-   */
-  public Decision decide(
-      AdmissionRequest request, long maxHoldNanos, Waiter waiter, long nowNanos) {
-    PoolState pool = pools.get(request.pool().name());
-    if (pool == null) {
-      return new Decision.Reject(
-          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
-    }
-    return pool.decide(request, maxHoldNanos, waiter, nowNanos);
-  }
-
-  /**
-   * As {@link #decide(AdmissionRequest, long, Waiter, long)}, with a degrade ladder's wait trigger:
-   * a request that cannot start now and whose expected wait (predicted, or the age of its class's
-   * oldest waiting request when that is longer) exceeds {@code degradeWaitNanos} (or that would be
-   * refused for want of capacity) is answered {@link Decision.Degradable}, nothing queued. {@code
-   * degradeWaitNanos <= 0}: no trigger.
-   */
-  public Decision decide(
-      AdmissionRequest request,
-      long maxHoldNanos,
-      Waiter waiter,
-      long nowNanos,
-      long degradeWaitNanos) {
-    PoolState pool = pools.get(request.pool().name());
-    if (pool == null) {
-      return new Decision.Reject(
-          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
-    }
-    return pool.decide(request, maxHoldNanos, waiter, nowNanos, degradeWaitNanos);
-  }
-
-  /**
-   * The decision {@link #decide} would make, for a request in shadow mode (observe only): an admit
-   * takes its permit as usual; a refusal is returned as such; where {@link #decide} would queue,
-   * {@link Decision.WouldQueue} is returned and nothing is queued (the queue checks run against the
-   * queue as it is, without the offer).
-   */
-  public Decision decideShadow(AdmissionRequest request, long maxHoldNanos, long nowNanos) {
-    PoolState pool = pools.get(request.pool().name());
-    if (pool == null) {
-      return new Decision.Reject(
-          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
-    }
-    return pool.decideShadow(request, maxHoldNanos, nowNanos);
+    return pool.decide(request, ask);
   }
 
   /** {@link PoolState#tenantRetryAfterSeconds()} of {@code pool} (1 when it is not configured). */

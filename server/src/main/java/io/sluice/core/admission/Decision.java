@@ -61,8 +61,8 @@ public sealed interface Decision
   }
 
   /**
-   * Shadow mode only ({@link AdmissionController#decideShadow}): enforcement would have queued the
-   * request; nothing was queued and no permit taken.
+   * Shadow mode only ({@link Ask.Mode#SHADOW}): enforcement would have queued the request; nothing
+   * was queued and no permit taken.
    *
    * @param reason the capacity reason that made it wait (what it would be refused with if it could
    *     not be held)
@@ -73,10 +73,10 @@ public sealed interface Decision
 
   /**
    * The request cannot start now and its class has a degrade ladder whose wait trigger fired
-   * ({@link AdmissionController#decide(AdmissionRequest, long, Waiter, long, long)}): its predicted
-   * wait (the prediction, or the age of the class's oldest waiting request when that is longer) is
-   * above the ladder's threshold, or it would be refused. Nothing was queued and no permit taken;
-   * the caller tries the ladder, then decides again without it.
+   * ({@link Ask#degradeAbove}): its predicted wait (the prediction, or the age of the class's
+   * oldest waiting request when that is longer) is above the ladder's threshold, or it would be
+   * refused. Nothing was queued and no permit taken; the caller tries the ladder, then decides
+   * again without it.
    *
    * @param reason the capacity reason it cannot start now
    * @param predictedWaitNanos its expected wait ({@code -1}: it would be refused, not queued)

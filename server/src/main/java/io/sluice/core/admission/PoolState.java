@@ -370,50 +370,6 @@ public final class PoolState {
     }
   }
 
-  /** Admit now or refuse (no queueing). */
-  Decision tryAdmit(AdmissionRequest request, long nowNanos) {
-    return decide(request, 0, null, nowNanos);
-  }
-
-  /**
-   * A degrade rung's start (admit now or refuse, never queued), whose refusal is not unmet demand:
-   * the request it stands for is decided again, and counted then.
-   */
-  Decision tryRung(AdmissionRequest request, long nowNanos) {
-    return decide(request, 0, null, false, nowNanos, 0, false);
-  }
-
-  /**
-   * Admit now, queue (when {@code maxHoldNanos > 0} and a waiter is given), or refuse.
-   *
-   * @param maxHoldNanos the longest the adapter can hold the request (Envoy's max_message_timeout);
-   *     0 = never queue
-   */
-  Decision decide(
-      AdmissionRequest request, long maxHoldNanos, @Nullable Waiter waiter, long nowNanos) {
-    return decide(request, maxHoldNanos, waiter, false, nowNanos, 0, true);
-  }
-
-  /**
-   * As {@link #decide(AdmissionRequest, long, Waiter, long)}, with a degrade ladder's wait trigger
-   * ({@code degradeWaitNanos > 0}): a request that cannot start now and would wait longer than that
-   * (predicted, or as long as its class's oldest waiting request has already waited), or be refused
-   * for want of capacity, is answered {@link Decision.Degradable} (nothing queued).
-   */
-  Decision decide(
-      AdmissionRequest request,
-      long maxHoldNanos,
-      @Nullable Waiter waiter,
-      long nowNanos,
-      long degradeWaitNanos) {
-    return decide(request, maxHoldNanos, waiter, false, nowNanos, degradeWaitNanos, true);
-  }
-
-  /** {@link AdmissionController#decideShadow}: as {@link #decide}, but never queues. */
-  Decision decideShadow(AdmissionRequest request, long maxHoldNanos, long nowNanos) {
-    return decide(request, maxHoldNanos, null, true, nowNanos, 0, true);
-  }
-
   /**
    * The capacity a request of {@code className} could take now, as a fraction of the pool (or this
    * replica's share of it); 0 for an unknown class. The degrade ladder's headroom trigger.
@@ -428,20 +384,17 @@ public final class PoolState {
     }
   }
 
-  private Decision decide(
-      AdmissionRequest request,
-      long maxHoldNanos,
-      @Nullable Waiter waiter,
-      boolean shadow,
-      long nowNanos,
-      long degradeWaitNanos,
-      boolean countDemand) {
+  /**
+   * The pool's one decision: admit now, queue, or refuse, as {@code ask} allows (PRODUCT.md rules
+   * 2–4). A {@link Decision.Queued} result means the ask's waiter will be called exactly once.
+   */
+  Decision decide(AdmissionRequest request, Ask ask) {
     QueueCoordinator.Callback[] callbacks;
     Decision d;
     lock.lock();
     try {
-      d = decideLocked(request, maxHoldNanos, waiter, shadow, nowNanos, degradeWaitNanos, pending);
-      if (countDemand
+      d = decideLocked(request, ask, pending);
+      if (ask.countsDemand()
           && ((d instanceof Decision.Reject r && unmet && r.reason() != Reason.TENANT_CONCURRENCY)
               || d instanceof Decision.WouldQueue)) {
         // unmet demand since the last demand() read, by class
@@ -461,13 +414,12 @@ public final class PoolState {
   }
 
   private Decision decideLocked(
-      AdmissionRequest request,
-      long maxHoldNanos,
-      @Nullable Waiter waiter,
-      boolean shadow,
-      long nowNanos,
-      long degradeWaitNanos,
-      List<QueueCoordinator.Callback> callbacks) {
+      AdmissionRequest request, Ask ask, List<QueueCoordinator.Callback> callbacks) {
+    long nowNanos = ask.nowNanos();
+    long maxHoldNanos = ask.maxHoldNanos();
+    @Nullable Waiter waiter = ask.waiter();
+    boolean shadow = ask.mode() == Ask.Mode.SHADOW;
+    long degradeWaitNanos = ask.degradeWaitNanos();
     unmet = false;
     long pause = pausedFor(nowNanos);
     ClassSlot k = capacity.slot(request.requestClass().name());

@@ -2,6 +2,7 @@ package io.sluice.core.session;
 
 import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
@@ -49,15 +50,14 @@ import org.jspecify.annotations.Nullable;
  * </pre>
  *
  * <p>Shadow mode ({@link Subject#shadow}, the route's or pool's {@code mode: shadow}): every step
- * runs as above, and the pool is asked {@link
- * io.sluice.core.admission.AdmissionController#decideShadow}. An admit takes its permit as usual. A
- * request that would be refused (any reason but {@code unknown_route} and {@code shutting_down}) or
- * queued is let through at once without a permit ({@link SessionEvent.Shadowed}, then {@link
- * SessionEvent.Admitted}; its end emits {@link SessionEvent.Released}): it holds no place in the
- * pool's ledger or the tenant's cap across replicas, so both count what enforcement would have
- * admitted at once. A would-be refusal's token reservation is refunded (enforcement charges no
- * refused request); a would-be queued request keeps it and is reconciled at its end, as a queued
- * request that ran.
+ * runs as above, and the pool is asked {@link io.sluice.core.admission.Ask.Mode#SHADOW}. An admit
+ * takes its permit as usual. A request that would be refused (any reason but {@code unknown_route}
+ * and {@code shutting_down}) or queued is let through at once without a permit ({@link
+ * SessionEvent.Shadowed}, then {@link SessionEvent.Admitted}; its end emits {@link
+ * SessionEvent.Released}): it holds no place in the pool's ledger or the tenant's cap across
+ * replicas, so both count what enforcement would have admitted at once. A would-be refusal's token
+ * reservation is refunded (enforcement charges no refused request); a would-be queued request keeps
+ * it and is reconciled at its end, as a queued request that ran.
  *
  * <p>It owns the sequence: the tenant's request token and token reservation ({@link TenantQuotas}),
  * the capped tenant's slot across replicas ({@link TenantCaps}, shared store only; given back
@@ -453,9 +453,13 @@ public final class AdmissionSession implements Waiter {
     long waitTrigger = ladder == null || tried ? 0 : ladder.waitAbove().toNanos();
     Decision d =
         subject.shadow()
-            ? env.controller().decideShadow(request, subject.maxHoldNanos(), env.ticker().nanos())
+            ? env.controller()
+                .decide(request, Ask.shadow(subject.maxHoldNanos(), env.ticker().nanos()))
             : env.controller()
-                .decide(request, subject.maxHoldNanos(), this, env.ticker().nanos(), waitTrigger);
+                .decide(
+                    request,
+                    Ask.hold(subject.maxHoldNanos(), this, env.ticker().nanos())
+                        .degradeAbove(waitTrigger));
     if (d instanceof Decision.Degradable && ladder != null) {
       if (tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
         return;
@@ -465,9 +469,7 @@ public final class AdmissionSession implements Waiter {
           env.controller()
               .decide(
                   waitConcise(ladder, request, TRIGGER_WAIT),
-                  subject.maxHoldNanos(),
-                  this,
-                  env.ticker().nanos());
+                  Ask.hold(subject.maxHoldNanos(), this, env.ticker().nanos()));
     }
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);

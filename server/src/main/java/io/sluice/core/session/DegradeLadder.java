@@ -1,6 +1,7 @@
 package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.PoolState;
@@ -22,9 +23,9 @@ import org.jspecify.annotations.Nullable;
  * state of its own: {@link AdmissionSession} asks, and applies the {@link Run} it gets back.
  *
  * <p>A rung passes the same admission check as any request ({@link
- * io.sluice.core.admission.AdmissionController#tryRung}: never queued, never ahead of a waiting
- * request of equal or higher priority), in its own pool ({@code concise}) or the target pool
- * ({@code reroute}), which then holds its permit.
+ * io.sluice.core.admission.Ask.Mode#RUNG}: never queued, never ahead of a waiting request of equal
+ * or higher priority), in its own pool ({@code concise}) or the target pool ({@code reroute}),
+ * which then holds its permit.
  */
 final class DegradeLadder {
   /** Why a rung did not admit the request ({@link SessionEvent.DegradeSkipped#cause}). */
@@ -94,9 +95,9 @@ final class DegradeLadder {
     PoolPolicy pool = subject.pool();
     Decision d =
         env.controller()
-            .tryRung(
+            .decide(
                 admission(subject, pool, variant.workUnits(), variant.estimate()),
-                env.ticker().nanos());
+                Ask.rung(env.ticker().nanos()));
     if (!(d instanceof Decision.Admit a)) {
       return "no_room";
     }
@@ -179,7 +180,8 @@ final class DegradeLadder {
     TokenEstimate e = r.estimate();
     long fan = pool.fanout().workUnits(e.fanOut(), subject.fanout());
     long work = pool.workUnits(e.inputTokens(), e.outputReserveTokens(), fan);
-    Decision d = env.controller().tryRung(admission(subject, pool, work, e), env.ticker().nanos());
+    Decision d =
+        env.controller().decide(admission(subject, pool, work, e), Ask.rung(env.ticker().nanos()));
     if (!(d instanceof Decision.Admit a)) {
       return "no_room";
     }

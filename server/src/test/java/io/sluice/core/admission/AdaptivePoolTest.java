@@ -90,9 +90,7 @@ class AdaptivePoolTest {
   Decision decide(AdmissionController c, PoolPolicy p, long holdNanos, QueueHoldTest.Recorder w) {
     return c.decide(
         new AdmissionRequest(p, chat, tenant, 100, time.nanos(), time.nanos() + 60 * SEC),
-        holdNanos,
-        w,
-        time.nanos());
+        Ask.hold(holdNanos, w, time.nanos()));
   }
 
   List<Permit> admitAll(AdmissionController c, PoolPolicy p) {

@@ -37,7 +37,7 @@ class AdmissionControllerTest {
           () -> 0.5);
 
   private Decision admit(ClassPolicy c, Tenant t, long work) {
-    return controller.tryAdmit(request(pool, c, t, work, time.nanos()), time.nanos());
+    return controller.decide(request(pool, c, t, work, time.nanos()), Ask.now(time.nanos()));
   }
 
   private PoolState.Snapshot snapshot() {
@@ -99,9 +99,9 @@ class AdmissionControllerTest {
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE,
             () -> 0.5);
-    Decision d = c.tryAdmit(request(pool, borrower, acme, 1000, time.nanos()), time.nanos());
+    Decision d = c.decide(request(pool, borrower, acme, 1000, time.nanos()), Ask.now(time.nanos()));
     assertThat(d).isInstanceOf(Decision.Admit.class);
-    Decision l = c.tryAdmit(request(pool, lender, acme, 1, time.nanos()), time.nanos());
+    Decision l = c.decide(request(pool, lender, acme, 1, time.nanos()), Ask.now(time.nanos()));
     assertThat(((Decision.Reject) l).reason()).isEqualTo(Reason.POOL_SATURATED);
   }
 
@@ -128,11 +128,11 @@ class AdmissionControllerTest {
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE,
             () -> 0.5);
-    assertThat(c.tryAdmit(request(capped, interactive, acme, 1, time.nanos()), time.nanos()))
+    assertThat(c.decide(request(capped, interactive, acme, 1, time.nanos()), Ask.now(time.nanos())))
         .isInstanceOf(Decision.Admit.class);
     Decision.Reject r =
         (Decision.Reject)
-            c.tryAdmit(request(capped, interactive, acme, 1, time.nanos()), time.nanos());
+            c.decide(request(capped, interactive, acme, 1, time.nanos()), Ask.now(time.nanos()));
     assertThat(r.reason()).isEqualTo(Reason.POOL_SATURATED);
   }
 
@@ -146,7 +146,7 @@ class AdmissionControllerTest {
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE,
             () -> 0.5);
-    Decision d = c.tryAdmit(request(pool, all, acme, 50_000, time.nanos()), time.nanos());
+    Decision d = c.decide(request(pool, all, acme, 50_000, time.nanos()), Ask.now(time.nanos()));
     assertThat(d).isInstanceOf(Decision.Admit.class);
     assertThat(((Decision.Admit) d).permit().workUnits()).isEqualTo(1000);
   }

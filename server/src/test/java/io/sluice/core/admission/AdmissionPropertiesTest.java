@@ -71,9 +71,9 @@ class AdmissionPropertiesTest {
         case ADMIT -> {
           Tenant t = tenant("t" + op.tenant(), 3);
           Decision d =
-              c.tryAdmit(
+              c.decide(
                   request(pool, classes.get(op.classIndex()), t, op.work(), time.nanos()),
-                  time.nanos());
+                  Ask.now(time.nanos()));
           if (d instanceof Decision.Admit a) {
             held.add(a.permit());
           }
@@ -140,7 +140,8 @@ class AdmissionPropertiesTest {
         long guaranteed = (long) Math.floor(k.guaranteedShare() * 1000);
         long used = c.pool("p").snapshot(time.nanos()).classWork()[op.classIndex()];
         Decision d =
-            c.tryAdmit(request(pool, k, tenant("t", 0), op.work(), time.nanos()), time.nanos());
+            c.decide(
+                request(pool, k, tenant("t", 0), op.work(), time.nanos()), Ask.now(time.nanos()));
         if (used + op.work() <= guaranteed) {
           assertThat(d)
               .as(

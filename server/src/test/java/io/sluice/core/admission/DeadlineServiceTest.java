@@ -52,7 +52,8 @@ class DeadlineServiceTest {
       long input = i % 2 == 0 ? 1000 : 3000;
       long generated = 50L * (1 + (i / 2) % 10);
       Decision d =
-          controller.tryAdmit(request(docs, input, 500, Duration.ofSeconds(60)), time.nanos());
+          controller.decide(
+              request(docs, input, 500, Duration.ofSeconds(60)), Ask.now(time.nanos()));
       Permit p = ((Decision.Admit) d).permit();
       time.advanceNanos(input * MS / 10 + generated * 10 * MS);
       p.release(Outcome.COMPLETED, time.nanos());
@@ -60,7 +61,7 @@ class DeadlineServiceTest {
   }
 
   private Decision decideNow(AdmissionRequest r) {
-    return controller.decide(r, Duration.ofSeconds(5).toNanos(), null, time.nanos());
+    return controller.decide(r, Ask.hold(Duration.ofSeconds(5).toNanos(), null, time.nanos()));
   }
 
   @Test
@@ -100,8 +101,8 @@ class DeadlineServiceTest {
       long input = i % 2 == 0 ? 1000 : 3000;
       Permit p =
           ((Decision.Admit)
-                  controller.tryAdmit(
-                      request(chat, input, 500, Duration.ofSeconds(60)), time.nanos()))
+                  controller.decide(
+                      request(chat, input, 500, Duration.ofSeconds(60)), Ask.now(time.nanos())))
               .permit();
       time.advanceNanos(input * MS / 10 + 2750 * MS);
       p.release(Outcome.COMPLETED, time.nanos());
@@ -121,15 +122,13 @@ class DeadlineServiceTest {
     AdmissionRequest big =
         new AdmissionRequest(
             pool, docs, tenant, 5_000_000, time.nanos(), time.nanos() + 60_000 * MS, 0, 1);
-    Decision f = controller.tryAdmit(big, time.nanos());
+    Decision f = controller.decide(big, Ask.now(time.nanos()));
     assertThat(f).isInstanceOf(Decision.Admit.class);
     Permit filler = ((Decision.Admit) f).permit();
     Decision d =
         controller.decide(
             request(docs, 2000, 500, Duration.ofMillis(6800)),
-            Duration.ofSeconds(5).toNanos(),
-            new QueueHoldTest.Recorder(),
-            time.nanos());
+            Ask.hold(Duration.ofSeconds(5).toNanos(), new QueueHoldTest.Recorder(), time.nanos()));
     Decision.Queued q = (Decision.Queued) d;
     long startBudget = q.expiresAtNanos() - time.nanos();
     // deadline 6.8 s minus the tail service (5–6 s) leaves about 1 s to start; the mean (≈ 2.95 s)
@@ -150,8 +149,8 @@ class DeadlineServiceTest {
     for (int i = 0; i < 5; i++) {
       Permit p =
           ((Decision.Admit)
-                  controller.tryAdmit(
-                      request(docs, 2000, 500, Duration.ofSeconds(60)), time.nanos()))
+                  controller.decide(
+                      request(docs, 2000, 500, Duration.ofSeconds(60)), Ask.now(time.nanos())))
               .permit();
       time.advance(Duration.ofSeconds(9));
       p.release(Outcome.CANCELLED, time.nanos());
@@ -166,7 +165,7 @@ class DeadlineServiceTest {
     // queue; nothing measured yet
     Permit filler =
         ((Decision.Admit)
-                controller.tryAdmit(
+                controller.decide(
                     new AdmissionRequest(
                         pool,
                         chat,
@@ -176,7 +175,7 @@ class DeadlineServiceTest {
                         time.nanos() + 60_000 * MS,
                         0,
                         1),
-                    time.nanos()))
+                    Ask.now(time.nanos())))
             .permit();
     // 60 document answers of 200 tokens start now, nothing measured yet
     long t0 = time.nanos();
@@ -184,7 +183,7 @@ class DeadlineServiceTest {
     for (int i = 0; i < 60; i++) {
       chats.add(
           ((Decision.Admit)
-                  controller.tryAdmit(request(docs, 100, 100, Duration.ofSeconds(60)), t0))
+                  controller.decide(request(docs, 100, 100, Duration.ofSeconds(60)), Ask.now(t0)))
               .permit());
     }
     time.advance(Duration.ofMillis(2500));
@@ -193,9 +192,7 @@ class DeadlineServiceTest {
     Decision d =
         controller.decide(
             request(chat, 200, 200, Duration.ofMillis(5000)),
-            Duration.ofSeconds(5).toNanos(),
-            waiter,
-            time.nanos());
+            Ask.hold(Duration.ofSeconds(5).toNanos(), waiter, time.nanos()));
     assertThat(d).isInstanceOf(Decision.Queued.class); // the default service time (2 s) fits
     // the documents end 2.5–2.86 s after their start, in time order: ≈ 13.4 ms per token (every
     // one the same shape), a 400-token request ≈ 5.4 s at the pool-wide 90th percentile or more
@@ -224,8 +221,8 @@ class DeadlineServiceTest {
       long generated = 50L * (1 + (i / 2) % 10);
       Permit p =
           ((Decision.Admit)
-                  controller.tryAdmit(
-                      request(docs, input, 500, Duration.ofSeconds(60)), time.nanos()))
+                  controller.decide(
+                      request(docs, input, 500, Duration.ofSeconds(60)), Ask.now(time.nanos())))
               .permit();
       time.advanceNanos(input * MS / 10 + generated * 10 * MS);
       p.release(Outcome.COMPLETED, time.nanos());
@@ -242,9 +239,9 @@ class DeadlineServiceTest {
     for (int i = 0; i < n; i++) {
       Permit p =
           ((Decision.Admit)
-                  controller.tryAdmit(
+                  controller.decide(
                       request(docs, input + (i % 5) * 50, output, Duration.ofSeconds(600)),
-                      time.nanos()))
+                      Ask.now(time.nanos())))
               .permit();
       time.advanceNanos(nanos.applyAsLong(i));
       p.release(Outcome.COMPLETED, time.nanos());
@@ -282,10 +279,10 @@ class DeadlineServiceTest {
     for (int i = 0; i < 30; i++) {
       Permit p =
           ((Decision.Admit)
-                  controller.tryAdmit(
+                  controller.decide(
                       new AdmissionRequest(
                           pool, docs, tenant, 200, time.nanos(), time.nanos() + 600_000 * MS),
-                      time.nanos()))
+                      Ask.now(time.nanos())))
               .permit();
       time.advance(Duration.ofSeconds(2));
       p.release(Outcome.COMPLETED, time.nanos());

@@ -70,9 +70,7 @@ class EqualRankOrderTest {
       Decision d =
           controller.decide(
               new AdmissionRequest(pool, c, tenant, 10, time.nanos(), time.nanos() + HOLD * 3),
-              HOLD,
-              null,
-              time.nanos());
+              Ask.hold(HOLD, null, time.nanos()));
       running.add(((Decision.Admit) d).permit());
     }
     // waiting arrivals alternate, interactive first; each start is recorded in order
@@ -83,20 +81,21 @@ class EqualRankOrderTest {
       Decision d =
           controller.decide(
               new AdmissionRequest(pool, c, tenant, 10, time.nanos(), time.nanos() + HOLD * 3),
-              HOLD,
-              new Waiter() {
-                @Override
-                public void admitted(Permit permit, long waitedNanos) {
-                  out.append(tag);
-                  running.add(permit);
-                }
+              Ask.hold(
+                  HOLD,
+                  new Waiter() {
+                    @Override
+                    public void admitted(Permit permit, long waitedNanos) {
+                      out.append(tag);
+                      running.add(permit);
+                    }
 
-                @Override
-                public void refused(Decision.Reject rejection, long waitedNanos) {
-                  out.append('x');
-                }
-              },
-              time.nanos());
+                    @Override
+                    public void refused(Decision.Reject rejection, long waitedNanos) {
+                      out.append('x');
+                    }
+                  },
+                  time.nanos()));
       assertThat(d).isInstanceOf(Decision.Queued.class);
     }
     // the oldest in-flight request ends, one at a time

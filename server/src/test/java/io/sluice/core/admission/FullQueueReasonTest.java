@@ -70,15 +70,16 @@ class FullQueueReasonTest {
     return controller.decide(
         new AdmissionRequest(
             pool, c, t, work, time.nanos(), time.nanos() + Duration.ofSeconds(30).toNanos()),
-        HOLD,
-        new Waiter() {
-          @Override
-          public void admitted(Permit permit, long waitedNanos) {}
+        Ask.hold(
+            HOLD,
+            new Waiter() {
+              @Override
+              public void admitted(Permit permit, long waitedNanos) {}
 
-          @Override
-          public void refused(Decision.Reject rejection, long waitedNanos) {}
-        },
-        time.nanos());
+              @Override
+              public void refused(Decision.Reject rejection, long waitedNanos) {}
+            },
+            time.nanos()));
   }
 
   @Test

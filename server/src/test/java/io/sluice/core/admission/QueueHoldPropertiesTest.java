@@ -170,9 +170,7 @@ class QueueHoldPropertiesTest {
                       op.work(),
                       time.nanos(),
                       time.nanos() + Duration.ofSeconds(10).toNanos()),
-                  Duration.ofSeconds(5).toNanos(),
-                  w,
-                  time.nanos());
+                  Ask.hold(Duration.ofSeconds(5).toNanos(), w, time.nanos()));
           if (d instanceof Decision.Admit a) {
             running.add(a.permit());
           } else if (d instanceof Decision.Queued q) {

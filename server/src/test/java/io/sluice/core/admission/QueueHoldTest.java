@@ -96,7 +96,7 @@ class QueueHoldTest {
   }
 
   private Decision decide(ClassPolicy c, Tenant t, long work, Waiter w) {
-    return controller.decide(req(c, t, work), HOLD, w, time.nanos());
+    return controller.decide(req(c, t, work), Ask.hold(HOLD, w, time.nanos()));
   }
 
   private Permit admitNow(ClassPolicy c, long work) {
@@ -131,7 +131,7 @@ class QueueHoldTest {
     admitNow(interactive, 1000);
     Decision d =
         controller.decide(
-            req(interactive, tenant("a", 1, 0), 500), 0, new Recorder(), time.nanos());
+            req(interactive, tenant("a", 1, 0), 500), Ask.hold(0, new Recorder(), time.nanos()));
     assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.POOL_SATURATED);
   }
 
@@ -208,7 +208,7 @@ class QueueHoldTest {
             500,
             time.nanos(),
             time.nanos() + Duration.ofMillis(50).toNanos());
-    Decision d = controller.decide(tight, HOLD, new Recorder(), time.nanos());
+    Decision d = controller.decide(tight, Ask.hold(HOLD, new Recorder(), time.nanos()));
     Decision.Reject r = (Decision.Reject) d;
     assertThat(r.reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
     assertThat(r.status()).isEqualTo(503);
@@ -297,7 +297,7 @@ class QueueHoldTest {
     measureTwoMillisPerUnit();
     // 500 units are expected to take 1 s; 1 ns less than that is left before the deadline
     AdmissionRequest late = withDeadline(500, Duration.ofSeconds(1).minusNanos(1));
-    Decision d = controller.decide(late, HOLD, new Recorder(), time.nanos());
+    Decision d = controller.decide(late, Ask.hold(HOLD, new Recorder(), time.nanos()));
     Decision.Reject r = (Decision.Reject) d;
     assertThat(r.reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
     assertThat(r.status()).isEqualTo(503);
@@ -305,7 +305,7 @@ class QueueHoldTest {
     assertThat(snap().workInFlight()).isZero();
     assertThat(snap().requestsInFlight()).isZero();
     // the same request without queue-hold (tryAdmit path) is refused for the same reason
-    Decision.Reject again = (Decision.Reject) controller.tryAdmit(late, time.nanos());
+    Decision.Reject again = (Decision.Reject) controller.decide(late, Ask.now(time.nanos()));
     assertThat(again.reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
   }
 
@@ -314,7 +314,7 @@ class QueueHoldTest {
     measureTwoMillisPerUnit();
     Decision d =
         controller.decide(
-            withDeadline(500, Duration.ofSeconds(1)), HOLD, new Recorder(), time.nanos());
+            withDeadline(500, Duration.ofSeconds(1)), Ask.hold(HOLD, new Recorder(), time.nanos()));
     assertThat(d).isInstanceOf(Decision.Admit.class);
     assertThat(snap().workInFlight()).isEqualTo(500);
   }
@@ -324,7 +324,7 @@ class QueueHoldTest {
     // the pool's default service time is 1 s; nothing has completed yet
     Decision d =
         controller.decide(
-            withDeadline(500, Duration.ofMillis(10)), HOLD, new Recorder(), time.nanos());
+            withDeadline(500, Duration.ofMillis(10)), Ask.hold(HOLD, new Recorder(), time.nanos()));
     assertThat(d).isInstanceOf(Decision.Admit.class);
   }
 
@@ -336,7 +336,7 @@ class QueueHoldTest {
     // no completed sample: a short deadline is still admitted
     Decision d =
         controller.decide(
-            withDeadline(500, Duration.ofMillis(10)), HOLD, new Recorder(), time.nanos());
+            withDeadline(500, Duration.ofMillis(10)), Ask.hold(HOLD, new Recorder(), time.nanos()));
     assertThat(d).isInstanceOf(Decision.Admit.class);
   }
 }

@@ -27,7 +27,7 @@ class RequestSlotSharesTest {
   }
 
   private Decision admit(AdmissionController c, ClassPolicy cls) {
-    return c.tryAdmit(Policies.request(pool, cls, acme, 10, time.nanos()), time.nanos());
+    return c.decide(Policies.request(pool, cls, acme, 10, time.nanos()), Ask.now(time.nanos()));
   }
 
   @Test
@@ -88,19 +88,20 @@ class RequestSlotSharesTest {
                   10,
                   time.nanos(),
                   time.nanos() + Duration.ofSeconds(60).toNanos()),
-              hold,
-              new Waiter() {
-                @Override
-                public void admitted(Permit permit, long waitedNanos) {
-                  served.add(cls.name());
-                }
+              Ask.hold(
+                  hold,
+                  new Waiter() {
+                    @Override
+                    public void admitted(Permit permit, long waitedNanos) {
+                      served.add(cls.name());
+                    }
 
-                @Override
-                public void refused(Decision.Reject rejection, long waitedNanos) {
-                  served.add("refused");
-                }
-              },
-              time.nanos());
+                    @Override
+                    public void refused(Decision.Reject rejection, long waitedNanos) {
+                      served.add("refused");
+                    }
+                  },
+                  time.nanos()));
       assertThat(d).isInstanceOf(Decision.Queued.class);
     }
     for (int i = 0; i < 5; i++) {
@@ -144,19 +145,20 @@ class RequestSlotSharesTest {
     return c.decide(
         new AdmissionRequest(
             pool, cls, acme, 10, time.nanos(), time.nanos() + Duration.ofSeconds(60).toNanos()),
-        hold,
-        new Waiter() {
-          @Override
-          public void admitted(Permit permit, long waitedNanos) {
-            served.add(cls.name());
-          }
+        Ask.hold(
+            hold,
+            new Waiter() {
+              @Override
+              public void admitted(Permit permit, long waitedNanos) {
+                served.add(cls.name());
+              }
 
-          @Override
-          public void refused(Decision.Reject rejection, long waitedNanos) {
-            served.add("refused");
-          }
-        },
-        time.nanos());
+              @Override
+              public void refused(Decision.Reject rejection, long waitedNanos) {
+                served.add("refused");
+              }
+            },
+            time.nanos()));
   }
 
   @Test

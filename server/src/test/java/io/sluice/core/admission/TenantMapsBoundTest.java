@@ -37,8 +37,8 @@ class TenantMapsBoundTest {
     List<Permit> permits = new ArrayList<>();
     for (int i = 0; i < 1000; i++) {
       Decision d =
-          controller.tryAdmit(
-              request(pool, c, tenant("rotated-" + i, 5), 10, time.nanos()), time.nanos());
+          controller.decide(
+              request(pool, c, tenant("rotated-" + i, 5), 10, time.nanos()), Ask.now(time.nanos()));
       permits.add(((Decision.Admit) d).permit());
     }
     assertThat(controller.pool("p").snapshot(time.nanos()).tenantsInFlight()).isEqualTo(1000);

@@ -55,9 +55,7 @@ class WaitPredictionDimensionsTest {
             work,
             time.nanos(),
             time.nanos() + Duration.ofSeconds(120).toNanos()),
-        HOLD,
-        w,
-        time.nanos());
+        Ask.hold(HOLD, w, time.nanos()));
   }
 
   private static final Waiter IGNORE =

@@ -3,6 +3,7 @@ package io.sluice.core.session;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.estimate.RequestFormat;
@@ -248,9 +249,7 @@ class TailHoldTest {
                 now + Duration.ofSeconds(30).toNanos(),
                 -1,
                 -1),
-            0,
-            null,
-            now);
+            Ask.hold(0, null, now));
     var p = ((io.sluice.core.admission.Decision.Admit) d).permit();
     p.release(Outcome.ERROR, now); // ERROR teaches nothing either
     return p;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.PoolState;
@@ -82,7 +83,8 @@ class ClassSharesAcrossReplicasTest {
     int offer(ClassPolicy c, int count, long work) {
       int admitted = 0;
       for (int i = 0; i < count; i++) {
-        if (controller.tryAdmit(request(c, work), ticker.nanos()) instanceof Decision.Admit a) {
+        if (controller.decide(request(c, work), Ask.now(ticker.nanos()))
+            instanceof Decision.Admit a) {
           held.add(a.permit());
           admitted++;
         }
@@ -146,7 +148,7 @@ class ClassSharesAcrossReplicasTest {
         .isEqualTo(70);
     assertThat(a.granted()).isGreaterThanOrEqualTo(70);
     // batch on a finds no room: interactive's guarantee and b's batch fill the pool
-    Decision d = a.controller.tryAdmit(a.request(BATCH, 10), ticker.nanos());
+    Decision d = a.controller.decide(a.request(BATCH, 10), Ask.now(ticker.nanos()));
     assertThat(d).isInstanceOf(Decision.Reject.class);
     assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.POOL_SATURATED);
   }
@@ -169,7 +171,7 @@ class ClassSharesAcrossReplicasTest {
     offerEachRound(rs, b, CAPPED_BATCH, 5, 10);
     assertThat(b.work()).isEqualTo(30);
     assertThat(a.granted()).as("a idle: an even part of what nobody wants").isGreaterThan(30);
-    Decision d = a.controller.tryAdmit(a.request(CAPPED_BATCH, 10), ticker.nanos());
+    Decision d = a.controller.decide(a.request(CAPPED_BATCH, 10), Ask.now(ticker.nanos()));
     assertThat(d).isInstanceOf(Decision.Reject.class);
     assertThat(((Decision.Reject) d).reason()).isEqualTo(Reason.CLASS_SHARE);
     assertThat(a.offer(INTERACTIVE, 1, 10)).isEqualTo(1);
@@ -220,9 +222,7 @@ class ClassSharesAcrossReplicasTest {
                 60,
                 ticker.nanos(),
                 ticker.nanos() + Duration.ofSeconds(30).toNanos()),
-            Duration.ofSeconds(20).toNanos(),
-            waiter,
-            ticker.nanos());
+            Ask.hold(Duration.ofSeconds(20).toNanos(), waiter, ticker.nanos()));
     assertThat(d).isInstanceOf(Decision.Queued.class);
     for (int i = 0; i < 8 && started.isEmpty(); i++) {
       b.held.forEach(p -> p.release(io.sluice.core.admission.Outcome.COMPLETED, ticker.nanos()));
@@ -261,15 +261,16 @@ class ClassSharesAcrossReplicasTest {
       Decision d =
           a.controller.decide(
               a.request(BATCH, 5),
-              Duration.ofSeconds(20).toNanos(),
-              new Waiter() {
-                @Override
-                public void admitted(Permit permit, long waitedNanos) {}
+              Ask.hold(
+                  Duration.ofSeconds(20).toNanos(),
+                  new Waiter() {
+                    @Override
+                    public void admitted(Permit permit, long waitedNanos) {}
 
-                @Override
-                public void refused(Decision.Reject rejection, long waitedNanos) {}
-              },
-              ticker.nanos());
+                    @Override
+                    public void refused(Decision.Reject rejection, long waitedNanos) {}
+                  },
+                  ticker.nanos()));
       if (d instanceof Decision.Queued) {
         queued++;
       } else if (!(d instanceof Decision.Admit)) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
@@ -94,10 +95,10 @@ class ReplicaSharesSimulationTest {
 
     /** One request of {@code work} units arriving at {@code now}, with a 30 s deadline. */
     Decision admit(long work, long now) {
-      return controller.tryAdmit(
+      return controller.decide(
           new AdmissionRequest(
               POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
-          now);
+          Ask.now(now));
     }
 
     /**
@@ -120,9 +121,7 @@ class ReplicaSharesSimulationTest {
           controller.decide(
               new AdmissionRequest(
                   POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
-              Duration.ofSeconds(1).toNanos(),
-              w,
-              now);
+              Ask.hold(Duration.ofSeconds(1).toNanos(), w, now));
       if (d instanceof Decision.Admit a) {
         held.add(new Held(a.permit(), now + holdNanos));
         started++;
@@ -572,10 +571,10 @@ class ReplicaSharesSimulationTest {
         var unused =
             rs.get(0)
                 .controller
-                .tryAdmit(
+                .decide(
                     new AdmissionRequest(
                         POOL, CLS, TENANT, 10, now, now + Duration.ofSeconds(30).toNanos()),
-                    now);
+                    Ask.now(now));
       }
       rs.forEach(x -> x.coordinator.tick(List.of(x.pool())));
       ticker.advance(RENEW);
@@ -728,8 +727,8 @@ class ReplicaSharesSimulationTest {
     assertThat(x.coordinator.statuses().get("p").mode()).isEqualTo(ShareCoordinator.Mode.REFUSING);
     long now = ticker.nanos();
     Decision d =
-        x.controller.tryAdmit(
-            new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L), now);
+        x.controller.decide(
+            new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L), Ask.now(now));
     assertThat(d).isInstanceOf(Decision.Reject.class);
     assertThat(((Decision.Reject) d).message()).contains("this replica's share: 0 of 8");
   }
@@ -744,8 +743,9 @@ class ReplicaSharesSimulationTest {
     assertThat(x.coordinator.statuses().get("p").mode()).isEqualTo(ShareCoordinator.Mode.WAITING);
     long now = ticker.nanos();
     assertThat(
-            x.controller.tryAdmit(
-                new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L), now))
+            x.controller.decide(
+                new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L),
+                Ask.now(now)))
         .isInstanceOf(Decision.Reject.class);
     ticker.advance(Duration.ofMillis(2100));
     x.coordinator.tick(List.of(x.pool()));

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.time.FakeTicker;
@@ -35,7 +36,7 @@ class RestartedReplicaTest {
   private static void fill(AdmissionController c, long now, int n) {
     for (int i = 0; i < n; i++) {
       Decision d =
-          c.tryAdmit(
+          c.decide(
               new AdmissionRequest(
                   ReplicaSharesSimulationTest.POOL,
                   ReplicaSharesSimulationTest.CLS,
@@ -43,7 +44,7 @@ class RestartedReplicaTest {
                   10,
                   now,
                   now + Duration.ofSeconds(30).toNanos()),
-              now);
+              Ask.now(now));
       assertThat(d).isInstanceOf(Decision.Admit.class);
     }
   }
