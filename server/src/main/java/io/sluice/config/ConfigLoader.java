@@ -221,7 +221,7 @@ public final class ConfigLoader {
       }
     }
     if (tiers.isEmpty()) {
-      tiers.put("default", new TierPolicy("default", 1.0, 0));
+      tiers.put("default", TierPolicy.defaults("default"));
     }
 
     SluiceConfig.Tenants tenants = tenants(r.get("tenants"), tiers);
