@@ -101,7 +101,8 @@ public final class SluiceServer implements AutoCloseable {
       reserveSharing; // learned reserves across replicas
   // the workflows' places in their pools' budgets: one per process, it outlives reloads
   private final io.sluice.core.quota.WorkflowBudget workflows =
-      new io.sluice.core.quota.WorkflowBudget();
+      new io.sluice.core.quota.WorkflowBudget(
+          io.sluice.core.quota.WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final RlsModule rls;
   private final Stores stores;
   private final ReplicaShares shares; // null: the store is in this process (one replica)

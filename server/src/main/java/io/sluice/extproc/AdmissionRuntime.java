@@ -78,7 +78,8 @@ public record AdmissionRuntime(
         quotas,
         caps,
         io.sluice.core.estimate.OutputReserves.off(),
-        new io.sluice.core.quota.WorkflowBudget(),
+        new io.sluice.core.quota.WorkflowBudget(
+            io.sluice.core.quota.WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
         new io.sluice.core.session.TailHolds());
   }
 

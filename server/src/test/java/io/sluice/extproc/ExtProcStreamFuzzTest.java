@@ -257,7 +257,8 @@ class ExtProcStreamFuzzTest {
               new TenantQuotas(new InMemoryStore(clock), "sluice_", TenantQuotas.FailureMode.OPEN),
               io.sluice.core.quota.TenantCaps.none(),
               io.sluice.core.estimate.OutputReserves.off(),
-              new io.sluice.core.quota.WorkflowBudget(),
+              new io.sluice.core.quota.WorkflowBudget(
+                  io.sluice.core.quota.WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
               tails);
       service = new ExtProcService(() -> rt, draining::get);
       services.addService(service.definition()); // replaces the previous input's service

@@ -124,7 +124,7 @@ class RedisReplicasTest {
       long[] v =
           direct
               .increment(
-                  List.of(new CounterIncrement(prefix + "d_user_alice_" + windowStart, 0, 3600)))
+                  List.of(new CounterIncrement(prefix + "d_user_alice_" + windowStart, 0, 3600, 0)))
               .toCompletableFuture()
               .get(5, TimeUnit.SECONDS);
       assertThat(v).containsExactly(30);

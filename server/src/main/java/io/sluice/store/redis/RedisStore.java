@@ -133,8 +133,8 @@ public final class RedisStore
                         v ->
                             increment(
                                     List.of(
-                                        new CounterIncrement(key + "c" + n, 1, 2),
-                                        new CounterIncrement(key + "c" + n, 0, 2)))
+                                        new CounterIncrement(key + "c" + n, 1, 2, 0),
+                                        new CounterIncrement(key + "c" + n, 0, 2, 0)))
                                 .thenCompose(
                                     c ->
                                         take(
