@@ -461,7 +461,7 @@ public final class SluiceServer implements AutoCloseable {
             new io.sluice.core.quota.TenantQuotas(
                 quotaStore,
                 config.quotas().keyPrefix(),
-                config.quotas().failureMode().equals("closed")
+                config.quotas().failureMode() == SluiceConfig.Quotas.FailureMode.CLOSED
                     ? io.sluice.core.quota.TenantQuotas.FailureMode.CLOSED
                     : io.sluice.core.quota.TenantQuotas.FailureMode.OPEN),
             shares == null ? io.sluice.core.quota.TenantCaps.none() : shares.caps(),
@@ -478,7 +478,7 @@ public final class SluiceServer implements AutoCloseable {
         config.retries(),
         stores.attempts(),
         config.quotas().keyPrefix(),
-        !config.quotas().failureMode().equals("closed"),
+        config.quotas().failureMode() != SluiceConfig.Quotas.FailureMode.CLOSED,
         ticker::nanos);
   }
 

@@ -18,9 +18,15 @@ final class DecisionLogSection {
                 "alwaysLogRejects",
                 "maxAdmittedPerSecond",
                 "maxRefusedPerSecond"));
-    String level = dl.get("level").string(d.level()).toLowerCase(Locale.ROOT);
-    if (!Set.of("trace", "debug", "info", "warn").contains(level)) {
-      dl.get("level").invalid(level, "one of trace, debug, info, warn");
+    String name = dl.get("level").string(d.level().configName()).toLowerCase(Locale.ROOT);
+    SluiceConfig.DecisionLog.Level level = d.level();
+    for (SluiceConfig.DecisionLog.Level l : SluiceConfig.DecisionLog.Level.values()) {
+      if (l.configName().equals(name)) {
+        level = l;
+      }
+    }
+    if (!level.configName().equals(name)) {
+      dl.get("level").invalid(name, "one of trace, debug, info, warn");
     }
     return new SluiceConfig.DecisionLog(
         dl.get("enabled").bool(d.enabled()),

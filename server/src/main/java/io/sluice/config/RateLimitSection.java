@@ -24,10 +24,13 @@ final class RateLimitSection {
   static SluiceConfig.Quotas quotas(Node n) {
     SluiceConfig.Quotas d = SluiceConfig.Quotas.DEFAULTS;
     Node qn = n.only(Set.of("failureMode", "keyPrefix"));
-    String qfm = qn.get("failureMode").string(d.failureMode());
-    if (!qfm.equals("open") && !qfm.equals("closed")) {
+    String qfm = qn.get("failureMode").string(d.failureMode().configName());
+    SluiceConfig.Quotas.FailureMode mode = d.failureMode();
+    if (qfm.equals("closed")) {
+      mode = SluiceConfig.Quotas.FailureMode.CLOSED;
+    } else if (!qfm.equals("open")) {
       qn.get("failureMode").invalid(qfm, "open or closed");
     }
-    return new SluiceConfig.Quotas(qfm, qn.get("keyPrefix").string(d.keyPrefix()));
+    return new SluiceConfig.Quotas(mode, qn.get("keyPrefix").string(d.keyPrefix()));
   }
 }

@@ -57,8 +57,19 @@ public record SluiceConfig(
    * Per-tenant RPM/TPM budgets (tier keys {@code rpm}, {@code inputTpm}, {@code outputTpm}) kept in
    * the rate limit service's store (memory, or Redis with {@code BACKEND_TYPE=redis}).
    */
-  public record Quotas(String failureMode, String keyPrefix) {
-    public static final Quotas DEFAULTS = new Quotas("open", "sluice_");
+  public record Quotas(FailureMode failureMode, String keyPrefix) {
+    public static final Quotas DEFAULTS = new Quotas(FailureMode.OPEN, "sluice_");
+
+    /** What a quota check does while the store cannot answer: admit ({@code open}) or refuse. */
+    public enum FailureMode {
+      OPEN,
+      CLOSED;
+
+      /** {@code open} / {@code closed}, as written in the policy. */
+      public String configName() {
+        return name().toLowerCase(java.util.Locale.ROOT);
+      }
+    }
   }
 
   /**
@@ -338,11 +349,24 @@ public record SluiceConfig(
    */
   public record DecisionLog(
       boolean enabled,
-      String level,
+      Level level,
       double sampleRate,
       boolean alwaysLogRejects,
       int maxAdmittedPerSecond,
       int maxRefusedPerSecond) {
-    public static final DecisionLog DEFAULTS = new DecisionLog(true, "info", 1.0, true, 10, 50);
+    public static final DecisionLog DEFAULTS = new DecisionLog(true, Level.INFO, 1.0, true, 10, 50);
+
+    /** The logger level the records are written at. */
+    public enum Level {
+      TRACE,
+      DEBUG,
+      INFO,
+      WARN;
+
+      /** {@code trace}, {@code debug}, {@code info} or {@code warn}, as written in the policy. */
+      public String configName() {
+        return name().toLowerCase(java.util.Locale.ROOT);
+      }
+    }
   }
 }

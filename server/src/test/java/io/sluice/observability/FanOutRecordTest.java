@@ -65,7 +65,9 @@ class FanOutRecordTest {
               new SessionRecorder(
                   metrics,
                   new DecisionLog(
-                      new SluiceConfig.DecisionLog(true, "info", 1.0, true, 0, 0), lines::add)))
+                      new SluiceConfig.DecisionLog(
+                          true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                      lines::add)))
           .withWorkflows(budget);
 
   private AdmissionSession start(RecordingFront f, String workflow, int fanout) {
