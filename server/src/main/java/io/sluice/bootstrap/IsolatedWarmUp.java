@@ -99,7 +99,7 @@ final class IsolatedWarmUp {
                   warmStores,
                   TenantCaps.none(), // never the shared store
                   OutputReserves.off(),
-                  new WorkflowBudget(),
+                  new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
                   new TailHolds())
               .build(config);
       ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);

@@ -61,7 +61,7 @@ final class ProcessServices {
   // permits held for a predicted tail (response end not seen), across reloads; released at shutdown
   final TailHolds tails = new TailHolds();
   // the workflows' places in their pools' budgets: one per process, it outlives reloads
-  final WorkflowBudget workflows = new WorkflowBudget();
+  final WorkflowBudget workflows = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
 
   /** Scrubs credentials (policy rateLimit.env and process env) from everything shown or logged. */
   final Secrets.Redactor redactor;

@@ -89,7 +89,7 @@ record RuntimeFactory(
   }
 
   private static TenantQuotas.FailureMode failureMode(SluiceConfig config) {
-    return config.quotas().failureMode().equals("closed")
+    return config.quotas().failureMode() == SluiceConfig.Quotas.FailureMode.CLOSED
         ? TenantQuotas.FailureMode.CLOSED
         : TenantQuotas.FailureMode.OPEN;
   }

@@ -63,7 +63,7 @@ public final class ConfigWriter {
     SluiceConfig.DecisionLog dl = c.decisionLog();
     root.putObject("decisionLog")
         .put("enabled", dl.enabled())
-        .put("level", dl.level())
+        .put("level", dl.level().configName())
         .put("sampleRate", dl.sampleRate())
         .put("alwaysLogRejects", dl.alwaysLogRejects())
         .put("maxAdmittedPerSecond", dl.maxAdmittedPerSecond())
@@ -73,7 +73,7 @@ public final class ConfigWriter {
     ObjectNode env = rl.putObject("env");
     new java.util.TreeMap<>(c.rateLimit().env()).forEach(env::put);
     root.putObject("quotas")
-        .put("failureMode", c.quotas().failureMode())
+        .put("failureMode", c.quotas().failureMode().configName())
         .put("keyPrefix", c.quotas().keyPrefix());
     ReplicaPolicy rp = c.replicas();
     ObjectNode rn = root.putObject("replicas");

@@ -21,6 +21,9 @@ final class Node {
   private static final Pattern DURATION = Pattern.compile("^(\\d+(?:\\.\\d+)?)(ms|s|m|h)$");
   private static final Pattern SIZE = Pattern.compile("^(\\d+)\\s*(B|KiB|MiB|GiB|KB|MB|GB)?$");
 
+  /** An HTTP header name (RFC 9110 token, lower case). */
+  static final Pattern HEADER_NAME = Pattern.compile("[a-z0-9!#$%&'*+.^_`|~-]+");
+
   private final JsonNode json;
   private final String path;
   private final List<String> errors;

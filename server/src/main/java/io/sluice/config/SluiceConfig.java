@@ -32,46 +32,6 @@ public record SluiceConfig(
     Map<String, Mode> poolModes,
     io.sluice.core.retry.RetryPolicy retries) {
 
-  /** Without a {@code retries} section: its defaults (issue 19). */
-  public SluiceConfig(
-      Server server,
-      Limits limits,
-      Estimation estimation,
-      Map<String, PoolPolicy> pools,
-      Map<String, ClassPolicy> classes,
-      Map<String, TierPolicy> tiers,
-      Tenants tenants,
-      Map<Signal, List<Source>> signals,
-      List<RouteRule> routes,
-      Unmatched unmatched,
-      Responses responses,
-      DecisionLog decisionLog,
-      RateLimit rateLimit,
-      Quotas quotas,
-      io.sluice.core.share.ReplicaPolicy replicas,
-      String yaml,
-      Map<String, Mode> poolModes) {
-    this(
-        server,
-        limits,
-        estimation,
-        pools,
-        classes,
-        tiers,
-        tenants,
-        signals,
-        routes,
-        unmatched,
-        responses,
-        decisionLog,
-        rateLimit,
-        quotas,
-        replicas,
-        yaml,
-        poolModes,
-        io.sluice.core.retry.RetryPolicy.DEFAULTS);
-  }
-
   /**
    * Observe-only rollout: {@code pools.<name>.mode} and {@code routes[].mode}. {@link #SHADOW}
    * decides and records every request as {@link #ENFORCE} would, and admits at once what
@@ -97,14 +57,29 @@ public record SluiceConfig(
    * Per-tenant RPM/TPM budgets (tier keys {@code rpm}, {@code inputTpm}, {@code outputTpm}) kept in
    * the rate limit service's store (memory, or Redis with {@code BACKEND_TYPE=redis}).
    */
-  public record Quotas(String failureMode, String keyPrefix) {}
+  public record Quotas(FailureMode failureMode, String keyPrefix) {
+    public static final Quotas DEFAULTS = new Quotas(FailureMode.OPEN, "sluice_");
+
+    /** What a quota check does while the store cannot answer: admit ({@code open}) or refuse. */
+    public enum FailureMode {
+      OPEN,
+      CLOSED;
+
+      /** {@code open} / {@code closed}, as written in the policy. */
+      public String configName() {
+        return name().toLowerCase(java.util.Locale.ROOT);
+      }
+    }
+  }
 
   /**
    * The rate limit service (envoyproxy/ratelimit drop-in). {@code env} holds settings with the
    * reference's names (RUNTIME_ROOT, BACKEND_TYPE, REDIS_URL, ...); process environment variables
    * of the same name win.
    */
-  public record RateLimit(boolean enabled, Map<String, String> env) {}
+  public record RateLimit(boolean enabled, Map<String, String> env) {
+    public static final RateLimit DEFAULTS = new RateLimit(true, Map.of());
+  }
 
   /** Process settings: ports, bind addresses, grace period, TLS. Read once at start. */
   public record Server(
@@ -119,7 +94,23 @@ public record SluiceConfig(
       Health health,
       Warmup warmup,
       Streams streams,
-      Http2 http2) {}
+      Http2 http2) {
+    /** Every setting at its default; TLS off. */
+    public static final Server DEFAULTS =
+        new Server(
+            "0.0.0.0",
+            8081,
+            "0.0.0.0",
+            8080,
+            16 << 20,
+            Duration.ofSeconds(30),
+            null,
+            Duration.ofSeconds(2),
+            Health.DEFAULTS,
+            Warmup.DEFAULTS,
+            Streams.DEFAULTS,
+            Http2.DEFAULTS);
+  }
 
   /**
    * HTTP/2 abuse limits of the gRPC port (server.grpc), per connection: more than {@code
@@ -145,7 +136,9 @@ public record SluiceConfig(
    * garbage collection for {@code heapAfterGcFor}, so the kubelet restarts a JVM in a GC death
    * spiral before it runs out of memory. {@code maxHeapAfterGc} 0 turns the check off.
    */
-  public record Health(double maxHeapAfterGc, Duration heapAfterGcFor) {}
+  public record Health(double maxHeapAfterGc, Duration heapAfterGcFor) {
+    public static final Health DEFAULTS = new Health(0.9, Duration.ofSeconds(30));
+  }
 
   /**
    * Warm-up before readiness: {@code streams} synthetic ext_proc streams and {@code rlsCalls} rate
@@ -154,7 +147,10 @@ public record SluiceConfig(
    * Readiness also waits up to {@code storeTimeout} for the rate limit store to be ready.
    */
   public record Warmup(
-      boolean enabled, int streams, int rlsCalls, Duration timeout, Duration storeTimeout) {}
+      boolean enabled, int streams, int rlsCalls, Duration timeout, Duration storeTimeout) {
+    public static final Warmup DEFAULTS =
+        new Warmup(true, 24, 16, Duration.ofSeconds(20), Duration.ofSeconds(30));
+  }
 
   /**
    * Self-protection of the gRPC port (server.grpc): how many ext_proc streams may be open in total
@@ -178,10 +174,15 @@ public record SluiceConfig(
    * clientCaFile} set, clients (Envoy) must present a certificate signed by it (mTLS).
    */
   public record Tls(
-      String certFile, String keyFile, String clientCaFile, Duration refreshInterval) {}
+      String certFile, String keyFile, String clientCaFile, Duration refreshInterval) {
+    /** How often the PEM files are re-read when the policy does not say. */
+    public static final Duration DEFAULT_REFRESH_INTERVAL = Duration.ofMinutes(1);
+  }
 
   /** Request envelope limits. */
-  public record Limits(long maxBodyBytes) {}
+  public record Limits(long maxBodyBytes) {
+    public static final Limits DEFAULTS = new Limits(8 << 20);
+  }
 
   /** Token estimation knobs (see docs/estimation.md). */
   public record Estimation(
@@ -197,34 +198,25 @@ public record SluiceConfig(
       int tokenCacheMinChars,
       long defaultInputTokens,
       io.sluice.core.estimate.OutputReserves.Settings learnedReserve) {
-
-    /** Without a {@code learnedReserve} section: its defaults. */
-    public Estimation(
-        double bytesPerToken,
-        long imageTokens,
-        long attachmentTokens,
-        long toolDefinitionOverheadTokens,
-        long perMessageOverheadTokens,
-        long replyPrimingTokens,
-        int maxJsonDepth,
-        long maxTokenizeChars,
-        long tokenCacheChars,
-        int tokenCacheMinChars,
-        long defaultInputTokens) {
-      this(
-          bytesPerToken,
-          imageTokens,
-          attachmentTokens,
-          toolDefinitionOverheadTokens,
-          perMessageOverheadTokens,
-          replyPrimingTokens,
-          maxJsonDepth,
-          maxTokenizeChars,
-          tokenCacheChars,
-          tokenCacheMinChars,
-          defaultInputTokens,
-          io.sluice.core.estimate.OutputReserves.Settings.DEFAULTS);
-    }
+    /**
+     * Every knob at its default. {@code defaultInputTokens} is charged when a request with a body
+     * is decided at its headers and no content-length says how big it is (STREAMED/NONE body
+     * modes): never 0, which would admit any size.
+     */
+    public static final Estimation DEFAULTS =
+        new Estimation(
+            4.0,
+            765,
+            1000,
+            10,
+            4,
+            3,
+            64,
+            16384,
+            io.sluice.core.estimate.TokenCountCache.DEFAULT_MAX_CHARS,
+            io.sluice.core.estimate.TokenCountCache.DEFAULT_MIN_CHARS,
+            1024,
+            io.sluice.core.estimate.OutputReserves.Settings.DEFAULTS);
   }
 
   /**
@@ -259,11 +251,11 @@ public record SluiceConfig(
     FANOUT("fanout"),
     /** The agent run / workflow the request belongs to ({@code pools.<name>.workflow}). */
     WORKFLOW("workflow"),
-    /** Never degrade this request ({@code true}, {@code 1} or {@code yes}): issue 18's ladder. */
+    /** Never degrade this request ({@code true}, {@code 1} or {@code yes}): the degrade ladder. */
     NO_DEGRADE("noDegrade"),
     /**
-     * An SDK's retry counter (0 on the first try; issue 19). Safe from a client: claiming to be a
-     * retry can only cost the client its own retry budget.
+     * An SDK's retry counter (0 on the first try). Safe from a client: claiming to be a retry can
+     * only cost the client its own retry budget.
      */
     RETRY_COUNT("retryCount"),
     /** Envoy's attempt count (1 on the first try) of a gateway in front; safe as retryCount. */
@@ -319,31 +311,7 @@ public record SluiceConfig(
       RequestFormat format,
       EstimateFrom estimateFrom,
       Mode mode,
-      boolean degrade) {
-    /** A route whose requests may be degraded (their class's ladder applies). */
-    public RouteRule(
-        String name,
-        String matchRoute,
-        String matchPath,
-        String matchPathPrefix,
-        String pool,
-        String requestClass,
-        RequestFormat format,
-        EstimateFrom estimateFrom,
-        Mode mode) {
-      this(
-          name,
-          matchRoute,
-          matchPath,
-          matchPathPrefix,
-          pool,
-          requestClass,
-          format,
-          estimateFrom,
-          mode,
-          true);
-    }
-  }
+      boolean degrade) {}
 
   /** What happens to a request no route matches. */
   public record Unmatched(
@@ -370,10 +338,8 @@ public record SluiceConfig(
     /** The default deadline header. */
     public static final String DEADLINE_HEADER = "x-sluice-deadline-ms";
 
-    /** With the default deadline header and no Envoy upstream timeout. */
-    public Responses(boolean decisionHeader, boolean estimateHeader) {
-      this(decisionHeader, estimateHeader, DEADLINE_HEADER, false);
-    }
+    /** The decision header on, the estimate header off, the default deadline header. */
+    public static final Responses DEFAULTS = new Responses(true, false, DEADLINE_HEADER, false);
   }
 
   /**
@@ -383,14 +349,24 @@ public record SluiceConfig(
    */
   public record DecisionLog(
       boolean enabled,
-      String level,
+      Level level,
       double sampleRate,
       boolean alwaysLogRejects,
       int maxAdmittedPerSecond,
       int maxRefusedPerSecond) {
-    /** Without per-second bounds. */
-    public DecisionLog(boolean enabled, String level, double sampleRate, boolean alwaysLogRejects) {
-      this(enabled, level, sampleRate, alwaysLogRejects, 0, 0);
+    public static final DecisionLog DEFAULTS = new DecisionLog(true, Level.INFO, 1.0, true, 10, 50);
+
+    /** The logger level the records are written at. */
+    public enum Level {
+      TRACE,
+      DEBUG,
+      INFO,
+      WARN;
+
+      /** {@code trace}, {@code debug}, {@code info} or {@code warn}, as written in the policy. */
+      public String configName() {
+        return name().toLowerCase(java.util.Locale.ROOT);
+      }
     }
   }
 }

@@ -86,10 +86,10 @@ public final class DecisionLog {
       return;
     }
     switch (settings.level()) {
-      case "trace" -> LOG.trace(line);
-      case "info" -> LOG.info(line);
-      case "warn" -> LOG.warn(line);
-      default -> LOG.debug(line);
+      case TRACE -> LOG.trace(line);
+      case INFO -> LOG.info(line);
+      case WARN -> LOG.warn(line);
+      case DEBUG -> LOG.debug(line);
     }
   }
 
@@ -98,10 +98,10 @@ public final class DecisionLog {
       return true;
     }
     return switch (settings.level()) {
-      case "trace" -> LOG.isTraceEnabled();
-      case "info" -> LOG.isInfoEnabled();
-      case "warn" -> LOG.isWarnEnabled();
-      default -> LOG.isDebugEnabled();
+      case TRACE -> LOG.isTraceEnabled();
+      case INFO -> LOG.isInfoEnabled();
+      case WARN -> LOG.isWarnEnabled();
+      case DEBUG -> LOG.isDebugEnabled();
     };
   }
 }

@@ -21,7 +21,7 @@ import io.sluice.core.session.Subject;
  * @param workflow the trusted {@code workflow} signal (length-capped), or null
  * @param noDegrade never degrade this request: its route says {@code degrade: false}, or the
  *     trusted {@code noDegrade} signal is {@code true}, {@code 1} or {@code yes}
- * @param attempt the {@code retryCount} and {@code attemptCount} signals (issue 19)
+ * @param attempt the {@code retryCount} and {@code attemptCount} signals
  */
 public record ResolvedRequest(
     String route,
@@ -40,108 +40,6 @@ public record ResolvedRequest(
     String workflow,
     boolean noDegrade,
     io.sluice.core.retry.AttemptSignals attempt) {
-
-  /** A request its class's degrade ladder may apply to, with {@code attempt} signals. */
-  public ResolvedRequest(
-      String route,
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      RequestFormat format,
-      EstimateFrom estimateFrom,
-      Tenant tenant,
-      long deadlineNanos,
-      String operationId,
-      long maxMessageTimeoutMillis,
-      Reason rejectReason,
-      String rejectMessage,
-      boolean shadow,
-      int fanout,
-      String workflow,
-      io.sluice.core.retry.AttemptSignals attempt) {
-    this(
-        route,
-        pool,
-        requestClass,
-        format,
-        estimateFrom,
-        tenant,
-        deadlineNanos,
-        operationId,
-        maxMessageTimeoutMillis,
-        rejectReason,
-        rejectMessage,
-        shadow,
-        fanout,
-        workflow,
-        false,
-        attempt);
-  }
-
-  /** Without attempt signals; its class's degrade ladder may apply to it. */
-  public ResolvedRequest(
-      String route,
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      RequestFormat format,
-      EstimateFrom estimateFrom,
-      Tenant tenant,
-      long deadlineNanos,
-      String operationId,
-      long maxMessageTimeoutMillis,
-      Reason rejectReason,
-      String rejectMessage,
-      boolean shadow,
-      int fanout,
-      String workflow) {
-    this(
-        route,
-        pool,
-        requestClass,
-        format,
-        estimateFrom,
-        tenant,
-        deadlineNanos,
-        operationId,
-        maxMessageTimeoutMillis,
-        rejectReason,
-        rejectMessage,
-        shadow,
-        fanout,
-        workflow,
-        false,
-        io.sluice.core.retry.AttemptSignals.NONE);
-  }
-
-  /** Without declared fan-out or workflow. */
-  public ResolvedRequest(
-      String route,
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      RequestFormat format,
-      EstimateFrom estimateFrom,
-      Tenant tenant,
-      long deadlineNanos,
-      String operationId,
-      long maxMessageTimeoutMillis,
-      Reason rejectReason,
-      String rejectMessage,
-      boolean shadow) {
-    this(
-        route,
-        pool,
-        requestClass,
-        format,
-        estimateFrom,
-        tenant,
-        deadlineNanos,
-        operationId,
-        maxMessageTimeoutMillis,
-        rejectReason,
-        rejectMessage,
-        shadow,
-        0,
-        null);
-  }
 
   /** The request as the admission session sees it, arrived at {@code arrivalNanos}. */
   public Subject subject(long arrivalNanos) {

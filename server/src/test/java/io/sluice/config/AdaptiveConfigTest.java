@@ -54,19 +54,15 @@ class AdaptiveConfigTest {
                 + " backoff: 0.5, maxPause: 0s, overloadStatuses: [429]}");
     assertThat(a)
         .isEqualTo(
-            new AdaptivePolicy(
-                true,
-                1000,
-                2,
-                Duration.ofSeconds(3),
-                7,
-                1.05,
-                1.4,
-                0.5,
-                Duration.ZERO,
-                Duration.ofMinutes(20),
-                java.util.Set.of(429),
-                AdaptivePolicy.START_CEILING));
+            AdaptivePolicy.builder(1000, 2)
+                .interval(Duration.ofSeconds(3))
+                .minSamples(7)
+                .latency(1.05, 1.4)
+                .backoff(0.5)
+                .maxPause(Duration.ZERO)
+                .baselineWindow(Duration.ofMinutes(20))
+                .overloadStatuses(java.util.Set.of(429))
+                .build());
   }
 
   @Test

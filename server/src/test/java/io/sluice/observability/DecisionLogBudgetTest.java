@@ -15,7 +15,7 @@ class DecisionLogBudgetTest {
   void embeddedDefault_logsAtInfo_boundedPerKind() {
     SluiceConfig.DecisionLog d = ConfigLoader.embeddedDefault().decisionLog();
     assertThat(d.enabled()).isTrue();
-    assertThat(d.level()).isEqualTo("info"); // the shipped logger config shows INFO
+    assertThat(d.level().configName()).isEqualTo("info"); // the shipped logger config shows INFO
     assertThat(d.maxAdmittedPerSecond()).isEqualTo(10);
     assertThat(d.maxRefusedPerSecond()).isEqualTo(50);
   }
@@ -27,7 +27,10 @@ class DecisionLogBudgetTest {
     List<String> lines = new ArrayList<>();
     DecisionLog log =
         new DecisionLog(
-            new SluiceConfig.DecisionLog(true, "info", 1.0, true, 3, 5), lines::add, budget);
+            new SluiceConfig.DecisionLog(
+                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 3, 5),
+            lines::add,
+            budget);
     int admitted = 0;
     int refused = 0;
     for (int i = 0; i < 100; i++) {
@@ -52,10 +55,16 @@ class DecisionLogBudgetTest {
     DecisionLogBudget budget = new DecisionLogBudget(clock::nanos);
     DecisionLog all =
         new DecisionLog(
-            new SluiceConfig.DecisionLog(true, "info", 1.0, true, 0, 0), l -> {}, budget);
+            new SluiceConfig.DecisionLog(
+                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+            l -> {},
+            budget);
     DecisionLog none =
         new DecisionLog(
-            new SluiceConfig.DecisionLog(true, "info", 0.0, false, 0, 0), l -> {}, budget);
+            new SluiceConfig.DecisionLog(
+                true, SluiceConfig.DecisionLog.Level.INFO, 0.0, false, 0, 0),
+            l -> {},
+            budget);
     for (int i = 0; i < 1000; i++) {
       assertThat(all.wants(i % 2 == 0)).isTrue();
       assertThat(none.wants(i % 2 == 0)).isFalse();

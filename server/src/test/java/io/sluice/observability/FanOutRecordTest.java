@@ -54,7 +54,7 @@ class FanOutRecordTest {
           List.of(INTERACTIVE),
           Duration.ofSeconds(10),
           PoolState.ReleaseListener.NONE);
-  private final WorkflowBudget budget = new WorkflowBudget();
+  private final WorkflowBudget budget = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final Sessions sessions =
       io.sluice.core.session.OneSlotPool.sessions(
               controller,
@@ -68,7 +68,9 @@ class FanOutRecordTest {
               new SessionRecorder(
                   metrics,
                   new DecisionLog(
-                      new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add)))
+                      new SluiceConfig.DecisionLog(
+                          true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                      lines::add)))
           .withWorkflows(budget);
 
   private AdmissionSession start(RecordingFront f, String workflow, int fanout) {
@@ -79,7 +81,7 @@ class FanOutRecordTest {
             POOL,
             INTERACTIVE,
             RequestFormat.OPENAI_CHAT,
-            new Tenant("acme", new TierPolicy("pro", 1, 0)),
+            new Tenant("acme", TierPolicy.defaults("pro")),
             now,
             now + Duration.ofSeconds(30).toNanos(),
             null,

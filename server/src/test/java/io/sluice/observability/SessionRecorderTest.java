@@ -47,7 +47,10 @@ class SessionRecorderTest {
   private final SessionRecorder recorder =
       new SessionRecorder(
           new AdmissionMetrics(registry, ticker::nanos),
-          new DecisionLog(new SluiceConfig.DecisionLog(true, "info", 1.0, true), lines::add));
+          new DecisionLog(
+              new SluiceConfig.DecisionLog(
+                  true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+              lines::add));
   private final List<Runnable> timerTasks = new ArrayList<>();
 
   private final PoolPolicy pool = io.sluice.core.session.OneSlotPool.POOL;
@@ -289,7 +292,10 @@ class SessionRecorderTest {
     SessionRecorder quiet =
         new SessionRecorder(
             new AdmissionMetrics(registry, ticker::nanos),
-            new DecisionLog(new SluiceConfig.DecisionLog(false, "info", 1.0, true), lines::add));
+            new DecisionLog(
+                new SluiceConfig.DecisionLog(
+                    false, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                lines::add));
     Sessions off =
         new Sessions(
             controller,

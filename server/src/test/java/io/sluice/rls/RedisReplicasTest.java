@@ -125,7 +125,7 @@ class RedisReplicasTest {
           direct
               .keyValue()
               .increment(
-                  List.of(new CounterIncrement(prefix + "d_user_alice_" + windowStart, 0, 3600)))
+                  List.of(new CounterIncrement(prefix + "d_user_alice_" + windowStart, 0, 3600, 0)))
               .toCompletableFuture()
               .get(5, TimeUnit.SECONDS);
       assertThat(v).containsExactly(30);

@@ -214,7 +214,7 @@ class TrustDefaultsTest {
 
   @Test
   void capRefusal_ofTheAnonymousTenant_namesTheSetting() {
-    var free = new io.sluice.core.policy.TierPolicy("free", 1, 4);
+    var free = io.sluice.core.policy.TierPolicy.builder("free").maxInFlight(4).build();
     assertThat(new io.sluice.core.policy.Tenant("anonymous", free).capRefusal("tenant has 4"))
         .startsWith("anonymous tenant: the request carried no tenant")
         .contains("tenants.anonymousTier: free, tiers.free.maxInFlight: 4")

@@ -33,12 +33,12 @@ public abstract class StoreContractTest {
         await(
             counters()
                 .increment(
-                    List.of(new CounterIncrement(a, 1, 60), new CounterIncrement(b, 5, 60))));
+                    List.of(new CounterIncrement(a, 1, 60, 0), new CounterIncrement(b, 5, 60, 0))));
     long[] second =
         await(
             counters()
                 .increment(
-                    List.of(new CounterIncrement(b, 2, 60), new CounterIncrement(a, 3, 60))));
+                    List.of(new CounterIncrement(b, 2, 60, 0), new CounterIncrement(a, 3, 60, 0))));
     assertThat(first).containsExactly(1, 5);
     assertThat(second).containsExactly(7, 4);
   }
@@ -50,18 +50,19 @@ public abstract class StoreContractTest {
         await(
             counters()
                 .increment(
-                    List.of(new CounterIncrement(k, 2, 60), new CounterIncrement(k, 3, 60))));
+                    List.of(new CounterIncrement(k, 2, 60, 0), new CounterIncrement(k, 3, 60, 0))));
     assertThat(r).containsExactly(2, 5);
   }
 
   @Test
   void increment_zeroHits_readsWithoutConsuming() throws Exception {
     String k = prefix() + "zero";
-    await(counters().increment(List.of(new CounterIncrement(k, 4, 60))));
-    assertThat(await(counters().increment(List.of(new CounterIncrement(k, 0, 60)))))
+    await(counters().increment(List.of(new CounterIncrement(k, 4, 60, 0))));
+    assertThat(await(counters().increment(List.of(new CounterIncrement(k, 0, 60, 0)))))
         .containsExactly(4);
     assertThat(
-            await(counters().increment(List.of(new CounterIncrement(prefix() + "absent", 0, 60)))))
+            await(
+                counters().increment(List.of(new CounterIncrement(prefix() + "absent", 0, 60, 0)))))
         .containsExactly(0);
   }
 
@@ -70,10 +71,11 @@ public abstract class StoreContractTest {
     String k = prefix() + "concurrent";
     List<CompletableFuture<long[]>> all = new ArrayList<>();
     for (int i = 0; i < 200; i++) {
-      all.add(counters().increment(List.of(new CounterIncrement(k, 1, 60))).toCompletableFuture());
+      all.add(
+          counters().increment(List.of(new CounterIncrement(k, 1, 60, 0))).toCompletableFuture());
     }
     CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get(5, TimeUnit.SECONDS);
-    long[] last = await(counters().increment(List.of(new CounterIncrement(k, 0, 60))));
+    long[] last = await(counters().increment(List.of(new CounterIncrement(k, 0, 60, 0))));
     assertThat(last).containsExactly(200);
     assertThat(all.stream().map(f -> f.join()[0]).distinct().count()).isEqualTo(200);
   }

@@ -34,26 +34,6 @@ public record TokenEstimate(
   public static final String METHOD_CONTENT_LENGTH = "content-length";
   public static final String METHOD_DEFAULT = "default";
 
-  /** An estimate whose body declares no fan-out ({@link FanOut#NONE}). */
-  public TokenEstimate(
-      long inputTokens,
-      long outputReserveTokens,
-      String method,
-      @Nullable String fallbackCause,
-      @Nullable String model,
-      boolean stream,
-      boolean outputClamped) {
-    this(
-        inputTokens,
-        outputReserveTokens,
-        method,
-        fallbackCause,
-        model,
-        stream,
-        outputClamped,
-        FanOut.NONE);
-  }
-
   public TokenEstimate {
     if (fanOut == null) {
       throw new IllegalArgumentException("fanOut: null (expected: FanOut.NONE or a value)");

@@ -224,7 +224,8 @@ public final class TokenEstimator {
         null,
         null,
         false,
-        false);
+        false,
+        FanOut.NONE);
   }
 
   /**
@@ -240,7 +241,8 @@ public final class TokenEstimator {
         null,
         null,
         false,
-        false);
+        false,
+        FanOut.NONE);
   }
 
   private TokenEstimate fallback(

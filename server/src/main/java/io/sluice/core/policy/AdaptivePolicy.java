@@ -62,21 +62,16 @@ public record AdaptivePolicy(
         fraction);
   }
 
-  /** Adaptive limits off: the pool's numbers are fixed. */
-  public static final AdaptivePolicy OFF =
-      new AdaptivePolicy(
-          false,
-          1,
-          0,
-          Duration.ofSeconds(1),
-          10,
-          1.1,
-          1.3,
-          0.7,
-          Duration.ofSeconds(30),
-          Duration.ofMinutes(10),
-          Set.of(429, 503, 529),
-          START_CEILING);
+  /** Adaptive limits off: the pool's numbers are fixed; the other settings at their defaults. */
+  public static final AdaptivePolicy OFF = new Builder(false, 1, 0).build();
+
+  /**
+   * An adaptive limit with floors {@code minCapacity} and {@code minRequests}, every other setting
+   * at its default.
+   */
+  public static Builder builder(long minCapacity, int minRequests) {
+    return new Builder(true, minCapacity, minRequests);
+  }
 
   public AdaptivePolicy {
     overloadStatuses = Set.copyOf(overloadStatuses);
@@ -126,5 +121,85 @@ public record AdaptivePolicy(
   /** Whether {@code status} from the upstream means it is overloaded. */
   public boolean overload(int status) {
     return overloadStatuses.contains(status);
+  }
+
+  /** Builds an {@link AdaptivePolicy}; each setting starts at its default, shown beside it. */
+  public static final class Builder {
+    private final boolean enabled;
+    private final long minCapacity;
+    private final int minRequests;
+    private Duration interval = Duration.ofSeconds(1);
+    private int minSamples = 10;
+    private double growBelow = 1.1;
+    private double shrinkAbove = 1.3;
+    private double backoff = 0.7;
+    private Duration maxPause = Duration.ofSeconds(30);
+    private Duration baselineWindow = Duration.ofMinutes(10);
+    private Set<Integer> overloadStatuses = Set.of(429, 503, 529);
+    private double start = START_CEILING;
+
+    private Builder(boolean enabled, long minCapacity, int minRequests) {
+      this.enabled = enabled;
+      this.minCapacity = minCapacity;
+      this.minRequests = minRequests;
+    }
+
+    public Builder interval(Duration v) {
+      interval = v;
+      return this;
+    }
+
+    public Builder minSamples(int v) {
+      minSamples = v;
+      return this;
+    }
+
+    /** The latency ratios at or below which the limit grows, and above which it shrinks. */
+    public Builder latency(double growBelow, double shrinkAbove) {
+      this.growBelow = growBelow;
+      this.shrinkAbove = shrinkAbove;
+      return this;
+    }
+
+    public Builder backoff(double v) {
+      backoff = v;
+      return this;
+    }
+
+    public Builder maxPause(Duration v) {
+      maxPause = v;
+      return this;
+    }
+
+    public Builder baselineWindow(Duration v) {
+      baselineWindow = v;
+      return this;
+    }
+
+    public Builder overloadStatuses(Set<Integer> v) {
+      overloadStatuses = v;
+      return this;
+    }
+
+    public Builder start(double fraction) {
+      start = fraction;
+      return this;
+    }
+
+    public AdaptivePolicy build() {
+      return new AdaptivePolicy(
+          enabled,
+          minCapacity,
+          minRequests,
+          interval,
+          minSamples,
+          growBelow,
+          shrinkAbove,
+          backoff,
+          maxPause,
+          baselineWindow,
+          overloadStatuses,
+          start);
+    }
   }
 }

@@ -82,40 +82,6 @@ public record ClassPolicy(
     Objects.requireNonNull(degrade, "degrade");
   }
 
-  /** A class without a degrade ladder. */
-  public ClassPolicy(
-      String name,
-      int rank,
-      double reservedShare,
-      double lendableShare,
-      boolean borrow,
-      Duration deadline,
-      Duration maxQueueWait,
-      long defaultOutputTokens,
-      long maxOutputTokens,
-      int shedStatus,
-      double queueWorkShare,
-      int maxQueueItems,
-      double tenantQueueShare,
-      double reserveQuantile) {
-    this(
-        name,
-        rank,
-        reservedShare,
-        lendableShare,
-        borrow,
-        deadline,
-        maxQueueWait,
-        defaultOutputTokens,
-        maxOutputTokens,
-        shedStatus,
-        queueWorkShare,
-        maxQueueItems,
-        tenantQueueShare,
-        reserveQuantile,
-        DegradePolicy.OFF);
-  }
-
   /** This class with {@code ladder} as its degrade ladder. */
   public ClassPolicy withDegrade(DegradePolicy ladder) {
     return new ClassPolicy(
@@ -136,69 +102,116 @@ public record ClassPolicy(
         ladder);
   }
 
-  /**
-   * A class whose learned reserve uses the default quantile ({@value #DEFAULT_RESERVE_QUANTILE}).
-   */
-  public ClassPolicy(
-      String name,
-      int rank,
-      double reservedShare,
-      double lendableShare,
-      boolean borrow,
-      Duration deadline,
-      Duration maxQueueWait,
-      long defaultOutputTokens,
-      long maxOutputTokens,
-      int shedStatus,
-      double queueWorkShare,
-      int maxQueueItems,
-      double tenantQueueShare) {
-    this(
-        name,
-        rank,
-        reservedShare,
-        lendableShare,
-        borrow,
-        deadline,
-        maxQueueWait,
-        defaultOutputTokens,
-        maxOutputTokens,
-        shedStatus,
-        queueWorkShare,
-        maxQueueItems,
-        tenantQueueShare,
-        DEFAULT_RESERVE_QUANTILE);
+  /** Class {@code name} with every setting at its default (the loader's, for absent keys). */
+  public static ClassPolicy defaults(String name) {
+    return builder(name).build();
   }
 
-  /** A class with default queue bounds (two pools' worth of work, 1000 items, half per tenant). */
-  public static ClassPolicy of(
-      String name,
-      int rank,
-      double reservedShare,
-      double lendableShare,
-      boolean borrow,
-      Duration deadline,
-      Duration maxQueueWait,
-      long defaultOutputTokens,
-      long maxOutputTokens,
-      int shedStatus) {
-    return new ClassPolicy(
-        name,
-        rank,
-        reservedShare,
-        lendableShare,
-        borrow,
-        deadline,
-        maxQueueWait,
-        defaultOutputTokens,
-        maxOutputTokens,
-        shedStatus,
-        2.0,
-        1000,
-        0.5);
+  /** A builder starting from {@link #defaults}. */
+  public static Builder builder(String name) {
+    return new Builder(name);
   }
 
   public double guaranteedShare() {
     return reservedShare - lendableShare;
+  }
+
+  /** Builds a {@link ClassPolicy}; each setting starts at its default, shown beside it. */
+  public static final class Builder {
+    private final String name;
+    private int rank = 0;
+    private double reservedShare = 0.0;
+    private double lendableShare = 0.0;
+    private boolean borrow = true;
+    private Duration deadline = Duration.ofSeconds(60);
+    private Duration maxQueueWait = Duration.ZERO;
+    private long defaultOutputTokens = 1024;
+    private long maxOutputTokens = 8192;
+    private int shedStatus = 503;
+    private double queueWorkShare = 2.0;
+    private int maxQueueItems = 1000;
+    private double tenantQueueShare = 0.5;
+    private double reserveQuantile = DEFAULT_RESERVE_QUANTILE;
+    private DegradePolicy degrade = DegradePolicy.OFF;
+
+    private Builder(String name) {
+      this.name = name;
+    }
+
+    public Builder rank(int v) {
+      rank = v;
+      return this;
+    }
+
+    /** The reserved share and, of it, the part others may borrow while idle. */
+    public Builder shares(double reserved, double lendable) {
+      reservedShare = reserved;
+      lendableShare = lendable;
+      return this;
+    }
+
+    public Builder borrow(boolean v) {
+      borrow = v;
+      return this;
+    }
+
+    public Builder deadline(Duration v) {
+      deadline = v;
+      return this;
+    }
+
+    public Builder maxQueueWait(Duration v) {
+      maxQueueWait = v;
+      return this;
+    }
+
+    /** The output reserve when the body sets no cap, and the largest reserve. */
+    public Builder outputTokens(long defaultTokens, long maxTokens) {
+      defaultOutputTokens = defaultTokens;
+      maxOutputTokens = maxTokens;
+      return this;
+    }
+
+    public Builder shedStatus(int v) {
+      shedStatus = v;
+      return this;
+    }
+
+    /** The queue's bounds: work share of the pool, items, one tenant's share of the work. */
+    public Builder queue(double workShare, int maxItems, double tenantShare) {
+      queueWorkShare = workShare;
+      maxQueueItems = maxItems;
+      tenantQueueShare = tenantShare;
+      return this;
+    }
+
+    public Builder reserveQuantile(double v) {
+      reserveQuantile = v;
+      return this;
+    }
+
+    public Builder degrade(DegradePolicy v) {
+      degrade = v;
+      return this;
+    }
+
+    public ClassPolicy build() {
+      return new ClassPolicy(
+          name,
+          rank,
+          reservedShare,
+          lendableShare,
+          borrow,
+          deadline,
+          maxQueueWait,
+          defaultOutputTokens,
+          maxOutputTokens,
+          shedStatus,
+          queueWorkShare,
+          maxQueueItems,
+          tenantQueueShare,
+          reserveQuantile,
+          degrade);
+    }
   }
 }

@@ -45,99 +45,6 @@ public record PoolPolicy(
     WorkflowPolicy workflow,
     EnginePriority enginePriority) {
 
-  /** A pool that writes no engine priority. */
-  public PoolPolicy(
-      String name,
-      long capacityWorkUnits,
-      int maxRequests,
-      double inputWeight,
-      double outputWeight,
-      Duration retryAfterMin,
-      Duration retryAfterMax,
-      Duration maxMessageTimeout,
-      double retryAfterJitter,
-      Duration holdMargin,
-      Duration defaultServiceTime,
-      AdaptivePolicy adaptive,
-      FanOutPolicy fanout,
-      WorkflowPolicy workflow) {
-    this(
-        name,
-        capacityWorkUnits,
-        maxRequests,
-        inputWeight,
-        outputWeight,
-        retryAfterMin,
-        retryAfterMax,
-        maxMessageTimeout,
-        retryAfterJitter,
-        holdMargin,
-        defaultServiceTime,
-        adaptive,
-        fanout,
-        workflow,
-        EnginePriority.OFF);
-  }
-
-  /** A pool without fan-out pricing or workflow budget. */
-  public PoolPolicy(
-      String name,
-      long capacityWorkUnits,
-      int maxRequests,
-      double inputWeight,
-      double outputWeight,
-      Duration retryAfterMin,
-      Duration retryAfterMax,
-      Duration maxMessageTimeout,
-      double retryAfterJitter,
-      Duration holdMargin,
-      Duration defaultServiceTime,
-      AdaptivePolicy adaptive) {
-    this(
-        name,
-        capacityWorkUnits,
-        maxRequests,
-        inputWeight,
-        outputWeight,
-        retryAfterMin,
-        retryAfterMax,
-        maxMessageTimeout,
-        retryAfterJitter,
-        holdMargin,
-        defaultServiceTime,
-        adaptive,
-        FanOutPolicy.NONE,
-        WorkflowPolicy.OFF);
-  }
-
-  /** A pool with fixed numbers (no adaptive limit). */
-  public PoolPolicy(
-      String name,
-      long capacityWorkUnits,
-      int maxRequests,
-      double inputWeight,
-      double outputWeight,
-      Duration retryAfterMin,
-      Duration retryAfterMax,
-      Duration maxMessageTimeout,
-      double retryAfterJitter,
-      Duration holdMargin,
-      Duration defaultServiceTime) {
-    this(
-        name,
-        capacityWorkUnits,
-        maxRequests,
-        inputWeight,
-        outputWeight,
-        retryAfterMin,
-        retryAfterMax,
-        maxMessageTimeout,
-        retryAfterJitter,
-        holdMargin,
-        defaultServiceTime,
-        AdaptivePolicy.OFF);
-  }
-
   public PoolPolicy {
     Objects.requireNonNull(adaptive, "adaptive");
     Objects.requireNonNull(fanout, "fanout");
@@ -202,28 +109,34 @@ public record PoolPolicy(
     }
   }
 
-  /** A pool with default jitter (±20%) and hold margin (100 ms). */
-  public static PoolPolicy of(
-      String name,
-      long capacityWorkUnits,
-      int maxRequests,
-      double inputWeight,
-      double outputWeight,
-      Duration retryAfterMin,
-      Duration retryAfterMax,
-      Duration maxMessageTimeout) {
-    return new PoolPolicy(
-        name,
-        capacityWorkUnits,
-        maxRequests,
-        inputWeight,
-        outputWeight,
-        retryAfterMin,
-        retryAfterMax,
-        maxMessageTimeout,
-        0.2,
-        Duration.ofMillis(100),
-        Duration.ofSeconds(2));
+  /**
+   * Pool {@code name} with {@code capacityWorkUnits} and every other setting at its default (what
+   * the loader assumes for a key the YAML leaves out).
+   */
+  public static PoolPolicy defaults(String name, long capacityWorkUnits) {
+    return builder(name, capacityWorkUnits).build();
+  }
+
+  /** A builder starting from {@link #defaults}. */
+  public static Builder builder(String name, long capacityWorkUnits) {
+    return new Builder(name, capacityWorkUnits);
+  }
+
+  /** A builder starting from this pool. */
+  public Builder toBuilder() {
+    return new Builder(name, capacityWorkUnits)
+        .maxRequests(maxRequests)
+        .inputWeight(inputWeight)
+        .outputWeight(outputWeight)
+        .retryAfter(retryAfterMin, retryAfterMax)
+        .maxMessageTimeout(maxMessageTimeout)
+        .retryAfterJitter(retryAfterJitter)
+        .holdMargin(holdMargin)
+        .defaultServiceTime(defaultServiceTime)
+        .adaptive(adaptive)
+        .fanout(fanout)
+        .workflow(workflow)
+        .enginePriority(enginePriority);
   }
 
   /**
@@ -260,5 +173,114 @@ public record PoolPolicy(
   public long workUnits(long inputTokens, long outputTokens) {
     double w = inputTokens * inputWeight + outputTokens * outputWeight;
     return Math.max(1L, (long) Math.ceil(w));
+  }
+
+  /** Builds a {@link PoolPolicy}; each setting starts at its default, shown beside it. */
+  public static final class Builder {
+    private final String name;
+    private long capacityWorkUnits;
+    private int maxRequests = 0;
+    private double inputWeight = 1.0;
+    private double outputWeight = 1.0;
+    private Duration retryAfterMin = Duration.ofSeconds(1);
+    private Duration retryAfterMax = Duration.ofSeconds(60);
+    private Duration maxMessageTimeout = Duration.ZERO;
+    private double retryAfterJitter = 0.2;
+    private Duration holdMargin = Duration.ofMillis(100);
+    private Duration defaultServiceTime = Duration.ofSeconds(2);
+    private AdaptivePolicy adaptive = AdaptivePolicy.OFF;
+    private FanOutPolicy fanout = FanOutPolicy.NONE;
+    private WorkflowPolicy workflow = WorkflowPolicy.OFF;
+    private EnginePriority enginePriority = EnginePriority.OFF;
+
+    private Builder(String name, long capacityWorkUnits) {
+      this.name = name;
+      this.capacityWorkUnits = capacityWorkUnits;
+    }
+
+    public Builder capacityWorkUnits(long v) {
+      capacityWorkUnits = v;
+      return this;
+    }
+
+    public Builder maxRequests(int v) {
+      maxRequests = v;
+      return this;
+    }
+
+    public Builder inputWeight(double v) {
+      inputWeight = v;
+      return this;
+    }
+
+    public Builder outputWeight(double v) {
+      outputWeight = v;
+      return this;
+    }
+
+    public Builder retryAfter(Duration min, Duration max) {
+      retryAfterMin = min;
+      retryAfterMax = max;
+      return this;
+    }
+
+    public Builder maxMessageTimeout(Duration v) {
+      maxMessageTimeout = v;
+      return this;
+    }
+
+    public Builder retryAfterJitter(double v) {
+      retryAfterJitter = v;
+      return this;
+    }
+
+    public Builder holdMargin(Duration v) {
+      holdMargin = v;
+      return this;
+    }
+
+    public Builder defaultServiceTime(Duration v) {
+      defaultServiceTime = v;
+      return this;
+    }
+
+    public Builder adaptive(AdaptivePolicy v) {
+      adaptive = v;
+      return this;
+    }
+
+    public Builder fanout(FanOutPolicy v) {
+      fanout = v;
+      return this;
+    }
+
+    public Builder workflow(WorkflowPolicy v) {
+      workflow = v;
+      return this;
+    }
+
+    public Builder enginePriority(EnginePriority v) {
+      enginePriority = v;
+      return this;
+    }
+
+    public PoolPolicy build() {
+      return new PoolPolicy(
+          name,
+          capacityWorkUnits,
+          maxRequests,
+          inputWeight,
+          outputWeight,
+          retryAfterMin,
+          retryAfterMax,
+          maxMessageTimeout,
+          retryAfterJitter,
+          holdMargin,
+          defaultServiceTime,
+          adaptive,
+          fanout,
+          workflow,
+          enginePriority);
+    }
   }
 }

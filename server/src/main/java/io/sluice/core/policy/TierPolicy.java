@@ -35,8 +35,62 @@ public record TierPolicy(
     }
   }
 
-  /** A tier without request or token budgets. */
-  public TierPolicy(String name, double weight, int maxInFlight) {
-    this(name, weight, maxInFlight, 0, 0, 0);
+  /** Tier {@code name}: weight 1, no concurrency cap, no budgets (the loader's defaults). */
+  public static TierPolicy defaults(String name) {
+    return builder(name).build();
+  }
+
+  /** A builder starting from {@link #defaults}. */
+  public static Builder builder(String name) {
+    return new Builder(name);
+  }
+
+  /** Builds a {@link TierPolicy}; each setting starts at its default, shown beside it. */
+  public static final class Builder {
+    private final String name;
+    private double weight = 1.0;
+    private int maxInFlight = 0;
+    private long requestsPerMinute = 0;
+    private long inputTokensPerMinute = 0;
+    private long outputTokensPerMinute = 0;
+
+    private Builder(String name) {
+      this.name = name;
+    }
+
+    public Builder weight(double v) {
+      weight = v;
+      return this;
+    }
+
+    public Builder maxInFlight(int v) {
+      maxInFlight = v;
+      return this;
+    }
+
+    public Builder requestsPerMinute(long v) {
+      requestsPerMinute = v;
+      return this;
+    }
+
+    public Builder inputTokensPerMinute(long v) {
+      inputTokensPerMinute = v;
+      return this;
+    }
+
+    public Builder outputTokensPerMinute(long v) {
+      outputTokensPerMinute = v;
+      return this;
+    }
+
+    public TierPolicy build() {
+      return new TierPolicy(
+          name,
+          weight,
+          maxInFlight,
+          requestsPerMinute,
+          inputTokensPerMinute,
+          outputTokensPerMinute);
+    }
   }
 }

@@ -50,15 +50,6 @@ public final class WaitPredictor {
       int serviceHalfLifeSamples,
       int maxRequests) {
 
-    /** A pool without a request cap. */
-    public Config(
-        long capacityWorkUnits,
-        long halfLifeNanos,
-        long defaultServiceNanos,
-        int serviceHalfLifeSamples) {
-      this(capacityWorkUnits, halfLifeNanos, defaultServiceNanos, serviceHalfLifeSamples, 0);
-    }
-
     public Config {
       if (maxRequests < 0) {
         throw new IllegalArgumentException("maxRequests: " + maxRequests + " (expected: >= 0)");

@@ -40,10 +40,6 @@ public final class WorkflowBudget {
   private final Map<String, Integer> perPool = new HashMap<>();
   private long untracked;
 
-  public WorkflowBudget() {
-    this(DEFAULT_MAX_WORKFLOWS);
-  }
-
   /**
    * @param maxWorkflows the most workflows tracked at once, all pools ({@code >= 1})
    */

@@ -132,7 +132,7 @@ public record Sessions(
         listener,
         caps,
         OutputReserves.off(),
-        new WorkflowBudget(),
+        new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
         new TailHolds());
   }
 

@@ -24,9 +24,4 @@ public record CounterIncrement(String key, long hits, long expirySeconds, long w
           "windowEndMillis: " + windowEndMillis + " (expected: >= 0, 0 = unknown)");
     }
   }
-
-  /** An increment whose window end is unknown (kept until its expiry). */
-  public CounterIncrement(String key, long hits, long expirySeconds) {
-    this(key, hits, expirySeconds, 0);
-  }
 }

@@ -36,8 +36,8 @@ public final class RedisKeyValueStore implements KeyValueStore {
         (key, n) ->
             increment(
                     List.of(
-                        new CounterIncrement(key + "c" + n, 1, 2),
-                        new CounterIncrement(key + "c" + n, 0, 2)))
+                        new CounterIncrement(key + "c" + n, 1, 2, 0),
+                        new CounterIncrement(key + "c" + n, 0, 2, 0)))
                 .thenCompose(
                     c ->
                         take(

@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.PoolPolicy;
-import java.time.Duration;
 import java.util.Random;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -29,19 +27,7 @@ class AdaptiveLimitTest {
 
   /** The default start: the ceiling. */
   static AdaptivePolicy ceilingStart() {
-    return new AdaptivePolicy(
-        true,
-        8_000,
-        4,
-        Duration.ofSeconds(1),
-        10,
-        1.1,
-        1.3,
-        0.7,
-        Duration.ofSeconds(30),
-        Duration.ofMinutes(10),
-        Set.of(429, 503, 529),
-        AdaptivePolicy.START_CEILING);
+    return AdaptivePolicy.builder(8_000, 4).build();
   }
 
   /** 32 request slots and 64000 work units at most (the ceiling), 4 slots / 8000 units at least. */
@@ -50,19 +36,7 @@ class AdaptiveLimitTest {
   }
 
   static PoolPolicy pool(AdaptivePolicy settings) {
-    return new PoolPolicy(
-        "p",
-        64_000,
-        32,
-        1,
-        1,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(60),
-        Duration.ZERO,
-        0.2,
-        Duration.ofMillis(100),
-        Duration.ofSeconds(2),
-        settings);
+    return PoolPolicy.builder("p", 64_000).maxRequests(32).adaptive(settings).build();
   }
 
   /** One interval of a saturated pool on the knee curve: latency × max(1, L / K) × noise. */
@@ -297,35 +271,8 @@ class AdaptiveLimitTest {
    */
   @Test
   void aSmallLimitWithSlowAnswersStillDecides() {
-    AdaptivePolicy s =
-        new AdaptivePolicy(
-                true,
-                1_000,
-                1,
-                Duration.ofSeconds(1),
-                10,
-                1.1,
-                1.3,
-                0.7,
-                Duration.ofSeconds(30),
-                Duration.ofMinutes(10),
-                Set.of(429, 503, 529),
-                AdaptivePolicy.START_CEILING)
-            .withStart(2.0 / 16);
-    PoolPolicy p =
-        new PoolPolicy(
-            "p",
-            16_000,
-            16,
-            1,
-            1,
-            Duration.ofSeconds(1),
-            Duration.ofSeconds(60),
-            Duration.ZERO,
-            0.2,
-            Duration.ofMillis(100),
-            Duration.ofSeconds(2),
-            s);
+    AdaptivePolicy s = AdaptivePolicy.builder(1_000, 1).build().withStart(2.0 / 16);
+    PoolPolicy p = PoolPolicy.builder("p", 16_000).maxRequests(16).adaptive(s).build();
     long now = 0;
     AdaptiveLimit a = new AdaptiveLimit(p, now);
     assertThat(a.requests()).isEqualTo(2);

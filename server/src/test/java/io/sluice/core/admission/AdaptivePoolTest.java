@@ -17,7 +17,6 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,52 +29,32 @@ class AdaptivePoolTest {
   static final long SEC = 1_000_000_000L;
   final FakeTicker time = new FakeTicker();
   final ClassPolicy chat =
-      new ClassPolicy(
-          "chat",
-          0,
-          0.0,
-          0.0,
-          true,
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(20),
-          100,
-          1000,
-          503,
-          2.0,
-          100,
-          1.0);
-  final Tenant tenant = new Tenant("t", new TierPolicy("free", 1, 0));
+      ClassPolicy.builder("chat")
+          .maxQueueWait(Duration.ofSeconds(20))
+          .outputTokens(100, 1000)
+          .queue(2.0, 100, 1.0)
+          .build();
+  final Tenant tenant = new Tenant("t", TierPolicy.defaults("free"));
 
   static PoolPolicy pool(int maxRequests, int minRequests) {
     return pool(maxRequests, minRequests, AdaptivePolicy.START_FLOOR);
   }
 
   static PoolPolicy pool(int maxRequests, int minRequests, double start) {
-    return new PoolPolicy(
-        "p",
-        maxRequests * 100L,
-        maxRequests,
-        1,
-        1,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(5), // below the upstream's pause: the pause wins
-        Duration.ofSeconds(30),
-        0.3, // jitter never takes a Retry-After below the pause either
-        Duration.ofMillis(100),
-        Duration.ofSeconds(2),
-        new AdaptivePolicy(
-            true,
-            minRequests * 100L,
-            minRequests,
+    return PoolPolicy.builder("p", maxRequests * 100L)
+        .maxRequests(maxRequests)
+        .retryAfter(
             Duration.ofSeconds(1),
-            5,
-            1.1,
-            1.3,
-            0.5,
-            Duration.ofSeconds(30),
-            Duration.ofMinutes(10),
-            Set.of(429, 503, 529),
-            start));
+            Duration.ofSeconds(5) /* below the upstream's pause: the pause wins */)
+        .maxMessageTimeout(Duration.ofSeconds(30))
+        .retryAfterJitter(0.3 /* jitter never takes a Retry-After below the pause either */)
+        .adaptive(
+            AdaptivePolicy.builder(minRequests * 100L, minRequests)
+                .minSamples(5)
+                .backoff(0.5)
+                .start(start)
+                .build())
+        .build();
   }
 
   AdmissionController controller(PoolPolicy p) {
@@ -181,18 +160,11 @@ class AdaptivePoolTest {
     assertThat(s.policy().maxRequests()).isEqualTo(32);
     // adaptive off: the configured numbers again
     PoolPolicy fixed =
-        new PoolPolicy(
-            "p",
-            1000,
-            10,
-            1,
-            1,
-            Duration.ofSeconds(1),
-            Duration.ofSeconds(60),
-            Duration.ofSeconds(30),
-            0.0,
-            Duration.ofMillis(100),
-            Duration.ofSeconds(2));
+        PoolPolicy.builder("p", 1000)
+            .maxRequests(10)
+            .maxMessageTimeout(Duration.ofSeconds(30))
+            .retryAfterJitter(0.0)
+            .build();
     c.reconfigure(List.of(fixed), List.of(chat));
     assertThat(s.policy().maxRequests()).isEqualTo(10);
     assertThat(s.adaptTick(time.nanos())).isNull();

@@ -20,38 +20,25 @@ class EqualRankOrderTest {
   private static final long HOLD = Duration.ofSeconds(20).toNanos();
 
   private static ClassPolicy cls(String name, double reserved) {
-    return new ClassPolicy(
-        name,
-        0,
-        reserved,
-        reserved, // all lendable: shares are reserves (scheduler lanes), nothing guaranteed
-        true,
-        Duration.ofSeconds(60),
-        Duration.ofSeconds(10),
-        100,
-        1000,
-        503,
-        2.0,
-        100,
-        1.0);
+    return ClassPolicy.builder(name)
+        .shares(
+            reserved,
+            reserved /* all lendable: shares are reserves (scheduler lanes), nothing guaranteed */)
+        .maxQueueWait(Duration.ofSeconds(10))
+        .outputTokens(100, 1000)
+        .queue(2.0, 100, 1.0)
+        .build();
   }
 
   /** Which class each start went to, in order, for one listing of the classes. */
   private static String served(double interactiveShare, double batchShare, boolean batchFirst) {
     FakeTicker time = new FakeTicker();
     PoolPolicy pool =
-        new PoolPolicy(
-            "p",
-            100,
-            0,
-            1,
-            1,
-            Duration.ofSeconds(1),
-            Duration.ofSeconds(60),
-            Duration.ofSeconds(20),
-            0.0,
-            Duration.ofMillis(100),
-            Duration.ofSeconds(1));
+        PoolPolicy.builder("p", 100)
+            .maxMessageTimeout(Duration.ofSeconds(20))
+            .retryAfterJitter(0.0)
+            .defaultServiceTime(Duration.ofSeconds(1))
+            .build();
     ClassPolicy interactive = cls("interactive", interactiveShare);
     ClassPolicy batch = cls("batch", batchShare);
     AdmissionController controller =
@@ -61,7 +48,7 @@ class EqualRankOrderTest {
             Duration.ofSeconds(10),
             PoolState.ReleaseListener.NONE,
             () -> 0.5);
-    Tenant tenant = new Tenant("t", new TierPolicy("t", 1.0, 0));
+    Tenant tenant = new Tenant("t", TierPolicy.defaults("t"));
     StringBuilder out = new StringBuilder();
     List<Permit> running = new ArrayList<>();
     // the pool is full: five 10-unit requests of each class

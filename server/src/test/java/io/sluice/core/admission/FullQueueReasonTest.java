@@ -19,35 +19,21 @@ class FullQueueReasonTest {
   private static final long HOLD = Duration.ofSeconds(5).toNanos();
   private final FakeTicker time = new FakeTicker();
   private final PoolPolicy pool =
-      new PoolPolicy(
-          "p",
-          100,
-          0,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofMillis(100));
+      PoolPolicy.builder("p", 100)
+          .maxMessageTimeout(Duration.ofSeconds(5))
+          .retryAfterJitter(0.0)
+          .defaultServiceTime(Duration.ofMillis(100))
+          .build();
 
   private static ClassPolicy cls(double tenantShare) {
     // the queue holds 100 work units, at most 10 requests
-    return new ClassPolicy(
-        "interactive",
-        0,
-        1.0,
-        0.0,
-        true,
-        Duration.ofSeconds(30),
-        Duration.ofSeconds(4),
-        100,
-        1000,
-        503,
-        1.0,
-        10,
-        tenantShare);
+    return ClassPolicy.builder("interactive")
+        .shares(1.0, 0.0)
+        .deadline(Duration.ofSeconds(30))
+        .maxQueueWait(Duration.ofSeconds(4))
+        .outputTokens(100, 1000)
+        .queue(1.0, 10, tenantShare)
+        .build();
   }
 
   private Decision.Reject fill(double tenantShare, Tenant last) {

@@ -15,33 +15,22 @@ final class Policies {
   }
 
   static PoolPolicy pool(long capacity, int maxRequests) {
-    return PoolPolicy.of(
-        "p",
-        capacity,
-        maxRequests,
-        1.0,
-        1.0,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(60),
-        Duration.ZERO);
+    return PoolPolicy.builder("p", capacity).maxRequests(maxRequests).build();
   }
 
   static ClassPolicy cls(String name, int rank, double reserved, double lendable, boolean borrow) {
-    return ClassPolicy.of(
-        name,
-        rank,
-        reserved,
-        lendable,
-        borrow,
-        Duration.ofSeconds(30),
-        Duration.ofSeconds(2),
-        100,
-        1000,
-        503);
+    return ClassPolicy.builder(name)
+        .rank(rank)
+        .shares(reserved, lendable)
+        .borrow(borrow)
+        .deadline(Duration.ofSeconds(30))
+        .maxQueueWait(Duration.ofSeconds(2))
+        .outputTokens(100, 1000)
+        .build();
   }
 
   static Tenant tenant(String id, int maxInFlight) {
-    return new Tenant(id, new TierPolicy("t", 1.0, maxInFlight));
+    return new Tenant(id, TierPolicy.builder("t").maxInFlight(maxInFlight).build());
   }
 
   static AdmissionRequest request(PoolPolicy pool, ClassPolicy c, Tenant t, long work, long now) {

@@ -90,62 +90,35 @@ class QueueHoldPropertiesTest {
   private static void eachWaiterAnsweredOnceNeverLateNoLeaks(List<Op> ops, long jitterSeed) {
     FakeTicker time = new FakeTicker();
     PoolPolicy pool =
-        new PoolPolicy(
-            "p",
-            1000,
-            0,
-            1,
-            1,
-            Duration.ofSeconds(1),
-            Duration.ofSeconds(30),
-            Duration.ofSeconds(5),
-            0.2,
-            Duration.ofMillis(100),
-            Duration.ofSeconds(1));
+        PoolPolicy.builder("p", 1000)
+            .retryAfter(Duration.ofSeconds(1), Duration.ofSeconds(30))
+            .maxMessageTimeout(Duration.ofSeconds(5))
+            .defaultServiceTime(Duration.ofSeconds(1))
+            .build();
     List<ClassPolicy> classes =
         List.of(
-            new ClassPolicy(
-                "a",
-                0,
-                0.5,
-                0.2,
-                true,
-                Duration.ofSeconds(10),
-                Duration.ofSeconds(2),
-                10,
-                1000,
-                503,
-                2.0,
-                50,
-                0.6),
-            new ClassPolicy(
-                "b",
-                1,
-                0.3,
-                0.0,
-                true,
-                Duration.ofSeconds(10),
-                Duration.ofSeconds(1),
-                10,
-                1000,
-                503,
-                2.0,
-                50,
-                0.6),
-            new ClassPolicy(
-                "c",
-                2,
-                0.0,
-                0.0,
-                true,
-                Duration.ofSeconds(10),
-                Duration.ofSeconds(3),
-                10,
-                1000,
-                503,
-                2.0,
-                50,
-                0.6));
+            ClassPolicy.builder("a")
+                .shares(0.5, 0.2)
+                .deadline(Duration.ofSeconds(10))
+                .maxQueueWait(Duration.ofSeconds(2))
+                .outputTokens(10, 1000)
+                .queue(2.0, 50, 0.6)
+                .build(),
+            ClassPolicy.builder("b")
+                .rank(1)
+                .shares(0.3, 0.0)
+                .deadline(Duration.ofSeconds(10))
+                .maxQueueWait(Duration.ofSeconds(1))
+                .outputTokens(10, 1000)
+                .queue(2.0, 50, 0.6)
+                .build(),
+            ClassPolicy.builder("c")
+                .rank(2)
+                .deadline(Duration.ofSeconds(10))
+                .maxQueueWait(Duration.ofSeconds(3))
+                .outputTokens(10, 1000)
+                .queue(2.0, 50, 0.6)
+                .build());
     AdmissionController c =
         new AdmissionController(
             List.of(pool),
@@ -160,7 +133,10 @@ class QueueHoldPropertiesTest {
       switch (op.kind()) {
         case ARRIVE -> {
           W w = new W(time);
-          Tenant t = new Tenant("t" + op.tenant(), new TierPolicy("x", 1 + op.tenant(), 4));
+          Tenant t =
+              new Tenant(
+                  "t" + op.tenant(),
+                  TierPolicy.builder("x").weight(1 + op.tenant()).maxInFlight(4).build());
           Decision d =
               c.decide(
                   new AdmissionRequest(

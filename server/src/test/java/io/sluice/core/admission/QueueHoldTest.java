@@ -17,18 +17,11 @@ class QueueHoldTest {
   private static final long HOLD = Duration.ofSeconds(5).toNanos();
   private final FakeTicker time = new FakeTicker();
   private final PoolPolicy pool =
-      new PoolPolicy(
-          "p",
-          1000,
-          0,
-          1,
-          1,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ofSeconds(5),
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(1));
+      PoolPolicy.builder("p", 1000)
+          .maxMessageTimeout(Duration.ofSeconds(5))
+          .retryAfterJitter(0.0)
+          .defaultServiceTime(Duration.ofSeconds(1))
+          .build();
   private final ClassPolicy interactive = cls("interactive", 0, 0.5, 2, 1000, 10, 0.5);
   private final ClassPolicy batch = cls("batch", 1, 0.0, 4, 1000, 10, 0.5);
   private final AdmissionController controller =
@@ -47,20 +40,14 @@ class QueueHoldTest {
       double workShare,
       int maxItems,
       double tenantShare) {
-    return new ClassPolicy(
-        name,
-        rank,
-        reserved,
-        0.0,
-        true,
-        Duration.ofSeconds(30),
-        Duration.ofSeconds(maxWaitSeconds),
-        100,
-        1000,
-        503,
-        workShare / 1000.0,
-        maxItems,
-        tenantShare);
+    return ClassPolicy.builder(name)
+        .rank(rank)
+        .shares(reserved, 0.0)
+        .deadline(Duration.ofSeconds(30))
+        .maxQueueWait(Duration.ofSeconds(maxWaitSeconds))
+        .outputTokens(100, 1000)
+        .queue(workShare / 1000.0, maxItems, tenantShare)
+        .build();
   }
 
   /** A waiter that records what happened to it. */
@@ -87,7 +74,8 @@ class QueueHoldTest {
   }
 
   private static Tenant tenant(String id, double weight, int maxInFlight) {
-    return new Tenant(id, new TierPolicy("t" + weight, weight, maxInFlight));
+    return new Tenant(
+        id, TierPolicy.builder("t" + weight).weight(weight).maxInFlight(maxInFlight).build());
   }
 
   private AdmissionRequest req(ClassPolicy c, Tenant t, long work) {

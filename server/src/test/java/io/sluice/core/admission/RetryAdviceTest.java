@@ -11,18 +11,10 @@ import org.junit.jupiter.api.Test;
 class RetryAdviceTest {
   private final FakeTicker time = new FakeTicker();
   private final PoolPolicy pool =
-      new PoolPolicy(
-          "p",
-          1000,
-          0,
-          1,
-          1,
-          Duration.ofSeconds(2),
-          Duration.ofSeconds(60),
-          Duration.ZERO,
-          0.0,
-          Duration.ofMillis(100),
-          Duration.ofSeconds(2));
+      PoolPolicy.builder("p", 1000)
+          .retryAfter(Duration.ofSeconds(2), Duration.ofSeconds(60))
+          .retryAfterJitter(0.0)
+          .build();
   private final RetryAdvice advice =
       new RetryAdvice(Duration.ofSeconds(10).toNanos(), () -> 0.5, pool);
 

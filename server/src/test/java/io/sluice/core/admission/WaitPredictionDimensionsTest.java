@@ -23,18 +23,13 @@ class WaitPredictionDimensionsTest {
   private final ClassPolicy interactive = Policies.cls("interactive", 0, 1.0, 0.0, true);
 
   private static PoolPolicy pool(long capacity, int maxRequests, Duration defaultService) {
-    return new PoolPolicy(
-        "p",
-        capacity,
-        maxRequests,
-        1,
-        1,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(300),
-        Duration.ofSeconds(20),
-        0.0,
-        Duration.ofMillis(100),
-        defaultService);
+    return PoolPolicy.builder("p", capacity)
+        .maxRequests(maxRequests)
+        .retryAfter(Duration.ofSeconds(1), Duration.ofSeconds(300))
+        .maxMessageTimeout(Duration.ofSeconds(20))
+        .retryAfterJitter(0.0)
+        .defaultServiceTime(defaultService)
+        .build();
   }
 
   private AdmissionController controller(PoolPolicy pool) {

@@ -276,7 +276,7 @@ class ClassSchedulerTest {
     interactive.offer(free1, now);
 
     WaitPredictor predictor =
-        new WaitPredictor(new WaitPredictor.Config(10_000, 10 * SEC, 20 * SEC, 50));
+        new WaitPredictor(new WaitPredictor.Config(10_000, 10 * SEC, 20 * SEC, 50, 0));
     long ms = 1_000_000L;
     for (int i = 0; i <= 600; i++) {
       predictor.onCompletion(400, now + i * 100 * ms); // 4,000 units/s

@@ -14,7 +14,7 @@ class WaitPredictorTest {
 
   /** capacity 10,000 work units, half-life 10 s, default service 20 s (floor 500 units/s). */
   private final WaitPredictor predictor =
-      new WaitPredictor(new WaitPredictor.Config(10_000, 10 * SEC, 20 * SEC, 50));
+      new WaitPredictor(new WaitPredictor.Config(10_000, 10 * SEC, 20 * SEC, 50, 0));
 
   @Test
   void noSamples_assumesCapacityDrainsOverDefaultServiceTime() {
@@ -139,7 +139,7 @@ class WaitPredictorTest {
   @Test
   void withoutARequestCapTheSlotsAreIgnored() {
     WaitPredictor p =
-        new WaitPredictor(new WaitPredictor.Config(100, 10_000_000_000L, 1_000_000_000L, 20));
+        new WaitPredictor(new WaitPredictor.Config(100, 10_000_000_000L, 1_000_000_000L, 20, 0));
     assertThat(p.requestsPerSecond()).isZero();
     assertThat(p.predictWaitNanos(0, 10, 100, 1_000, 0)).isZero();
     assertThat(p.predictedDrainNanos(0, 1_000)).isZero();

@@ -17,7 +17,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class WorkflowBudgetTest {
   @Test
   void maxRequests_refusesTheNextOne_andAReleaseMakesRoom() {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
 
     assertThat(b.acquire("p", "wf", 10, 2, 0, 1.0).granted()).isTrue();
     assertThat(b.acquire("p", "wf", 10, 2, 0, 1.0).granted()).isTrue();
@@ -37,7 +37,7 @@ class WorkflowBudgetTest {
 
   @Test
   void maxWork_refusesWhatWouldCrossIt_butAnEmptyWorkflowMayStartOneLargeRequest() {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
 
     assertThat(b.acquire("p", "wf", 500, 0, 100, 1.0).granted())
         .as("larger than the budget, alone: runs rather than never")
@@ -54,7 +54,7 @@ class WorkflowBudgetTest {
 
   @Test
   void entriesLeaveWithTheirLastRequest_andTheGaugeCountsWorkflowsPerPool() {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     b.acquire("p", "a", 1, 5, 0, 1.0);
     b.acquire("p", "a", 1, 5, 0, 1.0);
     b.acquire("p", "b", 1, 5, 0, 1.0);
@@ -76,7 +76,7 @@ class WorkflowBudgetTest {
 
   @Test
   void releaseOfNothingHeld_isANoOp() {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     b.release("p", "wf", 5);
     b.acquire("p", "wf", 5, 1, 0, 1.0);
     b.release("p", "wf", 5);
@@ -109,7 +109,7 @@ class WorkflowBudgetTest {
   /** A replica holds its share of the budget: floor(limit × share), at least one request. */
   @Test
   void replicaShare_scalesTheLimits() {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     for (int i = 0; i < 5; i++) {
       assertThat(b.acquire("p", "wf", 1, 10, 0, 0.5).granted()).isTrue();
     }
@@ -126,7 +126,7 @@ class WorkflowBudgetTest {
 
   @Test
   void longIds_areCutToTheCap() {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     String longId = "x".repeat(WorkflowBudget.MAX_ID_CHARS);
     b.acquire("p", longId + "-one", 1, 5, 0, 1.0);
 
@@ -141,7 +141,7 @@ class WorkflowBudgetTest {
   @ParameterizedTest
   @ValueSource(longs = {1L, 7L, 2024L})
   void concurrent_neverAboveTheCap_andDrainsToEmpty(long seed) throws Exception {
-    WorkflowBudget b = new WorkflowBudget();
+    WorkflowBudget b = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     int threads = 4;
     int cap = 3;
     int[] live = new int[1];

@@ -279,18 +279,11 @@ class DegradeSessionTest {
   void reroute_countsAgainstTheTargetPool_andReleasesThere() {
     PoolPolicy gpu = OneSlotPool.pool(1_000, 1);
     PoolPolicy small =
-        new PoolPolicy(
-            "small",
-            1_000,
-            2,
-            1,
-            1,
-            Duration.ofSeconds(1),
-            Duration.ofSeconds(60),
-            Duration.ZERO,
-            0.0,
-            Duration.ofMillis(100),
-            Duration.ofSeconds(1));
+        PoolPolicy.builder("small", 1_000)
+            .maxRequests(2)
+            .retryAfterJitter(0.0)
+            .defaultServiceTime(Duration.ofSeconds(1))
+            .build();
     AdmissionController controller = controller(gpu, small);
     Sessions sessions = sessions(controller);
     ClassPolicy cls =
@@ -448,21 +441,16 @@ class DegradeSessionTest {
   }
 
   private static PoolPolicy priorityPool() {
-    return new PoolPolicy(
-        "gpu",
-        1_000,
-        4,
-        1,
-        1,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(60),
-        Duration.ofSeconds(5),
-        0.0,
-        Duration.ofMillis(100),
-        Duration.ofSeconds(1),
-        io.sluice.core.policy.AdaptivePolicy.OFF,
-        io.sluice.core.policy.FanOutPolicy.NONE,
-        io.sluice.core.policy.WorkflowPolicy.OFF,
-        new EnginePriority(EnginePriority.Preset.SGLANG, "priority", "x-prio", Map.of()));
+    return PoolPolicy.builder("gpu", 1_000)
+        .maxRequests(4)
+        .maxMessageTimeout(Duration.ofSeconds(5))
+        .retryAfterJitter(0.0)
+        .defaultServiceTime(Duration.ofSeconds(1))
+        .adaptive(io.sluice.core.policy.AdaptivePolicy.OFF)
+        .fanout(io.sluice.core.policy.FanOutPolicy.NONE)
+        .workflow(io.sluice.core.policy.WorkflowPolicy.OFF)
+        .enginePriority(
+            new EnginePriority(EnginePriority.Preset.SGLANG, "priority", "x-prio", Map.of()))
+        .build();
   }
 }

@@ -46,18 +46,12 @@ public final class OneSlotPool {
    * one unit per input or output token, 5 s hold.
    */
   public static PoolPolicy pool(long capacityWorkUnits, int maxRequests) {
-    return new PoolPolicy(
-        "gpu",
-        capacityWorkUnits,
-        maxRequests,
-        1,
-        1,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(60),
-        Duration.ofSeconds(5),
-        0.0,
-        Duration.ofMillis(100),
-        Duration.ofSeconds(1));
+    return PoolPolicy.builder("gpu", capacityWorkUnits)
+        .maxRequests(maxRequests)
+        .maxMessageTimeout(Duration.ofSeconds(5))
+        .retryAfterJitter(0.0)
+        .defaultServiceTime(Duration.ofSeconds(1))
+        .build();
   }
 
   /**
@@ -65,21 +59,14 @@ public final class OneSlotPool {
    * adaptive off, {@code fanOut} and a workflow budget of one concurrent workflow.
    */
   public static PoolPolicy fanOutPool(io.sluice.core.policy.FanOutPolicy fanOut) {
-    return new PoolPolicy(
-        "gpu",
-        100_000,
-        10,
-        1,
-        1,
-        Duration.ofSeconds(1),
-        Duration.ofSeconds(60),
-        Duration.ZERO,
-        0.0,
-        Duration.ofMillis(100),
-        Duration.ofSeconds(1),
-        io.sluice.core.policy.AdaptivePolicy.OFF,
-        fanOut,
-        new io.sluice.core.policy.WorkflowPolicy(1, 0));
+    return PoolPolicy.builder("gpu", 100_000)
+        .maxRequests(10)
+        .retryAfterJitter(0.0)
+        .defaultServiceTime(Duration.ofSeconds(1))
+        .adaptive(io.sluice.core.policy.AdaptivePolicy.OFF)
+        .fanout(fanOut)
+        .workflow(new io.sluice.core.policy.WorkflowPolicy(1, 0))
+        .build();
   }
 
   /** Pool {@code gpu}: 100,000 work units, one request slot, 5 s hold. */
@@ -90,20 +77,13 @@ public final class OneSlotPool {
 
   /** Class {@code interactive}: the whole pool, 30 s deadline, {@code maxQueueWait}. */
   public static ClassPolicy interactive(Duration maxQueueWait) {
-    return new ClassPolicy(
-        "interactive",
-        0,
-        1.0,
-        0.0,
-        true,
-        Duration.ofSeconds(30),
-        maxQueueWait,
-        100,
-        1000,
-        503,
-        1.0,
-        10,
-        1.0);
+    return ClassPolicy.builder("interactive")
+        .shares(1.0, 0.0)
+        .deadline(Duration.ofSeconds(30))
+        .maxQueueWait(maxQueueWait)
+        .outputTokens(100, 1000)
+        .queue(1.0, 10, 1.0)
+        .build();
   }
 
   /** A fresh controller over {@link #POOL} and {@link #INTERACTIVE}. */

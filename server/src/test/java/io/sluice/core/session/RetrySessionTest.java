@@ -48,7 +48,7 @@ class RetrySessionTest {
   private final List<SessionEvent> events = new ArrayList<>();
   private final AdmissionController controller = OneSlotPool.controller();
   private final Counting store = new Counting(new InMemoryAttemptStore(ticker, 1000));
-  private final Tenant acme = new Tenant("acme", new TierPolicy("pro", 1, 0));
+  private final Tenant acme = new Tenant("acme", TierPolicy.defaults("pro"));
   private RetryPolicy policy = RetryPolicy.DEFAULTS;
 
   /** Counts the claims given back, by key; can hold the observe answer back. */

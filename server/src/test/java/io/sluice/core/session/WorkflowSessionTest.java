@@ -43,7 +43,7 @@ class WorkflowSessionTest {
           List.of(OneSlotPool.INTERACTIVE),
           Duration.ofSeconds(10),
           PoolState.ReleaseListener.NONE);
-  private final WorkflowBudget budget = new WorkflowBudget();
+  private final WorkflowBudget budget = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final Sessions sessions =
       OneSlotPool.sessions(
               controller,
@@ -56,7 +56,7 @@ class WorkflowSessionTest {
               timer,
               events::add)
           .withWorkflows(budget);
-  private final Tenant tenant = new Tenant("acme", new TierPolicy("pro", 1, 0));
+  private final Tenant tenant = new Tenant("acme", TierPolicy.defaults("pro"));
 
   private AdmissionSession start(
       AdmissionSessionTest.Front f, String workflow, int fanout, boolean shadow) {

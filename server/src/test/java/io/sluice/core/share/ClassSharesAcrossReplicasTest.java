@@ -28,15 +28,13 @@ import org.junit.jupiter.api.Test;
  */
 class ClassSharesAcrossReplicasTest {
   static final long C = 100;
-  static final PoolPolicy POOL =
-      PoolPolicy.of(
-          "p", C, 0, 1.0, 1.0, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ZERO);
+  static final PoolPolicy POOL = PoolPolicy.builder("p", C).build();
   // interactive: 70 % guaranteed whole; batch: 30 % guaranteed whole; both may borrow
   static final ClassPolicy INTERACTIVE =
       ReplicaSharesSimulationTest.cls("interactive", 0, 0.7, 0.0, true, Duration.ofSeconds(10));
   static final ClassPolicy BATCH =
       ReplicaSharesSimulationTest.cls("batch", 1, 0.3, 0.0, true, Duration.ofSeconds(10));
-  static final Tenant TENANT = new Tenant("t", new TierPolicy("t", 1.0, 0));
+  static final Tenant TENANT = new Tenant("t", TierPolicy.defaults("t"));
   static final Duration RENEW = Duration.ofMillis(200);
 
   final FakeTicker ticker = new FakeTicker();
@@ -187,9 +185,7 @@ class ClassSharesAcrossReplicasTest {
    */
   @Test
   void aRequestLargerThanTheShareAsksForItsOwnWork() {
-    PoolPolicy one =
-        PoolPolicy.of(
-            "p", C, 0, 1.0, 1.0, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ZERO);
+    PoolPolicy one = PoolPolicy.builder("p", C).build();
     List<Replica> rs = List.of(new Replica("a"), new Replica("b"));
     rounds(rs, 2);
     Replica a = rs.get(0);

@@ -38,19 +38,15 @@ class ReplicaSharesSimulationTest {
   static final long CAPACITY = 100;
   static final int MAX_REQUESTS = 8;
   static final PoolPolicy POOL =
-      PoolPolicy.of(
-          "p",
-          CAPACITY,
-          MAX_REQUESTS,
-          1.0,
-          1.0,
-          Duration.ofSeconds(1),
-          Duration.ofSeconds(60),
-          Duration.ZERO);
+      PoolPolicy.builder("p", CAPACITY).maxRequests(MAX_REQUESTS).build();
   static final ClassPolicy CLS =
-      ClassPolicy.of(
-          "c", 0, 1.0, 0.0, true, Duration.ofSeconds(30), Duration.ofSeconds(2), 100, 1000, 503);
-  static final Tenant TENANT = new Tenant("t", new TierPolicy("t", 1.0, 0));
+      ClassPolicy.builder("c")
+          .shares(1.0, 0.0)
+          .deadline(Duration.ofSeconds(30))
+          .maxQueueWait(Duration.ofSeconds(2))
+          .outputTokens(100, 1000)
+          .build();
+  static final Tenant TENANT = new Tenant("t", TierPolicy.defaults("t"));
   static final Duration RENEW = Duration.ofMillis(200);
   // two classes with whole guarantees (70 % and 30 % of the pool), both may borrow
   static final List<ClassPolicy> TWO_CLASSES =
@@ -61,8 +57,14 @@ class ReplicaSharesSimulationTest {
   /** A class of the share tests: 30 s deadline, the given longest wait, defaults otherwise. */
   static ClassPolicy cls(
       String name, int rank, double reserved, double lendable, boolean borrow, Duration wait) {
-    return ClassPolicy.of(
-        name, rank, reserved, lendable, borrow, Duration.ofSeconds(30), wait, 100, 1000, 503);
+    return ClassPolicy.builder(name)
+        .rank(rank)
+        .shares(reserved, lendable)
+        .borrow(borrow)
+        .deadline(Duration.ofSeconds(30))
+        .maxQueueWait(wait)
+        .outputTokens(100, 1000)
+        .build();
   }
 
   static ReplicaPolicy policy(ReplicaPolicy.StoreDown down, int expected) {

@@ -24,7 +24,7 @@ class InMemoryStoreBoundTest {
     String pad = "x".repeat(8 * 1024);
     int n = 12 * 1024;
     for (int i = 0; i < n; i++) {
-      store.increment(List.of(new CounterIncrement("rl_" + i + "_" + pad, 1, 3600)));
+      store.increment(List.of(new CounterIncrement("rl_" + i + "_" + pad, 1, 3600, 0)));
     }
     long keyBytes = (long) store.size() * pad.length();
     assertThat(keyBytes).isLessThanOrEqualTo(64L << 20); // the default bound (64 MiB)

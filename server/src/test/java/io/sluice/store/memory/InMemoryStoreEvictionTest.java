@@ -23,7 +23,7 @@ class InMemoryStoreEvictionTest {
 
   private long incr(String key, long hits) {
     return store
-        .increment(List.of(new CounterIncrement(key, hits, 3600)))
+        .increment(List.of(new CounterIncrement(key, hits, 3600, 0)))
         .toCompletableFuture()
         .join()[0];
   }
@@ -110,7 +110,7 @@ class InMemoryStoreEvictionTest {
   void entryBound_isASecondBound() {
     InMemoryStore small = new InMemoryStore(clock, new InMemoryStore.Bounds(BOUND, 10));
     for (int i = 0; i < 100; i++) {
-      small.increment(List.of(new CounterIncrement("k" + i, 1, 60)));
+      small.increment(List.of(new CounterIncrement("k" + i, 1, 60, 0)));
       assertThat(small.entries()).isLessThanOrEqualTo(10);
     }
     assertThat(small.size()).isEqualTo(10);

@@ -50,7 +50,7 @@ class InMemoryStoreTest extends StoreContractTest {
           for (int i = 0; i < perThread; i++) {
             seen.add(
                 store
-                    .increment(List.of(new CounterIncrement("hot", 1, 60)))
+                    .increment(List.of(new CounterIncrement("hot", 1, 60, 0)))
                     .toCompletableFuture()
                     .join()[0]);
           }
@@ -68,28 +68,29 @@ class InMemoryStoreTest extends StoreContractTest {
 
   @Test
   void increment_refreshesTheExpiry_likeRedisExpire() {
-    store.increment(List.of(new CounterIncrement("k", 1, 60)));
+    store.increment(List.of(new CounterIncrement("k", 1, 60, 0)));
     clock.advance(Duration.ofSeconds(50));
-    store.increment(List.of(new CounterIncrement("k", 1, 60)));
+    store.increment(List.of(new CounterIncrement("k", 1, 60, 0)));
     clock.advance(Duration.ofSeconds(50));
     assertThat(store.counterValue("k")).isEqualTo(2);
   }
 
   @Test
   void increment_afterExpiry_startsFromZero() {
-    store.increment(List.of(new CounterIncrement("k", 5, 60)));
+    store.increment(List.of(new CounterIncrement("k", 5, 60, 0)));
     clock.advance(Duration.ofSeconds(59));
     assertThat(store.counterValue("k")).isEqualTo(5);
     clock.advance(Duration.ofSeconds(1));
     assertThat(store.counterValue("k")).isZero();
     long[] r =
-        store.increment(List.of(new CounterIncrement("k", 1, 60))).toCompletableFuture().join();
+        store.increment(List.of(new CounterIncrement("k", 1, 60, 0))).toCompletableFuture().join();
     assertThat(r).containsExactly(1);
   }
 
   @Test
   void sweep_dropsExpiredEntries() {
-    store.increment(List.of(new CounterIncrement("a", 1, 1), new CounterIncrement("b", 1, 100)));
+    store.increment(
+        List.of(new CounterIncrement("a", 1, 1, 0), new CounterIncrement("b", 1, 100, 0)));
     clock.advance(Duration.ofSeconds(2));
     store.sweep(clock.millis());
     assertThat(store.size()).isEqualTo(1);

@@ -80,7 +80,7 @@ class RedisClusterTest {
     Set<Integer> masters = new HashSet<>();
     for (int i = 0; i < 60; i++) {
       String key = "rl_domain_key_" + i + "_1700000000";
-      batch.add(new CounterIncrement(key, i % 7 + 1, 60));
+      batch.add(new CounterIncrement(key, i % 7 + 1, 60, 0));
       masters.add(topo.masterPortFor(key));
     }
     assertThat(masters).hasSize(3);
@@ -202,7 +202,7 @@ class RedisClusterTest {
     int master = topo.masterPortFor(key);
     int replica = topo.replicaPortOf(master);
     String other = otherMastersKey(master);
-    assertThat(incr(List.of(new CounterIncrement(key, 1, 60)))).containsExactly(1);
+    assertThat(incr(List.of(new CounterIncrement(key, 1, 60, 0)))).containsExactly(1);
     // two slots of a tenant of pool "fo" (its key shares the slot, so this master), cap 2
     assertThat(slot("a")).isEqualTo(new TenantSlots.SlotAnswer(true, 0));
     assertThat(slot("b")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
@@ -211,10 +211,10 @@ class RedisClusterTest {
     topo.node(master).kill();
     ExecutionException failed =
         org.junit.jupiter.api.Assertions.assertThrows(
-            ExecutionException.class, () -> incr(List.of(new CounterIncrement(key, 1, 60))));
+            ExecutionException.class, () -> incr(List.of(new CounterIncrement(key, 1, 60, 0))));
     assertThat(failed.getCause()).isInstanceOf(StoreException.class);
     // keys on the other masters are served throughout
-    assertThat(incr(List.of(new CounterIncrement(other, 1, 60)))).containsExactly(1);
+    assertThat(incr(List.of(new CounterIncrement(other, 1, 60, 0)))).containsExactly(1);
 
     RedisProcesses.waitFor(
         "replica " + replica + " promoted, cluster ok",
@@ -230,7 +230,7 @@ class RedisClusterTest {
         FAILOVER,
         () -> {
           try {
-            incr(List.of(new CounterIncrement("{fo}probe", 1, 60)));
+            incr(List.of(new CounterIncrement("{fo}probe", 1, 60, 0)));
             take("{fo}tb", new TokenBucketSpec(5, 5, 60_000), System.currentTimeMillis());
             return true;
           } catch (ExecutionException e) {
@@ -242,7 +242,7 @@ class RedisClusterTest {
         });
     long recovered = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
     // the counter replicated before the kill goes on on the promoted replica
-    assertThat(incr(List.of(new CounterIncrement(key, 1, 60)))).containsExactly(2);
+    assertThat(incr(List.of(new CounterIncrement(key, 1, 60, 0)))).containsExactly(2);
     assertThat(cli(replica, "GET", key).trim()).isEqualTo("2");
     // the tenant slots taken before the failover still count after it, and a's slot is given
     // back exactly once (a second release of it does not free b's)

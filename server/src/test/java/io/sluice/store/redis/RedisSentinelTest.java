@@ -231,7 +231,7 @@ class RedisSentinelTest {
   }
 
   static CounterIncrement inc(String key, long hits) {
-    return new CounterIncrement(key, hits, 60);
+    return new CounterIncrement(key, hits, 60, 0);
   }
 
   static long[] incr(List<CounterIncrement> batch) throws Exception {

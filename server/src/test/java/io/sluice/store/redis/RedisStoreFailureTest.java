@@ -35,7 +35,7 @@ class RedisStoreFailureTest {
   private long[] incr(String key) throws Exception {
     return store
         .keyValue()
-        .increment(List.of(new CounterIncrement(key, 1, 60)))
+        .increment(List.of(new CounterIncrement(key, 1, 60, 0)))
         .toCompletableFuture()
         .get(5, TimeUnit.SECONDS);
   }

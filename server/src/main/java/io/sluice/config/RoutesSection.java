@@ -1,0 +1,104 @@
+package io.sluice.config;
+
+import io.sluice.config.SluiceConfig.EstimateFrom;
+import io.sluice.core.estimate.RequestFormat;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * The {@code routes} section and its fallback, the {@code unmatched} section: how a request maps to
+ * a pool, a class and a body format. Every error names its YAML path and the value expected.
+ */
+final class RoutesSection {
+  private RoutesSection() {}
+
+  /** The {@code routes} section, in file order. */
+  static List<SluiceConfig.RouteRule> read(
+      Node n, Set<String> pools, Set<String> classes, String defaultPool) {
+    List<SluiceConfig.RouteRule> routes = new ArrayList<>();
+    for (Node item : n.items()) {
+      routes.add(route(item, pools, classes, defaultPool));
+    }
+    return routes;
+  }
+
+  private static SluiceConfig.RouteRule route(
+      Node n, Set<String> pools, Set<String> classes, String defaultPool) {
+    n.only(Set.of("name", "match", "pool", "class", "format", "estimate", "mode", "degrade"));
+    Node m = n.get("match").only(Set.of("route", "path", "pathPrefix"));
+    String name = n.get("name").requiredString();
+    String pool = n.get("pool").string(defaultPool);
+    String cls = n.get("class").requiredString();
+    checkRef(n.get("pool"), pool, pools, "pools");
+    checkRef(n.get("class"), cls, classes, "classes");
+    String mr = m.get("route").string(null);
+    String mp = m.get("path").string(null);
+    String mpp = m.get("pathPrefix").string(null);
+    if (mr == null && mp == null && mpp == null) {
+      m.invalid(String.valueOf(m.json()), "at least one of route, path, pathPrefix");
+    }
+    return new SluiceConfig.RouteRule(
+        name,
+        mr,
+        mp,
+        mpp,
+        pool,
+        cls,
+        format(n.get("format")),
+        estimateFrom(n.get("estimate")),
+        PoolsSection.mode(n.get("mode"), null),
+        n.get("degrade").bool(true));
+  }
+
+  static SluiceConfig.Unmatched unmatched(
+      Node n, Set<String> pools, Set<String> classes, String defaultPool) {
+    n.only(Set.of("action", "pool", "class", "format", "estimate"));
+    String action = n.get("action").string("admit");
+    if (!action.equals("admit") && !action.equals("reject")) {
+      n.get("action").invalid(action, "admit or reject");
+    }
+    String pool = n.get("pool").string(defaultPool);
+    String fallbackClass =
+        classes.isEmpty() ? "" : new ArrayList<>(classes).get(classes.size() - 1);
+    String cls = n.get("class").string(fallbackClass);
+    if (action.equals("admit") && !classes.isEmpty() && !pools.isEmpty()) {
+      checkRef(n.get("pool"), pool, pools, "pools");
+      checkRef(n.get("class"), cls, classes, "classes");
+    }
+    return new SluiceConfig.Unmatched(
+        action.equals("reject"),
+        pool,
+        cls,
+        format(n.get("format")),
+        estimateFrom(n.get("estimate")));
+  }
+
+  private static void checkRef(Node at, String value, Set<String> names, String section) {
+    if (!names.contains(value)) {
+      at.invalid(value, "a name defined under " + section + ": " + String.join(", ", names));
+    }
+  }
+
+  private static RequestFormat format(Node n) {
+    if (!n.present()) {
+      return RequestFormat.AUTO;
+    }
+    try {
+      return RequestFormat.fromConfigName(n.string("auto"));
+    } catch (IllegalArgumentException e) {
+      List<String> names = new ArrayList<>();
+      for (RequestFormat f : RequestFormat.values()) {
+        names.add(f.configName());
+      }
+      n.invalid(n.json().toString(), "one of " + String.join(", ", names));
+      return RequestFormat.AUTO;
+    }
+  }
+
+  private static EstimateFrom estimateFrom(Node n) {
+    return n.enumValue(
+        EstimateFrom.class, EstimateFrom.BODY, e -> e.name().toLowerCase(Locale.ROOT));
+  }
+}

@@ -1,0 +1,86 @@
+package io.sluice.config;
+
+import io.sluice.config.SluiceConfig.Signal;
+import io.sluice.config.SluiceConfig.Source;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/** The {@code signals} section: the trusted places each named signal is read from. */
+final class SignalsSection {
+  private SignalsSection() {}
+
+  static Map<Signal, List<Source>> read(Node s) {
+    Map<String, Signal> byKey = new LinkedHashMap<>();
+    for (Signal sig : Signal.values()) {
+      byKey.put(sig.key(), sig);
+    }
+    s.only(byKey.keySet());
+    Map<Signal, List<Source>> out = new EnumMap<>(Signal.class);
+    for (Signal sig : Signal.values()) {
+      out.put(sig, List.of());
+    }
+    for (var e : s.entries().entrySet()) {
+      Signal sig = byKey.get(e.getKey());
+      if (sig == null) {
+        continue;
+      }
+      List<Source> sources = new ArrayList<>();
+      for (Node item : e.getValue().items()) {
+        Source src = source(item);
+        if (src != null) {
+          sources.add(src);
+        }
+      }
+      out.put(sig, List.copyOf(sources));
+    }
+    // retries: read from the client's own headers unless the policy says otherwise;
+    // a client can only hurt itself by claiming to be a retry (docs/configuration.md, "Retries")
+    if (!s.get(Signal.RETRY_COUNT.key()).present()) {
+      out.put(Signal.RETRY_COUNT, List.of(new Source.Header("x-stainless-retry-count")));
+    }
+    if (!s.get(Signal.ATTEMPT_COUNT.key()).present()) {
+      out.put(Signal.ATTEMPT_COUNT, List.of(new Source.Header("x-envoy-attempt-count")));
+    }
+    return java.util.Collections.unmodifiableMap(out);
+  }
+
+  private static Source source(Node n) {
+    n.only(Set.of("metadata", "header", "dynamicMetadata", "attribute"));
+    if (!n.present() || !n.json().isObject() || n.json().size() != 1) {
+      n.invalid(
+          String.valueOf(n.json()),
+          "exactly one of metadata: <key>, header: <name>, dynamicMetadata: {namespace, path},"
+              + " attribute: <expression>");
+      return null;
+    }
+    if (n.get("metadata").present()) {
+      return new Source.Metadata(n.get("metadata").requiredString().toLowerCase(Locale.ROOT));
+    }
+    if (n.get("header").present()) {
+      return new Source.Header(n.get("header").requiredString().toLowerCase(Locale.ROOT));
+    }
+    if (n.get("attribute").present()) {
+      return new Source.Attribute(n.get("attribute").requiredString());
+    }
+    Node dm = n.get("dynamicMetadata").only(Set.of("namespace", "path"));
+    String ns = dm.get("namespace").requiredString();
+    List<String> path = new ArrayList<>();
+    Node p = dm.get("path");
+    if (p.present() && p.json().isTextual()) {
+      path.addAll(List.of(p.json().asText().split("\\.")));
+    } else {
+      for (Node seg : p.items()) {
+        path.add(seg.requiredString());
+      }
+    }
+    if (path.isEmpty()) {
+      p.invalid("[]", "a key path such as [payload, tenant] or payload.tenant");
+    }
+    return new Source.DynamicMetadata(ns, List.copyOf(path));
+  }
+}
