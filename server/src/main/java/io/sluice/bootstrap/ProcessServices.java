@@ -195,11 +195,7 @@ final class ProcessServices {
         .register(registry);
     // adaptive pools share one learned limit through the store the replicas share (Redis)
     this.adaptive =
-        new AdaptiveCoordinator(
-            controller,
-            stores.limits(),
-            config.quotas().keyPrefix(),
-            ticker);
+        new AdaptiveCoordinator(controller, stores.limits(), config.quotas().keyPrefix(), ticker);
     this.housekeeping =
         Executors.newSingleThreadScheduledExecutor(
             r -> {

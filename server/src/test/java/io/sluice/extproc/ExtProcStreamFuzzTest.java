@@ -273,7 +273,8 @@ class ExtProcStreamFuzzTest {
                   new io.sluice.observability.SessionRecorder(metrics, decisionLog),
                   io.sluice.core.quota.TenantCaps.none(),
                   io.sluice.core.estimate.OutputReserves.off(),
-                  new io.sluice.core.quota.WorkflowBudget(io.sluice.core.quota.WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
+                  new io.sluice.core.quota.WorkflowBudget(
+                      io.sluice.core.quota.WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
                   tails,
                   io.sluice.core.retry.RetryControl.off()));
       service = new ExtProcService(() -> rt, draining::get);
