@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * The rig of issue 16's bench scenarios ({@code knee}, {@code throttle}): one Sluice server (its
+ * The rig of the bench scenarios ({@code knee}, {@code throttle}): one Sluice server (its
  * own housekeeping ticks the adaptive limit every 100 ms), one emulated Envoy with a STREAMED
  * response body (so Sluice sees the first token), one simulated upstream; the pool's effective
  * limit, the upstream's concurrency and its throttled answers sampled every 100 ms.

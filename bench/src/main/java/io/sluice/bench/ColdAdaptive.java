@@ -17,7 +17,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 31's cold-start benches of the adaptive limit: every run on a fresh server with no learned
+ * The cold-start benches of the adaptive limit: every run on a fresh server with no learned
  * state, offered above the upstream's capacity from the first second, the runs compared in one
  * invocation (the machine is shared: compare ratios of one run, not figures of different ones); a
  * run after a restart keeps the learned limit in Redis when one answers.
@@ -84,7 +84,7 @@ final class ColdAdaptive {
   @Command(
       name = "cold-throttle",
       description =
-          "Adaptive limit from cold (issue 31): an upstream that answers 429 above --throttle in"
+          "Adaptive limit from cold: an upstream that answers 429 above --throttle in"
               + " flight and has a 503 + Retry-After outage; static at the ceiling, no admission,"
               + " adaptive (and after a restart on Redis); response body STREAMED and NONE.")
   static final class ColdThrottle implements Callable<Integer> {

@@ -23,7 +23,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "cold-knee",
     description =
-        "Adaptive limit from cold (issue 31): ceiling 4x the upstream's knee, floor 1/8 of the"
+        "Adaptive limit from cold: ceiling 4x the upstream's knee, floor 1/8 of the"
             + " ceiling; the right static limit vs adaptive starting at the ceiling, the floor and"
             + " a quarter of the ceiling (and after a restart on Redis).")
 final class ColdKnee implements Callable<Integer> {

@@ -20,7 +20,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 16's {@code knee}: a pool configured too high ({@code maxRequests} 32 on an upstream of K =
+ * The {@code knee} bench: a pool configured too high ({@code maxRequests} 32 on an upstream of K =
  * 16 batch slots that slows down beyond them) with a static limit, the same pool with the right
  * static limit (16), and adaptive (ceiling 32, floor 4), one run after the other with the same
  * arrivals: an interactive and a batch class offered above what the 16 slots serve.
@@ -31,7 +31,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "knee",
     description =
-        "Adaptive limits (issue 16): a pool configured too high (maxRequests 32 on a 16-slot"
+        "Adaptive limits: a pool configured too high (maxRequests 32 on a 16-slot"
             + " upstream) static vs the right static limit (16) vs adaptive (ceiling 32, floor 4),"
             + " same arrivals above the knee; upstream concurrency, goodput, TTFT.")
 final class Knee implements Callable<Integer> {

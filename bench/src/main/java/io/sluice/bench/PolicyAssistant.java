@@ -30,7 +30,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 18's "Prove it": a policy assistant at its daily peak. Three request classes on one pool:
+ * The measurement: a policy assistant at its daily peak. Three request classes on one pool:
  * interactive questions (work weight 1, clients send {@code max_tokens} 1024), document answers
  * (about 4× a question's work, 20 % reserved, 10 % of it guaranteed) and evaluation jobs (about 2×,
  * lowest rank, no reserve: idle capacity only). 70 % of the pool is reserved for interactive (50 %
@@ -45,7 +45,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "policy-assistant",
     description =
-        "Degrade ladder (issue 18): a policy assistant at its daily peak, interactive questions"
+        "Degrade ladder: a policy assistant at its daily peak, interactive questions"
             + " (70 %% reserved, deadline 8 s), document answers and evaluation jobs on one pool"
             + " offered more than it serves; the same arrivals without and with the ladder"
             + " (concise: max_tokens 256): interactive goodput, share served concise, refusals,"

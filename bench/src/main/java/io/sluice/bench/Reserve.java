@@ -15,7 +15,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 17's {@code reserve}: clients send {@code max_tokens} 2048–4096 for answers of 100–300
+ * The {@code reserve} bench: clients send {@code max_tokens} 2048–4096 for answers of 100–300
  * tokens, against a pool whose capacity in work units is sized for the real answers (and whose
  * {@code maxRequests} is the model server's batch slots). Three runs on the same arrivals: the
  * static reserve (the client's cap), the learned reserve, and an oracle whose clients send the
@@ -27,7 +27,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "reserve",
     description =
-        "Learned output reserve (issue 17): max_tokens 2048-4096 for answers of 100-300 tokens,"
+        "Learned output reserve: max_tokens 2048-4096 for answers of 100-300 tokens,"
             + " capacity sized for the real answers; static reserve vs learned vs an oracle that"
             + " knows each answer's length: goodput, upstream busy, TTFT p95, refusals, peak"
             + " upstream concurrency.")

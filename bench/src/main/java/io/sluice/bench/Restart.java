@@ -27,7 +27,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 31's {@code restart}: three Sluice replicas sharing one pool through Redis (a fresh key
+ * The {@code restart} bench: three Sluice replicas sharing one pool through Redis (a fresh key
  * prefix per run), behind an emulated Envoy with {@code LEAST_REQUEST}, in front of one simulated
  * upstream with K batch slots, offered {@code --load} times its capacity. The pool is adaptive
  * (ceiling 2K, floor K/4) and learns its output reserve (clients ask {@code max_tokens} 2048–4096

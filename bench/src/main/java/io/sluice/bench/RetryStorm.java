@@ -30,7 +30,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 19's {@code retry-storm}: an upstream that answers 503 (Retry-After 2 s) to everything
+ * The {@code retry-storm} bench: an upstream that answers 503 (Retry-After 2 s) to everything
  * during an outage window; two tenants at the same arrival rate: well-behaved clients (one
  * idempotency key per operation, a retry only after the Retry-After they were given, at most 3
  * attempts) and storm clients (a retry at once on any failure, ignoring Retry-After, up to 5
@@ -42,7 +42,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "retry-storm",
     description =
-        "Retry control (issue 19): an upstream outage window, storm clients retrying at once (5"
+        "Retry control: an upstream outage window, storm clients retrying at once (5"
             + " attempts) next to well-behaved ones; amplification at the upstream, well-behaved"
             + " goodput and upstream load, retry budget off vs on.")
 final class RetryStorm implements Callable<Integer> {

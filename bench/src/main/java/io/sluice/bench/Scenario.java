@@ -99,7 +99,7 @@ public record Scenario(
     return io.sluice.harness.LoadGenerator.capacityPerSecond(probe, UPSTREAM);
   }
 
-  /** The five scenarios of issue 6, at their default durations. */
+  /** The five base scenarios, at their default durations. */
   public static List<Scenario> all() {
     List<Scenario> all = new ArrayList<>();
     List<Workload.Tenant> four =

@@ -19,7 +19,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 16's {@code throttle}: the simulated upstream answers 429 with Retry-After whenever a
+ * The {@code throttle} bench: the simulated upstream answers 429 with Retry-After whenever a
  * request would make more than {@code --ceiling} run at once ({@code concurrencyCeiling}) and
  * answers everything 503 with Retry-After during an outage window in the middle of the run; a
  * static limit above that ceiling against an adaptive one (same ceiling in the policy), same
@@ -30,7 +30,7 @@ import picocli.CommandLine.Option;
 @Command(
     name = "throttle",
     description =
-        "Adaptive limits (issue 16): an upstream that answers 429 + Retry-After above N in flight"
+        "Adaptive limits: an upstream that answers 429 + Retry-After above N in flight"
             + " and 503 + Retry-After during an outage window; a static limit above N vs adaptive:"
             + " upstream 429s, refusals and their Retry-After, 504s, recovery after the window.")
 final class Throttle implements Callable<Integer> {

@@ -48,7 +48,7 @@ public final class Stores implements AutoCloseable {
   private final io.sluice.core.share.ShareStore shares;
   private final io.sluice.core.quota.TenantSlots tenantSlots;
   private final AutoCloseable closer;
-  // retries (issue 19): the attempts' state, shared exactly when the backend is
+  // retries: the attempts' state, shared exactly when the backend is
   private final io.sluice.core.retry.AttemptStore attempts;
   private final io.sluice.store.memory.@org.jspecify.annotations.Nullable InMemoryAttemptStore
       localAttempts;
@@ -155,7 +155,7 @@ public final class Stores implements AutoCloseable {
   }
 
   /**
-   * Retry control's attempts (issue 19): the Redis store when the backend is Redis (across
+   * Retry control's attempts: the Redis store when the backend is Redis (across
    * replicas), else a bounded in-process one.
    */
   public io.sluice.core.retry.AttemptStore attempts() {

@@ -115,8 +115,7 @@ public record Proposal(
         header
             + "# adaptive: the knee ("
             + knee
-            + ") is the ceiling, a quarter of it the floor; needs pools.<name>.adaptive"
-            + " (issue 16)\n"
+            + ") is the ceiling, a quarter of it the floor; needs pools.<name>.adaptive\n"
             + workLine
             + pool(n, (long) knee * work, knee, work, "the knee")
             + "    adaptive:\n"

@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The {@code retries} section (issue 19; docs/configuration.md, "Retries"): read and validated
+ * The {@code retries} section (docs/configuration.md, "Retries"): read and validated
  * here, written back for {@code /config}. Every error names its YAML path and the value expected.
  */
 final class RetriesSection {

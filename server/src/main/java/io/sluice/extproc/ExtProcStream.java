@@ -182,7 +182,7 @@ final class ExtProcStream extends LiveStreams.Node
     }
     session.takeRequestToken( // then, in this stream's context:
         () ->
-            session.checkAttempt( // retries (issue 19)
+            session.checkAttempt( // retries
                 () -> {
                   if (atHeaders) {
                     session.decideAtHeaders(noBody, contentLength, now);

@@ -135,10 +135,10 @@ public final class AdmissionMetrics {
     return registry;
   }
 
-  // retries (issue 19): the process's retry meters, made on first use
+  // retries: the process's retry meters, made on first use
   private volatile @org.jspecify.annotations.Nullable RetryMetrics retries;
 
-  /** Retry control's meters (issue 19). */
+  /** Retry control's meters. */
   public RetryMetrics retries() {
     RetryMetrics r = retries;
     if (r == null) {

@@ -96,7 +96,7 @@ public final class MetricNames {
   public static final String QUOTA_STORE_FAILURES = "sluice.quota.store.failures";
   public static final String QUOTA_RECONCILED = "sluice.quota.reconciled.tokens";
 
-  // Retry control (issue 19; docs/metrics.md, "Retries"): RetryMetrics.
+  // Retry control (docs/metrics.md, "Retries"): RetryMetrics.
   /** Requests classified, by pool, class, kind (original|retry) and reason (earlier refusal). */
   public static final String ATTEMPTS = "sluice.attempts";
 

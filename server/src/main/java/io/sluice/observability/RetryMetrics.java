@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
- * Retry control's meters (issue 19; docs/metrics.md, "Retries"). Labels are bounded: pool, class,
+ * Retry control's meters (docs/metrics.md, "Retries"). Labels are bounded: pool, class,
  * kind, reason (a reason code, {@code unknown} or {@code none}), outcome, behaviour, action; never
  * a tenant or an operation id. One per process ({@link AdmissionMetrics#retries}); thread-safe.
  *

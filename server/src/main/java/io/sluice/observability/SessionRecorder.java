@@ -168,7 +168,7 @@ public final class SessionRecorder implements SessionListener {
     }
     if (f.attempt().retryAfter().equals(io.sluice.core.retry.Attempt.HONOURED)
         && e.outcome() == Outcome.COMPLETED
-        && f.end().upstreamStatus() / 100 == 2) { // retries (issue 19)
+        && f.end().upstreamStatus() / 100 == 2) { // retries
       metrics.retries().honouredSucceeded(s.pool().name(), s.requestClass().name());
     }
     Usage u = e.usage();
@@ -297,7 +297,7 @@ public final class SessionRecorder implements SessionListener {
       b.setWorkflowId(s.workflow());
     }
     io.sluice.core.retry.Attempt a = f.attempt();
-    if (a.classified()) { // retries (issue 19)
+    if (a.classified()) { // retries
       io.sluice.api.v1.Attempt.Builder ab =
           io.sluice.api.v1.Attempt.newBuilder()
               .setNumber(a.number())

@@ -122,13 +122,13 @@ public final class AdmissionSession implements Waiter {
   private volatile boolean passed;
   // read by the front end's idle sweep on another thread
   private volatile @Nullable Permit permit;
-  // the response's end the front end will not see (issue 17): the cause, null when it is seen
+  // the response's end the front end will not see: the cause, null when it is seen
   private @Nullable String endUnseen;
   private boolean tailDue; // the predicted end (or the deadline) passed
   private boolean tailFrontDone; // the front end is done with the stream
   private boolean tailReleasing; // the tail's own release is under way
   private HoldTimer.@Nullable Handle tailTimer;
-  // --- the degrade ladder and what the upstream gets (issue 18)
+  // --- the degrade ladder and what the upstream gets
   private byte @Nullable [] body; // the request body, kept while it may be rewritten (not copied)
   private int bodyOffset;
   private int bodyLength;
@@ -144,7 +144,7 @@ public final class AdmissionSession implements Waiter {
   private long admittedDeadlineLeftNanos; // time left before the deadline when admitted
   private long reservedInput; // the tenant's token reservation, as taken
   private long reservedOutput;
-  // --- retries (issue 19): the attempt as classified, and its operation's in-flight claim
+  // --- retries: the attempt as classified, and its operation's in-flight claim
   private io.sluice.core.retry.Attempt attempt = io.sluice.core.retry.Attempt.UNCLASSIFIED;
   private boolean attemptHeld; // the claim, to be given back once (releaseSlot)
   private boolean attemptKept; // a shadow pass runs on: its claim stays until it ends
@@ -187,7 +187,7 @@ public final class AdmissionSession implements Waiter {
   }
 
   /**
-   * Retry control (issue 19), right after the request token: classifies the attempt (original or
+   * Retry control, right after the request token: classifies the attempt (original or
    * retry, early or after its Retry-After), takes its operation's in-flight claim, and refuses a
    * duplicate, an early retry or a retry over its budget through {@link #refuse}; else {@code
    * next}, in the serial context. The claim is given back exactly once, with the tenant slot.
@@ -544,7 +544,7 @@ public final class AdmissionSession implements Waiter {
     return false;
   }
 
-  // --- the degrade ladder (issue 18)
+  // --- the degrade ladder
 
   /** The ladder's trigger: the predicted wait (or a refusal) of a request that cannot start now. */
   public static final String TRIGGER_WAIT = "wait";
@@ -876,7 +876,7 @@ public final class AdmissionSession implements Waiter {
     upstreamBody = null;
     refundTokens();
     releaseSlot();
-    env.retries() // retries (issue 19): its next attempt is early or honours this
+    env.retries() // retries: its next attempt is early or honours this
         .remember(
             subject.pool().name(),
             subject.tenant().id(),
@@ -917,7 +917,7 @@ public final class AdmissionSession implements Waiter {
     if (what.equals(SessionEvent.Shadowed.REJECT)) {
       refundTokens(); // enforcement charges no refused request
     }
-    attemptKept = true; // retries (issue 19): the operation stays claimed while the pass runs
+    attemptKept = true; // retries: the operation stays claimed while the pass runs
     releaseSlot(); // no place in the tenant's cap, as none in the pool's ledger
     would = what;
     wouldReason = why;
@@ -1088,7 +1088,7 @@ public final class AdmissionSession implements Waiter {
     }
     passReleased = true;
     attemptKept = false;
-    releaseAttempt(); // retries (issue 19)
+    releaseAttempt(); // retries
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
     Usage u = endUsage(outcome);
@@ -1319,7 +1319,7 @@ public final class AdmissionSession implements Waiter {
     }
   }
 
-  // --- a response whose end the front end will not see (issue 17)
+  // --- a response whose end the front end will not see
 
   /**
    * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}:
@@ -1486,7 +1486,7 @@ public final class AdmissionSession implements Waiter {
       env.caps().release(subject.pool().name(), subject.tenant().id());
     }
     if (!attemptKept) {
-      releaseAttempt(); // retries (issue 19)
+      releaseAttempt(); // retries
     }
   }
 

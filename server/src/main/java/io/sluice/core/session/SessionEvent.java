@@ -27,7 +27,7 @@ public sealed interface SessionEvent
         SessionEvent.ResponseEndUnseen,
         SessionEvent.Attempted {
 
-  /** Retry control classified the request's attempt (issue 19), before any refusal it asks. */
+  /** Retry control classified the request's attempt, before any refusal it asks. */
   record Attempted(Subject subject, io.sluice.core.retry.Attempt attempt) implements SessionEvent {}
 
   /**

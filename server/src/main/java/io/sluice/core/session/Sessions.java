@@ -27,7 +27,7 @@ import java.util.concurrent.Executor;
  * @param workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow};
  *     one per process: it outlives the snapshot)
  * @param tails the permits held for a predicted tail (one per process, released all at shutdown)
- * @param retries retry control of this snapshot (issue 19; {@link RetryControl#off()}: none)
+ * @param retries retry control of this snapshot ({@link RetryControl#off()}: none)
  */
 public record Sessions(
     AdmissionController controller,
@@ -88,7 +88,7 @@ public record Sessions(
         RetryControl.off());
   }
 
-  /** These sessions with retry control (issue 19). */
+  /** These sessions with retry control. */
   public Sessions withRetries(RetryControl r) {
     return new Sessions(
         controller,

@@ -24,7 +24,7 @@ import org.jspecify.annotations.Nullable;
  * @param workflow the trusted {@code workflow} signal (agent run / workflow id, at most {@code
  *     WorkflowBudget.MAX_ID_CHARS} characters), or null
  * @param attempt what the request says about its attempt ({@code retryCount}, {@code attemptCount};
- *     retry control, issue 19)
+ *     retry control)
  */
 public record Subject(
     String route,
