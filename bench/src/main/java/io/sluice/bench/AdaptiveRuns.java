@@ -24,10 +24,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * The rig of the bench scenarios ({@code knee}, {@code throttle}): one Sluice server (its
- * own housekeeping ticks the adaptive limit every 100 ms), one emulated Envoy with a STREAMED
- * response body (so Sluice sees the first token), one simulated upstream; the pool's effective
- * limit, the upstream's concurrency and its throttled answers sampled every 100 ms.
+ * The rig of the bench scenarios ({@code knee}, {@code throttle}): one Sluice server (its own
+ * housekeeping ticks the adaptive limit every 100 ms), one emulated Envoy with a STREAMED response
+ * body (so Sluice sees the first token), one simulated upstream; the pool's effective limit, the
+ * upstream's concurrency and its throttled answers sampled every 100 ms.
  */
 final class AdaptiveRuns {
   private AdaptiveRuns() {}

@@ -22,11 +22,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Equal-rank classes measured from outside: does the order of the classes in the policy
- * file decide who is served, do shares hold on request slots, and is a wait predicted past the
- * class's queue time refused at once? Two runs, each with the same arrivals (same seed) against
- * several Sluice servers side by side (each with its own upstream), whose policies differ only in
- * the order the two classes are listed:
+ * Equal-rank classes measured from outside: does the order of the classes in the policy file decide
+ * who is served, do shares hold on request slots, and is a wait predicted past the class's queue
+ * time refused at once? Two runs, each with the same arrivals (same seed) against several Sluice
+ * servers side by side (each with its own upstream), whose policies differ only in the order the
+ * two classes are listed:
  *
  * <ol>
  *   <li>{@code order}: interactive (60 % of arrivals) and batch (40 %) at the same rank, small

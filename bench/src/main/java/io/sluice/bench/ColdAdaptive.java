@@ -17,10 +17,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The cold-start benches of the adaptive limit: every run on a fresh server with no learned
- * state, offered above the upstream's capacity from the first second, the runs compared in one
- * invocation (the machine is shared: compare ratios of one run, not figures of different ones); a
- * run after a restart keeps the learned limit in Redis when one answers.
+ * The cold-start benches of the adaptive limit: every run on a fresh server with no learned state,
+ * offered above the upstream's capacity from the first second, the runs compared in one invocation
+ * (the machine is shared: compare ratios of one run, not figures of different ones); a run after a
+ * restart keeps the learned limit in Redis when one answers.
  *
  * <ul>
  *   <li>{@code cold-throttle}: an upstream that answers 429 above {@code --throttle} in flight and

@@ -28,8 +28,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The measurement: one policy on one and on three Sluice replicas sharing one Redis, behind
- * an emulated Envoy that spreads ext_proc streams by {@code LEAST_REQUEST} ({@link
+ * The measurement: one policy on one and on three Sluice replicas sharing one Redis, behind an
+ * emulated Envoy that spreads ext_proc streams by {@code LEAST_REQUEST} ({@link
  * LeastRequestBalancer}), in front of one simulated upstream with K batch slots, at 2x its
  * capacity; then three replicas of which one stops half-way (a graceful drain, then its leases are
  * given up) and three of which one crashes half-way ({@link SluiceServer#halt()}: its lease stays

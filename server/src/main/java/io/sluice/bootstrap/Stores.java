@@ -155,8 +155,8 @@ public final class Stores implements AutoCloseable {
   }
 
   /**
-   * Retry control's attempts: the Redis store when the backend is Redis (across
-   * replicas), else a bounded in-process one.
+   * Retry control's attempts: the Redis store when the backend is Redis (across replicas), else a
+   * bounded in-process one.
    */
   public io.sluice.core.retry.AttemptStore attempts() {
     return attempts;

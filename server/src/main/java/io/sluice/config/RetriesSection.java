@@ -9,8 +9,8 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The {@code retries} section (docs/configuration.md, "Retries"): read and validated
- * here, written back for {@code /config}. Every error names its YAML path and the value expected.
+ * The {@code retries} section (docs/configuration.md, "Retries"): read and validated here, written
+ * back for {@code /config}. Every error names its YAML path and the value expected.
  */
 final class RetriesSection {
   private static final ObjectMapper MAPPER = new ObjectMapper();

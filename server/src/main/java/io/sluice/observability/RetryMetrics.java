@@ -10,9 +10,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
- * Retry control's meters (docs/metrics.md, "Retries"). Labels are bounded: pool, class,
- * kind, reason (a reason code, {@code unknown} or {@code none}), outcome, behaviour, action; never
- * a tenant or an operation id. One per process ({@link AdmissionMetrics#retries}); thread-safe.
+ * Retry control's meters (docs/metrics.md, "Retries"). Labels are bounded: pool, class, kind,
+ * reason (a reason code, {@code unknown} or {@code none}), outcome, behaviour, action; never a
+ * tenant or an operation id. One per process ({@link AdmissionMetrics#retries}); thread-safe.
  *
  * <p>{@code sluice_retry_amplification{pool,class}} is attempts ÷ originals over the last full
  * minute and the current one (two one-minute buckets on the ticker); {@code

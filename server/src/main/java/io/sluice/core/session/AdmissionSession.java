@@ -187,10 +187,10 @@ public final class AdmissionSession implements Waiter {
   }
 
   /**
-   * Retry control, right after the request token: classifies the attempt (original or
-   * retry, early or after its Retry-After), takes its operation's in-flight claim, and refuses a
-   * duplicate, an early retry or a retry over its budget through {@link #refuse}; else {@code
-   * next}, in the serial context. The claim is given back exactly once, with the tenant slot.
+   * Retry control, right after the request token: classifies the attempt (original or retry, early
+   * or after its Retry-After), takes its operation's in-flight claim, and refuses a duplicate, an
+   * early retry or a retry over its budget through {@link #refuse}; else {@code next}, in the
+   * serial context. The claim is given back exactly once, with the tenant slot.
    */
   public void checkAttempt(Runnable next) {
     io.sluice.core.retry.RetryControl rc = env.retries();
