@@ -49,8 +49,8 @@ class FanOutScanTest {
         "\"tool_choice\":{\"type\":\"allowed_tools\",\"mode\":\"required\"},    | 3 | true | true",
         "\"parallel_tool_calls\":false,                            | 3 | false | false",
         "\"parallel_tool_calls\":true,\"tool_choice\":\"required\", | 3 | true  | true",
-        "\"parallel_tool_calls\":\"no\",                           | 3 | false | true",
-        "\"parallel_tool_calls\":0,                                | 3 | false | true",
+        "\"parallel_tool_calls\":\"no\",                           | 3 | false | false",
+        "\"parallel_tool_calls\":0,                                | 3 | false | false",
         "\"tool_choice\":\"REQUIRED\",                             | 3 | false | true",
         "\"tool_choice\":42,                                       | 3 | false | true",
       })
@@ -134,7 +134,7 @@ class FanOutScanTest {
         "\"tool_choice\":{\"type\":\"tool\",\"name\":\"f\"},                 | true  | true",
         "\"tool_choice\":{\"type\":\"none\"},                                | false | false",
         "\"tool_choice\":{\"disable_parallel_tool_use\":true,\"type\":\"any\"}, | true | false",
-        "\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":\"yes\"}, | false | true",
+        "\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":\"yes\"}, | false | false",
         "\"tool_choice\":\"any\",                                            | false | true",
         "\"parallel_tool_calls\":false,                                      | false | true",
       })
