@@ -158,16 +158,16 @@ class BadInputE2eTest {
   }
 
   @Test
-  void negativeMaxTokens_clampedWithinClassCap() {
+  void negativeMaxTokens_refusedAsTheEngineWould() {
+    // vLLM and SGLang refuse max_tokens < 1 with a 400: forwarding it clamped would make Sluice's
+    // reading of the body differ from the upstream's (docs/estimation.md, "One reading of a body")
     h = SluiceEnvoyHarness.start(Policy.base());
 
     HttpResult r = h.send(chat(chatBody(-5, false)).build());
 
-    assertThat(r.status()).isEqualTo(200);
-    Struct md = sluiceMetadata(r);
-    assertThat(str(md, "decision")).isEqualTo("admit");
-    assertThat(num(md, "est_output_tokens")).isBetween(0.0, (double) INTERACTIVE_MAX_OUTPUT);
-    assertThat(num(md, "work_units")).isGreaterThanOrEqualTo(num(md, "est_input_tokens"));
+    assertThat(r.status()).isEqualTo(400);
+    assertThat(r.header("x-sluice-reason")).contains("invalid_request");
+    assertThat(r.upstreamRequest()).isEmpty();
     h.awaitNothingInFlight();
   }
 
