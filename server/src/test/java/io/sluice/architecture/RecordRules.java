@@ -32,9 +32,7 @@ final class RecordRules {
           "io.sluice.core.admission.CapacityLedger$Shortfall",
           "io.sluice.core.admission.Decision$Reject",
           "io.sluice.core.session.Sessions",
-          "io.sluice.core.session.Subject",
-          "io.sluice.extproc.AdmissionRuntime",
-          "io.sluice.extproc.AnswerEncoder$DecisionFields");
+          "io.sluice.core.session.Subject");
 
   private static final DescribedPredicate<JavaClass> ARE_RECORDS =
       new DescribedPredicate<>("are records") {
