@@ -117,31 +117,7 @@ public final class CalibrateCommand implements Callable<Integer> {
               + " ${DEFAULT-VALUE})")
   String timeLimit = "5m";
 
-  @Option(
-      names = "--out",
-      paramLabel = "DIR",
-      description =
-          "directory for calibrate.png, pool-static.yaml, pool-adaptive.yaml, steps.csv"
-              + " (default: ${DEFAULT-VALUE})")
-  Path out = Path.of("sluice-calibrate");
-
-  @Option(names = "--pool", description = "name of the proposed pool (default: ${DEFAULT-VALUE})")
-  String pool = "default";
-
-  @Option(
-      names = "--class",
-      description = "class whose queue the proposal bounds (default: ${DEFAULT-VALUE})")
-  String requestClass = "interactive";
-
-  @Option(
-      names = "--input-weight",
-      description = "the pool's inputWeight (default: ${DEFAULT-VALUE})")
-  double inputWeight = 1.0;
-
-  @Option(
-      names = "--output-weight",
-      description = "the pool's outputWeight (default: ${DEFAULT-VALUE})")
-  double outputWeight = 1.0;
+  @CommandLine.Mixin ProposalOptions proposal = new ProposalOptions();
 
   @Option(names = "--seed", description = "seed of the mix draws (default: ${DEFAULT-VALUE})")
   long seed = 1;
@@ -235,16 +211,8 @@ public final class CalibrateCommand implements Callable<Integer> {
         "--requests-per-step: " + requestsPerStep + " (expected: 1..1000000)");
     Duration step = duration("--step-time", stepTime);
     Duration limit = duration("--time-limit", timeLimit);
-    check(
-        inputWeight >= 0 && inputWeight <= 1000 && outputWeight >= 0 && outputWeight <= 1000,
-        "--input-weight/--output-weight: "
-            + inputWeight
-            + "/"
-            + outputWeight
-            + " (expected: 0..1000)");
-    check(
-        pool.matches("[A-Za-z0-9_.-]+") && requestClass.matches("[A-Za-z0-9_.-]+"),
-        "--pool/--class: " + pool + "/" + requestClass + " (expected: letters, digits, _ . -)");
+    String badProposal = proposal.invalid();
+    check(badProposal == null, String.valueOf(badProposal));
     return new Calibrator.Options(
         new Target(uri, parsed),
         model,
@@ -256,8 +224,8 @@ public final class CalibrateCommand implements Callable<Integer> {
         requestsPerStep,
         step,
         limit,
-        out,
-        new Proposal.Names(pool, requestClass, inputWeight, outputWeight),
+        proposal.out,
+        proposal.names(),
         seed);
   }
 

@@ -34,7 +34,6 @@ class ClassShapeTest {
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
           Map.entry("io.sluice.bootstrap.ProcessServices", 22),
-          Map.entry("io.sluice.calibrate.CalibrateCommand", 22),
           Map.entry("io.sluice.core.adapt.AdaptiveLimit", 24),
           Map.entry("io.sluice.core.admission.ClassSlot", 21),
           Map.entry("io.sluice.core.estimate.BodyScan", 38),
