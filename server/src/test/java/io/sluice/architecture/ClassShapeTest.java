@@ -36,7 +36,6 @@ class ClassShapeTest {
           Map.entry("io.sluice.bootstrap.ProcessServices", 22),
           Map.entry("io.sluice.core.adapt.AdaptiveLimit", 24),
           Map.entry("io.sluice.core.admission.ClassSlot", 21),
-          Map.entry("io.sluice.core.estimate.BodyScan", 38),
           Map.entry("io.sluice.core.estimate.UsageExtractor", 22),
           Map.entry("io.sluice.core.session.AdmissionSession", 66),
           Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 29),

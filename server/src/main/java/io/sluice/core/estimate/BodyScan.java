@@ -38,76 +38,29 @@ final class BodyScan {
   @Nullable JsonToken inputFirstElement;
   boolean anthropicHint;
   boolean embeddingsHint;
-  // fan-out (FanOut): definitions in tools / functions, and what tool_choice,
-  // parallel_tool_calls and the legacy function_call say (short known words only, never the
-  // client's text)
-  int toolDefinitions;
-  int functionDefinitions;
-  @Nullable String toolChoice; // the string form: auto, none, required, other
-  boolean toolChoiceObject;
-  @Nullable String toolChoiceType; // the object form's type (auto, none, any, tool, function, ...)
-  @Nullable String toolChoiceMode; // allowed_tools: auto or required
-  boolean toolChoiceNamed; // the object has a non-null name
-  boolean toolChoiceFunction; // the object has a non-null function
-  boolean disableParallelToolUse; // Anthropic tool_choice.disable_parallel_tool_use: true
-  boolean parallelToolCallsFalse; // parallel_tool_calls: false (lax, as pydantic reads it)
-  boolean functionCallNamed; // legacy function_call: {name: ...}
-  boolean functionCallNone; // legacy function_call: "none"
 
-  // why a member has no reading shared with the engine (null: it has one); fixed texts only,
-  // never the client's value
-  @Nullable String badModel;
-  @Nullable String badStream;
-  @Nullable String badMaxTokens;
-  @Nullable String badMaxCompletionTokens;
-  @Nullable String badMaxOutputTokens;
-  @Nullable String badN;
-  @Nullable String badBestOf;
-  @Nullable String badTools;
-  @Nullable String badFunctions;
-  @Nullable String badParallelToolCalls;
+  /** What the body says about tools and how the model may call them. */
+  final ToolScan tools = new ToolScan();
+
+  /** Why a member has no reading shared with the engine. */
+  final Unreadable bad = new Unreadable();
 
   /** Tool and function definitions together. */
   int tools() {
-    return toolDefinitions + functionDefinitions;
+    return tools.count();
   }
 
   /**
-   * Why the request is refused {@code invalid_request}: the first member {@code format} uses that
-   * has no reading Sluice shares with the engine; null when every one has (or the format is not
-   * known: Sluice does not refuse members of an API it does not read).
+   * Why the request is refused {@code invalid_request} ({@link Unreadable#invalid}); null when
+   * every member {@code format} uses has a reading shared with the engine.
    */
   @Nullable String invalid(@Nullable RequestFormat format) {
-    if (format == null) {
-      return null;
-    }
-    return switch (format) {
-      case OPENAI_CHAT ->
-          first(
-              badModel,
-              badStream,
-              badMaxCompletionTokens,
-              badMaxTokens,
-              badN,
-              badTools,
-              badFunctions,
-              badParallelToolCalls);
-      case OPENAI_COMPLETIONS -> first(badModel, badStream, badMaxTokens, badN, badBestOf);
-      case OPENAI_RESPONSES ->
-          first(badModel, badStream, badMaxOutputTokens, badTools, badParallelToolCalls);
-      case ANTHROPIC_MESSAGES -> first(badModel, badStream, badMaxTokens, badTools);
-      case OPENAI_EMBEDDINGS -> badModel;
-      case AUTO -> null;
-    };
+    return bad.invalid(format);
   }
 
-  private static @Nullable String first(@Nullable String... reasons) {
-    for (String r : reasons) {
-      if (r != null) {
-        return r;
-      }
-    }
-    return null;
+  /** The fan-out the body declares, read as {@code format} reads it ({@link ToolScan#fanOut}). */
+  FanOut fanOut(@Nullable RequestFormat format) {
+    return tools.fanOut(format);
   }
 
   /** An output cap from its lax reading: a positive value, {@link #CAP_ABSENT} or invalid. */
@@ -138,53 +91,6 @@ final class BodyScan {
     return lax == LaxValue.ABSENT || (lax >= 1 && lax <= MAX_CHOICES)
         ? null
         : member + ": expected an integer from 1 to " + MAX_CHOICES + " (as the engine reads it)";
-  }
-
-  /**
-   * The fan-out the body declares, read as {@code format} reads it; {@link FanOut#NONE} without
-   * tools, or for a format without tools (completions, embeddings, unknown).
-   */
-  FanOut fanOut(@Nullable RequestFormat format) {
-    int tools = tools();
-    if (tools == 0 || format == null) {
-      return FanOut.NONE;
-    }
-    boolean forced;
-    boolean none;
-    boolean parallel;
-    switch (format) {
-      case OPENAI_CHAT, OPENAI_RESPONSES -> {
-        String type = toolChoiceType;
-        forced =
-            "required".equals(toolChoice)
-                || (toolChoiceObject
-                    && (type == null
-                        ? toolChoiceNamed || toolChoiceFunction
-                        : !type.equals("auto")
-                            && !type.equals("none")
-                            && (!type.equals("allowed_tools")
-                                || "required".equals(toolChoiceMode))))
-                || (format == RequestFormat.OPENAI_CHAT && toolChoice == null && functionCallNamed);
-        none =
-            "none".equals(toolChoice)
-                || (toolChoiceObject && "none".equals(type))
-                || (format == RequestFormat.OPENAI_CHAT
-                    && toolChoice == null
-                    && !toolChoiceObject
-                    && functionCallNone);
-        parallel = !none && !parallelToolCallsFalse;
-      }
-      case ANTHROPIC_MESSAGES -> {
-        String type = toolChoiceObject ? toolChoiceType : null;
-        forced = "any".equals(type) || "tool".equals(type);
-        none = "none".equals(type);
-        parallel = !none && !disableParallelToolUse;
-      }
-      default -> {
-        return FanOut.NONE;
-      }
-    }
-    return new FanOut(tools, forced, parallel);
   }
 
   /** Resolves {@link RequestFormat#AUTO} from the keys; null when nothing matches. */

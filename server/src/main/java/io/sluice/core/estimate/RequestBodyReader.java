@@ -105,7 +105,7 @@ final class RequestBodyReader {
     switch (name) {
       case "model" -> {
         scan.model = v == JsonToken.VALUE_STRING ? p.getText() : null;
-        scan.badModel =
+        scan.bad.model =
             v == JsonToken.VALUE_STRING || v == JsonToken.VALUE_NULL
                 ? null
                 : "model: expected a string";
@@ -113,32 +113,32 @@ final class RequestBodyReader {
       case "stream" -> {
         int b = LaxValue.bool(p, v);
         scan.stream = b == 1;
-        scan.badStream = b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null;
+        scan.bad.stream = b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null;
       }
       case "max_tokens" -> {
         long lax = LaxValue.integer(p, v);
         scan.maxTokens = BodyScan.cap(lax);
-        scan.badMaxTokens = BodyScan.badCap(name, lax);
+        scan.bad.maxTokens = BodyScan.badCap(name, lax);
       }
       case "max_completion_tokens" -> {
         long lax = LaxValue.integer(p, v);
         scan.maxCompletionTokens = BodyScan.cap(lax);
-        scan.badMaxCompletionTokens = BodyScan.badCap(name, lax);
+        scan.bad.maxCompletionTokens = BodyScan.badCap(name, lax);
       }
       case "max_output_tokens" -> {
         long lax = LaxValue.integer(p, v);
         scan.maxOutputTokens = BodyScan.cap(lax);
-        scan.badMaxOutputTokens = BodyScan.badCap(name, lax);
+        scan.bad.maxOutputTokens = BodyScan.badCap(name, lax);
       }
       case "n" -> {
         long lax = LaxValue.integer(p, v);
         scan.n = BodyScan.choices(lax);
-        scan.badN = BodyScan.badChoices(name, lax);
+        scan.bad.n = BodyScan.badChoices(name, lax);
       }
       case "best_of" -> {
         long lax = LaxValue.integer(p, v);
         scan.bestOf = BodyScan.choices(lax);
-        scan.badBestOf = BodyScan.badChoices(name, lax);
+        scan.bad.bestOf = BodyScan.badChoices(name, lax);
       }
       case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
       case "system" -> scan.system = v != JsonToken.VALUE_NULL;
@@ -171,26 +171,26 @@ final class RequestBodyReader {
                 ? null
                 : name + ": expected an array";
         if (tools) {
-          scan.toolDefinitions = count;
-          scan.badTools = bad;
+          scan.tools.toolDefinitions = count;
+          scan.bad.tools = bad;
         } else {
-          scan.functionDefinitions = count;
-          scan.badFunctions = bad;
+          scan.tools.functionDefinitions = count;
+          scan.bad.functions = bad;
         }
         if (v == JsonToken.START_ARRAY) {
           return;
         }
       }
       case "tool_choice" -> {
-        scan.toolChoice = null;
-        scan.toolChoiceObject = false;
-        scan.toolChoiceType = null;
-        scan.toolChoiceMode = null;
-        scan.toolChoiceNamed = false;
-        scan.toolChoiceFunction = false;
-        scan.disableParallelToolUse = false;
+        scan.tools.toolChoice = null;
+        scan.tools.toolChoiceObject = false;
+        scan.tools.toolChoiceType = null;
+        scan.tools.toolChoiceMode = null;
+        scan.tools.toolChoiceNamed = false;
+        scan.tools.toolChoiceFunction = false;
+        scan.tools.disableParallelToolUse = false;
         if (v == JsonToken.VALUE_STRING) {
-          scan.toolChoice = word(p.getText());
+          scan.tools.toolChoice = word(p.getText());
         } else if (v == JsonToken.START_OBJECT) {
           toolChoice(scan);
           return;
@@ -198,15 +198,15 @@ final class RequestBodyReader {
       }
       case "parallel_tool_calls" -> {
         int b = LaxValue.bool(p, v);
-        scan.parallelToolCallsFalse = b == 0;
-        scan.badParallelToolCalls =
+        scan.tools.parallelToolCallsFalse = b == 0;
+        scan.bad.parallelToolCalls =
             b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null;
       }
       case "function_call" -> {
-        scan.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
-        scan.functionCallNamed = false;
+        scan.tools.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
+        scan.tools.functionCallNamed = false;
         if (v == JsonToken.START_OBJECT) {
-          scan.functionCallNamed = hasName();
+          scan.tools.functionCallNamed = hasName();
           return;
         }
       }
@@ -231,16 +231,19 @@ final class RequestBodyReader {
    * duplicate members the last counts.
    */
   private void toolChoice(BodyScan scan) throws IOException {
-    scan.toolChoiceObject = true;
+    scan.tools.toolChoiceObject = true;
     while (next() == JsonToken.FIELD_NAME) {
       String field = p.currentName();
       JsonToken v = next();
       switch (field) {
-        case "type" -> scan.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "mode" -> scan.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "name" -> scan.toolChoiceNamed = v != JsonToken.VALUE_NULL;
-        case "function" -> scan.toolChoiceFunction = v != JsonToken.VALUE_NULL;
-        case "disable_parallel_tool_use" -> scan.disableParallelToolUse = LaxValue.bool(p, v) == 1;
+        case "type" ->
+            scan.tools.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "mode" ->
+            scan.tools.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "name" -> scan.tools.toolChoiceNamed = v != JsonToken.VALUE_NULL;
+        case "function" -> scan.tools.toolChoiceFunction = v != JsonToken.VALUE_NULL;
+        case "disable_parallel_tool_use" ->
+            scan.tools.disableParallelToolUse = LaxValue.bool(p, v) == 1;
         default -> {}
       }
       skipValue();
