@@ -25,7 +25,11 @@ class ShapeRulesTest {
   static final int SOFT_LIMIT = 500;
 
   /** Files allowed over {@link #SOFT_LIMIT} lines (never over {@link #HARD_LIMIT}), with why. */
-  static final Map<String, String> OVER_SOFT_LIMIT = Map.of();
+  static final Map<String, String> OVER_SOFT_LIMIT =
+      Map.of(
+          "io/sluice/core/estimate/RequestBodyReader.java",
+          "parser: reads each top-level member of a request body as the Python engines do, one"
+              + " case per member; splitting it scatters the reading rules");
 
   /**
    * Files over the limits written before this test, with their size when it was written: each may
@@ -39,7 +43,6 @@ class ShapeRulesTest {
           Map.entry("io/sluice/core/admission/PoolState.java", 1033),
           Map.entry("io/sluice/core/admission/QueueCoordinator.java", 515),
           Map.entry("io/sluice/core/estimate/OutputReserves.java", 811),
-          Map.entry("io/sluice/core/estimate/RequestBodyReader.java", 549),
           Map.entry("io/sluice/core/estimate/UsageExtractor.java", 682),
           Map.entry("io/sluice/core/queue/TenantFairQueue.java", 506),
           Map.entry("io/sluice/core/session/AdmissionSession.java", 1604),
