@@ -58,6 +58,9 @@ class AdmissionSessionTest {
     }
 
     @Override
+    public void bodyWanted() {}
+
+    @Override
     public void held(long holdMillis) {
       calls.add("held");
     }
@@ -113,7 +116,7 @@ class AdmissionSessionTest {
   private AdmissionSession start(Front front, Tenant tenant) {
     AdmissionSession s = open(front, tenant);
     long now = ticker.nanos();
-    s.takeRequestToken(() -> s.decideAtHeaders(true, 0, now));
+    s.begin(true, true, 0, now);
     return s;
   }
 
@@ -290,7 +293,7 @@ class AdmissionSessionTest {
     start(new Front(), t); // reserves 100 and holds the only slot
     Front second = new Front();
     AdmissionSession b = open(second, t, 0); // cannot be held: refused at once
-    b.takeRequestToken(() -> b.decideAtHeaders(true, 0, ticker.nanos()));
+    b.begin(true, true, 0, ticker.nanos());
 
     assertThat(second.calls).containsExactly("refused");
     assertThat(second.refusedStatus).isEqualTo(503);
@@ -361,7 +364,8 @@ class AdmissionSessionTest {
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":50,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
             .getBytes(StandardCharsets.UTF_8);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+    s.begin(false, false, -1, ticker.nanos());
+    s.decideWithBody(body, 0, body.length, ticker.nanos());
 
     assertThat(f.calls).containsExactly("admitted(body)");
     assertThat(s.facts().phase()).isEqualTo("body");
