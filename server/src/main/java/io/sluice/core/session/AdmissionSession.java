@@ -69,8 +69,10 @@ import org.jspecify.annotations.Nullable;
 public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** Where a session is; its end ({@link #end}) is a phase of its own. */
   public enum Phase {
-    /** The checks, the estimate, the pool's decision: nothing decided yet. */
+    /** The checks and the estimate: nothing decided yet. */
     CHECKS,
+    /** The pool decides, or, out of its queue, its answer is under way. */
+    DECIDING,
     /** Waiting in the pool's queue (held). */
     QUEUED,
     /** Admitted with a permit, or let through by shadow mode without one. */
@@ -99,11 +101,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private long requestedOutputTokens;
   private long workUnits;
   private boolean atBody;
-  private Decision.@Nullable Queued queued;
-  private HoldTimer.@Nullable Handle expiry;
-  private long heldReceivedNanos;
-  private int queuePosition;
-  private long queueWaitNanos;
+  private @Nullable QueuePlace queue; // its place in the pool's queue, once it waited
   private long decisionLatencyNanos;
   private long fanOutWork; // of workUnits: what the request's tools and declared calls add
   private Reason reason = Reason.ADMITTED;
@@ -261,6 +259,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
+    phase = Phase.DECIDING;
     steps.at(Step.DECIDE);
     DegradePolicy ladder = ladder();
     boolean tried = false;
@@ -544,9 +543,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** Queued: the front end holds the deciding message; the expiry timer is armed. */
   private void hold(Decision.Queued q, long receivedNanos) {
     phase = Phase.QUEUED;
-    queued = q;
-    heldReceivedNanos = receivedNanos;
-    queuePosition = q.position() + 1;
+    QueuePlace place = new QueuePlace(q, receivedNanos);
+    queue = place;
     long maxHold = subject.maxHoldNanos() / 1_000_000L;
     long holdMillis = Math.min(maxHold, (q.holdNanos() + 999_999L) / 1_000_000L);
     env.listener()
@@ -556,25 +554,25 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     front.held(Math.max(1, holdMillis));
     long delay = q.expiresAtNanos() - env.ticker().nanos() + 1_000_000L;
     String pool = q.pool();
-    expiry =
-        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos()));
+    place.expiry(
+        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos())));
   }
 
   @Override
   public void admitted(Permit p, long waitedNanos) {
     serial.execute(
         () -> {
-          if (phase != Phase.QUEUED) {
+          QueuePlace place = queue;
+          if (phase != Phase.QUEUED || place == null) {
             p.release(Outcome.CANCELLED, env.ticker().nanos()); // the request is gone
             return;
           }
           permit = p; // from here every path releases it
-          queued = null;
+          phase = Phase.DECIDING; // out of the queue
           steps.at(Step.WAITER);
-          cancelTimer();
-          queueWaitNanos = waitedNanos;
+          place.left(waitedNanos);
           env.listener().on(new SessionEvent.Dequeued(subject, "admitted", waitedNanos));
-          admit(p, heldReceivedNanos);
+          admit(p, place.receivedNanos);
         });
   }
 
@@ -582,13 +580,13 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public void refused(Decision.Reject r, long waitedNanos) {
     serial.execute(
         () -> {
-          if (phase != Phase.QUEUED) {
+          QueuePlace place = queue;
+          if (phase != Phase.QUEUED || place == null) {
             return;
           }
-          queued = null; // refused: no longer in the queue
+          phase = Phase.DECIDING; // refused: no longer in the queue
           steps.at(Step.WAITER);
-          cancelTimer();
-          queueWaitNanos = waitedNanos;
+          place.left(waitedNanos);
           String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
           refusalWaitNanos = r.waitNanos();
           env.listener().on(new SessionEvent.Dequeued(subject, outcome, waitedNanos));
@@ -598,7 +596,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
               r.retryAfterSeconds(),
               r.message(),
               atBody,
-              heldReceivedNanos);
+              place.receivedNanos);
         });
   }
 
@@ -615,7 +613,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     prepareUpstream();
     admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
-    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
     noteLimit();
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding: give it back at once
@@ -660,7 +658,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
     reason = why;
-    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
     noteLimit();
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
@@ -690,7 +688,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     sh.would(what, why, status, message);
     steps.at(Step.ADMIT);
     long now = env.ticker().nanos();
-    decisionLatencyNanos = now - receivedNanos - queueWaitNanos;
+    decisionLatencyNanos = now - receivedNanos - queueWaitNanos();
     sh.letThrough(now, retryAfterSeconds); // from here every path ends it (release)
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding
@@ -1013,8 +1011,12 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * permit is released with {@code outcome} (once). Later continuations find the session ended.
    */
   public void end(Outcome outcome) {
+    boolean queued = phase == Phase.QUEUED;
     phase = Phase.ENDED;
-    cancelTimer();
+    QueuePlace place = queue;
+    if (place != null) {
+      place.cancelTimer();
+    }
     if (permit != null || passed()) {
       try {
         release(outcome);
@@ -1025,12 +1027,11 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       }
       return;
     }
-    Decision.Queued q = queued;
-    if (q != null) {
-      queued = null;
+    if (queued && place != null) { // it leaves the queue
       long now = env.ticker().nanos();
-      if (env.controller().cancel(q.pool(), q.ticket(), now)) {
-        env.listener().on(new SessionEvent.Dequeued(subject, "cancelled", now - heldReceivedNanos));
+      if (env.controller().cancel(place.ticket.pool(), place.ticket.ticket(), now)) {
+        env.listener()
+            .on(new SessionEvent.Dequeued(subject, "cancelled", now - place.receivedNanos));
       }
     }
     // the request will not run: refunded, given back; an answer still to come as it comes
@@ -1180,13 +1181,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     return sh != null && sh.passed();
   }
 
-  private void cancelTimer() {
-    if (expiry != null) {
-      expiry.cancel();
-      expiry = null;
-    }
-  }
-
   // --- what events carry
 
   /**
@@ -1197,6 +1191,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     TokenEstimate e = estimate;
     String c = endUnseen;
     ShadowVerdicts sh = shadow;
+    QueuePlace place = queue;
     return new RequestFacts(
         subject,
         arrivalEpochMillis,
@@ -1208,8 +1203,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
         new RequestFacts.Decided(
             reason,
             decisionLatencyNanos,
-            queuePosition,
-            queueWaitNanos,
+            place == null ? 0 : place.position(),
+            queueWaitNanos(),
             refusalWaitNanos,
             admittedDeadlineLeftNanos,
             limitAtDecision),
@@ -1241,7 +1236,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   public long queueWaitNanos() {
-    return queueWaitNanos;
+    QueuePlace place = queue;
+    return place == null ? 0 : place.waitNanos();
   }
 
   /** {@link Reason#ADMITTED}, or the reason of the refusal. */
@@ -1253,7 +1249,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public boolean decided() {
     return switch (phase) {
       case RUNNING, REFUSED -> true;
-      case CHECKS, QUEUED -> false;
+      case CHECKS, DECIDING, QUEUED -> false;
       case ENDED -> permit != null || passed() || reason != Reason.ADMITTED;
     };
   }
