@@ -180,17 +180,7 @@ final class ExtProcStream extends LiveStreams.Node
     if (tooLarge(request.overLimit(contentLength, "request body"), false, now)) {
       return;
     }
-    session.takeRequestToken( // then, in this stream's context:
-        () ->
-            session.checkAttempt( // retries
-                () -> {
-                  if (atHeaders) {
-                    session.decideAtHeaders(noBody, contentLength, now);
-                  } else {
-                    at.to(StreamPhase.AWAIT_BODY);
-                    send(Responses.CONTINUE_REQUEST_HEADERS);
-                  }
-                }));
+    session.begin(atHeaders, noBody, contentLength, now); // answers through this SessionFront
   }
 
   /** Refuses with 413 {@code body_too_large} when there is a {@code message} (over the limit). */
@@ -334,6 +324,12 @@ final class ExtProcStream extends LiveStreams.Node
     }
     at.to(StreamPhase.ADMITTED);
     send(DecisionAnswers.admit(rt, session, atBody));
+  }
+
+  @Override
+  public void bodyWanted() {
+    at.to(StreamPhase.AWAIT_BODY);
+    send(Responses.CONTINUE_REQUEST_HEADERS);
   }
 
   @Override

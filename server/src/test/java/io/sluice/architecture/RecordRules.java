@@ -31,7 +31,6 @@ final class RecordRules {
           "io.sluice.core.admission.AdmissionRequest",
           "io.sluice.core.admission.CapacityLedger$Shortfall",
           "io.sluice.core.admission.Decision$Reject",
-          "io.sluice.core.session.Sessions",
           "io.sluice.core.session.Subject");
 
   private static final DescribedPredicate<JavaClass> ARE_RECORDS =

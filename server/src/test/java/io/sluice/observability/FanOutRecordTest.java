@@ -96,7 +96,8 @@ class FanOutRecordTest {
                 + "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"a\"}},"
                 + "{\"type\":\"function\",\"function\":{\"name\":\"b\"}}]}")
             .getBytes(StandardCharsets.UTF_8);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, now));
+    s.begin(false, false, -1, now);
+    s.decideWithBody(body, 0, body.length, now);
     return s;
   }
 

@@ -24,6 +24,9 @@ final class RecordingFront implements SessionFront {
   }
 
   @Override
+  public void bodyWanted() {}
+
+  @Override
   public void held(long holdMillis) {
     calls.add("held");
   }

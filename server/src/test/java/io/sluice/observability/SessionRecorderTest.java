@@ -82,7 +82,7 @@ class SessionRecorderTest {
         io.sluice.core.session.OneSlotPool.chat(
             tenant, now, "op-1", Duration.ofSeconds(5).toNanos());
     AdmissionSession session = sessions.open(s, front, Runnable::run, SessionSteps.NONE);
-    session.takeRequestToken(() -> session.decideAtHeaders(true, 0, now));
+    session.begin(true, true, 0, now);
     return session;
   }
 
@@ -325,7 +325,7 @@ class SessionRecorderTest {
             new RecordingFront(false),
             Runnable::run,
             SessionSteps.NONE);
-    s.decideAtHeaders(true, 0, now);
+    s.begin(true, true, 0, now);
     s.release(Outcome.COMPLETED);
 
     assertThat(
@@ -377,7 +377,8 @@ class SessionRecorderTest {
               tenant(0, 0, 0), ticker.nanos(), "op", Duration.ofSeconds(5).toNanos());
       AdmissionSession s =
           learning.open(sub, new RecordingFront(false), Runnable::run, SessionSteps.NONE);
-      s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+      s.begin(false, false, -1, ticker.nanos());
+      s.decideWithBody(body, 0, body.length, ticker.nanos());
       s.responseHeaders(200, "application/json", true);
       s.responseBody(usage, 0, usage.length, true);
       s.release(Outcome.COMPLETED);

@@ -19,20 +19,12 @@ import io.sluice.core.estimate.UsageExtractor;
 import io.sluice.core.policy.DegradePolicy;
 import io.sluice.core.policy.EnginePriority;
 import io.sluice.core.policy.PoolPolicy;
-import io.sluice.core.policy.WorkflowPolicy;
-import io.sluice.core.quota.QuotaCheck;
-import io.sluice.core.quota.TenantCaps;
-import io.sluice.core.quota.TenantQuotas;
-import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
-import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -41,7 +33,7 @@ import org.jspecify.annotations.Nullable;
  * request from the runtime snapshot ({@link Sessions#open}) and drives it:
  *
  * <pre>
- * takeRequestToken ─ decideAtHeaders | decideWithBody ─ (token reservation) ─ (tenant slot) ─ decide
+ * begin ─ checks at headers ─ decideAtHeaders | decideWithBody ─ checks with the estimate ─ decide
  *    ├─ admit ─────────────────────────────── Front.admitted ─ responseHeaders/Body ─ release
  *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                 ─ release
  *    │                     └ waiter: refused ── Front.refused (tokens refunded)
@@ -59,26 +51,47 @@ import org.jspecify.annotations.Nullable;
  * reservation is refunded (enforcement charges no refused request); a would-be queued request keeps
  * it and is reconciled at its end, as a queued request that ran.
  *
- * <p>It owns the sequence: the tenant's request token and token reservation ({@link TenantQuotas}),
- * the capped tenant's slot across replicas ({@link TenantCaps}, shared store only; given back
- * exactly once on every path after it was granted, as the permit is), the estimate, decide / hold /
- * queue with itself as the {@link Waiter}, the permit's release (exactly once: the permit guards
- * it), reconciling the reservation with actual usage, and refunds on refusal or cancel. Each step
- * emits one {@link SessionEvent} to the snapshot's {@link SessionListener}, before the front end is
- * told, so metrics and the decision record never lag an answer.
+ * <p>It owns the sequence: the snapshot's pre-decision checks ({@link CheckChain}: the tenant's
+ * request rate and the retry attempt at the headers; the token reservation, the tenant's slot
+ * across replicas and the workflow's place with the estimate; each hold given back exactly once on
+ * every path, in reverse order, by {@link CheckRun}), the estimate, decide / hold / queue with
+ * itself as the {@link Waiter}, the permit's release (exactly once: the permit guards it),
+ * reconciling the reservation with actual usage. Shadow mode's verdicts are {@link
+ * ShadowVerdicts}'. Each step emits one {@link SessionEvent} to the snapshot's {@link
+ * SessionListener}, before the front end is told, so metrics and the decision record never lag an
+ * answer. Where it is: {@link Phase}.
  *
  * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
  * continuation (a quota store's answer, a waiter callback from another request's release or the
  * timer thread) is handed to that context ({@code serial}), so state is touched by one thread at a
  * time and no lock is held while calling into the controller.
  */
-public final class AdmissionSession implements Waiter {
+public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
+  /** Where a session is; its end ({@link #end}) is a phase of its own. */
+  public enum Phase {
+    /** The checks and the estimate: nothing decided yet. */
+    CHECKS,
+    /** The pool decides, or, out of its queue, its answer is under way. */
+    DECIDING,
+    /** Waiting in the pool's queue (held). */
+    QUEUED,
+    /** Admitted with a permit, or let through by shadow mode without one. */
+    RUNNING,
+    /** Refused. */
+    REFUSED,
+    /** The front end is done with it ({@link #end}). */
+    ENDED
+  }
+
   private final Sessions env;
   private final Subject subject;
   private final SessionFront front;
   private final Executor serial;
   private final SessionSteps steps;
   private final long arrivalEpochMillis;
+  private final CheckRun checks; // what the pre-decision checks hold
+  private final @Nullable ShadowVerdicts shadow; // shadow mode's verdicts; null when enforced
+  private Phase phase = Phase.CHECKS;
 
   private @Nullable TokenEstimate estimate;
   // the learned output reserve (OutputReserves): answers and cap of the body, the rule used, and
@@ -88,19 +101,9 @@ public final class AdmissionSession implements Waiter {
   private long requestedOutputTokens;
   private long workUnits;
   private boolean atBody;
-  private Decision.@Nullable Queued queued;
-  private HoldTimer.@Nullable Handle expiry;
-  private long heldReceivedNanos;
-  private int queuePosition;
-  private long queueWaitNanos;
+  private @Nullable QueuePlace queue; // its place in the pool's queue, once it waited
   private long decisionLatencyNanos;
-  private boolean tokensReserved;
-  private boolean slotHeld; // a tenant slot across replicas, to be given back once
   private long fanOutWork; // of workUnits: what the request's tools and declared calls add
-  private boolean workflowHeld; // a place in the workflow's budget, to be given back once
-  private long workflowWork; // the work units that place holds
-  private boolean decided;
-  private boolean ended;
   private Reason reason = Reason.ADMITTED;
   private @Nullable UsageExtractor usage;
   private int upstreamStatus;
@@ -111,15 +114,6 @@ public final class AdmissionSession implements Waiter {
   private boolean overran; // the answer streamed past its output reserve
   private Charge charge = Charge.NONE; // what the tenant was charged at the end
   private long firstChunkNanos; // when
-  // shadow mode: what enforcement would have done (SessionEvent.Shadowed), null when nothing
-  private @Nullable String would;
-  private Reason wouldReason = Reason.ADMITTED;
-  private String wouldMessage = "";
-  private int wouldStatus;
-  private long passedAtNanos;
-  private boolean passReleased;
-  // shadow: let through without a permit; read by the front end's idle sweep on another thread
-  private volatile boolean passed;
   // read by the front end's idle sweep on another thread
   private volatile @Nullable Permit permit;
   // the response's end the front end will not see: the cause, null when it is seen
@@ -142,12 +136,6 @@ public final class AdmissionSession implements Waiter {
   private @Nullable String enginePriority; // the engine priority written, null when none
   private long refusalWaitNanos = -1; // the predicted wait behind a refusal's Retry-After
   private long admittedDeadlineLeftNanos; // time left before the deadline when admitted
-  private long reservedInput; // the tenant's token reservation, as taken
-  private long reservedOutput;
-  // --- retries: the attempt as classified, and its operation's in-flight claim
-  private io.sluice.core.retry.Attempt attempt = io.sluice.core.retry.Attempt.UNCLASSIFIED;
-  private boolean attemptHeld; // the claim, to be given back once (releaseSlot)
-  private boolean attemptKept; // a shadow pass runs on: its claim stays until it ends
 
   AdmissionSession(
       Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
@@ -158,82 +146,38 @@ public final class AdmissionSession implements Waiter {
     this.steps = steps;
     this.arrivalEpochMillis = env.clock().millis();
     this.runPool = subject.pool();
+    this.shadow = ShadowVerdicts.of(subject, env.listener());
+    this.checks =
+        new CheckRun(env.checks(), this, serial, steps) {
+          @Override
+          void refused(AdmissionCheck.Refusal r, long receivedNanos) {
+            refuse(
+                r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
+          }
+
+          @Override
+          void storeFailed(Throwable cause) {
+            front.storeFailed(cause);
+          }
+        };
   }
 
   // --- the steps, in order
 
-  /** The tenant's request token (RPM), checked first; then {@code next}, in the serial context. */
-  public void takeRequestToken(Runnable next) {
-    if (!TenantQuotas.hasRequestBudget(subject.tenant().tier())) {
-      next.run();
-      return;
-    }
-    await(
-        env.quotas().takeRequest(subject.tenant(), env.clock().millis()),
-        check -> {
-          countStoreFailure(check);
-          if (!check.allowed()) {
-            refuse(
-                Reason.TENANT_RATE,
-                429,
-                retryAfterSeconds(check.retryAfterMillis()),
-                "tenant request budget (requests per minute) is used up",
-                false,
-                subject.arrivalNanos());
-          } else {
-            next.run();
-          }
-        });
-  }
-
   /**
-   * Retry control, right after the request token: classifies the attempt (original or retry, early
-   * or after its Retry-After), takes its operation's in-flight claim, and refuses a duplicate, an
-   * early retry or a retry over its budget through {@link #refuse}; else {@code next}, in the
-   * serial context. The claim is given back exactly once, with the tenant slot.
+   * The request's headers arrived: the checks of the headers stage ({@link CheckChain}: the
+   * tenant's request rate, the retry attempt), in order; then the request is decided at its headers
+   * ({@code atHeaders}: {@link #decideAtHeaders} with {@code noBody} and {@code contentLength}), or
+   * the front end is asked for its body ({@link SessionFront#bodyWanted}; {@link #decideWithBody}
+   * decides). A refusal at this stage comes before the body is read.
    */
-  public void checkAttempt(Runnable next) {
-    io.sluice.core.retry.RetryControl rc = env.retries();
-    if (!rc.enabled()) {
-      next.run();
-      return;
-    }
-    String pool = subject.pool().name();
-    await(
-        rc.check(
-            pool,
-            subject.route(),
-            subject.tenant().id(),
-            subject.operationId(),
-            subject.attempt(),
-            () -> env.controller().tenantRetryAfterSeconds(pool)),
-        a -> {
-          attempt = a;
-          attemptHeld = a.claimKey() != null;
-          env.listener().on(new SessionEvent.Attempted(subject, a));
-          if (ended) { // the front end went away while the store answered
-            releaseAttempt();
-            return;
-          }
-          io.sluice.core.retry.Attempt.Refusal r = a.refusal();
-          if (r != null) {
-            refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), false, now());
-          } else {
-            next.run();
-          }
-        });
-  }
-
-  private long now() {
-    return env.ticker().nanos();
-  }
-
-  /** Gives the attempt's in-flight claim back, once. */
-  private void releaseAttempt() {
-    if (attemptHeld) {
-      attemptHeld = false;
-      env.retries().complete(attempt);
-    }
+  public void begin(boolean atHeaders, boolean noBody, long contentLength, long receivedNanos) {
+    checks.run(
+        AdmissionCheck.Stage.HEADERS,
+        receivedNanos,
+        atHeaders
+            ? () -> decideAtHeaders(noBody, contentLength, receivedNanos)
+            : front::bodyWanted);
   }
 
   /**
@@ -243,7 +187,7 @@ public final class AdmissionSession implements Waiter {
    *
    * @param contentLength the declared body size, or -1 when unknown
    */
-  public void decideAtHeaders(boolean noBody, long contentLength, long receivedNanos) {
+  private void decideAtHeaders(boolean noBody, long contentLength, long receivedNanos) {
     if (noBody || contentLength >= 0) {
       estimate = env.estimator().fromContentLength(Math.max(0, contentLength), limits());
     } else {
@@ -307,131 +251,15 @@ public final class AdmissionSession implements Waiter {
             subject.deadlineNanos(),
             estimate.inputTokens(),
             estimate.outputReserveTokens());
-    if (!TenantQuotas.hasTokenBudget(subject.tenant().tier())) {
-      takeSlot(request, receivedNanos);
-      return;
-    }
-    // Tenant TPM: reserve the estimate now, reconcile with actual usage when the response ends
-    await(
-        env.quotas()
-            .reserveTokens(
-                subject.tenant(),
-                estimate.inputTokens(),
-                estimate.outputReserveTokens(),
-                env.clock().millis()),
-        check -> {
-          countStoreFailure(check);
-          if (!check.allowed()) {
-            refuse(
-                Reason.TENANT_TOKENS,
-                429,
-                retryAfterSeconds(check.retryAfterMillis()),
-                "tenant token budget (tokens per minute) is used up",
-                atBody,
-                receivedNanos);
-            return;
-          }
-          tokensReserved = !check.storeFailed();
-          reservedInput = e.inputTokens();
-          reservedOutput = e.outputReserveTokens();
-          takeSlot(request, receivedNanos);
-        });
-  }
-
-  /**
-   * A capped tenant's slot across replicas (only with a shared store and a tier {@code
-   * maxInFlight}), then the pool's decision. One store round trip; the pool's own per-replica check
-   * still runs after it.
-   */
-  private void takeSlot(AdmissionRequest request, long receivedNanos) {
-    if (ended) { // the front end went away while the store answered
-      refundTokens();
-      return;
-    }
-    if (!env.caps().applies(subject.tenant().tier())) {
-      decideAdmission(request, receivedNanos);
-      return;
-    }
-    CompletableFuture<TenantCaps.SlotCheck> f =
-        env.caps()
-            .acquire(subject.pool().name(), subject.tenant(), env.quotas().failureMode())
-            .toCompletableFuture();
-    if (f.isDone() && !f.isCompletedExceptionally()) {
-      slotAnswered(f.join(), request, receivedNanos);
-      return;
-    }
-    var unused = // the stage does not fail (a store failure is an answer); handled all the same
-        f.whenComplete(
-            (c, e) ->
-                serial.execute(
-                    () -> {
-                      if (e != null || c == null) {
-                        steps.at(Step.QUOTA);
-                        front.storeFailed(e != null ? e : new IllegalStateException("no answer"));
-                      } else {
-                        slotAnswered(c, request, receivedNanos);
-                      }
-                    }));
-  }
-
-  private void slotAnswered(TenantCaps.SlotCheck c, AdmissionRequest request, long receivedNanos) {
-    slotHeld = c.granted(); // from here every path gives it back (releaseSlot)
-    steps.at(Step.QUOTA);
-    String pool = subject.pool().name();
-    env.listener()
-        .on(
-            new SessionEvent.TenantSlot(
-                pool,
-                c.storeFailed()
-                    ? SessionEvent.TenantSlot.STORE_FAILED
-                    : c.granted()
-                        ? SessionEvent.TenantSlot.GRANTED
-                        : SessionEvent.TenantSlot.DENIED));
-    if (c.storeFailed()) {
-      env.listener()
-          .on(
-              c.allowed()
-                  ? SessionEvent.QuotaStoreFailed.OPEN
-                  : SessionEvent.QuotaStoreFailed.CLOSED);
-    }
-    if (ended) { // the front end went away while the store answered
-      releaseSlot();
-      refundTokens();
-      return;
-    }
-    if (!c.allowed()) {
-      int cap = subject.tenant().tier().maxInFlight();
-      refuse(
-          Reason.TENANT_CONCURRENCY,
-          429,
-          c.storeFailed() ? 1 : env.controller().tenantRetryAfterSeconds(pool),
-          c.storeFailed()
-              ? "tenant concurrency cap across replicas: the store did not answer"
-                  + " (quotas.failureMode closed)"
-              : subject
-                  .tenant()
-                  .capRefusal(
-                      "tenant has "
-                          + c.total()
-                          + " requests in flight or waiting across replicas (cap "
-                          + cap
-                          + ")"),
-          atBody,
-          receivedNanos);
-      return;
-    }
-    decideAdmission(request, receivedNanos);
+    // the checks with the estimate (token reservation, tenant slot, workflow place), then the pool
+    checks.run(
+        AdmissionCheck.Stage.ESTIMATE,
+        receivedNanos,
+        () -> decideAdmission(request, receivedNanos));
   }
 
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
-    if (ended) { // the front end went away while the store answered
-      releaseSlot();
-      refundTokens();
-      return;
-    }
-    if (!takeWorkflowPlace(receivedNanos)) {
-      return; // refused fanout_budget (or, in shadow mode, let through)
-    }
+    phase = Phase.DECIDING;
     steps.at(Step.DECIDE);
     DegradePolicy ladder = ladder();
     boolean tried = false;
@@ -495,53 +323,6 @@ public final class AdmissionSession implements Waiter {
       refusalWaitNanos = r.waitNanos();
       refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
     }
-  }
-
-  /**
-   * A place in the workflow's budget in its pool ({@code pools.<name>.workflow}), before the pool
-   * decides; given back with the tenant slot on every path ({@link #releaseSlot}). False when
-   * refused {@code fanout_budget}.
-   */
-  private boolean takeWorkflowPlace(long receivedNanos) {
-    String wf = subject.workflow();
-    WorkflowPolicy budget = subject.pool().workflow();
-    if (wf == null || !budget.enabled()) {
-      return true;
-    }
-    String pool = subject.pool().name();
-    PoolState state = env.controller().pool(pool);
-    WorkflowBudget.Check c =
-        env.workflows()
-            .acquire(
-                pool,
-                wf,
-                workUnits,
-                budget.maxRequests(),
-                budget.maxWork(),
-                state == null ? 1.0 : state.replicaShare());
-    workflowHeld = c.granted(); // from here every path gives it back (releaseSlot)
-    workflowWork = workUnits;
-    if (c.allowed()) {
-      return true;
-    }
-    refuse(
-        Reason.FANOUT_BUDGET,
-        429,
-        env.controller().tenantRetryAfterSeconds(pool),
-        "workflow has "
-            + c.requests()
-            + " requests ("
-            + c.work()
-            + " work units) in flight or waiting in pool "
-            + pool
-            + "; its budget here: maxRequests "
-            + c.requestLimit()
-            + ", maxWork "
-            + c.workLimit()
-            + " (0 = no cap)",
-        atBody,
-        receivedNanos);
-    return false;
   }
 
   // --- the degrade ladder
@@ -670,14 +451,9 @@ public final class AdmissionSession implements Waiter {
    * tenant's token reservation is cut to it.
    */
   private void runAs(TokenEstimate e, long work, byte @Nullable [] rewritten) {
-    if (tokensReserved) { // give back what the cheaper answer no longer needs
-      long lessIn = Math.max(0, reservedInput - e.inputTokens());
-      long lessOut = Math.max(0, reservedOutput - e.outputReserveTokens());
-      if (lessIn > 0 || lessOut > 0) {
-        env.quotas().release(subject.tenant(), lessIn, lessOut, env.clock().millis());
-        reservedInput -= lessIn;
-        reservedOutput -= lessOut;
-      }
+    var r = checks.held(TokenReservationCheck.Reservation.class);
+    if (r != null) {
+      r.cutTo(e); // give back what the cheaper answer no longer needs
     }
     estimate = e;
     workUnits = work;
@@ -690,7 +466,7 @@ public final class AdmissionSession implements Waiter {
    * the engine priority (body field and/or header) of the pool it runs in, the rung's rewrite.
    */
   private void prepareUpstream() {
-    if (passed) {
+    if (passed()) {
       return; // shadow: observe only, nothing is rewritten
     }
     PoolPolicy pool = runPool;
@@ -766,9 +542,9 @@ public final class AdmissionSession implements Waiter {
 
   /** Queued: the front end holds the deciding message; the expiry timer is armed. */
   private void hold(Decision.Queued q, long receivedNanos) {
-    queued = q;
-    heldReceivedNanos = receivedNanos;
-    queuePosition = q.position() + 1;
+    phase = Phase.QUEUED;
+    QueuePlace place = new QueuePlace(q, receivedNanos);
+    queue = place;
     long maxHold = subject.maxHoldNanos() / 1_000_000L;
     long holdMillis = Math.min(maxHold, (q.holdNanos() + 999_999L) / 1_000_000L);
     env.listener()
@@ -778,25 +554,25 @@ public final class AdmissionSession implements Waiter {
     front.held(Math.max(1, holdMillis));
     long delay = q.expiresAtNanos() - env.ticker().nanos() + 1_000_000L;
     String pool = q.pool();
-    expiry =
-        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos()));
+    place.expiry(
+        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos())));
   }
 
   @Override
   public void admitted(Permit p, long waitedNanos) {
     serial.execute(
         () -> {
-          if (queued == null || ended || permit != null) {
+          QueuePlace place = queue;
+          if (phase != Phase.QUEUED || place == null) {
             p.release(Outcome.CANCELLED, env.ticker().nanos()); // the request is gone
             return;
           }
           permit = p; // from here every path releases it
-          queued = null;
+          phase = Phase.DECIDING; // out of the queue
           steps.at(Step.WAITER);
-          cancelTimer();
-          queueWaitNanos = waitedNanos;
+          place.left(waitedNanos);
           env.listener().on(new SessionEvent.Dequeued(subject, "admitted", waitedNanos));
-          admit(p, heldReceivedNanos);
+          admit(p, place.receivedNanos);
         });
   }
 
@@ -804,13 +580,13 @@ public final class AdmissionSession implements Waiter {
   public void refused(Decision.Reject r, long waitedNanos) {
     serial.execute(
         () -> {
-          if (queued == null || ended) {
+          QueuePlace place = queue;
+          if (phase != Phase.QUEUED || place == null) {
             return;
           }
-          queued = null; // refused: no longer in the queue
+          phase = Phase.DECIDING; // refused: no longer in the queue
           steps.at(Step.WAITER);
-          cancelTimer();
-          queueWaitNanos = waitedNanos;
+          place.left(waitedNanos);
           String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
           refusalWaitNanos = r.waitNanos();
           env.listener().on(new SessionEvent.Dequeued(subject, outcome, waitedNanos));
@@ -820,13 +596,15 @@ public final class AdmissionSession implements Waiter {
               r.retryAfterSeconds(),
               r.message(),
               atBody,
-              heldReceivedNanos);
+              place.receivedNanos);
         });
   }
 
   private void admit(Permit p, long receivedNanos) {
     permit = p;
-    decided = true;
+    if (phase != Phase.ENDED) {
+      phase = Phase.RUNNING;
+    }
     String rung = degradedRung;
     if (rung != null && reason == Reason.ADMITTED) {
       reason = Reason.DEGRADED;
@@ -835,10 +613,10 @@ public final class AdmissionSession implements Waiter {
     prepareUpstream();
     admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
-    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
     noteLimit();
     env.listener().on(new SessionEvent.Admitted(facts()));
-    if (ended) { // the front end went away while deciding: give the permit back at once
+    if (phase == Phase.ENDED) { // the front end went away while deciding: give it back at once
       release(Outcome.CANCELLED);
       return;
     }
@@ -857,7 +635,7 @@ public final class AdmissionSession implements Waiter {
       String message,
       boolean body,
       long receivedNanos) {
-    if (subject.shadow() && shadowable(why)) {
+    if (shadow != null && ShadowVerdicts.lets(why)) {
       pass(
           SessionEvent.Shadowed.REJECT,
           why,
@@ -868,36 +646,23 @@ public final class AdmissionSession implements Waiter {
           receivedNanos);
       return;
     }
-    decided = true;
+    if (phase != Phase.ENDED) {
+      phase = Phase.REFUSED;
+    }
     atBody = body;
     this.body = null;
     degradedRung = null; // a refused request is not degraded (it may have waited as concise)
     degradeTrigger = null;
     upstreamBody = null;
-    refundTokens();
-    releaseSlot();
-    env.retries() // retries: its next attempt is early or honours this
-        .remember(
-            subject.pool().name(),
-            subject.tenant().id(),
-            subject.operationId(),
-            why,
-            retryAfterSeconds);
+    checks.release(AdmissionCheck.Release.REFUSED); // in reverse order, the reservation refunded
+    checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
     reason = why;
-    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos;
+    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
     noteLimit();
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
-  }
-
-  /**
-   * Shadow mode lets through what enforcement would refuse, except a request it cannot account to a
-   * pool ({@code unknown_route}) and the server's own going away ({@code shutting_down}).
-   */
-  private static boolean shadowable(Reason why) {
-    return why != Reason.UNKNOWN_ROUTE && why != Reason.SHUTTING_DOWN;
   }
 
   /**
@@ -912,26 +677,21 @@ public final class AdmissionSession implements Waiter {
       String message,
       boolean body,
       long receivedNanos) {
-    decided = true;
-    atBody = body;
-    if (what.equals(SessionEvent.Shadowed.REJECT)) {
-      refundTokens(); // enforcement charges no refused request
+    ShadowVerdicts sh = Objects.requireNonNull(shadow, "shadow mode");
+    if (phase != Phase.ENDED) {
+      phase = Phase.RUNNING;
     }
-    attemptKept = true; // retries: the operation stays claimed while the pass runs
-    releaseSlot(); // no place in the tenant's cap, as none in the pool's ledger
-    would = what;
-    wouldReason = why;
-    wouldStatus = status;
-    wouldMessage = message;
+    atBody = body;
+    // no place in the tenant's cap, as none in the pool's ledger; enforcement charges no refused
+    // request (a queued one ran: its reservation stays); retries: the operation stays claimed
+    checks.pass(what.equals(SessionEvent.Shadowed.REJECT));
+    sh.would(what, why, status, message);
     steps.at(Step.ADMIT);
     long now = env.ticker().nanos();
-    decisionLatencyNanos = now - receivedNanos - queueWaitNanos;
-    passedAtNanos = now;
-    passed = true; // from here every path ends it (release)
-    env.listener()
-        .on(new SessionEvent.Shadowed(subject, what, why, status, retryAfterSeconds, message));
+    decisionLatencyNanos = now - receivedNanos - queueWaitNanos();
+    sh.letThrough(now, retryAfterSeconds); // from here every path ends it (release)
     env.listener().on(new SessionEvent.Admitted(facts()));
-    if (ended) { // the front end went away while deciding
+    if (phase == Phase.ENDED) { // the front end went away while deciding
       release(Outcome.CANCELLED);
       return;
     }
@@ -945,20 +705,8 @@ public final class AdmissionSession implements Waiter {
    * enforced: the front end refuses it.
    */
   public boolean wouldRefuseLater(Reason why, int status, String message) {
-    if (!subject.shadow() || !shadowable(why)) {
-      return false;
-    }
-    if (would == null) {
-      would = SessionEvent.Shadowed.REJECT;
-      wouldReason = why;
-      wouldStatus = status;
-      wouldMessage = message;
-      env.listener()
-          .on(
-              new SessionEvent.Shadowed(
-                  subject, SessionEvent.Shadowed.REJECT, why, status, 0, message));
-    }
-    return true;
+    ShadowVerdicts sh = shadow;
+    return sh != null && sh.wouldRefuseLater(why, status, message);
   }
 
   /** Response headers from the upstream: its status, and the usage reader for the body. */
@@ -1060,7 +808,7 @@ public final class AdmissionSession implements Waiter {
     }
     Permit p = permit;
     if (p == null) {
-      return passed && endPass(outcome);
+      return endPass(outcome);
     }
     long now = env.ticker().nanos();
     if (!p.release(outcome, now)) {
@@ -1083,12 +831,11 @@ public final class AdmissionSession implements Waiter {
 
   /** Shadow: a request let through without a permit ends (once, as a release would). */
   private boolean endPass(Outcome outcome) {
-    if (passReleased) {
+    ShadowVerdicts sh = shadow;
+    if (sh == null || !sh.end()) {
       return false;
     }
-    passReleased = true;
-    attemptKept = false;
-    releaseAttempt(); // retries
+    checks.release(AdmissionCheck.Release.ENDED); // what the pass kept: the retry claim
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
     Usage u = endUsage(outcome);
@@ -1096,7 +843,7 @@ public final class AdmissionSession implements Waiter {
       learnReserve(charge.outputTokens(), !answerComplete());
     }
     steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(facts(), outcome, now - passedAtNanos, u));
+    env.listener().on(new SessionEvent.Released(facts(), outcome, now - sh.passedAtNanos(), u));
     return true;
   }
 
@@ -1115,24 +862,9 @@ public final class AdmissionSession implements Waiter {
       return u;
     }
     charge = chargeFor(outcome, e, u);
-    if (tokensReserved) {
-      tokensReserved = false;
-      Charge c = charge;
-      env.quotas()
-          .reconcile(
-              subject.tenant(),
-              reservedInput,
-              reservedOutput,
-              c.inputTokens(),
-              c.outputTokens(),
-              !c.rule().equals(Charge.RESERVE),
-              env.clock().millis())
-          .thenAccept(
-              rc -> {
-                if (rc.refunded() > 0 || rc.overcharged() > 0) {
-                  env.listener().on(new SessionEvent.Reconciled(rc.refunded(), rc.overcharged()));
-                }
-              });
+    var r = checks.held(TokenReservationCheck.Reservation.class);
+    if (r != null) {
+      r.reconcile(charge);
     }
     return u;
   }
@@ -1279,9 +1011,13 @@ public final class AdmissionSession implements Waiter {
    * permit is released with {@code outcome} (once). Later continuations find the session ended.
    */
   public void end(Outcome outcome) {
-    ended = true;
-    cancelTimer();
-    if (permit != null || passed) {
+    boolean queued = phase == Phase.QUEUED;
+    phase = Phase.ENDED;
+    QueuePlace place = queue;
+    if (place != null) {
+      place.cancelTimer();
+    }
+    if (permit != null || passed()) {
       try {
         release(outcome);
       } finally {
@@ -1291,17 +1027,15 @@ public final class AdmissionSession implements Waiter {
       }
       return;
     }
-    Decision.Queued q = queued;
-    if (q != null) {
-      queued = null;
-      refundTokens();
+    if (queued && place != null) { // it leaves the queue
       long now = env.ticker().nanos();
-      if (env.controller().cancel(q.pool(), q.ticket(), now)) {
-        env.listener().on(new SessionEvent.Dequeued(subject, "cancelled", now - heldReceivedNanos));
+      if (env.controller().cancel(place.ticket.pool(), place.ticket.ticket(), now)) {
+        env.listener()
+            .on(new SessionEvent.Dequeued(subject, "cancelled", now - place.receivedNanos));
       }
     }
-    refundTokens(); // the request will not run
-    releaseSlot(); // an acquire still outstanding is given back when it answers (ended)
+    // the request will not run: refunded, given back; an answer still to come as it comes
+    checks.release(AdmissionCheck.Release.CANCELLED);
   }
 
   /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
@@ -1431,75 +1165,20 @@ public final class AdmissionSession implements Waiter {
     }
   }
 
-  /** Continues with the value of {@code stage} inside the serial context. */
-  private <T> void await(CompletionStage<T> stage, Consumer<T> next) {
-    CompletableFuture<T> f = steps.quota(stage).toCompletableFuture();
-    if (f.isDone() && !f.isCompletedExceptionally()) {
-      steps.at(Step.QUOTA);
-      next.accept(f.join());
-      return;
-    }
-    var unused = // the callback handles every outcome, errors included
-        f.whenComplete(
-            (v, e) ->
-                serial.execute(
-                    () -> {
-                      steps.at(Step.QUOTA);
-                      if (e != null) {
-                        front.storeFailed(e);
-                      } else {
-                        next.accept(v);
-                      }
-                    }));
-  }
-
-  private void countStoreFailure(QuotaCheck check) {
-    if (check.storeFailed()) {
-      env.listener()
-          .on(
-              check.allowed()
-                  ? SessionEvent.QuotaStoreFailed.OPEN
-                  : SessionEvent.QuotaStoreFailed.CLOSED);
-    }
-  }
-
-  private static long retryAfterSeconds(long millis) {
-    return Math.max(1, (millis + 999) / 1000);
-  }
-
-  private void refundTokens() {
-    if (tokensReserved) {
-      tokensReserved = false;
-      env.quotas().release(subject.tenant(), reservedInput, reservedOutput, env.clock().millis());
-    }
-  }
-
-  /** Gives the tenant slot back, once (every end path calls it; only the first does anything). */
+  /** Gives the checks' holds back, once (every end path calls it; only the first does anything). */
   private void releaseSlot() {
-    if (workflowHeld) {
-      workflowHeld = false;
-      env.workflows()
-          .release(subject.pool().name(), Objects.requireNonNull(subject.workflow()), workflowWork);
-    }
-    if (slotHeld) {
-      slotHeld = false;
-      env.caps().release(subject.pool().name(), subject.tenant().id());
-    }
-    if (!attemptKept) {
-      releaseAttempt(); // retries
-    }
+    checks.release(AdmissionCheck.Release.ENDED);
   }
 
   /** Whether this request holds one of its tenant's slots across replicas now. */
   public boolean holdsTenantSlot() {
-    return slotHeld;
+    return checks.holds(TenantSlotCheck.Slot.class);
   }
 
-  private void cancelTimer() {
-    if (expiry != null) {
-      expiry.cancel();
-      expiry = null;
-    }
+  /** Shadow mode let it through without a permit (ended or not); safe to read from any thread. */
+  private boolean passed() {
+    ShadowVerdicts sh = shadow;
+    return sh != null && sh.passed();
   }
 
   // --- what events carry
@@ -1511,7 +1190,8 @@ public final class AdmissionSession implements Waiter {
   RequestFacts facts() {
     TokenEstimate e = estimate;
     String c = endUnseen;
-    String w = would;
+    ShadowVerdicts sh = shadow;
+    QueuePlace place = queue;
     return new RequestFacts(
         subject,
         arrivalEpochMillis,
@@ -1523,37 +1203,41 @@ public final class AdmissionSession implements Waiter {
         new RequestFacts.Decided(
             reason,
             decisionLatencyNanos,
-            queuePosition,
-            queueWaitNanos,
+            place == null ? 0 : place.position(),
+            queueWaitNanos(),
             refusalWaitNanos,
             admittedDeadlineLeftNanos,
             limitAtDecision),
         new RequestFacts.Run(runPool, permit != null, degradedRung, degradeTrigger, enginePriority),
-        w == null ? null : new RequestFacts.Would(w, wouldReason, wouldStatus, wouldMessage),
-        attempt,
+        sh == null ? null : sh.facts(),
+        attempt(),
         new RequestFacts.End(upstreamStatus, c == null ? "seen" : c, overran, charge));
   }
 
+  @Override
   public Subject subject() {
     return subject;
   }
 
   /** The estimate, or null before one was made. */
+  @Override
   public @Nullable TokenEstimate estimate() {
     return estimate;
   }
 
+  @Override
   public long workUnits() {
     return workUnits;
   }
 
   /** Whether this request holds a place in its workflow's budget now. */
   public boolean holdsWorkflowPlace() {
-    return workflowHeld;
+    return checks.holds(WorkflowPlaceCheck.Place.class);
   }
 
   public long queueWaitNanos() {
-    return queueWaitNanos;
+    QueuePlace place = queue;
+    return place == null ? 0 : place.waitNanos();
   }
 
   /** {@link Reason#ADMITTED}, or the reason of the refusal. */
@@ -1561,9 +1245,18 @@ public final class AdmissionSession implements Waiter {
     return reason;
   }
 
-  /** Admitted or refused. */
+  /** Admitted (or let through) or refused, ended since or not. */
   public boolean decided() {
-    return decided;
+    return switch (phase) {
+      case RUNNING, REFUSED -> true;
+      case CHECKS, DECIDING, QUEUED -> false;
+      case ENDED -> permit != null || passed() || reason != Reason.ADMITTED;
+    };
+  }
+
+  /** Where the session is. */
+  public Phase phase() {
+    return phase;
   }
 
   /** Whether a permit was granted (released or not); safe to read from any thread. */
@@ -1573,7 +1266,8 @@ public final class AdmissionSession implements Waiter {
 
   /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
   public io.sluice.core.retry.Attempt attempt() {
-    return attempt;
+    RetryAttemptCheck.Claim c = checks.held(RetryAttemptCheck.Claim.class);
+    return c == null ? io.sluice.core.retry.Attempt.UNCLASSIFIED : c.attempt;
   }
 
   /**
@@ -1581,7 +1275,7 @@ public final class AdmissionSession implements Waiter {
    * shadow mode without one. Safe to read from any thread.
    */
   public boolean runs() {
-    return permit != null || passed;
+    return permit != null || passed();
   }
 
   /**
@@ -1589,16 +1283,18 @@ public final class AdmissionSession implements Waiter {
    * SessionEvent.Shadowed}); null when enforcement would have admitted it too (or it is enforced).
    */
   public @Nullable String would() {
-    return would;
+    ShadowVerdicts sh = shadow;
+    return sh == null ? null : sh.would();
   }
 
   /** With {@link #would}: the reason of the would-be refusal, or the capacity reason to queue. */
   public Reason wouldReason() {
-    return wouldReason;
+    ShadowVerdicts sh = shadow;
+    return sh == null ? Reason.ADMITTED : sh.wouldReason();
   }
 
   /** Waiting in a queue now. */
   public boolean isQueued() {
-    return queued != null;
+    return phase == Phase.QUEUED;
   }
 }

@@ -10,6 +10,12 @@ public interface SessionFront {
   /** The request runs: answer the deciding message (request headers, or the body). */
   void admitted(boolean atBody);
 
+  /**
+   * The checks at the headers passed and the request is decided with its body: answer the request
+   * headers (continue), then hand the body to {@link AdmissionSession#decideWithBody}.
+   */
+  void bodyWanted();
+
   /** The request waits: answer with a hold of {@code holdMillis}; the answer follows. */
   void held(long holdMillis);
 

@@ -14,48 +14,70 @@ import java.util.concurrent.Executor;
 
 /**
  * Opens {@link AdmissionSession}s on one runtime snapshot: its controller, tenant quotas, estimator
- * and listener. Immutable; one per config snapshot, so a reload never changes a session half-way.
+ * and listener, and its pre-decision checks ({@link CheckChain}, built once here). Immutable; one
+ * per config snapshot, so a reload never changes a session half-way.
  *
- * @param defaultInputTokens the cost of a body of unknown size ({@code
- *     estimation.defaultInputTokens})
- * @param caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()} when the
- *     store is in this process)
- * @param clock wall-clock time for the tenant buckets and the decision record (never read for queue
- *     age or deadlines: those use {@code ticker})
- * @param reserves the learned output reserve: one per process, passed into every snapshot, so a
- *     reload keeps what it learned ({@link OutputReserves#off()}: the old rule)
- * @param workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow};
- *     one per process: it outlives the snapshot)
- * @param tails the permits held for a predicted tail (one per process, released all at shutdown)
- * @param retries retry control of this snapshot ({@link RetryControl#off()}: none)
+ * <p>The snapshot's parts:
+ *
+ * <ul>
+ *   <li>defaultInputTokens the cost of a body of unknown size ({@code
+ *       estimation.defaultInputTokens})
+ *   <li>caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()} when the
+ *       store is in this process)
+ *   <li>clock wall-clock time for the tenant buckets and the decision record (never read for queue
+ *       age or deadlines: those use {@code ticker})
+ *   <li>reserves the learned output reserve: one per process, passed into every snapshot, so a
+ *       reload keeps what it learned ({@link OutputReserves#off()}: the old rule)
+ *   <li>workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow}; one
+ *       per process: it outlives the snapshot)
+ *   <li>tails the permits held for a predicted tail (one per process, released all at shutdown)
+ *   <li>retries retry control of this snapshot ({@link RetryControl#off()}: none)
+ * </ul>
  */
-public record Sessions(
-    AdmissionController controller,
-    TenantQuotas quotas,
-    TokenEstimator estimator,
-    long defaultInputTokens,
-    Ticker ticker,
-    Clock clock,
-    HoldTimer timer,
-    SessionListener listener,
-    TenantCaps caps,
-    OutputReserves reserves,
-    WorkflowBudget workflows,
-    TailHolds tails,
-    RetryControl retries) {
-  public Sessions {
-    Objects.requireNonNull(controller, "controller");
-    Objects.requireNonNull(quotas, "quotas");
-    Objects.requireNonNull(estimator, "estimator");
-    Objects.requireNonNull(ticker, "ticker");
-    Objects.requireNonNull(clock, "clock");
-    Objects.requireNonNull(timer, "timer");
-    Objects.requireNonNull(listener, "listener");
-    Objects.requireNonNull(caps, "caps");
-    Objects.requireNonNull(reserves, "reserves");
-    Objects.requireNonNull(workflows, "workflows");
-    Objects.requireNonNull(tails, "tails");
-    Objects.requireNonNull(retries, "retries");
+public final class Sessions {
+  private final AdmissionController controller;
+  private final TenantQuotas quotas;
+  private final TokenEstimator estimator;
+  private final long defaultInputTokens;
+  private final Ticker ticker;
+  private final Clock clock;
+  private final HoldTimer timer;
+  private final SessionListener listener;
+  private final TenantCaps caps;
+  private final OutputReserves reserves;
+  private final WorkflowBudget workflows;
+  private final TailHolds tails;
+  private final RetryControl retries;
+  private final CheckChain checks; // built once here, from the above
+
+  public Sessions(
+      AdmissionController controller,
+      TenantQuotas quotas,
+      TokenEstimator estimator,
+      long defaultInputTokens,
+      Ticker ticker,
+      Clock clock,
+      HoldTimer timer,
+      SessionListener listener,
+      TenantCaps caps,
+      OutputReserves reserves,
+      WorkflowBudget workflows,
+      TailHolds tails,
+      RetryControl retries) {
+    this.controller = Objects.requireNonNull(controller, "controller");
+    this.quotas = Objects.requireNonNull(quotas, "quotas");
+    this.estimator = Objects.requireNonNull(estimator, "estimator");
+    this.defaultInputTokens = defaultInputTokens;
+    this.ticker = Objects.requireNonNull(ticker, "ticker");
+    this.clock = Objects.requireNonNull(clock, "clock");
+    this.timer = Objects.requireNonNull(timer, "timer");
+    this.listener = Objects.requireNonNull(listener, "listener");
+    this.caps = Objects.requireNonNull(caps, "caps");
+    this.reserves = Objects.requireNonNull(reserves, "reserves");
+    this.workflows = Objects.requireNonNull(workflows, "workflows");
+    this.tails = Objects.requireNonNull(tails, "tails");
+    this.retries = Objects.requireNonNull(retries, "retries");
+    this.checks = CheckChain.of(quotas, clock, listener, controller, caps, workflows, retries);
   }
 
   /** Without retry control. */
@@ -188,6 +210,63 @@ public record Sessions(
         timer,
         listener,
         TenantCaps.none());
+  }
+
+  public AdmissionController controller() {
+    return controller;
+  }
+
+  public TenantQuotas quotas() {
+    return quotas;
+  }
+
+  public TokenEstimator estimator() {
+    return estimator;
+  }
+
+  public long defaultInputTokens() {
+    return defaultInputTokens;
+  }
+
+  public Ticker ticker() {
+    return ticker;
+  }
+
+  public Clock clock() {
+    return clock;
+  }
+
+  public HoldTimer timer() {
+    return timer;
+  }
+
+  public SessionListener listener() {
+    return listener;
+  }
+
+  public TenantCaps caps() {
+    return caps;
+  }
+
+  public OutputReserves reserves() {
+    return reserves;
+  }
+
+  public WorkflowBudget workflows() {
+    return workflows;
+  }
+
+  public TailHolds tails() {
+    return tails;
+  }
+
+  public RetryControl retries() {
+    return retries;
+  }
+
+  /** The snapshot's pre-decision checks, in order. */
+  public CheckChain checks() {
+    return checks;
   }
 
   /**

@@ -69,7 +69,8 @@ class AdmissionSessionOverrunTest {
         ("{\"model\":\"gpt-4o\",\"max_tokens\":100,\"stream\":true,"
                 + "\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}")
             .getBytes(StandardCharsets.UTF_8);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+    s.begin(false, false, -1, ticker.nanos());
+    s.decideWithBody(body, 0, body.length, ticker.nanos());
     assertThat(front.calls).containsExactly("admitted(body)");
     s.responseHeaders(200, "text/event-stream", true);
     return s;

@@ -161,7 +161,7 @@ class AdmissionSessionTenantSlotTest {
   private AdmissionSession start(AdmissionSessionTest.Front front, Tenant tenant, long maxHold) {
     AdmissionSession s = open(front, tenant, maxHold);
     long now = ticker.nanos();
-    s.takeRequestToken(() -> s.decideAtHeaders(true, 0, now));
+    s.begin(true, true, 0, now);
     return s;
   }
 

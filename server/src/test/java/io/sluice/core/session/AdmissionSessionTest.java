@@ -58,6 +58,9 @@ class AdmissionSessionTest {
     }
 
     @Override
+    public void bodyWanted() {}
+
+    @Override
     public void held(long holdMillis) {
       calls.add("held");
     }
@@ -113,7 +116,7 @@ class AdmissionSessionTest {
   private AdmissionSession start(Front front, Tenant tenant) {
     AdmissionSession s = open(front, tenant);
     long now = ticker.nanos();
-    s.takeRequestToken(() -> s.decideAtHeaders(true, 0, now));
+    s.begin(true, true, 0, now);
     return s;
   }
 
@@ -290,7 +293,7 @@ class AdmissionSessionTest {
     start(new Front(), t); // reserves 100 and holds the only slot
     Front second = new Front();
     AdmissionSession b = open(second, t, 0); // cannot be held: refused at once
-    b.takeRequestToken(() -> b.decideAtHeaders(true, 0, ticker.nanos()));
+    b.begin(true, true, 0, ticker.nanos());
 
     assertThat(second.calls).containsExactly("refused");
     assertThat(second.refusedStatus).isEqualTo(503);
@@ -361,12 +364,52 @@ class AdmissionSessionTest {
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":50,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
             .getBytes(StandardCharsets.UTF_8);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+    s.begin(false, false, -1, ticker.nanos());
+    s.decideWithBody(body, 0, body.length, ticker.nanos());
 
     assertThat(f.calls).containsExactly("admitted(body)");
     assertThat(s.facts().phase()).isEqualTo("body");
     assertThat(s.estimate().outputReserveTokens()).isEqualTo(50);
     assertThat(s.estimate().inputTokens()).isPositive();
     s.release(Outcome.COMPLETED);
+  }
+
+  @Test
+  void phase_followsTheRequest_andDecidedOutlivesTheEnd() {
+    Front f = new Front();
+    AdmissionSession a = open(f, unlimited);
+    assertThat(a.phase()).isEqualTo(AdmissionSession.Phase.CHECKS);
+    a.begin(true, true, 0, ticker.nanos());
+    assertThat(a.phase()).isEqualTo(AdmissionSession.Phase.RUNNING);
+
+    Front g = new Front();
+    AdmissionSession b = start(g, unlimited);
+    assertThat(b.phase()).isEqualTo(AdmissionSession.Phase.QUEUED);
+    assertThat(b.isQueued()).isTrue();
+    assertThat(b.decided()).isFalse();
+    a.release(Outcome.COMPLETED); // b is admitted from the queue
+    assertThat(g.calls).containsExactly("held", "admitted(headers)");
+    assertThat(b.phase()).isEqualTo(AdmissionSession.Phase.RUNNING);
+    b.end(Outcome.COMPLETED);
+    assertThat(b.phase()).isEqualTo(AdmissionSession.Phase.ENDED);
+    assertThat(b.decided()).as("admitted, then ended").isTrue();
+
+    Front h = new Front();
+    AdmissionSession c = open(h, tenant(1, 0, 0));
+    c.begin(true, true, 0, ticker.nanos());
+    Front i = new Front();
+    AdmissionSession d = open(i, tenant(1, 0, 0));
+    d.begin(false, false, -1, ticker.nanos()); // refused at the headers: the body is not asked for
+    assertThat(i.calls).containsExactly("refused");
+    assertThat(i.refusedWith).isEqualTo(Reason.TENANT_RATE);
+    assertThat(d.phase()).isEqualTo(AdmissionSession.Phase.REFUSED);
+    d.end(Outcome.CANCELLED);
+    assertThat(d.decided()).as("refused, then ended").isTrue();
+    c.release(Outcome.COMPLETED);
+
+    AdmissionSession e = open(new Front(), unlimited);
+    e.end(Outcome.CANCELLED);
+    assertThat(e.phase()).isEqualTo(AdmissionSession.Phase.ENDED);
+    assertThat(e.decided()).as("ended before any decision").isFalse();
   }
 }

@@ -109,7 +109,8 @@ class DegradeSessionTest {
             null,
             Duration.ofSeconds(5).toNanos());
     AdmissionSession s = sessions.open(subject, front, Runnable::run, SessionSteps.NONE);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+    s.begin(false, false, -1, ticker.nanos());
+    s.decideWithBody(body, 0, body.length, ticker.nanos());
     return s;
   }
 

@@ -57,6 +57,9 @@ class LearnedReserveSessionTest {
         public void admitted(boolean atBody) {}
 
         @Override
+        public void bodyWanted() {}
+
+        @Override
         public void held(long holdMillis) {}
 
         @Override
@@ -77,7 +80,8 @@ class LearnedReserveSessionTest {
     byte[] body =
         ("{\"model\":\"m\"," + fields + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
             .getBytes(StandardCharsets.UTF_8);
-    session.takeRequestToken(() -> session.decideWithBody(body, 0, body.length, ticker.nanos()));
+    session.begin(false, false, -1, ticker.nanos());
+    session.decideWithBody(body, 0, body.length, ticker.nanos());
     assertThat(session.hasPermit()).isTrue();
     return session;
   }

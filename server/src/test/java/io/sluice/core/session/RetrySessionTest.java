@@ -30,10 +30,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link AdmissionSession#checkAttempt} on {@link OneSlotPool} (one request slot, 5 s hold): the
- * operation's in-flight claim is given back exactly once on every end path (response end, cancel
- * while queued or while the store answers, refusal, shadow pass), refusals go through {@code
- * refuse} (remembered for the next attempt; shadow records "would" and lets through).
+ * Retry control ({@link RetryAttemptCheck}, through {@link AdmissionSession#begin}) on {@link
+ * OneSlotPool} (one request slot, 5 s hold): the operation's in-flight claim is given back exactly
+ * once on every end path (response end, cancel while queued or while the store answers, refusal,
+ * shadow pass), refusals go through {@code refuse} (remembered for the next attempt; shadow records
+ * "would" and lets through).
  */
 class RetrySessionTest {
   private static final long HOLD = Duration.ofSeconds(5).toNanos();
@@ -106,8 +107,7 @@ class RetrySessionTest {
             null,
             sig);
     AdmissionSession session = sessions().open(s, f, Runnable::run, SessionSteps.NONE);
-    session.takeRequestToken(
-        () -> session.checkAttempt(() -> session.decideAtHeaders(true, 0, now)));
+    session.begin(true, true, 0, now);
     return session;
   }
 

@@ -70,7 +70,7 @@ class ShadowSessionTest {
     AdmissionSession s =
         sessions.open(subject(t, maxHold, shadow), f, Runnable::run, SessionSteps.NONE);
     long now = ticker.nanos();
-    s.takeRequestToken(() -> s.decideAtHeaders(true, 0, now));
+    s.begin(true, true, 0, now);
     return s;
   }
 

@@ -84,7 +84,7 @@ class TailHoldTest {
             Duration.ofSeconds(5).toNanos());
     AdmissionSession session =
         sessions.open(s, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
-    session.takeRequestToken(() -> session.decideAtHeaders(true, 0, now));
+    session.begin(true, true, 0, now);
     assertThat(session.hasPermit()).isTrue();
     session.responseHeaders(200, "text/event-stream", true);
     return session;
@@ -309,7 +309,8 @@ class TailHoldTest {
                 + maxTokens
                 + ",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Say hello.\"}]}")
             .getBytes(java.nio.charset.StandardCharsets.UTF_8);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, ticker.nanos()));
+    s.begin(false, false, -1, ticker.nanos());
+    s.decideWithBody(body, 0, body.length, ticker.nanos());
     assertThat(s.hasPermit()).isTrue();
     return s;
   }

@@ -80,7 +80,8 @@ class WorkflowSessionTest {
         ("{\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
                 + "\"tools\":[{\"name\":\"a\"},{\"name\":\"b\"}]}")
             .getBytes(StandardCharsets.UTF_8);
-    s.takeRequestToken(() -> s.decideWithBody(body, 0, body.length, now));
+    s.begin(false, false, -1, now);
+    s.decideWithBody(body, 0, body.length, now);
     return s;
   }
 

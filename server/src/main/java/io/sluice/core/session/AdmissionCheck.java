@@ -1,0 +1,137 @@
+package io.sluice.core.session;
+
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.TokenEstimate;
+import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One thing a request must hold, or be let through by, before its pool decides: the tenant's
+ * request rate, the retry attempt's claim, the token reservation, the tenant's slot across
+ * replicas, the workflow's place. Built once per runtime snapshot ({@link CheckChain}) and shared
+ * by every request of it: what one request holds lives in the {@link Held} its answer carries, and
+ * the chain gives that back exactly once, in reverse order of acquisition, on every end path.
+ *
+ * <p>Two calls, so that a store's answer is handled in the request's serial context: {@link #ask}
+ * (the store's round trip, or an answer at once as a completed stage: the chain then goes on
+ * without a callback), then {@link #answered}, which emits the check's events and answers a {@link
+ * Verdict}. Models: Netflix concurrency-limits' {@code Limiter.acquire} answering a listener to
+ * release, armeria's {@code ThrottlingStrategy.accept}, grpc's {@code ServerInterceptor}.
+ *
+ * <p>To add one: its class here (this interface, a {@link Held} of its own when it holds anything),
+ * one line in {@link CheckChain#of} at its place in the order, a table row in {@code
+ * CheckChainTest} (CONTRIBUTING.md, "How a feature joins a request").
+ *
+ * @param <A> the store's answer
+ */
+public interface AdmissionCheck<A> {
+  /** When a check runs: at the request headers, or once the request's estimate is known. */
+  enum Stage {
+    /** Before the body: a refusal here comes before the body is read. */
+    HEADERS,
+    /** With the estimate (tokens, work units), right before the pool decides. */
+    ESTIMATE
+  }
+
+  Stage stage();
+
+  /**
+   * Whether the check applies to this request (its tenant's tier, its workflow): when false it is
+   * skipped, nothing asked, nothing allocated.
+   */
+  boolean applies(Request r);
+
+  /** Asks (a store round trip, or at once); called in the request's serial context. */
+  CompletionStage<A> ask(Request r);
+
+  /** The answer, in the request's serial context: emits the check's events, answers a verdict. */
+  Verdict answered(A answer, Request r);
+
+  /**
+   * Whether {@link #ask} is a quota store's round trip: the test seam ({@link SessionSteps#quota},
+   * {@link SessionSteps.Step#QUOTA}) sees it. False for an answer kept in this process.
+   */
+  default boolean store() {
+    return true;
+  }
+
+  /**
+   * The request was refused (by any check, or by the pool), enforced: what the check remembers of
+   * it. Called for every check of the chain, applied or not.
+   */
+  default void refused(Request r, Reason why, long retryAfterSeconds) {}
+
+  /** What a check sees of the request. */
+  interface Request {
+    Subject subject();
+
+    /** Null at {@link Stage#HEADERS}. */
+    @Nullable TokenEstimate estimate();
+
+    /** 0 at {@link Stage#HEADERS}. */
+    long workUnits();
+  }
+
+  /** A check's answer: go on ({@link Continue}), a {@link Refusal}, or a {@link Held}. */
+  sealed interface Verdict permits Continue, Refusal, Held {}
+
+  /** Go on, nothing held. */
+  enum Continue implements Verdict {
+    INSTANCE
+  }
+
+  /** Refused, nothing held: the request is answered this status, reason and Retry-After. */
+  record Refusal(Reason reason, int status, long retryAfterSeconds, String message)
+      implements Verdict {}
+
+  /** How the chain gives a hold back. */
+  enum Release {
+    /** The request was refused (by a later check, or the pool). */
+    REFUSED,
+    /**
+     * The front end ended it before it ran (cancel, error, shutdown; also while a store answers).
+     */
+    CANCELLED,
+    /** Shadow mode let it through without a place in the pool: what a pass does not keep. */
+    PASSED,
+    /** It ran and ended (its permit released, or its shadow pass ended). */
+    ENDED
+  }
+
+  /**
+   * What a check holds for one request (a claim, a reservation, a slot): given back exactly once by
+   * the chain ({@link #release}). It may carry a refusal too (held, then refused: given back).
+   */
+  abstract non-sealed class Held implements Verdict {
+    private boolean released;
+
+    /** The refusal that comes with it, or null to go on. */
+    public @Nullable Refusal refusal() {
+      return null;
+    }
+
+    /**
+     * Shadow mode let the request through without a permit ({@code wouldReject}: enforcement would
+     * have refused it, else queued it): true if the hold stays until the pass ends, false to give
+     * it back now.
+     */
+    protected boolean keptByPass(boolean wouldReject) {
+      return false;
+    }
+
+    /** Gives the hold back; called once, by the chain. */
+    protected abstract void release(Release how);
+
+    /** Whether the chain gave it back already. */
+    public final boolean released() {
+      return released;
+    }
+
+    final void releaseOnce(Release how) {
+      if (!released) {
+        released = true;
+        release(how);
+      }
+    }
+  }
+}

@@ -1,0 +1,168 @@
+package io.sluice.core.session;
+
+import io.sluice.core.admission.Reason;
+import io.sluice.core.session.AdmissionCheck.Held;
+import io.sluice.core.session.AdmissionCheck.Refusal;
+import io.sluice.core.session.AdmissionCheck.Release;
+import io.sluice.core.session.AdmissionCheck.Stage;
+import io.sluice.core.session.SessionSteps.Step;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * One request's way through its snapshot's {@link CheckChain}: runs the checks of a stage in order
+ * (each store's answer handed to the request's serial context), keeps what each one holds, and
+ * gives every hold back exactly once, in reverse order of acquisition, on every end path: a refusal
+ * (by a later check or the pool, {@link #release}), the front end's end (also while a store
+ * answers: the late hold goes back as it comes), the request's own end after it ran, and in shadow
+ * mode what a pass does not keep ({@link #pass}). Not thread-safe: the serial context only.
+ *
+ * <p>The session answers what the chain cannot: a refusal ({@link #refused}) and a store's answer
+ * that failed outright ({@link #storeFailed}).
+ */
+abstract class CheckRun {
+  private final CheckChain chain;
+  private final AdmissionCheck.Request request;
+  private final Executor serial;
+  private final SessionSteps steps;
+  private Held @Nullable [] held; // what the checks hold, in order of acquisition; null while none
+  private int count;
+  private int next; // the chain's next check
+  private boolean closed; // released (refused or ended): a late answer goes back at once
+
+  CheckRun(CheckChain chain, AdmissionCheck.Request request, Executor serial, SessionSteps steps) {
+    this.chain = chain;
+    this.request = request;
+    this.serial = serial;
+    this.steps = steps;
+  }
+
+  /** A check refused the request (its holds are still held: the refusal gives them back). */
+  abstract void refused(Refusal r, long receivedNanos);
+
+  /** A store's answer failed outright (not a store failure it answers for itself). */
+  abstract void storeFailed(Throwable cause);
+
+  /**
+   * Runs the checks of {@code stage} that apply, in order; then {@code then}, in the serial
+   * context. Not {@code then} when one refuses, or the run was released while a store answered.
+   */
+  final void run(Stage stage, long receivedNanos, Runnable then) {
+    while (next < chain.size() && chain.get(next).stage() == stage) {
+      AdmissionCheck<?> c = chain.get(next++);
+      if (c.applies(request) && !ask(c, stage, receivedNanos, then)) {
+        return; // refused, released, or its answer resumes the run
+      }
+    }
+    if (!closed) {
+      then.run();
+    }
+  }
+
+  /** True to go on at once; false when refused, released, or answering later. */
+  private <A> boolean ask(AdmissionCheck<A> c, Stage stage, long receivedNanos, Runnable then) {
+    CompletableFuture<A> f =
+        (c.store() ? steps.quota(c.ask(request)) : c.ask(request)).toCompletableFuture();
+    if (f.isDone() && !f.isCompletedExceptionally()) {
+      if (c.store()) {
+        steps.at(Step.QUOTA);
+      }
+      return answered(c, f.join(), receivedNanos);
+    }
+    var unused = // the callback handles every outcome, errors included
+        f.whenComplete(
+            (v, e) ->
+                serial.execute(
+                    () -> {
+                      if (c.store()) {
+                        steps.at(Step.QUOTA);
+                      }
+                      if (e != null || v == null) {
+                        storeFailed(e != null ? e : new IllegalStateException("no answer"));
+                      } else if (answered(c, v, receivedNanos)) {
+                        run(stage, receivedNanos, then);
+                      }
+                    }));
+    return false;
+  }
+
+  private <A> boolean answered(AdmissionCheck<A> c, A answer, long receivedNanos) {
+    AdmissionCheck.Verdict v = c.answered(answer, request);
+    Refusal r = null;
+    if (v instanceof Held h) {
+      keep(h); // from here every path gives it back
+      r = h.refusal();
+    } else if (v instanceof Refusal refusal) {
+      r = refusal;
+    }
+    if (closed) { // the front end went away while the store answered
+      release(Release.CANCELLED);
+      return false;
+    }
+    if (r != null) {
+      refused(r, receivedNanos);
+      return false;
+    }
+    return true;
+  }
+
+  private void keep(Held h) {
+    Held[] a = held;
+    if (a == null) {
+      a = new Held[chain.size()];
+      held = a;
+    }
+    a[count++] = h;
+  }
+
+  /**
+   * Gives back, in reverse order, every hold not given back yet ({@code how}); checks still to come
+   * do not run, and an answer still to come is given back as it comes.
+   */
+  final void release(Release how) {
+    closed = true;
+    Held[] a = held;
+    for (int i = count - 1; a != null && i >= 0; i--) {
+      a[i].releaseOnce(how);
+    }
+  }
+
+  /**
+   * Shadow mode let the request through without a permit ({@code wouldReject}: enforcement would
+   * have refused it): gives back, in reverse order, what a pass does not keep; the rest goes back
+   * at its end ({@link #release}).
+   */
+  final void pass(boolean wouldReject) {
+    Held[] a = held;
+    for (int i = count - 1; a != null && i >= 0; i--) {
+      if (!a[i].keptByPass(wouldReject)) {
+        a[i].releaseOnce(Release.PASSED);
+      }
+    }
+  }
+
+  /** The request was refused, enforced: each check of the chain remembers what it needs. */
+  final void remember(Reason why, long retryAfterSeconds) {
+    for (int i = 0; i < chain.size(); i++) {
+      chain.get(i).refused(request, why, retryAfterSeconds);
+    }
+  }
+
+  /** The hold of {@code type} taken (given back or not), or null. */
+  final <T extends Held> @Nullable T held(Class<T> type) {
+    Held[] a = held;
+    for (int i = 0; a != null && i < count; i++) {
+      if (type.isInstance(a[i])) {
+        return type.cast(a[i]);
+      }
+    }
+    return null;
+  }
+
+  /** Whether a hold of {@code type} is held now. */
+  final boolean holds(Class<? extends Held> type) {
+    Held h = held(type);
+    return h != null && !h.released();
+  }
+}
