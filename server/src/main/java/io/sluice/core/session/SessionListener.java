@@ -30,7 +30,7 @@ public interface SessionListener {
         } catch (RuntimeException x) {
           if (failed == null) {
             failed = x;
-          } else {
+          } else if (x != failed) {
             failed.addSuppressed(x);
           }
         }
