@@ -42,12 +42,19 @@ public final class AdaptiveSignals implements SessionListener {
     if (pool == null) {
       return;
     }
-    long first = f.end().firstChunkNanos();
-    double tpot =
-        first >= 0 && out >= 2
-            ? (double) (r.heldNanos() - first) / (out - 1)
-            : (double) r.heldNanos() / out;
+    double tpot = tpot(r.heldNanos(), f.end().firstChunkNanos(), out);
     pool.onLatency(AdaptiveLimit.Signal.TPOT, tpot, f.run().admittedAtNanos());
+  }
+
+  /**
+   * The time per output token of an answer held {@code heldNanos} whose first chunk came {@code
+   * firstChunkNanos} after its admission (-1: none before its last) and that produced {@code
+   * outputTokens} ({@code > 0}).
+   */
+  static double tpot(long heldNanos, long firstChunkNanos, long outputTokens) {
+    return firstChunkNanos >= 0 && outputTokens >= 2
+        ? (double) (heldNanos - firstChunkNanos) / (outputTokens - 1)
+        : (double) heldNanos / outputTokens;
   }
 
   /** The pool of a request (its permit's, else its own) when its limit is adaptive, else null. */
