@@ -10,6 +10,9 @@ import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.retry.RetryControl;
+import io.sluice.core.session.AdaptiveSignals;
+import io.sluice.core.session.ReserveLearner;
+import io.sluice.core.session.SessionListener;
 import io.sluice.core.session.Sessions;
 import io.sluice.core.session.TailHolds;
 import io.sluice.core.time.Ticker;
@@ -67,7 +70,11 @@ record RuntimeFactory(
             ticker,
             clock,
             timer,
-            new SessionRecorder(metrics, decisionLog),
+            // the learners first, as the session learned before it recorded
+            SessionListener.of(
+                new ReserveLearner(reserves),
+                new AdaptiveSignals(controller),
+                new SessionRecorder(metrics, decisionLog)),
             caps,
             reserves,
             workflows,

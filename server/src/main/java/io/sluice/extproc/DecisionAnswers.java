@@ -5,6 +5,7 @@ import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.Subject;
+import io.sluice.core.session.UpstreamPlan;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
@@ -26,19 +27,20 @@ final class DecisionAnswers {
       return shadowAdmit(rt, s, atBody);
     }
     long left = deadlineMillis(rt, s);
+    UpstreamPlan plan = s.plan();
     boolean plain =
         !cfg.estimateHeader()
-            && s.upstreamHeaders().isEmpty()
-            && s.upstreamBody() == null
+            && plan.headers().isEmpty()
+            && plan.body() == null
             && cfg.deadlineHeader().isEmpty()
             && !cfg.upstreamTimeout();
     Map<String, String> headers;
     if (plain) {
       headers = cfg.decisionHeader() ? DECISION_ADMIT_HEADER : Map.of();
     } else {
-      headers = new LinkedHashMap<>(s.upstreamHeaders().size() + 6);
+      headers = new LinkedHashMap<>(plan.headers().size() + 6);
       if (cfg.decisionHeader()) {
-        headers.put("x-sluice-decision", s.degradedRung() != null ? "degrade" : "admit");
+        headers.put("x-sluice-decision", plan.rung() != null ? "degrade" : "admit");
       }
       TokenEstimate e = s.estimate();
       if (cfg.estimateHeader() && e != null) {
@@ -59,19 +61,19 @@ final class DecisionAnswers {
         // becomes what is left of the caller's deadline (needs mutation_rules.allow_envoy)
         headers.put("x-envoy-upstream-rq-timeout-ms", Long.toString(left));
       }
-      headers.putAll(s.upstreamHeaders());
+      headers.putAll(plan.headers());
     }
-    byte[] body = atBody ? s.upstreamBody() : null;
+    byte[] body = atBody ? plan.body() : null;
     if (body != null) { // BUFFERED keeps content-length: it must match the new body
       headers.put("content-length", Integer.toString(body.length));
     }
-    boolean degraded = s.degradedRung() != null;
+    boolean degraded = plan.rung() != null;
     return Responses.admit(
         rt.tables().answerEntries(),
         atBody,
         headers,
         body,
-        s.clearRouteCache(),
+        plan.clearRouteCache(),
         metadata(
             s,
             degraded ? "degrade" : "admit",
@@ -99,7 +101,8 @@ final class DecisionAnswers {
             left,
             "deadline_epoch_ms",
             rt.clock().millis() + (double) left);
-    if (s.queueWaitNanos() <= 0 && s.degradedRung() == null && s.enginePriority() == null) {
+    UpstreamPlan plan = s.plan();
+    if (s.queueWaitNanos() <= 0 && plan.rung() == null && plan.enginePriority() == null) {
       return deadline; // the common admit: one array
     }
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(deadline.length + 96);
@@ -109,16 +112,15 @@ final class DecisionAnswers {
           AnswerEncoder.numberEntry(
               "queue_wait_ms", Math.max(1, Math.floorDiv(s.queueWaitNanos(), 1_000_000L))));
     }
-    String rung = s.degradedRung();
+    String rung = plan.rung();
     if (rung != null) {
       out.writeBytes(AnswerEncoder.stringEntry("degraded", rung));
-      out.writeBytes(
-          AnswerEncoder.stringEntry("degrade_trigger", String.valueOf(s.degradeTrigger())));
-      if (!s.runPool().name().equals(s.subject().pool().name())) {
-        out.writeBytes(AnswerEncoder.stringEntry("rerouted_to", s.runPool().name()));
+      out.writeBytes(AnswerEncoder.stringEntry("degrade_trigger", String.valueOf(plan.trigger())));
+      if (!plan.pool().name().equals(s.subject().pool().name())) {
+        out.writeBytes(AnswerEncoder.stringEntry("rerouted_to", plan.pool().name()));
       }
     }
-    String priority = s.enginePriority();
+    String priority = plan.enginePriority();
     if (priority != null) {
       out.writeBytes(AnswerEncoder.stringEntry("engine_priority", priority));
     }
@@ -131,7 +133,7 @@ final class DecisionAnswers {
    * x-sluice-queue-wait-ms} for one that waited in the queue.
    */
   static Map<String, String> responseHeaders(AdmissionSession s) {
-    String rung = s.degradedRung();
+    String rung = s.plan().rung();
     long waited = s.queueWaitNanos();
     if (rung == null && waited <= 0) {
       return Map.of();

@@ -37,12 +37,12 @@ class ClassShapeTest {
           Map.entry("io.sluice.core.adapt.AdaptiveLimit", 24),
           Map.entry("io.sluice.core.admission.ClassSlot", 21),
           Map.entry("io.sluice.core.estimate.UsageExtractor", 22),
-          Map.entry("io.sluice.core.session.AdmissionSession", 47),
+          Map.entry("io.sluice.core.session.AdmissionSession", 27),
           Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 29),
           Map.entry("io.sluice.rls.config.RlsSettings", 26));
 
   /** The session's boolean fields before this test; only shrinks, to {@link #SESSION_FLAGS}. */
-  static final int SESSION_FLAGS_NOT_YET = 9;
+  static final int SESSION_FLAGS_NOT_YET = 3;
 
   @Test
   void classes_holdAtMostTwentyFields() {

@@ -363,7 +363,8 @@ class SessionRecorderTest {
                 ticker,
                 clock,
                 (delayNanos, task) -> () -> {},
-                recorder)
+                io.sluice.core.session.SessionListener.of(
+                    new io.sluice.core.session.ReserveLearner(learner), recorder))
             .withReserves(learner);
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":1000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"

@@ -5,7 +5,6 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -63,12 +62,7 @@ public final class OutputReserves {
   /** Tenants whose weight a coarse key tracks (the least weighty forgotten beyond). */
   public static final int MAX_TENANTS_PER_KEY = 64;
 
-  /** Relative samples (actual / cap, in (0, 1]) are stored scaled to [1, REL_SCALE]. */
-  private static final double REL_SCALE = 4096;
-
-  private static final double ABS_MAX = 1 << 20;
   private static final int MAX_NAME_CHARS = 128;
-  private static final double MIN_LOG_SD = 0.05;
 
   /**
    * @param enabled learn and apply (false: the reserve is the cap or class default, rule {@code
@@ -245,7 +239,7 @@ public final class OutputReserves {
   private record Key(String pool, String model, String scope, double quantile, String tenant) {}
 
   private volatile Settings settings;
-  private final Cache<Key, Stats> keys;
+  private final Cache<Key, ReserveStats> keys;
   private final LongAdder evictions = new LongAdder();
 
   public OutputReserves(Settings settings) {
@@ -255,7 +249,7 @@ public final class OutputReserves {
             .maximumSize(settings.maxKeys())
             .executor(Runnable::run) // evict on the caller's thread: the bound holds at once
             .removalListener(
-                (@Nullable Key k, @Nullable Stats v, RemovalCause cause) -> {
+                (@Nullable Key k, @Nullable ReserveStats v, RemovalCause cause) -> {
                   if (cause.wasEvicted()) {
                     evictions.increment();
                   }
@@ -306,12 +300,12 @@ public final class OutputReserves {
     if (capPerAnswer <= 0 || answers < 1) {
       return new Reserve(oldReserve, RULE_CAP); // nothing to learn (embeddings): the cap is 0
     }
-    Stats coarse = keys.getIfPresent(key(pool, model, scope, quantile, ""));
-    Stats own =
+    ReserveStats coarse = keys.getIfPresent(key(pool, model, scope, quantile, ""));
+    ReserveStats own =
         s.tenantKeys() ? keys.getIfPresent(key(pool, model, scope, quantile, tenant)) : coarse;
     long perAnswer;
     String rule;
-    Stats.Estimate e =
+    ReserveStats.Estimate e =
         own != null && own.samples() >= s.warmup()
             ? own.estimate(capPerAnswer, s.confidence(), true)
             : null;
@@ -319,13 +313,13 @@ public final class OutputReserves {
       perAnswer = e.tokens();
       rule = e.learned() ? RULE_LEARNED : RULE_BOUND;
       if (!e.learned() && own != null && own != coarse && s.poolPrior() && coarse != null) {
-        perAnswer = withPool(perAnswer, own, coarse, capPerAnswer, s);
+        perAnswer = ReserveStats.withPool(perAnswer, own, coarse, capPerAnswer, s);
       }
     } else { // not warmed, or too few answers for any bound (warmup 1 or 2)
       rule = RULE_PRIOR;
       perAnswer = classDefault > 0 ? classDefault : capPerAnswer;
       if (s.poolPrior() && s.tenantKeys() && coarse != null && coarse.weighed() >= s.warmup()) {
-        Stats.Estimate shared = coarse.estimate(capPerAnswer, s.confidence(), false);
+        ReserveStats.Estimate shared = coarse.estimate(capPerAnswer, s.confidence(), false);
         if (shared.bounded()) {
           perAnswer = shared.tokens();
         }
@@ -339,29 +333,6 @@ public final class OutputReserves {
       return new Reserve(oldReserve, rule.equals(RULE_PRIOR) ? RULE_PRIOR : RULE_CAP);
     }
     return new Reserve(total, rule);
-  }
-
-  /**
-   * A tenant key's bound, still loose, capped by the pool's (the coarse key's, tenants bounded)
-   * while the tenant's own answers agree with it: a tenant whose answers look like the others' is
-   * bounded with the others' evidence too. They disagree when fewer of them lie at or below the
-   * pool's bound than a binomial draw at the key's quantile would give with probability {@code 1 −
-   * confidence}: such a tenant (its answers run longer) keeps its own bound. Never below the
-   * tenant's own largest answer.
-   */
-  private static long withPool(
-      long perAnswer, Stats own, Stats coarse, long capPerAnswer, Settings s) {
-    if (coarse.weighed() < s.warmup()) {
-      return perAnswer;
-    }
-    Stats.Estimate pool = coarse.estimate(capPerAnswer, s.confidence(), false);
-    if (!pool.bounded() || pool.tokens() >= perAnswer) {
-      return perAnswer;
-    }
-    if (!own.agreesWith(pool.tokens(), 1 - s.confidence())) {
-      return perAnswer;
-    }
-    return Math.min(perAnswer, Math.max(pool.tokens(), (long) Math.ceil(own.largest())));
   }
 
   /**
@@ -415,11 +386,12 @@ public final class OutputReserves {
     double actual = (double) outputTokens / answers;
     double growth = Math.pow(2, 1.0 / s.halfLife());
     double alpha = 1 - 1 / growth; // the loss averages decay at the same half-life
-    Stats coarse = keys.get(key(pool, model, scope, quantile, ""), k -> new Stats(quantile));
+    ReserveStats coarse =
+        keys.get(key(pool, model, scope, quantile, ""), k -> new ReserveStats(quantile));
     coarse.record(
         capPerAnswer, actual, growth, alpha, cut, s.tenantKeys() ? bounded(tenant) : null);
     if (s.tenantKeys()) {
-      keys.get(key(pool, model, scope, quantile, tenant), k -> new Stats(quantile))
+      keys.get(key(pool, model, scope, quantile, tenant), k -> new ReserveStats(quantile))
           .record(capPerAnswer, actual, growth, alpha, cut, null);
     }
   }
@@ -455,7 +427,7 @@ public final class OutputReserves {
       return;
     }
     Key k = key(shared.pool(), shared.model(), shared.scope(), shared.quantile(), shared.tenant());
-    keys.get(k, x -> new Stats(shared.quantile())).adopt(shared.fields());
+    keys.get(k, x -> new ReserveStats(shared.quantile())).adopt(shared.fields());
   }
 
   /** Keys held now. */
@@ -475,7 +447,12 @@ public final class OutputReserves {
   public List<KeyView> top(int limit) {
     Settings s = settings;
     List<KeyView> all = new ArrayList<>();
-    keys.asMap().forEach((k, v) -> all.add(v.view(k, s.warmup(), s.confidence())));
+    keys.asMap()
+        .forEach(
+            (k, v) ->
+                all.add(
+                    v.view(
+                        k.pool(), k.model(), k.scope(), k.tenant(), s.warmup(), s.confidence())));
     all.sort(
         Comparator.comparingLong(KeyView::uses)
             .thenComparingLong(KeyView::samples)
@@ -498,314 +475,5 @@ public final class OutputReserves {
       return "";
     }
     return name.length() <= MAX_NAME_CHARS ? name : name.substring(0, MAX_NAME_CHARS);
-  }
-
-  /** Decayed sums of the weights and of the logarithms of the values and their squares. */
-  private static final class LogMoments {
-    double s1;
-    double s2;
-
-    void add(double value, double decay, double factor) {
-      double l = Math.log(Math.max(1, value));
-      s1 = s1 * decay + factor * l;
-      s2 = s2 * decay + factor * l * l;
-    }
-  }
-
-  /** One key's learned state. */
-  private static final class Stats {
-    /**
-     * One answer's estimate, whether it reached the learned quantile, and whether there was any
-     * bound (false with too few answers for one: the estimate is then the cap).
-     */
-    record Estimate(long tokens, boolean learned, boolean bounded) {}
-
-    private final double quantile;
-    private final DecayedLogHistogram absolute = new DecayedLogHistogram(ABS_MAX);
-    private final DecayedLogHistogram relative = new DecayedLogHistogram(REL_SCALE);
-    private final LogMoments absLog = new LogMoments();
-    private final LogMoments relLog = new LogMoments();
-    private double weight; // decayed count of the answers learned (an answer weighs <= 1)
-    private long samples;
-    private long uses;
-    private double absQuantile = Double.NaN; // tokens of one answer
-    private double relQuantile = Double.NaN; // fraction of the cap, in (0, 1]
-    private double lossAbs; // decayed mean pinball loss of each form at the key's quantile
-    private double lossRel;
-    // bounds at the last confidence asked (recomputed after an answer or a new confidence)
-    private double boundFor = Double.NaN;
-    private double absBound = Double.NaN;
-    private double relBound = Double.NaN;
-    // coarse keys with tenant keys on: each tenant's decayed weight here (insertion order)
-    private @Nullable LinkedHashMap<String, Double> tenants;
-    // this replica's additions since the last exchange (sums over answers, as ReserveSnapshot)
-    private double[] addAbs = new double[0];
-    private double[] addRel = new double[0];
-    private final double[] addSums = new double[6]; // w, n, la, la2, lr, lr2
-
-    Stats(double quantile) {
-      this.quantile = quantile;
-    }
-
-    synchronized long samples() {
-      return samples;
-    }
-
-    /**
-     * Whether its answers could come from a distribution whose quantile is {@code bound}: the
-     * answers at or below it are not fewer than a binomial draw at the quantile gives with
-     * probability {@code alpha}.
-     */
-    synchronized boolean agreesWith(double bound, double alpha) {
-      long n = (long) Math.floor(weight + 1e-6);
-      double below = absolute.fractionAtMost(bound) * weight;
-      if (n < 1 || Double.isNaN(below)) {
-        return true;
-      }
-      // the smallest count c with P(Bin(n, q) <= c) >= alpha: fewer is improbable
-      long least = ReserveBounds.rank(n, quantile, alpha) - 1;
-      return below + 1e-6 >= least;
-    }
-
-    /** The largest answer learned (its bucket's upper edge; 0 with none). */
-    synchronized double largest() {
-      double v = absolute.quantile(1.0);
-      return Double.isNaN(v) ? 0 : v;
-    }
-
-    /** The decayed weight learned (tenants bounded): whether a coarse key may serve as a prior. */
-    synchronized double weighed() {
-      return weight;
-    }
-
-    /**
-     * One answer's estimate for a cap: the upper bound on the quantile at {@code confidence} in the
-     * form that predicted better, at least 1 and at most the cap.
-     */
-    synchronized Estimate estimate(long cap, double confidence, boolean use) {
-      if (use) {
-        uses++;
-      }
-      if (boundFor != confidence) {
-        bounds(confidence);
-      }
-      boolean rel = relativeWins();
-      double bound = rel ? relBound / REL_SCALE * cap : absBound;
-      double point = rel ? relQuantile * cap : absQuantile;
-      long tokens = Math.max(1, (long) Math.ceil(Math.min(bound, (double) cap)));
-      return new Estimate(
-          tokens, bound <= point * DecayedLogHistogram.BASE, bound < Double.POSITIVE_INFINITY);
-    }
-
-    private boolean relativeWins() {
-      return lossRel < lossAbs;
-    }
-
-    private void bounds(double confidence) {
-      boundFor = confidence;
-      absBound = bound(absolute, absLog, confidence);
-      relBound = Math.min(REL_SCALE, bound(relative, relLog, confidence));
-    }
-
-    /**
-     * The upper bound on the quantile: the order statistic of {@link ReserveBounds#rank} when the
-     * weight learned allows one, else the log-normal tolerance bound (never below the largest value
-     * seen).
-     */
-    private double bound(DecayedLogHistogram h, LogMoments m, double c) {
-      long n = (long) Math.floor(weight + 1e-6);
-      long k = ReserveBounds.rank(n, quantile, c);
-      if (n >= 1 && k <= n) {
-        return h.quantile(Math.min(1.0, (double) k / n));
-      }
-      double kf = ReserveBounds.toleranceFactor(weight, quantile, c);
-      if (!Double.isFinite(kf)) {
-        return Double.POSITIVE_INFINITY;
-      }
-      double mean = m.s1 / weight;
-      double var = Math.max(0, m.s2 / weight - mean * mean) * weight / (weight - 1);
-      double sd = Math.max(MIN_LOG_SD, Math.sqrt(var));
-      return Math.max(Math.exp(mean + kf * sd), h.quantile(1.0));
-    }
-
-    /**
-     * Learns one answer ({@code cut}: one cut short, a lower bound). On a coarse key {@code tenant}
-     * names who sent it, and it weighs at most what keeps that tenant at half the key's weight.
-     */
-    synchronized void record(
-        long cap,
-        double actual,
-        double growth,
-        double alpha,
-        boolean cut,
-        @Nullable String tenant) {
-      if (cut && !(samples > 0 && actual > absQuantile && actual / cap > relQuantile)) {
-        return; // not past the learned quantile: it says nothing usable
-      }
-      double factor = 1;
-      if (tenant != null) {
-        factor = allowance(tenant, growth);
-        if (!(factor > 0)) {
-          return;
-        }
-      }
-      if (samples > 0 && !cut) { // score both forms' predictions before they see this answer
-        lossAbs += alpha * (pinball(actual, Math.min(cap, absQuantile)) - lossAbs);
-        lossRel += alpha * (pinball(actual, Math.min(cap, relQuantile * cap)) - lossRel);
-      }
-      double rel = Math.min(1.0, actual / cap) * REL_SCALE;
-      absolute.add(actual, growth, factor);
-      relative.add(rel, growth, factor);
-      double decay = factor == 1 ? 1 / growth : Math.pow(growth, -factor);
-      absLog.add(actual, decay, factor);
-      relLog.add(rel, decay, factor);
-      weight = weight * decay + factor;
-      if (tenant != null) {
-        weigh(tenant, decay, factor);
-      }
-      samples++;
-      addition(actual, rel, factor);
-      absQuantile = absolute.quantile(quantile);
-      relQuantile = relative.quantile(quantile) / REL_SCALE;
-      boundFor = Double.NaN;
-    }
-
-    /**
-     * How much of a full answer {@code tenant} may add so that afterwards it is at most one answer
-     * ahead of all other tenants together (its share tends to half as the key fills; one tenant
-     * alone holds one answer's weight): {@code 1 + (W_others - W_t) / growth} within [0, 1].
-     */
-    private double allowance(String tenant, double growth) {
-      LinkedHashMap<String, Double> t = tenants;
-      double own = t == null ? 0 : t.getOrDefault(tenant, 0.0);
-      double ahead = weight - 2 * own; // others' weight minus its own
-      return Math.min(1, Math.max(0, 1 + (ahead >= 0 ? ahead / growth : ahead)));
-    }
-
-    private void weigh(String tenant, double decay, double factor) {
-      LinkedHashMap<String, Double> t = tenants;
-      if (t == null) {
-        t = new LinkedHashMap<>();
-        tenants = t;
-      }
-      t.replaceAll((k, v) -> v * decay);
-      t.merge(tenant, factor, Double::sum);
-      if (t.size() > MAX_TENANTS_PER_KEY) { // forget the least weighty (its weight stays learned)
-        String lightest = null;
-        double least = Double.POSITIVE_INFINITY;
-        for (Map.Entry<String, Double> e : t.entrySet()) {
-          if (!e.getKey().equals(tenant) && e.getValue() < least) {
-            least = e.getValue();
-            lightest = e.getKey();
-          }
-        }
-        if (lightest != null) {
-          t.remove(lightest);
-        }
-      }
-    }
-
-    private void addition(double actual, double rel, double factor) {
-      if (addAbs.length == 0) {
-        addAbs = new double[absolute.bucketCount()];
-        addRel = new double[relative.bucketCount()];
-      }
-      addAbs[absolute.index(actual)] += factor;
-      addRel[relative.index(rel)] += factor;
-      double la = Math.log(Math.max(1, actual));
-      double lr = Math.log(Math.max(1, rel));
-      addSums[0] += factor;
-      addSums[1] += 1;
-      addSums[2] += factor * la;
-      addSums[3] += factor * la * la;
-      addSums[4] += factor * lr;
-      addSums[5] += factor * lr * lr;
-    }
-
-    private static final String[] SUMS = {"w", "n", "la", "la2", "lr", "lr2"};
-
-    /** The additions since the last call as {@link ReserveSnapshot} fields, or null if none. */
-    synchronized @Nullable Map<String, Double> takeAdditions() {
-      if (!(addSums[1] > 0)) {
-        return null;
-      }
-      Map<String, Double> f = new java.util.HashMap<>();
-      for (int i = 0; i < SUMS.length; i++) {
-        f.put(SUMS[i], addSums[i]);
-      }
-      for (int i = 0; i < addAbs.length; i++) {
-        if (addAbs[i] > 0) {
-          f.put("a" + i, addAbs[i]);
-        }
-      }
-      for (int i = 0; i < addRel.length; i++) {
-        if (addRel[i] > 0) {
-          f.put("r" + i, addRel[i]);
-        }
-      }
-      java.util.Arrays.fill(addAbs, 0);
-      java.util.Arrays.fill(addRel, 0);
-      java.util.Arrays.fill(addSums, 0);
-      return f;
-    }
-
-    /** The shared state of the key, plus this replica's additions not yet in it. */
-    synchronized void adopt(Map<String, Double> f) {
-      double w = f.getOrDefault("w", 0.0);
-      if (!(w > 0) || !Double.isFinite(w)) {
-        return;
-      }
-      absolute.clear();
-      relative.clear();
-      absolute.addWeights(buckets(f, "a", absolute.bucketCount(), addAbs));
-      relative.addWeights(buckets(f, "r", relative.bucketCount(), addRel));
-      weight = w + addSums[0];
-      absLog.s1 = f.getOrDefault("la", 0.0) + addSums[2];
-      absLog.s2 = f.getOrDefault("la2", 0.0) + addSums[3];
-      relLog.s1 = f.getOrDefault("lr", 0.0) + addSums[4];
-      relLog.s2 = f.getOrDefault("lr2", 0.0) + addSums[5];
-      samples = (long) Math.floor(f.getOrDefault("n", 0.0) + addSums[1] + 1e-6);
-      absQuantile = absolute.quantile(quantile);
-      relQuantile = relative.quantile(quantile) / REL_SCALE;
-      boundFor = Double.NaN;
-    }
-
-    private static double[] buckets(Map<String, Double> f, String prefix, int n, double[] plus) {
-      double[] b = new double[n];
-      for (int i = 0; i < n; i++) {
-        Double v = f.get(prefix + i);
-        b[i] = (v == null ? 0 : Math.max(0, v)) + (i < plus.length ? plus[i] : 0);
-      }
-      return b;
-    }
-
-    private double pinball(double actual, double predicted) {
-      double d = actual - predicted;
-      return d >= 0 ? quantile * d : (quantile - 1) * d;
-    }
-
-    synchronized KeyView view(Key k, int warmup, double confidence) {
-      if (boundFor != confidence) {
-        bounds(confidence);
-      }
-      LinkedHashMap<String, Double> t = tenants;
-      return new KeyView(
-          k.pool(),
-          k.model(),
-          k.scope(),
-          k.tenant(),
-          quantile,
-          samples,
-          uses,
-          (k.tenant().isEmpty() && t != null) ? weight >= warmup : samples >= warmup,
-          relativeWins() ? "relative" : "absolute",
-          absQuantile,
-          relQuantile,
-          lossAbs,
-          lossRel,
-          weight,
-          absBound,
-          t == null ? 0 : t.size());
-    }
   }
 }

@@ -1,28 +1,20 @@
 package io.sluice.core.session;
 
 import io.sluice.core.adapt.AdaptiveLimit;
+import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
-import io.sluice.core.estimate.BodyRewrite;
 import io.sluice.core.estimate.EstimateLimits;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
-import io.sluice.core.estimate.UsageExtractor;
-import io.sluice.core.policy.DegradePolicy;
-import io.sluice.core.policy.EnginePriority;
-import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.session.SessionSteps.Step;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
@@ -105,35 +97,15 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private long decisionLatencyNanos;
   private long fanOutWork; // of workUnits: what the request's tools and declared calls add
   private Reason reason = Reason.ADMITTED;
-  private @Nullable UsageExtractor usage;
-  private int upstreamStatus;
   private AdaptiveLimit.@Nullable Snapshot limitAtDecision;
-  private boolean firstChunkSeen; // a response body chunk before the last one came
-  private boolean bodySeen; // any response body chunk came
-  private long outputCharge; // output tokens the pool counts for this request now (grows)
-  private boolean overran; // the answer streamed past its output reserve
-  private Charge charge = Charge.NONE; // what the tenant was charged at the end
-  private long firstChunkNanos; // when
   // read by the front end's idle sweep on another thread
   private volatile @Nullable Permit permit;
-  // the response's end the front end will not see: the cause, null when it is seen
-  private @Nullable String endUnseen;
-  private boolean tailDue; // the predicted end (or the deadline) passed
-  private boolean tailFrontDone; // the front end is done with the stream
-  private boolean tailReleasing; // the tail's own release is under way
-  private HoldTimer.@Nullable Handle tailTimer;
-  // --- the degrade ladder and what the upstream gets
-  private byte @Nullable [] body; // the request body, kept while it may be rewritten (not copied)
-  private int bodyOffset;
-  private int bodyLength;
-  private boolean degradeForbidden;
-  private @Nullable String degradedRung; // concise or reroute, null when not degraded
-  private @Nullable String degradeTrigger; // wait or headroom
-  private PoolPolicy runPool; // the pool the request runs in (another one when rerouted)
-  private byte @Nullable [] upstreamBody; // the rewritten body, null when unchanged
-  private Map<String, String> upstreamHeaders = Map.of();
-  private boolean clearRouteCache;
-  private @Nullable String enginePriority; // the engine priority written, null when none
+  // the parts: what to do when the pool cannot start the request now, and how it runs upstream;
+  // the response metered; a response end the front end will not see
+  private final Planner planner;
+  private UpstreamPlan plan;
+  private final ResponseMeter response;
+  private final HeldTail tail;
   private long refusalWaitNanos = -1; // the predicted wait behind a refusal's Retry-After
   private long admittedDeadlineLeftNanos; // time left before the deadline when admitted
 
@@ -145,8 +117,11 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.serial = serial;
     this.steps = steps;
     this.arrivalEpochMillis = env.clock().millis();
-    this.runPool = subject.pool();
     this.shadow = ShadowVerdicts.of(subject, env.listener());
+    this.planner = new DegradeLadder(env, subject);
+    this.plan = UpstreamPlan.asAsked(subject.pool());
+    this.response = new ResponseMeter(env, subject);
+    this.tail = new HeldTail(env, serial, () -> release(Outcome.COMPLETED), this::releaseSlot);
     this.checks =
         new CheckRun(env.checks(), this, serial, steps) {
           @Override
@@ -203,11 +178,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    */
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
-    if (mayRewrite()) {
-      this.body = body;
-      this.bodyOffset = offset;
-      this.bodyLength = length;
-    }
+    planner.offer(body, offset, length);
     estimate = env.estimator().estimate(subject.format(), body, offset, length, limits(), shape);
     if (estimate.fallbackCause() != null) {
       env.listener().on(new SessionEvent.EstimateFellBack(estimate.fallbackCause()));
@@ -240,7 +211,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     estimate = e;
     fanOutWork = subject.pool().fanout().workUnits(e.fanOut(), subject.fanout());
     workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens(), fanOutWork);
-    outputCharge = e.outputReserveTokens();
     AdmissionRequest request =
         new AdmissionRequest(
             subject.pool(),
@@ -261,44 +231,27 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
     phase = Phase.DECIDING;
     steps.at(Step.DECIDE);
-    DegradePolicy ladder = ladder();
-    boolean tried = false;
-    if (ladder != null && ladder.headroomBelow() > 0) {
-      PoolState state = env.controller().pool(subject.pool().name());
-      if (state != null
-          && state.classHeadroom(subject.requestClass().name()) < ladder.headroomBelow()) {
-        tried = true;
-        if (tryLadder(ladder, TRIGGER_HEADROOM, receivedNanos)) {
-          return;
-        }
-      }
+    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before the decision");
+    Planner.Planned planned =
+        planner.decide(
+            request,
+            new Planner.Cost(e, workUnits, fanOutWork),
+            atBody,
+            (r, degradeAbove) ->
+                subject.shadow()
+                    ? env.controller()
+                        .decide(r, Ask.shadow(subject.maxHoldNanos(), env.ticker().nanos()))
+                    : env.controller()
+                        .decide(
+                            r,
+                            Ask.hold(subject.maxHoldNanos(), this, env.ticker().nanos())
+                                .degradeAbove(degradeAbove)));
+    Planner.Cost runsAs = planned.runsAs();
+    if (runsAs != null) {
+      runAs(runsAs);
     }
-    if (tried) {
-      // the pool's free capacity for the class is low and no rung starts the request now: it waits
-      // (or is refused) as its concise version, as a concise one that started would have run
-      request = waitConcise(Objects.requireNonNull(ladder), request, TRIGGER_HEADROOM);
-    }
-    long waitTrigger = ladder == null || tried ? 0 : ladder.waitAbove().toNanos();
-    Decision d =
-        subject.shadow()
-            ? env.controller()
-                .decide(request, Ask.shadow(subject.maxHoldNanos(), env.ticker().nanos()))
-            : env.controller()
-                .decide(
-                    request,
-                    Ask.hold(subject.maxHoldNanos(), this, env.ticker().nanos())
-                        .degradeAbove(waitTrigger));
-    if (d instanceof Decision.Degradable && ladder != null) {
-      if (tryLadder(ladder, TRIGGER_WAIT, receivedNanos)) {
-        return;
-      }
-      // no rung starts it now: it waits (or is refused) as its concise version when it has one
-      d =
-          env.controller()
-              .decide(
-                  waitConcise(ladder, request, TRIGGER_WAIT),
-                  Ask.hold(subject.maxHoldNanos(), this, env.ticker().nanos()));
-    }
+    plan = planned.plan();
+    Decision d = planned.decision();
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);
     } else if (d instanceof Decision.Admit a) {
@@ -325,205 +278,32 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     }
   }
 
-  // --- the degrade ladder
-
-  /** The ladder's trigger: the predicted wait (or a refusal) of a request that cannot start now. */
-  public static final String TRIGGER_WAIT = "wait";
-
-  /** The ladder's trigger: the capacity free for the class fell below the class's level. */
-  public static final String TRIGGER_HEADROOM = "headroom";
-
-  /** Why a rung did not admit the request ({@link SessionEvent.DegradeSkipped#cause}). */
-  public static final List<String> SKIP_CAUSES = DegradeLadder.SKIP_CAUSES;
-
   /**
    * The front end's trusted signal (the route's {@code degrade: false}, the {@code noDegrade}
    * signal): this request is never degraded; called before it is decided.
    */
   public void forbidDegradation() {
-    degradeForbidden = true;
-  }
-
-  /** The class's ladder when this request may be degraded, else null. */
-  private @Nullable DegradePolicy ladder() {
-    DegradePolicy d = subject.requestClass().degrade();
-    if (!d.enabled() || subject.shadow()) {
-      return null;
-    }
-    if (degradeForbidden) {
-      env.listener().on(new SessionEvent.DegradeSkipped(subject, "all", "forbidden"));
-      return null;
-    }
-    return d;
-  }
-
-  /** Whether the body may be rewritten (kept until the decision): a ladder or engine priority. */
-  private boolean mayRewrite() {
-    if (subject.shadow()) {
-      return false;
-    }
-    if (subject.requestClass().degrade().enabled() && !degradeForbidden) {
-      return true;
-    }
-    EnginePriority ep = subject.pool().enginePriority();
-    return ep.enabled() && ep.field() != null;
+    planner.forbid();
   }
 
   /**
-   * Tries the ladder ({@link DegradeLadder}): when a rung starts the request at once, it runs with
-   * the rung's estimate, work, pool, body and headers, and is admitted degraded. False when none
-   * did; the caller then queues or refuses it as it would have.
+   * The request runs as {@code c} (a planner's cheaper version): the tenant's token reservation is
+   * cut to it.
    */
-  private boolean tryLadder(DegradePolicy ladder, String trigger, long receivedNanos) {
-    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before the ladder");
-    DegradeLadder.Run run =
-        DegradeLadder.tryRungs(
-            env,
-            ladder,
-            new DegradeLadder.Request(
-                subject,
-                atBody ? body : null,
-                bodyOffset,
-                bodyLength,
-                e,
-                workUnits,
-                fanOutWork,
-                limits()));
-    if (run == null) {
-      return false;
-    }
-    runAs(run.estimate(), run.workUnits(), run.body());
-    fanOutWork = run.fanOutWork();
-    runPool = run.pool();
-    upstreamHeaders = run.headers();
-    clearRouteCache = run.clearRouteCache();
-    degradedRung = run.rung();
-    degradeTrigger = trigger;
-    admit(run.permit(), receivedNanos);
-    return true;
-  }
-
-  /**
-   * A trigger fired ({@code trigger}: the wait, or the headroom) and no rung starts the request
-   * now: with a concise rung (and a body it applies to), the request waits as its concise version —
-   * a cheaper answer that frees its place sooner — and is degraded when it starts (refused: not
-   * degraded). Else {@code request}.
-   */
-  private AdmissionRequest waitConcise(
-      DegradePolicy ladder, AdmissionRequest request, String trigger) {
-    DegradePolicy.Concise c = DegradeLadder.conciseRung(ladder);
-    TokenEstimate e = estimate;
-    if (c == null || e == null) {
-      return request;
-    }
-    Object v =
-        DegradeLadder.conciseVariant(
-            env,
-            c,
-            new DegradeLadder.Request(
-                subject,
-                atBody ? body : null,
-                bodyOffset,
-                bodyLength,
-                e,
-                workUnits,
-                fanOutWork,
-                limits()));
-    if (!(v instanceof DegradeLadder.Variant variant)) {
-      return request;
-    }
-    runAs(variant.estimate(), variant.workUnits(), variant.body());
-    degradedRung = DegradePolicy.Concise.NAME;
-    degradeTrigger = trigger;
-    return new AdmissionRequest(
-        subject.pool(),
-        subject.requestClass(),
-        subject.tenant(),
-        variant.workUnits(),
-        subject.arrivalNanos(),
-        subject.deadlineNanos(),
-        variant.estimate().inputTokens(),
-        variant.estimate().outputReserveTokens());
-  }
-
-  /**
-   * The request runs as {@code e} ({@code work} units, the upstream gets {@code rewritten}): the
-   * tenant's token reservation is cut to it.
-   */
-  private void runAs(TokenEstimate e, long work, byte @Nullable [] rewritten) {
+  private void runAs(Planner.Cost c) {
+    TokenEstimate e = c.estimate();
     var r = checks.held(TokenReservationCheck.Reservation.class);
     if (r != null) {
       r.cutTo(e); // give back what the cheaper answer no longer needs
     }
     estimate = e;
-    workUnits = work;
-    outputCharge = e.outputReserveTokens();
-    upstreamBody = rewritten;
+    workUnits = c.workUnits();
+    fanOutWork = c.fanOutWork();
   }
 
-  /**
-   * What the upstream gets beyond the decision's own headers, fixed when the request is admitted:
-   * the engine priority (body field and/or header) of the pool it runs in, the rung's rewrite.
-   */
-  private void prepareUpstream() {
-    if (passed()) {
-      return; // shadow: observe only, nothing is rewritten
-    }
-    PoolPolicy pool = runPool;
-    EnginePriority ep = pool.enginePriority();
-    String v = DegradeLadder.enginePriority(env, subject, pool);
-    enginePriority = v;
-    if (v != null && ep.header() != null) {
-      Map<String, String> h = new LinkedHashMap<>(upstreamHeaders);
-      h.put(ep.header(), v);
-      upstreamHeaders = h;
-    }
-    byte[] b = body;
-    if (upstreamBody == null && degradedRung == null && v != null && ep.field() != null) {
-      if (atBody && b != null) {
-        upstreamBody =
-            BodyRewrite.apply(
-                subject.format(),
-                b,
-                bodyOffset,
-                bodyLength,
-                DegradeLadder.priorityEdits(env, subject, pool));
-      }
-      if (upstreamBody == null && ep.header() == null) {
-        enginePriority = null; // written nowhere: the decision must not claim it
-      }
-    }
-    body = null; // decided: the body is not needed any more
-  }
-
-  /** The rung that degraded this request ({@code concise}, {@code reroute}), or null. */
-  public @Nullable String degradedRung() {
-    return degradedRung;
-  }
-
-  /** What fired the ladder for a degraded request ({@code wait}, {@code headroom}), or null. */
-  public @Nullable String degradeTrigger() {
-    return degradeTrigger;
-  }
-
-  /** The pool the request runs in: its own, or the reroute rung's. */
-  public PoolPolicy runPool() {
-    return runPool;
-  }
-
-  /** The body the upstream gets instead of the client's, or null when it is unchanged. */
-  public byte @Nullable [] upstreamBody() {
-    return upstreamBody;
-  }
-
-  /** Request headers to set for the upstream (reroute, engine priority); empty when none. */
-  public Map<String, String> upstreamHeaders() {
-    return upstreamHeaders;
-  }
-
-  /** Whether Envoy must pick the route again (the reroute rung changed the routing header). */
-  public boolean clearRouteCache() {
-    return clearRouteCache;
+  /** How the request runs upstream: its pool, body, headers, engine priority, degrade. */
+  public UpstreamPlan plan() {
+    return plan;
   }
 
   /**
@@ -533,11 +313,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    */
   public long refusalWaitNanos() {
     return refusalWaitNanos;
-  }
-
-  /** The engine priority written for the upstream, or null when none. */
-  public @Nullable String enginePriority() {
-    return enginePriority;
   }
 
   /** Queued: the front end holds the deciding message; the expiry timer is armed. */
@@ -605,16 +380,18 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     if (phase != Phase.ENDED) {
       phase = Phase.RUNNING;
     }
-    String rung = degradedRung;
+    String rung = plan.rung();
     if (rung != null && reason == Reason.ADMITTED) {
       reason = Reason.DEGRADED;
-      env.listener().on(new SessionEvent.Degraded(subject, rung, String.valueOf(degradeTrigger)));
+      env.listener().on(new SessionEvent.Degraded(subject, rung, String.valueOf(plan.trigger())));
     }
-    prepareUpstream();
+    if (!passed()) { // shadow: observe only, nothing is rewritten
+      plan = planner.admitted(plan, atBody);
+    }
     admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
-    noteLimit();
+    limitAtDecision = AdaptiveSignals.limit(env, subject, permit);
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding: give it back at once
       release(Outcome.CANCELLED);
@@ -650,16 +427,14 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       phase = Phase.REFUSED;
     }
     atBody = body;
-    this.body = null;
-    degradedRung = null; // a refused request is not degraded (it may have waited as concise)
-    degradeTrigger = null;
-    upstreamBody = null;
+    planner.refused();
+    plan = plan.notDegraded(); // a refused request is not degraded (it may have waited as concise)
     checks.release(AdmissionCheck.Release.REFUSED); // in reverse order, the reservation refunded
     checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
     reason = why;
     decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
-    noteLimit();
+    limitAtDecision = AdaptiveSignals.limit(env, subject, permit);
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
@@ -711,100 +486,32 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   /** Response headers from the upstream: its status, and the usage reader for the body. */
   public void responseHeaders(int status, String contentType, boolean countStatus) {
-    responseHeaders(status, contentType, countStatus, -1);
+    responseHeaders(status, contentType, countStatus, -1, AnswerSource.UPSTREAM);
   }
 
   /**
    * Response headers from the upstream: its status (an overload shrinks an adaptive pool, and its
-   * {@code retryAfterNanos}, negative if none, may pause it), and the usage reader for the body.
-   */
-  public void responseHeaders(
-      int status, String contentType, boolean countStatus, long retryAfterNanos) {
-    responseHeaders(
-        status,
-        contentType,
-        countStatus,
-        retryAfterNanos,
-        io.sluice.core.adapt.AnswerSource.UPSTREAM);
-  }
-
-  /**
-   * As above, the answer produced by {@code source}: only the upstream's own answers move an
-   * adaptive limit (an Envoy local reply or a Sluice refusal is counted apart).
+   * {@code retryAfterNanos}, negative if none, may pause it; only the upstream's own answers,
+   * {@code source}, move an adaptive limit), and the usage reader for the body.
    */
   public void responseHeaders(
       int status,
       String contentType,
       boolean countStatus,
       long retryAfterNanos,
-      io.sluice.core.adapt.AnswerSource source) {
-    upstreamStatus = status;
-    if (countStatus) {
-      env.listener().on(new SessionEvent.UpstreamResponded(subject, status));
-      Permit p = permit;
-      PoolState pool = p == null ? null : adaptivePool();
-      if (p != null && pool != null) {
-        pool.onAnswer(p, status, retryAfterNanos, source, env.ticker().nanos());
-      }
-    }
-    TokenEstimate e = estimate;
-    usage =
-        UsageExtractor.forResponse(
-            contentType, env.estimator().meter(e == null ? null : e.model()));
+      AnswerSource source) {
+    response.headers(status, contentType, countStatus, retryAfterNanos, source, permit, estimate);
   }
 
   /** A response body chunk, read in place for the usage it reports. */
   public void responseBody(byte[] data, int offset, int length, boolean last) {
-    if (length > 0 && !firstChunkSeen && !last) {
-      firstChunkSeen = true;
-      firstChunkNanos = env.ticker().nanos();
-      Permit p = permit;
-      PoolState pool = adaptivePool();
-      if (p != null && pool != null && upstreamStatus / 100 == 2) {
-        pool.onLatency(
-            AdaptiveLimit.Signal.TTFT, firstChunkNanos - p.admittedAtNanos(), p.admittedAtNanos());
-      }
-    }
-    if (usage == null || length <= 0) {
-      return;
-    }
-    bodySeen = true;
-    if (last) {
-      usage.onLastChunk(data, offset, length);
-    } else {
-      usage.onChunk(data, offset, length); // copies nothing
-      if (usage.isEventStream()) {
-        meterInFlight(usage.outputSoFar());
-      }
-    }
-  }
-
-  /**
-   * The answer streamed {@code produced} output tokens so far: past what the pool counts for it,
-   * its charge grows to the tokens produced plus a quarter more (the rest expected; steps of 25 %,
-   * so an answer that runs to 8× its reserve grows about 10 times), and the pool's free capacity
-   * with it. Released with the permit.
-   */
-  private void meterInFlight(long produced) {
-    Permit p = permit;
-    TokenEstimate e = estimate;
-    if (p == null || e == null || produced <= outputCharge) {
-      return;
-    }
-    long next = produced + Math.max(1, produced / 4);
-    long more =
-        runPool.workUnits(e.inputTokens(), next) - runPool.workUnits(e.inputTokens(), outputCharge);
-    outputCharge = next;
-    boolean first = !overran;
-    overran = true;
-    long added = p.grow(more);
-    env.listener().on(new SessionEvent.OutputOverran(subject, added, produced, first));
+    response.body(data, offset, length, last, permit, estimate, plan.pool());
   }
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   public boolean release(Outcome outcome) {
-    if (inTail()) { // held for a predicted tail: the front end's end is only the stream's close
-      return frontDoneInTail();
+    if (tail.holds()) { // held for a predicted tail: the front end's end is only the stream's close
+      return tail.frontDone();
     }
     Permit p = permit;
     if (p == null) {
@@ -817,13 +524,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     releaseSlot();
     steps.at(Step.RELEASE);
     steps.at(Step.METRICS);
-    Usage u = endUsage(outcome);
-    if (upstreamStatus / 100 == 2 && degradedRung == null) { // a degraded answer: not the full
-      learnReserve(charge.outputTokens(), !answerComplete());
-    }
-    if (outcome == Outcome.COMPLETED && upstreamStatus / 100 == 2 && u.outputTokens() > 0) {
-      timePerOutputToken(p, u.outputTokens(), now);
-    }
+    Usage u = endUsage(outcome); // the learners hear the release (ReserveLearner, AdaptiveSignals)
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(facts(), outcome, now - p.admittedAtNanos(), u));
     return true;
@@ -838,10 +539,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     checks.release(AdmissionCheck.Release.ENDED); // what the pass kept: the retry claim
     long now = env.ticker().nanos();
     steps.at(Step.RELEASE);
-    Usage u = endUsage(outcome);
-    if (upstreamStatus / 100 == 2) { // shadow mode learns too: enforcing starts warmed
-      learnReserve(charge.outputTokens(), !answerComplete());
-    }
+    Usage u = endUsage(outcome); // shadow mode learns too: enforcing starts warmed
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Released(facts(), outcome, now - sh.passedAtNanos(), u));
     return true;
@@ -849,78 +547,20 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   /**
    * The usage the response reported, and the tenant's token reservation reconciled with what the
-   * request is charged ({@link #chargeFor}).
+   * request is charged ({@link ChargeRule}).
    */
   private Usage endUsage(Outcome outcome) {
-    Usage u = Usage.NONE;
-    if (usage != null) {
-      usage.onEnd();
-      u = usage.usage();
-    }
-    TokenEstimate e = estimate;
-    if (e == null) {
-      return u;
-    }
-    charge = chargeFor(outcome, e, u);
+    Usage u = response.end(outcome, estimate);
     var r = checks.held(TokenReservationCheck.Reservation.class);
-    if (r != null) {
-      r.reconcile(charge);
+    if (r != null && estimate != null) {
+      r.reconcile(response.charge());
     }
     return u;
   }
 
-  /**
-   * What a request that ran is charged, by how its answer ended (docs/estimation.md,
-   * "Reconciliation"): the reported usage of a complete answer; for a request cut before any answer
-   * began, its input; nothing for an upstream error without usage; for a stream cut short (or
-   * complete without usage), the output streamed (the larger of the usage reported on the way and
-   * the metered text) and the reported or estimated input; the reservation for an answer Sluice
-   * could not see (response body mode NONE, a JSON body without usage).
-   */
-  private Charge chargeFor(Outcome outcome, TokenEstimate e, Usage u) {
-    UsageExtractor x = usage;
-    long metered = x == null ? 0 : x.meteredOutputTokens();
-    boolean complete = x != null && x.complete();
-    boolean stream = x != null && x.isEventStream();
-    // A stream's usage is final only with its last event: one that ended without it (an upstream
-    // that closed mid-answer) reported at most its usage on the way (Anthropic's message_start:
-    // output_tokens 2), and is charged below as a stream cut short.
-    if (u.reported() && (complete || (outcome == Outcome.COMPLETED && bodySeen && !stream))) {
-      return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
-    }
-    if (x == null) { // no answer began: the prompt went upstream, nothing came back
-      return new Charge(Charge.NO_ANSWER, e.inputTokens(), 0, 0);
-    }
-    if (upstreamStatus >= 400 && !u.reported()) {
-      return new Charge(Charge.UPSTREAM_ERROR, 0, 0, metered);
-    }
-    if (!bodySeen && outcome == Outcome.COMPLETED) { // the answer went by unseen
-      return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), 0);
-    }
-    if (stream) { // what the stream showed is what was produced
-      long input = u.reported() && u.inputTokens() > 0 ? u.inputTokens() : e.inputTokens();
-      return new Charge(Charge.STREAMED, input, x.outputSoFar(), metered);
-    }
-    if (u.reported()) { // a JSON answer cut after its usage
-      return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
-    }
-    return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered);
-  }
-
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
   public long outputCharge() {
-    return outputCharge;
-  }
-
-  /**
-   * Whether the answer's own end was seen and its output is known: a complete answer with its
-   * reported usage, or a complete stream whose text was metered (no usage sent). Only those teach
-   * the learned reserve: a cut answer would teach it its cut.
-   */
-  private boolean answerComplete() {
-    UsageExtractor x = usage;
-    return charge.rule().equals(Charge.REPORTED)
-        || (charge.rule().equals(Charge.STREAMED) && x != null && x.complete());
+    return response.outputCharge(estimate);
   }
 
   /**
@@ -929,80 +569,9 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    */
   private TokenEstimate learnedReserve(TokenEstimate e) {
     requestedOutputTokens = e.outputReserveTokens();
-    OutputReserves.Reserve r =
-        env.reserves()
-            .reserve(
-                subject.pool().name(),
-                e.model(),
-                reserveScope(),
-                subject.tenant().id(),
-                subject.requestClass().reserveQuantile(),
-                e.outputReserveTokens() / shape.answers(),
-                subject.requestClass().defaultOutputTokens(),
-                shape.answers(),
-                e.outputReserveTokens());
+    OutputReserves.Reserve r = ReserveLearner.reserve(env.reserves(), subject, e, shape.answers());
     reserveRule = r.rule();
     return r.outputTokens() == e.outputReserveTokens() ? e : e.withOutputReserve(r.outputTokens());
-  }
-
-  /**
-   * An answer's actual output, learned for the next requests of its key: a complete one as it is;
-   * one cut short ({@code cut}: what a stream showed before a cancel or reset) as a lower bound.
-   */
-  private void learnReserve(long outputTokens, boolean cut) {
-    TokenEstimate e = estimate;
-    if (e == null || (cut && !charge.rule().equals(Charge.STREAMED))) {
-      return; // nothing of the answer was seen
-    }
-    OutputReserves r = env.reserves();
-    String pool = subject.pool().name();
-    String scope = reserveScope();
-    String tenant = subject.tenant().id();
-    double q = subject.requestClass().reserveQuantile();
-    long cap = requestedOutputTokens / shape.answers();
-    if (cut) {
-      r.recordCut(pool, e.model(), scope, tenant, q, cap, shape.answers(), outputTokens);
-    } else {
-      r.record(pool, e.model(), scope, tenant, q, cap, shape.answers(), outputTokens);
-    }
-  }
-
-  /** The route's name, or the class's when the route has none. */
-  private String reserveScope() {
-    String route = subject.route();
-    return route != null && !route.isEmpty() ? route : "class:" + subject.requestClass().name();
-  }
-
-  /** For the decision record: an adaptive pool's limit when this request was decided. */
-  private void noteLimit() {
-    PoolState pool = adaptivePool();
-    AdaptiveLimit a = pool == null ? null : pool.adaptive();
-    if (a != null) {
-      limitAtDecision = a.snapshot(env.ticker().nanos());
-    }
-  }
-
-  /** The pool of this request when its limit is adaptive, else null. */
-  private @Nullable PoolState adaptivePool() {
-    Permit p = permit;
-    PoolState pool = p != null ? p.pool() : env.controller().pool(subject.pool().name());
-    return pool != null && pool.adaptive() != null ? pool : null;
-  }
-
-  /**
-   * An adaptive pool's time-per-output-token sample of a completed answer: from its first chunk to
-   * its end over the tokens after the first when it streamed, else its whole time over its tokens.
-   */
-  private void timePerOutputToken(Permit p, long outputTokens, long now) {
-    PoolState pool = adaptivePool();
-    if (pool == null) {
-      return;
-    }
-    double tpot =
-        firstChunkSeen && outputTokens >= 2
-            ? (double) (now - firstChunkNanos) / (outputTokens - 1)
-            : (double) (now - p.admittedAtNanos()) / outputTokens;
-    pool.onLatency(AdaptiveLimit.Signal.TPOT, tpot, p.admittedAtNanos());
   }
 
   /**
@@ -1021,7 +590,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       try {
         release(outcome);
       } finally {
-        if (!inTail()) { // a held tail keeps the tenant's slot until it is released
+        if (!tail.holds()) { // a held tail keeps the tenant's slot until it is released
           releaseSlot(); // a no-op unless the release above failed before giving it back
         }
       }
@@ -1040,7 +609,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
   public void releaseQuietly(Outcome outcome) {
-    if (inTail()) {
+    if (tail.holds()) {
       return; // the tail's timer (or shutdown) releases it
     }
     Permit p = permit;
@@ -1056,51 +625,12 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   // --- a response whose end the front end will not see
 
   /**
-   * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}:
-   * Envoy sends no response body and may close the stream right after the response headers, at the
-   * answer's first token). The permit is held for the predicted rest of the answer: until {@code
-   * admittedAt + }{@link PoolState#tailNanos} (from the headers time now, its reserved output and
-   * the pool's learned time per output token; at most the request's deadline), and, if the front
-   * end's stream is still open then, until it closes (Envoy before 1.37 keeps it to the request's
-   * end); at once when both have passed. The front end's end paths ({@link #release}, {@link #end})
-   * do not release it before that, nor twice. Its release is {@link Outcome#COMPLETED} and teaches
-   * the pool no service time ({@link Permit#markEndUnseen}); the token reservation stays charged
-   * (no usage is seen). Emits {@link SessionEvent.ResponseEndUnseen}. A shadow pass (no permit)
-   * ends at once.
+   * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}): the
+   * permit is held for the predicted rest of the answer ({@link HeldTail#unseen}); the front end's
+   * end paths ({@link #release}, {@link #end}) do not release it before that, nor twice.
    */
   public void responseEndUnseen(String cause) {
-    if (endUnseen != null) {
-      return;
-    }
-    endUnseen = cause;
-    Permit p = permit;
-    boolean guessed = p != null && p.pool().serviceTimeGuessed();
-    env.listener().on(new SessionEvent.ResponseEndUnseen(subject, cause, guessed));
-    if (p == null || !p.markEndUnseen()) {
-      release(Outcome.COMPLETED); // nothing held (a shadow pass), or released already (a no-op)
-      return;
-    }
-    if (!env.tails().add(this)) { // the server shuts down
-      tailDue = true;
-      tailFrontDone = true;
-      releaseTail();
-      return;
-    }
-    long now = env.ticker().nanos();
-    // called at the response headers: of a streamed answer (SSE), they came with its first token;
-    // of a whole one, with its end (the headers time is then no first token: not used)
-    UsageExtractor u = usage;
-    long headers = u != null && u.isEventStream() ? now - p.admittedAtNanos() : -1;
-    long rest =
-        Math.min(
-            p.pool().tailNanos(p, headers),
-            Math.max(0, subject.deadlineNanos() - p.admittedAtNanos()));
-    long delay = p.admittedAtNanos() + rest - now;
-    if (delay <= 0) {
-      tailDue = true;
-    } else {
-      tailTimer = env.timer().schedule(delay, () -> serial.execute(this::onTailDue));
-    }
+    tail.unseen(cause, permit, subject, response.eventStream());
   }
 
   /**
@@ -1108,61 +638,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * is called off, so the release that follows is an ordinary, measured one.
    */
   public void responseEndSeen() {
-    Permit p = permit;
-    if (endUnseen == null || p == null || p.isReleased()) {
-      return;
-    }
-    endUnseen = null;
-    env.tails().remove(this);
-    cancelTailTimer();
-    p.markEndSeen();
-  }
-
-  /** Held for a predicted tail and not released yet. */
-  private boolean inTail() {
-    Permit p = permit;
-    return endUnseen != null && !tailReleasing && p != null && p.endUnseen() && !p.isReleased();
-  }
-
-  private boolean frontDoneInTail() {
-    tailFrontDone = true;
-    return tailDue && releaseTail();
-  }
-
-  private void onTailDue() {
-    tailTimer = null;
-    tailDue = true;
-    if (inTail() && tailFrontDone) {
-      releaseTail();
-    }
-  }
-
-  /** Shutdown ({@link TailHolds#releaseAll}): the tail ends now, in the serial context. */
-  void endTailNow() {
-    serial.execute(
-        () -> {
-          tailDue = true;
-          tailFrontDone = true;
-          if (inTail()) {
-            releaseTail();
-          }
-        });
-  }
-
-  private boolean releaseTail() {
-    tailReleasing = true;
-    env.tails().remove(this);
-    cancelTailTimer();
-    boolean released = release(Outcome.COMPLETED);
-    releaseSlot(); // a no-op after the release above
-    return released;
-  }
-
-  private void cancelTailTimer() {
-    if (tailTimer != null) {
-      tailTimer.cancel();
-      tailTimer = null;
-    }
+    tail.seen();
   }
 
   /** Gives the checks' holds back, once (every end path calls it; only the first does anything). */
@@ -1189,9 +665,9 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    */
   RequestFacts facts() {
     TokenEstimate e = estimate;
-    String c = endUnseen;
     ShadowVerdicts sh = shadow;
     QueuePlace place = queue;
+    Permit p = permit;
     return new RequestFacts(
         subject,
         arrivalEpochMillis,
@@ -1199,7 +675,13 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
         e == null
             ? null
             : new RequestFacts.Estimate(
-                e, workUnits, fanOutWork, requestedOutputTokens, reserveRule),
+                e,
+                workUnits,
+                fanOutWork,
+                requestedOutputTokens,
+                reserveRule,
+                shape.answers(),
+                ReserveLearner.scope(subject)),
         new RequestFacts.Decided(
             reason,
             decisionLatencyNanos,
@@ -1208,10 +690,10 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
             refusalWaitNanos,
             admittedDeadlineLeftNanos,
             limitAtDecision),
-        new RequestFacts.Run(runPool, permit != null, degradedRung, degradeTrigger, enginePriority),
+        plan.facts(p),
         sh == null ? null : sh.facts(),
         attempt(),
-        new RequestFacts.End(upstreamStatus, c == null ? "seen" : c, overran, charge));
+        response.facts(tail.cause(), p));
   }
 
   @Override

@@ -13,26 +13,207 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.DegradePolicy;
 import io.sluice.core.policy.EnginePriority;
 import io.sluice.core.policy.PoolPolicy;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A request's degrade ladder (its class's {@link DegradePolicy}) and the engine priority of the
- * pool it runs in: which rung, if any, can start it at once, and what the upstream then gets. No
- * state of its own: {@link AdmissionSession} asks, and applies the {@link Run} it gets back.
+ * The first {@link Planner}: a request's degrade ladder (its class's {@link DegradePolicy}) and the
+ * engine priority of the pool it runs in. When the pool cannot start the request now (its predicted
+ * wait is above the class's {@code waitAbove}, or the capacity free for the class is below its
+ * {@code headroomBelow}), a rung that can start it at once admits it ({@link Run}); else it waits
+ * (or is refused) as its concise version when it has one. It returns the plan, never sets the
+ * session's state; its own state is the body it keeps while it may rewrite it.
  *
  * <p>A rung passes the same admission check as any request ({@link
  * io.sluice.core.admission.Ask.Mode#RUNG}: never queued, never ahead of a waiting request of equal
  * or higher priority), in its own pool ({@code concise}) or the target pool ({@code reroute}),
  * which then holds its permit.
  */
-final class DegradeLadder {
+final class DegradeLadder implements Planner {
   /** Why a rung did not admit the request ({@link SessionEvent.DegradeSkipped#cause}). */
   static final List<String> SKIP_CAUSES =
       List.of("no_body", "unreadable", "no_saving", "no_room", "no_pool");
 
-  private DegradeLadder() {}
+  /** The trigger: the predicted wait (or a refusal) of a request that cannot start now. */
+  static final String TRIGGER_WAIT = "wait";
+
+  /** The trigger: the capacity free for the class fell below the class's level. */
+  static final String TRIGGER_HEADROOM = "headroom";
+
+  private final Sessions env;
+  private final Subject subject;
+  private byte @Nullable [] body; // the request body, kept while it may be rewritten (not copied)
+  private int offset;
+  private int length;
+  private boolean forbidden;
+
+  DegradeLadder(Sessions env, Subject subject) {
+    this.env = env;
+    this.subject = subject;
+  }
+
+  @Override
+  public void forbid() {
+    forbidden = true;
+  }
+
+  @Override
+  public void offer(byte[] body, int offset, int length) {
+    if (mayRewrite()) {
+      this.body = body;
+      this.offset = offset;
+      this.length = length;
+    }
+  }
+
+  /** Whether the body may be rewritten (kept until the decision): a ladder or engine priority. */
+  private boolean mayRewrite() {
+    if (subject.shadow()) {
+      return false;
+    }
+    if (subject.requestClass().degrade().enabled() && !forbidden) {
+      return true;
+    }
+    EnginePriority ep = subject.pool().enginePriority();
+    return ep.enabled() && ep.field() != null;
+  }
+
+  /** The class's ladder when this request may be degraded, else null. */
+  private @Nullable DegradePolicy ladder() {
+    DegradePolicy d = subject.requestClass().degrade();
+    if (!d.enabled() || subject.shadow()) {
+      return null;
+    }
+    if (forbidden) {
+      env.listener().on(new SessionEvent.DegradeSkipped(subject, "all", "forbidden"));
+      return null;
+    }
+    return d;
+  }
+
+  @Override
+  public Planned decide(AdmissionRequest request, Cost asked, boolean atBody, Pool pool) {
+    DegradePolicy ladder = ladder();
+    Request r =
+        new Request(
+            subject,
+            atBody ? body : null,
+            offset,
+            length,
+            asked.estimate(),
+            asked.workUnits(),
+            asked.fanOutWork(),
+            limits(subject));
+    if (ladder != null && ladder.headroomBelow() > 0) {
+      PoolState state = env.controller().pool(subject.pool().name());
+      if (state != null
+          && state.classHeadroom(subject.requestClass().name()) < ladder.headroomBelow()) {
+        Run run = tryRungs(env, ladder, r);
+        // the pool's free capacity for the class is low and no rung starts the request now: it
+        // waits (or is refused) as its concise version, as a concise one that started would run
+        return run != null
+            ? admitted(run, TRIGGER_HEADROOM)
+            : waitConcise(ladder, r, request, TRIGGER_HEADROOM, pool);
+      }
+    }
+    Decision d = pool.decide(request, ladder == null ? 0 : ladder.waitAbove().toNanos());
+    if (!(d instanceof Decision.Degradable) || ladder == null) {
+      return new Planned(d, null, UpstreamPlan.asAsked(subject.pool()));
+    }
+    Run run = tryRungs(env, ladder, r);
+    // no rung starts it now: it waits (or is refused) as its concise version when it has one
+    return run != null
+        ? admitted(run, TRIGGER_WAIT)
+        : waitConcise(ladder, r, request, TRIGGER_WAIT, pool);
+  }
+
+  /** A rung admitted the request: it runs as the rung's version, in the rung's pool. */
+  private static Planned admitted(Run run, String trigger) {
+    return new Planned(
+        new Decision.Admit(run.permit()),
+        new Cost(run.estimate(), run.workUnits(), run.fanOutWork()),
+        new UpstreamPlan(
+            run.pool(),
+            run.body(),
+            run.headers(),
+            run.clearRouteCache(),
+            null,
+            run.rung(),
+            trigger));
+  }
+
+  /**
+   * A trigger fired ({@code trigger}: the wait, or the headroom) and no rung starts the request
+   * now: with a concise rung (and a body it applies to), the request waits as its concise version —
+   * a cheaper answer that frees its place sooner — and is degraded when it starts (refused: not
+   * degraded). Else it waits as {@code request}. No wait ladder: it fired already.
+   */
+  private Planned waitConcise(
+      DegradePolicy ladder, Request r, AdmissionRequest request, String trigger, Pool pool) {
+    DegradePolicy.Concise c = conciseRung(ladder);
+    Object v = c == null ? null : conciseVariant(env, c, r);
+    if (!(v instanceof Variant variant)) {
+      return new Planned(pool.decide(request, 0), null, UpstreamPlan.asAsked(subject.pool()));
+    }
+    AdmissionRequest concise =
+        admission(subject, subject.pool(), variant.workUnits(), variant.estimate());
+    return new Planned(
+        pool.decide(concise, 0),
+        new Cost(variant.estimate(), variant.workUnits(), r.fanOutWork()),
+        new UpstreamPlan(
+            subject.pool(),
+            variant.body(),
+            Map.of(),
+            false,
+            null,
+            DegradePolicy.Concise.NAME,
+            trigger));
+  }
+
+  /**
+   * What the upstream gets beyond the decision's own headers, fixed when the request is admitted:
+   * the engine priority (body field and/or header) of the pool it runs in, the rung's rewrite.
+   */
+  @Override
+  public UpstreamPlan admitted(UpstreamPlan plan, boolean atBody) {
+    PoolPolicy pool = plan.pool();
+    EnginePriority ep = pool.enginePriority();
+    String v = enginePriority(env, subject, pool);
+    String written = v;
+    Map<String, String> headers = plan.headers();
+    if (v != null && ep.header() != null) {
+      Map<String, String> h = new LinkedHashMap<>(headers);
+      h.put(ep.header(), v);
+      headers = h;
+    }
+    byte[] upstream = plan.body();
+    byte[] b = body;
+    if (upstream == null && plan.rung() == null && v != null && ep.field() != null) {
+      if (atBody && b != null) {
+        upstream =
+            BodyRewrite.apply(
+                subject.format(), b, offset, length, priorityEdits(env, subject, pool));
+      }
+      if (upstream == null && ep.header() == null) {
+        written = null; // written nowhere: the decision must not claim it
+      }
+    }
+    body = null; // decided: the body is not needed any more
+    return new UpstreamPlan(
+        pool, upstream, headers, plan.clearRouteCache(), written, plan.rung(), plan.trigger());
+  }
+
+  @Override
+  public void refused() {
+    body = null;
+  }
+
+  private static EstimateLimits limits(Subject subject) {
+    return new EstimateLimits(
+        subject.requestClass().defaultOutputTokens(), subject.requestClass().maxOutputTokens());
+  }
 
   /**
    * The request as the ladder sees it: the body (null when decided at headers or not kept), the

@@ -44,13 +44,17 @@ public record RequestFacts(
    *     answers) gave
    * @param reserveRule the learned-reserve rule that gave the output reserve ({@code prior}, {@code
    *     bound}, {@code learned}, {@code cap} or {@code off})
+   * @param answers how many answers the body asks for ({@code n}, {@code best_of}; {@code >= 1})
+   * @param scope the learned reserve's scope of the request: its route, or {@code class:<name>}
    */
   public record Estimate(
       TokenEstimate tokens,
       long workUnits,
       long fanOutWork,
       long requestedOutputTokens,
-      String reserveRule) {}
+      String reserveRule,
+      int answers,
+      String scope) {}
 
   /**
    * The decision.
@@ -80,13 +84,15 @@ public record RequestFacts(
    * @param degradedRung the rung that degraded it ({@code concise}, {@code reroute}), or null
    * @param degradeTrigger what fired the ladder ({@code wait}, {@code headroom}), or null
    * @param enginePriority the engine priority written for the upstream, or null
+   * @param admittedAtNanos ticker time the permit was granted (0 without one)
    */
   public record Run(
       PoolPolicy pool,
       boolean permit,
       @Nullable String degradedRung,
       @Nullable String degradeTrigger,
-      @Nullable String enginePriority) {}
+      @Nullable String enginePriority,
+      long admittedAtNanos) {}
 
   /**
    * Shadow mode: what enforcement would have done ({@link SessionEvent.Shadowed}).
@@ -105,6 +111,16 @@ public record RequestFacts(
    * @param responseEnd {@code seen}, or why the response's end was not seen
    * @param overran whether the answer streamed past its output reserve
    * @param charge what the tenant was charged ({@link Charge#NONE} until the request ended)
+   * @param complete whether the answer's own end was seen and its output is known (a complete
+   *     answer with its reported usage, or a complete stream metered); false until it ended
+   * @param firstChunkNanos time from the permit's grant to the answer's first body chunk (one
+   *     before its last), or -1 when none came (or no permit)
    */
-  public record End(int upstreamStatus, String responseEnd, boolean overran, Charge charge) {}
+  public record End(
+      int upstreamStatus,
+      String responseEnd,
+      boolean overran,
+      Charge charge,
+      boolean complete,
+      long firstChunkNanos) {}
 }

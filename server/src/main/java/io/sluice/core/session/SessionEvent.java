@@ -49,8 +49,8 @@ public sealed interface SessionEvent
   record Degraded(Subject subject, String rung, String trigger) implements SessionEvent {}
 
   /**
-   * A rung of the ladder did not admit the request ({@code cause}: one of {@link
-   * AdmissionSession#SKIP_CAUSES}), or the request may not be degraded ({@code rung} {@code all},
+   * A rung of the ladder did not admit the request ({@code cause}: one of {@code
+   * DegradeLadder.SKIP_CAUSES}), or the request may not be degraded ({@code rung} {@code all},
    * {@code cause} {@code forbidden}).
    */
   record DegradeSkipped(Subject subject, String rung, String cause) implements SessionEvent {}

@@ -5,28 +5,28 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The sessions whose permit is held now for a predicted tail ({@link
- * AdmissionSession#responseEndUnseen}): their front end will not see the response's end, so the
- * permit goes back on a timer. One per process, shared by every runtime snapshot (a reload keeps
- * the tails, as it keeps every permit), so that shutdown can release them all ({@link
- * #releaseAll}). Bounded by the permits in flight: a session is in it only while it holds one.
- * Thread-safe.
+ * AdmissionSession#responseEndUnseen}, {@link HeldTail}): their front end will not see the
+ * response's end, so the permit goes back on a timer. One per process, shared by every runtime
+ * snapshot (a reload keeps the tails, as it keeps every permit), so that shutdown can release them
+ * all ({@link #releaseAll}). Bounded by the permits in flight: a session is in it only while it
+ * holds one. Thread-safe.
  */
 public final class TailHolds {
-  private final Set<AdmissionSession> held = ConcurrentHashMap.newKeySet();
+  private final Set<HeldTail> held = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
 
   /** Registers a held tail; false (nothing registered) once {@link #releaseAll} ran. */
-  boolean add(AdmissionSession session) {
-    held.add(session);
+  boolean add(HeldTail tail) {
+    held.add(tail);
     if (closed) { // shutdown raced with this tail: it holds nothing
-      held.remove(session);
+      held.remove(tail);
       return false;
     }
     return true;
   }
 
-  void remove(AdmissionSession session) {
-    held.remove(session);
+  void remove(HeldTail tail) {
+    held.remove(tail);
   }
 
   /** Tails held now. */
@@ -42,10 +42,10 @@ public final class TailHolds {
   public int releaseAll() {
     closed = true;
     int n = 0;
-    for (java.util.Iterator<AdmissionSession> it = held.iterator(); it.hasNext(); ) {
-      AdmissionSession s = it.next();
+    for (java.util.Iterator<HeldTail> it = held.iterator(); it.hasNext(); ) {
+      HeldTail t = it.next();
       it.remove();
-      s.endTailNow();
+      t.endNow();
       n++;
     }
     return n;

@@ -45,7 +45,12 @@ class LearnedReserveSessionTest {
 
   private Sessions sessions(OutputReserves learner) {
     return OneSlotPool.sessions(
-            controller, quotas, ticker, clock, (delayNanos, task) -> () -> {}, events::add)
+            controller,
+            quotas,
+            ticker,
+            clock,
+            (delayNanos, task) -> () -> {},
+            SessionListener.of(new ReserveLearner(learner), events::add))
         .withReserves(learner);
   }
 

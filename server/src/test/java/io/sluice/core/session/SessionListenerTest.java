@@ -1,0 +1,97 @@
+package io.sluice.core.session;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.time.FakeTicker;
+import io.sluice.store.memory.InMemoryStore;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Listeners composed with {@link SessionListener#of}: each hears every event in order, and one that
+ * fails (a learner's bug) neither keeps the event from the others nor a permit from its release.
+ */
+class SessionListenerTest {
+  private final FakeTicker ticker = new FakeTicker();
+  private final Clock clock = Clock.fixed(Instant.ofEpochMilli(1_800_000_000_000L), ZoneOffset.UTC);
+  private final TenantQuotas quotas =
+      new TenantQuotas(
+          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+          "test_",
+          TenantQuotas.FailureMode.OPEN);
+  private final AdmissionController controller = OneSlotPool.controller();
+  private final List<SessionEvent> events = new ArrayList<>();
+
+  @Test
+  void eachListenerHearsEachEvent_aFailureIsThrownOnceAllHaveRun() {
+    List<String> heard = new ArrayList<>();
+    SessionEvent e = new SessionEvent.EstimateFellBack("no_content_length");
+    SessionListener all =
+        SessionListener.of(
+            x -> heard.add("first"),
+            x -> {
+              throw new IllegalStateException("learner bug");
+            },
+            x -> heard.add("third"),
+            x -> {
+              throw new IllegalArgumentException("second bug");
+            });
+    assertThatThrownBy(() -> all.on(e))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage("learner bug")
+        .satisfies(t -> assertThat(t.getSuppressed()).hasSize(1));
+    assertThat(heard).containsExactly("first", "third");
+  }
+
+  @Test
+  void aFailingLearnerAtTheRelease_thePermitIsBack_theRecorderHearsTheRelease() {
+    SessionListener failing =
+        x -> {
+          if (x instanceof SessionEvent.Released) {
+            throw new IllegalStateException("learner bug");
+          }
+        };
+    Sessions sessions =
+        OneSlotPool.sessions(
+            controller,
+            quotas,
+            ticker,
+            clock,
+            (delayNanos, task) -> () -> {},
+            SessionListener.of(failing, events::add));
+    long now = ticker.nanos();
+    Subject subject =
+        new Subject(
+            "chat",
+            OneSlotPool.POOL,
+            OneSlotPool.INTERACTIVE,
+            RequestFormat.OPENAI_CHAT,
+            new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0)),
+            now,
+            now + Duration.ofSeconds(30).toNanos(),
+            null,
+            Duration.ofSeconds(5).toNanos());
+    AdmissionSession s =
+        sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
+    s.begin(true, true, 0, now);
+    assertThat(s.hasPermit()).isTrue();
+    s.responseHeaders(200, "application/json", true);
+
+    assertThatThrownBy(() -> s.release(Outcome.COMPLETED)).hasMessage("learner bug");
+    assertThat(controller.pool("gpu").snapshot(ticker.nanos()).requestsInFlight()).isZero();
+    assertThat(events).filteredOn(SessionEvent.Released.class::isInstance).hasSize(1);
+    assertThat(s.release(Outcome.COMPLETED)).as("released once").isFalse();
+  }
+}
