@@ -3,6 +3,9 @@ package io.sluice.core.admission;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
+import io.sluice.core.share.ClassLimits;
+import io.sluice.core.share.ClassShares;
+import io.sluice.core.share.Load;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -134,7 +137,7 @@ final class CapacityLedger {
    * guarantees placed here), the class rules count the pool as a whole; without, they are scaled to
    * the share. Returns whether waiting requests should be tried again.
    */
-  boolean applyShare(long work, int requests, PoolState.@Nullable ClassShares classes) {
+  boolean applyShare(long work, int requests, @Nullable ClassShares classes) {
     shareWork = Math.max(0, work);
     shareRequests = Math.max(0, requests);
     pooled = classes != null;
@@ -149,7 +152,7 @@ final class CapacityLedger {
       s.idleRequests = 0;
     }
     if (classes != null) {
-      for (Map.Entry<String, PoolState.Load> e : classes.peers().entrySet()) {
+      for (Map.Entry<String, Load> e : classes.peers().entrySet()) {
         ClassSlot s = slot(e.getKey());
         long w = Math.max(0, e.getValue().work());
         int r = Math.max(0, e.getValue().requests());
@@ -163,7 +166,7 @@ final class CapacityLedger {
         peerTotalWork += w;
         peerTotalRequests += r;
       }
-      for (Map.Entry<String, PoolState.Load> e : classes.idle().entrySet()) {
+      for (Map.Entry<String, Load> e : classes.idle().entrySet()) {
         ClassSlot s = slot(e.getKey());
         if (s != null) {
           s.idleWork = Math.max(0, e.getValue().work());
@@ -609,7 +612,7 @@ final class CapacityLedger {
    * Every active class's guaranteed part of the pool and the most it can hold in the pool (the
    * pool's own numbers, whatever the share), in rank order: what the share allocation divides.
    */
-  List<PoolState.ClassLimits> poolClassLimits() {
+  List<ClassLimits> poolClassLimits() {
     PoolPolicy p = policy;
     int maxRequests = Math.max(0, p.maxRequests());
     int guaranteedSlotsTotal = 0;
@@ -618,7 +621,7 @@ final class CapacityLedger {
         guaranteedSlotsTotal += guaranteedSlots(s.policy.guaranteedShare(), maxRequests);
       }
     }
-    List<PoolState.ClassLimits> out = new ArrayList<>();
+    List<ClassLimits> out = new ArrayList<>();
     for (ClassSlot s : slots) {
       if (s.retired) {
         continue;
@@ -630,7 +633,7 @@ final class CapacityLedger {
         reachN = Math.min(reachN, reservedSlots(c.reservedShare(), maxRequests));
       }
       out.add(
-          new PoolState.ClassLimits(
+          new ClassLimits(
               c.name(),
               (long) Math.floor(c.guaranteedShare() * p.capacityWorkUnits()),
               s.poolReach,

@@ -7,9 +7,13 @@ import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.queue.TenantFairQueue;
 import io.sluice.core.queue.WaitPredictor;
+import io.sluice.core.share.ClassDemand;
+import io.sluice.core.share.ClassLimits;
+import io.sluice.core.share.ClassShares;
+import io.sluice.core.share.Demand;
+import io.sluice.core.share.SharedPool;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.DoubleSupplier;
@@ -38,7 +42,7 @@ import org.jspecify.annotations.Nullable;
  * <p>Concurrency: all parts are guarded by {@link #lock}; critical sections are a few arithmetic
  * operations and one map update (or one queue operation). Waiters are called outside the lock.
  */
-public final class PoolState {
+public final class PoolState implements SharedPool {
   private final ReentrantLock lock = new ReentrantLock();
   private final ReleaseListener listener;
   private final CapacityLedger capacity;
@@ -137,6 +141,7 @@ public final class PoolState {
    * The policy in effect: the configured one, or for an adaptive pool the same with the learned
    * limit's work units and request slots as its capacity and maxRequests.
    */
+  @Override
   public PoolPolicy policy() {
     return capacity.policy();
   }
@@ -746,6 +751,7 @@ public final class PoolState {
    * class reserves and guarantees hold for the pool as a whole; with null they are scaled to the
    * share.
    */
+  @Override
   public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
     drainIf(
         () -> {
@@ -756,35 +762,8 @@ public final class PoolState {
         nowNanos);
   }
 
-  /** Work units and request slots (a class's load, or part of a share). */
-  public record Load(long work, int requests) {}
-
-  /**
-   * The class side of a replica's share.
-   *
-   * @param peers the other replicas' work and requests in flight by class, as of their last renewal
-   * @param idle by class, the part of the class's guarantee placed on this replica that it did not
-   *     want at the last renewal: kept here for that class
-   */
-  public record ClassShares(Map<String, Load> peers, Map<String, Load> idle) {
-    public ClassShares {
-      peers = Map.copyOf(peers);
-      idle = Map.copyOf(idle);
-    }
-  }
-
-  /**
-   * One class's part of the pool as the share allocation divides it: its guaranteed work and
-   * request slots, and the most of each it can hold in the pool (the pool's own numbers).
-   */
-  public record ClassLimits(
-      String name,
-      long guaranteedWork,
-      long reachWork,
-      int guaranteedRequests,
-      int reachRequests) {}
-
   /** Every active class's {@link ClassLimits}, in rank order. */
+  @Override
   public List<ClassLimits> classLimits() {
     lock.lock();
     try {
@@ -821,6 +800,7 @@ public final class PoolState {
    * the pool), not the work it is counted as on this replica's share: a request larger than the
    * share asks for more than the share.
    */
+  @Override
   public Demand demand() {
     lock.lock();
     try {
@@ -860,59 +840,6 @@ public final class PoolState {
       lock.unlock();
     }
   }
-
-  /**
-   * One replica's use of and demand for a pool.
-   *
-   * @param workInFlight work units in flight as counted against the share (what it holds)
-   * @param demandInFlight the same requests' own work (their demand)
-   * @param queuedWork waiting work (each request's own)
-   * @param workLimit the work units it counts against now (its share, or the whole pool)
-   * @param requestLimit the request slots it counts against now (0 when the pool caps none)
-   * @param classes by class (retired classes still holding permits included)
-   */
-  public record Demand(
-      long workInFlight,
-      int requestsInFlight,
-      long demandInFlight,
-      long queuedWork,
-      int queuedRequests,
-      long refusedWork,
-      int refusedRequests,
-      long workLimit,
-      int requestLimit,
-      List<ClassDemand> classes) {
-    public Demand {
-      classes = List.copyOf(classes);
-    }
-
-    /** Work it wants: in flight (as asked), waiting and refused. */
-    public long demandWork() {
-      return demandInFlight + queuedWork + refusedWork;
-    }
-
-    /** Requests it wants: in flight, waiting and refused. */
-    public int demandRequests() {
-      return requestsInFlight + queuedRequests + refusedRequests;
-    }
-  }
-
-  /**
-   * One class's part of a replica's demand.
-   *
-   * @param demandWork work in flight (as asked), waiting and refused for want of capacity
-   * @param demandRequests requests in flight, waiting and refused
-   * @param inFlightWork work in flight as counted against the share
-   * @param inFlightRequests requests in flight
-   * @param headWork the work the request first in the class's queue asks for (0: none waits)
-   */
-  public record ClassDemand(
-      String name,
-      long demandWork,
-      int demandRequests,
-      long inFlightWork,
-      int inFlightRequests,
-      long headWork) {}
 
   /**
    * The answers collected in {@link #pending}, emptying it; called under the lock, just before it

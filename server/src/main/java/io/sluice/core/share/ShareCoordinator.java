@@ -1,6 +1,5 @@
 package io.sluice.core.share;
 
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.time.Ticker;
 import java.util.ArrayList;
@@ -20,7 +19,7 @@ import org.jspecify.annotations.Nullable;
  * #tick} (every {@code renewInterval}, from the bootstrap's timer) reads each pool's demand,
  * computes this replica's target with {@link ShareAllocator} from its own demand and the peers'
  * last reported ones, and sends one exchange per pool to the {@link ShareStore}; the grant it
- * answers becomes the pool's local limit ({@link PoolState#applyShare}). The admission path never
+ * answers becomes the pool's local limit ({@link SharedPool#applyShare}). The admission path never
  * waits on the store: it admits against the last applied share.
  *
  * <p>When the store fails or does not answer, the last share is kept for the pool's {@code
@@ -160,11 +159,11 @@ public final class ShareCoordinator {
    * pool that is no longer configured is dropped and its lease given up. Returns a stage that
    * completes when every exchange sent in this round has been answered or failed.
    */
-  public CompletionStage<Void> tick(Collection<PoolState> pools) {
+  public CompletionStage<Void> tick(Collection<? extends SharedPool> pools) {
     long now = ticker.nanos();
     Set<String> live = new HashSet<>();
     List<CompletableFuture<Void>> sent = new ArrayList<>();
-    for (PoolState pool : pools) {
+    for (SharedPool pool : pools) {
       String name = pool.policy().name();
       live.add(name);
       PoolShare s = shares.computeIfAbsent(name, n -> new PoolShare(n, now));
@@ -225,8 +224,8 @@ public final class ShareCoordinator {
     boolean started;
     boolean pending;
     List<ShareStore.Peer> peers = List.of();
-    List<PoolState.ClassDemand> classLoads = List.of();
-    Map<String, PoolState.Load> idleParts = Map.of();
+    List<ClassDemand> classLoads = List.of();
+    Map<String, Load> idleParts = Map.of();
     boolean onProbation;
     long probationUntilNanos;
     long probationWork;
@@ -239,7 +238,7 @@ public final class ShareCoordinator {
     int targetRequests;
     long received;
     long gave;
-    Map<String, PoolState.Load> peerClassLoads = Map.of();
+    Map<String, Load> peerClassLoads = Map.of();
     boolean predecessorsDropped;
     long superseded;
 
@@ -248,7 +247,7 @@ public final class ShareCoordinator {
       this.createdNanos = createdNanos;
     }
 
-    synchronized @Nullable CompletableFuture<Void> round(PoolState state, long now) {
+    synchronized @Nullable CompletableFuture<Void> round(SharedPool state, long now) {
       ReplicaPolicy.PoolMode mode = policy.mode(pool);
       if (!started) {
         started = true;
@@ -259,10 +258,10 @@ public final class ShareCoordinator {
         return null; // one exchange at a time; the store's own timeout ends a slow one
       }
       PoolPolicy p = state.policy();
-      PoolState.Demand d = state.demand();
+      Demand d = state.demand();
       demandWork = d.demandWork();
       demandRequests = d.demandRequests();
-      List<PoolState.ClassDemand> mine = d.classes();
+      List<ClassDemand> mine = d.classes();
       classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
       long[] target =
@@ -324,8 +323,8 @@ public final class ShareCoordinator {
      * rollout) counts as a class with no guarantee that may borrow the whole pool.
      */
     private long[] targets(
-        long capWork, int capRequests, double floorFraction, List<PoolState.ClassLimits> limits) {
-      TreeMap<String, List<PoolState.ClassDemand>> byId = new TreeMap<>();
+        long capWork, int capRequests, double floorFraction, List<ClassLimits> limits) {
+      TreeMap<String, List<ClassDemand>> byId = new TreeMap<>();
       for (ShareStore.Peer peer : peers) {
         // a peer that reports no class loads (a version before them, during a rollout) counts
         // with its total demand, as a class with no guarantee
@@ -333,7 +332,7 @@ public final class ShareCoordinator {
             peer.replica(),
             peer.classes().isEmpty() && (peer.demandWork() > 0 || peer.demandRequests() > 0)
                 ? List.of(
-                    new PoolState.ClassDemand(
+                    new ClassDemand(
                         "", peer.demandWork(), peer.demandRequests(), 0, 0, 0))
                 : peer.classes());
       }
@@ -348,7 +347,7 @@ public final class ShareCoordinator {
       long[] gr = new long[m + 1];
       long[] rr = new long[m + 1];
       for (int k = 0; k < m; k++) {
-        PoolState.ClassLimits l = limits.get(k);
+        ClassLimits l = limits.get(k);
         gw[k] = l.guaranteedWork();
         rw[k] = l.reachWork();
         gr[k] = l.guaranteedRequests();
@@ -365,11 +364,11 @@ public final class ShareCoordinator {
       long[] classUse = new long[m + 1];
       int me = 0;
       int i = 0;
-      for (Map.Entry<String, List<PoolState.ClassDemand>> e : byId.entrySet()) {
+      for (Map.Entry<String, List<ClassDemand>> e : byId.entrySet()) {
         if (e.getKey().equals(replica)) {
           me = i;
         }
-        for (PoolState.ClassDemand c : e.getValue()) {
+        for (ClassDemand c : e.getValue()) {
           int k = column.getOrDefault(c.name(), m);
           dw[i][k] += Math.max(0, c.demandWork());
           dr[i][k] += Math.max(0, c.demandRequests());
@@ -391,8 +390,8 @@ public final class ShareCoordinator {
       // the heads the pool's class rules would admit, on the class loads summed above
       long[] headW = new long[n];
       i = 0;
-      for (List<PoolState.ClassDemand> loads : byId.values()) {
-        for (PoolState.ClassDemand c : loads) {
+      for (List<ClassDemand> loads : byId.values()) {
+        for (ClassDemand c : loads) {
           int k = column.getOrDefault(c.name(), m);
           if (c.headWork() > 0 && classAdmits(k, c.headWork(), classUse, gw, capWork)) {
             headW[i] = headW[i] == 0 ? c.headWork() : Math.min(headW[i], c.headWork());
@@ -404,12 +403,12 @@ public final class ShareCoordinator {
           ShareAllocator.consolidate(
               new ShareAllocator.Dimension(aw.targets(), useW, headW),
               ar == null ? null : new ShareAllocator.Dimension(ar.targets(), useR, headW));
-      Map<String, PoolState.Load> idle = new java.util.HashMap<>();
+      Map<String, Load> idle = new java.util.HashMap<>();
       for (int k = 0; k < m; k++) {
         long w = aw.idle()[me][k];
         int r = ar == null ? 0 : (int) ar.idle()[me][k];
         if (w > 0 || r > 0) {
-          idle.put(limits.get(k).name(), new PoolState.Load(w, r));
+          idle.put(limits.get(k).name(), new Load(w, r));
         }
       }
       idleParts = idle;
@@ -441,27 +440,27 @@ public final class ShareCoordinator {
     }
 
     /** The peers' work and requests in flight by class, summed (their class rules' load). */
-    private Map<String, PoolState.Load> peerLoads() {
+    private Map<String, Load> peerLoads() {
       Map<String, long[]> sum = new java.util.HashMap<>();
       for (ShareStore.Peer peer : peers) {
-        for (PoolState.ClassDemand c : peer.classes()) {
+        for (ClassDemand c : peer.classes()) {
           long[] a = sum.computeIfAbsent(c.name(), x -> new long[2]);
           a[0] += Math.max(0, c.inFlightWork());
           a[1] += Math.max(0, c.inFlightRequests());
         }
       }
-      Map<String, PoolState.Load> out = new java.util.HashMap<>();
+      Map<String, Load> out = new java.util.HashMap<>();
       for (Map.Entry<String, long[]> e : sum.entrySet()) {
         out.put(
             e.getKey(),
-            new PoolState.Load(
+            new Load(
                 e.getValue()[0], (int) Math.min(Integer.MAX_VALUE, e.getValue()[1])));
       }
       return out;
     }
 
     private synchronized void answered(
-        PoolState state, ShareStore.@Nullable Grant g, @Nullable Throwable e, long now) {
+        SharedPool state, ShareStore.@Nullable Grant g, @Nullable Throwable e, long now) {
       pending = false;
       if (g != null && e == null) {
         if (!granted || g.work() != grantedWork || g.requests() != grantedRequests) {
@@ -494,7 +493,7 @@ public final class ShareCoordinator {
         state.applyShare(
             grantedWork,
             grantedRequests,
-            new PoolState.ClassShares(peerClassLoads, idleParts),
+            new ClassShares(peerClassLoads, idleParts),
             now);
         return;
       }
@@ -512,7 +511,7 @@ public final class ShareCoordinator {
     }
 
     /** Past {@code keepShareFor} without a grant: the store-down mode applies. */
-    private void checkAge(PoolState state, ReplicaPolicy.PoolMode m, long now) {
+    private void checkAge(SharedPool state, ReplicaPolicy.PoolMode m, long now) {
       if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
         return;
       }
@@ -567,8 +566,8 @@ public final class ShareCoordinator {
       Set<String> names = new HashSet<>(peerClassLoads.keySet());
       names.addAll(idleParts.keySet());
       for (String name : names) {
-        PoolState.Load peer = peerClassLoads.getOrDefault(name, new PoolState.Load(0, 0));
-        PoolState.Load idle = idleParts.getOrDefault(name, new PoolState.Load(0, 0));
+        Load peer = peerClassLoads.getOrDefault(name, new Load(0, 0));
+        Load idle = idleParts.getOrDefault(name, new Load(0, 0));
         out.put(name, new ClassView(peer.work(), peer.requests(), idle.work(), idle.requests()));
       }
       return out;
