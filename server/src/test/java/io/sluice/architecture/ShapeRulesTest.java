@@ -35,9 +35,6 @@ class ShapeRulesTest {
       Map.ofEntries(
           Map.entry("io/sluice/calibrate/StepRunner.java", 593),
           Map.entry("io/sluice/core/adapt/AdaptiveLimit.java", 672),
-          Map.entry("io/sluice/core/admission/CapacityLedger.java", 653),
-          Map.entry("io/sluice/core/admission/PoolState.java", 1033),
-          Map.entry("io/sluice/core/admission/QueueCoordinator.java", 515),
           Map.entry("io/sluice/core/estimate/OutputReserves.java", 811),
           Map.entry("io/sluice/core/estimate/RequestBodyReader.java", 549),
           Map.entry("io/sluice/core/estimate/UsageExtractor.java", 682),
