@@ -2,6 +2,7 @@ package io.sluice.core.admission;
 
 import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.adapt.AnswerSource;
+import io.sluice.core.adapt.LimitBounds;
 import io.sluice.core.adapt.LimitStore;
 import io.sluice.core.policy.PoolPolicy;
 import java.util.concurrent.atomic.LongAdder;
@@ -57,7 +58,7 @@ final class AdaptiveLimitSource implements LimitSource {
     }
     AdaptiveLimit a = limit;
     double f = a != null ? a.fraction() : carried;
-    return limits.withPolicy(p.withLimits(AdaptiveLimit.workOf(p, f), AdaptiveLimit.requestsOf(p, f)));
+    return limits.withPolicy(p.withLimits(LimitBounds.workOf(p, f), LimitBounds.requestsOf(p, f)));
   }
 
   /** The pool's adaptive limit, or null (fixed numbers, or not ticked yet). */
