@@ -38,7 +38,6 @@ class ShapeRulesTest {
           Map.entry("io/sluice/core/estimate/RequestBodyReader.java", 549),
           Map.entry("io/sluice/core/estimate/UsageExtractor.java", 682),
           Map.entry("io/sluice/core/session/AdmissionSession.java", 1604),
-          Map.entry("io/sluice/core/share/ShareCoordinator.java", 577),
           Map.entry("io/sluice/extproc/AnswerEncoder.java", 545),
           Map.entry("io/sluice/extproc/Inbound.java", 568),
           Map.entry("io/sluice/observability/AdmissionMetrics.java", 912));

@@ -140,7 +140,7 @@ public final class ShareCoordinator {
   public long superseded() {
     long n = 0;
     for (PoolShare s : shares.values()) {
-      n += s.superseded;
+      n += s.tally.superseded;
     }
     return n;
   }
@@ -210,6 +210,16 @@ public final class ShareCoordinator {
     return true;
   }
 
+  /** What happened to one pool's lease (for {@link Status}). */
+  private static final class Tally {
+    long renewals;
+    long failures;
+    long rebalances;
+    long received; // renewals whose target took remainders of blocked peers
+    long gave; // renewals that gave its remainder to a blocked peer
+    long superseded; // leases of earlier incarnations dropped
+  }
+
   /** One pool's lease. */
   private final class PoolShare {
     final String pool;
@@ -226,21 +236,13 @@ public final class ShareCoordinator {
     List<ShareStore.Peer> peers = List.of();
     List<ClassDemand> classLoads = List.of();
     Map<String, Load> idleParts = Map.of();
-    boolean onProbation;
-    long probationUntilNanos;
-    long probationWork;
-    int probationRequests;
-    long renewals;
-    long failures;
-    long rebalances;
+    final Probation probation = new Probation();
+    final Tally tally = new Tally();
     String lastError = "";
     long targetWork;
     int targetRequests;
-    long received;
-    long gave;
     Map<String, Load> peerClassLoads = Map.of();
     boolean predecessorsDropped;
-    long superseded;
 
     PoolShare(String pool, long createdNanos) {
       this.pool = pool;
@@ -264,10 +266,20 @@ public final class ShareCoordinator {
       List<ClassDemand> mine = d.classes();
       classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
-      long[] target =
-          targets(p.capacityWorkUnits(), capRequests, mode.floor(), state.classLimits());
-      targetWork = target[0];
-      targetRequests = (int) target[1];
+      ShareTargets.Targets target =
+          ShareTargets.targets(
+              replica,
+              peers,
+              classLoads,
+              p.capacityWorkUnits(),
+              capRequests,
+              mode.floor(),
+              state.classLimits());
+      idleParts = target.idle();
+      tally.received += target.received() ? 1 : 0;
+      tally.gave += target.gave() ? 1 : 0;
+      targetWork = target.work();
+      targetRequests = target.requests();
       ShareStore.Exchange ex =
           new ShareStore.Exchange(
               namespace,
@@ -276,8 +288,8 @@ public final class ShareCoordinator {
               policy.leaseTtl().toMillis(),
               p.capacityWorkUnits(),
               capRequests,
-              target[0],
-              (int) target[1],
+              targetWork,
+              targetRequests,
               d.workInFlight(),
               d.requestsInFlight(),
               demandWork,
@@ -312,151 +324,9 @@ public final class ShareCoordinator {
     private synchronized @Nullable Void dropped(@Nullable Integer n, @Nullable Throwable e) {
       if (e == null) {
         predecessorsDropped = true;
-        superseded += n == null ? 0 : n;
+        tally.superseded += n == null ? 0 : n;
       }
       return null;
-    }
-
-    /**
-     * This replica's targets {work, requests} by the allocation rule over it and its peers, class
-     * by class ({@link ShareAllocator#allocateByClass}); a peer's class not configured here (a
-     * rollout) counts as a class with no guarantee that may borrow the whole pool.
-     */
-    private long[] targets(
-        long capWork, int capRequests, double floorFraction, List<ClassLimits> limits) {
-      TreeMap<String, List<ClassDemand>> byId = new TreeMap<>();
-      for (ShareStore.Peer peer : peers) {
-        // a peer that reports no class loads (a version before them, during a rollout) counts
-        // with its total demand, as a class with no guarantee
-        byId.put(
-            peer.replica(),
-            peer.classes().isEmpty() && (peer.demandWork() > 0 || peer.demandRequests() > 0)
-                ? List.of(
-                    new ClassDemand(
-                        "", peer.demandWork(), peer.demandRequests(), 0, 0, 0))
-                : peer.classes());
-      }
-      byId.put(replica, classLoads);
-      int m = limits.size();
-      Map<String, Integer> column = new java.util.HashMap<>();
-      for (int k = 0; k < m; k++) {
-        column.put(limits.get(k).name(), k);
-      }
-      long[] gw = new long[m + 1];
-      long[] rw = new long[m + 1];
-      long[] gr = new long[m + 1];
-      long[] rr = new long[m + 1];
-      for (int k = 0; k < m; k++) {
-        ClassLimits l = limits.get(k);
-        gw[k] = l.guaranteedWork();
-        rw[k] = l.reachWork();
-        gr[k] = l.guaranteedRequests();
-        rr[k] = l.reachRequests();
-      }
-      rw[m] = capWork; // classes unknown here: no guarantee, may borrow everything
-      rr[m] = capRequests;
-      int n = byId.size();
-      long[][] dw = new long[n][m + 1];
-      long[][] dr = new long[n][m + 1];
-      // in flight by replica, and by class across the replicas (for the remainders gathered)
-      long[] useW = new long[n];
-      long[] useR = new long[n];
-      long[] classUse = new long[m + 1];
-      int me = 0;
-      int i = 0;
-      for (Map.Entry<String, List<ClassDemand>> e : byId.entrySet()) {
-        if (e.getKey().equals(replica)) {
-          me = i;
-        }
-        for (ClassDemand c : e.getValue()) {
-          int k = column.getOrDefault(c.name(), m);
-          dw[i][k] += Math.max(0, c.demandWork());
-          dr[i][k] += Math.max(0, c.demandRequests());
-          useW[i] += Math.max(0, c.inFlightWork());
-          useR[i] += Math.max(0, c.inFlightRequests());
-          classUse[k] += Math.max(0, c.inFlightWork());
-        }
-        i++;
-      }
-      // rounded down: in a small pool an idle replica keeps nothing and its first request waits
-      // for (or is refused until) the next rebalance
-      ShareAllocator.Allocation aw =
-          ShareAllocator.allocateByClass(capWork, dw, gw, rw, floorFraction);
-      ShareAllocator.Allocation ar =
-          capRequests > 0
-              ? ShareAllocator.allocateByClass(capRequests, dr, gr, rr, floorFraction)
-              : null;
-      // the remainders that blocked replicas cannot use, gathered where a waiting head then fits
-      // the heads the pool's class rules would admit, on the class loads summed above
-      long[] headW = new long[n];
-      i = 0;
-      for (List<ClassDemand> loads : byId.values()) {
-        for (ClassDemand c : loads) {
-          int k = column.getOrDefault(c.name(), m);
-          if (c.headWork() > 0 && classAdmits(k, c.headWork(), classUse, gw, capWork)) {
-            headW[i] = headW[i] == 0 ? c.headWork() : Math.min(headW[i], c.headWork());
-          }
-        }
-        i++;
-      }
-      ShareAllocator.Targets t =
-          ShareAllocator.consolidate(
-              new ShareAllocator.Dimension(aw.targets(), useW, headW),
-              ar == null ? null : new ShareAllocator.Dimension(ar.targets(), useR, headW));
-      Map<String, Load> idle = new java.util.HashMap<>();
-      for (int k = 0; k < m; k++) {
-        long w = aw.idle()[me][k];
-        int r = ar == null ? 0 : (int) ar.idle()[me][k];
-        if (w > 0 || r > 0) {
-          idle.put(limits.get(k).name(), new Load(w, r));
-        }
-      }
-      idleParts = idle;
-      if (t.work()[me] > aw.targets()[me] || t.requests()[me] > ar(ar, me)) {
-        received++;
-      } else if (t.work()[me] < aw.targets()[me] || t.requests()[me] < ar(ar, me)) {
-        gave++;
-      }
-      return new long[] {t.work()[me], t.requests()[me]};
-    }
-
-    private static long ar(ShareAllocator.@Nullable Allocation a, int me) {
-      return a == null ? 0 : a.targets()[me];
-    }
-
-    /**
-     * Whether the pool's class rules, on the replicas' last reported work in flight, would let a
-     * request of {@code work} in class {@code k} start (its class and the others' guarantees).
-     */
-    private static boolean classAdmits(
-        int k, long work, long[] classUse, long[] guaranteed, long capWork) {
-      long need = classUse[k] + work;
-      for (int j = 0; j < classUse.length; j++) {
-        if (j != k) {
-          need += Math.max(classUse[j], guaranteed[j]);
-        }
-      }
-      return need <= capWork;
-    }
-
-    /** The peers' work and requests in flight by class, summed (their class rules' load). */
-    private Map<String, Load> peerLoads() {
-      Map<String, long[]> sum = new java.util.HashMap<>();
-      for (ShareStore.Peer peer : peers) {
-        for (ClassDemand c : peer.classes()) {
-          long[] a = sum.computeIfAbsent(c.name(), x -> new long[2]);
-          a[0] += Math.max(0, c.inFlightWork());
-          a[1] += Math.max(0, c.inFlightRequests());
-        }
-      }
-      Map<String, Load> out = new java.util.HashMap<>();
-      for (Map.Entry<String, long[]> e : sum.entrySet()) {
-        out.put(
-            e.getKey(),
-            new Load(
-                e.getValue()[0], (int) Math.min(Integer.MAX_VALUE, e.getValue()[1])));
-      }
-      return out;
     }
 
     private synchronized void answered(
@@ -464,40 +334,30 @@ public final class ShareCoordinator {
       pending = false;
       if (g != null && e == null) {
         if (!granted || g.work() != grantedWork || g.requests() != grantedRequests) {
-          rebalances++;
+          tally.rebalances++;
         }
         if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
-          // Back from a store outage: the other replicas' leases may have expired meanwhile, and
-          // the work they hold (admitted on their fallback share, or still draining) reaches the
-          // store only with their next renewal. Until they have had the time to renew, stay
-          // within the share of the outage, so that the first replica back does not take the
-          // whole pool on top of work the store cannot see yet.
-          onProbation = true;
-          probationUntilNanos = now + 2 * policy.renewInterval().toNanos();
-          probationWork = grantedWork;
-          probationRequests = grantedRequests;
+          // back from a store outage: within the share of the outage until the other replicas
+          // have had the time to renew ({@link Probation})
+          probation.start(now + 2 * policy.renewInterval().toNanos(), grantedWork, grantedRequests);
         }
         granted = true;
         grantedWork = g.work();
         grantedRequests = g.requests();
-        onProbation = onProbation && now - probationUntilNanos < 0;
-        if (onProbation) {
-          grantedWork = Math.min(grantedWork, probationWork);
-          grantedRequests = Math.min(grantedRequests, probationRequests);
+        if (probation.holds(now)) {
+          grantedWork = Math.min(grantedWork, probation.work());
+          grantedRequests = Math.min(grantedRequests, probation.requests());
         }
         peers = g.peers();
         lastGrantNanos = now;
-        renewals++;
+        tally.renewals++;
         mode = Mode.LEASED;
-        peerClassLoads = peerLoads();
+        peerClassLoads = ShareTargets.peerLoads(peers);
         state.applyShare(
-            grantedWork,
-            grantedRequests,
-            new ClassShares(peerClassLoads, idleParts),
-            now);
+            grantedWork, grantedRequests, new ClassShares(peerClassLoads, idleParts), now);
         return;
       }
-      failures++;
+      tally.failures++;
       Throwable cause = e;
       while (cause instanceof java.util.concurrent.CompletionException
           && cause.getCause() != null) {
@@ -547,14 +407,14 @@ public final class ShareCoordinator {
           demandRequests,
           granted ? now - lastGrantNanos : -1,
           peers.size(),
-          renewals,
-          failures,
-          rebalances,
+          tally.renewals,
+          tally.failures,
+          tally.rebalances,
           lastError,
           targetWork,
           targetRequests,
-          received,
-          gave,
+          tally.received,
+          tally.gave,
           classViews());
     }
 
