@@ -214,7 +214,7 @@ public final class Main implements Callable<Integer> {
         Secrets.Redactor redactor = Secrets.redactor(c.rateLimit().env());
         try {
           RlsSettings.fromEnv(c.rateLimit().env());
-          io.sluice.store.StoreSettings.fromEnv(c.rateLimit().env());
+          StoreEnv.settings(c.rateLimit().env());
         } catch (IllegalArgumentException e) {
           err.println(file + ": 1 error(s)");
           err.println("  rateLimit.env." + redactor.scrub(e.getMessage()));

@@ -84,7 +84,7 @@ public final class Stores implements AutoCloseable {
    */
   public static Stores fromEnv(
       Map<String, String> env, Clock clock, Ticker ticker, MeterRegistry registry) {
-    return create(StoreSettings.fromEnv(env), clock, ticker, registry);
+    return create(StoreEnv.settings(env), clock, ticker, registry);
   }
 
   public static Stores create(
@@ -114,7 +114,7 @@ public final class Stores implements AutoCloseable {
   static Stores isolatedMemory(Clock clock) {
     InMemoryStore memory = new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT);
     return new Stores(
-        StoreSettings.fromEnv(Map.of()),
+        StoreEnv.settings(Map.of()),
         memory,
         memory,
         null,

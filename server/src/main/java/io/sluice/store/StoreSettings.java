@@ -1,16 +1,13 @@
 package io.sluice.store;
 
-import io.sluice.config.EnvValues;
 import io.sluice.store.memory.InMemoryStore;
 import io.sluice.store.redis.RedisSettings;
-import java.util.Locale;
-import java.util.Map;
 
 /**
  * Which store backend the process runs on, read once from environment variables with the
- * reference's names (the bootstrap merges {@code rateLimit.env} from the policy file with the
- * process environment, which wins). The bootstrap builds the store from these and hands it to both
- * the rate limit service and the tenant quotas.
+ * reference's names by the bootstrap ({@code bootstrap.StoreEnv}, which merges {@code
+ * rateLimit.env} from the policy file with the process environment, which wins). The bootstrap
+ * builds the store from these and hands it to both the rate limit service and the tenant quotas.
  *
  * @param backendType {@code BACKEND_TYPE}: {@code memory} (default) or {@code redis}
  * @param redis the {@code REDIS_*} settings (parsed always, used when the backend is redis)
@@ -32,15 +29,5 @@ public record StoreSettings(
   /** Whether the backend is Redis (shared by replicas) rather than this process's memory. */
   public boolean redisBackend() {
     return backendType.equals("redis");
-  }
-
-  public static StoreSettings fromEnv(Map<String, String> env) {
-    return new StoreSettings(
-        env.getOrDefault("BACKEND_TYPE", "memory").toLowerCase(Locale.ROOT),
-        RedisSettings.fromEnv(env),
-        new InMemoryStore.Bounds(
-            EnvValues.bytes(
-                env, "SLUICE_RLS_MEMORY_MAX_BYTES", InMemoryStore.Bounds.DEFAULT.maxBytes()),
-            EnvValues.integer(env, "SLUICE_RLS_MEMORY_MAX_ENTRIES", 0)));
   }
 }

@@ -23,7 +23,9 @@ import java.util.Set;
  *   <li>{@code wire}: the hand-written protobuf codec; sees only the JDK and gRPC's stream marker
  *       interfaces, and no Sluice package.
  *   <li>{@code store.*} implementations: named only by {@code bootstrap} (the one wiring root),
- *       everyone else uses the {@code core.store} ports.
+ *       everyone else uses the {@code core.store} ports; a store sees neither the pool ({@code
+ *       core.admission}) nor {@code config}: it implements a port on plain values, which the
+ *       bootstrap reads from the policy and passes in.
  *   <li>{@code observability}: reads the events' immutable request facts, never the live {@code
  *       AdmissionSession}.
  *   <li>No cycles between top-level packages, nor between the subpackages of {@code core}.
@@ -135,6 +137,32 @@ final class LayerRules {
           .dependOnClassesThat()
           .resideInAPackage("io.sluice.store..")
           .because("bootstrap builds the stores once and hands out the io.sluice.core.store ports");
+
+  /**
+   * The one exception, by target class: {@code RedisSettings.toString} masks its credentials with
+   * config's {@code Secrets}, the one implementation of the masking every log line and answer uses
+   * (the settings themselves are read from the environment by {@code bootstrap.StoreEnv}).
+   */
+  static final Set<String> STORE_CREDENTIAL_MASKING = Set.of("io.sluice.config.Secrets");
+
+  static final ArchRule STORES_SEE_NEITHER_THE_POOL_NOR_CONFIG =
+      noClasses()
+          .that()
+          .resideInAPackage("io.sluice.store..")
+          .should()
+          .dependOnClassesThat(
+              JavaClass.Predicates.resideInAPackage("io.sluice.core.admission..")
+                  .or(
+                      JavaClass.Predicates.resideInAPackage("io.sluice.config..")
+                          .and(
+                              DescribedPredicate.not(
+                                  DescribedPredicate.describe(
+                                      "credential masking",
+                                      c -> STORE_CREDENTIAL_MASKING.contains(c.getName()))))))
+          .as("stores see neither the pool (core.admission) nor config")
+          .because(
+              "a store implements a core port on plain values (core.share, core.store, ...);"
+                  + " the bootstrap passes it what it needs of the policy");
 
   static final ArchRule OBSERVABILITY_READS_FACTS_NOT_THE_SESSION =
       noClasses()

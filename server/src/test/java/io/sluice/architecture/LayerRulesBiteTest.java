@@ -14,6 +14,7 @@ import io.sluice.extproc.archfixture.UsesRouting;
 import io.sluice.observability.archfixture.ReadsTheSession;
 import io.sluice.rls.archfixture.NamesAStore;
 import io.sluice.routing.archfixture.UsesExtProc;
+import io.sluice.store.archfixture.SeesThePool;
 import io.sluice.wire.archfixture.UsesConfig;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -45,6 +46,10 @@ class LayerRulesBiteTest {
             LayerRules.ONLY_BOOTSTRAP_NAMES_A_STORE,
             NamesAStore.class),
         Arguments.of(
+            "stores see neither the pool nor config",
+            LayerRules.STORES_SEE_NEITHER_THE_POOL_NOR_CONFIG,
+            SeesThePool.class),
+        Arguments.of(
             "observability reads facts",
             LayerRules.OBSERVABILITY_READS_FACTS_NOT_THE_SESSION,
             ReadsTheSession.class),
@@ -64,7 +69,8 @@ class LayerRulesBiteTest {
               NamesAStore.class,
               UsesQuotaFixture.class,
               UsesCoreFixture.class,
-              ReadsTheSession.class);
+              ReadsTheSession.class,
+              SeesThePool.class);
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("breaks")
@@ -72,6 +78,18 @@ class LayerRulesBiteTest {
     EvaluationResult result = rule.evaluate(FIXTURES);
     assertThat(result.hasViolation()).as(name).isTrue();
     assertThat(result.getFailureReport().toString()).contains(breaker.getName());
+  }
+
+  @Test
+  void storeRule_catchesThePoolAndConfig() {
+    String report =
+        LayerRules.STORES_SEE_NEITHER_THE_POOL_NOR_CONFIG
+            .evaluate(FIXTURES)
+            .getFailureReport()
+            .toString();
+    assertThat(report)
+        .contains("io.sluice.core.admission.PoolState")
+        .contains("io.sluice.config.ConfigException");
   }
 
   @Test

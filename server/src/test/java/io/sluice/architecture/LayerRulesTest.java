@@ -43,6 +43,11 @@ class LayerRulesTest {
   }
 
   @Test
+  void stores_seeNeitherThePoolNorConfig() {
+    LayerRules.STORES_SEE_NEITHER_THE_POOL_NOR_CONFIG.check(CLASSES);
+  }
+
+  @Test
   void observability_readsFactsNotTheSession() {
     LayerRules.OBSERVABILITY_READS_FACTS_NOT_THE_SESSION.check(CLASSES);
   }

@@ -29,7 +29,6 @@ final class RecordRules {
   static final Set<String> STILL_TWO_CONSTRUCTORS =
       Set.of(
           "io.sluice.core.admission.AdmissionRequest",
-          "io.sluice.core.admission.CapacityLedger$Shortfall",
           "io.sluice.core.admission.Decision$Reject",
           "io.sluice.core.session.Subject");
 

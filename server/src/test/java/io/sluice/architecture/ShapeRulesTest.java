@@ -38,14 +38,8 @@ class ShapeRulesTest {
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
           Map.entry("io/sluice/calibrate/StepRunner.java", 593),
-          Map.entry("io/sluice/core/adapt/AdaptiveLimit.java", 672),
-          Map.entry("io/sluice/core/admission/CapacityLedger.java", 653),
-          Map.entry("io/sluice/core/admission/PoolState.java", 1033),
-          Map.entry("io/sluice/core/admission/QueueCoordinator.java", 515),
           Map.entry("io/sluice/core/estimate/UsageExtractor.java", 682),
-          Map.entry("io/sluice/core/queue/TenantFairQueue.java", 506),
           Map.entry("io/sluice/core/session/AdmissionSession.java", 782),
-          Map.entry("io/sluice/core/share/ShareCoordinator.java", 577),
           Map.entry("io/sluice/extproc/AnswerEncoder.java", 545),
           Map.entry("io/sluice/extproc/Inbound.java", 568),
           Map.entry("io/sluice/observability/AdmissionMetrics.java", 912));

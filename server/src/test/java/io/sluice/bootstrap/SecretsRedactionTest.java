@@ -128,7 +128,7 @@ class SecretsRedactionTest {
             "REDIS_SENTINEL_AUTH", SENTINEL,
             "REDIS_URL", "redis://app:" + URL_PW + "@redis.example:6379");
     assertNoSecret(io.sluice.rls.config.RlsSettings.fromEnv(env).toString());
-    var settings = io.sluice.store.StoreSettings.fromEnv(env);
+    var settings = io.sluice.bootstrap.StoreEnv.settings(env);
     assertNoSecret(settings.toString());
     assertThat(settings.redis().toString())
         .contains("url=redis://app:***@redis.example:6379")

@@ -6,10 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.rls.config.RlsSettings;
 import io.sluice.store.MutableClock;
-import io.sluice.store.StoreSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -120,27 +120,27 @@ class RlsMemoryBoundTest {
 
   @Test
   void defaultBound_is64MiB_andSizesAreParsed() throws Exception {
-    assertThat(StoreSettings.fromEnv(Map.of()).memoryBounds().maxBytes()).isEqualTo(64L << 20);
+    assertThat(StoreEnv.settings(Map.of()).memoryBounds().maxBytes()).isEqualTo(64L << 20);
     assertThat(
-            StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "128MiB"))
+            StoreEnv.settings(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "128MiB"))
                 .memoryBounds()
                 .maxBytes())
         .isEqualTo(128L << 20);
     assertThat(
-            StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1048576"))
+            StoreEnv.settings(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1048576"))
                 .memoryBounds()
                 .maxBytes())
         .isEqualTo(1L << 20);
     assertThat(
-            StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "2 GiB"))
+            StoreEnv.settings(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "2 GiB"))
                 .memoryBounds()
                 .maxBytes())
         .isEqualTo(2L << 30);
-    assertThatThrownBy(() -> StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "lots")))
+    assertThatThrownBy(() -> StoreEnv.settings(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "lots")))
         .hasMessageContaining("SLUICE_RLS_MEMORY_MAX_BYTES: lots (expected:");
-    assertThatThrownBy(() -> StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1KiB")))
+    assertThatThrownBy(() -> StoreEnv.settings(Map.of("SLUICE_RLS_MEMORY_MAX_BYTES", "1KiB")))
         .hasMessageContaining("SLUICE_RLS_MEMORY_MAX_BYTES: 1024 (expected: >= 65536)");
-    assertThatThrownBy(() -> StoreSettings.fromEnv(Map.of("SLUICE_RLS_MEMORY_MAX_ENTRIES", "-3")))
+    assertThatThrownBy(() -> StoreEnv.settings(Map.of("SLUICE_RLS_MEMORY_MAX_ENTRIES", "-3")))
         .hasMessageContaining("SLUICE_RLS_MEMORY_MAX_ENTRIES: -3");
     assertThatThrownBy(() -> RlsSettings.fromEnv(Map.of("SLUICE_RLS_WARMUP_TIMEOUT", "0s")))
         .hasMessageContaining("SLUICE_RLS_WARMUP_TIMEOUT");

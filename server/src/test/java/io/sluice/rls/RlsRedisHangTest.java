@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
@@ -14,7 +15,6 @@ import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.RedisProcess;
 import io.sluice.store.redis.RedisPorts;
-import io.sluice.store.redis.RedisSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -214,7 +214,7 @@ class RlsRedisHangTest {
     redis = new RedisProcess(LocalRedis.freePort()).start();
     quotaStore =
         RedisPorts.open(
-            RedisSettings.fromEnv(
+            StoreEnv.redis(
                 Map.of(
                     "REDIS_URL",
                     "127.0.0.1:" + redis.port(),

@@ -2,7 +2,7 @@ package io.sluice.store;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.core.admission.PoolState;
+import io.sluice.core.share.ClassDemand;
 import io.sluice.core.share.ShareLeaseModel;
 import io.sluice.core.share.ShareStore;
 import java.util.ArrayList;
@@ -35,12 +35,12 @@ public abstract class ShareStoreContractTest {
   };
 
   /** Zero to three class loads with names from {@link #CLASS_NAMES}. */
-  private static List<PoolState.ClassDemand> classLoads(SplittableRandom r) {
-    List<PoolState.ClassDemand> out = new ArrayList<>();
+  private static List<ClassDemand> classLoads(SplittableRandom r) {
+    List<ClassDemand> out = new ArrayList<>();
     int n = r.nextInt(4);
     for (int i = 0; i < n; i++) {
       out.add(
-          new PoolState.ClassDemand(
+          new ClassDemand(
               CLASS_NAMES[r.nextInt(CLASS_NAMES.length)],
               r.nextLong(0, 1L << 45),
               r.nextInt(0, 100_000),

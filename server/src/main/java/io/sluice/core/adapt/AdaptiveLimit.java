@@ -2,8 +2,8 @@ package io.sluice.core.adapt;
 
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.PoolPolicy;
-import java.util.Arrays;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One pool's learned limit: a fraction {@code f} of the pool's ceiling ({@code capacity} and {@code
@@ -63,9 +63,6 @@ public final class AdaptiveLimit {
    * small limit with long answers), and starts over with fewer after ten times that.
    */
   public static final int FALLBACK_INTERVALS = 3;
-
-  private static final int MAX_SAMPLES = 512;
-  private static final int RECENT = 256;
 
   /** Why the limit last changed. */
   public enum Cause {
@@ -132,7 +129,6 @@ public final class AdaptiveLimit {
   private final double floor;
   private final double step;
   private final long intervalNanos;
-  private final long maxPauseNanos;
   private final long[] changes = new long[Cause.values().length];
   private final SignalWindow[] signals = new SignalWindow[Signal.values().length];
 
@@ -144,14 +140,9 @@ public final class AdaptiveLimit {
   private double maxUse;
   private boolean slowStart = true;
   private double slowStep;
-  private long pauseUntilNanos;
-  private boolean pauseSet; // pauseUntilNanos holds a pause (ticker values may be negative)
   private double lastRatio = Double.NaN;
-  private @org.jspecify.annotations.Nullable Proposal pending;
-  private long overloads;
-  private double beforeOutage = Double.NaN; // the limit an outage interrupted (NaN: none)
-  private long outageSinceNanos;
-  private long outageUntilNanos; // the latest Retry-After of an outage answer ends here
+  private @Nullable Proposal pending;
+  private final OverloadRule overload;
 
   /** Where {@code start} says (the ceiling by default), in slow start, as of {@code nowNanos}. */
   public AdaptiveLimit(PoolPolicy ceiling, long nowNanos) {
@@ -165,11 +156,11 @@ public final class AdaptiveLimit {
   public AdaptiveLimit(PoolPolicy ceiling, double fraction, long nowNanos) {
     this.settings = ceiling.adaptive();
     this.ceiling = ceiling;
-    this.floor = floorOf(ceiling);
+    this.floor = LimitBounds.floorOf(ceiling);
     this.step = ceiling.maxRequests() > 0 ? 1.0 / ceiling.maxRequests() : 1.0 / 32;
     this.slowStep = step;
     this.intervalNanos = settings.interval().toNanos();
-    this.maxPauseNanos = settings.maxPause().toNanos();
+    this.overload = new OverloadRule(ceiling, floor);
     for (Signal s : Signal.values()) {
       signals[s.ordinal()] = new SignalWindow(settings.baselineWindow().toNanos());
     }
@@ -180,23 +171,6 @@ public final class AdaptiveLimit {
     this.changedAtNanos = nowNanos;
     this.lastDecreaseNanos = nowNanos;
     this.intervalStartNanos = nowNanos;
-  }
-
-  /** The floor of {@code ceiling}'s limit as a fraction of it. */
-  static double floorOf(PoolPolicy ceiling) {
-    AdaptivePolicy a = ceiling.adaptive();
-    double f =
-        Math.max(
-            (double) a.minCapacity() / ceiling.capacityWorkUnits(),
-            ceiling.maxRequests() > 0
-                ? (double) Math.max(1, a.minRequests()) / ceiling.maxRequests()
-                : 0);
-    return Math.min(1.0, f);
-  }
-
-  /** Where a new limit of {@code ceiling} starts with none learned (its {@code start}, clamped). */
-  public static double startFraction(PoolPolicy ceiling) {
-    return Math.max(floorOf(ceiling), Math.min(1.0, ceiling.adaptive().start()));
   }
 
   /** The policy whose numbers are the ceiling. */
@@ -220,54 +194,21 @@ public final class AdaptiveLimit {
   }
 
   private long workOf(double f) {
-    return workOf(ceiling, f);
+    return LimitBounds.workOf(ceiling, f);
   }
 
   private int requestsOf(double f) {
-    return requestsOf(ceiling, f);
-  }
-
-  /** Work units of the limit {@code f} of {@code ceiling} (NaN: none learned, the start). */
-  public static long workOf(PoolPolicy ceiling, double f) {
-    AdaptivePolicy a = ceiling.adaptive();
-    long cap = ceiling.capacityWorkUnits();
-    double g = Double.isNaN(f) ? startFraction(ceiling) : f;
-    long w = (long) Math.floor(g * cap + 1e-9);
-    return Math.min(cap, Math.max(a.minCapacity(), Math.max(1, w)));
-  }
-
-  /**
-   * Request slots of the limit {@code f} of {@code ceiling} (NaN: none learned, the start; 0: no
-   * cap).
-   */
-  public static int requestsOf(PoolPolicy ceiling, double f) {
-    int m = ceiling.maxRequests();
-    if (m <= 0) {
-      return 0;
-    }
-    int min = Math.max(1, ceiling.adaptive().minRequests());
-    double g = Double.isNaN(f) ? startFraction(ceiling) : f;
-    int r = (int) Math.floor(g * m + 1e-9);
-    return Math.min(m, Math.max(min, r));
+    return LimitBounds.requestsOf(ceiling, f);
   }
 
   /** How long new admission stays paused after {@code nowNanos} (an upstream's Retry-After). */
   public synchronized long pauseRemainingNanos(long nowNanos) {
-    return pauseSet ? Math.max(0, pauseUntilNanos - nowNanos) : 0;
+    return overload.pauseRemainingNanos(nowNanos);
   }
 
   /** Whether admission is paused at {@code nowNanos}. */
   public synchronized boolean paused(long nowNanos) {
     return pauseRemainingNanos(nowNanos) > 0;
-  }
-
-  private boolean extendPause(long untilNanos) {
-    if (pauseSet && untilNanos - pauseUntilNanos <= 0) {
-      return false;
-    }
-    pauseSet = true;
-    pauseUntilNanos = untilNanos;
-    return true;
   }
 
   /** Changes of the limit made by this replica, by cause ({@link Cause#ordinal()}). */
@@ -277,7 +218,7 @@ public final class AdaptiveLimit {
 
   /** Upstream overload answers seen. */
   public synchronized long overloads() {
-    return overloads;
+    return overload.overloads();
   }
 
   public synchronized Snapshot snapshot(long nowNanos) {
@@ -331,99 +272,41 @@ public final class AdaptiveLimit {
       long nowNanos,
       int inFlightRequests,
       long inFlightWork) {
-    if (!settings.overload(status)) {
-      if (status / 100 == 2
-          && !Double.isNaN(beforeOutage)
-          && admittedAtNanos - outageSinceNanos >= 0) {
-        // the first success of a request admitted during the outage: the upstream is back
-        return recover(nowNanos);
-      }
-      return false;
-    }
-    overloads++;
-    boolean known = inFlightRequests > 0 || inFlightWork > 0;
-    boolean fresh = admittedAtNanos - lastDecreaseNanos >= 0;
-    if (!known) { // as before this rule: back off, pause on Retry-After
-      boolean changed = false;
-      if (retryAfterNanos > 0 && maxPauseNanos > 0) {
-        changed = extendPause(nowNanos + Math.min(retryAfterNanos, maxPauseNanos));
-      }
-      if (fresh) {
-        lastDecreaseNanos = nowNanos;
-        slowStart = false;
-        changed |= set(fraction * settings.backoff(), Cause.OVERLOAD, nowNanos);
-      }
-      return changed;
-    }
-    if (status == 503 && retryAfterNanos > 0) {
-      return outage(retryAfterNanos, fresh, nowNanos);
-    }
-    if (!fresh) {
-      return false; // this generation's decrease is made
-    }
-    lastDecreaseNanos = nowNanos;
-    slowStart = false;
-    // the upstream took the others: the limit settles at what it took
-    double took = took(inFlightRequests, inFlightWork);
-    boolean changed = set(Math.min(fraction, took), Cause.OVERLOAD, nowNanos);
-    if (took < floor - 1e-9 && retryAfterNanos > 0 && maxPauseNanos > 0) {
-      changed |= extendPause(nowNanos + Math.min(retryAfterNanos, maxPauseNanos));
-    }
-    return changed;
+    return overload.onUpstream(
+        this,
+        fraction,
+        status,
+        retryAfterNanos,
+        admittedAtNanos,
+        nowNanos,
+        inFlightRequests,
+        inFlightWork);
   }
 
   /**
-   * What the upstream took when it refused one of {@code requests} ({@code work}) in flight, as a
-   * fraction of the ceiling: the others.
+   * (OverloadRule) Whether a request admitted at {@code admittedAtNanos} came after the last
+   * decrease.
    */
-  private double took(int requests, long work) {
-    if (ceiling.maxRequests() > 0 && requests > 0) {
-      return (requests - 1) / (double) ceiling.maxRequests();
-    }
-    if (work > 0 && requests > 0) {
-      return work * (requests - 1) / (double) requests / ceiling.capacityWorkUnits();
-    }
-    return fraction * settings.backoff();
+  boolean admittedSinceDecrease(long admittedAtNanos) {
+    return admittedAtNanos - lastDecreaseNanos >= 0;
   }
 
-  /** A 503 with a Retry-After: the upstream is down; probe at the floor, remember the limit. */
-  private boolean outage(long retryAfterNanos, boolean fresh, long nowNanos) {
-    long until = nowNanos + Math.min(retryAfterNanos, Math.max(maxPauseNanos, intervalNanos));
-    if (Double.isNaN(beforeOutage)) {
-      beforeOutage = fraction;
-      outageSinceNanos = nowNanos;
-      outageUntilNanos = until;
-    } else {
-      if (until - outageUntilNanos > 0) {
-        outageUntilNanos = until;
-      }
-      if (!fresh) {
-        return false;
-      }
-    }
+  /** (OverloadRule) A decrease to {@code next} for {@code why}: slow start is over. */
+  boolean decrease(double next, Cause why, long nowNanos) {
     lastDecreaseNanos = nowNanos;
     slowStart = false;
-    boolean changed = set(floor, Cause.OUTAGE, nowNanos);
-    long probe = Math.min(intervalNanos / 2, Math.min(retryAfterNanos, maxPauseNanos));
-    if (probe > 0) {
-      changed |= extendPause(nowNanos + probe);
-    }
-    return changed;
+    return set(next, why, nowNanos);
   }
 
-  /** The outage is over: the limit it interrupted, at once. */
-  private boolean recover(long nowNanos) {
-    double back = beforeOutage;
-    beforeOutage = Double.NaN;
+  /** (OverloadRule) An outage is over: back to {@code next}, the limit it interrupted. */
+  void restore(double next, long nowNanos) {
     lastDecreaseNanos = nowNanos;
-    pauseSet = false;
-    set(back, Cause.RECOVERED, nowNanos);
-    return true;
+    set(next, Cause.RECOVERED, nowNanos);
   }
 
   /** Whether the limit probes at the floor for an outage (a 503 with Retry-After). */
   public synchronized boolean inOutage() {
-    return !Double.isNaN(beforeOutage);
+    return overload.inOutage();
   }
 
   /**
@@ -443,10 +326,8 @@ public final class AdaptiveLimit {
    * counts). Returns true when the limit changed.
    */
   public synchronized boolean tick(long nowNanos, double use) {
-    if (!Double.isNaN(beforeOutage) && nowNanos - outageUntilNanos >= 0) {
-      // the outage's last Retry-After passed with no new outage answer: no probe could say the
-      // upstream is back (its slots were held), so the Retry-After does; a fresh 503 starts over
-      return recover(nowNanos);
+    if (overload.recoverIfDue(this, nowNanos)) {
+      return true;
     }
     maxUse = Math.max(maxUse, use);
     long waited = nowNanos - intervalStartNanos;
@@ -524,7 +405,7 @@ public final class AdaptiveLimit {
    * What this replica's own evidence did since the last call (null: nothing), for the shared store;
    * taking it clears it.
    */
-  public synchronized @org.jspecify.annotations.Nullable Proposal takeProposal() {
+  public synchronized @Nullable Proposal takeProposal() {
     Proposal p = pending;
     pending = null;
     return p;
@@ -542,10 +423,7 @@ public final class AdaptiveLimit {
       double ttftBaselineNanos,
       double tpotBaselineNanos,
       long nowNanos) {
-    boolean changed = false;
-    if (pauseRemainingNanos > 0) {
-      changed = extendPause(nowNanos + Math.min(pauseRemainingNanos, Math.max(0, maxPauseNanos)));
-    }
+    boolean changed = overload.adoptPause(pauseRemainingNanos, nowNanos);
     signals[Signal.TTFT.ordinal()].pool = ttftBaselineNanos;
     signals[Signal.TPOT.ordinal()].pool = tpotBaselineNanos;
     if (!Double.isNaN(poolFraction)) {
@@ -608,65 +486,5 @@ public final class AdaptiveLimit {
 
   private double clamp(double f) {
     return Math.max(floor, Math.min(1.0, f));
-  }
-
-  /** One signal's samples in the current interval and its baseline. */
-  private static final class SignalWindow {
-    final double[] samples = new double[MAX_SAMPLES];
-    int count;
-    long seen;
-    final MinWindow measured;
-    double pool = Double.NaN; // the pool's baseline as the shared store last answered it
-
-    SignalWindow(long windowNanos) {
-      this.measured = new MinWindow(windowNanos);
-    }
-
-    double baseline(long nowNanos) {
-      double own = measured.value(nowNanos);
-      if (!(pool > 0)) {
-        return own;
-      }
-      return Double.isNaN(own) ? pool : Math.min(own, pool);
-    }
-
-    // the last RECENT samples whatever the interval: their median is what the baseline keeps
-    final double[] recent = new double[RECENT];
-    long recentSeen;
-
-    void add(double v) {
-      // the most recent MAX_SAMPLES of the interval are kept
-      samples[(int) (seen % MAX_SAMPLES)] = v;
-      seen++;
-      count = (int) Math.min(MAX_SAMPLES, seen);
-      recent[(int) (recentSeen++ % RECENT)] = v;
-    }
-
-    /**
-     * Offers the median of the last {@link #RECENT} samples (at least {@code 2 × minSamples}) to
-     * the baseline: one interval's median of a few samples is noisy, and the minimum of noisy
-     * medians sits below the typical no-load latency (an idle pool would read 1.2–1.3 and never
-     * grow); a median of many, overlapping from one interval to the next, does not.
-     */
-    void offerBaseline(int minSamples, long nowNanos) {
-      int n = (int) Math.min(RECENT, recentSeen);
-      if (n < 2 * minSamples) {
-        return;
-      }
-      double[] c = Arrays.copyOf(recent, n);
-      Arrays.sort(c);
-      measured.offer(c[n / 2], nowNanos);
-    }
-
-    void reset() {
-      count = 0;
-      seen = 0;
-    }
-
-    double median() {
-      double[] c = Arrays.copyOf(samples, count);
-      Arrays.sort(c);
-      return c[c.length / 2];
-    }
   }
 }

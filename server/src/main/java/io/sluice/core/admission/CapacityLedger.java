@@ -3,6 +3,9 @@ package io.sluice.core.admission;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
+import io.sluice.core.share.ClassLimits;
+import io.sluice.core.share.ClassShares;
+import io.sluice.core.share.Load;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -10,29 +13,8 @@ import java.util.Map;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What one pool holds in flight — per class, per tenant, in total — and whether a request may
- * start. Admission rule for class {@code k} asking for {@code w} work units, with capacity {@code
- * C}, in-flight work {@code U = Σ U_j}, reserved {@code R_j}, guaranteed {@code G_j = R_j -
- * lendable_j}:
- *
- * <ol>
- *   <li>{@code U_k + w <= R_k}, or the class may borrow ({@code borrow: true}); else {@code
- *       class_share};
- *   <li>{@code U_k + w + Σ_{j≠k} max(U_j, G_j) <= C}: never occupy another class's idle guaranteed
- *       share; else {@code pool_saturated}.
- * </ol>
- *
- * Invariant (holds after every admission when {@code Σ G_j <= C}): {@code Σ_j max(U_j, G_j) <= C},
- * so a class below its guaranteed share is always admitted at once.
- *
- * <p><b>Request slots.</b> When the pool caps concurrent requests ({@code maxRequests = M > 0}),
- * the same two rules hold on that dimension, checked first: with {@code N_j} requests in flight,
- * reserved slots {@code RN_j = max(1, floor(reservedShare_j × M))} (0 for a zero share) and
- * guaranteed slots {@code GN_j = floor(guaranteedShare_j × M)}: the pool is below {@code M}; {@code
- * N_k + 1 <= RN_k} or the class may borrow (else {@code class_share}); {@code N_k + 1 + Σ_{j≠k}
- * max(N_j, GN_j) <= M} (else {@code pool_saturated}). So a class's guaranteed share protects its
- * request slots as well as its work units: when the request cap binds (a model server's batch
- * slots), interactive's 70 % is 70 % of the slots.
+ * What one pool holds in flight — per class, per tenant, in total — and this replica's limits on
+ * it; {@link CapacityRules} reads it to say whether a request may start.
  *
  * <p>{@link #reconfigure} keeps every in-flight permit: class slots are matched by name, a removed
  * class keeps its slot (with no reserve) until its work drains, and a smaller capacity simply
@@ -40,33 +22,17 @@ import org.jspecify.annotations.Nullable;
  * hold is accounted as that reach ({@link #accountedWork}) so it can run alone rather than never.
  *
  * <p><b>Replica share.</b> When several replicas share the pool through a store, this replica may
- * hold only its granted share of the pool's work units and request slots ({@link #applyShare}):
- * {@code U + w <= S} (and {@code N + 1 <= SN}), else {@code pool_saturated} with the share in the
- * message. The class rules above then stay the pool's own: {@code C}, {@code M}, the reserves and
- * the guarantees are the policy's numbers, and {@code U_j}, {@code N_j} count this replica's work
- * plus the other replicas' as of their last renewal ({@link ClassSlot#peerWork}). So a class's
- * guarantee holds for the pool as a whole and is not cut into one piece per replica (each piece
- * would strand the remainder smaller than the next request). A share given without the peers' class
- * loads (the store is down: a fallback share) scales the class rules to the share instead, as a
- * pool of the share's size. Without a share the ledger is the whole pool.
+ * hold only its granted share of the pool's work units and request slots ({@link #applyShare}). The
+ * class rules then stay the pool's own: the capacity, the request cap, the reserves and the
+ * guarantees are the policy's numbers, and each class's load counts this replica's work plus the
+ * other replicas' as of their last renewal ({@link ClassSlot#peerWork()}). A share given without
+ * the peers' class loads (the store is down: a fallback share) scales the class rules to the share
+ * instead, as a pool of the share's size. Without a share the ledger is the whole pool.
  *
  * <p>Not thread-safe: guarded by the pool lock, except {@link #slots()} and {@link #policy()},
  * which are safely published (copy-on-write) for lock-free reads. No clock.
  */
 final class CapacityLedger {
-  /**
-   * Why a request cannot start now: the reason, what must drain first (work units, or request slots
-   * when {@code drainRequests > 0}) and a message.
-   */
-  record Shortfall(Reason reason, long drainWork, int drainRequests, String message) {
-    Shortfall(Reason reason, long drainWork, String message) {
-      this(reason, drainWork, 0, message);
-    }
-  }
-
-  /** Said of a class refusal counted with the other replicas' load. */
-  private static final String ACROSS = " (across the replicas)";
-
   private volatile PoolPolicy policy; // written under the pool lock
   private volatile List<ClassSlot> slots = List.of(); // copy-on-write; includes retired slots
   private long totalWork;
@@ -107,17 +73,12 @@ final class CapacityLedger {
       if (s == null) {
         s = new ClassSlot(c, newPolicy);
       }
-      s.policy = c;
-      s.retired = false;
+      s.activate(c);
       next.add(s);
     }
     for (ClassSlot s : old.values()) {
-      if (s.work > 0 || s.requests > 0) {
-        s.retired = true;
-        s.reserved = 0;
-        s.guaranteed = 0;
-        s.reservedRequests = 0;
-        s.guaranteedRequests = 0;
+      if (s.work() > 0 || s.requests() > 0) {
+        s.retire();
         next.add(s);
       }
     }
@@ -134,7 +95,7 @@ final class CapacityLedger {
    * guarantees placed here), the class rules count the pool as a whole; without, they are scaled to
    * the share. Returns whether waiting requests should be tried again.
    */
-  boolean applyShare(long work, int requests, PoolState.@Nullable ClassShares classes) {
+  boolean applyShare(long work, int requests, @Nullable ClassShares classes) {
     shareWork = Math.max(0, work);
     shareRequests = Math.max(0, requests);
     pooled = classes != null;
@@ -143,13 +104,11 @@ final class CapacityLedger {
     peerTotalWork = 0;
     peerTotalRequests = 0;
     for (ClassSlot s : slots) {
-      s.peerWork = 0;
-      s.peerRequests = 0;
-      s.idleWork = 0;
-      s.idleRequests = 0;
+      s.setPeers(0, 0);
+      s.setIdle(0, 0);
     }
     if (classes != null) {
-      for (Map.Entry<String, PoolState.Load> e : classes.peers().entrySet()) {
+      for (Map.Entry<String, Load> e : classes.peers().entrySet()) {
         ClassSlot s = slot(e.getKey());
         long w = Math.max(0, e.getValue().work());
         int r = Math.max(0, e.getValue().requests());
@@ -157,17 +116,15 @@ final class CapacityLedger {
           otherPeerWork += w;
           otherPeerRequests += r;
         } else {
-          s.peerWork = w;
-          s.peerRequests = r;
+          s.setPeers(w, r);
         }
         peerTotalWork += w;
         peerTotalRequests += r;
       }
-      for (Map.Entry<String, PoolState.Load> e : classes.idle().entrySet()) {
+      for (Map.Entry<String, Load> e : classes.idle().entrySet()) {
         ClassSlot s = slot(e.getKey());
         if (s != null) {
-          s.idleWork = Math.max(0, e.getValue().work());
-          s.idleRequests = Math.max(0, e.getValue().requests());
+          s.setIdle(Math.max(0, e.getValue().work()), Math.max(0, e.getValue().requests()));
         }
       }
     }
@@ -217,18 +174,17 @@ final class CapacityLedger {
     classCapWork = pooled ? capacity : workLimit;
     classCapRequests = maxRequests <= 0 ? 0 : pooled ? maxRequests : requestLimit;
     for (ClassSlot s : slots) {
-      if (s.retired) {
+      if (s.retired()) {
         continue;
       }
-      ClassPolicy c = s.policy;
-      s.reserved = (long) Math.floor(c.reservedShare() * classCapWork);
-      s.guaranteed = (long) Math.floor(c.guaranteedShare() * classCapWork);
-      s.reservedRequests =
+      ClassPolicy c = s.policy();
+      s.setShares(
+          (long) Math.floor(c.reservedShare() * classCapWork),
+          (long) Math.floor(c.guaranteedShare() * classCapWork),
           maxRequests <= 0 || classCapRequests <= 0
               ? 0
-              : reservedSlots(c.reservedShare(), classCapRequests);
-      s.guaranteedRequests =
-          maxRequests <= 0 ? 0 : guaranteedSlots(c.guaranteedShare(), classCapRequests);
+              : reservedSlots(c.reservedShare(), classCapRequests),
+          maxRequests <= 0 ? 0 : guaranteedSlots(c.guaranteedShare(), classCapRequests));
     }
     // each slot's reach (accountedWork): the class's reach in the pool (the pool less the others'
     // guarantees, within its reserve when it may not borrow), and at most this replica's limit;
@@ -236,34 +192,28 @@ final class CapacityLedger {
     long guaranteedTotal = 0;
     long poolGuaranteedTotal = 0;
     for (ClassSlot s : slots) {
-      guaranteedTotal += s.guaranteed;
+      guaranteedTotal += s.guaranteed();
       poolGuaranteedTotal +=
-          s.retired ? 0 : (long) Math.floor(s.policy.guaranteedShare() * capacity);
+          s.retired() ? 0 : (long) Math.floor(s.policy().guaranteedShare() * capacity);
     }
     long idleTotal = 0;
     for (ClassSlot s : slots) {
-      idleTotal += s.idleWork;
+      idleTotal += s.idleWork();
     }
     for (ClassSlot s : slots) {
       long reach =
           Math.min(
-              classCapWork - (guaranteedTotal - s.guaranteed),
-              workLimit - (idleTotal - s.idleWork));
+              classCapWork - (guaranteedTotal - s.guaranteed()),
+              workLimit - (idleTotal - s.idleWork()));
       long poolGuaranteed =
-          s.retired ? 0 : (long) Math.floor(s.policy.guaranteedShare() * capacity);
+          s.retired() ? 0 : (long) Math.floor(s.policy().guaranteedShare() * capacity);
       long poolReach = capacity - (poolGuaranteedTotal - poolGuaranteed);
-      if (!s.policy.borrow()) {
-        reach = Math.min(reach, s.reserved);
-        poolReach = Math.min(poolReach, (long) Math.floor(s.policy.reservedShare() * capacity));
+      if (!s.policy().borrow()) {
+        reach = Math.min(reach, s.reserved());
+        poolReach = Math.min(poolReach, (long) Math.floor(s.policy().reservedShare() * capacity));
       }
-      s.reach = Math.max(1, Math.min(reach, workLimit));
-      s.poolReach = Math.max(1, poolReach);
+      s.setReach(Math.max(1, Math.min(reach, workLimit)), Math.max(1, poolReach));
     }
-  }
-
-  /** " (this replica's share: 3 of 8)" when a share binds below the pool's own, else "". */
-  private String shareNote(long limit, long pool) {
-    return shared() && limit < pool ? " (this replica's share: " + limit + " of " + pool + ")" : "";
   }
 
   /** {@code max(1, floor(share × M))} slots for a positive share, 0 otherwise or with no cap. */
@@ -294,7 +244,7 @@ final class CapacityLedger {
   /** The active slot of {@code className}, or null. */
   @Nullable ClassSlot slot(String className) {
     for (ClassSlot s : slots) {
-      if (!s.retired && s.name().equals(className)) {
+      if (!s.retired() && s.name().equals(className)) {
         return s;
       }
     }
@@ -330,13 +280,13 @@ final class CapacityLedger {
     if (policy.maxRequests() <= 0) {
       return Long.MAX_VALUE;
     }
-    int classRequests = k.requests + k.peerRequests;
+    int classRequests = k.requests() + k.peerRequests();
     long free =
         Math.min(
             requestLimit - totalRequests,
             classCapRequests - classRequests - protectedRequestsFor(k));
-    if (!k.policy.borrow()) {
-      free = Math.min(free, k.reservedRequests - classRequests);
+    if (!k.policy().borrow()) {
+      free = Math.min(free, k.reservedRequests() - classRequests);
     }
     return Math.max(0, free);
   }
@@ -365,160 +315,34 @@ final class CapacityLedger {
     return classCapWork;
   }
 
+  /** The request slots the class rules count against (0 when the pool caps none). */
+  int classCapRequests() {
+    return classCapRequests;
+  }
+
+  /** Whether the peers' class loads are known: the class rules count the pool as a whole. */
+  boolean pooled() {
+    return pooled;
+  }
+
+  /** The peers' work in flight in classes not configured here (a rollout). */
+  long otherPeerWork() {
+    return otherPeerWork;
+  }
+
+  /** The peers' requests in flight in classes not configured here (a rollout). */
+  int otherPeerRequests() {
+    return otherPeerRequests;
+  }
+
   /** Work of class {@code k} in flight as the class rules count it (with the peers' part). */
   long classWork(ClassSlot k) {
-    return k.work + k.peerWork;
+    return k.work() + k.peerWork();
   }
 
   /** Request slots class {@code k} may still take within its reserve (class rules' count). */
   long classRequestHeadroom(ClassSlot k) {
-    return (long) k.reservedRequests - k.requests - k.peerRequests;
-  }
-
-  /** Why {@code tenant}'s in-flight cap stops a start now, or null. */
-  @Nullable Shortfall checkTenant(Tenant tenant) {
-    int maxInFlight = tenant.tier().maxInFlight();
-    if (maxInFlight <= 0) {
-      return null;
-    }
-    int n = tenantInFlight(tenant.id());
-    if (n >= maxInFlight) {
-      return new Shortfall(
-          Reason.TENANT_CONCURRENCY,
-          0,
-          tenant.capRefusal("tenant has " + n + " requests in flight (cap " + maxInFlight + ")"));
-    }
-    return null;
-  }
-
-  /**
-   * The capacity class {@code k} could take now, as a fraction of what the class rules count
-   * against (the pool, or this replica's share): the smaller of its work and, with a request cap,
-   * its request slots. The same terms as {@link #checkCapacity}: the other classes' guaranteed and
-   * in-flight parts are not free, nor, without {@code borrow}, anything past its reserved share.
-   */
-  double classHeadroom(ClassSlot k) {
-    long protectedWork = otherPeerWork;
-    int protectedRequests = otherPeerRequests;
-    long keptWork = 0;
-    int keptRequests = 0;
-    for (ClassSlot j : slots) {
-      if (j != k) {
-        protectedWork += Math.max(j.work + j.peerWork, j.guaranteed);
-        protectedRequests += Math.max(j.requests + j.peerRequests, j.guaranteedRequests);
-        keptWork += Math.max(0, j.idleWork - j.work);
-        keptRequests += Math.max(0, j.idleRequests - j.requests);
-      }
-    }
-    long classWork = k.work + k.peerWork;
-    long room =
-        Math.min(classCapWork - classWork - protectedWork, workLimit - totalWork - keptWork);
-    if (!k.policy.borrow()) {
-      room = Math.min(room, k.reserved - classWork);
-    }
-    double work = classCapWork <= 0 ? 0 : Math.max(0, room) / (double) classCapWork;
-    if (policy.maxRequests() <= 0 || classCapRequests <= 0) {
-      return work;
-    }
-    int classRequests = k.requests + k.peerRequests;
-    long slots =
-        Math.min(
-            (long) classCapRequests - classRequests - protectedRequests,
-            (long) requestLimit - totalRequests - keptRequests);
-    if (!k.policy.borrow()) {
-      slots = Math.min(slots, (long) k.reservedRequests - classRequests);
-    }
-    return Math.min(work, Math.max(0, slots) / (double) classCapRequests);
-  }
-
-  /** Pool request cap, class share and pool capacity (not the tenant cap); null if it fits. */
-  @Nullable Shortfall checkCapacity(ClassSlot k, long work) {
-    PoolPolicy p = policy;
-    long w = accountedWork(k, work);
-    ClassPolicy cls = k.policy;
-    long classWork = k.work + k.peerWork;
-    int classRequests = k.requests + k.peerRequests;
-    // Σ_{j≠k} max(U_j, G_j) and Σ_{j≠k} max(N_j, GN_j) in one pass over the slots (with the
-    // peers' load when the class rules count the pool as a whole)
-    long protectedWork = otherPeerWork;
-    int protectedRequests = otherPeerRequests;
-    // and on this replica's share: the other classes' idle guarantees placed here
-    long keptWork = 0;
-    int keptRequests = 0;
-    for (ClassSlot j : slots) {
-      if (j != k) {
-        protectedWork += Math.max(j.work + j.peerWork, j.guaranteed);
-        protectedRequests += Math.max(j.requests + j.peerRequests, j.guaranteedRequests);
-        keptWork += Math.max(0, j.idleWork - j.work);
-        keptRequests += Math.max(0, j.idleRequests - j.requests);
-      }
-    }
-    if (p.maxRequests() > 0) {
-      if (totalRequests + keptRequests >= requestLimit) {
-        return new Shortfall(
-            Reason.POOL_SATURATED,
-            w,
-            totalRequests + keptRequests - requestLimit + 1,
-            "pool "
-                + p.name()
-                + " is at its request cap"
-                + shareNote(requestLimit, p.maxRequests()));
-      }
-      if (classRequests + 1 > k.reservedRequests && !cls.borrow()) {
-        return new Shortfall(
-            Reason.CLASS_SHARE,
-            w,
-            classRequests + 1 - k.reservedRequests,
-            "class "
-                + cls.name()
-                + " holds its share of the request slots of pool "
-                + p.name()
-                + (pooled ? ACROSS : ""));
-      }
-      int needSlots = classRequests + 1 + protectedRequests;
-      if (needSlots > classCapRequests) {
-        return new Shortfall(
-            Reason.POOL_SATURATED,
-            w,
-            needSlots - classCapRequests,
-            "the free request slots of pool "
-                + p.name()
-                + " are guaranteed to other classes"
-                + (pooled ? ACROSS : shareNote(classCapRequests, p.maxRequests())));
-      }
-    }
-    if (classWork + w > k.reserved && !cls.borrow()) {
-      return new Shortfall(
-          Reason.CLASS_SHARE,
-          classWork + w - k.reserved,
-          "class "
-              + cls.name()
-              + " has used its share of pool "
-              + p.name()
-              + (pooled ? ACROSS : ""));
-    }
-    long need = classWork + w + protectedWork;
-    if (need > classCapWork) {
-      return new Shortfall(
-          Reason.POOL_SATURATED,
-          need - classCapWork,
-          "pool "
-              + p.name()
-              + " has no capacity for class "
-              + cls.name()
-              + (pooled ? ACROSS : shareNote(classCapWork, p.capacityWorkUnits())));
-    }
-    if (totalWork + w + keptWork > workLimit) {
-      return new Shortfall(
-          Reason.POOL_SATURATED,
-          totalWork + w + keptWork - workLimit,
-          "pool "
-              + p.name()
-              + " has no capacity for class "
-              + cls.name()
-              + shareNote(workLimit, p.capacityWorkUnits()));
-    }
-    return null;
+    return (long) k.reservedRequests() - k.requests() - k.peerRequests();
   }
 
   /** Takes a permit for {@code request} in class {@code k} (the checks passed). */
@@ -526,9 +350,7 @@ final class CapacityLedger {
     Tenant tenant = request.tenant();
     long w = accountedWork(k, request.workUnits());
     long asked = demandWork(k, request.workUnits());
-    k.work += w;
-    k.demandWork += asked;
-    k.requests++;
+    k.hold(w, asked, 1);
     totalWork += w;
     totalRequests++;
     int[] tenantCount = tenantInFlight.get(tenant.id());
@@ -547,10 +369,9 @@ final class CapacityLedger {
    */
   long grow(Permit permit, long more) {
     ClassSlot k = permit.slot();
-    long w = Math.max(0, Math.min(permit.workUnits() + more, k.reach) - permit.workUnits());
-    long d = Math.max(0, Math.min(permit.demandWork() + more, k.poolReach) - permit.demandWork());
-    k.work += w;
-    k.demandWork += d;
+    long w = Math.max(0, Math.min(permit.workUnits() + more, k.reach()) - permit.workUnits());
+    long d = Math.max(0, Math.min(permit.demandWork() + more, k.poolReach()) - permit.demandWork());
+    k.hold(w, d, 0);
     totalWork += w;
     overrunWork += w;
     permit.grown(w, d);
@@ -566,16 +387,14 @@ final class CapacityLedger {
   void release(Permit permit) {
     ClassSlot k = permit.slot();
     overrunWork -= permit.grownWork();
-    k.work -= permit.workUnits();
-    k.demandWork -= permit.demandWork();
-    k.requests--;
+    k.hold(-permit.workUnits(), -permit.demandWork(), -1);
     totalWork -= permit.workUnits();
     totalRequests--;
     int[] count = tenantInFlight.get(permit.tenant().id());
     if (count != null && --count[0] <= 0) {
       tenantInFlight.remove(permit.tenant().id());
     }
-    if (k.retired && k.work == 0 && k.requests == 0) {
+    if (k.retired() && k.work() == 0 && k.requests() == 0) {
       List<ClassSlot> next = new ArrayList<>(slots);
       next.remove(k);
       slots = List.copyOf(next);
@@ -592,7 +411,7 @@ final class CapacityLedger {
    * #applyShare}).
    */
   long accountedWork(ClassSlot k, long work) {
-    return Math.min(work, k.reach);
+    return Math.min(work, k.reach());
   }
 
   /**
@@ -602,38 +421,38 @@ final class CapacityLedger {
    * request larger than the share would report exactly the share and never get more.)
    */
   long demandWork(ClassSlot k, long work) {
-    return Math.min(work, k.poolReach);
+    return Math.min(work, k.poolReach());
   }
 
   /**
    * Every active class's guaranteed part of the pool and the most it can hold in the pool (the
    * pool's own numbers, whatever the share), in rank order: what the share allocation divides.
    */
-  List<PoolState.ClassLimits> poolClassLimits() {
+  List<ClassLimits> poolClassLimits() {
     PoolPolicy p = policy;
     int maxRequests = Math.max(0, p.maxRequests());
     int guaranteedSlotsTotal = 0;
     for (ClassSlot s : slots) {
-      if (!s.retired) {
-        guaranteedSlotsTotal += guaranteedSlots(s.policy.guaranteedShare(), maxRequests);
+      if (!s.retired()) {
+        guaranteedSlotsTotal += guaranteedSlots(s.policy().guaranteedShare(), maxRequests);
       }
     }
-    List<PoolState.ClassLimits> out = new ArrayList<>();
+    List<ClassLimits> out = new ArrayList<>();
     for (ClassSlot s : slots) {
-      if (s.retired) {
+      if (s.retired()) {
         continue;
       }
-      ClassPolicy c = s.policy;
+      ClassPolicy c = s.policy();
       int gn = guaranteedSlots(c.guaranteedShare(), maxRequests);
       int reachN = maxRequests - (guaranteedSlotsTotal - gn);
       if (!c.borrow()) {
         reachN = Math.min(reachN, reservedSlots(c.reservedShare(), maxRequests));
       }
       out.add(
-          new PoolState.ClassLimits(
+          new ClassLimits(
               c.name(),
               (long) Math.floor(c.guaranteedShare() * p.capacityWorkUnits()),
-              s.poolReach,
+              s.poolReach(),
               gn,
               Math.max(0, reachN)));
     }
@@ -645,7 +464,7 @@ final class CapacityLedger {
     int sum = otherPeerRequests;
     for (ClassSlot j : slots) {
       if (j != k) {
-        sum += Math.max(j.requests + j.peerRequests, j.guaranteedRequests);
+        sum += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());
       }
     }
     return sum;

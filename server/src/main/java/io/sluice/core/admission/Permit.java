@@ -64,7 +64,7 @@ public final class Permit {
     this.pool = pool;
     this.demandWork = demandWork;
     this.slot = slot;
-    this.requestClass = slot.policy;
+    this.requestClass = slot.policy();
     this.tenant = tenant;
     this.workUnits = workUnits;
     this.admittedAtNanos = admittedAtNanos;

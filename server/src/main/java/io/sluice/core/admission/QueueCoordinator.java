@@ -1,6 +1,5 @@
 package io.sluice.core.admission;
 
-import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.queue.ClassScheduler;
@@ -105,17 +104,17 @@ final class QueueCoordinator {
       List<ClassSlot> slots, PoolPolicy policy) {
     List<ClassScheduler.QueueClass<Entry>> qcs = new ArrayList<>();
     for (ClassSlot s : slots) {
-      QueueBounds bounds = bounds(s.policy, policy, capacity.workLimit());
-      if (s.queue.isEmpty() && !s.queue.bounds().equals(bounds)) {
-        s.queue = new TenantFairQueue<>(bounds);
+      QueueBounds bounds = WaitingRooms.bounds(s.policy(), policy, capacity.workLimit());
+      if (s.queue().isEmpty() && !s.queue().bounds().equals(bounds)) {
+        s.setQueue(new TenantFairQueue<>(bounds));
       }
       qcs.add(
           new ClassScheduler.QueueClass<>(
               s.name(),
-              s.retired ? Integer.MAX_VALUE / 2 : s.policy.rank(),
-              s.retired ? 0 : s.policy.reservedShare(),
-              s.retired || s.policy.borrow(),
-              s.queue));
+              s.retired() ? Integer.MAX_VALUE / 2 : s.policy().rank(),
+              s.retired() ? 0 : s.policy().reservedShare(),
+              s.retired() || s.policy().borrow(),
+              s.queue()));
     }
     return qcs;
   }
@@ -128,35 +127,13 @@ final class QueueCoordinator {
   void reboundToShare() {
     PoolPolicy policy = capacity.policy();
     for (ClassSlot s : queueSlots) {
-      if (!s.retired) {
-        QueueBounds b = bounds(s.policy, policy, capacity.workLimit());
-        if (!s.queue.bounds().equals(b)) {
-          s.queue.rebound(b);
+      if (!s.retired()) {
+        QueueBounds b = WaitingRooms.bounds(s.policy(), policy, capacity.workLimit());
+        if (!s.queue().bounds().equals(b)) {
+          s.queue().rebound(b);
         }
       }
     }
-  }
-
-  /** The waiting room of class {@code c} in pool {@code p} (the whole pool's). */
-  static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
-    return bounds(c, p, p.capacityWorkUnits());
-  }
-
-  /**
-   * The waiting room of class {@code c} in pool {@code p} on a replica holding {@code share} of its
-   * work units: {@code queue.workShare × share} work units and {@code maxItems × share / capacity}
-   * items (rounded up, at least 1); the whole room when {@code share} is the pool.
-   */
-  static QueueBounds bounds(ClassPolicy c, PoolPolicy p, long share) {
-    long pool = Math.max(1, p.capacityWorkUnits());
-    long room = Math.max(0, Math.min(share, pool));
-    long maxWork = Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) room));
-    int maxItems =
-        room >= pool
-            ? c.maxQueueItems()
-            : (int) Math.max(1, Math.ceil(c.maxQueueItems() * (double) room / pool));
-    long maxWait = Math.max(1, c.maxQueueWait().toNanos());
-    return new QueueBounds(maxWork, maxItems, maxWait, c.tenantQueueShare());
   }
 
   /** Rule 2: whether a class of rank {@code <= rank} has waiting items. */
@@ -184,8 +161,8 @@ final class QueueCoordinator {
   long queuedWorkAtOrAbove(int rank) {
     long sum = 0;
     for (ClassSlot s : queueSlots) {
-      if (!s.retired && s.policy.rank() <= rank) {
-        sum += s.queue.queuedWork();
+      if (!s.retired() && s.policy().rank() <= rank) {
+        sum += s.queue().queuedWork();
       }
     }
     return sum;
@@ -195,8 +172,8 @@ final class QueueCoordinator {
   long queuedItemsAtOrAbove(int rank) {
     long sum = 0;
     for (ClassSlot s : queueSlots) {
-      if (!s.retired && s.policy.rank() <= rank) {
-        sum += s.queue.depth();
+      if (!s.retired() && s.policy().rank() <= rank) {
+        sum += s.queue().depth();
       }
     }
     return sum;
@@ -247,13 +224,13 @@ final class QueueCoordinator {
     Tenant tenant = request.tenant();
     long work = capacity.accountedWork(k, request.workUnits());
     long ahead =
-        queuedWorkAtOrAbove(k.policy.rank())
-            - k.queue.queuedWork()
-            + k.queue.queuedWorkAhead(tenant.id(), tenant.tier().weight());
+        queuedWorkAtOrAbove(k.policy().rank())
+            - k.queue().queuedWork()
+            + k.queue().queuedWorkAhead(tenant.id(), tenant.tier().weight());
     long requestsAhead =
-        queuedItemsAtOrAbove(k.policy.rank())
-            - k.queue.depth()
-            + k.queue.queuedItemsAhead(tenant.id(), tenant.tier().weight());
+        queuedItemsAtOrAbove(k.policy().rank())
+            - k.queue().depth()
+            + k.queue().queuedItemsAhead(tenant.id(), tenant.tier().weight());
     // the binding dimension decides: work units, or request slots when the pool caps requests
     long predicted =
         predictor.predictWaitNanos(
@@ -287,20 +264,21 @@ final class QueueCoordinator {
                 request,
                 k,
                 capacity.demandWork(k, request.workUnits())));
-    Offer offer = waiter == null ? k.queue.check(item, nowNanos) : k.queue.offer(item, nowNanos);
+    Offer offer =
+        waiter == null ? k.queue().check(item, nowNanos) : k.queue().offer(item, nowNanos);
     if (offer instanceof Offer.Rejected r) {
       return switch (r.reason()) {
         case TENANT_SHARE ->
             refusal(
                 Reason.TENANT_CONCURRENCY,
                 429,
-                service.drainNanos(k.queue.tenantQueuedWork(tenant.id()), 0),
+                service.drainNanos(k.queue().tenantQueuedWork(tenant.id()), 0),
                 "tenant owns its share of the waiting room of class " + k.name());
         case QUEUE_FULL ->
             refusal(
                 Reason.QUEUE_FULL,
                 503,
-                service.drainNanos(k.queue.queuedWork(), k.queue.depth()),
+                service.drainNanos(k.queue().queuedWork(), k.queue().depth()),
                 "queue of class " + k.name() + " in pool " + policy.name() + " is full");
         case EXPIRED ->
             refusal(
@@ -315,7 +293,7 @@ final class QueueCoordinator {
       return new Decision.WouldQueue(why, accepted.position(), predicted);
     }
     increment(tenantQueued, tenant.id());
-    k.queuedDemandWork += item.payload().demandWork();
+    k.addQueuedDemand(item.payload().demandWork());
     long hold = Math.max(1_000_000L, (expires - nowNanos) + policy.holdMargin().toNanos());
     Decision.Queued queued =
         new Decision.Queued(policy.name(), ticket, hold, expires, accepted.position(), predicted);
@@ -328,7 +306,7 @@ final class QueueCoordinator {
   /** Removes a queued request whose stream went away; true if it was still waiting. */
   boolean cancel(long ticket, long nowNanos, List<Callback> callbacks) {
     for (ClassSlot s : queueSlots) {
-      var item = s.queue.remove(ticket);
+      var item = s.queue().remove(ticket);
       if (item.isPresent()) {
         left(item.get());
         drain(nowNanos, callbacks);
@@ -342,7 +320,7 @@ final class QueueCoordinator {
   int refuseAll(Reason reason, long nowNanos, List<Callback> callbacks) {
     int n = 0;
     for (ClassSlot s : queueSlots) {
-      for (QueuedItem<Entry> item : s.queue.clear()) {
+      for (QueuedItem<Entry> item : s.queue().clear()) {
         left(item);
         callbacks.add(
             new Callback(
@@ -407,26 +385,9 @@ final class QueueCoordinator {
     }
   }
 
-  /** Queue state of every active class, in rank order. */
-  List<PoolState.QueueSnapshot> snapshots(long nowNanos, int topTenants) {
-    List<PoolState.QueueSnapshot> out = new ArrayList<>();
-    for (ClassSlot s : queueSlots) {
-      if (!s.retired) {
-        out.add(
-            new PoolState.QueueSnapshot(
-                s.name(),
-                s.queue.depth(),
-                s.queue.queuedWork(),
-                s.queue.oldestAgeNanos(nowNanos),
-                topTenants > 0 ? s.queue.topTenants(topTenants) : List.of()));
-      }
-    }
-    return out;
-  }
-
   private boolean anyQueued() {
     for (ClassSlot s : queueSlots) {
-      if (!s.queue.isEmpty()) {
+      if (!s.queue().isEmpty()) {
         return true;
       }
     }
@@ -485,16 +446,7 @@ final class QueueCoordinator {
   /** An item left its queue (started, expired, cancelled or refused): its counts go with it. */
   private void left(QueuedItem<Entry> item) {
     decrement(tenantQueued, item.tenant());
-    item.payload().slot().queuedDemandWork -= item.payload().demandWork();
-  }
-
-  /** Work waiting in every class as the requests asked for it (the demand for a share). */
-  long queuedDemandWork() {
-    long sum = 0;
-    for (ClassSlot s : queueSlots) {
-      sum += s.queuedDemandWork;
-    }
-    return sum;
+    item.payload().slot().addQueuedDemand(-item.payload().demandWork());
   }
 
   private static void increment(Map<String, int[]> m, String key) {

@@ -117,8 +117,8 @@ final class ServiceTimes {
       // a fixed term and no time per output token: the reserves seen did not vary, so the time
       // per token is unknown (not 0): the medians below
     }
-    if (k.endToEnd.ready()) {
-      return ceil(k.endToEnd.value());
+    if (k.endToEnd().ready()) {
+      return ceil(k.endToEnd().value());
     }
     if (poolEndToEnd.ready()) {
       return ceil(poolEndToEnd.value());
@@ -188,7 +188,7 @@ final class ServiceTimes {
    * evidence.
    */
   long deadlineServiceNanos(ClassSlot k, AdmissionRequest request, long work) {
-    LogQuantile tail = k.overrun.ready() ? k.overrun : poolOverrun;
+    LogQuantile tail = k.overrun().ready() ? k.overrun() : poolOverrun;
     if (request.hasTokenSplit() && serviceModel.ready() && tail.ready()) {
       double predicted =
           serviceModel.predictWithinEvidenceNanos(request.inputTokens(), request.outputTokens());
@@ -229,10 +229,10 @@ final class ServiceTimes {
       return;
     }
     if (outcome == Outcome.COMPLETED && held > 0) {
-      k.endToEnd.onSample(held);
+      k.endToEnd().onSample(held);
       poolEndToEnd.onSample(held);
     } else if (outcome == Outcome.CANCELLED) {
-      k.endToEnd.onAtLeast(held);
+      k.endToEnd().onAtLeast(held);
       poolEndToEnd.onAtLeast(held);
     }
     boolean split = permit.inputTokens() >= 0 && permit.outputTokens() >= 0;
@@ -241,7 +241,7 @@ final class ServiceTimes {
       if (split && serviceModel.ready()) {
         double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
         if (predicted > 0) {
-          k.overrun.onAtLeast(held / predicted);
+          k.overrun().onAtLeast(held / predicted);
           poolOverrun.onAtLeast(held / predicted);
         }
       }
@@ -253,7 +253,7 @@ final class ServiceTimes {
         if (serviceModel.ready()) {
           double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
           if (predicted > 0) {
-            k.overrun.onSample(held / predicted); // out of sample: before this one is fitted
+            k.overrun().onSample(held / predicted); // out of sample: before this one is fitted
             poolOverrun.onSample(held / predicted);
           }
         }
@@ -282,7 +282,7 @@ final class ServiceTimes {
     for (Unmodelled u : unmodelled) {
       double predicted = serviceModel.predictNanos(u.inputTokens(), u.outputTokens());
       if (predicted > 0) {
-        u.slot().overrun.onSample(u.held() / predicted);
+        u.slot().overrun().onSample(u.held() / predicted);
         poolOverrun.onSample(u.held() / predicted);
       }
     }

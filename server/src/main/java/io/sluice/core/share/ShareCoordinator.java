@@ -1,6 +1,5 @@
 package io.sluice.core.share;
 
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.time.Ticker;
 import java.util.ArrayList;
@@ -20,7 +19,7 @@ import org.jspecify.annotations.Nullable;
  * #tick} (every {@code renewInterval}, from the bootstrap's timer) reads each pool's demand,
  * computes this replica's target with {@link ShareAllocator} from its own demand and the peers'
  * last reported ones, and sends one exchange per pool to the {@link ShareStore}; the grant it
- * answers becomes the pool's local limit ({@link PoolState#applyShare}). The admission path never
+ * answers becomes the pool's local limit ({@link SharedPool#applyShare}). The admission path never
  * waits on the store: it admits against the last applied share.
  *
  * <p>When the store fails or does not answer, the last share is kept for the pool's {@code
@@ -141,7 +140,7 @@ public final class ShareCoordinator {
   public long superseded() {
     long n = 0;
     for (PoolShare s : shares.values()) {
-      n += s.superseded;
+      n += s.tally.superseded;
     }
     return n;
   }
@@ -160,11 +159,11 @@ public final class ShareCoordinator {
    * pool that is no longer configured is dropped and its lease given up. Returns a stage that
    * completes when every exchange sent in this round has been answered or failed.
    */
-  public CompletionStage<Void> tick(Collection<PoolState> pools) {
+  public CompletionStage<Void> tick(Collection<? extends SharedPool> pools) {
     long now = ticker.nanos();
     Set<String> live = new HashSet<>();
     List<CompletableFuture<Void>> sent = new ArrayList<>();
-    for (PoolState pool : pools) {
+    for (SharedPool pool : pools) {
       String name = pool.policy().name();
       live.add(name);
       PoolShare s = shares.computeIfAbsent(name, n -> new PoolShare(n, now));
@@ -211,6 +210,16 @@ public final class ShareCoordinator {
     return true;
   }
 
+  /** What happened to one pool's lease (for {@link Status}). */
+  private static final class Tally {
+    long renewals;
+    long failures;
+    long rebalances;
+    long received; // renewals whose target took remainders of blocked peers
+    long gave; // renewals that gave its remainder to a blocked peer
+    long superseded; // leases of earlier incarnations dropped
+  }
+
   /** One pool's lease. */
   private final class PoolShare {
     final String pool;
@@ -225,30 +234,22 @@ public final class ShareCoordinator {
     boolean started;
     boolean pending;
     List<ShareStore.Peer> peers = List.of();
-    List<PoolState.ClassDemand> classLoads = List.of();
-    Map<String, PoolState.Load> idleParts = Map.of();
-    boolean onProbation;
-    long probationUntilNanos;
-    long probationWork;
-    int probationRequests;
-    long renewals;
-    long failures;
-    long rebalances;
+    List<ClassDemand> classLoads = List.of();
+    Map<String, Load> idleParts = Map.of();
+    final Probation probation = new Probation();
+    final Tally tally = new Tally();
     String lastError = "";
     long targetWork;
     int targetRequests;
-    long received;
-    long gave;
-    Map<String, PoolState.Load> peerClassLoads = Map.of();
+    Map<String, Load> peerClassLoads = Map.of();
     boolean predecessorsDropped;
-    long superseded;
 
     PoolShare(String pool, long createdNanos) {
       this.pool = pool;
       this.createdNanos = createdNanos;
     }
 
-    synchronized @Nullable CompletableFuture<Void> round(PoolState state, long now) {
+    synchronized @Nullable CompletableFuture<Void> round(SharedPool state, long now) {
       ReplicaPolicy.PoolMode mode = policy.mode(pool);
       if (!started) {
         started = true;
@@ -259,16 +260,26 @@ public final class ShareCoordinator {
         return null; // one exchange at a time; the store's own timeout ends a slow one
       }
       PoolPolicy p = state.policy();
-      PoolState.Demand d = state.demand();
+      Demand d = state.demand();
       demandWork = d.demandWork();
       demandRequests = d.demandRequests();
-      List<PoolState.ClassDemand> mine = d.classes();
+      List<ClassDemand> mine = d.classes();
       classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
-      long[] target =
-          targets(p.capacityWorkUnits(), capRequests, mode.floor(), state.classLimits());
-      targetWork = target[0];
-      targetRequests = (int) target[1];
+      ShareTargets.Targets target =
+          ShareTargets.targets(
+              replica,
+              peers,
+              classLoads,
+              p.capacityWorkUnits(),
+              capRequests,
+              mode.floor(),
+              state.classLimits());
+      idleParts = target.idle();
+      tally.received += target.received() ? 1 : 0;
+      tally.gave += target.gave() ? 1 : 0;
+      targetWork = target.work();
+      targetRequests = target.requests();
       ShareStore.Exchange ex =
           new ShareStore.Exchange(
               namespace,
@@ -277,8 +288,8 @@ public final class ShareCoordinator {
               policy.leaseTtl().toMillis(),
               p.capacityWorkUnits(),
               capRequests,
-              target[0],
-              (int) target[1],
+              targetWork,
+              targetRequests,
               d.workInFlight(),
               d.requestsInFlight(),
               demandWork,
@@ -313,192 +324,40 @@ public final class ShareCoordinator {
     private synchronized @Nullable Void dropped(@Nullable Integer n, @Nullable Throwable e) {
       if (e == null) {
         predecessorsDropped = true;
-        superseded += n == null ? 0 : n;
+        tally.superseded += n == null ? 0 : n;
       }
       return null;
     }
 
-    /**
-     * This replica's targets {work, requests} by the allocation rule over it and its peers, class
-     * by class ({@link ShareAllocator#allocateByClass}); a peer's class not configured here (a
-     * rollout) counts as a class with no guarantee that may borrow the whole pool.
-     */
-    private long[] targets(
-        long capWork, int capRequests, double floorFraction, List<PoolState.ClassLimits> limits) {
-      TreeMap<String, List<PoolState.ClassDemand>> byId = new TreeMap<>();
-      for (ShareStore.Peer peer : peers) {
-        // a peer that reports no class loads (a version before them, during a rollout) counts
-        // with its total demand, as a class with no guarantee
-        byId.put(
-            peer.replica(),
-            peer.classes().isEmpty() && (peer.demandWork() > 0 || peer.demandRequests() > 0)
-                ? List.of(
-                    new PoolState.ClassDemand(
-                        "", peer.demandWork(), peer.demandRequests(), 0, 0, 0))
-                : peer.classes());
-      }
-      byId.put(replica, classLoads);
-      int m = limits.size();
-      Map<String, Integer> column = new java.util.HashMap<>();
-      for (int k = 0; k < m; k++) {
-        column.put(limits.get(k).name(), k);
-      }
-      long[] gw = new long[m + 1];
-      long[] rw = new long[m + 1];
-      long[] gr = new long[m + 1];
-      long[] rr = new long[m + 1];
-      for (int k = 0; k < m; k++) {
-        PoolState.ClassLimits l = limits.get(k);
-        gw[k] = l.guaranteedWork();
-        rw[k] = l.reachWork();
-        gr[k] = l.guaranteedRequests();
-        rr[k] = l.reachRequests();
-      }
-      rw[m] = capWork; // classes unknown here: no guarantee, may borrow everything
-      rr[m] = capRequests;
-      int n = byId.size();
-      long[][] dw = new long[n][m + 1];
-      long[][] dr = new long[n][m + 1];
-      // in flight by replica, and by class across the replicas (for the remainders gathered)
-      long[] useW = new long[n];
-      long[] useR = new long[n];
-      long[] classUse = new long[m + 1];
-      int me = 0;
-      int i = 0;
-      for (Map.Entry<String, List<PoolState.ClassDemand>> e : byId.entrySet()) {
-        if (e.getKey().equals(replica)) {
-          me = i;
-        }
-        for (PoolState.ClassDemand c : e.getValue()) {
-          int k = column.getOrDefault(c.name(), m);
-          dw[i][k] += Math.max(0, c.demandWork());
-          dr[i][k] += Math.max(0, c.demandRequests());
-          useW[i] += Math.max(0, c.inFlightWork());
-          useR[i] += Math.max(0, c.inFlightRequests());
-          classUse[k] += Math.max(0, c.inFlightWork());
-        }
-        i++;
-      }
-      // rounded down: in a small pool an idle replica keeps nothing and its first request waits
-      // for (or is refused until) the next rebalance
-      ShareAllocator.Allocation aw =
-          ShareAllocator.allocateByClass(capWork, dw, gw, rw, floorFraction);
-      ShareAllocator.Allocation ar =
-          capRequests > 0
-              ? ShareAllocator.allocateByClass(capRequests, dr, gr, rr, floorFraction)
-              : null;
-      // the remainders that blocked replicas cannot use, gathered where a waiting head then fits
-      // the heads the pool's class rules would admit, on the class loads summed above
-      long[] headW = new long[n];
-      i = 0;
-      for (List<PoolState.ClassDemand> loads : byId.values()) {
-        for (PoolState.ClassDemand c : loads) {
-          int k = column.getOrDefault(c.name(), m);
-          if (c.headWork() > 0 && classAdmits(k, c.headWork(), classUse, gw, capWork)) {
-            headW[i] = headW[i] == 0 ? c.headWork() : Math.min(headW[i], c.headWork());
-          }
-        }
-        i++;
-      }
-      ShareAllocator.Targets t =
-          ShareAllocator.consolidate(
-              new ShareAllocator.Dimension(aw.targets(), useW, headW),
-              ar == null ? null : new ShareAllocator.Dimension(ar.targets(), useR, headW));
-      Map<String, PoolState.Load> idle = new java.util.HashMap<>();
-      for (int k = 0; k < m; k++) {
-        long w = aw.idle()[me][k];
-        int r = ar == null ? 0 : (int) ar.idle()[me][k];
-        if (w > 0 || r > 0) {
-          idle.put(limits.get(k).name(), new PoolState.Load(w, r));
-        }
-      }
-      idleParts = idle;
-      if (t.work()[me] > aw.targets()[me] || t.requests()[me] > ar(ar, me)) {
-        received++;
-      } else if (t.work()[me] < aw.targets()[me] || t.requests()[me] < ar(ar, me)) {
-        gave++;
-      }
-      return new long[] {t.work()[me], t.requests()[me]};
-    }
-
-    private static long ar(ShareAllocator.@Nullable Allocation a, int me) {
-      return a == null ? 0 : a.targets()[me];
-    }
-
-    /**
-     * Whether the pool's class rules, on the replicas' last reported work in flight, would let a
-     * request of {@code work} in class {@code k} start (its class and the others' guarantees).
-     */
-    private static boolean classAdmits(
-        int k, long work, long[] classUse, long[] guaranteed, long capWork) {
-      long need = classUse[k] + work;
-      for (int j = 0; j < classUse.length; j++) {
-        if (j != k) {
-          need += Math.max(classUse[j], guaranteed[j]);
-        }
-      }
-      return need <= capWork;
-    }
-
-    /** The peers' work and requests in flight by class, summed (their class rules' load). */
-    private Map<String, PoolState.Load> peerLoads() {
-      Map<String, long[]> sum = new java.util.HashMap<>();
-      for (ShareStore.Peer peer : peers) {
-        for (PoolState.ClassDemand c : peer.classes()) {
-          long[] a = sum.computeIfAbsent(c.name(), x -> new long[2]);
-          a[0] += Math.max(0, c.inFlightWork());
-          a[1] += Math.max(0, c.inFlightRequests());
-        }
-      }
-      Map<String, PoolState.Load> out = new java.util.HashMap<>();
-      for (Map.Entry<String, long[]> e : sum.entrySet()) {
-        out.put(
-            e.getKey(),
-            new PoolState.Load(
-                e.getValue()[0], (int) Math.min(Integer.MAX_VALUE, e.getValue()[1])));
-      }
-      return out;
-    }
-
     private synchronized void answered(
-        PoolState state, ShareStore.@Nullable Grant g, @Nullable Throwable e, long now) {
+        SharedPool state, ShareStore.@Nullable Grant g, @Nullable Throwable e, long now) {
       pending = false;
       if (g != null && e == null) {
         if (!granted || g.work() != grantedWork || g.requests() != grantedRequests) {
-          rebalances++;
+          tally.rebalances++;
         }
         if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
-          // Back from a store outage: the other replicas' leases may have expired meanwhile, and
-          // the work they hold (admitted on their fallback share, or still draining) reaches the
-          // store only with their next renewal. Until they have had the time to renew, stay
-          // within the share of the outage, so that the first replica back does not take the
-          // whole pool on top of work the store cannot see yet.
-          onProbation = true;
-          probationUntilNanos = now + 2 * policy.renewInterval().toNanos();
-          probationWork = grantedWork;
-          probationRequests = grantedRequests;
+          // back from a store outage: within the share of the outage until the other replicas
+          // have had the time to renew ({@link Probation})
+          probation.start(now + 2 * policy.renewInterval().toNanos(), grantedWork, grantedRequests);
         }
         granted = true;
         grantedWork = g.work();
         grantedRequests = g.requests();
-        onProbation = onProbation && now - probationUntilNanos < 0;
-        if (onProbation) {
-          grantedWork = Math.min(grantedWork, probationWork);
-          grantedRequests = Math.min(grantedRequests, probationRequests);
+        if (probation.holds(now)) {
+          grantedWork = Math.min(grantedWork, probation.work());
+          grantedRequests = Math.min(grantedRequests, probation.requests());
         }
         peers = g.peers();
         lastGrantNanos = now;
-        renewals++;
+        tally.renewals++;
         mode = Mode.LEASED;
-        peerClassLoads = peerLoads();
+        peerClassLoads = ShareTargets.peerLoads(peers);
         state.applyShare(
-            grantedWork,
-            grantedRequests,
-            new PoolState.ClassShares(peerClassLoads, idleParts),
-            now);
+            grantedWork, grantedRequests, new ClassShares(peerClassLoads, idleParts), now);
         return;
       }
-      failures++;
+      tally.failures++;
       Throwable cause = e;
       while (cause instanceof java.util.concurrent.CompletionException
           && cause.getCause() != null) {
@@ -512,7 +371,7 @@ public final class ShareCoordinator {
     }
 
     /** Past {@code keepShareFor} without a grant: the store-down mode applies. */
-    private void checkAge(PoolState state, ReplicaPolicy.PoolMode m, long now) {
+    private void checkAge(SharedPool state, ReplicaPolicy.PoolMode m, long now) {
       if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
         return;
       }
@@ -548,14 +407,14 @@ public final class ShareCoordinator {
           demandRequests,
           granted ? now - lastGrantNanos : -1,
           peers.size(),
-          renewals,
-          failures,
-          rebalances,
+          tally.renewals,
+          tally.failures,
+          tally.rebalances,
           lastError,
           targetWork,
           targetRequests,
-          received,
-          gave,
+          tally.received,
+          tally.gave,
           classViews());
     }
 
@@ -567,8 +426,8 @@ public final class ShareCoordinator {
       Set<String> names = new HashSet<>(peerClassLoads.keySet());
       names.addAll(idleParts.keySet());
       for (String name : names) {
-        PoolState.Load peer = peerClassLoads.getOrDefault(name, new PoolState.Load(0, 0));
-        PoolState.Load idle = idleParts.getOrDefault(name, new PoolState.Load(0, 0));
+        Load peer = peerClassLoads.getOrDefault(name, new Load(0, 0));
+        Load idle = idleParts.getOrDefault(name, new Load(0, 0));
         out.put(name, new ClassView(peer.work(), peer.requests(), idle.work(), idle.requests()));
       }
       return out;

@@ -1,6 +1,5 @@
 package io.sluice.core.share;
 
-import io.sluice.core.admission.PoolState;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 
@@ -59,7 +58,7 @@ public interface ShareStore {
       int inUseRequests,
       long demandWork,
       int demandRequests,
-      List<PoolState.ClassDemand> classes) {
+      List<ClassDemand> classes) {
     public Exchange {
       classes = List.copyOf(classes);
     }
@@ -85,7 +84,7 @@ public interface ShareStore {
       int heldRequests,
       long demandWork,
       int demandRequests,
-      List<PoolState.ClassDemand> classes) {
+      List<ClassDemand> classes) {
     public Peer {
       classes = List.copyOf(classes);
     }

@@ -1,6 +1,6 @@
 package io.sluice.store.memory;
 
-import io.sluice.core.admission.PoolState;
+import io.sluice.core.share.ClassDemand;
 import io.sluice.core.share.ShareStore;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -25,7 +25,7 @@ public final class InMemoryShareStore implements ShareStore {
       long heldRequests,
       long demandWork,
       long demandReqs,
-      List<PoolState.ClassDemand> classes) {}
+      List<ClassDemand> classes) {}
 
   private final Clock clock;
   private final Map<String, TreeMap<String, Entry>> pools = new TreeMap<>();

@@ -1,12 +1,10 @@
 package io.sluice.store.redis;
 
-import io.sluice.config.EnvValues;
 import java.time.Duration;
-import java.util.Locale;
-import java.util.Map;
 
 /**
- * Redis connection settings, read once from the environment with envoyproxy/ratelimit's names.
+ * Redis connection settings, read once from the environment with envoyproxy/ratelimit's names (by
+ * the bootstrap: {@code bootstrap.StoreEnv}).
  *
  * @param type {@code single}, {@code sentinel} or {@code cluster} ({@code REDIS_TYPE})
  * @param url {@code host:port}, a socket path, {@code master,host:port,...} (sentinel) or {@code
@@ -52,26 +50,19 @@ public record RedisSettings(
     }
   }
 
-  public static RedisSettings fromEnv(Map<String, String> env) {
-    return new RedisSettings(
-        env.getOrDefault("REDIS_TYPE", "single").toLowerCase(Locale.ROOT),
-        env.getOrDefault("REDIS_URL", "127.0.0.1:6379"),
-        env.getOrDefault("REDIS_SOCKET_TYPE", "tcp").toLowerCase(Locale.ROOT),
-        env.getOrDefault("REDIS_AUTH", ""),
-        env.getOrDefault("REDIS_SENTINEL_AUTH", ""),
-        parseBool("REDIS_TLS", env.getOrDefault("REDIS_TLS", "false")),
-        parseBool(
-            "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION",
-            env.getOrDefault("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "false")),
-        parseDuration("REDIS_TIMEOUT", env.getOrDefault("REDIS_TIMEOUT", "10s")),
-        parseDuration("REDIS_COMMAND_TIMEOUT", env.getOrDefault("REDIS_COMMAND_TIMEOUT", "50ms")),
-        parseDuration(
-            "REDIS_RECONNECT_INTERVAL", env.getOrDefault("REDIS_RECONNECT_INTERVAL", "1s")));
-  }
-
   /** Local Redis with defaults, for tests and examples. */
   public static RedisSettings local(int port) {
-    return fromEnv(Map.of("REDIS_URL", "127.0.0.1:" + port));
+    return new RedisSettings(
+        "single",
+        "127.0.0.1:" + port,
+        "tcp",
+        "",
+        "",
+        false,
+        false,
+        Duration.ofSeconds(10),
+        Duration.ofMillis(50),
+        Duration.ofSeconds(1));
   }
 
   public RedisSettings withCommandTimeout(Duration timeout) {
@@ -86,16 +77,6 @@ public record RedisSettings(
         connectTimeout,
         timeout,
         reconnectInterval);
-  }
-
-  /** See {@link EnvValues#duration}. */
-  public static Duration parseDuration(String name, String text) {
-    return EnvValues.duration(name, text);
-  }
-
-  /** See {@link EnvValues#bool(String, String)}. */
-  public static boolean parseBool(String name, String text) {
-    return EnvValues.bool(name, text);
   }
 
   /** Never prints a credential: auth, sentinel auth and a URL's password are masked. */

@@ -1,6 +1,6 @@
 package io.sluice.store.redis;
 
-import io.sluice.core.admission.PoolState;
+import io.sluice.core.share.ClassDemand;
 import io.sluice.core.share.ShareStore;
 import io.sluice.core.store.PoolKeys;
 import java.net.URLDecoder;
@@ -94,9 +94,9 @@ public final class RedisShareStore implements ShareStore {
    * name:demandWork:demandRequests:inFlightWork:inFlightRequests:headWork} by class,
    * comma-separated, the name URL-encoded (no space, colon or comma left in it).
    */
-  static String encodeClasses(List<PoolState.ClassDemand> classes) {
+  static String encodeClasses(List<ClassDemand> classes) {
     StringBuilder b = new StringBuilder();
-    for (PoolState.ClassDemand c : classes) {
+    for (ClassDemand c : classes) {
       if (b.length() > 0) {
         b.append(',');
       }
@@ -116,8 +116,8 @@ public final class RedisShareStore implements ShareStore {
   }
 
   /** {@link #encodeClasses} read back; a malformed part (another version's) is skipped. */
-  static List<PoolState.ClassDemand> decodeClasses(String token) {
-    List<PoolState.ClassDemand> out = new ArrayList<>();
+  static List<ClassDemand> decodeClasses(String token) {
+    List<ClassDemand> out = new ArrayList<>();
     if (token.isEmpty()) {
       return out;
     }
@@ -128,7 +128,7 @@ public final class RedisShareStore implements ShareStore {
       }
       try {
         out.add(
-            new PoolState.ClassDemand(
+            new ClassDemand(
                 URLDecoder.decode(f[0], StandardCharsets.UTF_8),
                 Long.parseLong(f[1]),
                 Integer.parseInt(f[2]),

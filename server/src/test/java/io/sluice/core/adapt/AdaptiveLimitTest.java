@@ -241,9 +241,9 @@ class AdaptiveLimitTest {
     // below the floor: the floor
     assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.05)), 0).requests()).isEqualTo(4);
     // the pool's effective numbers before the limit is made are the same
-    assertThat(AdaptiveLimit.requestsOf(pool(ceilingStart().withStart(0.25)), Double.NaN))
+    assertThat(LimitBounds.requestsOf(pool(ceilingStart().withStart(0.25)), Double.NaN))
         .isEqualTo(8);
-    assertThat(AdaptiveLimit.workOf(pool(ceilingStart()), Double.NaN)).isEqualTo(64_000);
+    assertThat(LimitBounds.workOf(pool(ceilingStart()), Double.NaN)).isEqualTo(64_000);
     // a learned limit (a reload's) wins over start
     assertThat(new AdaptiveLimit(pool(ceilingStart()), 0.5, 0).requests()).isEqualTo(16);
   }

@@ -18,24 +18,25 @@ class CapacityLedgerTest {
   private final ClassPolicy batch = Policies.cls("batch", 1, 0.5, 0.0, false);
   private final Tenant acme = Policies.tenant("acme", 2);
   private final CapacityLedger ledger = new CapacityLedger(pool);
+  private final CapacityRules rules = new CapacityRules(ledger);
   private final PoolState owner =
       new PoolState(
           pool, List.of(interactive, batch), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
 
   private Permit take(ClassSlot k, long work) {
-    assertThat(ledger.checkCapacity(k, work)).isNull();
+    assertThat(rules.checkCapacity(k, work)).isNull();
     return ledger.take(
-        owner, k, Policies.request(pool, k.policy, acme, work, time.nanos()), time.nanos());
+        owner, k, Policies.request(pool, k.policy(), acme, work, time.nanos()), time.nanos());
   }
 
   @Test
   void sharesAreFloorsOfTheCapacity() {
     ledger.reconfigure(pool, List.of(interactive, batch));
     ClassSlot i = ledger.slot("interactive");
-    assertThat(i.reserved).isEqualTo(500);
-    assertThat(i.guaranteed).isEqualTo(250);
-    assertThat(ledger.slot("batch").reserved).isEqualTo(500);
-    assertThat(ledger.slot("batch").guaranteed).isEqualTo(500);
+    assertThat(i.reserved()).isEqualTo(500);
+    assertThat(i.guaranteed()).isEqualTo(250);
+    assertThat(ledger.slot("batch").reserved()).isEqualTo(500);
+    assertThat(ledger.slot("batch").guaranteed()).isEqualTo(500);
     assertThat(ledger.slot("nope")).isNull();
   }
 
@@ -44,7 +45,7 @@ class CapacityLedgerTest {
     ledger.reconfigure(pool, List.of(interactive, batch));
     ClassSlot b = ledger.slot("batch");
     take(b, 300);
-    CapacityLedger.Shortfall s = ledger.checkCapacity(b, 300);
+    CapacityRules.Shortfall s = rules.checkCapacity(b, 300);
     assertThat(s.reason()).isEqualTo(Reason.CLASS_SHARE);
     assertThat(s.drainWork()).isEqualTo(100); // 300 + 300 - 500
   }
@@ -55,9 +56,9 @@ class CapacityLedgerTest {
     ClassSlot i = ledger.slot("interactive");
     take(i, 500);
     // batch lends nothing (lendable 0): its idle 500 stay free for it
-    CapacityLedger.Shortfall s = ledger.checkCapacity(i, 1);
+    CapacityRules.Shortfall s = rules.checkCapacity(i, 1);
     assertThat(s.reason()).isEqualTo(Reason.POOL_SATURATED);
-    assertThat(ledger.checkCapacity(ledger.slot("batch"), 500)).isNull();
+    assertThat(rules.checkCapacity(ledger.slot("batch"), 500)).isNull();
   }
 
   @Test
@@ -74,13 +75,13 @@ class CapacityLedgerTest {
     ledger.reconfigure(pool, List.of(interactive, batch));
     ClassSlot i = ledger.slot("interactive");
     Permit a = take(i, 1);
-    assertThat(ledger.checkTenant(acme)).isNull();
+    assertThat(rules.checkTenant(acme)).isNull();
     take(i, 1);
-    assertThat(ledger.checkTenant(acme).reason()).isEqualTo(Reason.TENANT_CONCURRENCY);
+    assertThat(rules.checkTenant(acme).reason()).isEqualTo(Reason.TENANT_CONCURRENCY);
     ledger.release(a);
-    assertThat(ledger.checkTenant(acme)).isNull();
+    assertThat(rules.checkTenant(acme)).isNull();
     assertThat(ledger.tenantInFlight("acme")).isEqualTo(1);
-    assertThat(ledger.checkTenant(Policies.tenant("free", 0))).isNull();
+    assertThat(rules.checkTenant(Policies.tenant("free", 0))).isNull();
   }
 
   @Test
@@ -105,7 +106,7 @@ class CapacityLedgerTest {
     ledger.reconfigure(capped, List.of(interactive, batch));
     ClassSlot i = ledger.slot("interactive");
     ledger.take(owner, i, Policies.request(capped, interactive, acme, 1, 0), 0);
-    assertThat(ledger.checkCapacity(i, 1).reason()).isEqualTo(Reason.POOL_SATURATED);
+    assertThat(rules.checkCapacity(i, 1).reason()).isEqualTo(Reason.POOL_SATURATED);
     assertThat(ledger.freeWork()).isEqualTo(999);
   }
 }

@@ -68,7 +68,7 @@ class QueueCoordinatorTest {
     ClassSlot k = capacity.slot(cls);
     return queues.enqueue(
         k,
-        Policies.request(pool, k.policy, acme, work, time.nanos()),
+        Policies.request(pool, k.policy(), acme, work, time.nanos()),
         waiter,
         WAIT,
         time.nanos(),
@@ -142,7 +142,8 @@ class QueueCoordinatorTest {
     assertThat(queues.queuedWorkAtOrAbove(0)).isEqualTo(100);
     assertThat(queues.queuedWorkAtOrAbove(1)).isEqualTo(130);
     assertThat(queues.hasWaitingAtOrAbove(0)).isTrue();
-    assertThat(queues.snapshots(time.nanos(), 1))
+    assertThat(
+            new PoolReadings(capacity, new CapacityRules(capacity), retry).queues(time.nanos(), 1))
         .extracting(PoolState.QueueSnapshot::depth)
         .containsExactly(1, 1);
   }

@@ -4,6 +4,7 @@ import static io.sluice.store.redis.RedisProcesses.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.QuotaCheck;
@@ -52,7 +53,7 @@ class RedisClusterTest {
     topo = RedisProcesses.cluster();
     store =
         RedisPorts.open(
-            RedisSettings.fromEnv(
+            StoreEnv.redis(
                 topo.env(
                     Map.of(
                         "REDIS_COMMAND_TIMEOUT", "500ms",

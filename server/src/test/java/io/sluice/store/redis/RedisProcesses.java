@@ -29,7 +29,7 @@ import java.util.stream.Stream;
  * cluster-node-timeout} 1000) so a failover takes a few seconds.
  *
  * <p>Use: {@code assumeTrue(RedisProcesses.available())}, then {@code try (var s =
- * RedisProcesses.sentinel()) { RedisPorts.open(RedisSettings.fromEnv(s.env(...)), ...) }}.
+ * RedisProcesses.sentinel()) { RedisPorts.open(StoreEnv.redis(s.env(...)), ...) }}.
  */
 public final class RedisProcesses {
   /** Every process started here and still alive: the shutdown hook kills them. */

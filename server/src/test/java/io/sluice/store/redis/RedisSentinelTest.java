@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.QuotaCheck;
@@ -47,7 +48,7 @@ class RedisSentinelTest {
     topo = RedisProcesses.sentinel();
     store =
         RedisPorts.open(
-            RedisSettings.fromEnv(
+            StoreEnv.redis(
                 topo.env(
                     Map.of(
                         // a loaded 2-core box stalls commands; the failover is what is tested

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.store.CounterIncrement;
 import io.sluice.core.store.StoreException;
 import io.sluice.core.time.Ticker;
@@ -46,7 +47,7 @@ class RedisStoreFailureTest {
     redis = new RedisProcess(LocalRedis.freePort()).start();
     store =
         RedisPorts.open(
-            RedisSettings.fromEnv(
+            StoreEnv.redis(
                 java.util.Map.of(
                     "REDIS_URL", "127.0.0.1:" + redis.port(),
                     "REDIS_COMMAND_TIMEOUT", "50ms",
@@ -92,7 +93,7 @@ class RedisStoreFailureTest {
     int port = LocalRedis.freePort();
     store =
         RedisPorts.open(
-            RedisSettings.fromEnv(
+            StoreEnv.redis(
                 java.util.Map.of(
                     "REDIS_URL", "127.0.0.1:" + port,
                     "REDIS_TIMEOUT", "200ms",

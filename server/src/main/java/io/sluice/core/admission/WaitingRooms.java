@@ -1,0 +1,37 @@
+package io.sluice.core.admission;
+
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.queue.QueueBounds;
+
+/**
+ * How large a class's waiting room is: the class's queue settings over the pool, or over this
+ * replica's share of it (a replica holding a third of the pool has a third of each class's waiting
+ * room, so across the replicas the rooms, and each tenant's part of them, add up to the pool's).
+ * Pure functions of the policy.
+ */
+final class WaitingRooms {
+  private WaitingRooms() {}
+
+  /** The waiting room of class {@code c} in pool {@code p} (the whole pool's). */
+  static QueueBounds bounds(ClassPolicy c, PoolPolicy p) {
+    return bounds(c, p, p.capacityWorkUnits());
+  }
+
+  /**
+   * The waiting room of class {@code c} in pool {@code p} on a replica holding {@code share} of its
+   * work units: {@code queue.workShare × share} work units and {@code maxItems × share / capacity}
+   * items (rounded up, at least 1); the whole room when {@code share} is the pool.
+   */
+  static QueueBounds bounds(ClassPolicy c, PoolPolicy p, long share) {
+    long pool = Math.max(1, p.capacityWorkUnits());
+    long room = Math.max(0, Math.min(share, pool));
+    long maxWork = Math.max(1, (long) Math.floor(c.queueWorkShare() * (double) room));
+    int maxItems =
+        room >= pool
+            ? c.maxQueueItems()
+            : (int) Math.max(1, Math.ceil(c.maxQueueItems() * (double) room / pool));
+    long maxWait = Math.max(1, c.maxQueueWait().toNanos());
+    return new QueueBounds(maxWork, maxItems, maxWait, c.tenantQueueShare());
+  }
+}

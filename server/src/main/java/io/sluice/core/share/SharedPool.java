@@ -1,0 +1,37 @@
+package io.sluice.core.share;
+
+import io.sluice.core.policy.PoolPolicy;
+import java.util.List;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A pool as the share coordinator sees it (the port it drives; the admission pool implements it):
+ * what the replica holds and wants of the pool, the class parts the allocation divides, and where
+ * its granted share goes. The share side depends only on this port, never on the pool's internals.
+ */
+public interface SharedPool {
+  /** The policy in effect (the pool's own numbers: capacity and maxRequests). */
+  PoolPolicy policy();
+
+  /**
+   * What this replica holds and wants of the pool now: in flight, waiting, and refused for want of
+   * capacity since the last call (which this call resets), in total and by class, with the limits
+   * it counts against. Demand counts each request's own work (at most what its class can hold in
+   * the pool), not the work it is counted as on this replica's share: a request larger than the
+   * share asks for more than the share.
+   */
+  Demand demand();
+
+  /** Every active class's {@link ClassLimits}, in rank order. */
+  List<ClassLimits> classLimits();
+
+  /**
+   * Limits this replica to its granted share of the pool ({@code work} units, {@code requests}
+   * slots); a larger share starts waiting requests at once, a smaller one admits nothing new until
+   * in-flight work drains below it. Permits in flight are kept either way. With {@code classes}
+   * (the other replicas' load by class, and the idle class guarantees placed on this replica) the
+   * class reserves and guarantees hold for the pool as a whole; with null they are scaled to the
+   * share.
+   */
+  void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos);
+}
