@@ -34,11 +34,9 @@ class ClassShapeTest {
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
           Map.entry("io.sluice.bootstrap.ProcessServices", 22),
-          Map.entry("io.sluice.core.adapt.AdaptiveLimit", 24),
-          Map.entry("io.sluice.core.admission.ClassSlot", 21),
           Map.entry("io.sluice.core.estimate.UsageExtractor", 22),
           Map.entry("io.sluice.core.session.AdmissionSession", 27),
-          Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 29),
+          Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 21),
           Map.entry("io.sluice.rls.config.RlsSettings", 26));
 
   /** The session's boolean fields before this test; only shrinks, to {@link #SESSION_FLAGS}. */
