@@ -45,8 +45,7 @@ class ShapeRulesTest {
           Map.entry("io/sluice/core/session/AdmissionSession.java", 1604),
           Map.entry("io/sluice/core/share/ShareCoordinator.java", 577),
           Map.entry("io/sluice/extproc/AnswerEncoder.java", 545),
-          Map.entry("io/sluice/extproc/Inbound.java", 568),
-          Map.entry("io/sluice/observability/AdmissionMetrics.java", 912));
+          Map.entry("io/sluice/extproc/Inbound.java", 568));
 
   static final List<Path> MAIN_ROOTS =
       List.of(
