@@ -33,7 +33,6 @@ class ShapeRulesTest {
    */
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
-          Map.entry("io/sluice/calibrate/StepRunner.java", 593),
           Map.entry("io/sluice/core/adapt/AdaptiveLimit.java", 672),
           Map.entry("io/sluice/core/admission/CapacityLedger.java", 653),
           Map.entry("io/sluice/core/admission/PoolState.java", 1033),
