@@ -39,7 +39,6 @@ class ShapeRulesTest {
           Map.entry("io/sluice/core/admission/QueueCoordinator.java", 515),
           Map.entry("io/sluice/core/estimate/OutputReserves.java", 811),
           Map.entry("io/sluice/core/estimate/RequestBodyReader.java", 549),
-          Map.entry("io/sluice/core/estimate/UsageExtractor.java", 682),
           Map.entry("io/sluice/core/queue/TenantFairQueue.java", 506),
           Map.entry("io/sluice/core/session/AdmissionSession.java", 1604),
           Map.entry("io/sluice/core/share/ShareCoordinator.java", 577),
