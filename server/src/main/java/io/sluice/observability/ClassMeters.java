@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.Timer;
 import io.sluice.core.admission.Outcome;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The meters of one (pool, class, tier), found once per stream ({@link AdmissionMetrics#forClass}):
@@ -17,10 +18,10 @@ public final class ClassMeters {
   private final String pool;
   private final String cls;
   private final String tier;
-  private volatile Counter admitted;
-  private volatile DistributionSummary estimatedInput;
-  private volatile DistributionSummary estimatedOutput;
-  private volatile Timer permitHold;
+  private volatile @Nullable Counter admitted;
+  private volatile @Nullable DistributionSummary estimatedInput;
+  private volatile @Nullable DistributionSummary estimatedOutput;
+  private volatile @Nullable Timer permitHold;
   private final AtomicReferenceArray<Counter> released =
       new AtomicReferenceArray<>(Outcome.values().length);
   // actual/input, actual/output
