@@ -157,6 +157,11 @@ public final class Secrets {
       return new Redactor(List.copyOf(all));
     }
 
+    /** {@link #scrub(String)} for a text that may be null (null then). */
+    public @Nullable String scrubOrNull(@Nullable String text) {
+      return text == null ? null : scrub(text);
+    }
+
     public String scrub(String text) {
       if (text == null || text.isEmpty()) {
         return text;
