@@ -61,7 +61,7 @@ import org.jspecify.annotations.Nullable;
 @SuppressWarnings("FutureReturnValueIgnored")
 public final class AdminHttpServer implements AutoCloseable {
   /** A response: status, content type, body. */
-  public record Reply(int status, String contentType, String body) {
+  public record Reply(int status, String contentType, @Nullable String body) {
     public static Reply text(int status, String body) {
       return new Reply(status, "text/plain; charset=utf-8", body);
     }
@@ -422,7 +422,7 @@ public final class AdminHttpServer implements AutoCloseable {
       boolean head,
       boolean keepAlive,
       @Nullable String allow) {
-    byte[] body = reply.body().getBytes(StandardCharsets.UTF_8);
+    byte[] body = java.util.Objects.requireNonNull(reply.body()).getBytes(StandardCharsets.UTF_8);
     DefaultFullHttpResponse resp =
         new DefaultFullHttpResponse(
             HttpVersion.HTTP_1_1,

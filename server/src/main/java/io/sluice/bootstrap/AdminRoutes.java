@@ -112,6 +112,6 @@ final class AdminRoutes {
 
   private AdminHttpServer.Reply reply(HttpReply r) {
     return new AdminHttpServer.Reply(
-        r.status(), r.contentType(), services.redactor.scrub(r.body()));
+        r.status(), r.contentType(), services.redactor.scrubOrNull(r.body()));
   }
 }

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The effective config (every default filled in) for {@code /config} and {@code sluice config
@@ -32,7 +33,7 @@ final class ConfigView {
     YAML;
 
     /** {@code json} or {@code yaml} (any case); anything else is null. */
-    static Format parse(String s) {
+    static @Nullable Format parse(@Nullable String s) {
       if (s == null) {
         return null;
       }

@@ -161,7 +161,7 @@ final class IsolatedWarmUp {
       if (r.ok() && permitsLeft == 0 && streamsLeft == 0) {
         LOG.info("warm-up {}", summary);
       } else {
-        LOG.warn("warm-up {}; first failure: {}", summary, redactor.scrub(r.firstError()));
+        LOG.warn("warm-up {}; first failure: {}", summary, redactor.scrubOrNull(r.firstError()));
       }
     } catch (IOException | RuntimeException e) {
       summary = "failed: " + redactor.scrub(e.toString());

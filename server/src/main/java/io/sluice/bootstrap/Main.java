@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -42,9 +43,11 @@ import picocli.CommandLine.Parameters;
     })
 public final class Main implements Callable<Integer> {
   @Option(names = "--config", description = "policy YAML (default: the embedded default)")
-  Path config;
+  @Nullable Path config; // null: the embedded default
 
-  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+  @SuppressWarnings("NullAway.Init") // set by picocli before call()
+  @CommandLine.Spec
+  CommandLine.Model.CommandSpec spec;
 
   @Override
   public Integer call() throws Exception {
@@ -104,7 +107,7 @@ public final class Main implements Callable<Integer> {
         c.retries());
   }
 
-  private static int port(String v, int def, String name) {
+  private static int port(@Nullable String v, int def, String name) {
     if (v == null || v.isBlank()) {
       return def;
     }
@@ -126,9 +129,11 @@ public final class Main implements Callable<Integer> {
       description = "Run the server (the default command).")
   static final class Serve implements Callable<Integer> {
     @Option(names = "--config", description = "policy YAML (default: the embedded default)")
-    Path config;
+    @Nullable Path config; // null: the embedded default
 
-    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @SuppressWarnings("NullAway.Init") // set by picocli before call()
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() throws Exception {
@@ -196,10 +201,13 @@ public final class Main implements Callable<Integer> {
       versionProvider = Main.Version.class,
       description = "Check a policy file; print every error with its path.")
   static final class Validate implements Callable<Integer> {
+    @SuppressWarnings("NullAway.Init") // a required parameter: set by picocli before call()
     @Parameters(index = "0", paramLabel = "FILE", description = "the policy YAML to check")
     Path file;
 
-    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @SuppressWarnings("NullAway.Init") // set by picocli before call()
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -217,7 +225,7 @@ public final class Main implements Callable<Integer> {
           StoreEnv.settings(c.rateLimit().env());
         } catch (IllegalArgumentException e) {
           err.println(file + ": 1 error(s)");
-          err.println("  rateLimit.env." + redactor.scrub(e.getMessage()));
+          err.println("  rateLimit.env." + redactor.scrubOrNull(e.getMessage()));
           return 1;
         }
         for (String w : TrustedHeaders.warnings(c)) {
@@ -254,7 +262,9 @@ public final class Main implements Callable<Integer> {
       description = "Print policies.",
       subcommands = {Main.PrintDefault.class})
   static final class ConfigCommand implements Callable<Integer> {
-    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @SuppressWarnings("NullAway.Init") // set by picocli before call()
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -284,7 +294,9 @@ public final class Main implements Callable<Integer> {
         description = "with --effective: yaml (default) or json")
     String format = "yaml";
 
-    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @SuppressWarnings("NullAway.Init") // set by picocli before call()
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -314,7 +326,9 @@ public final class Main implements Callable<Integer> {
       versionProvider = Main.Version.class,
       description = "Print the version and the commit it was built from.")
   static final class VersionCommand implements Callable<Integer> {
-    @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+    @SuppressWarnings("NullAway.Init") // set by picocli before call()
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
 
     @Override
     public Integer call() {

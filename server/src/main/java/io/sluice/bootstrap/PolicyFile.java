@@ -18,6 +18,7 @@ import java.util.HexFormat;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,7 +30,7 @@ import org.slf4j.LoggerFactory;
 final class PolicyFile {
   private static final Logger LOG = LoggerFactory.getLogger(SluiceServer.class);
 
-  private final Path file; // null: the embedded default (never re-read)
+  private final @Nullable Path file; // null: the embedded default (never re-read)
   private final Function<String, SluiceConfig> parse;
   private final Consumer<SluiceConfig> apply;
   private final Supplier<Duration> reloadInterval;
@@ -38,21 +39,21 @@ final class PolicyFile {
   private final Counter reloadFailure;
 
   /** Digest of the policy text last looked at (applied or rejected), and of the one active. */
-  private volatile String seenDigest;
+  private volatile @Nullable String seenDigest;
 
   private volatile String appliedDigest;
   private volatile String lastReloadError = "";
   private volatile boolean lastReloadOk = true;
 
   /** Why the policy file cannot be read (once per cause), or null while it can. */
-  private String unreadable;
+  private @Nullable String unreadable;
 
   /**
    * @param parse the text to a config (a {@link ConfigException} names every error)
    * @param apply swaps the config in; it calls {@link #applied()} when done
    */
   PolicyFile(
-      Path file,
+      @Nullable Path file,
       String activeYaml,
       Function<String, SluiceConfig> parse,
       Consumer<SluiceConfig> apply,

@@ -343,6 +343,6 @@ final class ProcessServices {
 
   private ConfigException badEnv(IllegalArgumentException e) {
     return new ConfigException(
-        List.of("rateLimit.env or environment variable " + redactor.scrub(e.getMessage())));
+        List.of("rateLimit.env or environment variable " + redactor.scrubOrNull(e.getMessage())));
   }
 }

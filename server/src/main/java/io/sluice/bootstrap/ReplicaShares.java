@@ -22,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,9 +67,9 @@ final class ReplicaShares implements AutoCloseable {
   /**
    * The shares leased by {@code store}, or null when there is none (the store is in this process).
    */
-  static ReplicaShares create(
-      ShareStore store,
-      TenantSlots slots,
+  static @Nullable ReplicaShares create(
+      @Nullable ShareStore store,
+      @Nullable TenantSlots slots,
       String namespace,
       ReplicaPolicy policy,
       AdmissionController controller,
@@ -269,7 +270,7 @@ final class ReplicaShares implements AutoCloseable {
     }
     for (String pool : List.copyOf(meters.keySet())) {
       if (!now.containsKey(pool)) {
-        meters.remove(pool).forEach(registry::remove);
+        java.util.Objects.requireNonNull(meters.remove(pool)).forEach(registry::remove); // a key
       }
     }
   }

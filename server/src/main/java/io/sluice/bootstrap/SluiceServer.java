@@ -44,7 +44,8 @@ public final class SluiceServer implements AutoCloseable {
    * @param configFile the policy file to watch for hot reload, or null (embedded default)
    * @param env process environment (ports, rate limit service settings)
    */
-  public record Options(Path configFile, Map<String, String> env, Ticker ticker, Clock clock) {
+  public record Options(
+      @Nullable Path configFile, Map<String, String> env, Ticker ticker, Clock clock) {
     public static Options defaults() {
       return new Options(null, Map.of(), Ticker.system(), Clock.systemUTC());
     }
@@ -225,11 +226,11 @@ public final class SluiceServer implements AutoCloseable {
   }
 
   public AdmissionRuntime runtime() {
-    return runtime.get();
+    return java.util.Objects.requireNonNull(runtime.get()); // set by the constructor
   }
 
   public SluiceConfig config() {
-    return runtime.get().config();
+    return runtime().config();
   }
 
   /**

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,8 +46,8 @@ public final class Stores implements AutoCloseable {
   private final StoreSettings settings;
   private final KeyValueStore shared;
   private final KeyValueStore local;
-  private final io.sluice.core.share.ShareStore shares;
-  private final io.sluice.core.quota.TenantSlots tenantSlots;
+  private final io.sluice.core.share.@Nullable ShareStore shares;
+  private final io.sluice.core.quota.@Nullable TenantSlots tenantSlots;
   private final AutoCloseable closer;
   // retries: the attempts' state, shared exactly when the backend is
   private final io.sluice.core.retry.AttemptStore attempts;
@@ -61,8 +62,8 @@ public final class Stores implements AutoCloseable {
       StoreSettings settings,
       KeyValueStore shared,
       KeyValueStore local,
-      io.sluice.core.share.ShareStore shares,
-      io.sluice.core.quota.TenantSlots tenantSlots,
+      io.sluice.core.share.@Nullable ShareStore shares,
+      io.sluice.core.quota.@Nullable TenantSlots tenantSlots,
       AutoCloseable closer,
       io.sluice.core.retry.AttemptStore attempts) {
     this.attempts = attempts;
@@ -142,7 +143,7 @@ public final class Stores implements AutoCloseable {
    * The store that leases pool shares among replicas, or null when the backend lives in this
    * process (one replica: every pool's numbers are this replica's own).
    */
-  public io.sluice.core.share.ShareStore shares() {
+  public io.sluice.core.share.@Nullable ShareStore shares() {
     return shares;
   }
 
@@ -150,7 +151,7 @@ public final class Stores implements AutoCloseable {
    * The store that counts capped tenants' slots across replicas, or null when the backend lives in
    * this process (a tier's {@code maxInFlight} is then this replica's own).
    */
-  public io.sluice.core.quota.TenantSlots tenantSlots() {
+  public io.sluice.core.quota.@Nullable TenantSlots tenantSlots() {
     return tenantSlots;
   }
 

@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Envoy's side of whole ext_proc streams, for synthetic traffic: request headers (with the protocol
@@ -74,7 +75,7 @@ public final class SyntheticStreams {
       long maxMessageNanos,
       long firstDecisionNanos,
       long totalNanos,
-      String error) {}
+      @Nullable String error) {}
 
   private SyntheticStreams() {}
 
@@ -365,7 +366,7 @@ public final class SyntheticStreams {
     final LinkedBlockingQueue<Object> answers;
     final long timeoutNanos;
     long maxNanos;
-    String error;
+    @Nullable String error;
     boolean ended;
 
     Stream(
@@ -378,7 +379,7 @@ public final class SyntheticStreams {
     }
 
     /** The answer, or null (and {@link #error} set) on timeout, error or an early end. */
-    ProcessingResponse send(ProcessingRequest req) {
+    @Nullable ProcessingResponse send(ProcessingRequest req) {
       if (error != null || ended) {
         return null;
       }

@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Warms the request path before readiness. Class loading, static initialisation (the BPE encodings
@@ -42,7 +43,7 @@ final class WarmUp {
       int rlsFailed,
       long nanos,
       long slowestFirstMessageNanos,
-      String firstError) {
+      @Nullable String firstError) {
     boolean ok() {
       return streamsFailed == 0 && rlsFailed == 0;
     }
@@ -57,7 +58,7 @@ final class WarmUp {
    */
   static Result run(
       ExtProcService extProc,
-      BindableService rls,
+      @Nullable BindableService rls,
       List<String> rlsDomains,
       List<SyntheticStreams.Exchange> exchanges,
       int streams,

@@ -1,30 +1,23 @@
 package io.sluice.calibrate;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.IOException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Flow;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
@@ -59,7 +52,6 @@ import org.jspecify.annotations.Nullable;
  */
 final class StepRunner implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final int MAX_ERROR_TEXT = 300;
 
   /**
    * What to send.
@@ -142,7 +134,7 @@ final class StepRunner implements AutoCloseable {
     Step step = new Step(1, 1, System.nanoTime() + timeout.toNanos(), false);
     step.start();
     step.await(System.nanoTime() + timeout.toNanos());
-    Call c;
+    StreamedCall c;
     synchronized (step) {
       c = step.calls.isEmpty() ? null : step.calls.get(0);
     }
@@ -209,8 +201,8 @@ final class StepRunner implements AutoCloseable {
     final int budget;
     final long runDeadline;
     final long startNanos = System.nanoTime();
-    final List<Call> calls = new ArrayList<>();
-    final Set<Call> inFlight = ConcurrentHashMap.newKeySet();
+    final List<StreamedCall> calls = new ArrayList<>();
+    final Set<StreamedCall> inFlight = ConcurrentHashMap.newKeySet();
     final CountDownLatch workersDone;
     final List<Mix.Entry> deck;
     int issued; // guarded by this
@@ -254,21 +246,21 @@ final class StepRunner implements AutoCloseable {
      * first); else the worker ends.
      */
     void next() {
-      Call c;
+      StreamedCall c;
       Mix.Entry entry;
       synchronized (this) {
         boolean inTime = System.nanoTime() < runDeadline;
         if (!stopped && inTime && warmUpsSent < warmUps) {
           entry = deck.get(warmUpsSent++ % deck.size());
-          c = new Call(false);
+          c = new StreamedCall(false);
         } else if (!stopped && issued < budget && inTime) {
           entry = deck.get(issued);
           issued++;
-          c = new Call(true);
+          c = new StreamedCall(true);
           calls.add(c);
         } else if (inTime && ended < issued && !paddingFailed && !errorStop) {
           entry = deck.get(padding++ % deck.size());
-          c = new Call(false);
+          c = new StreamedCall(false);
         } else {
           entry = null;
           c = null;
@@ -281,7 +273,7 @@ final class StepRunner implements AutoCloseable {
         workersDone.countDown();
         return;
       }
-      Call call = c;
+      StreamedCall call = c;
       try {
         CompletableFuture<HttpResponse<Void>> f =
             client.sendAsync(
@@ -300,7 +292,7 @@ final class StepRunner implements AutoCloseable {
       }
     }
 
-    void ended(Call c, @Nullable Throwable ex) {
+    void ended(StreamedCall c, @Nullable Throwable ex) {
       String kind = c.end(ex);
       boolean failure = !kind.equals("ok") && !kind.equals("unfinished");
       synchronized (this) {
@@ -331,12 +323,12 @@ final class StepRunner implements AutoCloseable {
         finish();
         return;
       }
-      List<Call> left;
+      List<StreamedCall> left;
       synchronized (this) {
         stopped = true;
         left = new ArrayList<>(inFlight);
       }
-      left.forEach(Call::cancel);
+      left.forEach(StreamedCall::cancel);
       workersDone.await(5, TimeUnit.SECONDS);
       finish();
     }
@@ -349,7 +341,7 @@ final class StepRunner implements AutoCloseable {
     }
 
     StepResult result() {
-      List<Call> done;
+      List<StreamedCall> done;
       int sent;
       synchronized (this) {
         done = new ArrayList<>(calls);
@@ -364,7 +356,7 @@ final class StepRunner implements AutoCloseable {
       double promptSum = 0;
       int promptCount = 0;
       double outputSum = 0;
-      for (Call c : done) {
+      for (StreamedCall c : done) {
         String kind = c.kind();
         if (kind.equals("unfinished")) {
           unfinished++;
@@ -417,174 +409,6 @@ final class StepRunner implements AutoCloseable {
     }
     int rank = (int) Math.ceil(p / 100 * sorted.length);
     return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
-  }
-
-  /** One request: its timings and what its stream said. Lines arrive serially (Flow rules). */
-  private static final class Call implements Flow.Subscriber<String> {
-    final long start = System.nanoTime();
-
-    /** Counted in the step's results (else it only keeps the concurrency up). */
-    final boolean measured;
-
-    volatile int status;
-    volatile boolean eventStream;
-    volatile long firstContent = -1;
-    final AtomicInteger contentChunks = new AtomicInteger();
-    volatile int usageOutput = -1;
-    volatile int usagePrompt = -1;
-    volatile boolean streamError;
-    volatile Flow.@Nullable Subscription subscription;
-    volatile @Nullable CompletableFuture<HttpResponse<Void>> future;
-    final StringBuilder errorText = new StringBuilder();
-    final StringBuilder plainBody = new StringBuilder();
-    volatile boolean cancelled;
-
-    /** ok, unfinished, or an error kind; set once, at the end. */
-    volatile @Nullable String kind;
-
-    volatile long endNanos;
-
-    Call(boolean measured) {
-      this.measured = measured;
-    }
-
-    void onHeaders(HttpResponse.ResponseInfo info) {
-      status = info.statusCode();
-      eventStream =
-          info.headers()
-              .firstValue("content-type")
-              .map(v -> v.toLowerCase(Locale.ROOT).startsWith("text/event-stream"))
-              .orElse(false);
-    }
-
-    @Override
-    public void onSubscribe(Flow.Subscription s) {
-      subscription = s;
-      if (cancelled) {
-        s.cancel();
-      } else {
-        s.request(Long.MAX_VALUE);
-      }
-    }
-
-    @Override
-    public void onNext(String line) {
-      if (status < 200 || status > 299) {
-        if (errorText.length() < MAX_ERROR_TEXT) {
-          errorText.append(line, 0, Math.min(line.length(), MAX_ERROR_TEXT - errorText.length()));
-        }
-        return;
-      }
-      if (line.startsWith("data:")) {
-        String data = line.substring(5).trim();
-        if (data.isEmpty() || data.equals("[DONE]")) {
-          return;
-        }
-        event(data);
-      } else if (!eventStream && plainBody.length() < (1 << 20)) {
-        plainBody.append(line).append('\n');
-      }
-    }
-
-    private void event(String data) {
-      JsonNode n;
-      try {
-        n = JSON.readTree(data);
-      } catch (IOException e) {
-        return; // not JSON: not a chunk we can read
-      }
-      if (n.hasNonNull("error")) {
-        streamError = true;
-        return;
-      }
-      JsonNode choice = n.path("choices").path(0);
-      String content = choice.path("delta").path("content").asText(choice.path("text").asText(""));
-      if (!content.isEmpty()) {
-        if (firstContent < 0) {
-          firstContent = System.nanoTime();
-        }
-        contentChunks.incrementAndGet();
-      }
-      usage(n.path("usage"));
-    }
-
-    private void usage(JsonNode u) {
-      if (u.path("completion_tokens").canConvertToInt()) {
-        usageOutput = u.path("completion_tokens").asInt();
-      }
-      if (u.path("prompt_tokens").canConvertToInt()) {
-        usagePrompt = u.path("prompt_tokens").asInt();
-      }
-    }
-
-    @Override
-    public void onError(Throwable t) {
-      // reported through the response future
-    }
-
-    @Override
-    public void onComplete() {
-      if (!eventStream && plainBody.length() > 0) {
-        // the endpoint ignored "stream": one JSON document; its first token is its end
-        try {
-          JsonNode n = JSON.readTree(plainBody.toString());
-          JsonNode choice = n.path("choices").path(0);
-          String content =
-              choice.path("message").path("content").asText(choice.path("text").asText(""));
-          if (!content.isEmpty()) {
-            firstContent = System.nanoTime();
-            contentChunks.set(1);
-          }
-          usage(n.path("usage"));
-        } catch (IOException e) {
-          streamError = true;
-        }
-      }
-    }
-
-    int outputTokens() {
-      return usageOutput >= 0 ? usageOutput : contentChunks.get();
-    }
-
-    void cancel() {
-      cancelled = true;
-      Flow.Subscription s = subscription;
-      if (s != null) {
-        s.cancel();
-      }
-      CompletableFuture<HttpResponse<Void>> f = future;
-      if (f != null) {
-        f.cancel(true);
-      }
-    }
-
-    /** Records the end; returns the kind. */
-    String end(@Nullable Throwable ex) {
-      endNanos = System.nanoTime();
-      Throwable cause = ex;
-      while ((cause instanceof CompletionException) && cause.getCause() != null) {
-        cause = cause.getCause();
-      }
-      if (cancelled || cause instanceof CancellationException) {
-        kind = "unfinished";
-      } else if (cause instanceof HttpTimeoutException) {
-        kind = "timeout";
-      } else if (cause != null) {
-        kind = "io";
-      } else if (status < 200 || status > 299) {
-        kind = String.valueOf(status);
-      } else if (streamError) {
-        kind = "stream";
-      } else {
-        kind = "ok";
-      }
-      return kind();
-    }
-
-    String kind() {
-      String k = kind;
-      return k == null ? "unfinished" : k;
-    }
   }
 
   static String describe(Probe p) {

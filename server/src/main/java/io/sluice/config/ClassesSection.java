@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code classes} section: each priority class's shares, deadlines, queue bounds and degrade
@@ -64,7 +65,7 @@ final class ClassesSection {
     }
   }
 
-  private static ClassPolicy requestClass(String name, Node c) {
+  private static @Nullable ClassPolicy requestClass(String name, Node c) {
     c.only(
         Set.of(
             "rank",
@@ -130,13 +131,13 @@ final class ClassesSection {
     Set<String> seen = new java.util.HashSet<>();
     for (Node item : d.get("ladder").items()) {
       item.only(Set.of("concise", "reroute"));
-      if (item.json().isObject()
-          && item.json().size() == 1
+      if (item.value().isObject()
+          && item.value().size() == 1
           && !item.get("concise").present()
           && !item.get("reroute").present()) {
         continue; // an unknown rung: named by only() above
       }
-      if (!item.json().isObject() || item.json().size() != 1) {
+      if (!item.value().isObject() || item.value().size() != 1) {
         item.invalid(
             String.valueOf(item.json()),
             "exactly one of concise: {maxOutputTokens, instruction} or reroute: {pool, header,"
@@ -150,7 +151,7 @@ final class ClassesSection {
           c.error(c.path() + ".maxOutputTokens: missing (expected: output tokens >= 1)");
           continue;
         }
-        String capField = c.get("capField").string(null);
+        String capField = c.get("capField").optionalString(null);
         if (capField != null
             && !Set.of("max_tokens", "max_completion_tokens", "max_output_tokens")
                 .contains(capField)) {
@@ -161,14 +162,14 @@ final class ClassesSection {
         rung =
             new DegradePolicy.Concise(
                 c.get("maxOutputTokens").longValue(256, 1, 10_000_000),
-                c.get("instruction").string(null),
+                c.get("instruction").optionalString(null),
                 capField);
       } else {
         Node rr = item.get("reroute").only(Set.of("pool", "header", "value", "model"));
         String pool = rr.get("pool").requiredString();
-        String header = rr.get("header").string(null);
-        String value = rr.get("value").string(null);
-        String model = rr.get("model").string(null);
+        String header = rr.get("header").optionalString(null);
+        String value = rr.get("value").optionalString(null);
+        String model = rr.get("model").optionalString(null);
         if (header != null) {
           header = header.trim().toLowerCase(Locale.ROOT);
           if (!Node.HEADER_NAME.matcher(header).matches() || header.startsWith(":")) {

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads YAML into a validated {@link SluiceConfig}: every error is collected with its YAML path and
@@ -127,7 +128,7 @@ public final class ConfigLoader {
     return "(document): not valid YAML" + where + ": " + Secrets.redactUrls(what);
   }
 
-  private static String firstLine(String s) {
+  private static String firstLine(@Nullable String s) {
     if (s == null) {
       return "";
     }

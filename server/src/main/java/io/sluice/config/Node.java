@@ -12,6 +12,7 @@ import java.util.Set;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A cursor over the YAML tree that knows its path and collects errors instead of throwing, so
@@ -24,11 +25,11 @@ final class Node {
   /** An HTTP header name (RFC 9110 token, lower case). */
   static final Pattern HEADER_NAME = Pattern.compile("[a-z0-9!#$%&'*+.^_`|~-]+");
 
-  private final JsonNode json;
+  private final @Nullable JsonNode json; // null: absent
   private final String path;
   private final List<String> errors;
 
-  Node(JsonNode json, String path, List<String> errors) {
+  Node(@Nullable JsonNode json, String path, List<String> errors) {
     this.json = json;
     this.path = path;
     this.errors = errors;
@@ -42,7 +43,12 @@ final class Node {
     return json != null && !json.isNull() && !json.isMissingNode();
   }
 
-  JsonNode json() {
+  /** The value, where the node is known to exist ({@link #present}, or an item or entry). */
+  JsonNode value() {
+    return java.util.Objects.requireNonNull(json);
+  }
+
+  @Nullable JsonNode json() {
     return json;
   }
 
@@ -70,12 +76,12 @@ final class Node {
 
   /** Reports keys other than {@code allowed}; a typo must never be silently ignored. */
   Node only(Set<String> allowed) {
-    if (present() && !json.isObject()) {
-      invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
+    if (present() && !value().isObject()) {
+      invalid(value().getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
       return this;
     }
     if (present()) {
-      Iterator<String> it = json.fieldNames();
+      Iterator<String> it = value().fieldNames();
       while (it.hasNext()) {
         String k = it.next();
         if (!allowed.contains(k)) {
@@ -91,14 +97,19 @@ final class Node {
   }
 
   String string(String def) {
+    return java.util.Objects.requireNonNull(optionalString(def)); // asText is never null
+  }
+
+  /** As {@link #string}, with a default that may be null. */
+  @Nullable String optionalString(@Nullable String def) {
     if (!present()) {
       return def;
     }
-    if (!json.isTextual() && !json.isNumber() && !json.isBoolean()) {
-      invalid(json.toString(), "a string");
+    if (!value().isTextual() && !value().isNumber() && !value().isBoolean()) {
+      invalid(value().toString(), "a string");
       return def;
     }
-    return json.asText();
+    return value().asText();
   }
 
   String requiredString() {
@@ -113,22 +124,22 @@ final class Node {
     if (!present()) {
       return def;
     }
-    if (!json.isBoolean()) {
-      invalid(json.toString(), "true or false");
+    if (!value().isBoolean()) {
+      invalid(value().toString(), "true or false");
       return def;
     }
-    return json.asBoolean();
+    return value().asBoolean();
   }
 
   long longValue(long def, long min, long max) {
     if (!present()) {
       return def;
     }
-    if (!json.isIntegralNumber() || json.asLong() < min || json.asLong() > max) {
-      invalid(json.toString(), "an integer in " + min + ".." + max);
+    if (!value().isIntegralNumber() || value().asLong() < min || value().asLong() > max) {
+      invalid(value().toString(), "an integer in " + min + ".." + max);
       return def;
     }
-    return json.asLong();
+    return value().asLong();
   }
 
   int intValue(int def, int min, int max) {
@@ -139,24 +150,24 @@ final class Node {
     if (!present()) {
       return def;
     }
-    if (!json.isNumber() || json.asDouble() < min || json.asDouble() > max) {
-      invalid(json.toString(), "a number in " + min + ".." + max);
+    if (!value().isNumber() || value().asDouble() < min || value().asDouble() > max) {
+      invalid(value().toString(), "a number in " + min + ".." + max);
       return def;
     }
-    return json.asDouble();
+    return value().asDouble();
   }
 
   Duration duration(Duration def) {
     if (!present()) {
       return def;
     }
-    String s = json.asText().trim();
-    if (json.isIntegralNumber() && json.asLong() == 0) {
+    String s = value().asText().trim();
+    if (value().isIntegralNumber() && value().asLong() == 0) {
       return Duration.ZERO;
     }
     Matcher m = DURATION.matcher(s);
-    if (!json.isTextual() || !m.matches()) {
-      invalid(json.toString(), "a duration such as 250ms, 2s, 1.5s, 5m, 1h");
+    if (!value().isTextual() || !m.matches()) {
+      invalid(value().toString(), "a duration such as 250ms, 2s, 1.5s, 5m, 1h");
       return def;
     }
     double n = Double.parseDouble(m.group(1));
@@ -174,9 +185,9 @@ final class Node {
     if (!present()) {
       return def;
     }
-    Matcher m = SIZE.matcher(json.asText().trim());
+    Matcher m = SIZE.matcher(value().asText().trim());
     if (!m.matches()) {
-      invalid(json.toString(), "a size such as 1048576, 512KiB, 8MiB");
+      invalid(value().toString(), "a size such as 1048576, 512KiB, 8MiB");
       return def;
     }
     long n = Long.parseLong(m.group(1));
@@ -193,10 +204,16 @@ final class Node {
   }
 
   <E extends Enum<E>> E enumValue(Class<E> type, E def, Function<E, String> name) {
+    return java.util.Objects.requireNonNull(optionalEnumValue(type, def, name)); // def is not null
+  }
+
+  /** As {@link #enumValue}, with a default that may be null. */
+  <E extends Enum<E>> @Nullable E optionalEnumValue(
+      Class<E> type, @Nullable E def, Function<E, String> name) {
     if (!present()) {
       return def;
     }
-    String s = json.asText();
+    String s = value().asText();
     List<String> names = new ArrayList<>();
     for (E e : type.getEnumConstants()) {
       if (name.apply(e).equals(s)) {
@@ -204,7 +221,7 @@ final class Node {
       }
       names.add(name.apply(e));
     }
-    invalid(json.toString(), "one of " + String.join(", ", names));
+    invalid(value().toString(), "one of " + String.join(", ", names));
     return def;
   }
 
@@ -214,11 +231,11 @@ final class Node {
     if (!present()) {
       return out;
     }
-    if (!json.isObject()) {
-      invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
+    if (!value().isObject()) {
+      invalid(value().getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
       return out;
     }
-    for (Map.Entry<String, JsonNode> e : json.properties()) {
+    for (Map.Entry<String, JsonNode> e : value().properties()) {
       out.put(e.getKey(), new Node(e.getValue(), child(e.getKey()), errors));
     }
     return out;
@@ -229,18 +246,18 @@ final class Node {
     if (!present()) {
       return out;
     }
-    if (!json.isArray()) {
-      invalid(json.getNodeType().name().toLowerCase(Locale.ROOT), "a list");
+    if (!value().isArray()) {
+      invalid(value().getNodeType().name().toLowerCase(Locale.ROOT), "a list");
       return out;
     }
-    for (int i = 0; i < json.size(); i++) {
-      out.add(new Node(json.get(i), path + "[" + i + "]", errors));
+    for (int i = 0; i < value().size(); i++) {
+      out.add(new Node(value().get(i), path + "[" + i + "]", errors));
     }
     return out;
   }
 
   /** Builds a value, turning a validating constructor's exception into an error at this path. */
-  <T> T build(java.util.function.Supplier<T> ctor) {
+  <T> @Nullable T build(java.util.function.Supplier<T> ctor) {
     try {
       return ctor.get();
     } catch (IllegalArgumentException e) {

@@ -10,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code pools} section: each pool's numbers, adaptive limit, fan-out pricing, workflow budget,
@@ -46,7 +47,12 @@ final class PoolsSection {
     return n.enumValue(SluiceConfig.Mode.class, def, SluiceConfig.Mode::configName);
   }
 
-  private static PoolPolicy pool(String name, Node p) {
+  /** A route's mode: null when it has none (its pool's then). */
+  static SluiceConfig.@Nullable Mode optionalMode(Node n) {
+    return n.optionalEnumValue(SluiceConfig.Mode.class, null, SluiceConfig.Mode::configName);
+  }
+
+  private static @Nullable PoolPolicy pool(String name, Node p) {
     p.only(
         Set.of(
             "capacity",
@@ -150,10 +156,10 @@ final class PoolsSection {
     Node os = a.get("overloadStatuses");
     if (!os.present()) {
       statuses.addAll(off.overloadStatuses());
-    } else if (!os.json().isArray() || os.json().isEmpty()) {
-      os.invalid(os.json().toString(), "a list of HTTP statuses, e.g. [429, 503, 529]");
+    } else if (!os.value().isArray() || os.value().isEmpty()) {
+      os.invalid(os.value().toString(), "a list of HTTP statuses, e.g. [429, 503, 529]");
     } else {
-      for (com.fasterxml.jackson.databind.JsonNode v : os.json()) {
+      for (com.fasterxml.jackson.databind.JsonNode v : os.value()) {
         if (!v.isIntegralNumber() || v.asInt() < 400 || v.asInt() > 599) {
           os.invalid(v.toString(), "HTTP statuses 400 .. 599");
         } else {
@@ -181,7 +187,10 @@ final class PoolsSection {
           .build();
     } catch (IllegalArgumentException e) {
       // the record names the field under "adaptive."; the error names its whole path
-      a.error(a.path() + e.getMessage().substring("adaptive".length()));
+      // AdaptivePolicy's validation always says what is wrong
+      a.error(
+          a.path()
+              + java.util.Objects.requireNonNull(e.getMessage()).substring("adaptive".length()));
       return AdaptivePolicy.OFF;
     }
   }
@@ -194,7 +203,7 @@ final class PoolsSection {
     if (!n.present()) {
       return AdaptivePolicy.START_CEILING;
     }
-    if (n.json().isNumber()) {
+    if (n.value().isNumber()) {
       return n.doubleValue(AdaptivePolicy.START_CEILING, 0.0, 1.0);
     }
     String v = n.string("ceiling").trim().toLowerCase(java.util.Locale.ROOT);
@@ -202,7 +211,7 @@ final class PoolsSection {
       case "ceiling" -> AdaptivePolicy.START_CEILING;
       case "floor" -> AdaptivePolicy.START_FLOOR;
       default -> {
-        n.invalid(n.json().toString(), "ceiling, floor or a fraction of the ceiling in 0..1");
+        n.invalid(n.value().toString(), "ceiling, floor or a fraction of the ceiling in 0..1");
         yield AdaptivePolicy.START_CEILING;
       }
     };
@@ -220,11 +229,12 @@ final class PoolsSection {
       n.get("preset").invalid(presetName, "one of none, vllm, sglang, tensorrt-llm");
       return EnginePriority.OFF;
     }
-    String field = n.get("field").string(preset == EnginePriority.Preset.NONE ? null : "priority");
+    String field =
+        n.get("field").optionalString(preset == EnginePriority.Preset.NONE ? null : "priority");
     if (field != null && field.isBlank()) {
       field = null;
     }
-    String header = n.get("header").string(null);
+    String header = n.get("header").optionalString(null);
     if (header != null) {
       header = header.trim().toLowerCase(Locale.ROOT);
       if (!Node.HEADER_NAME.matcher(header).matches()) {
@@ -234,7 +244,7 @@ final class PoolsSection {
     }
     Map<String, String> values = new LinkedHashMap<>();
     for (var e : n.get("values").entries().entrySet()) {
-      com.fasterxml.jackson.databind.JsonNode v = e.getValue().json();
+      com.fasterxml.jackson.databind.JsonNode v = e.getValue().value();
       if (!v.isNumber()) {
         e.getValue().invalid(String.valueOf(v), "a number (the engine's priority value)");
         continue;

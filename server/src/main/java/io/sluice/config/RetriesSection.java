@@ -85,12 +85,12 @@ final class RetriesSection {
     if (!n.present()) {
       return def;
     }
-    if (!n.json().isNumber() || !(n.json().asDouble() > 0) || n.json().asDouble() > max) {
+    if (!n.value().isNumber() || !(n.value().asDouble() > 0) || n.value().asDouble() > max) {
       // a number, never a secret (Secrets masks keys with "token" in their name)
-      n.error(n.path() + ": " + n.json() + " (expected: > 0 and <= " + max + ")");
+      n.error(n.path() + ": " + n.value() + " (expected: > 0 and <= " + max + ")");
       return def;
     }
-    return n.json().asDouble();
+    return n.value().asDouble();
   }
 
   private static RetryPolicy.Duplicates.Action action(Node n, RetryPolicy.Duplicates.Action def) {

@@ -33,9 +33,9 @@ final class RoutesSection {
     String cls = n.get("class").requiredString();
     checkRef(n.get("pool"), pool, pools, "pools");
     checkRef(n.get("class"), cls, classes, "classes");
-    String mr = m.get("route").string(null);
-    String mp = m.get("path").string(null);
-    String mpp = m.get("pathPrefix").string(null);
+    String mr = m.get("route").optionalString(null);
+    String mp = m.get("path").optionalString(null);
+    String mpp = m.get("pathPrefix").optionalString(null);
     if (mr == null && mp == null && mpp == null) {
       m.invalid(String.valueOf(m.json()), "at least one of route, path, pathPrefix");
     }
@@ -48,7 +48,7 @@ final class RoutesSection {
         cls,
         format(n.get("format")),
         estimateFrom(n.get("estimate")),
-        PoolsSection.mode(n.get("mode"), null),
+        PoolsSection.optionalMode(n.get("mode")),
         n.get("degrade").bool(true));
   }
 
@@ -92,7 +92,7 @@ final class RoutesSection {
       for (RequestFormat f : RequestFormat.values()) {
         names.add(f.configName());
       }
-      n.invalid(n.json().toString(), "one of " + String.join(", ", names));
+      n.invalid(n.value().toString(), "one of " + String.join(", ", names));
       return RequestFormat.AUTO;
     }
   }

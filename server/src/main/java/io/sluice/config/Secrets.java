@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Redaction of credentials before anything reaches {@code /config}, a log line, an HTTP answer or
@@ -45,12 +46,12 @@ public final class Secrets {
    * maxOutputTokens}, {@code defaultInputTokens}: camel case ending in {@code Tokens}) are numbers,
    * not credentials: their values are shown.
    */
-  public static boolean isSecretKey(String key) {
+  public static boolean isSecretKey(@Nullable String key) {
     return key != null && SECRET_KEY.matcher(key).matches() && !key.endsWith("Tokens");
   }
 
   /** The value to show for setting {@code key}: masked when a credential, else URL-redacted. */
-  public static String redactValue(String key, String value) {
+  public static @Nullable String redactValue(String key, @Nullable String value) {
     if (value == null) {
       return null;
     }
@@ -154,6 +155,11 @@ public final class Secrets {
       all.addAll(other.values);
       all.sort(Comparator.comparingInt(String::length).reversed());
       return new Redactor(List.copyOf(all));
+    }
+
+    /** {@link #scrub(String)} for a text that may be null (null then). */
+    public @Nullable String scrubOrNull(@Nullable String text) {
+      return text == null ? null : scrub(text);
     }
 
     public String scrub(String text) {

@@ -46,7 +46,7 @@ final class ServerSection {
           new SluiceConfig.Tls(
               t.get("certFile").requiredString(),
               t.get("keyFile").requiredString(),
-              t.get("clientCaFile").string(null),
+              t.get("clientCaFile").optionalString(null),
               t.get("refreshInterval").duration(SluiceConfig.Tls.DEFAULT_REFRESH_INTERVAL));
     }
     return new SluiceConfig.Server(

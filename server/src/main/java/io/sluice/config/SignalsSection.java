@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /** The {@code signals} section: the trusted places each named signal is read from. */
 final class SignalsSection {
@@ -49,9 +50,9 @@ final class SignalsSection {
     return java.util.Collections.unmodifiableMap(out);
   }
 
-  private static Source source(Node n) {
+  private static @Nullable Source source(Node n) {
     n.only(Set.of("metadata", "header", "dynamicMetadata", "attribute"));
-    if (!n.present() || !n.json().isObject() || n.json().size() != 1) {
+    if (!n.present() || !n.value().isObject() || n.value().size() != 1) {
       n.invalid(
           String.valueOf(n.json()),
           "exactly one of metadata: <key>, header: <name>, dynamicMetadata: {namespace, path},"
@@ -71,8 +72,8 @@ final class SignalsSection {
     String ns = dm.get("namespace").requiredString();
     List<String> path = new ArrayList<>();
     Node p = dm.get("path");
-    if (p.present() && p.json().isTextual()) {
-      path.addAll(List.of(p.json().asText().split("\\.")));
+    if (p.present() && p.value().isTextual()) {
+      path.addAll(List.of(p.value().asText().split("\\.")));
     } else {
       for (Node seg : p.items()) {
         path.add(seg.requiredString());

@@ -7,6 +7,7 @@ import io.sluice.core.policy.TierPolicy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One immutable, validated snapshot of Sluice's configuration. Built only by {@link ConfigLoader};
@@ -89,7 +90,7 @@ public record SluiceConfig(
       int adminPort,
       long maxInboundMessageBytes,
       Duration shutdownGrace,
-      Tls tls,
+      @Nullable Tls tls,
       Duration reloadInterval,
       Health health,
       Warmup warmup,
@@ -174,7 +175,7 @@ public record SluiceConfig(
    * clientCaFile} set, clients (Envoy) must present a certificate signed by it (mTLS).
    */
   public record Tls(
-      String certFile, String keyFile, String clientCaFile, Duration refreshInterval) {
+      String certFile, String keyFile, @Nullable String clientCaFile, Duration refreshInterval) {
     /** How often the PEM files are re-read when the policy does not say. */
     public static final Duration DEFAULT_REFRESH_INTERVAL = Duration.ofMinutes(1);
   }
@@ -303,14 +304,14 @@ public record SluiceConfig(
    */
   public record RouteRule(
       String name,
-      String matchRoute,
-      String matchPath,
-      String matchPathPrefix,
+      @Nullable String matchRoute,
+      @Nullable String matchPath,
+      @Nullable String matchPathPrefix,
       String pool,
       String requestClass,
       RequestFormat format,
       EstimateFrom estimateFrom,
-      Mode mode,
+      @Nullable Mode mode,
       boolean degrade) {}
 
   /** What happens to a request no route matches. */

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code tiers} and {@code tenants} sections: tenant tiers, and how a request's tenant maps to
@@ -95,7 +96,7 @@ final class TenantsSection {
    * Why tier {@code a} is better than {@code b} for its tenant (higher weight, a looser concurrency
    * cap, a larger or no budget), or null when it is not.
    */
-  static String betterThan(TierPolicy a, TierPolicy b) {
+  static @Nullable String betterThan(TierPolicy a, TierPolicy b) {
     List<String> why = new ArrayList<>();
     if (a.weight() > b.weight()) {
       why.add("weight " + fmt(a.weight()) + " > " + fmt(b.weight()));
@@ -118,7 +119,7 @@ final class TenantsSection {
   }
 
   /** For limits where 0 means none: is {@code a} looser than {@code b}? */
-  private static String looser(String name, long a, long b) {
+  private static @Nullable String looser(String name, long a, long b) {
     if (b == 0) {
       return null; // b has no limit: nothing is looser
     }

@@ -5,6 +5,7 @@ import com.google.protobuf.util.JsonFormat;
 import io.sluice.api.v1.AdmissionRecord;
 import io.sluice.config.SluiceConfig;
 import java.util.concurrent.ThreadLocalRandom;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,15 +23,16 @@ public final class DecisionLog {
       JsonFormat.printer().omittingInsignificantWhitespace();
 
   private final SluiceConfig.DecisionLog settings;
-  private final java.util.function.Consumer<String> sink; // null: the sluice.decisions logger
-  private final DecisionLogBudget budget; // null: unbounded
+  private final java.util.function.@Nullable Consumer<String>
+      sink; // null: the sluice.decisions logger
+  private final @Nullable DecisionLogBudget budget; // null: unbounded
 
   public DecisionLog(SluiceConfig.DecisionLog settings) {
     this(settings, null, null);
   }
 
   /** A decision log on the {@code sluice.decisions} logger, bounded by {@code budget}. */
-  public DecisionLog(SluiceConfig.DecisionLog settings, DecisionLogBudget budget) {
+  public DecisionLog(SluiceConfig.DecisionLog settings, @Nullable DecisionLogBudget budget) {
     this(settings, null, budget);
   }
 
@@ -46,8 +48,8 @@ public final class DecisionLog {
   /** {@link #DecisionLog(SluiceConfig.DecisionLog, java.util.function.Consumer)}, bounded. */
   public DecisionLog(
       SluiceConfig.DecisionLog settings,
-      java.util.function.Consumer<String> sink,
-      DecisionLogBudget budget) {
+      java.util.function.@Nullable Consumer<String> sink,
+      @Nullable DecisionLogBudget budget) {
     this.settings = settings;
     this.sink = sink;
     this.budget = budget;

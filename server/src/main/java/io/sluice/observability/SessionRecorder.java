@@ -75,13 +75,13 @@ public final class SessionRecorder implements SessionListener {
     }
   }
 
-  private AdmissionMetrics.ClassMeters meters(Subject s) {
+  private ClassMeters meters(Subject s) {
     return metrics.forClass(s.pool().name(), s.requestClass().name(), s.tenant().tier().name());
   }
 
   private void admitted(RequestFacts f) {
     Subject s = f.subject();
-    AdmissionMetrics.ClassMeters m = meters(s);
+    ClassMeters m = meters(s);
     if (f.run().degradedRung() != null) {
       metrics.decision(
           s.pool().name(),

@@ -11,6 +11,7 @@ import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code envoy.service.ratelimit.v3.RateLimitService}. Non-blocking: the observer is completed from
@@ -84,7 +85,10 @@ public final class RateLimitServiceAdapter implements BindableService {
     }
   }
 
-  private void send(RlsDecision decision, Throwable error, StreamObserver<RlsAnswer> responses) {
+  private void send(
+      @Nullable RlsDecision decision,
+      @Nullable Throwable error,
+      StreamObserver<RlsAnswer> responses) {
     if (responses instanceof ServerCallStreamObserver<RlsAnswer> call && call.isCancelled()) {
       metrics.cancelled();
       return;
@@ -101,7 +105,8 @@ public final class RateLimitServiceAdapter implements BindableService {
     } else {
       status = Status.OK;
       try {
-        answer = RlsAnswer.of((RlsDecision.Decided) decision);
+        // no error: the stage completed with a decision
+        answer = RlsAnswer.of((RlsDecision.Decided) java.util.Objects.requireNonNull(decision));
       } catch (RuntimeException e) {
         metrics.internalError(e);
         status = Status.UNKNOWN.withDescription("internal error");

@@ -71,7 +71,7 @@ public final class RlsAnswer {
           lim +=
               ProtoWriter.varintField(RateLimit.REQUESTS_PER_UNIT_FIELD_NUMBER, rpu & 0xFFFF_FFFFL);
         }
-        int unit = l.unit().protoNumber();
+        int unit = java.util.Objects.requireNonNull(l.unit()).protoNumber(); // limited
         if (unit != 0) {
           lim += ProtoWriter.varintField(RateLimit.UNIT_FIELD_NUMBER, unit);
         }
@@ -122,7 +122,7 @@ public final class RlsAnswer {
           o.tag(RateLimit.REQUESTS_PER_UNIT_FIELD_NUMBER, ProtoWriter.VARINT);
           o.varint(rpu);
         }
-        int unit = l.unit().protoNumber();
+        int unit = java.util.Objects.requireNonNull(l.unit()).protoNumber(); // limited
         if (unit != 0) {
           o.tag(RateLimit.UNIT_FIELD_NUMBER, ProtoWriter.VARINT);
           o.varint(unit);

@@ -2,6 +2,7 @@ package io.sluice.rls;
 
 import io.sluice.rls.config.LimitSpec;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /** The outcome of a ShouldRateLimit call: a decision, or a failure mapped to gRPC UNKNOWN. */
 public sealed interface RlsDecision {
@@ -19,7 +20,8 @@ public sealed interface RlsDecision {
    * @param currentLimit null when no limit applies
    * @param resetSeconds {@code duration_until_reset} in seconds; -1 when unset
    */
-  record Status(Code code, LimitSpec currentLimit, long limitRemaining, long resetSeconds) {
+  record Status(
+      Code code, @Nullable LimitSpec currentLimit, long limitRemaining, long resetSeconds) {
     static final Status NO_LIMIT = new Status(Code.OK, null, 0, -1);
     static final Status UNLIMITED = new Status(Code.OK, null, UNLIMITED_REMAINING, -1);
   }

@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,7 +54,7 @@ public final class RlsModule implements AutoCloseable {
   private final AtomicLong configErrors = new AtomicLong();
   private volatile String lastConfigError = "";
   private final Object reloadLock = new Object();
-  private final ScheduledExecutorService watcher;
+  private final @Nullable ScheduledExecutorService watcher;
   private volatile String fingerprint = "";
 
   private RlsModule(

@@ -129,7 +129,7 @@ final class RlsOutcomes {
       }
       statuses.add(
           new Status(
-              chosen.code(),
+              java.util.Objects.requireNonNull(chosen).code(), // rs is not empty
               chosen.slot().limit(),
               Math.min(chosen.remaining(), RlsDecision.UNLIMITED_REMAINING),
               chosen.resetSeconds()));
@@ -185,7 +185,9 @@ final class RlsOutcomes {
       if (pick != null) {
         headers.add(
             new Header(
-                settings.limitHeader(), Long.toString(pick.currentLimit().requestsPerUnit())));
+                settings.limitHeader(),
+                Long.toString(
+                    java.util.Objects.requireNonNull(pick.currentLimit()).requestsPerUnit())));
         headers.add(new Header(settings.remainingHeader(), Long.toString(pick.limitRemaining())));
         headers.add(new Header(settings.resetHeader(), Long.toString(pick.resetSeconds())));
       }

@@ -78,7 +78,7 @@ public final class RlsProtoMapper {
             RateLimitResponse.RateLimit.newBuilder()
                 .setName(l.name())
                 .setRequestsPerUnit((int) l.requestsPerUnit())
-                .setUnitValue(l.unit().protoNumber()));
+                .setUnitValue(java.util.Objects.requireNonNull(l.unit()).protoNumber()));
       }
       if (s.resetSeconds() >= 0) {
         sb.setDurationUntilReset(Duration.newBuilder().setSeconds(s.resetSeconds()));

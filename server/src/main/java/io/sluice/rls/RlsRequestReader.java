@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads a {@code RateLimitRequest} from its wire bytes straight into an {@link RlsRequest}, without
@@ -48,7 +49,7 @@ final class RlsRequestReader extends ProtoReader {
   }
 
   /** The request when it has the plain shape; null otherwise. */
-  private RlsRequest plain() {
+  private @Nullable RlsRequest plain() {
     int end = bytes.length;
     String domain = "";
     long hits = 0;
@@ -93,7 +94,7 @@ final class RlsRequestReader extends ProtoReader {
     return new RlsRequest(domain, descriptors, hits);
   }
 
-  private RlsRequest.Descriptor descriptor(int end) {
+  private RlsRequest.@Nullable Descriptor descriptor(int end) {
     List<Entry> entries = new ArrayList<>(4);
     while (pos < end) {
       int tag = tag(end);
@@ -121,7 +122,7 @@ final class RlsRequestReader extends ProtoReader {
         : null;
   }
 
-  private Entry entry(int end) {
+  private @Nullable Entry entry(int end) {
     String key = "";
     String value = "";
     while (pos < end) {

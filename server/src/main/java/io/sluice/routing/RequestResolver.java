@@ -12,6 +12,7 @@ import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.WorkflowBudget;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Maps a request to (route, pool, class, format, tenant, deadline) using trusted inputs only. A
@@ -25,10 +26,10 @@ public final class RequestResolver {
   // Looked up once per config, not per request: the route rules with their pool and class (null
   // when the config names one that does not exist), the unmatched route's, and the tenants.
   private final SluiceConfig.RouteRule[] rules;
-  private final PoolPolicy[] rulePools;
-  private final ClassPolicy[] ruleClasses;
-  private final PoolPolicy unmatchedPool;
-  private final ClassPolicy unmatchedClass;
+  private final @Nullable PoolPolicy[] rulePools;
+  private final @Nullable ClassPolicy[] ruleClasses;
+  private final @Nullable PoolPolicy unmatchedPool;
+  private final @Nullable ClassPolicy unmatchedClass;
   private final java.util.Set<String> shadowPools = new java.util.HashSet<>();
   private final Tenant anonymous;
   private final TierPolicy unknownTier;
@@ -209,7 +210,7 @@ public final class RequestResolver {
   }
 
   /** A signal's yes: {@code true}, {@code 1} or {@code yes} (any case); anything else is no. */
-  static boolean truthy(String value) {
+  static boolean truthy(@Nullable String value) {
     if (value == null) {
       return false;
     }
@@ -221,7 +222,7 @@ public final class RequestResolver {
    * The {@code fanout} signal: a non-negative integer, at most {@link
    * FanOutPolicy#MAX_DECLARED_CALLS}; anything else (not a number, negative) is ignored (0).
    */
-  static int declaredFanout(String value) {
+  static int declaredFanout(@Nullable String value) {
     if (value == null) {
       return 0;
     }
@@ -240,12 +241,12 @@ public final class RequestResolver {
   }
 
   /** The {@code workflow} signal, cut to {@link WorkflowBudget#MAX_ID_CHARS}; null when absent. */
-  static String workflow(String value) {
+  static @Nullable String workflow(@Nullable String value) {
     return value == null || value.isEmpty() ? null : WorkflowBudget.normalize(value);
   }
 
   /** The route's own mode if it has one, else its pool's (a route may go either way). */
-  private boolean shadow(SluiceConfig.RouteRule rule, PoolPolicy pool) {
+  private boolean shadow(SluiceConfig.@Nullable RouteRule rule, PoolPolicy pool) {
     if (rule != null && rule.mode() != null) {
       return rule.mode() == SluiceConfig.Mode.SHADOW;
     }
@@ -258,7 +259,7 @@ public final class RequestResolver {
   }
 
   /** The index of the first rule that matches, or -1. */
-  private int match(String routeSignal, String path) {
+  private int match(@Nullable String routeSignal, @Nullable String path) {
     for (int i = 0; i < rules.length; i++) {
       SluiceConfig.RouteRule r = rules[i];
       if (r.matchRoute() != null && !r.matchRoute().equals(routeSignal)) {
@@ -276,7 +277,7 @@ public final class RequestResolver {
   }
 
   /** First present value among the signal's declared sources. */
-  String read(Signal signal, SignalSource in) {
+  @Nullable String read(Signal signal, SignalSource in) {
     for (Source s : sources[signal.ordinal()]) {
       String v;
       if (s instanceof Source.Metadata m) {

@@ -7,6 +7,7 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.session.Subject;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The request's place in the policy, resolved at request headers from trusted sources.
@@ -31,17 +32,22 @@ public record ResolvedRequest(
     EstimateFrom estimateFrom,
     Tenant tenant,
     long deadlineNanos,
-    String operationId,
+    @Nullable String operationId,
     long maxMessageTimeoutMillis,
-    Reason rejectReason,
-    String rejectMessage,
+    @Nullable Reason rejectReason,
+    @Nullable String rejectMessage,
     boolean shadow,
     int fanout,
-    String workflow,
+    @Nullable String workflow,
     boolean noDegrade,
     io.sluice.core.retry.AttemptSignals attempt) {
 
-  /** The request as the admission session sees it, arrived at {@code arrivalNanos}. */
+  /**
+   * The request as the admission session sees it, arrived at {@code arrivalNanos}. The operation id
+   * is null when it was not read or is absent; {@link Subject} declares it non-null but takes it as
+   * it is (NullAway suppressed here only for that).
+   */
+  @SuppressWarnings("NullAway") // operationId: see above
   public Subject subject(long arrivalNanos) {
     return new Subject(
         route,

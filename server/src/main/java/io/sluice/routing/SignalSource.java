@@ -1,6 +1,7 @@
 package io.sluice.routing;
 
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What an adapter can look up for one request, from the places Envoy sends: gRPC initial metadata,
@@ -8,14 +9,14 @@ import java.util.List;
  * when absent. Only the sources a config declares are ever read.
  */
 public interface SignalSource {
-  String metadata(String key);
+  @Nullable String metadata(String key);
 
-  String header(String name);
+  @Nullable String header(String name);
 
-  String dynamicMetadata(String namespace, List<String> path);
+  @Nullable String dynamicMetadata(String namespace, List<String> path);
 
-  String attribute(String expression);
+  @Nullable String attribute(String expression);
 
-  /** The request path ({@code :path}) without the query string. */
-  String path();
+  /** The request path ({@code :path}) without the query string; null when absent. */
+  @Nullable String path();
 }

@@ -19,7 +19,7 @@ import java.util.Set;
  *   <li>{@code core}: plain Java (no transport, metrics or store types), no adapters, no wall or
  *       monotonic clock read except through {@code core.time.Ticker}.
  *   <li>{@code routing}: resolves a request from the policy; sees only {@code config} and {@code
- *       core}.
+ *       core} (and the JSpecify nullness annotations).
  *   <li>{@code wire}: the hand-written protobuf codec; sees only the JDK and gRPC's stream marker
  *       interfaces, and no Sluice package.
  *   <li>{@code store.*} implementations: named only by {@code bootstrap} (the one wiring root),
@@ -116,7 +116,11 @@ final class LayerRules {
           .should()
           .onlyDependOnClassesThat()
           .resideInAnyPackage(
-              "java..", "io.sluice.routing..", "io.sluice.config..", "io.sluice.core..");
+              "java..",
+              "io.sluice.routing..",
+              "io.sluice.config..",
+              "io.sluice.core..",
+              "org.jspecify.annotations..");
 
   static final ArchRule WIRE_SEES_ONLY_THE_JDK_AND_GRPC_STREAMS =
       classes()

@@ -37,12 +37,9 @@ class ShapeRulesTest {
    */
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
-          Map.entry("io/sluice/calibrate/StepRunner.java", 593),
-          Map.entry("io/sluice/core/estimate/UsageExtractor.java", 682),
           Map.entry("io/sluice/core/session/AdmissionSession.java", 782),
           Map.entry("io/sluice/extproc/AnswerEncoder.java", 545),
-          Map.entry("io/sluice/extproc/Inbound.java", 568),
-          Map.entry("io/sluice/observability/AdmissionMetrics.java", 912));
+          Map.entry("io/sluice/extproc/Inbound.java", 568));
 
   static final List<Path> MAIN_ROOTS =
       List.of(

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.async.ByteArrayFeeder;
 import java.io.IOException;
-import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -49,16 +48,7 @@ public final class UsageExtractor {
           .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
           .build();
 
-  // usage fields, -1 = not seen
-  private static final int PROMPT = 0;
-  private static final int COMPLETION = 1;
-  private static final int INPUT = 2;
-  private static final int OUTPUT = 3;
-  private static final int CACHE_CREATION = 4;
-  private static final int CACHE_READ = 5;
-  private static final int FIELDS = 6;
-
-  private final long[] merged = newFields();
+  private final UsageFields merged = new UsageFields();
   private final boolean sse;
   private final OutputMeter meter;
   private boolean ended;
@@ -75,22 +65,14 @@ public final class UsageExtractor {
   private int usageField = -1;
   private long[] current;
 
-  // SSE mode
-  private byte[] line;
-  private int lineLength;
-  private boolean skippingLine;
-  private boolean pendingCr;
-  private byte[] event;
-  private int eventLength;
-  private boolean eventHasData;
-  private boolean eventOverflow;
+  // SSE mode: the framing of events; each event is read here (onEvent)
+  private SseFramer frames;
 
   private UsageExtractor(boolean sse, OutputMeter meter) {
     this.sse = sse;
     this.meter = meter;
     if (sse) {
-      line = new byte[1024];
-      event = new byte[1024];
+      frames = new SseFramer(this::onEvent);
     }
   }
 
@@ -138,8 +120,7 @@ public final class UsageExtractor {
    * JSON mode until a usage is read.
    */
   public long outputSoFar() {
-    long reported = merged[COMPLETION] >= 0 ? merged[COMPLETION] : pos(merged[OUTPUT]);
-    return Math.max(reported, meter.tokens());
+    return Math.max(merged.output(), meter.tokens());
   }
 
   /** Output tokens counted from the streamed text alone (0 in JSON mode). */
@@ -171,7 +152,7 @@ public final class UsageExtractor {
       return;
     }
     if (sse) {
-      sseChunk(data, offset, length);
+      frames.chunk(data, offset, length);
     } else {
       jsonChunk(data, offset, length);
     }
@@ -214,12 +195,7 @@ public final class UsageExtractor {
     }
     ended = true;
     if (sse) {
-      if (pendingCr || skippingLine || lineLength > 0) {
-        endLine();
-      }
-      dispatchEvent();
-      line = null;
-      event = null;
+      frames.end();
     } else if (!jsonDone && json == null) {
       jsonDone = true; // no body at all
     } else if (!jsonDone) {
@@ -231,19 +207,7 @@ public final class UsageExtractor {
 
   /** The best usage seen so far; {@link Usage#NONE} when none was reported. */
   public Usage usage() {
-    boolean any = false;
-    for (long v : merged) {
-      any |= v >= 0;
-    }
-    if (!any) {
-      return Usage.NONE;
-    }
-    long input =
-        merged[PROMPT] >= 0
-            ? merged[PROMPT]
-            : add(add(pos(merged[INPUT]), pos(merged[CACHE_CREATION])), pos(merged[CACHE_READ]));
-    long output = merged[COMPLETION] >= 0 ? merged[COMPLETION] : pos(merged[OUTPUT]);
-    return new Usage(input, output, true);
+    return merged.usage();
   }
 
   // ---------------------------------------------------------------- JSON mode
@@ -287,7 +251,7 @@ public final class UsageExtractor {
         depth++;
         if (usageFieldNext && t == JsonToken.START_OBJECT && depth == 2) {
           inUsage = true;
-          current = newFields();
+          current = UsageFields.newFields();
         }
         usageFieldNext = false;
       }
@@ -295,7 +259,7 @@ public final class UsageExtractor {
         depth--;
         if (inUsage && depth == 1) {
           inUsage = false;
-          merge(current);
+          merged.merge(current);
           current = null;
         }
         if (depth == 0) {
@@ -307,7 +271,7 @@ public final class UsageExtractor {
         if (depth == 1) {
           usageFieldNext = "usage".equals(json.currentName());
         } else if (inUsage && depth == 2) {
-          usageField = fieldIndex(json.currentName());
+          usageField = UsageFields.fieldIndex(json.currentName());
         }
       }
       default -> {
@@ -316,7 +280,7 @@ public final class UsageExtractor {
           return;
         }
         if (inUsage && depth == 2 && usageField >= 0) {
-          current[usageField] = number(json, t);
+          current[usageField] = UsageFields.number(json, t);
         }
         usageFieldNext = false;
         usageField = -1;
@@ -343,91 +307,13 @@ public final class UsageExtractor {
 
   // ---------------------------------------------------------------- SSE mode
 
-  private void sseChunk(byte[] data, int offset, int length) {
-    int i = offset;
-    int end = offset + length;
-    while (i < end) {
-      if (pendingCr) {
-        pendingCr = false;
-        if (data[i] == '\n') {
-          i++;
-          continue;
-        }
-      }
-      int j = i;
-      while (j < end && data[j] != '\n' && data[j] != '\r') {
-        j++;
-      }
-      appendToLine(data, i, j - i);
-      if (j == end) {
-        return;
-      }
-      pendingCr = data[j] == '\r';
-      endLine();
-      i = j + 1;
+  /** One event's data (see {@link SseFramer}). */
+  private void onEvent(byte[] event, int eventLength) {
+    if (isDone(event, eventLength)) {
+      complete = true; // OpenAI's last event
+    } else if (eventLength > 0 && event[0] == '{') {
+      readEvent(event, eventLength);
     }
-  }
-
-  private void appendToLine(byte[] data, int from, int n) {
-    if (skippingLine || n == 0) {
-      return;
-    }
-    if (lineLength + n > MAX_LINE_BYTES) {
-      if (startsWithData(line, lineLength) || startsWithData(data, from, n, lineLength)) {
-        eventOverflow = true; // part of this event's data is lost
-      }
-      skippingLine = true;
-      lineLength = 0;
-      return;
-    }
-    line = ensure(line, lineLength + n);
-    System.arraycopy(data, from, line, lineLength, n);
-    lineLength += n;
-  }
-
-  private void endLine() {
-    if (skippingLine) {
-      skippingLine = false;
-      lineLength = 0;
-      return;
-    }
-    if (lineLength == 0) {
-      dispatchEvent();
-      return;
-    }
-    if (startsWithData(line, lineLength)) {
-      int from = 5;
-      if (lineLength > 5 && line[5] == ' ') {
-        from = 6;
-      }
-      int n = lineLength - from;
-      int needed = eventLength + (eventHasData ? 1 : 0) + n;
-      if (eventOverflow || needed > MAX_LINE_BYTES) {
-        eventOverflow = true;
-      } else {
-        event = ensure(event, needed);
-        if (eventHasData) {
-          event[eventLength++] = '\n';
-        }
-        System.arraycopy(line, from, event, eventLength, n);
-        eventLength += n;
-      }
-      eventHasData = true;
-    }
-    lineLength = 0;
-  }
-
-  private void dispatchEvent() {
-    if (eventHasData && !eventOverflow) {
-      if (isDone(event, eventLength)) {
-        complete = true; // OpenAI's last event
-      } else if (eventLength > 0 && event[0] == '{') {
-        readEvent(event, eventLength);
-      }
-    }
-    eventHasData = false;
-    eventOverflow = false;
-    eventLength = 0;
   }
 
   private static boolean isDone(byte[] b, int length) {
@@ -456,13 +342,13 @@ public final class UsageExtractor {
         String name = p.currentName();
         JsonToken v = p.nextToken();
         if (v == JsonToken.START_OBJECT && name.equals("usage")) {
-          merge(readUsage(p));
+          merged.merge(UsageFields.read(p));
         } else if (v == JsonToken.START_OBJECT
             && (name.equals("message") || name.equals("response"))) {
           while (p.nextToken() == JsonToken.FIELD_NAME) {
             String inner = p.currentName();
             if (p.nextToken() == JsonToken.START_OBJECT && inner.equals("usage")) {
-              merge(readUsage(p));
+              merged.merge(UsageFields.read(p));
             } else {
               p.skipChildren();
             }
@@ -584,99 +470,5 @@ public final class UsageExtractor {
             p.skipChildren();
           }
         });
-  }
-
-  private static long[] readUsage(JsonParser p) throws IOException {
-    long[] fields = newFields();
-    while (p.nextToken() == JsonToken.FIELD_NAME) {
-      int index = fieldIndex(p.currentName());
-      JsonToken v = p.nextToken();
-      if (index >= 0) {
-        fields[index] = number(p, v);
-      } else {
-        p.skipChildren();
-      }
-    }
-    return fields;
-  }
-
-  // ---------------------------------------------------------------- shared
-
-  private static int fieldIndex(String name) {
-    return switch (name) {
-      case "prompt_tokens" -> PROMPT;
-      case "completion_tokens" -> COMPLETION;
-      case "input_tokens" -> INPUT;
-      case "output_tokens" -> OUTPUT;
-      case "cache_creation_input_tokens" -> CACHE_CREATION;
-      case "cache_read_input_tokens" -> CACHE_READ;
-      default -> -1;
-    };
-  }
-
-  /** A token count, or -1 when the value is not a number (null counts as absent). */
-  private static long number(JsonParser p, JsonToken t) throws IOException {
-    if (t == JsonToken.VALUE_NUMBER_INT) {
-      if (p.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
-        return p.getBigIntegerValue().signum() > 0 ? Long.MAX_VALUE : 0;
-      }
-      return Math.max(0, p.getLongValue());
-    }
-    if (t == JsonToken.VALUE_NUMBER_FLOAT) {
-      double d = p.getDoubleValue();
-      return d > 0 ? (long) Math.min(d, (double) Long.MAX_VALUE) : 0;
-    }
-    if (t == JsonToken.START_OBJECT || t == JsonToken.START_ARRAY) {
-      p.skipChildren();
-    }
-    return -1;
-  }
-
-  private void merge(long[] fields) {
-    for (int i = 0; i < FIELDS; i++) {
-      if (fields[i] >= 0) {
-        merged[i] = fields[i];
-      }
-    }
-  }
-
-  private static long[] newFields() {
-    long[] fields = new long[FIELDS];
-    Arrays.fill(fields, -1);
-    return fields;
-  }
-
-  private static long pos(long v) {
-    return Math.max(0, v);
-  }
-
-  private static long add(long a, long b) {
-    long r = a + b;
-    return r < 0 ? Long.MAX_VALUE : r;
-  }
-
-  private static byte[] ensure(byte[] buffer, int capacity) {
-    if (capacity <= buffer.length) {
-      return buffer;
-    }
-    int size = Math.min(MAX_LINE_BYTES, Math.max(capacity, buffer.length * 2));
-    return Arrays.copyOf(buffer, size);
-  }
-
-  private static boolean startsWithData(byte[] b, int length) {
-    return length >= 5 && b[0] == 'd' && b[1] == 'a' && b[2] == 't' && b[3] == 'a' && b[4] == ':';
-  }
-
-  /** Whether the line whose first {@code lineLength} bytes are buffered plus data starts so. */
-  private boolean startsWithData(byte[] data, int from, int n, int lineLength) {
-    byte[] prefix = new byte[5];
-    int k = 0;
-    for (; k < Math.min(5, lineLength); k++) {
-      prefix[k] = line[k];
-    }
-    for (int i = 0; k < 5 && i < n; i++, k++) {
-      prefix[k] = data[from + i];
-    }
-    return startsWithData(prefix, k);
   }
 }

@@ -17,8 +17,8 @@ public record AttemptSignals(int retryCount, int attemptCount) {
     return Math.max(1, Math.max(retryCount + 1, attemptCount));
   }
 
-  /** Parses a signal's value: a non-negative integer (capped at 1000), else -1. */
-  public static int parse(String value) {
+  /** Parses a signal's value: a non-negative integer (capped at 1000), else -1 (null: absent). */
+  public static int parse(@org.jspecify.annotations.Nullable String value) {
     if (value == null) {
       return -1;
     }

@@ -2,6 +2,7 @@ package io.sluice.rls.config;
 
 import java.util.List;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One limit attached to a descriptor node (or built from a request override).
@@ -18,7 +19,7 @@ import java.util.Optional;
  */
 public record LimitSpec(
     String name,
-    RateLimitUnit unit,
+    @Nullable RateLimitUnit unit,
     long requestsPerUnit,
     long unitMultiplier,
     boolean unlimited,
@@ -35,9 +36,9 @@ public record LimitSpec(
     replaces = List.copyOf(replaces);
   }
 
-  /** Window length in seconds ({@code unit × unit_multiplier}). */
+  /** Window length in seconds ({@code unit × unit_multiplier}); not asked of an unlimited one. */
   public long windowSeconds() {
-    return unit.seconds() * unitMultiplier;
+    return java.util.Objects.requireNonNull(unit, "unit").seconds() * unitMultiplier;
   }
 
   /** Whether the cache key uses exactly envoyproxy/ratelimit's layout. */

@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An immutable, loaded set of domains. Published as one reference and swapped atomically on reload;
@@ -50,7 +51,7 @@ public final class RateLimitConfig {
     return fileKeys;
   }
 
-  public DescriptorNode domain(String domain) {
+  public @Nullable DescriptorNode domain(String domain) {
     return domains.get(domain);
   }
 

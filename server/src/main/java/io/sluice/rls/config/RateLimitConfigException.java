@@ -1,5 +1,7 @@
 package io.sluice.rls.config;
 
+import org.jspecify.annotations.Nullable;
+
 /** A config file or directory that cannot be loaded; the message starts with the file key. */
 public final class RateLimitConfigException extends RuntimeException {
   private static final long serialVersionUID = 1L;
@@ -12,7 +14,13 @@ public final class RateLimitConfigException extends RuntimeException {
     super(message, cause);
   }
 
-  static RateLimitConfigException of(String fileKey, String error) {
+  /** The message, never null: both constructors take one. */
+  @Override
+  public String getMessage() {
+    return java.util.Objects.requireNonNull(super.getMessage());
+  }
+
+  static RateLimitConfigException of(String fileKey, @Nullable String error) {
     return new RateLimitConfigException(fileKey + ": " + error);
   }
 }

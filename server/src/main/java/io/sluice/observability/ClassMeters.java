@@ -1,0 +1,124 @@
+package io.sluice.observability;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.Timer;
+import io.sluice.core.admission.Outcome;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The meters of one (pool, class, tier), found once per stream ({@link AdmissionMetrics#forClass}):
+ * the admit, estimate and release of an admitted request then update their meters without building
+ * a tag key per call. Meters are registered on first use, as with the other methods.
+ */
+public final class ClassMeters {
+  private final AdmissionMetrics metrics;
+  private final String pool;
+  private final String cls;
+  private final String tier;
+  private volatile @Nullable Counter admitted;
+  private volatile @Nullable DistributionSummary estimatedInput;
+  private volatile @Nullable DistributionSummary estimatedOutput;
+  private volatile @Nullable Timer permitHold;
+  private final AtomicReferenceArray<Counter> released =
+      new AtomicReferenceArray<>(Outcome.values().length);
+  // actual/input, actual/output
+  private final AtomicReferenceArray<DistributionSummary> actual = new AtomicReferenceArray<>(2);
+  // by status class: 1 1xx .. 5 5xx, 6 429, 7 503
+  private final AtomicReferenceArray<Counter> upstream = new AtomicReferenceArray<>(8);
+
+  ClassMeters(AdmissionMetrics metrics, String pool, String cls, String tier) {
+    this.metrics = metrics;
+    this.pool = pool;
+    this.cls = cls;
+    this.tier = tier;
+  }
+
+  /** Whether these are the meters of exactly these name instances (compared by reference). */
+  boolean isFor(String pool, String cls, String tier) {
+    return this.pool == pool && this.cls == cls && this.tier == tier;
+  }
+
+  String pool() {
+    return pool;
+  }
+
+  String cls() {
+    return cls;
+  }
+
+  /** Same meters as {@code decision(pool, cls, tier, "admit", "admitted", phase, nanos)}. */
+  public void admitted(String phase, long nanos) {
+    Counter c = admitted;
+    if (c == null) {
+      admitted = c = metrics.decisionCounter(pool, cls, tier, "admit", "admitted");
+    }
+    c.increment();
+    metrics.admitLatency(phase).record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** Same meters as {@code estimated(pool, cls, input, output)}. */
+  public void estimated(long input, long output) {
+    DistributionSummary in = estimatedInput;
+    DistributionSummary out = estimatedOutput;
+    if (in == null || out == null) {
+      estimatedInput = in = metrics.estimatedSummary(pool, cls, "input");
+      estimatedOutput = out = metrics.estimatedSummary(pool, cls, "output");
+    }
+    in.record(input);
+    out.record(output);
+  }
+
+  /**
+   * The usage of a complete answer: {@code sluice_tokens_actual} by class, and actual ÷ estimate by
+   * {@code format} ({@link AdmissionMetrics#actualToEstimate}).
+   */
+  public void actual(String format, long input, long output, long estInput, long estOutput) {
+    actualSummary(0).record(input);
+    actualSummary(1).record(output);
+    metrics.actualToEstimate(pool, format, input, output, estInput, estOutput);
+  }
+
+  private DistributionSummary actualSummary(int i) {
+    DistributionSummary d = actual.get(i);
+    if (d == null) { // a benign race: both threads get the one registered summary
+      String direction = i % 2 == 0 ? "input" : "output";
+      d = metrics.actualSummary(pool, cls, direction);
+      actual.set(i, d);
+    }
+    return d;
+  }
+
+  /** Same meter as {@code upstreamResponse(pool, status)}. */
+  public void upstreamResponse(int status) {
+    int i =
+        status == 429 ? 6 : status == 503 ? 7 : status >= 100 && status < 600 ? status / 100 : 8;
+    if (i == 8) { // outside 1xx..5xx: not cached (each odd status its own class)
+      metrics.upstreamCounter(pool, status).increment();
+      return;
+    }
+    Counter c = upstream.get(i);
+    if (c == null) {
+      c = metrics.upstreamCounter(pool, status);
+      upstream.set(i, c);
+    }
+    c.increment();
+  }
+
+  /** Same meters as {@code released(pool, cls, outcome, heldNanos)}. */
+  public void released(Outcome outcome, long heldNanos) {
+    Counter c = released.get(outcome.ordinal());
+    if (c == null) { // a benign race: both threads get the one registered counter
+      c = metrics.releasedCounter(pool, cls, outcome);
+      released.set(outcome.ordinal(), c);
+    }
+    c.increment();
+    Timer t = permitHold;
+    if (t == null) {
+      permitHold = t = metrics.permitHold(pool, cls);
+    }
+    t.record(Math.max(0, heldNanos), TimeUnit.NANOSECONDS);
+  }
+}
