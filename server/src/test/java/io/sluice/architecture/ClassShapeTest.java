@@ -34,7 +34,6 @@ class ClassShapeTest {
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
           Map.entry("io.sluice.bootstrap.ProcessServices", 22),
-          Map.entry("io.sluice.core.estimate.UsageExtractor", 22),
           Map.entry("io.sluice.core.session.AdmissionSession", 27),
           Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 21),
           Map.entry("io.sluice.rls.config.RlsSettings", 26));
