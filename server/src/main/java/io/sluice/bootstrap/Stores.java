@@ -100,6 +100,7 @@ public final class Stores implements AutoCloseable {
       io.sluice.core.retry.AttemptStore attempts = new RedisAttemptStore(redis);
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
+      bindLateWrites(registry, redis);
       Stores s = new Stores(settings, keyValue, local, shares, slots, redis, attempts);
       s.limits = limits;
       s.reserves = new RedisReserveStore(redis);
@@ -122,6 +123,25 @@ public final class Stores implements AutoCloseable {
         null,
         () -> {},
         new InMemoryAttemptStore(Ticker.system(), 10_000));
+  }
+
+  /** {@code sluice_store_late_writes_undone_total{store}} of the Redis ports that write holders. */
+  private static void bindLateWrites(MeterRegistry registry, RedisConnection redis) {
+    if (registry == null) {
+      return;
+    }
+    for (String store : java.util.List.of(RedisAttemptStore.STORE, RedisTenantSlots.STORE)) {
+      io.micrometer.core.instrument.FunctionCounter.builder(
+              io.sluice.observability.MetricNames.STORE_LATE_WRITES_UNDONE,
+              redis,
+              c -> c.lateWritesUndone(store))
+          .tag("store", store)
+          .description(
+              "writes that landed in the store after their call had timed out (a hung Redis ran"
+                  + " them late), taken back: in-flight claims (attempts), tenant slots"
+                  + " (tenant_slots)")
+          .register(registry);
+    }
   }
 
   private static void bind(MeterRegistry registry, String tag, InMemoryStore store) {

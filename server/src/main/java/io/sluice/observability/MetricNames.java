@@ -122,4 +122,10 @@ public final class MetricNames {
 
   /** The attempts store did not answer, by failure mode (open|closed). */
   public static final String RETRY_STORE_FAILURES = "sluice.retry.store.failures";
+
+  /**
+   * Writes to the shared store (Redis) that landed after their call had timed out and were taken
+   * back (an in-flight claim, a tenant slot), by store ({@code attempts}, {@code tenant_slots}).
+   */
+  public static final String STORE_LATE_WRITES_UNDONE = "sluice.store.late_writes_undone";
 }

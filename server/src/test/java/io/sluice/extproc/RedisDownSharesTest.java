@@ -651,12 +651,14 @@ class RedisDownSharesTest {
     return server.registry().get("sluice.tenant.slots.held").gauge().value();
   }
 
-  /** The tenant slots counted in Redis, all tenants and replicas (tenant_slots.lua's hashes). */
+  /**
+   * The tenant slots counted in Redis, all tenants and replicas (tenant_slots.lua's sorted sets: a
+   * holder per slot).
+   */
   private static long slotsInRedis(int port) throws Exception {
     String script =
         "local n = 0 for _, k in ipairs(redis.call('KEYS', '*:tenant:*')) do"
-            + " local h = redis.call('HGETALL', k) for i = 2, #h, 2 do"
-            + " n = n + tonumber(string.match(h[i], ' (%d+)$')) end end return n";
+            + " n = n + redis.call('ZCARD', k) end return n";
     return redisEval(port, script);
   }
 

@@ -5,12 +5,16 @@ import java.util.concurrent.CompletionStage;
 
 /**
  * The store that counts a capped tenant's requests across replicas (tiers' {@code maxInFlight}):
- * one record per tenant and pool holding each replica's contribution, "{@code <expiry> <count>}",
- * with the expiry on the store's own clock, so a replica that stops renewing stops counting
- * (docs/scheduling.md §11). Every call is one atomic step in the store.
+ * per tenant and pool, each replica's contribution (the slots it holds), each slot with an expiry
+ * on the store's own clock, so a replica that stops renewing stops counting (docs/scheduling.md
+ * §11). Every call is one atomic step in the store.
  *
- * <p>The layout (Redis: {@code <namespace>{<pool>}:tenant:<tenantId>}, a hash replica → "{@code
- * <expiry_ms> <count>}") is the store's; the core sees only this port.
+ * <p>A shared store may see a call's write after the call failed (a hung store runs it when it
+ * resumes): it must then take that write back, or let it expire within the lease, since the caller
+ * holds nothing to give back (a failed {@link #acquire} is no slot).
+ *
+ * <p>The layout (Redis: {@code <namespace>{<pool>}:tenant:<tenantId>}, a sorted set of one holder
+ * per slot scored by its expiry) is the store's; the core sees only this port.
  */
 public interface TenantSlots {
   /**

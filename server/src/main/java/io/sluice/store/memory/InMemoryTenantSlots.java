@@ -9,9 +9,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
- * {@link TenantSlots} in this process: the rule of {@code tenant_slots.lua} in Java, for replicas
- * that share one JVM (tests, simulations). Contributions expire on the injected {@link Clock}; a
- * tenant's record is dropped once it holds none. Thread-safe (one lock).
+ * {@link TenantSlots} in this process, for replicas that share one JVM (tests, simulations): the
+ * port's contract counted per replica ({@code tenant_slots.lua} keeps a holder per slot instead,
+ * which only a store a call can time out on needs). Contributions expire on the injected {@link
+ * Clock}; a tenant's record is dropped once it holds none. Thread-safe (one lock).
  */
 public final class InMemoryTenantSlots implements TenantSlots {
   /** One replica's contribution to one tenant's slots. */

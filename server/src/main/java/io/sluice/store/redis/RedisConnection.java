@@ -47,6 +47,7 @@ public final class RedisConnection implements AutoCloseable {
   private final List<WarmUpRound> warmUpRounds = new CopyOnWriteArrayList<>();
   private final AtomicLong failures = new AtomicLong();
   private final AtomicLong consecutiveFailures = new AtomicLong();
+  private final LateWrites lateWrites;
   private volatile String lastError = "";
   // null until the constructor starts the first connection attempt
   private volatile @Nullable CompletableFuture<RedisClusterAsyncCommands<String, String>> commands;
@@ -57,6 +58,11 @@ public final class RedisConnection implements AutoCloseable {
     this.settings = settings;
     this.ticker = ticker;
     this.client = new RedisClients(settings);
+    this.lateWrites =
+        new LateWrites(
+            ticker,
+            () -> settings.commandTimeout().toMillis(),
+            () -> 8 * settings.reconnectInterval().toMillis());
     var unused = commands(); // start connecting now, so the first calls do not pay for it
   }
 
@@ -157,6 +163,20 @@ public final class RedisConnection implements AutoCloseable {
   /** {@code REDIS_RECONNECT_INTERVAL}. */
   public Duration retryInterval() {
     return settings.reconnectInterval();
+  }
+
+  /** What the ports take back of calls that failed but may still run ({@link LateWrites}). */
+  LateWrites lateWrites() {
+    return lateWrites;
+  }
+
+  /**
+   * Writes of {@code store} ({@link RedisAttemptStore#STORE}, {@link RedisTenantSlots#STORE}) that
+   * landed after their call had timed out, taken back ({@code
+   * sluice_store_late_writes_undone_total}).
+   */
+  public long lateWritesUndone(String store) {
+    return lateWrites.undone(store);
   }
 
   public StoreHealth health() {

@@ -16,8 +16,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@code tenant_slots.lua} on the Redis at 127.0.0.1:6379 (skipped when none answers), read back
- * from the raw hash; plus what only Redis shows: the key's hash tag and expiry, and a contribution
- * lost from the hash written back by renewal.
+ * from the raw sorted set (holders counted by replica); plus what only Redis shows: the key's hash
+ * tag and expiry, and a contribution lost from the hash written back by renewal.
  */
 class RedisTenantSlotsTest extends TenantSlotsContractTest {
   private static RedisPorts store;
@@ -50,9 +50,9 @@ class RedisTenantSlotsTest extends TenantSlotsContractTest {
   @Override
   protected Map<String, Long> contributions(String ns) {
     Map<String, Long> out = new HashMap<>();
-    conn.sync()
-        .hgetall(RedisTenantSlots.tenantKey(ns, "p", "acme"))
-        .forEach((r, v) -> out.put(r, Long.parseLong(v.substring(v.indexOf(' ') + 1))));
+    for (String holder : conn.sync().zrange(RedisTenantSlots.tenantKey(ns, "p", "acme"), 0, -1)) {
+      out.merge(RedisTenantSlots.replicaOf(holder), 1L, Long::sum);
+    }
     return out;
   }
 
@@ -75,7 +75,7 @@ class RedisTenantSlotsTest extends TenantSlotsContractTest {
     String ns = LocalRedis.uniquePrefix();
     assertThat(acquire(ns, "a", 2, LONG_TTL).granted()).isTrue();
     // a contribution lost (deleted) is written back with the count held
-    conn.sync().hdel(RedisTenantSlots.tenantKey(ns, "p", "acme"), "a");
+    conn.sync().del(RedisTenantSlots.tenantKey(ns, "p", "acme"));
     store()
         .renew(ns, "p", "a", Map.of("acme", 1), LONG_TTL)
         .toCompletableFuture()
