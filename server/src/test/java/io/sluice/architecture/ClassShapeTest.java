@@ -34,12 +34,8 @@ class ClassShapeTest {
   static final Map<String, Integer> NOT_YET_SPLIT =
       Map.ofEntries(
           Map.entry("io.sluice.bootstrap.ProcessServices", 22),
-          Map.entry("io.sluice.core.session.AdmissionSession", 27),
           Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 21),
           Map.entry("io.sluice.rls.config.RlsSettings", 26));
-
-  /** The session's boolean fields before this test; only shrinks, to {@link #SESSION_FLAGS}. */
-  static final int SESSION_FLAGS_NOT_YET = 3;
 
   @Test
   void classes_holdAtMostTwentyFields() {
@@ -79,11 +75,12 @@ class ClassShapeTest {
     JavaClass session = LayerRulesTest.CLASSES.get(SESSION);
     List<JavaField> fields = instanceFields(session);
     long flags = fields.stream().filter(f -> f.getRawType().getName().equals("boolean")).count();
-    int fieldLimit = Math.max(SESSION_FIELDS, NOT_YET_SPLIT.getOrDefault(SESSION, 0));
-    assertThat(fields.size()).as("the session's instance fields").isLessThanOrEqualTo(fieldLimit);
+    assertThat(fields.size())
+        .as("the session's instance fields")
+        .isLessThanOrEqualTo(SESSION_FIELDS);
     assertThat(flags)
         .as("the session's boolean fields (phases are an enum)")
-        .isLessThanOrEqualTo(Math.max(SESSION_FLAGS, SESSION_FLAGS_NOT_YET));
+        .isLessThanOrEqualTo(SESSION_FLAGS);
   }
 
   @Test

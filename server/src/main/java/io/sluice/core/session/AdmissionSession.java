@@ -1,6 +1,5 @@
 package io.sluice.core.session;
 
-import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Ask;
@@ -9,11 +8,8 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
-import io.sluice.core.estimate.EstimateLimits;
-import io.sluice.core.estimate.OutputReserves;
-import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
-import io.sluice.core.estimate.Usage;
+import io.sluice.core.retry.Attempt;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -25,7 +21,7 @@ import org.jspecify.annotations.Nullable;
  * request from the runtime snapshot ({@link Sessions#open}) and drives it:
  *
  * <pre>
- * begin ─ checks at headers ─ decideAtHeaders | decideWithBody ─ checks with the estimate ─ decide
+ * begin ─ checks at headers ─ estimate at headers | decideWithBody ─ checks with the estimate ─ decide
  *    ├─ admit ─────────────────────────────── Front.admitted ─ responseHeaders/Body ─ release
  *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                 ─ release
  *    │                     └ waiter: refused ── Front.refused (tokens refunded)
@@ -33,25 +29,17 @@ import org.jspecify.annotations.Nullable;
  * end (cancel, error, shutdown) at any point: leave the queue, refund, release
  * </pre>
  *
- * <p>Shadow mode ({@link Subject#shadow}, the route's or pool's {@code mode: shadow}): every step
- * runs as above, and the pool is asked {@link io.sluice.core.admission.Ask.Mode#SHADOW}. An admit
- * takes its permit as usual. A request that would be refused (any reason but {@code unknown_route}
- * and {@code shutting_down}) or queued is let through at once without a permit ({@link
- * SessionEvent.Shadowed}, then {@link SessionEvent.Admitted}; its end emits {@link
- * SessionEvent.Released}): it holds no place in the pool's ledger or the tenant's cap across
- * replicas, so both count what enforcement would have admitted at once. A would-be refusal's token
- * reservation is refunded (enforcement charges no refused request); a would-be queued request keeps
- * it and is reconciled at its end, as a queued request that ran.
- *
- * <p>It owns the sequence: the snapshot's pre-decision checks ({@link CheckChain}: the tenant's
- * request rate and the retry attempt at the headers; the token reservation, the tenant's slot
- * across replicas and the workflow's place with the estimate; each hold given back exactly once on
- * every path, in reverse order, by {@link CheckRun}), the estimate, decide / hold / queue with
- * itself as the {@link Waiter}, the permit's release (exactly once: the permit guards it),
- * reconciling the reservation with actual usage. Shadow mode's verdicts are {@link
- * ShadowVerdicts}'. Each step emits one {@link SessionEvent} to the snapshot's {@link
- * SessionListener}, before the front end is told, so metrics and the decision record never lag an
- * answer. Where it is: {@link Phase}.
+ * <p>It is a sequencer: where it is is its {@link Phase}, and each step is a part's. The
+ * pre-decision checks ({@link CheckChain}, run by {@link CheckRun}: each hold given back exactly
+ * once on every path, in reverse order); the estimate and what it costs ({@link RequestCost}); the
+ * pool's decision, asked with itself as the {@link Waiter}, and what to do when the pool cannot
+ * start it now ({@link Planner}, the {@link UpstreamPlan}); the decision record ({@link
+ * DecisionNotes}, with the {@link QueuePlace}); shadow mode ({@link Subject#shadow}: a would-be
+ * refusal or queue let through without a permit, {@link ShadowVerdicts}); the response metered and
+ * charged ({@link ResponseMeter}, {@link ChargeRule}); a response end the front end will not see
+ * ({@link HeldTail}). The permit's release is exactly once (the permit guards it). Each step emits
+ * one {@link SessionEvent} to the snapshot's {@link SessionListener}, with the request's {@link
+ * #facts}, before the front end is told, so metrics and the decision record never lag an answer.
  *
  * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
  * continuation (a quota store's answer, a waiter callback from another request's release or the
@@ -61,18 +49,12 @@ import org.jspecify.annotations.Nullable;
 public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** Where a session is; its end ({@link #end}) is a phase of its own. */
   public enum Phase {
-    /** The checks and the estimate: nothing decided yet. */
-    CHECKS,
-    /** The pool decides, or, out of its queue, its answer is under way. */
-    DECIDING,
-    /** Waiting in the pool's queue (held). */
-    QUEUED,
-    /** Admitted with a permit, or let through by shadow mode without one. */
-    RUNNING,
-    /** Refused. */
+    CHECKS, // the checks and the estimate: nothing decided yet
+    DECIDING, // the pool decides, or, out of its queue, its answer is under way
+    QUEUED, // waiting in the pool's queue (held)
+    RUNNING, // admitted with a permit, or let through by shadow mode without one
     REFUSED,
-    /** The front end is done with it ({@link #end}). */
-    ENDED
+    ENDED // the front end is done with it (end)
   }
 
   private final Sessions env;
@@ -80,34 +62,16 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private final SessionFront front;
   private final Executor serial;
   private final SessionSteps steps;
-  private final long arrivalEpochMillis;
-  private final CheckRun checks; // what the pre-decision checks hold
-  private final @Nullable ShadowVerdicts shadow; // shadow mode's verdicts; null when enforced
   private Phase phase = Phase.CHECKS;
-
-  private @Nullable TokenEstimate estimate;
-  // the learned output reserve (OutputReserves): answers and cap of the body, the rule used, and
-  // the reserve the old rule gave
-  private final OutputShape shape = new OutputShape();
-  private String reserveRule = OutputReserves.RULE_OFF;
-  private long requestedOutputTokens;
-  private long workUnits;
-  private boolean atBody;
-  private @Nullable QueuePlace queue; // its place in the pool's queue, once it waited
-  private long decisionLatencyNanos;
-  private long fanOutWork; // of workUnits: what the request's tools and declared calls add
-  private Reason reason = Reason.ADMITTED;
-  private AdaptiveLimit.@Nullable Snapshot limitAtDecision;
-  // read by the front end's idle sweep on another thread
-  private volatile @Nullable Permit permit;
-  // the parts: what to do when the pool cannot start the request now, and how it runs upstream;
-  // the response metered; a response end the front end will not see
+  // the parts: the checks' holds; the estimate; the decision record; shadow mode's verdicts (null
+  // when enforced); the planner and its plan; the permit, the response and the release
+  private final CheckRun checks;
+  private final RequestCost cost;
+  private final DecisionNotes notes;
+  private final @Nullable ShadowVerdicts shadow;
   private final Planner planner;
   private UpstreamPlan plan;
-  private final ResponseMeter response;
-  private final HeldTail tail;
-  private long refusalWaitNanos = -1; // the predicted wait behind a refusal's Retry-After
-  private long admittedDeadlineLeftNanos; // time left before the deadline when admitted
+  private final RunningRequest run;
 
   AdmissionSession(
       Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
@@ -116,18 +80,16 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.front = front;
     this.serial = serial;
     this.steps = steps;
-    this.arrivalEpochMillis = env.clock().millis();
+    this.notes = new DecisionNotes(env.clock().millis());
+    this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
     this.planner = new DegradeLadder(env, subject);
     this.plan = UpstreamPlan.asAsked(subject.pool());
-    this.response = new ResponseMeter(env, subject);
-    this.tail = new HeldTail(env, serial, () -> release(Outcome.COMPLETED), this::releaseSlot);
     this.checks =
         new CheckRun(env.checks(), this, serial, steps) {
           @Override
           void refused(AdmissionCheck.Refusal r, long receivedNanos) {
-            refuse(
-                r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
+            refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), receivedNanos);
           }
 
           @Override
@@ -135,6 +97,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
             front.storeFailed(cause);
           }
         };
+    this.run = new RunningRequest(env, subject, serial, steps, checks, cost, shadow, this::facts);
   }
 
   // --- the steps, in order
@@ -142,34 +105,21 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /**
    * The request's headers arrived: the checks of the headers stage ({@link CheckChain}: the
    * tenant's request rate, the retry attempt), in order; then the request is decided at its headers
-   * ({@code atHeaders}: {@link #decideAtHeaders} with {@code noBody} and {@code contentLength}), or
-   * the front end is asked for its body ({@link SessionFront#bodyWanted}; {@link #decideWithBody}
-   * decides). A refusal at this stage comes before the body is read.
+   * ({@code atHeaders}: estimated by {@link RequestCost#atHeaders} with {@code noBody} and {@code
+   * contentLength}, -1 when unknown), or the front end is asked for its body ({@link
+   * SessionFront#bodyWanted}; {@link #decideWithBody} decides). A refusal at this stage comes
+   * before the body is read.
    */
   public void begin(boolean atHeaders, boolean noBody, long contentLength, long receivedNanos) {
+    Runnable decideAtHeaders =
+        () -> {
+          cost.atHeaders(noBody, contentLength);
+          decide(false, receivedNanos);
+        };
     checks.run(
         AdmissionCheck.Stage.HEADERS,
         receivedNanos,
-        atHeaders
-            ? () -> decideAtHeaders(noBody, contentLength, receivedNanos)
-            : front::bodyWanted);
-  }
-
-  /**
-   * Decides at request headers. A request without a body costs its output reserve only; one whose
-   * content-length is known costs that many bytes; one with a body of unknown size costs {@code
-   * estimation.defaultInputTokens}, never 0, counted as the fallback {@code no_content_length}.
-   *
-   * @param contentLength the declared body size, or -1 when unknown
-   */
-  private void decideAtHeaders(boolean noBody, long contentLength, long receivedNanos) {
-    if (noBody || contentLength >= 0) {
-      estimate = env.estimator().fromContentLength(Math.max(0, contentLength), limits());
-    } else {
-      env.listener().on(new SessionEvent.EstimateFellBack("no_content_length"));
-      estimate = env.estimator().unknownSize(env.defaultInputTokens(), limits());
-    }
-    decide(false, receivedNanos);
+        atHeaders ? decideAtHeaders : front::bodyWanted);
   }
 
   /**
@@ -179,14 +129,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
     planner.offer(body, offset, length);
-    estimate = env.estimator().estimate(subject.format(), body, offset, length, limits(), shape);
-    if (estimate.fallbackCause() != null) {
-      env.listener().on(new SessionEvent.EstimateFellBack(estimate.fallbackCause()));
-    }
-    String invalid = shape.invalid();
-    if (invalid == null && !shape.jsonObject() && writesPriorityField()) {
-      invalid = "the body is not a JSON object the engine priority can be written into";
-    }
+    String invalid = cost.ofBody(body, offset, length);
     if (invalid != null) { // never forward a body the engine reads differently from Sluice
       refuse(Reason.INVALID_REQUEST, 400, 0, invalid, true, receivedNanos);
       return;
@@ -194,33 +137,9 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     decide(true, receivedNanos);
   }
 
-  /** Whether the engine priority goes into the body (its member replaces the client's own). */
-  private boolean writesPriorityField() {
-    return !subject.shadow()
-        && DegradeLadder.priorityEdits(env, subject, subject.pool()).priorityField() != null;
-  }
-
-  private EstimateLimits limits() {
-    return new EstimateLimits(
-        subject.requestClass().defaultOutputTokens(), subject.requestClass().maxOutputTokens());
-  }
-
   private void decide(boolean body, long receivedNanos) {
-    atBody = body;
-    TokenEstimate e = learnedReserve(Objects.requireNonNull(estimate, "estimate before decide"));
-    estimate = e;
-    fanOutWork = subject.pool().fanout().workUnits(e.fanOut(), subject.fanout());
-    workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens(), fanOutWork);
-    AdmissionRequest request =
-        new AdmissionRequest(
-            subject.pool(),
-            subject.requestClass(),
-            subject.tenant(),
-            workUnits,
-            subject.arrivalNanos(),
-            subject.deadlineNanos(),
-            estimate.inputTokens(),
-            estimate.outputReserveTokens());
+    notes.at(body);
+    AdmissionRequest request = cost.request(); // the learned output reserve applied
     // the checks with the estimate (token reservation, tenant slot, workflow place), then the pool
     checks.run(
         AdmissionCheck.Stage.ESTIMATE,
@@ -231,24 +150,15 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
     phase = Phase.DECIDING;
     steps.at(Step.DECIDE);
-    TokenEstimate e = Objects.requireNonNull(estimate, "estimate before the decision");
     Planner.Planned planned =
-        planner.decide(
-            request,
-            new Planner.Cost(e, workUnits, fanOutWork),
-            atBody,
-            (r, degradeAbove) ->
-                subject.shadow()
-                    ? env.controller()
-                        .decide(r, Ask.shadow(subject.maxHoldNanos(), env.ticker().nanos()))
-                    : env.controller()
-                        .decide(
-                            r,
-                            Ask.hold(subject.maxHoldNanos(), this, env.ticker().nanos())
-                                .degradeAbove(degradeAbove)));
+        planner.decide(request, cost.asked(), notes.atBody(), this::decideInPool);
     Planner.Cost runsAs = planned.runsAs();
-    if (runsAs != null) {
-      runAs(runsAs);
+    if (runsAs != null) { // the tenant's reservation is cut to the cheaper version
+      var r = checks.held(TokenReservationCheck.Reservation.class);
+      if (r != null) {
+        r.cutTo(runsAs.estimate()); // give back what the cheaper answer no longer needs
+      }
+      cost.runAs(runsAs);
     }
     plan = planned.plan();
     Decision d = planned.decision();
@@ -257,25 +167,23 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     } else if (d instanceof Decision.Admit a) {
       admit(a.permit(), receivedNanos);
     } else if (d instanceof Decision.WouldQueue w) {
-      pass(
-          SessionEvent.Shadowed.QUEUE,
-          w.reason(),
-          subject.requestClass().shedStatus(),
-          0,
-          "would wait in the queue of class "
-              + subject.requestClass().name()
-              + " (position "
-              + (w.position() + 1)
-              + ", predicted wait "
-              + w.predictedWaitNanos() / 1_000_000L
-              + " ms)",
-          atBody,
-          receivedNanos);
+      String message = ShadowVerdicts.queueMessage(subject, w);
+      int status = subject.requestClass().shedStatus();
+      pass(SessionEvent.Shadowed.QUEUE, w.reason(), status, 0, message, receivedNanos);
     } else {
-      Decision.Reject r = (Decision.Reject) d;
-      refusalWaitNanos = r.waitNanos();
-      refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), atBody, receivedNanos);
+      refuse((Decision.Reject) d, receivedNanos);
     }
+  }
+
+  /** The session's own ask of its pool ({@link Planner.Pool}): itself the waiter, or shadow. */
+  private Decision decideInPool(AdmissionRequest r, long degradeAboveNanos) {
+    long now = env.ticker().nanos();
+    return env.controller()
+        .decide(
+            r,
+            subject.shadow()
+                ? Ask.shadow(subject.maxHoldNanos(), now)
+                : Ask.hold(subject.maxHoldNanos(), this, now).degradeAbove(degradeAboveNanos));
   }
 
   /**
@@ -286,63 +194,26 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     planner.forbid();
   }
 
-  /**
-   * The request runs as {@code c} (a planner's cheaper version): the tenant's token reservation is
-   * cut to it.
-   */
-  private void runAs(Planner.Cost c) {
-    TokenEstimate e = c.estimate();
-    var r = checks.held(TokenReservationCheck.Reservation.class);
-    if (r != null) {
-      r.cutTo(e); // give back what the cheaper answer no longer needs
-    }
-    estimate = e;
-    workUnits = c.workUnits();
-    fanOutWork = c.fanOutWork();
-  }
-
-  /** How the request runs upstream: its pool, body, headers, engine priority, degrade. */
-  public UpstreamPlan plan() {
-    return plan;
-  }
-
-  /**
-   * The predicted wait or drain time a capacity refusal's Retry-After was computed from (before
-   * clamping and jitter), or -1 when none (a refusal retrying cannot help, a tenant budget's own
-   * refill time).
-   */
-  public long refusalWaitNanos() {
-    return refusalWaitNanos;
-  }
-
   /** Queued: the front end holds the deciding message; the expiry timer is armed. */
   private void hold(Decision.Queued q, long receivedNanos) {
     phase = Phase.QUEUED;
-    QueuePlace place = new QueuePlace(q, receivedNanos);
-    queue = place;
-    long maxHold = subject.maxHoldNanos() / 1_000_000L;
-    long holdMillis = Math.min(maxHold, (q.holdNanos() + 999_999L) / 1_000_000L);
-    env.listener()
-        .on(
-            new SessionEvent.Queued(
-                facts(), env.ticker().nanos() - receivedNanos, q.predictedWaitNanos()));
-    front.held(Math.max(1, holdMillis));
-    long delay = q.expiresAtNanos() - env.ticker().nanos() + 1_000_000L;
-    String pool = q.pool();
-    place.expiry(
-        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos())));
+    QueuePlace place = notes.queued(q, receivedNanos);
+    long queuedNanos = env.ticker().nanos() - receivedNanos;
+    env.listener().on(new SessionEvent.Queued(facts(), queuedNanos, q.predictedWaitNanos()));
+    front.held(place.holdMillis(subject.maxHoldNanos()));
+    place.armExpiry(env);
   }
 
   @Override
   public void admitted(Permit p, long waitedNanos) {
     serial.execute(
         () -> {
-          QueuePlace place = queue;
+          QueuePlace place = notes.queue();
           if (phase != Phase.QUEUED || place == null) {
             p.release(Outcome.CANCELLED, env.ticker().nanos()); // the request is gone
             return;
           }
-          permit = p; // from here every path releases it
+          run.granted(p); // from here every path releases it
           phase = Phase.DECIDING; // out of the queue
           steps.at(Step.WAITER);
           place.left(waitedNanos);
@@ -355,7 +226,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public void refused(Decision.Reject r, long waitedNanos) {
     serial.execute(
         () -> {
-          QueuePlace place = queue;
+          QueuePlace place = notes.queue();
           if (phase != Phase.QUEUED || place == null) {
             return;
           }
@@ -363,41 +234,43 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
           steps.at(Step.WAITER);
           place.left(waitedNanos);
           String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
-          refusalWaitNanos = r.waitNanos();
           env.listener().on(new SessionEvent.Dequeued(subject, outcome, waitedNanos));
-          refuse(
-              r.reason(),
-              r.status(),
-              r.retryAfterSeconds(),
-              r.message(),
-              atBody,
-              place.receivedNanos);
+          refuse(r, place.receivedNanos);
         });
   }
 
   private void admit(Permit p, long receivedNanos) {
-    permit = p;
+    run.granted(p);
     if (phase != Phase.ENDED) {
       phase = Phase.RUNNING;
     }
     String rung = plan.rung();
-    if (rung != null && reason == Reason.ADMITTED) {
-      reason = Reason.DEGRADED;
+    if (rung != null && notes.degraded()) {
       env.listener().on(new SessionEvent.Degraded(subject, rung, String.valueOf(plan.trigger())));
     }
-    if (!passed()) { // shadow: observe only, nothing is rewritten
-      plan = planner.admitted(plan, atBody);
+    if (!run.passed()) { // shadow: observe only, nothing is rewritten
+      plan = planner.admitted(plan, notes.atBody());
     }
-    admittedDeadlineLeftNanos = Math.max(0, subject.deadlineNanos() - env.ticker().nanos());
+    notes.deadlineLeft(subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
-    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
-    limitAtDecision = AdaptiveSignals.limit(env, subject, permit);
+    notes.decidedAt(env.ticker().nanos(), receivedNanos);
+    notes.limit(AdaptiveSignals.limit(env, subject, run.permit()));
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding: give it back at once
       release(Outcome.CANCELLED);
       return;
     }
-    front.admitted(atBody);
+    front.admitted(notes.atBody());
+  }
+
+  /** The pool refused it ({@code r}), at once or out of its queue. */
+  private void refuse(Decision.Reject r, long receivedNanos) {
+    notes.refusalWait(r.waitNanos());
+    refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), receivedNanos);
+  }
+
+  private void refuse(Reason why, int status, long retryAfter, String message, long received) {
+    refuse(why, status, retryAfter, message, notes.atBody(), received);
   }
 
   /**
@@ -412,29 +285,22 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       String message,
       boolean body,
       long receivedNanos) {
+    notes.at(body);
     if (shadow != null && ShadowVerdicts.lets(why)) {
-      pass(
-          SessionEvent.Shadowed.REJECT,
-          why,
-          status,
-          retryAfterSeconds,
-          message,
-          body,
-          receivedNanos);
+      pass(SessionEvent.Shadowed.REJECT, why, status, retryAfterSeconds, message, receivedNanos);
       return;
     }
     if (phase != Phase.ENDED) {
       phase = Phase.REFUSED;
     }
-    atBody = body;
     planner.refused();
     plan = plan.notDegraded(); // a refused request is not degraded (it may have waited as concise)
     checks.release(AdmissionCheck.Release.REFUSED); // in reverse order, the reservation refunded
     checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
-    reason = why;
-    decisionLatencyNanos = env.ticker().nanos() - receivedNanos - queueWaitNanos();
-    limitAtDecision = AdaptiveSignals.limit(env, subject, permit);
+    notes.refused(why);
+    notes.decidedAt(env.ticker().nanos(), receivedNanos);
+    notes.limit(AdaptiveSignals.limit(env, subject, run.permit()));
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
@@ -445,32 +311,25 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * recorded as such and let through at once without a permit.
    */
   private void pass(
-      String what,
-      Reason why,
-      int status,
-      long retryAfterSeconds,
-      String message,
-      boolean body,
-      long receivedNanos) {
+      String what, Reason why, int status, long retryAfter, String message, long receivedNanos) {
     ShadowVerdicts sh = Objects.requireNonNull(shadow, "shadow mode");
     if (phase != Phase.ENDED) {
       phase = Phase.RUNNING;
     }
-    atBody = body;
     // no place in the tenant's cap, as none in the pool's ledger; enforcement charges no refused
     // request (a queued one ran: its reservation stays); retries: the operation stays claimed
     checks.pass(what.equals(SessionEvent.Shadowed.REJECT));
     sh.would(what, why, status, message);
     steps.at(Step.ADMIT);
     long now = env.ticker().nanos();
-    decisionLatencyNanos = now - receivedNanos - queueWaitNanos();
-    sh.letThrough(now, retryAfterSeconds); // from here every path ends it (release)
+    notes.decidedAt(now, receivedNanos);
+    sh.letThrough(now, retryAfter); // from here every path ends it (release)
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding
       release(Outcome.CANCELLED);
       return;
     }
-    front.admitted(atBody);
+    front.admitted(notes.atBody());
   }
 
   /**
@@ -486,7 +345,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   /** Response headers from the upstream: its status, and the usage reader for the body. */
   public void responseHeaders(int status, String contentType, boolean countStatus) {
-    responseHeaders(status, contentType, countStatus, -1, AnswerSource.UPSTREAM);
+    run.headers(status, contentType, countStatus, -1, AnswerSource.UPSTREAM);
   }
 
   /**
@@ -495,83 +354,34 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * {@code source}, move an adaptive limit), and the usage reader for the body.
    */
   public void responseHeaders(
-      int status,
-      String contentType,
-      boolean countStatus,
-      long retryAfterNanos,
-      AnswerSource source) {
-    response.headers(status, contentType, countStatus, retryAfterNanos, source, permit, estimate);
+      int status, String contentType, boolean countStatus, long retryAfterNanos, AnswerSource src) {
+    run.headers(status, contentType, countStatus, retryAfterNanos, src);
   }
 
   /** A response body chunk, read in place for the usage it reports. */
   public void responseBody(byte[] data, int offset, int length, boolean last) {
-    response.body(data, offset, length, last, permit, estimate, plan.pool());
+    run.body(data, offset, length, last, plan.pool());
   }
+
+  /**
+   * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}): the
+   * permit is held for the predicted rest of the answer ({@link HeldTail#unseen}); the front end's
+   * end paths ({@link #release}, {@link #end}) do not release it before that, nor twice.
+   */
+  public void responseEndUnseen(String cause) {
+    run.endUnseen(cause, subject);
+  }
+
+  /** The response's end was seen after all (trailers after body mode NONE): no tail hold. */
+  public void responseEndSeen() {
+    run.endSeen();
+  }
+
+  // --- the end: every path gives back what the request holds, once
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   public boolean release(Outcome outcome) {
-    if (tail.holds()) { // held for a predicted tail: the front end's end is only the stream's close
-      return tail.frontDone();
-    }
-    Permit p = permit;
-    if (p == null) {
-      return endPass(outcome);
-    }
-    long now = env.ticker().nanos();
-    if (!p.release(outcome, now)) {
-      return false;
-    }
-    releaseSlot();
-    steps.at(Step.RELEASE);
-    steps.at(Step.METRICS);
-    Usage u = endUsage(outcome); // the learners hear the release (ReserveLearner, AdaptiveSignals)
-    steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(facts(), outcome, now - p.admittedAtNanos(), u));
-    return true;
-  }
-
-  /** Shadow: a request let through without a permit ends (once, as a release would). */
-  private boolean endPass(Outcome outcome) {
-    ShadowVerdicts sh = shadow;
-    if (sh == null || !sh.end()) {
-      return false;
-    }
-    checks.release(AdmissionCheck.Release.ENDED); // what the pass kept: the retry claim
-    long now = env.ticker().nanos();
-    steps.at(Step.RELEASE);
-    Usage u = endUsage(outcome); // shadow mode learns too: enforcing starts warmed
-    steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(facts(), outcome, now - sh.passedAtNanos(), u));
-    return true;
-  }
-
-  /**
-   * The usage the response reported, and the tenant's token reservation reconciled with what the
-   * request is charged ({@link ChargeRule}).
-   */
-  private Usage endUsage(Outcome outcome) {
-    Usage u = response.end(outcome, estimate);
-    var r = checks.held(TokenReservationCheck.Reservation.class);
-    if (r != null && estimate != null) {
-      r.reconcile(response.charge());
-    }
-    return u;
-  }
-
-  /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
-  public long outputCharge() {
-    return response.outputCharge(estimate);
-  }
-
-  /**
-   * The estimate with the learned output reserve: {@code min(cap, estimate)} per answer, the
-   * estimate from the key's prior until it has {@code warmup} answers, then its own bound.
-   */
-  private TokenEstimate learnedReserve(TokenEstimate e) {
-    requestedOutputTokens = e.outputReserveTokens();
-    OutputReserves.Reserve r = ReserveLearner.reserve(env.reserves(), subject, e, shape.answers());
-    reserveRule = r.rule();
-    return r.outputTokens() == e.outputReserveTokens() ? e : e.withOutputReserve(r.outputTokens());
+    return run.release(outcome);
   }
 
   /**
@@ -582,26 +392,16 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public void end(Outcome outcome) {
     boolean queued = phase == Phase.QUEUED;
     phase = Phase.ENDED;
-    QueuePlace place = queue;
+    QueuePlace place = notes.queue();
     if (place != null) {
       place.cancelTimer();
     }
-    if (permit != null || passed()) {
-      try {
-        release(outcome);
-      } finally {
-        if (!tail.holds()) { // a held tail keeps the tenant's slot until it is released
-          releaseSlot(); // a no-op unless the release above failed before giving it back
-        }
-      }
+    if (run.runs()) {
+      run.end(outcome);
       return;
     }
     if (queued && place != null) { // it leaves the queue
-      long now = env.ticker().nanos();
-      if (env.controller().cancel(place.ticket.pool(), place.ticket.ticket(), now)) {
-        env.listener()
-            .on(new SessionEvent.Dequeued(subject, "cancelled", now - place.receivedNanos));
-      }
+      place.leave(env, subject);
     }
     // the request will not run: refunded, given back; an answer still to come as it comes
     checks.release(AdmissionCheck.Release.CANCELLED);
@@ -609,91 +409,38 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
   public void releaseQuietly(Outcome outcome) {
-    if (tail.holds()) {
-      return; // the tail's timer (or shutdown) releases it
-    }
-    Permit p = permit;
-    try {
-      if (p != null) {
-        p.release(outcome, env.ticker().nanos()); // a no-op if it went back already
-      }
-    } finally {
-      releaseSlot();
-    }
+    run.releaseQuietly(outcome);
   }
 
-  // --- a response whose end the front end will not see
-
-  /**
-   * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}): the
-   * permit is held for the predicted rest of the answer ({@link HeldTail#unseen}); the front end's
-   * end paths ({@link #release}, {@link #end}) do not release it before that, nor twice.
-   */
-  public void responseEndUnseen(String cause) {
-    tail.unseen(cause, permit, subject, response.eventStream());
-  }
-
-  /**
-   * The response's end was seen after all (response trailers after body mode NONE): the tail hold
-   * is called off, so the release that follows is an ordinary, measured one.
-   */
-  public void responseEndSeen() {
-    tail.seen();
-  }
-
-  /** Gives the checks' holds back, once (every end path calls it; only the first does anything). */
-  private void releaseSlot() {
-    checks.release(AdmissionCheck.Release.ENDED);
-  }
-
-  /** Whether this request holds one of its tenant's slots across replicas now. */
-  public boolean holdsTenantSlot() {
-    return checks.holds(TenantSlotCheck.Slot.class);
-  }
-
-  /** Shadow mode let it through without a permit (ended or not); safe to read from any thread. */
-  private boolean passed() {
-    ShadowVerdicts sh = shadow;
-    return sh != null && sh.passed();
-  }
-
-  // --- what events carry
+  // --- what events carry, and what the front end reads
 
   /**
    * The request's facts now, as an immutable value: built here only, when an event fires (and for
    * tests), so listeners never see the live session.
    */
   RequestFacts facts() {
-    TokenEstimate e = estimate;
+    Permit p = run.permit();
     ShadowVerdicts sh = shadow;
-    QueuePlace place = queue;
-    Permit p = permit;
     return new RequestFacts(
         subject,
-        arrivalEpochMillis,
-        atBody ? "body" : "headers",
-        e == null
-            ? null
-            : new RequestFacts.Estimate(
-                e,
-                workUnits,
-                fanOutWork,
-                requestedOutputTokens,
-                reserveRule,
-                shape.answers(),
-                ReserveLearner.scope(subject)),
-        new RequestFacts.Decided(
-            reason,
-            decisionLatencyNanos,
-            place == null ? 0 : place.position(),
-            queueWaitNanos(),
-            refusalWaitNanos,
-            admittedDeadlineLeftNanos,
-            limitAtDecision),
+        notes.arrivalEpochMillis(),
+        notes.phase(),
+        cost.facts(),
+        notes.facts(),
         plan.facts(p),
         sh == null ? null : sh.facts(),
         attempt(),
-        response.facts(tail.cause(), p));
+        run.facts(p));
+  }
+
+  /** Whether this request holds a check's hold of {@code type} now (e.g. the tenant's slot). */
+  boolean holds(Class<? extends AdmissionCheck.Held> type) {
+    return checks.holds(type);
+  }
+
+  /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
+  long outputCharge() {
+    return run.outputCharge();
   }
 
   @Override
@@ -704,36 +451,30 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** The estimate, or null before one was made. */
   @Override
   public @Nullable TokenEstimate estimate() {
-    return estimate;
+    return cost.estimate();
   }
 
   @Override
   public long workUnits() {
-    return workUnits;
+    return cost.workUnits();
   }
 
-  /** Whether this request holds a place in its workflow's budget now. */
-  public boolean holdsWorkflowPlace() {
-    return checks.holds(WorkflowPlaceCheck.Place.class);
+  /** How the request runs upstream: its pool, body, headers, engine priority, degrade. */
+  public UpstreamPlan plan() {
+    return plan;
   }
 
   public long queueWaitNanos() {
-    QueuePlace place = queue;
-    return place == null ? 0 : place.waitNanos();
+    return notes.queueWaitNanos();
   }
 
-  /** {@link Reason#ADMITTED}, or the reason of the refusal. */
-  public Reason reason() {
-    return reason;
-  }
-
-  /** Admitted (or let through) or refused, ended since or not. */
-  public boolean decided() {
-    return switch (phase) {
-      case RUNNING, REFUSED -> true;
-      case CHECKS, DECIDING, QUEUED -> false;
-      case ENDED -> permit != null || passed() || reason != Reason.ADMITTED;
-    };
+  /**
+   * The predicted wait or drain time a capacity refusal's Retry-After was computed from (before
+   * clamping and jitter), or -1 when none (a refusal retrying cannot help, a tenant budget's own
+   * refill time).
+   */
+  public long refusalWaitNanos() {
+    return notes.refusalWaitNanos();
   }
 
   /** Where the session is. */
@@ -741,15 +482,13 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     return phase;
   }
 
-  /** Whether a permit was granted (released or not); safe to read from any thread. */
-  public boolean hasPermit() {
-    return permit != null;
-  }
-
-  /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
-  public io.sluice.core.retry.Attempt attempt() {
-    RetryAttemptCheck.Claim c = checks.held(RetryAttemptCheck.Claim.class);
-    return c == null ? io.sluice.core.retry.Attempt.UNCLASSIFIED : c.attempt;
+  /** Admitted (or let through) or refused, ended since or not. */
+  public boolean decided() {
+    return switch (phase) {
+      case RUNNING, REFUSED -> true;
+      case CHECKS, DECIDING, QUEUED -> false;
+      case ENDED -> run.runs() || notes.reason() != Reason.ADMITTED;
+    };
   }
 
   /**
@@ -757,7 +496,13 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * shadow mode without one. Safe to read from any thread.
    */
   public boolean runs() {
-    return permit != null || passed();
+    return run.runs();
+  }
+
+  /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
+  Attempt attempt() {
+    RetryAttemptCheck.Claim c = checks.held(RetryAttemptCheck.Claim.class);
+    return c == null ? Attempt.UNCLASSIFIED : c.attempt;
   }
 
   /**
@@ -773,10 +518,5 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public Reason wouldReason() {
     ShadowVerdicts sh = shadow;
     return sh == null ? Reason.ADMITTED : sh.wouldReason();
-  }
-
-  /** Waiting in a queue now. */
-  public boolean isQueued() {
-    return phase == Phase.QUEUED;
   }
 }

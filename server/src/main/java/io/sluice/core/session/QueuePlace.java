@@ -24,14 +24,32 @@ final class QueuePlace {
     return ticket.position() + 1;
   }
 
-  void expiry(HoldTimer.Handle h) {
-    expiry = h;
+  /** How long the front end holds the deciding message: the pool's hold, within [1, max] ms. */
+  long holdMillis(long maxHoldNanos) {
+    long maxHold = maxHoldNanos / 1_000_000L;
+    return Math.max(1, Math.min(maxHold, (ticket.holdNanos() + 999_999L) / 1_000_000L));
+  }
+
+  /** Arms the expiry timer: the pool expires its due requests just after this one's hold. */
+  void armExpiry(Sessions env) {
+    long delay = ticket.expiresAtNanos() - env.ticker().nanos() + 1_000_000L;
+    String pool = ticket.pool();
+    expiry =
+        env.timer().schedule(delay, () -> env.controller().expireDue(pool, env.ticker().nanos()));
   }
 
   /** The pool admitted or refused it after {@code waitedNanos}: the expiry timer is called off. */
   void left(long waitedNanos) {
     cancelTimer();
     waitNanos = waitedNanos;
+  }
+
+  /** The request ended while queued: it leaves the pool's queue ({@link SessionEvent.Dequeued}). */
+  void leave(Sessions env, Subject subject) {
+    long now = env.ticker().nanos();
+    if (env.controller().cancel(ticket.pool(), ticket.ticket(), now)) {
+      env.listener().on(new SessionEvent.Dequeued(subject, "cancelled", now - receivedNanos));
+    }
   }
 
   void cancelTimer() {

@@ -1,5 +1,6 @@
 package io.sluice.core.session;
 
+import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Reason;
 import org.jspecify.annotations.Nullable;
 
@@ -39,6 +40,17 @@ final class ShadowVerdicts {
    */
   static boolean lets(Reason why) {
     return why != Reason.UNKNOWN_ROUTE && why != Reason.SHUTTING_DOWN;
+  }
+
+  /** What a request that would wait in {@code w}'s queue reads (its class, place and wait). */
+  static String queueMessage(Subject subject, Decision.WouldQueue w) {
+    return "would wait in the queue of class "
+        + subject.requestClass().name()
+        + " (position "
+        + (w.position() + 1)
+        + ", predicted wait "
+        + w.predictedWaitNanos() / 1_000_000L
+        + " ms)";
   }
 
   /** Enforcement would refuse or queue it ({@code what}): recorded, before it is let through. */

@@ -177,14 +177,14 @@ class AdmissionSessionTenantSlotTest {
     var f = new AdmissionSessionTest.Front();
     AdmissionSession s = start(f, acme);
     assertThat(f.calls).containsExactly("admitted(headers)");
-    assertThat(s.holdsTenantSlot()).isTrue();
+    assertThat(s.holds(TenantSlotCheck.Slot.class)).isTrue();
     assertThat(slots.held).containsEntry("acme", 1);
     assertThat(caps.held("gpu", "acme")).isEqualTo(1);
     assertThat(caps.renew().toCompletableFuture().join()).isNull();
     assertThat(slots.renewals).as("the held tenant is renewed").isEqualTo(1);
 
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
-    assertThat(s.holdsTenantSlot()).isFalse();
+    assertThat(s.holds(TenantSlotCheck.Slot.class)).isFalse();
     // every later end path is a no-op for the slot
     s.release(Outcome.COMPLETED);
     s.end(Outcome.CANCELLED);
@@ -205,7 +205,7 @@ class AdmissionSessionTenantSlotTest {
     assertThat(f.refusedWith).isEqualTo(Reason.TENANT_CONCURRENCY);
     assertThat(f.refusedStatus).isEqualTo(429);
     assertThat(f.refusedRetryAfter).isGreaterThanOrEqualTo(1);
-    assertThat(s.hasPermit()).isFalse();
+    assertThat(s.facts().run().permit()).isFalse();
     assertThat(controller.pool("gpu").snapshot(ticker.nanos()).requestsInFlight()).isZero();
     assertThat(slotResults()).containsExactly("denied");
     s.end(Outcome.CANCELLED);
@@ -232,7 +232,7 @@ class AdmissionSessionTenantSlotTest {
     var f = new AdmissionSessionTest.Front();
     AdmissionSession b = start(f, acme);
     assertThat(f.calls).containsExactly("held");
-    assertThat(b.holdsTenantSlot()).as("a queued request holds its slot").isTrue();
+    assertThat(b.holds(TenantSlotCheck.Slot.class)).as("a queued request holds its slot").isTrue();
     ticker.advance(Duration.ofMillis(2_100));
     timer.fireAll();
     assertThat(f.calls).containsExactly("held", "refused");
@@ -291,7 +291,7 @@ class AdmissionSessionTenantSlotTest {
     assertThat(slots.grants).isEqualTo(1);
     assertThat(slots.releases).as("given back at once").isEqualTo(1);
     assertThat(f.calls).as("the front end is told nothing").isEmpty();
-    assertThat(s.hasPermit()).isFalse();
+    assertThat(s.facts().run().permit()).isFalse();
     assertThat(controller.pool("gpu").snapshot(ticker.nanos()).requestsInFlight()).isZero();
   }
 
@@ -322,7 +322,7 @@ class AdmissionSessionTenantSlotTest {
     var f = new AdmissionSessionTest.Front();
     AdmissionSession s = start(f, acme);
     assertThat(f.calls).containsExactly("admitted(headers)");
-    assertThat(s.holdsTenantSlot()).isFalse();
+    assertThat(s.holds(TenantSlotCheck.Slot.class)).isFalse();
     assertThat(slotResults()).containsExactly("store_failed");
     assertThat(events).contains(SessionEvent.QuotaStoreFailed.OPEN);
     s.release(Outcome.COMPLETED);

@@ -165,7 +165,7 @@ class AdmissionSessionTest {
 
     assertThat(f.calls).containsExactly("admitted(headers)");
     assertThat(s.decided()).isTrue();
-    assertThat(s.hasPermit()).isTrue();
+    assertThat(s.facts().run().permit()).isTrue();
     assertThat(poolNow().requestsInFlight()).isEqualTo(1);
     assertThat(s.workUnits()).isEqualTo(100); // no body: the output reserve only
 
@@ -205,7 +205,7 @@ class AdmissionSessionTest {
     AdmissionSession b = start(second, unlimited);
 
     assertThat(second.calls).containsExactly("held");
-    assertThat(b.isQueued()).isTrue();
+    assertThat((b.phase() == AdmissionSession.Phase.QUEUED)).isTrue();
     assertThat(b.facts().decision().queuePosition()).isEqualTo(1);
     assertThat(timer.tasks).hasSize(1); // the expiry is armed
 
@@ -213,7 +213,7 @@ class AdmissionSessionTest {
     a.release(Outcome.COMPLETED);
 
     assertThat(second.calls).containsExactly("held", "admitted(headers)");
-    assertThat(b.isQueued()).isFalse();
+    assertThat((b.phase() == AdmissionSession.Phase.QUEUED)).isFalse();
     assertThat(b.queueWaitNanos()).isEqualTo(300 * MS);
     assertThat(timer.cancelled).isEqualTo(1);
     // in step order per session (across sessions, the waiter may run inside the other's release)
@@ -240,7 +240,7 @@ class AdmissionSessionTest {
     assertThat(second.refusedStatus).isEqualTo(503);
     assertThat(second.refusedRetryAfter).isGreaterThanOrEqualTo(1);
     assertThat(b.decided()).isTrue();
-    assertThat(b.hasPermit()).isFalse();
+    assertThat(b.facts().run().permit()).isFalse();
     assertThat(events(SessionEvent.Dequeued.class).get(0).outcome()).isEqualTo("expired");
     SessionEvent.Refused r = events(SessionEvent.Refused.class).get(0);
     assertThat(r.reason()).isEqualTo(Reason.QUEUE_TIMEOUT);
@@ -314,7 +314,7 @@ class AdmissionSessionTest {
     timer.fireAll(); // refused (queue timeout): the reservation goes back
 
     assertThat(second.refusedWith).isEqualTo(Reason.QUEUE_TIMEOUT);
-    assertThat(b.hasPermit()).isFalse();
+    assertThat(b.facts().run().permit()).isFalse();
     assertThat(quotas.reserveTokens(t, 0, 100, T0).toCompletableFuture().join().allowed()).isTrue();
     assertThat(quotas.reserveTokens(t, 0, 1, T0).toCompletableFuture().join().allowed()).isFalse();
   }
@@ -385,7 +385,7 @@ class AdmissionSessionTest {
     Front g = new Front();
     AdmissionSession b = start(g, unlimited);
     assertThat(b.phase()).isEqualTo(AdmissionSession.Phase.QUEUED);
-    assertThat(b.isQueued()).isTrue();
+    assertThat((b.phase() == AdmissionSession.Phase.QUEUED)).isTrue();
     assertThat(b.decided()).isFalse();
     a.release(Outcome.COMPLETED); // b is admitted from the queue
     assertThat(g.calls).containsExactly("held", "admitted(headers)");

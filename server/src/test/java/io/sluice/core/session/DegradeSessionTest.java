@@ -144,7 +144,7 @@ class DegradeSessionTest {
     assertThat(f2.calls).containsExactly("admitted(body)");
     assertThat(s.plan().rung()).isEqualTo("concise");
     assertThat(s.plan().trigger()).isEqualTo("headroom");
-    assertThat(s.reason()).isEqualTo(Reason.DEGRADED);
+    assertThat(s.facts().decision().reason()).isEqualTo(Reason.DEGRADED);
     assertThat(Objects.requireNonNull(s.estimate()).outputReserveTokens()).isEqualTo(20);
     assertThat(JSON.readTree(s.plan().body()).path("max_tokens").asLong()).isEqualTo(20);
     long now = ticker.nanos();
@@ -180,7 +180,9 @@ class DegradeSessionTest {
     assertThat(f2.calls).containsExactly("held");
     assertThat(skipped()).containsExactly("concise:no_room");
     assertThat(Objects.requireNonNull(second.estimate()).outputReserveTokens()).isEqualTo(20);
-    assertThat(second.reason()).as("degraded only when it starts").isEqualTo(Reason.ADMITTED);
+    assertThat(second.facts().decision().reason())
+        .as("degraded only when it starts")
+        .isEqualTo(Reason.ADMITTED);
     assertThat(events).noneMatch(SessionEvent.Degraded.class::isInstance);
 
     // a threshold above the predicted wait: queued without trying the ladder
@@ -198,7 +200,7 @@ class DegradeSessionTest {
     assertThat(f2.calls).containsExactly("held", "admitted(body)");
     assertThat(second.plan().rung()).isEqualTo("concise");
     assertThat(second.plan().trigger()).isEqualTo("wait");
-    assertThat(second.reason()).isEqualTo(Reason.DEGRADED);
+    assertThat(second.facts().decision().reason()).isEqualTo(Reason.DEGRADED);
     assertThat(events).contains(new SessionEvent.Degraded(second.subject(), "concise", "wait"));
     second.release(Outcome.COMPLETED);
     third.end(Outcome.CANCELLED);

@@ -87,7 +87,7 @@ class LearnedReserveSessionTest {
             .getBytes(StandardCharsets.UTF_8);
     session.begin(false, false, -1, ticker.nanos());
     session.decideWithBody(body, 0, body.length, ticker.nanos());
-    assertThat(session.hasPermit()).isTrue();
+    assertThat(session.facts().run().permit()).isTrue();
     return session;
   }
 

@@ -86,7 +86,7 @@ class SessionListenerTest {
     AdmissionSession s =
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     s.begin(true, true, 0, now);
-    assertThat(s.hasPermit()).isTrue();
+    assertThat(s.facts().run().permit()).isTrue();
     s.responseHeaders(200, "application/json", true);
 
     assertThatThrownBy(() -> s.release(Outcome.COMPLETED)).hasMessage("learner bug");

@@ -97,12 +97,12 @@ class ShadowSessionTest {
     AdmissionSession b = start(second, unlimited, HOLD, true);
 
     assertThat(first.calls).containsExactly("admitted(headers)");
-    assertThat(a.hasPermit()).isTrue();
+    assertThat(a.facts().run().permit()).isTrue();
     assertThat(a.would()).isNull(); // enforcement admits it at once too
     assertThat(second.calls).containsExactly("admitted(headers)"); // never "held"
-    assertThat(b.hasPermit()).isFalse();
+    assertThat(b.facts().run().permit()).isFalse();
     assertThat(b.runs()).isTrue();
-    assertThat(b.isQueued()).isFalse();
+    assertThat((b.phase() == AdmissionSession.Phase.QUEUED)).isFalse();
     assertThat(b.would()).isEqualTo("queue");
     assertThat(b.wouldReason()).isEqualTo(Reason.POOL_SATURATED);
     assertThat(timer.tasks).isEmpty(); // no expiry armed
@@ -133,7 +133,7 @@ class ShadowSessionTest {
       passed.add(start(f, unlimited, 0, true));
       assertThat(f.calls).containsExactly("admitted(headers)");
     }
-    assertThat(passed).allSatisfy(s -> assertThat(s.hasPermit()).isFalse());
+    assertThat(passed).allSatisfy(s -> assertThat(s.facts().run().permit()).isFalse());
     assertThat(shadowed())
         .hasSize(3)
         .allSatisfy(
@@ -221,6 +221,6 @@ class ShadowSessionTest {
     assertThat(route.calls).containsExactly("refused");
     assertThat(big.calls).containsExactly("admitted(body)");
     assertThat(tooLarge.wouldReason()).isEqualTo(Reason.BODY_TOO_LARGE);
-    assertThat(tooLarge.hasPermit()).isFalse();
+    assertThat(tooLarge.facts().run().permit()).isFalse();
   }
 }

@@ -85,7 +85,7 @@ class TailHoldTest {
     AdmissionSession session =
         sessions.open(s, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     session.begin(true, true, 0, now);
-    assertThat(session.hasPermit()).isTrue();
+    assertThat(session.facts().run().permit()).isTrue();
     session.responseHeaders(200, "text/event-stream", true);
     return session;
   }
@@ -311,7 +311,7 @@ class TailHoldTest {
             .getBytes(java.nio.charset.StandardCharsets.UTF_8);
     s.begin(false, false, -1, ticker.nanos());
     s.decideWithBody(body, 0, body.length, ticker.nanos());
-    assertThat(s.hasPermit()).isTrue();
+    assertThat(s.facts().run().permit()).isTrue();
     return s;
   }
 

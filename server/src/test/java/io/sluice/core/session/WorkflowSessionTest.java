@@ -107,10 +107,10 @@ class WorkflowSessionTest {
     start(f3, "run-2", 0, false);
 
     assertThat(f1.calls).containsExactly("admitted(body)");
-    assertThat(a.holdsWorkflowPlace()).isTrue();
+    assertThat(a.holds(WorkflowPlaceCheck.Place.class)).isTrue();
     assertThat(f2.calls).containsExactly("refused");
-    assertThat(b.reason()).isEqualTo(Reason.FANOUT_BUDGET);
-    assertThat(b.holdsWorkflowPlace()).isFalse();
+    assertThat(b.facts().decision().reason()).isEqualTo(Reason.FANOUT_BUDGET);
+    assertThat(b.holds(WorkflowPlaceCheck.Place.class)).isFalse();
     assertThat(f3.calls).containsExactly("admitted(body)");
     assertThat(budget.requests("gpu", "run-1")).isEqualTo(1);
     assertThat(budget.work("gpu", "run-1")).isEqualTo(a.workUnits());
@@ -131,13 +131,13 @@ class WorkflowSessionTest {
     AdmissionSession b = start(f2, "run-1", 0, true);
 
     assertThat(f1.calls).containsExactly("admitted(body)");
-    assertThat(a.hasPermit()).isTrue();
+    assertThat(a.facts().run().permit()).isTrue();
     assertThat(f2.calls).containsExactly("admitted(body)");
-    assertThat(b.hasPermit()).isFalse();
+    assertThat(b.facts().run().permit()).isFalse();
     assertThat(b.would()).isEqualTo(SessionEvent.Shadowed.REJECT);
     assertThat(b.wouldReason()).isEqualTo(Reason.FANOUT_BUDGET);
     assertThat(b.facts().would().status()).isEqualTo(429);
-    assertThat(b.holdsWorkflowPlace()).isFalse();
+    assertThat(b.holds(WorkflowPlaceCheck.Place.class)).isFalse();
     assertThat(budget.requests("gpu", "run-1")).as("as enforcement: one").isEqualTo(1);
     assertThat(events)
         .filteredOn(SessionEvent.Shadowed.class::isInstance)
