@@ -21,7 +21,7 @@ import org.jspecify.annotations.Nullable;
  * request from the runtime snapshot ({@link Sessions#open}) and drives it:
  *
  * <pre>
- * begin ─ checks at headers ─ estimate at headers | decideWithBody ─ checks with the estimate ─ decide
+ * begin ─ checks at headers ─ (body wanted ─ decideWithBody) ─ checks with the estimate ─ decide
  *    ├─ admit ─────────────────────────────── Front.admitted ─ responseHeaders/Body ─ release
  *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                 ─ release
  *    │                     └ waiter: refused ── Front.refused (tokens refunded)
@@ -29,16 +29,12 @@ import org.jspecify.annotations.Nullable;
  * end (cancel, error, shutdown) at any point: leave the queue, refund, release
  * </pre>
  *
- * <p>It is a sequencer: where it is is its {@link Phase}, and each step is a part's. The
- * pre-decision checks ({@link CheckChain}, run by {@link CheckRun}: each hold given back exactly
- * once on every path, in reverse order); the estimate and what it costs ({@link RequestCost}); the
- * pool's decision, asked with itself as the {@link Waiter}, and what to do when the pool cannot
- * start it now ({@link Planner}, the {@link UpstreamPlan}); the decision record ({@link
- * DecisionNotes}, with the {@link QueuePlace}); shadow mode ({@link Subject#shadow}: a would-be
- * refusal or queue let through without a permit, {@link ShadowVerdicts}); the response metered and
- * charged ({@link ResponseMeter}, {@link ChargeRule}); a response end the front end will not see
- * ({@link HeldTail}). The permit's release is exactly once (the permit guards it). Each step emits
- * one {@link SessionEvent} to the snapshot's {@link SessionListener}, with the request's {@link
+ * <p>It is a sequencer: where it is is its {@link Phase}; each step is a part's (the table in
+ * docs/architecture.md): the checks ({@link CheckRun}: each hold given back once, in reverse
+ * order), the estimate ({@link RequestCost}), the planner ({@link Planner}, its {@link
+ * UpstreamPlan}), the decision record ({@link DecisionNotes}), shadow mode ({@link ShadowVerdicts}:
+ * a would-be refusal or queue let through without a permit), the run and its release, exactly once
+ * ({@link RunningRequest}). Each step emits one {@link SessionEvent} with the request's {@link
  * #facts}, before the front end is told, so metrics and the decision record never lag an answer.
  *
  * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
@@ -103,12 +99,9 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   // --- the steps, in order
 
   /**
-   * The request's headers arrived: the checks of the headers stage ({@link CheckChain}: the
-   * tenant's request rate, the retry attempt), in order; then the request is decided at its headers
-   * ({@code atHeaders}: estimated by {@link RequestCost#atHeaders} with {@code noBody} and {@code
-   * contentLength}, -1 when unknown), or the front end is asked for its body ({@link
-   * SessionFront#bodyWanted}; {@link #decideWithBody} decides). A refusal at this stage comes
-   * before the body is read.
+   * The request's headers arrived: the headers stage's checks ({@link CheckChain}), then it is
+   * decided at its headers ({@code atHeaders}: {@link RequestCost#atHeaders}; {@code contentLength}
+   * -1 when unknown) or the front end is asked for its body ({@link SessionFront#bodyWanted}).
    */
   public void begin(boolean atHeaders, boolean noBody, long contentLength, long receivedNanos) {
     Runnable decideAtHeaders =
@@ -123,8 +116,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   /**
-   * Estimates the buffered body (read in place, never modified; kept by reference only while it may
-   * be rewritten: a degrade ladder or an engine priority field) and decides.
+   * Estimates the buffered body (read in place; kept by the planner only to rewrite it), decides.
    */
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
@@ -186,10 +178,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
                 : Ask.hold(subject.maxHoldNanos(), this, now).degradeAbove(degradeAboveNanos));
   }
 
-  /**
-   * The front end's trusted signal (the route's {@code degrade: false}, the {@code noDegrade}
-   * signal): this request is never degraded; called before it is decided.
-   */
+  /** The front end's trusted {@code noDegrade} signal, before the decision: never degraded. */
   public void forbidDegradation() {
     planner.forbid();
   }
@@ -214,10 +203,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
             return;
           }
           run.granted(p); // from here every path releases it
-          phase = Phase.DECIDING; // out of the queue
-          steps.at(Step.WAITER);
-          place.left(waitedNanos);
-          env.listener().on(new SessionEvent.Dequeued(subject, "admitted", waitedNanos));
+          leave(place, "admitted", waitedNanos);
           admit(p, place.receivedNanos);
         });
   }
@@ -227,16 +213,19 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     serial.execute(
         () -> {
           QueuePlace place = notes.queue();
-          if (phase != Phase.QUEUED || place == null) {
-            return;
+          if (phase == Phase.QUEUED && place != null) {
+            leave(place, r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused", waitedNanos);
+            refuse(r, place.receivedNanos);
           }
-          phase = Phase.DECIDING; // refused: no longer in the queue
-          steps.at(Step.WAITER);
-          place.left(waitedNanos);
-          String outcome = r.reason() == Reason.QUEUE_TIMEOUT ? "expired" : "refused";
-          env.listener().on(new SessionEvent.Dequeued(subject, outcome, waitedNanos));
-          refuse(r, place.receivedNanos);
         });
+  }
+
+  /** Out of the queue ({@code how}) after {@code waitedNanos}: its answer is under way. */
+  private void leave(QueuePlace place, String how, long waitedNanos) {
+    phase = Phase.DECIDING;
+    steps.at(Step.WAITER);
+    place.left(waitedNanos);
+    env.listener().on(new SessionEvent.Dequeued(subject, how, waitedNanos));
   }
 
   private void admit(Permit p, long receivedNanos) {
@@ -253,8 +242,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     }
     notes.deadlineLeft(subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
-    notes.decidedAt(env.ticker().nanos(), receivedNanos);
-    notes.limit(AdaptiveSignals.limit(env, subject, run.permit()));
+    notes.decided(env.ticker().nanos(), receivedNanos, AdaptiveSignals.limit(env, subject, p));
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding: give it back at once
       release(Outcome.CANCELLED);
@@ -274,9 +262,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   /**
-   * Refuses (the front end's own checks too: body too large, unknown route): the reservation is
-   * refunded, the refusal recorded, then answered. {@code body}: it answers the body, else the
-   * headers; {@code receivedNanos}: when that message arrived (latency counts from there).
+   * Refuses (the front end's own checks too: body too large, unknown route); {@code body}: it
+   * answers the body (else the headers) that arrived at {@code receivedNanos}.
    */
   public void refuse(
       Reason why,
@@ -299,17 +286,14 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
     notes.refused(why);
-    notes.decidedAt(env.ticker().nanos(), receivedNanos);
-    notes.limit(AdaptiveSignals.limit(env, subject, run.permit()));
+    notes.decided(
+        env.ticker().nanos(), receivedNanos, AdaptiveSignals.limit(env, subject, run.permit()));
     steps.at(Step.DECISION_LOG);
     env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
   }
 
-  /**
-   * Shadow mode: the request would be refused or queued ({@code what}) with {@code why}; it is
-   * recorded as such and let through at once without a permit.
-   */
+  /** Shadow mode: it would be refused or queued ({@code what}); let through without a permit. */
   private void pass(
       String what, Reason why, int status, long retryAfter, String message, long receivedNanos) {
     ShadowVerdicts sh = Objects.requireNonNull(shadow, "shadow mode");
@@ -322,7 +306,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     sh.would(what, why, status, message);
     steps.at(Step.ADMIT);
     long now = env.ticker().nanos();
-    notes.decidedAt(now, receivedNanos);
+    notes.passed(now, receivedNanos);
     sh.letThrough(now, retryAfter); // from here every path ends it (release)
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding
@@ -333,10 +317,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   /**
-   * A check after the decision would refuse the running request ({@code body_too_large} on a
-   * streamed body's chunks). In shadow mode it is recorded ({@link SessionEvent.Shadowed}, once)
-   * and true is returned: the request runs on, its permit (if any) held until it ends. False when
-   * enforced: the front end refuses it.
+   * A check after the decision would refuse the running request ({@code body_too_large}): true in
+   * shadow mode (recorded once, it runs on), false when enforced (the front end refuses it).
    */
   public boolean wouldRefuseLater(Reason why, int status, String message) {
     ShadowVerdicts sh = shadow;
@@ -348,11 +330,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     run.headers(status, contentType, countStatus, -1, AnswerSource.UPSTREAM);
   }
 
-  /**
-   * Response headers from the upstream: its status (an overload shrinks an adaptive pool, and its
-   * {@code retryAfterNanos}, negative if none, may pause it; only the upstream's own answers,
-   * {@code source}, move an adaptive limit), and the usage reader for the body.
-   */
+  /** Response headers ({@link ResponseMeter#headers}); {@code retryAfterNanos} -1 if none. */
   public void responseHeaders(
       int status, String contentType, boolean countStatus, long retryAfterNanos, AnswerSource src) {
     run.headers(status, contentType, countStatus, retryAfterNanos, src);
@@ -363,16 +341,12 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     run.body(data, offset, length, last, plan.pool());
   }
 
-  /**
-   * The front end will not see the response's end ({@code cause}, e.g. {@code body_mode_none}): the
-   * permit is held for the predicted rest of the answer ({@link HeldTail#unseen}); the front end's
-   * end paths ({@link #release}, {@link #end}) do not release it before that, nor twice.
-   */
+  /** The front end will not see the response's end: the permit is held ({@link HeldTail}). */
   public void responseEndUnseen(String cause) {
     run.endUnseen(cause, subject);
   }
 
-  /** The response's end was seen after all (trailers after body mode NONE): no tail hold. */
+  /** The response's end was seen after all (trailers after body mode NONE): no tail held. */
   public void responseEndSeen() {
     run.endSeen();
   }
@@ -385,9 +359,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   /**
-   * The front end is done with the request (cancel, error, shutdown, the client left while held): a
-   * queued request leaves its queue, a reservation for a request that will not run is refunded, a
-   * permit is released with {@code outcome} (once). Later continuations find the session ended.
+   * The front end is done with the request (cancel, error, shutdown): it leaves the queue, what it
+   * holds is given back, a permit released (once). Later continuations find the session ended.
    */
   public void end(Outcome outcome) {
     boolean queued = phase == Phase.QUEUED;
@@ -414,10 +387,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   // --- what events carry, and what the front end reads
 
-  /**
-   * The request's facts now, as an immutable value: built here only, when an event fires (and for
-   * tests), so listeners never see the live session.
-   */
+  /** The request's facts now, an immutable value: what events carry (listeners never see this). */
   RequestFacts facts() {
     Permit p = run.permit();
     ShadowVerdicts sh = shadow;
@@ -468,11 +438,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     return notes.queueWaitNanos();
   }
 
-  /**
-   * The predicted wait or drain time a capacity refusal's Retry-After was computed from (before
-   * clamping and jitter), or -1 when none (a refusal retrying cannot help, a tenant budget's own
-   * refill time).
-   */
+  /** The predicted wait a capacity refusal's Retry-After came from (unclamped), or -1 if none. */
   public long refusalWaitNanos() {
     return notes.refusalWaitNanos();
   }
@@ -491,10 +457,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     };
   }
 
-  /**
-   * Whether the request was let through to the upstream (released or not): with a permit, or in
-   * shadow mode without one. Safe to read from any thread.
-   */
+  /** Let through to the upstream (released or not), with a permit or not; any thread. */
   public boolean runs() {
     return run.runs();
   }
@@ -505,10 +468,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     return c == null ? Attempt.UNCLASSIFIED : c.attempt;
   }
 
-  /**
-   * Shadow mode: {@code reject} or {@code queue}, what enforcement would have done ({@link
-   * SessionEvent.Shadowed}); null when enforcement would have admitted it too (or it is enforced).
-   */
+  /** Shadow mode: {@code reject} or {@code queue}, what enforcement would have done, or null. */
   public @Nullable String would() {
     ShadowVerdicts sh = shadow;
     return sh == null ? null : sh.would();

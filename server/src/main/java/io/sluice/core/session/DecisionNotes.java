@@ -60,15 +60,17 @@ final class DecisionNotes {
   }
 
   /**
-   * The time spent deciding: from {@code receivedNanos} to {@code nowNanos}, the queue excluded.
+   * Decided at {@code nowNanos}: the time spent deciding counts from {@code receivedNanos}, the
+   * queue excluded; {@code snapshot}: an adaptive pool's limit then (null for a fixed pool).
    */
-  void decidedAt(long nowNanos, long receivedNanos) {
-    latencyNanos = nowNanos - receivedNanos - queueWaitNanos();
+  void decided(long nowNanos, long receivedNanos, AdaptiveLimit.@Nullable Snapshot snapshot) {
+    passed(nowNanos, receivedNanos);
+    limit = snapshot;
   }
 
-  /** An adaptive pool's limit when the request was decided (null for a fixed pool). */
-  void limit(AdaptiveLimit.@Nullable Snapshot snapshot) {
-    limit = snapshot;
+  /** Shadow mode let it through at {@code nowNanos}: the time spent deciding, as in decided. */
+  void passed(long nowNanos, long receivedNanos) {
+    latencyNanos = nowNanos - receivedNanos - queueWaitNanos();
   }
 
   /** Admitted as a rung of the degrade ladder: true the first time (the reason is now degraded). */
