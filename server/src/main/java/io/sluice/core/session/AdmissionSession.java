@@ -29,13 +29,13 @@ import org.jspecify.annotations.Nullable;
  * end (cancel, error, shutdown) at any point: leave the queue, refund, release
  * </pre>
  *
- * <p>It is a sequencer: where it is is its {@link Phase}; each step is a part's (the table in
- * docs/architecture.md): the checks ({@link CheckRun}: each hold given back once, in reverse
- * order), the estimate ({@link RequestCost}), the planner ({@link Planner}, its {@link
- * UpstreamPlan}), the decision record ({@link DecisionNotes}), shadow mode ({@link ShadowVerdicts}:
- * a would-be refusal or queue let through without a permit), the run and its release, exactly once
- * ({@link RunningRequest}). Each step emits one {@link SessionEvent} with the request's {@link
- * #facts}, before the front end is told, so metrics and the decision record never lag an answer.
+ * <p>It is a sequencer: where it is is its {@link Phase}; each step is a part's (CONTRIBUTING.md,
+ * the seams): the checks ({@link CheckRun}: each hold given back once, in reverse order), the
+ * estimate ({@link RequestCost}), the planner ({@link Planner}, its {@link UpstreamPlan}), the
+ * decision record ({@link DecisionNotes}), shadow mode ({@link ShadowVerdicts}: a would-be refusal
+ * or queue let through without a permit), the run and its release, exactly once ({@link
+ * RunningRequest}). Each step emits one {@link SessionEvent} with the request's {@link #facts},
+ * before the front end is told, so metrics and the decision record never lag an answer.
  *
  * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
  * continuation (a quota store's answer, a waiter callback from another request's release or the
@@ -104,20 +104,20 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * -1 when unknown) or the front end is asked for its body ({@link SessionFront#bodyWanted}).
    */
   public void begin(boolean atHeaders, boolean noBody, long contentLength, long receivedNanos) {
-    Runnable decideAtHeaders =
-        () -> {
-          cost.atHeaders(noBody, contentLength);
-          decide(false, receivedNanos);
-        };
     checks.run(
         AdmissionCheck.Stage.HEADERS,
         receivedNanos,
-        atHeaders ? decideAtHeaders : front::bodyWanted);
+        atHeaders
+            ? () -> decideAtHeaders(noBody, contentLength, receivedNanos)
+            : front::bodyWanted);
   }
 
-  /**
-   * Estimates the buffered body (read in place; kept by the planner only to rewrite it), decides.
-   */
+  private void decideAtHeaders(boolean noBody, long contentLength, long receivedNanos) {
+    cost.atHeaders(noBody, contentLength);
+    decide(false, receivedNanos);
+  }
+
+  /** Estimates the buffered body (read in place; the planner keeps it to rewrite), decides. */
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
     planner.offer(body, offset, length);
@@ -391,6 +391,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   RequestFacts facts() {
     Permit p = run.permit();
     ShadowVerdicts sh = shadow;
+    RetryAttemptCheck.Claim c = checks.held(RetryAttemptCheck.Claim.class);
     return new RequestFacts(
         subject,
         notes.arrivalEpochMillis(),
@@ -399,7 +400,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
         notes.facts(),
         plan.facts(p),
         sh == null ? null : sh.facts(),
-        attempt(),
+        c == null ? Attempt.UNCLASSIFIED : c.attempt,
         run.facts(p));
   }
 
@@ -460,12 +461,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** Let through to the upstream (released or not), with a permit or not; any thread. */
   public boolean runs() {
     return run.runs();
-  }
-
-  /** How retry control classified this request ({@code Attempt.UNCLASSIFIED} when it did not). */
-  Attempt attempt() {
-    RetryAttemptCheck.Claim c = checks.held(RetryAttemptCheck.Claim.class);
-    return c == null ? Attempt.UNCLASSIFIED : c.attempt;
   }
 
   /** Shadow mode: {@code reject} or {@code queue}, what enforcement would have done, or null. */

@@ -120,7 +120,7 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
     AdmissionSession s = start(f, "op-1");
     assertThat(f.calls).containsExactly("admitted(headers)");
-    assertThat(s.attempt().claimKey()).isNotNull();
+    assertThat(s.facts().attempt().claimKey()).isNotNull();
     assertThat(store.total()).isZero();
     s.release(Outcome.COMPLETED);
     s.end(Outcome.CANCELLED);
@@ -140,7 +140,7 @@ class RetrySessionTest {
     assertThat(f2.calls).containsExactly("refused");
     assertThat(f2.refusedWith).isEqualTo(Reason.DUPLICATE_OPERATION);
     assertThat(f2.refusedStatus).isEqualTo(409);
-    assertThat(dup.attempt().duplicate()).isEqualTo(Attempt.IN_FLIGHT);
+    assertThat(dup.facts().attempt().duplicate()).isEqualTo(Attempt.IN_FLIGHT);
     dup.end(Outcome.CANCELLED);
     assertThat(store.total()).isZero();
     first.release(Outcome.COMPLETED);
@@ -149,8 +149,8 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession third = start(f3, "op-1");
     assertThat(f3.calls).containsExactly("admitted(headers)");
-    assertThat(third.attempt().retry()).isTrue();
-    assertThat(third.attempt().number()).isEqualTo(3);
+    assertThat(third.facts().attempt().retry()).isTrue();
+    assertThat(third.facts().attempt().number()).isEqualTo(3);
     third.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(2);
   }
@@ -164,7 +164,7 @@ class RetrySessionTest {
     assertThat(f2.calls).containsExactly("held");
     queued.end(Outcome.CANCELLED);
     queued.end(Outcome.CANCELLED);
-    assertThat(store.completes).containsEntry(queued.attempt().owner(), 1);
+    assertThat(store.completes).containsEntry(queued.facts().attempt().owner(), 1);
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession expired = start(f3, "op-c");
     assertThat(f3.calls).containsExactly("held");
@@ -172,7 +172,7 @@ class RetrySessionTest {
     timer.fireAll(); // the hold expires: refused queue_timeout
     assertThat(f3.calls).containsExactly("held", "refused");
     expired.end(Outcome.CANCELLED);
-    assertThat(store.completes).containsEntry(expired.attempt().owner(), 1);
+    assertThat(store.completes).containsEntry(expired.facts().attempt().owner(), 1);
     running.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(3);
   }
@@ -185,7 +185,7 @@ class RetrySessionTest {
     s.end(Outcome.CANCELLED);
     store.gate.complete(null);
     assertThat(f.calls).isEmpty();
-    assertThat(s.attempt().claimKey()).isNotNull();
+    assertThat(s.facts().attempt().claimKey()).isNotNull();
     assertThat(store.total()).isEqualTo(1);
     s.end(Outcome.CANCELLED);
     assertThat(store.total()).isEqualTo(1);
@@ -209,16 +209,16 @@ class RetrySessionTest {
     assertThat(f2.refusedWith).isEqualTo(Reason.RETRY_BUDGET);
     assertThat(f2.refusedStatus).isEqualTo(429);
     assertThat(f2.refusedRetryAfter).isPositive();
-    assertThat(refused.attempt().retry()).isTrue();
+    assertThat(refused.facts().attempt().retry()).isTrue();
     long ra = f2.refusedRetryAfter;
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession early = start(f3, null, sdk, false);
-    assertThat(early.attempt().retryAfter()).isEqualTo(Attempt.EARLY);
-    assertThat(early.attempt().previousReason()).isEqualTo("retry_budget");
+    assertThat(early.facts().attempt().retryAfter()).isEqualTo(Attempt.EARLY);
+    assertThat(early.facts().attempt().previousReason()).isEqualTo("retry_budget");
     ticker.advance(Duration.ofSeconds(ra));
     AdmissionSessionTest.Front f4 = new AdmissionSessionTest.Front();
     AdmissionSession honoured = start(f4, null, sdk, false);
-    assertThat(honoured.attempt().retryAfter()).isEqualTo(Attempt.HONOURED);
+    assertThat(honoured.facts().attempt().retryAfter()).isEqualTo(Attempt.HONOURED);
   }
 
   @Test
@@ -236,7 +236,7 @@ class RetrySessionTest {
     // sees the first's claim
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession third = start(f3, "op-s", AttemptSignals.NONE, true);
-    assertThat(third.attempt().duplicate()).isEqualTo(Attempt.IN_FLIGHT);
+    assertThat(third.facts().attempt().duplicate()).isEqualTo(Attempt.IN_FLIGHT);
     third.release(Outcome.COMPLETED);
     first.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(1);
@@ -249,10 +249,10 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
     AdmissionSession pass = start(f2, "op-y", AttemptSignals.NONE, true); // would queue: a pass
     assertThat(pass.would()).isEqualTo("queue");
-    assertThat(store.completes).doesNotContainKey(pass.attempt().owner());
+    assertThat(store.completes).doesNotContainKey(pass.facts().attempt().owner());
     pass.release(Outcome.COMPLETED);
     pass.end(Outcome.CANCELLED);
-    assertThat(store.completes).containsEntry(pass.attempt().owner(), 1);
+    assertThat(store.completes).containsEntry(pass.facts().attempt().owner(), 1);
     running.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(2);
   }
