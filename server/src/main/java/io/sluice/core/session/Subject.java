@@ -34,7 +34,7 @@ public record Subject(
     Tenant tenant,
     long arrivalNanos,
     long deadlineNanos,
-    String operationId,
+    @Nullable String operationId,
     long maxHoldNanos,
     boolean shadow,
     int fanout,
