@@ -532,7 +532,6 @@ final class AnswerEncoder {
   }
 
   // --- wire helpers
-
   private static int lenField(int field, int contentLength) {
     return CodedOutputStream.computeTagSize(field)
         + CodedOutputStream.computeUInt32SizeNoTag(contentLength)

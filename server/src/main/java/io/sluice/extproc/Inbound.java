@@ -10,11 +10,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
-import io.grpc.MethodDescriptor;
 import io.sluice.wire.ProtoReader;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Objects;
@@ -93,15 +89,6 @@ final class Inbound extends ProtoReader {
   /** The frame's size in bytes (0 when unknown). */
   int frameSize() {
     return bytes == null ? 0 : bytes.length;
-  }
-
-  private static String firstSentence(@Nullable String m) {
-    if (m == null) {
-      return "malformed frame";
-    }
-    int dot = m.indexOf(". ");
-    String s = dot > 0 ? m.substring(0, dot) : m;
-    return s.length() > 160 ? s.substring(0, 160) : s;
   }
 
   /** A message already parsed (tests, diagnostics): every accessor reads the message. */
@@ -548,38 +535,8 @@ final class Inbound extends ProtoReader {
     }
   }
 
-  // --- gRPC
-
-  /** Reads the message bytes once and hands them to {@link #parse}. */
-  static final MethodDescriptor.Marshaller<Inbound> MARSHALLER =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(Inbound value) {
-          return new ByteArrayInputStream(
-              value.bytes != null ? value.bytes : value.parsed().toByteArray());
-        }
-
-        /**
-         * Never throws: a frame that does not parse becomes a {@linkplain #malformed malformed}
-         * Inbound that the stream ends with INVALID_ARGUMENT through its own close path. (A throw
-         * here would end the call UNKNOWN inside grpc-java, with a SEVERE stack trace, and the
-         * stream's release path would never run.)
-         */
-        @Override
-        public Inbound parse(InputStream stream) {
-          byte[] bytes;
-          try {
-            bytes = ProtoReader.readAll(stream);
-          } catch (IOException | RuntimeException e) {
-            return malformed(null, "unreadable frame: " + e.getClass().getSimpleName());
-          }
-          try {
-            return Inbound.parse(bytes);
-          } catch (InvalidProtocolBufferException e) {
-            return malformed(bytes, firstSentence(e.getMessage()));
-          } catch (RuntimeException e) { // a reader bug must not escape into grpc-java either
-            return malformed(bytes, "unreadable frame: " + e.getClass().getSimpleName());
-          }
-        }
-      };
+  /** The frame as it came (or the message encoded, for one built from a message). */
+  byte[] frameBytes() {
+    return bytes != null ? bytes : parsed().toByteArray();
+  }
 }
