@@ -32,12 +32,7 @@ class ClassShapeTest {
    * shrink, nothing may join, and the list shrinks to empty as they are split.
    */
   static final Map<String, Integer> NOT_YET_SPLIT =
-      Map.ofEntries(
-          Map.entry("io.sluice.bootstrap.ProcessServices", 22),
-          Map.entry("io.sluice.core.estimate.UsageExtractor", 22),
-          Map.entry("io.sluice.core.session.AdmissionSession", 27),
-          Map.entry("io.sluice.core.share.ShareCoordinator$PoolShare", 21),
-          Map.entry("io.sluice.rls.config.RlsSettings", 26));
+      Map.ofEntries(Map.entry("io.sluice.core.session.AdmissionSession", 27));
 
   /** The session's boolean fields before this test; only shrinks, to {@link #SESSION_FLAGS}. */
   static final int SESSION_FLAGS_NOT_YET = 3;
