@@ -77,11 +77,11 @@ final class AdminRoutes {
                         services.controller,
                         services.ticker.nanos(),
                         (pool, node) -> {
-                          if (services.shares != null) {
-                            services.shares.describe(pool, node);
+                          if (services.store.shares != null) {
+                            services.store.shares.describe(pool, node);
                           }
                         })));
-    RlsModule rls = services.rls;
+    RlsModule rls = services.store.rls;
     if (rls != null) {
       admin
           .route(

@@ -58,8 +58,8 @@ final class Drain {
     }
     ProcessServices s = services;
     long started = System.nanoTime();
-    if (!graceful && s.shares != null) {
-      s.shares.abandon(); // no more renewals, leases left to expire
+    if (!graceful && s.store.shares != null) {
+      s.store.shares.abandon(); // no more renewals, leases left to expire
     }
     health.enterTerminalState();
     int refused = graceful ? s.controller.refuseAllQueued(s.ticker.nanos()) : 0;
@@ -89,16 +89,17 @@ final class Drain {
     grpc.shutdownNow();
     s.housekeeping.shutdownNow();
     s.timer.close();
-    if (s.rls != null) {
-      s.rls.close();
+    if (s.store.rls != null) {
+      s.store.rls.close();
     }
-    if (s.shares != null && graceful) {
-      s.shares.close(); // after the drain: this replica's leases go back to the others at once
+    if (s.store.shares != null && graceful) {
+      s.store.shares
+          .close(); // after the drain: this replica's leases go back to the others at once
     }
-    if (s.reserveSharing != null) {
-      s.reserveSharing.close(); // what it learned since the last exchange, for the next start
+    if (s.store.reserveSharing != null) {
+      s.store.reserveSharing.close(); // what it learned since the last exchange, for the next start
     }
-    s.stores.close();
+    s.store.stores.close();
     admin.close();
     ProcessServices.closeQuietly(s.jvmMetrics);
     s.registry.close();

@@ -54,7 +54,7 @@ final class IsolatedWarmUp {
         services.options.clock(),
         services.ticker,
         services.timer,
-        services.rls == null ? null : services.rlsEnv,
+        services.store.rls == null ? null : services.rlsEnv,
         services.registry,
         services.redactor);
   }
@@ -117,8 +117,8 @@ final class IsolatedWarmUp {
               List.copyOf(
                   io.sluice.rls.config.RateLimitConfigLoader.loadDirectory(
                           settings.configDirectory(),
-                          settings.runtimeIgnoreDotFiles(),
-                          settings.mergeDomainConfig())
+                          settings.files().ignoreDotFiles(),
+                          settings.files().mergeDomainConfig())
                       .domains());
         } catch (RuntimeException e) {
           domains = List.of();

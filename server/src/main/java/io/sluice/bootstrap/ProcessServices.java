@@ -67,14 +67,10 @@ final class ProcessServices {
   final Secrets.Redactor redactor;
 
   final Map<String, String> rlsEnv;
-  final Stores stores;
-  final @Nullable RlsModule rls;
-  final @Nullable ReplicaShares shares; // null: the store is in this process (one replica)
-  final CompletionStage<Void> storeWarm;
+  final StoreServices store; // the stores and the services on them
   final TokenCountCache tokenCounts;
   // the learned output reserve: one per process, so a reload keeps what it learned
   final OutputReserves reserves;
-  final @Nullable ReserveSharing reserveSharing; // learned reserves across replicas
   final HeapGuard heap;
   final AdaptiveCoordinator adaptive;
   final ScheduledExecutorService housekeeping;
@@ -122,18 +118,22 @@ final class ProcessServices {
     env.putAll(options.env());
     this.redactor = Secrets.redactor(env);
     this.rlsEnv = Map.copyOf(env);
+    Stores stores;
+    RlsModule rls;
+    ReplicaShares shares;
+    CompletionStage<Void> storeWarm;
     try {
       // One store for the process (memory or Redis, from BACKEND_TYPE): the rate limit service and
       // the tenant quotas count in it, so tenant budgets are shared across replicas exactly when
       // the store is.
       RlsSettings rlsSettings = config.rateLimit().enabled() ? rlsSettings(rlsEnv) : null;
-      this.stores = stores(rlsEnv);
-      this.rls =
+      stores = stores(rlsEnv);
+      rls =
           rlsSettings == null
               ? null
               : RlsModule.create(
                   rlsSettings, stores.shared(), stores.local(), registry, options.clock(), ticker);
-      this.shares =
+      shares =
           ReplicaShares.create(
               stores.shares(),
               stores.tenantSlots(),
@@ -143,7 +143,7 @@ final class ProcessServices {
               ticker,
               registry,
               this.rlsEnv);
-      this.storeWarm =
+      storeWarm =
           rls != null
               ? rls.ready() // its warm-up covers the store
               : stores.warmUp(
@@ -161,12 +161,17 @@ final class ProcessServices {
     metrics.bindTokenCache(tokenCounts);
     this.reserves = new OutputReserves(est.learnedReserve());
     metrics.bindReserves(reserves);
-    this.reserveSharing =
-        ReserveSharing.create(
-            reserves,
-            stores.reserves(),
-            config.quotas().keyPrefix(),
-            () -> current.get().pools().keySet());
+    this.store =
+        new StoreServices(
+            stores,
+            rls,
+            shares,
+            ReserveSharing.create(
+                reserves,
+                stores.reserves(),
+                config.quotas().keyPrefix(),
+                () -> current.get().pools().keySet()),
+            storeWarm);
     this.runtimes =
         new RuntimeFactory(
             controller,
@@ -216,6 +221,7 @@ final class ProcessServices {
    */
   void reconfigure(SluiceConfig next) {
     controller.reconfigure(next.pools().values(), next.classes().values());
+    ReplicaShares shares = store.shares;
     if (shares != null) {
       shares.reconfigure(next.replicas());
     }
@@ -231,9 +237,11 @@ final class ProcessServices {
    */
   void readLearnedState(Duration timeout) {
     adaptAtStart(timeout);
+    ReserveSharing reserveSharing = store.reserveSharing;
     if (reserveSharing != null) { // a new replica of a warm Deployment does not start cold
       reserveSharing.start(housekeeping, timeout);
     }
+    ReplicaShares shares = store.shares;
     if (shares != null) {
       shares.start(timeout);
     }
@@ -280,7 +288,7 @@ final class ProcessServices {
   /** Waits until the store is connected and warm (at once for memory), up to {@code max}. */
   boolean awaitStore(Duration max) {
     try {
-      storeWarm.toCompletableFuture().get(max.toMillis(), TimeUnit.MILLISECONDS);
+      store.warm.toCompletableFuture().get(max.toMillis(), TimeUnit.MILLISECONDS);
       return true;
     } catch (Exception e) {
       return false;
@@ -300,13 +308,15 @@ final class ProcessServices {
   void closeAfterFailedStart() {
     housekeeping.shutdownNow();
     timer.close();
+    RlsModule rls = store.rls;
     if (rls != null) {
       rls.close();
     }
+    ReplicaShares shares = store.shares;
     if (shares != null) {
       shares.close();
     }
-    stores.close();
+    store.stores.close();
     closeQuietly(jvmMetrics);
     registry.close();
   }

@@ -99,7 +99,7 @@ final class Readiness {
       pollStore(storeTimeout, 0);
     }
     update();
-    RlsModule rls = services.rls;
+    RlsModule rls = services.store.rls;
     if (rls != null && !draining.getAsBoolean()) {
       health.setStatus(
           SluiceServer.RLS_HEALTH_SERVICE,
@@ -121,7 +121,7 @@ final class Readiness {
     long waited = System.nanoTime() - storeWaitStartNanos;
     long left = Math.max(0, Math.min(storeTimeout.toNanos() - waited, maxBlockNanos));
     try {
-      services.storeWarm.toCompletableFuture().get(left, TimeUnit.NANOSECONDS);
+      services.store.warm.toCompletableFuture().get(left, TimeUnit.NANOSECONDS);
       storeReady = true;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -191,11 +191,11 @@ final class Readiness {
                 ? "ok"
                 : "last reload failed: " + policyFile.lastReloadError());
     sb.append('\n');
-    if (services.shares != null) {
-      sb.append(services.shares.readinessLines());
+    if (services.store.shares != null) {
+      sb.append(services.store.shares.readinessLines());
     }
     sb.append(responseEndLine());
-    RlsModule rls = services.rls;
+    RlsModule rls = services.store.rls;
     if (rls != null) {
       sb.append("ratelimit: ").append(rls.healthy() ? "ok" : rls.health().toString());
       if (StartupLines.rlsConfigDirectoryMissing(rls) && rls.health().domains() == 0) {

@@ -62,24 +62,25 @@ record RuntimeFactory(
     TenantQuotas quotas =
         new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
     Sessions sessions =
-        new Sessions(
-            controller,
-            quotas,
-            estimator,
-            config.estimation().defaultInputTokens(),
-            ticker,
-            clock,
-            timer,
-            // the learners first, as the session learned before it recorded
-            SessionListener.of(
-                new ReserveLearner(reserves),
-                new AdaptiveSignals(controller),
-                new SessionRecorder(metrics, decisionLog)),
-            caps,
-            reserves,
-            workflows,
-            tails,
-            retries(config));
+        Sessions.builder(
+                controller,
+                quotas,
+                estimator,
+                ticker,
+                clock,
+                timer,
+                // the learners first, as the session learned before it recorded
+                SessionListener.of(
+                    new ReserveLearner(reserves),
+                    new AdaptiveSignals(controller),
+                    new SessionRecorder(metrics, decisionLog)))
+            .defaultInputTokens(config.estimation().defaultInputTokens())
+            .caps(caps)
+            .reserves(reserves)
+            .workflows(workflows)
+            .tails(tails)
+            .retries(retries(config))
+            .build();
     return new AdmissionRuntime(
         config,
         resolver,

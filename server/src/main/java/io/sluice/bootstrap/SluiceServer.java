@@ -84,7 +84,7 @@ public final class SluiceServer implements AutoCloseable {
     Server g;
     AdminHttpServer a;
     try {
-      g = GrpcServers.build(srv, extProc, readiness.health(), s.rls);
+      g = GrpcServers.build(srv, extProc, readiness.health(), s.store.rls);
       a = AdminRoutes.bind(srv);
     } catch (IOException | RuntimeException e) {
       s.closeAfterFailedStart();
@@ -238,11 +238,13 @@ public final class SluiceServer implements AutoCloseable {
    * it lives in this process (each pool's numbers are this replica's own).
    */
   public Map<String, io.sluice.core.share.ShareCoordinator.Status> replicaShares() {
-    return services.shares == null ? Map.of() : services.shares.coordinator().statuses();
+    return services.store.shares == null
+        ? Map.of()
+        : services.store.shares.coordinator().statuses();
   }
 
   public @Nullable RlsModule rateLimitService() {
-    return services.rls;
+    return services.store.rls;
   }
 
   /** Waits until the store is connected and warm (at once for memory), up to {@code max}. */

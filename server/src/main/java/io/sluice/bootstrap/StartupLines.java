@@ -98,12 +98,12 @@ final class StartupLines {
    * many domains are loaded; or a directory that does not exist, configured or not.
    */
   static String rlsState(ProcessServices s) {
-    RlsModule rls = s.rls;
+    RlsModule rls = s.store.rls;
     if (rls == null) {
       return "rate limit service off (rateLimit.enabled: false)";
     }
     RlsSettings st = rls.settings();
-    String store = "store " + s.stores.settings().backendType();
+    String store = "store " + s.store.stores.settings().backendType();
     if (rlsConfigDirectoryMissing(rls) && rls.health().domains() == 0) {
       return rlsConfigDirectoryConfigured(s.rlsEnv)
           ? "rate limit service on, "
@@ -129,7 +129,7 @@ final class StartupLines {
 
   /** One WARN when the operator pointed the rate limit service at a directory that is not there. */
   static void warnMissingRlsConfigDirectory(ProcessServices s) {
-    RlsModule rls = s.rls;
+    RlsModule rls = s.store.rls;
     if (rls != null && rlsConfigDirectoryConfigured(s.rlsEnv) && rlsConfigDirectoryMissing(rls)) {
       LOG.warn(
           "rate limit config directory {} does not exist: no rate limits apply until it appears"

@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Writes the answers every admitted or refused request gets — the admit CONTINUE (with its header
@@ -61,8 +62,8 @@ final class AnswerEncoder {
       long estInputTokens,
       long estOutputTokens,
       long workUnits,
-      String would,
-      String wouldReason,
+      @Nullable String would,
+      @Nullable String wouldReason,
       byte[] extra) {}
 
   /** An encoded string entry of the metadata Struct, for {@link DecisionFields#extra}. */
@@ -304,7 +305,7 @@ final class AnswerEncoder {
   private static final class Inner {
     final byte[][] bounded = new byte[6][];
     final int count;
-    final byte[] tenant;
+    final byte @Nullable [] tenant;
     final boolean numbers;
     final long v0;
     final long v1;
@@ -434,7 +435,7 @@ final class AnswerEncoder {
       this.key = key;
     }
 
-    byte[] get(String value) {
+    byte[] get(@Nullable String value) {
       String v = value == null ? "" : value;
       byte[] e = byValue.get(v);
       if (e != null) {
@@ -468,7 +469,7 @@ final class AnswerEncoder {
     private final BoundedEntries would = new BoundedEntries("would");
     private final BoundedEntries wouldReason = new BoundedEntries("would_reason");
     private final ConcurrentMap<RouteKey, byte[]> routeEntries = new ConcurrentHashMap<>();
-    private volatile LastRoute lastRoute;
+    private volatile @Nullable LastRoute lastRoute;
 
     /** One lookup per answer for the four route entries. */
     byte[] route(String tier, String cls, String pool, String route) {
@@ -531,7 +532,6 @@ final class AnswerEncoder {
   }
 
   // --- wire helpers
-
   private static int lenField(int field, int contentLength) {
     return CodedOutputStream.computeTagSize(field)
         + CodedOutputStream.computeUInt32SizeNoTag(contentLength)

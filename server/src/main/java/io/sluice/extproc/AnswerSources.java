@@ -3,6 +3,7 @@ package io.sluice.extproc;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
 import io.sluice.core.adapt.AnswerSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Tells who produced the response whose headers Envoy sent on ext_proc's response path
@@ -41,7 +42,7 @@ final class AnswerSources {
   }
 
   /** The {@code response.code_details} attribute, or null when the filter does not send it. */
-  private static String codeDetails(Inbound h) {
+  private static @Nullable String codeDetails(Inbound h) {
     var m = h.message();
     Value v =
         m.getAttributesOrDefault(ATTRIBUTES_KEY, Struct.getDefaultInstance())

@@ -3,6 +3,7 @@ package io.sluice.extproc;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.Outcome;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the stream knows of the HTTP request as Envoy presents it: the body send modes from {@code
@@ -13,8 +14,8 @@ import io.sluice.core.admission.Outcome;
  */
 final class EnvoyRequest {
   private final long maxBodyBytes; // limits.maxBodyBytes
-  private BodySendMode requestBodyMode; // null: no protocol_config (Envoy < 1.34)
-  private BodySendMode responseBodyMode;
+  private @Nullable BodySendMode requestBodyMode; // null: no protocol_config (Envoy < 1.34)
+  private @Nullable BodySendMode responseBodyMode;
   // A client-side gRPC filter (grpc-java's xDS ext_proc, gRFC A93) sends no pseudo-headers: the
   // call ends at response trailers or the stream's close, not at response headers.
   private boolean proxyless;
@@ -67,14 +68,14 @@ final class EnvoyRequest {
   }
 
   /** The 413 message when a body of {@code bytes} ({@code what}) exceeds the limit, else null. */
-  String overLimit(long bytes, String what) {
+  @Nullable String overLimit(long bytes, String what) {
     return bytes <= maxBodyBytes
         ? null
         : what + " of " + bytes + " bytes exceeds the limit of " + maxBodyBytes;
   }
 
   /** Adds a streamed chunk: the 413 message once the chunks' sum exceeds the limit, else null. */
-  String streamedOverLimit(int bytes) {
+  @Nullable String streamedOverLimit(int bytes) {
     streamedBytes += bytes;
     String m = overLimit(streamedBytes, "streamed request body");
     streamedRefused = m != null;
@@ -114,7 +115,7 @@ final class EnvoyRequest {
    * before 1.34) the stream lives to the request's end: its reset is the end ({@link #onEnd}). A
    * proxyless client's call ends at response trailers or at the client's close, both seen.
    */
-  String unseenEnd() {
+  @Nullable String unseenEnd() {
     return responseBodyMode == BodySendMode.NONE && !proxyless ? BODY_MODE_NONE : null;
   }
 
@@ -142,7 +143,7 @@ final class EnvoyRequest {
   }
 
   /** A header's number ({@code content-length}, {@code :status}), or {@code def}. */
-  static long parseLong(String s, long def) {
+  static long parseLong(@Nullable String s, long def) {
     if (s == null) {
       return def;
     }

@@ -7,6 +7,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.sluice.routing.SignalSource;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /** Reads trusted signals from the first ext_proc message and the stream's initial metadata. */
 final class EnvoySignals implements SignalSource {
@@ -14,15 +15,15 @@ final class EnvoySignals implements SignalSource {
 
   private final io.grpc.Metadata initialMetadata;
   private final Inbound request;
-  private final HeaderIndex index;
-  private final String[] found; // values by HeaderIndex slot, first occurrence
+  private final @Nullable HeaderIndex index;
+  private final String @Nullable [] found; // values by HeaderIndex slot, first occurrence
   private final InitialMetadata metadataKeys;
 
   EnvoySignals(io.grpc.Metadata initialMetadata, ProcessingRequest request) {
     this(initialMetadata, Inbound.of(request), (HeaderIndex) null);
   }
 
-  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, HeaderIndex index) {
+  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, @Nullable HeaderIndex index) {
     this(initialMetadata, request, index, new InitialMetadata());
   }
 
@@ -38,7 +39,7 @@ final class EnvoySignals implements SignalSource {
   private EnvoySignals(
       io.grpc.Metadata initialMetadata,
       Inbound request,
-      HeaderIndex index,
+      @Nullable HeaderIndex index,
       InitialMetadata metadataKeys) {
     this.initialMetadata = initialMetadata;
     this.metadataKeys = metadataKeys;
@@ -82,13 +83,13 @@ final class EnvoySignals implements SignalSource {
       return s.getBytes(StandardCharsets.UTF_8);
     }
 
-    private static <T> T[] append(T[] a, T v, java.util.function.IntFunction<T[]> make) {
+    private static <T> T[] append(T @Nullable [] a, T v, java.util.function.IntFunction<T[]> make) {
       T[] out = a == null ? make.apply(1) : java.util.Arrays.copyOf(a, a.length + 1);
       out[out.length - 1] = v;
       return out;
     }
 
-    private static int[] append(int[] a, int v) {
+    private static int[] append(int @Nullable [] a, int v) {
       int[] out = a == null ? new int[1] : java.util.Arrays.copyOf(a, a.length + 1);
       out[out.length - 1] = v;
       return out;
@@ -158,7 +159,7 @@ final class EnvoySignals implements SignalSource {
    * The first value of a header, or null. Envoy sends lower-case keys; only the few headers a
    * request needs are decoded (no map of all headers is built on the hot path).
    */
-  static String find(List<HeaderValue> list, String name) {
+  static @Nullable String find(List<HeaderValue> list, String name) {
     for (int i = 0, n = list.size(); i < n; i++) {
       HeaderValue h = list.get(i);
       if (h.getKey().equals(name)) {
@@ -169,23 +170,23 @@ final class EnvoySignals implements SignalSource {
   }
 
   @Override
-  public String metadata(String key) {
+  public @Nullable String metadata(String key) {
     return metadataKeys.get(initialMetadata, key);
   }
 
   @Override
-  public String header(String name) {
+  public @Nullable String header(String name) {
     if (index != null) {
       int slot = index.slot(name);
       if (slot >= 0) {
-        return found[slot];
+        return java.util.Objects.requireNonNull(found, "found")[slot]; // picked with the index
       }
     }
     return request.header(name);
   }
 
   @Override
-  public String dynamicMetadata(String namespace, List<String> path) {
+  public @Nullable String dynamicMetadata(String namespace, List<String> path) {
     Struct s = request.message().getMetadataContext().getFilterMetadataOrDefault(namespace, null);
     if (s == null || path.isEmpty()) {
       return null;
@@ -198,11 +199,11 @@ final class EnvoySignals implements SignalSource {
       }
       s = v.hasStructValue() ? v.getStructValue() : Struct.getDefaultInstance();
     }
-    return scalar(v);
+    return v == null ? null : scalar(v); // never null here: the path is not empty
   }
 
   @Override
-  public String attribute(String expression) {
+  public @Nullable String attribute(String expression) {
     // Looked up only when a signal reads an attribute (the map view costs on every request).
     Value v =
         request
@@ -219,7 +220,7 @@ final class EnvoySignals implements SignalSource {
   }
 
   @Override
-  public String path() {
+  public @Nullable String path() {
     String p = header(":path");
     if (p == null) {
       // No pseudo-headers (a proxyless gRPC client): the gRPC method "/pkg.Service/Method" when
@@ -230,7 +231,7 @@ final class EnvoySignals implements SignalSource {
     return q < 0 ? p : p.substring(0, q);
   }
 
-  private static String scalar(Value v) {
+  private static @Nullable String scalar(Value v) {
     return switch (v.getKindCase()) {
       case STRING_VALUE -> v.getStringValue();
       case NUMBER_VALUE -> {

@@ -18,7 +18,7 @@ import java.util.function.Supplier;
  * Handlers never block; they run on the transport threads.
  *
  * <p>Bound with the generated method's schema (so reflection still shows the real service), {@link
- * Inbound#MARSHALLER} for requests (request_headers read from the wire) and {@link
+ * InboundMarshaller} for requests (request_headers read from the wire) and {@link
  * Answer#MARSHALLER} for answers, which are written as pre-encoded {@code ProcessingResponse}
  * bytes. The stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
  * with per-route {@code ExtProcPerRoute} overrides; HTTP clients cannot set it, so it is trusted)
@@ -26,7 +26,8 @@ import java.util.function.Supplier;
  */
 public final class ExtProcService {
   static final MethodDescriptor<Inbound, Answer> PROCESS =
-      ExternalProcessorGrpc.getProcessMethod().toBuilder(Inbound.MARSHALLER, Answer.MARSHALLER)
+      ExternalProcessorGrpc.getProcessMethod().toBuilder(
+              InboundMarshaller.INSTANCE, Answer.MARSHALLER)
           .build();
 
   /** The initial metadata of the call being started on this thread (set only around startCall). */

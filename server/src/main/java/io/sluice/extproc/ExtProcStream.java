@@ -14,6 +14,8 @@ import io.sluice.core.session.SessionSteps;
 import io.sluice.observability.StreamTally;
 import io.sluice.routing.ResolvedRequest;
 import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One ext_proc stream = one HTTP request: the Envoy protocol mapping of an {@link
@@ -48,7 +50,7 @@ final class ExtProcStream extends LiveStreams.Node
   private boolean messageSeen; // on the transport thread: the first onNext marks it
   private final PhaseTracker at;
   private final EnvoyRequest request;
-  private AdmissionSession session; // from request headers on
+  private @Nullable AdmissionSession session; // from request headers on
   private boolean bodyDecides; // the request body (BUFFERED) is the deciding message
 
   ExtProcStream(
@@ -68,6 +70,11 @@ final class ExtProcStream extends LiveStreams.Node
     this.at = new PhaseTracker(opened);
     this.openedNanos = opened;
     this.request = new EnvoyRequest(rt.config().limits().maxBodyBytes());
+  }
+
+  /** The session, opened at request headers: every step after them has one. */
+  private AdmissionSession opened() {
+    return Objects.requireNonNull(session, "session");
   }
 
   /** Marks the stream closed once (true for the call that did); an undecided end is counted. */
@@ -137,7 +144,7 @@ final class ExtProcStream extends LiveStreams.Node
         case RESPONSE_TRAILERS -> {
           if (answerIf(
               at.responding(permit()), Responses.CONTINUE_RESPONSE_TRAILERS, "response_trailers")) {
-            session.responseEndSeen(); // trailers after body mode NONE: the end is seen after all
+            opened().responseEndSeen(); // trailers after body mode NONE: the end is seen after all
             release(Outcome.COMPLETED);
           }
         }
@@ -164,7 +171,8 @@ final class ExtProcStream extends LiveStreams.Node
     }
     faults.at(StreamFaults.Step.RESOLVE);
     ResolvedRequest r = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
-    session = rt.sessions().open(r.subject(now), this, sync, steps);
+    AdmissionSession session = rt.sessions().open(r.subject(now), this, sync, steps);
+    this.session = session;
     if (r.noDegrade()) {
       session.forbidDegradation();
     }
@@ -173,7 +181,8 @@ final class ExtProcStream extends LiveStreams.Node
     bodyDecides = !atHeaders; // a shadow pass at headers answers at the body (admitted)
     if (r.rejectReason() != null) {
       Reason why = r.rejectReason();
-      session.refuse(why, why.defaultStatus(), 0, r.rejectMessage(), false, now);
+      String message = Objects.requireNonNull(r.rejectMessage(), "rejectMessage"); // with a reason
+      session.refuse(why, why.defaultStatus(), 0, message, false, now);
       return;
     }
     long contentLength = EnvoyRequest.parseLong(signals.header("content-length"), -1);
@@ -184,9 +193,9 @@ final class ExtProcStream extends LiveStreams.Node
   }
 
   /** Refuses with 413 {@code body_too_large} when there is a {@code message} (over the limit). */
-  private boolean tooLarge(String message, boolean atBody, long now) {
+  private boolean tooLarge(@Nullable String message, boolean atBody, long now) {
     if (message != null) {
-      session.refuse(Reason.BODY_TOO_LARGE, 413, 0, message, atBody, now);
+      opened().refuse(Reason.BODY_TOO_LARGE, 413, 0, message, atBody, now);
     }
     return message != null;
   }
@@ -197,7 +206,7 @@ final class ExtProcStream extends LiveStreams.Node
       // over it, the permit goes back (the request will not complete) and the chunk gets the 413,
       // which Envoy accepts for any phase before the response started
       String over = request.streamedOverLimit(body.bodyLength());
-      if (over != null && session.wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
+      if (over != null && opened().wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
         over = null; // shadow mode: recorded, the request runs on
       }
       if (over != null) {
@@ -218,13 +227,13 @@ final class ExtProcStream extends LiveStreams.Node
       protocolError("out_of_phase", "request_body in phase " + at.phase());
       return;
     }
-    if (session.runs()) { // shadow mode: let through at headers, answered here
+    if (opened().runs()) { // shadow mode: let through at headers, answered here
       admitted(true);
       return;
     }
     int length = body.bodyLength();
     if (!tooLarge(request.overLimit(length, "request body"), true, now)) {
-      session.decideWithBody(body.bodyArray(), body.bodyOffset(), length, now);
+      opened().decideWithBody(body.bodyArray(), body.bodyOffset(), length, now);
     }
   }
 
@@ -247,12 +256,13 @@ final class ExtProcStream extends LiveStreams.Node
     boolean ends = request.onResponseHeaders(h.headersEndOfStream());
     // a proxyless client sends no :status (gRPC's status is in the trailers): not counted
     int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
-    session.responseHeaders(
-        status,
-        h.header("content-type"),
-        !request.proxyless(),
-        status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
-        AnswerSources.classify(h, status));
+    opened()
+        .responseHeaders(
+            status,
+            contentType(h),
+            !request.proxyless(),
+            status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
+            AnswerSources.classify(h, status));
     String unseen = ends ? null : request.unseenEnd();
     if (unseen != null && status >= 400) {
       // an error answer (body NONE) has no long tail to hold: its short body is all of it, so
@@ -263,10 +273,10 @@ final class ExtProcStream extends LiveStreams.Node
     if (unseen != null) {
       // nothing more may come (Envoy 1.37+ closes the stream after this answer): the permit is
       // held for the predicted rest of the answer, and the stream's end only closes it
-      session.responseEndUnseen(unseen);
+      opened().responseEndUnseen(unseen);
       at.to(StreamPhase.DONE);
     }
-    Map<String, String> disclosed = DecisionAnswers.responseHeaders(session);
+    Map<String, String> disclosed = DecisionAnswers.responseHeaders(opened());
     send(
         disclosed.isEmpty()
             ? Responses.CONTINUE_RESPONSE_HEADERS
@@ -276,13 +286,23 @@ final class ExtProcStream extends LiveStreams.Node
     }
   }
 
+  /**
+   * The response's content-type, null when absent: the session takes it as it is (the usage reader
+   * reads null as JSON) though {@code AdmissionSession.responseHeaders} does not declare it
+   * {@code @Nullable} yet (NullAway suppressed here only for that).
+   */
+  @SuppressWarnings("NullAway") // see above
+  private static String contentType(Inbound h) {
+    return h.header("content-type");
+  }
+
   private void onResponseBody(Inbound body) {
     if (!answerIf(at.responding(permit()), null, "response_body")) {
       return;
     }
     request.onResponseBody();
     boolean last = body.bodyEndOfStream();
-    session.responseBody(body.bodyArray(), body.bodyOffset(), body.bodyLength(), last);
+    opened().responseBody(body.bodyArray(), body.bodyOffset(), body.bodyLength(), last);
     send(Responses.CONTINUE_RESPONSE_BODY);
     if (last) {
       release(Outcome.COMPLETED);
@@ -302,7 +322,7 @@ final class ExtProcStream extends LiveStreams.Node
   }
 
   /** Answers with {@code answer} (if any) when {@code inPhase}, else ends out of phase. */
-  private boolean answerIf(boolean inPhase, Answer answer, String message) {
+  private boolean answerIf(boolean inPhase, @Nullable Answer answer, String message) {
     if (!inPhase) {
       protocolError("out_of_phase", message + " in phase " + at.phase());
       return false;
@@ -323,7 +343,7 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     at.to(StreamPhase.ADMITTED);
-    send(DecisionAnswers.admit(rt, session, atBody));
+    send(DecisionAnswers.admit(rt, opened(), atBody));
   }
 
   @Override
@@ -344,7 +364,7 @@ final class ExtProcStream extends LiveStreams.Node
     at.to(StreamPhase.DONE);
     send(
         DecisionAnswers.refusal(
-            rt, session, request.grpc(), reason, status, retryAfterSeconds, message));
+            rt, opened(), request.grpc(), reason, status, retryAfterSeconds, message));
   }
 
   @Override

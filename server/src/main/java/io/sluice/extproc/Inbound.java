@@ -10,13 +10,11 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
-import io.grpc.MethodDescriptor;
 import io.sluice.wire.ProtoReader;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One {@code ProcessingRequest} as Envoy sent it.
@@ -38,58 +36,59 @@ import java.util.List;
  * messages, including merged repeated occurrences, last-wins scalars and malformed input.
  */
 final class Inbound extends ProtoReader {
-  private ProcessingRequest message; // parsed at once (fallback) or on demand
-  private RequestCase requestCase;
+  private @Nullable ProcessingRequest message; // parsed at once (fallback) or on demand
+  private @Nullable RequestCase requestCase; // null only in a malformed frame
 
   private boolean wire; // read from the wire (false: the message is used)
 
   // request_headers or response_headers read from the wire; -1 for other messages
   private int headerCount = -1;
-  private int[] spans; // per header: key offset, key length, value offset, value length
+
+  // per header: key offset, key length, value offset, value length (set by the wire pass that
+  // reads the headers, before any accessor of wire headers runs)
+  @SuppressWarnings("NullAway.Init")
+  private int[] spans;
+
   private boolean endOfStream;
   private boolean hasProtocolConfig;
   private int requestBodyMode;
   private int responseBodyMode;
 
   // request_body or response_body: read from the wire, or copied from the message on first use
+  @SuppressWarnings("NullAway.Init") // set by ensureBody() before it is read
   private byte[] bodyArray;
+
   private int bodyOffset;
   private int bodyLength = -1;
   private boolean bodyEndOfStream;
 
-  private Inbound(byte[] bytes, ProcessingRequest message) {
+  // ProtoReader's bytes are null in a reader that holds a parsed message (as its field's doc
+  // says): only the wire pass reads them, and it runs only on bytes (NullAway suppressed for that)
+  @SuppressWarnings("NullAway")
+  private Inbound(byte @Nullable [] bytes, @Nullable ProcessingRequest message) {
     super(bytes);
     this.message = message;
     this.requestCase = message == null ? null : message.getRequestCase();
   }
 
   // set only on a frame that did not parse: why (short, no stack trace)
-  private String malformed;
+  private @Nullable String malformed;
 
   /** A frame protobuf-java refuses: carries only the reason (its accessors are not used). */
-  static Inbound malformed(byte[] bytes, String why) {
+  static Inbound malformed(byte @Nullable [] bytes, @Nullable String why) {
     Inbound in = new Inbound(bytes, null);
     in.malformed = why == null ? "malformed frame" : why;
     return in;
   }
 
   /** Why the frame did not parse, or null for a message that did. */
-  String malformedCause() {
+  @Nullable String malformedCause() {
     return malformed;
   }
 
   /** The frame's size in bytes (0 when unknown). */
   int frameSize() {
     return bytes == null ? 0 : bytes.length;
-  }
-
-  private static String firstSentence(String m) {
-    if (m == null) {
-      return "malformed frame";
-    }
-    int dot = m.indexOf(". ");
-    String s = dot > 0 ? m.substring(0, dot) : m;
-    return s.length() > 160 ? s.substring(0, 160) : s;
   }
 
   /** A message already parsed (tests, diagnostics): every accessor reads the message. */
@@ -122,7 +121,12 @@ final class Inbound extends ProtoReader {
   }
 
   RequestCase requestCase() {
-    return requestCase;
+    return Objects.requireNonNull(requestCase, "requestCase"); // a malformed frame has none
+  }
+
+  /** The message protobuf-java parsed (a message not read from the wire always has one). */
+  private ProcessingRequest parsed() {
+    return Objects.requireNonNull(message, "message");
   }
 
   /** The whole message (parsed on first use when it was read from the wire). */
@@ -155,15 +159,15 @@ final class Inbound extends ProtoReader {
   }
 
   boolean hasProtocolConfig() {
-    return fromWire() ? hasProtocolConfig : message.hasProtocolConfig();
+    return fromWire() ? hasProtocolConfig : parsed().hasProtocolConfig();
   }
 
   BodySendMode requestBodyMode() {
-    return fromWire() ? mode(requestBodyMode) : message.getProtocolConfig().getRequestBodyMode();
+    return fromWire() ? mode(requestBodyMode) : parsed().getProtocolConfig().getRequestBodyMode();
   }
 
   BodySendMode responseBodyMode() {
-    return fromWire() ? mode(responseBodyMode) : message.getProtocolConfig().getResponseBodyMode();
+    return fromWire() ? mode(responseBodyMode) : parsed().getProtocolConfig().getResponseBodyMode();
   }
 
   private static BodySendMode mode(int n) {
@@ -197,7 +201,7 @@ final class Inbound extends ProtoReader {
   }
 
   /** The first value of header {@code name} (request or response headers), or null. */
-  String header(String name) {
+  @Nullable String header(String name) {
     if (!fromWire()) {
       return EnvoySignals.find(headerList(), name);
     }
@@ -531,38 +535,8 @@ final class Inbound extends ProtoReader {
     }
   }
 
-  // --- gRPC
-
-  /** Reads the message bytes once and hands them to {@link #parse}. */
-  static final MethodDescriptor.Marshaller<Inbound> MARSHALLER =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(Inbound value) {
-          return new ByteArrayInputStream(
-              value.bytes != null ? value.bytes : value.message.toByteArray());
-        }
-
-        /**
-         * Never throws: a frame that does not parse becomes a {@linkplain #malformed malformed}
-         * Inbound that the stream ends with INVALID_ARGUMENT through its own close path. (A throw
-         * here would end the call UNKNOWN inside grpc-java, with a SEVERE stack trace, and the
-         * stream's release path would never run.)
-         */
-        @Override
-        public Inbound parse(InputStream stream) {
-          byte[] bytes;
-          try {
-            bytes = ProtoReader.readAll(stream);
-          } catch (IOException | RuntimeException e) {
-            return malformed(null, "unreadable frame: " + e.getClass().getSimpleName());
-          }
-          try {
-            return Inbound.parse(bytes);
-          } catch (InvalidProtocolBufferException e) {
-            return malformed(bytes, firstSentence(e.getMessage()));
-          } catch (RuntimeException e) { // a reader bug must not escape into grpc-java either
-            return malformed(bytes, "unreadable frame: " + e.getClass().getSimpleName());
-          }
-        }
-      };
+  /** The frame as it came (or the message encoded, for one built from a message). */
+  byte[] frameBytes() {
+    return bytes != null ? bytes : parsed().toByteArray();
+  }
 }

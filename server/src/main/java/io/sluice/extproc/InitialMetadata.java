@@ -1,6 +1,7 @@
 package io.sluice.extproc;
 
 import io.grpc.Metadata;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads the stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
@@ -23,7 +24,7 @@ final class InitialMetadata {
   private static final int RECENT_MAX = 64;
   private static final int KEYS_MAX = 10_000; // names come from the config; capped all the same
 
-  String get(Metadata md, String key) {
+  @Nullable String get(@Nullable Metadata md, String key) {
     if (md == null) {
       return null;
     }

@@ -3,6 +3,7 @@ package io.sluice.extproc;
 import io.sluice.observability.StreamTally;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The open ext_proc streams, for graceful shutdown (wait for them, then end the rest). Every stream
@@ -17,12 +18,12 @@ import java.util.List;
 final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
   /** What a member carries: its links, guarded by its stripe's lock. */
   abstract static class Node {
-    Node livePrev;
-    Node liveNext;
+    @Nullable Node livePrev;
+    @Nullable Node liveNext;
     boolean linked;
     // while it has sent no message: linked into its stripe's idle list, newest first
-    Node idlePrev;
-    Node idleNext;
+    @Nullable Node idlePrev;
+    @Nullable Node idleNext;
     boolean idle;
     long openedNanos; // set before it is added
     // picks the stripe: a random int is cheaper than the identity hash (equality stays identity)
@@ -45,9 +46,9 @@ final class LiveStreams<T extends LiveStreams.Node> implements StreamTally {
   @SuppressWarnings("unused")
   private static final class Stripe {
     long p0, p1, p2, p3, p4, p5, p6;
-    Node head;
-    Node idleHead; // newest
-    Node idleTail; // oldest
+    @Nullable Node head;
+    @Nullable Node idleHead; // newest
+    @Nullable Node idleTail; // oldest
     int size;
     long opened;
     final long[] closed = new long[StreamTally.Close.values().length];

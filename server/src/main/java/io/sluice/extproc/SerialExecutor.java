@@ -5,6 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Runs one stream's events one at a time, in the order they were submitted, on whichever thread
@@ -33,7 +34,7 @@ final class SerialExecutor implements java.util.concurrent.Executor {
   private volatile int pending; // running + queued tasks
 
   // Created by the first task that has to wait: most streams never need one.
-  private volatile Queue<Runnable> queue;
+  private volatile @Nullable Queue<Runnable> queue;
   private final Consumer<Throwable> onFailure;
 
   SerialExecutor(Consumer<Throwable> onFailure) {

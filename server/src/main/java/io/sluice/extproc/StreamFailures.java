@@ -6,6 +6,7 @@ import io.sluice.core.session.Subject;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.StreamTally;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,7 +73,7 @@ final class StreamFailures {
 
   /** A stream that ended before its request was decided: counted by phase, one WARN. */
   static void undecided(
-      AdmissionMetrics m, String where, StreamTally.Close how, AdmissionSession session) {
+      AdmissionMetrics m, String where, StreamTally.Close how, @Nullable AdmissionSession session) {
     try {
       m.streamUndecided(where, how.tag());
       Subject s = session != null ? session.subject() : null;

@@ -1,6 +1,7 @@
 package io.sluice.extproc;
 
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,7 +26,7 @@ final class StreamWarnings {
   private StreamWarnings() {}
 
   /** Writes one WARN line unless the process-wide budget is used up (then counts it). */
-  static void warn(String format, Object... args) {
+  static void warn(String format, @Nullable Object... args) {
     ATTEMPTS.incrementAndGet();
     if (!LOG.isWarnEnabled()) {
       return;

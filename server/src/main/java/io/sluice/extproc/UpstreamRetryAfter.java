@@ -4,6 +4,7 @@ import java.time.Clock;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The pause an upstream asked for in its response headers: {@code retry-after-ms} (milliseconds, as
@@ -35,7 +36,7 @@ final class UpstreamRetryAfter {
   }
 
   /** {@code value} (a non-negative decimal) × {@code unitNanos}, or -1. */
-  private static long number(String value, long unitNanos) {
+  private static long number(@Nullable String value, long unitNanos) {
     if (value == null) {
       return -1;
     }

@@ -90,7 +90,7 @@ public final class RlsModule implements AutoCloseable {
     Gauge.builder("sluice.rls.config.loaded", this, m -> m.config.get() == null ? 0 : 1)
         .register(registry);
     reload();
-    if (settings.configPollInterval().isZero()) {
+    if (settings.files().pollInterval().isZero()) {
       watcher = null;
     } else {
       watcher =
@@ -100,7 +100,7 @@ public final class RlsModule implements AutoCloseable {
                 t.setDaemon(true);
                 return t;
               });
-      long every = settings.configPollInterval().toMillis();
+      long every = settings.files().pollInterval().toMillis();
       var unused =
           watcher.scheduleWithFixedDelay(this::pollOnce, every, every, TimeUnit.MILLISECONDS);
     }
@@ -309,8 +309,8 @@ public final class RlsModule implements AutoCloseable {
         RateLimitConfig next =
             RateLimitConfigLoader.loadDirectory(
                 settings.configDirectory(),
-                settings.runtimeIgnoreDotFiles(),
-                settings.mergeDomainConfig());
+                settings.files().ignoreDotFiles(),
+                settings.files().mergeDomainConfig());
         config.set(next);
         metrics.configReload("success");
         log.info("loaded rate limit config: domains {}", next.domains());
@@ -357,8 +357,8 @@ public final class RlsModule implements AutoCloseable {
    */
   private String fingerprint() {
     try {
-      if (settings.runtimeWatchRoot()) {
-        return settings.runtimeRoot().toRealPath().toString();
+      if (settings.files().watchRoot()) {
+        return settings.files().root().toRealPath().toString();
       }
       Path dir = settings.configDirectory();
       if (!Files.isDirectory(dir)) {

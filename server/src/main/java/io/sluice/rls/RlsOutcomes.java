@@ -165,7 +165,7 @@ final class RlsOutcomes {
 
   private List<Header> headers(Code overall, List<Status> statuses) {
     List<Header> headers = new ArrayList<>(4);
-    if (settings.limitResponseHeadersEnabled()) {
+    if (settings.headers().enabled()) {
       Status pick = null;
       for (Status s : statuses) {
         boolean quota =
@@ -185,11 +185,12 @@ final class RlsOutcomes {
       if (pick != null) {
         headers.add(
             new Header(
-                settings.limitHeader(),
+                settings.headers().limit(),
                 Long.toString(
                     java.util.Objects.requireNonNull(pick.currentLimit()).requestsPerUnit())));
-        headers.add(new Header(settings.remainingHeader(), Long.toString(pick.limitRemaining())));
-        headers.add(new Header(settings.resetHeader(), Long.toString(pick.resetSeconds())));
+        headers.add(
+            new Header(settings.headers().remaining(), Long.toString(pick.limitRemaining())));
+        headers.add(new Header(settings.headers().reset(), Long.toString(pick.resetSeconds())));
       }
     }
     if (overall == Code.OVER_LIMIT && settings.retryAfter()) {

@@ -44,10 +44,8 @@ public record ResolvedRequest(
 
   /**
    * The request as the admission session sees it, arrived at {@code arrivalNanos}. The operation id
-   * is null when it was not read or is absent; {@link Subject} declares it non-null but takes it as
-   * it is (NullAway suppressed here only for that).
+   * is null when it was not read or is absent.
    */
-  @SuppressWarnings("NullAway") // operationId: see above
   public Subject subject(long arrivalNanos) {
     return new Subject(
         route,

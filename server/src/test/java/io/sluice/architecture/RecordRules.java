@@ -26,11 +26,7 @@ final class RecordRules {
    * Records of main code that still have a second constructor, frozen: this list only shrinks to
    * empty. A record not named here fails the rule as soon as it gets a second constructor.
    */
-  static final Set<String> STILL_TWO_CONSTRUCTORS =
-      Set.of(
-          "io.sluice.core.admission.AdmissionRequest",
-          "io.sluice.core.admission.Decision$Reject",
-          "io.sluice.core.session.Subject");
+  static final Set<String> STILL_TWO_CONSTRUCTORS = Set.of();
 
   private static final DescribedPredicate<JavaClass> ARE_RECORDS =
       new DescribedPredicate<>("are records") {

@@ -131,7 +131,9 @@ class ReloadOperatorTest {
                               new Tenant("t", c.tiers().values().iterator().next()),
                               300,
                               0,
-                              Long.MAX_VALUE / 2),
+                              Long.MAX_VALUE / 2,
+                              -1,
+                              -1),
                           Ask.now(0)))
               .permit();
       Files.writeString(file, policy("gpu", BATCH_INTERACTIVE));

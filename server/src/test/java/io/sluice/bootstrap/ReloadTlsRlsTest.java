@@ -74,7 +74,9 @@ class ReloadTlsRlsTest {
                               new Tenant("t", c.tiers().values().iterator().next()),
                               800,
                               0,
-                              Long.MAX_VALUE / 2),
+                              Long.MAX_VALUE / 2,
+                              -1,
+                              -1),
                           Ask.now(0)))
               .permit();
 
@@ -95,7 +97,9 @@ class ReloadTlsRlsTest {
                       new Tenant("u", s.config().tiers().values().iterator().next()),
                       10,
                       0,
-                      Long.MAX_VALUE / 2),
+                      Long.MAX_VALUE / 2,
+                      -1,
+                      -1),
                   Ask.now(0));
       assertThat(d).isInstanceOf(Decision.Reject.class);
       assertThat(p.release(Outcome.COMPLETED, 1)).isTrue();

@@ -262,21 +262,18 @@ class ExtProcStreamFuzzTest {
               timer,
               quotas,
               new ExtProcTables(resolver),
-              new io.sluice.core.session.Sessions(
-                  controller,
-                  quotas,
-                  estimator,
-                  config.estimation().defaultInputTokens(),
-                  ticker,
-                  clock,
-                  timer,
-                  new io.sluice.observability.SessionRecorder(metrics, decisionLog),
-                  io.sluice.core.quota.TenantCaps.none(),
-                  io.sluice.core.estimate.OutputReserves.off(),
-                  new io.sluice.core.quota.WorkflowBudget(
-                      io.sluice.core.quota.WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
-                  tails,
-                  io.sluice.core.retry.RetryControl.off()));
+              io.sluice.core.session.Sessions.builder(
+                      controller,
+                      quotas,
+                      estimator,
+                      ticker,
+                      clock,
+                      timer,
+                      new io.sluice.observability.SessionRecorder(metrics, decisionLog))
+                  .defaultInputTokens(config.estimation().defaultInputTokens())
+                  .tails(tails)
+                  .build());
+
       service = new ExtProcService(() -> rt, draining::get);
       services.addService(service.definition()); // replaces the previous input's service
     }

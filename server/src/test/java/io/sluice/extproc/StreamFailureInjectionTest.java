@@ -188,7 +188,8 @@ class StreamFailureInjectionTest {
         return; // the stream already ended (a fault fired): Envoy sends nothing more
       }
       call.requests++;
-      in.onNext(Inbound.MARSHALLER.parse(new java.io.ByteArrayInputStream(r.toByteArray())));
+      in.onNext(
+          InboundMarshaller.INSTANCE.parse(new java.io.ByteArrayInputStream(r.toByteArray())));
     }
 
     void cancel() {

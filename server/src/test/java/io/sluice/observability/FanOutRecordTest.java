@@ -56,7 +56,7 @@ class FanOutRecordTest {
           PoolState.ReleaseListener.NONE);
   private final WorkflowBudget budget = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final Sessions sessions =
-      io.sluice.core.session.OneSlotPool.sessions(
+      io.sluice.core.session.OneSlotPool.sessionsBuilder(
               controller,
               new TenantQuotas(
                   new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
@@ -71,7 +71,8 @@ class FanOutRecordTest {
                       new SluiceConfig.DecisionLog(
                           true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
                       lines::add)))
-          .withWorkflows(budget);
+          .workflows(budget)
+          .build();
 
   private AdmissionSession start(RecordingFront f, String workflow, int fanout) {
     long now = ticker.nanos();
@@ -88,7 +89,8 @@ class FanOutRecordTest {
             0,
             false,
             fanout,
-            workflow);
+            workflow,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession s = sessions.open(subject, f, Runnable::run, SessionSteps.NONE);
     byte[] body =
         ("{\"max_tokens\":10,\"tool_choice\":\"required\","

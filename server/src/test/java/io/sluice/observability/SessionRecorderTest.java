@@ -297,18 +297,19 @@ class SessionRecorderTest {
                     false, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
                 lines::add));
     Sessions off =
-        new Sessions(
-            controller,
-            new TenantQuotas(
-                new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
-                "test_",
-                TenantQuotas.FailureMode.OPEN),
-            sessions.estimator(),
-            500,
-            ticker,
-            clock,
-            sessions.timer(),
-            quiet);
+        Sessions.builder(
+                controller,
+                new TenantQuotas(
+                    new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+                    "test_",
+                    TenantQuotas.FailureMode.OPEN),
+                sessions.estimator(),
+                ticker,
+                clock,
+                sessions.timer(),
+                quiet)
+            .defaultInputTokens(500)
+            .build();
     long now = ticker.nanos();
     AdmissionSession s =
         off.open(
@@ -321,7 +322,11 @@ class SessionRecorderTest {
                 now,
                 now + 1_000_000_000L,
                 null,
-                0),
+                0,
+                false,
+                0,
+                null,
+                io.sluice.core.retry.AttemptSignals.NONE),
             new RecordingFront(false),
             Runnable::run,
             SessionSteps.NONE);
@@ -354,7 +359,7 @@ class SessionRecorderTest {
                 .maxKeys(10)
                 .build());
     Sessions learning =
-        io.sluice.core.session.OneSlotPool.sessions(
+        io.sluice.core.session.OneSlotPool.sessionsBuilder(
                 controller,
                 new TenantQuotas(
                     new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
@@ -365,7 +370,8 @@ class SessionRecorderTest {
                 (delayNanos, task) -> () -> {},
                 io.sluice.core.session.SessionListener.of(
                     new io.sluice.core.session.ReserveLearner(learner), recorder))
-            .withReserves(learner);
+            .reserves(learner)
+            .build();
     byte[] body =
         "{\"model\":\"m\",\"max_tokens\":1000,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
             .getBytes(java.nio.charset.StandardCharsets.UTF_8);

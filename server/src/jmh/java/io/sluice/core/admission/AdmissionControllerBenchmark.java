@@ -50,7 +50,8 @@ public class AdmissionControllerBenchmark {
     ClassPolicy interactive = config.classes().get("interactive");
     Tenant tenant = new Tenant("acme", config.tiers().values().iterator().next());
     now = System.nanoTime();
-    request = new AdmissionRequest(pool, interactive, tenant, 1500, now, now + 30_000_000_000L);
+    request =
+        new AdmissionRequest(pool, interactive, tenant, 1500, now, now + 30_000_000_000L, -1, -1);
   }
 
   /** tryAdmit on an idle pool, then release the permit as completed. */

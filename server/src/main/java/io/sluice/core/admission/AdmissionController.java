@@ -77,7 +77,11 @@ public final class AdmissionController {
     PoolState pool = pools.get(request.pool().name());
     if (pool == null) {
       return new Decision.Reject(
-          Reason.UNKNOWN_ROUTE, 404, 0, "pool " + request.pool().name() + " is not configured");
+          Reason.UNKNOWN_ROUTE,
+          404,
+          0,
+          "pool " + request.pool().name() + " is not configured",
+          Decision.Reject.UNPREDICTED);
     }
     return pool.decide(request, ask);
   }

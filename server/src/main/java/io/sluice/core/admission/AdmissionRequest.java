@@ -12,7 +12,8 @@ import java.util.Objects;
  * @param workUnits token-weighted work (input + reserved output, pool coefficients applied)
  * @param arrivalNanos ticker time the request arrived (request headers received)
  * @param deadlineNanos ticker time after which the answer is no longer useful
- * @param inputTokens estimated input tokens, or -1 if unknown (for the service-time model)
+ * @param inputTokens estimated input tokens, or -1 if unknown (for the service-time model; -1 and
+ *     -1: only the work units are known)
  * @param outputTokens reserved output tokens, or -1 if unknown (for the service-time model)
  */
 public record AdmissionRequest(
@@ -36,17 +37,6 @@ public record AdmissionRequest(
       throw new IllegalArgumentException(
           "inputTokens/outputTokens: " + inputTokens + "/" + outputTokens + " (expected: >= -1)");
     }
-  }
-
-  /** A request whose input/output split is unknown (only its work units). */
-  public AdmissionRequest(
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      Tenant tenant,
-      long workUnits,
-      long arrivalNanos,
-      long deadlineNanos) {
-    this(pool, requestClass, tenant, workUnits, arrivalNanos, deadlineNanos, -1, -1);
   }
 
   /** True when both token counts are known. */

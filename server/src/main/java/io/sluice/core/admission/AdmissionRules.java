@@ -77,7 +77,8 @@ final class AdmissionRules {
           Reason.UNKNOWN_ROUTE,
           404,
           0,
-          "class " + request.requestClass().name() + " is not configured");
+          "class " + request.requestClass().name() + " is not configured",
+          Decision.Reject.UNPREDICTED);
     }
     queues.drain(nowNanos, callbacks); // expire what is due so it does not count as waiting
     PoolPolicy policy = capacity.policy();
@@ -200,7 +201,8 @@ final class AdmissionRules {
             + serviceNanos / 1_000_000L
             + " ms is longer than the "
             + left / 1_000_000L
-            + " ms left before the deadline");
+            + " ms left before the deadline",
+        Decision.Reject.UNPREDICTED);
   }
 
   /** Why {@code work} of class {@code k} cannot start now (not the tenant cap), or null. */

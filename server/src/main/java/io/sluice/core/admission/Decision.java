@@ -25,14 +25,12 @@ public sealed interface Decision
    * @param retryAfterSeconds whole seconds, >= 1 for 429/503, 0 when retrying cannot help
    * @param message human-readable, never contains prompt text
    * @param waitNanos the predicted wait or drain time its Retry-After was computed from, before
-   *     clamping and jitter ({@code -1}: none, e.g. a refusal retrying cannot help)
+   *     clamping and jitter ({@link #UNPREDICTED}: none, e.g. a refusal retrying cannot help)
    */
   record Reject(Reason reason, int status, long retryAfterSeconds, String message, long waitNanos)
       implements Decision {
-    /** A refusal whose Retry-After was not computed from a predicted duration. */
-    public Reject(Reason reason, int status, long retryAfterSeconds, String message) {
-      this(reason, status, retryAfterSeconds, message, -1);
-    }
+    /** {@code waitNanos} of a refusal whose Retry-After was not computed from a predicted wait. */
+    public static final long UNPREDICTED = -1;
   }
 
   /**

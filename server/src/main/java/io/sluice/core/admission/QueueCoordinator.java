@@ -330,7 +330,8 @@ final class QueueCoordinator {
                     reason,
                     503,
                     retry.seconds(0),
-                    "sluice is shutting down; retry on another replica"),
+                    "sluice is shutting down; retry on another replica",
+                    Decision.Reject.UNPREDICTED),
                 nowNanos - item.enqueuedAtNanos()));
         n++;
       }

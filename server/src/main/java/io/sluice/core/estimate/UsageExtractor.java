@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.async.ByteArrayFeeder;
 import java.io.IOException;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Incremental extraction of {@code usage} from an upstream response body, without buffering it.
@@ -97,7 +98,7 @@ public final class UsageExtractor {
    * @param contentType the response {@code content-type}; {@code text/event-stream} selects SSE
    *     mode, anything else (or null) JSON mode
    */
-  public static UsageExtractor forResponse(String contentType) {
+  public static UsageExtractor forResponse(@Nullable String contentType) {
     return forResponse(contentType, OutputMeter.bytes(4.0));
   }
 
@@ -107,7 +108,7 @@ public final class UsageExtractor {
    * @param contentType the response {@code content-type}; {@code text/event-stream} selects SSE
    *     mode, anything else (or null) JSON mode
    */
-  public static UsageExtractor forResponse(String contentType, OutputMeter meter) {
+  public static UsageExtractor forResponse(@Nullable String contentType, OutputMeter meter) {
     boolean sse =
         contentType != null
             && contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream");

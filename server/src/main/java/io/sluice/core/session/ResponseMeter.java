@@ -41,7 +41,7 @@ final class ResponseMeter {
    */
   void headers(
       int status,
-      String contentType,
+      @Nullable String contentType,
       boolean countStatus,
       long retryAfterNanos,
       AnswerSource source,

@@ -11,13 +11,15 @@ import io.sluice.core.time.Ticker;
 import java.time.Clock;
 import java.util.Objects;
 import java.util.concurrent.Executor;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Opens {@link AdmissionSession}s on one runtime snapshot: its controller, tenant quotas, estimator
  * and listener, and its pre-decision checks ({@link CheckChain}, built once here). Immutable; one
  * per config snapshot, so a reload never changes a session half-way.
  *
- * <p>The snapshot's parts:
+ * <p>The snapshot's parts ({@link #builder}: the required ones, then the optional ones with their
+ * defaults):
  *
  * <ul>
  *   <li>defaultInputTokens the cost of a body of unknown size ({@code
@@ -50,166 +52,119 @@ public final class Sessions {
   private final RetryControl retries;
   private final CheckChain checks; // built once here, from the above
 
-  public Sessions(
-      AdmissionController controller,
-      TenantQuotas quotas,
-      TokenEstimator estimator,
-      long defaultInputTokens,
-      Ticker ticker,
-      Clock clock,
-      HoldTimer timer,
-      SessionListener listener,
-      TenantCaps caps,
-      OutputReserves reserves,
-      WorkflowBudget workflows,
-      TailHolds tails,
-      RetryControl retries) {
-    this.controller = Objects.requireNonNull(controller, "controller");
-    this.quotas = Objects.requireNonNull(quotas, "quotas");
-    this.estimator = Objects.requireNonNull(estimator, "estimator");
-    this.defaultInputTokens = defaultInputTokens;
-    this.ticker = Objects.requireNonNull(ticker, "ticker");
-    this.clock = Objects.requireNonNull(clock, "clock");
-    this.timer = Objects.requireNonNull(timer, "timer");
-    this.listener = Objects.requireNonNull(listener, "listener");
-    this.caps = Objects.requireNonNull(caps, "caps");
-    this.reserves = Objects.requireNonNull(reserves, "reserves");
-    this.workflows = Objects.requireNonNull(workflows, "workflows");
-    this.tails = Objects.requireNonNull(tails, "tails");
-    this.retries = Objects.requireNonNull(retries, "retries");
+  private Sessions(Builder b) {
+    this.controller = b.controller;
+    this.quotas = b.quotas;
+    this.estimator = b.estimator;
+    this.defaultInputTokens = b.defaultInputTokens;
+    this.ticker = b.ticker;
+    this.clock = b.clock;
+    this.timer = b.timer;
+    this.listener = b.listener;
+    this.caps = b.caps;
+    this.reserves = b.reserves;
+    this.workflows =
+        b.workflows != null
+            ? b.workflows
+            : new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
+    this.tails = b.tails != null ? b.tails : new TailHolds();
+    this.retries = b.retries;
     this.checks = CheckChain.of(quotas, clock, listener, controller, caps, workflows, retries);
   }
 
-  /** Without retry control. */
-  public Sessions(
-      AdmissionController controller,
-      TenantQuotas quotas,
-      TokenEstimator estimator,
-      long defaultInputTokens,
-      Ticker ticker,
-      Clock clock,
-      HoldTimer timer,
-      SessionListener listener,
-      TenantCaps caps,
-      OutputReserves reserves,
-      WorkflowBudget workflows,
-      TailHolds tails) {
-    this(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        reserves,
-        workflows,
-        tails,
-        RetryControl.off());
-  }
-
-  /** These sessions with retry control. */
-  public Sessions withRetries(RetryControl r) {
-    return new Sessions(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        reserves,
-        workflows,
-        tails,
-        r);
-  }
+  /** {@code estimation.defaultInputTokens}'s default: the cost of a body of unknown size. */
+  public static final long DEFAULT_INPUT_TOKENS = 1024;
 
   /**
-   * Sessions without a learned output reserve, with a workflow budget and held tails of their own
-   * (tests, tools; a server passes its process's: {@link #withReserves}, {@link #withWorkflows},
-   * {@link #withTails}).
+   * Sessions on these required parts; the rest default to a replica on its own (tests, tools): a
+   * body of unknown size costs {@link #DEFAULT_INPUT_TOKENS}, the tenants' {@code maxInFlight} is
+   * this replica's ({@link TenantCaps#none()}), no learned output reserve ({@link
+   * OutputReserves#off()}), a workflow budget and held tails of their own, no retry control ({@link
+   * RetryControl#off()}). A server passes its process's reserves, workflows and tails.
    */
-  public Sessions(
+  public static Builder builder(
       AdmissionController controller,
       TenantQuotas quotas,
       TokenEstimator estimator,
-      long defaultInputTokens,
-      Ticker ticker,
-      Clock clock,
-      HoldTimer timer,
-      SessionListener listener,
-      TenantCaps caps) {
-    this(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        OutputReserves.off(),
-        new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
-        new TailHolds());
-  }
-
-  /** These sessions with the process's learned output reserve. */
-  public Sessions withReserves(OutputReserves r) {
-    return with(r, workflows, tails);
-  }
-
-  /** These sessions with the process's workflow budgets. */
-  public Sessions withWorkflows(WorkflowBudget w) {
-    return with(reserves, w, tails);
-  }
-
-  /** These sessions with the process's held tails. */
-  public Sessions withTails(TailHolds t) {
-    return with(reserves, workflows, t);
-  }
-
-  private Sessions with(OutputReserves r, WorkflowBudget w, TailHolds t) {
-    return new Sessions(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        caps,
-        r,
-        w,
-        t,
-        retries);
-  }
-
-  /** Sessions whose tenants' {@code maxInFlight} is this replica's own (no shared store). */
-  public Sessions(
-      AdmissionController controller,
-      TenantQuotas quotas,
-      TokenEstimator estimator,
-      long defaultInputTokens,
       Ticker ticker,
       Clock clock,
       HoldTimer timer,
       SessionListener listener) {
-    this(
-        controller,
-        quotas,
-        estimator,
-        defaultInputTokens,
-        ticker,
-        clock,
-        timer,
-        listener,
-        TenantCaps.none());
+    return new Builder(controller, quotas, estimator, ticker, clock, timer, listener);
+  }
+
+  /** The optional parts of {@link Sessions}, each with its default (see {@link #builder}). */
+  public static final class Builder {
+    private final AdmissionController controller;
+    private final TenantQuotas quotas;
+    private final TokenEstimator estimator;
+    private final Ticker ticker;
+    private final Clock clock;
+    private final HoldTimer timer;
+    private final SessionListener listener;
+    private long defaultInputTokens = DEFAULT_INPUT_TOKENS;
+    private TenantCaps caps = TenantCaps.none();
+    private OutputReserves reserves = OutputReserves.off();
+    private @Nullable WorkflowBudget workflows; // null: a budget of the sessions' own
+    private @Nullable TailHolds tails; // null: held tails of the sessions' own
+    private RetryControl retries = RetryControl.off();
+
+    private Builder(
+        AdmissionController controller,
+        TenantQuotas quotas,
+        TokenEstimator estimator,
+        Ticker ticker,
+        Clock clock,
+        HoldTimer timer,
+        SessionListener listener) {
+      this.controller = Objects.requireNonNull(controller, "controller");
+      this.quotas = Objects.requireNonNull(quotas, "quotas");
+      this.estimator = Objects.requireNonNull(estimator, "estimator");
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      this.clock = Objects.requireNonNull(clock, "clock");
+      this.timer = Objects.requireNonNull(timer, "timer");
+      this.listener = Objects.requireNonNull(listener, "listener");
+    }
+
+    /** The cost of a body of unknown size ({@code estimation.defaultInputTokens}). */
+    public Builder defaultInputTokens(long tokens) {
+      this.defaultInputTokens = tokens;
+      return this;
+    }
+
+    /** The tenants' {@code maxInFlight} across replicas. */
+    public Builder caps(TenantCaps c) {
+      this.caps = Objects.requireNonNull(c, "caps");
+      return this;
+    }
+
+    /** The process's learned output reserve. */
+    public Builder reserves(OutputReserves r) {
+      this.reserves = Objects.requireNonNull(r, "reserves");
+      return this;
+    }
+
+    /** The process's workflow budgets. */
+    public Builder workflows(WorkflowBudget w) {
+      this.workflows = Objects.requireNonNull(w, "workflows");
+      return this;
+    }
+
+    /** The process's held tails. */
+    public Builder tails(TailHolds t) {
+      this.tails = Objects.requireNonNull(t, "tails");
+      return this;
+    }
+
+    /** Retry control of this snapshot. */
+    public Builder retries(RetryControl r) {
+      this.retries = Objects.requireNonNull(r, "retries");
+      return this;
+    }
+
+    public Sessions build() {
+      return new Sessions(this);
+    }
   }
 
   public AdmissionController controller() {

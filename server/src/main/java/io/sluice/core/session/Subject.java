@@ -34,7 +34,7 @@ public record Subject(
     Tenant tenant,
     long arrivalNanos,
     long deadlineNanos,
-    String operationId,
+    @Nullable String operationId,
     long maxHoldNanos,
     boolean shadow,
     int fanout,
@@ -45,86 +45,5 @@ public record Subject(
     Objects.requireNonNull(requestClass, "requestClass");
     Objects.requireNonNull(tenant, "tenant");
     Objects.requireNonNull(attempt, "attempt");
-  }
-
-  /** A request whose attempt signals say nothing. */
-  public Subject(
-      String route,
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      RequestFormat format,
-      Tenant tenant,
-      long arrivalNanos,
-      long deadlineNanos,
-      String operationId,
-      long maxHoldNanos,
-      boolean shadow,
-      int fanout,
-      @Nullable String workflow) {
-    this(
-        route,
-        pool,
-        requestClass,
-        format,
-        tenant,
-        arrivalNanos,
-        deadlineNanos,
-        operationId,
-        maxHoldNanos,
-        shadow,
-        fanout,
-        workflow,
-        io.sluice.core.retry.AttemptSignals.NONE);
-  }
-
-  /** A request without declared fan-out or workflow. */
-  public Subject(
-      String route,
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      RequestFormat format,
-      Tenant tenant,
-      long arrivalNanos,
-      long deadlineNanos,
-      String operationId,
-      long maxHoldNanos,
-      boolean shadow) {
-    this(
-        route,
-        pool,
-        requestClass,
-        format,
-        tenant,
-        arrivalNanos,
-        deadlineNanos,
-        operationId,
-        maxHoldNanos,
-        shadow,
-        0,
-        null);
-  }
-
-  /** An enforced request ({@code mode: enforce}). */
-  public Subject(
-      String route,
-      PoolPolicy pool,
-      ClassPolicy requestClass,
-      RequestFormat format,
-      Tenant tenant,
-      long arrivalNanos,
-      long deadlineNanos,
-      String operationId,
-      long maxHoldNanos) {
-    this(
-        route,
-        pool,
-        requestClass,
-        format,
-        tenant,
-        arrivalNanos,
-        deadlineNanos,
-        operationId,
-        maxHoldNanos,
-        false);
   }
 }

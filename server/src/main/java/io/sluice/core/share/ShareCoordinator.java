@@ -227,14 +227,13 @@ public final class ShareCoordinator {
     Mode mode = Mode.WAITING;
     long grantedWork;
     int grantedRequests;
-    long demandWork;
-    int demandRequests;
+    // what it last reported (in flight, waiting, refused; by class): the demand it exchanged
+    Demand demand = new Demand(0, 0, 0, 0, 0, 0, 0, 0, 0, List.of());
     long lastGrantNanos;
     boolean granted;
     boolean started;
     boolean pending;
     List<ShareStore.Peer> peers = List.of();
-    List<ClassDemand> classLoads = List.of();
     Map<String, Load> idleParts = Map.of();
     final Probation probation = new Probation();
     final Tally tally = new Tally();
@@ -261,16 +260,14 @@ public final class ShareCoordinator {
       }
       PoolPolicy p = state.policy();
       Demand d = state.demand();
-      demandWork = d.demandWork();
-      demandRequests = d.demandRequests();
+      demand = d;
       List<ClassDemand> mine = d.classes();
-      classLoads = mine;
       int capRequests = Math.max(0, p.maxRequests());
       ShareTargets.Targets target =
           ShareTargets.targets(
               replica,
               peers,
-              classLoads,
+              mine,
               p.capacityWorkUnits(),
               capRequests,
               mode.floor(),
@@ -292,8 +289,8 @@ public final class ShareCoordinator {
               targetRequests,
               d.workInFlight(),
               d.requestsInFlight(),
-              demandWork,
-              demandRequests,
+              d.demandWork(),
+              d.demandRequests(),
               mine);
       pending = true;
       CompletionStage<ShareStore.Grant> answer;
@@ -403,8 +400,8 @@ public final class ShareCoordinator {
           mode,
           grantedWork,
           grantedRequests,
-          demandWork,
-          demandRequests,
+          demand.demandWork(),
+          demand.demandRequests(),
           granted ? now - lastGrantNanos : -1,
           peers.size(),
           tally.renewals,

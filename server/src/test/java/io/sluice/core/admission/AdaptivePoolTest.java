@@ -68,7 +68,7 @@ class AdaptivePoolTest {
 
   Decision decide(AdmissionController c, PoolPolicy p, long holdNanos, QueueHoldTest.Recorder w) {
     return c.decide(
-        new AdmissionRequest(p, chat, tenant, 100, time.nanos(), time.nanos() + 60 * SEC),
+        new AdmissionRequest(p, chat, tenant, 100, time.nanos(), time.nanos() + 60 * SEC, -1, -1),
         Ask.hold(holdNanos, w, time.nanos()));
   }
 

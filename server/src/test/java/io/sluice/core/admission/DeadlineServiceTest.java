@@ -281,7 +281,14 @@ class DeadlineServiceTest {
           ((Decision.Admit)
                   controller.decide(
                       new AdmissionRequest(
-                          pool, docs, tenant, 200, time.nanos(), time.nanos() + 600_000 * MS),
+                          pool,
+                          docs,
+                          tenant,
+                          200,
+                          time.nanos(),
+                          time.nanos() + 600_000 * MS,
+                          -1,
+                          -1),
                       Ask.now(time.nanos())))
               .permit();
       time.advance(Duration.ofSeconds(2));
@@ -289,10 +296,12 @@ class DeadlineServiceTest {
     }
     // 4,200 units would be 42 s at that rate; the evidence covers 400 units (4 s)
     AdmissionRequest big =
-        new AdmissionRequest(pool, docs, tenant, 4200, time.nanos(), time.nanos() + 30_000 * MS);
+        new AdmissionRequest(
+            pool, docs, tenant, 4200, time.nanos(), time.nanos() + 30_000 * MS, -1, -1);
     assertThat(decideNow(big)).isInstanceOf(Decision.Admit.class);
     AdmissionRequest tight =
-        new AdmissionRequest(pool, docs, tenant, 4200, time.nanos(), time.nanos() + 3_000 * MS);
+        new AdmissionRequest(
+            pool, docs, tenant, 4200, time.nanos(), time.nanos() + 3_000 * MS, -1, -1);
     assertThat(((Decision.Reject) decideNow(tight)).reason())
         .isEqualTo(Reason.DEADLINE_UNREACHABLE);
   }

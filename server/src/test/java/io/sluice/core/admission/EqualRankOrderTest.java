@@ -56,7 +56,8 @@ class EqualRankOrderTest {
       ClassPolicy c = n % 2 == 0 ? interactive : batch;
       Decision d =
           controller.decide(
-              new AdmissionRequest(pool, c, tenant, 10, time.nanos(), time.nanos() + HOLD * 3),
+              new AdmissionRequest(
+                  pool, c, tenant, 10, time.nanos(), time.nanos() + HOLD * 3, -1, -1),
               Ask.hold(HOLD, null, time.nanos()));
       running.add(((Decision.Admit) d).permit());
     }
@@ -67,7 +68,8 @@ class EqualRankOrderTest {
       time.advance(Duration.ofMillis(1));
       Decision d =
           controller.decide(
-              new AdmissionRequest(pool, c, tenant, 10, time.nanos(), time.nanos() + HOLD * 3),
+              new AdmissionRequest(
+                  pool, c, tenant, 10, time.nanos(), time.nanos() + HOLD * 3, -1, -1),
               Ask.hold(
                   HOLD,
                   new Waiter() {

@@ -55,7 +55,14 @@ class FullQueueReasonTest {
   private Decision decide(AdmissionController controller, ClassPolicy c, Tenant t, long work) {
     return controller.decide(
         new AdmissionRequest(
-            pool, c, t, work, time.nanos(), time.nanos() + Duration.ofSeconds(30).toNanos()),
+            pool,
+            c,
+            t,
+            work,
+            time.nanos(),
+            time.nanos() + Duration.ofSeconds(30).toNanos(),
+            -1,
+            -1),
         Ask.hold(
             HOLD,
             new Waiter() {

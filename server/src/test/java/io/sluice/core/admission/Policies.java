@@ -34,6 +34,7 @@ final class Policies {
   }
 
   static AdmissionRequest request(PoolPolicy pool, ClassPolicy c, Tenant t, long work, long now) {
-    return new AdmissionRequest(pool, c, t, work, now, now + Duration.ofSeconds(30).toNanos());
+    return new AdmissionRequest(
+        pool, c, t, work, now, now + Duration.ofSeconds(30).toNanos(), -1, -1);
   }
 }

@@ -145,7 +145,9 @@ class QueueHoldPropertiesTest {
                       t,
                       op.work(),
                       time.nanos(),
-                      time.nanos() + Duration.ofSeconds(10).toNanos()),
+                      time.nanos() + Duration.ofSeconds(10).toNanos(),
+                      -1,
+                      -1),
                   Ask.hold(Duration.ofSeconds(5).toNanos(), w, time.nanos()));
           if (d instanceof Decision.Admit a) {
             running.add(a.permit());

@@ -80,7 +80,7 @@ class QueueHoldTest {
 
   private AdmissionRequest req(ClassPolicy c, Tenant t, long work) {
     return new AdmissionRequest(
-        pool, c, t, work, time.nanos(), time.nanos() + Duration.ofSeconds(30).toNanos());
+        pool, c, t, work, time.nanos(), time.nanos() + Duration.ofSeconds(30).toNanos(), -1, -1);
   }
 
   private Decision decide(ClassPolicy c, Tenant t, long work, Waiter w) {
@@ -195,7 +195,9 @@ class QueueHoldTest {
             tenant("a", 1, 0),
             500,
             time.nanos(),
-            time.nanos() + Duration.ofMillis(50).toNanos());
+            time.nanos() + Duration.ofMillis(50).toNanos(),
+            -1,
+            -1);
     Decision d = controller.decide(tight, Ask.hold(HOLD, new Recorder(), time.nanos()));
     Decision.Reject r = (Decision.Reject) d;
     assertThat(r.reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
@@ -277,7 +279,14 @@ class QueueHoldTest {
 
   private AdmissionRequest withDeadline(long work, Duration left) {
     return new AdmissionRequest(
-        pool, interactive, tenant("a", 1, 0), work, time.nanos(), time.nanos() + left.toNanos());
+        pool,
+        interactive,
+        tenant("a", 1, 0),
+        work,
+        time.nanos(),
+        time.nanos() + left.toNanos(),
+        -1,
+        -1);
   }
 
   @Test

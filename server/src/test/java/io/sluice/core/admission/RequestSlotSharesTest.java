@@ -87,7 +87,9 @@ class RequestSlotSharesTest {
                   acme,
                   10,
                   time.nanos(),
-                  time.nanos() + Duration.ofSeconds(60).toNanos()),
+                  time.nanos() + Duration.ofSeconds(60).toNanos(),
+                  -1,
+                  -1),
               Ask.hold(
                   hold,
                   new Waiter() {
@@ -144,7 +146,14 @@ class RequestSlotSharesTest {
   private Decision decide(AdmissionController c, ClassPolicy cls, long hold, List<String> served) {
     return c.decide(
         new AdmissionRequest(
-            pool, cls, acme, 10, time.nanos(), time.nanos() + Duration.ofSeconds(60).toNanos()),
+            pool,
+            cls,
+            acme,
+            10,
+            time.nanos(),
+            time.nanos() + Duration.ofSeconds(60).toNanos(),
+            -1,
+            -1),
         Ask.hold(
             hold,
             new Waiter() {

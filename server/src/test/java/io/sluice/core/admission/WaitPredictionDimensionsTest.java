@@ -49,7 +49,9 @@ class WaitPredictionDimensionsTest {
             acme,
             work,
             time.nanos(),
-            time.nanos() + Duration.ofSeconds(120).toNanos()),
+            time.nanos() + Duration.ofSeconds(120).toNanos(),
+            -1,
+            -1),
         Ask.hold(HOLD, w, time.nanos()));
   }
 

@@ -63,7 +63,11 @@ class AdmissionSessionOverrunTest {
             now,
             now + Duration.ofSeconds(30).toNanos(),
             null,
-            Duration.ofSeconds(5).toNanos());
+            Duration.ofSeconds(5).toNanos(),
+            false,
+            0,
+            null,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession s = sessions.open(subject, front, Runnable::run, SessionSteps.NONE);
     byte[] body =
         ("{\"model\":\"gpt-4o\",\"max_tokens\":100,\"stream\":true,"

@@ -51,16 +51,17 @@ class AdmissionSessionTenantSlotTest {
   private final AdmissionController controller = OneSlotPool.controller();
 
   private Sessions sessions(TenantQuotas.FailureMode mode, TenantCaps c) {
-    return new Sessions(
-        controller,
-        new TenantQuotas(new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT), "test_", mode),
-        new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
-        500,
-        ticker,
-        clock,
-        timer,
-        events::add,
-        c);
+    return Sessions.builder(
+            controller,
+            new TenantQuotas(new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT), "test_", mode),
+            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
+            ticker,
+            clock,
+            timer,
+            events::add)
+        .defaultInputTokens(500)
+        .caps(c)
+        .build();
   }
 
   private Sessions sessions = sessions(TenantQuotas.FailureMode.OPEN, caps);

@@ -107,7 +107,11 @@ class DegradeSessionTest {
             now,
             now + Duration.ofSeconds(30).toNanos(),
             null,
-            Duration.ofSeconds(5).toNanos());
+            Duration.ofSeconds(5).toNanos(),
+            false,
+            0,
+            null,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession s = sessions.open(subject, front, Runnable::run, SessionSteps.NONE);
     s.begin(false, false, -1, ticker.nanos());
     s.decideWithBody(body, 0, body.length, ticker.nanos());
@@ -339,7 +343,11 @@ class DegradeSessionTest {
             now,
             now + Duration.ofSeconds(30).toNanos(),
             null,
-            0); // no queue-hold: refused
+            0,
+            false,
+            0,
+            null,
+            io.sluice.core.retry.AttemptSignals.NONE); // no queue-hold: refused
     AdmissionSession s = sessions.open(subject, f, Runnable::run, SessionSteps.NONE);
     s.forbidDegradation();
     byte[] body = chat(100);

@@ -44,14 +44,15 @@ class LearnedReserveSessionTest {
       new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 1_000_000, 1_000_000));
 
   private Sessions sessions(OutputReserves learner) {
-    return OneSlotPool.sessions(
+    return OneSlotPool.sessionsBuilder(
             controller,
             quotas,
             ticker,
             clock,
             (delayNanos, task) -> () -> {},
             SessionListener.of(new ReserveLearner(learner), events::add))
-        .withReserves(learner);
+        .reserves(learner)
+        .build();
   }
 
   private final Sessions sessions = sessions(reserves);

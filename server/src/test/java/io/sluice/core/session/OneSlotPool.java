@@ -28,17 +28,28 @@ public final class OneSlotPool {
       java.time.Clock clock,
       HoldTimer timer,
       SessionListener listener) {
-    return new Sessions(
-        controller,
-        quotas,
-        new io.sluice.core.estimate.TokenEstimator(
-            io.sluice.core.estimate.EstimatorSettings.defaults(),
-            new io.sluice.core.estimate.TokenCountCache(1 << 16, 32)),
-        500,
-        ticker,
-        clock,
-        timer,
-        listener);
+    return sessionsBuilder(controller, quotas, ticker, clock, timer, listener).build();
+  }
+
+  /** {@link #sessions}'s builder, for a test that sets one more part. */
+  public static Sessions.Builder sessionsBuilder(
+      AdmissionController controller,
+      io.sluice.core.quota.TenantQuotas quotas,
+      io.sluice.core.time.Ticker ticker,
+      java.time.Clock clock,
+      HoldTimer timer,
+      SessionListener listener) {
+    return Sessions.builder(
+            controller,
+            quotas,
+            new io.sluice.core.estimate.TokenEstimator(
+                io.sluice.core.estimate.EstimatorSettings.defaults(),
+                new io.sluice.core.estimate.TokenCountCache(1 << 16, 32)),
+            ticker,
+            clock,
+            timer,
+            listener)
+        .defaultInputTokens(500);
   }
 
   /**
@@ -116,6 +127,10 @@ public final class OneSlotPool {
         nowNanos,
         nowNanos + Duration.ofSeconds(30).toNanos(),
         operationId,
-        maxHoldNanos);
+        maxHoldNanos,
+        false,
+        0,
+        null,
+        io.sluice.core.retry.AttemptSignals.NONE);
   }
 }

@@ -84,8 +84,9 @@ class RetrySessionTest {
   }
 
   private Sessions sessions() {
-    return OneSlotPool.sessions(controller, quotas, ticker, clock, timer, events::add)
-        .withRetries(new RetryControl(policy, store, "t_", true));
+    return OneSlotPool.sessionsBuilder(controller, quotas, ticker, clock, timer, events::add)
+        .retries(new RetryControl(policy, store, "t_", true))
+        .build();
   }
 
   private AdmissionSession start(

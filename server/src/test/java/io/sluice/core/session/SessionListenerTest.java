@@ -82,7 +82,11 @@ class SessionListenerTest {
             now,
             now + Duration.ofSeconds(30).toNanos(),
             null,
-            Duration.ofSeconds(5).toNanos());
+            Duration.ofSeconds(5).toNanos(),
+            false,
+            0,
+            null,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession s =
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     s.begin(true, true, 0, now);

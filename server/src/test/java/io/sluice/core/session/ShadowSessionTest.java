@@ -61,7 +61,10 @@ class ShadowSessionTest {
         now + Duration.ofSeconds(30).toNanos(),
         null,
         maxHold,
-        shadow);
+        shadow,
+        0,
+        null,
+        io.sluice.core.retry.AttemptSignals.NONE);
   }
 
   /** A request without a body (costs its output reserve, 100 tokens), through every step. */

@@ -42,7 +42,9 @@ class TailHoldTest {
   private final AdmissionController controller = OneSlotPool.controller();
   private final TailHolds tails = new TailHolds();
   private final Sessions sessions =
-      OneSlotPool.sessions(controller, quotas, ticker, clock, timer, events::add).withTails(tails);
+      OneSlotPool.sessionsBuilder(controller, quotas, ticker, clock, timer, events::add)
+          .tails(tails)
+          .build();
   private final Tenant tenant = new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0));
 
   /** Runs each task once the fake ticker has reached its time; cancelled tasks never run. */
@@ -81,7 +83,11 @@ class TailHoldTest {
             now,
             now + deadlineNanos,
             null,
-            Duration.ofSeconds(5).toNanos());
+            Duration.ofSeconds(5).toNanos(),
+            false,
+            0,
+            null,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession session =
         sessions.open(s, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     session.begin(true, true, 0, now);
@@ -301,7 +307,11 @@ class TailHoldTest {
             now,
             now + Duration.ofSeconds(30).toNanos(),
             null,
-            Duration.ofSeconds(5).toNanos());
+            Duration.ofSeconds(5).toNanos(),
+            false,
+            0,
+            null,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession s =
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     byte[] body =

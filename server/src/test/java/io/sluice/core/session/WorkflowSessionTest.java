@@ -45,7 +45,7 @@ class WorkflowSessionTest {
           PoolState.ReleaseListener.NONE);
   private final WorkflowBudget budget = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final Sessions sessions =
-      OneSlotPool.sessions(
+      OneSlotPool.sessionsBuilder(
               controller,
               new TenantQuotas(
                   new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
@@ -55,7 +55,8 @@ class WorkflowSessionTest {
               clock,
               timer,
               events::add)
-          .withWorkflows(budget);
+          .workflows(budget)
+          .build();
   private final Tenant tenant = new Tenant("acme", TierPolicy.defaults("pro"));
 
   private AdmissionSession start(
@@ -74,7 +75,8 @@ class WorkflowSessionTest {
             0,
             shadow,
             fanout,
-            workflow);
+            workflow,
+            io.sluice.core.retry.AttemptSignals.NONE);
     AdmissionSession s = sessions.open(subject, f, Runnable::run, SessionSteps.NONE);
     byte[] body =
         ("{\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"

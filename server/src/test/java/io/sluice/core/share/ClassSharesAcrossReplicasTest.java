@@ -74,7 +74,7 @@ class ClassSharesAcrossReplicasTest {
     AdmissionRequest request(ClassPolicy c, long work) {
       long now = ticker.nanos();
       return new AdmissionRequest(
-          POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos());
+          POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos(), -1, -1);
     }
 
     /** Offers {@code count} requests of {@code work}; keeps the admitted ones in flight. */
@@ -217,7 +217,9 @@ class ClassSharesAcrossReplicasTest {
                 TENANT,
                 60,
                 ticker.nanos(),
-                ticker.nanos() + Duration.ofSeconds(30).toNanos()),
+                ticker.nanos() + Duration.ofSeconds(30).toNanos(),
+                -1,
+                -1),
             Ask.hold(Duration.ofSeconds(20).toNanos(), waiter, ticker.nanos()));
     assertThat(d).isInstanceOf(Decision.Queued.class);
     for (int i = 0; i < 8 && started.isEmpty(); i++) {

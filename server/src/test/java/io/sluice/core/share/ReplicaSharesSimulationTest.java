@@ -99,7 +99,7 @@ class ReplicaSharesSimulationTest {
     Decision admit(long work, long now) {
       return controller.decide(
           new AdmissionRequest(
-              POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
+              POOL, CLS, TENANT, work, now, now + Duration.ofSeconds(30).toNanos(), -1, -1),
           Ask.now(now));
     }
 
@@ -122,7 +122,7 @@ class ReplicaSharesSimulationTest {
       Decision d =
           controller.decide(
               new AdmissionRequest(
-                  POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos()),
+                  POOL, c, TENANT, work, now, now + Duration.ofSeconds(30).toNanos(), -1, -1),
               Ask.hold(Duration.ofSeconds(1).toNanos(), w, now));
       if (d instanceof Decision.Admit a) {
         held.add(new Held(a.permit(), now + holdNanos));
@@ -575,7 +575,7 @@ class ReplicaSharesSimulationTest {
                 .controller
                 .decide(
                     new AdmissionRequest(
-                        POOL, CLS, TENANT, 10, now, now + Duration.ofSeconds(30).toNanos()),
+                        POOL, CLS, TENANT, 10, now, now + Duration.ofSeconds(30).toNanos(), -1, -1),
                     Ask.now(now));
       }
       rs.forEach(x -> x.coordinator.tick(List.of(x.pool())));
@@ -730,7 +730,8 @@ class ReplicaSharesSimulationTest {
     long now = ticker.nanos();
     Decision d =
         x.controller.decide(
-            new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L), Ask.now(now));
+            new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L, -1, -1),
+            Ask.now(now));
     assertThat(d).isInstanceOf(Decision.Reject.class);
     assertThat(((Decision.Reject) d).message()).contains("this replica's share: 0 of 8");
   }
@@ -746,7 +747,7 @@ class ReplicaSharesSimulationTest {
     long now = ticker.nanos();
     assertThat(
             x.controller.decide(
-                new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L),
+                new AdmissionRequest(POOL, CLS, TENANT, 1, now, now + 1_000_000_000L, -1, -1),
                 Ask.now(now)))
         .isInstanceOf(Decision.Reject.class);
     ticker.advance(Duration.ofMillis(2100));

@@ -43,7 +43,9 @@ class RestartedReplicaTest {
                   ReplicaSharesSimulationTest.TENANT,
                   10,
                   now,
-                  now + Duration.ofSeconds(30).toNanos()),
+                  now + Duration.ofSeconds(30).toNanos(),
+                  -1,
+                  -1),
               Ask.now(now));
       assertThat(d).isInstanceOf(Decision.Admit.class);
     }

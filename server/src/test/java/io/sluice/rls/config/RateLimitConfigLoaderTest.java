@@ -252,7 +252,8 @@ class RateLimitConfigLoaderTest {
     Files.writeString(dir.resolve(".hidden.yaml"), "domain: c\n");
     Files.writeString(dir.resolve("..data/basic.yaml"), "domain: a\n");
     RateLimitConfig config =
-        RateLimitConfigLoader.loadDirectory(dir, s.runtimeIgnoreDotFiles(), s.mergeDomainConfig());
+        RateLimitConfigLoader.loadDirectory(
+            dir, s.files().ignoreDotFiles(), s.files().mergeDomainConfig());
     assertThat(config.fileKeys()).containsExactly("basic.yaml", "sub.more.yaml");
     assertThat(config.domains()).containsExactlyInAnyOrder("a", "b");
   }
