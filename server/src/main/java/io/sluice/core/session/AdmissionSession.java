@@ -79,7 +79,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.notes = new DecisionNotes(env.clock().millis());
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
-    this.planner = new DegradeLadder(env, subject);
+    this.planner = DegradeLadder.of(env, subject);
     this.plan = UpstreamPlan.asAsked(subject.pool());
     this.checks =
         new CheckRun(env.checks(), this, serial, steps) {
@@ -93,7 +93,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
             front.storeFailed(cause);
           }
         };
-    this.run = new RunningRequest(env, subject, serial, steps, checks, cost, shadow, this::facts);
+    this.run = new RunningRequest(env, subject, serial, steps, checks, cost, shadow, this);
   }
 
   // --- the steps, in order

@@ -54,6 +54,16 @@ final class DegradeLadder implements Planner {
     this.subject = subject;
   }
 
+  /**
+   * The request's planner: a ladder of its own when its class has a degrade ladder or its pool an
+   * engine priority, else the shared {@link Planner.AsAsked} (it would plan nothing, keep nothing).
+   */
+  static Planner of(Sessions env, Subject subject) {
+    return subject.requestClass().degrade().enabled() || subject.pool().enginePriority().enabled()
+        ? new DegradeLadder(env, subject)
+        : Planner.AsAsked.INSTANCE;
+  }
+
   @Override
   public void forbid() {
     forbidden = true;
@@ -96,6 +106,9 @@ final class DegradeLadder implements Planner {
   @Override
   public Planned decide(AdmissionRequest request, Cost asked, boolean atBody, Pool pool) {
     DegradePolicy ladder = ladder();
+    if (ladder == null) { // nothing to plan: the pool decides, no wait ladder
+      return new Planned(pool.decide(request, 0), null, UpstreamPlan.asAsked(subject.pool()));
+    }
     Request r =
         new Request(
             subject,
@@ -106,7 +119,7 @@ final class DegradeLadder implements Planner {
             asked.workUnits(),
             asked.fanOutWork(),
             limits(subject));
-    if (ladder != null && ladder.headroomBelow() > 0) {
+    if (ladder.headroomBelow() > 0) {
       PoolState state = env.controller().pool(subject.pool().name());
       if (state != null
           && state.classHeadroom(subject.requestClass().name()) < ladder.headroomBelow()) {
@@ -118,8 +131,8 @@ final class DegradeLadder implements Planner {
             : waitConcise(ladder, r, request, TRIGGER_HEADROOM, pool);
       }
     }
-    Decision d = pool.decide(request, ladder == null ? 0 : ladder.waitAbove().toNanos());
-    if (!(d instanceof Decision.Degradable) || ladder == null) {
+    Decision d = pool.decide(request, ladder.waitAbove().toNanos());
+    if (!(d instanceof Decision.Degradable)) {
       return new Planned(d, null, UpstreamPlan.asAsked(subject.pool()));
     }
     Run run = tryRungs(env, ladder, r);

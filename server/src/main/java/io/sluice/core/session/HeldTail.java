@@ -1,8 +1,8 @@
 package io.sluice.core.session;
 
+import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
 import java.util.concurrent.Executor;
-import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -15,8 +15,8 @@ import org.jspecify.annotations.Nullable;
 final class HeldTail {
   private final Sessions env;
   private final Executor serial;
-  private final BooleanSupplier release; // the session's release (completed): true if it did
-  private final Runnable releaseSlot; // the session's tenant slot, given back once
+  // its release (completed, true if it did) and its tenant slot, given back once
+  private final RunningRequest run;
   private @Nullable String cause; // why the response's end is not seen; null when it is seen
   private @Nullable Permit permit; // the permit held
   private boolean due; // the predicted end (or the deadline) passed
@@ -24,11 +24,10 @@ final class HeldTail {
   private boolean releasing; // the tail's own release is under way
   private HoldTimer.@Nullable Handle timer;
 
-  HeldTail(Sessions env, Executor serial, BooleanSupplier release, Runnable releaseSlot) {
+  HeldTail(Sessions env, Executor serial, RunningRequest run) {
     this.env = env;
     this.serial = serial;
-    this.release = release;
-    this.releaseSlot = releaseSlot;
+    this.run = run;
   }
 
   /** Why the response's end is not seen, or null when it is seen. */
@@ -58,7 +57,8 @@ final class HeldTail {
     boolean guessed = p != null && p.pool().serviceTimeGuessed();
     env.listener().on(new SessionEvent.ResponseEndUnseen(subject, cause, guessed));
     if (p == null || !p.markEndUnseen()) {
-      var unused = release.getAsBoolean(); // nothing held (a shadow pass), or released already
+      var unused =
+          run.release(Outcome.COMPLETED); // nothing held (a shadow pass), or released already
       return;
     }
     if (!env.tails().add(this)) { // the server shuts down
@@ -134,8 +134,8 @@ final class HeldTail {
     releasing = true;
     env.tails().remove(this);
     cancelTimer();
-    boolean released = release.getAsBoolean();
-    releaseSlot.run(); // a no-op after the release above
+    boolean released = run.release(Outcome.COMPLETED);
+    run.releaseHolds(); // a no-op after the release above
     return released;
   }
 

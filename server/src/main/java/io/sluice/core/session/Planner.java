@@ -42,6 +42,33 @@ interface Planner {
   /** The request is refused: the body is let go. */
   void refused();
 
+  /**
+   * The planner of a request whose class has no degrade ladder and whose pool has no engine
+   * priority: the pool decides it as asked, nothing is kept or rewritten. Stateless, shared.
+   */
+  enum AsAsked implements Planner {
+    INSTANCE;
+
+    @Override
+    public void forbid() {}
+
+    @Override
+    public void offer(byte[] body, int offset, int length) {}
+
+    @Override
+    public Planned decide(AdmissionRequest request, Cost asked, boolean atBody, Pool pool) {
+      return new Planned(pool.decide(request, 0), null, UpstreamPlan.asAsked(request.pool()));
+    }
+
+    @Override
+    public UpstreamPlan admitted(UpstreamPlan plan, boolean atBody) {
+      return plan; // no engine priority, no rung: what the upstream gets is the plan
+    }
+
+    @Override
+    public void refused() {}
+  }
+
   /** The session's own ask of its pool: its waiter and hold, a wait ladder above a wait. */
   @FunctionalInterface
   interface Pool {

@@ -8,7 +8,6 @@ import io.sluice.core.estimate.Usage;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.concurrent.Executor;
-import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -25,9 +24,10 @@ final class RunningRequest {
   private final CheckRun checks;
   private final RequestCost cost;
   private final @Nullable ShadowVerdicts shadow;
-  private final Supplier<RequestFacts> facts; // the session's, for the Released event
+  private final Executor serial;
+  private final AdmissionSession session; // its facts, for the Released event
   private final ResponseMeter response;
-  private final HeldTail tail;
+  private @Nullable HeldTail tail; // once the response's end goes unseen (rare): null until then
   private volatile @Nullable Permit permit; // read by the front end's idle sweep on another thread
 
   RunningRequest(
@@ -38,15 +38,21 @@ final class RunningRequest {
       CheckRun checks,
       RequestCost cost,
       @Nullable ShadowVerdicts shadow,
-      Supplier<RequestFacts> facts) {
+      AdmissionSession session) {
     this.env = env;
     this.steps = steps;
     this.checks = checks;
     this.cost = cost;
     this.shadow = shadow;
-    this.facts = facts;
+    this.serial = serial;
+    this.session = session;
     this.response = new ResponseMeter(env, subject);
-    this.tail = new HeldTail(env, serial, () -> release(Outcome.COMPLETED), this::releaseHolds);
+  }
+
+  /** Held for a predicted tail and not released yet ({@link HeldTail#holds}). */
+  private boolean tailHolds() {
+    HeldTail t = tail;
+    return t != null && t.holds();
   }
 
   /** The pool granted {@code p}: from here every path releases it. */
@@ -83,8 +89,9 @@ final class RunningRequest {
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   boolean release(Outcome outcome) {
-    if (tail.holds()) { // held for a predicted tail: the front end's end is only the stream's close
-      return tail.frontDone();
+    HeldTail t = tail;
+    if (t != null && t.holds()) { // held for a predicted tail: the front end's end is the close
+      return t.frontDone();
     }
     Permit p = permit;
     if (p == null) {
@@ -100,7 +107,7 @@ final class RunningRequest {
     Usage u = endUsage(outcome); // the learners hear the release (ReserveLearner, AdaptiveSignals)
     steps.at(Step.DECISION_LOG);
     env.listener()
-        .on(new SessionEvent.Released(facts.get(), outcome, now - p.admittedAtNanos(), u));
+        .on(new SessionEvent.Released(session.facts(), outcome, now - p.admittedAtNanos(), u));
     return true;
   }
 
@@ -115,7 +122,8 @@ final class RunningRequest {
     steps.at(Step.RELEASE);
     Usage u = endUsage(outcome); // shadow mode learns too: enforcing starts warmed
     steps.at(Step.DECISION_LOG);
-    env.listener().on(new SessionEvent.Released(facts.get(), outcome, now - sh.passedAtNanos(), u));
+    env.listener()
+        .on(new SessionEvent.Released(session.facts(), outcome, now - sh.passedAtNanos(), u));
     return true;
   }
 
@@ -138,7 +146,7 @@ final class RunningRequest {
     try {
       release(outcome);
     } finally {
-      if (!tail.holds()) { // a held tail keeps the tenant's slot until it is released
+      if (!tailHolds()) { // a held tail keeps the tenant's slot until it is released
         releaseHolds(); // a no-op unless the release above failed before giving it back
       }
     }
@@ -146,7 +154,7 @@ final class RunningRequest {
 
   /** Last resort of a front end whose cleanup failed part-way: the permit goes back silently. */
   void releaseQuietly(Outcome outcome) {
-    if (tail.holds()) {
+    if (tailHolds()) {
       return; // the tail's timer (or shutdown) releases it
     }
     Permit p = permit;
@@ -160,18 +168,26 @@ final class RunningRequest {
   }
 
   /** Gives the checks' holds back, once (every end path calls it; only the first does anything). */
-  private void releaseHolds() {
+  void releaseHolds() {
     checks.release(AdmissionCheck.Release.ENDED);
   }
 
   /** The response's end will not be seen ({@link AdmissionSession#responseEndUnseen}). */
   void endUnseen(String cause, Subject subject) {
-    tail.unseen(cause, permit, subject, response.eventStream());
+    HeldTail t = tail;
+    if (t == null) {
+      t = new HeldTail(env, serial, this);
+      tail = t;
+    }
+    t.unseen(cause, permit, subject, response.eventStream());
   }
 
   /** The response's end was seen after all: the tail hold is called off. */
   void endSeen() {
-    tail.seen();
+    HeldTail t = tail;
+    if (t != null) {
+      t.seen();
+    }
   }
 
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
@@ -181,6 +197,7 @@ final class RunningRequest {
 
   /** For the decision record: the upstream's answer and the charge, with {@code p} its permit. */
   RequestFacts.End facts(@Nullable Permit p) {
-    return response.facts(tail.cause(), p);
+    HeldTail t = tail;
+    return response.facts(t == null ? null : t.cause(), p);
   }
 }

@@ -29,9 +29,18 @@ public record UpstreamPlan(
     @Nullable String rung,
     @Nullable String trigger) {
 
+  // the last pool's plan as asked: immutable, shared by its requests (most run as asked)
+  private static volatile @Nullable UpstreamPlan lastAsAsked;
+
   /** The request runs as asked, in {@code pool}: nothing rewritten, nothing added. */
   public static UpstreamPlan asAsked(PoolPolicy pool) {
-    return new UpstreamPlan(pool, null, Map.of(), false, null, null, null);
+    UpstreamPlan last = lastAsAsked;
+    if (last != null && last.pool == pool) {
+      return last;
+    }
+    UpstreamPlan plan = new UpstreamPlan(pool, null, Map.of(), false, null, null, null);
+    lastAsAsked = plan;
+    return plan;
   }
 
   /** Where and how the request runs, for the events ({@code p}: its permit, or null). */
