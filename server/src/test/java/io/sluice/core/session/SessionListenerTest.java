@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
-import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantQuotas;
@@ -73,20 +72,11 @@ class SessionListenerTest {
             SessionListener.of(failing, events::add));
     long now = ticker.nanos();
     Subject subject =
-        new Subject(
-            "chat",
-            OneSlotPool.POOL,
-            OneSlotPool.INTERACTIVE,
-            RequestFormat.OPENAI_CHAT,
+        OneSlotPool.chat(
             new Tenant("acme", new TierPolicy("pro", 1, 0, 0, 0, 0)),
             now,
-            now + Duration.ofSeconds(30).toNanos(),
             null,
-            Duration.ofSeconds(5).toNanos(),
-            false,
-            0,
-            null,
-            io.sluice.core.retry.AttemptSignals.NONE);
+            Duration.ofSeconds(5).toNanos());
     AdmissionSession s =
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     s.begin(true, true, 0, now);

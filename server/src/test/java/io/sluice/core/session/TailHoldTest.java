@@ -297,21 +297,7 @@ class TailHoldTest {
   /** Admitted with a body asking for {@code maxTokens} of streamed answer; no response yet. */
   private AdmissionSession admittedWithBody(int maxTokens) {
     long now = ticker.nanos();
-    Subject subject =
-        new Subject(
-            "chat",
-            OneSlotPool.POOL,
-            OneSlotPool.INTERACTIVE,
-            RequestFormat.OPENAI_CHAT,
-            tenant,
-            now,
-            now + Duration.ofSeconds(30).toNanos(),
-            null,
-            Duration.ofSeconds(5).toNanos(),
-            false,
-            0,
-            null,
-            io.sluice.core.retry.AttemptSignals.NONE);
+    Subject subject = OneSlotPool.chat(tenant, now, null, Duration.ofSeconds(5).toNanos());
     AdmissionSession s =
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     byte[] body =
