@@ -19,8 +19,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <ul>
  *   <li>{@code prior}, while the tenant's key has fewer than {@code warmup} answers: what the same
- *       pool, model and scope learned across tenants (each tenant at most half of that weight, so
- *       no tenant sets it alone), else the class's {@code defaultOutputTokens};
+ *       pool, model and scope learned across tenants (each tenant at most {@code warmup - 1}
+ *       answers ahead of all others together, so no tenant sets it alone), else the class's {@code
+ *       defaultOutputTokens};
  *   <li>{@code bound}, from {@code warmup} answers on: an upper confidence bound on the key's
  *       quantile ({@link ReserveBounds}) at {@code confidence}, which tightens as answers arrive;
  *   <li>{@code learned}, once that bound is within one bucket (10 %) of the learned quantile.
@@ -318,7 +319,10 @@ public final class OutputReserves {
     } else { // not warmed, or too few answers for any bound (warmup 1 or 2)
       rule = RULE_PRIOR;
       perAnswer = classDefault > 0 ? classDefault : capPerAnswer;
-      if (s.poolPrior() && s.tenantKeys() && coarse != null && coarse.weighed() >= s.warmup()) {
+      if (s.poolPrior()
+          && s.tenantKeys()
+          && coarse != null
+          && ReserveStats.warm(coarse.weighed(), s.warmup())) {
         ReserveStats.Estimate shared = coarse.estimate(capPerAnswer, s.confidence(), false);
         if (shared.bounded()) {
           perAnswer = shared.tokens();
@@ -389,11 +393,27 @@ public final class OutputReserves {
     ReserveStats coarse =
         keys.get(key(pool, model, scope, quantile, ""), k -> new ReserveStats(quantile));
     coarse.record(
-        capPerAnswer, actual, growth, alpha, cut, s.tenantKeys() ? bounded(tenant) : null);
+        capPerAnswer,
+        actual,
+        growth,
+        alpha,
+        cut,
+        s.tenantKeys() ? bounded(tenant) : null,
+        leadOnCoarseKey(s));
     if (s.tenantKeys()) {
       keys.get(key(pool, model, scope, quantile, tenant), k -> new ReserveStats(quantile))
-          .record(capPerAnswer, actual, growth, alpha, cut, null);
+          .record(capPerAnswer, actual, growth, alpha, cut, null, 0);
     }
+  }
+
+  /**
+   * How many answers one tenant may be ahead of all others together on a coarse key: {@code warmup
+   * - 1} (at least 1). Alone it can never warm the key into a prior for others; with a single
+   * answer of any other tenant it can, and the prior's bound is never below the largest answer
+   * learned, that other tenant's included.
+   */
+  private static double leadOnCoarseKey(Settings s) {
+    return Math.max(1, s.warmup() - 1);
   }
 
   /**

@@ -82,6 +82,15 @@ final class ReserveStats {
   }
 
   /**
+   * Whether a coarse key's weight counts as {@code warmup} answers: the decay of the answers
+   * learned while it filled (under 2 % for five answers at the default half-life) does not hold a
+   * warm key back; half an answer short does.
+   */
+  static boolean warm(double weight, int warmup) {
+    return weight + 0.5 >= warmup;
+  }
+
+  /**
    * One answer's estimate for a cap: the upper bound on the quantile at {@code confidence} in the
    * form that predicted better, at least 1 and at most the cap.
    */
@@ -133,16 +142,23 @@ final class ReserveStats {
 
   /**
    * Learns one answer ({@code cut}: one cut short, a lower bound). On a coarse key {@code tenant}
-   * names who sent it, and it weighs at most what keeps that tenant at half the key's weight.
+   * names who sent it, and it weighs at most what keeps that tenant {@code lead} answers ahead of
+   * all other tenants together (so its share tends to half as the key fills).
    */
   synchronized void record(
-      long cap, double actual, double growth, double alpha, boolean cut, @Nullable String tenant) {
+      long cap,
+      double actual,
+      double growth,
+      double alpha,
+      boolean cut,
+      @Nullable String tenant,
+      double lead) {
     if (cut && !(samples > 0 && actual > absQuantile && actual / cap > relQuantile)) {
       return; // not past the learned quantile: it says nothing usable
     }
     double factor = 1;
     if (tenant != null) {
-      factor = allowance(tenant, growth);
+      factor = allowance(tenant, growth, lead);
       if (!(factor > 0)) {
         return;
       }
@@ -169,15 +185,16 @@ final class ReserveStats {
   }
 
   /**
-   * How much of a full answer {@code tenant} may add so that afterwards it is at most one answer
-   * ahead of all other tenants together (its share tends to half as the key fills; one tenant alone
-   * holds one answer's weight): {@code 1 + (W_others - W_t) / growth} within [0, 1].
+   * How much of a full answer {@code tenant} may add so that afterwards it is at most {@code lead}
+   * answers ahead of all other tenants together (its share tends to half as the key fills; one
+   * tenant alone holds {@code lead} answers' weight): {@code lead + (W_others - W_t) / growth}
+   * within [0, 1].
    */
-  private double allowance(String tenant, double growth) {
+  private double allowance(String tenant, double growth, double lead) {
     LinkedHashMap<String, Double> t = tenants;
     double own = t == null ? 0 : t.getOrDefault(tenant, 0.0);
     double ahead = weight - 2 * own; // others' weight minus its own
-    return Math.min(1, Math.max(0, 1 + (ahead >= 0 ? ahead / growth : ahead)));
+    return Math.min(1, Math.max(0, lead + (ahead >= 0 ? ahead / growth : ahead)));
   }
 
   private void weigh(String tenant, double decay, double factor) {
@@ -298,7 +315,7 @@ final class ReserveStats {
         quantile,
         samples,
         uses,
-        (tenant.isEmpty() && t != null) ? weight >= warmup : samples >= warmup,
+        (tenant.isEmpty() && t != null) ? warm(weight, warmup) : samples >= warmup,
         relativeWins() ? "relative" : "absolute",
         absQuantile,
         relQuantile,
@@ -323,7 +340,7 @@ final class ReserveStats {
       ReserveStats coarse,
       long capPerAnswer,
       OutputReserves.Settings s) {
-    if (coarse.weighed() < s.warmup()) {
+    if (!warm(coarse.weighed(), s.warmup())) {
       return perAnswer;
     }
     Estimate pool = coarse.estimate(capPerAnswer, s.confidence(), false);

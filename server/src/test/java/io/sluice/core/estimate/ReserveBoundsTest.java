@@ -206,7 +206,42 @@ class ReserveBoundsTest {
     assertThat(l.top(10))
         .filteredOn(k -> k.tenant().isEmpty())
         .singleElement()
-        .satisfies(k -> assertThat(k.effectiveSamples()).isLessThanOrEqualTo(1.0));
+        .satisfies(
+            k ->
+                assertThat(k.effectiveSamples())
+                    .isLessThanOrEqualTo(OutputReserves.Settings.DEFAULTS.warmup() - 1.0));
+  }
+
+  /**
+   * A fresh pool: one tenant's answers and a single answer of a second make the coarse key a prior
+   * for a third, at once (the greedy clients of the cold-greedy bench no longer wait for their own
+   * second answer); the prior is never below the largest answer learned.
+   */
+  @Test
+  void prior_oneTenantsAnswersAndOneOfAnother_warmTheCoarseKey() {
+    OutputReserves l = learner();
+    SplittableRandom r = new SplittableRandom(11);
+    for (int i = 0; i < 40; i++) {
+      record(l, "honest", 100 + r.nextInt(201));
+    }
+    assertThat(reserve(l, "greedy", CAP).outputTokens()).isEqualTo(DEFAULT);
+
+    record(l, "greedy", 250);
+
+    OutputReserves.Reserve prior = reserve(l, "greedy", CAP);
+    assertThat(prior.rule()).isEqualTo("prior");
+    assertThat(prior.outputTokens()).isBetween(300L, DEFAULT / 2);
+  }
+
+  @Test
+  void prior_aFloodOfShortAnswersAndOneLongAnswer_isNeverBelowTheLongOne() {
+    OutputReserves l = learner();
+    for (int i = 0; i < 1200; i++) {
+      record(l, "a", 1);
+    }
+    record(l, "b", 2800);
+
+    assertThat(reserve(l, "new", CAP).outputTokens()).isGreaterThanOrEqualTo(2800);
   }
 
   @Test
