@@ -160,7 +160,7 @@ public final class ConfigLoader {
 
     Map<String, TierPolicy> tiers = TenantsSection.tiers(r.get("tiers"));
     SluiceConfig.Tenants tenants = TenantsSection.read(r.get("tenants"), tiers);
-    Map<Signal, List<Source>> signals = SignalsSection.read(r.get("signals"));
+    Map<Signal, List<Source>> signals = SignalsSection.read(r.get("signals"), registered);
     String defaultPool = declaredPools.isEmpty() ? "default" : declaredPools.iterator().next();
     List<SluiceConfig.RouteRule> routes =
         RoutesSection.read(r.get("routes"), declaredPools, declaredClasses, defaultPool);

@@ -42,6 +42,15 @@ public interface ConfigSection<T> {
   }
 
   /**
+   * The header each signal the feature reads is taken from when the policy declares no source for
+   * it ({@code signals.<key>} absent), by signal key; only for signals a client can only hurt
+   * itself with. None by default.
+   */
+  default java.util.Map<String, String> signalHeaders() {
+    return java.util.Map.of();
+  }
+
+  /**
    * The names declared elsewhere in the policy that a section may refer to.
    *
    * @param routes {@code routes[].name}

@@ -39,6 +39,17 @@ public final class RetriesSection implements ConfigSection<RetryPolicy> {
     return p.enabled() ? SIGNALS : Set.of();
   }
 
+  /**
+   * Read from the client's own headers unless the policy says otherwise: a client can only hurt
+   * itself by claiming to be a retry (docs/configuration.md, "Retries").
+   */
+  @Override
+  public Map<String, String> signalHeaders() {
+    return Map.of(
+        SluiceConfig.Signal.RETRY_COUNT.key(), "x-stainless-retry-count",
+        SluiceConfig.Signal.ATTEMPT_COUNT.key(), "x-envoy-attempt-count");
+  }
+
   private static final Set<String> SIGNALS =
       Set.of(
           SluiceConfig.Signal.OPERATION_ID.key(),
