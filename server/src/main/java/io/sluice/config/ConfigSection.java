@@ -34,8 +34,8 @@ public interface ConfigSection<T> {
 
   /**
    * The signals ({@code signals.<key>}) the feature reads from each request while {@code value} is
-   * in force, e.g. {@code operationId}, {@code retryCount}: the resolver reads them from their
-   * trusted sources into the request ({@code Subject.signals()}); none by default.
+   * in force, e.g. {@code operationId}: the resolver reads them from their trusted sources into the
+   * request ({@code Subject.signals()}); none by default.
    */
   default Set<String> signals(T value) {
     return Set.of();

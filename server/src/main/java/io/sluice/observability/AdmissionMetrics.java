@@ -105,7 +105,7 @@ public final class AdmissionMetrics {
     return registry;
   }
 
-  // the meters features bring (RetryMetrics, ...), one per process each, made on first ask
+  // the meters the feature modules bring, one per process each, made on first ask
   private final java.util.concurrent.ConcurrentMap<Class<?>, Object> parts =
       new java.util.concurrent.ConcurrentHashMap<>();
 

@@ -4,9 +4,9 @@ import java.util.Arrays;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The trusted signals a feature's check reads from the request (say {@code retryCount}), by key, as
- * the front end read them from the sources the operator declared trusted ({@code signals}): only
- * the ones a registered feature asks for while it is on, so a request carries no signal nobody
+ * The trusted signals a feature's check reads from the request (say an SDK's retry counter), by
+ * key, as the front end read them from the sources the operator declared trusted ({@code signals}):
+ * only the ones a registered feature asks for while it is on, so a request carries no signal nobody
  * reads. A client header is never here unless the operator declared it a signal's source.
  * Immutable.
  */

@@ -23,8 +23,8 @@ import org.jspecify.annotations.Nullable;
  *     the pool's {@code fanout.perDeclaredCall}
  * @param workflow the trusted {@code workflow} signal (agent run / workflow id, at most {@code
  *     WorkflowBudget.MAX_ID_CHARS} characters), or null
- * @param signals the trusted signals the snapshot's features read (e.g. retry control's {@code
- *     retryCount}); {@link Signals#NONE} when none
+ * @param signals the trusted signals the snapshot's features read (e.g. an SDK's retry counter);
+ *     {@link Signals#NONE} when none
  */
 public record Subject(
     String route,
