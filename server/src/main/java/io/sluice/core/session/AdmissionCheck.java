@@ -136,6 +136,7 @@ public interface AdmissionCheck<A> {
    */
   abstract non-sealed class Held implements Verdict {
     private boolean released;
+    private @Nullable CheckNotes alone; // its note as the request's only one, made on first use
 
     /** The refusal that comes with it, or null to go on. */
     public @Nullable Refusal refusal() {
@@ -144,10 +145,21 @@ public interface AdmissionCheck<A> {
 
     /**
      * What the check notes of the request for its listeners, an immutable value of its own type
-     * (retry control: the attempt), or null: events carry it in {@link RequestFacts#note}.
+     * (say, how a feature classified the request), or null: events carry it in {@link
+     * RequestFacts#note}. The same value at every call.
      */
     public @Nullable Object note() {
       return null;
+    }
+
+    /** Its note as the request's only one: made once, then shared by every event's facts. */
+    final CheckNotes alone(Object note) {
+      CheckNotes n = alone;
+      if (n == null) {
+        n = CheckNotes.one(note);
+        alone = n;
+      }
+      return n;
     }
 
     /**

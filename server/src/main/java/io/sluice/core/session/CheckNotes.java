@@ -20,20 +20,39 @@ public final class CheckNotes {
     this.count = count;
   }
 
-  /** The notes of these holds (the first {@code count}), or {@link #NONE}. */
+  /**
+   * The notes of these holds (the first {@code count}), or {@link #NONE}; a single note's is made
+   * once per request (the hold keeps it), so the facts of each event allocate none.
+   */
   static CheckNotes of(AdmissionCheck.Held @Nullable [] held, int count) {
-    Object[] n = null;
-    int k = 0;
+    int noted = 0;
+    int first = -1;
     for (int i = 0; held != null && i < count; i++) {
+      if (held[i].note() != null) {
+        noted++;
+        first = first < 0 ? i : first;
+      }
+    }
+    if (held == null || noted == 0) {
+      return NONE;
+    }
+    if (noted == 1) {
+      return held[first].alone(java.util.Objects.requireNonNull(held[first].note()));
+    }
+    Object[] n = new Object[noted];
+    int k = 0;
+    for (int i = 0; i < count; i++) {
       Object o = held[i].note();
       if (o != null) {
-        if (n == null) {
-          n = new Object[count - i];
-        }
         n[k++] = o;
       }
     }
-    return n == null ? NONE : new CheckNotes(n, k);
+    return new CheckNotes(n, k);
+  }
+
+  /** One note alone. */
+  static CheckNotes one(Object note) {
+    return new CheckNotes(new Object[] {note}, 1);
   }
 
   /** The first note of {@code type}, or null. */
