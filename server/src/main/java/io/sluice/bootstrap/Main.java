@@ -104,7 +104,7 @@ public final class Main implements Callable<Integer> {
         c.replicas(),
         c.yaml(),
         c.poolModes(),
-        c.retries());
+        c.sections());
   }
 
   private static int port(@Nullable String v, int def, String name) {

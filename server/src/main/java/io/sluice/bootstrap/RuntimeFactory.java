@@ -9,7 +9,6 @@ import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
-import io.sluice.core.retry.RetryControl;
 import io.sluice.core.session.AdaptiveSignals;
 import io.sluice.core.session.ReserveLearner;
 import io.sluice.core.session.SessionListener;
@@ -19,23 +18,28 @@ import io.sluice.core.time.Ticker;
 import io.sluice.extproc.AdmissionRuntime;
 import io.sluice.extproc.ExtProcTables;
 import io.sluice.extproc.QueueTimer;
+import io.sluice.feature.Contributions;
+import io.sluice.feature.FeatureSnapshot;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
 import io.sluice.observability.SessionRecorder;
 import io.sluice.routing.RequestResolver;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Function;
 
 /**
  * The one place a config snapshot becomes an {@link AdmissionRuntime}: the live server builds one
  * at start and one per reload, the warm-up builds its isolated one here too, from parts of its own.
  * The parts are what outlives a snapshot (the controller, metrics, stores, the learned reserve, the
- * workflows' places, the held tails); everything else is made from the snapshot's config.
+ * workflows' places, the held tails); everything else is made from the snapshot's config, the
+ * registered features' parts too ({@link Features}: their checks, listeners, record fields).
  *
  * @param decisionLogs the decision log of a snapshot's settings (the live server's is bounded by
  *     the process's budget; the warm-up's discards its lines)
- * @param stores the tenant buckets and retry attempts are counted in (the warm-up's is a private
- *     in-memory one)
+ * @param stores the tenant buckets and the features' ports (the warm-up's is a private in-memory
+ *     one)
  * @param caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()}: this
  *     replica's own)
  * @param reserves the learned output reserve ({@link OutputReserves#off()}: the old rule)
@@ -61,7 +65,17 @@ record RuntimeFactory(
     DecisionLog decisionLog = decisionLogs.apply(config.decisionLog());
     TenantQuotas quotas =
         new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
-    Sessions sessions =
+    stores.configure(config); // the features' ports follow the snapshot's policy
+    Contributions features = new Contributions();
+    FeatureSnapshot snapshot = new FeatureSnapshot(config, stores, metrics, ticker);
+    Features.ALL.forEach(f -> f.contribute(snapshot, features));
+    List<SessionListener> listeners = new ArrayList<>();
+    // the learners first, as the session learned before it recorded; the features' last
+    listeners.add(new ReserveLearner(reserves));
+    listeners.add(new AdaptiveSignals(controller));
+    listeners.add(new SessionRecorder(metrics, decisionLog, features.recordParts()));
+    listeners.addAll(features.listeners());
+    Sessions.Builder sessions =
         Sessions.builder(
                 controller,
                 quotas,
@@ -69,18 +83,13 @@ record RuntimeFactory(
                 ticker,
                 clock,
                 timer,
-                // the learners first, as the session learned before it recorded
-                SessionListener.of(
-                    new ReserveLearner(reserves),
-                    new AdaptiveSignals(controller),
-                    new SessionRecorder(metrics, decisionLog)))
+                SessionListener.of(listeners.toArray(new SessionListener[0])))
             .defaultInputTokens(config.estimation().defaultInputTokens())
             .caps(caps)
             .reserves(reserves)
             .workflows(workflows)
-            .tails(tails)
-            .retries(retries(config))
-            .build();
+            .tails(tails);
+    features.checks().forEach(sessions::check);
     return new AdmissionRuntime(
         config,
         resolver,
@@ -93,24 +102,13 @@ record RuntimeFactory(
         timer,
         quotas,
         new ExtProcTables(resolver),
-        sessions);
+        sessions.build());
   }
 
   private static TenantQuotas.FailureMode failureMode(SluiceConfig config) {
     return config.quotas().failureMode() == SluiceConfig.Quotas.FailureMode.CLOSED
         ? TenantQuotas.FailureMode.CLOSED
         : TenantQuotas.FailureMode.OPEN;
-  }
-
-  /** Retry control of {@code config} on the stores' attempts, bounded as the config says. */
-  private RetryControl retries(SluiceConfig config) {
-    stores.boundAttempts(config.retries().maxEntries());
-    return new RetryControl(
-        config.retries(),
-        stores.attempts(),
-        config.quotas().keyPrefix(),
-        failureMode(config) == TenantQuotas.FailureMode.OPEN,
-        ticker::nanos);
   }
 
   static EstimatorSettings estimatorSettings(SluiceConfig config) {

@@ -3,11 +3,11 @@ package io.sluice.bootstrap;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.core.store.KeyValueStore;
 import io.sluice.core.time.Ticker;
+import io.sluice.feature.StorePort;
+import io.sluice.feature.StorePorts;
 import io.sluice.rls.RlsMetrics;
 import io.sluice.store.StoreSettings;
-import io.sluice.store.memory.InMemoryAttemptStore;
 import io.sluice.store.memory.InMemoryStore;
-import io.sluice.store.redis.RedisAttemptStore;
 import io.sluice.store.redis.RedisConnection;
 import io.sluice.store.redis.RedisKeyValueStore;
 import io.sluice.store.redis.RedisLimitStore;
@@ -15,6 +15,9 @@ import io.sluice.store.redis.RedisReserveStore;
 import io.sluice.store.redis.RedisShareStore;
 import io.sluice.store.redis.RedisTenantSlots;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -37,10 +40,15 @@ import org.slf4j.LoggerFactory;
  *       backend itself when it is memory (it cannot fail), else a bounded {@link InMemoryStore}.
  * </ul>
  *
+ * <p>The features' store ports ({@link StorePort}: their shared state) are built here once, on the
+ * backend, without being named: each port says how it is built on memory and on Redis, and the
+ * features ask for theirs by port ({@link #port}).
+ *
  * <p>Memory stores are observed as {@code sluice.rls.store.memory.*{store=memory|local}}. The only
- * class that names a store implementation; closing it closes the Redis connection.
+ * class that names a store implementation besides the feature modules' ports; closing it closes the
+ * Redis connection.
  */
-public final class Stores implements AutoCloseable {
+public final class Stores implements AutoCloseable, StorePorts {
   private static final Logger LOG = LoggerFactory.getLogger(Stores.class);
 
   private final StoreSettings settings;
@@ -49,10 +57,8 @@ public final class Stores implements AutoCloseable {
   private final io.sluice.core.share.@Nullable ShareStore shares;
   private final io.sluice.core.quota.@Nullable TenantSlots tenantSlots;
   private final AutoCloseable closer;
-  // retries: the attempts' state, shared exactly when the backend is
-  private final io.sluice.core.retry.AttemptStore attempts;
-  private final io.sluice.store.memory.@org.jspecify.annotations.Nullable InMemoryAttemptStore
-      localAttempts;
+  // the features' ports, built on the backend (shared exactly when it is), by port
+  private final Map<StorePort<?>, Object> ports;
   // the adaptive limits' shared state: Redis only (in memory the pool's own limit is the limit)
   private io.sluice.core.adapt.@org.jspecify.annotations.Nullable LimitStore limits;
   // the learned output reserve's shared state: Redis only (in memory the learner outlives reloads)
@@ -65,10 +71,8 @@ public final class Stores implements AutoCloseable {
       io.sluice.core.share.@Nullable ShareStore shares,
       io.sluice.core.quota.@Nullable TenantSlots tenantSlots,
       AutoCloseable closer,
-      io.sluice.core.retry.AttemptStore attempts) {
-    this.attempts = attempts;
-    this.localAttempts =
-        attempts instanceof io.sluice.store.memory.InMemoryAttemptStore m ? m : null;
+      Map<StorePort<?>, Object> ports) {
+    this.ports = ports;
     this.settings = settings;
     this.shared = shared;
     this.local = local;
@@ -90,6 +94,16 @@ public final class Stores implements AutoCloseable {
 
   public static Stores create(
       StoreSettings settings, Clock clock, Ticker ticker, MeterRegistry registry) {
+    return create(settings, clock, ticker, registry, Features.storePorts());
+  }
+
+  /** The stores, with these features' ports. */
+  static Stores create(
+      StoreSettings settings,
+      Clock clock,
+      Ticker ticker,
+      MeterRegistry registry,
+      List<StorePort<?>> featurePorts) {
     if (settings.redisBackend()) {
       RedisConnection redis = new RedisConnection(settings.redis(), ticker);
       // the key-value store first: warm-up rounds run in the order the ports register
@@ -97,11 +111,12 @@ public final class Stores implements AutoCloseable {
       io.sluice.core.share.ShareStore shares = new RedisShareStore(redis);
       io.sluice.core.adapt.LimitStore limits = new RedisLimitStore(redis);
       io.sluice.core.quota.TenantSlots slots = new RedisTenantSlots(redis);
-      io.sluice.core.retry.AttemptStore attempts = new RedisAttemptStore(redis);
+      Map<StorePort<?>, Object> ports = new LinkedHashMap<>();
+      featurePorts.forEach(p -> ports.put(p, p.redis(redis)));
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
-      bindLateWrites(registry, redis);
-      Stores s = new Stores(settings, keyValue, local, shares, slots, redis, attempts);
+      bindLateWrites(registry, redis, featurePorts);
+      Stores s = new Stores(settings, keyValue, local, shares, slots, redis, ports);
       s.limits = limits;
       s.reserves = new RedisReserveStore(redis);
       return s;
@@ -109,7 +124,14 @@ public final class Stores implements AutoCloseable {
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
     return new Stores(
-        settings, memory, memory, null, null, () -> {}, new InMemoryAttemptStore(ticker, 100_000));
+        settings, memory, memory, null, null, () -> {}, memoryPorts(featurePorts, ticker, false));
+  }
+
+  private static Map<StorePort<?>, Object> memoryPorts(
+      List<StorePort<?>> featurePorts, Ticker ticker, boolean isolated) {
+    Map<StorePort<?>, Object> ports = new LinkedHashMap<>();
+    featurePorts.forEach(p -> ports.put(p, p.memory(ticker, isolated)));
+    return ports;
   }
 
   /** A private in-memory store with the default bound and no metrics (the warm-up's). */
@@ -122,15 +144,24 @@ public final class Stores implements AutoCloseable {
         null,
         null,
         () -> {},
-        new InMemoryAttemptStore(Ticker.system(), 10_000));
+        memoryPorts(Features.storePorts(), Ticker.system(), true));
   }
 
   /** {@code sluice_store_late_writes_undone_total{store}} of the Redis ports that write holders. */
-  private static void bindLateWrites(MeterRegistry registry, RedisConnection redis) {
+  private static void bindLateWrites(
+      MeterRegistry registry, RedisConnection redis, List<StorePort<?>> featurePorts) {
     if (registry == null) {
       return;
     }
-    for (String store : java.util.List.of(RedisAttemptStore.STORE, RedisTenantSlots.STORE)) {
+    List<String> stores = new ArrayList<>();
+    for (StorePort<?> p : featurePorts) {
+      String name = p.lateWriteStore();
+      if (name != null) {
+        stores.add(name);
+      }
+    }
+    stores.add(RedisTenantSlots.STORE);
+    for (String store : stores) {
       io.micrometer.core.instrument.FunctionCounter.builder(
               io.sluice.observability.MetricNames.STORE_LATE_WRITES_UNDONE,
               redis,
@@ -176,18 +207,29 @@ public final class Stores implements AutoCloseable {
   }
 
   /**
-   * Retry control's attempts: the Redis store when the backend is Redis (across replicas), else a
-   * bounded in-process one.
+   * A feature's port as built for this backend: the Redis one when the backend is Redis (across
+   * replicas), else the in-process one.
    */
-  public io.sluice.core.retry.AttemptStore attempts() {
-    return attempts;
+  @Override
+  public <P> P port(StorePort<P> port) {
+    Object p = ports.get(port);
+    if (p == null) {
+      throw new IllegalArgumentException("store port not registered: " + port.name());
+    }
+    @SuppressWarnings("unchecked") // put by create from this very port
+    P typed = (P) p;
+    return typed;
   }
 
-  /** The in-process attempts' bound follows {@code retries.maxEntries} (no-op with Redis). */
-  public void boundAttempts(long maxEntries) {
-    if (localAttempts != null) {
-      localAttempts.resize(maxEntries);
-    }
+  /** Applies a snapshot's policy to every feature port ({@link StorePort#configure}). */
+  void configure(io.sluice.config.SluiceConfig config) {
+    ports.forEach((port, built) -> configure(port, built, config));
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <P> void configure(
+      StorePort<P> port, Object built, io.sluice.config.SluiceConfig config) {
+    port.configure((P) built, config);
   }
 
   /**

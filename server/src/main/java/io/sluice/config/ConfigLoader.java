@@ -7,7 +7,6 @@ import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.retry.RetryPolicy;
 import io.sluice.core.share.ReplicaPolicy;
 import java.io.IOException;
 import java.io.InputStream;
@@ -56,8 +55,16 @@ public final class ConfigLoader {
     return parse(Files.readString(file, StandardCharsets.UTF_8));
   }
 
-  /** Parses and validates; throws {@link ConfigException} listing every error. */
+  /**
+   * Parses and validates with the installed sections ({@link ConfigSections#installed()}); throws
+   * {@link ConfigException} listing every error.
+   */
   public static SluiceConfig parse(String yaml) {
+    return parse(yaml, ConfigSections.installed());
+  }
+
+  /** Parses and validates with these registered sections (after the built-in ones). */
+  public static SluiceConfig parse(String yaml, ConfigSections sections) {
     List<String> errors = new ArrayList<>();
     JsonNode root;
     try {
@@ -69,30 +76,34 @@ public final class ConfigLoader {
       root = YAML.createObjectNode();
     }
     Node r = new Node(root, "", errors);
-    r.only(
-        Set.of(
-            "server",
-            "limits",
-            "estimation",
-            "pools",
-            "classes",
-            "tiers",
-            "tenants",
-            "signals",
-            "routes",
-            "unmatched",
-            "responses",
-            "decisionLog",
-            "rateLimit",
-            "quotas",
-            "replicas",
-            "retries"));
-    SluiceConfig config = build(r, yaml);
+    Set<String> keys = new java.util.HashSet<>(BUILT_IN);
+    sections.list().forEach(s -> keys.add(s.name()));
+    r.only(keys);
+    SluiceConfig config = build(r, yaml, sections);
     if (!errors.isEmpty()) {
       throw new ConfigException(errors);
     }
     return config;
   }
+
+  /** The top-level keys this class reads itself. */
+  private static final Set<String> BUILT_IN =
+      Set.of(
+          "server",
+          "limits",
+          "estimation",
+          "pools",
+          "classes",
+          "tiers",
+          "tenants",
+          "signals",
+          "routes",
+          "unmatched",
+          "responses",
+          "decisionLog",
+          "rateLimit",
+          "quotas",
+          "replicas");
 
   /**
    * {@code (document): not valid YAML at line 3, column 7: <problem> (<context>)}: SnakeYAML's
@@ -136,7 +147,7 @@ public final class ConfigLoader {
     return nl < 0 ? s : s.substring(0, nl);
   }
 
-  private static SluiceConfig build(Node r, String yaml) {
+  private static SluiceConfig build(Node r, String yaml, ConfigSections registered) {
     SluiceConfig.Server server = ServerSection.read(r.get("server"));
     SluiceConfig.Limits limits = ServerSection.limits(r.get("limits"));
     SluiceConfig.Estimation estimation = EstimationSection.read(r.get("estimation"));
@@ -149,7 +160,7 @@ public final class ConfigLoader {
 
     Map<String, TierPolicy> tiers = TenantsSection.tiers(r.get("tiers"));
     SluiceConfig.Tenants tenants = TenantsSection.read(r.get("tenants"), tiers);
-    Map<Signal, List<Source>> signals = SignalsSection.read(r.get("signals"));
+    Map<Signal, List<Source>> signals = SignalsSection.read(r.get("signals"), registered);
     String defaultPool = declaredPools.isEmpty() ? "default" : declaredPools.iterator().next();
     List<SluiceConfig.RouteRule> routes =
         RoutesSection.read(r.get("routes"), declaredPools, declaredClasses, defaultPool);
@@ -160,10 +171,14 @@ public final class ConfigLoader {
     SluiceConfig.RateLimit rateLimit = RateLimitSection.read(r.get("rateLimit"));
     SluiceConfig.Quotas quotas = RateLimitSection.quotas(r.get("quotas"));
     ReplicaPolicy replicas = ReplicasSection.read(r.get("replicas"), pools.policies().keySet());
-    RetryPolicy retries =
-        RetriesSection.read(
-            r.get("retries"),
-            routes.stream().map(SluiceConfig.RouteRule::name).collect(Collectors.toSet()));
+    SectionValues sections =
+        SectionValues.read(
+            r,
+            registered,
+            new ConfigSection.Refs(
+                routes.stream().map(SluiceConfig.RouteRule::name).collect(Collectors.toSet()),
+                declaredPools,
+                declaredClasses));
 
     return new SluiceConfig(
         server,
@@ -183,6 +198,6 @@ public final class ConfigLoader {
         replicas,
         yaml,
         Collections.unmodifiableMap(pools.modes()),
-        retries);
+        sections);
   }
 }

@@ -81,7 +81,7 @@ public final class ConfigWriter {
     poolMode(rn, rp.defaults());
     ObjectNode rpools = rn.putObject("pools");
     rp.pools().forEach((name, m) -> poolMode(rpools.putObject(name), m));
-    root.set("retries", RetriesSection.write(c.retries()));
+    c.sections().writeTo(root);
     return root;
   }
 

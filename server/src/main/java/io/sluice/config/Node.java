@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
  * A cursor over the YAML tree that knows its path and collects errors instead of throwing, so
  * {@code sluice validate} can report every problem at once as {@code path: value (expected: ...)}.
  */
-final class Node {
+public final class Node {
   private static final Pattern DURATION = Pattern.compile("^(\\d+(?:\\.\\d+)?)(ms|s|m|h)$");
   private static final Pattern SIZE = Pattern.compile("^(\\d+)\\s*(B|KiB|MiB|GiB|KB|MB|GB)?$");
 
@@ -35,16 +35,16 @@ final class Node {
     this.errors = errors;
   }
 
-  String path() {
+  public String path() {
     return path;
   }
 
-  boolean present() {
+  public boolean present() {
     return json != null && !json.isNull() && !json.isMissingNode();
   }
 
   /** The value, where the node is known to exist ({@link #present}, or an item or entry). */
-  JsonNode value() {
+  public JsonNode value() {
     return java.util.Objects.requireNonNull(json);
   }
 
@@ -52,11 +52,11 @@ final class Node {
     return json;
   }
 
-  void error(String message) {
+  public void error(String message) {
     errors.add(message);
   }
 
-  void invalid(String value, String expected) {
+  public void invalid(String value, String expected) {
     // Never echo what a credential-like key holds (rateLimit.env.REDIS_AUTH: {...}).
     String key = path.substring(path.lastIndexOf('.') + 1);
     String shown = Secrets.isSecretKey(key) ? Secrets.MASK : Secrets.redactUrls(value);
@@ -69,13 +69,13 @@ final class Node {
     return path.isEmpty() ? key : path + "." + key;
   }
 
-  Node get(String key) {
+  public Node get(String key) {
     JsonNode v = json != null && json.isObject() ? json.get(key) : null;
     return new Node(v, child(key), errors);
   }
 
   /** Reports keys other than {@code allowed}; a typo must never be silently ignored. */
-  Node only(Set<String> allowed) {
+  public Node only(Set<String> allowed) {
     if (present() && !value().isObject()) {
       invalid(value().getNodeType().name().toLowerCase(Locale.ROOT), "a mapping");
       return this;
@@ -96,7 +96,7 @@ final class Node {
     return this;
   }
 
-  String string(String def) {
+  public String string(String def) {
     return java.util.Objects.requireNonNull(optionalString(def)); // asText is never null
   }
 
@@ -112,7 +112,7 @@ final class Node {
     return value().asText();
   }
 
-  String requiredString() {
+  public String requiredString() {
     if (!present()) {
       errors.add(path + ": missing (expected: a string)");
       return "";
@@ -120,7 +120,7 @@ final class Node {
     return string("");
   }
 
-  boolean bool(boolean def) {
+  public boolean bool(boolean def) {
     if (!present()) {
       return def;
     }
@@ -131,7 +131,7 @@ final class Node {
     return value().asBoolean();
   }
 
-  long longValue(long def, long min, long max) {
+  public long longValue(long def, long min, long max) {
     if (!present()) {
       return def;
     }
@@ -142,11 +142,11 @@ final class Node {
     return value().asLong();
   }
 
-  int intValue(int def, int min, int max) {
+  public int intValue(int def, int min, int max) {
     return (int) longValue(def, min, max);
   }
 
-  double doubleValue(double def, double min, double max) {
+  public double doubleValue(double def, double min, double max) {
     if (!present()) {
       return def;
     }
@@ -157,7 +157,7 @@ final class Node {
     return value().asDouble();
   }
 
-  Duration duration(Duration def) {
+  public Duration duration(Duration def) {
     if (!present()) {
       return def;
     }
@@ -181,7 +181,7 @@ final class Node {
     return Duration.ofNanos((long) nanos);
   }
 
-  long bytes(long def) {
+  public long bytes(long def) {
     if (!present()) {
       return def;
     }
@@ -226,7 +226,7 @@ final class Node {
   }
 
   /** Children of a mapping, in file order. */
-  Map<String, Node> entries() {
+  public Map<String, Node> entries() {
     Map<String, Node> out = new LinkedHashMap<>();
     if (!present()) {
       return out;
@@ -241,7 +241,7 @@ final class Node {
     return out;
   }
 
-  List<Node> items() {
+  public List<Node> items() {
     List<Node> out = new ArrayList<>();
     if (!present()) {
       return out;

@@ -12,10 +12,54 @@ import java.util.Set;
  * The {@code retries} section (docs/configuration.md, "Retries"): read and validated here, written
  * back for {@code /config}. Every error names its YAML path and the value expected.
  */
-final class RetriesSection {
+public final class RetriesSection implements ConfigSection<RetryPolicy> {
   private static final ObjectMapper MAPPER = new ObjectMapper();
 
-  private RetriesSection() {}
+  /** The section, to read its value: {@code config.section(RetriesSection.SECTION)}. */
+  public static final RetriesSection SECTION = new RetriesSection();
+
+  /** Registered in {@code META-INF/services/io.sluice.config.ConfigSection}. */
+  public RetriesSection() {}
+
+  @Override
+  public String name() {
+    return "retries";
+  }
+
+  @Override
+  public RetryPolicy defaults() {
+    return RetryPolicy.DEFAULTS;
+  }
+
+  /**
+   * Retry control reads the operation id and the attempt signals of every request while it is on.
+   */
+  @Override
+  public Set<String> signals(RetryPolicy p) {
+    return p.enabled() ? SIGNALS : Set.of();
+  }
+
+  /**
+   * Read from the client's own headers unless the policy says otherwise: a client can only hurt
+   * itself by claiming to be a retry (docs/configuration.md, "Retries").
+   */
+  @Override
+  public Map<String, String> signalHeaders() {
+    return Map.of(
+        SluiceConfig.Signal.RETRY_COUNT.key(), "x-stainless-retry-count",
+        SluiceConfig.Signal.ATTEMPT_COUNT.key(), "x-envoy-attempt-count");
+  }
+
+  private static final Set<String> SIGNALS =
+      Set.of(
+          SluiceConfig.Signal.OPERATION_ID.key(),
+          SluiceConfig.Signal.RETRY_COUNT.key(),
+          SluiceConfig.Signal.ATTEMPT_COUNT.key());
+
+  @Override
+  public RetryPolicy read(Node n, Refs refs) {
+    return read(n, refs.routes());
+  }
 
   /** The section; {@code routeNames}: the routes a per-route override may name. */
   static RetryPolicy read(Node n, Set<String> routeNames) {
@@ -108,7 +152,8 @@ final class RetriesSection {
   }
 
   /** The section as the loader reads it. */
-  static ObjectNode write(RetryPolicy p) {
+  @Override
+  public ObjectNode write(RetryPolicy p) {
     ObjectNode n = MAPPER.createObjectNode();
     n.put("enabled", p.enabled())
         .put("window", ConfigWriter.duration(p.window()))

@@ -15,7 +15,11 @@ import org.jspecify.annotations.Nullable;
 final class SignalsSection {
   private SignalsSection() {}
 
-  static Map<Signal, List<Source>> read(Node s) {
+  /**
+   * The section; a signal a registered section's feature reads ({@link
+   * ConfigSection#signalHeaders}) that the policy leaves out is read from its default header.
+   */
+  static Map<Signal, List<Source>> read(Node s, ConfigSections sections) {
     Map<String, Signal> byKey = new LinkedHashMap<>();
     for (Signal sig : Signal.values()) {
       byKey.put(sig.key(), sig);
@@ -39,13 +43,16 @@ final class SignalsSection {
       }
       out.put(sig, List.copyOf(sources));
     }
-    // retries: read from the client's own headers unless the policy says otherwise;
-    // a client can only hurt itself by claiming to be a retry (docs/configuration.md, "Retries")
-    if (!s.get(Signal.RETRY_COUNT.key()).present()) {
-      out.put(Signal.RETRY_COUNT, List.of(new Source.Header("x-stainless-retry-count")));
-    }
-    if (!s.get(Signal.ATTEMPT_COUNT.key()).present()) {
-      out.put(Signal.ATTEMPT_COUNT, List.of(new Source.Header("x-envoy-attempt-count")));
+    for (ConfigSection<?> section : sections.list()) {
+      section
+          .signalHeaders()
+          .forEach(
+              (key, header) -> {
+                Signal sig = byKey.get(key);
+                if (sig != null && !s.get(key).present()) {
+                  out.put(sig, List.of(new Source.Header(header)));
+                }
+              });
     }
     return java.util.Collections.unmodifiableMap(out);
   }

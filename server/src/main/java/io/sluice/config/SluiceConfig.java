@@ -11,7 +11,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * One immutable, validated snapshot of Sluice's configuration. Built only by {@link ConfigLoader};
- * published as a single reference so readers never lock.
+ * published as a single reference so readers never lock. The sections features register ({@link
+ * ConfigSection}) are held in {@code sections}, read with {@link #section}.
  */
 public record SluiceConfig(
     Server server,
@@ -31,7 +32,12 @@ public record SluiceConfig(
     io.sluice.core.share.ReplicaPolicy replicas,
     String yaml,
     Map<String, Mode> poolModes,
-    io.sluice.core.retry.RetryPolicy retries) {
+    SectionValues sections) {
+
+  /** The value of a registered section ({@link ConfigSection}), or its defaults. */
+  public <T> T section(ConfigSection<T> s) {
+    return sections.get(s);
+  }
 
   /**
    * Observe-only rollout: {@code pools.<name>.mode} and {@code routes[].mode}. {@link #SHADOW}

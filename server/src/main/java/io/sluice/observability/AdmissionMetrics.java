@@ -105,22 +105,17 @@ public final class AdmissionMetrics {
     return registry;
   }
 
-  // retries: the process's retry meters, made on first use
-  private volatile @Nullable RetryMetrics retries;
+  // the meters the feature modules bring, one per process each, made on first ask
+  private final java.util.concurrent.ConcurrentMap<Class<?>, Object> parts =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
-  /** Retry control's meters. */
-  public RetryMetrics retries() {
-    RetryMetrics r = retries;
-    if (r == null) {
-      synchronized (this) {
-        r = retries;
-        if (r == null) {
-          r = new RetryMetrics(registry, tickerNanos);
-          retries = r;
-        }
-      }
-    }
-    return r;
+  /**
+   * A feature's own meters ({@code type}, made once with this registry and ticker): one per
+   * process, so a reload keeps what they count.
+   */
+  public <T> T part(
+      Class<T> type, java.util.function.BiFunction<MeterRegistry, LongSupplier, T> make) {
+    return type.cast(parts.computeIfAbsent(type, t -> make.apply(registry, tickerNanos)));
   }
 
   /**

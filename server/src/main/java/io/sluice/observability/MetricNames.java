@@ -96,33 +96,6 @@ public final class MetricNames {
   public static final String QUOTA_STORE_FAILURES = "sluice.quota.store.failures";
   public static final String QUOTA_RECONCILED = "sluice.quota.reconciled.tokens";
 
-  // Retry control (docs/metrics.md, "Retries"): RetryMetrics.
-  /** Requests classified, by pool, class, kind (original|retry) and reason (earlier refusal). */
-  public static final String ATTEMPTS = "sluice.attempts";
-
-  /** Attempts ÷ originals of the last minute, by pool and class. */
-  public static final String RETRY_AMPLIFICATION = "sluice.retry.amplification";
-
-  /** Retries by outcome (admitted|refused) of retry control's own check. */
-  public static final String RETRIES = "sluice.retries";
-
-  /** Retries that came back with a remembered refusal: behaviour early|honoured. */
-  public static final String RETRY_AFTER_BEHAVIOUR = "sluice.retry.behaviour";
-
-  /** Retries that honoured a Retry-After and then completed with a 2xx. */
-  public static final String RETRY_AFTER_SUCCESS = "sluice.retry.after.success";
-
-  /**
-   * Requests whose operation was already in flight or completed: action refused|admitted|replay.
-   */
-  public static final String DUPLICATE_OPERATIONS = "sluice.duplicate.operations";
-
-  /** Tokens left in the retry budget bucket a request of the pool last drew on. */
-  public static final String RETRY_BUDGET_TOKENS = "sluice.retry.budget.tokens";
-
-  /** The attempts store did not answer, by failure mode (open|closed). */
-  public static final String RETRY_STORE_FAILURES = "sluice.retry.store.failures";
-
   /**
    * Writes to the shared store (Redis) that landed after their call had timed out and were taken
    * back (an in-flight claim, a tenant slot), by store ({@code attempts}, {@code tenant_slots}).

@@ -20,6 +20,33 @@ import java.util.function.LongSupplier;
  * the same over any range.
  */
 public final class RetryMetrics {
+  // The meter names (docs/metrics.md, "Retries").
+  /** Requests classified, by pool, class, kind (original|retry) and reason (earlier refusal). */
+  public static final String ATTEMPTS = "sluice.attempts";
+
+  /** Attempts ÷ originals of the last minute, by pool and class. */
+  public static final String RETRY_AMPLIFICATION = "sluice.retry.amplification";
+
+  /** Retries by outcome (admitted|refused) of retry control's own check. */
+  public static final String RETRIES = "sluice.retries";
+
+  /** Retries that came back with a remembered refusal: behaviour early|honoured. */
+  public static final String RETRY_AFTER_BEHAVIOUR = "sluice.retry.behaviour";
+
+  /** Retries that honoured a Retry-After and then completed with a 2xx. */
+  public static final String RETRY_AFTER_SUCCESS = "sluice.retry.after.success";
+
+  /**
+   * Requests whose operation was already in flight or completed: action refused|admitted|replay.
+   */
+  public static final String DUPLICATE_OPERATIONS = "sluice.duplicate.operations";
+
+  /** Tokens left in the retry budget bucket a request of the pool last drew on. */
+  public static final String RETRY_BUDGET_TOKENS = "sluice.retry.budget.tokens";
+
+  /** The attempts store did not answer, by failure mode (open|closed). */
+  public static final String RETRY_STORE_FAILURES = "sluice.retry.store.failures";
+
   private static final long MINUTE_NANOS = 60_000_000_000L;
 
   private final MeterRegistry registry;
@@ -28,7 +55,8 @@ public final class RetryMetrics {
   private final ConcurrentMap<PoolClass, Window> windows = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, AtomicLong> budgetMillitokens = new ConcurrentHashMap<>();
 
-  RetryMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
+  /** The process's retry meters (one per registry: {@code AdmissionMetrics.part}). */
+  public RetryMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
     this.tickerNanos = tickerNanos;
   }
@@ -44,7 +72,7 @@ public final class RetryMetrics {
     w.add(a.retry(), tickerNanos.getAsLong());
     if (a.retry()) {
       counter(
-              MetricNames.RETRIES,
+              RETRIES,
               "pool",
               pool,
               "class",
@@ -53,14 +81,7 @@ public final class RetryMetrics {
               a.refusal() == null ? "admitted" : "refused")
           .increment();
       if (!a.retryAfter().equals(Attempt.NONE)) {
-        counter(
-                MetricNames.RETRY_AFTER_BEHAVIOUR,
-                "pool",
-                pool,
-                "class",
-                cls,
-                "behaviour",
-                a.retryAfter())
+        counter(RETRY_AFTER_BEHAVIOUR, "pool", pool, "class", cls, "behaviour", a.retryAfter())
             .increment();
       }
     }
@@ -69,7 +90,7 @@ public final class RetryMetrics {
           a.duplicate().equals(Attempt.REPLAY)
               ? "replay"
               : a.refusal() != null ? "refused" : "admitted";
-      counter(MetricNames.DUPLICATE_OPERATIONS, "pool", pool, "action", action).increment();
+      counter(DUPLICATE_OPERATIONS, "pool", pool, "action", action).increment();
     }
     if (!Double.isNaN(a.budgetTokens())) {
       AtomicLong b = budget(pool);
@@ -79,14 +100,13 @@ public final class RetryMetrics {
       }
     }
     if (a.storeFailed()) {
-      counter(MetricNames.RETRY_STORE_FAILURES, "mode", a.refusal() != null ? "closed" : "open")
-          .increment();
+      counter(RETRY_STORE_FAILURES, "mode", a.refusal() != null ? "closed" : "open").increment();
     }
   }
 
   /** A retry that honoured its Retry-After completed with a 2xx. */
   public void honouredSucceeded(String pool, String cls) {
-    counter(MetricNames.RETRY_AFTER_SUCCESS, "pool", pool, "class", cls).increment();
+    counter(RETRY_AFTER_SUCCESS, "pool", pool, "class", cls).increment();
   }
 
   private Counter counter(String name, String... tags) {
@@ -100,8 +120,7 @@ public final class RetryMetrics {
   }
 
   private Counter attempts(String pool, String cls, String kind, String reason) {
-    return counter(
-        MetricNames.ATTEMPTS, "pool", pool, "class", cls, "kind", kind, "reason", reason);
+    return counter(ATTEMPTS, "pool", pool, "class", cls, "kind", kind, "reason", reason);
   }
 
   private Window window(String pool, String cls) {
@@ -112,7 +131,7 @@ public final class RetryMetrics {
 
   private Window newWindow(String pool, String cls) {
     Window w = new Window(attempts(pool, cls, "original", Attempt.NONE));
-    Gauge.builder(MetricNames.RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
+    Gauge.builder(RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
         .tags("pool", pool, "class", cls)
         .description("attempts / originals over the last one to two minutes (1 = no retries)")
         .register(registry);
@@ -130,7 +149,7 @@ public final class RetryMetrics {
             pool,
             p -> {
               AtomicLong v = new AtomicLong();
-              Gauge.builder(MetricNames.RETRY_BUDGET_TOKENS, v, x -> x.get() / 1000.0)
+              Gauge.builder(RETRY_BUDGET_TOKENS, v, x -> x.get() / 1000.0)
                   .tags("pool", p)
                   .description(
                       "tokens left in the retry budget bucket a request of the pool last drew on")
@@ -141,14 +160,13 @@ public final class RetryMetrics {
 
   private static String description(String name) {
     return switch (name) {
-      case MetricNames.ATTEMPTS ->
+      case ATTEMPTS ->
           "requests classified by retry control: kind original|retry, reason of the refusal before";
-      case MetricNames.RETRIES -> "retries admitted or refused by retry control";
-      case MetricNames.RETRY_AFTER_BEHAVIOUR ->
+      case RETRIES -> "retries admitted or refused by retry control";
+      case RETRY_AFTER_BEHAVIOUR ->
           "retries that came back after a refusal: before (early) or after (honoured) Retry-After";
-      case MetricNames.RETRY_AFTER_SUCCESS ->
-          "retries that honoured Retry-After and completed with a 2xx";
-      case MetricNames.DUPLICATE_OPERATIONS ->
+      case RETRY_AFTER_SUCCESS -> "retries that honoured Retry-After and completed with a 2xx";
+      case DUPLICATE_OPERATIONS ->
           "requests whose operation was in flight or completed recently, by action";
       default -> "retry control's attempts store did not answer, by failure mode";
     };

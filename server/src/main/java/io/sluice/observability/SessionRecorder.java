@@ -21,10 +21,20 @@ import io.sluice.core.session.Subject;
 public final class SessionRecorder implements SessionListener {
   private final AdmissionMetrics metrics;
   private final DecisionLog decisionLog;
+  private final DecisionRecordPart[] parts;
 
   public SessionRecorder(AdmissionMetrics metrics, DecisionLog decisionLog) {
+    this(metrics, decisionLog, java.util.List.of());
+  }
+
+  /** With the fields the features' parts add to every record ({@link DecisionRecordPart}). */
+  public SessionRecorder(
+      AdmissionMetrics metrics,
+      DecisionLog decisionLog,
+      java.util.List<? extends DecisionRecordPart> parts) {
     this.metrics = metrics;
     this.decisionLog = decisionLog;
+    this.parts = parts.toArray(new DecisionRecordPart[0]);
   }
 
   @Override
@@ -61,9 +71,6 @@ public final class SessionRecorder implements SessionListener {
     } else if (event instanceof SessionEvent.DegradeSkipped e) {
       Subject s = e.subject();
       metrics.degradeSkipped(s.pool().name(), s.requestClass().name(), e.rung(), e.cause());
-    } else if (event instanceof SessionEvent.Attempted e) {
-      Subject s = e.subject();
-      metrics.retries().attempted(s.pool().name(), s.requestClass().name(), e.attempt());
     } else if (event instanceof SessionEvent.Shadowed e) {
       Subject s = e.subject();
       metrics.shadowed(
@@ -166,11 +173,6 @@ public final class SessionRecorder implements SessionListener {
           .forClass(f.run().pool().name(), s.requestClass().name(), s.tenant().tier().name())
           .released(e.outcome(), e.heldNanos());
     }
-    if (f.attempt().retryAfter().equals(io.sluice.core.retry.Attempt.HONOURED)
-        && e.outcome() == Outcome.COMPLETED
-        && f.end().upstreamStatus() / 100 == 2) { // retries
-      metrics.retries().honouredSucceeded(s.pool().name(), s.requestClass().name());
-    }
     Usage u = e.usage();
     RequestFacts.Estimate est = f.estimate();
     Charge charge = f.end().charge();
@@ -211,7 +213,7 @@ public final class SessionRecorder implements SessionListener {
   }
 
   /** The record of an admitted (or degraded) request, before its end's fields. */
-  private static AdmissionRecord.Builder admitRecord(RequestFacts f) {
+  private AdmissionRecord.Builder admitRecord(RequestFacts f) {
     RequestFacts.Run run = f.run();
     String rung = run.degradedRung();
     AdmissionRecord.Builder b =
@@ -263,8 +265,11 @@ public final class SessionRecorder implements SessionListener {
     };
   }
 
-  /** The fields every record carries: arrival, decision, the request's place, the estimate. */
-  private static AdmissionRecord.Builder record(
+  /**
+   * The fields every record carries: arrival, decision, the request's place, the estimate; then
+   * what the features' parts add (retry control: the attempt).
+   */
+  private AdmissionRecord.Builder record(
       RequestFacts f,
       io.sluice.api.v1.Decision decision,
       Reason reason,
@@ -296,22 +301,6 @@ public final class SessionRecorder implements SessionListener {
     if (s.workflow() != null) {
       b.setWorkflowId(s.workflow());
     }
-    io.sluice.core.retry.Attempt a = f.attempt();
-    if (a.classified()) { // retries
-      io.sluice.api.v1.Attempt.Builder ab =
-          io.sluice.api.v1.Attempt.newBuilder()
-              .setNumber(a.number())
-              .setClassification(a.kind())
-              .setSignal(a.signal())
-              .setRetryAfter(a.retryAfter())
-              .setPreviousReason(a.previousReason())
-              .setDuplicate(a.duplicate())
-              .setStoreFailed(a.storeFailed());
-      if (!Double.isNaN(a.budgetTokens())) {
-        ab.setBudgetTokens(a.budgetTokens());
-      }
-      b.setAttempt(ab);
-    }
     io.sluice.core.adapt.AdaptiveLimit.Snapshot limit = d.limit();
     if (limit != null) {
       b.setCapacity(
@@ -342,6 +331,9 @@ public final class SessionRecorder implements SessionListener {
       } else {
         b.setEstimate(e);
       }
+    }
+    for (DecisionRecordPart p : parts) {
+      p.write(f, b);
     }
     return b;
   }

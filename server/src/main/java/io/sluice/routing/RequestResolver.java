@@ -34,11 +34,22 @@ public final class RequestResolver {
   private final Tenant anonymous;
   private final TierPolicy unknownTier;
   private final java.util.Map<String, Tenant> knownTenants = new java.util.HashMap<>();
-  private final boolean retries; // retry control reads the operation id and the attempt signals
+  // what the registered features read per request (ConfigSection.signals): the operation id,
+  // and the rest into the request's Signals
+  private final boolean featuresReadOperationId;
+  private final Signal[] featureSignals;
+  private final String[] featureSignalKeys;
 
   public RequestResolver(SluiceConfig config) {
     this.config = config;
-    this.retries = config.retries().enabled();
+    java.util.Set<String> asked = config.sections().signals();
+    this.featuresReadOperationId = asked.contains(Signal.OPERATION_ID.key());
+    this.featureSignals =
+        java.util.Arrays.stream(Signal.values())
+            .filter(s -> s != Signal.OPERATION_ID && asked.contains(s.key()))
+            .toArray(Signal[]::new);
+    this.featureSignalKeys =
+        java.util.Arrays.stream(featureSignals).map(Signal::key).toArray(String[]::new);
     Signal[] all = Signal.values();
     this.sources = new Source[all.length][];
     for (Signal s : all) {
@@ -194,7 +205,7 @@ public final class RequestResolver {
         estimateFrom,
         tenant,
         deadlineNanos,
-        withOperationId || retries ? read(Signal.OPERATION_ID, in) : null,
+        withOperationId || featuresReadOperationId ? read(Signal.OPERATION_ID, in) : null,
         mmt,
         reject,
         rejectMessage,
@@ -202,11 +213,19 @@ public final class RequestResolver {
         declaredFanout(read(Signal.FANOUT, in)),
         workflow(read(Signal.WORKFLOW, in)),
         (rule != null && !rule.degrade()) || truthy(read(Signal.NO_DEGRADE, in)),
-        retries
-            ? new io.sluice.core.retry.AttemptSignals(
-                io.sluice.core.retry.AttemptSignals.parse(read(Signal.RETRY_COUNT, in)),
-                io.sluice.core.retry.AttemptSignals.parse(read(Signal.ATTEMPT_COUNT, in)))
-            : io.sluice.core.retry.AttemptSignals.NONE);
+        featureSignals(in));
+  }
+
+  /** The signals the registered features read, from their trusted sources ({@code Signals}). */
+  private io.sluice.core.session.Signals featureSignals(SignalSource in) {
+    if (featureSignals.length == 0) {
+      return io.sluice.core.session.Signals.NONE;
+    }
+    @Nullable String[] values = new String[featureSignals.length];
+    for (int i = 0; i < featureSignals.length; i++) {
+      values[i] = read(featureSignals[i], in);
+    }
+    return io.sluice.core.session.Signals.of(featureSignalKeys, values);
   }
 
   /** A signal's yes: {@code true}, {@code 1} or {@code yes} (any case); anything else is no. */

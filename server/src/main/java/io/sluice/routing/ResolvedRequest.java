@@ -22,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * @param workflow the trusted {@code workflow} signal (length-capped), or null
  * @param noDegrade never degrade this request: its route says {@code degrade: false}, or the
  *     trusted {@code noDegrade} signal is {@code true}, {@code 1} or {@code yes}
- * @param attempt the {@code retryCount} and {@code attemptCount} signals
+ * @param signals the trusted signals the snapshot's features read ({@code ConfigSection.signals})
  */
 public record ResolvedRequest(
     String route,
@@ -40,7 +40,7 @@ public record ResolvedRequest(
     int fanout,
     @Nullable String workflow,
     boolean noDegrade,
-    io.sluice.core.retry.AttemptSignals attempt) {
+    io.sluice.core.session.Signals signals) {
 
   /**
    * The request as the admission session sees it, arrived at {@code arrivalNanos}. The operation id
@@ -60,6 +60,6 @@ public record ResolvedRequest(
         shadow,
         fanout,
         workflow,
-        attempt);
+        signals);
   }
 }

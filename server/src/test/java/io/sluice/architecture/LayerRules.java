@@ -26,6 +26,8 @@ import java.util.Set;
  *       everyone else uses the {@code core.store} ports; a store sees neither the pool ({@code
  *       core.admission}) nor {@code config}: it implements a port on plain values, which the
  *       bootstrap reads from the policy and passes in.
+ *   <li>{@code feature}: the feature modules (a feature's section, store port, check and listeners
+ *       in one place), named only by {@code bootstrap}; like it, it may name a store.
  *   <li>{@code observability}: reads the events' immutable request facts, never the live {@code
  *       AdmissionSession}.
  *   <li>No cycles between top-level packages, nor between the subpackages of {@code core}.
@@ -136,11 +138,27 @@ final class LayerRules {
   static final ArchRule ONLY_BOOTSTRAP_NAMES_A_STORE =
       noClasses()
           .that()
-          .resideOutsideOfPackages("io.sluice.bootstrap..", "io.sluice.store..")
+          .resideOutsideOfPackages(
+              "io.sluice.bootstrap..", "io.sluice.store..", "io.sluice.feature..")
           .should()
           .dependOnClassesThat()
           .resideInAPackage("io.sluice.store..")
-          .because("bootstrap builds the stores once and hands out the io.sluice.core.store ports");
+          .because(
+              "bootstrap builds the stores once and hands out the io.sluice.core.store ports (a"
+                  + " feature module's StorePort says how its own port is built on each backend)");
+
+  /**
+   * Feature modules ({@code io.sluice.feature}) wire one feature's parts (section, store port,
+   * check, listeners) and sit just below the wiring root: only {@code bootstrap} names them.
+   */
+  static final ArchRule ONLY_BOOTSTRAP_NAMES_A_FEATURE =
+      noClasses()
+          .that()
+          .resideOutsideOfPackages("io.sluice.bootstrap..", "io.sluice.feature..")
+          .should()
+          .dependOnClassesThat()
+          .resideInAPackage("io.sluice.feature..")
+          .because("the bootstrap's list of features is the one registration line of a feature");
 
   /**
    * The one exception, by target class: {@code RedisSettings.toString} masks its credentials with

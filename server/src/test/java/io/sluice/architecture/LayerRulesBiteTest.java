@@ -10,6 +10,7 @@ import io.sluice.core.archfixture.ReadsClocks;
 import io.sluice.core.archfixture.SeesAdapters;
 import io.sluice.core.archfixture.UsesQuotaFixture;
 import io.sluice.core.quota.archfixture.UsesCoreFixture;
+import io.sluice.extproc.archfixture.NamesAFeature;
 import io.sluice.extproc.archfixture.UsesRouting;
 import io.sluice.observability.archfixture.ReadsTheSession;
 import io.sluice.rls.archfixture.NamesAStore;
@@ -46,6 +47,10 @@ class LayerRulesBiteTest {
             LayerRules.ONLY_BOOTSTRAP_NAMES_A_STORE,
             NamesAStore.class),
         Arguments.of(
+            "only bootstrap names a feature",
+            LayerRules.ONLY_BOOTSTRAP_NAMES_A_FEATURE,
+            NamesAFeature.class),
+        Arguments.of(
             "stores see neither the pool nor config",
             LayerRules.STORES_SEE_NEITHER_THE_POOL_NOR_CONFIG,
             SeesThePool.class),
@@ -67,6 +72,7 @@ class LayerRulesBiteTest {
               UsesRouting.class,
               UsesConfig.class,
               NamesAStore.class,
+              NamesAFeature.class,
               UsesQuotaFixture.class,
               UsesCoreFixture.class,
               ReadsTheSession.class,

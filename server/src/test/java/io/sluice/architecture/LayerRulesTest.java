@@ -43,6 +43,11 @@ class LayerRulesTest {
   }
 
   @Test
+  void onlyBootstrap_namesAFeatureModule() {
+    LayerRules.ONLY_BOOTSTRAP_NAMES_A_FEATURE.check(CLASSES);
+  }
+
+  @Test
   void stores_seeNeitherThePoolNorConfig() {
     LayerRules.STORES_SEE_NEITHER_THE_POOL_NOR_CONFIG.check(CLASSES);
   }

@@ -22,7 +22,7 @@ class RetriesConfigTest {
   @Test
   void absent_defaultsOn_andRetrySignalsReadTheClientsHeaders() {
     SluiceConfig c = ConfigLoader.parse(BASE);
-    assertThat(c.retries()).isEqualTo(RetryPolicy.DEFAULTS);
+    assertThat(c.section(RetriesSection.SECTION)).isEqualTo(RetryPolicy.DEFAULTS);
     assertThat(c.signals().get(Signal.RETRY_COUNT))
         .containsExactly(new Source.Header("x-stainless-retry-count"));
     assertThat(c.signals().get(Signal.ATTEMPT_COUNT))
@@ -49,7 +49,7 @@ class RetriesConfigTest {
                     maxInFlight: 2m
                     routes: {chat: {inFlight: refuse, replayWindow: 0s}}
                 """);
-    RetryPolicy r = c.retries();
+    RetryPolicy r = c.section(RetriesSection.SECTION);
     assertThat(r.window()).isEqualTo(Duration.ofSeconds(30));
     assertThat(r.maxEntries()).isEqualTo(500);
     assertThat(r.budget())
@@ -67,7 +67,7 @@ class RetriesConfigTest {
             new com.fasterxml.jackson.databind.ObjectMapper(
                     new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
                 .writeValueAsString(ConfigWriter.tree(c)));
-    assertThat(again.retries()).isEqualTo(r);
+    assertThat(again.section(RetriesSection.SECTION)).isEqualTo(r);
   }
 
   @Test

@@ -90,7 +90,7 @@ class FanOutRecordTest {
             false,
             fanout,
             workflow,
-            io.sluice.core.retry.AttemptSignals.NONE);
+            io.sluice.core.session.Signals.NONE);
     AdmissionSession s = sessions.open(subject, f, Runnable::run, SessionSteps.NONE);
     byte[] body =
         ("{\"max_tokens\":10,\"tool_choice\":\"required\","

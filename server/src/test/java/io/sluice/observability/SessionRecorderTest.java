@@ -326,7 +326,7 @@ class SessionRecorderTest {
                 false,
                 0,
                 null,
-                io.sluice.core.retry.AttemptSignals.NONE),
+                io.sluice.core.session.Signals.NONE),
             new RecordingFront(false),
             Runnable::run,
             SessionSteps.NONE);

@@ -18,9 +18,10 @@ import org.jspecify.annotations.Nullable;
  * Verdict}. Models: Netflix concurrency-limits' {@code Limiter.acquire} answering a listener to
  * release, armeria's {@code ThrottlingStrategy.accept}, grpc's {@code ServerInterceptor}.
  *
- * <p>To add one: its class here (this interface, a {@link Held} of its own when it holds anything),
- * one line in {@link CheckChain#of} at its place in the order, a table row in {@code
- * CheckChainTest} (CONTRIBUTING.md, "How a feature joins a request").
+ * <p>To add one: its class (this interface, a {@link Held} of its own when it holds anything), and
+ * a {@link Contributed} at its place in the order that the feature module registers (a built-in
+ * one: a line in {@link CheckChain#of}); a table row in {@code CheckChainTest} (CONTRIBUTING.md,
+ * "How a feature joins a request").
  *
  * @param <A> the store's answer
  */
@@ -60,6 +61,37 @@ public interface AdmissionCheck<A> {
    * it. Called for every check of the chain, applied or not.
    */
   default void refused(Request r, Reason why, long retryAfterSeconds) {}
+
+  /**
+   * What a check built for a snapshot may use of it.
+   *
+   * @param controller the snapshot's pools
+   * @param listener where the check's events go
+   * @param clock wall-clock time (buckets, records)
+   */
+  record Context(
+      io.sluice.core.admission.AdmissionController controller,
+      SessionListener listener,
+      java.time.Clock clock) {}
+
+  /**
+   * A check a feature contributes to the snapshot's chain ({@link Sessions.Builder#check}), built
+   * once per snapshot at its place: {@code order} among the built-in ones ({@link
+   * CheckChain#TENANT_RATE}, {@link CheckChain#TOKEN_RESERVATION}, {@link CheckChain#TENANT_SLOT},
+   * {@link CheckChain#WORKFLOW_PLACE}; equal orders keep their registration order), every {@link
+   * Stage#HEADERS} check before an {@link Stage#ESTIMATE} one.
+   *
+   * @param order its place in the chain
+   * @param factory builds the check, or answers null when the snapshot turns it off (it is then
+   *     left out of the chain: nothing runs, nothing allocated)
+   */
+  record Contributed(int order, Factory factory) {}
+
+  /** Builds a contributed check for a snapshot ({@link Contributed}). */
+  @FunctionalInterface
+  interface Factory {
+    @Nullable AdmissionCheck<?> create(Context snapshot);
+  }
 
   /** What a check sees of the request. */
   interface Request {
@@ -104,10 +136,30 @@ public interface AdmissionCheck<A> {
    */
   abstract non-sealed class Held implements Verdict {
     private boolean released;
+    private @Nullable CheckNotes alone; // its note as the request's only one, made on first use
 
     /** The refusal that comes with it, or null to go on. */
     public @Nullable Refusal refusal() {
       return null;
+    }
+
+    /**
+     * What the check notes of the request for its listeners, an immutable value of its own type
+     * (say, how a feature classified the request), or null: events carry it in {@link
+     * RequestFacts#note}. The same value at every call.
+     */
+    public @Nullable Object note() {
+      return null;
+    }
+
+    /** Its note as the request's only one: made once, then shared by every event's facts. */
+    final CheckNotes alone(Object note) {
+      CheckNotes n = alone;
+      if (n == null) {
+        n = CheckNotes.one(note);
+        alone = n;
+      }
+      return n;
     }
 
     /**

@@ -9,7 +9,6 @@ import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
 import io.sluice.core.estimate.TokenEstimate;
-import io.sluice.core.retry.Attempt;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -391,7 +390,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   RequestFacts facts() {
     Permit p = run.permit();
     ShadowVerdicts sh = shadow;
-    RetryAttemptCheck.Claim c = checks.held(RetryAttemptCheck.Claim.class);
     return new RequestFacts(
         subject,
         notes.arrivalEpochMillis(),
@@ -400,7 +398,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
         notes.facts(),
         plan.facts(p),
         sh == null ? null : sh.facts(),
-        c == null ? Attempt.UNCLASSIFIED : c.attempt,
+        checks.notes(),
         run.facts(p));
   }
 

@@ -4,28 +4,37 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
-import io.sluice.core.retry.RetryControl;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The pre-decision checks of one runtime snapshot, in their order: built once ({@link #of}), shared
- * by every request of the snapshot. What the snapshot turns off is left out here (retry control
- * off, no store shared with other replicas); what depends on the request (its tenant's tier, its
- * workflow) is skipped per request by {@link AdmissionCheck#applies}, without allocating.
+ * by every request of the snapshot: the built-in ones and those the features contribute ({@link
+ * AdmissionCheck.Contributed}), by their order. What the snapshot turns off is left out here (a
+ * contributed check whose factory answers null, e.g. retry control off; no store shared with other
+ * replicas); what depends on the request (its tenant's tier, its workflow) is skipped per request
+ * by {@link AdmissionCheck#applies}, without allocating.
  *
- * <p>The order, and when each runs:
+ * <p>The built-in order, and when each runs (a feature's check goes in by its order: retry control
+ * right after the request rate):
  *
  * <ol>
- *   <li>headers: the tenant's request rate ({@link TenantRateCheck}), then the retry attempt
- *       ({@link RetryAttemptCheck});
- *   <li>with the estimate: the tenant's token reservation ({@link TokenReservationCheck}), its slot
- *       across replicas ({@link TenantSlotCheck}), the workflow's place ({@link
- *       WorkflowPlaceCheck}); then the pool decides.
+ *   <li>headers: the tenant's request rate ({@link TenantRateCheck}, {@link #TENANT_RATE});
+ *   <li>with the estimate: the tenant's token reservation ({@link TokenReservationCheck}, {@link
+ *       #TOKEN_RESERVATION}), its slot across replicas ({@link TenantSlotCheck}, {@link
+ *       #TENANT_SLOT}), the workflow's place ({@link WorkflowPlaceCheck}, {@link #WORKFLOW_PLACE});
+ *       then the pool decides.
  * </ol>
  */
 public final class CheckChain {
+  /** The built-in checks' places ({@link AdmissionCheck.Contributed#order}). */
+  public static final int TENANT_RATE = 100;
+
+  public static final int TOKEN_RESERVATION = 200;
+  public static final int TENANT_SLOT = 300;
+  public static final int WORKFLOW_PLACE = 400;
+
   private final AdmissionCheck<?>[] checks;
 
   /** {@code checks} in order, every {@link AdmissionCheck.Stage#HEADERS} one first. */
@@ -48,19 +57,28 @@ public final class CheckChain {
       AdmissionController controller,
       TenantCaps caps,
       WorkflowBudget workflows,
-      RetryControl retries) {
-    List<AdmissionCheck<?>> c = new ArrayList<>();
-    c.add(new TenantRateCheck(quotas, clock, listener));
-    if (retries.enabled()) {
-      c.add(new RetryAttemptCheck(retries, controller, listener));
-    }
-    c.add(new TokenReservationCheck(quotas, clock, listener));
+      List<AdmissionCheck.Contributed> contributed) {
+    List<Placed> c = new ArrayList<>();
+    c.add(new Placed(TENANT_RATE, new TenantRateCheck(quotas, clock, listener)));
+    c.add(new Placed(TOKEN_RESERVATION, new TokenReservationCheck(quotas, clock, listener)));
     if (caps != TenantCaps.none()) { // no store shared with other replicas: never applies
-      c.add(new TenantSlotCheck(caps, quotas, controller, listener));
+      c.add(new Placed(TENANT_SLOT, new TenantSlotCheck(caps, quotas, controller, listener)));
     }
-    c.add(new WorkflowPlaceCheck(workflows, controller));
-    return new CheckChain(c);
+    c.add(new Placed(WORKFLOW_PLACE, new WorkflowPlaceCheck(workflows, controller)));
+    AdmissionCheck.Context snapshot = new AdmissionCheck.Context(controller, listener, clock);
+    for (AdmissionCheck.Contributed k : contributed) {
+      AdmissionCheck<?> check = k.factory().create(snapshot);
+      if (check != null) { // off in this snapshot: left out
+        c.add(new Placed(k.order(), check));
+      }
+    }
+    c.sort(java.util.Comparator.comparingInt(Placed::order)); // stable: equal orders as registered
+    List<AdmissionCheck<?>> checks = new ArrayList<>(c.size());
+    c.forEach(p -> checks.add(p.check()));
+    return new CheckChain(checks);
   }
+
+  private record Placed(int order, AdmissionCheck<?> check) {}
 
   int size() {
     return checks.length;

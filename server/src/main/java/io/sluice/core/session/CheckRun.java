@@ -160,6 +160,11 @@ abstract class CheckRun {
     return null;
   }
 
+  /** What the holds taken noted of the request ({@link Held#note()}), in order of acquisition. */
+  final CheckNotes notes() {
+    return CheckNotes.of(held, count);
+  }
+
   /** Whether a hold of {@code type} is held now. */
   final boolean holds(Class<? extends Held> type) {
     Held h = held(type);

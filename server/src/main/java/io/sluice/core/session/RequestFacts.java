@@ -4,7 +4,6 @@ import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.policy.PoolPolicy;
-import io.sluice.core.retry.Attempt;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -20,7 +19,8 @@ import org.jspecify.annotations.Nullable;
  * @param run where and how the request runs
  * @param would shadow mode: what enforcement would have done, or null when it would have admitted
  *     the request too (or it is enforced)
- * @param attempt how retry control classified the request ({@link Attempt#UNCLASSIFIED} when not)
+ * @param notes what the request's checks noted of it (a check's own value, e.g. retry control's
+ *     attempt; {@link CheckNotes#NONE} when none): read with {@link #note}
  * @param end the upstream's answer and the charge
  */
 public record RequestFacts(
@@ -31,8 +31,13 @@ public record RequestFacts(
     Decided decision,
     Run run,
     @Nullable Would would,
-    Attempt attempt,
+    CheckNotes notes,
     End end) {
+
+  /** The note of {@code type} a check left on the request, or null. */
+  public <T> @Nullable T note(Class<T> type) {
+    return notes.get(type);
+  }
 
   /**
    * The estimate the pool counted, with the learned reserve applied.

@@ -25,10 +25,14 @@ public sealed interface SessionEvent
         SessionEvent.Shadowed,
         SessionEvent.OutputOverran,
         SessionEvent.ResponseEndUnseen,
-        SessionEvent.Attempted {
+        SessionEvent.Noted {
 
-  /** Retry control classified the request's attempt, before any refusal it asks. */
-  record Attempted(Subject subject, io.sluice.core.retry.Attempt attempt) implements SessionEvent {}
+  /**
+   * A check noted something of the request, its own value (retry control: the attempt as it
+   * classified it), before any refusal it asks. The listener registered beside the check reads it
+   * ({@code note instanceof} its type); others ignore it.
+   */
+  record Noted(Subject subject, Object note) implements SessionEvent {}
 
   /**
    * The front end will not see the response's end ({@code cause}: {@code body_mode_none}): the

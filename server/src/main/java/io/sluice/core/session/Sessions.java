@@ -6,9 +6,10 @@ import io.sluice.core.estimate.TokenEstimator;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
-import io.sluice.core.retry.RetryControl;
 import io.sluice.core.time.Ticker;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
@@ -33,7 +34,8 @@ import org.jspecify.annotations.Nullable;
  *   <li>workflows the workflows' places in their pools' budgets ({@code pools.<name>.workflow}; one
  *       per process: it outlives the snapshot)
  *   <li>tails the permits held for a predicted tail (one per process, released all at shutdown)
- *   <li>retries retry control of this snapshot ({@link RetryControl#off()}: none)
+ *   <li>checks the checks the features contribute ({@link AdmissionCheck.Contributed}: built once
+ *       here, at their places in the chain; none by default)
  * </ul>
  */
 public final class Sessions {
@@ -49,7 +51,6 @@ public final class Sessions {
   private final OutputReserves reserves;
   private final WorkflowBudget workflows;
   private final TailHolds tails;
-  private final RetryControl retries;
   private final CheckChain checks; // built once here, from the above
 
   private Sessions(Builder b) {
@@ -68,8 +69,9 @@ public final class Sessions {
             ? b.workflows
             : new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     this.tails = b.tails != null ? b.tails : new TailHolds();
-    this.retries = b.retries;
-    this.checks = CheckChain.of(quotas, clock, listener, controller, caps, workflows, retries);
+    this.checks =
+        CheckChain.of(
+            quotas, clock, listener, controller, caps, workflows, List.copyOf(b.contributed));
   }
 
   /** {@code estimation.defaultInputTokens}'s default: the cost of a body of unknown size. */
@@ -79,8 +81,8 @@ public final class Sessions {
    * Sessions on these required parts; the rest default to a replica on its own (tests, tools): a
    * body of unknown size costs {@link #DEFAULT_INPUT_TOKENS}, the tenants' {@code maxInFlight} is
    * this replica's ({@link TenantCaps#none()}), no learned output reserve ({@link
-   * OutputReserves#off()}), a workflow budget and held tails of their own, no retry control ({@link
-   * RetryControl#off()}). A server passes its process's reserves, workflows and tails.
+   * OutputReserves#off()}), a workflow budget and held tails of their own, no contributed check. A
+   * server passes its process's reserves, workflows and tails, and its features' checks.
    */
   public static Builder builder(
       AdmissionController controller,
@@ -107,7 +109,7 @@ public final class Sessions {
     private OutputReserves reserves = OutputReserves.off();
     private @Nullable WorkflowBudget workflows; // null: a budget of the sessions' own
     private @Nullable TailHolds tails; // null: held tails of the sessions' own
-    private RetryControl retries = RetryControl.off();
+    private final List<AdmissionCheck.Contributed> contributed = new ArrayList<>();
 
     private Builder(
         AdmissionController controller,
@@ -156,10 +158,15 @@ public final class Sessions {
       return this;
     }
 
-    /** Retry control of this snapshot. */
-    public Builder retries(RetryControl r) {
-      this.retries = Objects.requireNonNull(r, "retries");
+    /** A check a feature contributes, at its place ({@link AdmissionCheck.Contributed}). */
+    public Builder check(AdmissionCheck.Contributed c) {
+      contributed.add(Objects.requireNonNull(c, "check"));
       return this;
+    }
+
+    /** A check at {@code order} ({@link AdmissionCheck.Contributed}). */
+    public Builder check(int order, AdmissionCheck.Factory factory) {
+      return check(new AdmissionCheck.Contributed(order, factory));
     }
 
     public Sessions build() {
@@ -213,10 +220,6 @@ public final class Sessions {
 
   public TailHolds tails() {
     return tails;
-  }
-
-  public RetryControl retries() {
-    return retries;
   }
 
   /** The snapshot's pre-decision checks, in order. */

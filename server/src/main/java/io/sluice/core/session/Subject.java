@@ -23,8 +23,8 @@ import org.jspecify.annotations.Nullable;
  *     the pool's {@code fanout.perDeclaredCall}
  * @param workflow the trusted {@code workflow} signal (agent run / workflow id, at most {@code
  *     WorkflowBudget.MAX_ID_CHARS} characters), or null
- * @param attempt what the request says about its attempt ({@code retryCount}, {@code attemptCount};
- *     retry control)
+ * @param signals the trusted signals the snapshot's features read (e.g. an SDK's retry counter);
+ *     {@link Signals#NONE} when none
  */
 public record Subject(
     String route,
@@ -39,11 +39,11 @@ public record Subject(
     boolean shadow,
     int fanout,
     @Nullable String workflow,
-    io.sluice.core.retry.AttemptSignals attempt) {
+    Signals signals) {
   public Subject {
     Objects.requireNonNull(pool, "pool");
     Objects.requireNonNull(requestClass, "requestClass");
     Objects.requireNonNull(tenant, "tenant");
-    Objects.requireNonNull(attempt, "attempt");
+    Objects.requireNonNull(signals, "signals");
   }
 }

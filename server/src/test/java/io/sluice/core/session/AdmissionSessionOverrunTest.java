@@ -67,7 +67,7 @@ class AdmissionSessionOverrunTest {
             false,
             0,
             null,
-            io.sluice.core.retry.AttemptSignals.NONE);
+            io.sluice.core.session.Signals.NONE);
     AdmissionSession s = sessions.open(subject, front, Runnable::run, SessionSteps.NONE);
     byte[] body =
         ("{\"model\":\"gpt-4o\",\"max_tokens\":100,\"stream\":true,"

@@ -12,6 +12,7 @@ import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
+import io.sluice.core.retry.RetryAttemptCheck;
 import io.sluice.core.retry.RetryControl;
 import io.sluice.core.retry.RetryPolicy;
 import io.sluice.core.session.AdmissionCheck.Release;
@@ -401,7 +402,15 @@ class CheckChainTest {
 
     CheckChain off =
         CheckChain.of(
-            quotas, clock, none, controller, TenantCaps.none(), workflows, RetryControl.off());
+            quotas,
+            clock,
+            none,
+            controller,
+            TenantCaps.none(),
+            workflows,
+            List.of(
+                new AdmissionCheck.Contributed(
+                    RetryAttemptCheck.ORDER, RetryAttemptCheck.factory(RetryControl.off()))));
     assertThat(off.checks())
         .extracting(c -> c.getClass().getSimpleName())
         .containsExactly("TenantRateCheck", "TokenReservationCheck", "WorkflowPlaceCheck");
@@ -411,7 +420,17 @@ class CheckChainTest {
     RetryControl retries =
         new RetryControl(
             RetryPolicy.DEFAULTS, new InMemoryAttemptStore(new FakeTicker(), 100), "t_", true);
-    CheckChain all = CheckChain.of(quotas, clock, none, controller, caps, workflows, retries);
+    CheckChain all =
+        CheckChain.of(
+            quotas,
+            clock,
+            none,
+            controller,
+            caps,
+            workflows,
+            List.of(
+                new AdmissionCheck.Contributed(
+                    RetryAttemptCheck.ORDER, RetryAttemptCheck.factory(retries))));
     assertThat(all.checks())
         .extracting(c -> c.getClass().getSimpleName() + ":" + c.stage())
         .containsExactly(

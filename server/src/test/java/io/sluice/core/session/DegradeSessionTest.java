@@ -111,7 +111,7 @@ class DegradeSessionTest {
             false,
             0,
             null,
-            io.sluice.core.retry.AttemptSignals.NONE);
+            io.sluice.core.session.Signals.NONE);
     AdmissionSession s = sessions.open(subject, front, Runnable::run, SessionSteps.NONE);
     s.begin(false, false, -1, ticker.nanos());
     s.decideWithBody(body, 0, body.length, ticker.nanos());
@@ -347,7 +347,7 @@ class DegradeSessionTest {
             false,
             0,
             null,
-            io.sluice.core.retry.AttemptSignals.NONE); // no queue-hold: refused
+            io.sluice.core.session.Signals.NONE); // no queue-hold: refused
     AdmissionSession s = sessions.open(subject, f, Runnable::run, SessionSteps.NONE);
     s.forbidDegradation();
     byte[] body = chat(100);

@@ -131,6 +131,6 @@ public final class OneSlotPool {
         false,
         0,
         null,
-        io.sluice.core.retry.AttemptSignals.NONE);
+        io.sluice.core.session.Signals.NONE);
   }
 }

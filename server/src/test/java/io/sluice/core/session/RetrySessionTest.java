@@ -12,6 +12,7 @@ import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.retry.Attempt;
 import io.sluice.core.retry.AttemptSignals;
 import io.sluice.core.retry.AttemptStore;
+import io.sluice.core.retry.RetryAttemptCheck;
 import io.sluice.core.retry.RetryControl;
 import io.sluice.core.retry.RetryPolicy;
 import io.sluice.core.time.FakeTicker;
@@ -85,7 +86,9 @@ class RetrySessionTest {
 
   private Sessions sessions() {
     return OneSlotPool.sessionsBuilder(controller, quotas, ticker, clock, timer, events::add)
-        .retries(new RetryControl(policy, store, "t_", true))
+        .check(
+            RetryAttemptCheck.ORDER,
+            RetryAttemptCheck.factory(new RetryControl(policy, store, "t_", true)))
         .build();
   }
 
@@ -106,10 +109,20 @@ class RetrySessionTest {
             shadow,
             0,
             null,
-            sig);
+            signals(sig));
     AdmissionSession session = sessions().open(s, f, Runnable::run, SessionSteps.NONE);
     session.begin(true, true, 0, now);
     return session;
+  }
+
+  /** The trusted signals the resolver reads while retry control is on, as {@code sig} says. */
+  private static Signals signals(AttemptSignals sig) {
+    return Signals.of(
+        new String[] {RetryAttemptCheck.RETRY_COUNT, RetryAttemptCheck.ATTEMPT_COUNT},
+        new String[] {
+          sig.retryCount() < 0 ? null : String.valueOf(sig.retryCount()),
+          sig.attemptCount() < 0 ? null : String.valueOf(sig.attemptCount())
+        });
   }
 
   private AdmissionSession start(AdmissionSessionTest.Front f, String op) {
@@ -121,14 +134,14 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
     AdmissionSession s = start(f, "op-1");
     assertThat(f.calls).containsExactly("admitted(headers)");
-    assertThat(s.facts().attempt().claimKey()).isNotNull();
+    assertThat(RetryAttemptCheck.attempt(s.facts()).claimKey()).isNotNull();
     assertThat(store.total()).isZero();
     s.release(Outcome.COMPLETED);
     s.end(Outcome.CANCELLED);
     s.releaseQuietly(Outcome.ERROR);
     s.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(1);
-    assertThat(events).anySatisfy(e -> assertThat(e).isInstanceOf(SessionEvent.Attempted.class));
+    assertThat(events).anySatisfy(e -> assertThat(e).isInstanceOf(SessionEvent.Noted.class));
   }
 
   @Test
@@ -141,7 +154,7 @@ class RetrySessionTest {
     assertThat(f2.calls).containsExactly("refused");
     assertThat(f2.refusedWith).isEqualTo(Reason.DUPLICATE_OPERATION);
     assertThat(f2.refusedStatus).isEqualTo(409);
-    assertThat(dup.facts().attempt().duplicate()).isEqualTo(Attempt.IN_FLIGHT);
+    assertThat(RetryAttemptCheck.attempt(dup.facts()).duplicate()).isEqualTo(Attempt.IN_FLIGHT);
     dup.end(Outcome.CANCELLED);
     assertThat(store.total()).isZero();
     first.release(Outcome.COMPLETED);
@@ -150,8 +163,8 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession third = start(f3, "op-1");
     assertThat(f3.calls).containsExactly("admitted(headers)");
-    assertThat(third.facts().attempt().retry()).isTrue();
-    assertThat(third.facts().attempt().number()).isEqualTo(3);
+    assertThat(RetryAttemptCheck.attempt(third.facts()).retry()).isTrue();
+    assertThat(RetryAttemptCheck.attempt(third.facts()).number()).isEqualTo(3);
     third.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(2);
   }
@@ -165,7 +178,7 @@ class RetrySessionTest {
     assertThat(f2.calls).containsExactly("held");
     queued.end(Outcome.CANCELLED);
     queued.end(Outcome.CANCELLED);
-    assertThat(store.completes).containsEntry(queued.facts().attempt().owner(), 1);
+    assertThat(store.completes).containsEntry(RetryAttemptCheck.attempt(queued.facts()).owner(), 1);
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession expired = start(f3, "op-c");
     assertThat(f3.calls).containsExactly("held");
@@ -173,7 +186,8 @@ class RetrySessionTest {
     timer.fireAll(); // the hold expires: refused queue_timeout
     assertThat(f3.calls).containsExactly("held", "refused");
     expired.end(Outcome.CANCELLED);
-    assertThat(store.completes).containsEntry(expired.facts().attempt().owner(), 1);
+    assertThat(store.completes)
+        .containsEntry(RetryAttemptCheck.attempt(expired.facts()).owner(), 1);
     running.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(3);
   }
@@ -186,7 +200,7 @@ class RetrySessionTest {
     s.end(Outcome.CANCELLED);
     store.gate.complete(null);
     assertThat(f.calls).isEmpty();
-    assertThat(s.facts().attempt().claimKey()).isNotNull();
+    assertThat(RetryAttemptCheck.attempt(s.facts()).claimKey()).isNotNull();
     assertThat(store.total()).isEqualTo(1);
     s.end(Outcome.CANCELLED);
     assertThat(store.total()).isEqualTo(1);
@@ -210,16 +224,17 @@ class RetrySessionTest {
     assertThat(f2.refusedWith).isEqualTo(Reason.RETRY_BUDGET);
     assertThat(f2.refusedStatus).isEqualTo(429);
     assertThat(f2.refusedRetryAfter).isPositive();
-    assertThat(refused.facts().attempt().retry()).isTrue();
+    assertThat(RetryAttemptCheck.attempt(refused.facts()).retry()).isTrue();
     long ra = f2.refusedRetryAfter;
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession early = start(f3, null, sdk, false);
-    assertThat(early.facts().attempt().retryAfter()).isEqualTo(Attempt.EARLY);
-    assertThat(early.facts().attempt().previousReason()).isEqualTo("retry_budget");
+    assertThat(RetryAttemptCheck.attempt(early.facts()).retryAfter()).isEqualTo(Attempt.EARLY);
+    assertThat(RetryAttemptCheck.attempt(early.facts()).previousReason()).isEqualTo("retry_budget");
     ticker.advance(Duration.ofSeconds(ra));
     AdmissionSessionTest.Front f4 = new AdmissionSessionTest.Front();
     AdmissionSession honoured = start(f4, null, sdk, false);
-    assertThat(honoured.facts().attempt().retryAfter()).isEqualTo(Attempt.HONOURED);
+    assertThat(RetryAttemptCheck.attempt(honoured.facts()).retryAfter())
+        .isEqualTo(Attempt.HONOURED);
   }
 
   @Test
@@ -237,7 +252,7 @@ class RetrySessionTest {
     // sees the first's claim
     AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
     AdmissionSession third = start(f3, "op-s", AttemptSignals.NONE, true);
-    assertThat(third.facts().attempt().duplicate()).isEqualTo(Attempt.IN_FLIGHT);
+    assertThat(RetryAttemptCheck.attempt(third.facts()).duplicate()).isEqualTo(Attempt.IN_FLIGHT);
     third.release(Outcome.COMPLETED);
     first.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(1);
@@ -250,10 +265,10 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
     AdmissionSession pass = start(f2, "op-y", AttemptSignals.NONE, true); // would queue: a pass
     assertThat(pass.would()).isEqualTo("queue");
-    assertThat(store.completes).doesNotContainKey(pass.facts().attempt().owner());
+    assertThat(store.completes).doesNotContainKey(RetryAttemptCheck.attempt(pass.facts()).owner());
     pass.release(Outcome.COMPLETED);
     pass.end(Outcome.CANCELLED);
-    assertThat(store.completes).containsEntry(pass.facts().attempt().owner(), 1);
+    assertThat(store.completes).containsEntry(RetryAttemptCheck.attempt(pass.facts()).owner(), 1);
     running.release(Outcome.COMPLETED);
     assertThat(store.total()).isEqualTo(2);
   }

@@ -64,7 +64,7 @@ class ShadowSessionTest {
         shadow,
         0,
         null,
-        io.sluice.core.retry.AttemptSignals.NONE);
+        io.sluice.core.session.Signals.NONE);
   }
 
   /** A request without a body (costs its output reserve, 100 tokens), through every step. */

@@ -87,7 +87,7 @@ class TailHoldTest {
             false,
             0,
             null,
-            io.sluice.core.retry.AttemptSignals.NONE);
+            io.sluice.core.session.Signals.NONE);
     AdmissionSession session =
         sessions.open(s, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     session.begin(true, true, 0, now);

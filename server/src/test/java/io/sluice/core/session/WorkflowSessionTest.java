@@ -76,7 +76,7 @@ class WorkflowSessionTest {
             shadow,
             fanout,
             workflow,
-            io.sluice.core.retry.AttemptSignals.NONE);
+            io.sluice.core.session.Signals.NONE);
     AdmissionSession s = sessions.open(subject, f, Runnable::run, SessionSteps.NONE);
     byte[] body =
         ("{\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"

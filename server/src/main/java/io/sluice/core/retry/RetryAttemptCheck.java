@@ -1,9 +1,13 @@
-package io.sluice.core.session;
+package io.sluice.core.retry;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Reason;
-import io.sluice.core.retry.Attempt;
-import io.sluice.core.retry.RetryControl;
+import io.sluice.core.session.AdmissionCheck;
+import io.sluice.core.session.CheckChain;
+import io.sluice.core.session.RequestFacts;
+import io.sluice.core.session.SessionEvent;
+import io.sluice.core.session.SessionListener;
+import io.sluice.core.session.Subject;
 import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
 
@@ -12,17 +16,51 @@ import org.jspecify.annotations.Nullable;
  * after its Retry-After), takes its operation's in-flight claim, and refuses a duplicate, an early
  * retry or a retry over its budget. The claim is given back exactly once; a shadow pass keeps it
  * until it ends (the operation runs). Every enforced refusal is remembered, so the attempt that
- * follows is early or honours it. In the chain only when retry control is on.
+ * follows is early or honours it. In the chain only when retry control is on ({@link #factory}).
+ *
+ * <p>It reads the attempt signals from the request's trusted {@link Subject#signals()} (the
+ * resolver reads them while retry control is on), notes the {@link Attempt} on its hold ({@link
+ * #attempt(RequestFacts)} reads it back) and emits it as a {@link SessionEvent.Noted}.
  */
-final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
+public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
+  /** Its place: right after the tenant's request rate, at the headers. */
+  public static final int ORDER = CheckChain.TENANT_RATE + 50;
+
+  /** The signal keys it reads ({@code signals.retryCount}, {@code signals.attemptCount}). */
+  public static final String RETRY_COUNT = "retryCount";
+
+  public static final String ATTEMPT_COUNT = "attemptCount";
+
   private final RetryControl retries;
   private final AdmissionController controller;
   private final SessionListener listener;
 
-  RetryAttemptCheck(RetryControl retries, AdmissionController controller, SessionListener l) {
+  public RetryAttemptCheck(
+      RetryControl retries, AdmissionController controller, SessionListener l) {
     this.retries = retries;
     this.controller = controller;
     this.listener = l;
+  }
+
+  /** The check of a snapshot with {@code retries}; left out of the chain when it is off. */
+  public static AdmissionCheck.Factory factory(RetryControl retries) {
+    return snapshot ->
+        retries.enabled()
+            ? new RetryAttemptCheck(retries, snapshot.controller(), snapshot.listener())
+            : null;
+  }
+
+  /** How retry control classified the request ({@link Attempt#UNCLASSIFIED} when it did not). */
+  public static Attempt attempt(RequestFacts f) {
+    Attempt a = f.note(Attempt.class);
+    return a == null ? Attempt.UNCLASSIFIED : a;
+  }
+
+  /** What the request's trusted signals say of its attempt. */
+  static AttemptSignals signals(Subject s) {
+    return new AttemptSignals(
+        AttemptSignals.parse(s.signals().get(RETRY_COUNT)),
+        AttemptSignals.parse(s.signals().get(ATTEMPT_COUNT)));
   }
 
   @Override
@@ -44,13 +82,13 @@ final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
         s.route(),
         s.tenant().id(),
         s.operationId(),
-        s.attempt(),
+        signals(s),
         () -> controller.tenantRetryAfterSeconds(pool));
   }
 
   @Override
   public Verdict answered(Attempt a, Request r) {
-    listener.on(new SessionEvent.Attempted(r.subject(), a));
+    listener.on(new SessionEvent.Noted(r.subject(), a));
     return new Claim(retries, a);
   }
 
@@ -76,6 +114,11 @@ final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
       return r == null
           ? null
           : new Refusal(r.reason(), r.status(), r.retryAfterSeconds(), r.message());
+    }
+
+    @Override
+    public Attempt note() {
+      return attempt;
     }
 
     @Override

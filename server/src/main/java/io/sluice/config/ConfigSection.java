@@ -1,0 +1,61 @@
+package io.sluice.config;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Set;
+
+/**
+ * A top-level policy section a feature brings (e.g. {@code retries}): read from its YAML node
+ * (every error naming the field's path and the value expected, as {@link Node} collects them),
+ * written back for {@code /config} and {@code config print-default}, and its value when the policy
+ * leaves it out. The loader reads the registered sections after the built-in ones, in registration
+ * order, and {@link SluiceConfig#section} hands their values out by the section's type; neither
+ * {@link ConfigLoader}, {@link ConfigWriter} nor {@link SluiceConfig} names one.
+ *
+ * <p>Registered once, in {@code META-INF/services/io.sluice.config.ConfigSection} (one line: the
+ * class, public with a public no-argument constructor; {@link ConfigSections#installed()}), so that
+ * every reader of a policy (the server, {@code sluice validate}, tests) knows the section. The
+ * feature module that owns it (its store port, check and listeners) reads its value with {@link
+ * SluiceConfig#section}.
+ *
+ * @param <T> the section's value (an immutable policy record)
+ */
+public interface ConfigSection<T> {
+  /** The top-level key ({@code retries}). */
+  String name();
+
+  /** The value when the policy has no such section. */
+  T defaults();
+
+  /** Reads the section (the node may be absent: then {@link #defaults()}'s values). */
+  T read(Node n, Refs refs);
+
+  /** The section as {@link #read} reads it, every default filled in. */
+  ObjectNode write(T value);
+
+  /**
+   * The signals ({@code signals.<key>}) the feature reads from each request while {@code value} is
+   * in force, e.g. {@code operationId}: the resolver reads them from their trusted sources into the
+   * request ({@code Subject.signals()}); none by default.
+   */
+  default Set<String> signals(T value) {
+    return Set.of();
+  }
+
+  /**
+   * The header each signal the feature reads is taken from when the policy declares no source for
+   * it ({@code signals.<key>} absent), by signal key; only for signals a client can only hurt
+   * itself with. None by default.
+   */
+  default java.util.Map<String, String> signalHeaders() {
+    return java.util.Map.of();
+  }
+
+  /**
+   * The names declared elsewhere in the policy that a section may refer to.
+   *
+   * @param routes {@code routes[].name}
+   * @param pools {@code pools} keys
+   * @param classes {@code classes} keys
+   */
+  record Refs(Set<String> routes, Set<String> pools, Set<String> classes) {}
+}

@@ -1,0 +1,49 @@
+package io.sluice.feature;
+
+import io.sluice.core.session.AdmissionCheck;
+import io.sluice.core.session.SessionListener;
+import io.sluice.observability.DecisionRecordPart;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What the features add to one snapshot's runtime ({@link Feature#contribute}), in registration
+ * order: the checks at their places in the chain, the session listeners (after the built-in ones),
+ * the decision-record parts. Collected by the bootstrap's runtime factory; not thread-safe.
+ */
+public final class Contributions {
+  private final List<AdmissionCheck.Contributed> checks = new ArrayList<>();
+  private final List<SessionListener> listeners = new ArrayList<>();
+  private final List<DecisionRecordPart> recordParts = new ArrayList<>();
+
+  /** A check at its place ({@link AdmissionCheck.Contributed}). */
+  public Contributions check(int order, AdmissionCheck.Factory factory) {
+    checks.add(new AdmissionCheck.Contributed(order, Objects.requireNonNull(factory)));
+    return this;
+  }
+
+  /** A listener of the sessions' events (its failure never keeps an event from the others). */
+  public Contributions listener(SessionListener l) {
+    listeners.add(Objects.requireNonNull(l));
+    return this;
+  }
+
+  /** Fields added to every decision record. */
+  public Contributions recordPart(DecisionRecordPart p) {
+    recordParts.add(Objects.requireNonNull(p));
+    return this;
+  }
+
+  public List<AdmissionCheck.Contributed> checks() {
+    return List.copyOf(checks);
+  }
+
+  public List<SessionListener> listeners() {
+    return List.copyOf(listeners);
+  }
+
+  public List<DecisionRecordPart> recordParts() {
+    return List.copyOf(recordParts);
+  }
+}

@@ -1,0 +1,16 @@
+package io.sluice.feature;
+
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.time.Ticker;
+import io.sluice.observability.AdmissionMetrics;
+
+/**
+ * What a feature builds one snapshot's part on ({@link Feature#contribute}).
+ *
+ * @param config the snapshot's policy (a registered section: {@code config.section(...)})
+ * @param stores the process's store ports
+ * @param metrics the process's metrics (a feature's own meters: {@link AdmissionMetrics#part})
+ * @param ticker the process's ticker
+ */
+public record FeatureSnapshot(
+    SluiceConfig config, StorePorts stores, AdmissionMetrics metrics, Ticker ticker) {}
