@@ -47,6 +47,10 @@ final class SignalsSection {
     if (!s.get(Signal.ATTEMPT_COUNT.key()).present()) {
       out.put(Signal.ATTEMPT_COUNT, List.of(new Source.Header("x-envoy-attempt-count")));
     }
+    // the anonymous tenant's retry budget per client: the address Envoy saw (its own attribute)
+    if (!s.get(Signal.CLIENT.key()).present()) {
+      out.put(Signal.CLIENT, List.of(new Source.Attribute("source.address")));
+    }
     return java.util.Collections.unmodifiableMap(out);
   }
 

@@ -260,7 +260,12 @@ public record SluiceConfig(
      */
     RETRY_COUNT("retryCount"),
     /** Envoy's attempt count (1 on the first try) of a gateway in front; safe as retryCount. */
-    ATTEMPT_COUNT("attemptCount");
+    ATTEMPT_COUNT("attemptCount"),
+    /**
+     * The downstream client's address as Envoy reports it: the anonymous tenant's retries are
+     * counted per client address (retry control), not in one bucket for every client.
+     */
+    CLIENT("client");
 
     private final String key;
 

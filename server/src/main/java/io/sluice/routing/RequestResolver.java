@@ -205,7 +205,8 @@ public final class RequestResolver {
         retries
             ? new io.sluice.core.retry.AttemptSignals(
                 io.sluice.core.retry.AttemptSignals.parse(read(Signal.RETRY_COUNT, in)),
-                io.sluice.core.retry.AttemptSignals.parse(read(Signal.ATTEMPT_COUNT, in)))
+                io.sluice.core.retry.AttemptSignals.parse(read(Signal.ATTEMPT_COUNT, in)),
+                tenant == anonymous ? read(Signal.CLIENT, in) : null)
             : io.sluice.core.retry.AttemptSignals.NONE);
   }
 

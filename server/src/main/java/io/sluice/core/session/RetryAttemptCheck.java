@@ -57,7 +57,8 @@ final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
   @Override
   public void refused(Request r, Reason why, long retryAfterSeconds) {
     Subject s = r.subject();
-    retries.remember(s.pool().name(), s.tenant().id(), s.operationId(), why, retryAfterSeconds);
+    retries.remember(
+        s.pool().name(), s.tenant().id(), s.attempt(), s.operationId(), why, retryAfterSeconds);
   }
 
   /** The attempt as classified, and its operation's in-flight claim (when it took one). */
