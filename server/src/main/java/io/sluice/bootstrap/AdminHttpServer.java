@@ -53,8 +53,9 @@ import org.jspecify.annotations.Nullable;
  * connection is closed after {@link #IDLE_SECONDS}; at most {@link #MAX_CONNECTIONS} connections.
  * Routes run on 2 bounded worker threads (503 when 64 wait), the probes ({@code /healthz}, {@code
  * /readyz}) on a thread of their own. GET routes answer GET and HEAD, body routes POST, anything
- * else 405 with {@code Allow}; body routes answer loopback callers only (403). Off the request
- * path.
+ * else 405 with {@code Allow}; body routes answer loopback callers only (403) unless they are on a
+ * control listener of their own ({@link #attachControl}, {@code server.admin.control}), where the
+ * bind address is the access rule. Off the request path.
  */
 // Netty's channel and group futures (close, write, shutdown): a failure there closes the
 // connection, which is all this server would do about it
@@ -91,6 +92,9 @@ public final class AdminHttpServer implements AutoCloseable {
   private final Channel channel;
   private final java.util.Map<String, String> described =
       java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+  // the state-changing routes' own listener (server.admin.control.port), started and closed with
+  // this one; null: they are mounted here, loopback callers only
+  private volatile @Nullable AdminHttpServer control;
 
   /** A mounted path: what it answers, which methods, where it runs. */
   private record Route(Handler handler, boolean post, boolean probe, boolean loopbackOnly) {}
@@ -253,7 +257,31 @@ public final class AdminHttpServer implements AutoCloseable {
   public AdminHttpServer routeWithBody(
       String path,
       java.util.function.Function<String, java.util.concurrent.CompletionStage<Reply>> handler) {
-    return mount(path, new Route(r -> handler.apply(r.body()), true, false, true));
+    return routeWithBody(path, handler, true);
+  }
+
+  /**
+   * As above; {@code loopbackOnly} false on a control listener of its own, whose bind address
+   * (loopback by default) says who may call.
+   */
+  public AdminHttpServer routeWithBody(
+      String path,
+      java.util.function.Function<String, java.util.concurrent.CompletionStage<Reply>> handler,
+      boolean loopbackOnly) {
+    return mount(path, new Route(r -> handler.apply(r.body()), true, false, loopbackOnly));
+  }
+
+  /**
+   * Gives the state-changing routes a listener of their own ({@code server.admin.control.port}):
+   * started and closed with this server.
+   */
+  public void attachControl(AdminHttpServer controlServer) {
+    this.control = controlServer;
+  }
+
+  /** The control listener, or null when the state-changing routes are served here. */
+  public @Nullable AdminHttpServer control() {
+    return control;
   }
 
   public AdminHttpServer route(String path, Supplier<Reply> handler) {
@@ -451,6 +479,10 @@ public final class AdminHttpServer implements AutoCloseable {
       channel.config().setAutoRead(true);
       channel.read();
     }
+    AdminHttpServer c = control;
+    if (c != null) {
+      c.start();
+    }
   }
 
   public int port() {
@@ -464,6 +496,10 @@ public final class AdminHttpServer implements AutoCloseable {
 
   @Override
   public void close() {
+    AdminHttpServer c = control;
+    if (c != null) {
+      c.close();
+    }
     channel.close().syncUninterruptibly();
     accept.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     io.shutdownGracefully(0, 1, TimeUnit.SECONDS);
