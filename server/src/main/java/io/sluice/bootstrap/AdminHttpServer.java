@@ -89,6 +89,8 @@ public final class AdminHttpServer implements AutoCloseable {
   private final ThreadPoolExecutor probes = pool("sluice-admin-probe", 1);
   private final Map<String, Route> routes = new ConcurrentHashMap<>();
   private final AtomicInteger connections = new AtomicInteger();
+  // requests handed to a route whose answer is not written yet (tests: nothing hangs)
+  private final AtomicInteger inFlight = new AtomicInteger();
   private final Channel channel;
   private final java.util.Map<String, String> described =
       java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
@@ -224,7 +226,19 @@ public final class AdminHttpServer implements AutoCloseable {
     return sb.toString();
   }
 
-  /** The query string's parameters (first value of each; names and values URL-decoded). */
+  /** A query string that does not decode (a bad {@code %} escape): the client's error, a 400. */
+  static final class BadQuery extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    BadQuery(IllegalArgumentException cause) {
+      super(cause.getMessage(), cause);
+    }
+  }
+
+  /**
+   * The query string's parameters (first value of each; names and values URL-decoded); a {@link
+   * BadQuery} when an escape does not decode.
+   */
   static java.util.Map<String, String> query(String rawQuery) {
     java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
     if (rawQuery == null || rawQuery.isEmpty()) {
@@ -237,9 +251,13 @@ public final class AdminHttpServer implements AutoCloseable {
       int eq = pair.indexOf('=');
       String k = eq < 0 ? pair : pair.substring(0, eq);
       String v = eq < 0 ? "" : pair.substring(eq + 1);
-      out.putIfAbsent(
-          java.net.URLDecoder.decode(k, StandardCharsets.UTF_8),
-          java.net.URLDecoder.decode(v, StandardCharsets.UTF_8));
+      try {
+        out.putIfAbsent(
+            java.net.URLDecoder.decode(k, StandardCharsets.UTF_8),
+            java.net.URLDecoder.decode(v, StandardCharsets.UTF_8));
+      } catch (IllegalArgumentException e) {
+        throw new BadQuery(e);
+      }
     }
     return out;
   }
@@ -403,11 +421,14 @@ public final class AdminHttpServer implements AutoCloseable {
       Request r = new Request(raw, req.content().toString(StandardCharsets.UTF_8));
       ThreadPoolExecutor on = route.probe() ? probes : workers;
       try {
+        inFlight.incrementAndGet();
         on.execute(
             () -> {
               CompletionStage<Reply> stage;
               try {
                 stage = route.handler().handle(r);
+              } catch (BadQuery e) {
+                stage = done(Reply.text(400, "bad query string: " + e.getMessage() + "\n"));
               } catch (RuntimeException e) {
                 stage = done(Reply.text(500, "error: " + e.getClass().getSimpleName() + "\n"));
               }
@@ -423,9 +444,14 @@ public final class AdminHttpServer implements AutoCloseable {
                       .thenAccept(
                           reply ->
                               ctx.executor()
-                                  .execute(() -> write(ctx, reply, head, keepAlive, null)));
+                                  .execute(
+                                      () -> {
+                                        write(ctx, reply, head, keepAlive, null);
+                                        inFlight.decrementAndGet();
+                                      }));
             });
       } catch (java.util.concurrent.RejectedExecutionException e) {
+        inFlight.decrementAndGet();
         write(ctx, Reply.text(503, "admin port busy\n"), head, false, null);
       }
     }
@@ -450,7 +476,8 @@ public final class AdminHttpServer implements AutoCloseable {
       boolean head,
       boolean keepAlive,
       @Nullable String allow) {
-    byte[] body = java.util.Objects.requireNonNull(reply.body()).getBytes(StandardCharsets.UTF_8);
+    String text = reply.body();
+    byte[] body = text == null ? new byte[0] : text.getBytes(StandardCharsets.UTF_8);
     DefaultFullHttpResponse resp =
         new DefaultFullHttpResponse(
             HttpVersion.HTTP_1_1,
@@ -483,6 +510,11 @@ public final class AdminHttpServer implements AutoCloseable {
     if (c != null) {
       c.start();
     }
+  }
+
+  /** Requests handed to a route and not answered yet (tests: every answer is written). */
+  int inFlight() {
+    return inFlight.get();
   }
 
   public int port() {

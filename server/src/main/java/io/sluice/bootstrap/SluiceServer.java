@@ -229,6 +229,11 @@ public final class SluiceServer implements AutoCloseable {
     return c == null ? null : c.address();
   }
 
+  /** The admin HTTP server (tests of its routes in this package). */
+  AdminHttpServer admin() {
+    return admin;
+  }
+
   /** Where the admin HTTP server is bound (server.admin.host/port, or HOST/PORT). */
   public InetSocketAddress adminAddress() {
     return admin.address();
