@@ -24,7 +24,7 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * {@code java -jar bench/target/sluice-bench.jar
- * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|restart|knee|throttle|cold-throttle|cold-knee|reserve|policy-assistant|calibrate-sim]}.
+ * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|restart|knee|throttle|cold-throttle|cold-knee|reserve|policy-assistant|calibrate-sim|rapid-reset]}.
  * With no subcommand it prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code
  * --help} and {@code -V}/{@code --version} are inherited by every subcommand.
  */
@@ -54,7 +54,8 @@ import picocli.CommandLine.ScopeType;
       Reserve.class,
       ColdGreedy.class,
       PolicyAssistant.class,
-      CalibrateSim.class
+      CalibrateSim.class,
+      RapidReset.class
     })
 public final class BenchMain {
 

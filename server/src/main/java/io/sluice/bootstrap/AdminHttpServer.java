@@ -53,8 +53,9 @@ import org.jspecify.annotations.Nullable;
  * connection is closed after {@link #IDLE_SECONDS}; at most {@link #MAX_CONNECTIONS} connections.
  * Routes run on 2 bounded worker threads (503 when 64 wait), the probes ({@code /healthz}, {@code
  * /readyz}) on a thread of their own. GET routes answer GET and HEAD, body routes POST, anything
- * else 405 with {@code Allow}; body routes answer loopback callers only (403). Off the request
- * path.
+ * else 405 with {@code Allow}; body routes answer loopback callers only (403) unless they are on a
+ * control listener of their own ({@link #attachControl}, {@code server.admin.control}), where the
+ * bind address is the access rule. Off the request path.
  */
 // Netty's channel and group futures (close, write, shutdown): a failure there closes the
 // connection, which is all this server would do about it
@@ -88,9 +89,14 @@ public final class AdminHttpServer implements AutoCloseable {
   private final ThreadPoolExecutor probes = pool("sluice-admin-probe", 1);
   private final Map<String, Route> routes = new ConcurrentHashMap<>();
   private final AtomicInteger connections = new AtomicInteger();
+  // requests handed to a route whose answer is not written yet (tests: nothing hangs)
+  private final AtomicInteger inFlight = new AtomicInteger();
   private final Channel channel;
   private final java.util.Map<String, String> described =
       java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+  // the state-changing routes' own listener (server.admin.control.port), started and closed with
+  // this one; null: they are mounted here, loopback callers only
+  private volatile @Nullable AdminHttpServer control;
 
   /** A mounted path: what it answers, which methods, where it runs. */
   private record Route(Handler handler, boolean post, boolean probe, boolean loopbackOnly) {}
@@ -179,65 +185,7 @@ public final class AdminHttpServer implements AutoCloseable {
     synchronized (described) {
       routes = new java.util.LinkedHashMap<>(described);
     }
-    if ("json".equals(query(rawQuery).get("format"))) {
-      StringBuilder sb = new StringBuilder("{\"endpoints\": [");
-      String sep = "\n  ";
-      for (var e : routes.entrySet()) {
-        sb.append(sep)
-            .append("{\"path\": \"")
-            .append(jsonEscape(e.getKey()))
-            .append("\", \"description\": \"")
-            .append(jsonEscape(e.getValue()))
-            .append("\"}");
-        sep = ",\n  ";
-      }
-      return Reply.json(200, sb.append("\n]}\n").toString());
-    }
-    int width = routes.keySet().stream().mapToInt(String::length).max().orElse(0);
-    StringBuilder sb = new StringBuilder("Sluice admin endpoints:\n");
-    for (var e : routes.entrySet()) {
-      sb.append("  ")
-          .append(e.getKey())
-          .append(" ".repeat(width - e.getKey().length() + 2))
-          .append(e.getValue())
-          .append('\n');
-    }
-    return Reply.text(200, sb.toString());
-  }
-
-  private static String jsonEscape(String s) {
-    StringBuilder sb = new StringBuilder();
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (c == '"' || c == '\\') {
-        sb.append('\\').append(c);
-      } else if (c < 0x20) {
-        sb.append(String.format(java.util.Locale.ROOT, "\\u%04x", (int) c));
-      } else {
-        sb.append(c);
-      }
-    }
-    return sb.toString();
-  }
-
-  /** The query string's parameters (first value of each; names and values URL-decoded). */
-  static java.util.Map<String, String> query(String rawQuery) {
-    java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
-    if (rawQuery == null || rawQuery.isEmpty()) {
-      return out;
-    }
-    for (String pair : rawQuery.split("&", -1)) {
-      if (pair.isEmpty()) {
-        continue; // "a=1&&b=2", a trailing "&"
-      }
-      int eq = pair.indexOf('=');
-      String k = eq < 0 ? pair : pair.substring(0, eq);
-      String v = eq < 0 ? "" : pair.substring(eq + 1);
-      out.putIfAbsent(
-          java.net.URLDecoder.decode(k, StandardCharsets.UTF_8),
-          java.net.URLDecoder.decode(v, StandardCharsets.UTF_8));
-    }
-    return out;
+    return AdminText.index(routes, rawQuery);
   }
 
   /** Adds {@code path} to the list {@code GET /} shows. */
@@ -253,7 +201,31 @@ public final class AdminHttpServer implements AutoCloseable {
   public AdminHttpServer routeWithBody(
       String path,
       java.util.function.Function<String, java.util.concurrent.CompletionStage<Reply>> handler) {
-    return mount(path, new Route(r -> handler.apply(r.body()), true, false, true));
+    return routeWithBody(path, handler, true);
+  }
+
+  /**
+   * As above; {@code loopbackOnly} false on a control listener of its own, whose bind address
+   * (loopback by default) says who may call.
+   */
+  public AdminHttpServer routeWithBody(
+      String path,
+      java.util.function.Function<String, java.util.concurrent.CompletionStage<Reply>> handler,
+      boolean loopbackOnly) {
+    return mount(path, new Route(r -> handler.apply(r.body()), true, false, loopbackOnly));
+  }
+
+  /**
+   * Gives the state-changing routes a listener of their own ({@code server.admin.control.port}):
+   * started and closed with this server.
+   */
+  public void attachControl(AdminHttpServer controlServer) {
+    this.control = controlServer;
+  }
+
+  /** The control listener, or null when the state-changing routes are served here. */
+  public @Nullable AdminHttpServer control() {
+    return control;
   }
 
   public AdminHttpServer route(String path, Supplier<Reply> handler) {
@@ -282,7 +254,8 @@ public final class AdminHttpServer implements AutoCloseable {
       java.util.function.Function<java.util.Map<String, String>, Reply> handler) {
     describe(path, description);
     return mount(
-        path, new Route(r -> done(handler.apply(query(r.rawQuery()))), false, false, false));
+        path,
+        new Route(r -> done(handler.apply(AdminText.query(r.rawQuery()))), false, false, false));
   }
 
   /** Exact-path mount: other paths are 404; failures are 500 without a stack trace. */
@@ -375,11 +348,14 @@ public final class AdminHttpServer implements AutoCloseable {
       Request r = new Request(raw, req.content().toString(StandardCharsets.UTF_8));
       ThreadPoolExecutor on = route.probe() ? probes : workers;
       try {
+        inFlight.incrementAndGet();
         on.execute(
             () -> {
               CompletionStage<Reply> stage;
               try {
                 stage = route.handler().handle(r);
+              } catch (AdminText.BadQuery e) {
+                stage = done(Reply.text(400, "bad query string: " + e.getMessage() + "\n"));
               } catch (RuntimeException e) {
                 stage = done(Reply.text(500, "error: " + e.getClass().getSimpleName() + "\n"));
               }
@@ -395,9 +371,14 @@ public final class AdminHttpServer implements AutoCloseable {
                       .thenAccept(
                           reply ->
                               ctx.executor()
-                                  .execute(() -> write(ctx, reply, head, keepAlive, null)));
+                                  .execute(
+                                      () -> {
+                                        write(ctx, reply, head, keepAlive, null);
+                                        inFlight.decrementAndGet();
+                                      }));
             });
       } catch (java.util.concurrent.RejectedExecutionException e) {
+        inFlight.decrementAndGet();
         write(ctx, Reply.text(503, "admin port busy\n"), head, false, null);
       }
     }
@@ -422,7 +403,8 @@ public final class AdminHttpServer implements AutoCloseable {
       boolean head,
       boolean keepAlive,
       @Nullable String allow) {
-    byte[] body = java.util.Objects.requireNonNull(reply.body()).getBytes(StandardCharsets.UTF_8);
+    String text = reply.body();
+    byte[] body = text == null ? new byte[0] : text.getBytes(StandardCharsets.UTF_8);
     DefaultFullHttpResponse resp =
         new DefaultFullHttpResponse(
             HttpVersion.HTTP_1_1,
@@ -451,6 +433,15 @@ public final class AdminHttpServer implements AutoCloseable {
       channel.config().setAutoRead(true);
       channel.read();
     }
+    AdminHttpServer c = control;
+    if (c != null) {
+      c.start();
+    }
+  }
+
+  /** Requests handed to a route and not answered yet (tests: every answer is written). */
+  int inFlight() {
+    return inFlight.get();
   }
 
   public int port() {
@@ -464,6 +455,10 @@ public final class AdminHttpServer implements AutoCloseable {
 
   @Override
   public void close() {
+    AdminHttpServer c = control;
+    if (c != null) {
+      c.close();
+    }
     channel.close().syncUninterruptibly();
     accept.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     io.shutdownGracefully(0, 1, TimeUnit.SECONDS);

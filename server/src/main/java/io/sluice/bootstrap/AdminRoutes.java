@@ -21,10 +21,14 @@ final class AdminRoutes {
     this.config = config;
   }
 
-  /** The admin port of {@code server.admin} (a port taken: a {@link PortBindException}). */
+  /**
+   * The admin port of {@code server.admin}, with the control listener of {@code
+   * server.admin.control} attached when it has a port (a port taken: a {@link PortBindException}).
+   */
   static AdminHttpServer bind(SluiceConfig.Server s) throws IOException {
+    AdminHttpServer admin;
     try {
-      return new AdminHttpServer(s.adminHost(), s.adminPort());
+      admin = new AdminHttpServer(s.adminHost(), s.adminPort());
     } catch (IOException e) {
       throw PortBindException.of(
           "admin HTTP",
@@ -34,6 +38,22 @@ final class AdminRoutes {
           "server.admin.host / .port",
           e);
     }
+    SluiceConfig.AdminControl c = s.adminControl();
+    if (c.ownListener()) {
+      try {
+        admin.attachControl(new AdminHttpServer(c.host(), c.port()));
+      } catch (IOException e) {
+        admin.close();
+        throw PortBindException.of(
+            "admin control HTTP",
+            c.host(),
+            c.port(),
+            "server.admin.control.host",
+            "server.admin.control.port",
+            e);
+      }
+    }
+    return admin;
   }
 
   /** Mounts every route on {@code admin}; {@code config} is the config in force. */
@@ -88,11 +108,19 @@ final class AdminRoutes {
               "/healthcheck",
               "rate limit service health (as envoyproxy/ratelimit)",
               () -> r.reply(rls.healthcheck()))
-          .route("/rlconfig", "the loaded rate limit descriptors", () -> r.reply(rls.rlconfig()))
-          .describe(
-              "/json",
-              "POST a RateLimitRequest in JSON, get the decision (as envoyproxy/ratelimit)")
-          .routeWithBody("/json", body -> rls.json(body).thenApply(r::reply));
+          .route("/rlconfig", "the loaded rate limit descriptors", () -> r.reply(rls.rlconfig()));
+      // POST /json changes rate limit state: on the control listener when it has one (its bind
+      // address says who may call), else here to loopback callers only; or nowhere
+      SluiceConfig.AdminControl c = config.get().server().adminControl();
+      AdminHttpServer control = admin.control();
+      if (c.enabled()) {
+        AdminHttpServer on = control != null ? control : admin;
+        on.describe(
+                "/json",
+                "POST a RateLimitRequest in JSON, get the decision (as envoyproxy/ratelimit)"
+                    + (control != null ? "" : "; loopback callers only"))
+            .routeWithBody("/json", body -> rls.json(body).thenApply(r::reply), control == null);
+      }
     }
   }
 

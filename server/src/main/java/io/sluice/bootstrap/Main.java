@@ -85,7 +85,8 @@ public final class Main implements Callable<Integer> {
             s.health(),
             s.warmup(),
             s.streams(),
-            s.http2());
+            s.http2(),
+            s.adminControl());
     return new SluiceConfig(
         ns,
         c.limits(),

@@ -148,6 +148,10 @@ public final class SluiceServer implements AutoCloseable {
     StartupLines.warnUntrustedHeaders(config);
     StartupLines.warnMissingRlsConfigDirectory(s);
     StartupLines.logStarted(config, server.policySummary(), server.grpcPort(), server.adminPort());
+    InetSocketAddress control = server.adminControlAddress();
+    if (control != null) {
+      LOG.info("state-changing admin routes (POST /json) on their own listener {}", control);
+    }
     return server;
   }
 
@@ -214,6 +218,20 @@ public final class SluiceServer implements AutoCloseable {
 
   public int adminPort() {
     return admin.port();
+  }
+
+  /**
+   * Where the state-changing admin routes listen when they have a port of their own
+   * (server.admin.control.host/port), else null.
+   */
+  public @Nullable InetSocketAddress adminControlAddress() {
+    AdminHttpServer c = admin.control();
+    return c == null ? null : c.address();
+  }
+
+  /** The admin HTTP server (tests of its routes in this package). */
+  AdminHttpServer admin() {
+    return admin;
   }
 
   /** Where the admin HTTP server is bound (server.admin.host/port, or HOST/PORT). */

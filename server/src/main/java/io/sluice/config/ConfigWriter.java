@@ -112,7 +112,12 @@ public final class ConfigWriter {
         .put("maxHeaderListSize", h2.maxHeaderListBytes())
         .put("permitKeepAliveTime", duration(h2.permitKeepAliveTime()))
         .put("maxConnectionIdle", duration(h2.maxConnectionIdle()));
-    n.putObject("admin").put("host", s.adminHost()).put("port", s.adminPort());
+    var admin = n.putObject("admin").put("host", s.adminHost()).put("port", s.adminPort());
+    SluiceConfig.AdminControl ac = s.adminControl();
+    var control = admin.putObject("control").put("enabled", ac.enabled()).put("host", ac.host());
+    if (ac.port() != SluiceConfig.AdminControl.SHARED_PORT) {
+      control.put("port", ac.port());
+    }
     n.put("shutdownGrace", duration(s.shutdownGrace()));
     n.put("reloadInterval", duration(s.reloadInterval()));
     n.putObject("health")

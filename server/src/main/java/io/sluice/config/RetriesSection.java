@@ -54,7 +54,8 @@ public final class RetriesSection implements ConfigSection<RetryPolicy> {
       Set.of(
           SluiceConfig.Signal.OPERATION_ID.key(),
           SluiceConfig.Signal.RETRY_COUNT.key(),
-          SluiceConfig.Signal.ATTEMPT_COUNT.key());
+          SluiceConfig.Signal.ATTEMPT_COUNT.key(),
+          SluiceConfig.Signal.CLIENT.key());
 
   @Override
   public RetryPolicy read(Node n, Refs refs) {

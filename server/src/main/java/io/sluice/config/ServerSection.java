@@ -37,7 +37,7 @@ final class ServerSection {
                     "maxHeaderListSize",
                     "permitKeepAliveTime",
                     "maxConnectionIdle"));
-    Node a = s.get("admin").only(Set.of("host", "port"));
+    Node a = s.get("admin").only(Set.of("host", "port", "control"));
     SluiceConfig.Server d = SluiceConfig.Server.DEFAULTS;
     SluiceConfig.Tls tls = null;
     Node t = g.get("tls").only(Set.of("certFile", "keyFile", "clientCaFile", "refreshInterval"));
@@ -61,7 +61,18 @@ final class ServerSection {
         health(s.get("health")),
         warmup(s.get("warmup")),
         streams(g),
-        http2(g));
+        http2(g),
+        adminControl(a.get("control")));
+  }
+
+  /** server.admin.control: where the state-changing admin routes are served. */
+  private static SluiceConfig.AdminControl adminControl(Node c) {
+    c.only(Set.of("enabled", "host", "port"));
+    SluiceConfig.AdminControl d = SluiceConfig.AdminControl.DEFAULTS;
+    return new SluiceConfig.AdminControl(
+        c.get("enabled").bool(d.enabled()),
+        c.get("host").string(d.host()),
+        c.get("port").intValue(d.port(), SluiceConfig.AdminControl.SHARED_PORT, 65535));
   }
 
   /** server.grpc HTTP/2 abuse limits ("HTTP/2 abuse limits" in docs/operations.md). */

@@ -54,6 +54,10 @@ final class SignalsSection {
                 }
               });
     }
+    // the anonymous tenant's retry budget per client: the address Envoy saw (its own attribute)
+    if (!s.get(Signal.CLIENT.key()).present()) {
+      out.put(Signal.CLIENT, List.of(new Source.Attribute("source.address")));
+    }
     return java.util.Collections.unmodifiableMap(out);
   }
 

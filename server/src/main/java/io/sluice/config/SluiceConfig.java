@@ -101,7 +101,8 @@ public record SluiceConfig(
       Health health,
       Warmup warmup,
       Streams streams,
-      Http2 http2) {
+      Http2 http2,
+      AdminControl adminControl) {
     /** Every setting at its default; TLS off. */
     public static final Server DEFAULTS =
         new Server(
@@ -116,7 +117,25 @@ public record SluiceConfig(
             Health.DEFAULTS,
             Warmup.DEFAULTS,
             Streams.DEFAULTS,
-            Http2.DEFAULTS);
+            Http2.DEFAULTS,
+            AdminControl.DEFAULTS);
+  }
+
+  /**
+   * The admin routes that change state (the rate limit service's {@code POST /json}), {@code
+   * server.admin.control}: with {@code port} unset ({@value #SHARED_PORT}) they are served on the
+   * admin port to loopback callers only; with a port (0: any free one) on a listener of their own
+   * bound to {@code host} (loopback by default) and not on the admin port; not at all when {@code
+   * enabled} is false.
+   */
+  public record AdminControl(boolean enabled, String host, int port) {
+    public static final int SHARED_PORT = -1;
+    public static final AdminControl DEFAULTS = new AdminControl(true, "127.0.0.1", SHARED_PORT);
+
+    /** Whether the routes have a listener of their own. */
+    public boolean ownListener() {
+      return enabled && port != SHARED_PORT;
+    }
   }
 
   /**
@@ -266,7 +285,12 @@ public record SluiceConfig(
      */
     RETRY_COUNT("retryCount"),
     /** Envoy's attempt count (1 on the first try) of a gateway in front; safe as retryCount. */
-    ATTEMPT_COUNT("attemptCount");
+    ATTEMPT_COUNT("attemptCount"),
+    /**
+     * The downstream client's address as Envoy reports it: the anonymous tenant's retries are
+     * counted per client address (retry control), not in one bucket for every client.
+     */
+    CLIENT("client");
 
     private final String key;
 

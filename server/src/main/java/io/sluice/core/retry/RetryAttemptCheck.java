@@ -26,10 +26,15 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
   /** Its place: right after the tenant's request rate, at the headers. */
   public static final int ORDER = CheckChain.TENANT_RATE + 50;
 
-  /** The signal keys it reads ({@code signals.retryCount}, {@code signals.attemptCount}). */
+  /**
+   * The signal keys it reads ({@code signals.retryCount}, {@code signals.attemptCount}, {@code
+   * signals.client}: the anonymous tenant's retries are counted per client address).
+   */
   public static final String RETRY_COUNT = "retryCount";
 
   public static final String ATTEMPT_COUNT = "attemptCount";
+
+  public static final String CLIENT = "client";
 
   private final RetryControl retries;
   private final AdmissionController controller;
@@ -60,7 +65,8 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
   static AttemptSignals signals(Subject s) {
     return new AttemptSignals(
         AttemptSignals.parse(s.signals().get(RETRY_COUNT)),
-        AttemptSignals.parse(s.signals().get(ATTEMPT_COUNT)));
+        AttemptSignals.parse(s.signals().get(ATTEMPT_COUNT)),
+        s.signals().get(CLIENT));
   }
 
   @Override
@@ -95,7 +101,8 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
   @Override
   public void refused(Request r, Reason why, long retryAfterSeconds) {
     Subject s = r.subject();
-    retries.remember(s.pool().name(), s.tenant().id(), s.operationId(), why, retryAfterSeconds);
+    retries.remember(
+        s.pool().name(), s.tenant().id(), signals(s), s.operationId(), why, retryAfterSeconds);
   }
 
   /** The attempt as classified, and its operation's in-flight claim (when it took one). */

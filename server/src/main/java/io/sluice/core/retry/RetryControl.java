@@ -1,6 +1,7 @@
 package io.sluice.core.retry;
 
 import io.sluice.core.admission.Reason;
+import io.sluice.core.policy.Tenant;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -38,6 +39,18 @@ public final class RetryControl {
       new ConcurrentHashMap<>();
 
   static final int MAX_CACHED_TENANTS = 4096;
+
+  /**
+   * The keys of the anonymous tenant's requests with no operation id, per pool and client address
+   * ({@link AttemptSignals#client}): each client has its own refusal memory and budget bucket, so
+   * one client's retries never spend another's. Client addresses are many and not the operator's
+   * choice, so past {@value #MAX_CACHED_CLIENTS} per pool the map starts over (a client whose keys
+   * were dropped rebuilds them; its bucket lives in the store, bounded there).
+   */
+  private final ConcurrentMap<String, ConcurrentMap<String, TenantKeys>> clientKeys =
+      new ConcurrentHashMap<>();
+
+  static final int MAX_CACHED_CLIENTS = 4096;
 
   /**
    * With a shared store ({@link AttemptStore#shared}), a tenant's originals that have no operation
@@ -147,10 +160,12 @@ public final class RetryControl {
     RetryPolicy.Duplicates.Route dup = policy.duplicates().forRoute(route);
     RetryPolicy.Budget budget = policy.budget();
     boolean headerRetry = signals.claimedAttempt() > 1;
-    String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, op);
+    String client = client(tenant, signals);
+    String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, client, op);
     String owner = op == null ? "" : ownerPrefix + ":" + owners.incrementAndGet(); // claims only
     long windowMillis = Math.max(1, policy.window().toMillis());
-    TenantKeys keys = tenantKeys(pool, tenant);
+    TenantKeys keys = client == null ? tenantKeys(pool, tenant) : clientKeys(pool, client);
+    String whose = client == null ? tenant : tenant + " (client " + client + ")";
     long deferred = 0;
     if (s.shared()) {
       if (op == null && !headerRetry) { // an original that can only refill its bucket
@@ -170,9 +185,9 @@ public final class RetryControl {
     }
     AttemptStore.Observe o =
         new AttemptStore.Observe(
-            op == null ? null : RetryKeys.seen(namespace, pool, tenant, op),
+            op == null ? null : RetryKeys.seen(namespace, pool, tenant, client, op),
             opKey,
-            op == null ? keys.refusal() : RetryKeys.refusal(namespace, pool, tenant, op),
+            op == null ? keys.refusal() : RetryKeys.refusal(namespace, pool, tenant, client, op),
             keys.budget(),
             owner,
             headerRetry,
@@ -200,23 +215,62 @@ public final class RetryControl {
       return CompletableFuture.completedFuture(
           obs == null
               ? storeFailed(signals)
-              : classify(
-                  obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, tenant));
+              : classify(obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, whose));
     }
     return answer.handle(
         (obs, e) ->
             e != null || obs == null
                 ? storeFailed(signals)
                 : classify(
-                    obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, tenant));
+                    obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, whose));
   }
 
-  private @Nullable String budgetKey(String pool, String tenant) {
+  private @Nullable String budgetKey(String pool, String tenant, @Nullable String client) {
     RetryPolicy.Budget budget = policy.budget();
     return budget.enabled()
         ? RetryKeys.budget(
-            namespace, pool, budget.scope() == RetryPolicy.Budget.Scope.TENANT ? tenant : null)
+            namespace,
+            pool,
+            budget.scope() == RetryPolicy.Budget.Scope.TENANT ? tenant : null,
+            client)
         : null;
+  }
+
+  /**
+   * The client whose own retries these are: the host of the {@code client} signal for the anonymous
+   * tenant (every request without a tenant is that one tenant, so without it one client's retries
+   * would spend every other's budget), null for any other tenant or without the signal.
+   */
+  static @Nullable String client(String tenant, AttemptSignals signals) {
+    return signals.client() != null && Tenant.ANONYMOUS.equals(tenant)
+        ? AttemptSignals.clientHost(signals.client())
+        : null;
+  }
+
+  /** Client addresses whose keys are cached for {@code pool} (tests: the bound). */
+  int cachedClientKeys(String pool) {
+    ConcurrentMap<String, TenantKeys> byClient = clientKeys.get(pool);
+    return byClient == null ? 0 : byClient.size();
+  }
+
+  private TenantKeys clientKeys(String pool, String client) {
+    ConcurrentMap<String, TenantKeys> byClient = clientKeys.get(pool);
+    if (byClient == null) {
+      byClient = clientKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
+    }
+    TenantKeys k = byClient.get(client);
+    if (k == null) {
+      if (byClient.size() >= MAX_CACHED_CLIENTS) {
+        byClient.clear();
+      }
+      k =
+          new TenantKeys(
+              RetryKeys.refusal(namespace, pool, Tenant.ANONYMOUS, client, null),
+              budgetKey(pool, Tenant.ANONYMOUS, client),
+              nanoTime.getAsLong());
+      byClient.put(client, k);
+    }
+    return k;
   }
 
   /** Tenants whose keys are cached for {@code pool} (tests: the bound). */
@@ -238,7 +292,7 @@ public final class RetryControl {
       k =
           new TenantKeys(
               RetryKeys.refusal(namespace, pool, tenant, null),
-              budgetKey(pool, tenant),
+              budgetKey(pool, tenant, null),
               nanoTime.getAsLong());
       byTenant.put(tenant, k);
     }
@@ -384,6 +438,19 @@ public final class RetryControl {
   /** Remembers a refusal with a Retry-After, so the attempt that follows is early or honoured. */
   public void remember(
       String pool, String tenant, @Nullable String operationId, Reason reason, long raSeconds) {
+    remember(pool, tenant, AttemptSignals.NONE, operationId, reason, raSeconds);
+  }
+
+  /**
+   * As above, for the client of the anonymous tenant that {@code signals} name ({@link #check}).
+   */
+  public void remember(
+      String pool,
+      String tenant,
+      AttemptSignals signals,
+      @Nullable String operationId,
+      Reason reason,
+      long raSeconds) {
     AttemptStore s = store;
     if (s == null || raSeconds <= 0) {
       return;
@@ -392,7 +459,7 @@ public final class RetryControl {
     try {
       var unused =
           s.remember(
-              RetryKeys.refusal(namespace, pool, tenant, op),
+              RetryKeys.refusal(namespace, pool, tenant, client(tenant, signals), op),
               raSeconds,
               reason.code(),
               raSeconds * 1000 + Math.max(1, policy.window().toMillis()));

@@ -12,7 +12,8 @@ import org.jspecify.annotations.Nullable;
  * tenant's own (two tenants may use the same idempotency key without meeting), every client-chosen
  * part is escaped so that the parts of a key split one way only ({@link #id}), and a client's id
  * longer than {@value #MAX_ID_CHARS} characters is replaced by its SHA-256, so no key grows with
- * client input.
+ * client input. The anonymous tenant's requests are counted per client address when they carry one
+ * ({@link #who}).
  */
 public final class RetryKeys {
   /** Operation and tenant ids are kept as they are up to this length. */
@@ -22,28 +23,73 @@ public final class RetryKeys {
 
   /** {@code <ns>{<pool>}:retry:seen:<tenant>:<operation>}. */
   public static String seen(String ns, String pool, String tenant, String operation) {
-    return PoolKeys.key(ns, pool, "retry:seen:" + id(tenant) + ":" + id(operation));
+    return seen(ns, pool, tenant, null, operation);
+  }
+
+  /**
+   * As above, of one client of the anonymous tenant when {@code client} is not null ({@link #who}).
+   */
+  public static String seen(
+      String ns, String pool, String tenant, @Nullable String client, String operation) {
+    return PoolKeys.key(ns, pool, "retry:seen:" + who(tenant, client) + ":" + id(operation));
   }
 
   /** {@code <ns>{<pool>}:retry:op:<tenant>:<operation>}: the in-flight claim. */
   public static String operation(String ns, String pool, String tenant, String operation) {
-    return PoolKeys.key(ns, pool, "retry:op:" + id(tenant) + ":" + id(operation));
+    return operation(ns, pool, tenant, null, operation);
+  }
+
+  /** As above, of one client of the anonymous tenant when {@code client} is not null. */
+  public static String operation(
+      String ns, String pool, String tenant, @Nullable String client, String operation) {
+    return PoolKeys.key(ns, pool, "retry:op:" + who(tenant, client) + ":" + id(operation));
   }
 
   /** By operation when there is one, else by tenant. */
   public static String refusal(String ns, String pool, String tenant, @Nullable String operation) {
+    return refusal(ns, pool, tenant, null, operation);
+  }
+
+  /** As above, of one client of the anonymous tenant when {@code client} is not null. */
+  public static String refusal(
+      String ns, String pool, String tenant, @Nullable String client, @Nullable String operation) {
+    String who = who(tenant, client);
     return PoolKeys.key(
         ns,
         pool,
         operation == null
-            ? "retry:refused:t:" + id(tenant)
-            : "retry:refused:o:" + id(tenant) + ":" + id(operation));
+            ? "retry:refused:t:" + who
+            : "retry:refused:o:" + who + ":" + id(operation));
   }
 
   /** {@code <ns>{<pool>}:retry:budget:<tenant>}, or {@code ...:budget:*} for the pool's. */
   public static String budget(String ns, String pool, @Nullable String tenantOrNull) {
+    return budget(ns, pool, tenantOrNull, null);
+  }
+
+  /**
+   * As above; a tenant's bucket is one client's of the anonymous tenant when {@code client} is not
+   * null (ignored for the pool's).
+   */
+  public static String budget(
+      String ns, String pool, @Nullable String tenantOrNull, @Nullable String client) {
     return PoolKeys.key(
-        ns, pool, tenantOrNull == null ? "retry:budget:*" : "retry:budget:t:" + id(tenantOrNull));
+        ns,
+        pool,
+        tenantOrNull == null ? "retry:budget:*" : "retry:budget:t:" + who(tenantOrNull, client));
+  }
+
+  /** The prefix of a client's part: {@code %40} never occurs in an escaped id ({@link #escape}). */
+  static final String CLIENT_PREFIX = "anonymous%40";
+
+  /**
+   * Whose attempts a key counts: the tenant ({@link #id}), or with {@code client} one client of the
+   * anonymous tenant, {@code anonymous%40<id(client)>}. No tenant's part equals a client's: an
+   * escaped id holds {@code %} only in {@code %25} and {@code %3A}, and a hashed one starts {@code
+   * h:}; so the parts still split one way only.
+   */
+  static String who(String tenant, @Nullable String client) {
+    return client == null ? id(tenant) : CLIENT_PREFIX + id(client);
   }
 
   /**

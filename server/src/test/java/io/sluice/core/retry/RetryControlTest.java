@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
  */
 class RetryControlTest {
   private static final AttemptSignals NO_SIGNALS = AttemptSignals.NONE;
-  private static final AttemptSignals SDK_RETRY = new AttemptSignals(1, -1);
+  private static final AttemptSignals SDK_RETRY = new AttemptSignals(1, -1, null);
 
   private final FakeTicker ticker = new FakeTicker();
   private final InMemoryAttemptStore store = new InMemoryAttemptStore(ticker, 10_000);
@@ -205,7 +205,8 @@ class RetryControlTest {
     assertThat(first.signal()).isEqualTo(Attempt.NONE);
     c.complete(first);
     ticker.advance(Duration.ofSeconds(59));
-    Attempt second = check(c, "acme", "op-1", new AttemptSignals(0, 1)); // claims to be a first try
+    Attempt second =
+        check(c, "acme", "op-1", new AttemptSignals(0, 1, null)); // claims to be a first try
     assertThat(second.retry()).isTrue();
     assertThat(second.number()).isEqualTo(2);
     assertThat(second.signal()).isEqualTo(Attempt.OPERATION);
@@ -220,15 +221,15 @@ class RetryControlTest {
   @Test
   void headers_classifyRetries_andTheirAttemptNumber() {
     RetryControl c = budgetOnly(100, 1);
-    Attempt sdk = check(c, "acme", null, new AttemptSignals(3, -1));
+    Attempt sdk = check(c, "acme", null, new AttemptSignals(3, -1, null));
     assertThat(sdk.retry()).isTrue();
     assertThat(sdk.number()).isEqualTo(4);
     assertThat(sdk.signal()).isEqualTo(Attempt.SDK);
     assertThat(sdk.previousReason()).isEqualTo(Attempt.UNKNOWN);
-    Attempt envoy = check(c, "acme", null, new AttemptSignals(-1, 2));
+    Attempt envoy = check(c, "acme", null, new AttemptSignals(-1, 2, null));
     assertThat(envoy.signal()).isEqualTo(Attempt.ENVOY);
     assertThat(envoy.number()).isEqualTo(2);
-    Attempt original = check(c, "acme", null, new AttemptSignals(0, 1));
+    Attempt original = check(c, "acme", null, new AttemptSignals(0, 1, null));
     assertThat(original.retry()).isFalse();
     assertThat(original.previousReason()).isEqualTo(Attempt.NONE);
   }
@@ -416,7 +417,7 @@ class RetryControlTest {
     assertThat(AttemptSignals.parse("-3")).isEqualTo(-1);
     assertThat(AttemptSignals.parse("abc")).isEqualTo(-1);
     assertThat(AttemptSignals.parse("99999999999999")).isEqualTo(1000);
-    assertThat(new AttemptSignals(0, 1).claimedAttempt()).isEqualTo(1);
-    assertThat(new AttemptSignals(2, 1).claimedAttempt()).isEqualTo(3);
+    assertThat(new AttemptSignals(0, 1, null).claimedAttempt()).isEqualTo(1);
+    assertThat(new AttemptSignals(2, 1, null).claimedAttempt()).isEqualTo(3);
   }
 }

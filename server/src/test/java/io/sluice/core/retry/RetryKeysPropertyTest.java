@@ -75,6 +75,37 @@ class RetryKeysPropertyTest {
     claim(owner, RetryKeys.budget("sluice_", "gpu", null), "budget of the pool");
   }
 
+  /**
+   * The same with the anonymous tenant's clients beside the tenants: no (client, operation) of the
+   * anonymous tenant shares a key with a (tenant, operation), including a tenant named like the
+   * client's part ({@code anonymous%40...}) or {@code anonymous} itself, nor with another client's.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @MethodSource("seeds")
+  void anonymousClients_neverShareAKeyWithATenantOrAnotherClient(long seed) {
+    Random r = new Random(seed);
+    Map<String, String> owner = new HashMap<>();
+    String[] lookalikes = {"anonymous", "anonymous%40", "anonymous%2540", "anonymous@", "%40"};
+    for (int i = 0; i < 20_000; i++) {
+      String op = id(r);
+      String tenant = r.nextInt(4) == 0 ? lookalikes[r.nextInt(lookalikes.length)] + id(r) : id(r);
+      String client = r.nextBoolean() ? id(r) : "203.0.113." + r.nextInt(4) + id(r);
+      keys(owner, tenant, null, op);
+      keys(owner, "anonymous", client, op);
+    }
+    claim(owner, RetryKeys.budget("sluice_", "gpu", null), "budget of the pool");
+  }
+
+  private static void keys(Map<String, String> owner, String tenant, String client, String op) {
+    String who = client == null ? "tenant " + tenant : "client " + client;
+    String pair = who + "\u0000" + op;
+    claim(owner, RetryKeys.operation("sluice_", "gpu", tenant, client, op), "op " + pair);
+    claim(owner, RetryKeys.seen("sluice_", "gpu", tenant, client, op), "seen " + pair);
+    claim(owner, RetryKeys.refusal("sluice_", "gpu", tenant, client, op), "refused " + pair);
+    claim(owner, RetryKeys.refusal("sluice_", "gpu", tenant, client, null), "refused " + who);
+    claim(owner, RetryKeys.budget("sluice_", "gpu", tenant, client), "budget " + who);
+  }
+
   private static void claim(Map<String, String> owner, String key, String who) {
     String before = owner.putIfAbsent(key, who);
     assertThat(before == null || before.equals(who))

@@ -216,7 +216,7 @@ class RetrySessionTest {
             new RetryPolicy.Budget(true, RetryPolicy.Budget.Scope.TENANT, 2, 0.1),
             RetryPolicy.EarlyRetry.COUNT,
             RetryPolicy.DEFAULTS.duplicates());
-    AttemptSignals sdk = new AttemptSignals(1, -1);
+    AttemptSignals sdk = new AttemptSignals(1, -1, null);
     AdmissionSessionTest.Front f1 = new AdmissionSessionTest.Front();
     start(f1, null, sdk, false).release(Outcome.COMPLETED); // 2 → 1
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
