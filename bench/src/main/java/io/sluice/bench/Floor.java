@@ -76,6 +76,19 @@ final class Floor implements Callable<Integer> {
   int rounds = 8;
 
   @Option(
+      names = "--baseline-jar",
+      description =
+          "with --separate: also measure Sluice from this (older) sluice-bench jar, target"
+              + " sluice-baseline, admitting as target sluice does (its floor --serve sluice)")
+  @Nullable Path baselineJar;
+
+  @Option(
+      names = "--targets",
+      split = ",",
+      description = "measure only these targets (the no-op always), e.g. sluice,sluice-baseline")
+  @Nullable List<String> only;
+
+  @Option(
       names = "--separate",
       description =
           "run each server in a child JVM of its own (floor --serve), not in the generator's")
@@ -220,10 +233,7 @@ final class Floor implements Callable<Integer> {
     List<FloorCalls> workloads = shapes.stream().map(FloorCalls::parse).distinct().toList();
     List<String> targets = new ArrayList<>();
     workloads.forEach(
-        w ->
-            w.targets(redis != null).stream()
-                .filter(t -> !targets.contains(t))
-                .forEach(targets::add));
+        w -> targetsOf(w).stream().filter(t -> !targets.contains(t)).forEach(targets::add));
     // The generator's own event loops: on grpc's shared group the client and server ends of a
     // connection could land on one thread, which then bounds that target's rate while the other
     // threads idle (some JVM runs measured Sluice at 0.6 with the process below 1.7 cores).
@@ -232,13 +242,13 @@ final class Floor implements Callable<Integer> {
     Map<String, List<ManagedChannel>> channelsOf = new LinkedHashMap<>();
     try (FloorTargets servers =
         separate
-            ? FloorTargets.separate(targets, redis, logs)
+            ? FloorTargets.separate(targets, redis, baselineJar, logs)
             : FloorTargets.inProcess(this, targets)) {
       for (String target : targets) {
         channelsOf.put(target, channels(servers.port(target)));
       }
       List<Window> order = new ArrayList<>();
-      workloads.forEach(w -> w.targets(redis != null).forEach(t -> order.add(new Window(w, t))));
+      workloads.forEach(w -> targetsOf(w).forEach(t -> order.add(new Window(w, t))));
       out.printf(
           Locale.ROOT,
           "warming up %d s, then %d rounds of %d s per workload and target (%s; %d cores)%s...%n",
@@ -275,7 +285,7 @@ final class Floor implements Callable<Integer> {
       }
       for (FloorCalls calls : workloads) {
         List<Row> rows = new ArrayList<>();
-        for (String target : calls.targets(redis != null)) {
+        for (String target : targetsOf(calls)) {
           Window w = new Window(calls, target);
           rows.add(
               row(
@@ -292,6 +302,16 @@ final class Floor implements Callable<Integer> {
       clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
     return 0;
+  }
+
+  /** The targets measured for {@code calls}: the workload's, filtered by --targets. */
+  private List<String> targetsOf(FloorCalls calls) {
+    if (baselineJar != null && !separate) {
+      throw new IllegalArgumentException("--baseline-jar needs --separate");
+    }
+    return calls.targets(redis != null, baselineJar != null).stream()
+        .filter(t -> t.equals("noop") || only == null || only.contains(t))
+        .toList();
   }
 
   /** One workload against one target. */

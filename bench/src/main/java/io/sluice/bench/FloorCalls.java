@@ -52,14 +52,18 @@ enum FloorCalls {
   }
 
   /** The targets this workload measures (RLS: no refusing ext_proc policy to tell apart). */
-  List<String> targets(boolean redis) {
-    List<String> base =
-        this == RLS ? List.of("noop", "sluice") : List.of("noop", "sluice", "sluice-reject");
-    if (!redis) {
-      return base;
+  List<String> targets(boolean redis, boolean baseline) {
+    List<String> all = new java.util.ArrayList<>(List.of("noop", "sluice"));
+    if (baseline) {
+      all.add("sluice-baseline");
     }
-    return java.util.stream.Stream.concat(base.stream(), java.util.stream.Stream.of("sluice-redis"))
-        .toList();
+    if (this != RLS) {
+      all.add("sluice-reject");
+    }
+    if (redis) {
+      all.add("sluice-redis");
+    }
+    return all;
   }
 
   /** The phase whose decision latency Sluice's histogram reports for this workload, or null. */

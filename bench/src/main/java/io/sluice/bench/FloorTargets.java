@@ -47,7 +47,8 @@ final class FloorTargets implements AutoCloseable {
   }
 
   /** Starts each of {@code targets} in a child JVM of its own (same jar), on a free port. */
-  static FloorTargets separate(List<String> targets, @Nullable String redis, Path logDir)
+  static FloorTargets separate(
+      List<String> targets, @Nullable String redis, @Nullable Path baselineJar, Path logDir)
       throws IOException, InterruptedException {
     FloorTargets t = new FloorTargets();
     try {
@@ -59,11 +60,13 @@ final class FloorTargets implements AutoCloseable {
             List.of(
                 java,
                 "-cp",
-                System.getProperty("java.class.path"),
+                target.equals("sluice-baseline") && baselineJar != null
+                    ? baselineJar.toString()
+                    : System.getProperty("java.class.path"),
                 BenchMain.class.getName(),
                 "floor",
                 "--serve",
-                target,
+                target.equals("sluice-baseline") ? "sluice" : target,
                 "--port",
                 Integer.toString(port)));
         if (redis != null && target.equals("sluice-redis")) {
