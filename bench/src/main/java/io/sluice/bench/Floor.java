@@ -1,6 +1,5 @@
 package io.sluice.bench;
 
-import static io.sluice.bench.FloorMessages.envoyShapedMessages;
 import static io.sluice.bench.FloorMessages.grpcFrame;
 import static io.sluice.bench.FloorMessages.request;
 import static io.sluice.bench.FloorMessages.rlsRequest;
@@ -8,14 +7,7 @@ import static io.sluice.bench.FloorReport.median;
 import static io.sluice.bench.FloorReport.quantile;
 import static io.sluice.bench.FloorReport.table;
 
-import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import io.grpc.CallOptions;
-import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
-import io.grpc.Status;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
@@ -39,17 +31,20 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The transport floor: the same closed-loop Java generator (one-shot ext_proc streams: request
- * headers with end_of_stream, then half-close) against a no-op ext_proc server (CONTINUE at once,
- * direct executor) and against Sluice's full admission path (admit, and reject), in one process.
- * All three servers run at once; after a warm-up that visits each in turn (the JIT takes about 25 s
- * to settle here), measured windows alternate between them, round after round, so drift in the
- * machine's speed hits every target alike. A target's ratio is the median over rounds of its
- * window's streams/s ÷ the no-op's window of the same round.
+ * The transport floor: the same closed-loop Java generator against a no-op ext_proc / RLS server
+ * (CONTINUE or OK at once, direct executor) and against Sluice's full path (admitting, refusing;
+ * with {@code --redis} also Sluice on the Redis store), for each workload of {@link FloorCalls}:
+ * one-shot streams, LLM-shaped streams and RLS calls. After a warm-up that visits every workload
+ * and target in turn (the JIT takes about 25 s to settle here), measured windows alternate between
+ * them, round after round with the order rotated, so drift in the machine's speed hits every target
+ * alike. A target's ratio is the median over rounds of its window's calls/s ÷ the no-op's window of
+ * the same workload and round. With {@code --separate} each server runs in a child JVM of its own,
+ * so the generator shares the cores but not the JVM, and each server's CPU per call is reported.
  */
 @Command(name = "floor", description = "Transport floor: no-op ext_proc vs Sluice, streams/s.")
 final class Floor implements Callable<Integer> {
@@ -71,16 +66,33 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--duration",
       description = "seconds per measured window (default: ${DEFAULT-VALUE})",
-      defaultValue = "5")
-  int durationSeconds = 5;
+      defaultValue = "3")
+  int durationSeconds = 3;
 
   @Option(
       names = "--rounds",
       description = "measured windows per target, alternating targets (default: ${DEFAULT-VALUE})",
-      defaultValue = "4")
-  int rounds = 4;
+      defaultValue = "8")
+  int rounds = 8;
 
-  static final List<String> TARGETS = List.of("noop", "sluice", "sluice-reject");
+  @Option(
+      names = "--baseline-jar",
+      description =
+          "with --separate: also measure Sluice from this (older) sluice-bench jar, target"
+              + " sluice-baseline, admitting as target sluice does (its floor --serve sluice)")
+  @Nullable Path baselineJar;
+
+  @Option(
+      names = "--targets",
+      split = ",",
+      description = "measure only these targets (the no-op always), e.g. sluice,sluice-baseline")
+  @Nullable List<String> only;
+
+  @Option(
+      names = "--separate",
+      description =
+          "run each server in a child JVM of its own (floor --serve), not in the generator's")
+  boolean separate;
 
   /** Warm-up windows, and the settling time of each measured window, in seconds. */
   private static final int WARM_WINDOW_SECONDS = 2;
@@ -95,12 +107,14 @@ final class Floor implements Callable<Integer> {
 
   @Option(
       names = "--shape",
+      split = ",",
       description =
-          "oneshot: request_headers + half-close (the transport floor); envoy: request"
-              + " headers, buffered body, response headers, response body, then a reset, as"
-              + " Envoy drives a BUFFERED/STREAMED LLM request (default: ${DEFAULT-VALUE})",
-      defaultValue = "oneshot")
-  String shape = "oneshot";
+          "workloads, comma-separated: oneshot (request_headers + half-close), llm (request"
+              + " headers, 1.9 KB buffered chat body, response headers, 0.5 KB JSON answer with"
+              + " usage, then a reset, as Envoy drives an LLM request; 'envoy' is its old name),"
+              + " rls (unary ShouldRateLimit) (default: ${DEFAULT-VALUE})",
+      defaultValue = "oneshot,llm,rls")
+  List<String> shapes = List.of("oneshot", "llm", "rls");
 
   @Option(names = "--port", defaultValue = "50051")
   int port = 50051;
@@ -109,7 +123,8 @@ final class Floor implements Callable<Integer> {
       names = "--redis",
       description =
           "with --serve sluice: the store is the Redis at host:port (BACKEND_TYPE=redis), so the"
-              + " rate limit service counts there and the pool is leased as a replica share")
+              + " rate limit service counts there and the pool is leased as a replica share;"
+              + " without --serve: adds the target sluice-redis, Sluice admitting on that store")
   String redis;
 
   @Option(
@@ -178,9 +193,12 @@ final class Floor implements Callable<Integer> {
    * @param minRatio smallest per-round ratio
    * @param maxRatio largest per-round ratio
    * @param latencyMicros client latency, all measured windows
-   * @param cpuCores mean process CPU over the measured windows
+   * @param cpuCores mean process CPU over the measured windows (the generator's and, in one JVM,
+   *     the servers')
+   * @param serverMicrosPerCall with separate servers: the server's CPU per call, median over rounds
    */
   record Row(
+      String workload,
       String target,
       double streamsPerSecond,
       double ratio,
@@ -188,6 +206,7 @@ final class Floor implements Callable<Integer> {
       double maxRatio,
       Histogram latencyMicros,
       double cpuCores,
+      double serverMicrosPerCall,
       String serverDecisionP50,
       String serverDecisionP99,
       long errors) {}
@@ -211,61 +230,99 @@ final class Floor implements Callable<Integer> {
       new CountDownLatch(1).await();
       return 0;
     }
-    Map<String, AutoCloseable> servers = new LinkedHashMap<>();
-    Map<String, List<ManagedChannel>> channelsOf = new LinkedHashMap<>();
+    List<FloorCalls> workloads = shapes.stream().map(FloorCalls::parse).distinct().toList();
+    List<String> targets = new ArrayList<>();
+    workloads.forEach(
+        w -> targetsOf(w).stream().filter(t -> !targets.contains(t)).forEach(targets::add));
     // The generator's own event loops: on grpc's shared group the client and server ends of a
     // connection could land on one thread, which then bounds that target's rate while the other
     // threads idle (some JVM runs measured Sluice at 0.6 with the process below 1.7 cores).
     clientLoops = newClientLoops();
-    try {
-      for (String target : TARGETS) {
-        AutoCloseable server = start(target, 0);
-        servers.put(target, server);
-        channelsOf.put(target, channels(portOf(server)));
+    Path logs = Files.createTempDirectory("sluice-floor");
+    Map<String, List<ManagedChannel>> channelsOf = new LinkedHashMap<>();
+    try (FloorTargets servers =
+        separate
+            ? FloorTargets.separate(targets, redis, baselineJar, logs)
+            : FloorTargets.inProcess(this, targets)) {
+      for (String target : targets) {
+        channelsOf.put(target, channels(servers.port(target)));
       }
+      List<Window> order = new ArrayList<>();
+      workloads.forEach(w -> targetsOf(w).forEach(t -> order.add(new Window(w, t))));
       out.printf(
           Locale.ROOT,
-          "warming up %d s, then %d rounds of %d s per target (%d cores)...%n",
+          "warming up %d s, then %d rounds of %d s per workload and target (%s; %d cores)%s...%n",
           warmupSeconds,
           rounds,
           durationSeconds,
-          Runtime.getRuntime().availableProcessors());
+          workloads.stream().map(FloorCalls::label).toList(),
+          Runtime.getRuntime().availableProcessors(),
+          separate ? ", servers in child JVMs (logs in " + logs + ")" : "");
       long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
       while (System.nanoTime() - warmEnd < 0) {
-        for (String target : TARGETS) {
-          drive(channelsOf.get(target), 0, WARM_WINDOW_SECONDS);
+        for (Window w : order) {
+          drive(w.calls(), channelsOf.get(w.target()), 0, WARM_WINDOW_SECONDS);
         }
       }
-      Map<String, List<ClosedLoop.Result>> windows = new LinkedHashMap<>();
-      TARGETS.forEach(t -> windows.put(t, new ArrayList<>()));
+      Map<Window, List<ClosedLoop.Result>> results = new LinkedHashMap<>();
+      Map<Window, List<Double>> serverCpu = new LinkedHashMap<>();
+      order.forEach(w -> results.put(w, new ArrayList<>()));
+      order.forEach(w -> serverCpu.put(w, new ArrayList<>()));
       for (int round = 0; round < rounds; round++) {
-        for (int i = 0; i < TARGETS.size(); i++) {
-          String target = TARGETS.get((i + round) % TARGETS.size()); // rotate who goes first
-          windows.get(target).add(drive(channelsOf.get(target), SETTLE_SECONDS, durationSeconds));
+        for (int i = 0; i < order.size(); i++) {
+          Window w = order.get((i + round) % order.size()); // rotate who goes first
+          long cpu0 = servers.cpuNanos(w.target());
+          ClosedLoop.Result r =
+              drive(w.calls(), channelsOf.get(w.target()), SETTLE_SECONDS, durationSeconds);
+          long cpu1 = servers.cpuNanos(w.target());
+          results.get(w).add(r);
+          // the settle second's calls are not counted: scale the CPU to the measured window
+          double secs = SETTLE_SECONDS + r.seconds();
+          serverCpu
+              .get(w)
+              .add(r.done() == 0 ? 0 : (cpu1 - cpu0) / 1e3 * r.seconds() / secs / r.done());
         }
       }
-      List<Row> rows = new ArrayList<>();
-      for (String target : TARGETS) {
-        rows.add(row(target, windows.get(target), windows.get("noop"), servers.get(target)));
+      for (FloorCalls calls : workloads) {
+        List<Row> rows = new ArrayList<>();
+        for (String target : targetsOf(calls)) {
+          Window w = new Window(calls, target);
+          rows.add(
+              row(
+                  w,
+                  results.get(w),
+                  results.get(new Window(calls, "noop")),
+                  serverCpu.get(w),
+                  servers.server(target)));
+        }
+        out.println(table(rows, channels, concurrency, calls, rounds, durationSeconds, separate));
       }
-      out.println(table(rows, channels, concurrency, shape, rounds, durationSeconds));
     } finally {
       channelsOf.values().forEach(l -> l.forEach(ManagedChannel::shutdownNow));
-      servers.values().forEach(Floor::closeQuietly);
       clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
     return 0;
   }
 
-  private static int portOf(AutoCloseable server) {
-    return server instanceof Sluice s ? s.server.grpcPort() : ((NoOp) server).server.getPort();
+  /** The targets measured for {@code calls}: the workload's, filtered by --targets. */
+  private List<String> targetsOf(FloorCalls calls) {
+    if (baselineJar != null && !separate) {
+      throw new IllegalArgumentException("--baseline-jar needs --separate");
+    }
+    return calls.targets(redis != null, baselineJar != null).stream()
+        .filter(t -> t.equals("noop") || only == null || only.contains(t))
+        .toList();
   }
 
+  /** One workload against one target. */
+  record Window(FloorCalls calls, String target) {}
+
   private Row row(
-      String target,
+      Window window,
       List<ClosedLoop.Result> mine,
       List<ClosedLoop.Result> noop,
-      AutoCloseable server) {
+      List<Double> serverCpu,
+      @Nullable AutoCloseable server) {
     double[] rates = new double[mine.size()];
     double[] ratios = new double[mine.size()];
     Histogram latency = new Histogram(60_000_000L, 3);
@@ -280,37 +337,49 @@ final class Floor implements Callable<Integer> {
     }
     String p50 = "-";
     String p99 = "-";
-    if (server instanceof Sluice s) {
+    String phase = window.calls().phase();
+    if (server instanceof Sluice s && !phase.isEmpty()) {
       String scrape = s.server.registry().scrape();
-      String decision = target.equals("sluice") ? "admit" : "reject";
-      String phase = shape.equals("envoy") ? "body" : "headers";
+      String decision = window.target().equals("sluice-reject") ? "reject" : "admit";
       p50 = quantile(scrape, decision, phase, "0.5");
       p99 = quantile(scrape, decision, phase, "0.99");
     }
     return new Row(
-        target,
+        window.calls().label(),
+        window.target(),
         median(rates),
         median(ratios),
         Arrays.stream(ratios).min().orElse(Double.NaN),
         Arrays.stream(ratios).max().orElse(Double.NaN),
         latency,
         cpu,
+        median(serverCpu.stream().mapToDouble(Double::doubleValue).toArray()),
         p50,
         p99,
         errors);
   }
 
   AutoCloseable start(String target, int port) throws IOException {
+    // as a lone server (--serve, for h2load) every Sluice uses --redis; in a floor run only
+    // sluice-redis does
+    String store = serve != null ? redis : null;
+    String admit = deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY;
     return switch (target) {
       case "noop" -> new NoOp(port);
-      case "sluice" ->
-          new Sluice(
-              deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY, port, redis);
-      case "sluice-reject" -> new Sluice(REJECT_POLICY, port, redis);
+      case "sluice" -> new Sluice(admit, port, store);
+      case "sluice-reject" -> new Sluice(REJECT_POLICY, port, store);
+      case "sluice-redis" -> new Sluice(admit, port, requireRedis());
       default ->
           throw new IllegalArgumentException(
-              "target: " + target + " (expected: noop, sluice or sluice-reject)");
+              "target: " + target + " (expected: noop, sluice, sluice-reject or sluice-redis)");
     };
+  }
+
+  private String requireRedis() {
+    if (redis == null) {
+      throw new IllegalArgumentException("sluice-redis needs --redis host:port");
+    }
+    return redis;
   }
 
   private EventLoopGroup clientLoops;
@@ -339,78 +408,10 @@ final class Floor implements Callable<Integer> {
   }
 
   /** One closed-loop window on {@code chans}: {@code settle} s unmeasured, then {@code seconds}. */
-  ClosedLoop.Result drive(List<ManagedChannel> chans, int settle, int seconds)
+  ClosedLoop.Result drive(FloorCalls calls, List<ManagedChannel> chans, int settle, int seconds)
       throws InterruptedException {
-    ProcessingRequest req = request();
-    Metadata.Key<String> tenantKey =
-        Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
-    List<ProcessingRequest> envoyShape = envoyShapedMessages();
-    return ClosedLoop.run(
-        chans,
-        concurrency,
-        settle,
-        seconds,
-        shape.equals("envoy")
-            ? (ch, finish) -> envoyLikeStream(ch, tenantKey, envoyShape, finish)
-            : (ch, finish) -> {
-              ClientCall<ProcessingRequest, ProcessingResponse> call =
-                  ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
-              call.start(
-                  new ClientCall.Listener<>() {
-                    @Override
-                    public void onClose(Status status, Metadata trailers) {
-                      finish.accept(status.isOk());
-                    }
-                  },
-                  metadata(tenantKey));
-              call.request(2);
-              call.sendMessage(req);
-              call.halfClose();
-            });
-  }
-
-  /**
-   * One Envoy-like stream: each message is sent when the previous one was answered; after the last
-   * answer the client resets the stream (Envoy's close), which ends it CANCELLED.
-   */
-  private static void envoyLikeStream(
-      io.grpc.Channel ch,
-      Metadata.Key<String> tenantKey,
-      List<ProcessingRequest> messages,
-      java.util.function.Consumer<Boolean> finish) {
-    ClientCall<ProcessingRequest, ProcessingResponse> call =
-        ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
-    int[] answered = {0};
-    boolean[] refused = {false};
-    call.start(
-        new ClientCall.Listener<>() {
-          @Override
-          public void onMessage(ProcessingResponse message) {
-            answered[0]++;
-            refused[0] = message.hasImmediateResponse();
-            if (refused[0] || answered[0] == messages.size()) {
-              call.cancel("end of request", null);
-            } else {
-              call.sendMessage(messages.get(answered[0]));
-              call.request(1);
-            }
-          }
-
-          @Override
-          public void onClose(Status status, Metadata trailers) {
-            finish.accept(refused[0] || answered[0] == messages.size()); // refused = answered
-          }
-        },
-        metadata(tenantKey));
-    call.request(1);
-    call.sendMessage(messages.get(0));
-  }
-
-  /** A fresh Metadata per call: grpc takes ownership of the headers object. */
-  private static Metadata metadata(Metadata.Key<String> tenantKey) {
-    Metadata md = new Metadata();
-    md.put(tenantKey, "acme");
-    return md;
+    var call = calls.call();
+    return ClosedLoop.run(chans, concurrency, settle, seconds, call::accept);
   }
 
   private static void closeQuietly(AutoCloseable c) {

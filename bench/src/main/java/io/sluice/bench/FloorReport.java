@@ -69,28 +69,43 @@ final class FloorReport {
   }
 
   static String table(
-      List<Row> rows, int channels, int concurrency, String shape, int rounds, int seconds) {
+      List<Row> rows,
+      int channels,
+      int concurrency,
+      FloorCalls calls,
+      int rounds,
+      int seconds,
+      boolean separate) {
     StringBuilder b = new StringBuilder();
     b.append(
         String.format(
             Locale.ROOT,
-            "Java generator, %d channels x %d %s streams, closed loop, same JVM; %d alternating"
+            "%s: Java generator, %d channels x %d %s in flight, closed loop, %s; %d alternating"
                 + " rounds of %d s per target%n%n",
+            calls.label(),
             channels,
             concurrency,
-            shape.equals("envoy") ? "Envoy-like (4 messages + reset)" : "one-shot",
+            switch (calls) {
+              case ONESHOT -> "one-shot streams";
+              case LLM -> "LLM-shaped streams (4 messages + reset)";
+              case RLS -> "ShouldRateLimit calls";
+            },
+            separate ? "each server in its own JVM" : "servers in the generator's JVM",
             rounds,
             seconds));
     b.append(
-        "| target | streams/s (median) | ratio to no-op (median of rounds) | rounds (min–max) |"
-            + " client p50 | client p99 | process CPU (cores) | server decision p50 |"
-            + " server decision p99 | errors |\n");
-    b.append("|---|---|---|---|---|---|---|---|---|---|\n");
+        "| workload | target | calls/s (median) | ratio to no-op (median of rounds) | rounds"
+            + " (min–max) | client p50 | client p99 | generator"
+            + (separate ? "" : " + servers")
+            + " CPU (cores) | server CPU per call | server decision p50 | server decision p99 |"
+            + " errors |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (Row r : rows) {
       b.append(
           String.format(
               Locale.ROOT,
-              "| %s | %.0f | %.2f | %.2f–%.2f | %d µs | %d µs | %.2f | %s | %s | %d |\n",
+              "| %s | %s | %.0f | %.3f | %.2f–%.2f | %d µs | %d µs | %.2f | %s | %s | %s | %d |\n",
+              r.workload(),
               r.target(),
               r.streamsPerSecond(),
               r.ratio(),
@@ -99,6 +114,7 @@ final class FloorReport {
               r.latencyMicros().getValueAtPercentile(50),
               r.latencyMicros().getValueAtPercentile(99),
               r.cpuCores(),
+              separate ? String.format(Locale.ROOT, "%.1f µs", r.serverMicrosPerCall()) : "-",
               r.serverDecisionP50(),
               r.serverDecisionP99(),
               r.errors()));

@@ -1,18 +1,12 @@
 package io.sluice.extproc;
 
-import com.google.protobuf.ByteString;
-import io.envoyproxy.envoy.config.core.v3.HeaderMap;
-import io.envoyproxy.envoy.config.core.v3.HeaderValue;
-import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
 import io.grpc.Metadata;
 import io.sluice.BlackholeCall;
 import io.sluice.JmhPolicies;
 import io.sluice.bootstrap.SluiceServer;
 import io.sluice.config.ConfigLoader;
+import io.sluice.harness.LlmStream;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -59,78 +53,8 @@ public class ExtProcStreamBenchmark {
   public void setUp() throws Exception {
     server = SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback()));
     service = new ExtProcService(server::runtime, () -> false);
-    String[][] h = {
-      {":authority", "llm.example.com"},
-      {":path", "/v1/chat/completions"},
-      {":method", "POST"},
-      {":scheme", "https"},
-      {"content-type", "application/json"},
-      {"authorization", "Bearer sk-0123456789abcdef0123456789abcdef"},
-      {"user-agent", "openai-python/1.40.0"},
-      {"x-request-id", "7f8e9d0c-1b2a-4c3d-8e9f-0a1b2c3d4e5f"},
-      {"x-forwarded-for", "10.0.0.1"},
-      {"x-forwarded-proto", "https"},
-      {"x-tenant-id", "acme"}
-    };
-    HeaderMap.Builder map = HeaderMap.newBuilder();
-    for (String[] kv : h) {
-      map.addHeaders(
-          HeaderValue.newBuilder().setKey(kv[0]).setRawValue(ByteString.copyFromUtf8(kv[1])));
-    }
-    request =
-        ProcessingRequest.newBuilder()
-            .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map).setEndOfStream(true))
-            .build()
-            .toByteArray();
-    ProcessingRequest first = ProcessingRequest.parseFrom(request);
-    envoyMessages =
-        new byte[][] {
-          first.toBuilder()
-              .setRequestHeaders(first.getRequestHeaders().toBuilder().setEndOfStream(false))
-              .setProtocolConfig(
-                  ProtocolConfiguration.newBuilder()
-                      .setRequestBodyMode(ProcessingMode.BodySendMode.BUFFERED)
-                      .setResponseBodyMode(ProcessingMode.BodySendMode.STREAMED))
-              .build()
-              .toByteArray(),
-          ProcessingRequest.newBuilder()
-              .setRequestBody(
-                  HttpBody.newBuilder()
-                      .setEndOfStream(true)
-                      .setBody(
-                          ByteString.copyFromUtf8(
-                              "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":256,\"messages\":[{\"role\":"
-                                  + "\"system\",\"content\":\"You are a helpful assistant.\"},"
-                                  + "{\"role\":\"user\",\"content\":\"Summarise the attached meeting"
-                                  + " notes in three bullet points.\"}]}")))
-              .build()
-              .toByteArray(),
-          ProcessingRequest.newBuilder()
-              .setResponseHeaders(
-                  HttpHeaders.newBuilder()
-                      .setHeaders(
-                          HeaderMap.newBuilder()
-                              .addHeaders(
-                                  HeaderValue.newBuilder()
-                                      .setKey(":status")
-                                      .setRawValue(ByteString.copyFromUtf8("200")))
-                              .addHeaders(
-                                  HeaderValue.newBuilder()
-                                      .setKey("content-type")
-                                      .setRawValue(ByteString.copyFromUtf8("application/json")))))
-              .build()
-              .toByteArray(),
-          ProcessingRequest.newBuilder()
-              .setResponseBody(
-                  HttpBody.newBuilder()
-                      .setEndOfStream(true)
-                      .setBody(
-                          ByteString.copyFromUtf8(
-                              "{\"choices\":[{\"message\":{\"content\":\"ok\"}}],\"usage\":"
-                                  + "{\"prompt_tokens\":31,\"completion_tokens\":40}}")))
-              .build()
-              .toByteArray()
-        };
+    request = LlmStream.oneShotHeaders().toByteArray();
+    envoyMessages = LlmStream.messageBytes();
     metadata = new Metadata();
     metadata.put(Metadata.Key.of("content-type", Metadata.ASCII_STRING_MARSHALLER), "grpc");
     metadata.put(Metadata.Key.of("te", Metadata.ASCII_STRING_MARSHALLER), "trailers");
@@ -163,10 +87,10 @@ public class ExtProcStreamBenchmark {
   }
 
   /**
-   * One whole stream as Envoy drives a BUFFERED/STREAMED chat request (what {@code floor --shape
-   * envoy} sends): request headers with {@code protocol_config}, the buffered body (estimate and
-   * decide), response headers, the response body with {@code usage} (release, actual tokens), then
-   * the reset that ends it.
+   * One whole LLM-shaped stream as Envoy drives a BUFFERED/STREAMED chat request (what {@code floor
+   * --shape envoy} sends, from the harness's {@link LlmStream}): request headers with {@code
+   * protocol_config}, the buffered 1.9 KB chat body (estimate and decide), response headers, the
+   * 0.5 KB JSON answer with {@code usage} (release, actual tokens), then the reset that ends it.
    */
   @Benchmark
   public void envoyStream(Blackhole bh) throws Exception {

@@ -132,7 +132,7 @@ final class AnswerEncoder {
     int mutation = 0;
     int i = 0;
     for (Map.Entry<String, String> h : headers.entrySet()) {
-      keys[i] = utf8(h.getKey());
+      keys[i] = HeaderKeys.utf8(h.getKey());
       values[i] = utf8(h.getValue());
       mutation +=
           lenField(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));

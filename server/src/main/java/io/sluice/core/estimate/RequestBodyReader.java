@@ -316,7 +316,7 @@ final class RequestBodyReader {
                   throw ReadFailure.WRONG_TYPE;
                 }
                 tally.fixed(settings.perMessageOverheadTokens());
-                tally.text(p.getText());
+                text(tally);
                 sawInput = true;
               }
               case "tools" -> tools(v, tally);
@@ -373,7 +373,7 @@ final class RequestBodyReader {
   private boolean responsesInput(JsonToken v, TokenTally tally) throws IOException {
     if (v == JsonToken.VALUE_STRING) {
       tally.fixed(settings.perMessageOverheadTokens());
-      tally.text(p.getText());
+      text(tally);
       return true;
     }
     if (v != JsonToken.START_ARRAY) {
@@ -385,7 +385,7 @@ final class RequestBodyReader {
       if (t == JsonToken.START_OBJECT) {
         item(tally);
       } else if (t == JsonToken.VALUE_STRING) {
-        tally.text(p.getText());
+        text(tally);
       } else {
         throw ReadFailure.WRONG_TYPE;
       }
@@ -396,7 +396,7 @@ final class RequestBodyReader {
   /** Completions {@code prompt} / embeddings {@code input}: strings or token-id arrays. */
   private boolean stringsOrTokenArrays(JsonToken v, TokenTally tally) throws IOException {
     if (v == JsonToken.VALUE_STRING) {
-      tally.text(p.getText());
+      text(tally);
       return true;
     }
     if (v != JsonToken.START_ARRAY) {
@@ -405,7 +405,7 @@ final class RequestBodyReader {
     JsonToken t;
     while ((t = next()) != JsonToken.END_ARRAY) {
       if (t == JsonToken.VALUE_STRING) {
-        tally.text(p.getText());
+        text(tally);
       } else if (t == JsonToken.VALUE_NUMBER_INT) {
         tally.fixed(1); // a flat token array: one token per id
       } else if (t == JsonToken.START_ARRAY) {
@@ -438,7 +438,7 @@ final class RequestBodyReader {
   /** Message content: a string, an array of parts (or strings), or a single part object. */
   private void content(JsonToken v, TokenTally tally) throws IOException {
     switch (v) {
-      case VALUE_STRING -> tally.text(p.getText());
+      case VALUE_STRING -> text(tally);
       case VALUE_NULL -> {}
       case START_OBJECT -> item(tally);
       case START_ARRAY -> {
@@ -447,7 +447,7 @@ final class RequestBodyReader {
           if (t == JsonToken.START_OBJECT) {
             item(tally);
           } else if (t == JsonToken.VALUE_STRING) {
-            tally.text(p.getText());
+            text(tally);
           } else if (t != JsonToken.VALUE_NULL) {
             throw ReadFailure.WRONG_TYPE;
           }
@@ -477,7 +477,7 @@ final class RequestBodyReader {
         }
         case "role", "name", "text", "refusal", "thinking", "arguments" -> {
           if (v == JsonToken.VALUE_STRING) {
-            tally.text(p.getText());
+            text(tally);
           } else {
             skipValue();
           }
@@ -500,7 +500,7 @@ final class RequestBodyReader {
   /** Counts a value as JSON text: containers by their raw bytes, strings by their content. */
   private void raw(JsonToken v, TokenTally tally) throws IOException {
     if (v == JsonToken.VALUE_STRING) {
-      tally.text(p.getText());
+      text(tally);
       return;
     }
     if (v != JsonToken.START_OBJECT && v != JsonToken.START_ARRAY) {
@@ -515,6 +515,18 @@ final class RequestBodyReader {
   }
 
   // ---------------------------------------------------------------- tokens
+
+  /**
+   * Feeds the current string value to {@code tally}: as a String when it tokenizes, else from the
+   * parser's own buffer (the byte heuristic needs only its length, so no String is built).
+   */
+  private void text(TokenTally tally) throws IOException {
+    if (tally.tokenizes()) {
+      tally.text(p.getText());
+    } else {
+      tally.chars(p.getTextCharacters(), p.getTextOffset(), p.getTextLength());
+    }
+  }
 
   /** Next token, enforcing the depth limit on every container start. */
   private JsonToken next() throws IOException {

@@ -41,6 +41,9 @@ final class ReserveStats {
   private double relBound = Double.NaN;
   // coarse keys with tenant keys on: each tenant's decayed weight here (insertion order)
   private @Nullable LinkedHashMap<String, Double> tenants;
+  // the last rank computed (n and confidence rarely change between answers: the loop of exp/log
+  // in ReserveBounds.rank ran per request and per bound)
+  private @Nullable Rank rank;
   // this replica's additions since the last exchange (sums over answers, as ReserveSnapshot)
   private double[] addAbs = new double[0];
   private double[] addRel = new double[0];
@@ -66,7 +69,7 @@ final class ReserveStats {
       return true;
     }
     // the smallest count c with P(Bin(n, q) <= c) >= alpha: fewer is improbable
-    long least = ReserveBounds.rank(n, quantile, alpha) - 1;
+    long least = rank(n, alpha) - 1;
     return below + 1e-6 >= least;
   }
 
@@ -109,6 +112,25 @@ final class ReserveStats {
         tokens, bound <= point * DecayedLogHistogram.BASE, bound < Double.POSITIVE_INFINITY);
   }
 
+  /**
+   * {@link ReserveBounds#rank} at this key's quantile, memoized on the last two (n, confidence)
+   * asked (an estimate's confidence, and {@link #agreesWith}'s alpha).
+   */
+  private long rank(long n, double confidence) {
+    Rank r = rank;
+    for (Rank m = r; m != null; m = m.older) {
+      if (m.n == n && m.confidence == confidence) {
+        return m.k;
+      }
+    }
+    Rank older = r == null ? null : new Rank(r.n, r.confidence, r.k, null);
+    Rank fresh = new Rank(n, confidence, ReserveBounds.rank(n, quantile, confidence), older);
+    rank = fresh;
+    return fresh.k;
+  }
+
+  private record Rank(long n, double confidence, long k, @Nullable Rank older) {}
+
   private boolean relativeWins() {
     return lossRel < lossAbs;
   }
@@ -126,7 +148,7 @@ final class ReserveStats {
    */
   private double bound(DecayedLogHistogram h, LogMoments m, double c) {
     long n = (long) Math.floor(weight + 1e-6);
-    long k = ReserveBounds.rank(n, quantile, c);
+    long k = rank(n, c);
     if (n >= 1 && k <= n) {
       return h.quantile(Math.min(1.0, (double) k / n));
     }

@@ -66,6 +66,27 @@ final class TokenTally {
     untokenizedBytes += Math.round(bytes * ((double) (n - cut) / n));
   }
 
+  /** Whether text is tokenized (an encoding is known): {@link #text} then needs the String. */
+  boolean tokenizes() {
+    return encoding != null;
+  }
+
+  /**
+   * A text piece as characters, for a tally that does not tokenize ({@link #tokenizes()} false):
+   * counted as {@link #text} counts it, without a String.
+   */
+  void chars(char[] buf, int offset, int length) {
+    if (encoding != null) {
+      text(new String(buf, offset, length));
+      return;
+    }
+    if (length == 0) {
+      return;
+    }
+    textBytes += Utf8.length(buf, offset, length);
+    textChars += length;
+  }
+
   /** A raw JSON slice (e.g. a tool definition), counted as text. */
   void raw(byte[] body, int offset, int length) {
     if (length <= 0) {

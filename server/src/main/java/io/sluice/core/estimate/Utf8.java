@@ -145,6 +145,30 @@ final class Utf8 {
     return n;
   }
 
+  /**
+   * UTF-8 length of {@code buf[offset, offset + length)}, counted as {@link #length(CharSequence)}.
+   */
+  static long length(char[] buf, int offset, int length) {
+    long n = 0;
+    int end = offset + length;
+    for (int i = offset; i < end; i++) {
+      char c = buf[i];
+      if (c < 0x80) {
+        n++;
+      } else if (c < 0x800) {
+        n += 2;
+      } else if (Character.isHighSurrogate(c)
+          && i + 1 < end
+          && Character.isLowSurrogate(buf[i + 1])) {
+        n += 4;
+        i++;
+      } else {
+        n += 3;
+      }
+    }
+    return n;
+  }
+
   private static boolean isContinuation(byte b) {
     return (b & 0xC0) == 0x80;
   }

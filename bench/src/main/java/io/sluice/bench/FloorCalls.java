@@ -1,0 +1,174 @@
+package io.sluice.bench;
+
+import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import java.util.List;
+import java.util.Locale;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+
+/**
+ * The floor's workloads: what one call of each shape sends, as the closed loop's {@code oneCall}.
+ *
+ * <ul>
+ *   <li>{@code oneshot}: {@code request_headers} with end_of_stream, then half-close;
+ *   <li>{@code llm}: the LLM-shaped stream of the harness's {@code LlmStream} (request headers, a
+ *       1.9 KB buffered chat body, response headers, a 0.5 KB JSON answer with usage), each message
+ *       sent when the previous one was answered, then a reset as Envoy closes it;
+ *   <li>{@code rls}: one unary {@code ShouldRateLimit} (build-notes §7's request).
+ * </ul>
+ */
+enum FloorCalls {
+  ONESHOT,
+  LLM,
+  RLS;
+
+  private static final Metadata.Key<String> TENANT =
+      Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
+
+  /** The name on the command line and in the tables. */
+  String label() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  /** {@code oneshot}, {@code llm} (or its old name {@code envoy}), {@code rls}. */
+  static FloorCalls parse(String s) {
+    return switch (s) {
+      case "oneshot" -> ONESHOT;
+      case "llm", "envoy" -> LLM;
+      case "rls" -> RLS;
+      default ->
+          throw new IllegalArgumentException("shape: " + s + " (expected oneshot, llm or rls)");
+    };
+  }
+
+  /** The targets this workload measures (RLS: no refusing ext_proc policy to tell apart). */
+  List<String> targets(boolean redis, boolean baseline) {
+    List<String> all = new java.util.ArrayList<>(List.of("noop", "sluice"));
+    if (baseline) {
+      all.add("sluice-baseline");
+    }
+    if (this != RLS) {
+      all.add("sluice-reject");
+    }
+    if (redis) {
+      all.add("sluice-redis");
+    }
+    return all;
+  }
+
+  /** The phase whose decision latency Sluice's histogram reports for this workload, or null. */
+  String phase() {
+    return switch (this) {
+      case ONESHOT -> "headers";
+      case LLM -> "body";
+      case RLS -> "";
+    };
+  }
+
+  /** One call of this shape; it reports its end to the consumer and never blocks. */
+  BiConsumer<Channel, Consumer<Boolean>> call() {
+    return switch (this) {
+      case ONESHOT -> {
+        ProcessingRequest req = FloorMessages.request();
+        yield (ch, finish) -> oneShot(ch, req, finish);
+      }
+      case LLM -> {
+        List<ProcessingRequest> messages = FloorMessages.envoyShapedMessages();
+        yield (ch, finish) -> llmStream(ch, messages, finish);
+      }
+      case RLS -> {
+        RateLimitRequest req = FloorMessages.rlsRequest();
+        yield (ch, finish) -> rls(ch, req, finish);
+      }
+    };
+  }
+
+  private static void oneShot(Channel ch, ProcessingRequest req, Consumer<Boolean> finish) {
+    ClientCall<ProcessingRequest, ProcessingResponse> call =
+        ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+    call.start(
+        new ClientCall.Listener<>() {
+          @Override
+          public void onClose(Status status, Metadata trailers) {
+            finish.accept(status.isOk());
+          }
+        },
+        metadata());
+    call.request(2);
+    call.sendMessage(req);
+    call.halfClose();
+  }
+
+  /**
+   * One LLM-shaped stream: each message is sent when the previous one was answered; after the last
+   * answer the client resets the stream (Envoy's close), which ends it CANCELLED.
+   */
+  private static void llmStream(
+      Channel ch, List<ProcessingRequest> messages, Consumer<Boolean> finish) {
+    ClientCall<ProcessingRequest, ProcessingResponse> call =
+        ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+    int[] answered = {0};
+    boolean[] refused = {false};
+    call.start(
+        new ClientCall.Listener<>() {
+          @Override
+          public void onMessage(ProcessingResponse message) {
+            answered[0]++;
+            refused[0] = message.hasImmediateResponse();
+            if (refused[0] || answered[0] == messages.size()) {
+              call.cancel("end of request", null);
+            } else {
+              call.sendMessage(messages.get(answered[0]));
+              call.request(1);
+            }
+          }
+
+          @Override
+          public void onClose(Status status, Metadata trailers) {
+            finish.accept(refused[0] || answered[0] == messages.size()); // refused = answered
+          }
+        },
+        metadata());
+    call.request(1);
+    call.sendMessage(messages.get(0));
+  }
+
+  private static void rls(Channel ch, RateLimitRequest req, Consumer<Boolean> finish) {
+    ClientCall<RateLimitRequest, RateLimitResponse> call =
+        ch.newCall(RateLimitServiceGrpc.getShouldRateLimitMethod(), CallOptions.DEFAULT);
+    boolean[] ok = {false};
+    call.start(
+        new ClientCall.Listener<>() {
+          @Override
+          public void onMessage(RateLimitResponse message) {
+            ok[0] = message.getOverallCode() == RateLimitResponse.Code.OK;
+          }
+
+          @Override
+          public void onClose(Status status, Metadata trailers) {
+            finish.accept(status.isOk() && ok[0]);
+          }
+        },
+        new Metadata());
+    call.request(2);
+    call.sendMessage(req);
+    call.halfClose();
+  }
+
+  /** A fresh Metadata per call: grpc takes ownership of the headers object. */
+  private static Metadata metadata() {
+    Metadata md = new Metadata();
+    md.put(TENANT, "acme");
+    return md;
+  }
+}

@@ -1,0 +1,174 @@
+package io.sluice.bench;
+
+import io.sluice.bench.FloorServers.NoOp;
+import io.sluice.bench.FloorServers.Sluice;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The servers one floor run measures, by target name ({@code noop}, {@code sluice}, {@code
+ * sluice-reject}, {@code sluice-redis}): either in this JVM beside the generator, or each in a
+ * child JVM of its own ({@code floor --serve TARGET --port P}), so the generator does not share a
+ * JVM, a heap or a JIT with them; then each server's CPU per call is read from procfs.
+ */
+final class FloorTargets implements AutoCloseable {
+  private final Map<String, Integer> ports = new LinkedHashMap<>();
+  private final Map<String, AutoCloseable> inProcess = new LinkedHashMap<>();
+  private final Map<String, Process> children = new LinkedHashMap<>();
+
+  private FloorTargets() {}
+
+  /** Starts {@code targets} in this JVM. */
+  static FloorTargets inProcess(Floor floor, List<String> targets) throws IOException {
+    FloorTargets t = new FloorTargets();
+    try {
+      for (String target : targets) {
+        AutoCloseable server = floor.start(target, 0);
+        t.inProcess.put(target, server);
+        t.ports.put(
+            target,
+            server instanceof Sluice s ? s.server.grpcPort() : ((NoOp) server).server.getPort());
+      }
+    } catch (IOException | RuntimeException e) {
+      t.close();
+      throw e;
+    }
+    return t;
+  }
+
+  /** Starts each of {@code targets} in a child JVM of its own (same jar), on a free port. */
+  static FloorTargets separate(
+      List<String> targets, @Nullable String redis, @Nullable Path baselineJar, Path logDir)
+      throws IOException, InterruptedException {
+    FloorTargets t = new FloorTargets();
+    try {
+      String java = ProcessHandle.current().info().command().orElse("java");
+      for (String target : targets) {
+        int port = freePort();
+        List<String> cmd = new ArrayList<>();
+        cmd.addAll(
+            List.of(
+                java,
+                "-cp",
+                target.equals("sluice-baseline") && baselineJar != null
+                    ? baselineJar.toString()
+                    : System.getProperty("java.class.path"),
+                BenchMain.class.getName(),
+                "floor",
+                "--serve",
+                target.equals("sluice-baseline") ? "sluice" : target,
+                "--port",
+                Integer.toString(port)));
+        if (redis != null && target.equals("sluice-redis")) {
+          cmd.addAll(List.of("--redis", redis));
+        }
+        Process p =
+            new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(logDir.resolve(target + ".log").toFile())
+                .start();
+        t.children.put(target, p);
+        t.ports.put(target, port);
+      }
+      for (Map.Entry<String, Integer> e : t.ports.entrySet()) {
+        awaitPort(e.getKey(), e.getValue(), t.children.get(e.getKey()));
+      }
+    } catch (IOException | InterruptedException | RuntimeException e) {
+      t.close();
+      throw e;
+    }
+    return t;
+  }
+
+  int port(String target) {
+    return ports.get(target);
+  }
+
+  /** Whether the servers run in child JVMs (their CPU is then read per server). */
+  boolean separate() {
+    return !children.isEmpty();
+  }
+
+  /** The target's server in this JVM, or null when it runs in a child. */
+  @Nullable AutoCloseable server(String target) {
+    return inProcess.get(target);
+  }
+
+  /** CPU time (user + system) of the target's child JVM so far, in ns; 0 when in this JVM. */
+  long cpuNanos(String target) {
+    Process p = children.get(target);
+    if (p == null) {
+      return 0;
+    }
+    try {
+      String stat = Files.readString(Path.of("/proc/" + p.pid() + "/stat"));
+      String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+      long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]); // utime, stime (fields 14, 15)
+      return ticks * (1_000_000_000L / CLOCK_TICKS);
+    } catch (IOException | RuntimeException e) {
+      return 0;
+    }
+  }
+
+  /** Linux's USER_HZ: procfs counts CPU time in these ticks. */
+  private static final long CLOCK_TICKS = 100;
+
+  private static int freePort() throws IOException {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort();
+    }
+  }
+
+  private static void awaitPort(String target, int port, Process p)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (System.nanoTime() - deadline < 0) {
+      if (!p.isAlive()) {
+        throw new IOException(target + " exited with " + p.exitValue() + " before serving");
+      }
+      try (Socket s = new Socket()) {
+        s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+        return;
+      } catch (IOException notYet) {
+        Thread.sleep(200);
+      }
+    }
+    throw new IOException(target + " did not listen on " + port + " within 60 s");
+  }
+
+  @Override
+  public void close() {
+    inProcess.values().forEach(FloorTargets::closeQuietly);
+    for (Process p : children.values()) {
+      p.destroy();
+    }
+    for (Process p : children.values()) {
+      try {
+        if (!p.waitFor(10, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        p.destroyForcibly();
+      }
+    }
+  }
+
+  static void closeQuietly(AutoCloseable c) {
+    try {
+      c.close();
+    } catch (Exception ignored) {
+      // shutting down
+    }
+  }
+}
