@@ -4,6 +4,7 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.session.AdmissionSession;
+import io.sluice.core.session.RunningRequest;
 import io.sluice.core.session.Subject;
 import io.sluice.core.session.UpstreamPlan;
 import java.util.LinkedHashMap;
@@ -23,11 +24,11 @@ final class DecisionAnswers {
 
   static Answer admit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
     SluiceConfig.Responses cfg = rt.config().responses();
-    if (s.would() != null) {
+    if (s.running().would() != null) {
       return shadowAdmit(rt, s, atBody);
     }
     long left = deadlineMillis(rt, s);
-    UpstreamPlan plan = s.plan();
+    UpstreamPlan plan = s.running().plan();
     boolean plain =
         !cfg.estimateHeader()
             && plan.headers().isEmpty()
@@ -101,16 +102,17 @@ final class DecisionAnswers {
             left,
             "deadline_epoch_ms",
             rt.clock().millis() + (double) left);
-    UpstreamPlan plan = s.plan();
-    if (s.queueWaitNanos() <= 0 && plan.rung() == null && plan.enginePriority() == null) {
+    UpstreamPlan plan = s.running().plan();
+    long waited = s.running().queueWaitNanos();
+    if (waited <= 0 && plan.rung() == null && plan.enginePriority() == null) {
       return deadline; // the common admit: one array
     }
     java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(deadline.length + 96);
     out.writeBytes(deadline);
-    if (s.queueWaitNanos() > 0) {
+    if (waited > 0) {
       out.writeBytes(
           AnswerEncoder.numberEntry(
-              "queue_wait_ms", Math.max(1, Math.floorDiv(s.queueWaitNanos(), 1_000_000L))));
+              "queue_wait_ms", Math.max(1, Math.floorDiv(waited, 1_000_000L))));
     }
     String rung = plan.rung();
     if (rung != null) {
@@ -132,7 +134,7 @@ final class DecisionAnswers {
    * a degraded request (always: a client must know its answer was made cheaper), {@code
    * x-sluice-queue-wait-ms} for one that waited in the queue.
    */
-  static Map<String, String> responseHeaders(AdmissionSession s) {
+  static Map<String, String> responseHeaders(RunningRequest s) {
     String rung = s.plan().rung();
     long waited = s.queueWaitNanos();
     if (rung == null && waited <= 0) {
@@ -156,8 +158,8 @@ final class DecisionAnswers {
    */
   private static Answer shadowAdmit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
     SluiceConfig.Responses cfg = rt.config().responses();
-    String would = s.would();
-    String reason = s.wouldReason().code();
+    String would = s.running().would();
+    String reason = s.running().wouldReason().code();
     Map<String, String> headers = new LinkedHashMap<>(4);
     if (cfg.decisionHeader()) {
       headers.put("x-sluice-decision", "would_" + would);
@@ -190,7 +192,7 @@ final class DecisionAnswers {
       int status,
       long retryAfter,
       String message) {
-    long wait = s.refusalWaitNanos();
+    long wait = s.running().refusalWaitNanos();
     long waitMillis = wait < 0 ? -1 : (wait + 999_999L) / 1_000_000L;
     AnswerEncoder.DecisionFields f =
         metadata(

@@ -144,7 +144,7 @@ final class ExtProcStream extends LiveStreams.Node
         case RESPONSE_TRAILERS -> {
           if (answerIf(
               at.responding(permit()), Responses.CONTINUE_RESPONSE_TRAILERS, "response_trailers")) {
-            opened().responseEndSeen(); // trailers after body mode NONE: the end is seen after all
+            opened().running().endSeen(); // trailers after body mode NONE: seen after all
             release(Outcome.COMPLETED);
           }
         }
@@ -206,7 +206,7 @@ final class ExtProcStream extends LiveStreams.Node
       // over it, the permit goes back (the request will not complete) and the chunk gets the 413,
       // which Envoy accepts for any phase before the response started
       String over = request.streamedOverLimit(body.bodyLength());
-      if (over != null && opened().wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
+      if (over != null && opened().running().wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
         over = null; // shadow mode: recorded, the request runs on
       }
       if (over != null) {
@@ -227,7 +227,7 @@ final class ExtProcStream extends LiveStreams.Node
       protocolError("out_of_phase", "request_body in phase " + at.phase());
       return;
     }
-    if (opened().runs()) { // shadow mode: let through at headers, answered here
+    if (opened().running().runs()) { // shadow mode: let through at headers, answered here
       admitted(true);
       return;
     }
@@ -257,9 +257,10 @@ final class ExtProcStream extends LiveStreams.Node
     // a proxyless client sends no :status (gRPC's status is in the trailers): not counted
     int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
     opened()
-        .responseHeaders(
+        .running()
+        .headers(
             status,
-            contentType(h),
+            h.header("content-type"), // null when absent: read as JSON
             !request.proxyless(),
             status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
             AnswerSources.classify(h, status));
@@ -273,10 +274,10 @@ final class ExtProcStream extends LiveStreams.Node
     if (unseen != null) {
       // nothing more may come (Envoy 1.37+ closes the stream after this answer): the permit is
       // held for the predicted rest of the answer, and the stream's end only closes it
-      opened().responseEndUnseen(unseen);
+      opened().running().endUnseen(unseen);
       at.to(StreamPhase.DONE);
     }
-    Map<String, String> disclosed = DecisionAnswers.responseHeaders(opened());
+    Map<String, String> disclosed = DecisionAnswers.responseHeaders(opened().running());
     send(
         disclosed.isEmpty()
             ? Responses.CONTINUE_RESPONSE_HEADERS
@@ -286,23 +287,13 @@ final class ExtProcStream extends LiveStreams.Node
     }
   }
 
-  /**
-   * The response's content-type, null when absent: the session takes it as it is (the usage reader
-   * reads null as JSON) though {@code AdmissionSession.responseHeaders} does not declare it
-   * {@code @Nullable} yet (NullAway suppressed here only for that).
-   */
-  @SuppressWarnings("NullAway") // see above
-  private static String contentType(Inbound h) {
-    return h.header("content-type");
-  }
-
   private void onResponseBody(Inbound body) {
     if (!answerIf(at.responding(permit()), null, "response_body")) {
       return;
     }
     request.onResponseBody();
     boolean last = body.bodyEndOfStream();
-    opened().responseBody(body.bodyArray(), body.bodyOffset(), body.bodyLength(), last);
+    opened().running().body(body.bodyArray(), body.bodyOffset(), body.bodyLength(), last);
     send(Responses.CONTINUE_RESPONSE_BODY);
     if (last) {
       release(Outcome.COMPLETED);
@@ -493,6 +484,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   /** Admitted to the upstream (with a permit, or without one in shadow mode). */
   private boolean permit() {
-    return session != null && session.runs();
+    AdmissionSession s = session;
+    return s != null && s.running().runs();
   }
 }

@@ -17,12 +17,17 @@ import org.junit.jupiter.api.Test;
  * The shape of the classes as a test, beside {@link ShapeRulesTest}'s file sizes: a class holds at
  * most {@link #MAX_FIELDS} instance fields (more means it does more than one job: split it), the
  * admission session is a sequencer (at most {@link #SESSION_FIELDS} fields, of which at most {@link
- * #SESSION_FLAGS} booleans: phases are an enum, not flags), and a pool has one decide entry.
+ * #SESSION_FLAGS} booleans: phases are an enum, not flags; at most {@link #SESSION_LINES} lines:
+ * the front end reads and drives the running request through its part, not through pass-throughs),
+ * and a pool has one decide entry.
  */
 class ClassShapeTest {
   static final int MAX_FIELDS = 20;
   static final int SESSION_FIELDS = 15;
   static final int SESSION_FLAGS = 3;
+  static final int SESSION_LINES = 400;
+  static final java.nio.file.Path SESSION_FILE =
+      java.nio.file.Path.of("src/main/java/io/sluice/core/session/AdmissionSession.java");
   static final String SESSION = "io.sluice.core.session.AdmissionSession";
   static final String POOL = "io.sluice.core.admission.PoolState";
   static final String GENERATED = "io.sluice.api."; // protoc's classes
@@ -77,6 +82,13 @@ class ClassShapeTest {
     assertThat(flags)
         .as("the session's boolean fields (phases are an enum)")
         .isLessThanOrEqualTo(SESSION_FLAGS);
+  }
+
+  @Test
+  void session_staysASequencerInSize() {
+    assertThat(ShapeRulesTest.lines(SESSION_FILE))
+        .as("the session's lines (%s)", SESSION_FILE)
+        .hasSizeLessThanOrEqualTo(SESSION_LINES);
   }
 
   @Test

@@ -124,11 +124,11 @@ class SessionRecorderTest {
     assertThat(f.calls).containsExactly("admitted");
     assertThat(lines).as("an admitted request is recorded when its permit goes back").isEmpty();
 
-    s.responseHeaders(200, "application/json", true);
+    s.running().headers(200, "application/json", true);
     byte[] body =
         "{\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":40}}"
             .getBytes(StandardCharsets.UTF_8);
-    s.responseBody(body, 0, body.length, true);
+    s.running().body(body, 0, body.length, true);
     ticker.advance(Duration.ofMillis(250));
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
 
@@ -386,8 +386,8 @@ class SessionRecorderTest {
           learning.open(sub, new RecordingFront(false), Runnable::run, SessionSteps.NONE);
       s.begin(false, false, -1, ticker.nanos());
       s.decideWithBody(body, 0, body.length, ticker.nanos());
-      s.responseHeaders(200, "application/json", true);
-      s.responseBody(usage, 0, usage.length, true);
+      s.running().headers(200, "application/json", true);
+      s.running().body(usage, 0, usage.length, true);
       s.release(Outcome.COMPLETED);
     }
 

@@ -1,6 +1,5 @@
 package io.sluice.core.session;
 
-import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
@@ -21,25 +20,24 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>
  * begin ─ checks at headers ─ (body wanted ─ decideWithBody) ─ checks with the estimate ─ decide
- *    ├─ admit ─────────────────────────────── Front.admitted ─ responseHeaders/Body ─ release
- *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                 ─ release
+ *    ├─ admit ─────────────────────────────── Front.admitted ─ running(): headers/body ─ release
+ *    ├─ queue ─ Front.held ─ waiter: admitted ─ Front.admitted ─ ...                  ─ release
  *    │                     └ waiter: refused ── Front.refused (tokens refunded)
  *    └─ refuse ────────────────────────────── Front.refused (tokens refunded)
  * end (cancel, error, shutdown) at any point: leave the queue, refund, release
  * </pre>
  *
- * <p>It is a sequencer: where it is is its {@link Phase}; each step is a part's (CONTRIBUTING.md,
- * the seams): the checks ({@link CheckRun}: each hold given back once, in reverse order), the
- * estimate ({@link RequestCost}), the planner ({@link Planner}, its {@link UpstreamPlan}), the
- * decision record ({@link DecisionNotes}), shadow mode ({@link ShadowVerdicts}: a would-be refusal
- * or queue let through without a permit), the run and its release, exactly once ({@link
- * RunningRequest}). Each step emits one {@link SessionEvent} with the request's {@link #facts},
- * before the front end is told, so metrics and the decision record never lag an answer.
+ * <p>A sequencer: where it is is its {@link Phase}; each step is a part's (CONTRIBUTING.md, the
+ * seams): the checks ({@link CheckRun}: holds given back once, in reverse order), the estimate
+ * ({@link RequestCost}), the planner ({@link Planner}), the decision record ({@link
+ * DecisionNotes}), shadow mode ({@link ShadowVerdicts}), the run, its plan, response and release,
+ * once ({@link RunningRequest}: what the front end reads and drives after the decision, {@link
+ * #running}). Each step emits one {@link SessionEvent} with the request's {@link #facts} before the
+ * front end is told, so metrics and the decision record never lag an answer.
  *
- * <p>Threading: not thread-safe. Every call comes from the front end's serial context, and every
- * continuation (a quota store's answer, a waiter callback from another request's release or the
- * timer thread) is handed to that context ({@code serial}), so state is touched by one thread at a
- * time and no lock is held while calling into the controller.
+ * <p>Not thread-safe: every call comes from the front end's serial context, and every continuation
+ * (a store's answer, a waiter callback) is handed to it ({@code serial}); no lock is held while
+ * calling into the controller.
  */
 public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** Where a session is; its end ({@link #end}) is a phase of its own. */
@@ -59,13 +57,12 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private final SessionSteps steps;
   private Phase phase = Phase.CHECKS;
   // the parts: the checks' holds; the estimate; the decision record; shadow mode's verdicts (null
-  // when enforced); the planner and its plan; the permit, the response and the release
+  // when enforced); the planner; the plan, the permit, the response and the release
   private final CheckRun checks;
   private final RequestCost cost;
   private final DecisionNotes notes;
   private final @Nullable ShadowVerdicts shadow;
   private final Planner planner;
-  private UpstreamPlan plan;
   private final RunningRequest run;
 
   AdmissionSession(
@@ -79,20 +76,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
     this.planner = DegradeLadder.of(env, subject);
-    this.plan = UpstreamPlan.asAsked(subject.pool());
-    this.checks =
-        new CheckRun(env.checks(), this, serial, steps) {
-          @Override
-          void refused(AdmissionCheck.Refusal r, long receivedNanos) {
-            refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), receivedNanos);
-          }
-
-          @Override
-          void storeFailed(Throwable cause) {
-            front.storeFailed(cause);
-          }
-        };
-    this.run = new RunningRequest(env, subject, serial, steps, checks, cost, shadow, this);
+    this.checks = new CheckRun.OfSession(env.checks(), this, serial, steps);
+    this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
   }
 
   // --- the steps, in order
@@ -103,17 +88,19 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
    * -1 when unknown) or the front end is asked for its body ({@link SessionFront#bodyWanted}).
    */
   public void begin(boolean atHeaders, boolean noBody, long contentLength, long receivedNanos) {
-    checks.run(
-        AdmissionCheck.Stage.HEADERS,
-        receivedNanos,
-        atHeaders
-            ? () -> decideAtHeaders(noBody, contentLength, receivedNanos)
-            : front::bodyWanted);
+    cost.declared(atHeaders, noBody, contentLength);
+    checks.run(AdmissionCheck.Stage.HEADERS, receivedNanos);
   }
 
-  private void decideAtHeaders(boolean noBody, long contentLength, long receivedNanos) {
-    cost.atHeaders(noBody, contentLength);
-    decide(false, receivedNanos);
+  /** The checks of {@code stage} let the request on ({@link CheckRun}): the next step. */
+  void checked(AdmissionCheck.Stage stage, long receivedNanos) {
+    if (stage == AdmissionCheck.Stage.ESTIMATE) {
+      decideAdmission(cost.admission(), receivedNanos);
+    } else if (cost.atHeaders()) {
+      decide(false, receivedNanos);
+    } else {
+      front.bodyWanted();
+    }
   }
 
   /** Estimates the buffered body (read in place; the planner keeps it to rewrite), decides. */
@@ -130,20 +117,16 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   private void decide(boolean body, long receivedNanos) {
     notes.at(body);
-    AdmissionRequest request = cost.request(); // the learned output reserve applied
+    cost.request(); // the learned output reserve applied
     // the checks with the estimate (token reservation, tenant slot, workflow place), then the pool
-    checks.run(
-        AdmissionCheck.Stage.ESTIMATE,
-        receivedNanos,
-        () -> decideAdmission(request, receivedNanos));
+    checks.run(AdmissionCheck.Stage.ESTIMATE, receivedNanos);
   }
 
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
     phase = Phase.DECIDING;
     steps.at(Step.DECIDE);
-    Planner.Planned planned =
-        planner.decide(request, cost.asked(), notes.atBody(), this::decideInPool);
-    Planner.Cost runsAs = planned.runsAs();
+    Decision d = planner.decide(request, cost, notes.atBody(), this::decideInPool);
+    Planner.Cost runsAs = planner.runsAs();
     if (runsAs != null) { // the tenant's reservation is cut to the cheaper version
       var r = checks.held(TokenReservationCheck.Reservation.class);
       if (r != null) {
@@ -151,8 +134,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       }
       cost.runAs(runsAs);
     }
-    plan = planned.plan();
-    Decision d = planned.decision();
+    run.plan(planner.plan(request));
     if (d instanceof Decision.Queued q) {
       hold(q, receivedNanos);
     } else if (d instanceof Decision.Admit a) {
@@ -223,7 +205,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private void leave(QueuePlace place, String how, long waitedNanos) {
     phase = Phase.DECIDING;
     steps.at(Step.WAITER);
-    place.left(waitedNanos);
+    notes.left(place, waitedNanos);
     env.listener().on(new SessionEvent.Dequeued(subject, how, waitedNanos));
   }
 
@@ -232,12 +214,13 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     if (phase != Phase.ENDED) {
       phase = Phase.RUNNING;
     }
+    UpstreamPlan plan = run.plan();
     String rung = plan.rung();
     if (rung != null && notes.degraded()) {
       env.listener().on(new SessionEvent.Degraded(subject, rung, String.valueOf(plan.trigger())));
     }
     if (!run.passed()) { // shadow: observe only, nothing is rewritten
-      plan = planner.admitted(plan, notes.atBody());
+      run.plan(planner.admitted(plan, notes.atBody()));
     }
     notes.deadlineLeft(subject.deadlineNanos() - env.ticker().nanos());
     steps.at(Step.ADMIT);
@@ -253,11 +236,19 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** The pool refused it ({@code r}), at once or out of its queue. */
   private void refuse(Decision.Reject r, long receivedNanos) {
     notes.refusalWait(r.waitNanos());
-    refuse(r.reason(), r.status(), r.retryAfterSeconds(), r.message(), receivedNanos);
+    refuse(
+        r.reason(), r.status(), r.retryAfterSeconds(), r.message(), notes.atBody(), receivedNanos);
   }
 
-  private void refuse(Reason why, int status, long retryAfter, String message, long received) {
-    refuse(why, status, retryAfter, message, notes.atBody(), received);
+  /** A check refused it ({@link CheckRun}); its holds are given back with the refusal. */
+  void checkRefused(AdmissionCheck.Refusal r, long receivedNanos) {
+    refuse(
+        r.reason(), r.status(), r.retryAfterSeconds(), r.message(), notes.atBody(), receivedNanos);
+  }
+
+  /** A store's answer failed outright ({@link CheckRun}): the front end ends the exchange. */
+  void storeFailed(Throwable cause) {
+    front.storeFailed(cause);
   }
 
   /**
@@ -280,7 +271,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       phase = Phase.REFUSED;
     }
     planner.refused();
-    plan = plan.notDegraded(); // a refused request is not degraded (it may have waited as concise)
+    run.plan(run.plan().notDegraded()); // a refused request is not degraded (it may have waited)
     checks.release(AdmissionCheck.Release.REFUSED); // in reverse order, the reservation refunded
     checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
@@ -299,8 +290,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     if (phase != Phase.ENDED) {
       phase = Phase.RUNNING;
     }
-    // no place in the tenant's cap, as none in the pool's ledger; enforcement charges no refused
-    // request (a queued one ran: its reservation stays); retries: the operation stays claimed
+    // the tenant slot goes back, the reservation unless it would queue; the retry claim stays
     checks.pass(what.equals(SessionEvent.Shadowed.REJECT));
     sh.would(what, why, status, message);
     steps.at(Step.ADMIT);
@@ -313,41 +303,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       return;
     }
     front.admitted(notes.atBody());
-  }
-
-  /**
-   * A check after the decision would refuse the running request ({@code body_too_large}): true in
-   * shadow mode (recorded once, it runs on), false when enforced (the front end refuses it).
-   */
-  public boolean wouldRefuseLater(Reason why, int status, String message) {
-    ShadowVerdicts sh = shadow;
-    return sh != null && sh.wouldRefuseLater(why, status, message);
-  }
-
-  /** Response headers from the upstream: its status, and the usage reader for the body. */
-  public void responseHeaders(int status, String contentType, boolean countStatus) {
-    run.headers(status, contentType, countStatus, -1, AnswerSource.UPSTREAM);
-  }
-
-  /** Response headers ({@link ResponseMeter#headers}); {@code retryAfterNanos} -1 if none. */
-  public void responseHeaders(
-      int status, String contentType, boolean countStatus, long retryAfterNanos, AnswerSource src) {
-    run.headers(status, contentType, countStatus, retryAfterNanos, src);
-  }
-
-  /** A response body chunk, read in place for the usage it reports. */
-  public void responseBody(byte[] data, int offset, int length, boolean last) {
-    run.body(data, offset, length, last, plan.pool());
-  }
-
-  /** The front end will not see the response's end: the permit is held ({@link HeldTail}). */
-  public void responseEndUnseen(String cause) {
-    run.endUnseen(cause, subject);
-  }
-
-  /** The response's end was seen after all (trailers after body mode NONE): no tail held. */
-  public void responseEndSeen() {
-    run.endSeen();
   }
 
   // --- the end: every path gives back what the request holds, once
@@ -396,7 +351,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
         notes.phase(),
         cost.facts(),
         notes.facts(),
-        plan.facts(p),
+        run.planFacts(p),
         sh == null ? null : sh.facts(),
         checks.notes(),
         run.facts(p));
@@ -407,9 +362,9 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     return checks.holds(type);
   }
 
-  /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
-  long outputCharge() {
-    return run.outputCharge();
+  /** The request as it runs upstream: the front end reads its plan, meters its response. */
+  public RunningRequest running() {
+    return run;
   }
 
   @Override
@@ -417,29 +372,14 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     return subject;
   }
 
-  /** The estimate, or null before one was made. */
   @Override
-  public @Nullable TokenEstimate estimate() {
+  public @Nullable TokenEstimate estimate() { // null before one was made
     return cost.estimate();
   }
 
   @Override
   public long workUnits() {
     return cost.workUnits();
-  }
-
-  /** How the request runs upstream: its pool, body, headers, engine priority, degrade. */
-  public UpstreamPlan plan() {
-    return plan;
-  }
-
-  public long queueWaitNanos() {
-    return notes.queueWaitNanos();
-  }
-
-  /** The predicted wait a capacity refusal's Retry-After came from (unclamped), or -1 if none. */
-  public long refusalWaitNanos() {
-    return notes.refusalWaitNanos();
   }
 
   /** Where the session is. */
@@ -454,22 +394,5 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       case CHECKS, DECIDING, QUEUED -> false;
       case ENDED -> run.runs() || notes.reason() != Reason.ADMITTED;
     };
-  }
-
-  /** Let through to the upstream (released or not), with a permit or not; any thread. */
-  public boolean runs() {
-    return run.runs();
-  }
-
-  /** Shadow mode: {@code reject} or {@code queue}, what enforcement would have done, or null. */
-  public @Nullable String would() {
-    ShadowVerdicts sh = shadow;
-    return sh == null ? null : sh.would();
-  }
-
-  /** With {@link #would}: the reason of the would-be refusal, or the capacity reason to queue. */
-  public Reason wouldReason() {
-    ShadowVerdicts sh = shadow;
-    return sh == null ? Reason.ADMITTED : sh.wouldReason();
   }
 }

@@ -20,34 +20,9 @@ public final class CheckNotes {
     this.count = count;
   }
 
-  /**
-   * The notes of these holds (the first {@code count}), or {@link #NONE}; a single note's is made
-   * once per request (the hold keeps it), so the facts of each event allocate none.
-   */
-  static CheckNotes of(AdmissionCheck.Held @Nullable [] held, int count) {
-    int noted = 0;
-    int first = -1;
-    for (int i = 0; held != null && i < count; i++) {
-      if (held[i].note() != null) {
-        noted++;
-        first = first < 0 ? i : first;
-      }
-    }
-    if (held == null || noted == 0) {
-      return NONE;
-    }
-    if (noted == 1) {
-      return held[first].alone(java.util.Objects.requireNonNull(held[first].note()));
-    }
-    Object[] n = new Object[noted];
-    int k = 0;
-    for (int i = 0; i < count; i++) {
-      Object o = held[i].note();
-      if (o != null) {
-        n[k++] = o;
-      }
-    }
-    return new CheckNotes(n, k);
+  /** Several notes, in order of acquisition ({@link CheckRun#notes}). */
+  static CheckNotes many(Object[] notes) {
+    return new CheckNotes(notes, notes.length);
   }
 
   /** One note alone. */

@@ -6,6 +6,7 @@ import io.sluice.core.session.AdmissionCheck.Refusal;
 import io.sluice.core.session.AdmissionCheck.Release;
 import io.sluice.core.session.AdmissionCheck.Stage;
 import io.sluice.core.session.SessionSteps.Step;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
@@ -19,14 +20,17 @@ import org.jspecify.annotations.Nullable;
  * mode what a pass does not keep ({@link #pass}). Not thread-safe: the serial context only.
  *
  * <p>The session answers what the chain cannot: a refusal ({@link #refused}) and a store's answer
- * that failed outright ({@link #storeFailed}).
+ * that failed outright ({@link #storeFailed}); it takes its next step when a stage's checks let the
+ * request on ({@link #passed}, {@link OfSession}: nothing allocated per stage).
  */
 abstract class CheckRun {
   private final CheckChain chain;
-  private final AdmissionCheck.Request request;
+  final AdmissionCheck.Request request;
   private final Executor serial;
   private final SessionSteps steps;
-  private Held @Nullable [] held; // what the checks hold, in order of acquisition; null while none
+  // what the checks hold, in order of acquisition: the first (most requests hold one), the rest
+  private @Nullable Held first;
+  private Held @Nullable [] more; // null while one or none
   private int count;
   private int next; // the chain's next check
   private boolean closed; // released (refused or ended): a late answer goes back at once
@@ -44,24 +48,39 @@ abstract class CheckRun {
   /** A store's answer failed outright (not a store failure it answers for itself). */
   abstract void storeFailed(Throwable cause);
 
+  /** The checks of {@code stage} let the request on: its next step ({@link #run(Stage, long)}). */
+  void passed(Stage stage, long receivedNanos) {}
+
+  /** Runs the checks of {@code stage} that apply, in order; then {@link #passed}. */
+  final void run(Stage stage, long receivedNanos) {
+    run(stage, receivedNanos, null);
+  }
+
   /**
-   * Runs the checks of {@code stage} that apply, in order; then {@code then}, in the serial
-   * context. Not {@code then} when one refuses, or the run was released while a store answered.
+   * Runs the checks of {@code stage} that apply, in order; then {@code then} (null: {@link
+   * #passed}), in the serial context. Not that when one refuses, or the run was released while a
+   * store answered.
    */
-  final void run(Stage stage, long receivedNanos, Runnable then) {
+  final void run(Stage stage, long receivedNanos, @Nullable Runnable then) {
     while (next < chain.size() && chain.get(next).stage() == stage) {
       AdmissionCheck<?> c = chain.get(next++);
       if (c.applies(request) && !ask(c, stage, receivedNanos, then)) {
         return; // refused, released, or its answer resumes the run
       }
     }
-    if (!closed) {
+    if (closed) {
+      return;
+    }
+    if (then != null) {
       then.run();
+    } else {
+      passed(stage, receivedNanos);
     }
   }
 
   /** True to go on at once; false when refused, released, or answering later. */
-  private <A> boolean ask(AdmissionCheck<A> c, Stage stage, long receivedNanos, Runnable then) {
+  private <A> boolean ask(
+      AdmissionCheck<A> c, Stage stage, long receivedNanos, @Nullable Runnable then) {
     CompletableFuture<A> f =
         (c.store() ? steps.quota(c.ask(request)) : c.ask(request)).toCompletableFuture();
     if (f.isDone() && !f.isCompletedExceptionally()) {
@@ -108,12 +127,22 @@ abstract class CheckRun {
   }
 
   private void keep(Held h) {
-    Held[] a = held;
-    if (a == null) {
-      a = new Held[chain.size()];
-      held = a;
+    if (count == 0) {
+      first = h;
+    } else {
+      Held[] a = more;
+      if (a == null) {
+        a = new Held[chain.size() - 1];
+        more = a;
+      }
+      a[count - 1] = h;
     }
-    a[count++] = h;
+    count++;
+  }
+
+  /** The hold taken {@code i}th ({@code i < count}). */
+  private Held held(int i) {
+    return Objects.requireNonNull(i == 0 ? first : Objects.requireNonNull(more)[i - 1], "held");
   }
 
   /**
@@ -122,9 +151,8 @@ abstract class CheckRun {
    */
   final void release(Release how) {
     closed = true;
-    Held[] a = held;
-    for (int i = count - 1; a != null && i >= 0; i--) {
-      a[i].releaseOnce(how);
+    for (int i = count - 1; i >= 0; i--) {
+      held(i).releaseOnce(how);
     }
   }
 
@@ -134,10 +162,10 @@ abstract class CheckRun {
    * at its end ({@link #release}).
    */
   final void pass(boolean wouldReject) {
-    Held[] a = held;
-    for (int i = count - 1; a != null && i >= 0; i--) {
-      if (!a[i].keptByPass(wouldReject)) {
-        a[i].releaseOnce(Release.PASSED);
+    for (int i = count - 1; i >= 0; i--) {
+      Held h = held(i);
+      if (!h.keptByPass(wouldReject)) {
+        h.releaseOnce(Release.PASSED);
       }
     }
   }
@@ -151,10 +179,10 @@ abstract class CheckRun {
 
   /** The hold of {@code type} taken (given back or not), or null. */
   final <T extends Held> @Nullable T held(Class<T> type) {
-    Held[] a = held;
-    for (int i = 0; a != null && i < count; i++) {
-      if (type.isInstance(a[i])) {
-        return type.cast(a[i]);
+    for (int i = 0; i < count; i++) {
+      Held h = held(i);
+      if (type.isInstance(h)) {
+        return type.cast(h);
       }
     }
     return null;
@@ -162,12 +190,61 @@ abstract class CheckRun {
 
   /** What the holds taken noted of the request ({@link Held#note()}), in order of acquisition. */
   final CheckNotes notes() {
-    return CheckNotes.of(held, count);
+    int noted = 0;
+    int firstNoted = -1;
+    for (int i = 0; i < count; i++) {
+      if (held(i).note() != null) {
+        noted++;
+        firstNoted = firstNoted < 0 ? i : firstNoted;
+      }
+    }
+    if (noted == 0) {
+      return CheckNotes.NONE;
+    }
+    if (noted == 1) { // made once per request: the hold keeps it
+      Held h = held(firstNoted);
+      return h.alone(Objects.requireNonNull(h.note()));
+    }
+    Object[] n = new Object[noted];
+    int k = 0;
+    for (int i = 0; i < count; i++) {
+      Object o = held(i).note();
+      if (o != null) {
+        n[k++] = o;
+      }
+    }
+    return CheckNotes.many(n);
   }
 
   /** Whether a hold of {@code type} is held now. */
   final boolean holds(Class<? extends Held> type) {
     Held h = held(type);
     return h != null && !h.released();
+  }
+
+  /** A session's run: the session takes each next step and answers what the chain cannot. */
+  static final class OfSession extends CheckRun {
+    OfSession(CheckChain chain, AdmissionSession session, Executor serial, SessionSteps steps) {
+      super(chain, session, serial, steps);
+    }
+
+    private AdmissionSession session() {
+      return (AdmissionSession) request; // as constructed: no field of its own
+    }
+
+    @Override
+    void passed(Stage stage, long receivedNanos) {
+      session().checked(stage, receivedNanos);
+    }
+
+    @Override
+    void refused(Refusal r, long receivedNanos) {
+      session().checkRefused(r, receivedNanos);
+    }
+
+    @Override
+    void storeFailed(Throwable cause) {
+      session().storeFailed(cause);
+    }
   }
 }

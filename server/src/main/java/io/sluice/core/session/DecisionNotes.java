@@ -20,6 +20,7 @@ final class DecisionNotes {
   private long refusalWaitNanos = -1; // the predicted wait behind a refusal's Retry-After
   private long deadlineLeftNanos; // time left before the deadline when admitted
   private AdaptiveLimit.@Nullable Snapshot limit;
+  private RequestFacts.@Nullable Decided facts; // kept until a note changes
 
   DecisionNotes(long arrivalEpochMillis) {
     this.arrivalEpochMillis = arrivalEpochMillis;
@@ -31,6 +32,7 @@ final class DecisionNotes {
 
   /** Decided at the body ({@code true}) or at the headers. */
   void at(boolean body) {
+    facts = null;
     atBody = body;
   }
 
@@ -45,6 +47,7 @@ final class DecisionNotes {
 
   /** Queued: its place in the pool's queue. */
   QueuePlace queued(Decision.Queued q, long receivedNanos) {
+    facts = null;
     QueuePlace place = new QueuePlace(q, receivedNanos);
     queue = place;
     return place;
@@ -52,6 +55,12 @@ final class DecisionNotes {
 
   @Nullable QueuePlace queue() {
     return queue;
+  }
+
+  /** Out of the queue ({@code place}) after {@code waitedNanos}: its timer is called off. */
+  void left(QueuePlace place, long waitedNanos) {
+    facts = null;
+    place.left(waitedNanos);
   }
 
   long queueWaitNanos() {
@@ -64,12 +73,14 @@ final class DecisionNotes {
    * queue excluded; {@code snapshot}: an adaptive pool's limit then (null for a fixed pool).
    */
   void decided(long nowNanos, long receivedNanos, AdaptiveLimit.@Nullable Snapshot snapshot) {
+    facts = null;
     passed(nowNanos, receivedNanos);
     limit = snapshot;
   }
 
   /** Shadow mode let it through at {@code nowNanos}: the time spent deciding, as in decided. */
   void passed(long nowNanos, long receivedNanos) {
+    facts = null;
     latencyNanos = nowNanos - receivedNanos - queueWaitNanos();
   }
 
@@ -78,11 +89,13 @@ final class DecisionNotes {
     if (reason != Reason.ADMITTED) {
       return false;
     }
+    facts = null;
     reason = Reason.DEGRADED;
     return true;
   }
 
   void refused(Reason why) {
+    facts = null;
     reason = why;
   }
 
@@ -93,6 +106,7 @@ final class DecisionNotes {
 
   /** The predicted wait a capacity refusal's Retry-After was computed from, or -1 when none. */
   void refusalWait(long nanos) {
+    facts = null;
     refusalWaitNanos = nanos;
   }
 
@@ -102,18 +116,29 @@ final class DecisionNotes {
 
   /** Admitted with {@code nanos} left before its deadline (never below 0). */
   void deadlineLeft(long nanos) {
+    facts = null;
     deadlineLeftNanos = Math.max(0, nanos);
   }
 
+  /**
+   * For the decision record; the same value until a note changes (one request's events share it).
+   */
   RequestFacts.Decided facts() {
+    RequestFacts.Decided f = facts;
+    if (f != null) {
+      return f;
+    }
     QueuePlace place = queue;
-    return new RequestFacts.Decided(
-        reason,
-        latencyNanos,
-        place == null ? 0 : place.position(),
-        queueWaitNanos(),
-        refusalWaitNanos,
-        deadlineLeftNanos,
-        limit);
+    f =
+        new RequestFacts.Decided(
+            reason,
+            latencyNanos,
+            place == null ? 0 : place.position(),
+            queueWaitNanos(),
+            refusalWaitNanos,
+            deadlineLeftNanos,
+            limit);
+    facts = f;
+    return f;
   }
 }

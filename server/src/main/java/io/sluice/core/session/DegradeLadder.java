@@ -16,6 +16,7 @@ import io.sluice.core.policy.PoolPolicy;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -48,6 +49,7 @@ final class DegradeLadder implements Planner {
   private int offset;
   private int length;
   private boolean forbidden;
+  private @Nullable Planned planned; // the last decision's plan
 
   DegradeLadder(Sessions env, Subject subject) {
     this.env = env;
@@ -104,7 +106,25 @@ final class DegradeLadder implements Planner {
   }
 
   @Override
-  public Planned decide(AdmissionRequest request, Cost asked, boolean atBody, Pool pool) {
+  public Decision decide(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool) {
+    Planned p = plan(request, asked, atBody, pool);
+    planned = p;
+    return p.decision();
+  }
+
+  @Override
+  public @Nullable Cost runsAs() {
+    Planned p = planned;
+    return p == null ? null : p.runsAs();
+  }
+
+  @Override
+  public UpstreamPlan plan(AdmissionRequest request) {
+    Planned p = planned;
+    return p == null ? UpstreamPlan.asAsked(request.pool()) : p.plan();
+  }
+
+  private Planned plan(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool) {
     DegradePolicy ladder = ladder();
     if (ladder == null) { // nothing to plan: the pool decides, no wait ladder
       return new Planned(pool.decide(request, 0), null, UpstreamPlan.asAsked(subject.pool()));
@@ -115,7 +135,7 @@ final class DegradeLadder implements Planner {
             atBody ? body : null,
             offset,
             length,
-            asked.estimate(),
+            Objects.requireNonNull(asked.estimate(), "estimate before the decision"),
             asked.workUnits(),
             asked.fanOutWork(),
             limits(subject));

@@ -6,11 +6,11 @@ import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A session's response whose end the front end will not see ({@link
- * AdmissionSession#responseEndUnseen}): its permit held for the predicted rest of the answer, until
- * that has passed and the front end is done with the stream, then released once (by the timer, the
- * stream's close or shutdown: {@link TailHolds}). One per session, touched in its serial context
- * (the timer and shutdown hand their calls to it).
+ * A session's response whose end the front end will not see ({@link RunningRequest#endUnseen}): its
+ * permit held for the predicted rest of the answer, until that has passed and the front end is done
+ * with the stream, then released once (by the timer, the stream's close or shutdown: {@link
+ * TailHolds}). One per session, touched in its serial context (the timer and shutdown hand their
+ * calls to it).
  */
 final class HeldTail {
   private final Sessions env;

@@ -7,11 +7,12 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * What a session does when its pool cannot start the request now (STYLE.md, "Seams"): the planner
- * asks the pool through the session ({@link Pool}) and returns a plan value, {@link Planned}; the
- * session applies it (cuts the tenant's reservation to the cheaper version, counts it, holds the
- * plan) and never lets the planner touch its state. The degrade ladder ({@link DegradeLadder}) is
- * the first. One per session, called in its serial context. Adding one: CONTRIBUTING.md, "Adding a
- * planner".
+ * asks the pool through the session ({@link Pool}) and answers the pool's decision; the session
+ * then reads what it planned ({@link #runsAs}, {@link #plan}) and applies it (cuts the tenant's
+ * reservation to the cheaper version, counts it, holds the plan), and never lets the planner touch
+ * its state. Nothing is allocated for a request run as asked. The degrade ladder ({@link
+ * DegradeLadder}) is the first. One per session, called in its serial context. Adding one:
+ * CONTRIBUTING.md, "Adding a planner".
  */
 interface Planner {
   /**
@@ -27,11 +28,17 @@ interface Planner {
   void offer(byte[] body, int offset, int length);
 
   /**
-   * Decides {@code request} (costing {@code asked}; decided at the body when {@code atBody}): asks
-   * {@code pool}, and plans another way when the pool cannot start it now. The decision may be a
-   * rung's admit (its permit is then the request's).
+   * Decides {@code request} (costing {@code asked}, read only; decided at the body when {@code
+   * atBody}): asks {@code pool}, and plans another way when the pool cannot start it now. The
+   * decision may be a rung's admit (its permit is then the request's).
    */
-  Planned decide(AdmissionRequest request, Cost asked, boolean atBody, Pool pool);
+  Decision decide(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool);
+
+  /** The cheaper version the last decided request runs (or waits) as, or null: as asked. */
+  @Nullable Cost runsAs();
+
+  /** What the upstream gets for the last decided request, {@code request}. */
+  UpstreamPlan plan(AdmissionRequest request);
 
   /**
    * The request is admitted under {@code plan}: what the upstream gets (the engine priority of the
@@ -56,8 +63,18 @@ interface Planner {
     public void offer(byte[] body, int offset, int length) {}
 
     @Override
-    public Planned decide(AdmissionRequest request, Cost asked, boolean atBody, Pool pool) {
-      return new Planned(pool.decide(request, 0), null, UpstreamPlan.asAsked(request.pool()));
+    public Decision decide(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool) {
+      return pool.decide(request, 0);
+    }
+
+    @Override
+    public @Nullable Cost runsAs() {
+      return null;
+    }
+
+    @Override
+    public UpstreamPlan plan(AdmissionRequest request) {
+      return UpstreamPlan.asAsked(request.pool());
     }
 
     @Override
@@ -86,8 +103,8 @@ interface Planner {
   record Cost(TokenEstimate estimate, long workUnits, long fanOutWork) {}
 
   /**
-   * A planner's answer: the pool's decision, the cheaper version the request runs (or waits) as
-   * (null: as asked), and what the upstream gets.
+   * A ladder's answer ({@link DegradeLadder}): the pool's decision, the cheaper version the request
+   * runs (or waits) as (null: as asked), and what the upstream gets.
    */
   record Planned(Decision decision, @Nullable Cost runsAs, UpstreamPlan plan) {}
 }

@@ -18,12 +18,17 @@ import org.jspecify.annotations.Nullable;
 final class RequestCost {
   private final Sessions env;
   private final Subject subject;
-  private final OutputShape shape = new OutputShape(); // the body's answers and cap
+  private @Nullable OutputShape shape; // the body's answers and cap (made with a body estimate)
   private @Nullable TokenEstimate estimate;
   private String reserveRule = OutputReserves.RULE_OFF; // the learned-reserve rule used
   private long requestedOutputTokens; // the reserve the old rule gave
   private long workUnits;
   private long fanOutWork; // of workUnits: what the request's tools and declared calls add
+  private long declared = BODY_DECIDES; // at the headers: the body's size (-1 unknown), or none
+  private @Nullable AdmissionRequest admission; // the pool's request, once built
+  private RequestFacts.@Nullable Estimate facts; // kept until the estimate changes
+
+  private static final long BODY_DECIDES = Long.MIN_VALUE; // decided with its body
 
   RequestCost(Sessions env, Subject subject) {
     this.env = env;
@@ -31,20 +36,31 @@ final class RequestCost {
   }
 
   /**
-   * The estimate at the request headers. A request without a body costs its output reserve only;
-   * one whose content-length is known costs that many bytes; one with a body of unknown size costs
-   * {@code estimation.defaultInputTokens}, never 0, counted as the fallback {@code
-   * no_content_length}.
-   *
-   * @param contentLength the declared body size, or -1 when unknown
+   * What the request headers declare ({@link AdmissionSession#begin}): decided at them ({@code
+   * atHeaders}) or with its body; no body, or a body of {@code contentLength} bytes (-1 unknown).
    */
-  void atHeaders(boolean noBody, long contentLength) {
-    if (noBody || contentLength >= 0) {
-      estimate = env.estimator().fromContentLength(Math.max(0, contentLength), limits());
+  void declared(boolean atHeaders, boolean noBody, long contentLength) {
+    declared = !atHeaders ? BODY_DECIDES : noBody ? Math.max(0, contentLength) : contentLength;
+  }
+
+  /**
+   * The estimate at the request headers, when the request is decided at them (else false). A
+   * request without a body costs its output reserve only; one whose content-length is known costs
+   * that many bytes; one with a body of unknown size costs {@code estimation.defaultInputTokens},
+   * never 0, counted as the fallback {@code no_content_length}.
+   */
+  boolean atHeaders() {
+    if (declared == BODY_DECIDES) {
+      return false;
+    }
+    facts = null;
+    if (declared >= 0) {
+      estimate = env.estimator().fromContentLength(declared, limits());
     } else {
       env.listener().on(new SessionEvent.EstimateFellBack("no_content_length"));
       estimate = env.estimator().unknownSize(env.defaultInputTokens(), limits());
     }
+    return true;
   }
 
   /**
@@ -52,9 +68,12 @@ final class RequestCost {
    * be refused ({@code invalid_request}: never forward a body the engine reads differently).
    */
   @Nullable String ofBody(byte[] body, int offset, int length) {
+    OutputShape shape = new OutputShape();
+    this.shape = shape;
     TokenEstimate e =
         env.estimator().estimate(subject.format(), body, offset, length, limits(), shape);
     estimate = e;
+    facts = null;
     if (e.fallbackCause() != null) {
       env.listener().on(new SessionEvent.EstimateFellBack(e.fallbackCause()));
     }
@@ -71,9 +90,27 @@ final class RequestCost {
         && DegradeLadder.priorityEdits(env, subject, subject.pool()).priorityField() != null;
   }
 
+  /** The body's answers ({@code n}, {@code best_of}): 1 without a body estimate. */
+  private int answers() {
+    OutputShape s = shape;
+    return s == null ? 1 : s.answers();
+  }
+
+  // the last class's limits: immutable, shared by its requests (most classes share the defaults)
+  private static volatile @Nullable EstimateLimits lastLimits;
+
   private EstimateLimits limits() {
-    return new EstimateLimits(
-        subject.requestClass().defaultOutputTokens(), subject.requestClass().maxOutputTokens());
+    long defaultOutput = subject.requestClass().defaultOutputTokens();
+    long maxOutput = subject.requestClass().maxOutputTokens();
+    EstimateLimits last = lastLimits;
+    if (last != null
+        && last.defaultOutputTokens() == defaultOutput
+        && last.maxOutputTokens() == maxOutput) {
+      return last;
+    }
+    last = new EstimateLimits(defaultOutput, maxOutput);
+    lastLimits = last;
+    return last;
   }
 
   /**
@@ -82,9 +119,10 @@ final class RequestCost {
    * its work units.
    */
   AdmissionRequest request() {
+    facts = null;
     TokenEstimate e = Objects.requireNonNull(estimate, "estimate before decide");
     requestedOutputTokens = e.outputReserveTokens();
-    OutputReserves.Reserve r = ReserveLearner.reserve(env.reserves(), subject, e, shape.answers());
+    OutputReserves.Reserve r = ReserveLearner.reserve(env.reserves(), subject, e, answers());
     reserveRule = r.rule();
     if (r.outputTokens() != e.outputReserveTokens()) {
       e = e.withOutputReserve(r.outputTokens());
@@ -92,25 +130,28 @@ final class RequestCost {
     estimate = e;
     fanOutWork = subject.pool().fanout().workUnits(e.fanOut(), subject.fanout());
     workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens(), fanOutWork);
-    return new AdmissionRequest(
-        subject.pool(),
-        subject.requestClass(),
-        subject.tenant(),
-        workUnits,
-        subject.arrivalNanos(),
-        subject.deadlineNanos(),
-        e.inputTokens(),
-        e.outputReserveTokens());
+    AdmissionRequest asked =
+        new AdmissionRequest(
+            subject.pool(),
+            subject.requestClass(),
+            subject.tenant(),
+            workUnits,
+            subject.arrivalNanos(),
+            subject.deadlineNanos(),
+            e.inputTokens(),
+            e.outputReserveTokens());
+    admission = asked;
+    return asked;
   }
 
-  /** What the request costs as asked (after {@link #request}). */
-  Planner.Cost asked() {
-    return new Planner.Cost(
-        Objects.requireNonNull(estimate, "estimate before the decision"), workUnits, fanOutWork);
+  /** The pool's request built by {@link #request}, the learned reserve applied. */
+  AdmissionRequest admission() {
+    return Objects.requireNonNull(admission, "the request before the decision");
   }
 
   /** The request runs as {@code c}, a planner's cheaper version. */
   void runAs(Planner.Cost c) {
+    facts = null;
     estimate = c.estimate();
     workUnits = c.workUnits();
     fanOutWork = c.fanOutWork();
@@ -125,18 +166,31 @@ final class RequestCost {
     return workUnits;
   }
 
-  /** For the decision record: the estimate and what it costs, or null before one was made. */
+  /** Of {@link #workUnits}: what the request's tools and declared calls add. */
+  long fanOutWork() {
+    return fanOutWork;
+  }
+
+  /**
+   * For the decision record: the estimate and what it costs, or null before one was made; the same
+   * value until the estimate changes (the events of one request share it).
+   */
   RequestFacts.@Nullable Estimate facts() {
     TokenEstimate e = estimate;
-    return e == null
-        ? null
-        : new RequestFacts.Estimate(
+    RequestFacts.Estimate f = facts;
+    if (e == null || f != null) {
+      return f;
+    }
+    f =
+        new RequestFacts.Estimate(
             e,
             workUnits,
             fanOutWork,
             requestedOutputTokens,
             reserveRule,
-            shape.answers(),
+            answers(),
             ReserveLearner.scope(subject));
+    facts = f;
+    return f;
   }
 }

@@ -18,6 +18,10 @@ import org.jspecify.annotations.Nullable;
  * in its serial context; the permit and estimate are the session's, passed in.
  */
 final class ResponseMeter {
+  // the end of a request whose answer never began (no response headers): shared, immutable
+  private static final ChargeRule.Answer NO_ANSWER =
+      new ChargeRule.Answer(false, 0, false, false, false, 0, 0, Usage.NONE);
+
   private final Sessions env;
   private final Subject subject;
   private @Nullable UsageExtractor usage;
@@ -157,7 +161,9 @@ final class ResponseMeter {
     }
     ChargeRule.Answer a =
         x == null
-            ? new ChargeRule.Answer(false, status, bodySeen, false, false, 0, 0, Usage.NONE)
+            ? (status == 0 && !bodySeen // no response headers: the common cancel before them
+                ? NO_ANSWER
+                : new ChargeRule.Answer(false, status, bodySeen, false, false, 0, 0, Usage.NONE))
             : new ChargeRule.Answer(
                 true,
                 status,

@@ -3,9 +3,9 @@ package io.sluice.core.session;
 import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
+import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
-import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
@@ -17,18 +17,25 @@ import org.jspecify.annotations.Nullable;
  * pass ends once): the checks' holds given back, the token reservation reconciled with the charge
  * ({@link ChargeRule}), {@link SessionEvent.Released} emitted with the session's facts. One per
  * session, touched in its serial context; {@link #runs} is safe from any thread.
+ *
+ * <p>The front end's side of the session ({@link AdmissionSession#running}): what it answers the
+ * decision with (the {@link #plan}, the queue wait, shadow mode's would-be verdict) and the
+ * response it meters ({@link #headers}, {@link #body}, an end it will not see).
  */
-final class RunningRequest {
+public final class RunningRequest {
   private final Sessions env;
   private final SessionSteps steps;
   private final CheckRun checks;
   private final RequestCost cost;
+  private final DecisionNotes notes;
   private final @Nullable ShadowVerdicts shadow;
   private final Executor serial;
   private final AdmissionSession session; // its facts, for the Released event
   private final ResponseMeter response;
   private @Nullable HeldTail tail; // once the response's end goes unseen (rare): null until then
   private volatile @Nullable Permit permit; // read by the front end's idle sweep on another thread
+  private UpstreamPlan plan; // as the planner planned it (as asked until the decision)
+  private RequestFacts.@Nullable Run planFacts; // the plan's facts, kept while neither changes
 
   RunningRequest(
       Sessions env,
@@ -37,16 +44,31 @@ final class RunningRequest {
       SessionSteps steps,
       CheckRun checks,
       RequestCost cost,
+      DecisionNotes notes,
       @Nullable ShadowVerdicts shadow,
       AdmissionSession session) {
     this.env = env;
     this.steps = steps;
     this.checks = checks;
     this.cost = cost;
+    this.notes = notes;
     this.shadow = shadow;
     this.serial = serial;
     this.session = session;
     this.response = new ResponseMeter(env, subject);
+    this.plan = UpstreamPlan.asAsked(subject.pool());
+  }
+
+  /** How the request runs upstream: its pool, body, headers, engine priority, degrade. */
+  public UpstreamPlan plan() {
+    return plan;
+  }
+
+  void plan(UpstreamPlan p) {
+    if (p != plan) {
+      plan = p;
+      planFacts = null;
+    }
   }
 
   /** Held for a predicted tail and not released yet ({@link HeldTail#holds}). */
@@ -57,7 +79,10 @@ final class RunningRequest {
 
   /** The pool granted {@code p}: from here every path releases it. */
   void granted(Permit p) {
-    permit = p;
+    if (p != permit) {
+      permit = p;
+      planFacts = null;
+    }
   }
 
   @Nullable Permit permit() {
@@ -70,21 +95,30 @@ final class RunningRequest {
     return sh != null && sh.passed();
   }
 
-  /** Let through to the upstream (released or not): with a permit, or a shadow pass. */
-  boolean runs() {
+  /** Let through to the upstream (released or not), with a permit or a shadow pass; any thread. */
+  public boolean runs() {
     return permit != null || passed();
   }
 
-  /** The response headers ({@link AdmissionSession#responseHeaders}). */
-  void headers(
-      int status, String contentType, boolean countStatus, long retryAfterNanos, AnswerSource src) {
+  /** The upstream's response headers: its status and content type (null: read as JSON). */
+  public void headers(int status, @Nullable String contentType, boolean countStatus) {
+    headers(status, contentType, countStatus, -1, AnswerSource.UPSTREAM);
+  }
+
+  /** Response headers ({@link ResponseMeter#headers}); {@code retryAfterNanos} -1 if none. */
+  public void headers(
+      int status,
+      @Nullable String contentType,
+      boolean countStatus,
+      long retryAfterNanos,
+      AnswerSource src) {
     response.headers(
         status, contentType, countStatus, retryAfterNanos, src, permit, cost.estimate());
   }
 
-  /** A response body chunk, of the request run in {@code pool}. */
-  void body(byte[] data, int offset, int length, boolean last, PoolPolicy pool) {
-    response.body(data, offset, length, last, permit, cost.estimate(), pool);
+  /** A response body chunk, read in place for the usage it reports. */
+  public void body(byte[] data, int offset, int length, boolean last) {
+    response.body(data, offset, length, last, permit, cost.estimate(), plan.pool());
   }
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
@@ -172,18 +206,18 @@ final class RunningRequest {
     checks.release(AdmissionCheck.Release.ENDED);
   }
 
-  /** The response's end will not be seen ({@link AdmissionSession#responseEndUnseen}). */
-  void endUnseen(String cause, Subject subject) {
+  /** The front end will not see the response's end: the permit is held ({@link HeldTail}). */
+  public void endUnseen(String cause) {
     HeldTail t = tail;
     if (t == null) {
       t = new HeldTail(env, serial, this);
       tail = t;
     }
-    t.unseen(cause, permit, subject, response.eventStream());
+    t.unseen(cause, permit, session.subject(), response.eventStream());
   }
 
-  /** The response's end was seen after all: the tail hold is called off. */
-  void endSeen() {
+  /** The response's end was seen after all (trailers after body mode NONE): no tail held. */
+  public void endSeen() {
     HeldTail t = tail;
     if (t != null) {
       t.seen();
@@ -193,6 +227,47 @@ final class RunningRequest {
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
   long outputCharge() {
     return response.outputCharge(cost.estimate());
+  }
+
+  /** Where and how it runs, for the events ({@code p}: its permit), kept while neither changes. */
+  RequestFacts.Run planFacts(@Nullable Permit p) {
+    RequestFacts.Run f = planFacts;
+    if (f == null || p != permit) {
+      f = plan.facts(p);
+      planFacts = p == permit ? f : null;
+    }
+    return f;
+  }
+
+  /** The queue wait of a request that waited (0 when it did not). */
+  public long queueWaitNanos() {
+    return notes.queueWaitNanos();
+  }
+
+  /** The predicted wait a capacity refusal's Retry-After came from (unclamped), or -1 if none. */
+  public long refusalWaitNanos() {
+    return notes.refusalWaitNanos();
+  }
+
+  /**
+   * A check after the decision would refuse the running request ({@code body_too_large}): true in
+   * shadow mode (recorded once, it runs on), false when enforced (the front end refuses it).
+   */
+  public boolean wouldRefuseLater(Reason why, int status, String message) {
+    ShadowVerdicts sh = shadow;
+    return sh != null && sh.wouldRefuseLater(why, status, message);
+  }
+
+  /** Shadow mode: {@code reject} or {@code queue}, what enforcement would have done, or null. */
+  public @Nullable String would() {
+    ShadowVerdicts sh = shadow;
+    return sh == null ? null : sh.would();
+  }
+
+  /** With {@link #would}: the reason of the would-be refusal, or the capacity reason to queue. */
+  public Reason wouldReason() {
+    ShadowVerdicts sh = shadow;
+    return sh == null ? Reason.ADMITTED : sh.wouldReason();
   }
 
   /** For the decision record: the upstream's answer and the charge, with {@code p} its permit. */

@@ -36,9 +36,9 @@ public sealed interface SessionEvent
 
   /**
    * The front end will not see the response's end ({@code cause}: {@code body_mode_none}): the
-   * permit is held for the predicted rest of the answer ({@link
-   * AdmissionSession#responseEndUnseen}); {@code guessed} when its pool has seen no response end
-   * yet, so that rest is the pool's {@code defaultServiceTime}, a guess.
+   * permit is held for the predicted rest of the answer ({@link RunningRequest#endUnseen}); {@code
+   * guessed} when its pool has seen no response end yet, so that rest is the pool's {@code
+   * defaultServiceTime}, a guess.
    */
   record ResponseEndUnseen(Subject subject, String cause, boolean guessed)
       implements SessionEvent {}

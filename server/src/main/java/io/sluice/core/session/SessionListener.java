@@ -21,10 +21,12 @@ public interface SessionListener {
    * it reports, so a permit is released whatever a listener does).
    */
   static SessionListener of(SessionListener... listeners) {
-    List<SessionListener> all = List.of(listeners);
+    // an array, indexed: nothing allocated per event (a list's iterator escapes this lambda)
+    SessionListener[] all = List.of(listeners).toArray(new SessionListener[0]);
     return e -> {
       RuntimeException failed = null;
-      for (SessionListener l : all) {
+      for (int i = 0; i < all.length; i++) {
+        SessionListener l = all[i];
         try {
           l.on(e);
         } catch (RuntimeException x) {

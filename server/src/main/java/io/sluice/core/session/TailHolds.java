@@ -4,12 +4,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The sessions whose permit is held now for a predicted tail ({@link
- * AdmissionSession#responseEndUnseen}, {@link HeldTail}): their front end will not see the
- * response's end, so the permit goes back on a timer. One per process, shared by every runtime
- * snapshot (a reload keeps the tails, as it keeps every permit), so that shutdown can release them
- * all ({@link #releaseAll}). Bounded by the permits in flight: a session is in it only while it
- * holds one. Thread-safe.
+ * The sessions whose permit is held now for a predicted tail ({@link RunningRequest#endUnseen},
+ * {@link HeldTail}): their front end will not see the response's end, so the permit goes back on a
+ * timer. One per process, shared by every runtime snapshot (a reload keeps the tails, as it keeps
+ * every permit), so that shutdown can release them all ({@link #releaseAll}). Bounded by the
+ * permits in flight: a session is in it only while it holds one. Thread-safe.
  */
 public final class TailHolds {
   private final Set<HeldTail> held = ConcurrentHashMap.newKeySet();

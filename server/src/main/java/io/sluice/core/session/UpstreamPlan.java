@@ -6,7 +6,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * How a request runs upstream, as its {@link Planner} planned it: an immutable value the session
- * holds ({@link AdmissionSession#plan}) and the front end reads when it answers the decision.
+ * holds ({@link RunningRequest#plan}) and the front end reads when it answers the decision.
  *
  * @param pool the pool the request runs in: its own, or the reroute rung's
  * @param body the body the upstream gets instead of the client's, or null when it is unchanged

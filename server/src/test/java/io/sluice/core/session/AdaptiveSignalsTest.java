@@ -56,20 +56,20 @@ class AdaptiveSignalsTest {
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     s.begin(true, true, 0, now);
     long admittedAt = ticker.nanos();
-    s.responseHeaders(200, "text/event-stream", true);
+    s.running().headers(200, "text/event-stream", true);
     ticker.advanceNanos(150 * MS);
     byte[] first =
         utf8(
             "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"m\","
                 + "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" hello\"}}]}\n\n");
-    s.responseBody(first, 0, first.length, false);
+    s.running().body(first, 0, first.length, false);
     ticker.advanceNanos(400 * MS);
     byte[] last =
         utf8(
             "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"m\","
                 + "\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":5,"
                 + "\"total_tokens\":14}}\n\ndata: [DONE]\n\n");
-    s.responseBody(last, 0, last.length, true);
+    s.running().body(last, 0, last.length, true);
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
 
     SessionEvent.Released r =

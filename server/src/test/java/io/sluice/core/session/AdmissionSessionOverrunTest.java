@@ -76,7 +76,7 @@ class AdmissionSessionOverrunTest {
     s.begin(false, false, -1, ticker.nanos());
     s.decideWithBody(body, 0, body.length, ticker.nanos());
     assertThat(front.calls).containsExactly("admitted(body)");
-    s.responseHeaders(200, "text/event-stream", true);
+    s.running().headers(200, "text/event-stream", true);
     return s;
   }
 
@@ -90,7 +90,7 @@ class AdmissionSessionOverrunTest {
   }
 
   private static void stream(AdmissionSession s, byte[] chunk) {
-    s.responseBody(chunk, 0, chunk.length, false);
+    s.running().body(chunk, 0, chunk.length, false);
   }
 
   private PoolState pool() {
@@ -121,14 +121,14 @@ class AdmissionSessionOverrunTest {
     assertThat(poolNow().workInFlight()).isEqualTo(admitted);
     assertThat(pool().overrunWork()).isZero();
     assertThat(s.facts().end().overran()).isFalse();
-    assertThat(s.outputCharge()).isEqualTo(100);
+    assertThat(s.running().outputCharge()).isEqualTo(100);
     assertThat(overruns()).isEmpty();
 
     stream(s, deltas(60)); // 120 produced > 100: counted as 120 + a quarter = 150
     long grown = SMALL.workUnits(e.inputTokens(), 150) - admitted;
     assertThat(grown).isEqualTo(50);
     assertThat(s.facts().end().overran()).isTrue();
-    assertThat(s.outputCharge()).isEqualTo(150);
+    assertThat(s.running().outputCharge()).isEqualTo(150);
     assertThat(pool().overrunWork()).isEqualTo(grown);
     assertThat(poolNow().workInFlight()).isEqualTo(admitted + grown);
     assertThat(overruns())

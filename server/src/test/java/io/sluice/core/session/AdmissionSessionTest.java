@@ -214,7 +214,7 @@ class AdmissionSessionTest {
 
     assertThat(second.calls).containsExactly("held", "admitted(headers)");
     assertThat((b.phase() == AdmissionSession.Phase.QUEUED)).isFalse();
-    assertThat(b.queueWaitNanos()).isEqualTo(300 * MS);
+    assertThat(b.running().queueWaitNanos()).isEqualTo(300 * MS);
     assertThat(timer.cancelled).isEqualTo(1);
     // in step order per session (across sessions, the waiter may run inside the other's release)
     assertThat(eventNames(a)).containsExactly("Admitted", "Released");
@@ -340,11 +340,11 @@ class AdmissionSessionTest {
     Tenant t = tenant(0, 10_000, 10_000);
     Front f = new Front();
     AdmissionSession s = start(f, t); // reserves 0 input, 100 output
-    s.responseHeaders(200, "application/json", true);
+    s.running().headers(200, "application/json", true);
     byte[] body =
         "{\"choices\":[{\"message\":{\"content\":\"ok\"}}],\"usage\":{\"prompt_tokens\":0,\"completion_tokens\":40}}"
             .getBytes(StandardCharsets.UTF_8);
-    s.responseBody(body, 0, body.length, true);
+    s.running().body(body, 0, body.length, true);
 
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
 

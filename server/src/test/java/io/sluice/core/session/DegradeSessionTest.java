@@ -137,8 +137,8 @@ class DegradeSessionTest {
     ClassPolicy cls = interactive(concise(Duration.ZERO, 0.5));
     AdmissionSessionTest.Front f1 = new AdmissionSessionTest.Front();
     AdmissionSession full = decide(sessions, pool, cls, tenant, 500, f1);
-    assertThat(full.plan().rung()).as("headroom 1.0: runs as asked").isNull();
-    assertThat(full.plan().body()).isNull();
+    assertThat(full.running().plan().rung()).as("headroom 1.0: runs as asked").isNull();
+    assertThat(full.running().plan().body()).isNull();
     PoolState state = Objects.requireNonNull(controller.pool("gpu"));
     assertThat(state.classHeadroom("interactive")).isLessThan(0.5);
 
@@ -146,11 +146,11 @@ class DegradeSessionTest {
     AdmissionSession s = decide(sessions, pool, cls, tenant, 100, f2);
 
     assertThat(f2.calls).containsExactly("admitted(body)");
-    assertThat(s.plan().rung()).isEqualTo("concise");
-    assertThat(s.plan().trigger()).isEqualTo("headroom");
+    assertThat(s.running().plan().rung()).isEqualTo("concise");
+    assertThat(s.running().plan().trigger()).isEqualTo("headroom");
     assertThat(s.facts().decision().reason()).isEqualTo(Reason.DEGRADED);
     assertThat(Objects.requireNonNull(s.estimate()).outputReserveTokens()).isEqualTo(20);
-    assertThat(JSON.readTree(s.plan().body()).path("max_tokens").asLong()).isEqualTo(20);
+    assertThat(JSON.readTree(s.running().plan().body()).path("max_tokens").asLong()).isEqualTo(20);
     long now = ticker.nanos();
     assertThat(state.snapshot(now).workInFlight()).isEqualTo(full.workUnits() + s.workUnits());
     assertThat(s.workUnits()).isLessThan(60);
@@ -197,13 +197,13 @@ class DegradeSessionTest {
     assertThat(f3.calls).containsExactly("held");
     assertThat(skipped()).isEmpty();
 
-    assertThat(third.plan().rung()).isNull();
+    assertThat(third.running().plan().rung()).isNull();
     assertThat(Objects.requireNonNull(third.estimate()).outputReserveTokens()).isEqualTo(100);
 
     first.release(Outcome.COMPLETED); // the slot frees: the waiting concise version starts
     assertThat(f2.calls).containsExactly("held", "admitted(body)");
-    assertThat(second.plan().rung()).isEqualTo("concise");
-    assertThat(second.plan().trigger()).isEqualTo("wait");
+    assertThat(second.running().plan().rung()).isEqualTo("concise");
+    assertThat(second.running().plan().trigger()).isEqualTo("wait");
     assertThat(second.facts().decision().reason()).isEqualTo(Reason.DEGRADED);
     assertThat(events).contains(new SessionEvent.Degraded(second.subject(), "concise", "wait"));
     second.release(Outcome.COMPLETED);
@@ -220,7 +220,7 @@ class DegradeSessionTest {
     ClassPolicy cls = interactive(concise(Duration.ofHours(1), 0.99));
     AdmissionSession first =
         decide(sessions, pool, cls, tenant, 100, new AdmissionSessionTest.Front());
-    assertThat(first.plan().rung()).as("the pool was empty").isNull();
+    assertThat(first.running().plan().rung()).as("the pool was empty").isNull();
 
     AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
     AdmissionSession second = decide(sessions, pool, cls, tenant, 100, f);
@@ -232,8 +232,8 @@ class DegradeSessionTest {
         .isEqualTo(20);
     first.release(Outcome.COMPLETED);
     assertThat(f.calls).containsExactly("held", "admitted(body)");
-    assertThat(second.plan().rung()).isEqualTo("concise");
-    assertThat(second.plan().trigger()).isEqualTo("headroom");
+    assertThat(second.running().plan().rung()).isEqualTo("concise");
+    assertThat(second.running().plan().trigger()).isEqualTo("headroom");
     assertThat(events).contains(new SessionEvent.Degraded(second.subject(), "concise", "headroom"));
     second.release(Outcome.COMPLETED);
   }
@@ -278,7 +278,7 @@ class DegradeSessionTest {
 
     first.release(Outcome.COMPLETED);
     waiting.release(Outcome.COMPLETED);
-    assertThat(late.plan().trigger()).isEqualTo("wait");
+    assertThat(late.running().plan().trigger()).isEqualTo("wait");
     late.release(Outcome.COMPLETED);
   }
 
@@ -305,10 +305,10 @@ class DegradeSessionTest {
     AdmissionSession s = decide(sessions, gpu, cls, tenant, 100, f);
 
     assertThat(f.calls).containsExactly("admitted(body)");
-    assertThat(s.plan().rung()).isEqualTo("reroute");
-    assertThat(s.plan().pool().name()).isEqualTo("small");
-    assertThat(s.plan().headers()).isEqualTo(Map.of("x-backend", "small"));
-    assertThat(s.plan().clearRouteCache()).isTrue();
+    assertThat(s.running().plan().rung()).isEqualTo("reroute");
+    assertThat(s.running().plan().pool().name()).isEqualTo("small");
+    assertThat(s.running().plan().headers()).isEqualTo(Map.of("x-backend", "small"));
+    assertThat(s.running().plan().clearRouteCache()).isTrue();
     PoolState smallState = Objects.requireNonNull(controller.pool("small"));
     assertThat(smallState.snapshot(ticker.nanos()).requestsInFlight()).isEqualTo(1);
     assertThat(
@@ -354,7 +354,7 @@ class DegradeSessionTest {
     s.decideWithBody(body, 0, body.length, ticker.nanos());
     assertThat(f.calls).containsExactly("refused");
     assertThat(skipped()).containsExactly("all:forbidden");
-    assertThat(s.refusalWaitNanos()).isGreaterThanOrEqualTo(0);
+    assertThat(s.running().refusalWaitNanos()).isGreaterThanOrEqualTo(0);
     first.release(Outcome.COMPLETED);
   }
 
@@ -374,7 +374,7 @@ class DegradeSessionTest {
             10,
             new AdmissionSessionTest.Front());
     AdmissionSession s = decide(sessions, pool, cls, capped, 500, new AdmissionSessionTest.Front());
-    assertThat(s.plan().rung()).isEqualTo("concise");
+    assertThat(s.running().plan().rung()).isEqualTo("concise");
     // 1,000 output tokens a minute: 500 reserved, then cut to 20; 980 left for the next
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
     AdmissionSession next = decide(sessions, pool, interactive(DegradePolicy.OFF), capped, 900, f2);
@@ -392,10 +392,11 @@ class DegradeSessionTest {
     AdmissionSession s =
         decide(
             sessions, pool, OneSlotPool.INTERACTIVE, tenant, 100, new AdmissionSessionTest.Front());
-    assertThat(s.plan().enginePriority()).isEqualTo("0"); // one class: rank 0 of max rank 0
-    assertThat(JSON.readTree(s.plan().body()).path("priority").asInt()).isZero();
-    assertThat(s.plan().headers()).isEqualTo(Map.of("x-prio", "0"));
-    assertThat(s.plan().rung()).isNull();
+    assertThat(s.running().plan().enginePriority())
+        .isEqualTo("0"); // one class: rank 0 of max rank 0
+    assertThat(JSON.readTree(s.running().plan().body()).path("priority").asInt()).isZero();
+    assertThat(s.running().plan().headers()).isEqualTo(Map.of("x-prio", "0"));
+    assertThat(s.running().plan().rung()).isNull();
     s.release(Outcome.COMPLETED);
   }
 
@@ -423,9 +424,10 @@ class DegradeSessionTest {
                     + ",\"priority\":-100,\"temperature\":NaN,\"n\":\"2\",\"max_tokens\":10}"),
             ok);
     assertThat(ok.calls).containsExactly("admitted(body)");
-    String forwarded = new String(Objects.requireNonNull(s.plan().body()), StandardCharsets.UTF_8);
+    String forwarded =
+        new String(Objects.requireNonNull(s.running().plan().body()), StandardCharsets.UTF_8);
     assertThat(forwarded).contains("\"priority\":0", "\"temperature\":NaN").doesNotContain("-100");
-    assertThat(s.plan().enginePriority()).isEqualTo("0");
+    assertThat(s.running().plan().enginePriority()).isEqualTo("0");
     assertThat(s.estimate().outputReserveTokens()).as("n: \"2\" is two answers").isEqualTo(20);
     s.release(Outcome.COMPLETED);
 
@@ -443,7 +445,7 @@ class DegradeSessionTest {
       assertThat(refused.calls).as(body).containsExactly("refused");
       assertThat(refused.refusedWith).as(body).isEqualTo(Reason.INVALID_REQUEST);
       assertThat(refused.refusedStatus).isEqualTo(400);
-      assertThat(r.plan().body()).isNull();
+      assertThat(r.running().plan().body()).isNull();
     }
   }
 

@@ -98,13 +98,13 @@ class LearnedReserveSessionTest {
 
   /** The answer ends: {@code status}, then a body reporting {@code outputTokens} (or none). */
   private static void answer(AdmissionSession s, int status, long outputTokens, Outcome outcome) {
-    s.responseHeaders(status, "application/json", true);
+    s.running().headers(status, "application/json", true);
     byte[] body =
         (outputTokens < 0
                 ? "{\"choices\":[]}"
                 : "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":" + outputTokens + "}}")
             .getBytes(StandardCharsets.UTF_8);
-    s.responseBody(body, 0, body.length, true);
+    s.running().body(body, 0, body.length, true);
     assertThat(s.release(outcome)).isTrue();
   }
 
@@ -113,13 +113,13 @@ class LearnedReserveSessionTest {
    * what it produced is charged, but it is not an answer's length.
    */
   private void cutStream(AdmissionSession s, Outcome outcome) {
-    s.responseHeaders(200, "text/event-stream", true);
+    s.running().headers(200, "text/event-stream", true);
     byte[] body =
         ("data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,"
                 + "\"output_tokens\":2}}}\n\n"
                 + "data: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"partial\"}}\n\n")
             .getBytes(StandardCharsets.UTF_8);
-    s.responseBody(body, 0, body.length, false);
+    s.running().body(body, 0, body.length, false);
     assertThat(s.release(outcome)).isTrue();
   }
 

@@ -244,8 +244,8 @@ class RetrySessionTest {
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
     AdmissionSession dup = start(f2, "op-s", AttemptSignals.NONE, true);
     assertThat(f2.calls).containsExactly("admitted(headers)");
-    assertThat(dup.would()).isEqualTo("reject");
-    assertThat(dup.wouldReason()).isEqualTo(Reason.DUPLICATE_OPERATION);
+    assertThat(dup.running().would()).isEqualTo("reject");
+    assertThat(dup.running().wouldReason()).isEqualTo(Reason.DUPLICATE_OPERATION);
     dup.release(Outcome.COMPLETED);
     assertThat(store.total()).isZero();
     // a third, while the first still runs (shadow: pool full -> a would-be queue, a pass): still
@@ -264,7 +264,7 @@ class RetrySessionTest {
     AdmissionSession running = start(f1, "op-x", AttemptSignals.NONE, true);
     AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
     AdmissionSession pass = start(f2, "op-y", AttemptSignals.NONE, true); // would queue: a pass
-    assertThat(pass.would()).isEqualTo("queue");
+    assertThat(pass.running().would()).isEqualTo("queue");
     assertThat(store.completes).doesNotContainKey(RetryAttemptCheck.attempt(pass.facts()).owner());
     pass.release(Outcome.COMPLETED);
     pass.end(Outcome.CANCELLED);

@@ -81,7 +81,7 @@ class SessionListenerTest {
         sessions.open(subject, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     s.begin(true, true, 0, now);
     assertThat(s.facts().run().permit()).isTrue();
-    s.responseHeaders(200, "application/json", true);
+    s.running().headers(200, "application/json", true);
 
     assertThatThrownBy(() -> s.release(Outcome.COMPLETED)).hasMessage("learner bug");
     assertThat(controller.pool("gpu").snapshot(ticker.nanos()).requestsInFlight()).isZero();

@@ -101,13 +101,13 @@ class ShadowSessionTest {
 
     assertThat(first.calls).containsExactly("admitted(headers)");
     assertThat(a.facts().run().permit()).isTrue();
-    assertThat(a.would()).isNull(); // enforcement admits it at once too
+    assertThat(a.running().would()).isNull(); // enforcement admits it at once too
     assertThat(second.calls).containsExactly("admitted(headers)"); // never "held"
     assertThat(b.facts().run().permit()).isFalse();
-    assertThat(b.runs()).isTrue();
+    assertThat(b.running().runs()).isTrue();
     assertThat((b.phase() == AdmissionSession.Phase.QUEUED)).isFalse();
-    assertThat(b.would()).isEqualTo("queue");
-    assertThat(b.wouldReason()).isEqualTo(Reason.POOL_SATURATED);
+    assertThat(b.running().would()).isEqualTo("queue");
+    assertThat(b.running().wouldReason()).isEqualTo(Reason.POOL_SATURATED);
     assertThat(timer.tasks).isEmpty(); // no expiry armed
     assertThat(controller.pool("gpu").queueDepth("interactive")).isZero();
     assertThat(poolNow().requestsInFlight()).isEqualTo(1); // the ledger: what enforcement runs
@@ -183,13 +183,13 @@ class ShadowSessionTest {
         .containsOnly(Reason.POOL_SATURATED);
     // would be queued: it keeps its 100 (200 used), as a queued request that runs does
     AdmissionSession q = start(new AdmissionSessionTest.Front(), t, HOLD, true);
-    assertThat(q.would()).isEqualTo("queue");
+    assertThat(q.running().would()).isEqualTo("queue");
     // 50 left: the next would be refused for the tenant's tokens, before the pool is asked
     AdmissionSession r = start(new AdmissionSessionTest.Front(), t, HOLD, true);
-    assertThat(r.would()).isEqualTo("reject");
-    assertThat(r.wouldReason()).isEqualTo(Reason.TENANT_TOKENS);
+    assertThat(r.running().would()).isEqualTo("reject");
+    assertThat(r.running().wouldReason()).isEqualTo(Reason.TENANT_TOKENS);
     assertThat(r.facts().would().status()).isEqualTo(429);
-    assertThat(r.runs()).isTrue();
+    assertThat(r.running().runs()).isTrue();
     assertThat(poolNow().requestsInFlight()).isEqualTo(1);
     a.end(Outcome.CANCELLED);
     q.end(Outcome.CANCELLED);
@@ -204,7 +204,7 @@ class ShadowSessionTest {
     AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
     AdmissionSession s = start(f, t, 0, true);
     assertThat(f.calls).containsExactly("admitted(headers)");
-    assertThat(s.wouldReason()).isEqualTo(Reason.TENANT_RATE);
+    assertThat(s.running().wouldReason()).isEqualTo(Reason.TENANT_RATE);
     assertThat(s.estimate()).isNull(); // enforcement stops at the rate check: so does shadow
     assertThat(poolNow().requestsInFlight()).isZero();
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
@@ -223,7 +223,7 @@ class ShadowSessionTest {
     tooLarge.refuse(Reason.BODY_TOO_LARGE, 413, 0, "too large", true, ticker.nanos());
     assertThat(route.calls).containsExactly("refused");
     assertThat(big.calls).containsExactly("admitted(body)");
-    assertThat(tooLarge.wouldReason()).isEqualTo(Reason.BODY_TOO_LARGE);
+    assertThat(tooLarge.running().wouldReason()).isEqualTo(Reason.BODY_TOO_LARGE);
     assertThat(tooLarge.facts().run().permit()).isFalse();
   }
 }

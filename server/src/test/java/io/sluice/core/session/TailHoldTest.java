@@ -92,7 +92,7 @@ class TailHoldTest {
         sessions.open(s, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
     session.begin(true, true, 0, now);
     assertThat(session.facts().run().permit()).isTrue();
-    session.responseHeaders(200, "text/event-stream", true);
+    session.running().headers(200, "text/event-stream", true);
     return session;
   }
 
@@ -132,7 +132,7 @@ class TailHoldTest {
   void beforeAnyCompletionTheTailIsThePoolsDefaultServiceTime() {
     AdmissionSession s = admitted();
     advance(20); // time to first token
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     s.end(Outcome.CANCELLED); // Envoy 1.37+ closes the stream right after the headers
 
     assertThat(inFlight()).isEqualTo(1);
@@ -157,12 +157,12 @@ class TailHoldTest {
   @Test
   void theStreamsOtherEndsNeitherReleaseEarlyNorTwice() {
     AdmissionSession s = admitted();
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     assertThat(s.release(Outcome.COMPLETED)).isFalse();
     s.end(Outcome.CANCELLED);
     s.end(Outcome.ERROR);
     s.releaseQuietly(Outcome.ERROR);
-    s.responseEndUnseen("body_mode_none"); // a second call changes nothing
+    s.running().endUnseen("body_mode_none"); // a second call changes nothing
     assertThat(inFlight()).isEqualTo(1);
 
     advance(1000);
@@ -179,7 +179,7 @@ class TailHoldTest {
   @Test
   void aStreamStillOpenAtThePredictedEndHoldsThePermitUntilItCloses() {
     AdmissionSession s = admitted(); // Envoy before 1.37 keeps the stream to the request's end
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     advance(1000);
     assertThat(inFlight()).isEqualTo(1);
     advance(2000);
@@ -195,7 +195,7 @@ class TailHoldTest {
   void aPredictedEndAlreadyPassedReleasesAtTheStreamsEnd() {
     AdmissionSession s = admitted();
     advance(1500); // a non-streamed answer: its headers come when it is done
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     assertThat(inFlight()).isEqualTo(1); // the stream is still open
     s.end(Outcome.CANCELLED);
     assertThat(inFlight()).isZero();
@@ -205,7 +205,7 @@ class TailHoldTest {
   @Test
   void theClassDeadlineCapsTheTail() {
     AdmissionSession s = admitted(Duration.ofMillis(400).toNanos());
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     s.end(Outcome.CANCELLED);
     advance(399);
     assertThat(inFlight()).isEqualTo(1);
@@ -225,7 +225,7 @@ class TailHoldTest {
     // learned, the median would climb towards 3 s
     for (int i = 0; i < 30; i++) {
       AdmissionSession s = admitted();
-      s.responseEndUnseen("body_mode_none");
+      s.running().endUnseen("body_mode_none");
       advance(3000);
       s.end(Outcome.CANCELLED);
       assertThat(released().get(released().size() - 1).heldNanos()).isEqualTo(3000 * MS);
@@ -233,7 +233,7 @@ class TailHoldTest {
     assertThat(pool().tailNanos(heldPermitProbe())).isEqualTo(learned);
 
     AdmissionSession s = admitted();
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     s.end(Outcome.CANCELLED);
     advance(learned / MS - 1);
     assertThat(inFlight()).isEqualTo(1);
@@ -264,9 +264,9 @@ class TailHoldTest {
   @Test
   void responseTrailersEndTheTailAsASeenEnd() {
     AdmissionSession s = admitted();
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     advance(250);
-    s.responseEndSeen(); // trailers (response_trailer_mode SEND): the end after all
+    s.running().endSeen(); // trailers (response_trailer_mode SEND): the end after all
     assertThat(pool().tailsHeld()).isZero();
     assertThat(s.release(Outcome.COMPLETED)).isTrue();
     assertThat(released().get(0).heldNanos()).isEqualTo(250 * MS);
@@ -278,7 +278,7 @@ class TailHoldTest {
   @Test
   void shutdownReleasesEveryHeldTailOnceAndLaterOnesAtOnce() {
     AdmissionSession s = admitted();
-    s.responseEndUnseen("body_mode_none");
+    s.running().endUnseen("body_mode_none");
     s.end(Outcome.CANCELLED);
     assertThat(tails.releaseAll()).isEqualTo(1);
     assertThat(inFlight()).isZero();
@@ -288,7 +288,7 @@ class TailHoldTest {
     assertThat(released()).hasSize(1);
 
     AdmissionSession late = admitted(); // a tail that starts during the shutdown
-    late.responseEndUnseen("body_mode_none");
+    late.running().endUnseen("body_mode_none");
     assertThat(inFlight()).isZero();
     assertThat(released()).hasSize(2);
     assertThat(pool().tailsHeld()).isZero();
@@ -324,8 +324,8 @@ class TailHoldTest {
     assertThat(pool().serviceTimeGuessed()).isTrue();
     AdmissionSession first = admittedWithBody(400);
     advance(500);
-    first.responseHeaders(200, "text/event-stream", true);
-    first.responseEndUnseen("body_mode_none");
+    first.running().headers(200, "text/event-stream", true);
+    first.running().endUnseen("body_mode_none");
     first.end(Outcome.CANCELLED);
     assertThat(unseen().get(0).guessed()).isTrue();
     advance(500); // 1 s after admission: OneSlotPool's defaultServiceTime
@@ -338,7 +338,7 @@ class TailHoldTest {
       int max = 100 + (i % 4) * 100;
       AdmissionSession s = admittedWithBody(max);
       advance(150);
-      s.responseHeaders(200, "text/event-stream", true);
+      s.running().headers(200, "text/event-stream", true);
       advance(4L * max);
       assertThat(s.release(Outcome.COMPLETED)).isTrue();
     }
@@ -348,8 +348,8 @@ class TailHoldTest {
     // the guess (1 s) nor the median of the ends seen (≤ 1.75 s)
     AdmissionSession s = admittedWithBody(400);
     advance(500);
-    s.responseHeaders(200, "text/event-stream", true);
-    s.responseEndUnseen("body_mode_none");
+    s.running().headers(200, "text/event-stream", true);
+    s.running().endUnseen("body_mode_none");
     s.end(Outcome.CANCELLED);
     assertThat(unseen().get(1).guessed()).isFalse();
     int before = released().size();
@@ -367,7 +367,7 @@ class TailHoldTest {
       int max = 100 + (i % 4) * 100;
       AdmissionSession s = admittedWithBody(max);
       advance(150);
-      s.responseHeaders(200, "text/event-stream", true);
+      s.running().headers(200, "text/event-stream", true);
       advance(4L * max);
       assertThat(s.release(Outcome.COMPLETED)).isTrue();
     }
@@ -375,8 +375,8 @@ class TailHoldTest {
     // the stream's close releases it once that has passed
     AdmissionSession s = admittedWithBody(400);
     advance(1500);
-    s.responseHeaders(200, "application/json", true);
-    s.responseEndUnseen("body_mode_none");
+    s.running().headers(200, "application/json", true);
+    s.running().endUnseen("body_mode_none");
     int before = released().size();
     s.end(Outcome.CANCELLED);
     assertThat(released()).hasSize(before + 1);

@@ -136,8 +136,8 @@ class WorkflowSessionTest {
     assertThat(a.facts().run().permit()).isTrue();
     assertThat(f2.calls).containsExactly("admitted(body)");
     assertThat(b.facts().run().permit()).isFalse();
-    assertThat(b.would()).isEqualTo(SessionEvent.Shadowed.REJECT);
-    assertThat(b.wouldReason()).isEqualTo(Reason.FANOUT_BUDGET);
+    assertThat(b.running().would()).isEqualTo(SessionEvent.Shadowed.REJECT);
+    assertThat(b.running().wouldReason()).isEqualTo(Reason.FANOUT_BUDGET);
     assertThat(b.facts().would().status()).isEqualTo(429);
     assertThat(b.holds(WorkflowPlaceCheck.Place.class)).isFalse();
     assertThat(budget.requests("gpu", "run-1")).as("as enforcement: one").isEqualTo(1);
