@@ -2,9 +2,11 @@ package io.sluice.config;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.core.retry.RetryAttemptCheck;
 import io.sluice.core.retry.RetryPolicy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -32,6 +34,29 @@ public final class RetriesSection implements ConfigSection<RetryPolicy> {
   }
 
   /**
+   * An SDK's retry counter ({@code signals.retryCount}, 0 on the first try). Safe from a client:
+   * claiming to be a retry can only cost the client its own retry budget.
+   */
+  public static final SluiceConfig.Signal RETRY_COUNT =
+      SluiceConfig.Signal.of(RetryAttemptCheck.RETRY_COUNT);
+
+  /**
+   * Envoy's attempt count ({@code signals.attemptCount}, 1 on the first try) of a gateway in front;
+   * safe as {@link #RETRY_COUNT}.
+   */
+  public static final SluiceConfig.Signal ATTEMPT_COUNT =
+      SluiceConfig.Signal.of(RetryAttemptCheck.ATTEMPT_COUNT);
+
+  private static final Set<String> SIGNALS =
+      Set.of(SluiceConfig.Signal.OPERATION_ID.key(), RETRY_COUNT.key(), ATTEMPT_COUNT.key());
+
+  /** The retry signals, which {@code signals:} accepts while this section is registered. */
+  @Override
+  public List<SluiceConfig.Signal> declaredSignals() {
+    return List.of(RETRY_COUNT, ATTEMPT_COUNT);
+  }
+
+  /**
    * Retry control reads the operation id and the attempt signals of every request while it is on.
    */
   @Override
@@ -46,15 +71,9 @@ public final class RetriesSection implements ConfigSection<RetryPolicy> {
   @Override
   public Map<String, String> signalHeaders() {
     return Map.of(
-        SluiceConfig.Signal.RETRY_COUNT.key(), "x-stainless-retry-count",
-        SluiceConfig.Signal.ATTEMPT_COUNT.key(), "x-envoy-attempt-count");
+        RETRY_COUNT.key(), "x-stainless-retry-count",
+        ATTEMPT_COUNT.key(), "x-envoy-attempt-count");
   }
-
-  private static final Set<String> SIGNALS =
-      Set.of(
-          SluiceConfig.Signal.OPERATION_ID.key(),
-          SluiceConfig.Signal.RETRY_COUNT.key(),
-          SluiceConfig.Signal.ATTEMPT_COUNT.key());
 
   @Override
   public RetryPolicy read(Node n, Refs refs) {
