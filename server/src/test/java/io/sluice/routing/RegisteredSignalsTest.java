@@ -2,6 +2,7 @@ package io.sluice.routing;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -18,6 +19,7 @@ import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import io.sluice.config.TrustedHeaders;
 import io.sluice.core.session.Signals;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -170,6 +172,43 @@ class RegisteredSignalsTest {
                 BASE + "signals: {region: [{metadata: x-region}]}\n",
                 ConfigSections.of(List.of(RegionsSection.SECTION))));
     assertThat(alone.resolve(req, 0).signals()).isSameAs(Signals.NONE);
+  }
+
+  @Test
+  void aSnapshotThatReadsNoRegisteredSignal_allocatesNothingForThem() {
+    var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    assumeTrue(mx.isThreadAllocatedMemorySupported() && mx.isThreadAllocatedMemoryEnabled());
+    String policy = BASE + "signals: {region: [{metadata: x-region}]}\n";
+    RequestResolver none =
+        new RequestResolver(ConfigLoader.parse(BASE, ConfigSections.of(List.of())));
+    ConfigSections regions = ConfigSections.of(List.of(RegionsSection.SECTION));
+    RequestResolver off = new RequestResolver(ConfigLoader.parse(policy, regions));
+    RequestResolver on =
+        new RequestResolver(ConfigLoader.parse(policy + "regions: {enabled: true}\n", regions));
+    SignalRequest req = new SignalRequest().metadata("x-region", "eu");
+    int n = 20_000;
+    for (int round = 0; round < 3; round++) { // warm up: the last round counts
+      long withNone = allocatedByResolves(mx, none, req, n);
+      long withOff = allocatedByResolves(mx, off, req, n);
+      long withOn = allocatedByResolves(mx, on, req, n);
+      if (round == 2) {
+        // declared and sourced, but off: not a byte more than with no such signal at all
+        assertThat(withOff).isLessThanOrEqualTo(withNone + n / 10);
+        assertThat(withOn).isGreaterThan(withNone + n * 16L); // the measure sees allocation
+      }
+    }
+  }
+
+  private static long allocatedByResolves(
+      com.sun.management.ThreadMXBean mx, RequestResolver r, SignalRequest req, int n) {
+    long tid = Thread.currentThread().getId();
+    long before = mx.getThreadAllocatedBytes(tid);
+    for (int i = 0; i < n; i++) {
+      if (r.resolve(req, i, false) == null) {
+        throw new AssertionError();
+      }
+    }
+    return mx.getThreadAllocatedBytes(tid) - before;
   }
 
   @Test
