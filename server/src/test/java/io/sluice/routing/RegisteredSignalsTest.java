@@ -269,5 +269,31 @@ class RegisteredSignalsTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("region");
     assertThat(SECTIONS.signals()).containsSubsequence(Signal.TENANT, REGION, HINT);
+
+    ConfigSection<Boolean> readsUndeclared =
+        new RegionsSection() {
+          @Override
+          public String name() {
+            return "readsUndeclared";
+          }
+
+          @Override
+          public List<Signal> declaredSignals() {
+            return List.of();
+          }
+
+          @Override
+          public Map<String, String> signalHeaders() {
+            return Map.of();
+          }
+
+          @Override
+          public Set<String> signals(Boolean enabled) {
+            return Set.of("nowhere");
+          }
+        };
+    assertThatThrownBy(() -> ConfigLoader.parse(BASE, ConfigSections.of(List.of(readsUndeclared))))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("nowhere");
   }
 }
