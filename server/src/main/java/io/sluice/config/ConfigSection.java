@@ -33,9 +33,22 @@ public interface ConfigSection<T> {
   ObjectNode write(T value);
 
   /**
+   * The signals of the feature's own that the policy may name under {@code signals:}, beside the
+   * built-in ones ({@link SluiceConfig.Signal#BUILT_IN}): say an SDK's retry counter, {@link
+   * SluiceConfig.Signal#of} when a client can only hurt itself with it, {@link
+   * SluiceConfig.Signal#guarded} when it must not choose it. Every key {@link #signals} and {@link
+   * #signalHeaders} and {@link #signalAttributes} name is one of these or built in. None by
+   * default.
+   */
+  default java.util.List<SluiceConfig.Signal> declaredSignals() {
+    return java.util.List.of();
+  }
+
+  /**
    * The signals ({@code signals.<key>}) the feature reads from each request while {@code value} is
    * in force, e.g. {@code operationId}: the resolver reads them from their trusted sources into the
-   * request ({@code Subject.signals()}); none by default.
+   * request ({@code Subject.signals()}); none by default. Built-in keys, or {@link
+   * #declaredSignals}.
    */
   default Set<String> signals(T value) {
     return Set.of();
@@ -43,10 +56,20 @@ public interface ConfigSection<T> {
 
   /**
    * The header each signal the feature reads is taken from when the policy declares no source for
-   * it ({@code signals.<key>} absent), by signal key; only for signals a client can only hurt
-   * itself with. None by default.
+   * it ({@code signals.<key>} absent), by signal key (built in or {@link #declaredSignals}); only
+   * for signals a client can only hurt itself with. None by default.
    */
   default java.util.Map<String, String> signalHeaders() {
+    return java.util.Map.of();
+  }
+
+  /**
+   * The Envoy attribute ({@code request_attributes}, e.g. {@code source.address}) each signal the
+   * feature reads is taken from when the policy declares no source for it, by signal key (built in
+   * or {@link #declaredSignals}): what Envoy itself reports, which a client cannot choose. None by
+   * default.
+   */
+  default java.util.Map<String, String> signalAttributes() {
     return java.util.Map.of();
   }
 

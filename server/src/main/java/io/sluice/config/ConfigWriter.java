@@ -290,11 +290,12 @@ public final class ConfigWriter {
     return n;
   }
 
+  /** Every signal the snapshot knows, built-in then registered, as the loader ordered them. */
   private static ObjectNode signals(Map<SluiceConfig.Signal, List<Source>> signals) {
     ObjectNode n = MAPPER.createObjectNode();
-    for (SluiceConfig.Signal sig : SluiceConfig.Signal.values()) {
-      List<Source> sources = signals.getOrDefault(sig, List.of());
-      ArrayNode list = n.putArray(sig.key());
+    for (var e : signals.entrySet()) {
+      List<Source> sources = e.getValue();
+      ArrayNode list = n.putArray(e.getKey().key());
       for (Source s : sources) {
         ObjectNode item = list.addObject();
         if (s instanceof Source.Metadata m) {

@@ -2,9 +2,11 @@ package io.sluice.config;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.core.retry.RetryAttemptCheck;
 import io.sluice.core.retry.RetryPolicy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -32,6 +34,48 @@ public final class RetriesSection implements ConfigSection<RetryPolicy> {
   }
 
   /**
+   * An SDK's retry counter ({@code signals.retryCount}, 0 on the first try). Safe from a client:
+   * claiming to be a retry can only cost the client its own retry budget.
+   */
+  public static final SluiceConfig.Signal RETRY_COUNT =
+      SluiceConfig.Signal.of(RetryAttemptCheck.RETRY_COUNT);
+
+  /**
+   * Envoy's attempt count ({@code signals.attemptCount}, 1 on the first try) of a gateway in front;
+   * safe as {@link #RETRY_COUNT}.
+   */
+  public static final SluiceConfig.Signal ATTEMPT_COUNT =
+      SluiceConfig.Signal.of(RetryAttemptCheck.ATTEMPT_COUNT);
+
+  /**
+   * The downstream client's address as Envoy reports it ({@code signals.client}, by default the
+   * {@code source.address} attribute): the anonymous tenant's retries are counted per client
+   * address, not in one bucket for every client without a tenant. Guarded: a source a client can
+   * set would give it a fresh budget per retry.
+   */
+  public static final SluiceConfig.Signal CLIENT =
+      SluiceConfig.Signal.guarded(RetryAttemptCheck.CLIENT);
+
+  private static final Set<String> SIGNALS =
+      Set.of(
+          SluiceConfig.Signal.OPERATION_ID.key(),
+          RETRY_COUNT.key(),
+          ATTEMPT_COUNT.key(),
+          CLIENT.key());
+
+  /** The retry signals, which {@code signals:} accepts while this section is registered. */
+  @Override
+  public List<SluiceConfig.Signal> declaredSignals() {
+    return List.of(RETRY_COUNT, ATTEMPT_COUNT, CLIENT);
+  }
+
+  /** The client's address as Envoy saw it (its own attribute, not a header a client sets). */
+  @Override
+  public Map<String, String> signalAttributes() {
+    return Map.of(CLIENT.key(), "source.address");
+  }
+
+  /**
    * Retry control reads the operation id and the attempt signals of every request while it is on.
    */
   @Override
@@ -46,16 +90,9 @@ public final class RetriesSection implements ConfigSection<RetryPolicy> {
   @Override
   public Map<String, String> signalHeaders() {
     return Map.of(
-        SluiceConfig.Signal.RETRY_COUNT.key(), "x-stainless-retry-count",
-        SluiceConfig.Signal.ATTEMPT_COUNT.key(), "x-envoy-attempt-count");
+        RETRY_COUNT.key(), "x-stainless-retry-count",
+        ATTEMPT_COUNT.key(), "x-envoy-attempt-count");
   }
-
-  private static final Set<String> SIGNALS =
-      Set.of(
-          SluiceConfig.Signal.OPERATION_ID.key(),
-          SluiceConfig.Signal.RETRY_COUNT.key(),
-          SluiceConfig.Signal.ATTEMPT_COUNT.key(),
-          SluiceConfig.Signal.CLIENT.key());
 
   @Override
   public RetryPolicy read(Node n, Refs refs) {

@@ -40,7 +40,14 @@ public final class SectionValues {
   static SectionValues read(Node root, ConfigSections registered, ConfigSection.Refs refs) {
     Map<String, Entry<?>> entries = new LinkedHashMap<>();
     for (ConfigSection<?> s : registered.list()) {
-      entries.put(s.name(), entry(s, root.get(s.name()), refs));
+      Entry<?> e = entry(s, root.get(s.name()), refs);
+      for (String key : e.signals()) {
+        if (!registered.hasSignal(key)) {
+          throw new IllegalStateException(
+              "section " + s.name() + " reads undeclared signal " + key);
+        }
+      }
+      entries.put(s.name(), e);
     }
     return new SectionValues(Collections.unmodifiableMap(entries));
   }

@@ -3,7 +3,6 @@ package io.sluice.config;
 import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -16,17 +15,20 @@ final class SignalsSection {
   private SignalsSection() {}
 
   /**
-   * The section; a signal a registered section's feature reads ({@link
-   * ConfigSection#signalHeaders}) that the policy leaves out is read from its default header.
+   * The section, over the built-in signals and those the registered sections declare ({@link
+   * ConfigSections#signals()}; any other key is an error naming the keys expected), each with its
+   * sources in that order (none when the policy names none); a signal a registered section's
+   * feature reads ({@link ConfigSection#signalHeaders}, {@link ConfigSection#signalAttributes})
+   * that the policy leaves out is read from its default header or Envoy attribute.
    */
   static Map<Signal, List<Source>> read(Node s, ConfigSections sections) {
     Map<String, Signal> byKey = new LinkedHashMap<>();
-    for (Signal sig : Signal.values()) {
+    for (Signal sig : sections.signals()) {
       byKey.put(sig.key(), sig);
     }
     s.only(byKey.keySet());
-    Map<Signal, List<Source>> out = new EnumMap<>(Signal.class);
-    for (Signal sig : Signal.values()) {
+    Map<Signal, List<Source>> out = new LinkedHashMap<>();
+    for (Signal sig : byKey.values()) {
       out.put(sig, List.of());
     }
     for (var e : s.entries().entrySet()) {
@@ -54,9 +56,16 @@ final class SignalsSection {
                 }
               });
     }
-    // the anonymous tenant's retry budget per client: the address Envoy saw (its own attribute)
-    if (!s.get(Signal.CLIENT.key()).present()) {
-      out.put(Signal.CLIENT, List.of(new Source.Attribute("source.address")));
+    for (ConfigSection<?> section : sections.list()) {
+      section
+          .signalAttributes()
+          .forEach(
+              (key, attribute) -> {
+                Signal sig = byKey.get(key);
+                if (sig != null && !s.get(key).present()) {
+                  out.put(sig, List.of(new Source.Attribute(attribute)));
+                }
+              });
     }
     return java.util.Collections.unmodifiableMap(out);
   }

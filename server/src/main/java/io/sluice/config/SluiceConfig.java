@@ -263,42 +263,111 @@ public record SluiceConfig(
     REJECT
   }
 
-  /** Named values Sluice reads from trusted sources only. */
-  public enum Signal {
-    TENANT("tenant"),
-    CLASS("class"),
-    POOL("pool"),
-    ROUTE("route"),
-    FORMAT("format"),
-    DEADLINE_MS("deadlineMs"),
-    MAX_MESSAGE_TIMEOUT_MS("maxMessageTimeoutMs"),
-    OPERATION_ID("operationId"),
-    /** Declared downstream calls of the request (retrieval depth, tool calls per turn). */
-    FANOUT("fanout"),
-    /** The agent run / workflow the request belongs to ({@code pools.<name>.workflow}). */
-    WORKFLOW("workflow"),
+  /**
+   * A named value Sluice reads from trusted sources only ({@code signals.<key>}): one of the
+   * built-in ones ({@link #BUILT_IN}), or one a registered section's feature reads ({@link
+   * ConfigSection#declaredSignals}). A signal is its key: two with the same key are equal.
+   * Immutable.
+   */
+  public static final class Signal {
+    /** Who pays: a client must not choose it. */
+    public static final Signal TENANT = guarded("tenant");
+
+    /** Who is served first (with pool, route and format): a client must not choose it. */
+    public static final Signal CLASS = guarded("class");
+
+    public static final Signal POOL = guarded("pool");
+    public static final Signal ROUTE = guarded("route");
+    public static final Signal FORMAT = guarded("format");
+
+    /** Can only shorten the class deadline: harmless from a client. */
+    public static final Signal DEADLINE_MS = of("deadlineMs");
+
+    /** How long a request may be held: a client must not choose it. */
+    public static final Signal MAX_MESSAGE_TIMEOUT_MS = guarded("maxMessageTimeoutMs");
+
+    /** Labels the decision record (and tells a retry by its id): harmless from a client. */
+    public static final Signal OPERATION_ID = of("operationId");
+
+    /**
+     * Declared downstream calls of the request (retrieval depth, tool calls per turn): a client
+     * could reserve the pool away from others.
+     */
+    public static final Signal FANOUT = guarded("fanout");
+
+    /**
+     * The agent run / workflow the request belongs to ({@code pools.<name>.workflow}): a client
+     * could escape its budget or use up another's.
+     */
+    public static final Signal WORKFLOW = guarded("workflow");
+
     /** Never degrade this request ({@code true}, {@code 1} or {@code yes}): the degrade ladder. */
-    NO_DEGRADE("noDegrade"),
-    /**
-     * An SDK's retry counter (0 on the first try). Safe from a client: claiming to be a retry can
-     * only cost the client its own retry budget.
-     */
-    RETRY_COUNT("retryCount"),
-    /** Envoy's attempt count (1 on the first try) of a gateway in front; safe as retryCount. */
-    ATTEMPT_COUNT("attemptCount"),
-    /**
-     * The downstream client's address as Envoy reports it: the anonymous tenant's retries are
-     * counted per client address (retry control), not in one bucket for every client.
-     */
-    CLIENT("client");
+    public static final Signal NO_DEGRADE = of("noDegrade");
+
+    /** The built-in signals, in the order the policy and {@code /config} list them. */
+    public static final List<Signal> BUILT_IN =
+        List.of(
+            TENANT,
+            CLASS,
+            POOL,
+            ROUTE,
+            FORMAT,
+            DEADLINE_MS,
+            MAX_MESSAGE_TIMEOUT_MS,
+            OPERATION_ID,
+            FANOUT,
+            WORKFLOW,
+            NO_DEGRADE);
 
     private final String key;
+    private final boolean guarded;
 
-    Signal(String key) {
+    private Signal(String key, boolean guarded) {
+      if (key.isEmpty()) {
+        throw new IllegalArgumentException("a signal needs a key");
+      }
       this.key = key;
+      this.guarded = guarded;
     }
 
+    /**
+     * A signal a client can only hurt itself with (an SDK's retry counter): a client header as its
+     * source is no warning.
+     */
+    public static Signal of(String key) {
+      return new Signal(key, false);
+    }
+
+    /**
+     * A signal a client must not choose: a trusted header the shipped Envoy configs do not strip is
+     * warned about ({@link TrustedHeaders#warnings}).
+     */
+    public static Signal guarded(String key) {
+      return new Signal(key, true);
+    }
+
+    /** The key under {@code signals:}. */
     public String key() {
+      return key;
+    }
+
+    /** Whether a client must not choose it ({@link #guarded}). */
+    public boolean isGuarded() {
+      return guarded;
+    }
+
+    @Override
+    public boolean equals(@Nullable Object o) {
+      return o instanceof Signal s && s.key.equals(key);
+    }
+
+    @Override
+    public int hashCode() {
+      return key.hashCode();
+    }
+
+    @Override
+    public String toString() {
       return key;
     }
   }

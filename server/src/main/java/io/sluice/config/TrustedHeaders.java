@@ -4,7 +4,6 @@ import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Which request headers a policy may trust. A client sends any header it likes; a header is
@@ -32,38 +31,24 @@ public final class TrustedHeaders {
           "x-sluice-est-output-tokens",
           "x-sluice-work-units");
 
-  /**
-   * Signals a client must not choose: who pays (tenant), who is served first (class, pool, route,
-   * format), how long a request may be held, how much fan-out work it reserves of the pool (fanout:
-   * a client could reserve the pool away from others) and whose workflow budget it counts against
-   * (workflow: a client could escape its budget or use up another's). The others are harmless from
-   * a client: {@code deadlineMs} can only shorten the class deadline and {@code operationId} only
-   * labels the decision record.
-   */
-  static final Set<Signal> TRUST_SIGNALS =
-      Set.of(
-          Signal.TENANT,
-          Signal.CLASS,
-          Signal.POOL,
-          Signal.ROUTE,
-          Signal.FORMAT,
-          Signal.MAX_MESSAGE_TIMEOUT_MS,
-          Signal.FANOUT,
-          Signal.WORKFLOW);
-
   private TrustedHeaders() {}
 
   /**
-   * One warning per trusted header that the shipped Envoy configs do not strip: such a header is
-   * safe only if the operator's own Envoy removes client copies first.
+   * One warning per trusted header of a signal a client must not choose ({@link Signal#isGuarded}:
+   * the built-in ones who pays, who is served first, how long a request is held, what it reserves,
+   * and the registered signals declared so) that the shipped Envoy configs do not strip: such a
+   * header is safe only if the operator's own Envoy removes client copies first.
    */
   public static List<String> warnings(SluiceConfig config) {
     List<String> out = new ArrayList<>();
-    for (Signal s : Signal.values()) {
-      if (!TRUST_SIGNALS.contains(s)) {
+    for (var e : config.signals().entrySet()) { // built-in, then registered
+      Signal s = e.getKey();
+      // only signals a client must not choose: the others are harmless from a client (deadlineMs
+      // can only shorten the class deadline, operationId only labels the decision record)
+      if (!s.isGuarded()) {
         continue;
       }
-      List<Source> sources = config.signals().getOrDefault(s, List.of());
+      List<Source> sources = e.getValue();
       for (int i = 0; i < sources.size(); i++) {
         if (sources.get(i) instanceof Source.Header h
             && !STRIPPED_BY_SHIPPED_ENVOY_CONFIGS.contains(h.header())) {

@@ -21,8 +21,23 @@ import org.jspecify.annotations.Nullable;
  * an unknown name in a signal is ignored in favour of the route's.
  */
 public final class RequestResolver {
+  // The built-in signals' places in Signal.BUILT_IN, which is how `sources` holds them
+  private static final int ROUTE = builtIn(Signal.ROUTE);
+  private static final int POOL = builtIn(Signal.POOL);
+  private static final int CLASS = builtIn(Signal.CLASS);
+  private static final int FORMAT = builtIn(Signal.FORMAT);
+  private static final int TENANT = builtIn(Signal.TENANT);
+  private static final int DEADLINE_MS = builtIn(Signal.DEADLINE_MS);
+  private static final int MAX_MESSAGE_TIMEOUT_MS = builtIn(Signal.MAX_MESSAGE_TIMEOUT_MS);
+  private static final int OPERATION_ID = builtIn(Signal.OPERATION_ID);
+  private static final int FANOUT = builtIn(Signal.FANOUT);
+  private static final int WORKFLOW = builtIn(Signal.WORKFLOW);
+  private static final int NO_DEGRADE = builtIn(Signal.NO_DEGRADE);
+
   private final SluiceConfig config;
-  private final Source[][] sources; // by Signal ordinal: read per request without map lookups
+  // every signal's sources, the built-in ones first (in Signal.BUILT_IN's order), then the
+  // registered ones: read per request by index, without map lookups
+  private final Source[][] sources;
   // Looked up once per config, not per request: the route rules with their pool and class (null
   // when the config names one that does not exist), the unmatched route's, and the tenants.
   private final SluiceConfig.RouteRule[] rules;
@@ -34,28 +49,36 @@ public final class RequestResolver {
   private final Tenant anonymous;
   private final TierPolicy unknownTier;
   private final java.util.Map<String, Tenant> knownTenants = new java.util.HashMap<>();
-  // what the registered features read per request (ConfigSection.signals): the operation id,
-  // and the rest into the request's Signals
+  // what the registered features read per request (ConfigSection.signals), worked out once per
+  // snapshot: the operation id, and the rest (built in or registered) into the request's Signals,
+  // by their index in `sources`; none: nothing is read or allocated for them
   private final boolean featuresReadOperationId;
-  private final Signal[] featureSignals;
+  private final int[] featureSignals;
   private final String[] featureSignalKeys;
 
   public RequestResolver(SluiceConfig config) {
     this.config = config;
+    List<Signal> all = new java.util.ArrayList<>(Signal.BUILT_IN);
+    for (Signal s : config.signals().keySet()) {
+      if (!Signal.BUILT_IN.contains(s)) {
+        all.add(s);
+      }
+    }
+    this.sources = new Source[all.size()][];
+    for (int i = 0; i < all.size(); i++) {
+      List<Source> l = config.signals().get(all.get(i));
+      sources[i] = l == null ? new Source[0] : l.toArray(Source[]::new);
+    }
     java.util.Set<String> asked = config.sections().signals();
     this.featuresReadOperationId = asked.contains(Signal.OPERATION_ID.key());
-    this.featureSignals =
-        java.util.Arrays.stream(Signal.values())
-            .filter(s -> s != Signal.OPERATION_ID && asked.contains(s.key()))
-            .toArray(Signal[]::new);
-    this.featureSignalKeys =
-        java.util.Arrays.stream(featureSignals).map(Signal::key).toArray(String[]::new);
-    Signal[] all = Signal.values();
-    this.sources = new Source[all.length][];
-    for (Signal s : all) {
-      List<Source> l = config.signals().get(s);
-      sources[s.ordinal()] = l == null ? new Source[0] : l.toArray(Source[]::new);
+    List<Integer> read = new java.util.ArrayList<>();
+    for (int i = 0; i < all.size(); i++) {
+      if (i != OPERATION_ID && asked.contains(all.get(i).key())) {
+        read.add(i);
+      }
     }
+    this.featureSignals = read.stream().mapToInt(Integer::intValue).toArray();
+    this.featureSignalKeys = read.stream().map(i -> all.get(i).key()).toArray(String[]::new);
     rules = config.routes().toArray(SluiceConfig.RouteRule[]::new);
     rulePools = new PoolPolicy[rules.length];
     ruleClasses = new ClassPolicy[rules.length];
@@ -101,7 +124,7 @@ public final class RequestResolver {
    *     header value is not decoded when nothing will write it)
    */
   public ResolvedRequest resolve(SignalSource in, long nowNanos, boolean withOperationId) {
-    String routeSignal = read(Signal.ROUTE, in);
+    String routeSignal = read(ROUTE, in);
     String path = in.path();
     int ruleIndex = match(routeSignal, path);
     SluiceConfig.RouteRule rule = ruleIndex < 0 ? null : rules[ruleIndex];
@@ -124,15 +147,15 @@ public final class RequestResolver {
       format = u.format();
       estimateFrom = u.estimateFrom();
     }
-    String poolSignal = read(Signal.POOL, in);
+    String poolSignal = read(POOL, in);
     if (poolSignal != null && config.pools().containsKey(poolSignal)) {
       pool = config.pools().get(poolSignal);
     }
-    String classSignal = read(Signal.CLASS, in);
+    String classSignal = read(CLASS, in);
     if (classSignal != null && config.classes().containsKey(classSignal)) {
       cls = config.classes().get(classSignal);
     }
-    String formatSignal = read(Signal.FORMAT, in);
+    String formatSignal = read(FORMAT, in);
     if (formatSignal != null) {
       try {
         format = RequestFormat.fromConfigName(formatSignal);
@@ -158,7 +181,7 @@ public final class RequestResolver {
       cls = config.classes().values().iterator().next();
     }
 
-    String tenantId = read(Signal.TENANT, in);
+    String tenantId = read(TENANT, in);
     Tenant tenant;
     if (tenantId == null || tenantId.isEmpty()) {
       tenant = anonymous;
@@ -175,7 +198,7 @@ public final class RequestResolver {
 
     long classDeadlineNanos = cls.deadline().toNanos();
     long deadlineNanos = nowNanos + classDeadlineNanos;
-    String deadlineMs = read(Signal.DEADLINE_MS, in);
+    String deadlineMs = read(DEADLINE_MS, in);
     if (deadlineMs != null) {
       try {
         long ms = Long.parseLong(deadlineMs.trim());
@@ -189,7 +212,7 @@ public final class RequestResolver {
       }
     }
     long mmt = pool.maxMessageTimeout().toMillis();
-    String mmtSignal = read(Signal.MAX_MESSAGE_TIMEOUT_MS, in);
+    String mmtSignal = read(MAX_MESSAGE_TIMEOUT_MS, in);
     if (mmtSignal != null) {
       try {
         mmt = Math.max(0, Math.min(3_600_000L, Long.parseLong(mmtSignal.trim())));
@@ -205,14 +228,14 @@ public final class RequestResolver {
         estimateFrom,
         tenant,
         deadlineNanos,
-        withOperationId || featuresReadOperationId ? read(Signal.OPERATION_ID, in) : null,
+        withOperationId || featuresReadOperationId ? read(OPERATION_ID, in) : null,
         mmt,
         reject,
         rejectMessage,
         shadow(rule, pool),
-        declaredFanout(read(Signal.FANOUT, in)),
-        workflow(read(Signal.WORKFLOW, in)),
-        (rule != null && !rule.degrade()) || truthy(read(Signal.NO_DEGRADE, in)),
+        declaredFanout(read(FANOUT, in)),
+        workflow(read(WORKFLOW, in)),
+        (rule != null && !rule.degrade()) || truthy(read(NO_DEGRADE, in)),
         featureSignals(in));
   }
 
@@ -223,7 +246,7 @@ public final class RequestResolver {
     }
     @Nullable String[] values = new String[featureSignals.length];
     for (int i = 0; i < featureSignals.length; i++) {
-      values[i] = read(featureSignals[i], in);
+      values[i] = read(sources[featureSignals[i]], in);
     }
     return io.sluice.core.session.Signals.of(featureSignalKeys, values);
   }
@@ -295,9 +318,19 @@ public final class RequestResolver {
     return -1;
   }
 
-  /** First present value among the signal's declared sources. */
-  @Nullable String read(Signal signal, SignalSource in) {
-    for (Source s : sources[signal.ordinal()]) {
+  /** The place of a built-in signal in {@code sources}. */
+  private static int builtIn(Signal s) {
+    return Signal.BUILT_IN.indexOf(s);
+  }
+
+  /** First present value among the built-in signal's declared sources ({@link #builtIn}). */
+  private @Nullable String read(int signal, SignalSource in) {
+    return read(sources[signal], in);
+  }
+
+  /** First present value among these declared sources. */
+  private static @Nullable String read(Source[] declared, SignalSource in) {
+    for (Source s : declared) {
       String v;
       if (s instanceof Source.Metadata m) {
         v = in.metadata(m.metadata());

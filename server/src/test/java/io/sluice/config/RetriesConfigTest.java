@@ -3,7 +3,6 @@ package io.sluice.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.retry.RetryPolicy;
 import java.time.Duration;
@@ -23,9 +22,9 @@ class RetriesConfigTest {
   void absent_defaultsOn_andRetrySignalsReadTheClientsHeaders() {
     SluiceConfig c = ConfigLoader.parse(BASE);
     assertThat(c.section(RetriesSection.SECTION)).isEqualTo(RetryPolicy.DEFAULTS);
-    assertThat(c.signals().get(Signal.RETRY_COUNT))
+    assertThat(c.signals().get(RetriesSection.RETRY_COUNT))
         .containsExactly(new Source.Header("x-stainless-retry-count"));
-    assertThat(c.signals().get(Signal.ATTEMPT_COUNT))
+    assertThat(c.signals().get(RetriesSection.ATTEMPT_COUNT))
         .containsExactly(new Source.Header("x-envoy-attempt-count"));
     assertThat(TrustedHeaders.warnings(c)).isEmpty(); // safe from a client: no warning
   }
@@ -60,8 +59,9 @@ class RetriesConfigTest {
             new RetryPolicy.Duplicates.Route(RetryPolicy.Duplicates.Action.REFUSE, Duration.ZERO));
     assertThat(r.duplicates().forRoute("other").inFlight())
         .isEqualTo(RetryPolicy.Duplicates.Action.ADMIT);
-    assertThat(c.signals().get(Signal.RETRY_COUNT)).containsExactly(new Source.Metadata("x-retry"));
-    assertThat(c.signals().get(Signal.ATTEMPT_COUNT)).isEmpty();
+    assertThat(c.signals().get(RetriesSection.RETRY_COUNT))
+        .containsExactly(new Source.Metadata("x-retry"));
+    assertThat(c.signals().get(RetriesSection.ATTEMPT_COUNT)).isEmpty();
     SluiceConfig again =
         ConfigLoader.parse(
             new com.fasterxml.jackson.databind.ObjectMapper(

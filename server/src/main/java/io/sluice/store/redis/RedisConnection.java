@@ -21,9 +21,9 @@ import org.jspecify.annotations.Nullable;
 /**
  * One Lettuce connection to Redis (single, Sentinel or Cluster) shared by every Redis port class of
  * a process ({@link RedisKeyValueStore}, {@link RedisShareStore}, {@link RedisTenantSlots}, {@link
- * RedisLimitStore}, {@link RedisAttemptStore}, {@link RedisReserveStore}); each of those owns its
- * script and its keys, this class owns what they share: the connection, the timeout, failure
- * counting and health.
+ * RedisLimitStore}, {@link RedisReserveStore}, and the ports the feature modules register, {@code
+ * feature.StorePort}); each of those owns its script and its keys, this class owns what they share:
+ * the connection, the timeout, failure counting and health.
  *
  * <p>Failure: commands time out after {@link RedisSettings#commandTimeout()}; while disconnected
  * commands are rejected at once instead of queued; Lettuce reconnects in the background. A failed
@@ -171,9 +171,8 @@ public final class RedisConnection implements AutoCloseable {
   }
 
   /**
-   * Writes of {@code store} ({@link RedisAttemptStore#STORE}, {@link RedisTenantSlots#STORE}) that
-   * landed after their call had timed out, taken back ({@code
-   * sluice_store_late_writes_undone_total}).
+   * Writes of {@code store} (its name, e.g. {@link RedisTenantSlots#STORE}) that landed after their
+   * call had timed out, taken back ({@code sluice_store_late_writes_undone_total}).
    */
   public long lateWritesUndone(String store) {
     return lateWrites.undone(store);
