@@ -187,6 +187,9 @@ final class EnvoySignals implements SignalSource {
 
   @Override
   public @Nullable String dynamicMetadata(String namespace, List<String> path) {
+    if (!request.hasContext()) {
+      return null; // none sent: no need to parse the whole message
+    }
     Struct s = request.message().getMetadataContext().getFilterMetadataOrDefault(namespace, null);
     if (s == null || path.isEmpty()) {
       return null;
@@ -205,6 +208,9 @@ final class EnvoySignals implements SignalSource {
   @Override
   public @Nullable String attribute(String expression) {
     // Looked up only when a signal reads an attribute (the map view costs on every request).
+    if (!request.hasContext()) {
+      return null; // none sent: no need to parse the whole message
+    }
     Value v =
         request
             .message()

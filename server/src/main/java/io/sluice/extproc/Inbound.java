@@ -30,10 +30,9 @@ import org.jspecify.annotations.Nullable;
  * an unexpected wire type, a non-ASCII string field, a malformed or truncated field), are parsed by
  * protobuf-java at once, so every message is accepted or refused exactly as protobuf-java does.
  * {@code metadata_context} and {@code attributes} are checked by protobuf-java but interpreted only
- * when a signal reads them: the first such read parses the whole message ({@link #message}).
- *
- * <p>{@code InboundTest} checks every answer of the wire reader against protobuf-java on generated
- * messages, including merged repeated occurrences, last-wins scalars and malformed input.
+ * when a signal reads them and the message has them ({@link #hasContext}): the first such read
+ * parses the whole message ({@link #message}). {@code InboundTest} checks every answer of the wire
+ * reader against protobuf-java on generated messages, malformed input included.
  */
 final class Inbound extends ProtoReader {
   private @Nullable ProcessingRequest message; // parsed at once (fallback) or on demand
@@ -44,13 +43,13 @@ final class Inbound extends ProtoReader {
   // request_headers or response_headers read from the wire; -1 for other messages
   private int headerCount = -1;
 
-  // per header: key offset, key length, value offset, value length (set by the wire pass that
-  // reads the headers, before any accessor of wire headers runs)
+  // per header: key offset, key length, value offset, value length (set by the wire pass)
   @SuppressWarnings("NullAway.Init")
   private int[] spans;
 
   private boolean endOfStream;
   private boolean hasProtocolConfig;
+  private boolean hasContext; // metadata_context or attributes seen on the wire
   private int requestBodyMode;
   private int responseBodyMode;
 
@@ -97,9 +96,7 @@ final class Inbound extends ProtoReader {
   }
 
   /**
-   * Reads one message from its wire bytes, which it keeps (never modified).
-   *
-   * @throws InvalidProtocolBufferException when protobuf-java refuses the message
+   * Reads one message from its wire bytes, kept (never modified); refused as protobuf-java does.
    */
   static Inbound parse(byte[] bytes) throws InvalidProtocolBufferException {
     Inbound in = new Inbound(bytes, null);
@@ -160,6 +157,11 @@ final class Inbound extends ProtoReader {
 
   boolean hasProtocolConfig() {
     return fromWire() ? hasProtocolConfig : parsed().hasProtocolConfig();
+  }
+
+  /** Whether it carries metadata_context or attributes (false: a signal read parses nothing). */
+  boolean hasContext() {
+    return !fromWire() || hasContext;
   }
 
   BodySendMode requestBodyMode() {
@@ -254,10 +256,7 @@ final class Inbound extends ProtoReader {
 
   // --- the pass over a message
 
-  /**
-   * True when this is a plain request_headers, response_headers, request_body or response_body
-   * message and it was read; false: parse it fully.
-   */
+  /** True: a plain request/response headers or body message, read; false: parse it fully. */
   private boolean readPlain() {
     pos = 0;
     int end = bytes.length;
@@ -305,7 +304,7 @@ final class Inbound extends ProtoReader {
             return false;
           }
           pos += len;
-          // Interpreted by message() when a signal asks; checked now as protobuf-java would.
+          hasContext = true; // interpreted by message() when a signal asks; checked now
           if (!parses(fieldStart, pos)) {
             return false;
           }

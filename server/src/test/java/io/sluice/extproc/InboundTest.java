@@ -156,6 +156,49 @@ class InboundTest {
   }
 
   @Test
+  void attributesAndMetadata_seenOnTheWire_readOnlyWhenSent() throws Exception {
+    ProcessingRequest plain =
+        ProcessingRequest.newBuilder()
+            .setRequestHeaders(
+                HttpHeaders.newBuilder()
+                    .setHeaders(
+                        HeaderMap.newBuilder()
+                            .addHeaders(
+                                HeaderValue.newBuilder()
+                                    .setKey(":path")
+                                    .setRawValue(ByteString.copyFromUtf8("/v1/chat")))))
+            .build();
+    ProcessingRequest withAttribute =
+        plain.toBuilder()
+            .putAttributes(
+                "envoy.filters.http.ext_proc",
+                com.google.protobuf.Struct.newBuilder()
+                    .putFields(
+                        "source.address",
+                        com.google.protobuf.Value.newBuilder()
+                            .setStringValue("10.1.2.3:5555")
+                            .build())
+                    .build())
+            .build();
+
+    Inbound none = Inbound.parse(plain.toByteArray());
+    Inbound some = Inbound.parse(withAttribute.toByteArray());
+
+    assertThat(none.fromWire()).isTrue();
+    assertThat(none.hasContext()).isFalse();
+    assertThat(
+            new EnvoySignals(new io.grpc.Metadata(), none, (EnvoySignals.HeaderIndex) null)
+                .attribute("source.address"))
+        .isNull();
+    assertThat(some.fromWire()).isTrue();
+    assertThat(some.hasContext()).isTrue();
+    assertThat(
+            new EnvoySignals(new io.grpc.Metadata(), some, (EnvoySignals.HeaderIndex) null)
+                .attribute("source.address"))
+        .isEqualTo("10.1.2.3:5555");
+  }
+
+  @Test
   void bodiesAreReadInPlace() throws Exception {
     ProcessingRequest body =
         ProcessingRequest.newBuilder()
@@ -266,6 +309,9 @@ class InboundTest {
     assertThat(index.pick(in)).containsExactly(index.pick(Inbound.of(expected)));
     assertThat(in.headersEndOfStream()).isEqualTo(expected.getRequestHeaders().getEndOfStream());
     assertThat(in.hasProtocolConfig()).isEqualTo(expected.hasProtocolConfig());
+    if (expected.hasMetadataContext() || expected.getAttributesCount() > 0) {
+      assertThat(in.hasContext()).isTrue(); // false would hide them from a signal read
+    }
     assertThat(in.requestBodyMode()).isEqualTo(expected.getProtocolConfig().getRequestBodyMode());
     assertThat(in.responseBodyMode()).isEqualTo(expected.getProtocolConfig().getResponseBodyMode());
   }
