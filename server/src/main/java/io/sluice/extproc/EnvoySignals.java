@@ -190,7 +190,7 @@ final class EnvoySignals implements SignalSource {
     if (!request.hasContext()) {
       return null; // none sent: no need to parse the whole message
     }
-    Struct s = request.message().getMetadataContext().getFilterMetadataOrDefault(namespace, null);
+    Struct s = request.context().getMetadataContext().getFilterMetadataOrDefault(namespace, null);
     if (s == null || path.isEmpty()) {
       return null;
     }
@@ -213,13 +213,13 @@ final class EnvoySignals implements SignalSource {
     }
     Value v =
         request
-            .message()
+            .context()
             .getAttributesOrDefault(ATTRIBUTES_KEY, Struct.getDefaultInstance())
             .getFieldsOrDefault(expression, null);
     if (v == null) {
       // grpc-java's xDS ext_proc filter keys each attribute by its name, the value under ""
       // (ExternalProcessorUtil.collectAttributes/encodeAttribute, grpc-xds 1.85)
-      Struct flat = request.message().getAttributesOrDefault(expression, null);
+      Struct flat = request.context().getAttributesOrDefault(expression, null);
       v = flat == null ? null : flat.getFieldsOrDefault("", null);
     }
     return v == null ? null : scalar(v);

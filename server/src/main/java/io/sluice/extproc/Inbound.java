@@ -49,20 +49,18 @@ final class Inbound extends ProtoReader {
 
   private boolean endOfStream;
   private boolean hasProtocolConfig;
-  private boolean hasContext; // metadata_context or attributes seen on the wire
+  private @Nullable ProcessingRequest context; // metadata_context, attributes: as the pass parsed
   private int requestBodyMode;
   private int responseBodyMode;
 
-  // request_body or response_body: read from the wire, or copied from the message on first use
-  @SuppressWarnings("NullAway.Init") // set by ensureBody() before it is read
+  @SuppressWarnings("NullAway.Init") // the body: wire bytes, or a copy (set by ensureBody())
   private byte[] bodyArray;
 
   private int bodyOffset;
   private int bodyLength = -1;
   private boolean bodyEndOfStream;
 
-  // ProtoReader's bytes are null in a reader that holds a parsed message (as its field's doc
-  // says): only the wire pass reads them, and it runs only on bytes (NullAway suppressed for that)
+  // bytes are null in a reader of a parsed message: only the wire pass reads them (NullAway)
   @SuppressWarnings("NullAway")
   private Inbound(byte @Nullable [] bytes, @Nullable ProcessingRequest message) {
     super(bytes);
@@ -70,8 +68,7 @@ final class Inbound extends ProtoReader {
     this.requestCase = message == null ? null : message.getRequestCase();
   }
 
-  // set only on a frame that did not parse: why (short, no stack trace)
-  private @Nullable String malformed;
+  private @Nullable String malformed; // a frame that did not parse: why (no stack trace)
 
   /** A frame protobuf-java refuses: carries only the reason (its accessors are not used). */
   static Inbound malformed(byte @Nullable [] bytes, @Nullable String why) {
@@ -80,13 +77,11 @@ final class Inbound extends ProtoReader {
     return in;
   }
 
-  /** Why the frame did not parse, or null for a message that did. */
-  @Nullable String malformedCause() {
+  @Nullable String malformedCause() { // why the frame did not parse (null: it did)
     return malformed;
   }
 
-  /** The frame's size in bytes (0 when unknown). */
-  int frameSize() {
+  int frameSize() { // in bytes (0 when unknown)
     return bytes == null ? 0 : bytes.length;
   }
 
@@ -161,7 +156,13 @@ final class Inbound extends ProtoReader {
 
   /** Whether it carries metadata_context or attributes (false: a signal read parses nothing). */
   boolean hasContext() {
-    return !fromWire() || hasContext;
+    return !fromWire() || context != null;
+  }
+
+  /** Its metadata_context and attributes (as the wire pass parsed them; else the message). */
+  ProcessingRequest context() {
+    ProcessingRequest c = context;
+    return c != null ? c : message();
   }
 
   BodySendMode requestBodyMode() {
@@ -304,10 +305,11 @@ final class Inbound extends ProtoReader {
             return false;
           }
           pos += len;
-          hasContext = true; // interpreted by message() when a signal asks; checked now
-          if (!parses(fieldStart, pos)) {
+          ProcessingRequest part = parses(fieldStart, pos); // checked as protobuf-java would
+          if (part == null) {
             return false;
           }
+          context = context == null ? part : context.toBuilder().mergeFrom(part).build();
         }
         default -> {
           if (!skip(type, end)) {
@@ -524,13 +526,12 @@ final class Inbound extends ProtoReader {
     return pos == end;
   }
 
-  /** Whether protobuf-java accepts the fields in [from, to) as a ProcessingRequest. */
-  private boolean parses(int from, int to) {
+  /** The fields in [from, to) as protobuf-java parses them into a ProcessingRequest, or null. */
+  private @Nullable ProcessingRequest parses(int from, int to) {
     try {
-      ProcessingRequest.parser().parseFrom(bytes, from, to - from);
-      return true;
+      return ProcessingRequest.parser().parseFrom(bytes, from, to - from);
     } catch (InvalidProtocolBufferException e) {
-      return false;
+      return null;
     }
   }
 
