@@ -45,27 +45,20 @@ final class SignalsSection {
       }
       out.put(sig, List.copyOf(sources));
     }
+    // a registered section's defaults, for the signals the policy leaves out
     for (ConfigSection<?> section : sections.list()) {
+      Map<String, Source> defaults = new LinkedHashMap<>();
       section
           .signalHeaders()
-          .forEach(
-              (key, header) -> {
-                Signal sig = byKey.get(key);
-                if (sig != null && !s.get(key).present()) {
-                  out.put(sig, List.of(new Source.Header(header)));
-                }
-              });
-    }
-    for (ConfigSection<?> section : sections.list()) {
-      section
-          .signalAttributes()
-          .forEach(
-              (key, attribute) -> {
-                Signal sig = byKey.get(key);
-                if (sig != null && !s.get(key).present()) {
-                  out.put(sig, List.of(new Source.Attribute(attribute)));
-                }
-              });
+          .forEach((key, header) -> defaults.put(key, new Source.Header(header)));
+      section.signalAttributes().forEach((key, a) -> defaults.put(key, new Source.Attribute(a)));
+      defaults.forEach(
+          (key, source) -> {
+            Signal sig = byKey.get(key);
+            if (sig != null && !s.get(key).present()) {
+              out.put(sig, List.of(source));
+            }
+          });
     }
     return java.util.Collections.unmodifiableMap(out);
   }
