@@ -330,13 +330,15 @@ public final class AdmissionMetrics {
   /** Tokens charged to the tenant when a request that ran ended, by the rule that set them. */
   public void charged(String pool, String rule, long input, long output) {
     if (input > 0) {
-      counter(MetricNames.TOKENS_CHARGED, "pool", pool, "rule", rule, "direction", "input")
-          .increment(input);
+      chargedCounter(pool, rule, "input").increment(input);
     }
     if (output > 0) {
-      counter(MetricNames.TOKENS_CHARGED, "pool", pool, "rule", rule, "direction", "output")
-          .increment(output);
+      chargedCounter(pool, rule, "output").increment(output);
     }
+  }
+
+  Counter chargedCounter(String pool, String rule, String direction) {
+    return counter(MetricNames.TOKENS_CHARGED, "pool", pool, "rule", rule, "direction", direction);
   }
 
   /**

@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Timer;
 import io.sluice.core.admission.Outcome;
+import io.sluice.core.session.Charge;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jspecify.annotations.Nullable;
@@ -28,6 +29,8 @@ public final class ClassMeters {
   private final AtomicReferenceArray<DistributionSummary> actual = new AtomicReferenceArray<>(2);
   // by status class: 1 1xx .. 5 5xx, 6 429, 7 503
   private final AtomicReferenceArray<Counter> upstream = new AtomicReferenceArray<>(8);
+  // the pool's tokens charged: rule (chargeRule) × direction (input, output)
+  private final AtomicReferenceArray<Counter> charged = new AtomicReferenceArray<>(2 * 5);
 
   ClassMeters(AdmissionMetrics metrics, String pool, String cls, String tier) {
     this.metrics = metrics;
@@ -105,6 +108,44 @@ public final class ClassMeters {
       upstream.set(i, c);
     }
     c.increment();
+  }
+
+  /**
+   * Same meters as {@code charged(pool, rule, input, output)}, for the pool of these meters (by
+   * pool only, as there).
+   */
+  public void charged(String rule, long input, long output) {
+    int r = chargeRule(rule);
+    if (r < 0) { // not one of Charge's rules: not cached
+      metrics.charged(pool, rule, input, output);
+      return;
+    }
+    if (input > 0) {
+      chargedCounter(2 * r, rule, "input").increment(input);
+    }
+    if (output > 0) {
+      chargedCounter(2 * r + 1, rule, "output").increment(output);
+    }
+  }
+
+  private static int chargeRule(String rule) {
+    return switch (rule) {
+      case Charge.REPORTED -> 0;
+      case Charge.STREAMED -> 1;
+      case Charge.NO_ANSWER -> 2;
+      case Charge.UPSTREAM_ERROR -> 3;
+      case Charge.RESERVE -> 4;
+      default -> -1;
+    };
+  }
+
+  private Counter chargedCounter(int i, String rule, String direction) {
+    Counter c = charged.get(i);
+    if (c == null) { // a benign race: both threads get the one registered counter
+      c = metrics.chargedCounter(pool, rule, direction);
+      charged.set(i, c);
+    }
+    return c;
   }
 
   /** Same meters as {@code released(pool, cls, outcome, heldNanos)}. */

@@ -188,7 +188,7 @@ public final class SessionRecorder implements SessionListener {
     RequestFacts.Would would = f.would();
     boolean wouldReject = would != null && SessionEvent.Shadowed.REJECT.equals(would.what());
     if (!wouldReject) { // enforcement charges no refusal
-      metrics.charged(s.pool().name(), charge.rule(), charge.inputTokens(), charge.outputTokens());
+      meters(s).charged(charge.rule(), charge.inputTokens(), charge.outputTokens());
     }
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
     if (decisionLog.wants(wouldReject)) {

@@ -37,6 +37,37 @@ class AdmissionMetricsTest {
   }
 
   @Test
+  void classMetersChargeTheSameCountersAsThePoolMethod() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
+    ClassMeters meters = m.forClass("gpu", "chat", "free");
+    meters.charged(io.sluice.core.session.Charge.REPORTED, 10, 3);
+    meters.charged(io.sluice.core.session.Charge.REPORTED, 5, 0);
+    meters.charged("custom", 0, 2);
+    m.charged("gpu", io.sluice.core.session.Charge.REPORTED, 1, 1);
+    assertThat(charged(registry, "reported", "input")).isEqualTo(16.0);
+    assertThat(charged(registry, "reported", "output")).isEqualTo(4.0);
+    assertThat(charged(registry, "custom", "output")).isEqualTo(2.0);
+    assertThat(
+            registry
+                .find(MetricNames.TOKENS_CHARGED)
+                .tag("rule", "custom")
+                .tag("direction", "input")
+                .counter())
+        .isNull();
+  }
+
+  private static double charged(SimpleMeterRegistry registry, String rule, String direction) {
+    return registry
+        .get(MetricNames.TOKENS_CHARGED)
+        .tag("pool", "gpu")
+        .tag("rule", rule)
+        .tag("direction", direction)
+        .counter()
+        .count();
+  }
+
+  @Test
   void streamMetersReadTheAdaptersCountsAtScrapeTime() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);

@@ -51,7 +51,9 @@ public final class UsageExtractor {
 
   private final UsageFields merged = new UsageFields();
   private final boolean sse;
-  private final OutputMeter meter;
+  private @Nullable OutputMeter meter; // from meters on the first streamed text when not given
+  private final @Nullable TokenEstimator meters;
+  private final @Nullable String model;
   private boolean ended;
   private boolean complete; // the answer's own end was seen (see complete())
 
@@ -69,9 +71,17 @@ public final class UsageExtractor {
   // SSE mode: the framing of events; each event is read here (onEvent)
   private SseFramer frames;
 
-  private UsageExtractor(boolean sse, OutputMeter meter) {
-    this.sse = sse;
+  private UsageExtractor(
+      @Nullable String contentType,
+      @Nullable OutputMeter meter,
+      @Nullable TokenEstimator meters,
+      @Nullable String model) {
+    this.sse =
+        contentType != null
+            && contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream");
     this.meter = meter;
+    this.meters = meters;
+    this.model = model;
     if (sse) {
       frames = new SseFramer(this::onEvent);
     }
@@ -109,10 +119,20 @@ public final class UsageExtractor {
    *     mode, anything else (or null) JSON mode
    */
   public static UsageExtractor forResponse(@Nullable String contentType, OutputMeter meter) {
-    boolean sse =
-        contentType != null
-            && contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream");
-    return new UsageExtractor(sse, meter);
+    return new UsageExtractor(contentType, meter, null, null);
+  }
+
+  /** As above with {@code meters.meter(model)}, made on the first streamed text (JSON: never). */
+  public static UsageExtractor forResponse(
+      @Nullable String contentType, TokenEstimator meters, @Nullable String model) {
+    return new UsageExtractor(contentType, null, meters, model);
+  }
+
+  private OutputMeter meter() {
+    if (meter == null) {
+      meter = meters.meter(model);
+    }
+    return meter;
   }
 
   /**
@@ -121,12 +141,12 @@ public final class UsageExtractor {
    * JSON mode until a usage is read.
    */
   public long outputSoFar() {
-    return Math.max(merged.output(), meter.tokens());
+    return Math.max(merged.output(), meter == null ? 0 : meter.tokens());
   }
 
   /** Output tokens counted from the streamed text alone (0 in JSON mode). */
   public long meteredOutputTokens() {
-    return meter.tokens();
+    return meter == null ? 0 : meter.tokens();
   }
 
   /**
@@ -380,7 +400,7 @@ public final class UsageExtractor {
         p,
         (name, v) -> {
           if (v == JsonToken.VALUE_STRING && name.equals("text")) {
-            meter.text(p.getText());
+            meter().text(p.getText());
           } else if (v == JsonToken.START_OBJECT && name.equals("delta")) {
             readDeltaObject(p);
           } else {
@@ -416,7 +436,7 @@ public final class UsageExtractor {
   /** A top-level {@code delta}: Responses' string, or Anthropic's object. */
   private void readDelta(JsonParser p, JsonToken v) throws IOException {
     if (v == JsonToken.VALUE_STRING) {
-      meter.text(p.getText());
+      meter().text(p.getText());
     } else if (v == JsonToken.START_OBJECT) {
       readDeltaObject(p);
     } else {
@@ -430,7 +450,7 @@ public final class UsageExtractor {
       String name = p.currentName();
       JsonToken v = p.nextToken();
       if (v == JsonToken.VALUE_STRING && isTextField(name)) {
-        meter.text(p.getText());
+        meter().text(p.getText());
       } else if (v == JsonToken.START_ARRAY && name.equals("tool_calls")) {
         readToolCalls(p);
       } else {
@@ -462,7 +482,7 @@ public final class UsageExtractor {
             while (p.nextToken() == JsonToken.FIELD_NAME) {
               String inner = p.currentName();
               if (p.nextToken() == JsonToken.VALUE_STRING && inner.equals("arguments")) {
-                meter.text(p.getText());
+                meter().text(p.getText());
               } else {
                 p.skipChildren();
               }

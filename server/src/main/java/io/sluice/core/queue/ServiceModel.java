@@ -1,7 +1,5 @@
 package io.sluice.core.queue;
 
-import org.jspecify.annotations.Nullable;
-
 /**
  * Service time of one pool's LLM requests as a fixed term plus prefill plus decode: {@code service
  * ≈ c + a × inputTokens + b × outputReserveTokens}, fitted by exponentially weighted least squares
@@ -55,8 +53,23 @@ public final class ServiceModel {
   private static final int SHARED = 8;
   private static final int[] FITS = {C | A | B, C | B, C | A, A | B, C | SHARED, SHARED, B, A, C};
 
+  /** Each fit's columns ({@link #columns}), indexed by the fit. */
+  private static final int[][] COLUMNS = new int[2 * SHARED][];
+
+  static {
+    for (int fit : FITS) {
+      COLUMNS[fit] = columns(fit);
+    }
+  }
+
+  // scratch of fit(), reused for every sample (the model is used under its pool's lock): up to
+  // three rows of normal equations plus the right-hand side, then the solution from THETA
+  private static final int STRIDE = 4;
+  private static final int THETA = 3 * STRIDE;
+
   private final double decay;
   private final int minSamples;
+  private final double[] scratch = new double[THETA + 3];
   // decayed sums over samples of the columns (1, x1, x2) and y
   private double w;
   private double s1;
@@ -125,28 +138,42 @@ public final class ServiceModel {
 
   private void fit() {
     double bestError = Double.POSITIVE_INFINITY;
-    double @Nullable [] best = null;
+    double bestC = 0;
+    double bestA = 0;
+    double bestB = 0;
     double tolerance = 1e-9 * syy;
     for (int fit : FITS) {
-      double[] theta = solve(fit);
-      if (theta == null) {
+      int[] cols = COLUMNS[fit];
+      if (!solve(cols)) {
         continue;
       }
-      double error = syy - dot(theta, rhs(fit)); // at the least-squares solution
+      double explained = 0;
+      for (int i = 0; i < cols.length; i++) {
+        explained += scratch[THETA + i] * crossY(cols[i]);
+      }
+      double error = syy - explained; // at the least-squares solution
       if (error < bestError - tolerance) {
         bestError = error;
-        best = expand(fit, theta);
+        bestC = 0;
+        bestA = 0;
+        bestB = 0;
+        for (int i = 0; i < cols.length; i++) {
+          double t = scratch[THETA + i];
+          switch (cols[i]) {
+            case 0 -> bestC = t;
+            case 1 -> bestA = t;
+            case 2 -> bestB = t;
+            default -> {
+              bestA = t;
+              bestB = t;
+            }
+          }
+        }
       }
     }
-    if (best == null) {
-      c = 0;
-      a = 0;
-      b = 0;
-      return;
-    }
-    c = best[0];
-    a = best[1];
-    b = best[2];
+    c = bestC;
+    a = bestA;
+    b = bestB;
   }
 
   /** The columns of {@code fit}: 0 = 1, 1 = x1, 2 = x2, 3 = x1 + x2. */
@@ -197,88 +224,54 @@ public final class ServiceModel {
     };
   }
 
-  private double[] rhs(int fit) {
-    int[] cols = columns(fit);
-    double[] r = new double[cols.length];
-    for (int i = 0; i < cols.length; i++) {
-      r[i] = crossY(cols[i]);
-    }
-    return r;
-  }
-
   /**
-   * The least-squares coefficients of {@code fit}'s columns, or null when its samples cannot
-   * separate them or one is negative.
+   * The least-squares coefficients of the columns {@code cols} into {@link #scratch} from {@link
+   * #THETA}; false when the samples cannot separate them or one is negative.
    */
-  private double @Nullable [] solve(int fit) {
-    int[] cols = columns(fit);
+  private boolean solve(int[] cols) {
     int n = cols.length;
-    double[][] m = new double[n][n + 1];
+    double[] m = scratch; // the augmented normal equations, row r at r * STRIDE, rhs in column n
     double diagonal = 1;
     for (int i = 0; i < n; i++) {
       for (int j = 0; j < n; j++) {
-        m[i][j] = cross(cols[i], cols[j]);
+        m[i * STRIDE + j] = cross(cols[i], cols[j]);
       }
-      m[i][n] = crossY(cols[i]);
-      diagonal *= m[i][i];
+      m[i * STRIDE + n] = crossY(cols[i]);
+      diagonal *= m[i * STRIDE + i];
     }
     if (!(diagonal > 0)) {
-      return null;
+      return false;
     }
     // Gaussian elimination without pivoting: the matrix is symmetric positive semi-definite, and
     // the pivots' product is its determinant, checked against the diagonal's product
     double det = 1;
     for (int p = 0; p < n; p++) {
-      double pivot = m[p][p];
+      double pivot = m[p * STRIDE + p];
       det *= pivot;
       if (!(pivot > 0)) {
-        return null;
+        return false;
       }
       for (int r = p + 1; r < n; r++) {
-        double f = m[r][p] / pivot;
+        double f = m[r * STRIDE + p] / pivot;
         for (int col = p; col <= n; col++) {
-          m[r][col] -= f * m[p][col];
+          m[r * STRIDE + col] -= f * m[p * STRIDE + col];
         }
       }
     }
     if (det <= SEPARATION * diagonal) {
-      return null;
+      return false;
     }
-    double[] theta = new double[n];
     for (int r = n - 1; r >= 0; r--) {
-      double v = m[r][n];
+      double v = m[r * STRIDE + n];
       for (int col = r + 1; col < n; col++) {
-        v -= m[r][col] * theta[col];
+        v -= m[r * STRIDE + col] * m[THETA + col];
       }
-      theta[r] = v / m[r][r];
-      if (theta[r] < 0) {
-        return null;
-      }
-    }
-    return theta;
-  }
-
-  private static double dot(double[] x, double[] y) {
-    double s = 0;
-    for (int i = 0; i < x.length; i++) {
-      s += x[i] * y[i];
-    }
-    return s;
-  }
-
-  /** {@code theta} of {@code fit} as (c, a, b). */
-  private static double[] expand(int fit, double[] theta) {
-    int[] cols = columns(fit);
-    double[] cab = new double[3];
-    for (int i = 0; i < cols.length; i++) {
-      if (cols[i] == 3) {
-        cab[1] = theta[i];
-        cab[2] = theta[i];
-      } else {
-        cab[cols[i]] = theta[i];
+      m[THETA + r] = v / m[r * STRIDE + r];
+      if (m[THETA + r] < 0) {
+        return false;
       }
     }
-    return cab;
+    return true;
   }
 
   /** True once {@code minSamples} samples were seen and the fit predicts a positive time. */

@@ -59,9 +59,7 @@ final class ResponseMeter {
         pool.onAnswer(p, status, retryAfterNanos, source, env.ticker().nanos());
       }
     }
-    usage =
-        UsageExtractor.forResponse(
-            contentType, env.estimator().meter(e == null ? null : e.model()));
+    usage = UsageExtractor.forResponse(contentType, env.estimator(), e == null ? null : e.model());
   }
 
   /** A response body chunk, read in place for the usage it reports. */
