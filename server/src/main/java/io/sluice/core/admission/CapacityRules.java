@@ -50,6 +50,38 @@ final class CapacityRules {
     this.ledger = ledger;
   }
 
+  // what sumOthers found for the class asked about (scratch: the pool lock guards it, no
+  // allocation)
+  private long othersWork;
+  private int othersRequests;
+  private long othersKeptWork;
+  private int othersKeptRequests;
+
+  /**
+   * The other classes' protected load, {@code Σ_{j≠k} max(U_j, G_j)} and {@code Σ_{j≠k} max(N_j,
+   * GN_j)} (with the peers' load when the class rules count the pool as a whole), and on this
+   * replica's share the other classes' idle guarantees placed here: one pass over the slots, the
+   * same terms for {@link #checkCapacity} and {@link #classHeadroom}.
+   */
+  private void sumOthers(ClassSlot k) {
+    long protectedWork = ledger.otherPeerWork();
+    int protectedRequests = ledger.otherPeerRequests();
+    long keptWork = 0;
+    int keptRequests = 0;
+    for (ClassSlot j : ledger.slots()) {
+      if (j != k) {
+        protectedWork += Math.max(j.work() + j.peerWork(), j.guaranteed());
+        protectedRequests += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());
+        keptWork += Math.max(0, j.idleWork() - j.work());
+        keptRequests += Math.max(0, j.idleRequests() - j.requests());
+      }
+    }
+    othersWork = protectedWork;
+    othersRequests = protectedRequests;
+    othersKeptWork = keptWork;
+    othersKeptRequests = keptRequests;
+  }
+
   /**
    * Why a request cannot start now: the reason, what must drain first (work units, or request slots
    * when {@code drainRequests > 0}) and a message.
@@ -90,18 +122,11 @@ final class CapacityRules {
    * in-flight parts are not free, nor, without {@code borrow}, anything past its reserved share.
    */
   double classHeadroom(ClassSlot k) {
-    long protectedWork = ledger.otherPeerWork();
-    int protectedRequests = ledger.otherPeerRequests();
-    long keptWork = 0;
-    int keptRequests = 0;
-    for (ClassSlot j : ledger.slots()) {
-      if (j != k) {
-        protectedWork += Math.max(j.work() + j.peerWork(), j.guaranteed());
-        protectedRequests += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());
-        keptWork += Math.max(0, j.idleWork() - j.work());
-        keptRequests += Math.max(0, j.idleRequests() - j.requests());
-      }
-    }
+    sumOthers(k);
+    long protectedWork = othersWork;
+    int protectedRequests = othersRequests;
+    long keptWork = othersKeptWork;
+    int keptRequests = othersKeptRequests;
     long classWork = k.work() + k.peerWork();
     long room =
         Math.min(
@@ -133,21 +158,11 @@ final class CapacityRules {
     ClassPolicy cls = k.policy();
     long classWork = k.work() + k.peerWork();
     int classRequests = k.requests() + k.peerRequests();
-    // Σ_{j≠k} max(U_j, G_j) and Σ_{j≠k} max(N_j, GN_j) in one pass over the slots (with the
-    // peers' load when the class rules count the pool as a whole)
-    long protectedWork = ledger.otherPeerWork();
-    int protectedRequests = ledger.otherPeerRequests();
-    // and on this replica's share: the other classes' idle guarantees placed here
-    long keptWork = 0;
-    int keptRequests = 0;
-    for (ClassSlot j : ledger.slots()) {
-      if (j != k) {
-        protectedWork += Math.max(j.work() + j.peerWork(), j.guaranteed());
-        protectedRequests += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());
-        keptWork += Math.max(0, j.idleWork() - j.work());
-        keptRequests += Math.max(0, j.idleRequests() - j.requests());
-      }
-    }
+    sumOthers(k);
+    long protectedWork = othersWork;
+    int protectedRequests = othersRequests;
+    long keptWork = othersKeptWork;
+    int keptRequests = othersKeptRequests;
     if (p.maxRequests() > 0) {
       if (ledger.totalRequests() + keptRequests >= ledger.requestLimit()) {
         return new Shortfall(
