@@ -1,5 +1,6 @@
 package io.sluice.bootstrap;
 
+import io.grpc.InsecureServerCredentials;
 import io.grpc.Server;
 import io.grpc.ServerCredentials;
 import io.grpc.TlsServerCredentials;
@@ -11,6 +12,8 @@ import io.grpc.util.AdvancedTlsX509TrustManager;
 import io.sluice.config.SluiceConfig;
 import io.sluice.extproc.ExtProcService;
 import io.sluice.rls.RlsModule;
+import io.sluice.transport.GuardedNegotiation;
+import io.sluice.transport.PrematureResetGuard;
 import java.io.File;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -23,9 +26,15 @@ import org.jspecify.annotations.Nullable;
 /**
  * The process's gRPC server (not started): ext_proc, the rate limit service, health and reflection
  * on Netty with the direct executor, optional TLS/mTLS, and the HTTP/2 abuse limits of {@code
- * server.grpc}.
+ * server.grpc} (grpc's own, and the premature-reset guard in front of grpc's codec).
  */
 final class GrpcServers {
+  /**
+   * Opened streams without a DATA frame yet that one connection's premature-reset guard remembers
+   * (4 bytes each): Envoy sends a stream's first message with its HEADERS, so few are ever bare.
+   */
+  static final int TRACKED_STREAMS = 1024;
+
   private GrpcServers() {}
 
   static Server build(
@@ -35,11 +44,23 @@ final class GrpcServers {
       @Nullable RlsModule rls)
       throws IOException {
     InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());
-    NettyServerBuilder b =
-        s.tls() == null
-            ? NettyServerBuilder.forAddress(bind)
-            : NettyServerBuilder.forAddress(bind, tlsCredentials(s.tls()));
     SluiceConfig.Http2 h2 = s.http2();
+    ServerCredentials creds =
+        s.tls() == null ? InsecureServerCredentials.create() : tlsCredentials(s.tls());
+    if (h2.maxPrematureResets() > 0) {
+      // rapid reset, before grpc's codec: past the bound the rest of the read is never decoded
+      creds =
+          GuardedNegotiation.wrap(
+              creds,
+              () ->
+                  new PrematureResetGuard(
+                      h2.maxPrematureResets(),
+                      h2.prematureResetRatio(),
+                      TRACKED_STREAMS,
+                      detail ->
+                          GrpcTransportLog.refused(GrpcTransportLog.PREMATURE_RESETS, detail)));
+    }
+    NettyServerBuilder b = NettyServerBuilder.forAddress(bind, creds);
     if (h2.maxResetsPerWindow() > 0) {
       // rapid reset: past the limit the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed
       b.maxRstFramesPerWindow(h2.maxResetsPerWindow(), (int) h2.resetWindow().toSeconds());

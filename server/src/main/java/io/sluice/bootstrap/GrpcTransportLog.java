@@ -21,7 +21,9 @@ import org.slf4j.LoggerFactory;
  * server.grpc.maxResetsPerWindow} or too many pings as INFO "Transport failed" (its {@code
  * .connections} logger). A filter on those two loggers swallows exactly these records; each becomes
  * {@code sluice_grpc_transport_refusals_total{reason}} and at most one WARN line per reason every
- * {@link #LOG_EVERY_NANOS} (with how many were not logged). Every other record passes unchanged.
+ * {@link #LOG_EVERY_NANOS} (with how many were not logged). Every other record passes unchanged. A
+ * connection the premature-reset guard closes (it runs before grpc, which never sees it) is
+ * reported through {@link #refused} the same way.
  *
  * <p>Concurrency: the filter is JVM-wide (the loggers are); servers register their counters in a
  * copy-on-write list, so in a JVM with two servers (tests) each counts the other's refusals too.
@@ -37,6 +39,9 @@ final class GrpcTransportLog implements AutoCloseable {
 
   static final String TOO_MANY_RESETS = "too_many_resets";
   static final String TOO_MANY_PINGS = "too_many_pings";
+
+  /** A connection closed by {@code transport.PrematureResetGuard}, before grpc's codec. */
+  static final String PREMATURE_RESETS = "premature_resets";
 
   private static final org.slf4j.Logger LOG = LoggerFactory.getLogger(GrpcTransportLog.class);
   // JUL holds loggers weakly: these strong references keep the filters installed
@@ -59,14 +64,16 @@ final class GrpcTransportLog implements AutoCloseable {
         Map.of(
             HEADER_LIST_SIZE, counter(registry, HEADER_LIST_SIZE),
             TOO_MANY_RESETS, counter(registry, TOO_MANY_RESETS),
-            TOO_MANY_PINGS, counter(registry, TOO_MANY_PINGS));
+            TOO_MANY_PINGS, counter(registry, TOO_MANY_PINGS),
+            PREMATURE_RESETS, counter(registry, PREMATURE_RESETS));
   }
 
   private static Counter counter(MeterRegistry registry, String reason) {
     return Counter.builder(MetricNames.GRPC_TRANSPORT_REFUSALS)
         .description(
             "HTTP/2 abuse refused by the gRPC port: a header list over maxHeaderListSize (431 on"
-                + " the stream), a connection closed for too many resets or pings (GOAWAY)")
+                + " the stream), a connection closed for too many resets, premature resets or"
+                + " pings (GOAWAY)")
         .tag("reason", reason)
         .register(registry);
   }
@@ -107,6 +114,16 @@ final class GrpcTransportLog implements AutoCloseable {
     if (reason == null) {
       return true;
     }
+    Throwable t = r.getThrown();
+    refused(reason, t == null ? r.getMessage() : t.getMessage());
+    return false;
+  }
+
+  /**
+   * Counts one refusal for {@code reason} (in every live registry) and logs it as the WARN line of
+   * at most one per reason every {@link #LOG_EVERY_NANOS}; {@code detail} goes in the line.
+   */
+  static void refused(String reason, @Nullable String detail) {
     for (GrpcTransportLog log : LIVE) {
       Counter c = log.counters.get(reason);
       if (c != null) {
@@ -120,15 +137,13 @@ final class GrpcTransportLog implements AutoCloseable {
     long seen = last.get();
     if (now - seen >= LOG_EVERY_NANOS && last.compareAndSet(seen, now)) {
       long more = skipped.getAndSet(0);
-      Throwable t = r.getThrown();
       LOG.warn(
           "gRPC port refused HTTP/2 abuse: reason={} ({}){}",
           reason,
-          t == null ? r.getMessage() : t.getMessage(),
+          detail,
           more == 0 ? "" : " (" + more + " more since the last line)");
     } else {
       skipped.incrementAndGet();
     }
-    return false;
   }
 }

@@ -111,7 +111,9 @@ public final class ConfigWriter {
         .put("resetWindow", duration(h2.resetWindow()))
         .put("maxHeaderListSize", h2.maxHeaderListBytes())
         .put("permitKeepAliveTime", duration(h2.permitKeepAliveTime()))
-        .put("maxConnectionIdle", duration(h2.maxConnectionIdle()));
+        .put("maxConnectionIdle", duration(h2.maxConnectionIdle()))
+        .put("maxPrematureResets", h2.maxPrematureResets())
+        .put("prematureResetRatio", h2.prematureResetRatio());
     var admin = n.putObject("admin").put("host", s.adminHost()).put("port", s.adminPort());
     SluiceConfig.AdminControl ac = s.adminControl();
     var control = admin.putObject("control").put("enabled", ac.enabled()).put("host", ac.host());

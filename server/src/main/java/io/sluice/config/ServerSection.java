@@ -36,7 +36,9 @@ final class ServerSection {
                     "resetWindow",
                     "maxHeaderListSize",
                     "permitKeepAliveTime",
-                    "maxConnectionIdle"));
+                    "maxConnectionIdle",
+                    "maxPrematureResets",
+                    "prematureResetRatio"));
     Node a = s.get("admin").only(Set.of("host", "port", "control"));
     SluiceConfig.Server d = SluiceConfig.Server.DEFAULTS;
     SluiceConfig.Tls tls = null;
@@ -104,7 +106,9 @@ final class ServerSection {
         window,
         (int) header,
         keepAlive,
-        boundedDuration(g.get("maxConnectionIdle"), d.maxConnectionIdle()));
+        boundedDuration(g.get("maxConnectionIdle"), d.maxConnectionIdle()),
+        g.get("maxPrematureResets").intValue(d.maxPrematureResets(), 0, 100_000_000),
+        g.get("prematureResetRatio").doubleValue(d.prematureResetRatio(), 0.0, 1.0));
   }
 
   private static SluiceConfig.Health health(Node h) {

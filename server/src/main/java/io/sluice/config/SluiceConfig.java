@@ -144,16 +144,28 @@ public record SluiceConfig(
    * GOAWAY ENHANCE_YOUR_CALM and the connection is closed (rapid reset; 0 turns it off); a header
    * list (gRPC metadata) over {@code maxHeaderListBytes} is refused with HTTP 431 on that stream;
    * client keepalive pings more often than {@code permitKeepAliveTime} earn GOAWAY too_many_pings;
-   * a connection without streams for {@code maxConnectionIdle} is closed gracefully (0 off).
+   * a connection without streams for {@code maxConnectionIdle} is closed gracefully (0 off). Before
+   * grpc's codec, a connection on which the client reset {@code maxPrematureResets} streams that
+   * never carried a DATA frame, and at least {@code prematureResetRatio} of the streams it opened,
+   * gets GOAWAY ENHANCE_YOUR_CALM and is closed without decoding the rest of its read (0 off).
    */
   public record Http2(
       int maxResetsPerWindow,
       Duration resetWindow,
       int maxHeaderListBytes,
       Duration permitKeepAliveTime,
-      Duration maxConnectionIdle) {
+      Duration maxConnectionIdle,
+      int maxPrematureResets,
+      double prematureResetRatio) {
     public static final Http2 DEFAULTS =
-        new Http2(40_000, Duration.ofSeconds(1), 8 << 10, Duration.ofSeconds(10), Duration.ZERO);
+        new Http2(
+            40_000,
+            Duration.ofSeconds(1),
+            8 << 10,
+            Duration.ofSeconds(10),
+            Duration.ZERO,
+            1_000,
+            0.5);
   }
 
   /**

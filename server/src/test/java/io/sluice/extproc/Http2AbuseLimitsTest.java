@@ -162,6 +162,98 @@ class Http2AbuseLimitsTest {
     }
   }
 
+  /**
+   * Issue 32 item 5, cold: before the JIT the server decodes a rapid-reset flood slower than grpc's
+   * 40000/s limit, so grpc never closes the connection. The premature-reset guard counts the
+   * flood's streams (reset before any DATA) ahead of grpc's codec and closes it after 1000.
+   */
+  @Test
+  void rapidReset_coldServer_closedByThePrematureResetGuard_beforeGrpcsLimit() throws Exception {
+    server =
+        SluiceServer.start(ConfigLoader.parse(policy("")), new FakeTicker(), Clock.systemUTC());
+    try (ExtProcTestClient legit = new ExtProcTestClient(server.grpcPort())) {
+      int alone = legitStreams(legit, 1_000);
+      ExecutorService abuse = Executors.newSingleThreadExecutor();
+      try (RawHttp2Client abuser = new RawHttp2Client(server.grpcPort())) {
+        long t0 = System.nanoTime();
+        Future<Integer> sent = abuse.submit(() -> rapidReset(abuser, 400_000, 5_000));
+        int beside = legitStreams(legit, 1_000);
+        int resets = sent.get(15, TimeUnit.SECONDS);
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        boolean closed = abuser.awaitClosed(2_000);
+        System.err.printf(
+            "cold rapid reset: %d resets written, connection closed %s (GOAWAY 0x%x) within %d ms;"
+                + " well-behaved streams in 1 s: %d alone, %d beside%n",
+            resets, closed, abuser.goAwayError(), millis, alone, beside);
+        assertThat(closed).as("abuser's connection closed").isTrue();
+        assertThat(abuser.goAwayError()).as("GOAWAY ENHANCE_YOUR_CALM").isEqualTo(0xb);
+        assertThat(refusals("premature_resets")).isEqualTo(1);
+        assertThat(refusals("too_many_resets")).as("grpc's own limit").isZero();
+      } finally {
+        abuse.shutdownNow();
+      }
+      ExtProcTestClient.Call c = legit.open(Map.of());
+      assertThat(
+              c.send(headers(ExtProcServerTestBase.chat(), true, null, null)).hasRequestHeaders())
+          .isTrue();
+      c.halfClose();
+      assertThat(c.awaitClose()).isEqualTo(Status.OK);
+    }
+  }
+
+  /**
+   * Envoy resets every ext_proc stream after its messages; one it resets before its first message
+   * (the downstream client went away in between) is premature. Streams in that shape at full speed,
+   * a third of them premature (far more than Envoy sends), with grpc's own reset limit off so that
+   * only the guard could close the connection: it stays open, as its ratio (0.5) says.
+   */
+  @Test
+  void envoyShapedStreams_aThirdResetBeforeTheirMessage_atFullSpeed_neverClosed() throws Exception {
+    server =
+        SluiceServer.start(
+            ConfigLoader.parse(policy("maxResetsPerWindow: 0")),
+            new FakeTicker(),
+            Clock.systemUTC());
+    byte[] message =
+        RawHttp2Client.grpcMessage(
+            headers(ExtProcServerTestBase.chat(), true, null, null).toByteArray());
+    try (RawHttp2Client envoy = new RawHttp2Client(server.grpcPort())) {
+      long t0 = System.nanoTime();
+      int streams = 0;
+      int premature = 0;
+      while (streams < 30_000
+          && System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(4)
+          && !envoy.isClosed()) {
+        int id = envoy.headers(RawHttp2Client.grpcHeaders(PROCESS, Map.of()));
+        if (streams % 3 == 0) {
+          premature++;
+        } else {
+          envoy.data(id, message, false);
+        }
+        envoy.reset(id);
+        if (++streams % 50 == 0) {
+          envoy.flush();
+        }
+      }
+      long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+      // one more stream, not reset: answered once the server has read everything before it
+      int last = envoy.headers(RawHttp2Client.grpcHeaders(PROCESS, Map.of()));
+      envoy.data(last, message, false);
+      envoy.flush();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> envoy.headersReceived() >= 1 || envoy.isClosed());
+      System.err.printf(
+          "envoy-shaped: %d streams (%d reset before their message) in %d ms, then one answered%n",
+          streams, premature, millis);
+      assertThat(premature).as("past the minimum, so the ratio decides").isGreaterThan(1_000);
+      assertThat(envoy.isClosed()).as("connection closed").isFalse();
+      assertThat(envoy.goaways()).isZero();
+      assertThat(envoy.headersReceived()).as("the last stream answered").isPositive();
+      assertThat(refusals("premature_resets")).isZero();
+    }
+  }
+
   @Test
   void headerListOverTheLimit_431OnThatStream_countedAsOneLine_notAStackTracePerStream()
       throws Exception {
@@ -216,17 +308,25 @@ class Http2AbuseLimitsTest {
     assertThat(d.maxHeaderListBytes()).isEqualTo(8192);
     assertThat(d.permitKeepAliveTime()).isEqualTo(Duration.ofSeconds(10));
     assertThat(d.maxConnectionIdle()).isZero();
+    assertThat(d.maxPrematureResets()).isEqualTo(1_000);
+    assertThat(d.prematureResetRatio()).isEqualTo(0.5);
     var set =
         ConfigLoader.parse(
                 policy(
                     "maxResetsPerWindow: 0, resetWindow: 10s, maxHeaderListSize: 16KiB,"
-                        + " permitKeepAliveTime: 30s, maxConnectionIdle: 1h"))
+                        + " permitKeepAliveTime: 30s, maxConnectionIdle: 1h,"
+                        + " maxPrematureResets: 0, prematureResetRatio: 0.25"))
             .server()
             .http2();
     assertThat(set.maxResetsPerWindow()).isZero();
     assertThat(set.resetWindow()).isEqualTo(Duration.ofSeconds(10));
     assertThat(set.maxHeaderListBytes()).isEqualTo(16_384);
     assertThat(set.maxConnectionIdle()).isEqualTo(Duration.ofHours(1));
+    assertThat(set.maxPrematureResets()).isZero();
+    assertThat(set.prematureResetRatio()).isEqualTo(0.25);
+    assertThatThrownBy(() -> ConfigLoader.parse(policy("prematureResetRatio: 1.5")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("server.grpc.prematureResetRatio");
     assertThatThrownBy(() -> ConfigLoader.parse(policy("resetWindow: 1500ms")))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("server.grpc.resetWindow")

@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class RawHttp2Client implements AutoCloseable {
   private static final byte[] PREFACE =
       "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+  private static final int DATA = 0;
   private static final int HEADERS = 1;
   private static final int RST_STREAM = 3;
   private static final int SETTINGS = 4;
@@ -36,6 +37,7 @@ public final class RawHttp2Client implements AutoCloseable {
   private final AtomicLong goAwayError = new AtomicLong(-1);
   private final AtomicInteger resetsReceived = new AtomicInteger();
   private final AtomicInteger headersReceived = new AtomicInteger();
+  private final AtomicInteger pingAcks = new AtomicInteger();
   private final CountDownLatch closed = new CountDownLatch(1);
   private final java.util.concurrent.atomic.AtomicIntegerArray framesByType =
       new java.util.concurrent.atomic.AtomicIntegerArray(16);
@@ -80,6 +82,23 @@ public final class RawHttp2Client implements AutoCloseable {
     nextStreamId += 2;
     frame(HEADERS, 0x4, id, hpack(headers));
     return id;
+  }
+
+  /** A DATA frame carrying {@code payload} on {@code streamId}. */
+  public synchronized void data(int streamId, byte[] payload, boolean endStream)
+      throws IOException {
+    frame(DATA, endStream ? 0x1 : 0, streamId, payload);
+  }
+
+  /** One gRPC message (the 5-byte prefix: not compressed, length; then the bytes). */
+  public static byte[] grpcMessage(byte[] message) {
+    byte[] m = new byte[5 + message.length];
+    m[1] = (byte) (message.length >>> 24);
+    m[2] = (byte) (message.length >>> 16);
+    m[3] = (byte) (message.length >>> 8);
+    m[4] = (byte) message.length;
+    System.arraycopy(message, 0, m, 5, message.length);
+    return m;
   }
 
   /** RST_STREAM(CANCEL) on {@code streamId}. */
@@ -152,7 +171,9 @@ public final class RawHttp2Client implements AutoCloseable {
             }
           }
           case PING -> {
-            if ((flags & 1) == 0) {
+            if ((flags & 1) != 0) {
+              pingAcks.incrementAndGet();
+            } else {
               synchronized (this) {
                 frame(PING, 1, 0, payload);
                 out.flush();
@@ -177,6 +198,17 @@ public final class RawHttp2Client implements AutoCloseable {
     } finally {
       closed.countDown();
     }
+  }
+
+  /** A PING; the server acks it after it has read every frame before it. */
+  public synchronized void ping() throws IOException {
+    frame(PING, 0, 0, new byte[8]);
+    out.flush();
+  }
+
+  /** PING acks received. */
+  public int pingAcks() {
+    return pingAcks.get();
   }
 
   public int goaways() {
