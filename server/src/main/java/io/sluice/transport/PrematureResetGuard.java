@@ -53,15 +53,15 @@ public final class PrematureResetGuard extends ChannelInboundHandlerAdapter {
     closing = true;
     buf.release();
     ctx.channel().config().setAutoRead(false);
-    // closed from here, toward the socket: a channel close would pass grpc's codec, whose close
-    // is a graceful GOAWAY that waits for the open streams
-    var unused = ctx.writeAndFlush(goAway(ctx, passedStreamId)).addListener(f -> close(ctx));
     refused.accept(
         scanner.prematureResets()
             + " premature resets of "
             + scanner.streams()
             + " streams on "
             + ctx.channel().remoteAddress());
+    // closed from here, toward the socket: a channel close would pass grpc's codec, whose close
+    // is a graceful GOAWAY that waits for the open streams
+    var unused = ctx.writeAndFlush(goAway(ctx, passedStreamId)).addListener(f -> close(ctx));
   }
 
   private static void close(ChannelHandlerContext ctx) {

@@ -49,8 +49,12 @@ public final class RawHttp2Client implements AutoCloseable {
   }
 
   public RawHttp2Client(int port) throws IOException {
-    this.socket = new Socket();
-    socket.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
+    this(connect(port));
+  }
+
+  /** Over {@code socket}, connected (and for TLS, handshaken with ALPN {@code h2}). */
+  public RawHttp2Client(Socket socket) throws IOException {
+    this.socket = socket;
     socket.setTcpNoDelay(true);
     this.out = new BufferedOutputStream(socket.getOutputStream(), 64 << 10);
     synchronized (this) {
@@ -61,6 +65,12 @@ public final class RawHttp2Client implements AutoCloseable {
     this.reader = new Thread(this::read, "raw-h2-reader");
     reader.setDaemon(true);
     reader.start();
+  }
+
+  private static Socket connect(int port) throws IOException {
+    Socket s = new Socket();
+    s.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
+    return s;
   }
 
   /** The ext_proc method's request headers plus {@code extra}. */
