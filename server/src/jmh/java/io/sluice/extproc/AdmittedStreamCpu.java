@@ -10,10 +10,11 @@ import org.openjdk.jmh.infra.Blackhole;
  * jars run alternately (docs/benchmarks.md, "Seams: cost of the new shape").
  *
  * <pre>
- * java -cp server/target/benchmarks.jar io.sluice.extproc.AdmittedStreamCpu
+ * java -cp server/target/benchmarks.jar io.sluice.extproc.AdmittedStreamCpu [llm]
  * </pre>
  *
- * Prints the CPU nanoseconds per stream of five rounds of 100,000 after 300,000 to warm up.
+ * Prints the CPU nanoseconds per stream of five rounds of 100,000 after 300,000 to warm up; with
+ * {@code llm}, of {@link ExtProcStreamBenchmark#envoyStream} (the LLM-shaped stream) instead.
  */
 public final class AdmittedStreamCpu {
   private AdmittedStreamCpu() {}
@@ -25,16 +26,17 @@ public final class AdmittedStreamCpu {
         new Blackhole(
             "Today's password is swordfish. I understand instantiating Blackholes directly is"
                 + " dangerous.");
+    boolean llm = args.length > 0 && args[0].equals("llm");
     try {
       for (int i = 0; i < 300_000; i++) {
-        b.admittedStream(bh);
+        run(b, bh, llm);
       }
       ThreadMXBean mx = ManagementFactory.getThreadMXBean();
       StringBuilder out = new StringBuilder("cpu ns/op (5 x 100k):");
       for (int k = 0; k < 5; k++) {
         long before = mx.getCurrentThreadCpuTime();
         for (int i = 0; i < 100_000; i++) {
-          b.admittedStream(bh);
+          run(b, bh, llm);
         }
         out.append(' ').append((mx.getCurrentThreadCpuTime() - before) / 100_000);
       }
@@ -43,5 +45,13 @@ public final class AdmittedStreamCpu {
       b.tearDown();
     }
     System.exit(0);
+  }
+
+  private static void run(ExtProcStreamBenchmark b, Blackhole bh, boolean llm) throws Exception {
+    if (llm) {
+      b.envoyStream(bh);
+    } else {
+      b.admittedStream(bh);
+    }
   }
 }

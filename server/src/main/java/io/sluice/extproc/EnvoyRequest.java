@@ -35,8 +35,8 @@ final class EnvoyRequest {
       requestBodyMode = req.requestBodyMode();
       responseBodyMode = req.responseBodyMode();
     }
-    proxyless = signals.header(":method") == null && signals.header(":path") == null;
-    String contentType = signals.header("content-type");
+    proxyless = signals.method() == null && signals.header(":path") == null;
+    String contentType = signals.contentType();
     grpc =
         proxyless
             || (contentType != null

@@ -51,6 +51,12 @@ final class EnvoySignals implements SignalSource {
   /** The header names a config's signals (plus Sluice itself) read, laid out for one pass. */
   static final class HeaderIndex {
     private final java.util.Map<String, Integer> slots = new java.util.HashMap<>();
+    private final String[] names; // by slot
+    // the headers Sluice itself reads, by slot (-1: not indexed)
+    final int path;
+    final int method;
+    final int contentType;
+    final int contentLength;
     // by length: the names of that length (UTF-16 units for Strings, bytes for wire keys) and slots
     private final String[][] byLength;
     private final int[][] slotsByLength;
@@ -63,6 +69,13 @@ final class EnvoySignals implements SignalSource {
         slots.putIfAbsent(n, slots.size());
         max = Math.max(max, Math.max(n.length(), utf8(n).length));
       }
+      String[] bySlot = new String[slots.size()];
+      slots.forEach((n, slot) -> bySlot[slot] = n);
+      this.names = bySlot;
+      this.path = slot(":path");
+      this.method = slot(":method");
+      this.contentType = slot("content-type");
+      this.contentLength = slot("content-length");
       byLength = new String[max + 1][];
       slotsByLength = new int[max + 1][];
       bytesByLength = new byte[max + 1][][];
@@ -147,6 +160,11 @@ final class EnvoySignals implements SignalSource {
       Integer s = slots.get(name);
       return s == null ? -1 : s;
     }
+
+    /** Whether {@code slot} is {@code name}'s (by reference first: the config's own strings). */
+    boolean holds(int slot, String name) {
+      return slot >= 0 && slot < names.length && names[slot].equals(name);
+    }
   }
 
   static String value(HeaderValue h) {
@@ -183,6 +201,44 @@ final class EnvoySignals implements SignalSource {
       }
     }
     return request.header(name);
+  }
+
+  /**
+   * A declared signal's header by its place in the resolver's names: the index holds them first, in
+   * that order ({@link ExtProcTables}), so no name is looked up per request.
+   */
+  @Override
+  public @Nullable String header(int slot, String name) {
+    HeaderIndex i = index;
+    if (i != null && i.holds(slot, name)) {
+      return java.util.Objects.requireNonNull(found, "found")[slot];
+    }
+    return header(name);
+  }
+
+  /** A header Sluice itself reads, by its slot in the index ({@code -1}: not indexed). */
+  private @Nullable String own(int slot, String name) {
+    return slot >= 0 ? java.util.Objects.requireNonNull(found, "found")[slot] : header(name);
+  }
+
+  @Nullable String method() {
+    HeaderIndex i = index;
+    return i != null ? own(i.method, ":method") : header(":method");
+  }
+
+  @Nullable String contentType() {
+    HeaderIndex i = index;
+    return i != null ? own(i.contentType, "content-type") : header("content-type");
+  }
+
+  @Nullable String contentLength() {
+    HeaderIndex i = index;
+    return i != null ? own(i.contentLength, "content-length") : header("content-length");
+  }
+
+  private @Nullable String pathHeader() {
+    HeaderIndex i = index;
+    return i != null ? own(i.path, ":path") : header(":path");
   }
 
   @Override
@@ -227,11 +283,11 @@ final class EnvoySignals implements SignalSource {
 
   @Override
   public @Nullable String path() {
-    String p = header(":path");
+    String p = pathHeader();
     if (p == null) {
       // No pseudo-headers (a proxyless gRPC client): the gRPC method "/pkg.Service/Method" when
       // the filter sends the request.path attribute (request_attributes in its config).
-      return header(":method") == null ? attribute("request.path") : null;
+      return method() == null ? attribute("request.path") : null;
     }
     int q = p.indexOf('?');
     return q < 0 ? p : p.substring(0, q);

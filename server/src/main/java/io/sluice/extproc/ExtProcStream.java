@@ -185,7 +185,7 @@ final class ExtProcStream extends LiveStreams.Node
       session.refuse(why, why.defaultStatus(), 0, message, false, now);
       return;
     }
-    long contentLength = EnvoyRequest.parseLong(signals.header("content-length"), -1);
+    long contentLength = EnvoyRequest.parseLong(signals.contentLength(), -1);
     if (tooLarge(request.overLimit(contentLength, "request body"), false, now)) {
       return;
     }

@@ -98,7 +98,11 @@ public final class AdmissionMetrics {
 
   /** {@code sluice_reserve_decisions_total{pool,rule}}: the rule that gave a request's reserve. */
   public void reserveDecision(String pool, String rule) {
-    counter(MetricNames.RESERVE_DECISIONS, "pool", pool, "rule", rule).increment();
+    reserveDecisionCounter(pool, rule).increment();
+  }
+
+  Counter reserveDecisionCounter(String pool, String rule) {
+    return counter(MetricNames.RESERVE_DECISIONS, "pool", pool, "rule", rule);
   }
 
   public MeterRegistry registry() {
@@ -314,7 +318,7 @@ public final class AdmissionMetrics {
     0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2, 4, 8
   };
 
-  private DistributionSummary ratio(String pool, String format, String direction) {
+  DistributionSummary ratio(String pool, String format, String direction) {
     return meters.histogram(
         MetricNames.TOKENS_ACTUAL_TO_ESTIMATE,
         RATIO_BUCKETS,

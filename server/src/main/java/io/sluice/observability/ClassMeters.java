@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Timer;
 import io.sluice.core.admission.Outcome;
+import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.session.Charge;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -81,8 +82,53 @@ public final class ClassMeters {
   public void actual(String format, long input, long output, long estInput, long estOutput) {
     actualSummary(0).record(input);
     actualSummary(1).record(output);
-    metrics.actualToEstimate(pool, format, input, output, estInput, estOutput);
+    // the ratio meters of the last format seen (a class's requests mostly share one), each
+    // registered on first use as AdmissionMetrics.actualToEstimate does: no tag key per answer
+    Ratios r = ratios;
+    if (r == null || !r.format.equals(format)) {
+      r = new Ratios(format, null, null);
+    }
+    Ratios had = r;
+    if (estInput > 0) {
+      if (r.input == null) {
+        r = new Ratios(format, metrics.ratio(pool, format, "input"), r.output);
+      }
+      java.util.Objects.requireNonNull(r.input, "input").record((double) input / estInput);
+    }
+    if (estOutput > 0) {
+      if (r.output == null) {
+        r = new Ratios(format, r.input, metrics.ratio(pool, format, "output"));
+      }
+      java.util.Objects.requireNonNull(r.output, "output").record((double) output / estOutput);
+    }
+    if (r != had || ratios == null) {
+      ratios = r; // a benign race: both threads hold the one registered summary
+    }
   }
+
+  private volatile @Nullable Ratios ratios;
+
+  /** One format's actual ÷ estimate summaries (null: not registered yet). */
+  private record Ratios(
+      String format, @Nullable DistributionSummary input, @Nullable DistributionSummary output) {}
+
+  /** Same meter as {@code reserveDecision(pool, rule)}. */
+  public void reserveDecision(String rule) {
+    int i = OutputReserves.RULES.indexOf(rule);
+    if (i < 0) { // not one of the reserve's rules: not cached
+      metrics.reserveDecision(pool, rule);
+      return;
+    }
+    Counter c = reserveRules.get(i);
+    if (c == null) { // a benign race: both threads get the one registered counter
+      c = metrics.reserveDecisionCounter(pool, rule);
+      reserveRules.set(i, c);
+    }
+    c.increment();
+  }
+
+  private final AtomicReferenceArray<Counter> reserveRules =
+      new AtomicReferenceArray<>(OutputReserves.RULES.size());
 
   private DistributionSummary actualSummary(int i) {
     DistributionSummary d = actual.get(i);

@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Retry control's meters (docs/metrics.md, "Retries"). Labels are bounded: pool, class, kind,
@@ -124,13 +125,25 @@ public final class RetryMetrics {
   }
 
   private Window window(String pool, String cls) {
+    // The names come from the policy objects: the same instances request after request, so the
+    // last window is found by reference first (a miss takes the map, which compares by value).
+    Window last = lastWindow;
+    if (last != null && last.pool == pool && last.cls == cls) {
+      return last;
+    }
     PoolClass key = new PoolClass(pool, cls);
     Window found = windows.get(key);
-    return found != null ? found : windows.computeIfAbsent(key, k -> newWindow(pool, cls));
+    if (found == null) {
+      found = windows.computeIfAbsent(key, k -> newWindow(pool, cls));
+    }
+    lastWindow = found;
+    return found;
   }
 
+  private volatile @Nullable Window lastWindow;
+
   private Window newWindow(String pool, String cls) {
-    Window w = new Window(attempts(pool, cls, "original", Attempt.NONE));
+    Window w = new Window(pool, cls, attempts(pool, cls, "original", Attempt.NONE));
     Gauge.builder(RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
         .tags("pool", pool, "class", cls)
         .description("attempts / originals over the last one to two minutes (1 = no retries)")
@@ -177,6 +190,8 @@ public final class RetryMetrics {
    * sluice_attempts_total{kind="original",reason="none"}}.
    */
   private static final class Window {
+    final String pool;
+    final String cls;
     final Counter originals;
     private long minute = Long.MIN_VALUE;
     private long attempts;
@@ -184,7 +199,9 @@ public final class RetryMetrics {
     private long lastAttempts;
     private long lastOriginals;
 
-    Window(Counter originals) {
+    Window(String pool, String cls, Counter originals) {
+      this.pool = pool;
+      this.cls = cls;
       this.originals = originals;
     }
 

@@ -104,7 +104,7 @@ public final class SessionRecorder implements SessionListener {
     RequestFacts.Estimate est = f.estimate();
     if (est != null) { // a shadow pass before the estimate (tenant_rate, unknown_tenant) has none
       m.estimated(est.tokens().inputTokens(), est.tokens().outputReserveTokens());
-      metrics.reserveDecision(s.pool().name(), est.reserveRule());
+      m.reserveDecision(est.reserveRule());
       if (est.fanOutWork() > 0) {
         fanOut(s, est.tokens().fanOut());
       }

@@ -38,6 +38,10 @@ public final class RequestResolver {
   // every signal's sources, the built-in ones first (in Signal.BUILT_IN's order), then the
   // registered ones: read per request by index, without map lookups
   private final Source[][] sources;
+  // per signal and source: a header source's place in headerNames() (SignalSource.header(int,
+  // String)), -1 for the other kinds
+  private final int[][] headerSlots;
+  private final List<String> headerNames;
   // Looked up once per config, not per request: the route rules with their pool and class (null
   // when the config names one that does not exist), the unmatched route's, and the tenants.
   private final SluiceConfig.RouteRule[] rules;
@@ -68,6 +72,23 @@ public final class RequestResolver {
     for (int i = 0; i < all.size(); i++) {
       List<Source> l = config.signals().get(all.get(i));
       sources[i] = l == null ? new Source[0] : l.toArray(Source[]::new);
+    }
+    java.util.Set<String> names = new java.util.LinkedHashSet<>();
+    for (Source[] list : sources) {
+      for (Source s : list) {
+        if (s instanceof Source.Header h) {
+          names.add(h.header());
+        }
+      }
+    }
+    this.headerNames = List.copyOf(names);
+    this.headerSlots = new int[sources.length][];
+    for (int i = 0; i < sources.length; i++) {
+      headerSlots[i] = new int[sources[i].length];
+      for (int j = 0; j < sources[i].length; j++) {
+        headerSlots[i][j] =
+            sources[i][j] instanceof Source.Header h ? headerNames.indexOf(h.header()) : -1;
+      }
     }
     java.util.Set<String> asked = config.sections().signals();
     this.featuresReadOperationId = asked.contains(Signal.OPERATION_ID.key());
@@ -104,15 +125,7 @@ public final class RequestResolver {
 
   /** Every request header a declared signal may read (lower case, as Envoy sends them). */
   public java.util.Set<String> headerNames() {
-    java.util.Set<String> names = new java.util.LinkedHashSet<>();
-    for (Source[] list : sources) {
-      for (Source s : list) {
-        if (s instanceof Source.Header h) {
-          names.add(h.header());
-        }
-      }
-    }
-    return names;
+    return new java.util.LinkedHashSet<>(headerNames);
   }
 
   public ResolvedRequest resolve(SignalSource in, long nowNanos) {
@@ -246,7 +259,7 @@ public final class RequestResolver {
     }
     @Nullable String[] values = new String[featureSignals.length];
     for (int i = 0; i < featureSignals.length; i++) {
-      values[i] = read(sources[featureSignals[i]], in);
+      values[i] = read(featureSignals[i], in);
     }
     return io.sluice.core.session.Signals.of(featureSignalKeys, values);
   }
@@ -325,17 +338,18 @@ public final class RequestResolver {
 
   /** First present value among the built-in signal's declared sources ({@link #builtIn}). */
   private @Nullable String read(int signal, SignalSource in) {
-    return read(sources[signal], in);
+    return read(sources[signal], headerSlots[signal], in);
   }
 
-  /** First present value among these declared sources. */
-  private static @Nullable String read(Source[] declared, SignalSource in) {
-    for (Source s : declared) {
+  /** First present value among these declared sources (a header's by its {@code slots}). */
+  private static @Nullable String read(Source[] declared, int[] slots, SignalSource in) {
+    for (int i = 0; i < declared.length; i++) {
+      Source s = declared[i];
       String v;
       if (s instanceof Source.Metadata m) {
         v = in.metadata(m.metadata());
       } else if (s instanceof Source.Header h) {
-        v = in.header(h.header());
+        v = in.header(slots[i], h.header());
       } else if (s instanceof Source.DynamicMetadata d) {
         v = in.dynamicMetadata(d.namespace(), d.path());
       } else {

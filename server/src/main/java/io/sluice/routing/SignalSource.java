@@ -13,6 +13,15 @@ public interface SignalSource {
 
   @Nullable String header(String name);
 
+  /**
+   * {@link #header(String)} of {@code name}, which is the {@code slot}th of {@link
+   * RequestResolver#headerNames()} (in its order): an adapter that indexed the request's headers by
+   * those names answers without looking the name up.
+   */
+  default @Nullable String header(int slot, String name) {
+    return header(name);
+  }
+
   @Nullable String dynamicMetadata(String namespace, List<String> path);
 
   @Nullable String attribute(String expression);

@@ -237,10 +237,8 @@ public final class OutputReserves {
       double absoluteBound,
       int tenantsWeighed) {}
 
-  private record Key(String pool, String model, String scope, double quantile, String tenant) {}
-
   private volatile Settings settings;
-  private final Cache<Key, ReserveStats> keys;
+  private final Cache<ReserveKey, ReserveStats> keys;
   private final LongAdder evictions = new LongAdder();
 
   public OutputReserves(Settings settings) {
@@ -250,7 +248,7 @@ public final class OutputReserves {
             .maximumSize(settings.maxKeys())
             .executor(Runnable::run) // evict on the caller's thread: the bound holds at once
             .removalListener(
-                (@Nullable Key k, @Nullable ReserveStats v, RemovalCause cause) -> {
+                (@Nullable ReserveKey k, @Nullable ReserveStats v, RemovalCause cause) -> {
                   if (cause.wasEvicted()) {
                     evictions.increment();
                   }
@@ -446,7 +444,8 @@ public final class OutputReserves {
     if (!s.enabled() || !(shared.quantile() > 0 && shared.quantile() < 1)) {
       return;
     }
-    Key k = key(shared.pool(), shared.model(), shared.scope(), shared.quantile(), shared.tenant());
+    ReserveKey k =
+        key(shared.pool(), shared.model(), shared.scope(), shared.quantile(), shared.tenant());
     keys.get(k, x -> new ReserveStats(shared.quantile())).adopt(shared.fields());
   }
 
@@ -484,9 +483,9 @@ public final class OutputReserves {
     return all.size() <= limit ? all : List.copyOf(all.subList(0, Math.max(0, limit)));
   }
 
-  private static Key key(
+  private static ReserveKey key(
       String pool, @Nullable String model, String scope, double quantile, String tenant) {
-    return new Key(pool, bounded(model), bounded(scope), quantile, bounded(tenant));
+    return new ReserveKey(pool, bounded(model), bounded(scope), quantile, bounded(tenant));
   }
 
   /** Client-chosen names are cut: a key's memory is bounded too. */

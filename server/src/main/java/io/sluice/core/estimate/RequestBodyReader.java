@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads one request body in two streaming passes over the same bytes; nothing but the current token
@@ -20,7 +21,8 @@ import java.io.IOException;
  *       to a {@link TokenTally}.
  * </ol>
  *
- * <p>One instance per request; not thread-safe.
+ * <p>With a known format the scan tallies the prompt itself where it can ({@link ScanWalk}), and
+ * the walk is needed only when it could not. One instance per request; not thread-safe.
  */
 final class RequestBodyReader {
   /** Sentinel output-cap values in {@link BodyScan}. */
@@ -70,6 +72,26 @@ final class RequestBodyReader {
   // ---------------------------------------------------------------- pass 1
 
   BodyScan scan() throws IOException {
+    return scan(null);
+  }
+
+  /**
+   * As {@link #scan()}, and with {@code on} (a known format) the prompt tallied as the scan meets
+   * it, when it can be ({@link ScanWalk}): then no second pass is needed.
+   */
+  BodyScan scan(@Nullable ScanWalk on) throws IOException {
+    if (on != null) {
+      try {
+        return scanOnce(on);
+      } catch (ScanWalk.Restart again) { // read as the two passes do, from the start
+        on.giveUp();
+        java.util.Arrays.fill(occurrences, 0);
+      }
+    }
+    return scanOnce(null);
+  }
+
+  private BodyScan scanOnce(@Nullable ScanWalk on) throws IOException {
     BodyScan scan = new BodyScan();
     try (JsonParser parser = factory.createParser(body, offset, length)) {
       p = parser;
@@ -91,7 +113,13 @@ final class RequestBodyReader {
         if (w >= 0) {
           occurrences[w]++;
         }
-        member(scan, name, v);
+        if (on != null
+            && (w < 0 ? on.sees(name) : on.tallies(name, occurrences[w]))
+            && v != JsonToken.VALUE_NULL
+            && onScan(on, scan, name, v)) {
+          continue;
+        }
+        BodyMembers.member(this, scan, name, v);
       }
       if (p.nextToken() != null) {
         throw ReadFailure.NOT_JSON; // Python's json refuses data after the root ("Extra data")
@@ -100,168 +128,31 @@ final class RequestBodyReader {
     }
   }
 
-  /** One top-level member (current token its value; read to its end). */
-  private void member(BodyScan scan, String name, JsonToken v) throws IOException {
-    switch (name) {
-      case "model" -> {
-        scan.model = v == JsonToken.VALUE_STRING ? p.getText() : null;
-        scan.bad.model =
-            v == JsonToken.VALUE_STRING || v == JsonToken.VALUE_NULL
-                ? null
-                : "model: expected a string";
-      }
-      case "stream" -> {
-        int b = LaxValue.bool(p, v);
-        scan.stream = b == 1;
-        scan.bad.stream = b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null;
-      }
-      case "max_tokens" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.maxTokens = BodyScan.cap(lax);
-        scan.bad.maxTokens = BodyScan.badCap(name, lax);
-      }
-      case "max_completion_tokens" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.maxCompletionTokens = BodyScan.cap(lax);
-        scan.bad.maxCompletionTokens = BodyScan.badCap(name, lax);
-      }
-      case "max_output_tokens" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.maxOutputTokens = BodyScan.cap(lax);
-        scan.bad.maxOutputTokens = BodyScan.badCap(name, lax);
-      }
-      case "n" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.n = BodyScan.choices(lax);
-        scan.bad.n = BodyScan.badChoices(name, lax);
-      }
-      case "best_of" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.bestOf = BodyScan.choices(lax);
-        scan.bad.bestOf = BodyScan.badChoices(name, lax);
-      }
-      case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
-      case "system" -> scan.system = v != JsonToken.VALUE_NULL;
-      case "instructions" -> scan.instructions = v != JsonToken.VALUE_NULL;
-      case "prompt" -> scan.prompt = v == JsonToken.VALUE_STRING || v == JsonToken.START_ARRAY;
-      case "input" -> {
-        scan.input = v != JsonToken.VALUE_NULL;
-        scan.inputFirstElement = null;
-        if (v == JsonToken.START_ARRAY) {
-          JsonToken first = next();
-          if (first != JsonToken.END_ARRAY) {
-            scan.inputFirstElement = first;
-            skipValue();
-            skipRestOfContainer();
-          }
-          return;
-        }
-      }
-      case "tools", "functions" -> {
-        boolean tools = name.equals("tools");
-        int count = 0;
-        if (v == JsonToken.START_ARRAY) {
-          while (next() != JsonToken.END_ARRAY) {
-            count++;
-            skipValue();
-          }
-        }
-        String bad =
-            v == JsonToken.START_ARRAY || v == JsonToken.VALUE_NULL
-                ? null
-                : name + ": expected an array";
-        if (tools) {
+  /** A prompt member tallied as the scan meets it; false: it is scanned as usual. */
+  private boolean onScan(ScanWalk on, BodyScan scan, String name, JsonToken v) throws IOException {
+    boolean tools = name.equals("tools") || name.equals("functions");
+    if (!on.mayTally(name, tools && v != JsonToken.START_ARRAY)) {
+      return false; // the walk reads it
+    }
+    try {
+      TokenTally tally = on.tally(scan.model);
+      if (tools) { // the scan's count of definitions, and their tally
+        int count = tools(v, tally);
+        if (name.equals("tools")) {
           scan.tools.toolDefinitions = count;
-          scan.bad.tools = bad;
+          scan.bad.tools = null;
         } else {
           scan.tools.functionDefinitions = count;
-          scan.bad.functions = bad;
+          scan.bad.functions = null;
         }
-        if (v == JsonToken.START_ARRAY) {
-          return;
-        }
+      } else {
+        on.read(promptMember(on.format(), name, v, tally) > 0);
+        BodyMembers.member(this, scan, name, v); // its flags; the value is read already
       }
-      case "tool_choice" -> {
-        scan.tools.toolChoice = null;
-        scan.tools.toolChoiceObject = false;
-        scan.tools.toolChoiceType = null;
-        scan.tools.toolChoiceMode = null;
-        scan.tools.toolChoiceNamed = false;
-        scan.tools.toolChoiceFunction = false;
-        scan.tools.disableParallelToolUse = false;
-        if (v == JsonToken.VALUE_STRING) {
-          scan.tools.toolChoice = word(p.getText());
-        } else if (v == JsonToken.START_OBJECT) {
-          toolChoice(scan);
-          return;
-        }
-      }
-      case "parallel_tool_calls" -> {
-        int b = LaxValue.bool(p, v);
-        scan.tools.parallelToolCallsFalse = b == 0;
-        scan.bad.parallelToolCalls =
-            b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null;
-      }
-      case "function_call" -> {
-        scan.tools.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
-        scan.tools.functionCallNamed = false;
-        if (v == JsonToken.START_OBJECT) {
-          scan.tools.functionCallNamed = hasName();
-          return;
-        }
-      }
-      case "anthropic_version", "stop_sequences", "top_k" -> scan.anthropicHint = true;
-      case "encoding_format", "dimensions" -> scan.embeddingsHint = true;
-      default -> {}
+    } catch (RuntimeException | com.fasterxml.jackson.core.exc.StreamConstraintsException e) {
+      throw ScanWalk.RESTART; // the walk would meet it after the scan: read as two passes do
     }
-    skipValue();
-  }
-
-  /** Words of {@code tool_choice} worth keeping; anything else is {@code other}. */
-  private static final java.util.Set<String> TOOL_CHOICE_WORDS =
-      java.util.Set.of(
-          "auto", "none", "required", "any", "tool", "function", "allowed_tools", "custom");
-
-  private static String word(String text) {
-    return TOOL_CHOICE_WORDS.contains(text) ? text : "other";
-  }
-
-  /**
-   * The object form of {@code tool_choice} (current token START_OBJECT; read to its end); of
-   * duplicate members the last counts.
-   */
-  private void toolChoice(BodyScan scan) throws IOException {
-    scan.tools.toolChoiceObject = true;
-    while (next() == JsonToken.FIELD_NAME) {
-      String field = p.currentName();
-      JsonToken v = next();
-      switch (field) {
-        case "type" ->
-            scan.tools.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "mode" ->
-            scan.tools.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "name" -> scan.tools.toolChoiceNamed = v != JsonToken.VALUE_NULL;
-        case "function" -> scan.tools.toolChoiceFunction = v != JsonToken.VALUE_NULL;
-        case "disable_parallel_tool_use" ->
-            scan.tools.disableParallelToolUse = LaxValue.bool(p, v) == 1;
-        default -> {}
-      }
-      skipValue();
-    }
-  }
-
-  /** Whether the object (current token START_OBJECT; read to its end) has a string {@code name}. */
-  private boolean hasName() throws IOException {
-    boolean named = false;
-    while (next() == JsonToken.FIELD_NAME) {
-      String field = p.currentName();
-      JsonToken v = next();
-      if (field.equals("name")) {
-        named = v == JsonToken.VALUE_STRING; // the last name counts
-      }
-      skipValue();
-    }
-    return named;
+    return true;
   }
 
   // ---------------------------------------------------------------- pass 2
@@ -288,62 +179,18 @@ final class RequestBodyReader {
         if (v == JsonToken.VALUE_NULL) {
           continue;
         }
-        boolean consumed = true;
-        switch (format) {
-          case OPENAI_CHAT -> {
-            switch (name) {
-              case "messages" -> sawInput |= messages(v, tally);
-              case "tools", "functions" -> tools(v, tally);
-              default -> consumed = false;
-            }
-          }
-          case ANTHROPIC_MESSAGES -> {
-            switch (name) {
-              case "messages" -> sawInput |= messages(v, tally);
-              case "system" -> {
-                tally.fixed(settings.perMessageOverheadTokens());
-                content(v, tally);
-              }
-              case "tools" -> tools(v, tally);
-              default -> consumed = false;
-            }
-          }
-          case OPENAI_RESPONSES -> {
-            switch (name) {
-              case "input" -> sawInput |= responsesInput(v, tally);
-              case "instructions" -> {
-                if (v != JsonToken.VALUE_STRING) {
-                  throw ReadFailure.WRONG_TYPE;
-                }
-                tally.fixed(settings.perMessageOverheadTokens());
-                text(tally);
-                sawInput = true;
-              }
-              case "tools" -> tools(v, tally);
-              default -> consumed = false;
-            }
-          }
-          case OPENAI_COMPLETIONS -> {
-            if (name.equals("prompt")) {
-              sawInput |= stringsOrTokenArrays(v, tally);
-            } else {
-              consumed = false;
-            }
-          }
-          case OPENAI_EMBEDDINGS -> {
-            if (name.equals("input")) {
-              sawInput |= stringsOrTokenArrays(v, tally);
-            } else {
-              consumed = false;
-            }
-          }
-          case AUTO -> throw new IllegalStateException("format: auto (expected: resolved)");
-        }
-        if (!consumed) {
+        int read = promptMember(format, name, v, tally);
+        if (read < 0) {
           skipValue();
         }
+        sawInput |= read > 0;
       }
     }
+    return finish(format, sawInput, tally);
+  }
+
+  /** The reply priming of a prompt that was read ({@code sawInput}); returns {@code sawInput}. */
+  boolean finish(RequestFormat format, boolean sawInput, TokenTally tally) {
     if (sawInput
         && (format == RequestFormat.OPENAI_CHAT
             || format == RequestFormat.OPENAI_RESPONSES
@@ -351,6 +198,67 @@ final class RequestBodyReader {
       tally.fixed(settings.replyPrimingTokens());
     }
     return sawInput;
+  }
+
+  /**
+   * One top-level member of {@code format}'s prompt (current token its value {@code v}, not null),
+   * read to its end: 1 when it is the prompt's input, 0 another part of it, -1 not read (skip it).
+   */
+  private int promptMember(RequestFormat format, String name, JsonToken v, TokenTally tally)
+      throws IOException {
+    boolean sawInput = false;
+    boolean consumed = true;
+    switch (format) {
+      case OPENAI_CHAT -> {
+        switch (name) {
+          case "messages" -> sawInput |= messages(v, tally);
+          case "tools", "functions" -> tools(v, tally);
+          default -> consumed = false;
+        }
+      }
+      case ANTHROPIC_MESSAGES -> {
+        switch (name) {
+          case "messages" -> sawInput |= messages(v, tally);
+          case "system" -> {
+            tally.fixed(settings.perMessageOverheadTokens());
+            content(v, tally);
+          }
+          case "tools" -> tools(v, tally);
+          default -> consumed = false;
+        }
+      }
+      case OPENAI_RESPONSES -> {
+        switch (name) {
+          case "input" -> sawInput |= responsesInput(v, tally);
+          case "instructions" -> {
+            if (v != JsonToken.VALUE_STRING) {
+              throw ReadFailure.WRONG_TYPE;
+            }
+            tally.fixed(settings.perMessageOverheadTokens());
+            text(tally);
+            sawInput = true;
+          }
+          case "tools" -> tools(v, tally);
+          default -> consumed = false;
+        }
+      }
+      case OPENAI_COMPLETIONS -> {
+        if (name.equals("prompt")) {
+          sawInput |= stringsOrTokenArrays(v, tally);
+        } else {
+          consumed = false;
+        }
+      }
+      case OPENAI_EMBEDDINGS -> {
+        if (name.equals("input")) {
+          sawInput |= stringsOrTokenArrays(v, tally);
+        } else {
+          consumed = false;
+        }
+      }
+      case AUTO -> throw new IllegalStateException("format: auto (expected: resolved)");
+    }
+    return consumed ? (sawInput ? 1 : 0) : -1;
   }
 
   /** {@code messages}: an array of message objects, each with the per-message overhead. */
@@ -424,15 +332,18 @@ final class RequestBodyReader {
   }
 
   /** {@code tools} / {@code functions}: per definition, the overhead plus its JSON text. */
-  private void tools(JsonToken v, TokenTally tally) throws IOException {
+  private int tools(JsonToken v, TokenTally tally) throws IOException {
     if (v != JsonToken.START_ARRAY) {
       throw ReadFailure.WRONG_TYPE;
     }
+    int count = 0;
     JsonToken t;
     while ((t = next()) != JsonToken.END_ARRAY) {
+      count++;
       tally.fixed(settings.toolDefinitionOverheadTokens());
       raw(t, tally);
     }
+    return count;
   }
 
   /** Message content: a string, an array of parts (or strings), or a single part object. */
@@ -528,8 +439,13 @@ final class RequestBodyReader {
     }
   }
 
+  /** The parser of the pass under way. */
+  JsonParser parser() {
+    return p;
+  }
+
   /** Next token, enforcing the depth limit on every container start. */
-  private JsonToken next() throws IOException {
+  JsonToken next() throws IOException {
     JsonToken t = p.nextToken();
     if (t == null) {
       throw ReadFailure.TRUNCATED;
@@ -542,7 +458,7 @@ final class RequestBodyReader {
   }
 
   /** Skips the current value (all of it when it is a container start). */
-  private void skipValue() throws IOException {
+  void skipValue() throws IOException {
     JsonToken t = p.currentToken();
     if (t == JsonToken.START_OBJECT || t == JsonToken.START_ARRAY) {
       skipRestOfContainer();
@@ -550,7 +466,7 @@ final class RequestBodyReader {
   }
 
   /** Skips to the end of the container the parser is currently inside. */
-  private void skipRestOfContainer() throws IOException {
+  void skipRestOfContainer() throws IOException {
     int open = 1;
     while (open > 0) {
       JsonToken t = next();

@@ -109,12 +109,17 @@ public final class TokenEstimator {
     RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, offset, length, settings);
     @Nullable BodyScan scan = null;
     @Nullable RequestFormat resolved = null;
+    // a known format: its prompt is tallied by the scan where it can be (one pass over the body)
+    ScanWalk on =
+        format == null || format == RequestFormat.AUTO
+            ? null
+            : new ScanWalk(format, encodings, counts, settings);
     try {
-      scan = reader.scan();
+      scan = reader.scan(on);
       if (scan.empty) {
         return fallback(FallbackCause.EMPTY, length, null, limits);
       }
-      resolved = format == null || format == RequestFormat.AUTO ? scan.detect() : format;
+      resolved = on == null ? scan.detect() : on.format();
       if (shape != null) {
         shape.read(scan.invalid(resolved), true);
       }
@@ -123,9 +128,16 @@ public final class TokenEstimator {
             shape, null, scan, fallback(FallbackCause.UNKNOWN_FORMAT, length, scan, limits));
       }
       Encoding encoding = encodings.forModel(scan.model);
-      TokenTally tally =
-          new TokenTally(encoding, counts, settings.bytesPerToken(), settings.maxTokenizeChars());
-      if (!reader.walk(resolved, tally)) {
+      TokenTally tally = on == null ? null : on.result(scan.model);
+      boolean read;
+      if (on != null && tally != null) {
+        read = reader.finish(resolved, on.sawInput(), tally);
+      } else {
+        tally =
+            new TokenTally(encoding, counts, settings.bytesPerToken(), settings.maxTokenizeChars());
+        read = reader.walk(resolved, tally);
+      }
+      if (!read) {
         return noted(
             shape,
             resolved,

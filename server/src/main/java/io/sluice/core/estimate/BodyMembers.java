@@ -1,0 +1,182 @@
+package io.sluice.core.estimate;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.IOException;
+
+/**
+ * The scan's reading of one top-level member of a request body into its {@link BodyScan} ({@link
+ * RequestBodyReader#scan}): the scalar members a Python engine reads ({@code model}, {@code
+ * stream}, the caps and counts), which prompt keys are present, the tool fields.
+ */
+final class BodyMembers {
+  private BodyMembers() {}
+
+  /** One top-level member (current token its value; read to its end). */
+  static void member(RequestBodyReader r, BodyScan scan, String name, JsonToken v)
+      throws IOException {
+    JsonParser p = r.parser();
+    switch (name) {
+      case "model" -> {
+        scan.model = v == JsonToken.VALUE_STRING ? p.getText() : null;
+        scan.bad.model =
+            v == JsonToken.VALUE_STRING || v == JsonToken.VALUE_NULL
+                ? null
+                : "model: expected a string";
+      }
+      case "stream" -> {
+        int b = LaxValue.bool(p, v);
+        scan.stream = b == 1;
+        scan.bad.stream = b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null;
+      }
+      case "max_tokens" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.maxTokens = BodyScan.cap(lax);
+        scan.bad.maxTokens = BodyScan.badCap(name, lax);
+      }
+      case "max_completion_tokens" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.maxCompletionTokens = BodyScan.cap(lax);
+        scan.bad.maxCompletionTokens = BodyScan.badCap(name, lax);
+      }
+      case "max_output_tokens" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.maxOutputTokens = BodyScan.cap(lax);
+        scan.bad.maxOutputTokens = BodyScan.badCap(name, lax);
+      }
+      case "n" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.n = BodyScan.choices(lax);
+        scan.bad.n = BodyScan.badChoices(name, lax);
+      }
+      case "best_of" -> {
+        long lax = LaxValue.integer(p, v);
+        scan.bestOf = BodyScan.choices(lax);
+        scan.bad.bestOf = BodyScan.badChoices(name, lax);
+      }
+      case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
+      case "system" -> scan.system = v != JsonToken.VALUE_NULL;
+      case "instructions" -> scan.instructions = v != JsonToken.VALUE_NULL;
+      case "prompt" -> scan.prompt = v == JsonToken.VALUE_STRING || v == JsonToken.START_ARRAY;
+      case "input" -> {
+        scan.input = v != JsonToken.VALUE_NULL;
+        scan.inputFirstElement = null;
+        if (v == JsonToken.START_ARRAY) {
+          JsonToken first = r.next();
+          if (first != JsonToken.END_ARRAY) {
+            scan.inputFirstElement = first;
+            r.skipValue();
+            r.skipRestOfContainer();
+          }
+          return;
+        }
+      }
+      case "tools", "functions" -> {
+        boolean tools = name.equals("tools");
+        int count = 0;
+        if (v == JsonToken.START_ARRAY) {
+          while (r.next() != JsonToken.END_ARRAY) {
+            count++;
+            r.skipValue();
+          }
+        }
+        String bad =
+            v == JsonToken.START_ARRAY || v == JsonToken.VALUE_NULL
+                ? null
+                : name + ": expected an array";
+        if (tools) {
+          scan.tools.toolDefinitions = count;
+          scan.bad.tools = bad;
+        } else {
+          scan.tools.functionDefinitions = count;
+          scan.bad.functions = bad;
+        }
+        if (v == JsonToken.START_ARRAY) {
+          return;
+        }
+      }
+      case "tool_choice" -> {
+        scan.tools.toolChoice = null;
+        scan.tools.toolChoiceObject = false;
+        scan.tools.toolChoiceType = null;
+        scan.tools.toolChoiceMode = null;
+        scan.tools.toolChoiceNamed = false;
+        scan.tools.toolChoiceFunction = false;
+        scan.tools.disableParallelToolUse = false;
+        if (v == JsonToken.VALUE_STRING) {
+          scan.tools.toolChoice = word(p.getText());
+        } else if (v == JsonToken.START_OBJECT) {
+          toolChoice(r, scan);
+          return;
+        }
+      }
+      case "parallel_tool_calls" -> {
+        int b = LaxValue.bool(p, v);
+        scan.tools.parallelToolCallsFalse = b == 0;
+        scan.bad.parallelToolCalls =
+            b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null;
+      }
+      case "function_call" -> {
+        scan.tools.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
+        scan.tools.functionCallNamed = false;
+        if (v == JsonToken.START_OBJECT) {
+          scan.tools.functionCallNamed = hasName(r);
+          return;
+        }
+      }
+      case "anthropic_version", "stop_sequences", "top_k" -> scan.anthropicHint = true;
+      case "encoding_format", "dimensions" -> scan.embeddingsHint = true;
+      default -> {}
+    }
+    r.skipValue();
+  }
+
+  /** Words of {@code tool_choice} worth keeping; anything else is {@code other}. */
+  private static final java.util.Set<String> TOOL_CHOICE_WORDS =
+      java.util.Set.of(
+          "auto", "none", "required", "any", "tool", "function", "allowed_tools", "custom");
+
+  private static String word(String text) {
+    return TOOL_CHOICE_WORDS.contains(text) ? text : "other";
+  }
+
+  /**
+   * The object form of {@code tool_choice} (current token START_OBJECT; read to its end); of
+   * duplicate members the last counts.
+   */
+  private static void toolChoice(RequestBodyReader r, BodyScan scan) throws IOException {
+    JsonParser p = r.parser();
+    scan.tools.toolChoiceObject = true;
+    while (r.next() == JsonToken.FIELD_NAME) {
+      String field = p.currentName();
+      JsonToken v = r.next();
+      switch (field) {
+        case "type" ->
+            scan.tools.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "mode" ->
+            scan.tools.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "name" -> scan.tools.toolChoiceNamed = v != JsonToken.VALUE_NULL;
+        case "function" -> scan.tools.toolChoiceFunction = v != JsonToken.VALUE_NULL;
+        case "disable_parallel_tool_use" ->
+            scan.tools.disableParallelToolUse = LaxValue.bool(p, v) == 1;
+        default -> {}
+      }
+      r.skipValue();
+    }
+  }
+
+  /** Whether the object (current token START_OBJECT; read to its end) has a string {@code name}. */
+  private static boolean hasName(RequestBodyReader r) throws IOException {
+    JsonParser p = r.parser();
+    boolean named = false;
+    while (r.next() == JsonToken.FIELD_NAME) {
+      String field = p.currentName();
+      JsonToken v = r.next();
+      if (field.equals("name")) {
+        named = v == JsonToken.VALUE_STRING; // the last name counts
+      }
+      r.skipValue();
+    }
+    return named;
+  }
+}
