@@ -3,10 +3,12 @@ package io.sluice.extproc;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
+import io.sluice.core.session.AdmissionCheck;
 import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.RunningRequest;
 import io.sluice.core.session.Subject;
 import io.sluice.core.session.UpstreamPlan;
+import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
@@ -206,6 +208,35 @@ final class DecisionAnswers {
                 : AnswerEncoder.numberEntry("predicted_wait_ms", waitMillis));
     AnswerEncoder.Entries entries = rt.tables().answerEntries();
     return Responses.reject(entries, reason, status, retryAfter, waitMillis, message, f, grpc);
+  }
+
+  /**
+   * A check's own answer ({@link AdmissionCheck.Answered}: a job accepted for later, an operation's
+   * status): its status, {@code content-type: application/json}, {@code x-sluice-reason} and the
+   * check's headers and body, with the {@code sluice} metadata (decision {@code answer}).
+   */
+  static Answer answered(AdmissionRuntime rt, AdmissionSession s, AdmissionCheck.Answered a) {
+    int n = 2 + a.headers().size();
+    byte[][] keys = new byte[n][];
+    byte[][] values = new byte[n][];
+    keys[0] = "content-type".getBytes(StandardCharsets.US_ASCII);
+    values[0] = "application/json".getBytes(StandardCharsets.US_ASCII);
+    keys[1] = "x-sluice-reason".getBytes(StandardCharsets.US_ASCII);
+    values[1] = a.reason().code().getBytes(StandardCharsets.UTF_8);
+    int i = 2;
+    for (Map.Entry<String, String> h : a.headers().entrySet()) {
+      keys[i] = h.getKey().getBytes(StandardCharsets.UTF_8);
+      values[i++] = h.getValue().getBytes(StandardCharsets.UTF_8);
+    }
+    return Answer.encoded(
+        AnswerEncoder.reject(
+            rt.tables().answerEntries(),
+            a.status(),
+            ("sluice_" + a.reason().code()).getBytes(StandardCharsets.UTF_8),
+            a.body(),
+            keys,
+            values,
+            metadata(s, "answer", a.reason(), null, null)));
   }
 
   /**

@@ -359,6 +359,12 @@ final class ExtProcStream extends LiveStreams.Node
   }
 
   @Override
+  public void answered(io.sluice.core.session.AdmissionCheck.Answered a) {
+    at.to(StreamPhase.DONE);
+    send(DecisionAnswers.answered(rt, opened(), a));
+  }
+
+  @Override
   public void storeFailed(Throwable cause) {
     fail(StreamFailures.quotaStore(rt.metrics()), Outcome.ERROR);
   }

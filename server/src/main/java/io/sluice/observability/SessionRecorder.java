@@ -48,6 +48,8 @@ public final class SessionRecorder implements SessionListener {
       meters(e.subject()).upstreamResponse(e.status());
     } else if (event instanceof SessionEvent.Refused e) {
       refused(e);
+    } else if (event instanceof SessionEvent.Answered e) {
+      answered(e);
     } else if (event instanceof SessionEvent.Queued e) {
       queued(e);
     } else if (event instanceof SessionEvent.Dequeued e) {
@@ -161,6 +163,26 @@ public final class SessionRecorder implements SessionListener {
               .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
               .setMessage(e.message())
               .setPredictedWaitMs(Math.max(0, f.decision().refusalWaitNanos() / 1_000_000L))
+              .build());
+    }
+  }
+
+  /** A check answered it itself: decision {@code answer}, logged as a refusal is (rate-wise). */
+  private void answered(SessionEvent.Answered e) {
+    RequestFacts f = e.facts();
+    Subject s = f.subject();
+    metrics.decision(
+        s.pool().name(),
+        s.requestClass().name(),
+        s.tenant().tier().name(),
+        "answer",
+        e.reason().code(),
+        f.phase(),
+        f.decision().latencyNanos());
+    if (decisionLog.wants(true)) {
+      decisionLog.write(
+          record(f, io.sluice.api.v1.Decision.DECISION_ANSWER, e.reason(), e.status(), 0)
+              .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
               .build());
     }
   }

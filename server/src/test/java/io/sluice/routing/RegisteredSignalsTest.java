@@ -107,7 +107,13 @@ class RegisteredSignalsTest {
     tree.get("signals").fieldNames().forEachRemaining(keys::add);
     List<String> expected = new ArrayList<>();
     Signal.BUILT_IN.forEach(s -> expected.add(s.key()));
-    RetriesSection.SECTION.declaredSignals().forEach(s -> expected.add(s.key()));
+    // every installed section's declared signals (retries', then the other features'), in order
+    io.sluice.config.ConfigSections.installed()
+        .list()
+        .forEach(x -> x.declaredSignals().forEach(s -> expected.add(s.key())));
+    assertThat(expected)
+        .containsSubsequence(
+            RetriesSection.SECTION.declaredSignals().stream().map(Signal::key).toList());
     expected.addAll(List.of("region", "hint"));
     assertThat(keys).isEqualTo(expected);
 

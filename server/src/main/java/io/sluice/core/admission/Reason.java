@@ -26,7 +26,22 @@ public enum Reason {
   /** A workflow (agent run) holds its pool's {@code workflow.maxRequests} or {@code maxWork}. */
   FANOUT_BUDGET("fanout_budget", 429, Scope.TENANT),
   /** A retry came back before the Retry-After it was given ({@code retries.earlyRetry: refuse}). */
-  EARLY_RETRY("early_retry", 429, Scope.TENANT);
+  EARLY_RETRY("early_retry", 429, Scope.TENANT),
+  /**
+   * Not refused: a background request accepted into the durable queue and answered with its
+   * operation id ({@code intake}); the record's decision is {@code answer}.
+   */
+  ACCEPTED("accepted", 200, Scope.REQUEST),
+  /** Not refused: a background job's status or cancel answered from the durable queue. */
+  OPERATION_STATUS("operation_status", 200, Scope.REQUEST),
+  /**
+   * The durable queue did not acknowledge a background job (or a status read): nothing accepted.
+   */
+  INTAKE_UNAVAILABLE("intake_unavailable", 503, Scope.POOL),
+  /** The tenant's background backlog holds its cap of jobs or work ({@code intake}). */
+  INTAKE_BACKLOG_FULL("intake_backlog_full", 429, Scope.TENANT),
+  /** An operation id that is unknown, expired from the store, or another tenant's. */
+  UNKNOWN_OPERATION("unknown_operation", 404, Scope.REQUEST);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

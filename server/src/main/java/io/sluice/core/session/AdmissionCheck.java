@@ -102,10 +102,21 @@ public interface AdmissionCheck<A> {
 
     /** 0 at {@link Stage#HEADERS}. */
     long workUnits();
+
+    /**
+     * The buffered body, at {@link Stage#ESTIMATE} of a request decided with its body; null at the
+     * headers or when it was decided without one.
+     */
+    default @Nullable Body body() {
+      return null;
+    }
   }
 
-  /** A check's answer: go on ({@link Continue}), a {@link Refusal}, or a {@link Held}. */
-  sealed interface Verdict permits Continue, Refusal, Held {}
+  /**
+   * A check's answer: go on ({@link Continue}), a {@link Refusal}, a {@link Held}, or the check's
+   * own {@link Answered answer} to the request.
+   */
+  sealed interface Verdict permits Continue, Refusal, Held, Answered {}
 
   /** Go on, nothing held. */
   enum Continue implements Verdict {
@@ -115,6 +126,33 @@ public interface AdmissionCheck<A> {
   /** Refused, nothing held: the request is answered this status, reason and Retry-After. */
   record Refusal(Reason reason, int status, long retryAfterSeconds, String message)
       implements Verdict {}
+
+  /**
+   * The check answers the request itself, nothing held and nothing sent upstream (a job accepted
+   * for later, an operation's status): this status, headers and body (the front end adds its own
+   * {@code x-sluice-reason}). {@code reason} names the answer in the metrics and the decision
+   * record. The session gives back what the earlier checks hold, as for a refusal.
+   *
+   * @param headers response headers besides {@code content-type: application/json} (lower case)
+   * @param body the response body (JSON), never modified after it is handed over
+   * @param note what the check notes of the request for its listeners and record part (as {@link
+   *     Held#note()}; events carry it in {@link RequestFacts#note}), or null
+   */
+  @SuppressWarnings("ArrayRecordComponent") // handed to the wire as it is
+  record Answered(
+      Reason reason,
+      int status,
+      java.util.Map<String, String> headers,
+      byte[] body,
+      @Nullable Object note)
+      implements Verdict {}
+
+  /**
+   * The request's buffered body as a check with the estimate sees it: read in place, never modified
+   * or kept past the check's {@code ask} (copy what must outlive it).
+   */
+  @SuppressWarnings("ArrayRecordComponent") // by reference: never compared or hashed
+  record Body(byte[] bytes, int offset, int length) {}
 
   /** How the chain gives a hold back. */
   enum Release {

@@ -46,7 +46,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     DECIDING, // the pool decides, or, out of its queue, its answer is under way
     QUEUED, // waiting in the pool's queue (held)
     RUNNING, // admitted with a permit, or let through by shadow mode without one
-    REFUSED,
+    REFUSED, // refused, or answered by a check itself (a job accepted for later): nothing runs
     ENDED // the front end is done with it (end)
   }
 
@@ -107,6 +107,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   public void decideWithBody(byte[] body, int offset, int length, long receivedNanos) {
     steps.at(Step.ESTIMATE);
     planner.offer(body, offset, length);
+    checks.body(body, offset, length); // what the checks with the estimate may read
     String invalid = cost.ofBody(body, offset, length);
     if (invalid != null) { // never forward a body the engine reads differently from Sluice
       refuse(Reason.INVALID_REQUEST, 400, 0, invalid, true, receivedNanos);
@@ -211,9 +212,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   private void admit(Permit p, long receivedNanos) {
     run.granted(p);
-    if (phase != Phase.ENDED) {
-      phase = Phase.RUNNING;
-    }
+    phase = phase == Phase.ENDED ? phase : Phase.RUNNING;
     UpstreamPlan plan = run.plan();
     String rung = plan.rung();
     if (rung != null && notes.degraded()) {
@@ -263,13 +262,12 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
       boolean body,
       long receivedNanos) {
     notes.at(body);
-    if (shadow != null && ShadowVerdicts.lets(why)) {
+    AdmissionCheck.Answered answer = checks.answer(); // a check's own answer: not a refusal
+    if (answer == null && shadow != null && ShadowVerdicts.lets(why)) {
       pass(SessionEvent.Shadowed.REJECT, why, status, retryAfterSeconds, message, receivedNanos);
       return;
     }
-    if (phase != Phase.ENDED) {
-      phase = Phase.REFUSED;
-    }
+    phase = phase == Phase.ENDED ? phase : Phase.REFUSED;
     planner.refused();
     run.plan(run.plan().notDegraded()); // a refused request is not degraded (it may have waited)
     checks.release(AdmissionCheck.Release.REFUSED); // in reverse order, the reservation refunded
@@ -279,6 +277,11 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     notes.decided(
         env.ticker().nanos(), receivedNanos, AdaptiveSignals.limit(env, subject, run.permit()));
     steps.at(Step.DECISION_LOG);
+    if (answer != null) {
+      env.listener().on(new SessionEvent.Answered(facts(), why, status));
+      front.answered(answer);
+      return;
+    }
     env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
     front.refused(why, status, retryAfterSeconds, message);
   }
@@ -287,9 +290,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private void pass(
       String what, Reason why, int status, long retryAfter, String message, long receivedNanos) {
     ShadowVerdicts sh = Objects.requireNonNull(shadow, "shadow mode");
-    if (phase != Phase.ENDED) {
-      phase = Phase.RUNNING;
-    }
+    phase = phase == Phase.ENDED ? phase : Phase.RUNNING;
     // the tenant slot goes back, the reservation unless it would queue; the retry claim stays
     checks.pass(what.equals(SessionEvent.Shadowed.REJECT));
     sh.would(what, why, status, message);

@@ -23,7 +23,7 @@ import org.jspecify.annotations.Nullable;
  * that failed outright ({@link #storeFailed}); it takes its next step when a stage's checks let the
  * request on ({@link #passed}, {@link OfSession}: nothing allocated per stage).
  */
-abstract class CheckRun {
+abstract class CheckRun implements AdmissionCheck.Request {
   private final CheckChain chain;
   final AdmissionCheck.Request request;
   private final Executor serial;
@@ -34,6 +34,8 @@ abstract class CheckRun {
   private int count;
   private int next; // the chain's next check
   private boolean closed; // released (refused or ended): a late answer goes back at once
+  private AdmissionCheck.@Nullable Body body; // the buffered body, until the checks are done
+  private AdmissionCheck.@Nullable Answered answer; // a check's own answer to the request
 
   CheckRun(CheckChain chain, AdmissionCheck.Request request, Executor serial, SessionSteps steps) {
     this.chain = chain;
@@ -42,8 +44,52 @@ abstract class CheckRun {
     this.steps = steps;
   }
 
+  // --- what the checks see of the request: the request's own, and its body while they run
+
+  @Override
+  public Subject subject() {
+    return request.subject();
+  }
+
+  @Override
+  public io.sluice.core.estimate.@Nullable TokenEstimate estimate() {
+    return request.estimate();
+  }
+
+  @Override
+  public long workUnits() {
+    return request.workUnits();
+  }
+
+  @Override
+  public AdmissionCheck.@Nullable Body body() {
+    return body;
+  }
+
+  /**
+   * The buffered body, read in place by the checks with the estimate; let go when they are done.
+   */
+  final void body(byte[] bytes, int offset, int length) {
+    body = new AdmissionCheck.Body(bytes, offset, length);
+  }
+
   /** A check refused the request (its holds are still held: the refusal gives them back). */
   abstract void refused(Refusal r, long receivedNanos);
+
+  /**
+   * A check answered the request itself (its holds, and the earlier ones, are still held): it ends
+   * as a refusal does, with the answer's reason and status, and the front end sends the answer
+   * ({@link #answer}) instead of a refusal's.
+   */
+  private void answered(AdmissionCheck.Answered a, long receivedNanos) {
+    answer = a;
+    refused(new Refusal(a.reason(), a.status(), 0, a.reason().code()), receivedNanos);
+  }
+
+  /** The answer a check gave the request itself, or null (it was not answered so). */
+  final AdmissionCheck.@Nullable Answered answer() {
+    return answer;
+  }
 
   /** A store's answer failed outright (not a store failure it answers for itself). */
   abstract void storeFailed(Throwable cause);
@@ -64,9 +110,12 @@ abstract class CheckRun {
   final void run(Stage stage, long receivedNanos, @Nullable Runnable then) {
     while (next < chain.size() && chain.get(next).stage() == stage) {
       AdmissionCheck<?> c = chain.get(next++);
-      if (c.applies(request) && !ask(c, stage, receivedNanos, then)) {
+      if (c.applies(this) && !ask(c, stage, receivedNanos, then)) {
         return; // refused, released, or its answer resumes the run
       }
+    }
+    if (stage == Stage.ESTIMATE) {
+      body = null; // the checks are done with it
     }
     if (closed) {
       return;
@@ -82,7 +131,7 @@ abstract class CheckRun {
   private <A> boolean ask(
       AdmissionCheck<A> c, Stage stage, long receivedNanos, @Nullable Runnable then) {
     CompletableFuture<A> f =
-        (c.store() ? steps.quota(c.ask(request)) : c.ask(request)).toCompletableFuture();
+        (c.store() ? steps.quota(c.ask(this)) : c.ask(this)).toCompletableFuture();
     if (f.isDone() && !f.isCompletedExceptionally()) {
       if (c.store()) {
         steps.at(Step.QUOTA);
@@ -107,7 +156,7 @@ abstract class CheckRun {
   }
 
   private <A> boolean answered(AdmissionCheck<A> c, A answer, long receivedNanos) {
-    AdmissionCheck.Verdict v = c.answered(answer, request);
+    AdmissionCheck.Verdict v = c.answered(answer, this);
     Refusal r = null;
     if (v instanceof Held h) {
       keep(h); // from here every path gives it back
@@ -119,11 +168,36 @@ abstract class CheckRun {
       release(Release.CANCELLED);
       return false;
     }
+    if (v instanceof AdmissionCheck.Answered a) {
+      Object note = a.note();
+      if (note != null) { // the facts carry it as a hold's note; nothing to give back
+        keep(new Noted(note));
+      }
+      answered(a, receivedNanos);
+      return false;
+    }
     if (r != null) {
       refused(r, receivedNanos);
       return false;
     }
     return true;
+  }
+
+  /** An answer's note, kept as a hold that holds nothing ({@link #notes}). */
+  private static final class Noted extends Held {
+    private final Object note;
+
+    Noted(Object note) {
+      this.note = note;
+    }
+
+    @Override
+    public Object note() {
+      return note;
+    }
+
+    @Override
+    protected void release(Release how) {}
   }
 
   private void keep(Held h) {
@@ -151,6 +225,7 @@ abstract class CheckRun {
    */
   final void release(Release how) {
     closed = true;
+    body = null;
     for (int i = count - 1; i >= 0; i--) {
       held(i).releaseOnce(how);
     }
@@ -172,6 +247,9 @@ abstract class CheckRun {
 
   /** The request was refused, enforced: each check of the chain remembers what it needs. */
   final void remember(Reason why, long retryAfterSeconds) {
+    if (answer != null) {
+      return; // answered, not refused: nothing to remember
+    }
     for (int i = 0; i < chain.size(); i++) {
       chain.get(i).refused(request, why, retryAfterSeconds);
     }

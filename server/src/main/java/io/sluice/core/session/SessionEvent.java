@@ -16,6 +16,7 @@ public sealed interface SessionEvent
         SessionEvent.Queued,
         SessionEvent.Dequeued,
         SessionEvent.Refused,
+        SessionEvent.Answered,
         SessionEvent.Released,
         SessionEvent.Reconciled,
         SessionEvent.QuotaStoreFailed,
@@ -78,6 +79,12 @@ public sealed interface SessionEvent
   record Refused(
       RequestFacts facts, Reason reason, int status, long retryAfterSeconds, String message)
       implements SessionEvent {}
+
+  /**
+   * A check answered the request itself ({@code AdmissionCheck.Answered}: a job accepted for later,
+   * an operation's status): nothing ran upstream.
+   */
+  record Answered(RequestFacts facts, Reason reason, int status) implements SessionEvent {}
 
   /** The permit was released (exactly once), with the usage the response reported. */
   record Released(RequestFacts facts, Outcome outcome, long heldNanos, Usage usage)

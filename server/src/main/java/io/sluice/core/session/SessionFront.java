@@ -23,6 +23,14 @@ public interface SessionFront {
   void refused(Reason reason, int status, long retryAfterSeconds, String message);
 
   /**
+   * A check answered the request itself ({@link AdmissionCheck.Answered}): send its status, headers
+   * and body. A front end that cannot send a body answers its status and reason.
+   */
+  default void answered(AdmissionCheck.Answered a) {
+    refused(a.reason(), a.status(), 0, a.reason().code());
+  }
+
+  /**
    * A quota store's answer failed outright: end the exchange non-OK (then {@link
    * AdmissionSession#end}).
    */

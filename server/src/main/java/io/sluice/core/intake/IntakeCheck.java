@@ -1,0 +1,156 @@
+package io.sluice.core.intake;
+
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.session.AdmissionCheck;
+import io.sluice.core.session.CheckChain;
+import io.sluice.core.session.Subject;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Accepts a background request for later: a request of a class or route {@code intake} covers whose
+ * body asks for background mode ({@link BackgroundRequest}) is written to the durable queue ({@link
+ * JobStore#enqueue}) and answered at once, from the store's acknowledgement only, with the
+ * Responses-style {@code queued} object ({@link JobAnswers}). The tenant's caps full: {@code
+ * intake_backlog_full} (429); the store failed or timed out: {@code intake_unavailable} (503),
+ * never an id for a job the store did not acknowledge. With the estimate, before the token
+ * reservation (a job accepted for later reserves nothing now: it is admitted, and reserves, when it
+ * runs).
+ */
+public final class IntakeCheck implements AdmissionCheck<IntakeCheck.Written> {
+  /** Its place: with the estimate, before the tenant's token reservation. */
+  public static final int ORDER = CheckChain.TOKEN_RESERVATION - 10;
+
+  private final Intake intake;
+  private final AdmissionController controller;
+
+  IntakeCheck(Intake intake, AdmissionController controller) {
+    this.intake = intake;
+    this.controller = controller;
+  }
+
+  /** In the chain while {@code intake.enabled}. */
+  public static AdmissionCheck.Factory factory(Intake intake) {
+    return s -> intake.policy().enabled() ? new IntakeCheck(intake, s.controller()) : null;
+  }
+
+  /** The store's answer to one request (or why it was not asked). */
+  public record Written(
+      JobStore.@Nullable NewJob job,
+      JobStore.@Nullable Enqueued enqueued,
+      @Nullable Throwable failure,
+      boolean tooLarge) {
+    static final Written NOT_BACKGROUND = new Written(null, null, null, false);
+    static final Written TOO_LARGE = new Written(null, null, null, true);
+  }
+
+  @Override
+  public Stage stage() {
+    return Stage.ESTIMATE;
+  }
+
+  @Override
+  public boolean applies(Request r) {
+    Subject s = r.subject();
+    Body b = r.body();
+    return b != null
+        && !s.shadow() // observe only: the upstream answers background mode itself
+        && intake.policy().covers(s.requestClass().name(), s.route())
+        && BackgroundRequest.mentions(b.bytes(), b.offset(), b.length());
+  }
+
+  @Override
+  public CompletionStage<Written> ask(Request r) {
+    Body b = java.util.Objects.requireNonNull(r.body(), "applies: a body");
+    BackgroundRequest.Asked asked = BackgroundRequest.read(b.bytes(), b.offset(), b.length());
+    if (asked == null) {
+      return CompletableFuture.completedFuture(Written.NOT_BACKGROUND);
+    }
+    IntakePolicy p = intake.policy();
+    if (b.length() > p.maxRequestBytes()) {
+      return CompletableFuture.completedFuture(Written.TOO_LARGE);
+    }
+    Subject s = r.subject();
+    long now = intake.clock().millis();
+    JobStore.NewJob job =
+        new JobStore.NewJob(
+            OperationIds.next(),
+            s.tenant().id(),
+            s.pool().name(),
+            s.requestClass().name(),
+            s.route(),
+            asked.model(),
+            r.workUnits(),
+            now,
+            now + p.freshness().toMillis(),
+            Arrays.copyOfRange(b.bytes(), b.offset(), b.offset() + b.length()));
+    return intake
+        .store()
+        .enqueue(intake.keyPrefix(), job, intake.caps())
+        .handle((e, failure) -> new Written(job, e, failure, false));
+  }
+
+  @Override
+  public Verdict answered(Written w, Request r) {
+    JobStore.NewJob job = w.job();
+    if (w.tooLarge()) {
+      return IntakeNote.refused(
+          IntakeNote.of(IntakeNote.TOO_LARGE),
+          new Refusal(
+              Reason.BODY_TOO_LARGE,
+              413,
+              0,
+              "a background request's body is larger than intake.maxRequestBytes ("
+                  + intake.policy().maxRequestBytes()
+                  + " bytes)"));
+    }
+    if (job == null) {
+      return Continue.INSTANCE; // a body that names background without asking for it
+    }
+    JobStore.Enqueued e = w.enqueued();
+    if (e == null || "store".equals(e.full())) {
+      return IntakeNote.refused(
+          IntakeNote.of(IntakeNote.STORE_FAILED),
+          new Refusal(
+              Reason.INTAKE_UNAVAILABLE,
+              503,
+              1,
+              "the durable queue did not acknowledge the job: it was not accepted"));
+    }
+    if (!e.accepted()) {
+      IntakePolicy p = intake.policy();
+      return IntakeNote.refused(
+          IntakeNote.of(IntakeNote.BACKLOG_FULL),
+          new Refusal(
+              Reason.INTAKE_BACKLOG_FULL,
+              429,
+              1,
+              "count".equals(e.full())
+                  ? "the tenant's background backlog holds intake.maxJobsPerTenant ("
+                      + p.maxJobsPerTenant()
+                      + ") jobs"
+                  : "the tenant's background backlog holds intake.maxWorkPerTenant ("
+                      + p.maxWorkPerTenant()
+                      + ") work units"));
+    }
+    JobStore.JobView view =
+        new JobStore.JobView(
+            job.id(),
+            job.pool(),
+            JobStatus.QUEUED,
+            job.model(),
+            job.workUnits(),
+            job.createdMillis(),
+            job.expiresMillis(),
+            e.position(),
+            e.aheadWork(),
+            null,
+            null);
+    StartWindow window = intake.window(controller, job.pool(), view);
+    return JobAnswers.answer(
+        Reason.ACCEPTED, view, window, IntakeNote.of(IntakeNote.QUEUED, view, window));
+  }
+}

@@ -1,0 +1,80 @@
+package io.sluice.core.intake;
+
+import io.sluice.core.session.AdmissionCheck;
+import io.sluice.core.session.RequestFacts;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * What intake did with one request, for its listener and the decision record ({@link
+ * RequestFacts#note}): counted in {@code sluice_intake_requests_total{pool,class,event}}
+ * (docs/metrics.md) and written as the record's {@code intake}.
+ *
+ * @param event one of the constants below (a bounded label)
+ * @param jobId the job's operation id, or null (refused before one was written, or malformed)
+ * @param status the job's status answered, or null
+ * @param position jobs ahead of it while it waits (else 0)
+ * @param window its predicted start window while it waits, or null
+ */
+public record IntakeNote(
+    String event,
+    @Nullable String jobId,
+    @Nullable String status,
+    long position,
+    @Nullable StartWindow window) {
+  /** A job was written to the durable queue and its id answered. */
+  public static final String QUEUED = "queued";
+
+  /** Refused: the tenant's backlog holds its cap of jobs or work. */
+  public static final String BACKLOG_FULL = "backlog_full";
+
+  /** Refused: the store did not acknowledge the job (or the read), or holds its bound of jobs. */
+  public static final String STORE_FAILED = "store_failed";
+
+  /** Refused: the body is larger than {@code intake.maxRequestBytes}. */
+  public static final String TOO_LARGE = "too_large";
+
+  /** A job's status was read. */
+  public static final String READ = "read";
+
+  /** A job was cancelled (or a cancel found it done). */
+  public static final String CANCEL = "cancel";
+
+  /** An operation route named an id that is unknown or another tenant's. */
+  public static final String UNKNOWN = "unknown";
+
+  /** An operation route named a malformed id. */
+  public static final String MALFORMED = "malformed";
+
+  static IntakeNote of(String event) {
+    return new IntakeNote(event, null, null, 0, null);
+  }
+
+  static IntakeNote of(String event, JobStore.JobView job, StartWindow window) {
+    boolean waits = job.status() == JobStatus.QUEUED;
+    return new IntakeNote(
+        event, job.id(), job.status().code(), waits ? job.position() : 0, waits ? window : null);
+  }
+
+  /** The note of {@code facts}, or null when intake did nothing with the request. */
+  public static @Nullable IntakeNote of(RequestFacts facts) {
+    return facts.note(IntakeNote.class);
+  }
+
+  /** A refusal that carries its note to the listeners and the record: nothing held. */
+  static AdmissionCheck.Held refused(IntakeNote note, AdmissionCheck.Refusal refusal) {
+    return new AdmissionCheck.Held() {
+      @Override
+      public AdmissionCheck.Refusal refusal() {
+        return refusal;
+      }
+
+      @Override
+      public Object note() {
+        return note;
+      }
+
+      @Override
+      protected void release(AdmissionCheck.Release how) {}
+    };
+  }
+}

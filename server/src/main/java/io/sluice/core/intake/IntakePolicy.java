@@ -1,0 +1,141 @@
+package io.sluice.core.intake;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The {@code intake} section (docs/configuration.md, "Background intake").
+ *
+ * @param enabled whether background requests are accepted into the durable queue at all
+ * @param classes the classes whose background requests are accepted (by name)
+ * @param routes the routes whose background requests are accepted (by name), beside {@code classes}
+ * @param statusPath the path prefix of the operation routes: {@code GET <statusPath><id>} and
+ *     {@code POST <statusPath><id>/cancel} are answered from the store
+ * @param freshness how long a job may wait in the queue: past it, it ends {@code expired} instead
+ *     of running stale
+ * @param maxJobsPerTenant a tenant's jobs waiting at most (more: {@code intake_backlog_full})
+ * @param maxWorkPerTenant the work units of a tenant's waiting jobs at most
+ * @param maxRequestBytes the largest request body accepted into the queue ({@code body_too_large})
+ * @param retention how long a job's final status (and result) stays readable
+ * @param maxJobs the in-memory store's bound on jobs kept (one replica, tests)
+ */
+public record IntakePolicy(
+    boolean enabled,
+    Set<String> classes,
+    Set<String> routes,
+    String statusPath,
+    Duration freshness,
+    int maxJobsPerTenant,
+    long maxWorkPerTenant,
+    int maxRequestBytes,
+    Duration retention,
+    int maxJobs) {
+  public IntakePolicy {
+    classes = Set.copyOf(classes);
+    routes = Set.copyOf(routes);
+    Objects.requireNonNull(statusPath, "statusPath");
+    Objects.requireNonNull(freshness, "freshness");
+    Objects.requireNonNull(retention, "retention");
+  }
+
+  public static final IntakePolicy DEFAULTS =
+      new IntakePolicy(
+          false,
+          Set.of(),
+          Set.of(),
+          "/v1/responses/",
+          Duration.ofHours(1),
+          1000,
+          10_000_000L,
+          1 << 20,
+          Duration.ofHours(24),
+          100_000);
+
+  /** Whether a request of {@code className} on {@code route} may be accepted for later. */
+  public boolean covers(String className, String route) {
+    return enabled && (classes.contains(className) || routes.contains(route));
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Tests and tools: the defaults, changed field by field. */
+  public static final class Builder {
+    private boolean enabled = true;
+    private Set<String> classes = Set.of("batch");
+    private Set<String> routes = Set.of();
+    private String statusPath = DEFAULTS.statusPath;
+    private Duration freshness = DEFAULTS.freshness;
+    private int maxJobsPerTenant = DEFAULTS.maxJobsPerTenant;
+    private long maxWorkPerTenant = DEFAULTS.maxWorkPerTenant;
+    private int maxRequestBytes = DEFAULTS.maxRequestBytes;
+    private Duration retention = DEFAULTS.retention;
+    private int maxJobs = DEFAULTS.maxJobs;
+
+    public Builder enabled(boolean v) {
+      enabled = v;
+      return this;
+    }
+
+    public Builder classes(Set<String> v) {
+      classes = v;
+      return this;
+    }
+
+    public Builder routes(Set<String> v) {
+      routes = v;
+      return this;
+    }
+
+    public Builder statusPath(String v) {
+      statusPath = v;
+      return this;
+    }
+
+    public Builder freshness(Duration v) {
+      freshness = v;
+      return this;
+    }
+
+    public Builder maxJobsPerTenant(int v) {
+      maxJobsPerTenant = v;
+      return this;
+    }
+
+    public Builder maxWorkPerTenant(long v) {
+      maxWorkPerTenant = v;
+      return this;
+    }
+
+    public Builder maxRequestBytes(int v) {
+      maxRequestBytes = v;
+      return this;
+    }
+
+    public Builder retention(Duration v) {
+      retention = v;
+      return this;
+    }
+
+    public Builder maxJobs(int v) {
+      maxJobs = v;
+      return this;
+    }
+
+    public IntakePolicy build() {
+      return new IntakePolicy(
+          enabled,
+          classes,
+          routes,
+          statusPath,
+          freshness,
+          maxJobsPerTenant,
+          maxWorkPerTenant,
+          maxRequestBytes,
+          retention,
+          maxJobs);
+    }
+  }
+}

@@ -1,0 +1,96 @@
+package io.sluice.core.intake;
+
+import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The durable queue of background jobs (a store port: in memory for one replica and tests, Redis
+ * Streams across replicas). Every call is atomic in the store; a stage that completes normally
+ * means the store acknowledged it. Keys live under the caller's {@code prefix} ({@code
+ * quotas.keyPrefix}).
+ *
+ * <p>Per pool, the waiting jobs are in arrival order; per tenant, the store counts its waiting jobs
+ * and their work (the caps). A waiting job past its expiry is made {@code expired} by the next call
+ * that sees it (a read, a cancel, an enqueue sweeps a bounded number), so the caps never count a
+ * stale job.
+ */
+public interface JobStore {
+  /**
+   * Writes {@code job} if its tenant's caps allow it: into its pool's queue (Redis: {@code XADD} to
+   * the pool's stream, a hash per job), its tenant's counts raised.
+   */
+  CompletionStage<Enqueued> enqueue(String prefix, NewJob job, Caps caps);
+
+  /**
+   * The job {@code id} as {@code tenant} may see it, or null when it does not exist, expired from
+   * the store, or is another tenant's (the two are never told apart). A job it finds past its
+   * expiry ends {@code expired}, kept {@code retentionMillis}.
+   */
+  CompletionStage<@Nullable JobView> read(
+      String prefix, String tenant, String id, long nowMillis, long retentionMillis);
+
+  /**
+   * Cancels {@code tenant}'s job {@code id}: a waiting one leaves the queue and its body is dropped
+   * (its status {@code cancelled} kept for {@code retentionMillis}); a running one is marked {@code
+   * cancelled} (its result, when it comes, is not kept); a done one stays as it is. Null as {@link
+   * #read}.
+   */
+  CompletionStage<@Nullable JobView> cancel(
+      String prefix, String tenant, String id, long nowMillis, long retentionMillis);
+
+  /**
+   * A job to write.
+   *
+   * @param body the request body the upstream gets when it runs (owned by the store from here)
+   */
+  @SuppressWarnings("ArrayRecordComponent") // never compared: the store's copy
+  record NewJob(
+      String id,
+      String tenant,
+      String pool,
+      String className,
+      String route,
+      @Nullable String model,
+      long workUnits,
+      long createdMillis,
+      long expiresMillis,
+      byte[] body) {}
+
+  /** A tenant's caps on its waiting jobs, and how long a final status stays. */
+  record Caps(int maxJobs, long maxWork, long retentionMillis) {}
+
+  /**
+   * The store's answer to an enqueue.
+   *
+   * @param full null when written; else which cap refused it: {@code count} or {@code work}
+   * @param position the jobs waiting ahead of it in its pool
+   * @param aheadWork the work units waiting ahead of it
+   */
+  record Enqueued(@Nullable String full, long position, long aheadWork) {
+    public boolean accepted() {
+      return full == null;
+    }
+  }
+
+  /**
+   * A job as its tenant sees it.
+   *
+   * @param position jobs ahead of it while it waits (else 0)
+   * @param aheadWork work units ahead of it while it waits (else 0)
+   * @param result the stored result when completed (else null)
+   * @param error the upstream's typed error when failed (else null)
+   */
+  @SuppressWarnings("ArrayRecordComponent") // read once into the answer
+  record JobView(
+      String id,
+      String pool,
+      JobStatus status,
+      @Nullable String model,
+      long workUnits,
+      long createdMillis,
+      long expiresMillis,
+      long position,
+      long aheadWork,
+      byte @Nullable [] result,
+      @Nullable String error) {}
+}

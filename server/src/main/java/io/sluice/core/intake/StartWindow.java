@@ -1,0 +1,41 @@
+package io.sluice.core.intake;
+
+/**
+ * The predicted start window of a waiting job (epoch milliseconds), from the work waiting ahead of
+ * it and its pool's recent completion rate (work units per second): the earliest start assumes the
+ * whole rate drains the backlog, the latest that half of it does (background work only borrows idle
+ * capacity), plus one dispatch interval; neither is later than the job's expiry. Without a rate
+ * (nothing completed yet) the window is [now, expiry]: honest, not precise.
+ *
+ * @param earliestMillis the earliest the job may start
+ * @param latestMillis the latest it is predicted to start (its expiry at most)
+ */
+public record StartWindow(long earliestMillis, long latestMillis) {
+  /** How much slower than the pool's whole rate the latest start assumes. */
+  static final double LATEST_SHARE = 0.5;
+
+  /**
+   * @param aheadWork work units waiting ahead of the job
+   * @param ownWork the job's own work units
+   * @param workPerSecond the pool's recent completion rate (0 or less: unknown)
+   * @param intervalMillis how often a replica looks for room to dispatch
+   */
+  public static StartWindow of(
+      long nowMillis,
+      long expiresMillis,
+      long aheadWork,
+      long ownWork,
+      double workPerSecond,
+      long intervalMillis) {
+    if (!(workPerSecond > 0)) {
+      return new StartWindow(nowMillis, Math.max(nowMillis, expiresMillis));
+    }
+    long earliest = nowMillis + (long) (aheadWork * 1000.0 / workPerSecond);
+    long latest =
+        nowMillis
+            + (long) ((aheadWork + ownWork) * 1000.0 / (workPerSecond * LATEST_SHARE))
+            + intervalMillis;
+    long cap = Math.max(nowMillis, expiresMillis);
+    return new StartWindow(Math.min(earliest, cap), Math.min(latest, cap));
+  }
+}

@@ -1,0 +1,107 @@
+package io.sluice.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.config.SluiceConfig.Source;
+import io.sluice.core.intake.IntakePolicy;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/** The {@code intake} section and the signals it reads. */
+class IntakeConfigTest {
+  private static final String BASE =
+      """
+      pools: {p: {capacity: 100}}
+      classes: {c: {rank: 0}, batch: {rank: 1, borrow: true}}
+      routes: [{name: responses, match: {pathPrefix: /v1/responses}, pool: p, class: c}]
+      """;
+
+  @Test
+  void absent_off_andReadsNoSignal() {
+    SluiceConfig c = ConfigLoader.parse(BASE);
+    assertThat(c.section(IntakeSection.SECTION)).isEqualTo(IntakePolicy.DEFAULTS);
+    assertThat(c.section(IntakeSection.SECTION).enabled()).isFalse();
+    assertThat(IntakeSection.SECTION.signals(IntakePolicy.DEFAULTS)).isEmpty();
+  }
+
+  @Test
+  void section_isRead_andWrittenBackTheSame() throws Exception {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            BASE
+                + """
+                intake:
+                  enabled: true
+                  classes: [batch]
+                  routes: [responses]
+                  statusPath: /v1/responses/
+                  freshness: 30m
+                  maxJobsPerTenant: 50
+                  maxWorkPerTenant: 400000
+                  maxRequestBytes: 65536
+                  retention: 2h
+                  maxJobs: 5000
+                """);
+    IntakePolicy p = c.section(IntakeSection.SECTION);
+    assertThat(p.enabled()).isTrue();
+    assertThat(p.classes()).containsExactly("batch");
+    assertThat(p.routes()).containsExactly("responses");
+    assertThat(p.covers("batch", "other")).isTrue();
+    assertThat(p.covers("c", "responses")).isTrue();
+    assertThat(p.covers("c", "chat")).isFalse();
+    assertThat(p.freshness()).isEqualTo(Duration.ofMinutes(30));
+    assertThat(p.maxJobsPerTenant()).isEqualTo(50);
+    assertThat(p.maxWorkPerTenant()).isEqualTo(400_000);
+    assertThat(p.maxRequestBytes()).isEqualTo(65_536);
+    assertThat(p.retention()).isEqualTo(Duration.ofHours(2));
+    assertThat(p.maxJobs()).isEqualTo(5000);
+    // the operation routes are told by Envoy's pseudo-headers unless the policy says otherwise
+    assertThat(c.signals().get(IntakeSection.PATH)).containsExactly(new Source.Header(":path"));
+    assertThat(c.signals().get(IntakeSection.METHOD)).containsExactly(new Source.Header(":method"));
+    assertThat(IntakeSection.SECTION.signals(p)).isEqualTo(Set.of("intakePath", "intakeMethod"));
+    SluiceConfig again =
+        ConfigLoader.parse(
+            new com.fasterxml.jackson.databind.ObjectMapper(
+                    new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+                .writeValueAsString(ConfigWriter.tree(c)));
+    assertThat(again.section(IntakeSection.SECTION)).isEqualTo(p);
+  }
+
+  @Test
+  void badValues_eachNamedWithItsPathAndTheValueExpected() {
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    BASE
+                        + """
+                        intake:
+                          enabled: true
+                          classes: [nope]
+                          routes: [gone]
+                          statusPath: v1/responses
+                          freshness: 0.5s
+                          retention: 40d
+                          maxJobsPerTenant: 0
+                          extra: 1
+                        """))
+        .isInstanceOf(ConfigException.class)
+        .satisfies(
+            e -> {
+              List<String> errors = ((ConfigException) e).errors();
+              assertThat(errors)
+                  .contains(
+                      "intake.classes[0]: nope (expected: the name of a class in classes)",
+                      "intake.routes[0]: gone (expected: the name of a route in routes)",
+                      "intake.statusPath: v1/responses (expected: a path that starts and ends"
+                          + " with /)",
+                      "intake.freshness: 500ms (expected: a duration in 1s..168h)",
+                      "intake.maxJobsPerTenant: 0 (expected: an integer in 1..10000000)");
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.retention"));
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.extra"));
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.classes: empty"));
+            });
+  }
+}

@@ -1,0 +1,150 @@
+package io.sluice.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.core.intake.JobStatus;
+import io.sluice.core.intake.JobStore;
+import io.sluice.core.intake.OperationIds;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract of {@link JobStore}, run on memory and on Redis (two replicas' connections): arrival
+ * order and the work ahead, the tenant's caps, another tenant's id unseen, expiry past the
+ * freshness window freeing the caps, cancel while waiting.
+ */
+public abstract class JobStoreContractTest {
+  protected static final long T0 = 1_800_000_000_000L;
+  private static final long FRESH = 60_000;
+  private static final long KEEP = 3_600_000;
+
+  protected abstract JobStore replicaA();
+
+  protected abstract JobStore replicaB();
+
+  protected abstract String prefix();
+
+  private final JobStore.Caps caps = new JobStore.Caps(3, 1_000, KEEP);
+
+  private JobStore.NewJob job(String tenant, String pool, long work, long at) {
+    return new JobStore.NewJob(
+        OperationIds.next(),
+        tenant,
+        pool,
+        "batch",
+        "responses",
+        "m1",
+        work,
+        at,
+        at + FRESH,
+        "{\"background\":true}".getBytes(StandardCharsets.UTF_8));
+  }
+
+  private JobStore.Enqueued enqueue(JobStore s, JobStore.NewJob j, JobStore.Caps c) {
+    return s.enqueue(prefix(), j, c).toCompletableFuture().join();
+  }
+
+  private JobStore.JobView read(JobStore s, String tenant, String id, long now) {
+    return s.read(prefix(), tenant, id, now, KEEP).toCompletableFuture().join();
+  }
+
+  @Test
+  void enqueued_inArrivalOrder_withTheWorkAhead_acrossReplicas() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    JobStore.NewJob b = job("acme", "gpu", 50, T0 + 1);
+    JobStore.NewJob c = job("beta", "gpu", 10, T0 + 2);
+    assertThat(enqueue(replicaA(), a, caps)).isEqualTo(new JobStore.Enqueued(null, 0, 0));
+    assertThat(enqueue(replicaB(), b, caps)).isEqualTo(new JobStore.Enqueued(null, 1, 100));
+    assertThat(enqueue(replicaA(), c, caps)).isEqualTo(new JobStore.Enqueued(null, 2, 150));
+
+    JobStore.JobView v = read(replicaB(), "beta", c.id(), T0 + 3);
+    assertThat(v.status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(v.pool()).isEqualTo("gpu");
+    assertThat(v.model()).isEqualTo("m1");
+    assertThat(v.workUnits()).isEqualTo(10);
+    assertThat(v.createdMillis()).isEqualTo(T0 + 2);
+    assertThat(v.expiresMillis()).isEqualTo(T0 + 2 + FRESH);
+    assertThat(v.position()).isEqualTo(2);
+    assertThat(v.aheadWork()).isEqualTo(150);
+    assertThat(v.result()).isNull();
+    assertThat(v.error()).isNull();
+  }
+
+  @Test
+  void anotherTenantsId_isUnknown_forReadAndCancel() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    enqueue(replicaA(), a, caps);
+    assertThat(read(replicaB(), "beta", a.id(), T0 + 1)).isNull();
+    assertThat(
+            replicaB().cancel(prefix(), "beta", a.id(), T0 + 1, KEEP).toCompletableFuture().join())
+        .isNull();
+    assertThat(read(replicaB(), "acme", a.id(), T0 + 1).status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(read(replicaB(), "acme", OperationIds.next(), T0 + 1)).isNull();
+  }
+
+  @Test
+  void tenantCaps_countAndWork_refuseWithoutWriting() {
+    for (int i = 0; i < 3; i++) {
+      assertThat(enqueue(replicaA(), job("acme", "gpu", 10, T0 + i), caps).accepted()).isTrue();
+    }
+    JobStore.NewJob fourth = job("acme", "gpu", 10, T0 + 5);
+    assertThat(enqueue(replicaB(), fourth, caps).full()).isEqualTo("count");
+    assertThat(read(replicaA(), "acme", fourth.id(), T0 + 6)).isNull(); // never written
+    // another tenant is not capped by acme's backlog; its own work cap holds
+    assertThat(enqueue(replicaB(), job("beta", "gpu", 990, T0), caps).accepted()).isTrue();
+    JobStore.NewJob heavy = job("beta", "gpu", 20, T0 + 1);
+    assertThat(enqueue(replicaA(), heavy, caps).full()).isEqualTo("work");
+    assertThat(read(replicaA(), "beta", heavy.id(), T0 + 2)).isNull();
+  }
+
+  @Test
+  void pastItsFreshness_aJobExpires_andFreesItsTenantsCaps() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    JobStore.NewJob b = job("acme", "gpu", 100, T0 + 10);
+    JobStore.NewJob c = job("acme", "gpu", 100, T0 + 20);
+    enqueue(replicaA(), a, caps);
+    enqueue(replicaA(), b, caps);
+    enqueue(replicaA(), c, caps);
+    JobStore.JobView v = read(replicaB(), "acme", a.id(), T0 + FRESH + 15);
+    assertThat(v.status()).isEqualTo(JobStatus.EXPIRED);
+    assertThat(v.position()).isZero();
+    assertThat(read(replicaB(), "acme", b.id(), T0 + FRESH + 15).status())
+        .isEqualTo(JobStatus.EXPIRED);
+    JobStore.JobView still = read(replicaB(), "acme", c.id(), T0 + FRESH + 15);
+    assertThat(still.status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(still.position()).isZero(); // the expired ones left the queue
+    // two expired: room for two more within the count cap of three
+    assertThat(enqueue(replicaA(), job("acme", "gpu", 10, T0 + FRESH + 16), caps).accepted())
+        .isTrue();
+    assertThat(enqueue(replicaA(), job("acme", "gpu", 10, T0 + FRESH + 17), caps).accepted())
+        .isTrue();
+    assertThat(enqueue(replicaA(), job("acme", "gpu", 10, T0 + FRESH + 18), caps).full())
+        .isEqualTo("count");
+  }
+
+  @Test
+  void cancelWhileQueued_leavesTheQueue_keepsTheStatus_freesTheCaps() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    JobStore.NewJob b = job("acme", "gpu", 100, T0 + 1);
+    JobStore.NewJob c = job("acme", "gpu", 100, T0 + 2);
+    enqueue(replicaA(), a, caps);
+    enqueue(replicaA(), b, caps);
+    enqueue(replicaA(), c, caps);
+    JobStore.JobView v =
+        replicaB().cancel(prefix(), "acme", a.id(), T0 + 3, KEEP).toCompletableFuture().join();
+    assertThat(v.status()).isEqualTo(JobStatus.CANCELLED);
+    assertThat(read(replicaA(), "acme", a.id(), T0 + 4).status()).isEqualTo(JobStatus.CANCELLED);
+    JobStore.JobView next = read(replicaA(), "acme", b.id(), T0 + 4);
+    assertThat(next.position()).isZero();
+    assertThat(read(replicaA(), "acme", c.id(), T0 + 4).position()).isEqualTo(1);
+    assertThat(enqueue(replicaB(), job("acme", "gpu", 10, T0 + 5), caps).accepted()).isTrue();
+    // a second cancel finds it done: unchanged
+    assertThat(
+            replicaA()
+                .cancel(prefix(), "acme", a.id(), T0 + 6, KEEP)
+                .toCompletableFuture()
+                .join()
+                .status())
+        .isEqualTo(JobStatus.CANCELLED);
+  }
+}
