@@ -70,6 +70,13 @@ final class RapidReset implements Callable<Integer> {
   Integer maxResets;
 
   @Option(
+      names = "--max-premature-resets",
+      description =
+          "server.grpc.maxPrematureResets (the guard before grpc's codec); default: the server's"
+              + " own default (1000, ratio 0.5); 0 turns the guard off")
+  Integer maxPremature;
+
+  @Option(
       names = "--reconnect",
       description =
           "the abuser reconnects after each close, for the whole window (default: one"
@@ -78,7 +85,9 @@ final class RapidReset implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    String grpcExtra = maxResets == null ? "" : ", maxResetsPerWindow: " + maxResets;
+    String grpcExtra =
+        (maxResets == null ? "" : ", maxResetsPerWindow: " + maxResets)
+            + (maxPremature == null ? "" : ", maxPrematureResets: " + maxPremature);
     String yaml =
         """
         server:
@@ -101,12 +110,14 @@ final class RapidReset implements Callable<Integer> {
         System.out.printf(
             Locale.ROOT,
             "rapid-reset: %d rounds of %d s quiet + %d s attacked, %d well-behaved streams in"
-                + " flight, maxResetsPerWindow %s, abuser %s%n",
+                + " flight, maxResetsPerWindow %s, maxPrematureResets %s, warm-up %d s, abuser %s%n",
             rounds,
             durationSeconds,
             durationSeconds,
             workers,
             maxResets == null ? "default (40000/1s)" : maxResets,
+            maxPremature == null ? "default (1000, ratio 0.5)" : maxPremature,
+            warmupSeconds,
             reconnect ? "reconnects" : "one connection");
         legit(ch, pool, warmupSeconds * 1000L);
         double[] ratios = new double[rounds];
@@ -122,7 +133,7 @@ final class RapidReset implements Callable<Integer> {
               Locale.ROOT,
               "round %d: alone %.0f streams/s, beside the abuser %.0f streams/s, ratio %.2f;"
                   + " abuser: %d resets on %d connection(s), first closed after %d ms (GOAWAY"
-                  + " %s)%n",
+                  + " %s); refusals so far: premature_resets %.0f, too_many_resets %.0f%n",
               r + 1,
               alone,
               beside,
@@ -130,7 +141,9 @@ final class RapidReset implements Callable<Integer> {
               abuse.resets.get(),
               abuse.connections.get(),
               abuse.firstCloseMillis.get(),
-              abuse.goAway.get() < 0 ? "none" : "0x" + Long.toHexString(abuse.goAway.get()));
+              abuse.goAway.get() < 0 ? "none" : "0x" + Long.toHexString(abuse.goAway.get()),
+              refusals(server, "premature_resets"),
+              refusals(server, "too_many_resets"));
         }
         double[] sorted = ratios.clone();
         Arrays.sort(sorted);
@@ -147,6 +160,12 @@ final class RapidReset implements Callable<Integer> {
       }
     }
     return 0;
+  }
+
+  private static double refusals(SluiceServer server, String reason) {
+    var c =
+        server.registry().find("sluice.grpc.transport.refusals").tag("reason", reason).counter();
+    return c == null ? 0 : c.count();
   }
 
   /** Well-behaved streams completed by {@link #workers} closed loops on {@code ch} in millis. */

@@ -3,20 +3,26 @@ package io.sluice.transport;
 import io.grpc.netty.shaded.io.netty.buffer.ByteBuf;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
 import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
+import io.grpc.netty.shaded.io.netty.channel.socket.DuplexChannel;
 import io.grpc.netty.shaded.io.netty.util.ReferenceCountUtil;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
  * One HTTP/2 connection's guard against rapid reset, in front of grpc's codec: every read passes
  * through a {@link ResetScanner} first. When a read crosses the premature-reset limit, that read
  * and every later one are dropped undecoded (the point: grpc never decodes the rest of the flood,
- * however fast it arrived), the client gets {@code GOAWAY ENHANCE_YOUR_CALM} naming the last stream
- * grpc saw, the connection is closed and {@code refused} is told once (a short detail for the log).
+ * however fast it arrived), {@code refused} is told once (a short detail for the log), the client
+ * gets {@code GOAWAY ENHANCE_YOUR_CALM} naming the last stream grpc saw, then the end of the
+ * stream, and the connection is closed.
  *
  * <p>Concurrency: one instance per connection, called on its event loop only.
  */
 public final class PrematureResetGuard extends ChannelInboundHandlerAdapter {
+  /** How long the socket stays open (reading nothing) after the GOAWAY and the write side's FIN. */
+  static final long LINGER_MILLIS = 1_000;
+
   /** HTTP/2 error code ENHANCE_YOUR_CALM. */
   static final int ENHANCE_YOUR_CALM = 0xb;
 
@@ -59,9 +65,24 @@ public final class PrematureResetGuard extends ChannelInboundHandlerAdapter {
             + scanner.streams()
             + " streams on "
             + ctx.channel().remoteAddress());
-    // closed from here, toward the socket: a channel close would pass grpc's codec, whose close
-    // is a graceful GOAWAY that waits for the open streams
-    var unused = ctx.writeAndFlush(goAway(ctx, passedStreamId)).addListener(f -> close(ctx));
+    var unused = ctx.writeAndFlush(goAway(ctx, passedStreamId)).addListener(f -> finish(ctx));
+  }
+
+  /**
+   * After the GOAWAY: the write side is shut (FIN), so the client reads the GOAWAY and then the end
+   * of the stream, and the socket is closed {@link #LINGER_MILLIS} later. Closing at once, with the
+   * flood's bytes unread in the socket, sends a TCP reset that can discard the GOAWAY on its way.
+   * Both are done from here toward the socket: a channel close would pass grpc's codec, whose close
+   * is a graceful GOAWAY that waits for the open streams.
+   */
+  private static void finish(ChannelHandlerContext ctx) {
+    if (ctx.channel() instanceof DuplexChannel d && d.isActive()) {
+      var unusedShut = d.shutdownOutput();
+      var unusedLater =
+          ctx.executor().schedule(() -> close(ctx), LINGER_MILLIS, TimeUnit.MILLISECONDS);
+    } else {
+      close(ctx);
+    }
   }
 
   private static void close(ChannelHandlerContext ctx) {
