@@ -74,10 +74,20 @@ final class Utf8 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
   }
 
+  // eight bytes at a time: a run of ASCII (no byte with its high bit set) needs no other check
+  private static final java.lang.invoke.VarHandle LONGS =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
+          long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
+  private static final long HIGH_BITS = 0x8080808080808080L;
+
   private static boolean isValid(byte[] b, int offset, int length, boolean surrogates) {
     int i = offset;
     int end = offset + length;
     while (i < end) {
+      if (i + 8 <= end && ((long) LONGS.get(b, i) & HIGH_BITS) == 0) {
+        i += 8;
+        continue;
+      }
       int c = b[i];
       if (c >= 0) {
         i++;
@@ -149,8 +159,15 @@ final class Utf8 {
    * UTF-8 length of {@code buf[offset, offset + length)}, counted as {@link #length(CharSequence)}.
    */
   static long length(char[] buf, int offset, int length) {
-    long n = 0;
     int end = offset + length;
+    int any = 0;
+    for (int i = offset; i < end; i++) { // a plain reduction the JIT vectorizes
+      any |= buf[i];
+    }
+    if (any < 0x80) {
+      return length; // all ASCII: one byte each
+    }
+    long n = 0;
     for (int i = offset; i < end; i++) {
       char c = buf[i];
       if (c < 0x80) {
