@@ -26,7 +26,19 @@ public enum Reason {
   /** A workflow (agent run) holds its pool's {@code workflow.maxRequests} or {@code maxWork}. */
   FANOUT_BUDGET("fanout_budget", 429, Scope.TENANT),
   /** A retry came back before the Retry-After it was given ({@code retries.earlyRetry: refuse}). */
-  EARLY_RETRY("early_retry", 429, Scope.TENANT);
+  EARLY_RETRY("early_retry", 429, Scope.TENANT),
+  /**
+   * A budget over a billing period is spent ({@code budgets}); the status is the operator's (402 by
+   * default, 422 or 429), never a 503. Not retryable before the period renews.
+   */
+  BUDGET_EXHAUSTED("budget_exhausted", 402, Scope.TENANT, false),
+  /** A money budget applies and the request's model has no price ({@code unknownModel: refuse}). */
+  BUDGET_UNPRICED("budget_unpriced", 422, Scope.REQUEST, false),
+  /**
+   * A budget's pace (or the reservations of the requests still running on it) left no room within
+   * {@code budgets.maxWait}, or its store is down with {@code failureMode: closed}: retryable.
+   */
+  BUDGET_PACED("budget_paced", 429, Scope.TENANT);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {
@@ -44,11 +56,26 @@ public enum Reason {
   private final String code;
   private final int defaultStatus;
   private final Scope scope;
+  private final boolean retryable;
 
   Reason(String code, int defaultStatus, Scope scope) {
+    this(code, defaultStatus, scope, true);
+  }
+
+  Reason(String code, int defaultStatus, Scope scope, boolean retryable) {
     this.code = code;
     this.defaultStatus = defaultStatus;
     this.scope = scope;
+    this.retryable = retryable;
+  }
+
+  /**
+   * False when a retry of the same request cannot succeed before something the client does not
+   * control changes (a budget's period renews): the body then says {@code "retryable": false} and a
+   * Retry-After header is sent only with a 429.
+   */
+  public boolean retryable() {
+    return retryable;
   }
 
   public String code() {
