@@ -2,6 +2,7 @@ package io.sluice.bootstrap;
 
 import io.sluice.feature.Feature;
 import io.sluice.feature.StorePort;
+import io.sluice.feature.budget.BudgetFeature;
 import io.sluice.feature.retry.RetryFeature;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,7 +15,7 @@ import java.util.List;
  */
 final class Features {
   /** The features, in registration order (checks of equal order keep it). */
-  static final List<Feature> ALL = List.of(new RetryFeature());
+  static final List<Feature> ALL = List.of(new RetryFeature(), new BudgetFeature());
 
   private Features() {}
 
