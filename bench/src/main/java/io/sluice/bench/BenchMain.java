@@ -51,6 +51,8 @@ import picocli.CommandLine.ScopeType;
       ColdAdaptive.ColdThrottle.class,
       ColdKnee.class,
       RetryStorm.class,
+      BudgetBench.Burst.class,
+      BudgetBench.Pacing.class,
       Reserve.class,
       ColdGreedy.class,
       PolicyAssistant.class,

@@ -1,6 +1,7 @@
 package io.sluice.bootstrap;
 
 import io.sluice.config.SluiceConfig;
+import io.sluice.feature.budget.BudgetsEndpoint;
 import io.sluice.rls.HttpReply;
 import io.sluice.rls.RlsModule;
 import java.io.IOException;
@@ -84,6 +85,11 @@ final class AdminRoutes {
                 + " a policy file",
             r::configReply)
         .routeWithQuery(
+            "/budgets",
+            "budgets over billing periods for ?tenant=<id>[&tier=&route=&model=]: spend, remaining,"
+                + " reset, forecast (JSON)",
+            query -> r.budgets(query))
+        .routeWithQuery(
             "/debug/estimates",
             "the learned output reserve per key, most used first (JSON; ?limit=, default 100)",
             query -> DebugEstimates.reply(services.reserves, query))
@@ -122,6 +128,13 @@ final class AdminRoutes {
             .routeWithBody("/json", body -> rls.json(body).thenApply(r::reply), control == null);
       }
     }
+  }
+
+  /** {@code GET /budgets?tenant=...}: the budgets feature's endpoint. */
+  private AdminHttpServer.Reply budgets(Map<String, String> query) {
+    BudgetsEndpoint.Reply b =
+        BudgetsEndpoint.reply(config.get(), services.store.stores, query, services.options.clock());
+    return AdminHttpServer.Reply.json(b.status(), b.json());
   }
 
   /** {@code GET /config[?format=json|yaml]}: JSON unless asked for YAML. */

@@ -2,6 +2,7 @@ package io.sluice.bootstrap;
 
 import io.sluice.feature.Feature;
 import io.sluice.feature.StorePort;
+import io.sluice.feature.budget.BudgetFeature;
 import io.sluice.feature.intake.IntakeFeature;
 import io.sluice.feature.retry.RetryFeature;
 import java.util.ArrayList;
@@ -15,7 +16,8 @@ import java.util.List;
  */
 final class Features {
   /** The features, in registration order (checks of equal order keep it). */
-  static final List<Feature> ALL = List.of(new RetryFeature(), new IntakeFeature());
+  static final List<Feature> ALL =
+      List.of(new RetryFeature(), new IntakeFeature(), new BudgetFeature());
 
   private Features() {}
 

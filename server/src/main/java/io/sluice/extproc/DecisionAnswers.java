@@ -134,15 +134,20 @@ final class DecisionAnswers {
   /**
    * The headers the client's response gets, or an empty map: {@code x-sluice-degraded: <rung>} for
    * a degraded request (always: a client must know its answer was made cheaper), {@code
-   * x-sluice-queue-wait-ms} for one that waited in the queue.
+   * x-sluice-queue-wait-ms} for one that waited in the queue, and what its checks' holds disclose
+   * (a budget past a soft threshold: {@code x-sluice-budget-remaining}, ...).
    */
   static Map<String, String> responseHeaders(RunningRequest s) {
     String rung = s.plan().rung();
     long waited = s.queueWaitNanos();
+    Map<String, String> disclosed = s.disclosed();
     if (rung == null && waited <= 0) {
-      return Map.of();
+      return disclosed == null ? Map.of() : disclosed;
     }
     Map<String, String> h = new LinkedHashMap<>(4);
+    if (disclosed != null) {
+      h.putAll(disclosed);
+    }
     if (rung != null) {
       h.put("x-sluice-degraded", rung);
     }

@@ -210,8 +210,9 @@ final class Responses {
    * (the tenant's own limits, or a class with {@code shedStatus: 429}) → RESOURCE_EXHAUSTED, 503
    * (saturation, queue, deadline, shutdown) → UNAVAILABLE, 400 → INVALID_ARGUMENT, 403 →
    * PERMISSION_DENIED, 404 (no route) → UNIMPLEMENTED, 409 (duplicate operation) → ALREADY_EXISTS,
-   * 413 → RESOURCE_EXHAUSTED (as gRPC does for a message too large); anything else UNKNOWN. Never 0
-   * (OK): a proxyless client would take the refusal for a successful call.
+   * 413 → RESOURCE_EXHAUSTED (as gRPC does for a message too large), 402 and 422 (a spent budget) →
+   * FAILED_PRECONDITION (not to be retried as is); anything else UNKNOWN. Never 0 (OK): a proxyless
+   * client would take the refusal for a successful call.
    */
   static int grpcStatus(int status) {
     return switch (status) {
@@ -221,6 +222,7 @@ final class Responses {
       case 403 -> io.grpc.Status.Code.PERMISSION_DENIED.value();
       case 404 -> io.grpc.Status.Code.UNIMPLEMENTED.value();
       case 409 -> io.grpc.Status.Code.ALREADY_EXISTS.value();
+      case 402, 422 -> io.grpc.Status.Code.FAILED_PRECONDITION.value(); // a spent budget
       default -> io.grpc.Status.Code.UNKNOWN.value();
     };
   }
@@ -240,6 +242,9 @@ final class Responses {
     }
     if (status == 503) {
       return "overloaded";
+    }
+    if (status == 402) {
+      return "insufficient_quota"; // OpenAI's type for a spent billing quota
     }
     return "invalid_request";
   }
@@ -264,6 +269,9 @@ final class Responses {
       g.writeStringField("message", message);
       g.writeStringField("scope", reason.scope().code());
       g.writeNumberField("retry_after_seconds", retryAfterSeconds);
+      if (!reason.retryable()) { // the same request cannot succeed before its limit renews
+        g.writeBooleanField("retryable", false);
+      }
       if (waitMillis >= 0) {
         g.writeNumberField("predicted_wait_ms", waitMillis);
       }

@@ -41,7 +41,19 @@ public enum Reason {
   /** The tenant's background backlog holds its cap of jobs or work ({@code intake}). */
   INTAKE_BACKLOG_FULL("intake_backlog_full", 429, Scope.TENANT),
   /** An operation id that is unknown, expired from the store, or another tenant's. */
-  UNKNOWN_OPERATION("unknown_operation", 404, Scope.REQUEST);
+  UNKNOWN_OPERATION("unknown_operation", 404, Scope.REQUEST),
+  /**
+   * A budget over a billing period is spent ({@code budgets}); the status is the operator's (402 by
+   * default, 422 or 429), never a 503. Not retryable before the period renews.
+   */
+  BUDGET_EXHAUSTED("budget_exhausted", 402, Scope.TENANT, false),
+  /** A money budget applies and the request's model has no price ({@code unknownModel: refuse}). */
+  BUDGET_UNPRICED("budget_unpriced", 422, Scope.REQUEST, false),
+  /**
+   * A budget's pace (or the reservations of the requests still running on it) left no room within
+   * {@code budgets.maxWait}, or its store is down with {@code failureMode: closed}: retryable.
+   */
+  BUDGET_PACED("budget_paced", 429, Scope.TENANT);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {
@@ -59,11 +71,26 @@ public enum Reason {
   private final String code;
   private final int defaultStatus;
   private final Scope scope;
+  private final boolean retryable;
 
   Reason(String code, int defaultStatus, Scope scope) {
+    this(code, defaultStatus, scope, true);
+  }
+
+  Reason(String code, int defaultStatus, Scope scope, boolean retryable) {
     this.code = code;
     this.defaultStatus = defaultStatus;
     this.scope = scope;
+    this.retryable = retryable;
+  }
+
+  /**
+   * False when a retry of the same request cannot succeed before something the client does not
+   * control changes (a budget's period renews): the body then says {@code "retryable": false} and a
+   * Retry-After header is sent only with a 429.
+   */
+  public boolean retryable() {
+    return retryable;
   }
 
   public String code() {

@@ -74,6 +74,39 @@ public final class Prices {
     return unknown == Unknown.DEFAULT ? fallback : null;
   }
 
+  /** Each model's prices, sorted by when they take effect. */
+  public Map<String, List<Price>> byModel() {
+    return byModel;
+  }
+
+  /** The default price, or null. */
+  public @Nullable Price fallback() {
+    return fallback;
+  }
+
+  /** What a model with no price in effect gets. */
+  public Unknown unknown() {
+    return unknown;
+  }
+
+  @Override
+  public boolean equals(@Nullable Object o) {
+    return o instanceof Prices p
+        && byModel.equals(p.byModel)
+        && Objects.equals(fallback, p.fallback)
+        && unknown == p.unknown;
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(byModel, fallback, unknown);
+  }
+
+  @Override
+  public String toString() {
+    return "Prices[" + byModel + ", default " + fallback + ", unknownModel " + unknown + "]";
+  }
+
   /** The models priced. */
   public java.util.Set<String> models() {
     return byModel.keySet();

@@ -32,7 +32,7 @@ public record Terms(long limit, List<Double> thresholds, long burst) {
   }
 
   /** The highest threshold index {@code used} reached ({@code -1}: none). */
-  int thresholdReached(long used) {
+  public int thresholdReached(long used) {
     int reached = -1;
     for (int i = 0; i < thresholds.size(); i++) {
       if (used >= Math.ceil(thresholds.get(i) * limit)) {

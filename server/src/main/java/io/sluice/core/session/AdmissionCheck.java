@@ -209,6 +209,14 @@ public interface AdmissionCheck<A> {
       return false;
     }
 
+    /**
+     * Headers the client's response gets while the request runs with this hold (say, what is left
+     * of a budget), or null (the default): read when its response headers are answered.
+     */
+    public java.util.@Nullable Map<String, String> disclose() {
+      return null;
+    }
+
     /** Gives the hold back; called once, by the chain. */
     protected abstract void release(Release how);
 

@@ -294,6 +294,27 @@ abstract class CheckRun implements AdmissionCheck.Request {
     return CheckNotes.many(n);
   }
 
+  /**
+   * The headers the holds still held disclose to the client ({@link Held#disclose}), or null when
+   * none does (nothing allocated).
+   */
+  final java.util.@Nullable Map<String, String> disclosed() {
+    java.util.Map<String, String> out = null;
+    for (int i = 0; i < count; i++) {
+      Held h = held(i);
+      java.util.Map<String, String> d = h.released() ? null : h.disclose();
+      if (d != null && !d.isEmpty()) {
+        if (out == null) {
+          out = d;
+        } else {
+          out = new java.util.LinkedHashMap<>(out);
+          out.putAll(d);
+        }
+      }
+    }
+    return out;
+  }
+
   /** Whether a hold of {@code type} is held now. */
   final boolean holds(Class<? extends Held> type) {
     Held h = held(type);

@@ -121,6 +121,14 @@ public final class RunningRequest {
     response.body(data, offset, length, last, permit, cost.estimate(), plan.pool());
   }
 
+  /**
+   * The headers its checks' holds disclose to the client (a budget's remaining), or null when none
+   * does.
+   */
+  public java.util.@Nullable Map<String, String> disclosed() {
+    return checks.disclosed();
+  }
+
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   boolean release(Outcome outcome) {
     HeldTail t = tail;

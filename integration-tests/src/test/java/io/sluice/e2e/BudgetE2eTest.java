@@ -1,0 +1,103 @@
+package io.sluice.e2e;
+
+import static io.sluice.e2e.SluiceEnvoyHarness.chat;
+import static io.sluice.e2e.SluiceEnvoyHarness.chatBody;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.emulator.HttpResult;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Budgets through the emulated Envoy: past a soft threshold the admitted answers disclose what is
+ * left ({@code x-sluice-budget-remaining}, ...); the spent budget answers 402 {@code
+ * budget_exhausted} with {@code "retryable": false} and no Retry-After; a client retry loop that
+ * honours {@code retryable} makes no second attempt.
+ */
+@Timeout(60)
+class BudgetE2eTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private SluiceEnvoyHarness h;
+
+  @AfterEach
+  void tearDown() {
+    if (h != null) {
+      h.close();
+    }
+  }
+
+  /** An SDK-style loop: retries 408/409/429/5xx up to 3 attempts unless the body says otherwise. */
+  private int attemptsOf(java.util.function.Supplier<HttpResult> send) throws Exception {
+    for (int attempt = 1; ; attempt++) {
+      HttpResult r = send.get();
+      boolean retryableStatus =
+          r.status() == 408 || r.status() == 409 || r.status() == 429 || r.status() >= 500;
+      JsonNode body = r.status() >= 400 ? JSON.readTree(r.body()) : JSON.createObjectNode();
+      boolean forbidden = body.path("error").path("retryable").asBoolean(true) == false;
+      if (!retryableStatus || forbidden || attempt == 3) {
+        return attempt;
+      }
+    }
+  }
+
+  @Test
+  void softThresholdHeaders_then402BudgetExhausted_notRetryable_noSecondAttempt() throws Exception {
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base()
+                .with(
+                    "budgets",
+                    "{enabled: true, deployment: [{name: all, limit: 3000, period: day,"
+                        + " thresholds: [0.3]}]}"));
+    HttpResult refused = null;
+    HttpResult disclosed = null;
+    int admitted = 0;
+    for (int i = 0; i < 300 && refused == null; i++) {
+      HttpResult r = h.send(chat(chatBody(20, false)).build());
+      if (r.status() == 200) {
+        admitted++;
+        if (r.header("x-sluice-budget-remaining").isPresent()) {
+          disclosed = r;
+        }
+      } else {
+        refused = r;
+      }
+    }
+    assertThat(admitted).isPositive();
+    assertThat(disclosed).as("an admitted answer past the threshold").isNotNull();
+    assertThat(disclosed.header("x-sluice-budget")).contains("all");
+    assertThat(Long.parseLong(disclosed.header("x-sluice-budget-remaining").orElseThrow()))
+        .isLessThan(3000 * 7 / 10 + 1);
+    assertThat(disclosed.header("x-sluice-budget-reset")).isPresent();
+
+    assertThat(refused).isNotNull();
+    RejectE2eTest.assertRejected(refused, 402, "budget_exhausted", "tenant");
+    JsonNode error = JSON.readTree(refused.body()).path("error");
+    assertThat(error.path("retryable").asBoolean(true)).isFalse();
+    assertThat(error.path("type").asText()).isEqualTo("insufficient_quota");
+    assertThat(error.path("message").asText()).contains("renews at");
+    assertThat(refused.header("retry-after")).isEmpty();
+
+    double before =
+        h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted");
+    int attempts =
+        attemptsOf(
+            () -> {
+              try {
+                return h.send(chat(chatBody(20, false)).build());
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    assertThat(attempts).isEqualTo(1);
+    assertThat(h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted"))
+        .isEqualTo(before + 1);
+    assertThat(h.counter("sluice.budget.refusals", "reason", "budget_exhausted"))
+        .isGreaterThanOrEqualTo(2);
+    assertThat(h.counter("sluice.budget.threshold.crossings")).isEqualTo(1);
+  }
+}

@@ -1,0 +1,334 @@
+package io.sluice.core.budget;
+
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.TokenEstimate;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A snapshot's budgets at work: reserves a request's estimate on each budget that applies to it (in
+ * order, all or none), waits while the pace or running requests' reservations leave no room (up to
+ * {@code budgets.maxWait}), refuses when what was spent leaves none, and settles the reservations
+ * once the request ends ({@link #settle}). The store applies the {@link Ledger} rule; this class
+ * sequences it. Thread-safe (no state of its own but the store's).
+ */
+public final class BudgetBook {
+  /** How a store outage is answered. */
+  public enum FailureMode {
+    /** Let the request through, nothing reserved. */
+    OPEN,
+    /** Refuse it ({@code budget_paced}, 429). */
+    CLOSED,
+    /** Reserve on this process's local share of the budget ({@code budgets.localShare}). */
+    LOCAL
+  }
+
+  /** What the book answers a request. */
+  public sealed interface Answer permits Answer.Admit, Answer.Refuse {
+    /** Reserved (or nothing applied: {@link #note} empty). */
+    record Admit(BudgetNote note) implements Answer {}
+
+    /** Refused: nothing is held. */
+    record Refuse(
+        BudgetPolicy.Applied budget,
+        Reason reason,
+        int status,
+        long retryAfterSeconds,
+        @Nullable Instant renews,
+        String message)
+        implements Answer {}
+  }
+
+  private static final long FIRST_POLL_MILLIS = 25;
+  private static final long MAX_POLL_MILLIS = 500;
+
+  private final BudgetPolicy policy;
+  private final BudgetStore store;
+  private final @Nullable BudgetStore local;
+  private final double localShare;
+  private final String prefix;
+  private final FailureMode failureMode;
+  private final Delay delay;
+  private final Clock clock;
+  private final BudgetEvents events;
+
+  /**
+   * @param local the local share's store (failure mode {@code local}; null otherwise)
+   * @param localShare the share of each limit the local store allows
+   */
+  public BudgetBook(
+      BudgetPolicy policy,
+      BudgetStore store,
+      @Nullable BudgetStore local,
+      double localShare,
+      String prefix,
+      FailureMode failureMode,
+      Delay delay,
+      Clock clock,
+      BudgetEvents events) {
+    this.policy = policy;
+    this.store = store;
+    this.local = local;
+    this.localShare = localShare;
+    this.prefix = prefix;
+    this.failureMode =
+        local == null && failureMode == FailureMode.LOCAL ? FailureMode.OPEN : failureMode;
+    this.delay = delay;
+    this.clock = clock;
+    this.events = events;
+  }
+
+  public BudgetPolicy policy() {
+    return policy;
+  }
+
+  /** Whether budgets may apply to a request of {@code tenant} ({@code tier}) on {@code route}. */
+  public boolean applies(String tenant, String tier, String route) {
+    return policy.enabled() && policy.applies(tenant, tier, route);
+  }
+
+  /**
+   * Reserves the request's estimate (input, and the learned output reserve) on each budget that
+   * applies to it.
+   */
+  public CompletionStage<Answer> reserve(
+      String tenant, String tier, String route, TokenEstimate e) {
+    List<BudgetPolicy.Applied> budgets = policy.budgetsFor(tenant, tier, route, e.model());
+    if (budgets.isEmpty()) {
+      return CompletableFuture.completedFuture(new Answer.Admit(new BudgetNote(List.of(), null)));
+    }
+    Instant now = clock.instant();
+    Price price = null;
+    for (BudgetPolicy.Applied a : budgets) {
+      if (a.budget().meter().priced()) {
+        price = policy.prices().at(e.model(), now);
+        if (price == null) {
+          return CompletableFuture.completedFuture(
+              new Answer.Refuse(
+                  a,
+                  Reason.BUDGET_UNPRICED,
+                  422,
+                  0,
+                  null,
+                  "model "
+                      + (e.model() == null ? "(none)" : "'" + e.model() + "'")
+                      + " has no price: budget '"
+                      + a.budget().name()
+                      + "' counts money (budgets.prices.unknownModel: refuse)"));
+        }
+        break;
+      }
+    }
+    TokenUse estimate = new TokenUse(e.inputTokens(), e.outputReserveTokens(), 0);
+    Run run = new Run(budgets, estimate, price, now.plus(policy.maxWait()));
+    run.next(0);
+    return run.done;
+  }
+
+  /**
+   * Settles the note's reservations, once (the first call does; {@code actual} null: the request
+   * did not run, nothing spent).
+   */
+  public void settle(BudgetNote note, @Nullable TokenUse actual) {
+    if (!note.claimSettle()) {
+      return;
+    }
+    Instant now = clock.instant();
+    for (BudgetNote.Reserved r : note.reserved()) {
+      if (r.where() == BudgetNote.Where.NONE) {
+        continue;
+      }
+      Budget b = r.applied().budget();
+      long spent = actual == null ? 0 : Math.max(0, b.meter().units(actual, note.price()));
+      BudgetStore s = r.where() == BudgetNote.Where.LOCAL ? local : store;
+      if (s == null) {
+        continue;
+      }
+      Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
+      events.settled(r.applied(), r.units(), spent);
+      var unused =
+          s.settle(r.applied().key(prefix), b.period(), r.windowId(), terms, r.units(), spent, now)
+              .whenComplete(
+                  (announce, err) -> {
+                    if (err != null) {
+                      events.storeFailed(r.applied(), true);
+                    } else if (announce != null && announce >= 0) {
+                      events.crossed(r.applied(), b.terms().thresholds().get(announce));
+                    }
+                  });
+    }
+  }
+
+  /** A budget's state now (admin). */
+  public CompletionStage<Ledger.State> read(BudgetPolicy.Applied a) {
+    Budget b = a.budget();
+    return store.read(a.key(prefix), b.period(), b.terms(), clock.instant());
+  }
+
+  private Terms localTerms(Terms t) {
+    long limit = Math.max(1, (long) Math.floor(t.limit() * localShare));
+    return new Terms(limit, t.thresholds(), Math.min(t.burst(), limit));
+  }
+
+  /** One request's reservations, budget after budget. */
+  private final class Run {
+    final List<BudgetPolicy.Applied> budgets;
+    final TokenUse estimate;
+    final @Nullable Price price;
+    final Instant waitUntil;
+    final List<BudgetNote.Reserved> taken = new ArrayList<>(2);
+    final CompletableFuture<Answer> done = new CompletableFuture<>();
+    long poll = FIRST_POLL_MILLIS;
+
+    Run(
+        List<BudgetPolicy.Applied> budgets,
+        TokenUse estimate,
+        @Nullable Price price,
+        Instant until) {
+      this.budgets = budgets;
+      this.estimate = estimate;
+      this.price = price;
+      this.waitUntil = until;
+    }
+
+    void next(int i) {
+      if (i == budgets.size()) {
+        done.complete(new Answer.Admit(new BudgetNote(taken, price)));
+        return;
+      }
+      BudgetPolicy.Applied a = budgets.get(i);
+      Budget b = a.budget();
+      long cost = Math.max(0, b.meter().units(estimate, price));
+      Instant now = clock.instant();
+      store
+          .reserve(a.key(prefix), b.period(), b.terms(), cost, now)
+          .whenComplete(
+              (o, err) -> {
+                try {
+                  if (err != null || o == null) {
+                    storeFailed(i, a, cost, now);
+                  } else {
+                    answered(i, a, o, BudgetNote.Where.STORE, now);
+                  }
+                } catch (RuntimeException x) {
+                  giveBack();
+                  done.completeExceptionally(x);
+                }
+              });
+    }
+
+    private void storeFailed(int i, BudgetPolicy.Applied a, long cost, Instant now) {
+      Budget b = a.budget();
+      switch (failureMode) {
+        case OPEN -> {
+          events.storeFailed(a, true);
+          taken.add(
+              new BudgetNote.Reserved(
+                  a,
+                  b.period().at(now).id(),
+                  b.period().at(now).end(),
+                  0,
+                  -1,
+                  -1,
+                  BudgetNote.Where.NONE));
+          next(i + 1);
+        }
+        case CLOSED -> {
+          events.storeFailed(a, false);
+          refuse(
+              new Answer.Refuse(
+                  a,
+                  Reason.BUDGET_PACED,
+                  429,
+                  1,
+                  null,
+                  "budget store unavailable (budgets.failureMode: closed)"));
+        }
+        case LOCAL -> {
+          events.storeFailed(a, true);
+          BudgetStore l = java.util.Objects.requireNonNull(local, "local");
+          l.reserve(a.key(prefix), b.period(), localTerms(b.terms()), cost, now)
+              .whenComplete(
+                  (o, err) -> {
+                    if (err != null || o == null) {
+                      refuse(
+                          new Answer.Refuse(
+                              a, Reason.BUDGET_PACED, 429, 1, null, "budget store unavailable"));
+                    } else {
+                      answered(i, a, o, BudgetNote.Where.LOCAL, now);
+                    }
+                  });
+        }
+      }
+    }
+
+    private void answered(
+        int i, BudgetPolicy.Applied a, Ledger.Outcome o, BudgetNote.Where where, Instant now) {
+      Budget b = a.budget();
+      if (o instanceof Ledger.Outcome.Admit ad) {
+        Period.Window w = b.period().at(now);
+        taken.add(
+            new BudgetNote.Reserved(
+                a, w.id(), w.end(), ad.cost(), ad.remaining(), ad.announce(), where));
+        if (ad.announce() >= 0) {
+          events.crossed(a, b.terms().thresholds().get(ad.announce()));
+        }
+        poll = FIRST_POLL_MILLIS;
+        next(i + 1);
+      } else if (o instanceof Ledger.Outcome.Exhausted ex) {
+        long secs = Math.max(1, (ex.renews().toEpochMilli() - now.toEpochMilli() + 999) / 1000);
+        int status = policy.refusalStatus();
+        refuse(
+            new Answer.Refuse(
+                a,
+                Reason.BUDGET_EXHAUSTED,
+                status,
+                secs,
+                ex.renews(),
+                "budget '"
+                    + b.name()
+                    + "' ("
+                    + a.scope().label()
+                    + ") is spent for this period; it renews at "
+                    + ex.renews()));
+      } else if (o instanceof Ledger.Outcome.Wait wt) {
+        long wait = wt.pacing() ? Math.max(1, wt.waitMillis()) : poll;
+        if (now.plusMillis(wait).isAfter(waitUntil)) {
+          long secs = Math.max(1, (Math.max(wait, poll) + 999) / 1000);
+          refuse(
+              new Answer.Refuse(
+                  a,
+                  Reason.BUDGET_PACED,
+                  429,
+                  secs,
+                  null,
+                  wt.pacing()
+                      ? "budget '" + b.name() + "' is paced: its rate has no room now"
+                      : "budget '" + b.name() + "' is held by running requests"));
+          return;
+        }
+        events.waited(a, wt.pacing(), wait);
+        if (!wt.pacing()) {
+          poll = Math.min(MAX_POLL_MILLIS, poll * 2);
+        }
+        delay.after(wait).whenComplete((v, err) -> next(i));
+      }
+    }
+
+    private void refuse(Answer.Refuse r) {
+      giveBack();
+      done.complete(r);
+    }
+
+    private void giveBack() {
+      if (!taken.isEmpty()) {
+        settle(new BudgetNote(taken, price), null);
+      }
+    }
+  }
+}

@@ -1,0 +1,35 @@
+package io.sluice.core.budget;
+
+/**
+ * What the budgets tell their meters ({@code observability}), beside the session's events:
+ * thread-safe, never blocking, called on the store's thread. Every label is bounded: a budget's
+ * name, scope and group (a tier, a route, a model group), never a tenant id.
+ */
+public interface BudgetEvents {
+  /** A reservation settled: {@code reserved} units taken back, {@code actual} spent. */
+  void settled(BudgetPolicy.Applied a, long reserved, long actual);
+
+  /** A soft threshold was first reached in the window (once per window). */
+  void crossed(BudgetPolicy.Applied a, double threshold);
+
+  /** The request waited for the budget ({@code pacing}: for the pace, else for reservations). */
+  void waited(BudgetPolicy.Applied a, boolean pacing, long millis);
+
+  /** The store did not answer; {@code allowed}: what the failure mode did. */
+  void storeFailed(BudgetPolicy.Applied a, boolean allowed);
+
+  BudgetEvents NONE =
+      new BudgetEvents() {
+        @Override
+        public void settled(BudgetPolicy.Applied a, long reserved, long actual) {}
+
+        @Override
+        public void crossed(BudgetPolicy.Applied a, double threshold) {}
+
+        @Override
+        public void waited(BudgetPolicy.Applied a, boolean pacing, long millis) {}
+
+        @Override
+        public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {}
+      };
+}

@@ -1,0 +1,142 @@
+package io.sluice.feature.budget;
+
+import io.sluice.config.BudgetsSection;
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.budget.BudgetBook;
+import io.sluice.core.budget.BudgetCheck;
+import io.sluice.core.budget.BudgetPolicy;
+import io.sluice.core.budget.BudgetSettler;
+import io.sluice.core.budget.BudgetStore;
+import io.sluice.core.budget.Delay;
+import io.sluice.core.time.Ticker;
+import io.sluice.feature.Contributions;
+import io.sluice.feature.Feature;
+import io.sluice.feature.FeatureSnapshot;
+import io.sluice.feature.StorePort;
+import io.sluice.observability.BudgetMetrics;
+import io.sluice.observability.BudgetRecorder;
+import io.sluice.store.memory.InMemoryBudgetStore;
+import io.sluice.store.redis.RedisBudgetStore;
+import io.sluice.store.redis.RedisConnection;
+import java.time.Clock;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Budgets over billing periods (docs/configuration.md, "Budgets"), registered in one place: its
+ * section ({@link BudgetsSection}, {@code budgets}), its store port ({@link #BUDGETS}: in memory,
+ * bounded by {@code budgets.maxEntries}; on Redis, exact across replicas) and the local share a
+ * replica spends while the store is down ({@link #LOCAL_SHARE}), its check ({@link BudgetCheck},
+ * after the tenant's tokens per minute, in the chain only while {@code budgets.enabled} and a
+ * budget is configured), its listener ({@link BudgetSettler}: every end path reconciled once) and
+ * its meters and decision-record part ({@link BudgetRecorder} on the process's {@link
+ * BudgetMetrics}).
+ */
+public final class BudgetFeature implements Feature {
+  /** The budgets' state: shared exactly when the backend is. */
+  public static final StorePort<BudgetStore> BUDGETS =
+      new StorePort<>() {
+        @Override
+        public String name() {
+          return "budgets";
+        }
+
+        @Override
+        public BudgetStore memory(Ticker ticker, boolean isolated) {
+          return new InMemoryBudgetStore(isolated ? 10_000 : BudgetPolicy.DEFAULTS.maxEntries());
+        }
+
+        @Override
+        public BudgetStore redis(RedisConnection redis) {
+          return new RedisBudgetStore(redis);
+        }
+
+        @Override
+        public void configure(BudgetStore port, SluiceConfig config) {
+          if (port instanceof InMemoryBudgetStore m) { // Redis keeps what its keys' TTLs say
+            m.resize(config.section(BudgetsSection.SECTION).maxEntries());
+          }
+        }
+      };
+
+  /** What this replica spends while the shared store does not answer (failure mode local). */
+  public static final StorePort<BudgetStore> LOCAL_SHARE =
+      new StorePort<>() {
+        @Override
+        public String name() {
+          return "budgets-local";
+        }
+
+        @Override
+        public BudgetStore memory(Ticker ticker, boolean isolated) {
+          return new InMemoryBudgetStore(isolated ? 10_000 : BudgetPolicy.DEFAULTS.maxEntries());
+        }
+
+        @Override
+        public BudgetStore redis(RedisConnection redis) {
+          return memory(Ticker.system(), false); // always this process's own
+        }
+
+        @Override
+        public void configure(BudgetStore port, SluiceConfig config) {
+          if (port instanceof InMemoryBudgetStore m) {
+            m.resize(config.section(BudgetsSection.SECTION).maxEntries());
+          }
+        }
+      };
+
+  /** The process's timer for requests waiting on a budget: one daemon thread, made on first use. */
+  private static final class Timer {
+    static final ScheduledExecutorService INSTANCE =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread th = new Thread(r, "sluice-budget-timer");
+              th.setDaemon(true);
+              return th;
+            });
+  }
+
+  private static Delay delay() {
+    return millis -> {
+      CompletableFuture<Void> f = new CompletableFuture<>();
+      var unused = Timer.INSTANCE.schedule(() -> f.complete(null), millis, TimeUnit.MILLISECONDS);
+      return f;
+    };
+  }
+
+  @Override
+  public List<StorePort<?>> storePorts() {
+    return List.of(BUDGETS, LOCAL_SHARE);
+  }
+
+  @Override
+  public void contribute(FeatureSnapshot s, Contributions out) {
+    SluiceConfig config = s.config();
+    BudgetPolicy policy = config.section(BudgetsSection.SECTION);
+    BudgetMetrics meters = s.metrics().part(BudgetMetrics.class, BudgetMetrics::new);
+    BudgetBook.FailureMode mode = policy.failureMode();
+    if (mode == null) {
+      mode =
+          config.quotas().failureMode() == SluiceConfig.Quotas.FailureMode.CLOSED
+              ? BudgetBook.FailureMode.CLOSED
+              : BudgetBook.FailureMode.OPEN;
+    }
+    BudgetBook book =
+        new BudgetBook(
+            policy,
+            s.stores().port(BUDGETS),
+            s.stores().port(LOCAL_SHARE),
+            policy.localShare(),
+            config.quotas().keyPrefix(),
+            mode,
+            delay(),
+            Clock.systemUTC(),
+            meters);
+    out.check(BudgetCheck.ORDER, BudgetCheck.factory(book));
+    BudgetRecorder recorder = new BudgetRecorder(meters);
+    out.listener(new BudgetSettler(book)).listener(recorder).recordPart(recorder);
+  }
+}

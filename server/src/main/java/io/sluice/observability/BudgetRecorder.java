@@ -1,0 +1,70 @@
+package io.sluice.observability;
+
+import io.sluice.api.v1.AdmissionRecord;
+import io.sluice.api.v1.BudgetCharge;
+import io.sluice.core.budget.BudgetCheck;
+import io.sluice.core.budget.BudgetNote;
+import io.sluice.core.budget.TokenUse;
+import io.sluice.core.session.Charge;
+import io.sluice.core.session.RequestFacts;
+import io.sluice.core.session.SessionEvent;
+import io.sluice.core.session.SessionListener;
+import java.util.Locale;
+
+/**
+ * The budgets' meters listener and decision-record part, registered by their feature beside the
+ * check ({@link BudgetCheck}): counts reservations, the requests told they are past a soft
+ * threshold and the refusals (from the {@link SessionEvent.Noted} the check emits), and writes each
+ * budget's reservation and charge into the decision record. Thread-safe, as its meters are.
+ */
+public final class BudgetRecorder implements SessionListener, DecisionRecordPart {
+  private final BudgetMetrics meters;
+
+  public BudgetRecorder(BudgetMetrics meters) {
+    this.meters = meters;
+  }
+
+  @Override
+  public void on(SessionEvent event) {
+    if (event instanceof SessionEvent.Noted e) {
+      if (e.note() instanceof BudgetNote n) {
+        for (BudgetNote.Reserved r : n.reserved()) {
+          meters.reserved(r.applied(), r.units());
+        }
+        BudgetNote.Reserved d = n.disclosed();
+        if (d != null) {
+          meters.disclosed(d.applied());
+        }
+      } else if (e.note() instanceof BudgetCheck.Refused r) {
+        meters.refused(r.budget(), r.reason().code());
+      }
+    }
+  }
+
+  @Override
+  public void write(RequestFacts f, AdmissionRecord.Builder b) {
+    BudgetNote n = f.note(BudgetNote.class);
+    if (n == null) {
+      return;
+    }
+    Charge c = f.end().charge();
+    boolean ended = !c.rule().equals(Charge.NONE.rule());
+    TokenUse use = new TokenUse(c.inputTokens(), c.outputTokens(), 0);
+    for (BudgetNote.Reserved r : n.reserved()) {
+      BudgetCharge.Builder bc =
+          BudgetCharge.newBuilder()
+              .setName(r.applied().budget().name())
+              .setScope(r.applied().scope().label())
+              .setGroup(r.applied().group())
+              .setMeter(r.applied().budget().meter().label())
+              .setWindow(r.windowId())
+              .setReserved(r.units())
+              .setRemaining(Math.max(0, r.remaining()))
+              .setHeld(r.where().name().toLowerCase(Locale.ROOT));
+      if (ended) {
+        bc.setCharged(Math.max(0, r.applied().budget().meter().units(use, n.price())));
+      }
+      b.addBudgets(bc);
+    }
+  }
+}

@@ -1,0 +1,126 @@
+-- Budgets over billing periods: the Ledger rule (io.sluice.core.budget.Ledger), applied atomically
+-- to one budget's hash. KEYS[1]: the budget's key (a hash tag: one slot). Time comes from the caller
+-- (the window, its start and end, the pace horizon), so that every replica counts the same window.
+--
+-- ARGV: op (reserve|settle|read), window id, window start ms, rolling (0|1), pace horizon ms,
+-- oldest slice, current slice, limit, burst, thresholds (absolute units, comma-separated, ascending),
+-- now ms, ttl ms, then for reserve: cost; for settle: the reservation's window id, reserved, actual.
+--
+-- Hash fields: w (window id), s (spent, calendar), r (reserved), p (pace), pa (pace at ms),
+-- a (announced threshold index, -1 none), s:<slice> (spent in a slice, rolling).
+local key = KEYS[1]
+local op = ARGV[1]
+local win = ARGV[2]
+local wstart = tonumber(ARGV[3])
+local rolling = ARGV[4] == '1'
+local horizon = tonumber(ARGV[5])
+local oldest = tonumber(ARGV[6])
+local cur = tonumber(ARGV[7])
+local limit = tonumber(ARGV[8])
+local burst = tonumber(ARGV[9])
+local now = tonumber(ARGV[11])
+local ttl = tonumber(ARGV[12])
+
+local th = {}
+for v in string.gmatch(ARGV[10], '[^,]+') do
+  th[#th + 1] = tonumber(v)
+end
+local function reached(used)
+  local r = -1
+  for i = 1, #th do
+    if used >= th[i] then r = i - 1 end
+  end
+  return r
+end
+
+local h = redis.call('HGETALL', key)
+local m = {}
+for i = 1, #h, 2 do m[h[i]] = h[i + 1] end
+
+local spent, reserved, pace, paceAt, announced
+reserved = tonumber(m.r or '0')
+pace = tonumber(m.p or '0')
+paceAt = tonumber(m.pa or '0')
+announced = tonumber(m.a or '-1')
+if rolling then
+  spent = 0
+  for f, v in pairs(m) do
+    local idx = string.match(f, '^s:(%-?%d+)$')
+    if idx then
+      if tonumber(idx) < oldest then
+        redis.call('HDEL', key, f)
+      else
+        spent = spent + tonumber(v)
+      end
+    end
+  end
+  local r = reached(spent + reserved)
+  if r < announced then announced = r end
+elseif m.w ~= win then
+  spent, reserved, pace, paceAt, announced = 0, 0, 0, 0, -1
+else
+  spent = tonumber(m.s or '0')
+end
+
+local function save()
+  redis.call('HSET', key, 'w', win, 'r', string.format('%.0f', reserved),
+    'p', string.format('%.17g', pace), 'pa', string.format('%.0f', paceAt), 'a', announced)
+  if not rolling then redis.call('HSET', key, 's', string.format('%.0f', spent)) end
+  redis.call('PEXPIRE', key, ttl)
+end
+
+if op == 'read' then
+  return {spent, reserved, string.format('%.17g', pace), paceAt, announced}
+end
+
+if op == 'reserve' then
+  local cost = tonumber(ARGV[13])
+  if spent + cost > limit or (cost == 0 and spent >= limit) then
+    save()
+    return {'exhausted'}
+  end
+  if spent + reserved + cost > limit then
+    save()
+    return {'wait', 0, 0}
+  end
+  if burst > 0 then
+    local left = math.max(0, limit - spent - reserved)
+    local rate = left / math.max(1, horizon)
+    if paceAt == 0 or paceAt < wstart then
+      pace = burst
+    else
+      pace = math.min(burst, pace + rate * math.max(0, now - paceAt))
+    end
+    paceAt = now
+    local needed = math.min(cost, burst)
+    if pace < needed then
+      local wait
+      if rate > 0 then wait = math.ceil((needed - pace) / rate) else wait = horizon end
+      save()
+      return {'wait', 1, wait}
+    end
+    pace = pace - cost
+  end
+  reserved = reserved + cost
+  local r = reached(spent + reserved)
+  local announce = -1
+  if r > announced then announce = r; announced = r end
+  save()
+  return {'admit', cost, limit - spent - reserved, announce}
+end
+
+if op == 'settle' then
+  local held = tonumber(ARGV[15])
+  local actual = tonumber(ARGV[16])
+  if not rolling and ARGV[14] ~= win then held = 0 end
+  spent = spent + actual
+  reserved = math.max(0, reserved - held)
+  if burst > 0 then pace = math.min(burst, pace + (held - actual)) end
+  local r = reached(spent + reserved)
+  local announce = -1
+  if r > announced then announce = r; announced = r end
+  if rolling then redis.call('HINCRBY', key, 's:' .. string.format('%.0f', cur), string.format('%.0f', actual)) end
+  save()
+  return {announce}
+end
+return redis.error_reply('budgets.lua: unknown op ' .. tostring(op))

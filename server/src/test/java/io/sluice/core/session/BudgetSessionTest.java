@@ -1,0 +1,263 @@
+package io.sluice.core.session;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.budget.Budget;
+import io.sluice.core.budget.BudgetBook;
+import io.sluice.core.budget.BudgetCheck;
+import io.sluice.core.budget.BudgetEvents;
+import io.sluice.core.budget.BudgetNote;
+import io.sluice.core.budget.BudgetPolicy;
+import io.sluice.core.budget.BudgetSettler;
+import io.sluice.core.budget.BudgetStore;
+import io.sluice.core.budget.Ledger;
+import io.sluice.core.budget.Period;
+import io.sluice.core.budget.Prices;
+import io.sluice.core.budget.Terms;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.time.FakeTicker;
+import io.sluice.store.MutableClock;
+import io.sluice.store.memory.InMemoryBudgetStore;
+import io.sluice.store.memory.InMemoryStore;
+import java.nio.charset.StandardCharsets;
+import java.time.DayOfWeek;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Budgets through a session ({@link BudgetCheck} contributed at its order, {@link BudgetSettler} as
+ * the listener) on {@link OneSlotPool}: the reservation uses the learned output reserve, and is
+ * settled exactly once on every end path — complete with usage, cancelled while queued, refused by
+ * the pool, an upstream error, cancelled while running, an answer Sluice did not see — and a spent
+ * budget refuses {@code budget_exhausted} at the configured status without a Retry-After.
+ */
+class BudgetSessionTest {
+  private final FakeTicker ticker = new FakeTicker();
+  private final MutableClock clock = new MutableClock(Instant.parse("2026-12-05T10:00:00Z"));
+  private final TenantQuotas quotas =
+      new TenantQuotas(
+          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+          "test_",
+          TenantQuotas.FailureMode.OPEN);
+  private final AdmissionSessionTest.ManualTimer timer = new AdmissionSessionTest.ManualTimer();
+  private final List<SessionEvent> events = new ArrayList<>();
+  private final AdmissionController controller = OneSlotPool.controller();
+  private final Counting store = new Counting(new InMemoryBudgetStore(1000));
+  private final Tenant acme = new Tenant("acme", TierPolicy.defaults("pro"));
+  private long limit = 100_000;
+  private int status = 402;
+
+  /** Counts each settle (reserved, actual). */
+  static final class Counting implements BudgetStore {
+    final BudgetStore inner;
+    final List<long[]> settles = new ArrayList<>();
+
+    Counting(BudgetStore inner) {
+      this.inner = inner;
+    }
+
+    @Override
+    public CompletionStage<Ledger.Outcome> reserve(
+        String key, Period period, Terms terms, long cost, Instant now) {
+      return inner.reserve(key, period, terms, cost, now);
+    }
+
+    @Override
+    public synchronized CompletionStage<Integer> settle(
+        String key, Period period, String w, Terms terms, long reserved, long actual, Instant now) {
+      settles.add(new long[] {reserved, actual});
+      return inner.settle(key, period, w, terms, reserved, actual, now);
+    }
+
+    @Override
+    public CompletionStage<Ledger.State> read(String key, Period p, Terms t, Instant now) {
+      return inner.read(key, p, t, now);
+    }
+  }
+
+  private Sessions sessions() {
+    Budget daily =
+        new Budget(
+            "daily",
+            Budget.Meter.TOKENS,
+            new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
+            new Terms(limit, List.of(0.5), 0));
+    BudgetPolicy p =
+        new BudgetPolicy(
+            true,
+            status,
+            Duration.ofSeconds(5),
+            1000,
+            null,
+            0.1,
+            Prices.NONE,
+            Map.of("pro", List.of(daily)),
+            Map.of(),
+            Map.of(),
+            Map.of(),
+            List.of());
+    BudgetBook book =
+        new BudgetBook(
+            p,
+            store,
+            null,
+            0.1,
+            "t_",
+            BudgetBook.FailureMode.OPEN,
+            ms -> CompletableFuture.completedFuture(null),
+            clock,
+            BudgetEvents.NONE);
+    return OneSlotPool.sessionsBuilder(
+            controller,
+            quotas,
+            ticker,
+            clock,
+            timer,
+            SessionListener.of(events::add, new BudgetSettler(book)))
+        .check(BudgetCheck.ORDER, BudgetCheck.factory(book))
+        .build();
+  }
+
+  private AdmissionSession decide(Sessions on, AdmissionSessionTest.Front f, int maxTokens) {
+    Subject s = OneSlotPool.chat(acme, ticker.nanos(), null, Duration.ofSeconds(5).toNanos());
+    AdmissionSession session = on.open(s, f, Runnable::run, SessionSteps.NONE);
+    byte[] body =
+        ("{\"model\":\"m\",\"max_tokens\":"
+                + maxTokens
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+            .getBytes(StandardCharsets.UTF_8);
+    session.begin(false, false, -1, ticker.nanos());
+    session.decideWithBody(body, 0, body.length, ticker.nanos());
+    return session;
+  }
+
+  private static void answer(AdmissionSession s, int st, String json) {
+    s.running().headers(st, "application/json", true);
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    s.running().body(body, 0, body.length, true);
+  }
+
+  private static BudgetNote note(AdmissionSession s) {
+    return s.facts().note(BudgetNote.class);
+  }
+
+  @Test
+  void complete_settledOnceWithTheReportedUsage_reservedTheLearnedReserveNotMaxTokens() {
+    Sessions on = sessions();
+    AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
+    AdmissionSession s = decide(on, f, 100_000);
+    assertThat(f.calls).containsExactly("admitted(body)");
+    long reserved = note(s).reserved().get(0).units();
+    assertThat(reserved)
+        .isLessThan(100_000)
+        .isEqualTo(
+            s.facts().estimate().tokens().inputTokens()
+                + s.facts().estimate().tokens().outputReserveTokens());
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":21}}");
+    s.release(Outcome.COMPLETED);
+    s.end(Outcome.COMPLETED);
+    s.releaseQuietly(Outcome.ERROR);
+    assertThat(store.settles).hasSize(1);
+    assertThat(store.settles.get(0)).containsExactly(reserved, 30);
+  }
+
+  @Test
+  void queuedThenCancelled_andRefusedByThePool_settledOnceWithNothing() {
+    Sessions on = sessions();
+    AdmissionSession running = decide(on, new AdmissionSessionTest.Front(), 100);
+    AdmissionSessionTest.Front f2 = new AdmissionSessionTest.Front();
+    AdmissionSession queued = decide(on, f2, 100);
+    assertThat(f2.calls).containsExactly("held");
+    queued.end(Outcome.CANCELLED);
+    queued.end(Outcome.CANCELLED);
+    assertThat(store.settles).hasSize(1);
+    assertThat(store.settles.get(0)[1]).isZero();
+    AdmissionSessionTest.Front f3 = new AdmissionSessionTest.Front();
+    AdmissionSession expired = decide(on, f3, 100);
+    ticker.advance(Duration.ofSeconds(6));
+    timer.fireAll(); // refused queue_timeout
+    assertThat(f3.calls).containsExactly("held", "refused");
+    expired.end(Outcome.CANCELLED);
+    assertThat(store.settles).hasSize(2);
+    assertThat(store.settles.get(1)[1]).isZero();
+    running.release(Outcome.COMPLETED);
+    running.end(Outcome.COMPLETED);
+    assertThat(store.settles).hasSize(3);
+  }
+
+  @Test
+  void upstreamError_cancelledRunning_unseenAnswer_eachSettledOnceByTheirCharge() {
+    Sessions on = sessions();
+    AdmissionSession err = decide(on, new AdmissionSessionTest.Front(), 100);
+    answer(err, 500, "{\"error\":{}}");
+    err.release(Outcome.COMPLETED);
+    err.end(Outcome.COMPLETED);
+    assertThat(store.settles).hasSize(1);
+    assertThat(store.settles.get(0)[1]).isZero(); // an upstream error without usage: nothing
+
+    AdmissionSession cut = decide(on, new AdmissionSessionTest.Front(), 100);
+    long input = cut.facts().estimate().tokens().inputTokens();
+    cut.end(Outcome.CANCELLED); // gone before any answer: the prompt went upstream
+    assertThat(store.settles).hasSize(2);
+    assertThat(store.settles.get(1)[1]).isEqualTo(input);
+
+    AdmissionSession unseen = decide(on, new AdmissionSessionTest.Front(), 100);
+    long reserved = note(unseen).reserved().get(0).units();
+    unseen.running().headers(200, "application/json", true);
+    unseen.release(Outcome.COMPLETED); // the answer went by unseen: the reservation stands
+    unseen.end(Outcome.COMPLETED);
+    assertThat(store.settles).hasSize(3);
+    assertThat(store.settles.get(2)).containsExactly(reserved, reserved);
+  }
+
+  @Test
+  void spentBudget_refusedBudgetExhausted_atTheConfiguredStatus_retryAfterOnlyWith429() {
+    limit = 60;
+    Sessions on = sessions();
+    AdmissionSession s = decide(on, new AdmissionSessionTest.Front(), 10);
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":30}}");
+    s.release(Outcome.COMPLETED);
+    AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
+    AdmissionSession refused = decide(on, f, 10);
+    assertThat(f.calls).containsExactly("refused");
+    assertThat(f.refusedWith).isEqualTo(Reason.BUDGET_EXHAUSTED);
+    assertThat(f.refusedStatus).isEqualTo(402);
+    assertThat(f.refusedRetryAfter).isZero();
+    assertThat(events).anySatisfy(e -> assertThat(e).isInstanceOf(SessionEvent.Noted.class));
+    refused.end(Outcome.CANCELLED);
+    assertThat(store.settles).hasSize(1); // nothing held by the refused one
+
+    status = 429;
+    AdmissionSessionTest.Front f429 = new AdmissionSessionTest.Front();
+    decide(sessions(), f429, 10);
+    assertThat(f429.refusedStatus).isEqualTo(429);
+    assertThat(f429.refusedRetryAfter).isEqualTo(Duration.ofHours(14).toSeconds());
+  }
+
+  @Test
+  void pastAThreshold_theAdmittedRequestDisclosesWhatIsLeft() {
+    limit = 100;
+    Sessions on = sessions();
+    AdmissionSession s = decide(on, new AdmissionSessionTest.Front(), 10);
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":30}}");
+    s.release(Outcome.COMPLETED);
+    AdmissionSession next = decide(on, new AdmissionSessionTest.Front(), 5);
+    Map<String, String> h = next.running().disclosed();
+    assertThat(h).containsEntry(BudgetCheck.NAME_HEADER, "daily");
+    assertThat(h).containsKey(BudgetCheck.REMAINING_HEADER);
+    assertThat(h).containsEntry(BudgetCheck.RESET_HEADER, "2026-12-06T00:00:00Z");
+    next.release(Outcome.COMPLETED);
+  }
+}
