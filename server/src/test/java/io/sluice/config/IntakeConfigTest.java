@@ -61,7 +61,10 @@ class IntakeConfigTest {
     // the operation routes are told by Envoy's pseudo-headers unless the policy says otherwise
     assertThat(c.signals().get(IntakeSection.PATH)).containsExactly(new Source.Header(":path"));
     assertThat(c.signals().get(IntakeSection.METHOD)).containsExactly(new Source.Header(":method"));
-    assertThat(IntakeSection.SECTION.signals(p)).isEqualTo(Set.of("intakePath", "intakeMethod"));
+    assertThat(c.signals().get(IntakeSection.DISPATCH))
+        .containsExactly(new Source.Header("x-sluice-dispatch"));
+    assertThat(IntakeSection.SECTION.signals(p))
+        .isEqualTo(Set.of("intakePath", "intakeMethod", "intakeDispatch"));
     SluiceConfig again =
         ConfigLoader.parse(
             new com.fasterxml.jackson.databind.ObjectMapper(

@@ -41,7 +41,9 @@ public enum Reason {
   /** The tenant's background backlog holds its cap of jobs or work ({@code intake}). */
   INTAKE_BACKLOG_FULL("intake_backlog_full", 429, Scope.TENANT),
   /** An operation id that is unknown, expired from the store, or another tenant's. */
-  UNKNOWN_OPERATION("unknown_operation", 404, Scope.REQUEST);
+  UNKNOWN_OPERATION("unknown_operation", 404, Scope.REQUEST),
+  /** A dispatch marker ({@code x-sluice-dispatch}) that is forged, expired or malformed. */
+  DISPATCH_MARKER_INVALID("dispatch_marker_invalid", 403, Scope.REQUEST);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

@@ -56,6 +56,7 @@ public final class IntakeCheck implements AdmissionCheck<IntakeCheck.Written> {
   public boolean applies(Request r) {
     Subject s = r.subject();
     if (s.shadow() // observe only: the upstream answers background mode itself
+        || DispatchCheck.marked(r) // a dispatched job runs: never taken in again
         || !intake.policy().covers(s.requestClass().name(), s.route())) {
       return false; // nothing asked of the body, nothing allocated
     }
