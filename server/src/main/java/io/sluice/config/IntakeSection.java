@@ -127,12 +127,23 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         dispatch);
   }
 
+  /** Headers a dispatched job's config may not set: the client's or the transport's own. */
+  private static final Set<String> RESERVED =
+      Set.of(
+          DispatchMarker.HEADER,
+          "content-type",
+          "host",
+          "connection",
+          "content-length",
+          "expect",
+          "upgrade");
+
   private static DispatchPolicy dispatch(Node n) {
     DispatchPolicy d = DispatchPolicy.OFF;
     if (!n.present()) {
       return d;
     }
-    n.only(Set.of("url", "secretEnv", "headers", "timeout", "lease", "maxInFlight"));
+    n.only(Set.of("url", "markerKeyEnv", "headers", "timeout", "lease", "maxInFlight"));
     String url = n.get("url").string(d.url());
     if (!url.isEmpty() && !loopback(url)) {
       n.get("url")
@@ -142,10 +153,10 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
                   + " or http://localhost:<port>), without a path");
       url = d.url();
     }
-    String secretEnv = n.get("secretEnv").string(d.secretEnv());
-    if (!secretEnv.matches("[A-Za-z_][A-Za-z0-9_]*")) {
-      n.get("secretEnv").invalid(secretEnv, "the name of an environment variable");
-      secretEnv = d.secretEnv();
+    String markerKeyEnv = n.get("markerKeyEnv").string(d.markerKeyEnv());
+    if (!markerKeyEnv.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+      n.get("markerKeyEnv").invalid(markerKeyEnv, "the name of an environment variable");
+      markerKeyEnv = d.markerKeyEnv();
     }
     Map<String, String> headers = new LinkedHashMap<>();
     Node h = n.get("headers");
@@ -155,8 +166,12 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         String name = e.getKey().toLowerCase(java.util.Locale.ROOT);
         if (!DispatchPolicy.FIELDS.contains(field)) {
           e.getValue().invalid(field, "one of tenant, pool, class, route");
-        } else if (name.isEmpty() || name.startsWith(":") || name.equals(DispatchMarker.HEADER)) {
-          e.getValue().invalid(name, "a request header name (not a pseudo-header, not the marker)");
+        } else if (!name.matches("[a-z0-9!#$%&'*+.^_`|~-]+") || RESERVED.contains(name)) {
+          e.getValue()
+              .invalid(
+                  name,
+                  "a request header name (not a pseudo-header, the marker, content-type, host,"
+                      + " connection, content-length, expect or upgrade)");
         } else {
           headers.put(name, field);
         }
@@ -176,7 +191,7 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
       lease = timeout.plusSeconds(60);
     }
     int maxInFlight = n.get("maxInFlight").intValue(d.maxInFlight(), 1, 10_000);
-    return new DispatchPolicy(url, secretEnv, headers, timeout, lease, maxInFlight);
+    return new DispatchPolicy(url, markerKeyEnv, headers, timeout, lease, maxInFlight);
   }
 
   /** An http URL of a loopback host, port given, no path (the stored request's path follows). */
@@ -242,7 +257,7 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
     ObjectNode dn =
         n.putObject("dispatch")
             .put("url", d.url())
-            .put("secretEnv", d.secretEnv()) // the variable's name, never its value
+            .put("markerKeyEnv", d.markerKeyEnv()) // the variable's name, never its value
             .put("timeout", ConfigWriter.duration(d.timeout()))
             .put("lease", ConfigWriter.duration(d.lease()))
             .put("maxInFlight", d.maxInFlight());

@@ -72,7 +72,7 @@ class IntakeDispatchTest {
           classes: [batch]
           dispatch:
             url: http://127.0.0.1:%d
-            secretEnv: SLUICE_DISPATCH_SECRET
+            markerKeyEnv: SLUICE_DISPATCH_SECRET
             headers: {x-tenant-id: tenant}
             timeout: 10s
             lease: 60s

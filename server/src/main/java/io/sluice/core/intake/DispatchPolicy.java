@@ -10,8 +10,8 @@ import java.util.Objects;
  *
  * @param url the Envoy loopback listener's base URL the jobs are POSTed to (the stored request's
  *     path appended); empty: no dispatch (jobs wait until they expire)
- * @param secretEnv the environment variable holding the marker's HMAC-SHA256 secret; its value is
- *     never logged nor shown by {@code /config}
+ * @param markerKeyEnv the environment variable holding the marker's HMAC-SHA256 secret; its value
+ *     is never logged nor shown by {@code /config}
  * @param headers the trusted request headers a dispatched job carries, header name to the job's
  *     field: {@code tenant}, {@code pool}, {@code class} or {@code route}
  * @param timeout how long one upstream call may take (the marker expires with it)
@@ -21,7 +21,7 @@ import java.util.Objects;
  */
 public record DispatchPolicy(
     String url,
-    String secretEnv,
+    String markerKeyEnv,
     Map<String, String> headers,
     Duration timeout,
     Duration lease,
@@ -41,7 +41,7 @@ public record DispatchPolicy(
 
   public DispatchPolicy {
     Objects.requireNonNull(url, "url");
-    Objects.requireNonNull(secretEnv, "secretEnv");
+    Objects.requireNonNull(markerKeyEnv, "markerKeyEnv");
     headers = Map.copyOf(headers);
     Objects.requireNonNull(timeout, "timeout");
     Objects.requireNonNull(lease, "lease");
@@ -54,6 +54,6 @@ public record DispatchPolicy(
 
   /** A copy with {@code url} (tests). */
   public DispatchPolicy withUrl(String v) {
-    return new DispatchPolicy(v, secretEnv, headers, timeout, lease, maxInFlight);
+    return new DispatchPolicy(v, markerKeyEnv, headers, timeout, lease, maxInFlight);
   }
 }

@@ -66,7 +66,7 @@ public final class Dispatcher implements AutoCloseable {
   private volatile @Nullable Keyed keyed;
 
   /** The marker of one secret variable's value (made again when the config names another). */
-  private record Keyed(String secretEnv, @Nullable DispatchMarker marker) {}
+  private record Keyed(String markerKeyEnv, @Nullable DispatchMarker marker) {}
 
   private static final class PoolRun {
     final AtomicInteger inFlight = new AtomicInteger();
@@ -103,9 +103,11 @@ public final class Dispatcher implements AutoCloseable {
             .build();
   }
 
-  /** The marker keyed by {@code d.secretEnv}'s value in {@code env}, or null when it is unset. */
+  /**
+   * The marker keyed by {@code d.markerKeyEnv}'s value in {@code env}, or null when it is unset.
+   */
   public static @Nullable DispatchMarker marker(DispatchPolicy d, Map<String, String> env) {
-    String secret = env.get(d.secretEnv());
+    String secret = env.get(d.markerKeyEnv());
     if (secret == null || secret.length() < 16) {
       return null;
     }
@@ -131,15 +133,15 @@ public final class Dispatcher implements AutoCloseable {
 
   private @Nullable DispatchMarker marker(DispatchPolicy d) {
     Keyed k = keyed;
-    if (k == null || !k.secretEnv().equals(d.secretEnv())) {
-      k = new Keyed(d.secretEnv(), marker(d, env));
+    if (k == null || !k.markerKeyEnv().equals(d.markerKeyEnv())) {
+      k = new Keyed(d.markerKeyEnv(), marker(d, env));
       keyed = k;
     }
     if (k.marker() == null && warned.compareAndSet(false, true)) {
       LOG.warn(
-          "intake dispatch: environment variable {} (intake.dispatch.secretEnv) is unset or"
+          "intake dispatch: environment variable {} (intake.dispatch.markerKeyEnv) is unset or"
               + " shorter than 16 characters: no job is dispatched",
-          d.secretEnv());
+          d.markerKeyEnv());
     }
     return k.marker();
   }

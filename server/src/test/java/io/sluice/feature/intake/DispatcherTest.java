@@ -110,7 +110,7 @@ class DispatcherTest {
           maxResultBytes: %d
           dispatch:
             url: http://127.0.0.1:%d
-            secretEnv: TEST_DISPATCH_SECRET
+            markerKeyEnv: TEST_DISPATCH_SECRET
             headers: {x-tenant-id: tenant, x-sluice-class: class}
             timeout: 5s
             lease: 30s
