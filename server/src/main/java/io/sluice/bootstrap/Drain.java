@@ -62,6 +62,7 @@ final class Drain {
       s.store.shares.abandon(); // no more renewals, leases left to expire
     }
     health.enterTerminalState();
+    s.dispatcher.close(); // no more claims; running jobs' leases lapse, another replica runs them
     int refused = graceful ? s.controller.refuseAllQueued(s.ticker.nanos()) : 0;
     int streamsAtStart = extProc.liveStreams();
     log(

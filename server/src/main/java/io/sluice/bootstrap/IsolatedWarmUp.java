@@ -100,7 +100,8 @@ final class IsolatedWarmUp {
                   TenantCaps.none(), // never the shared store
                   OutputReserves.off(),
                   new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
-                  new TailHolds())
+                  new TailHolds(),
+                  Map.of()) // no secrets: the warm-up sends no marker
               .build(config);
       ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
       m.bindStreams(warmExtProc.tally());

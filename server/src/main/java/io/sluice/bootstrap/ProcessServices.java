@@ -17,9 +17,12 @@ import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.TailHolds;
 import io.sluice.core.time.Ticker;
 import io.sluice.extproc.QueueTimer;
+import io.sluice.feature.intake.Dispatcher;
+import io.sluice.feature.intake.IntakeFeature;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
 import io.sluice.observability.DecisionLogBudget;
+import io.sluice.observability.IntakeMetrics;
 import io.sluice.observability.MetricNames;
 import io.sluice.rls.RlsModule;
 import io.sluice.rls.config.RlsSettings;
@@ -74,6 +77,8 @@ final class ProcessServices {
   final HeapGuard heap;
   final AdaptiveCoordinator adaptive;
   final ScheduledExecutorService housekeeping;
+  // runs accepted background jobs when their pool has idle room (intake.dispatch)
+  final Dispatcher dispatcher;
   private final RuntimeFactory runtimes;
 
   /**
@@ -185,7 +190,8 @@ final class ProcessServices {
             shares == null ? TenantCaps.none() : shares.caps(),
             reserves,
             workflows,
-            tails);
+            tails,
+            rlsEnv);
     SluiceConfig.Health hc = config.server().health();
     this.heap =
         heapSampler == null
@@ -208,6 +214,23 @@ final class ProcessServices {
               t.setDaemon(true);
               return t;
             });
+    this.dispatcher =
+        new Dispatcher(
+            stores.port(IntakeFeature.JOBS),
+            controller,
+            current,
+            rlsEnv,
+            options.clock(),
+            housekeeping,
+            metrics.part(IntakeMetrics.class, IntakeMetrics::new),
+            consumerName(rlsEnv));
+  }
+
+  /** This replica's name among the dispatchers of the store's consumer group. */
+  private static String consumerName(Map<String, String> env) {
+    String host = env.get("HOSTNAME");
+    String id = java.util.UUID.randomUUID().toString().substring(0, 8);
+    return host == null || host.isBlank() ? "replica-" + id : host + "-" + id;
   }
 
   /** Builds the runtime of each config snapshot on these services. */
@@ -306,6 +329,7 @@ final class ProcessServices {
 
   /** After a failed start: let go of everything these services opened, quietly. */
   void closeAfterFailedStart() {
+    dispatcher.close();
     housekeeping.shutdownNow();
     timer.close();
     RlsModule rls = store.rls;

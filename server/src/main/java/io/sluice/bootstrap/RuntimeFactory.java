@@ -27,6 +27,7 @@ import io.sluice.routing.RequestResolver;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
 
 /**
@@ -43,6 +44,7 @@ import java.util.function.Function;
  * @param caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()}: this
  *     replica's own)
  * @param reserves the learned output reserve ({@link OutputReserves#off()}: the old rule)
+ * @param env the process environment the features read secrets from (the warm-up's: none)
  */
 record RuntimeFactory(
     AdmissionController controller,
@@ -56,7 +58,8 @@ record RuntimeFactory(
     TenantCaps caps,
     OutputReserves reserves,
     WorkflowBudget workflows,
-    TailHolds tails) {
+    TailHolds tails,
+    Map<String, String> env) {
 
   /** The runtime of {@code config}: new streams see it; streams already open keep theirs. */
   AdmissionRuntime build(SluiceConfig config) {
@@ -67,7 +70,7 @@ record RuntimeFactory(
         new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
     stores.configure(config); // the features' ports follow the snapshot's policy
     Contributions features = new Contributions();
-    FeatureSnapshot snapshot = new FeatureSnapshot(config, stores, metrics, ticker);
+    FeatureSnapshot snapshot = new FeatureSnapshot(config, stores, metrics, ticker, env);
     Features.ALL.forEach(f -> f.contribute(snapshot, features));
     List<SessionListener> listeners = new ArrayList<>();
     // the learners first, as the session learned before it recorded; the features' last

@@ -145,6 +145,7 @@ public final class SluiceServer implements AutoCloseable {
             server::housekeep, every, every, TimeUnit.MILLISECONDS);
     server.housekeep();
     s.scheduleAdaptiveSteps();
+    s.dispatcher.start(); // accepted background jobs run when their pool has idle room
     StartupLines.warnUntrustedHeaders(config);
     StartupLines.warnMissingRlsConfigDirectory(s);
     StartupLines.logStarted(config, server.policySummary(), server.grpcPort(), server.adminPort());

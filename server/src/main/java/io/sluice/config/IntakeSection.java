@@ -3,9 +3,13 @@ package io.sluice.config;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.core.intake.DispatchCheck;
+import io.sluice.core.intake.DispatchMarker;
+import io.sluice.core.intake.DispatchPolicy;
 import io.sluice.core.intake.IntakePolicy;
 import io.sluice.core.intake.OperationCheck;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +34,10 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
   /** The request's method ({@code signals.intakeMethod}, by default {@code :method}). */
   public static final SluiceConfig.Signal METHOD = SluiceConfig.Signal.of(OperationCheck.METHOD);
 
-  private static final Set<String> SIGNALS = Set.of(PATH.key(), METHOD.key());
+  /** The dispatch marker ({@code signals.intakeDispatch}, by default {@code x-sluice-dispatch}). */
+  public static final SluiceConfig.Signal DISPATCH = SluiceConfig.Signal.of(DispatchCheck.SIGNAL);
+
+  private static final Set<String> SIGNALS = Set.of(PATH.key(), METHOD.key(), DISPATCH.key());
 
   /** Registered in {@code META-INF/services/io.sluice.config.ConfigSection}. */
   public IntakeSection() {}
@@ -47,7 +54,7 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
 
   @Override
   public List<SluiceConfig.Signal> declaredSignals() {
-    return List.of(PATH, METHOD);
+    return List.of(PATH, METHOD, DISPATCH);
   }
 
   /** The operation routes are told by path and method while intake is on. */
@@ -59,7 +66,8 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
   /** Envoy's own pseudo-headers. */
   @Override
   public Map<String, String> signalHeaders() {
-    return Map.of(PATH.key(), ":path", METHOD.key(), ":method");
+    return Map.of(
+        PATH.key(), ":path", METHOD.key(), ":method", DISPATCH.key(), DispatchMarker.HEADER);
   }
 
   @Override
@@ -76,7 +84,9 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
             "maxWorkPerTenant",
             "maxRequestBytes",
             "retention",
-            "maxJobs"));
+            "maxJobs",
+            "maxResultBytes",
+            "dispatch"));
     boolean enabled = n.get("enabled").bool(d.enabled());
     Set<String> classes = names(n.get("classes"), refs.classes(), "the name of a class in classes");
     Set<String> routes = names(n.get("routes"), refs.routes(), "the name of a route in routes");
@@ -93,6 +103,8 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
     int maxRequestBytes =
         (int) n.get("maxRequestBytes").longValue(d.maxRequestBytes(), 1, 64L << 20);
     int maxJobs = n.get("maxJobs").intValue(d.maxJobs(), 1, 10_000_000);
+    int maxResultBytes = (int) n.get("maxResultBytes").longValue(d.maxResultBytes(), 1, 64L << 20);
+    DispatchPolicy dispatch = dispatch(n.get("dispatch"));
     if (enabled && classes.isEmpty() && routes.isEmpty()) {
       n.get("classes")
           .error(
@@ -110,7 +122,94 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         maxWorkPerTenant,
         maxRequestBytes,
         retention,
-        maxJobs);
+        maxJobs,
+        maxResultBytes,
+        dispatch);
+  }
+
+  /** Headers a dispatched job's config may not set: the client's or the transport's own. */
+  private static final Set<String> RESERVED =
+      Set.of(
+          DispatchMarker.HEADER,
+          "content-type",
+          "host",
+          "connection",
+          "content-length",
+          "expect",
+          "upgrade");
+
+  private static DispatchPolicy dispatch(Node n) {
+    DispatchPolicy d = DispatchPolicy.OFF;
+    if (!n.present()) {
+      return d;
+    }
+    n.only(Set.of("url", "markerKeyEnv", "headers", "timeout", "lease", "maxInFlight"));
+    String url = n.get("url").string(d.url());
+    if (!url.isEmpty() && !loopback(url)) {
+      n.get("url")
+          .invalid(
+              url,
+              "an http URL of a loopback listener (http://127.0.0.1:<port>, http://[::1]:<port>"
+                  + " or http://localhost:<port>), without a path");
+      url = d.url();
+    }
+    String markerKeyEnv = n.get("markerKeyEnv").string(d.markerKeyEnv());
+    if (!markerKeyEnv.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+      n.get("markerKeyEnv").invalid(markerKeyEnv, "the name of an environment variable");
+      markerKeyEnv = d.markerKeyEnv();
+    }
+    Map<String, String> headers = new LinkedHashMap<>();
+    Node h = n.get("headers");
+    if (h.present()) {
+      for (Map.Entry<String, Node> e : h.entries().entrySet()) {
+        String field = e.getValue().string("");
+        String name = e.getKey().toLowerCase(java.util.Locale.ROOT);
+        if (!DispatchPolicy.FIELDS.contains(field)) {
+          e.getValue().invalid(field, "one of tenant, pool, class, route");
+        } else if (!name.matches("[a-z0-9!#$%&'*+.^_`|~-]+") || RESERVED.contains(name)) {
+          e.getValue()
+              .invalid(
+                  name,
+                  "a request header name (not a pseudo-header, the marker, content-type, host,"
+                      + " connection, content-length, expect or upgrade)");
+        } else {
+          headers.put(name, field);
+        }
+      }
+    } else {
+      headers.putAll(d.headers());
+    }
+    Duration timeout = between(n.get("timeout"), d.timeout(), Duration.ofSeconds(1), 1);
+    Duration lease = between(n.get("lease"), d.lease(), Duration.ofSeconds(1), 1);
+    if (lease.compareTo(timeout) <= 0) {
+      n.get("lease")
+          .invalid(
+              ConfigWriter.duration(lease),
+              "longer than intake.dispatch.timeout ("
+                  + ConfigWriter.duration(timeout)
+                  + "): a job still running would be claimed again");
+      lease = timeout.plusSeconds(60);
+    }
+    int maxInFlight = n.get("maxInFlight").intValue(d.maxInFlight(), 1, 10_000);
+    return new DispatchPolicy(url, markerKeyEnv, headers, timeout, lease, maxInFlight);
+  }
+
+  /** An http URL of a loopback host, port given, no path (the stored request's path follows). */
+  static boolean loopback(String url) {
+    java.net.URI u;
+    try {
+      u = new java.net.URI(url);
+    } catch (java.net.URISyntaxException e) {
+      return false;
+    }
+    String host = u.getHost();
+    return "http".equals(u.getScheme())
+        && host != null
+        && (host.equals("127.0.0.1") || host.equals("[::1]") || host.equals("localhost"))
+        && u.getPort() > 0
+        && (u.getRawPath() == null || u.getRawPath().isEmpty())
+        && u.getRawQuery() == null
+        && u.getRawUserInfo() == null;
   }
 
   private static Set<String> names(Node n, Set<String> known, String expected) {
@@ -152,7 +251,20 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         .put("maxWorkPerTenant", p.maxWorkPerTenant())
         .put("maxRequestBytes", p.maxRequestBytes())
         .put("retention", ConfigWriter.duration(p.retention()))
-        .put("maxJobs", p.maxJobs());
+        .put("maxJobs", p.maxJobs())
+        .put("maxResultBytes", p.maxResultBytes());
+    DispatchPolicy d = p.dispatch();
+    ObjectNode dn =
+        n.putObject("dispatch")
+            .put("url", d.url())
+            .put("markerKeyEnv", d.markerKeyEnv()) // the variable's name, never its value
+            .put("timeout", ConfigWriter.duration(d.timeout()))
+            .put("lease", ConfigWriter.duration(d.lease()))
+            .put("maxInFlight", d.maxInFlight());
+    ObjectNode hn = dn.putObject("headers");
+    d.headers().entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .forEach(e -> hn.put(e.getKey(), e.getValue()));
     return n;
   }
 }

@@ -11,6 +11,21 @@ import io.sluice.observability.AdmissionMetrics;
  * @param stores the process's store ports
  * @param metrics the process's metrics (a feature's own meters: {@link AdmissionMetrics#part})
  * @param ticker the process's ticker
+ * @param env the process environment, where a feature reads its secrets (never logged or shown)
  */
 public record FeatureSnapshot(
-    SluiceConfig config, StorePorts stores, AdmissionMetrics metrics, Ticker ticker) {}
+    SluiceConfig config,
+    StorePorts stores,
+    AdmissionMetrics metrics,
+    Ticker ticker,
+    java.util.Map<String, String> env) {
+  public FeatureSnapshot {
+    env = java.util.Map.copyOf(env);
+  }
+
+  /** Without an environment (tests): a feature reading a secret finds none. */
+  public FeatureSnapshot(
+      SluiceConfig config, StorePorts stores, AdmissionMetrics metrics, Ticker ticker) {
+    this(config, stores, metrics, ticker, java.util.Map.of());
+  }
+}

@@ -19,6 +19,14 @@ public final class IntakeMetrics {
    */
   public static final String REQUESTS = "sluice.intake.requests";
 
+  /**
+   * Jobs the dispatcher handled, by pool, class and event: {@code dispatched} (claimed and sent),
+   * {@code completed}, {@code failed}, {@code returned} (refused by the pool for room: claimed
+   * again after its lease), {@code late} (a completion that changed nothing: the job had ended),
+   * {@code store_failed} (a claim or completion the store did not acknowledge).
+   */
+  public static final String DISPATCH = "sluice.intake.dispatch";
+
   private final MeterRegistry registry;
   private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
 
@@ -27,20 +35,37 @@ public final class IntakeMetrics {
     this.registry = registry;
   }
 
+  /** One job the dispatcher handled ({@code event}). */
+  public void dispatch(String pool, String cls, String event) {
+    count(
+        DISPATCH,
+        "Background jobs the dispatcher handled, by pool, class and event",
+        pool,
+        cls,
+        event);
+  }
+
   /** One request intake handled ({@code event}). */
   public void request(String pool, String cls, String event) {
-    String key = pool + '\0' + cls + '\0' + event;
+    count(
+        REQUESTS,
+        "Requests background intake answered or refused, by pool, class and event",
+        pool,
+        cls,
+        event);
+  }
+
+  private void count(String name, String description, String pool, String cls, String event) {
+    String key = name + '\0' + pool + '\0' + cls + '\0' + event;
     Counter c = counters.get(key);
     if (c == null) {
       c =
           counters.computeIfAbsent(
               key,
               k ->
-                  Counter.builder(REQUESTS)
+                  Counter.builder(name)
                       .tags("pool", pool, "class", cls, "event", event)
-                      .description(
-                          "Requests background intake answered or refused, by pool, class and"
-                              + " event")
+                      .description(description)
                       .register(registry));
     }
     c.increment();

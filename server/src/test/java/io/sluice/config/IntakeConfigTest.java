@@ -61,7 +61,10 @@ class IntakeConfigTest {
     // the operation routes are told by Envoy's pseudo-headers unless the policy says otherwise
     assertThat(c.signals().get(IntakeSection.PATH)).containsExactly(new Source.Header(":path"));
     assertThat(c.signals().get(IntakeSection.METHOD)).containsExactly(new Source.Header(":method"));
-    assertThat(IntakeSection.SECTION.signals(p)).isEqualTo(Set.of("intakePath", "intakeMethod"));
+    assertThat(c.signals().get(IntakeSection.DISPATCH))
+        .containsExactly(new Source.Header("x-sluice-dispatch"));
+    assertThat(IntakeSection.SECTION.signals(p))
+        .isEqualTo(Set.of("intakePath", "intakeMethod", "intakeDispatch"));
     SluiceConfig again =
         ConfigLoader.parse(
             new com.fasterxml.jackson.databind.ObjectMapper(
@@ -102,6 +105,68 @@ class IntakeConfigTest {
               assertThat(errors).anyMatch(m -> m.startsWith("intake.retention"));
               assertThat(errors).anyMatch(m -> m.startsWith("intake.extra"));
               assertThat(errors).anyMatch(m -> m.startsWith("intake.classes: empty"));
+            });
+  }
+
+  @Test
+  void dispatch_isRead_writtenBackByVariableName_andItsBadValuesNamed() throws Exception {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            BASE
+                + """
+                intake:
+                  enabled: true
+                  classes: [batch]
+                  maxResultBytes: 1048576
+                  dispatch:
+                    url: http://127.0.0.1:10001
+                    markerKeyEnv: MY_SECRET
+                    headers: {x-tenant-id: tenant, X-Sluice-Class: class}
+                    timeout: 2m
+                    lease: 5m
+                    maxInFlight: 8
+                """);
+    IntakePolicy p = c.section(IntakeSection.SECTION);
+    assertThat(p.maxResultBytes()).isEqualTo(1 << 20);
+    assertThat(p.dispatch().enabled()).isTrue();
+    assertThat(p.dispatch().url()).isEqualTo("http://127.0.0.1:10001");
+    assertThat(p.dispatch().headers())
+        .containsExactlyInAnyOrderEntriesOf(
+            java.util.Map.of("x-tenant-id", "tenant", "x-sluice-class", "class"));
+    assertThat(p.dispatch().lease()).isEqualTo(Duration.ofMinutes(5));
+    assertThat(p.dispatch().maxInFlight()).isEqualTo(8);
+    String written =
+        new com.fasterxml.jackson.databind.ObjectMapper(
+                new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+            .writeValueAsString(ConfigWriter.tree(c));
+    assertThat(written).contains("MY_SECRET");
+    assertThat(ConfigLoader.parse(written).section(IntakeSection.SECTION)).isEqualTo(p);
+    assertThat(IntakePolicy.DEFAULTS.dispatch().enabled()).isFalse();
+
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    BASE
+                        + """
+                        intake:
+                          enabled: true
+                          classes: [batch]
+                          dispatch:
+                            url: http://llm.example.com:80
+                            markerKeyEnv: "not a name"
+                            headers: {host: tenant, x-a: nobody}
+                            timeout: 5m
+                            lease: 1m
+                        """))
+        .isInstanceOf(ConfigException.class)
+        .satisfies(
+            e -> {
+              List<String> errors = ((ConfigException) e).errors();
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.dispatch.url: "));
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.dispatch.markerKeyEnv: "));
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.dispatch.headers.host: "));
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.dispatch.headers.x-a: "));
+              assertThat(errors).anyMatch(m -> m.startsWith("intake.dispatch.lease: "));
             });
   }
 }

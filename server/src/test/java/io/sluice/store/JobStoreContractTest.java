@@ -147,4 +147,103 @@ public abstract class JobStoreContractTest {
                 .status())
         .isEqualTo(JobStatus.CANCELLED);
   }
+
+  private JobStore.Claimed claim(JobStore s, String consumer, long now, long lease) {
+    return s.claim(prefix(), "gpu", consumer, now, lease, KEEP).toCompletableFuture().join();
+  }
+
+  private boolean complete(JobStore s, String id, JobStatus st, String result, long now) {
+    return s.complete(
+            prefix(),
+            id,
+            st,
+            result == null ? null : result.getBytes(StandardCharsets.UTF_8),
+            st == JobStatus.FAILED ? "upstream_overloaded" : null,
+            now,
+            KEEP)
+        .toCompletableFuture()
+        .join();
+  }
+
+  @Test
+  void claim_inArrivalOrder_completeOnce_resultKept_capsFreed() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    JobStore.NewJob b = job("acme", "gpu", 100, T0 + 1);
+    enqueue(replicaA(), a, caps);
+    enqueue(replicaA(), b, caps);
+    JobStore.Claimed first = claim(replicaB(), "replica-b", T0 + 2, 60_000);
+    assertThat(first.id()).isEqualTo(a.id());
+    assertThat(first.tenant()).isEqualTo("acme");
+    assertThat(first.className()).isEqualTo("batch");
+    assertThat(first.attempt()).isEqualTo(1);
+    assertThat(new String(first.body(), StandardCharsets.UTF_8)).contains("background");
+    assertThat(read(replicaA(), "acme", a.id(), T0 + 3).status()).isEqualTo(JobStatus.IN_PROGRESS);
+    assertThat(read(replicaA(), "acme", b.id(), T0 + 3).position()).isZero();
+    assertThat(claim(replicaA(), "replica-a", T0 + 3, 60_000).id()).isEqualTo(b.id());
+    assertThat(claim(replicaA(), "replica-a", T0 + 3, 60_000)).isNull();
+
+    assertThat(complete(replicaB(), a.id(), JobStatus.COMPLETED, "{\"output\":1}", T0 + 4))
+        .isTrue();
+    assertThat(complete(replicaA(), a.id(), JobStatus.FAILED, null, T0 + 5)).isFalse(); // once
+    JobStore.JobView done = read(replicaA(), "acme", a.id(), T0 + 6);
+    assertThat(done.status()).isEqualTo(JobStatus.COMPLETED);
+    assertThat(new String(done.result(), StandardCharsets.UTF_8)).isEqualTo("{\"output\":1}");
+    assertThat(complete(replicaA(), b.id(), JobStatus.FAILED, null, T0 + 7)).isTrue();
+    JobStore.JobView failed = read(replicaA(), "acme", b.id(), T0 + 8);
+    assertThat(failed.status()).isEqualTo(JobStatus.FAILED);
+    assertThat(failed.error()).isEqualTo("upstream_overloaded");
+    for (int i = 0; i < 3; i++) { // both gave their caps back
+      assertThat(enqueue(replicaB(), job("acme", "gpu", 10, T0 + 10 + i), caps).accepted())
+          .isTrue();
+    }
+  }
+
+  @Test
+  void aDeadReplicasJob_isReclaimedAfterItsLease_andCompletedOnce() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    enqueue(replicaA(), a, caps);
+    assertThat(claim(replicaA(), "replica-a", T0 + 1, 1_000).id()).isEqualTo(a.id());
+    assertThat(claim(replicaB(), "replica-b", T0 + 500, 1_000)).isNull(); // lease still held
+    JobStore.Claimed again = claim(replicaB(), "replica-b", T0 + 1_500, 1_000);
+    assertThat(again.id()).isEqualTo(a.id());
+    assertThat(again.attempt()).isEqualTo(2);
+    assertThat(complete(replicaB(), a.id(), JobStatus.COMPLETED, "r", T0 + 1_600)).isTrue();
+    // the first replica comes back late: nothing changes
+    assertThat(complete(replicaA(), a.id(), JobStatus.COMPLETED, "late", T0 + 1_700)).isFalse();
+    assertThat(
+            new String(
+                read(replicaA(), "acme", a.id(), T0 + 1_800).result(), StandardCharsets.UTF_8))
+        .isEqualTo("r");
+    assertThat(claim(replicaB(), "replica-b", T0 + 10_000, 1_000)).isNull();
+  }
+
+  @Test
+  void cancelled_orExpired_isNeverClaimed_andCancelWhileRunning_dropsTheResult() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    JobStore.NewJob b = job("acme", "gpu", 100, T0 + 1);
+    JobStore.NewJob c = job("acme", "gpu", 100, T0 + FRESH);
+    enqueue(replicaA(), a, caps);
+    enqueue(replicaA(), b, caps);
+    replicaA().cancel(prefix(), "acme", a.id(), T0 + 2, KEEP).toCompletableFuture().join();
+    enqueue(replicaA(), c, caps);
+    // a: cancelled, b: past its freshness at T0 + FRESH + 5: the claim gets c
+    JobStore.Claimed got = claim(replicaB(), "replica-b", T0 + FRESH + 5, 60_000);
+    assertThat(got.id()).isEqualTo(c.id());
+    assertThat(read(replicaA(), "acme", b.id(), T0 + FRESH + 6).status())
+        .isEqualTo(JobStatus.EXPIRED);
+    JobStore.JobView cancelled =
+        replicaA()
+            .cancel(prefix(), "acme", c.id(), T0 + FRESH + 7, KEEP)
+            .toCompletableFuture()
+            .join();
+    assertThat(cancelled.status()).isEqualTo(JobStatus.CANCELLED);
+    assertThat(complete(replicaB(), c.id(), JobStatus.COMPLETED, "r", T0 + FRESH + 8)).isTrue();
+    JobStore.JobView after = read(replicaA(), "acme", c.id(), T0 + FRESH + 9);
+    assertThat(after.status()).isEqualTo(JobStatus.CANCELLED);
+    assertThat(after.result()).isNull();
+    for (int i = 0; i < 3; i++) { // every cap given back
+      assertThat(enqueue(replicaB(), job("acme", "gpu", 10, T0 + FRESH + 10 + i), caps).accepted())
+          .isTrue();
+    }
+  }
 }

@@ -53,7 +53,9 @@ public enum Reason {
    * A budget's pace (or the reservations of the requests still running on it) left no room within
    * {@code budgets.maxWait}, or its store is down with {@code failureMode: closed}: retryable.
    */
-  BUDGET_PACED("budget_paced", 429, Scope.TENANT);
+  BUDGET_PACED("budget_paced", 429, Scope.TENANT),
+  /** A dispatch marker ({@code x-sluice-dispatch}) that is forged, expired or malformed. */
+  DISPATCH_MARKER_INVALID("dispatch_marker_invalid", 403, Scope.REQUEST);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

@@ -55,11 +55,13 @@ public final class IntakeCheck implements AdmissionCheck<IntakeCheck.Written> {
   @Override
   public boolean applies(Request r) {
     Subject s = r.subject();
+    if (s.shadow() // observe only: the upstream answers background mode itself
+        || DispatchCheck.marked(r) // a dispatched job runs: never taken in again
+        || !intake.policy().covers(s.requestClass().name(), s.route())) {
+      return false; // nothing asked of the body, nothing allocated
+    }
     Body b = r.body();
-    return b != null
-        && !s.shadow() // observe only: the upstream answers background mode itself
-        && intake.policy().covers(s.requestClass().name(), s.route())
-        && BackgroundRequest.mentions(b.bytes(), b.offset(), b.length());
+    return b != null && BackgroundRequest.mentions(b.bytes(), b.offset(), b.length());
   }
 
   @Override

@@ -45,6 +45,9 @@ public record IntakeNote(
   /** An operation route named a malformed id. */
   public static final String MALFORMED = "malformed";
 
+  /** Refused: a dispatch marker that is forged, expired or malformed. */
+  public static final String MARKER_INVALID = "marker_invalid";
+
   static IntakeNote of(String event) {
     return new IntakeNote(event, null, null, 0, null);
   }

@@ -19,6 +19,9 @@ import java.util.Set;
  * @param maxRequestBytes the largest request body accepted into the queue ({@code body_too_large})
  * @param retention how long a job's final status (and result) stays readable
  * @param maxJobs the in-memory store's bound on jobs kept (one replica, tests)
+ * @param maxResultBytes the largest upstream answer kept as a job's result (larger: the job ends
+ *     {@code failed}, {@code result_too_large}; never truncated)
+ * @param dispatch how accepted jobs are run ({@link DispatchPolicy})
  */
 public record IntakePolicy(
     boolean enabled,
@@ -30,8 +33,11 @@ public record IntakePolicy(
     long maxWorkPerTenant,
     int maxRequestBytes,
     Duration retention,
-    int maxJobs) {
+    int maxJobs,
+    int maxResultBytes,
+    DispatchPolicy dispatch) {
   public IntakePolicy {
+    Objects.requireNonNull(dispatch, "dispatch");
     classes = Set.copyOf(classes);
     routes = Set.copyOf(routes);
     Objects.requireNonNull(statusPath, "statusPath");
@@ -50,7 +56,9 @@ public record IntakePolicy(
           10_000_000L,
           1 << 20,
           Duration.ofHours(24),
-          100_000);
+          100_000,
+          4 << 20,
+          DispatchPolicy.OFF);
 
   /** Whether a request of {@code className} on {@code route} may be accepted for later. */
   public boolean covers(String className, String route) {
@@ -73,6 +81,8 @@ public record IntakePolicy(
     private int maxRequestBytes = DEFAULTS.maxRequestBytes;
     private Duration retention = DEFAULTS.retention;
     private int maxJobs = DEFAULTS.maxJobs;
+    private int maxResultBytes = DEFAULTS.maxResultBytes;
+    private DispatchPolicy dispatch = DEFAULTS.dispatch;
 
     public Builder enabled(boolean v) {
       enabled = v;
@@ -124,6 +134,16 @@ public record IntakePolicy(
       return this;
     }
 
+    public Builder maxResultBytes(int v) {
+      maxResultBytes = v;
+      return this;
+    }
+
+    public Builder dispatch(DispatchPolicy v) {
+      dispatch = v;
+      return this;
+    }
+
     public IntakePolicy build() {
       return new IntakePolicy(
           enabled,
@@ -135,7 +155,9 @@ public record IntakePolicy(
           maxWorkPerTenant,
           maxRequestBytes,
           retention,
-          maxJobs);
+          maxJobs,
+          maxResultBytes,
+          dispatch);
     }
   }
 }

@@ -36,6 +36,10 @@ public final class JobAnswers {
   }
 
   static byte[] body(JobStore.JobView job, StartWindow window) {
+    byte[] result = job.result();
+    if (job.status() == JobStatus.COMPLETED && result != null) {
+      return result; // the upstream's Responses object, its id already the job's (JobResults)
+    }
     ByteArrayOutputStream out = new ByteArrayOutputStream(384);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
@@ -51,9 +55,12 @@ public final class JobAnswers {
       g.writeEndArray();
       String error = job.error();
       if (error != null) {
+        int colon = error.indexOf(": ");
         g.writeObjectFieldStart("error");
-        g.writeStringField("code", error);
-        g.writeStringField("message", "the upstream failed the job: " + error);
+        g.writeStringField("code", colon < 0 ? error : error.substring(0, colon));
+        g.writeStringField(
+            "message",
+            colon < 0 ? "the upstream failed the job: " + error : error.substring(colon + 2));
         g.writeEndObject();
       } else {
         g.writeNullField("error");

@@ -39,6 +39,46 @@ public interface JobStore {
       String prefix, String tenant, String id, long nowMillis, long retentionMillis);
 
   /**
+   * Claims a job of {@code pool} to run, for {@code consumer} (a replica): first one whose claim is
+   * older than {@code leaseMillis} (its replica died: reclaimed), else the oldest waiting one; it
+   * is then {@code in_progress}. A waiting job past its expiry found on the way ends {@code
+   * expired} instead; a cancelled one is dropped. Null when none waits. At least once: a job whose
+   * replica dies is claimed again after its lease ({@link Claimed#attempt} counts the claims).
+   */
+  CompletionStage<@Nullable Claimed> claim(
+      String prefix,
+      String pool,
+      String consumer,
+      long nowMillis,
+      long leaseMillis,
+      long retentionMillis);
+
+  /**
+   * Ends a claimed job {@code status} ({@code completed} with its result, or {@code failed} with
+   * the upstream's typed error), kept {@code retentionMillis}; a job cancelled while it ran stays
+   * {@code cancelled} and its result is not kept. Idempotent: true only for the call that ended it
+   * (a second completion, say a reclaimed job's first replica finishing late, changes nothing).
+   */
+  CompletionStage<Boolean> complete(
+      String prefix,
+      String id,
+      JobStatus status,
+      byte @Nullable [] result,
+      @Nullable String error,
+      long nowMillis,
+      long retentionMillis);
+
+  /**
+   * A claimed job.
+   *
+   * @param body the request body it was accepted with
+   * @param attempt how many times it was claimed (1 the first time)
+   */
+  @SuppressWarnings("ArrayRecordComponent") // handed to the upstream as it is
+  record Claimed(
+      String id, String tenant, String className, String route, byte[] body, int attempt) {}
+
+  /**
    * A job to write.
    *
    * @param body the request body the upstream gets when it runs (owned by the store from here)

@@ -34,7 +34,10 @@ abstract class CheckRun implements AdmissionCheck.Request {
   private int count;
   private int next; // the chain's next check
   private boolean closed; // released (refused or ended): a late answer goes back at once
-  private AdmissionCheck.@Nullable Body body; // the buffered body, until the checks are done
+  // the buffered body, until the checks are done (its view made only when a check asks)
+  private byte @Nullable [] body;
+  private int bodyOffset;
+  private int bodyLength;
   private AdmissionCheck.@Nullable Answered answer; // a check's own answer to the request
 
   CheckRun(CheckChain chain, AdmissionCheck.Request request, Executor serial, SessionSteps steps) {
@@ -63,14 +66,17 @@ abstract class CheckRun implements AdmissionCheck.Request {
 
   @Override
   public AdmissionCheck.@Nullable Body body() {
-    return body;
+    byte[] b = body;
+    return b == null ? null : new AdmissionCheck.Body(b, bodyOffset, bodyLength);
   }
 
   /**
    * The buffered body, read in place by the checks with the estimate; let go when they are done.
    */
   final void body(byte[] bytes, int offset, int length) {
-    body = new AdmissionCheck.Body(bytes, offset, length);
+    body = bytes; // by reference: nothing allocated unless a check asks
+    bodyOffset = offset;
+    bodyLength = length;
   }
 
   /** A check refused the request (its holds are still held: the refusal gives them back). */

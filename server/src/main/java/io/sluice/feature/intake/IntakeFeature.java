@@ -2,6 +2,7 @@ package io.sluice.feature.intake;
 
 import io.sluice.config.IntakeSection;
 import io.sluice.config.SluiceConfig;
+import io.sluice.core.intake.DispatchCheck;
 import io.sluice.core.intake.Intake;
 import io.sluice.core.intake.IntakeCheck;
 import io.sluice.core.intake.IntakePolicy;
@@ -25,9 +26,10 @@ import java.util.List;
  * {@code intake}), its store port ({@link #JOBS}: in memory, bounded by {@code intake.maxJobs}; on
  * Redis, Streams shared across replicas, a failed enqueue's late write undone under {@code
  * intake}), its checks ({@link OperationCheck} at the headers, answering the operation routes;
- * {@link IntakeCheck} with the estimate, accepting background requests), both in the chain only
- * while {@code intake.enabled}, and its listener and decision-record part ({@link IntakeRecorder}
- * on the process's {@link IntakeMetrics}). Keys live under {@code quotas.keyPrefix}.
+ * {@link IntakeCheck} with the estimate, accepting background requests; {@link DispatchCheck}
+ * before them, telling a dispatched job by its signed marker), all in the chain only while {@code
+ * intake.enabled}, and its listener and decision-record part ({@link IntakeRecorder} on the
+ * process's {@link IntakeMetrics}). Keys live under {@code quotas.keyPrefix}.
  */
 public final class IntakeFeature implements Feature {
   /** The jobs' durable queue: shared exactly when the backend is. */
@@ -62,7 +64,7 @@ public final class IntakeFeature implements Feature {
       };
 
   /** The start window's slack: how often a replica looks for room to start a waiting job. */
-  static final long DISPATCH_INTERVAL_MILLIS = 1_000;
+  public static final long DISPATCH_INTERVAL_MILLIS = 1_000;
 
   @Override
   public List<StorePort<?>> storePorts() {
@@ -80,6 +82,9 @@ public final class IntakeFeature implements Feature {
             Clock.systemUTC(),
             s.ticker(),
             DISPATCH_INTERVAL_MILLIS);
+    out.check(
+        DispatchCheck.ORDER,
+        DispatchCheck.factory(intake, Dispatcher.marker(intake.policy().dispatch(), s.env())));
     out.check(OperationCheck.ORDER, OperationCheck.factory(intake));
     out.check(IntakeCheck.ORDER, IntakeCheck.factory(intake));
     IntakeRecorder recorder =

@@ -45,6 +45,9 @@ public final class InMemoryJobStore implements JobStore {
     final long expiryKey;
     JobStatus status = JobStatus.QUEUED;
     long keepUntil = Long.MAX_VALUE;
+    boolean held = true; // counted in its tenant's caps while it waits or runs
+    int attempts;
+    long claimedAt; // while in progress
     byte @Nullable [] result;
     @Nullable String error;
 
@@ -104,9 +107,7 @@ public final class InMemoryJobStore implements JobStore {
     if (j.status == JobStatus.QUEUED) {
       finish(j, JobStatus.CANCELLED, nowMillis, retentionMillis);
     } else if (j.status == JobStatus.IN_PROGRESS) {
-      j.status = JobStatus.CANCELLED; // its result, when it comes, is not kept
-      j.job = withoutBody(j.job);
-      j.keepUntil = nowMillis + retentionMillis;
+      j.status = JobStatus.CANCELLED; // its replica's completion drops the result
     }
     return viewed(view(j));
   }
@@ -137,6 +138,15 @@ public final class InMemoryJobStore implements JobStore {
       }
     }
     byExpiry.remove(j.expiryKey);
+    release(j);
+  }
+
+  /** Its tenant's counts give the job back, once. */
+  private void release(Job j) {
+    if (!j.held) {
+      return;
+    }
+    j.held = false;
     long[] t = tenants.get(j.prefix + j.job.tenant());
     if (t != null) {
       t[0]--;
@@ -145,6 +155,79 @@ public final class InMemoryJobStore implements JobStore {
         tenants.remove(j.prefix + j.job.tenant());
       }
     }
+  }
+
+  @Override
+  public synchronized CompletionStage<@Nullable Claimed> claim(
+      String prefix,
+      String pool,
+      String consumer,
+      long nowMillis,
+      long leaseMillis,
+      long retentionMillis) {
+    sweep(nowMillis, retentionMillis);
+    Job found = null;
+    for (Job j : jobs.values()) { // a dead replica's claim first
+      if (j.prefix.equals(prefix)
+          && j.job.pool().equals(pool)
+          && (j.status == JobStatus.IN_PROGRESS || (j.status == JobStatus.CANCELLED && j.held))
+          && nowMillis - j.claimedAt >= leaseMillis) {
+        if (j.status == JobStatus.CANCELLED) {
+          release(j); // cancelled while its replica ran it, and that replica died
+          continue;
+        }
+        found = j;
+        break;
+      }
+    }
+    if (found == null) {
+      TreeMap<Long, Job> q = queues.get(prefix + pool);
+      if (q == null || q.isEmpty()) {
+        return claimed(null);
+      }
+      found = q.firstEntry().getValue();
+      q.remove(found.seq);
+      if (q.isEmpty()) {
+        queues.remove(prefix + pool);
+      }
+      byExpiry.remove(found.expiryKey);
+    }
+    found.status = JobStatus.IN_PROGRESS;
+    found.claimedAt = nowMillis;
+    found.attempts++;
+    NewJob n = found.job;
+    return claimed(
+        new Claimed(n.id(), n.tenant(), n.className(), n.route(), n.body(), found.attempts));
+  }
+
+  @Override
+  public synchronized CompletionStage<Boolean> complete(
+      String prefix,
+      String id,
+      JobStatus status,
+      byte @Nullable [] result,
+      @Nullable String error,
+      long nowMillis,
+      long retentionMillis) {
+    Job j = jobs.get(prefix + id);
+    if (j == null
+        || (j.status != JobStatus.IN_PROGRESS && j.status != JobStatus.CANCELLED)
+        || !j.held) {
+      return done(false);
+    }
+    release(j);
+    if (j.status == JobStatus.IN_PROGRESS) {
+      j.status = status;
+      j.result = result;
+      j.error = error;
+    }
+    j.job = withoutBody(j.job);
+    j.keepUntil = nowMillis + retentionMillis;
+    return done(true);
+  }
+
+  private static CompletionStage<@Nullable Claimed> claimed(@Nullable Claimed c) {
+    return CompletableFuture.completedFuture(c);
   }
 
   /** Up to {@link #SWEEP} waiting jobs past their expiry become {@code expired}. */

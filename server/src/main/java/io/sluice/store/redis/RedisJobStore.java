@@ -99,6 +99,64 @@ public final class RedisJobStore implements JobStore {
     return call("cancel", prefix, tenant, id, nowMillis, retentionMillis);
   }
 
+  @Override
+  public CompletionStage<@Nullable Claimed> claim(
+      String prefix,
+      String pool,
+      String consumer,
+      long nowMillis,
+      long leaseMillis,
+      long retentionMillis) {
+    String base = base(prefix);
+    String[] keys = {base + "stream:" + pool};
+    String[] args = {
+      "claim",
+      base,
+      pool,
+      consumer,
+      Long.toString(nowMillis),
+      Long.toString(Math.max(1, leaseMillis)),
+      Long.toString(Math.max(1, retentionMillis))
+    };
+    return redis.eval(
+        SCRIPT,
+        keys,
+        args,
+        r ->
+            num(r, 0) != 1
+                ? null
+                : new Claimed(
+                    str(r, 1),
+                    str(r, 2),
+                    str(r, 3),
+                    str(r, 4),
+                    Base64.getDecoder().decode(str(r, 5)),
+                    (int) num(r, 6)));
+  }
+
+  @Override
+  public CompletionStage<Boolean> complete(
+      String prefix,
+      String id,
+      JobStatus status,
+      byte @Nullable [] result,
+      @Nullable String error,
+      long nowMillis,
+      long retentionMillis) {
+    String base = base(prefix);
+    String[] keys = {base + "job:" + id};
+    String[] args = {
+      "complete",
+      base,
+      id,
+      status.code(),
+      result == null ? "" : Base64.getEncoder().encodeToString(result),
+      error == null ? "" : error,
+      Long.toString(Math.max(1, retentionMillis))
+    };
+    return redis.eval(SCRIPT, keys, args, r -> num(r, 0) == 1);
+  }
+
   private CompletionStage<@Nullable JobView> call(
       String cmd, String prefix, String tenant, String id, long nowMillis, long retentionMillis) {
     String base = base(prefix);

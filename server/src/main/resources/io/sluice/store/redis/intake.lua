@@ -9,9 +9,28 @@
 --   stream:<pool> the pool's stream: one XADD per job ("id" field) for its consumer group
 --   tenant:<t>    hash: count, work of the tenant's waiting jobs (the caps)
 --   expiry        zset of waiting job ids by expiry (epoch ms): swept 16 at a time per call
+-- Claims go through the stream's consumer group "sluice": a claimed entry stays pending until its
+-- job completes; one pending longer than the lease (by the job's "started", the callers' clock) is
+-- claimed again by the next replica that asks.
 -- ARGV[1] is the command, ARGV[2] the base; the rest per command.
 local cmd = ARGV[1]
 local base = ARGV[2]
+
+-- the tenant's counts give the job back, once (field "held" while it waits or runs)
+local function release(jk)
+  local j = redis.call('HMGET', jk, 'tenant', 'work', 'held')
+  if not j[3] then
+    return false
+  end
+  redis.call('HDEL', jk, 'held')
+  local tk = base .. 'tenant:' .. j[1]
+  local c = redis.call('HINCRBY', tk, 'count', -1)
+  redis.call('HINCRBY', tk, 'work', -tonumber(j[2]))
+  if c <= 0 then
+    redis.call('DEL', tk)
+  end
+  return true
+end
 
 local function finish(id, status, retention)
   local jk = base .. 'job:' .. id
@@ -23,12 +42,7 @@ local function finish(id, status, retention)
   redis.call('HSET', jk, 'status', status)
   redis.call('HDEL', jk, 'body')
   redis.call('ZREM', base .. 'queue:' .. j[2], id)
-  local tk = base .. 'tenant:' .. j[1]
-  local c = redis.call('HINCRBY', tk, 'count', -1)
-  redis.call('HINCRBY', tk, 'work', -tonumber(j[3]))
-  if c <= 0 then
-    redis.call('DEL', tk)
-  end
+  release(jk)
   redis.call('PEXPIRE', jk, retention)
 end
 
@@ -86,7 +100,7 @@ if cmd == 'enqueue' then
   local entry = redis.call('XADD', base .. 'stream:' .. pool, '*', 'id', id)
   redis.call('HSET', base .. 'job:' .. id, 'tenant', tenant, 'pool', pool, 'class', ARGV[6],
     'route', ARGV[7], 'model', ARGV[8], 'work', work, 'created', ARGV[10], 'expires', ARGV[11],
-    'status', 'queued', 'body', ARGV[12], 'entry', entry)
+    'status', 'queued', 'body', ARGV[12], 'entry', entry, 'held', 1, 'attempts', 0)
   redis.call('ZADD', q, score, id)
   redis.call('ZADD', base .. 'expiry', ARGV[11], id)
   redis.call('HINCRBY', tk, 'count', 1)
@@ -108,10 +122,72 @@ elseif cmd == 'cancel' then
   if j[2] == 'queued' then
     finish(id, 'cancelled', ARGV[6])
   elseif j[2] == 'in_progress' then
+    -- its replica's completion gives the caps back and drops the result
     redis.call('HSET', jk, 'status', 'cancelled')
-    redis.call('HDEL', jk, 'body')
-    redis.call('PEXPIRE', jk, ARGV[6])
   end
   return view(id, tenant)
+elseif cmd == 'claim' then
+  -- ARGV: 3 pool, 4 consumer, 5 now, 6 lease, 7 retention
+  local pool, now = ARGV[3], tonumber(ARGV[5])
+  local stream = base .. 'stream:' .. pool
+  pcall(redis.call, 'XGROUP', 'CREATE', stream, 'sluice', '0', 'MKSTREAM')
+  sweep(now, ARGV[7])
+  for _ = 1, 16 do
+    local entry, id
+    -- a claim older than the lease (on the callers' clock, field "started"): its replica died
+    for _, p in ipairs(redis.call('XPENDING', stream, 'sluice', '-', '+', 16)) do
+      local rows = redis.call('XRANGE', stream, p[1], p[1])
+      local jid = rows[1] and rows[1][2][2]
+      local started = jid and redis.call('HGET', base .. 'job:' .. jid, 'started')
+      if not jid or not started or now - tonumber(started) >= tonumber(ARGV[6]) then
+        redis.call('XCLAIM', stream, 'sluice', ARGV[4], 0, p[1])
+        entry, id = p[1], jid or ''
+        break
+      end
+    end
+    if not entry then
+      local r = redis.call('XREADGROUP', 'GROUP', 'sluice', ARGV[4], 'COUNT', 1, 'STREAMS', stream,
+        '>')
+      if not r or not r[1] or not r[1][2][1] then
+        return {0}
+      end
+      entry, id = r[1][2][1][1], r[1][2][1][2][2]
+    end
+    local jk = base .. 'job:' .. id
+    local j = redis.call('HMGET', jk, 'status', 'expires', 'tenant', 'class', 'route', 'body')
+    if j[1] == 'queued' and tonumber(j[2]) <= now then
+      finish(id, 'expired', ARGV[7])
+      j[1] = 'expired'
+    end
+    if j[1] == 'queued' or j[1] == 'in_progress' then
+      redis.call('ZREM', base .. 'queue:' .. pool, id)
+      redis.call('ZREM', base .. 'expiry', id)
+      local attempt = redis.call('HINCRBY', jk, 'attempts', 1)
+      redis.call('HSET', jk, 'status', 'in_progress', 'started', now)
+      return {1, id, j[3], j[4], j[5], j[6], attempt}
+    end
+    -- done, cancelled, expired or gone: nothing to run (a job cancelled while its replica ran it
+    -- and died gives its tenant's counts back here)
+    release(jk)
+    redis.call('XACK', stream, 'sluice', entry)
+    redis.call('XDEL', stream, entry)
+  end
+  return {0}
+elseif cmd == 'complete' then
+  -- ARGV: 3 id, 4 status, 5 result, 6 error, 7 retention
+  local jk = base .. 'job:' .. ARGV[3]
+  local j = redis.call('HMGET', jk, 'status', 'pool', 'entry')
+  if not j[1] or (j[1] ~= 'in_progress' and j[1] ~= 'cancelled') or not release(jk) then
+    return {0}
+  end
+  if j[1] == 'in_progress' then
+    redis.call('HSET', jk, 'status', ARGV[4], 'result', ARGV[5], 'error', ARGV[6])
+  end
+  redis.call('HDEL', jk, 'body')
+  local stream = base .. 'stream:' .. j[2]
+  redis.call('XACK', stream, 'sluice', j[3])
+  redis.call('XDEL', stream, j[3])
+  redis.call('PEXPIRE', jk, ARGV[7])
+  return {1}
 end
 return redis.error_reply('intake.lua: unknown command ' .. tostring(cmd))

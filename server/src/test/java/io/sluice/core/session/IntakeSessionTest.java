@@ -317,5 +317,23 @@ class IntakeSessionTest {
         String prefix, String tenant, String id, long nowMillis, long retentionMillis) {
       return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
     }
+
+    @Override
+    public CompletionStage<@Nullable Claimed> claim(
+        String prefix, String pool, String consumer, long now, long lease, long retention) {
+      return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
+    }
+
+    @Override
+    public CompletionStage<Boolean> complete(
+        String prefix,
+        String id,
+        io.sluice.core.intake.JobStatus status,
+        byte @Nullable [] result,
+        @Nullable String error,
+        long now,
+        long retention) {
+      return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
+    }
   }
 }
