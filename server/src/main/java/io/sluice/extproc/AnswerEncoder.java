@@ -112,31 +112,28 @@ final class AnswerEncoder {
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
   static byte[] admit(
       Entries entries, boolean atBody, Map<String, String> headers, DecisionFields f) {
-    return admit(entries, atBody, headers, null, false, f);
+    return admit(
+        entries, atBody, HeaderKeys.keys(headers), HeaderKeys.values(headers), null, false, f);
   }
 
   /**
-   * As above, and {@code body} (not null: the body the upstream gets instead, a {@code
-   * body_mutation}; only in a request body response, BUFFERED) and {@code clear_route_cache}.
+   * As above, the headers' names and values encoded ({@code keys[i]: values[i]}), and {@code body}
+   * (not null: the body the upstream gets instead, a {@code body_mutation}; only in a request body
+   * response, BUFFERED) and {@code clear_route_cache}.
    */
   static byte[] admit(
       Entries entries,
       boolean atBody,
-      Map<String, String> headers,
+      byte[][] keys,
+      byte[][] values,
       byte @org.jspecify.annotations.Nullable [] body,
       boolean clearRouteCache,
       DecisionFields f) {
-    int n = headers.size();
-    byte[][] keys = new byte[n][];
-    byte[][] values = new byte[n][];
+    int n = keys.length;
     int mutation = 0;
-    int i = 0;
-    for (Map.Entry<String, String> h : headers.entrySet()) {
-      keys[i] = HeaderKeys.utf8(h.getKey());
-      values[i] = utf8(h.getValue());
+    for (int i = 0; i < n; i++) {
       mutation +=
           lenField(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(keys[i], values[i]));
-      i++;
     }
     int bodyMutation = body == null ? 0 : lenField(BodyMutation.BODY_FIELD_NUMBER, body.length);
     int common =

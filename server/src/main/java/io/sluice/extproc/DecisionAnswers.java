@@ -19,9 +19,6 @@ import org.jspecify.annotations.Nullable;
  * (HTTP or gRPC), each with the {@code sluice} dynamic metadata of the session.
  */
 final class DecisionAnswers {
-  private static final Map<String, String> DECISION_ADMIT_HEADER =
-      Map.of("x-sluice-decision", "admit");
-
   private DecisionAnswers() {}
 
   static Answer admit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
@@ -31,50 +28,40 @@ final class DecisionAnswers {
     }
     long left = deadlineMillis(rt, s);
     UpstreamPlan plan = s.running().plan();
-    boolean plain =
-        !cfg.estimateHeader()
-            && plan.headers().isEmpty()
-            && plan.body() == null
-            && cfg.deadlineHeader().isEmpty()
-            && !cfg.upstreamTimeout();
-    Map<String, String> headers;
-    if (plain) {
-      headers = cfg.decisionHeader() ? DECISION_ADMIT_HEADER : Map.of();
-    } else {
-      headers = new LinkedHashMap<>(plan.headers().size() + 6);
-      if (cfg.decisionHeader()) {
-        headers.put("x-sluice-decision", plan.rung() != null ? "degrade" : "admit");
-      }
+    byte[][] keys;
+    byte[][] values;
+    if (plan.headers().isEmpty() && (!atBody || plan.body() == null)) {
+      // the common admit: its header names encoded once per config, no map, no String per value
+      AdmitHeaders h = AdmitHeaders.of(cfg);
       TokenEstimate e = s.estimate();
-      if (cfg.estimateHeader() && e != null) {
-        headers.put(
-            "x-sluice-estimate",
-            "input="
-                + e.inputTokens()
-                + ";output="
-                + e.outputReserveTokens()
-                + ";work="
-                + s.workUnits());
-      }
-      if (!cfg.deadlineHeader().isEmpty()) {
-        headers.put(cfg.deadlineHeader(), Long.toString(left));
-      }
-      if (cfg.upstreamTimeout()) {
-        // Envoy's router reads (and removes) it when it forwards the request: the route's timeout
-        // becomes what is left of the caller's deadline (needs mutation_rules.allow_envoy)
-        headers.put("x-envoy-upstream-rq-timeout-ms", Long.toString(left));
-      }
-      headers.putAll(plan.headers());
+      boolean estimated = e != null;
+      keys = h.keys(estimated);
+      // as before: with no header but the decision's and no body, a degraded answer said "admit"
+      boolean said =
+          cfg.estimateHeader()
+              || !cfg.deadlineHeader().isEmpty()
+              || cfg.upstreamTimeout()
+              || plan.body() != null;
+      values =
+          h.values(
+              plan.rung() != null && said,
+              estimated,
+              e != null ? e.inputTokens() : 0,
+              e != null ? e.outputReserveTokens() : 0,
+              e != null ? s.workUnits() : 0,
+              left);
+    } else {
+      Map<String, String> headers = headers(cfg, plan, s, left, atBody);
+      keys = HeaderKeys.keys(headers);
+      values = HeaderKeys.values(headers);
     }
     byte[] body = atBody ? plan.body() : null;
-    if (body != null) { // BUFFERED keeps content-length: it must match the new body
-      headers.put("content-length", Integer.toString(body.length));
-    }
     boolean degraded = plan.rung() != null;
     return Responses.admit(
         rt.tables().answerEntries(),
         atBody,
-        headers,
+        keys,
+        values,
         body,
         plan.clearRouteCache(),
         metadata(
@@ -84,6 +71,44 @@ final class DecisionAnswers {
             null,
             null,
             admitExtra(rt, s, left)));
+  }
+
+  /** The admit's header mutation as a map, in the order it is written (any plan, any config). */
+  private static Map<String, String> headers(
+      SluiceConfig.Responses cfg,
+      UpstreamPlan plan,
+      AdmissionSession s,
+      long left,
+      boolean atBody) {
+    Map<String, String> headers = new LinkedHashMap<>(plan.headers().size() + 6);
+    if (cfg.decisionHeader()) {
+      headers.put("x-sluice-decision", plan.rung() != null ? "degrade" : "admit");
+    }
+    TokenEstimate e = s.estimate();
+    if (cfg.estimateHeader() && e != null) {
+      headers.put(
+          "x-sluice-estimate",
+          "input="
+              + e.inputTokens()
+              + ";output="
+              + e.outputReserveTokens()
+              + ";work="
+              + s.workUnits());
+    }
+    if (!cfg.deadlineHeader().isEmpty()) {
+      headers.put(cfg.deadlineHeader(), Long.toString(left));
+    }
+    if (cfg.upstreamTimeout()) {
+      // Envoy's router reads (and removes) it when it forwards the request: the route's timeout
+      // becomes what is left of the caller's deadline (needs mutation_rules.allow_envoy)
+      headers.put("x-envoy-upstream-rq-timeout-ms", Long.toString(left));
+    }
+    headers.putAll(plan.headers());
+    byte[] body = atBody ? plan.body() : null;
+    if (body != null) { // BUFFERED keeps content-length: it must match the new body
+      headers.put("content-length", Integer.toString(body.length));
+    }
+    return headers;
   }
 
   /** Milliseconds left before the request's deadline (at least 1: it was admitted in time). */

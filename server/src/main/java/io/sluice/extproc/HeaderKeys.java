@@ -26,4 +26,26 @@ final class HeaderKeys {
     }
     return k;
   }
+
+  /** The names of {@code headers}, in its order, each encoded once ({@link #utf8}). */
+  static byte[][] keys(java.util.Map<String, String> headers) {
+    byte[][] out = new byte[headers.size()][];
+    int i = 0;
+    for (String k : headers.keySet()) {
+      out[i++] = utf8(k);
+    }
+    return out;
+  }
+
+  /**
+   * The values of {@code headers}, in its order, as protobuf-java writes a string (null: empty).
+   */
+  static byte[][] values(java.util.Map<String, String> headers) {
+    byte[][] out = new byte[headers.size()][];
+    int i = 0;
+    for (String v : headers.values()) {
+      out[i++] = v == null ? new byte[0] : v.getBytes(StandardCharsets.UTF_8);
+    }
+    return out;
+  }
 }

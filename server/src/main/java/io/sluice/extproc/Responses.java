@@ -76,19 +76,21 @@ final class Responses {
   }
 
   /**
-   * As {@link #admit(AnswerEncoder.Entries, boolean, Map, AnswerEncoder.DecisionFields)}, with the
-   * body the upstream gets instead of the client's ({@code body}, null: unchanged; the caller sets
-   * {@code content-length} in {@code headers}) and {@code clear_route_cache}.
+   * As {@link #admit(AnswerEncoder.Entries, boolean, Map, AnswerEncoder.DecisionFields)}, the
+   * headers encoded ({@code keys[i]: values[i]}), with the body the upstream gets instead of the
+   * client's ({@code body}, null: unchanged; the caller sets {@code content-length} in the headers)
+   * and {@code clear_route_cache}.
    */
   static Answer admit(
       AnswerEncoder.Entries entries,
       boolean atBody,
-      Map<String, String> headers,
+      byte[][] keys,
+      byte[][] values,
       byte @org.jspecify.annotations.Nullable [] body,
       boolean clearRouteCache,
       AnswerEncoder.DecisionFields metadata) {
     return Answer.encoded(
-        AnswerEncoder.admit(entries, atBody, headers, body, clearRouteCache, metadata));
+        AnswerEncoder.admit(entries, atBody, keys, values, body, clearRouteCache, metadata));
   }
 
   /**

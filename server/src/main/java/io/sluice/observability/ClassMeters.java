@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.Timer;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.session.Charge;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jspecify.annotations.Nullable;
@@ -114,7 +115,7 @@ public final class ClassMeters {
 
   /** Same meter as {@code reserveDecision(pool, rule)}. */
   public void reserveDecision(String rule) {
-    int i = OutputReserves.RULES.indexOf(rule);
+    int i = ruleIndex(rule);
     if (i < 0) { // not one of the reserve's rules: not cached
       metrics.reserveDecision(pool, rule);
       return;
@@ -125,6 +126,17 @@ public final class ClassMeters {
       reserveRules.set(i, c);
     }
     c.increment();
+  }
+
+  /** The rule's place in {@link OutputReserves#RULES}: by reference first (they are constants). */
+  private static int ruleIndex(String rule) {
+    List<String> rules = OutputReserves.RULES;
+    for (int i = 0; i < rules.size(); i++) {
+      if (rules.get(i) == rule) {
+        return i;
+      }
+    }
+    return rules.indexOf(rule);
   }
 
   private final AtomicReferenceArray<Counter> reserveRules =

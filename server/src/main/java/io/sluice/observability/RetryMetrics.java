@@ -154,7 +154,21 @@ public final class RetryMetrics {
   /** The key of a pool's and class's meters (String hashes are cached: no string built). */
   private record PoolClass(String pool, String cls) {}
 
+  private record PoolBudget(String pool, AtomicLong tokens) {}
+
+  private volatile @Nullable PoolBudget lastBudget;
+
   private AtomicLong budget(String pool) {
+    PoolBudget last = lastBudget;
+    if (last != null && last.pool() == pool) { // the last hit, by reference: no map lookup
+      return last.tokens();
+    }
+    AtomicLong b = budgetOf(pool);
+    lastBudget = new PoolBudget(pool, b);
+    return b;
+  }
+
+  private AtomicLong budgetOf(String pool) {
     AtomicLong found = budgetMillitokens.get(pool);
     return found != null
         ? found
