@@ -84,17 +84,7 @@ final class DecisionAnswers {
     if (cfg.decisionHeader()) {
       headers.put("x-sluice-decision", plan.rung() != null ? "degrade" : "admit");
     }
-    TokenEstimate e = s.estimate();
-    if (cfg.estimateHeader() && e != null) {
-      headers.put(
-          "x-sluice-estimate",
-          "input="
-              + e.inputTokens()
-              + ";output="
-              + e.outputReserveTokens()
-              + ";work="
-              + s.workUnits());
-    }
+    putEstimate(headers, cfg, s);
     if (!cfg.deadlineHeader().isEmpty()) {
       headers.put(cfg.deadlineHeader(), Long.toString(left));
     }
@@ -197,6 +187,17 @@ final class DecisionAnswers {
       headers.put("x-sluice-decision", "would_" + would);
       headers.put("x-sluice-reason", reason);
     }
+    putEstimate(headers, cfg, s);
+    return Responses.admit(
+        rt.tables().answerEntries(),
+        atBody,
+        headers,
+        metadata(s, "admit", Reason.ADMITTED, would, reason));
+  }
+
+  /** The {@code x-sluice-estimate} header, when configured and the request has an estimate. */
+  private static void putEstimate(
+      Map<String, String> headers, SluiceConfig.Responses cfg, AdmissionSession s) {
     TokenEstimate e = s.estimate();
     if (cfg.estimateHeader() && e != null) {
       headers.put(
@@ -208,11 +209,6 @@ final class DecisionAnswers {
               + ";work="
               + s.workUnits());
     }
-    return Responses.admit(
-        rt.tables().answerEntries(),
-        atBody,
-        headers,
-        metadata(s, "admit", Reason.ADMITTED, would, reason));
   }
 
   /** A refusal; {@code grpc}: the request is a gRPC call (answered with grpc_status). */
