@@ -100,16 +100,7 @@ final class BudgetBench {
       List<BudgetBook> books = new ArrayList<>();
       AtomicLong storeFailures = new AtomicLong();
       BudgetEvents failures =
-          new BudgetEvents() {
-            @Override
-            public void settled(BudgetPolicy.Applied a, long reserved, long actual) {}
-
-            @Override
-            public void crossed(BudgetPolicy.Applied a, double threshold) {}
-
-            @Override
-            public void waited(BudgetPolicy.Applied a, boolean pacing, long millis) {}
-
+          new BudgetEvents.Ignoring() {
             @Override
             public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {
               storeFailures.incrementAndGet();

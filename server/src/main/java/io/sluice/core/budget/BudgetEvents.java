@@ -18,18 +18,21 @@ public interface BudgetEvents {
   /** The store did not answer; {@code allowed}: what the failure mode did. */
   void storeFailed(BudgetPolicy.Applied a, boolean allowed);
 
-  BudgetEvents NONE =
-      new BudgetEvents() {
-        @Override
-        public void settled(BudgetPolicy.Applied a, long reserved, long actual) {}
+  /** Hears nothing. */
+  BudgetEvents NONE = new Ignoring();
 
-        @Override
-        public void crossed(BudgetPolicy.Applied a, double threshold) {}
+  /** Ignores every event: the base of a listener that hears only some of them. */
+  class Ignoring implements BudgetEvents {
+    @Override
+    public void settled(BudgetPolicy.Applied a, long reserved, long actual) {}
 
-        @Override
-        public void waited(BudgetPolicy.Applied a, boolean pacing, long millis) {}
+    @Override
+    public void crossed(BudgetPolicy.Applied a, double threshold) {}
 
-        @Override
-        public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {}
-      };
+    @Override
+    public void waited(BudgetPolicy.Applied a, boolean pacing, long millis) {}
+
+    @Override
+    public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {}
+  }
 }

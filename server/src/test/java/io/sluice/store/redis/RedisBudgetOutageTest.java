@@ -68,16 +68,7 @@ class RedisBudgetOutageTest {
     MutableClock clock = new MutableClock(Instant.parse("2026-12-05T10:00:00Z"));
     AtomicInteger failures = new AtomicInteger();
     BudgetEvents events =
-        new BudgetEvents() {
-          @Override
-          public void settled(BudgetPolicy.Applied a, long reserved, long actual) {}
-
-          @Override
-          public void crossed(BudgetPolicy.Applied a, double threshold) {}
-
-          @Override
-          public void waited(BudgetPolicy.Applied a, boolean pacing, long millis) {}
-
+        new BudgetEvents.Ignoring() {
           @Override
           public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {
             failures.incrementAndGet();
