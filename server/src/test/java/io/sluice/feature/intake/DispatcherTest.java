@@ -15,21 +15,18 @@ import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
 import io.sluice.core.intake.OperationIds;
 import io.sluice.observability.IntakeMetrics;
+import io.sluice.store.MutableClock;
 import io.sluice.store.memory.InMemoryJobStore;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -53,24 +50,7 @@ class DispatcherTest {
       "{\"id\":\"resp_upstream\",\"object\":\"response\",\"status\":\"completed\","
           + "\"output\":[{\"type\":\"message\",\"content\":[{\"type\":\"output_text\","
           + "\"text\":\"the report\"}]}]}";
-  private final AtomicLong now = new AtomicLong(T0);
-  private final Clock clock =
-      new Clock() {
-        @Override
-        public ZoneId getZone() {
-          return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-          return this;
-        }
-
-        @Override
-        public Instant instant() {
-          return Instant.ofEpochMilli(now.get());
-        }
-      };
+  private final MutableClock clock = new MutableClock(Instant.ofEpochMilli(T0));
   private final InMemoryJobStore store = new InMemoryJobStore(1000);
   private final ScheduledExecutorService loop = Executors.newSingleThreadScheduledExecutor();
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
@@ -159,8 +139,8 @@ class DispatcherTest {
             "responses",
             "m1",
             100,
-            now.get(),
-            now.get() + 3_600_000,
+            clock.millis(),
+            clock.millis() + 3_600_000,
             "{\"model\":\"m1\",\"input\":\"write a report\",\"background\":true}"
                 .getBytes(StandardCharsets.UTF_8));
     JobStore.Enqueued e =
@@ -173,7 +153,7 @@ class DispatcherTest {
   }
 
   private JobStore.JobView read(String tenant, String id) {
-    return store.read(prefix, tenant, id, now.get(), KEEP).toCompletableFuture().join();
+    return store.read(prefix, tenant, id, clock.millis(), KEEP).toCompletableFuture().join();
   }
 
   /** Waits (at most 5 s) until the job has ended. */
@@ -206,7 +186,7 @@ class DispatcherTest {
         .containsEntry("x-sluice-class", "batch")
         .containsEntry("content-type", "application/json");
     DispatchMarker m = new DispatchMarker(SECRET.getBytes(StandardCharsets.UTF_8));
-    assertThat(m.invalid(s.headers().get("x-sluice-dispatch"), "acme", now.get())).isNull();
+    assertThat(m.invalid(s.headers().get("x-sluice-dispatch"), "acme", clock.millis())).isNull();
     assertThat(s.headers().get("x-sluice-dispatch")).startsWith(id + ".");
     assertThat(JSON.readTree(s.body()).get("background").asBoolean()).isFalse();
 
@@ -248,7 +228,7 @@ class DispatcherTest {
     String id = enqueue("acme");
     JobStore.Claimed first =
         store
-            .claim(prefix, "gpu", "replica-dead", now.get(), 30_000, KEEP)
+            .claim(prefix, "gpu", "replica-dead", clock.millis(), 30_000, KEEP)
             .toCompletableFuture()
             .join();
     assertThat(first.id()).isEqualTo(id);
@@ -257,14 +237,14 @@ class DispatcherTest {
     dispatcher.step(); // the lease still runs: not reclaimed
     assertThat(seen.poll(500, TimeUnit.MILLISECONDS)).isNull();
 
-    now.addAndGet(30_001); // the dead replica's lease lapsed
+    clock.advance(Duration.ofMillis(30_001)); // the dead replica's lease lapsed
     dispatcher.step();
     assertThat(seen.poll(5, TimeUnit.SECONDS)).isNotNull();
     assertThat(awaitDone("acme", id).status()).isEqualTo(JobStatus.COMPLETED);
 
     boolean late =
         store
-            .complete(prefix, id, JobStatus.FAILED, null, "x: late", now.get(), KEEP)
+            .complete(prefix, id, JobStatus.FAILED, null, "x: late", clock.millis(), KEEP)
             .toCompletableFuture()
             .join();
     assertThat(late).isFalse();
