@@ -37,56 +37,40 @@ import java.util.concurrent.TimeUnit;
  */
 public final class BudgetFeature implements Feature {
   /** The budgets' state: shared exactly when the backend is. */
-  public static final StorePort<BudgetStore> BUDGETS =
-      new StorePort<>() {
-        @Override
-        public String name() {
-          return "budgets";
-        }
-
-        @Override
-        public BudgetStore memory(Ticker ticker, boolean isolated) {
-          return new InMemoryBudgetStore(isolated ? 10_000 : BudgetPolicy.DEFAULTS.maxEntries());
-        }
-
-        @Override
-        public BudgetStore redis(RedisConnection redis) {
-          return new RedisBudgetStore(redis);
-        }
-
-        @Override
-        public void configure(BudgetStore port, SluiceConfig config) {
-          if (port instanceof InMemoryBudgetStore m) { // Redis keeps what its keys' TTLs say
-            m.resize(config.section(BudgetsSection.SECTION).maxEntries());
-          }
-        }
-      };
+  public static final StorePort<BudgetStore> BUDGETS = port("budgets", true);
 
   /** What this replica spends while the shared store does not answer (failure mode local). */
-  public static final StorePort<BudgetStore> LOCAL_SHARE =
-      new StorePort<>() {
-        @Override
-        public String name() {
-          return "budgets-local";
-        }
+  public static final StorePort<BudgetStore> LOCAL_SHARE = port("budgets-local", false);
 
-        @Override
-        public BudgetStore memory(Ticker ticker, boolean isolated) {
-          return new InMemoryBudgetStore(isolated ? 10_000 : BudgetPolicy.DEFAULTS.maxEntries());
-        }
+  /**
+   * A budgets port: in memory bounded by {@code budgets.maxEntries}; on Redis the shared store when
+   * {@code shared}, else still this process's own.
+   */
+  private static StorePort<BudgetStore> port(String name, boolean shared) {
+    return new StorePort<>() {
+      @Override
+      public String name() {
+        return name;
+      }
 
-        @Override
-        public BudgetStore redis(RedisConnection redis) {
-          return memory(Ticker.system(), false); // always this process's own
-        }
+      @Override
+      public BudgetStore memory(Ticker ticker, boolean isolated) {
+        return new InMemoryBudgetStore(isolated ? 10_000 : BudgetPolicy.DEFAULTS.maxEntries());
+      }
 
-        @Override
-        public void configure(BudgetStore port, SluiceConfig config) {
-          if (port instanceof InMemoryBudgetStore m) {
-            m.resize(config.section(BudgetsSection.SECTION).maxEntries());
-          }
+      @Override
+      public BudgetStore redis(RedisConnection redis) {
+        return shared ? new RedisBudgetStore(redis) : memory(Ticker.system(), false);
+      }
+
+      @Override
+      public void configure(BudgetStore port, SluiceConfig config) {
+        if (port instanceof InMemoryBudgetStore m) { // Redis keeps what its keys' TTLs say
+          m.resize(config.section(BudgetsSection.SECTION).maxEntries());
         }
-      };
+      }
+    };
+  }
 
   /** The process's timer for requests waiting on a budget: one daemon thread, made on first use. */
   private static final class Timer {
