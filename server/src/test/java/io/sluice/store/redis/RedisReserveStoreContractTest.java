@@ -3,38 +3,24 @@ package io.sluice.store.redis;
 import io.sluice.core.estimate.ReserveStore;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.ReserveStoreContractTest;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@code reserve_publish.lua}: two replicas' connections to the Redis at 127.0.0.1:6379 (skipped
  * when none answers).
  */
 class RedisReserveStoreContractTest extends ReserveStoreContractTest {
-  private RedisPorts a;
-  private RedisPorts b;
+  @RegisterExtension final TwoRedisReplicas redis = new TwoRedisReplicas();
   private final String namespace = LocalRedis.uniquePrefix();
-
-  @BeforeEach
-  void open() {
-    a = LocalRedisStore.open();
-    b = LocalRedisStore.open();
-  }
-
-  @AfterEach
-  void close() {
-    a.close();
-    b.close();
-  }
 
   @Override
   protected ReserveStore replicaA() {
-    return a.reserves();
+    return redis.a().reserves();
   }
 
   @Override
   protected ReserveStore replicaB() {
-    return b.reserves();
+    return redis.b().reserves();
   }
 
   @Override
