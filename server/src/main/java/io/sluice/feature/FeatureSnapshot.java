@@ -22,10 +22,4 @@ public record FeatureSnapshot(
   public FeatureSnapshot {
     env = java.util.Map.copyOf(env);
   }
-
-  /** Without an environment (tests): a feature reading a secret finds none. */
-  public FeatureSnapshot(
-      SluiceConfig config, StorePorts stores, AdmissionMetrics metrics, Ticker ticker) {
-    this(config, stores, metrics, ticker, java.util.Map.of());
-  }
 }

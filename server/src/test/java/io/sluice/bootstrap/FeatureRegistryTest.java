@@ -285,7 +285,8 @@ class FeatureRegistryTest {
   private Sessions sessions(Feature feature, SluiceConfig config, Stores stores) {
     Contributions out = new Contributions();
     AdmissionMetrics metrics = new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos);
-    feature.contribute(new FeatureSnapshot(config, stores, metrics, ticker), out);
+    feature.contribute(
+        new FeatureSnapshot(config, stores, metrics, ticker, java.util.Map.of()), out);
     AdmissionController controller = OneSlotPool.controller();
     List<SessionListener> listeners = out.listeners();
     Sessions.Builder b =
