@@ -152,13 +152,7 @@ class Http2AbuseLimitsTest {
       } finally {
         abuse.shutdownNow();
       }
-      // the server serves on: a new stream on the well-behaved connection is answered
-      ExtProcTestClient.Call c = legit.open(Map.of());
-      assertThat(
-              c.send(headers(ExtProcServerTestBase.chat(), true, null, null)).hasRequestHeaders())
-          .isTrue();
-      c.halfClose();
-      assertThat(c.awaitClose()).isEqualTo(Status.OK);
+      assertServesOn(legit);
     }
   }
 
@@ -192,12 +186,7 @@ class Http2AbuseLimitsTest {
       } finally {
         abuse.shutdownNow();
       }
-      ExtProcTestClient.Call c = legit.open(Map.of());
-      assertThat(
-              c.send(headers(ExtProcServerTestBase.chat(), true, null, null)).hasRequestHeaders())
-          .isTrue();
-      c.halfClose();
-      assertThat(c.awaitClose()).isEqualTo(Status.OK);
+      assertServesOn(legit);
     }
   }
 
@@ -337,5 +326,14 @@ class Http2AbuseLimitsTest {
     assertThatThrownBy(() -> ConfigLoader.parse(policy("maxResetsPerWindow: -1")))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining("server.grpc.maxResetsPerWindow");
+  }
+
+  /** The server serves on: a new stream on the well-behaved connection is answered. */
+  private static void assertServesOn(ExtProcTestClient legit) throws Exception {
+    ExtProcTestClient.Call c = legit.open(Map.of());
+    assertThat(c.send(headers(ExtProcServerTestBase.chat(), true, null, null)).hasRequestHeaders())
+        .isTrue();
+    c.halfClose();
+    assertThat(c.awaitClose()).isEqualTo(Status.OK);
   }
 }
