@@ -1,6 +1,7 @@
 package io.sluice.observability;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -27,8 +28,42 @@ public final class IntakeMetrics {
    */
   public static final String DISPATCH = "sluice.intake.dispatch";
 
+  /** Jobs waiting in a pool's durable queue (pool-wide: every replica reads the same store). */
+  public static final String BACKLOG = "sluice.intake.backlog.jobs";
+
+  /** How long the pool's oldest waiting job has waited (seconds; 0 when none waits). */
+  public static final String OLDEST = "sluice.intake.backlog.oldest.age";
+
+  /** Jobs that expired waiting ({@code intake.freshness}), each counted once across replicas. */
+  public static final String EXPIRED = "sluice.intake.expired";
+
   private final MeterRegistry registry;
   private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Backlog> backlogs = new ConcurrentHashMap<>();
+
+  /** The last backlog read of one pool. */
+  private static final class Backlog {
+    volatile long waiting;
+    volatile double oldestSeconds;
+    final Counter expired;
+
+    Backlog(MeterRegistry registry, String pool) {
+      Gauge.builder(BACKLOG, this, b -> b.waiting)
+          .tag("pool", pool)
+          .description("Background jobs waiting in the pool's durable queue (pool-wide)")
+          .register(registry);
+      Gauge.builder(OLDEST, this, b -> b.oldestSeconds)
+          .tag("pool", pool)
+          .baseUnit("seconds")
+          .description("Age of the pool's oldest waiting background job (pool-wide; 0: none)")
+          .register(registry);
+      this.expired =
+          Counter.builder(EXPIRED)
+              .tag("pool", pool)
+              .description("Background jobs that expired waiting, each counted by one replica")
+              .register(registry);
+    }
+  }
 
   /** The process's intake meters (one per registry: {@code AdmissionMetrics.part}). */
   public IntakeMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
@@ -53,6 +88,19 @@ public final class IntakeMetrics {
         pool,
         cls,
         event);
+  }
+
+  /**
+   * The pool's backlog as the store answered ({@code JobStore.backlog}): its gauges set, its
+   * expired count raised by the expiries handed to this replica.
+   */
+  public void backlog(String pool, long waiting, double oldestSeconds, long expired) {
+    Backlog b = backlogs.computeIfAbsent(pool, p -> new Backlog(registry, p));
+    b.waiting = waiting;
+    b.oldestSeconds = oldestSeconds;
+    if (expired > 0) {
+      b.expired.increment(expired);
+    }
   }
 
   private void count(String name, String description, String pool, String cls, String event) {

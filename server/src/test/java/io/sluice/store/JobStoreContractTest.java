@@ -123,6 +123,33 @@ public abstract class JobStoreContractTest {
   }
 
   @Test
+  void backlog_countsWaiting_agesTheOldest_andHandsOutEachExpiryOnce() {
+    JobStore.Backlog empty =
+        replicaA().backlog(prefix(), "gpu", T0, KEEP).toCompletableFuture().join();
+    assertThat(empty).isEqualTo(new JobStore.Backlog(0, -1, 0));
+    enqueue(replicaA(), job("acme", "gpu", 100, T0), caps);
+    enqueue(replicaB(), job("beta", "gpu", 10, T0 + 20), caps);
+    enqueue(replicaB(), job("beta", "cpu", 10, T0 + 30), caps);
+    assertThat(replicaB().backlog(prefix(), "gpu", T0 + 40, KEEP).toCompletableFuture().join())
+        .isEqualTo(new JobStore.Backlog(2, T0, 0));
+    // the first gpu job expires: the next call sees it once, whichever replica asks
+    assertThat(
+            replicaA().backlog(prefix(), "gpu", T0 + FRESH + 5, KEEP).toCompletableFuture().join())
+        .isEqualTo(new JobStore.Backlog(1, T0 + 20, 1));
+    assertThat(
+            replicaB().backlog(prefix(), "gpu", T0 + FRESH + 6, KEEP).toCompletableFuture().join())
+        .isEqualTo(new JobStore.Backlog(1, T0 + 20, 0));
+    // an expiry a read found is handed out by the next backlog call too, per pool
+    assertThat(read(replicaA(), "beta", OperationIds.next(), T0 + FRESH + 40)).isNull();
+    assertThat(
+            replicaA().backlog(prefix(), "cpu", T0 + FRESH + 41, KEEP).toCompletableFuture().join())
+        .isEqualTo(new JobStore.Backlog(0, -1, 1));
+    assertThat(
+            replicaA().backlog(prefix(), "gpu", T0 + FRESH + 41, KEEP).toCompletableFuture().join())
+        .isEqualTo(new JobStore.Backlog(0, -1, 1));
+  }
+
+  @Test
   void cancelWhileQueued_leavesTheQueue_keepsTheStatus_freesTheCaps() {
     JobStore.NewJob a = job("acme", "gpu", 100, T0);
     JobStore.NewJob b = job("acme", "gpu", 100, T0 + 1);

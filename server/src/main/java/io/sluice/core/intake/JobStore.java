@@ -69,6 +69,23 @@ public interface JobStore {
       long retentionMillis);
 
   /**
+   * {@code pool}'s backlog now (after expiring what is due, as every call does): the jobs waiting,
+   * the oldest one's creation time, and the jobs that expired waiting since the last backlog call
+   * for the pool, by any replica. Each expiry is handed out once across replicas, so the replicas'
+   * counts add up to the pool's.
+   */
+  CompletionStage<Backlog> backlog(
+      String prefix, String pool, long nowMillis, long retentionMillis);
+
+  /**
+   * A pool's backlog ({@link #backlog}).
+   *
+   * @param oldestCreatedMillis the oldest waiting job's creation time, or -1 when none waits
+   * @param expired jobs expired waiting since the pool's last backlog call (handed out once)
+   */
+  record Backlog(long waiting, long oldestCreatedMillis, long expired) {}
+
+  /**
    * A claimed job.
    *
    * @param body the request body it was accepted with

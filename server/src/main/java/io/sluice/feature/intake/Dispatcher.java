@@ -71,6 +71,7 @@ public final class Dispatcher implements AutoCloseable {
   private static final class PoolRun {
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicBoolean claiming = new AtomicBoolean();
+    final AtomicBoolean reading = new AtomicBoolean(); // a backlog read outstanding
   }
 
   /**
@@ -124,6 +125,7 @@ public final class Dispatcher implements AutoCloseable {
   void step() {
     try {
       for (String pool : controller.poolNames()) {
+        readBacklog(pool);
         tryPool(pool);
       }
     } catch (RuntimeException e) {
@@ -144,6 +146,33 @@ public final class Dispatcher implements AutoCloseable {
           d.markerKeyEnv());
     }
     return k.marker();
+  }
+
+  /**
+   * The pool's backlog into the gauges ({@link IntakeMetrics#backlog}) while intake is on, dispatch
+   * or not: one read per pool per step at most; a failed read leaves the last values.
+   */
+  private void readBacklog(String pool) {
+    SluiceConfig c = config.get();
+    IntakePolicy p = c.section(IntakeSection.SECTION);
+    if (closed || !p.enabled()) {
+      return;
+    }
+    PoolRun run = pools.computeIfAbsent(pool, k -> new PoolRun());
+    if (!run.reading.compareAndSet(false, true)) {
+      return;
+    }
+    long now = clock.millis();
+    store
+        .backlog(c.quotas().keyPrefix(), pool, now, p.retention().toMillis())
+        .whenComplete(
+            (b, failure) -> {
+              run.reading.set(false);
+              if (failure == null) {
+                long age = b.oldestCreatedMillis() < 0 ? 0 : now - b.oldestCreatedMillis();
+                metrics.backlog(pool, b.waiting(), Math.max(0, age) / 1000.0, b.expired());
+              }
+            });
   }
 
   private void tryPool(String pool) {

@@ -26,6 +26,7 @@ public final class InMemoryJobStore implements JobStore {
   private final Map<String, TreeMap<Long, Job>> queues = new HashMap<>(); // prefix + pool
   private final Map<String, long[]> tenants = new HashMap<>(); // prefix + tenant: count, work
   private final TreeMap<Long, Job> byExpiry = new TreeMap<>(); // waiting jobs, by expiry then seq
+  private final Map<String, Long> expired = new HashMap<>(); // prefix + pool: not yet handed out
   private long seq;
   private int maxJobs;
 
@@ -139,6 +140,9 @@ public final class InMemoryJobStore implements JobStore {
     }
     byExpiry.remove(j.expiryKey);
     release(j);
+    if (status == JobStatus.EXPIRED) {
+      expired.merge(j.prefix + j.job.pool(), 1L, Long::sum);
+    }
   }
 
   /** Its tenant's counts give the job back, once. */
@@ -224,6 +228,19 @@ public final class InMemoryJobStore implements JobStore {
     j.job = withoutBody(j.job);
     j.keepUntil = nowMillis + retentionMillis;
     return done(true);
+  }
+
+  @Override
+  public synchronized CompletionStage<Backlog> backlog(
+      String prefix, String pool, long nowMillis, long retentionMillis) {
+    sweep(nowMillis, retentionMillis);
+    TreeMap<Long, Job> q = queues.get(prefix + pool);
+    Long gone = expired.remove(prefix + pool);
+    long n = gone == null ? 0 : gone;
+    if (q == null || q.isEmpty()) {
+      return done(new Backlog(0, -1, n));
+    }
+    return done(new Backlog(q.size(), q.firstEntry().getValue().job.createdMillis(), n));
   }
 
   private static CompletionStage<@Nullable Claimed> claimed(@Nullable Claimed c) {

@@ -157,6 +157,17 @@ public final class RedisJobStore implements JobStore {
     return redis.eval(SCRIPT, keys, args, r -> num(r, 0) == 1);
   }
 
+  @Override
+  public CompletionStage<Backlog> backlog(
+      String prefix, String pool, long nowMillis, long retentionMillis) {
+    String base = base(prefix);
+    String[] keys = {base + "queue:" + pool};
+    String[] args = {
+      "backlog", base, pool, Long.toString(nowMillis), Long.toString(Math.max(1, retentionMillis))
+    };
+    return redis.eval(SCRIPT, keys, args, r -> new Backlog(num(r, 0), num(r, 1), num(r, 2)));
+  }
+
   private CompletionStage<@Nullable JobView> call(
       String cmd, String prefix, String tenant, String id, long nowMillis, long retentionMillis) {
     String base = base(prefix);

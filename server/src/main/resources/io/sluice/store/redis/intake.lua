@@ -9,6 +9,7 @@
 --   stream:<pool> the pool's stream: one XADD per job ("id" field) for its consumer group
 --   tenant:<t>    hash: count, work of the tenant's waiting jobs (the caps)
 --   expiry        zset of waiting job ids by expiry (epoch ms): swept 16 at a time per call
+--   expired:<pool> the pool's jobs expired waiting, not yet handed out by "backlog" (GETDEL)
 -- Claims go through the stream's consumer group "sluice": a claimed entry stays pending until its
 -- job completes; one pending longer than the lease (by the job's "started", the callers' clock) is
 -- claimed again by the next replica that asks.
@@ -44,6 +45,9 @@ local function finish(id, status, retention)
   redis.call('ZREM', base .. 'queue:' .. j[2], id)
   release(jk)
   redis.call('PEXPIRE', jk, retention)
+  if status == 'expired' then
+    redis.call('INCR', base .. 'expired:' .. j[2])
+  end
 end
 
 local function sweep(now, retention)
@@ -173,6 +177,18 @@ elseif cmd == 'claim' then
     redis.call('XDEL', stream, entry)
   end
   return {0}
+elseif cmd == 'backlog' then
+  -- ARGV: 3 pool, 4 now, 5 retention
+  sweep(tonumber(ARGV[4]), ARGV[5])
+  local q = base .. 'queue:' .. ARGV[3]
+  local waiting = redis.call('ZCARD', q)
+  local oldest = -1
+  if waiting > 0 then
+    local head = redis.call('ZRANGE', q, 0, 0)
+    oldest = tonumber(redis.call('HGET', base .. 'job:' .. head[1], 'created') or '-1')
+  end
+  local gone = tonumber(redis.call('GETDEL', base .. 'expired:' .. ARGV[3]) or '0')
+  return {waiting, oldest, gone}
 elseif cmd == 'complete' then
   -- ARGV: 3 id, 4 status, 5 result, 6 error, 7 retention
   local jk = base .. 'job:' .. ARGV[3]

@@ -325,6 +325,11 @@ class IntakeSessionTest {
     }
 
     @Override
+    public CompletionStage<Backlog> backlog(String prefix, String pool, long now, long retention) {
+      return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
+    }
+
+    @Override
     public CompletionStage<Boolean> complete(
         String prefix,
         String id,

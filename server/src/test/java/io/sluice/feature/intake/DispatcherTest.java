@@ -223,6 +223,31 @@ class DispatcherTest {
   }
 
   @Test
+  void eachStep_readsTheBacklog_intoItsGauges_andCountsExpiredJobsOnce() throws Exception {
+    start("{rank: 1, borrow: false, reservedShare: 0.0}", 1 << 20);
+    enqueue("acme");
+    clock.advance(Duration.ofSeconds(30));
+    enqueue("beta");
+    clock.advance(Duration.ofSeconds(15));
+    dispatcher.step();
+    assertThat(registry.get("sluice.intake.backlog.jobs").tag("pool", "gpu").gauge().value())
+        .isEqualTo(2);
+    assertThat(registry.get("sluice.intake.backlog.oldest.age").tag("pool", "gpu").gauge().value())
+        .isEqualTo(45.0);
+    assertThat(registry.get("sluice.intake.expired").tag("pool", "gpu").counter().count()).isZero();
+    // both outlive their freshness (an hour): expired once, the backlog empty
+    clock.advance(Duration.ofHours(1));
+    dispatcher.step();
+    dispatcher.step();
+    assertThat(registry.get("sluice.intake.backlog.jobs").tag("pool", "gpu").gauge().value())
+        .isZero();
+    assertThat(registry.get("sluice.intake.backlog.oldest.age").tag("pool", "gpu").gauge().value())
+        .isZero();
+    assertThat(registry.get("sluice.intake.expired").tag("pool", "gpu").counter().count())
+        .isEqualTo(2);
+  }
+
+  @Test
   void aLapsedLease_isReclaimed_andTheFirstReplicasLateCompletionChangesNothing() throws Exception {
     start("{rank: 1, borrow: true}", 1 << 20);
     String id = enqueue("acme");
