@@ -49,7 +49,7 @@ public final class BudgetRecorder implements SessionListener, DecisionRecordPart
     }
     Charge c = f.end().charge();
     boolean ended = !c.rule().equals(Charge.NONE.rule());
-    TokenUse use = new TokenUse(c.inputTokens(), c.outputTokens(), 0);
+    TokenUse use = new TokenUse(c.inputTokens(), c.outputTokens(), c.cachedInputTokens());
     for (BudgetNote.Reserved r : n.reserved()) {
       BudgetCharge.Builder bc =
           BudgetCharge.newBuilder()

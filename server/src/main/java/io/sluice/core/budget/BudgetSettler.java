@@ -26,7 +26,7 @@ public final class BudgetSettler implements SessionListener {
       BudgetNote n = f.note(BudgetNote.class);
       if (n != null) {
         Charge c = f.end().charge();
-        book.settle(n, new TokenUse(c.inputTokens(), c.outputTokens(), 0));
+        book.settle(n, new TokenUse(c.inputTokens(), c.outputTokens(), c.cachedInputTokens()));
       }
     } else if (event instanceof SessionEvent.Refused e) {
       BudgetNote n = e.facts().note(BudgetNote.class);

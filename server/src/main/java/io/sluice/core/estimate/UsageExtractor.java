@@ -30,7 +30,8 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  *
  * <p>Input tokens are {@code prompt_tokens} when present, else {@code input_tokens +
- * cache_creation_input_tokens + cache_read_input_tokens} (Anthropic reports cached tokens apart).
+ * cache_creation_input_tokens + cache_read_input_tokens} (Anthropic reports cached tokens apart);
+ * the cached part is the details' {@code cached_tokens}, else {@code cache_read_input_tokens}.
  * Never throws on bad data. One instance per response; not thread-safe.
  */
 @SuppressWarnings("NullAway") // mode fields: the JSON ones are null in SSE mode and the reverse;
@@ -65,6 +66,8 @@ public final class UsageExtractor {
   private int depth;
   private boolean usageFieldNext;
   private boolean inUsage;
+  private boolean detailsNext; // inUsage: the next object is prompt/input_tokens_details
+  private boolean inDetails;
   private int usageField = -1;
   private long[] current;
 
@@ -241,7 +244,7 @@ public final class UsageExtractor {
     try {
       feeder.feedInput(data, offset, offset + length);
     } catch (IOException | RuntimeException e) {
-      failJson();
+      closeJson();
       return;
     }
     drainJson();
@@ -258,7 +261,7 @@ public final class UsageExtractor {
         onJsonToken(t);
       }
     } catch (IOException | RuntimeException e) {
-      failJson();
+      closeJson();
     }
   }
 
@@ -274,10 +277,12 @@ public final class UsageExtractor {
           inUsage = true;
           current = UsageFields.newFields();
         }
+        inDetails = depth == 3 ? detailsNext && t == JsonToken.START_OBJECT : inDetails;
         usageFieldNext = false;
+        detailsNext = false;
       }
       case END_OBJECT, END_ARRAY -> {
-        depth--;
+        inDetails &= --depth > 2;
         if (inUsage && depth == 1) {
           inUsage = false;
           merged.merge(current);
@@ -293,6 +298,9 @@ public final class UsageExtractor {
           usageFieldNext = "usage".equals(json.currentName());
         } else if (inUsage && depth == 2) {
           usageField = UsageFields.fieldIndex(json.currentName());
+          detailsNext = UsageFields.isDetails(json.currentName());
+        } else if (inDetails && depth == 3) {
+          usageField = json.currentName().equals("cached_tokens") ? UsageFields.CACHED : -1;
         }
       }
       default -> {
@@ -300,17 +308,14 @@ public final class UsageExtractor {
           closeJson(); // a scalar root
           return;
         }
-        if (inUsage && depth == 2 && usageField >= 0) {
+        if (inUsage && (depth == 2 || (inDetails && depth == 3)) && usageField >= 0) {
           current[usageField] = UsageFields.number(json, t);
         }
         usageFieldNext = false;
+        detailsNext = false;
         usageField = -1;
       }
     }
-  }
-
-  private void failJson() {
-    closeJson();
   }
 
   private void closeJson() {

@@ -18,7 +18,8 @@ final class UsageFields {
   static final int OUTPUT = 3;
   static final int CACHE_CREATION = 4;
   static final int CACHE_READ = 5;
-  static final int FIELDS = 6;
+  static final int CACHED = 6; // cached_tokens of prompt_tokens_details / input_tokens_details
+  static final int FIELDS = 7;
 
   private final long[] merged = newFields();
 
@@ -40,6 +41,11 @@ final class UsageFields {
       case "cache_read_input_tokens" -> CACHE_READ;
       default -> -1;
     };
+  }
+
+  /** Whether {@code name} is a {@code usage} member whose object holds {@code cached_tokens}. */
+  static boolean isDetails(String name) {
+    return name.equals("prompt_tokens_details") || name.equals("input_tokens_details");
   }
 
   /** A token count, or -1 when the value is not a number (null counts as absent). */
@@ -64,10 +70,21 @@ final class UsageFields {
   static long[] read(JsonParser p) throws IOException {
     long[] fields = newFields();
     while (p.nextToken() == JsonToken.FIELD_NAME) {
-      int index = fieldIndex(p.currentName());
+      String name = p.currentName();
+      int index = fieldIndex(name);
       JsonToken v = p.nextToken();
       if (index >= 0) {
         fields[index] = number(p, v);
+      } else if (v == JsonToken.START_OBJECT && isDetails(name)) {
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+          boolean cached = p.currentName().equals("cached_tokens");
+          JsonToken d = p.nextToken();
+          if (cached) {
+            fields[CACHED] = number(p, d);
+          } else {
+            p.skipChildren();
+          }
+        }
       } else {
         p.skipChildren();
       }
@@ -92,7 +109,8 @@ final class UsageFields {
   /**
    * The usage merged so far, {@link Usage#NONE} when nothing was seen. Input tokens are {@code
    * prompt_tokens} when present, else {@code input_tokens + cache_creation_input_tokens +
-   * cache_read_input_tokens}.
+   * cache_read_input_tokens}; cached input is {@code cached_tokens} of the details when present,
+   * else {@code cache_read_input_tokens}.
    */
   Usage usage() {
     boolean any = false;
@@ -106,7 +124,8 @@ final class UsageFields {
         merged[PROMPT] >= 0
             ? merged[PROMPT]
             : add(add(pos(merged[INPUT]), pos(merged[CACHE_CREATION])), pos(merged[CACHE_READ]));
-    return new Usage(input, output(), true);
+    long cached = merged[CACHED] >= 0 ? merged[CACHED] : pos(merged[CACHE_READ]);
+    return new Usage(input, output(), cached, true);
   }
 
   private static long pos(long v) {

@@ -6,8 +6,15 @@ package io.sluice.core.session;
  * @param rule {@link #REPORTED}, {@link #STREAMED}, {@link #NO_ANSWER}, {@link #UPSTREAM_ERROR},
  *     {@link #RESERVE}, or {@code none} before the end (or for a request that never ran)
  * @param meteredOutputTokens output tokens counted from the streamed text
+ * @param cachedInputTokens the part of {@code inputTokens} the upstream reported read from its
+ *     prompt cache (0 when it reported none, or when the input is the estimate's)
  */
-public record Charge(String rule, long inputTokens, long outputTokens, long meteredOutputTokens) {
+public record Charge(
+    String rule,
+    long inputTokens,
+    long outputTokens,
+    long meteredOutputTokens,
+    long cachedInputTokens) {
   /** A complete answer's reported usage. */
   public static final String REPORTED = "reported";
 
@@ -24,4 +31,9 @@ public record Charge(String rule, long inputTokens, long outputTokens, long mete
   public static final String RESERVE = "reserve";
 
   public static final Charge NONE = new Charge("none", 0, 0, 0);
+
+  /** A charge without cached input. */
+  public Charge(String rule, long inputTokens, long outputTokens, long meteredOutputTokens) {
+    this(rule, inputTokens, outputTokens, meteredOutputTokens, 0);
+  }
 }

@@ -49,7 +49,7 @@ final class ChargeRule {
     // output_tokens 2), and is charged below as a stream cut short.
     if (u.reported()
         && (a.complete() || (outcome == Outcome.COMPLETED && a.bodySeen() && !a.stream()))) {
-      return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
+      return reported(u, metered);
     }
     if (!a.began()) { // no answer began: the prompt went upstream, nothing came back
       return new Charge(Charge.NO_ANSWER, e.inputTokens(), 0, 0);
@@ -61,13 +61,23 @@ final class ChargeRule {
       return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), 0);
     }
     if (a.stream()) { // what the stream showed is what was produced
-      long input = u.reported() && u.inputTokens() > 0 ? u.inputTokens() : e.inputTokens();
-      return new Charge(Charge.STREAMED, input, a.streamed(), metered);
+      boolean told = u.reported() && u.inputTokens() > 0;
+      return new Charge(
+          Charge.STREAMED,
+          told ? u.inputTokens() : e.inputTokens(),
+          a.streamed(),
+          metered,
+          told ? u.cachedInputTokens() : 0);
     }
     if (u.reported()) { // a JSON answer cut after its usage
-      return new Charge(Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered);
+      return reported(u, metered);
     }
     return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered);
+  }
+
+  private static Charge reported(Usage u, long metered) {
+    return new Charge(
+        Charge.REPORTED, u.inputTokens(), u.outputTokens(), metered, u.cachedInputTokens());
   }
 
   /**

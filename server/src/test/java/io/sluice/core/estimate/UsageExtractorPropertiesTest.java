@@ -55,7 +55,7 @@ class UsageExtractorPropertiesTest {
           extractor.onChunk(body, second, body.length - second);
           extractor.onEnd();
 
-          assertThat(extractor.usage()).isEqualTo(new Usage(472 + 2048, 15, true));
+          assertThat(extractor.usage()).isEqualTo(new Usage(472 + 2048, 15, 2048, true));
         });
   }
 

@@ -19,11 +19,40 @@ class UsageExtractorTest {
     return Stream.of(
         Arguments.of("openai-chat-response.json", JSON, new Usage(59, 41, true)),
         Arguments.of("openai-responses-response.json", JSON, new Usage(328, 52, true)),
-        // Anthropic: input_tokens + cache_creation + cache_read
-        Arguments.of("anthropic-response.json", JSON, new Usage(1310 + 200 + 1000, 87, true)),
+        // Anthropic: input_tokens + cache_creation + cache_read; the cache reads are the cached
+        // part
+        Arguments.of("anthropic-response.json", JSON, new Usage(1310 + 200 + 1000, 87, 1000, true)),
         Arguments.of("openai-chat-stream.sse", SSE, new Usage(59, 12, true)),
         Arguments.of("openai-responses-stream.sse", SSE, new Usage(328, 52, true)),
-        Arguments.of("anthropic-stream.sse", SSE, new Usage(472 + 2048, 15, true)));
+        Arguments.of("anthropic-stream.sse", SSE, new Usage(472 + 2048, 15, 2048, true)));
+  }
+
+  static Stream<Arguments> cachedDetails() {
+    String chat =
+        "{\"id\":\"c\",\"usage\":{\"prompt_tokens\":2006,\"completion_tokens\":300,"
+            + "\"prompt_tokens_details\":{\"cached_tokens\":1920,\"audio_tokens\":0},"
+            + "\"completion_tokens_details\":{\"reasoning_tokens\":0}},\"choices\":[]}";
+    String responses =
+        "{\"object\":\"response\",\"usage\":{\"input_tokens\":5000,"
+            + "\"input_tokens_details\":{\"x\":{\"cached_tokens\":7},\"cached_tokens\":4096},"
+            + "\"output_tokens\":12}}";
+    return Stream.of(
+        Arguments.of(JSON, chat, new Usage(2006, 300, 1920, true)),
+        Arguments.of(JSON, responses, new Usage(5000, 12, 4096, true)),
+        Arguments.of(
+            SSE, "data: " + chat + "\n\ndata: [DONE]\n\n", new Usage(2006, 300, 1920, true)),
+        Arguments.of(SSE, "data: " + responses + "\n\n", new Usage(5000, 12, 4096, true)));
+  }
+
+  @ParameterizedTest
+  @MethodSource("cachedDetails")
+  void cachedTokens_ofTheDetails_areTheCachedInput_wholeOrCutAnywhere(
+      String contentType, String text, Usage expected) {
+    byte[] body = text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(extract(contentType, body)).isEqualTo(expected);
+    for (int cut = 1; cut < body.length; cut += 7) {
+      assertThat(extract(contentType, body, cut)).as("cut at %d", cut).isEqualTo(expected);
+    }
   }
 
   private static Usage extract(String contentType, byte[] body, int... splits) {
@@ -79,7 +108,7 @@ class UsageExtractorTest {
 
     extractor.onChunk(body, 0, afterStart);
 
-    assertThat(extractor.usage()).isEqualTo(new Usage(472 + 2048, 2, true));
+    assertThat(extractor.usage()).isEqualTo(new Usage(472 + 2048, 2, 2048, true));
   }
 
   @Test

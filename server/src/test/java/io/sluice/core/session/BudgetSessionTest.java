@@ -58,6 +58,7 @@ class BudgetSessionTest {
   private final Tenant acme = new Tenant("acme", TierPolicy.defaults("pro"));
   private long limit = 100_000;
   private int status = 402;
+  private Budget.Meter meter = Budget.Meter.TOKENS;
 
   /** Counts each settle (reserved, actual). */
   static final class Counting implements BudgetStore {
@@ -91,7 +92,7 @@ class BudgetSessionTest {
     Budget daily =
         new Budget(
             "daily",
-            Budget.Meter.TOKENS,
+            meter,
             new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
             new Terms(limit, List.of(0.5), 0));
     BudgetPolicy p =
@@ -171,6 +172,26 @@ class BudgetSessionTest {
     s.releaseQuietly(Outcome.ERROR);
     assertThat(store.settles).hasSize(1);
     assertThat(store.settles.get(0)).containsExactly(reserved, 30);
+  }
+
+  @Test
+  void cachedInput_reportedByTheUpstream_isSettledApart_fromTheUncachedInput() {
+    String cached =
+        "{\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":5,"
+            + "\"prompt_tokens_details\":{\"cached_tokens\":80}}}";
+    long[] settled = new long[2];
+    Budget.Meter[] meters = {Budget.Meter.INPUT_TOKENS, Budget.Meter.CACHED_INPUT_TOKENS};
+    for (int i = 0; i < 2; i++) {
+      meter = meters[i];
+      store.settles.clear();
+      AdmissionSession s = decide(sessions(), new AdmissionSessionTest.Front(), 100);
+      answer(s, 200, cached);
+      s.release(Outcome.COMPLETED);
+      s.end(Outcome.COMPLETED);
+      assertThat(store.settles).hasSize(1);
+      settled[i] = store.settles.get(0)[1];
+    }
+    assertThat(settled).containsExactly(20, 80); // uncached input 100 - 80; cached 80
   }
 
   @Test

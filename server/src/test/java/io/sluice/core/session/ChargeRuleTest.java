@@ -62,6 +62,18 @@ class ChargeRuleTest {
             charge(Charge.REPORTED, 9, 40, 0),
             true),
         row(
+            "complete JSON answer with cached input: the cached part kept",
+            done,
+            began(200, true, false, true, 0, 40, new Usage(2000, 40, 1536, true)),
+            new Charge(Charge.REPORTED, 2000, 40, 0, 1536),
+            true),
+        row(
+            "stream cut after its usage on the way: the reported input and its cached part",
+            cancel,
+            began(200, true, true, false, 30, 30, new Usage(2000, 2, 1536, true)),
+            new Charge(Charge.STREAMED, 2000, 30, 30, 1536),
+            false),
+        row(
             "complete JSON answer, no usage reported",
             done,
             began(200, true, false, true, 0, 0, Usage.NONE),
