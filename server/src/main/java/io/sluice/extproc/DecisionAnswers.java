@@ -36,15 +36,9 @@ final class DecisionAnswers {
       TokenEstimate e = s.estimate();
       boolean estimated = e != null;
       keys = h.keys(estimated);
-      // as before: with no header but the decision's and no body, a degraded answer said "admit"
-      boolean said =
-          cfg.estimateHeader()
-              || !cfg.deadlineHeader().isEmpty()
-              || cfg.upstreamTimeout()
-              || plan.body() != null;
       values =
           h.values(
-              plan.rung() != null && said,
+              plan.rung() != null,
               estimated,
               e != null ? e.inputTokens() : 0,
               e != null ? e.outputReserveTokens() : 0,
