@@ -57,6 +57,12 @@ class ObservabilityTest {
           "sluice_budget_disclosed_total",
           "sluice_budget_waits_total",
           "sluice_budget_store_failures_total",
+          // background intake
+          "sluice_intake_requests_total",
+          "sluice_intake_dispatch_total",
+          "sluice_intake_backlog_jobs",
+          "sluice_intake_backlog_oldest_age_seconds",
+          "sluice_intake_expired_total",
           "sluice_decision_latency_seconds",
           "sluice_replica_share_work_units",
           "sluice_replica_share_requests",

@@ -77,6 +77,11 @@ public final class BudgetsSection implements ConfigSection<BudgetPolicy> {
     BudgetsReader r = new BudgetsReader();
     var prices = r.prices(n.get("prices"));
     Map<String, List<Budget>> tiers = r.byName(n.get("tiers"));
+    for (var e : tiers.keySet()) {
+      if (!refs.tiers().contains(e)) {
+        n.get("tiers").get(e).invalid(e, "the name of a tier in tiers, or default");
+      }
+    }
     Map<String, List<Budget>> tenants = r.byName(n.get("tenants"));
     Map<String, List<Budget>> routes = r.byName(n.get("routes"));
     for (var e : routes.keySet()) {

@@ -178,7 +178,8 @@ public final class ConfigLoader {
             new ConfigSection.Refs(
                 routes.stream().map(SluiceConfig.RouteRule::name).collect(Collectors.toSet()),
                 declaredPools,
-                declaredClasses));
+                declaredClasses,
+                tiers.keySet()));
 
     return new SluiceConfig(
         server,

@@ -79,6 +79,7 @@ public interface ConfigSection<T> {
    * @param routes {@code routes[].name}
    * @param pools {@code pools} keys
    * @param classes {@code classes} keys
+   * @param tiers {@code tiers} keys ({@code default} included)
    */
-  record Refs(Set<String> routes, Set<String> pools, Set<String> classes) {}
+  record Refs(Set<String> routes, Set<String> pools, Set<String> classes, Set<String> tiers) {}
 }

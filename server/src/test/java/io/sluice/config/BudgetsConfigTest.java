@@ -28,6 +28,7 @@ class BudgetsConfigTest {
   static final String RICH =
       BASE
           + """
+          tiers: {default: {}, free: {}, pro: {}}
           budgets:
             enabled: true
             refusalStatus: 422
@@ -139,6 +140,8 @@ class BudgetsConfigTest {
         .hasMessageContaining("budgets.tiers.pro[3].limit: -1 (expected: an amount > 0")
         .hasMessageContaining("budgets.tiers.pro[4].thresholds")
         .hasMessageContaining("budgets.routes.nope")
+        .hasMessageContaining(
+            "budgets.tiers.pro: pro (expected: the name of a tier in tiers, or default)")
         .hasMessageContaining("budgets.prices.default: missing");
   }
 

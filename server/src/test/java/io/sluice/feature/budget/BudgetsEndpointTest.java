@@ -26,6 +26,7 @@ class BudgetsEndpointTest {
             pools: {p: {capacity: 100}}
             classes: {c: {rank: 0}}
             routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
+            tiers: {default: {}, pro: {}}
             budgets:
               enabled: true
               tiers: {pro: [{name: monthly, limit: 30000, period: month}]}
