@@ -70,7 +70,7 @@ record RuntimeFactory(
         new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
     stores.configure(config); // the features' ports follow the snapshot's policy
     Contributions features = new Contributions();
-    FeatureSnapshot snapshot = new FeatureSnapshot(config, stores, metrics, ticker, env);
+    FeatureSnapshot snapshot = new FeatureSnapshot(config, stores, metrics, ticker, clock, env);
     Features.ALL.forEach(f -> f.contribute(snapshot, features));
     List<SessionListener> listeners = new ArrayList<>();
     // the learners first, as the session learned before it recorded; the features' last

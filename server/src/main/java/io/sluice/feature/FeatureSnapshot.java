@@ -10,7 +10,8 @@ import io.sluice.observability.AdmissionMetrics;
  * @param config the snapshot's policy (a registered section: {@code config.section(...)})
  * @param stores the process's store ports
  * @param metrics the process's metrics (a feature's own meters: {@link AdmissionMetrics#part})
- * @param ticker the process's ticker
+ * @param ticker the process's ticker (durations, deadlines)
+ * @param clock the process's wall clock (calendar windows, expiry times, records)
  * @param env the process environment, where a feature reads its secrets (never logged or shown)
  */
 public record FeatureSnapshot(
@@ -18,6 +19,7 @@ public record FeatureSnapshot(
     StorePorts stores,
     AdmissionMetrics metrics,
     Ticker ticker,
+    java.time.Clock clock,
     java.util.Map<String, String> env) {
   public FeatureSnapshot {
     env = java.util.Map.copyOf(env);

@@ -286,7 +286,9 @@ class FeatureRegistryTest {
     Contributions out = new Contributions();
     AdmissionMetrics metrics = new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos);
     feature.contribute(
-        new FeatureSnapshot(config, stores, metrics, ticker, java.util.Map.of()), out);
+        new FeatureSnapshot(
+            config, stores, metrics, ticker, java.time.Clock.systemUTC(), java.util.Map.of()),
+        out);
     AdmissionController controller = OneSlotPool.controller();
     List<SessionListener> listeners = out.listeners();
     Sessions.Builder b =

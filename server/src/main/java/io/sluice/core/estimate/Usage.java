@@ -13,7 +13,7 @@ package io.sluice.core.estimate;
  * @param reported false when the response carried no usage
  */
 public record Usage(long inputTokens, long outputTokens, long cachedInputTokens, boolean reported) {
-  public static final Usage NONE = new Usage(0, 0, false);
+  public static final Usage NONE = new Usage(0, 0, 0, false);
 
   public Usage {
     if (inputTokens < 0) {
@@ -27,10 +27,5 @@ public record Usage(long inputTokens, long outputTokens, long cachedInputTokens,
           "cachedInputTokens: " + cachedInputTokens + " (expected: >= 0)");
     }
     cachedInputTokens = Math.min(cachedInputTokens, inputTokens);
-  }
-
-  /** A usage without cached input. */
-  public Usage(long inputTokens, long outputTokens, boolean reported) {
-    this(inputTokens, outputTokens, 0, reported);
   }
 }

@@ -30,10 +30,5 @@ public record Charge(
   /** Nothing of the answer could be seen: the reservation stands. */
   public static final String RESERVE = "reserve";
 
-  public static final Charge NONE = new Charge("none", 0, 0, 0);
-
-  /** A charge without cached input. */
-  public Charge(String rule, long inputTokens, long outputTokens, long meteredOutputTokens) {
-    this(rule, inputTokens, outputTokens, meteredOutputTokens, 0);
-  }
+  public static final Charge NONE = new Charge("none", 0, 0, 0, 0);
 }

@@ -52,13 +52,13 @@ final class ChargeRule {
       return reported(u, metered);
     }
     if (!a.began()) { // no answer began: the prompt went upstream, nothing came back
-      return new Charge(Charge.NO_ANSWER, e.inputTokens(), 0, 0);
+      return new Charge(Charge.NO_ANSWER, e.inputTokens(), 0, 0, 0);
     }
     if (a.status() >= 400 && !u.reported()) {
-      return new Charge(Charge.UPSTREAM_ERROR, 0, 0, metered);
+      return new Charge(Charge.UPSTREAM_ERROR, 0, 0, metered, 0);
     }
     if (!a.bodySeen() && outcome == Outcome.COMPLETED) { // the answer went by unseen
-      return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), 0);
+      return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), 0, 0);
     }
     if (a.stream()) { // what the stream showed is what was produced
       boolean told = u.reported() && u.inputTokens() > 0;
@@ -72,7 +72,7 @@ final class ChargeRule {
     if (u.reported()) { // a JSON answer cut after its usage
       return reported(u, metered);
     }
-    return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered);
+    return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered, 0);
   }
 
   private static Charge reported(Usage u, long metered) {

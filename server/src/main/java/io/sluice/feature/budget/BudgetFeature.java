@@ -18,7 +18,6 @@ import io.sluice.observability.BudgetRecorder;
 import io.sluice.store.memory.InMemoryBudgetStore;
 import io.sluice.store.redis.RedisBudgetStore;
 import io.sluice.store.redis.RedisConnection;
-import java.time.Clock;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
@@ -117,7 +116,7 @@ public final class BudgetFeature implements Feature {
             config.quotas().keyPrefix(),
             mode,
             delay(),
-            Clock.systemUTC(),
+            s.clock(),
             meters);
     out.check(BudgetCheck.ORDER, BudgetCheck.factory(book));
     BudgetRecorder recorder = new BudgetRecorder(meters);

@@ -18,7 +18,6 @@ import io.sluice.observability.IntakeRecorder;
 import io.sluice.store.memory.InMemoryJobStore;
 import io.sluice.store.redis.RedisConnection;
 import io.sluice.store.redis.RedisJobStore;
-import java.time.Clock;
 import java.util.List;
 
 /**
@@ -79,7 +78,7 @@ public final class IntakeFeature implements Feature {
             config.section(IntakeSection.SECTION),
             s.stores().port(JOBS),
             config.quotas().keyPrefix(),
-            Clock.systemUTC(),
+            s.clock(),
             s.ticker(),
             DISPATCH_INTERVAL_MILLIS);
     out.check(

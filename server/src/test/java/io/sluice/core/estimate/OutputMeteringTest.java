@@ -164,7 +164,7 @@ class OutputMeteringTest {
                     + "x".repeat(500)
                     + "\"}}"));
     x.onEnd();
-    assertThat(x.usage()).isEqualTo(new Usage(25, 2, true));
+    assertThat(x.usage()).isEqualTo(new Usage(25, 2, 0, true));
     assertThat(x.outputSoFar()).isEqualTo(500);
     assertThat(x.complete()).isFalse();
   }

@@ -17,13 +17,13 @@ class UsageExtractorTest {
 
   static Stream<Arguments> responses() {
     return Stream.of(
-        Arguments.of("openai-chat-response.json", JSON, new Usage(59, 41, true)),
-        Arguments.of("openai-responses-response.json", JSON, new Usage(328, 52, true)),
+        Arguments.of("openai-chat-response.json", JSON, new Usage(59, 41, 0, true)),
+        Arguments.of("openai-responses-response.json", JSON, new Usage(328, 52, 0, true)),
         // Anthropic: input_tokens + cache_creation + cache_read; the cache reads are the cached
         // part
         Arguments.of("anthropic-response.json", JSON, new Usage(1310 + 200 + 1000, 87, 1000, true)),
-        Arguments.of("openai-chat-stream.sse", SSE, new Usage(59, 12, true)),
-        Arguments.of("openai-responses-stream.sse", SSE, new Usage(328, 52, true)),
+        Arguments.of("openai-chat-stream.sse", SSE, new Usage(59, 12, 0, true)),
+        Arguments.of("openai-responses-stream.sse", SSE, new Usage(328, 52, 0, true)),
         Arguments.of("anthropic-stream.sse", SSE, new Usage(472 + 2048, 15, 2048, true)));
   }
 
@@ -142,7 +142,7 @@ class UsageExtractorTest {
   void usage_jsonModeTruncatedAfterUsage_keepsUsage() {
     byte[] body = utf8("{\"usage\":{\"input_tokens\":7,\"output_tokens\":3},\"content\":[{\"te");
 
-    assertThat(extract(JSON, body)).isEqualTo(new Usage(7, 3, true));
+    assertThat(extract(JSON, body)).isEqualTo(new Usage(7, 3, 0, true));
   }
 
   @Test
@@ -152,7 +152,7 @@ class UsageExtractorTest {
     byte[] body = utf8(big + good);
 
     assertThat(extract(SSE, body, 1000, 200_000, body.length - 10))
-        .isEqualTo(new Usage(11, 4, true));
+        .isEqualTo(new Usage(11, 4, 0, true));
   }
 
   @Test
@@ -175,21 +175,21 @@ class UsageExtractorTest {
         utf8(
             "event: x\ndata: {\"usage\":\ndata: {\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n");
 
-    assertThat(extract(SSE, body)).isEqualTo(new Usage(3, 2, true));
+    assertThat(extract(SSE, body)).isEqualTo(new Usage(3, 2, 0, true));
   }
 
   @Test
   void usage_lastEventWithoutTrailingNewline_readAtEnd() {
     byte[] body = utf8("data: {\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}");
 
-    assertThat(extract(SSE, body)).isEqualTo(new Usage(3, 2, true));
+    assertThat(extract(SSE, body)).isEqualTo(new Usage(3, 2, 0, true));
   }
 
   @Test
   void usage_crOnlyLineEndings_supported() {
     byte[] body = utf8("data: {\"usage\":{\"input_tokens\":3,\"output_tokens\":2}}\r\r");
 
-    assertThat(extract(SSE, body, 5)).isEqualTo(new Usage(3, 2, true));
+    assertThat(extract(SSE, body, 5)).isEqualTo(new Usage(3, 2, 0, true));
   }
 
   @Test
@@ -197,7 +197,7 @@ class UsageExtractorTest {
     byte[] body =
         utf8("{\"usage\":{\"prompt_tokens\":-3,\"completion_tokens\":99999999999999999999999}}");
 
-    assertThat(extract(JSON, body)).isEqualTo(new Usage(0, Long.MAX_VALUE, true));
+    assertThat(extract(JSON, body)).isEqualTo(new Usage(0, Long.MAX_VALUE, 0, true));
   }
 
   @Test

@@ -21,7 +21,7 @@ class ChargeRuleTest {
       new TokenEstimate(100, 500, TokenEstimate.METHOD_BYTES, null, "m", false, false, FanOut.NONE);
 
   private static Usage usage(long in, long out) {
-    return new Usage(in, out, true);
+    return new Usage(in, out, 0, true);
   }
 
   /** An answer that began: status, body seen, stream, complete, metered, streamed, usage. */
@@ -37,7 +37,7 @@ class ChargeRuleTest {
   }
 
   private static Charge charge(String rule, long in, long out, long metered) {
-    return new Charge(rule, in, out, metered);
+    return new Charge(rule, in, out, metered, 0);
   }
 
   private static Arguments row(
