@@ -47,6 +47,7 @@ public final class UsageExtractor {
           .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_TRAILING_COMMA)
           .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
           .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+          .streamReadConstraints(JsonBounds.depth(JsonBounds.RESPONSE_MAX_DEPTH))
           .build();
 
   private final UsageFields merged = new UsageFields();
