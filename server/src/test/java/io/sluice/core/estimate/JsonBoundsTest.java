@@ -62,17 +62,18 @@ class JsonBoundsTest {
   }
 
   @Test
-  void sseEvent_nestedPastTheBound_isSkipped_laterEventsAreRead() {
+  void sseEvent_nestedPastTheBound_isSkipped_theOthersAreRead() {
     UsageExtractor u = UsageExtractor.forResponse("text/event-stream");
+    // the later event's usage would win (each field: the last seen), so the deep one comes last
     String stream =
         "data: {"
-            + deep(JsonBounds.RESPONSE_MAX_DEPTH + 1)
-            + ",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":99}}\n\n"
-            + "data: {"
             + deep(JsonBounds.RESPONSE_MAX_DEPTH - 2)
             + ","
             + USAGE
             + "}\n\n"
+            + "data: {"
+            + deep(JsonBounds.RESPONSE_MAX_DEPTH + 1)
+            + ",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":99}}\n\n"
             + "data: [DONE]\n\n";
     byte[] b = utf8(stream);
     u.onChunk(b, 0, b.length);
