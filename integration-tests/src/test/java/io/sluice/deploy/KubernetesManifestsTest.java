@@ -433,6 +433,15 @@ class KubernetesManifestsTest {
 
   /** Renders an overlay with kubectl (or kustomize); skips the test where neither is installed. */
   static List<HasMetadata> render(Path overlay) throws Exception {
+    List<HasMetadata> resources = new ArrayList<>();
+    for (JsonNode doc : KubeYaml.documents(renderYaml(overlay))) {
+      resources.add(KubeYaml.toModel(doc));
+    }
+    return resources;
+  }
+
+  /** The overlay as kubectl (or kustomize) renders it, as YAML; skips where neither exists. */
+  static String renderYaml(Path overlay) throws Exception {
     List<String> command = null;
     if (onPath("kubectl")) {
       command = List.of("kubectl", "kustomize", overlay.toString());
@@ -445,11 +454,7 @@ class KubernetesManifestsTest {
     String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
     assertThat(p.exitValue()).as(err).isZero();
-    List<HasMetadata> resources = new ArrayList<>();
-    for (JsonNode doc : KubeYaml.documents(new String(out, StandardCharsets.UTF_8))) {
-      resources.add(KubeYaml.toModel(doc));
-    }
-    return resources;
+    return new String(out, StandardCharsets.UTF_8);
   }
 
   private static boolean onPath(String tool) {

@@ -119,4 +119,31 @@ class FailureModeE2eTest {
     assertThat(h.released("shutdown")).isEqualTo(1);
     assertThat(h.releasedAny()).isEqualTo(1);
   }
+
+  @Test
+  void sluiceStoppedMidStream_failOpen_responseCompletesUnprocessed_permitReleasedAsShutdown() {
+    FilterConfig filter = SluiceEnvoyHarness.recommendedFilter().failureModeAllow(true).build();
+    h = SluiceEnvoyHarness.start(Policy.base(), filter);
+    h.upstream.mode(ControlledUpstream.Mode.HOLD_STREAM);
+    var pending = h.sendAsync(chat(chatBody(20, true)).build());
+    h.awaitUpstreamRequests(1);
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .until(() -> h.pool().requestsInFlight() == 1 && h.stats().streamMsgsReceived() >= 4);
+
+    h.stopSluice();
+    h.upstream.finishStreams();
+    HttpResult r = SluiceEnvoyHarness.result(pending);
+
+    // fail-open: the rest of the answer reaches the client without Sluice; Sluice gave its
+    // permit back when it stopped (it never sees this request's end)
+    assertThat(r.outcome()).isEqualTo(HttpResult.Outcome.UPSTREAM_RESPONSE);
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.bodyUtf8()).contains("[DONE]");
+    assertThat(h.stats().streamsFailed()).isEqualTo(1);
+    assertThat(h.stats().failureModeAllowed()).isEqualTo(1);
+    assertThat(h.pool().requestsInFlight()).isZero();
+    assertThat(h.released("shutdown")).isEqualTo(1);
+    assertThat(h.releasedAny()).isEqualTo(1);
+  }
 }

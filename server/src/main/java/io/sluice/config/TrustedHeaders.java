@@ -29,7 +29,10 @@ public final class TrustedHeaders {
           "x-sluice-reason",
           "x-sluice-est-input-tokens",
           "x-sluice-est-output-tokens",
-          "x-sluice-work-units");
+          "x-sluice-work-units",
+          // llm-d's trusted objective and fairness id: an auth layer sets them after the strip
+          "x-llm-d-inference-objective",
+          "x-llm-d-inference-fairness-id");
 
   private TrustedHeaders() {}
 

@@ -227,7 +227,12 @@ final class DecisionAnswers {
                 ? new byte[0]
                 : AnswerEncoder.numberEntry("predicted_wait_ms", waitMillis));
     AnswerEncoder.Entries entries = rt.tables().answerEntries();
-    return Responses.reject(entries, reason, status, retryAfter, waitMillis, message, f, grpc);
+    byte[] dropped =
+        rt.config().section(io.sluice.config.LlmdSection.SECTION).droppedReasonHeader()
+            ? LlmdDroppedReason.bytes(reason)
+            : null;
+    return Responses.reject(
+        entries, reason, status, retryAfter, waitMillis, message, f, grpc, dropped);
   }
 
   /**

@@ -130,7 +130,7 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, false);
+    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, false, null);
   }
 
   /**
@@ -147,7 +147,34 @@ final class Responses {
       String message,
       AnswerEncoder.DecisionFields metadata,
       boolean grpc) {
-    return refusal(entries, reason, status, retryAfterSeconds, waitMillis, message, metadata, grpc);
+    return refusal(
+        entries, reason, status, retryAfterSeconds, waitMillis, message, metadata, grpc, null);
+  }
+
+  /**
+   * As above, with llm-d's {@code x-llm-d-request-dropped-reason} set to {@code droppedReason}
+   * beside {@code x-sluice-reason} (null: not written; {@link LlmdDroppedReason}).
+   */
+  static Answer reject(
+      AnswerEncoder.Entries entries,
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      long waitMillis,
+      String message,
+      AnswerEncoder.DecisionFields metadata,
+      boolean grpc,
+      byte @org.jspecify.annotations.Nullable [] droppedReason) {
+    return refusal(
+        entries,
+        reason,
+        status,
+        retryAfterSeconds,
+        waitMillis,
+        message,
+        metadata,
+        grpc,
+        droppedReason);
   }
 
   /**
@@ -165,7 +192,7 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, true);
+    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, true, null);
   }
 
   private static Answer refusal(
@@ -176,8 +203,14 @@ final class Responses {
       long waitMillis,
       String message,
       AnswerEncoder.DecisionFields metadata,
-      boolean grpc) {
-    int n = (grpc ? 0 : 1) + 1 + (retryAfterSeconds > 0 ? 1 : 0) + (waitMillis >= 0 ? 1 : 0);
+      boolean grpc,
+      byte @org.jspecify.annotations.Nullable [] droppedReason) {
+    int n =
+        (grpc ? 0 : 1)
+            + 1
+            + (droppedReason != null ? 1 : 0)
+            + (retryAfterSeconds > 0 ? 1 : 0)
+            + (waitMillis >= 0 ? 1 : 0);
     byte[][] keys = new byte[n][];
     byte[][] values = new byte[n][];
     int i = 0;
@@ -187,6 +220,10 @@ final class Responses {
     }
     keys[i] = X_SLUICE_REASON;
     values[i++] = reason.code().getBytes(StandardCharsets.UTF_8);
+    if (droppedReason != null) {
+      keys[i] = LlmdDroppedReason.HEADER;
+      values[i++] = droppedReason;
+    }
     if (retryAfterSeconds > 0) {
       keys[i] = RETRY_AFTER;
       values[i++] = Long.toString(retryAfterSeconds).getBytes(StandardCharsets.US_ASCII);

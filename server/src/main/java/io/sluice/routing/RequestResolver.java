@@ -18,7 +18,8 @@ import org.jspecify.annotations.Nullable;
  * Maps a request to (route, pool, class, format, tenant, deadline) using trusted inputs only. A
  * client header that claims a class or priority is never read unless the operator lists it under
  * {@code signals}. Trusted {@code class}/{@code pool} signals override the matched route's values;
- * an unknown name in a signal is ignored in favour of the route's.
+ * a {@code class} signal may also carry an InferenceObjective name the {@code llmD} section maps to
+ * a class; an unknown name in a signal is ignored in favour of the route's.
  */
 public final class RequestResolver {
   // The built-in signals' places in Signal.BUILT_IN, which is how `sources` holds them
@@ -59,9 +60,12 @@ public final class RequestResolver {
   private final boolean featuresReadOperationId;
   private final int[] featureSignals;
   private final String[] featureSignalKeys;
+  // InferenceObjective names (a trusted class signal's value) to class names: llmD section
+  private final io.sluice.config.LlmdInterop objectives;
 
   public RequestResolver(SluiceConfig config) {
     this.config = config;
+    this.objectives = config.section(io.sluice.config.LlmdSection.SECTION);
     List<Signal> all = new java.util.ArrayList<>(Signal.BUILT_IN);
     for (Signal s : config.signals().keySet()) {
       if (!Signal.BUILT_IN.contains(s)) {
@@ -165,8 +169,15 @@ public final class RequestResolver {
       pool = config.pools().get(poolSignal);
     }
     String classSignal = read(CLASS, in);
-    if (classSignal != null && config.classes().containsKey(classSignal)) {
-      cls = config.classes().get(classSignal);
+    if (classSignal != null) {
+      ClassPolicy signalled = config.classes().get(classSignal);
+      if (signalled == null) { // an InferenceObjective name the llmD section maps to a class
+        String mapped = objectives.classOf(classSignal);
+        signalled = mapped == null ? null : config.classes().get(mapped);
+      }
+      if (signalled != null) {
+        cls = signalled;
+      }
     }
     String formatSignal = read(FORMAT, in);
     if (formatSignal != null) {

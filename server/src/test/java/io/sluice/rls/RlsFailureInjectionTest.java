@@ -296,6 +296,36 @@ class RlsFailureInjectionTest {
     assertNothingEscaped();
   }
 
+  /**
+   * The call Envoy's rate limit filter makes at the stream's end ({@code apply_on_stream_done},
+   * {@code hits_addend} from the response's usage): under every store failure it gets one OK answer
+   * (the failure mode's code) within the client's deadline, never a failed call, which is what a
+   * response-phase call's failure turned into a use-after-free in Envoy before the fix for
+   * CVE-2026-26330 (docs/envoy.md, "Failure semantics"). Only Sluice's own internal faults still
+   * answer a status.
+   */
+  @ParameterizedTest
+  @EnumSource(Fault.class)
+  void streamDoneCharge_underEveryStoreFailure_oneOkAnswer_neverAFailedCall(Fault f) {
+    fault = f;
+    double before = calls();
+    RateLimitRequest atStreamDone =
+        request(descriptor("user", "done"), descriptor("tb", "done")).toBuilder()
+            .setHitsAddend(4321)
+            .build();
+    Answer a = call(atStreamDone);
+    assertThat(calls()).as("counted once").isEqualTo(before + 1);
+    switch (f) {
+      case NONE, STORE_FAILS, STORE_FAILS_LATER, STORE_NEVER_ANSWERS -> {
+        assertThat(a.code()).as(f + ": an answer, not a failed call").isEqualTo(Status.Code.OK);
+        // 4321 hits against a limit of 5: over it whether the store or the failure mode decided
+        assertThat(a.response().getOverallCode()).isEqualTo(RateLimitResponse.Code.OVER_LIMIT);
+      }
+      default -> assertThat(a.code()).isEqualTo(Status.Code.UNKNOWN);
+    }
+    assertNothingEscaped();
+  }
+
   @Test
   void hitsAddendOf2Pow64Minus1_isInvalidArgument_counted_andCountsNothing() {
     RateLimitDescriptor huge =

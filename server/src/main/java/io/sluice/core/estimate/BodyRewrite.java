@@ -39,7 +39,10 @@ import org.jspecify.annotations.Nullable;
  */
 public final class BodyRewrite {
   private static final ObjectMapper JSON =
-      JsonMapper.builder()
+      JsonMapper.builder(
+              com.fasterxml.jackson.core.JsonFactory.builder()
+                  .streamReadConstraints(JsonBounds.depth(JsonBounds.REQUEST_MAX_DEPTH))
+                  .build())
           .disable(JsonNodeFeature.STRIP_TRAILING_BIGDECIMAL_ZEROES)
           .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
           // read as Python's json reads (NaN and Infinity, nothing after the root) and write

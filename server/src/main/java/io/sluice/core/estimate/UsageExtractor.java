@@ -48,6 +48,7 @@ public final class UsageExtractor {
           .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_TRAILING_COMMA)
           .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
           .disable(JsonFactory.Feature.INTERN_FIELD_NAMES)
+          .streamReadConstraints(JsonBounds.depth(JsonBounds.RESPONSE_MAX_DEPTH))
           .build();
 
   private final UsageFields merged = new UsageFields();
@@ -323,8 +324,7 @@ public final class UsageExtractor {
     if (json != null) {
       try {
         json.close();
-      } catch (IOException | RuntimeException ignored) {
-        // nothing to release beyond buffers
+      } catch (IOException | RuntimeException ignored) { // nothing to release beyond buffers
       }
       json = null;
       feeder = null;

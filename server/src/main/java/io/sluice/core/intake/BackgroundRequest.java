@@ -14,7 +14,12 @@ import org.jspecify.annotations.Nullable;
  * values skipped.
  */
 public final class BackgroundRequest {
-  private static final JsonFactory JSON = new JsonFactory();
+  private static final JsonFactory JSON =
+      JsonFactory.builder()
+          .streamReadConstraints(
+              io.sluice.core.estimate.JsonBounds.depth(
+                  io.sluice.core.estimate.JsonBounds.REQUEST_MAX_DEPTH))
+          .build();
   private static final byte[] KEY = "\"background\"".getBytes(StandardCharsets.US_ASCII);
 
   /** The body asks for background mode ({@code model}: its model, or null). */

@@ -16,7 +16,14 @@ import org.jspecify.annotations.Nullable;
  * {@code x-sluice-reason}) leaves the job claimed: its lease lapses and it is claimed again.
  */
 public final class JobResults {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  // a stored request body and the upstream's answer: both bounded in depth
+  private static final ObjectMapper JSON =
+      new ObjectMapper(
+          com.fasterxml.jackson.core.JsonFactory.builder()
+              .streamReadConstraints(
+                  io.sluice.core.estimate.JsonBounds.depth(
+                      io.sluice.core.estimate.JsonBounds.REQUEST_MAX_DEPTH))
+              .build());
 
   private JobResults() {}
 
