@@ -27,6 +27,8 @@ final class BodyRouting {
   private long bodyNanos;
   private BodyRouter.@Nullable Refusals refusals;
   private AdmissionCheck.@Nullable Answered answer; // the router's own answer to the body
+  private @Nullable AdmissionSession session; // opened at the body
+  private @Nullable String overLimit; // the body's size over the limit, or null
 
   private BodyRouting(ResolvedRequest resolved, long headersNanos, long contentLength) {
     this.resolved = resolved;
@@ -56,9 +58,9 @@ final class BodyRouting {
   }
 
   /**
-   * The body arrived: routed, the session opened (and returned) and begun; the body is decided at
-   * {@link #decide} once the session wants it. A body over the limit is refused (413) in the pool
-   * resolved at the headers.
+   * The body arrived: routed, the session opened and returned, to be {@link #start started} once
+   * the front end holds it; the body is decided at {@link #decide} once the session wants it. A
+   * body over the limit is refused (413) in the pool resolved at the headers.
    */
   AdmissionSession open(
       AdmissionRuntime rt,
@@ -71,7 +73,7 @@ final class BodyRouting {
     byte[] bytes = in.bodyArray();
     int off = in.bodyOffset();
     int len = in.bodyLength();
-    String overLimit = request.overLimit(len, "request body");
+    overLimit = request.overLimit(len, "request body");
     Subject atHeaders = resolved.subject(headersNanos);
     BodyRouter.Route route =
         overLimit != null
@@ -85,28 +87,40 @@ final class BodyRouting {
     if (resolved.noDegrade()) {
       s.forbidDegradation();
     }
-    if (overLimit != null) {
-      s.refuse(Reason.BODY_TOO_LARGE, 413, 0, overLimit, true, now);
-    } else if (route instanceof BodyRouter.Route.Answer a) {
+    if (route instanceof BodyRouter.Route.Answer a) {
       answer = a.answer();
-      s.refuse(a.answer().reason(), a.answer().status(), 0, a.answer().reason().code(), true, now);
-    } else {
+    } else if (overLimit == null) {
       body = bytes;
       offset = off;
       length = len;
-      bodyNanos = now;
-      s.begin(false, false, contentLength, headersNanos);
     }
+    bodyNanos = now;
+    session = s;
     return s;
   }
 
+  /** Starts the session {@link #open} made: refused at once, or begun (its headers' checks). */
+  void start() {
+    AdmissionSession s = java.util.Objects.requireNonNull(session, "session");
+    AdmissionCheck.Answered a = answer;
+    String over = overLimit;
+    if (over != null) {
+      s.refuse(Reason.BODY_TOO_LARGE, 413, 0, over, true, bodyNanos);
+    } else if (a != null) {
+      s.refuse(a.reason(), a.status(), 0, a.reason().code(), true, bodyNanos);
+    } else {
+      s.begin(false, false, contentLength, headersNanos);
+    }
+  }
+
   /**
-   * The session wants the body: decides the one it was opened with (true), or false when it has no
-   * such body (the headers' usual wait for it).
+   * The session wants the body: decides the one it was opened with (true), or false when there is
+   * no session or no such body yet (at the headers: the usual wait for it).
    */
-  boolean decide(Executor serial, AdmissionSession s, java.util.function.BooleanSupplier live) {
+  boolean decide(Executor serial, java.util.function.BooleanSupplier live) {
     byte[] b = body;
-    if (b == null) {
+    AdmissionSession s = session;
+    if (b == null || s == null) { // at the headers: no session yet
       return false;
     }
     body = null;

@@ -235,9 +235,9 @@ final class ExtProcStream extends LiveStreams.Node
       protocolError("out_of_phase", "request_body in phase " + at.phase());
       return;
     }
-    BodyRouting routed = routing;
-    if (routed != null && session == null) { // opens in the pool its body names
-      session = routed.open(rt, this, sync, steps, body, request, now);
+    if (routing != null && session == null) { // opens in the pool its body names
+      session = routing.open(rt, this, sync, steps, body, request, now);
+      routing.start();
       return;
     }
     if (opened().running().runs()) { // shadow mode: let through at headers, answered here
@@ -335,7 +335,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void bodyWanted() {
-    if (routing != null && routing.decide(sync, opened(), () -> !out.closed())) {
+    if (routing != null && routing.decide(sync, () -> !out.closed())) {
       return; // opened at its body: decides that one
     }
     at.to(StreamPhase.AWAIT_BODY);
