@@ -91,7 +91,8 @@ record RuntimeFactory(
             .caps(caps)
             .reserves(reserves)
             .workflows(workflows)
-            .tails(tails);
+            .tails(tails)
+            .bodyRouter(features.bodyRouter());
     features.checks().forEach(sessions::check);
     return new AdmissionRuntime(
         config,

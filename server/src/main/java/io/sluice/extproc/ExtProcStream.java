@@ -52,6 +52,7 @@ final class ExtProcStream extends LiveStreams.Node
   private final EnvoyRequest request;
   private @Nullable AdmissionSession session; // from request headers on
   private boolean bodyDecides; // the request body (BUFFERED) is the deciding message
+  private @Nullable BodyRouting routing; // its body chooses its pool: the session opens there
 
   ExtProcStream(
       AdmissionRuntime rt,
@@ -129,8 +130,9 @@ final class ExtProcStream extends LiveStreams.Node
       }
       return;
     }
-    if (at.isLocalReply()) {
-      passLocalReply(req);
+    if (at.isLocalReply()) { // each response message continued (LocalReplies)
+      Answer next = LocalReplies.next(req.requestCase());
+      answerIf(next != null, next, req.requestCase() + " after a local reply's headers");
       return;
     }
     try {
@@ -171,13 +173,20 @@ final class ExtProcStream extends LiveStreams.Node
     }
     faults.at(StreamFaults.Step.RESOLVE);
     ResolvedRequest r = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
+    boolean noBody = req.headersEndOfStream();
+    boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
+    long contentLength = EnvoyRequest.parseLong(signals.contentLength(), -1);
+    String over = request.overLimit(contentLength, "request body");
+    routing = BodyRouting.of(rt, r, !atHeaders, over, contentLength, now);
+    if (routing != null) {
+      bodyWanted();
+      return;
+    }
     AdmissionSession session = rt.sessions().open(r.subject(now), this, sync, steps);
     this.session = session;
     if (r.noDegrade()) {
       session.forbidDegradation();
     }
-    boolean noBody = req.headersEndOfStream();
-    boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
     bodyDecides = !atHeaders; // a shadow pass at headers answers at the body (admitted)
     if (r.rejectReason() != null) {
       Reason why = r.rejectReason();
@@ -185,8 +194,7 @@ final class ExtProcStream extends LiveStreams.Node
       session.refuse(why, why.defaultStatus(), 0, message, false, now);
       return;
     }
-    long contentLength = EnvoyRequest.parseLong(signals.contentLength(), -1);
-    if (tooLarge(request.overLimit(contentLength, "request body"), false, now)) {
+    if (tooLarge(over, false, now)) {
       return;
     }
     session.begin(atHeaders, noBody, contentLength, now); // answers through this SessionFront
@@ -227,6 +235,11 @@ final class ExtProcStream extends LiveStreams.Node
       protocolError("out_of_phase", "request_body in phase " + at.phase());
       return;
     }
+    if (routing != null && session == null) { // opens in the pool its body names
+      session = routing.open(rt, this, sync, steps, body, request, now);
+      routing.start();
+      return;
+    }
     if (opened().running().runs()) { // shadow mode: let through at headers, answered here
       admitted(true);
       return;
@@ -238,15 +251,9 @@ final class ExtProcStream extends LiveStreams.Node
   }
 
   private void onResponseHeaders(Inbound h) {
-    if (at.first()) {
-      // a filter before ext_proc answered (jwt_authn's 401, the rate-limit filter's 429): Envoy
-      // opens the stream at its response; there is no request to decide, and an error here would
-      // turn its answer into a 500
+    if (at.first()) { // a local reply (LocalReplies): nothing to decide
       at.localReply();
-      int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
-      rt.metrics()
-          .localReplyPassed(status >= 200 && status < 600 ? (status / 100) + "xx" : "other");
-      send(Responses.CONTINUE_RESPONSE_HEADERS);
+      send(LocalReplies.headers(rt.metrics(), h));
       return;
     }
     if (!at.is(StreamPhase.ADMITTED)) {
@@ -300,18 +307,6 @@ final class ExtProcStream extends LiveStreams.Node
     }
   }
 
-  /**
-   * The rest of a local reply's stream: each response message continued, anything else an error.
-   */
-  private void passLocalReply(Inbound req) {
-    switch (req.requestCase()) {
-      case RESPONSE_BODY -> send(Responses.CONTINUE_RESPONSE_BODY);
-      case RESPONSE_TRAILERS -> send(Responses.CONTINUE_RESPONSE_TRAILERS);
-      default ->
-          protocolError("out_of_phase", req.requestCase() + " after a local reply's headers");
-    }
-  }
-
   /** Answers with {@code answer} (if any) when {@code inPhase}, else ends out of phase. */
   private boolean answerIf(boolean inPhase, @Nullable Answer answer, String message) {
     if (!inPhase) {
@@ -328,6 +323,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void admitted(boolean atBody) {
+    atBody |= routing != null; // opened at its body
     if (!atBody && bodyDecides) { // shadow mode, let through at headers: the body follows
       at.to(StreamPhase.AWAIT_BODY);
       send(Responses.CONTINUE_REQUEST_HEADERS);
@@ -339,6 +335,9 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void bodyWanted() {
+    if (routing != null && routing.decide(sync, () -> !out.closed())) {
+      return; // opened at its body: decides that one
+    }
     at.to(StreamPhase.AWAIT_BODY);
     send(Responses.CONTINUE_REQUEST_HEADERS);
   }
@@ -352,6 +351,11 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
+    var a = routing == null ? null : routing.refusal(reason, status, retryAfterSeconds, message);
+    if (a != null) {
+      answered(a); // in the protocol of the router's clients
+      return;
+    }
     at.to(StreamPhase.DONE);
     send(
         DecisionAnswers.refusal(

@@ -16,6 +16,7 @@ public final class Contributions {
   private final List<AdmissionCheck.Contributed> checks = new ArrayList<>();
   private final List<SessionListener> listeners = new ArrayList<>();
   private final List<DecisionRecordPart> recordParts = new ArrayList<>();
+  private io.sluice.core.session.BodyRouter bodyRouter = io.sluice.core.session.BodyRouter.NONE;
 
   /** A check at its place ({@link AdmissionCheck.Contributed}). */
   public Contributions check(int order, AdmissionCheck.Factory factory) {
@@ -33,6 +34,22 @@ public final class Contributions {
   public Contributions recordPart(DecisionRecordPart p) {
     recordParts.add(Objects.requireNonNull(p));
     return this;
+  }
+
+  /**
+   * What chooses a request's pool from its body (one per snapshot: a second router is a wiring
+   * error).
+   */
+  public Contributions bodyRouter(io.sluice.core.session.BodyRouter r) {
+    if (bodyRouter != io.sluice.core.session.BodyRouter.NONE) {
+      throw new IllegalStateException("a body router is contributed already");
+    }
+    bodyRouter = Objects.requireNonNull(r);
+    return this;
+  }
+
+  public io.sluice.core.session.BodyRouter bodyRouter() {
+    return bodyRouter;
   }
 
   public List<AdmissionCheck.Contributed> checks() {

@@ -55,7 +55,13 @@ public enum Reason {
    */
   BUDGET_PACED("budget_paced", 429, Scope.TENANT),
   /** A dispatch marker ({@code x-sluice-dispatch}) that is forged, expired or malformed. */
-  DISPATCH_MARKER_INVALID("dispatch_marker_invalid", 403, Scope.REQUEST);
+  DISPATCH_MARKER_INVALID("dispatch_marker_invalid", 403, Scope.REQUEST),
+  /**
+   * An MCP route's body is no JSON-RPC message Sluice can admit (malformed, a batch over {@code
+   * mcp.maxBatch} or with more than one {@code tools/call}, a tool name over its bound): answered
+   * as a JSON-RPC error, its {@code data.reason} saying which.
+   */
+  MCP_INVALID("mcp_invalid", 400, Scope.REQUEST, false);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

@@ -52,6 +52,7 @@ public final class Sessions {
   private final WorkflowBudget workflows;
   private final TailHolds tails;
   private final CheckChain checks; // built once here, from the above
+  private final BodyRouter bodyRouter;
 
   private Sessions(Builder b) {
     this.controller = b.controller;
@@ -69,6 +70,7 @@ public final class Sessions {
             ? b.workflows
             : new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
     this.tails = b.tails != null ? b.tails : new TailHolds();
+    this.bodyRouter = b.bodyRouter;
     this.checks =
         CheckChain.of(
             quotas, clock, listener, controller, caps, workflows, List.copyOf(b.contributed));
@@ -110,6 +112,7 @@ public final class Sessions {
     private @Nullable WorkflowBudget workflows; // null: a budget of the sessions' own
     private @Nullable TailHolds tails; // null: held tails of the sessions' own
     private final List<AdmissionCheck.Contributed> contributed = new ArrayList<>();
+    private BodyRouter bodyRouter = BodyRouter.NONE;
 
     private Builder(
         AdmissionController controller,
@@ -169,6 +172,12 @@ public final class Sessions {
       return check(new AdmissionCheck.Contributed(order, factory));
     }
 
+    /** What chooses the pool of a request from its body ({@link BodyRouter}; none by default). */
+    public Builder bodyRouter(BodyRouter r) {
+      this.bodyRouter = Objects.requireNonNull(r, "bodyRouter");
+      return this;
+    }
+
     public Sessions build() {
       return new Sessions(this);
     }
@@ -220,6 +229,11 @@ public final class Sessions {
 
   public TailHolds tails() {
     return tails;
+  }
+
+  /** What chooses the pool of a request from its body ({@link BodyRouter#NONE}: nothing). */
+  public BodyRouter bodyRouter() {
+    return bodyRouter;
   }
 
   /** The snapshot's pre-decision checks, in order. */

@@ -38,6 +38,22 @@ public final class Signals {
     return new Signals(new String[] {key}, new @Nullable String[] {value});
   }
 
+  /** These signals and {@code key}'s {@code value} (replacing a value of its own, if any). */
+  public Signals with(String key, @Nullable String value) {
+    for (int i = 0; i < keys.length; i++) {
+      if (keys[i].equals(key)) {
+        @Nullable String[] v = values.clone();
+        v[i] = value;
+        return new Signals(keys, v);
+      }
+    }
+    String[] k = Arrays.copyOf(keys, keys.length + 1);
+    @Nullable String[] v = Arrays.copyOf(values, values.length + 1);
+    k[keys.length] = key;
+    v[values.length] = value;
+    return new Signals(k, v);
+  }
+
   /** The signal's value, or null when it was absent or not read. */
   public @Nullable String get(String key) {
     for (int i = 0; i < keys.length; i++) {
