@@ -101,6 +101,11 @@ public final class SloMetrics {
         for (String tier : tiers) {
           forAnswer(pool, cls, tier);
         }
+        // the predicted-wait alert's series, from start (the same meter AdmissionMetrics records)
+        Timer.builder(MetricNames.QUEUE_WAIT_PREDICTED)
+            .tags("pool", pool, "class", cls)
+            .serviceLevelObjectives(MeterCache.WAIT_BUCKETS)
+            .register(registry);
       }
     }
     limits.forEach(registry::remove);
