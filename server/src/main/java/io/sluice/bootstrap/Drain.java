@@ -101,6 +101,7 @@ final class Drain {
       s.store.reserveSharing.close(); // what it learned since the last exchange, for the next start
     }
     s.store.stores.close();
+    s.telemetry.close(); // flushes the spans and metrics not yet exported
     admin.close();
     ProcessServices.closeQuietly(s.jvmMetrics);
     s.registry.close();

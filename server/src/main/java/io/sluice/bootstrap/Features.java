@@ -6,6 +6,7 @@ import io.sluice.feature.budget.BudgetFeature;
 import io.sluice.feature.intake.IntakeFeature;
 import io.sluice.feature.mcp.McpFeature;
 import io.sluice.feature.retry.RetryFeature;
+import io.sluice.feature.telemetry.TelemetryFeature;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -18,7 +19,12 @@ import java.util.List;
 final class Features {
   /** The features, in registration order (checks of equal order keep it). */
   static final List<Feature> ALL =
-      List.of(new RetryFeature(), new IntakeFeature(), new BudgetFeature(), new McpFeature());
+      List.of(
+          new RetryFeature(),
+          new IntakeFeature(),
+          new BudgetFeature(),
+          new McpFeature(),
+          new TelemetryFeature());
 
   private Features() {}
 

@@ -24,6 +24,7 @@ import io.sluice.observability.DecisionLog;
 import io.sluice.observability.DecisionLogBudget;
 import io.sluice.observability.IntakeMetrics;
 import io.sluice.observability.MetricNames;
+import io.sluice.observability.TelemetryExport;
 import io.sluice.rls.RlsModule;
 import io.sluice.rls.config.RlsSettings;
 import java.time.Duration;
@@ -70,6 +71,8 @@ final class ProcessServices {
   final Secrets.Redactor redactor;
 
   final Map<String, String> rlsEnv;
+  // the OpenTelemetry SDK (telemetry.enabled): the live one, the features' snapshots open it
+  final TelemetryExport telemetry;
   final StoreServices store; // the stores and the services on them
   final TokenCountCache tokenCounts;
   // the learned output reserve: one per process, so a reload keeps what it learned
@@ -123,6 +126,8 @@ final class ProcessServices {
     env.putAll(options.env());
     this.redactor = Secrets.redactor(env);
     this.rlsEnv = Map.copyOf(env);
+    this.telemetry =
+        metrics.part(TelemetryExport.class, (r, t) -> TelemetryExport.live(options.env()));
     Stores stores;
     RlsModule rls;
     ReplicaShares shares;

@@ -23,6 +23,8 @@ import io.sluice.feature.FeatureSnapshot;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
 import io.sluice.observability.SessionRecorder;
+import io.sluice.observability.SloMetrics;
+import io.sluice.observability.SloRecorder;
 import io.sluice.routing.RequestResolver;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -61,6 +63,15 @@ record RuntimeFactory(
     TailHolds tails,
     Map<String, String> env) {
 
+  /** The service-level meters, their series made for the policy's pools, classes and tiers. */
+  private SloMetrics slo(SluiceConfig config) {
+    SloMetrics slo = metrics.part(SloMetrics.class, SloMetrics::new);
+    Map<String, java.time.Duration> limits = new java.util.LinkedHashMap<>();
+    config.classes().forEach((name, c) -> limits.put(name, c.maxQueueWait()));
+    slo.bind(config.pools().keySet(), limits, config.tiers().keySet());
+    return slo;
+  }
+
   /** The runtime of {@code config}: new streams see it; streams already open keep theirs. */
   AdmissionRuntime build(SluiceConfig config) {
     RequestResolver resolver = new RequestResolver(config);
@@ -77,6 +88,7 @@ record RuntimeFactory(
     listeners.add(new ReserveLearner(reserves));
     listeners.add(new AdaptiveSignals(controller));
     listeners.add(new SessionRecorder(metrics, decisionLog, features.recordParts()));
+    listeners.add(new SloRecorder(slo(config)));
     listeners.addAll(features.listeners());
     Sessions.Builder sessions =
         Sessions.builder(

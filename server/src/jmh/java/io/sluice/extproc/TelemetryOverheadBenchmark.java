@@ -1,0 +1,88 @@
+package io.sluice.extproc;
+
+import io.grpc.Metadata;
+import io.sluice.BlackholeCall;
+import io.sluice.JmhPolicies;
+import io.sluice.bootstrap.SluiceServer;
+import io.sluice.config.ConfigLoader;
+import io.sluice.harness.LlmStream;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
+
+/**
+ * What telemetry costs a whole Envoy-shaped stream ({@code ExtProcStreamBenchmark.envoyStream}'s
+ * messages, without the gRPC transport): {@code off} is the default ({@code telemetry.enabled:
+ * false}, correlation on: no OpenTelemetry listener); {@code off-nocorrelation} reads no trace
+ * signal at all; {@code on-1pct} exports over OTLP with {@code sampling.ratio: 0.01} (every request
+ * recorded in the GenAI and {@code sluice.*} metrics, one span in a hundred built; the exporter's
+ * endpoint is a closed local port, so export fails in the background every 10 s and costs the
+ * request path nothing).
+ *
+ * <pre>
+ * mvn -B -pl server -am -Pjmh package -DskipTests
+ * java -jar server/target/benchmarks.jar TelemetryOverheadBenchmark -prof gc
+ * </pre>
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 5, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(1)
+public class TelemetryOverheadBenchmark {
+  @Param({"off", "off-nocorrelation", "on-1pct"})
+  public String telemetry;
+
+  private SluiceServer server;
+  private ExtProcService service;
+  private Metadata metadata;
+  private byte[][] envoyMessages;
+
+  @Setup(Level.Trial)
+  public void setUp() throws Exception {
+    String block =
+        switch (telemetry) {
+          case "off" -> "";
+          case "off-nocorrelation" -> "\ntelemetry: {correlation: false}\n";
+          case "on-1pct" ->
+              "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
+                  + " sampling: {ratio: 0.01}}\n";
+          default -> throw new IllegalArgumentException(telemetry);
+        };
+    server =
+        SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback() + block));
+    service = new ExtProcService(server::runtime, () -> false);
+    envoyMessages = LlmStream.messageBytes();
+    metadata = new Metadata();
+    metadata.put(Metadata.Key.of("content-type", Metadata.ASCII_STRING_MARSHALLER), "grpc");
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    server.close();
+  }
+
+  /** One LLM-shaped stream: request headers, buffered body, response headers and body, reset. */
+  @Benchmark
+  public void envoyStream(Blackhole bh) throws Exception {
+    BlackholeCall<Answer> sink = new BlackholeCall<>(bh);
+    io.grpc.stub.StreamObserver<Inbound> in = service.open(sink, metadata);
+    for (byte[] m : envoyMessages) {
+      in.onNext(Inbound.parse(m));
+    }
+    sink.cancel();
+  }
+}
