@@ -93,6 +93,7 @@ final class ProcessServices {
     this.options = options;
     this.ticker = options.ticker();
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    io.sluice.observability.MetricHelp.install(registry); // before any meter is bound
     AutoCloseable jvm = JvmProcessMetrics.bindTo(registry);
     GrpcTransportLog transportLog = GrpcTransportLog.register(registry);
     this.jvmMetrics =
@@ -119,6 +120,7 @@ final class ProcessServices {
             PoolState.ReleaseListener.NONE);
     metrics.bindWorkflows(workflows);
     metrics.bindPools(controller);
+    metrics.seedAlertSeries(controller, config.tenants().anonymousTier());
     Map<String, String> env = new HashMap<>(config.rateLimit().env());
     env.putAll(options.env());
     this.redactor = Secrets.redactor(env);
@@ -249,6 +251,7 @@ final class ProcessServices {
       shares.reconfigure(next.replicas());
     }
     metrics.bindPools(controller);
+    metrics.seedAlertSeries(controller, next.tenants().anonymousTier());
     tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
     reserves.reconfigure(next.estimation().learnedReserve());
   }

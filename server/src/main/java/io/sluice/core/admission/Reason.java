@@ -55,7 +55,15 @@ public enum Reason {
    */
   BUDGET_PACED("budget_paced", 429, Scope.TENANT),
   /** A dispatch marker ({@code x-sluice-dispatch}) that is forged, expired or malformed. */
-  DISPATCH_MARKER_INVALID("dispatch_marker_invalid", 403, Scope.REQUEST);
+  DISPATCH_MARKER_INVALID("dispatch_marker_invalid", 403, Scope.REQUEST),
+  /** The upstream answered 429 to an admitted request ({@code upstreamErrors}): retryable. */
+  UPSTREAM_RATE_LIMITED("upstream_rate_limited", 429, Scope.UPSTREAM),
+  /** The upstream answered 502 or 503, or Envoy found no healthy upstream: retryable. */
+  UPSTREAM_UNAVAILABLE("upstream_unavailable", 503, Scope.UPSTREAM),
+  /** The upstream reset the request before answering (Envoy's local reply): retryable. */
+  UPSTREAM_RESET("upstream_reset", 503, Scope.UPSTREAM),
+  /** The upstream answered 504, or Envoy's route timeout expired (its local reply): retryable. */
+  UPSTREAM_TIMEOUT("upstream_timeout", 504, Scope.UPSTREAM);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {
@@ -63,7 +71,9 @@ public enum Reason {
     REQUEST,
     TENANT,
     CLASS,
-    POOL;
+    POOL,
+    /** The upstream (model server, provider) failed a request Sluice admitted. */
+    UPSTREAM;
 
     public String code() {
       return name().toLowerCase(java.util.Locale.ROOT);
