@@ -320,8 +320,8 @@ class ObservabilityTest {
 
   /**
    * The Prometheus names docs/metrics.md writes in code spans, and those of docs/ratelimit.md's
-   * metrics table (Micrometer's dotted names there: dots become underscores, counters end in {@code
-   * _total}).
+   * metrics table (its Prometheus names, or Micrometer's dotted ones: dots become underscores,
+   * counters end in {@code _total}).
    */
   static Set<String> documentedMetrics() throws IOException {
     Set<String> names = new TreeSet<>();
@@ -335,6 +335,13 @@ class ObservabilityTest {
     while (row.find()) {
       String name = row.group(1).replace('.', '_');
       names.add(row.group(2).equals("counter") ? name + "_total" : name);
+    }
+    // the table in Prometheus names (as the docs now write every metric)
+    Matcher prom =
+        Pattern.compile("(?m)^\\| `(sluice_rls_[a-z_]+)` \\|")
+            .matcher(Files.readString(RATELIMIT_DOC));
+    while (prom.find()) {
+      names.add(prom.group(1));
     }
     return names;
   }

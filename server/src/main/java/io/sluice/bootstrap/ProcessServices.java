@@ -96,6 +96,7 @@ final class ProcessServices {
     this.options = options;
     this.ticker = options.ticker();
     this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    io.sluice.observability.MetricHelp.install(registry); // before any meter is bound
     AutoCloseable jvm = JvmProcessMetrics.bindTo(registry);
     GrpcTransportLog transportLog = GrpcTransportLog.register(registry);
     this.jvmMetrics =
@@ -122,6 +123,7 @@ final class ProcessServices {
             PoolState.ReleaseListener.NONE);
     metrics.bindWorkflows(workflows);
     metrics.bindPools(controller);
+    metrics.seedAlertSeries(controller, config.tenants().anonymousTier());
     Map<String, String> env = new HashMap<>(config.rateLimit().env());
     env.putAll(options.env());
     this.redactor = Secrets.redactor(env);
@@ -254,6 +256,7 @@ final class ProcessServices {
       shares.reconfigure(next.replicas());
     }
     metrics.bindPools(controller);
+    metrics.seedAlertSeries(controller, next.tenants().anonymousTier());
     tokenCounts.resize(next.estimation().tokenCacheChars(), next.estimation().tokenCacheMinChars());
     reserves.reconfigure(next.estimation().learnedReserve());
   }

@@ -42,7 +42,7 @@ final class AnswerSources {
   }
 
   /** The {@code response.code_details} attribute, or null when the filter does not send it. */
-  private static @Nullable String codeDetails(Inbound h) {
+  static @Nullable String codeDetails(Inbound h) {
     var m = h.message();
     Value v =
         m.getAttributesOrDefault(ATTRIBUTES_KEY, Struct.getDefaultInstance())

@@ -271,16 +271,20 @@ final class ExtProcStream extends LiveStreams.Node
             !request.proxyless(),
             status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
             AnswerSources.classify(h, status));
+    Answer typed = UpstreamFailures.answer(rt, opened(), h, status, request.grpc());
+    if (typed != null) { // the upstream's own failure, in Sluice's typed shape
+      send(typed);
+      release(Outcome.COMPLETED); // as any error answer: no long tail (late chunks still answered)
+      return;
+    }
     String unseen = ends ? null : request.unseenEnd();
     if (unseen != null && status >= 400) {
-      // an error answer (body NONE) has no long tail to hold: its short body is all of it, so
-      // the permit goes with its headers
+      // an error answer (body NONE) has no long tail: its short body is all of it
       unseen = null;
       ends = true;
     }
     if (unseen != null) {
-      // nothing more may come (Envoy 1.37+ closes the stream after this answer): the permit is
-      // held for the predicted rest of the answer, and the stream's end only closes it
+      // nothing more may come (Envoy 1.37+ closes after this): held for the predicted rest
       opened().running().endUnseen(unseen);
       at.to(StreamPhase.DONE);
     }

@@ -250,13 +250,15 @@ final class Responses {
    * (saturation, queue, deadline, shutdown) → UNAVAILABLE, 400 → INVALID_ARGUMENT, 403 →
    * PERMISSION_DENIED, 404 (no route) → UNIMPLEMENTED, 409 (duplicate operation) → ALREADY_EXISTS,
    * 413 → RESOURCE_EXHAUSTED (as gRPC does for a message too large), 402 and 422 (a spent budget) →
-   * FAILED_PRECONDITION (not to be retried as is); anything else UNKNOWN. Never 0 (OK): a proxyless
-   * client would take the refusal for a successful call.
+   * FAILED_PRECONDITION (not to be retried as is), 504 (an upstream timeout) → DEADLINE_EXCEEDED;
+   * anything else UNKNOWN. Never 0 (OK): a proxyless client would take the refusal for a successful
+   * call.
    */
   static int grpcStatus(int status) {
     return switch (status) {
       case 429, 413 -> io.grpc.Status.Code.RESOURCE_EXHAUSTED.value();
       case 503 -> io.grpc.Status.Code.UNAVAILABLE.value();
+      case 504 -> io.grpc.Status.Code.DEADLINE_EXCEEDED.value(); // an upstream timeout
       case 400 -> io.grpc.Status.Code.INVALID_ARGUMENT.value();
       case 403 -> io.grpc.Status.Code.PERMISSION_DENIED.value();
       case 404 -> io.grpc.Status.Code.UNIMPLEMENTED.value();

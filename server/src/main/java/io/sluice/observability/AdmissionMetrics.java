@@ -141,6 +141,11 @@ public final class AdmissionMetrics {
     }
   }
 
+  /** The series the shipped alerts read, at zero for every pool ({@link AlertSeries}). */
+  public synchronized void seedAlertSeries(AdmissionController controller, String tier) {
+    AlertSeries.seed(this, controller, tier);
+  }
+
   public void decision(
       String pool,
       String cls,

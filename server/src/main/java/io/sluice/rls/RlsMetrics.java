@@ -208,5 +208,7 @@ public final class RlsMetrics {
   /** {@code result}: success or failure. */
   public void configReload(String result) {
     registry.counter(CONFIG_RELOADS, "result", result).increment();
+    // failures at zero from the first load on (a config exists): an alert rate()s them
+    registry.counter(CONFIG_RELOADS, "result", "failure");
   }
 }

@@ -195,7 +195,8 @@ class StartupShutdownTest {
             "jvm_threads_states_threads",
             "jvm_classes_loaded_classes",
             "process_cpu_usage",
-            "system_cpu_count",
+            "system_cpus_available", // was system_cpu_count (promtool: a "_count" gauge)
+            "process_cpu_seconds_total",
             "process_uptime_seconds",
             "process_start_time_seconds",
             "process_files_open_files",

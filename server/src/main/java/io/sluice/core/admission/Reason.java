@@ -61,7 +61,15 @@ public enum Reason {
    * mcp.maxBatch} or with more than one {@code tools/call}, a tool name over its bound): answered
    * as a JSON-RPC error, its {@code data.reason} saying which.
    */
-  MCP_INVALID("mcp_invalid", 400, Scope.REQUEST, false);
+  MCP_INVALID("mcp_invalid", 400, Scope.REQUEST, false),
+  /** The upstream answered 429 to an admitted request ({@code upstreamErrors}): retryable. */
+  UPSTREAM_RATE_LIMITED("upstream_rate_limited", 429, Scope.UPSTREAM),
+  /** The upstream answered 502 or 503, or Envoy found no healthy upstream: retryable. */
+  UPSTREAM_UNAVAILABLE("upstream_unavailable", 503, Scope.UPSTREAM),
+  /** The upstream reset the request before answering (Envoy's local reply): retryable. */
+  UPSTREAM_RESET("upstream_reset", 503, Scope.UPSTREAM),
+  /** The upstream answered 504, or Envoy's route timeout expired (its local reply): retryable. */
+  UPSTREAM_TIMEOUT("upstream_timeout", 504, Scope.UPSTREAM);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {
@@ -69,7 +77,9 @@ public enum Reason {
     REQUEST,
     TENANT,
     CLASS,
-    POOL;
+    POOL,
+    /** The upstream (model server, provider) failed a request Sluice admitted. */
+    UPSTREAM;
 
     public String code() {
       return name().toLowerCase(java.util.Locale.ROOT);
