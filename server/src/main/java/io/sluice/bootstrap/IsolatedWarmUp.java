@@ -99,7 +99,8 @@ final class IsolatedWarmUp {
                   warmStores,
                   TenantCaps.none(), // never the shared store
                   OutputReserves.off(),
-                  new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS),
+                  io.sluice.core.quota.SharedWorkflowBudget.local(
+                      new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS)),
                   new TailHolds(),
                   Map.of()) // no secrets: the warm-up sends no marker
               .build(config);

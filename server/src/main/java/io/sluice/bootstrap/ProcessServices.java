@@ -12,6 +12,7 @@ import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenCountCache;
+import io.sluice.core.quota.SharedWorkflowBudget;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.TailHolds;
@@ -149,6 +150,8 @@ final class ProcessServices {
           ReplicaShares.create(
               stores.shares(),
               stores.tenantSlots(),
+              stores.workflowPlaces(),
+              workflows,
               config.quotas().keyPrefix(),
               config.replicas(),
               controller,
@@ -196,7 +199,7 @@ final class ProcessServices {
             stores,
             shares == null ? TenantCaps.none() : shares.caps(),
             reserves,
-            workflows,
+            shares == null ? SharedWorkflowBudget.local(workflows) : shares.workflows(),
             tails,
             rlsEnv);
     SluiceConfig.Health hc = config.server().health();

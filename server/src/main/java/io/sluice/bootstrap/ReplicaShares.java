@@ -6,8 +6,11 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.quota.SharedWorkflowBudget;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantSlots;
+import io.sluice.core.quota.WorkflowBudget;
+import io.sluice.core.quota.WorkflowPlaces;
 import io.sluice.core.share.ReplicaPolicy;
 import io.sluice.core.share.ShareCoordinator;
 import io.sluice.core.share.ShareStore;
@@ -40,6 +43,7 @@ final class ReplicaShares implements AutoCloseable {
 
   private final ShareCoordinator coordinator;
   private final TenantCaps caps;
+  private final SharedWorkflowBudget workflows;
   private final AdmissionController controller;
   private final MeterRegistry registry;
   private final ScheduledExecutorService timer;
@@ -49,10 +53,12 @@ final class ReplicaShares implements AutoCloseable {
   private ReplicaShares(
       ShareCoordinator coordinator,
       TenantCaps caps,
+      SharedWorkflowBudget workflows,
       AdmissionController controller,
       MeterRegistry registry) {
     this.coordinator = coordinator;
     this.caps = caps;
+    this.workflows = workflows;
     this.controller = controller;
     this.registry = registry;
     this.timer =
@@ -70,6 +76,8 @@ final class ReplicaShares implements AutoCloseable {
   static @Nullable ReplicaShares create(
       @Nullable ShareStore store,
       @Nullable TenantSlots slots,
+      @Nullable WorkflowPlaces places,
+      WorkflowBudget workflows,
       String namespace,
       ReplicaPolicy policy,
       AdmissionController controller,
@@ -97,7 +105,12 @@ final class ReplicaShares implements AutoCloseable {
             ? TenantCaps.none()
             : new TenantCaps(
                 slots, namespace, id, () -> coordinator.policy().leaseTtl().toMillis());
-    return new ReplicaShares(coordinator, caps, controller, registry);
+    SharedWorkflowBudget shared =
+        places == null
+            ? SharedWorkflowBudget.local(workflows)
+            : new SharedWorkflowBudget(
+                workflows, places, namespace, id, () -> coordinator.policy().leaseTtl().toMillis());
+    return new ReplicaShares(coordinator, caps, shared, controller, registry);
   }
 
   /**
@@ -145,6 +158,11 @@ final class ReplicaShares implements AutoCloseable {
     return caps;
   }
 
+  /** The workflows' places across replicas (renewed by this object's rounds). */
+  SharedWorkflowBudget workflows() {
+    return workflows;
+  }
+
   /**
    * Runs the first round and waits for it, at most {@code max} (the server reports ready after it:
    * a pool holds nothing before its first grant), then renews every {@code renewInterval}.
@@ -174,6 +192,15 @@ final class ReplicaShares implements AutoCloseable {
     Gauge.builder(MetricNames.TENANT_SLOTS_HELD, caps, TenantCaps::held)
         .description("slots of capped tenants (tiers' maxInFlight) this replica holds in the store")
         .register(registry);
+    Gauge.builder(MetricNames.WORKFLOW_PLACES_HELD, workflows, SharedWorkflowBudget::held)
+        .description("workflows' places (pools' workflow budgets) this replica holds in the store")
+        .register(registry);
+    FunctionCounter.builder(
+            MetricNames.WORKFLOW_PLACES_STORE_FAILED,
+            workflows,
+            SharedWorkflowBudget::storeFailures)
+        .description("workflow places the store did not answer for (quotas.failureMode decided)")
+        .register(registry);
     bindMeters();
     schedule();
   }
@@ -190,6 +217,7 @@ final class ReplicaShares implements AutoCloseable {
     try {
       var unused = coordinator.tick(controller.pools());
       var unusedRenewal = caps.renew(); // the tenant slots this replica holds: fresh expiries
+      var unusedPlaces = workflows.renew(); // and the workflows' places
       bindMeters();
     } catch (RuntimeException e) {
       LOG.warn("replica shares: round failed: {}", e.toString());

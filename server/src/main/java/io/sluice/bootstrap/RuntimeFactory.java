@@ -6,9 +6,9 @@ import io.sluice.core.estimate.EstimatorSettings;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.quota.SharedWorkflowBudget;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
-import io.sluice.core.quota.WorkflowBudget;
 import io.sluice.core.session.AdaptiveSignals;
 import io.sluice.core.session.ReserveLearner;
 import io.sluice.core.session.SessionListener;
@@ -59,7 +59,7 @@ record RuntimeFactory(
     Stores stores,
     TenantCaps caps,
     OutputReserves reserves,
-    WorkflowBudget workflows,
+    SharedWorkflowBudget workflows,
     TailHolds tails,
     Map<String, String> env) {
 
@@ -102,7 +102,7 @@ record RuntimeFactory(
             .defaultInputTokens(config.estimation().defaultInputTokens())
             .caps(caps)
             .reserves(reserves)
-            .workflows(workflows)
+            .sharedWorkflows(workflows)
             .tails(tails)
             .bodyRouter(features.bodyRouter());
     features.checks().forEach(sessions::check);

@@ -63,6 +63,8 @@ public final class Stores implements AutoCloseable, StorePorts {
   private io.sluice.core.adapt.@org.jspecify.annotations.Nullable LimitStore limits;
   // the learned output reserve's shared state: Redis only (in memory the learner outlives reloads)
   private io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves;
+  // the workflows' places across replicas: Redis only (in memory the process's budget is the whole)
+  private io.sluice.core.quota.@Nullable WorkflowPlaces workflowPlaces;
 
   private Stores(
       StoreSettings settings,
@@ -119,6 +121,7 @@ public final class Stores implements AutoCloseable, StorePorts {
       Stores s = new Stores(settings, keyValue, local, shares, slots, redis, ports);
       s.limits = limits;
       s.reserves = new RedisReserveStore(redis);
+      s.workflowPlaces = new io.sluice.store.redis.RedisWorkflowPlaces(redis);
       return s;
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
@@ -161,6 +164,7 @@ public final class Stores implements AutoCloseable, StorePorts {
       }
     }
     stores.add(RedisTenantSlots.STORE);
+    stores.add(io.sluice.store.redis.RedisWorkflowPlaces.STORE);
     for (String store : stores) {
       io.micrometer.core.instrument.FunctionCounter.builder(
               io.sluice.observability.MetricNames.STORE_LATE_WRITES_UNDONE,
@@ -204,6 +208,14 @@ public final class Stores implements AutoCloseable, StorePorts {
    */
   public io.sluice.core.quota.@Nullable TenantSlots tenantSlots() {
     return tenantSlots;
+  }
+
+  /**
+   * The store that counts the workflows' places across replicas, or null when the backend lives in
+   * this process (a workflow's budget is then this process's own).
+   */
+  public io.sluice.core.quota.@Nullable WorkflowPlaces workflowPlaces() {
+    return workflowPlaces;
   }
 
   /**

@@ -101,4 +101,10 @@ public final class MetricNames {
    * back (an in-flight claim, a tenant slot), by store ({@code attempts}, {@code tenant_slots}).
    */
   public static final String STORE_LATE_WRITES_UNDONE = "sluice.store.late_writes_undone";
+
+  /** Workflows' places this replica holds in the shared store (pools' workflow budgets). */
+  public static final String WORKFLOW_PLACES_HELD = "sluice.workflow.places.held";
+
+  /** Workflow places the shared store did not answer for (quotas.failureMode decided). */
+  public static final String WORKFLOW_PLACES_STORE_FAILED = "sluice.workflow.places.store_failed";
 }

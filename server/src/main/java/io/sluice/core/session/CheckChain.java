@@ -1,9 +1,9 @@
 package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.quota.SharedWorkflowBudget;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
-import io.sluice.core.quota.WorkflowBudget;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
@@ -56,7 +56,7 @@ public final class CheckChain {
       SessionListener listener,
       AdmissionController controller,
       TenantCaps caps,
-      WorkflowBudget workflows,
+      SharedWorkflowBudget workflows,
       List<AdmissionCheck.Contributed> contributed) {
     List<Placed> c = new ArrayList<>();
     c.add(new Placed(TENANT_RATE, new TenantRateCheck(quotas, clock, listener)));
@@ -64,7 +64,7 @@ public final class CheckChain {
     if (caps != TenantCaps.none()) { // no store shared with other replicas: never applies
       c.add(new Placed(TENANT_SLOT, new TenantSlotCheck(caps, quotas, controller, listener)));
     }
-    c.add(new Placed(WORKFLOW_PLACE, new WorkflowPlaceCheck(workflows, controller)));
+    c.add(new Placed(WORKFLOW_PLACE, new WorkflowPlaceCheck(workflows, quotas, controller)));
     AdmissionCheck.Context snapshot = new AdmissionCheck.Context(controller, listener, clock);
     for (AdmissionCheck.Contributed k : contributed) {
       AdmissionCheck<?> check = k.factory().create(snapshot);

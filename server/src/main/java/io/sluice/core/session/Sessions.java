@@ -3,6 +3,7 @@ package io.sluice.core.session;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenEstimator;
+import io.sluice.core.quota.SharedWorkflowBudget;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
@@ -50,6 +51,7 @@ public final class Sessions {
   private final TenantCaps caps;
   private final OutputReserves reserves;
   private final WorkflowBudget workflows;
+  private final SharedWorkflowBudget places;
   private final TailHolds tails;
   private final CheckChain checks; // built once here, from the above
   private final BodyRouter bodyRouter;
@@ -66,14 +68,17 @@ public final class Sessions {
     this.caps = b.caps;
     this.reserves = b.reserves;
     this.workflows =
-        b.workflows != null
-            ? b.workflows
-            : new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
+        b.shared != null
+            ? b.shared.localBudget()
+            : b.workflows != null
+                ? b.workflows
+                : new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
+    this.places = b.shared != null ? b.shared : SharedWorkflowBudget.local(workflows);
     this.tails = b.tails != null ? b.tails : new TailHolds();
     this.bodyRouter = b.bodyRouter;
     this.checks =
         CheckChain.of(
-            quotas, clock, listener, controller, caps, workflows, List.copyOf(b.contributed));
+            quotas, clock, listener, controller, caps, places, List.copyOf(b.contributed));
   }
 
   /** {@code estimation.defaultInputTokens}'s default: the cost of a body of unknown size. */
@@ -110,6 +115,7 @@ public final class Sessions {
     private TenantCaps caps = TenantCaps.none();
     private OutputReserves reserves = OutputReserves.off();
     private @Nullable WorkflowBudget workflows; // null: a budget of the sessions' own
+    private @Nullable SharedWorkflowBudget shared; // null: the workflows' places in this process
     private @Nullable TailHolds tails; // null: held tails of the sessions' own
     private final List<AdmissionCheck.Contributed> contributed = new ArrayList<>();
     private BodyRouter bodyRouter = BodyRouter.NONE;
@@ -152,6 +158,15 @@ public final class Sessions {
     /** The process's workflow budgets. */
     public Builder workflows(WorkflowBudget w) {
       this.workflows = Objects.requireNonNull(w, "workflows");
+      return this;
+    }
+
+    /**
+     * The workflows' places counted in the store the replicas share (its local budget then replaces
+     * {@link #workflows}).
+     */
+    public Builder sharedWorkflows(SharedWorkflowBudget w) {
+      this.shared = Objects.requireNonNull(w, "sharedWorkflows");
       return this;
     }
 
@@ -225,6 +240,11 @@ public final class Sessions {
 
   public WorkflowBudget workflows() {
     return workflows;
+  }
+
+  /** The workflows' places (across replicas when {@link SharedWorkflowBudget#shared()}). */
+  public SharedWorkflowBudget sharedWorkflows() {
+    return places;
   }
 
   public TailHolds tails() {

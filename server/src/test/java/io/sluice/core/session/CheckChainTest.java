@@ -9,6 +9,7 @@ import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.quota.SharedWorkflowBudget;
 import io.sluice.core.quota.TenantCaps;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.quota.WorkflowBudget;
@@ -407,7 +408,7 @@ class CheckChainTest {
             none,
             controller,
             TenantCaps.none(),
-            workflows,
+            SharedWorkflowBudget.local(workflows),
             List.of(
                 new AdmissionCheck.Contributed(
                     RetryAttemptCheck.ORDER, RetryAttemptCheck.factory(RetryControl.off()))));
@@ -427,7 +428,7 @@ class CheckChainTest {
             none,
             controller,
             caps,
-            workflows,
+            SharedWorkflowBudget.local(workflows),
             List.of(
                 new AdmissionCheck.Contributed(
                     RetryAttemptCheck.ORDER, RetryAttemptCheck.factory(retries))));

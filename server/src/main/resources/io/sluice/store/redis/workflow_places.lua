@@ -1,0 +1,69 @@
+-- A workflow's places in a pool's budget across replicas (pools.<name>.workflow), atomic per call.
+-- Mirrors io.sluice.core.quota.WorkflowPlaces's contract (docs/estimation.md, Fan-out).
+-- KEYS[i] <namespace>{<pool>}:workflow:<id> (io.sluice.core.store.PoolKeys), a sorted set:
+--         holder -> lease expiry (ms, Redis's clock); one holder per place held, named by the call
+--         that took it and carrying its work units ("<replica>|<id>|<work>",
+--         io.sluice.store.redis.RedisWorkflowPlaces); every key of one call belongs to one pool
+-- ARGV[1] op: acquire | release | renew; ARGV[2] lease ttl (ms)
+--   acquire (KEYS[1]): ARGV[3] holder, ARGV[4] work, ARGV[5] maxRequests (0: none), ARGV[6]
+--     maxWork (0: none). Drops the expired holders; refused when maxRequests are held, or when a
+--     place is held and the work held plus this one's is over maxWork; else adds the holder.
+--     Returns {granted (1|0), places before, work before}.
+--   release (KEYS[1]): ARGV[3] holder: removed (compare and delete). Returns {removed (1|0)}.
+--   renew (KEYS[1..n]): ARGV[2 + i] how many holders of KEYS[i] follow, then the holders, key by
+--     key. Each gets a fresh expiry; one that is gone is written back. Returns {n}.
+-- A holder nobody renews leaves with its lease; every key written expires no sooner than 2 x ttl
+-- from now, so a workflow nobody holds places of leaves the store.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local expiry = string.format('%.0f', now + ttl)
+
+local function keep(key)
+  if redis.call('PTTL', key) < ttl * 2 then
+    redis.call('PEXPIRE', key, ttl * 2)
+  end
+end
+
+if op == 'acquire' then
+  local key = KEYS[1]
+  local holder = ARGV[3]
+  local work = tonumber(ARGV[4])
+  local maxRequests = tonumber(ARGV[5])
+  local maxWork = tonumber(ARGV[6])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  local holders = redis.call('ZRANGE', key, 0, -1)
+  local places = #holders
+  local held = 0
+  for i = 1, places do
+    held = held + (tonumber(string.match(holders[i], '|(%d+)$')) or 0)
+  end
+  if maxRequests > 0 and places >= maxRequests then
+    return {0, places, held}
+  end
+  if maxWork > 0 and places > 0 and held + work > maxWork then
+    return {0, places, held}
+  end
+  redis.call('ZADD', key, expiry, holder)
+  keep(key)
+  return {1, places, held}
+elseif op == 'release' then
+  return {redis.call('ZREM', KEYS[1], ARGV[3])}
+elseif op == 'renew' then
+  local n = #KEYS
+  local at = 3 + n
+  for i = 1, n do
+    local key = KEYS[i]
+    local count = tonumber(ARGV[2 + i]) or 0
+    for j = 1, count do
+      redis.call('ZADD', key, expiry, ARGV[at])
+      at = at + 1
+    end
+    if count > 0 then
+      keep(key)
+    end
+  end
+  return {n}
+end
+return redis.error_reply('workflow_places.lua: unknown op ' .. tostring(op))
