@@ -31,6 +31,7 @@ final class Drain {
   private final ExtProcService extProc;
   private final Server grpc;
   private final AdminHttpServer admin;
+  private final PermitApi permits;
   private final List<String> lines = new CopyOnWriteArrayList<>();
 
   Drain(
@@ -39,13 +40,15 @@ final class Drain {
       HealthStatusManager health,
       ExtProcService extProc,
       Server grpc,
-      AdminHttpServer admin) {
+      AdminHttpServer admin,
+      PermitApi permits) {
     this.draining = draining;
     this.services = services;
     this.health = health;
     this.extProc = extProc;
     this.grpc = grpc;
     this.admin = admin;
+    this.permits = permits;
   }
 
   /**
@@ -88,6 +91,7 @@ final class Drain {
       Thread.currentThread().interrupt();
     }
     grpc.shutdownNow();
+    permits.close(); // every lease back to its pool
     s.housekeeping.shutdownNow();
     s.timer.close();
     if (s.store.rls != null) {

@@ -41,7 +41,8 @@ final class GrpcServers {
       SluiceConfig.Server s,
       ExtProcService extProc,
       HealthStatusManager health,
-      @Nullable RlsModule rls)
+      @Nullable RlsModule rls,
+      java.util.List<io.grpc.BindableService> more)
       throws IOException {
     InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());
     SluiceConfig.Http2 h2 = s.http2();
@@ -85,6 +86,7 @@ final class GrpcServers {
     if (rls != null) {
       b.addService(rls.service());
     }
+    more.forEach(b::addService);
     return b.build();
   }
 

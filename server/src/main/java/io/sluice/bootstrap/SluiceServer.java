@@ -61,6 +61,8 @@ public final class SluiceServer implements AutoCloseable {
   private final Server grpc;
   private final AdminHttpServer admin;
   private final Drain drain;
+  // the permit API for stages Envoy does not front (permits.enabled at start)
+  private final PermitApi permits;
 
   private SluiceServer(SluiceConfig config, Options options, @Nullable DoubleSupplier heapSampler)
       throws IOException {
@@ -80,11 +82,12 @@ public final class SluiceServer implements AutoCloseable {
     this.extProc = new ExtProcService(runtime::get, draining::get);
     s.metrics.bindStreams(extProc.tally());
     this.readiness = new Readiness(s, policyFile, draining::get);
+    this.permits = PermitApi.of(config, this::config, s.controller, s.ticker, s.housekeeping);
     SluiceConfig.Server srv = config.server();
     Server g;
     AdminHttpServer a;
     try {
-      g = GrpcServers.build(srv, extProc, readiness.health(), s.store.rls);
+      g = GrpcServers.build(srv, extProc, readiness.health(), s.store.rls, permits.services());
       a = AdminRoutes.bind(srv);
     } catch (IOException | RuntimeException e) {
       s.closeAfterFailedStart();
@@ -93,7 +96,7 @@ public final class SluiceServer implements AutoCloseable {
     this.grpc = g;
     this.admin = a;
     AdminRoutes.mount(admin, s, readiness, this::config);
-    this.drain = new Drain(draining, s, readiness.health(), extProc, grpc, admin);
+    this.drain = new Drain(draining, s, readiness.health(), extProc, grpc, admin, permits);
   }
 
   /** Builds and starts a server with the embedded environment (tests: ports 0). */
@@ -211,6 +214,11 @@ public final class SluiceServer implements AutoCloseable {
   /** Whether health says SERVING: warm, store ready (or given up on), heap fine, not draining. */
   public boolean serving() {
     return readiness.serving();
+  }
+
+  /** Permits of the permit API held now (0 when {@code permits} is off). */
+  int permitLeases() {
+    return permits.leases();
   }
 
   public int grpcPort() {

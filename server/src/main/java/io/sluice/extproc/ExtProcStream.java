@@ -210,9 +210,8 @@ final class ExtProcStream extends LiveStreams.Node
 
   private void onRequestBody(Inbound body, long now) {
     if (at.is(StreamPhase.ADMITTED) && request.streamedBody()) {
-      // streamed chunks after a headers-time decision: limits.maxBodyBytes holds for their sum;
-      // over it, the permit goes back (the request will not complete) and the chunk gets the 413,
-      // which Envoy accepts for any phase before the response started
+      // streamed after a headers-time decision: over limits.maxBodyBytes in sum, the permit goes
+      // back and the chunk gets the 413 (Envoy accepts it before the response started)
       String over = request.streamedOverLimit(body.bodyLength());
       if (over != null && opened().running().wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
         over = null; // shadow mode: recorded, the request runs on
@@ -225,10 +224,8 @@ final class ExtProcStream extends LiveStreams.Node
       }
       return;
     }
-    if (at.is(StreamPhase.DONE) && request.wasStreamedRefused()) {
-      // Chunks Envoy pipelined before it processed the 413: it answers nothing more after an
-      // ImmediateResponse, so they need none.
-      at.owes(false);
+    if (at.is(StreamPhase.DONE) && request.wasStreamedRefused()) { // pipelined before the 413
+      at.owes(false); // Envoy answers nothing more after an ImmediateResponse: they need none
       return;
     }
     if (!at.is(StreamPhase.AWAIT_BODY)) {
@@ -261,8 +258,7 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     boolean ends = request.onResponseHeaders(h.headersEndOfStream());
-    // a proxyless client sends no :status (gRPC's status is in the trailers): not counted
-    int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
+    int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0); // proxyless: none, 0
     opened()
         .running()
         .headers(
@@ -272,9 +268,9 @@ final class ExtProcStream extends LiveStreams.Node
             status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
             AnswerSources.classify(h, status));
     Answer typed = UpstreamFailures.answer(rt, opened(), h, status, request.grpc());
-    if (typed != null) { // the upstream's own failure, in Sluice's typed shape
+    if (typed != null) { // the upstream's own failure, typed; released as any error answer
       send(typed);
-      release(Outcome.COMPLETED); // as any error answer: no long tail (late chunks still answered)
+      release(Outcome.COMPLETED); // no long tail (late chunks still answered)
       return;
     }
     String unseen = ends ? null : request.unseenEnd();

@@ -79,10 +79,10 @@ class SloRecorderTest {
                 status,
                 "seen",
                 false,
-                new Charge(Charge.REPORTED, 5, out, out),
+                new Charge(Charge.REPORTED, 5, out, out, 0),
                 outcome == Outcome.COMPLETED,
                 firstMs < 0 ? -1 : firstMs * MS));
-    return new SessionEvent.Released(f, outcome, heldMs * MS, new Usage(5, out, true));
+    return new SessionEvent.Released(f, outcome, heldMs * MS, new Usage(5, out, 0, true));
   }
 
   private double answers(String result) {
