@@ -24,7 +24,7 @@ import picocli.CommandLine.ScopeType;
 
 /**
  * {@code java -jar bench/target/sluice-bench.jar
- * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|restart|knee|throttle|cold-throttle|cold-knee|reserve|policy-assistant|calibrate-sim|rapid-reset]}.
+ * [demo|scenario|order|probe|floor|heap|rls|flood|coldstart|replicas|restart|knee|throttle|cold-throttle|cold-knee|reserve|policy-assistant|calibrate-sim|rapid-reset|intake-burst]}.
  * With no subcommand it prints the usage (exit 2, picocli's usage-error code); {@code -h}/{@code
  * --help} and {@code -V}/{@code --version} are inherited by every subcommand.
  */
@@ -57,7 +57,8 @@ import picocli.CommandLine.ScopeType;
       ColdGreedy.class,
       PolicyAssistant.class,
       CalibrateSim.class,
-      RapidReset.class
+      RapidReset.class,
+      IntakeBurst.class
     })
 public final class BenchMain {
 

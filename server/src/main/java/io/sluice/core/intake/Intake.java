@@ -29,7 +29,11 @@ public record Intake(
   /** The predicted start window of {@code job}, now, in its pool of {@code controller}. */
   StartWindow window(AdmissionController controller, String pool, JobStore.JobView job) {
     PoolState p = controller.pool(pool);
-    double rate = p == null ? 0 : p.snapshot(ticker.nanos()).completedWorkPerSecond();
+    double rate =
+        p == null
+            ? 0
+            : StartWindow.poolRate(
+                p.snapshot(ticker.nanos()).completedWorkPerSecond(), p.replicaShare());
     return StartWindow.of(
         clock.millis(),
         job.expiresMillis(),

@@ -15,6 +15,16 @@ public record StartWindow(long earliestMillis, long latestMillis) {
   static final double LATEST_SHARE = 0.5;
 
   /**
+   * The pool's completion rate from this replica's: the jobs ahead are the whole pool's (the store
+   * is shared), and every replica's completions drain them, while this replica completes about its
+   * share of the pool ({@code share}, its granted fraction; 1 alone). Without a share yet (0), the
+   * replica's own rate.
+   */
+  public static double poolRate(double replicaWorkPerSecond, double share) {
+    return share > 0 && share < 1 ? replicaWorkPerSecond / share : replicaWorkPerSecond;
+  }
+
+  /**
    * @param aheadWork work units waiting ahead of the job
    * @param ownWork the job's own work units
    * @param workPerSecond the pool's recent completion rate (0 or less: unknown)
