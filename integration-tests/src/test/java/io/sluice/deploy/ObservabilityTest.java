@@ -57,6 +57,12 @@ class ObservabilityTest {
           "sluice_budget_disclosed_total",
           "sluice_budget_waits_total",
           "sluice_budget_store_failures_total",
+          // MCP tools as pools
+          "sluice_mcp_tool_calls_total",
+          "sluice_mcp_tool_in_flight",
+          "sluice_mcp_tool_limit",
+          "sluice_mcp_tool_queue_wait_seconds",
+          "sluice_mcp_tool_service_seconds",
           // background intake
           "sluice_intake_requests_total",
           "sluice_intake_dispatch_total",

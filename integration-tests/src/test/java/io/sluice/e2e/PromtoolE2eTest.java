@@ -56,6 +56,12 @@ class PromtoolE2eTest {
           "sluice_tokens_actual_to_estimate_bucket",
           "sluice_tokens_actual_to_estimate_count",
           "sluice_replica_share_renewals_total",
+          // background intake and MCP routes (off in the e2e policy): from the first backlog read /
+          // the first MCP route of a snapshot on
+          "sluice_intake_expired_total",
+          "sluice_mcp_tool_calls_total",
+          "sluice_mcp_tool_queue_wait_seconds_bucket",
+          "sluice_mcp_tool_service_seconds_bucket",
           // from the first rate limit config loaded on (none in the e2e policy)
           "sluice_rls_config_reloads_total");
 

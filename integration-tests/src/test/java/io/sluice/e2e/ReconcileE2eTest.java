@@ -98,6 +98,9 @@ class ReconcileE2eTest {
     Policy p =
         Policy.base()
             .with("server.warmup.enabled", "false") // a cold JVM's warm-up takes seconds
+            // the upstream's error answers pass as they are (UPSTREAM_ERROR's row charges them):
+            // typed upstream failures have their own test (UpstreamFailuresE2eTest)
+            .with("upstreamErrors.rewrite", "false")
             .with(
                 "tiers.metered",
                 "{weight: 4, maxInFlight: 0, inputTpm: 100000000, outputTpm: 100000000}")
