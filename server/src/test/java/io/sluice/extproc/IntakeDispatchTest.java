@@ -8,7 +8,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
@@ -19,7 +18,6 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -103,30 +101,13 @@ class IntakeDispatchTest {
   /** The stand-in for Envoy's loopback listener: ext_proc first, then the model if admitted. */
   private void relay(HttpExchange ex) throws IOException {
     try {
-      Map<String, String> h = new LinkedHashMap<>();
-      h.put(":method", ex.getRequestMethod());
-      h.put(":path", ex.getRequestURI().getRawPath());
-      h.put(":authority", "127.0.0.1");
-      ex.getRequestHeaders().forEach((k, v) -> h.put(k.toLowerCase(), v.get(0)));
-      String reqBody = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      Map<String, String> h = LoopbackRelay.envoyHeaders(ex);
+      String reqBody = LoopbackRelay.bodyOf(ex);
       ExtProcTestClient.Call c = client.open(Map.of());
-      ProcessingResponse r = c.send(headers(h, false, BodySendMode.BUFFERED, BodySendMode.NONE));
-      if (!r.hasImmediateResponse()) {
-        r = c.send(body(reqBody));
-      }
+      ProcessingResponse r = LoopbackRelay.decide(c, h, reqBody);
       if (r.hasImmediateResponse()) {
-        ImmediateResponse ir = r.getImmediateResponse();
         relayed.add(new Relayed(h, reqBody, "refused"));
-        for (HeaderValueOption o : ir.getHeaders().getSetHeadersList()) {
-          ex.getResponseHeaders()
-              .add(
-                  o.getHeader().getKey(),
-                  o.getHeader().getRawValue().toString(StandardCharsets.UTF_8));
-        }
-        byte[] b = ir.getBody().toByteArray();
-        ex.sendResponseHeaders(ir.getStatus().getCodeValue(), b.length == 0 ? -1 : b.length);
-        ex.getResponseBody().write(b);
-        c.halfClose();
+        LoopbackRelay.refuse(ex, r.getImmediateResponse(), c);
         return;
       }
       var md = r.getDynamicMetadata().getFieldsOrThrow("sluice").getStructValue();

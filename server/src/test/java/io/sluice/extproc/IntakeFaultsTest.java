@@ -21,7 +21,6 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -143,12 +142,8 @@ class IntakeFaultsTest {
   /** The listener: hands the request to the test, then does what it says. */
   private void relay(HttpExchange ex) throws IOException {
     try (ex) {
-      Map<String, String> h = new LinkedHashMap<>();
-      h.put(":method", ex.getRequestMethod());
-      h.put(":path", ex.getRequestURI().getRawPath());
-      h.put(":authority", "127.0.0.1");
-      ex.getRequestHeaders().forEach((k, v) -> h.put(k.toLowerCase(), v.get(0)));
-      String reqBody = new String(ex.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+      Map<String, String> h = LoopbackRelay.envoyHeaders(ex);
+      String reqBody = LoopbackRelay.bodyOf(ex);
       Dispatched d = new Dispatched(h, reqBody, new CompletableFuture<>());
       synchronized (all) {
         all.add(d);
@@ -159,17 +154,9 @@ class IntakeFaultsTest {
         return; // held to the end: the connection just closes
       }
       ExtProcTestClient.Call c = a.via().open(Map.of());
-      ProcessingResponse r = c.send(headers(h, false, BodySendMode.BUFFERED, BodySendMode.NONE));
-      if (!r.hasImmediateResponse()) {
-        r = c.send(body(reqBody));
-      }
+      ProcessingResponse r = LoopbackRelay.decide(c, h, reqBody);
       if (r.hasImmediateResponse()) { // refused by Sluice: its answer goes back as it is
-        ImmediateResponse ir = r.getImmediateResponse();
-        ExtProcServerTestBase.headersOf(ir).forEach((k, v) -> ex.getResponseHeaders().add(k, v));
-        byte[] b = ir.getBody().toByteArray();
-        ex.sendResponseHeaders(ir.getStatus().getCodeValue(), b.length == 0 ? -1 : b.length);
-        ex.getResponseBody().write(b);
-        c.halfClose();
+        LoopbackRelay.refuse(ex, r.getImmediateResponse(), c);
         return;
       }
       modelCalls.incrementAndGet(); // admitted: the request reaches the model
