@@ -3,9 +3,7 @@ package io.sluice.store.redis;
 import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.store.PoolKeys;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -153,34 +151,18 @@ public final class RedisTenantSlots implements TenantSlots {
       String replica,
       Map<String, Integer> held,
       long leaseTtlMillis) {
-    List<String> keys = new ArrayList<>();
-    List<String> counts = new ArrayList<>();
-    List<String> names = new ArrayList<>();
+    String[][] call;
     synchronized (this) {
-      for (Map.Entry<String, Integer> e : held.entrySet()) {
-        String key = tenantKey(namespace, pool, e.getKey());
-        ArrayDeque<String> mine = holders.get(new Holding(key, replica));
-        if (e.getValue() <= 0 || mine == null || mine.isEmpty()) {
-          continue;
-        }
-        keys.add(key);
-        counts.add(Integer.toString(mine.size()));
-        names.addAll(mine);
-      }
+      call =
+          LeaseRenewal.call(
+              held,
+              leaseTtlMillis,
+              owner -> tenantKey(namespace, pool, owner),
+              key -> holders.get(new Holding(key, replica)));
     }
-    if (keys.isEmpty()) {
+    if (call == null) {
       return CompletableFuture.completedFuture(null);
     }
-    String[] args = new String[2 + counts.size() + names.size()];
-    args[0] = "renew";
-    args[1] = Long.toString(Math.max(1, leaseTtlMillis));
-    int i = 2;
-    for (String c : counts) {
-      args[i++] = c;
-    }
-    for (String n : names) {
-      args[i++] = n;
-    }
-    return redis.eval(SCRIPT, keys.toArray(String[]::new), args, r -> (Void) null);
+    return redis.eval(SCRIPT, call[0], call[1], r -> (Void) null);
   }
 }
