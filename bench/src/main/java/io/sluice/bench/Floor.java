@@ -89,6 +89,14 @@ final class Floor implements Callable<Integer> {
   @Nullable List<String> only;
 
   @Option(
+      names = "--parse-answers",
+      description =
+          "the generator parses every ext_proc answer with protobuf (before issue 34: a target's"
+              + " dynamic metadata then costs the generator, on the same cores); by default it"
+              + " reads only which answer it is")
+  boolean parseAnswers;
+
+  @Option(
       names = "--separate",
       description =
           "run each server in a child JVM of its own (floor --serve), not in the generator's")
@@ -144,6 +152,30 @@ final class Floor implements Callable<Integer> {
 
   private static final String ANSWER_DECORATIONS =
       "responses: {decisionHeader: false, estimateHeader: false}";
+
+  /**
+   * Target {@code sluice-telemetry}: OpenTelemetry on, 1 % of requests sampled, OTLP aimed at a
+   * closed local port (the exporter's bounded queue drops what it cannot send), as issue 38 asks
+   * the floor to show.
+   */
+  static final String TELEMETRY_ON =
+      "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\", sampling: {ratio: 0.01}}\n";
+
+  /**
+   * Target {@code sluice-unguarded}: {@code policy} without the HTTP/2 abuse limits (the
+   * premature-reset guard in front of grpc's codec, grpc's RST_STREAM limit), to measure what they
+   * cost on the transport.
+   */
+  static String withoutHttp2Guards(String policy) {
+    String out =
+        policy.replace(
+            "grpc: {host: 127.0.0.1, port: 0}",
+            "grpc: {host: 127.0.0.1, port: 0, maxPrematureResets: 0, maxResetsPerWindow: 0}");
+    if (out.equals(policy)) {
+      throw new IllegalStateException("bench policy changed shape; update Floor");
+    }
+    return out;
+  }
 
   /** {@code policy} with no deadline header on the admitted request. */
   static String withoutDeadlineHeader(String policy) {
@@ -309,10 +341,15 @@ final class Floor implements Callable<Integer> {
     if (baselineJar != null && !separate) {
       throw new IllegalArgumentException("--baseline-jar needs --separate");
     }
-    return calls.targets(redis != null, baselineJar != null).stream()
-        .filter(t -> t.equals("noop") || only == null || only.contains(t))
-        .toList();
+    List<String> all = new ArrayList<>(calls.targets(redis != null, baselineJar != null));
+    if (only != null) { // the targets measured only when named
+      OPT_IN.stream().filter(only::contains).filter(t -> !all.contains(t)).forEach(all::add);
+    }
+    return all.stream().filter(t -> t.equals("noop") || only == null || only.contains(t)).toList();
   }
+
+  /** Targets measured only when {@code --targets} names them. */
+  static final List<String> OPT_IN = List.of("sluice-telemetry", "sluice-unguarded");
 
   /** One workload against one target. */
   record Window(FloorCalls calls, String target) {}
@@ -369,9 +406,14 @@ final class Floor implements Callable<Integer> {
       case "sluice" -> new Sluice(admit, port, store);
       case "sluice-reject" -> new Sluice(REJECT_POLICY, port, store);
       case "sluice-redis" -> new Sluice(admit, port, requireRedis());
+      case "sluice-telemetry" -> new Sluice(admit + TELEMETRY_ON, port, store);
+      case "sluice-unguarded" -> new Sluice(withoutHttp2Guards(admit), port, store);
       default ->
           throw new IllegalArgumentException(
-              "target: " + target + " (expected: noop, sluice, sluice-reject or sluice-redis)");
+              "target: "
+                  + target
+                  + " (expected: noop, sluice, sluice-reject, sluice-redis, sluice-telemetry or"
+                  + " sluice-unguarded)");
     };
   }
 
@@ -410,7 +452,7 @@ final class Floor implements Callable<Integer> {
   /** One closed-loop window on {@code chans}: {@code settle} s unmeasured, then {@code seconds}. */
   ClosedLoop.Result drive(FloorCalls calls, List<ManagedChannel> chans, int settle, int seconds)
       throws InterruptedException {
-    var call = calls.call();
+    var call = calls.call(parseAnswers);
     return ClosedLoop.run(chans, concurrency, settle, seconds, call::accept);
   }
 

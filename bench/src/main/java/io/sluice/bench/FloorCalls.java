@@ -10,11 +10,13 @@ import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 /**
  * The floor's workloads: what one call of each shape sends, as the closed loop's {@code oneCall}.
@@ -34,6 +36,18 @@ enum FloorCalls {
 
   private static final Metadata.Key<String> TENANT =
       Metadata.Key.of("x-sluice-tenant", Metadata.ASCII_STRING_MARSHALLER);
+
+  /**
+   * ext_proc as the generator calls it: requests encoded by protobuf as before, answers read only
+   * as far as which message they are ({@link AnswerKind}), so every target's answer costs the
+   * generator the same whatever metadata or mutations it carries (Envoy reads them on its own
+   * cores, not Sluice's). {@code --parse-answers} restores protobuf's full parse.
+   */
+  static final MethodDescriptor<ProcessingRequest, ProcessingResponse> PARSED =
+      ExternalProcessorGrpc.getProcessMethod();
+
+  static final MethodDescriptor<ProcessingRequest, AnswerKind> SKIMMED =
+      PARSED.toBuilder(PARSED.getRequestMarshaller(), AnswerKind.MARSHALLER).build();
 
   /** The name on the command line and in the tables. */
   String label() {
@@ -75,16 +89,25 @@ enum FloorCalls {
     };
   }
 
-  /** One call of this shape; it reports its end to the consumer and never blocks. */
-  BiConsumer<Channel, Consumer<Boolean>> call() {
+  /**
+   * One call of this shape; it reports its end to the consumer and never blocks. {@code
+   * parseAnswers}: the generator parses every ext_proc answer with protobuf (as before issue 34's
+   * round), else it reads only which answer it is.
+   */
+  BiConsumer<Channel, Consumer<Boolean>> call(boolean parseAnswers) {
     return switch (this) {
       case ONESHOT -> {
         ProcessingRequest req = FloorMessages.request();
-        yield (ch, finish) -> oneShot(ch, req, finish);
+        yield parseAnswers
+            ? (ch, finish) -> oneShot(ch, PARSED, req, finish)
+            : (ch, finish) -> oneShot(ch, SKIMMED, req, finish);
       }
       case LLM -> {
         List<ProcessingRequest> messages = FloorMessages.envoyShapedMessages();
-        yield (ch, finish) -> llmStream(ch, messages, finish);
+        yield parseAnswers
+            ? (ch, finish) ->
+                llmStream(ch, PARSED, ProcessingResponse::hasImmediateResponse, messages, finish)
+            : (ch, finish) -> llmStream(ch, SKIMMED, AnswerKind::refused, messages, finish);
       }
       case RLS -> {
         RateLimitRequest req = FloorMessages.rlsRequest();
@@ -93,9 +116,12 @@ enum FloorCalls {
     };
   }
 
-  private static void oneShot(Channel ch, ProcessingRequest req, Consumer<Boolean> finish) {
-    ClientCall<ProcessingRequest, ProcessingResponse> call =
-        ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+  private static <A> void oneShot(
+      Channel ch,
+      MethodDescriptor<ProcessingRequest, A> method,
+      ProcessingRequest req,
+      Consumer<Boolean> finish) {
+    ClientCall<ProcessingRequest, A> call = ch.newCall(method, CallOptions.DEFAULT);
     call.start(
         new ClientCall.Listener<>() {
           @Override
@@ -113,18 +139,21 @@ enum FloorCalls {
    * One LLM-shaped stream: each message is sent when the previous one was answered; after the last
    * answer the client resets the stream (Envoy's close), which ends it CANCELLED.
    */
-  private static void llmStream(
-      Channel ch, List<ProcessingRequest> messages, Consumer<Boolean> finish) {
-    ClientCall<ProcessingRequest, ProcessingResponse> call =
-        ch.newCall(ExternalProcessorGrpc.getProcessMethod(), CallOptions.DEFAULT);
+  private static <A> void llmStream(
+      Channel ch,
+      MethodDescriptor<ProcessingRequest, A> method,
+      Predicate<A> isRefusal,
+      List<ProcessingRequest> messages,
+      Consumer<Boolean> finish) {
+    ClientCall<ProcessingRequest, A> call = ch.newCall(method, CallOptions.DEFAULT);
     int[] answered = {0};
     boolean[] refused = {false};
     call.start(
         new ClientCall.Listener<>() {
           @Override
-          public void onMessage(ProcessingResponse message) {
+          public void onMessage(A message) {
             answered[0]++;
-            refused[0] = message.hasImmediateResponse();
+            refused[0] = isRefusal.test(message);
             if (refused[0] || answered[0] == messages.size()) {
               call.cancel("end of request", null);
             } else {

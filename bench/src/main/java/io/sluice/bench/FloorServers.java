@@ -120,8 +120,7 @@ final class FloorServers {
       Files.writeString(runtime.resolve("config").resolve("bench.yaml"), RLS_CONFIG);
       String withRls =
           policy
-              .replace(
-                  "grpc: {host: 127.0.0.1, port: 0}", "grpc: {host: 127.0.0.1, port: " + port + "}")
+              .replace("grpc: {host: 127.0.0.1, port: 0", "grpc: {host: 127.0.0.1, port: " + port)
               .replace(
                   "rateLimit: {enabled: false}",
                   "rateLimit: {enabled: true, env: {RUNTIME_ROOT: \""

@@ -131,7 +131,7 @@ final class FloorTargets implements AutoCloseable {
 
   private static void awaitPort(String target, int port, Process p)
       throws IOException, InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
     while (System.nanoTime() - deadline < 0) {
       if (!p.isAlive()) {
         throw new IOException(target + " exited with " + p.exitValue() + " before serving");
@@ -143,7 +143,7 @@ final class FloorTargets implements AutoCloseable {
         Thread.sleep(200);
       }
     }
-    throw new IOException(target + " did not listen on " + port + " within 60 s");
+    throw new IOException(target + " did not listen on " + port + " within 180 s");
   }
 
   @Override

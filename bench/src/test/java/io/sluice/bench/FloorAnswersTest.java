@@ -1,0 +1,108 @@
+package io.sluice.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.Struct;
+import com.google.protobuf.Value;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
+import io.envoyproxy.envoy.service.ext_proc.v3.BodyResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import java.io.ByteArrayInputStream;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The floor's generator reads an answer only as far as which message it is ({@link AnswerKind}):
+ * whatever a target puts around it (dynamic metadata before or after the oneof, mutations), the
+ * kind is protobuf's own {@code getResponseCase()}, so a refusal is never taken for an admit.
+ */
+class FloorAnswersTest {
+  private static final Struct METADATA =
+      Struct.newBuilder()
+          .putFields(
+              "sluice",
+              Value.newBuilder()
+                  .setStructValue(
+                      Struct.newBuilder()
+                          .putFields("tenant", Value.newBuilder().setStringValue("acme").build())
+                          .putFields("estimate", Value.newBuilder().setNumberValue(812).build()))
+                  .build())
+          .build();
+
+  private static final HeadersResponse MUTATED =
+      HeadersResponse.newBuilder()
+          .setResponse(
+              CommonResponse.newBuilder()
+                  .setHeaderMutation(
+                      HeaderMutation.newBuilder()
+                          .addSetHeaders(
+                              HeaderValueOption.newBuilder()
+                                  .setHeader(
+                                      HeaderValue.newBuilder()
+                                          .setKey("x-sluice-decision")
+                                          .setRawValue(
+                                              com.google.protobuf.ByteString.copyFromUtf8(
+                                                  "admit"))))))
+          .build();
+
+  @Test
+  void readsWhichAnswerItIsAndNothingElse() throws Exception {
+    List<ProcessingResponse> answers =
+        List.of(
+            ProcessingResponse.newBuilder().setRequestHeaders(MUTATED).build(),
+            ProcessingResponse.newBuilder()
+                .setRequestHeaders(MUTATED)
+                .setDynamicMetadata(METADATA)
+                .build(),
+            ProcessingResponse.newBuilder()
+                .setRequestBody(BodyResponse.getDefaultInstance())
+                .setDynamicMetadata(METADATA)
+                .build(),
+            ProcessingResponse.newBuilder().setResponseHeaders(MUTATED).build(),
+            ProcessingResponse.newBuilder()
+                .setResponseBody(BodyResponse.getDefaultInstance())
+                .build(),
+            ProcessingResponse.newBuilder()
+                .setImmediateResponse(
+                    ImmediateResponse.newBuilder()
+                        .setBody(com.google.protobuf.ByteString.copyFromUtf8("busy")))
+                .setDynamicMetadata(METADATA)
+                .build());
+    for (ProcessingResponse answer : answers) {
+      AnswerKind kind = AnswerKind.read(new ByteArrayInputStream(answer.toByteArray()));
+      assertThat(kind.field()).isEqualTo(answer.getResponseCase().getNumber());
+      assertThat(kind.refused()).isEqualTo(answer.hasImmediateResponse());
+    }
+  }
+
+  @Test
+  void twoMembersOfTheOneofReadAsProtobufReadsThem() throws Exception {
+    // concatenated messages merge: the member written last is the answer (protobuf's rule)
+    byte[] refusal =
+        ProcessingResponse.newBuilder()
+            .setImmediateResponse(
+                ImmediateResponse.newBuilder()
+                    .setBody(com.google.protobuf.ByteString.copyFromUtf8("busy")))
+            .build()
+            .toByteArray();
+    byte[] admit =
+        ProcessingResponse.newBuilder()
+            .setRequestHeaders(MUTATED)
+            .setDynamicMetadata(METADATA)
+            .build()
+            .toByteArray();
+    for (byte[][] order : new byte[][][] {{refusal, admit}, {admit, refusal}}) {
+      byte[] both = new byte[order[0].length + order[1].length];
+      System.arraycopy(order[0], 0, both, 0, order[0].length);
+      System.arraycopy(order[1], 0, both, order[0].length, order[1].length);
+      AnswerKind kind = AnswerKind.read(new ByteArrayInputStream(both));
+      assertThat(kind.field())
+          .isEqualTo(ProcessingResponse.parseFrom(both).getResponseCase().getNumber());
+    }
+  }
+}
