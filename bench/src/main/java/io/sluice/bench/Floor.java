@@ -91,7 +91,7 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--parse-answers",
       description =
-          "the generator parses every ext_proc answer with protobuf (before issue 34: a target's"
+          "the generator parses every ext_proc answer with protobuf (as it did before: a target's"
               + " dynamic metadata then costs the generator, on the same cores); by default it"
               + " reads only which answer it is")
   boolean parseAnswers;
@@ -155,8 +155,8 @@ final class Floor implements Callable<Integer> {
 
   /**
    * Target {@code sluice-telemetry}: OpenTelemetry on, 1 % of requests sampled, OTLP aimed at a
-   * closed local port (the exporter's bounded queue drops what it cannot send), as issue 38 asks
-   * the floor to show.
+   * closed local port (the exporter's bounded queue drops what it cannot send), so the floor shows
+   * what telemetry costs.
    */
   static final String TELEMETRY_ON =
       "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\", sampling: {ratio: 0.01}}\n";

@@ -91,8 +91,8 @@ enum FloorCalls {
 
   /**
    * One call of this shape; it reports its end to the consumer and never blocks. {@code
-   * parseAnswers}: the generator parses every ext_proc answer with protobuf (as before issue 34's
-   * round), else it reads only which answer it is.
+   * parseAnswers}: the generator parses every ext_proc answer with protobuf (the generator's old
+   * way, {@code --parse-answers}), else it reads only which answer it is.
    */
   BiConsumer<Channel, Consumer<Boolean>> call(boolean parseAnswers) {
     return switch (this) {
