@@ -98,6 +98,9 @@ final class ReplicaShares implements AutoCloseable {
         who.supersedes().isEmpty()
             ? ""
             : "; leases of earlier incarnations (" + who.supersedes() + "*) are dropped at start");
+    // every pool admits on a share of nothing until its first grant, never on the whole pool
+    // (the gRPC port is open before the first exchange; a reload may add a pool between rounds)
+    controller.holdForShares(ticker.nanos());
     ShareCoordinator coordinator =
         new ShareCoordinator(id, who.supersedes(), namespace, policy, store, ticker);
     TenantCaps caps =

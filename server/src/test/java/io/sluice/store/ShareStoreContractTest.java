@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.share.ClassDemand;
 import io.sluice.core.share.ShareLeaseModel;
+import io.sluice.core.share.ShareRace;
 import io.sluice.core.share.ShareStore;
+import io.sluice.core.time.FakeTicker;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -19,8 +22,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * The behaviour every {@link ShareStore} must show, checked against its Java statement ({@link
  * ShareLeaseModel}): the same grants and peers for random exchanges, leases that expire on the
- * store's clock, leave, supersede, and atomicity under concurrent replicas. Subclasses provide the
- * store.
+ * store's clock, leave, supersede, atomicity under concurrent replicas, and the pool's bound at
+ * every instant for replicas whose exchanges are on the wire ({@link ShareRace}). Subclasses
+ * provide the store.
  */
 public abstract class ShareStoreContractTest {
   protected abstract ShareStore store();
@@ -187,6 +191,27 @@ public abstract class ShareStoreContractTest {
                 .get(5, TimeUnit.SECONDS))
         .isZero();
     assertThat(get(store(), next).work()).isEqualTo(70);
+  }
+
+  static LongStream raceSeeds() {
+    return LongStream.range(0, 16);
+  }
+
+  /**
+   * {@link ShareRace} on this store: replicas that join, renew, take bursts and leave, with their
+   * exchanges run and answered by the store in a seeded order; after every action the requests and
+   * work in flight across the live replicas are within the pool (leases of 60 s: the store's own
+   * clock never expires one during a run).
+   */
+  @ParameterizedTest
+  @MethodSource("raceSeeds")
+  void property_poolBoundAfterEveryAction_withExchangesOnTheWire(long seed) {
+    ShareRace.Setup setup =
+        ShareRace.setup(seed, Duration.ofSeconds(60), LocalRedis.uniquePrefix(), 1500);
+    ShareRace.Result r = ShareRace.run(seed, setup, store(), new FakeTicker());
+    assertThat(r.firstBreach())
+        .as("seed %d, %s; the last actions:%n%s", seed, setup, String.join("\n", r.log()))
+        .isEmpty();
   }
 
   @Test

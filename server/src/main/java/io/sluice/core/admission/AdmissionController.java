@@ -24,6 +24,8 @@ public final class AdmissionController {
   private final java.util.function.DoubleSupplier uniform;
   private volatile Map<String, PoolState> pools = Map.of();
   private volatile List<ClassPolicy> classes = List.of();
+  // the pools count against replica shares: a pool starts at a share of nothing (holdForShares)
+  private volatile boolean heldForShares;
 
   public AdmissionController(
       Collection<PoolPolicy> pools,
@@ -61,11 +63,24 @@ public final class AdmissionController {
         existing.reconfigure(p, sorted);
         next.put(p.name(), existing);
       } else {
-        next.put(p.name(), new PoolState(p, sorted, rateTauNanos, listener, uniform));
+        next.put(
+            p.name(), new PoolState(p, sorted, rateTauNanos, listener, uniform, heldForShares));
       }
     }
     this.classes = sorted;
     this.pools = java.util.Collections.unmodifiableMap(next);
+  }
+
+  /**
+   * The pools are shared with other replicas through a store (the bootstrap's replica shares): from
+   * now on every pool, and every pool a reload adds, admits on a share of nothing until the share
+   * coordinator grants it one, never on the whole pool. A pool already granted a share keeps it.
+   */
+  public synchronized void holdForShares(long nowNanos) {
+    heldForShares = true;
+    for (PoolState p : pools.values()) {
+      p.holdForShare(nowNanos);
+    }
   }
 
   /**

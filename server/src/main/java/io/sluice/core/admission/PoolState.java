@@ -9,6 +9,7 @@ import io.sluice.core.queue.TenantFairQueue;
 import io.sluice.core.share.ClassLimits;
 import io.sluice.core.share.ClassShares;
 import io.sluice.core.share.Demand;
+import io.sluice.core.share.Load;
 import io.sluice.core.share.SharedPool;
 import java.util.List;
 import java.util.OptionalLong;
@@ -68,6 +69,20 @@ public final class PoolState implements SharedPool {
       long rateTauNanos,
       ReleaseListener listener,
       DoubleSupplier uniform) {
+    this(policy, classes, rateTauNanos, listener, uniform, false);
+  }
+
+  /**
+   * @param heldForShare the pool counts against a replica share that is not granted yet: it starts
+   *     at a share of nothing ({@link #holdForShare})
+   */
+  PoolState(
+      PoolPolicy policy,
+      List<ClassPolicy> classes,
+      long rateTauNanos,
+      ReleaseListener listener,
+      DoubleSupplier uniform,
+      boolean heldForShare) {
     this.listener = listener;
     this.capacity = new CapacityLedger(policy);
     this.configured = new ConfiguredLimit(policy);
@@ -86,6 +101,9 @@ public final class PoolState implements SharedPool {
     this.demand = new PoolDemand(capacity, queues);
     this.readings = new PoolReadings(capacity, rules, retry);
     limits.notifyOnChange(this::limitsChanged);
+    if (heldForShare && share.hold()) {
+      applyLimitsLocked(); // not published yet: no lock needed, nothing waits
+    }
   }
 
   private QueueCoordinator.@Nullable Start startQueued(
@@ -329,6 +347,21 @@ public final class PoolState implements SharedPool {
   @Override
   public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
     share.grant(work, requests, classes, nowNanos);
+  }
+
+  @Override
+  public Load inFlight() {
+    return read(() -> new Load(capacity.totalWork(), capacity.totalRequests()));
+  }
+
+  /**
+   * This pool counts against a replica share from now on: until the share coordinator grants one, a
+   * share of nothing (not the whole pool). Kept when a share was already granted.
+   */
+  void holdForShare(long nowNanos) {
+    if (share.hold()) {
+      limitsChanged(nowNanos);
+    }
   }
 
   @Override

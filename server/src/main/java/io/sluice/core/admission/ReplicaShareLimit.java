@@ -1,14 +1,18 @@
 package io.sluice.core.admission;
 
 import io.sluice.core.share.ClassShares;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The limit source of a replica's share of the pool (several replicas share it through a store):
- * the share coordinator's last grant ({@link PoolState#applyShare}); none before the first.
+ * the share coordinator's last grant ({@link PoolState#applyShare}). Before the first: the whole
+ * pool for a pool that no store shares, a share of nothing for one held for a share ({@link #hold}:
+ * a pool shared across replicas never admits on the whole pool before its first grant).
  */
 final class ReplicaShareLimit implements LimitSource {
-  private volatile PoolLimits.@Nullable Share granted;
+  private static final PoolLimits.Share NOTHING = new PoolLimits.Share(0, 0, null);
+  private final AtomicReference<PoolLimits.@Nullable Share> granted = new AtomicReference<>();
   private Listener listener = nowNanos -> {};
 
   @Override
@@ -18,13 +22,21 @@ final class ReplicaShareLimit implements LimitSource {
 
   /** The coordinator granted this share at {@code nowNanos}: the pool applies it at once. */
   void grant(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
-    granted = new PoolLimits.Share(work, requests, classes);
+    granted.set(new PoolLimits.Share(work, requests, classes));
     listener.changed(nowNanos);
+  }
+
+  /**
+   * A share of nothing until the first grant; false when a share was already granted or held (the
+   * caller applies the limits when it is true).
+   */
+  boolean hold() {
+    return granted.compareAndSet(null, NOTHING);
   }
 
   @Override
   public PoolLimits applyTo(PoolLimits limits) {
-    PoolLimits.Share s = granted;
+    PoolLimits.Share s = granted.get();
     return s == null ? limits : limits.withShare(s);
   }
 }

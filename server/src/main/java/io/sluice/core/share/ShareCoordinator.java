@@ -22,10 +22,26 @@ import org.jspecify.annotations.Nullable;
  * answers becomes the pool's local limit ({@link SharedPool#applyShare}). The admission path never
  * waits on the store: it admits against the last applied share.
  *
+ * <p><b>The pool's bound at every instant.</b> The store counts each replica as holding {@code
+ * max(grant, what it reported in use)} from the moment it runs the exchange, and grants the others
+ * only what no one is counted as holding. So what a replica may admit must never exceed what the
+ * store counts for it, also while an exchange is on the wire (sent, run, answer not yet applied).
+ * Each round therefore, before it sends: lowers a leased limit to {@code min(limit, target)} (a
+ * shrink the store is about to record takes effect here first), then reads what is in flight, and
+ * reports in use as {@code max(in flight, the limit)}: the most this replica can have in flight
+ * until the answer applies (a store-down share included: the store then counts it whole). A replica
+ * grows only when the answer applies, out of room the store found free. (A grant is never below
+ * that limit while the lease is live: the store still counts it from the previous round.)
+ *
  * <p>When the store fails or does not answer, the last share is kept for the pool's {@code
  * keepShareFor}; after that the pool falls back to {@code capacity / expectedReplicas} or refuses,
- * as configured, until an exchange succeeds again. Before its first grant a pool holds nothing (the
- * bootstrap waits for the first exchange before it reports ready).
+ * as configured, until an exchange succeeds again. The keep time counts from when the last answered
+ * exchange was sent (its lease started later, on the store) and ends at least one renewal before
+ * the lease can expire ({@code min(keepShareFor, leaseTtl - renewInterval)}), so a replica the
+ * store no longer answers stops admitting on its share before the others can take it. Before its
+ * first grant a pool holds nothing: the bootstrap has the admission controller start every shared
+ * pool at a share of 0 ({@code AdmissionController.holdForShares}) and waits for the first exchange
+ * before it reports ready.
  *
  * <p>Thread-safe: a pool's state is guarded by its own monitor; one exchange per pool is in flight
  * at a time; answers may complete on any thread.
@@ -56,7 +72,7 @@ public final class ShareCoordinator {
    * @param grantedWork work units this replica may hold (its limit now)
    * @param grantedRequests request slots this replica may hold (0 when the pool caps none)
    * @param demandWork what it last reported wanting (in flight + waiting + refused)
-   * @param nanosSinceGrant time since the last successful exchange (-1: none yet)
+   * @param nanosSinceGrant time since the last answered exchange was sent (-1: none yet)
    * @param peers other live replicas at the last exchange
    * @param targetWork what it last asked for (the allocation rule's target, remainders gathered)
    * @param received renewals in which its target took remainders of blocked peers
@@ -225,8 +241,13 @@ public final class ShareCoordinator {
     final String pool;
     final long createdNanos;
     Mode mode = Mode.WAITING;
+    // the limit the pool admits on now (the last grant, or lower while a shrink is on the wire)
     long grantedWork;
     int grantedRequests;
+    @Nullable ClassShares grantedClasses;
+    // the store's last grant (a changed grant is a rebalance)
+    long leasedWork;
+    int leasedRequests;
     // what it last reported (in flight, waiting, refused; by class): the demand it exchanged
     Demand demand = new Demand(0, 0, 0, 0, 0, 0, 0, 0, 0, List.of());
     long lastGrantNanos;
@@ -252,7 +273,7 @@ public final class ShareCoordinator {
       ReplicaPolicy.PoolMode mode = policy.mode(pool);
       if (!started) {
         started = true;
-        state.applyShare(0, 0, null, now); // holds nothing until the store grants it a share
+        apply(state, 0, 0, null, now); // holds nothing until the store grants it a share
       }
       checkAge(state, mode, now);
       if (pending) {
@@ -277,6 +298,19 @@ public final class ShareCoordinator {
       tally.gave += target.gave() ? 1 : 0;
       targetWork = target.work();
       targetRequests = target.requests();
+      // the store records the shrink of a leased share to the target when it runs this exchange:
+      // it applies here first (a store-down share stays as it is: the store did not grant it);
+      // in use is what may be in flight until the answer applies
+      boolean leased = this.mode == Mode.LEASED || this.mode == Mode.KEPT;
+      if (leased && (targetWork < grantedWork || targetRequests < grantedRequests)) {
+        apply(
+            state,
+            Math.min(grantedWork, targetWork),
+            Math.min(grantedRequests, targetRequests),
+            grantedClasses,
+            now);
+      }
+      Load used = state.inFlight();
       ShareStore.Exchange ex =
           new ShareStore.Exchange(
               namespace,
@@ -287,8 +321,8 @@ public final class ShareCoordinator {
               capRequests,
               targetWork,
               targetRequests,
-              d.workInFlight(),
-              d.requestsInFlight(),
+              Math.max(used.work(), grantedWork),
+              Math.max(used.requests(), grantedRequests),
               d.demandWork(),
               d.demandRequests(),
               mine);
@@ -313,7 +347,7 @@ public final class ShareCoordinator {
           .toCompletableFuture()
           .handle(
               (g, e) -> {
-                answered(state, g, e, ticker.nanos());
+                answered(state, g, e, now, ticker.nanos());
                 return (Void) null;
               });
     }
@@ -326,32 +360,41 @@ public final class ShareCoordinator {
       return null;
     }
 
+    /**
+     * The answer to the exchange sent at {@code sentNanos}: its grant applies at {@code now}, and
+     * the keep time counts from {@code sentNanos} (the lease it renewed started after it).
+     */
     private synchronized void answered(
-        SharedPool state, ShareStore.@Nullable Grant g, @Nullable Throwable e, long now) {
+        SharedPool state,
+        ShareStore.@Nullable Grant g,
+        @Nullable Throwable e,
+        long sentNanos,
+        long now) {
       pending = false;
       if (g != null && e == null) {
-        if (!granted || g.work() != grantedWork || g.requests() != grantedRequests) {
+        if (!granted || g.work() != leasedWork || g.requests() != leasedRequests) {
           tally.rebalances++;
         }
+        leasedWork = g.work();
+        leasedRequests = g.requests();
         if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
           // back from a store outage: within the share of the outage until the other replicas
           // have had the time to renew ({@link Probation})
           probation.start(now + 2 * policy.renewInterval().toNanos(), grantedWork, grantedRequests);
         }
         granted = true;
-        grantedWork = g.work();
-        grantedRequests = g.requests();
+        long work = g.work();
+        int requests = g.requests();
         if (probation.holds(now)) {
-          grantedWork = Math.min(grantedWork, probation.work());
-          grantedRequests = Math.min(grantedRequests, probation.requests());
+          work = Math.min(work, probation.work());
+          requests = Math.min(requests, probation.requests());
         }
         peers = g.peers();
-        lastGrantNanos = now;
+        lastGrantNanos = sentNanos;
         tally.renewals++;
         mode = Mode.LEASED;
         peerClassLoads = ShareTargets.peerLoads(peers);
-        state.applyShare(
-            grantedWork, grantedRequests, new ClassShares(peerClassLoads, idleParts), now);
+        apply(state, work, requests, new ClassShares(peerClassLoads, idleParts), now);
         return;
       }
       tally.failures++;
@@ -367,31 +410,47 @@ public final class ShareCoordinator {
       checkAge(state, policy.mode(pool), now);
     }
 
-    /** Past {@code keepShareFor} without a grant: the store-down mode applies. */
+    /** The pool admits on {@code work} and {@code requests} from now (its limit). */
+    private void apply(
+        SharedPool state, long work, int requests, @Nullable ClassShares classes, long now) {
+      grantedWork = work;
+      grantedRequests = requests;
+      grantedClasses = classes;
+      state.applyShare(work, requests, classes, now);
+    }
+
+    /**
+     * Past the keep time without a grant: the store-down mode applies. The keep time is {@code
+     * keepShareFor}, but at most {@code leaseTtl - renewInterval}: rounds check it, so it ends
+     * before the lease the last answered exchange renewed can expire on the store.
+     */
     private void checkAge(SharedPool state, ReplicaPolicy.PoolMode m, long now) {
       if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
         return;
       }
       long since = granted ? now - lastGrantNanos : now - createdNanos;
-      if (mode == Mode.LEASED && since <= m.keepShareFor().toNanos()) {
-        return;
-      }
-      if (since <= m.keepShareFor().toNanos()) {
-        return; // KEPT or WAITING, still within the keep time
+      long keep =
+          Math.min(
+              m.keepShareFor().toNanos(),
+              policy.leaseTtl().toNanos() - policy.renewInterval().toNanos());
+      if (since <= keep) {
+        return; // LEASED, KEPT or WAITING, still within the keep time
       }
       PoolPolicy p = state.policy();
       if (m.storeDown() == ReplicaPolicy.StoreDown.REFUSE) {
         mode = Mode.REFUSING;
-        grantedWork = 0;
-        grantedRequests = 0;
+        apply(state, 0, 0, null, now);
       } else {
         mode = Mode.FALLBACK;
         int expected = Math.max(1, m.expectedReplicas());
-        grantedWork = p.capacityWorkUnits() / expected;
-        grantedRequests = Math.max(0, p.maxRequests()) / expected;
+        // the peers' loads are unknown now: class rules scaled to the outage share
+        apply(
+            state,
+            p.capacityWorkUnits() / expected,
+            Math.max(0, p.maxRequests()) / expected,
+            null,
+            now);
       }
-      // the peers' loads are unknown now: class rules scaled to the outage share
-      state.applyShare(grantedWork, grantedRequests, null, now);
     }
 
     synchronized Status status(long now) {

@@ -11,7 +11,10 @@ import java.util.concurrent.CompletionStage;
  * <p>The invariant the store enforces in every exchange: the grant is at most the pool less what
  * the other live replicas hold, and a replica holds {@code max(grant, in use)}, so the shares held
  * never add up to more than the pool (a replica whose grant shrinks below its in-flight work keeps
- * holding that work until it drains; it admits nothing new meanwhile).
+ * holding that work until it drains; it admits nothing new meanwhile). "In use" is what the replica
+ * may have in flight until the answer applies ({@link Exchange#inUseWork}), so what the store
+ * counts a replica as holding is never less than what it can have in flight, also while the
+ * exchange is on the wire.
  */
 public interface ShareStore {
   /** Renews this replica's lease and asks for its target; answers the grant and the peers. */
@@ -40,7 +43,9 @@ public interface ShareStore {
    * @param capacityWork the pool's work units (the policy's own number)
    * @param capacityRequests the pool's request slots (0 = the pool caps none: not shared)
    * @param targetWork the share this replica asks for (the allocation rule's target)
-   * @param inUseWork work units in flight on this replica
+   * @param inUseWork the most work units this replica may have in flight until this exchange's
+   *     answer applies: its work in flight, or the limit it admits on meanwhile if that is larger
+   *     (the coordinator lowers a shrinking share to its target before it sends)
    * @param demandWork work units in flight, waiting and refused for want of capacity
    * @param classes the same by class, with each class's work in flight (the peers' class rules
    *     count it)

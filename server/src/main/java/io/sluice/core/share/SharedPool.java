@@ -22,6 +22,12 @@ public interface SharedPool {
    */
   Demand demand();
 
+  /**
+   * Work units and requests in flight on this replica now, as counted against the share (what it
+   * holds; read after a lowered share applied, the most it can hold until the share grows).
+   */
+  Load inFlight();
+
   /** Every active class's {@link ClassLimits}, in rank order. */
   List<ClassLimits> classLimits();
 

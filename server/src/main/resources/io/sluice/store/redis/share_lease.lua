@@ -6,7 +6,9 @@
 --       inuse_work, inuse_requests, demand_work, demand_requests, classes ('' for none)
 -- Returns {grant_work, grant_requests, now_ms, then per live peer: id, held_work, held_requests, demand_work, demand_requests, classes}
 -- Invariant: a grant is at most the pool less what the other live replicas hold, and a replica
--- holds max(grant, in use), so the held shares never add up to more than the pool.
+-- holds max(grant, in use), so the held shares never add up to more than the pool. "In use" is the
+-- most the replica may have in flight until this answer applies (its in flight, or the limit it
+-- admits on meanwhile): what is counted held is never less than what it can have in flight.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local me = ARGV[1]
