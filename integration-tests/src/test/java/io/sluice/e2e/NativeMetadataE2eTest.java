@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Timeout;
  * Envoy's native AI metadata through the emulator (docs/envoy.md, "Envoy's native AI metadata"):
  * the same arrivals (a seeded list of chat requests, prompts of 10..400 words, output caps of
  * 64..1500 tokens) against a pool of 6,000 tokens, every admitted answer held until the last
- * arrival, decided three ways:
+ * arrival (plain English prompts), decided three ways:
  *
  * <ol>
  *   <li>body: request body BUFFERED, Sluice's own parse (the tokenizer);
@@ -50,10 +50,18 @@ class NativeMetadataE2eTest {
     return a;
   }
 
+  // plain English prose: about 4 bytes per token, as estimation.bytesPerToken assumes
+  private static final String[] PROSE =
+      ("The admission controller decides whether each request may start now, wait briefly or be"
+              + " refused, so that an overloaded model keeps finishing useful work instead of"
+              + " drowning in queues and retries. Operators size every pool in tokens and reserve"
+              + " shares for interactive traffic.")
+          .split(" ");
+
   static String body(Arrival a) {
     StringBuilder words = new StringBuilder();
     for (int i = 0; i < a.words(); i++) {
-      words.append(i % 7 == 0 ? "admission " : "tokens ");
+      words.append(PROSE[i % PROSE.length]).append(' ');
     }
     return "{\"model\":\"gpt-4o\",\"max_tokens\":"
         + a.maxTokens()
