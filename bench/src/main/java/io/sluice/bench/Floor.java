@@ -120,6 +120,8 @@ final class Floor implements Callable<Integer> {
           "workloads, comma-separated: oneshot (request_headers + half-close), llm (request"
               + " headers, 1.9 KB buffered chat body, response headers, 0.5 KB JSON answer with"
               + " usage, then a reset, as Envoy drives an LLM request; 'envoy' is its old name),"
+              + " headers-only (the same request decided at its headers from Envoy's native AI"
+              + " metadata, request body NONE),"
               + " rls (unary ShouldRateLimit) (default: ${DEFAULT-VALUE})",
       defaultValue = "oneshot,llm,rls")
   List<String> shapes = List.of("oneshot", "llm", "rls");

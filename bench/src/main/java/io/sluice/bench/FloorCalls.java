@@ -26,12 +26,16 @@ import java.util.function.Predicate;
  *   <li>{@code llm}: the LLM-shaped stream of the harness's {@code LlmStream} (request headers, a
  *       1.9 KB buffered chat body, response headers, a 0.5 KB JSON answer with usage), each message
  *       sent when the previous one was answered, then a reset as Envoy closes it;
+ *   <li>{@code headers-only}: the same request decided at its headers from Envoy's native AI
+ *       metadata (request body NONE, the typed request info at the headers, the typed token usage
+ *       with the answer's last chunk: {@code LlmStream.headersOnlyMessages}), then a reset;
  *   <li>{@code rls}: one unary {@code ShouldRateLimit} (build-notes §7's request).
  * </ul>
  */
 enum FloorCalls {
   ONESHOT,
   LLM,
+  HEADERS_ONLY,
   RLS;
 
   private static final Metadata.Key<String> TENANT =
@@ -51,7 +55,7 @@ enum FloorCalls {
 
   /** The name on the command line and in the tables. */
   String label() {
-    return name().toLowerCase(Locale.ROOT);
+    return name().toLowerCase(Locale.ROOT).replace('_', '-');
   }
 
   /** {@code oneshot}, {@code llm} (or its old name {@code envoy}), {@code rls}. */
@@ -59,9 +63,11 @@ enum FloorCalls {
     return switch (s) {
       case "oneshot" -> ONESHOT;
       case "llm", "envoy" -> LLM;
+      case "headers-only" -> HEADERS_ONLY;
       case "rls" -> RLS;
       default ->
-          throw new IllegalArgumentException("shape: " + s + " (expected oneshot, llm or rls)");
+          throw new IllegalArgumentException(
+              "shape: " + s + " (expected oneshot, llm, headers-only or rls)");
     };
   }
 
@@ -83,7 +89,7 @@ enum FloorCalls {
   /** The phase whose decision latency Sluice's histogram reports for this workload, or null. */
   String phase() {
     return switch (this) {
-      case ONESHOT -> "headers";
+      case ONESHOT, HEADERS_ONLY -> "headers";
       case LLM -> "body";
       case RLS -> "";
     };
@@ -108,6 +114,10 @@ enum FloorCalls {
             ? (ch, finish) ->
                 llmStream(ch, PARSED, ProcessingResponse::hasImmediateResponse, messages, finish)
             : (ch, finish) -> llmStream(ch, SKIMMED, AnswerKind::refused, messages, finish);
+      }
+      case HEADERS_ONLY -> {
+        List<ProcessingRequest> messages = io.sluice.harness.LlmStream.headersOnlyMessages();
+        yield (ch, finish) -> llmStream(ch, messages, finish);
       }
       case RLS -> {
         RateLimitRequest req = FloorMessages.rlsRequest();

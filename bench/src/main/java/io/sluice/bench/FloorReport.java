@@ -88,6 +88,7 @@ final class FloorReport {
             switch (calls) {
               case ONESHOT -> "one-shot streams";
               case LLM -> "LLM-shaped streams (4 messages + reset)";
+              case HEADERS_ONLY -> "headers-only streams, native AI metadata (3 messages + reset)";
               case RLS -> "ShouldRateLimit calls";
             },
             separate ? "each server in its own JVM" : "servers in the generator's JVM",

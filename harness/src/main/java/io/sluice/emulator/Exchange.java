@@ -124,6 +124,11 @@ final class Exchange {
     return true;
   }
 
+  /** Dynamic metadata an AI filter put on the stream ({@link AiFilters}). */
+  void publish(AiFilters.Published p) {
+    stream.publish(p);
+  }
+
   void send(ProcessorState direction, ProcessingRequest.Builder msg, CallbackState next) {
     stream.send(direction, msg, next);
   }

@@ -20,6 +20,10 @@ import java.util.Set;
  * @param failureModeAllow {@code failure_mode_allow}
  * @param receivingNamespaces {@code metadata_options.receiving_namespaces.untyped}
  * @param forwardingNamespaces {@code metadata_options.forwarding_namespaces.untyped}
+ * @param typedForwardingNamespaces {@code metadata_options.forwarding_namespaces.typed}
+ * @param aiFilters Envoy's AI filters sit in the chain ({@link AiFilters}): the request-info
+ *     filter's record is on the stream before the first message, the AI protocol manager's token
+ *     usage from a 2xx response's clean end on
  * @param requestAttributes {@code request_attributes}: expression text to the value the test
  *     pretends CEL produced (Boolean, Number or anything printed as a string); per-request values
  *     in {@link HttpRequest} win
@@ -51,6 +55,8 @@ public record FilterConfig(
     boolean failureModeAllow,
     Set<String> receivingNamespaces,
     Set<String> forwardingNamespaces,
+    Set<String> typedForwardingNamespaces,
+    boolean aiFilters,
     Map<String, Object> requestAttributes,
     Map<String, Object> responseAttributes,
     Map<String, String> grpcInitialMetadata,
@@ -131,6 +137,7 @@ public record FilterConfig(
     }
     receivingNamespaces = Set.copyOf(receivingNamespaces);
     forwardingNamespaces = Set.copyOf(forwardingNamespaces);
+    typedForwardingNamespaces = Set.copyOf(typedForwardingNamespaces);
     requestAttributes = Map.copyOf(requestAttributes);
     responseAttributes = Map.copyOf(responseAttributes);
     grpcInitialMetadata = Map.copyOf(grpcInitialMetadata);
@@ -176,6 +183,8 @@ public record FilterConfig(
     b.failureModeAllow = failureModeAllow;
     b.receivingNamespaces.addAll(receivingNamespaces);
     b.forwardingNamespaces.addAll(forwardingNamespaces);
+    b.typedForwardingNamespaces.addAll(typedForwardingNamespaces);
+    b.aiFilters = aiFilters;
     b.requestAttributes.putAll(requestAttributes);
     b.responseAttributes.putAll(responseAttributes);
     b.grpcInitialMetadata.putAll(grpcInitialMetadata);
@@ -201,6 +210,8 @@ public record FilterConfig(
     private boolean failureModeAllow;
     private final Set<String> receivingNamespaces = new LinkedHashSet<>();
     private final Set<String> forwardingNamespaces = new LinkedHashSet<>();
+    private final Set<String> typedForwardingNamespaces = new LinkedHashSet<>();
+    private boolean aiFilters;
     private final Map<String, Object> requestAttributes = new LinkedHashMap<>();
     private final Map<String, Object> responseAttributes = new LinkedHashMap<>();
     private final Map<String, String> grpcInitialMetadata = new LinkedHashMap<>();
@@ -252,6 +263,18 @@ public record FilterConfig(
 
     public Builder receivingNamespaces(String... namespaces) {
       receivingNamespaces.addAll(java.util.List.of(namespaces));
+      return this;
+    }
+
+    /** {@code metadata_options.forwarding_namespaces.typed}. */
+    public Builder typedForwardingNamespaces(String... namespaces) {
+      typedForwardingNamespaces.addAll(java.util.List.of(namespaces));
+      return this;
+    }
+
+    /** Envoy's AI filters (request info, AI protocol manager) in the chain: {@link AiFilters}. */
+    public Builder aiFilters(boolean on) {
+      this.aiFilters = on;
       return this;
     }
 
@@ -350,6 +373,8 @@ public record FilterConfig(
           failureModeAllow,
           receivingNamespaces,
           forwardingNamespaces,
+          typedForwardingNamespaces,
+          aiFilters,
           requestAttributes,
           responseAttributes,
           grpcInitialMetadata,

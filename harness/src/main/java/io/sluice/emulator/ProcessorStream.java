@@ -41,6 +41,7 @@ final class ProcessorStream {
   private boolean callDone;
   private ScheduledHandle remoteCloseTimer;
   private boolean firstMessageSent;
+  private final Map<String, AiFilters.Published> published = new LinkedHashMap<>();
 
   ProcessorStream(
       EnvoyExtProcEmulator emulator,
@@ -72,9 +73,17 @@ final class ProcessorStream {
     closedByEnvoy = true;
   }
 
+  /** Dynamic metadata an AI filter put on the stream ({@link AiFilters}), by namespace. */
+  void publish(AiFilters.Published p) {
+    published.put(p.namespace(), p);
+  }
+
   void send(ProcessorState direction, ProcessingRequest.Builder msg, CallbackState next) {
     if (call == null) {
       open();
+    }
+    if (!firstMessageSent && config.aiFilters()) { // the request-info filter ran before ext_proc
+      AiFilters.requestInfo(request.body()).ifPresent(this::publish);
     }
     Map<String, Object> attributes = new LinkedHashMap<>();
     if (direction.request) {
@@ -91,6 +100,14 @@ final class ProcessorStream {
     for (Map.Entry<String, Struct> e : request.streamMetadata().entrySet()) {
       if (config.forwardingNamespaces().contains(e.getKey())) {
         context.putFilterMetadata(e.getKey(), e.getValue());
+      }
+    }
+    for (AiFilters.Published p : published.values()) {
+      if (config.forwardingNamespaces().contains(p.namespace())) {
+        context.putFilterMetadata(p.namespace(), p.untyped());
+      }
+      if (config.typedForwardingNamespaces().contains(p.namespace())) {
+        context.putTypedFilterMetadata(p.namespace(), p.typed());
       }
     }
     msg.setMetadataContext(context);

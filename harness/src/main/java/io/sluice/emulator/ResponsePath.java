@@ -47,6 +47,8 @@ final class ResponsePath {
   Stage stage = Stage.NOT_STARTED;
   private final List<byte[]> heldChunks = new ArrayList<>();
   boolean upstreamEnded;
+  // the response as Envoy's AI protocol manager reads it (FilterConfig.aiFilters)
+  private final java.io.ByteArrayOutputStream aiSeen = new java.io.ByteArrayOutputStream();
 
   ResponsePath(Exchange x, FilterConfig config, Downstream downstream) {
     this.x = x;
@@ -165,6 +167,9 @@ final class ResponsePath {
     if (endOfStream) {
       x.requestPath.stopResponseTimer();
     }
+    if (config.aiFilters()) {
+      aiSeen.write(data, 0, data.length);
+    }
     switch (stage) {
       case NOT_STARTED, AWAIT_HEADERS_RESPONSE -> heldChunks.add(data);
       case PASSTHROUGH -> {
@@ -199,7 +204,18 @@ final class ResponsePath {
     }
   }
 
+  /**
+   * The AI protocol manager, upstream of this filter on the encode path, publishes the token usage
+   * of a 2xx response at its clean end, before the last body message is built.
+   */
+  private void publishTokenUsage() {
+    if (config.aiFilters() && upstreamResponse.status() / 100 == 2) {
+      AiFilters.tokenUsage(aiSeen.toByteArray()).ifPresent(x::publish);
+    }
+  }
+
   private void sendBufferedBody() {
+    publishTokenUsage();
     stage = Stage.AWAIT_BUFFERED_BODY_RESPONSE;
     byte[] body = ExtProcMessages.concat(heldChunks);
     heldChunks.clear();
@@ -211,6 +227,9 @@ final class ResponsePath {
   }
 
   private void sendChunk(byte[] data, boolean endOfStream) {
+    if (endOfStream) {
+      publishTokenUsage();
+    }
     encoding.chunkQueue.add(new Chunk(data, endOfStream));
     ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
     msg.setResponseBody(

@@ -114,6 +114,46 @@ public final class LlmStream {
         body(false, ANSWER_BODY));
   }
 
+  /**
+   * The headers-only stream with Envoy's native AI metadata (docs/envoy.md): request headers with
+   * content-length, protocol_config request body NONE / response body STREAMED and the typed
+   * request info of {@link #CHAT_BODY} in {@code metadata_context}; response headers; the JSON
+   * answer with end_of_stream and the typed token usage the AI protocol manager publishes.
+   */
+  public static List<ProcessingRequest> headersOnlyMessages() {
+    HeaderMap.Builder headers = requestHeaderMap().toBuilder();
+    headers.addHeaders(
+        header(
+            "content-length",
+            Integer.toString(CHAT_BODY.getBytes(java.nio.charset.StandardCharsets.UTF_8).length)));
+    var info =
+        io.sluice.emulator.AiFilters.requestInfo(
+                CHAT_BODY.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+            .orElseThrow();
+    var usage =
+        io.sluice.emulator.AiFilters.tokenUsage(
+                ANSWER_BODY.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+            .orElseThrow();
+    List<ProcessingRequest> llm = messages();
+    return List.of(
+        ProcessingRequest.newBuilder()
+            .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(headers))
+            .setProtocolConfig(
+                ProtocolConfiguration.newBuilder()
+                    .setRequestBodyMode(BodySendMode.NONE)
+                    .setResponseBodyMode(BodySendMode.STREAMED))
+            .setMetadataContext(
+                io.envoyproxy.envoy.config.core.v3.Metadata.newBuilder()
+                    .putTypedFilterMetadata(info.namespace(), info.typed()))
+            .build(),
+        llm.get(2),
+        llm.get(3).toBuilder()
+            .setMetadataContext(
+                io.envoyproxy.envoy.config.core.v3.Metadata.newBuilder()
+                    .putTypedFilterMetadata(usage.namespace(), usage.typed()))
+            .build());
+  }
+
   /** {@link #messages()} serialized, as they arrive on the wire. */
   public static byte[][] messageBytes() {
     return messages().stream().map(ProcessingRequest::toByteArray).toArray(byte[][]::new);

@@ -91,7 +91,29 @@ class EnvoyConfigTest {
   @Test
   void configDirectory_listsTheShippedFiles() throws IOException {
     assertThat(configFiles().map(p -> p.getFileName().toString()))
-        .contains("envoy.yaml", "envoy-headers-only.yaml");
+        .contains("envoy.yaml", "envoy-headers-only.yaml", "envoy-headers-only-native.yaml");
+  }
+
+  /**
+   * The native-metadata variant: headers only, the response streamed (the token usage comes with
+   * its last message), and both of Envoy's AI namespaces forwarded typed under the names Sluice's
+   * {@code nativeMetadata} section reads by default.
+   */
+  @Test
+  void nativeVariant_forwardsEnvoysAiNamespaces_typed() throws IOException {
+    ExternalProcessor p =
+        extProc(
+            hcm(
+                EnvoyBootstrapParser.parseFile(
+                    CONFIG_DIR.resolve("envoy-headers-only-native.yaml"))));
+    assertThat(p.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.NONE);
+    assertThat(p.getProcessingMode().getResponseBodyMode()).isEqualTo(BodySendMode.STREAMED);
+    assertThat(p.getMetadataOptions().getForwardingNamespaces().getTypedList())
+        .containsExactlyInAnyOrder(
+            io.sluice.config.NativeMetadata.REQUEST_INFO_NAMESPACE,
+            io.sluice.config.NativeMetadata.TOKEN_USAGE_NAMESPACE);
+    assertThat(p.getMetadataOptions().getForwardingNamespaces().getUntypedList())
+        .contains("envoy.filters.http.jwt_authn");
   }
 
   @Test

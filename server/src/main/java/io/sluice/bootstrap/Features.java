@@ -5,6 +5,7 @@ import io.sluice.feature.StorePort;
 import io.sluice.feature.budget.BudgetFeature;
 import io.sluice.feature.intake.IntakeFeature;
 import io.sluice.feature.mcp.McpFeature;
+import io.sluice.feature.nativeai.NativeMetadataFeature;
 import io.sluice.feature.retry.RetryFeature;
 import io.sluice.feature.telemetry.TelemetryFeature;
 import java.util.ArrayList;
@@ -24,7 +25,8 @@ final class Features {
           new IntakeFeature(),
           new BudgetFeature(),
           new McpFeature(),
-          new TelemetryFeature());
+          new TelemetryFeature(),
+          new NativeMetadataFeature());
 
   private Features() {}
 

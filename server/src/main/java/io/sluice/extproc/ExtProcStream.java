@@ -146,7 +146,7 @@ final class ExtProcStream extends LiveStreams.Node
         case RESPONSE_TRAILERS -> {
           if (answerIf(
               at.responding(permit()), Responses.CONTINUE_RESPONSE_TRAILERS, "response_trailers")) {
-            opened().running().endSeen(); // trailers after body mode NONE: seen after all
+            NativeMetadataReader.endSeen(rt, req, opened().running()); // seen after all
             release(Outcome.COMPLETED);
           }
         }
@@ -197,7 +197,7 @@ final class ExtProcStream extends LiveStreams.Node
     if (tooLarge(over, false, now)) {
       return;
     }
-    session.begin(atHeaders, noBody, contentLength, now); // answers through this SessionFront
+    NativeMetadataReader.begin(rt, req, session, atHeaders, contentLength, now); // answers here
   }
 
   /** Refuses with 413 {@code body_too_large} when there is a {@code message} (over the limit). */
@@ -300,7 +300,7 @@ final class ExtProcStream extends LiveStreams.Node
     }
     request.onResponseBody();
     boolean last = body.bodyEndOfStream();
-    opened().running().body(body.bodyArray(), body.bodyOffset(), body.bodyLength(), last);
+    NativeMetadataReader.body(rt, body, opened().running(), last); // its usage, at the last
     send(Responses.CONTINUE_RESPONSE_BODY);
     if (last) {
       release(Outcome.COMPLETED);

@@ -92,6 +92,14 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     checks.run(AdmissionCheck.Stage.HEADERS, receivedNanos);
   }
 
+  /**
+   * What Envoy's request-info filter declared of the request (before {@link #begin}): the estimate
+   * source at the headers, preferred over and cross-checked with a body estimate.
+   */
+  public void declared(io.sluice.core.estimate.NativeRequestInfo info) {
+    cost.nativeInfo(info);
+  }
+
   /** The checks of {@code stage} let the request on ({@link CheckRun}): the next step. */
   void checked(AdmissionCheck.Stage stage, long receivedNanos) {
     if (stage == AdmissionCheck.Stage.ESTIMATE) {

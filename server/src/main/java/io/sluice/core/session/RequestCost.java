@@ -2,6 +2,9 @@ package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.estimate.EstimateLimits;
+import io.sluice.core.estimate.NativeCheck;
+import io.sluice.core.estimate.NativeEstimate;
+import io.sluice.core.estimate.NativeRequestInfo;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.OutputShape;
 import io.sluice.core.estimate.TokenEstimate;
@@ -27,6 +30,7 @@ final class RequestCost {
   private long declared = BODY_DECIDES; // at the headers: the body's size (-1 unknown), or none
   private @Nullable AdmissionRequest admission; // the pool's request, once built
   private RequestFacts.@Nullable Estimate facts; // kept until the estimate changes
+  private NativeRequestInfo nativeInfo = NativeRequestInfo.NONE; // Envoy's request info
 
   private static final long BODY_DECIDES = Long.MIN_VALUE; // decided with its body
 
@@ -60,7 +64,24 @@ final class RequestCost {
       env.listener().on(new SessionEvent.EstimateFellBack("no_content_length"));
       estimate = env.estimator().unknownSize(env.defaultInputTokens(), limits());
     }
+    if (nativeInfo.any()) { // the estimate source at the headers (NativeEstimate)
+      estimate = NativeEstimate.atHeaders(Objects.requireNonNull(estimate), nativeInfo, limits());
+      noted(NativeCheck.UNCHECKED, true);
+    }
     return true;
+  }
+
+  /** Envoy's request info, declared before the headers' estimate ({@link NativeEstimate}). */
+  void nativeInfo(NativeRequestInfo info) {
+    nativeInfo = info;
+  }
+
+  private void noted(String agreement, boolean used) {
+    env.listener()
+        .on(
+            new SessionEvent.Noted(
+                subject,
+                new NativeCheck(NativeCheck.REQUEST_INFO, NativeCheck.DECLARED, agreement, used)));
   }
 
   /**
@@ -72,6 +93,11 @@ final class RequestCost {
     this.shape = shape;
     TokenEstimate e =
         env.estimator().estimate(subject.format(), body, offset, length, limits(), shape);
+    if (nativeInfo.any()) { // preferred where it declares a field, cross-checked with the body
+      boolean agrees = NativeEstimate.agrees(e, nativeInfo, limits(), shape.answers());
+      noted(agrees ? NativeCheck.AGREE : NativeCheck.DISAGREE, true);
+      e = NativeEstimate.preferred(e, nativeInfo, limits(), shape.answers());
+    }
     estimate = e;
     facts = null;
     if (e.fallbackCause() != null) {

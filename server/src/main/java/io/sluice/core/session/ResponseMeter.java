@@ -32,6 +32,7 @@ final class ResponseMeter {
   private long grownCharge; // output tokens the pool counts once the answer overran its reserve
   private boolean overran; // the answer streamed past its output reserve
   private Charge charge = Charge.NONE; // what the tenant was charged at the end
+  private io.sluice.core.estimate.@Nullable NativeUsage nativeUsage; // Envoy's, at the end
 
   ResponseMeter(Sessions env, Subject subject) {
     this.env = env;
@@ -122,6 +123,11 @@ final class ResponseMeter {
     return overran ? grownCharge : e == null ? 0 : e.outputReserveTokens();
   }
 
+  /** Envoy's native token usage, read at the response's end ({@link NativeUsageSource}). */
+  void nativeUsage(io.sluice.core.estimate.NativeUsage u) {
+    nativeUsage = u;
+  }
+
   /** What the tenant was charged at the end ({@link Charge#NONE} before, or without estimate). */
   Charge charge() {
     return charge;
@@ -140,6 +146,10 @@ final class ResponseMeter {
         charge,
         ChargeRule.complete(charge, x != null && x.complete()),
         p != null && firstChunkSeen ? firstChunkNanos - p.admittedAtNanos() : -1);
+  }
+
+  private SessionEvent noted(io.sluice.core.estimate.NativeCheck c) {
+    return new SessionEvent.Noted(subject, c);
   }
 
   /** Whether the answer is an event stream (its response headers came with its first token). */
@@ -171,6 +181,7 @@ final class ResponseMeter {
                 x.meteredOutputTokens(),
                 x.outputSoFar(),
                 x.usage());
+    a = NativeUsageSource.prefer(a, nativeUsage, c -> env.listener().on(noted(c)));
     if (e != null) {
       charge = ChargeRule.charge(outcome, e, a);
     }

@@ -121,6 +121,11 @@ public final class RunningRequest {
     response.body(data, offset, length, last, permit, cost.estimate(), plan.pool());
   }
 
+  /** Envoy's native token usage at the response's end: preferred at the release when usable. */
+  public void nativeUsage(io.sluice.core.estimate.NativeUsage u) {
+    response.nativeUsage(u);
+  }
+
   /**
    * The headers its checks' holds disclose to the client (a budget's remaining), or null when none
    * does.

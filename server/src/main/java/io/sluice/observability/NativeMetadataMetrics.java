@@ -1,0 +1,92 @@
+package io.sluice.observability;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.function.LongSupplier;
+
+/**
+ * The meters of Envoy's native AI metadata (docs/metrics.md, "Envoy's native AI metadata"). Labels
+ * are bounded: kind (request_info|token_usage), status, agreement, used, field (a field name of the
+ * two records), method (an estimate method), direction; never a model, tenant or value. One per
+ * process ({@link AdmissionMetrics#part}); thread-safe.
+ */
+public final class NativeMetadataMetrics {
+  /** Records read and cross-checked: kind, status, agreement, used. */
+  public static final String METADATA = "sluice.native.metadata";
+
+  /** Fields ignored as unusable (wrong type, negative, over the bound): kind, field. */
+  public static final String INVALID = "sluice.native.metadata.invalid";
+
+  /** Actual ÷ estimated input tokens of an answer with reported usage, by estimate method. */
+  public static final String INPUT_RATIO = "sluice.native.input.actual.to.estimate";
+
+  private static final double[] RATIO_BUCKETS = {
+    0.25, 0.5, 0.75, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2, 4
+  };
+
+  private final MeterRegistry registry;
+  private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, DistributionSummary> ratios = new ConcurrentHashMap<>();
+
+  /** The process's meters (one per registry: {@code AdmissionMetrics.part}). */
+  public NativeMetadataMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
+    this.registry = registry;
+  }
+
+  /** A record read and cross-checked against Sluice's own reading. */
+  public void checked(String kind, String status, String agreement, boolean used) {
+    counter(
+            METADATA,
+            "kind",
+            kind,
+            "status",
+            status,
+            "agreement",
+            agreement,
+            "used",
+            used ? "true" : "false")
+        .increment();
+  }
+
+  /** A field of a record of {@code kind} ignored as unusable. */
+  public void invalid(String kind, String field) {
+    counter(INVALID, "kind", kind, "field", field).increment();
+  }
+
+  /** An answer's reported input against the estimate made by {@code method}. */
+  public void inputRatio(String method, long actual, long estimated) {
+    if (estimated <= 0) {
+      return;
+    }
+    ratios
+        .computeIfAbsent(
+            method,
+            m ->
+                DistributionSummary.builder(INPUT_RATIO)
+                    .tag("method", m)
+                    .description("actual ÷ estimated input tokens, by estimate method")
+                    .serviceLevelObjectives(RATIO_BUCKETS)
+                    .register(registry))
+        .record((double) actual / estimated);
+  }
+
+  private Counter counter(String name, String... tags) {
+    StringBuilder k = new StringBuilder(name);
+    for (String t : tags) {
+      k.append('\0').append(t);
+    }
+    return counters.computeIfAbsent(
+        k.toString(),
+        x ->
+            Counter.builder(name)
+                .tags(tags)
+                .description(
+                    name.equals(METADATA)
+                        ? "Envoy native AI metadata records read, by kind, status and agreement"
+                        : "Envoy native AI metadata fields ignored as unusable")
+                .register(registry));
+  }
+}

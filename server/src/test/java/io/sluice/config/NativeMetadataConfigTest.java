@@ -1,0 +1,70 @@
+package io.sluice.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+/** The {@code nativeMetadata} section: Envoy's AI metadata namespaces, read and written back. */
+class NativeMetadataConfigTest {
+  private static final String BASE =
+      """
+      pools: {p: {capacity: 100}}
+      classes: {interactive: {rank: 0, reservedShare: 1.0}}
+      """;
+
+  @Test
+  void absent_readsBothUnderEnvoysDefaultNamespaces() {
+    NativeMetadata n = ConfigLoader.parse(BASE).section(NativeMetadataSection.SECTION);
+    assertThat(n).isEqualTo(NativeMetadata.DEFAULTS);
+    assertThat(n.requestInfoNamespace()).isEqualTo("envoy.ai.request_info");
+    assertThat(n.tokenUsageNamespace()).isEqualTo("envoy.ai.token_usage");
+  }
+
+  @Test
+  void set_readAndWrittenBackTheSame() throws Exception {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            BASE
+                + """
+                nativeMetadata:
+                  requestInfo: false
+                  tokenUsageNamespace: acme.ai_usage
+                """);
+    NativeMetadata n = c.section(NativeMetadataSection.SECTION);
+    assertThat(n)
+        .isEqualTo(
+            new NativeMetadata(
+                false, NativeMetadata.REQUEST_INFO_NAMESPACE, true, "acme.ai_usage"));
+    SluiceConfig again =
+        ConfigLoader.parse(
+            new com.fasterxml.jackson.databind.ObjectMapper(
+                    new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+                .writeValueAsString(ConfigWriter.tree(c)));
+    assertThat(again.section(NativeMetadataSection.SECTION)).isEqualTo(n);
+  }
+
+  @Test
+  void badValues_eachNamedWithItsPathAndTheValueExpected() {
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    BASE
+                        + """
+                        nativeMetadata:
+                          requestInfo: maybe
+                          tokenUsageNamespace: "has spaces"
+                          extra: 1
+                        """))
+        .isInstanceOf(ConfigException.class)
+        .satisfies(
+            e ->
+                assertThat(((ConfigException) e).errors())
+                    .anyMatch(m -> m.startsWith("nativeMetadata.requestInfo:"))
+                    .anyMatch(
+                        m ->
+                            m.startsWith("nativeMetadata.tokenUsageNamespace:")
+                                && m.contains("(expected: a metadata namespace"))
+                    .anyMatch(m -> m.startsWith("nativeMetadata.extra")));
+  }
+}
