@@ -93,6 +93,37 @@ class KubernetesManifestsTest {
   }
 
   @Test
+  void redis_appendOnlyFileOn_flushedEverySecond_onAPersistentVolume() throws Exception {
+    Path dir = K8S.resolve("redis");
+    JsonNode kustomization = kustomization(dir);
+    Set<String> listed = new TreeSet<>();
+    kustomization.path("resources").forEach(r -> listed.add(r.asText()));
+    assertThat(listed)
+        .containsExactlyInAnyOrder(
+            "namespace.yaml", "configmap.yaml", "statefulset.yaml", "service.yaml");
+    ConfigMap config =
+        (ConfigMap) KubeYaml.toModel(KubeYaml.documents(dir.resolve("configmap.yaml")).get(0));
+    List<String> conf = config.getData().get("redis.conf").lines().map(String::strip).toList();
+    assertThat(conf).contains("appendonly yes", "appendfsync everysec", "dir /data");
+    var set =
+        (io.fabric8.kubernetes.api.model.apps.StatefulSet)
+            KubeYaml.toModel(KubeYaml.documents(dir.resolve("statefulset.yaml")).get(0));
+    Container redis = set.getSpec().getTemplate().getSpec().getContainers().get(0);
+    assertThat(redis.getCommand()).containsExactly("redis-server", "/etc/redis/redis.conf");
+    assertThat(redis.getVolumeMounts())
+        .anyMatch(m -> m.getMountPath().equals("/data") && m.getName().equals("data"));
+    assertThat(set.getSpec().getVolumeClaimTemplates())
+        .anyMatch(c -> c.getMetadata().getName().equals("data"));
+    // the ha overlay's default REDIS_URL names this Service in this namespace
+    assertThat(Files.readString(K8S.resolve("overlays/ha/redis.env")))
+        .contains(
+            set.getMetadata().getName()
+                + "."
+                + kustomization.path("namespace").asText()
+                + ".svc.cluster.local:6379");
+  }
+
+  @Test
   void base_contract_holds() {
     assertThat(SluiceDeploymentContract.violations(base())).isEmpty();
   }

@@ -22,9 +22,10 @@ public final class IntakeMetrics {
 
   /**
    * Jobs the dispatcher handled, by pool, class and event: {@code dispatched} (claimed and sent),
-   * {@code completed}, {@code failed}, {@code returned} (refused by the pool for room: claimed
-   * again after its lease), {@code late} (a completion that changed nothing: the job had ended),
-   * {@code store_failed} (a claim or completion the store did not acknowledge).
+   * {@code completed}, {@code failed}, {@code returned} (refused by the pool for room: given back
+   * to the store, claimed again at once by any replica), {@code late} (a completion that changed
+   * nothing: the job had ended), {@code store_failed} (a claim, completion or give-back the store
+   * did not acknowledge).
    */
   public static final String DISPATCH = "sluice.intake.dispatch";
 

@@ -273,4 +273,62 @@ public abstract class JobStoreContractTest {
           .isTrue();
     }
   }
+
+  private boolean release(JobStore s, String id, int attempt, long now) {
+    return s.release(prefix(), id, attempt, now, KEEP).toCompletableFuture().join();
+  }
+
+  @Test
+  void aReleasedJob_waitsInItsPlace_andIsClaimedAgainAtOnce_byAnyReplica() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    JobStore.NewJob b = job("acme", "gpu", 50, T0 + 1);
+    enqueue(replicaA(), a, caps);
+    enqueue(replicaA(), b, caps);
+    JobStore.Claimed first = claim(replicaA(), "replica-a", T0 + 2, 60_000);
+    assertThat(first.id()).isEqualTo(a.id());
+    assertThat(release(replicaA(), a.id(), first.attempt(), T0 + 3)).isTrue();
+    JobStore.JobView back = read(replicaB(), "acme", a.id(), T0 + 4);
+    assertThat(back.status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(back.position()).isZero(); // ahead of b, as it arrived
+    assertThat(read(replicaB(), "acme", b.id(), T0 + 4).aheadWork()).isEqualTo(100);
+    // another replica, long before the 60 s lease: a first, then b
+    JobStore.Claimed again = claim(replicaB(), "replica-b", T0 + 5, 60_000);
+    assertThat(again.id()).isEqualTo(a.id());
+    assertThat(again.attempt()).isEqualTo(2);
+    assertThat(claim(replicaB(), "replica-b", T0 + 6, 60_000).id()).isEqualTo(b.id());
+    // the first claim's holder is fenced off: given back twice, or after the reclaim, nothing
+    assertThat(release(replicaA(), a.id(), first.attempt(), T0 + 7)).isFalse();
+    assertThat(read(replicaA(), "acme", a.id(), T0 + 7).status()).isEqualTo(JobStatus.IN_PROGRESS);
+    assertThat(complete(replicaB(), a.id(), JobStatus.COMPLETED, "r", T0 + 8)).isTrue();
+    assertThat(release(replicaB(), a.id(), again.attempt(), T0 + 9)).isFalse(); // ended
+    assertThat(release(replicaB(), "unknown-id", 1, T0 + 9)).isFalse();
+    assertThat(claim(replicaA(), "replica-a", T0 + 10, 60_000)).isNull();
+  }
+
+  @Test
+  void aReleasedJob_keepsItsCaps_expiresPastItsFreshness_andEndsIfCancelledMeanwhile() {
+    JobStore.Caps one = new JobStore.Caps(1, 1_000, KEEP);
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    enqueue(replicaA(), a, one);
+    JobStore.Claimed c = claim(replicaA(), "replica-a", T0 + 1, 60_000);
+    assertThat(release(replicaA(), a.id(), c.attempt(), T0 + 2)).isTrue();
+    assertThat(enqueue(replicaB(), job("acme", "gpu", 1, T0 + 3), one).full())
+        .isEqualTo("count"); // still counted while it waits again
+    // claimed again, cancelled while claimed, then given back: it ends cancelled, caps freed
+    JobStore.Claimed c2 = claim(replicaB(), "replica-b", T0 + 4, 60_000);
+    replicaA().cancel(prefix(), "acme", a.id(), T0 + 5, KEEP).toCompletableFuture().join();
+    assertThat(release(replicaB(), a.id(), c2.attempt(), T0 + 6)).isTrue();
+    assertThat(read(replicaA(), "acme", a.id(), T0 + 7).status()).isEqualTo(JobStatus.CANCELLED);
+    assertThat(claim(replicaA(), "replica-a", T0 + 8, 60_000)).isNull();
+    // given back past its freshness: expired, never claimed, caps freed
+    JobStore.NewJob b = job("acme", "gpu", 100, T0 + 10);
+    assertThat(enqueue(replicaA(), b, one).accepted()).isTrue();
+    JobStore.Claimed cb = claim(replicaA(), "replica-a", T0 + 11, 60_000);
+    assertThat(release(replicaA(), b.id(), cb.attempt(), T0 + 10 + FRESH)).isTrue();
+    assertThat(read(replicaB(), "acme", b.id(), T0 + 11 + FRESH).status())
+        .isEqualTo(JobStatus.EXPIRED);
+    assertThat(claim(replicaB(), "replica-b", T0 + 12 + FRESH, 60_000)).isNull();
+    assertThat(enqueue(replicaB(), job("acme", "gpu", 1, T0 + 13 + FRESH), one).accepted())
+        .isTrue();
+  }
 }

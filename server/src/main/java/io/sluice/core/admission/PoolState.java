@@ -460,6 +460,17 @@ public final class PoolState implements SharedPool {
   }
 
   /** In-flight work of one class (0 if unknown). */
+  /**
+   * This replica's completion rate of the pool (work units per second), corrected for a young
+   * replica: the mean rate observed since its first completed request was admitted, rather than the
+   * decaying sum that grows from zero over its first tens of seconds ({@link Snapshot}'s {@code
+   * completedWorkPerSecond}); the same once the replica is older than a few time constants. 0
+   * before any completion.
+   */
+  public double startedWorkPerSecond(long nowNanos) {
+    return read(() -> retry.startedWorkPerSecond(nowNanos));
+  }
+
   public long classWork(String className) {
     return readLong(() -> readings.slot(className, ClassSlot::work));
   }

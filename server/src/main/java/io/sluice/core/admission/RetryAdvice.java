@@ -99,6 +99,10 @@ final class RetryAdvice {
     return completionRate.workPerSecond(nowNanos);
   }
 
+  double startedWorkPerSecond(long nowNanos) {
+    return completionRate.startedWorkPerSecond(nowNanos);
+  }
+
   double meanHoldNanos() {
     return completionRate.meanHoldNanos();
   }

@@ -29,11 +29,16 @@ public record Intake(
   /** The predicted start window of {@code job}, now, in its pool of {@code controller}. */
   StartWindow window(AdmissionController controller, String pool, JobStore.JobView job) {
     PoolState p = controller.pool(pool);
-    double rate =
-        p == null
-            ? 0
-            : StartWindow.poolRate(
-                p.snapshot(ticker.nanos()).completedWorkPerSecond(), p.replicaShare());
+    double rate = 0;
+    if (p != null) {
+      var configured = p.configuredPolicy();
+      rate =
+          StartWindow.rate(
+              p.startedWorkPerSecond(ticker.nanos()),
+              p.replicaShare(),
+              StartWindow.prior(
+                  configured.capacityWorkUnits(), configured.defaultServiceTime().toNanos()));
+    }
     return StartWindow.of(
         clock.millis(),
         job.expiresMillis(),

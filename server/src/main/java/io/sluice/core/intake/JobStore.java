@@ -69,6 +69,17 @@ public interface JobStore {
       long retentionMillis);
 
   /**
+   * Gives a claimed job back without completing it (the pool turned it away on arrival: no room
+   * after all), so that the next claim by any replica takes it at once instead of after its lease.
+   * It waits again in its place (arrival order), its tenant's caps still counting it; one past its
+   * expiry ends {@code expired}; one cancelled while claimed ends {@code cancelled} (as its
+   * completion would). Only the holder of claim {@code attempt} ({@link Claimed#attempt}) may give
+   * it back: true for that call; false when the job was reclaimed since, ended, or is unknown.
+   */
+  CompletionStage<Boolean> release(
+      String prefix, String id, int attempt, long nowMillis, long retentionMillis);
+
+  /**
    * {@code pool}'s backlog now (after expiring what is due, as every call does): the jobs waiting,
    * the oldest one's creation time, and the jobs that expired waiting since the last backlog call
    * for the pool, by any replica. Each expiry is handed out once across replicas, so the replicas'
@@ -89,7 +100,8 @@ public interface JobStore {
    * A claimed job.
    *
    * @param body the request body it was accepted with
-   * @param attempt how many times it was claimed (1 the first time)
+   * @param attempt how many times it was claimed (1 the first time; a claim given back with {@link
+   *     JobStore#release} counts too): the claim's fence for {@link JobStore#release}
    */
   @SuppressWarnings("ArrayRecordComponent") // handed to the upstream as it is
   record Claimed(

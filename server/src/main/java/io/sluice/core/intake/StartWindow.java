@@ -4,8 +4,9 @@ package io.sluice.core.intake;
  * The predicted start window of a waiting job (epoch milliseconds), from the work waiting ahead of
  * it and its pool's recent completion rate (work units per second): the earliest start assumes the
  * whole rate drains the backlog, the latest that half of it does (background work only borrows idle
- * capacity), plus one dispatch interval; neither is later than the job's expiry. Without a rate
- * (nothing completed yet) the window is [now, expiry]: honest, not precise.
+ * capacity), plus one dispatch interval; neither is later than the job's expiry. The rate is {@link
+ * #rate}: measured since the replica started, or a starting rate before any completion; without
+ * either the window is [now, expiry]: honest, not precise.
  *
  * @param earliestMillis the earliest the job may start
  * @param latestMillis the latest it is predicted to start (its expiry at most)
@@ -22,6 +23,25 @@ public record StartWindow(long earliestMillis, long latestMillis) {
    */
   public static double poolRate(double replicaWorkPerSecond, double share) {
     return share > 0 && share < 1 ? replicaWorkPerSecond / share : replicaWorkPerSecond;
+  }
+
+  /**
+   * The pool's rate a window is predicted with: this replica's rate since it started ({@link
+   * io.sluice.core.admission.PoolState#startedWorkPerSecond}, corrected for a young replica) over
+   * its share ({@link #poolRate}); before this replica has seen any completion, the starting rate
+   * {@code prior} (the pool's configured capacity over its {@code defaultServiceTime}: the rate of
+   * a full pool's worth of work completing), so that a fresh replica's first windows are predicted
+   * rather than {@code [now, expiry]}.
+   */
+  public static double rate(double startedReplicaWorkPerSecond, double share, double prior) {
+    return startedReplicaWorkPerSecond > 0
+        ? poolRate(startedReplicaWorkPerSecond, share)
+        : Math.max(0, prior);
+  }
+
+  /** The starting rate of a pool: {@code capacity} work units per {@code serviceNanos}. */
+  public static double prior(long capacityWorkUnits, long serviceNanos) {
+    return serviceNanos > 0 ? capacityWorkUnits * 1e9 / serviceNanos : 0;
   }
 
   /**

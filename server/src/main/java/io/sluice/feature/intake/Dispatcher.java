@@ -42,9 +42,11 @@ import org.slf4j.LoggerFactory;
  * marker ({@link DispatchMarker}), so that Sluice admits it against its class like any request. At
  * most {@code intake.dispatch.maxInFlight} jobs per pool run at once; nothing here blocks: the
  * claim and the call are asynchronous, their callbacks hop to the loop's thread or run on the HTTP
- * client's. The answer ends the job ({@link JobResults}, {@link JobStore#complete}, exactly once).
- * Stopped on shutdown ({@link #close}): running jobs are not completed by this replica; their
- * leases lapse and another replica claims them again.
+ * client's. The answer ends the job ({@link JobResults}, {@link JobStore#complete}, exactly once);
+ * a job the pool turns away on arrival (no room after all) is given back ({@link JobStore#release})
+ * for the next claim by any replica, instead of waiting out its lease. Stopped on shutdown ({@link
+ * #close}): running jobs are not completed by this replica; their leases lapse and another replica
+ * claims them again.
  */
 public final class Dispatcher implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Dispatcher.class);
@@ -326,9 +328,27 @@ public final class Dispatcher implements AutoCloseable {
       String prefix,
       PoolRun run,
       JobResults.Outcome o) {
-    if (o.status() == null || closed) { // refused for room, or stopping: its lease lapses
+    if (closed) { // stopping: its lease lapses, another replica claims it again
       run.inFlight.decrementAndGet();
-      metrics.dispatch(pool, job.className(), o.status() == null ? "returned" : "abandoned");
+      metrics.dispatch(pool, job.className(), "abandoned");
+      return;
+    }
+    if (o.status() == null) { // the pool turned it away on arrival: given back, not leased out
+      store
+          .release(prefix, job.id(), job.attempt(), clock.millis(), p.retention().toMillis())
+          .whenComplete(
+              (given, failure) -> {
+                run.inFlight.decrementAndGet();
+                metrics.dispatch(
+                    pool, job.className(), failure != null ? "store_failed" : "returned");
+                if (failure != null) {
+                  LOG.warn(
+                      "intake dispatch: giving job {} back failed (claimed again after its"
+                          + " lease): {}",
+                      job.id(),
+                      failure.toString());
+                }
+              });
       return;
     }
     store

@@ -231,6 +231,32 @@ public final class InMemoryJobStore implements JobStore {
   }
 
   @Override
+  public synchronized CompletionStage<Boolean> release(
+      String prefix, String id, int attempt, long nowMillis, long retentionMillis) {
+    Job j = jobs.get(prefix + id);
+    if (j == null || !j.held || j.attempts != attempt) {
+      return done(false);
+    }
+    if (j.status == JobStatus.CANCELLED) { // cancelled while claimed: ends as its completion would
+      release(j);
+      j.job = withoutBody(j.job);
+      j.keepUntil = nowMillis + retentionMillis;
+      return done(true);
+    }
+    if (j.status != JobStatus.IN_PROGRESS) {
+      return done(false);
+    }
+    j.status = JobStatus.QUEUED;
+    j.claimedAt = 0;
+    queues.computeIfAbsent(prefix + j.job.pool(), k -> new TreeMap<>()).put(j.seq, j);
+    byExpiry.put(j.expiryKey, j);
+    if (j.job.expiresMillis() <= nowMillis) {
+      finish(j, JobStatus.EXPIRED, nowMillis, retentionMillis);
+    }
+    return done(true);
+  }
+
+  @Override
   public synchronized CompletionStage<Backlog> backlog(
       String prefix, String pool, long nowMillis, long retentionMillis) {
     sweep(nowMillis, retentionMillis);

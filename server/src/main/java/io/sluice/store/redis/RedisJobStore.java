@@ -158,6 +158,22 @@ public final class RedisJobStore implements JobStore {
   }
 
   @Override
+  public CompletionStage<Boolean> release(
+      String prefix, String id, int attempt, long nowMillis, long retentionMillis) {
+    String base = base(prefix);
+    String[] keys = {base + "job:" + id};
+    String[] args = {
+      "release",
+      base,
+      id,
+      Integer.toString(attempt),
+      Long.toString(nowMillis),
+      Long.toString(Math.max(1, retentionMillis))
+    };
+    return redis.eval(SCRIPT, keys, args, r -> num(r, 0) == 1);
+  }
+
+  @Override
   public CompletionStage<Backlog> backlog(
       String prefix, String pool, long nowMillis, long retentionMillis) {
     String base = base(prefix);

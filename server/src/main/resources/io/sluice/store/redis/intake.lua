@@ -164,6 +164,10 @@ elseif cmd == 'claim' then
       j[1] = 'expired'
     end
     if j[1] == 'queued' or j[1] == 'in_progress' then
+      local score = redis.call('ZSCORE', base .. 'queue:' .. pool, id)
+      if score then -- its place, should it be given back ("release")
+        redis.call('HSET', jk, 'score', score)
+      end
       redis.call('ZREM', base .. 'queue:' .. pool, id)
       redis.call('ZREM', base .. 'expiry', id)
       local attempt = redis.call('HINCRBY', jk, 'attempts', 1)
@@ -189,6 +193,38 @@ elseif cmd == 'backlog' then
   end
   local gone = tonumber(redis.call('GETDEL', base .. 'expired:' .. ARGV[3]) or '0')
   return {waiting, oldest, gone}
+elseif cmd == 'release' then
+  -- ARGV: 3 id, 4 attempt, 5 now, 6 retention. The stream entry stays pending: without "started"
+  -- the next claim takes it at once (XCLAIM), as a lapsed lease.
+  local id = ARGV[3]
+  local jk = base .. 'job:' .. id
+  local j = redis.call('HMGET', jk, 'status', 'pool', 'entry', 'attempts', 'expires', 'score',
+    'held')
+  if not j[1] or not j[7] or j[4] ~= ARGV[4] then
+    return {0}
+  end
+  if j[1] == 'cancelled' then -- cancelled while claimed: ends as its completion would
+    release(jk)
+    redis.call('HDEL', jk, 'body')
+    local stream = base .. 'stream:' .. j[2]
+    redis.call('XACK', stream, 'sluice', j[3])
+    redis.call('XDEL', stream, j[3])
+    redis.call('PEXPIRE', jk, ARGV[6])
+    return {1}
+  end
+  if j[1] ~= 'in_progress' then
+    return {0}
+  end
+  redis.call('HSET', jk, 'status', 'queued')
+  redis.call('HDEL', jk, 'started')
+  local q = base .. 'queue:' .. j[2]
+  local score = j[6] or redis.call('GET', base .. 'cum:' .. j[2]) or '0'
+  redis.call('ZADD', q, score, id)
+  redis.call('ZADD', base .. 'expiry', j[5], id)
+  if tonumber(j[5]) <= tonumber(ARGV[5]) then
+    finish(id, 'expired', ARGV[6])
+  end
+  return {1}
 elseif cmd == 'complete' then
   -- ARGV: 3 id, 4 status, 5 result, 6 error, 7 retention
   local jk = base .. 'job:' .. ARGV[3]

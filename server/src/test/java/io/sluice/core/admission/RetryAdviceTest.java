@@ -27,6 +27,29 @@ class RetryAdviceTest {
   }
 
   @Test
+  void aYoungRate_correctedForItsStart_readsTheRateObserved_notOneGrowingFromZero() {
+    advice.reconfigure(pool);
+    assertThat(advice.startedWorkPerSecond(time.nanos())).isZero(); // nothing completed
+    // 100 units a second, each request held 1 s: the true rate is 100/s from the start
+    for (int i = 0; i < 3; i++) {
+      time.advance(Duration.ofSeconds(1));
+      advice.onRelease(100, Duration.ofSeconds(1).toNanos(), time.nanos());
+    }
+    double raw = advice.completedWorkPerSecond(time.nanos());
+    double started = advice.startedWorkPerSecond(time.nanos());
+    assertThat(raw).isLessThan(30.0); // the decaying sum after 3 s of a 10 s time constant
+    assertThat(started).isBetween(90.0, 110.0);
+    // old enough: both read the same
+    for (int i = 0; i < 120; i++) {
+      time.advance(Duration.ofSeconds(1));
+      advice.onRelease(100, Duration.ofSeconds(1).toNanos(), time.nanos());
+    }
+    assertThat(advice.startedWorkPerSecond(time.nanos()))
+        .isCloseTo(
+            advice.completedWorkPerSecond(time.nanos()), org.assertj.core.data.Offset.offset(0.1));
+  }
+
+  @Test
   void workDrainsAtTheRecentCompletionRate() {
     advice.reconfigure(pool);
     advice.onRelease(0, 0, time.nanos()); // starts the window

@@ -31,6 +31,16 @@ class StartWindowTest {
     assertThat(w).isEqualTo(new StartWindow(NOW, EXPIRY));
   }
 
+  @Test
+  void rate_measuredSinceStart_overTheShare_elseTheStartingRate() {
+    assertThat(StartWindow.rate(1_000, 0.5, 9_999)).isCloseTo(2_000, within(1e-6));
+    assertThat(StartWindow.rate(0, 0.5, 9_999)).isEqualTo(9_999); // no completion yet
+    assertThat(StartWindow.rate(0, 0.5, -1)).isZero();
+    // 60,000 work units per 30 s: 2,000 a second
+    assertThat(StartWindow.prior(60_000, 30_000_000_000L)).isCloseTo(2_000, within(1e-6));
+    assertThat(StartWindow.prior(60_000, 0)).isZero();
+  }
+
   private static org.assertj.core.data.Offset<Double> within(double d) {
     return org.assertj.core.data.Offset.offset(d);
   }

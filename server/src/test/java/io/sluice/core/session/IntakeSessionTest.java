@@ -325,6 +325,12 @@ class IntakeSessionTest {
     }
 
     @Override
+    public CompletionStage<Boolean> release(
+        String prefix, String id, int attempt, long now, long retention) {
+      return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
+    }
+
+    @Override
     public CompletionStage<Backlog> backlog(String prefix, String pool, long now, long retention) {
       return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
     }

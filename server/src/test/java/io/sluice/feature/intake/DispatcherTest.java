@@ -299,4 +299,39 @@ class DispatcherTest {
     assertThat(b.error()).startsWith("result_too_large: ");
     awaitCount("failed", 2);
   }
+
+  @Test
+  void turnedAwayOnArrival_theJobIsGivenBack_andClaimedAgainAtOnce_notAfterItsLease()
+      throws Exception {
+    start("{rank: 1, borrow: true}", 1 << 20);
+    answerStatus = 503; // Sluice's pool refused it for room (x-sluice-reason below)
+    answerBody = "{\"error\":{\"code\":\"overloaded\"}}";
+    upstream.removeContext("/");
+    upstream.createContext(
+        "/",
+        ex -> {
+          seen.add(new Seen(ex.getRequestURI().getPath(), Map.of(), ""));
+          ex.getRequestBody().readAllBytes();
+          byte[] b = answerBody.getBytes(StandardCharsets.UTF_8);
+          ex.getResponseHeaders().add("x-sluice-reason", "queue_timeout");
+          ex.sendResponseHeaders(answerStatus, b.length);
+          ex.getResponseBody().write(b);
+          ex.close();
+        });
+    String id = enqueue("acme");
+    dispatcher.step();
+    assertThat(seen.poll(5, TimeUnit.SECONDS)).isNotNull();
+    awaitCount("returned", 1);
+    assertThat(read("acme", id).status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(dispatcher.inFlight("gpu")).isZero();
+    // the clock has not moved (the lease is 30 s): another replica claims it at once
+    JobStore.Claimed again =
+        store
+            .claim(prefix, "gpu", "replica-b", clock.millis(), 30_000, KEEP)
+            .toCompletableFuture()
+            .join();
+    assertThat(again).isNotNull();
+    assertThat(again.id()).isEqualTo(id);
+    assertThat(again.attempt()).isEqualTo(2);
+  }
 }
