@@ -24,7 +24,8 @@ final class Features {
           new IntakeFeature(),
           new BudgetFeature(),
           new McpFeature(),
-          new TelemetryFeature());
+          new TelemetryFeature(),
+          new io.sluice.feature.turns.AgentRunsFeature());
 
   private Features() {}
 
