@@ -1,5 +1,6 @@
 package io.sluice.bootstrap;
 
+import io.sluice.feature.turns.AgentRunsFeature;
 import io.sluice.feature.Feature;
 import io.sluice.feature.StorePort;
 import io.sluice.feature.budget.BudgetFeature;
@@ -26,7 +27,8 @@ final class Features {
           new BudgetFeature(),
           new McpFeature(),
           new TelemetryFeature(),
-          new NativeMetadataFeature());
+          new NativeMetadataFeature(),
+          new AgentRunsFeature());
 
   private Features() {}
 

@@ -69,7 +69,12 @@ public enum Reason {
   /** The upstream reset the request before answering (Envoy's local reply): retryable. */
   UPSTREAM_RESET("upstream_reset", 503, Scope.UPSTREAM),
   /** The upstream answered 504, or Envoy's route timeout expired (its local reply): retryable. */
-  UPSTREAM_TIMEOUT("upstream_timeout", 504, Scope.UPSTREAM);
+  UPSTREAM_TIMEOUT("upstream_timeout", 504, Scope.UPSTREAM),
+  /**
+   * An agent run's retries of a tool's shed calls in this turn are spent ({@code
+   * agentRuns.maxRetriesPerTool}): not retryable in this turn (the next turn starts afresh).
+   */
+  TURN_RETRIES("turn_retries", 429, Scope.REQUEST, false);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

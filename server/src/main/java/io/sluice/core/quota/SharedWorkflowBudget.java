@@ -1,10 +1,5 @@
 package io.sluice.core.quota;
 
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.LongSupplier;
@@ -20,7 +15,8 @@ import org.jspecify.annotations.Nullable;
  * replicas.renewInterval}, beside the pool shares and the tenant slots) refreshes them, so the
  * places of a replica that died come back within the lease. The set renewed is bounded by this
  * replica's in-flight and queued requests with a workflow id, and by the local budget's {@code
- * maxWorkflows} (a workflow past it runs untracked, as in {@link WorkflowBudget}).
+ * maxWorkflows} (a workflow past it runs untracked, as in {@link WorkflowBudget}). The holds are
+ * {@link LeasedHolds} of kind {@link WorkflowPlaces#KIND}, as the tenant slots' are of theirs.
  *
  * <p>When the store does not answer, {@code quotas.failureMode} decides: open, the place is taken
  * in this replica's share of the budget ({@link WorkflowBudget}, the per-replica rule); closed, the
@@ -28,18 +24,8 @@ import org.jspecify.annotations.Nullable;
  * local budget's. Thread-safe (one monitor over the held set; the store is never called under it).
  */
 public final class SharedWorkflowBudget {
-  /** Workflows renewed per store call. */
-  static final int RENEW_BATCH = 256;
-
   private final WorkflowBudget local;
-  private final @Nullable WorkflowPlaces store;
-  private final String namespace;
-  private final String replica;
-  private final LongSupplier leaseTtlMillis;
-  // guarded by this
-  private final Map<Key, Counts> held = new HashMap<>();
-  private long heldTotal;
-  private long storeFailures;
+  private final @Nullable LeasedHolds holds;
 
   /**
    * @param local the per-replica budget: the fallback while the store is down (failure mode open)
@@ -54,18 +40,13 @@ public final class SharedWorkflowBudget {
       String replica,
       LongSupplier leaseTtlMillis) {
     this.local = local;
-    this.store = store;
-    this.namespace = namespace;
-    this.replica = replica;
-    this.leaseTtlMillis = leaseTtlMillis;
+    this.holds =
+        new LeasedHolds(store.places(), namespace, WorkflowPlaces.KIND, replica, leaseTtlMillis);
   }
 
   private SharedWorkflowBudget(WorkflowBudget local) {
     this.local = local;
-    this.store = null;
-    this.namespace = "";
-    this.replica = "";
-    this.leaseTtlMillis = () -> 0;
+    this.holds = null;
   }
 
   /** No store shared with other replicas: every place is {@code budget}'s, answered at once. */
@@ -75,7 +56,7 @@ public final class SharedWorkflowBudget {
 
   /** Whether places are counted in a shared store (a round trip per request). */
   public boolean shared() {
-    return store != null;
+    return holds != null;
   }
 
   /** The per-replica budget (the whole budget without a shared store; the fallback with one). */
@@ -98,8 +79,8 @@ public final class SharedWorkflowBudget {
       long maxWork,
       double share,
       TenantQuotas.FailureMode mode) {
-    WorkflowPlaces s = store;
-    if (s == null) {
+    LeasedHolds h = holds;
+    if (h == null) {
       return CompletableFuture.completedFuture(
           new Place(
               local.acquire(pool, workflow, work, maxRequests, maxWork, share),
@@ -107,44 +88,16 @@ public final class SharedWorkflowBudget {
               false));
     }
     String id = WorkflowBudget.normalize(workflow);
-    Key k = new Key(pool, id);
     long w = Math.max(0, work);
-    synchronized (this) {
-      Counts c = held.get(k);
-      if (c == null) {
-        if (held.size() >= local.maxWorkflows()) {
-          return CompletableFuture.completedFuture(
-              new Place(WorkflowBudget.Check.UNTRACKED, Where.NONE, false));
-        }
-        c = new Counts();
-        held.put(k, c);
-      }
-      c.pending++;
+    CompletionStage<LeasedPlaces.@Nullable Answer> answer =
+        h.acquire(pool, id, w, maxRequests, maxWork, local.maxWorkflows());
+    if (answer == null) {
+      return CompletableFuture.completedFuture(
+          new Place(WorkflowBudget.Check.UNTRACKED, Where.NONE, false));
     }
-    CompletionStage<WorkflowPlaces.PlaceAnswer> answer;
-    try {
-      answer = s.acquire(namespace, pool, id, replica, w, maxRequests, maxWork, leaseTtl());
-    } catch (RuntimeException e) {
-      answer = CompletableFuture.failedFuture(e);
-    }
-    return answer.handle(
-        (a, e) -> {
-          boolean granted = e == null && a != null && a.granted();
-          synchronized (this) {
-            Counts c = held.computeIfAbsent(k, x -> new Counts());
-            c.pending--;
-            if (granted) {
-              c.held++;
-              heldTotal++;
-            }
-            if (c.idle()) {
-              held.remove(k);
-            }
-            if (e != null || a == null) {
-              storeFailures++;
-            }
-          }
-          if (e != null || a == null) {
+    return answer.thenApply(
+        a -> {
+          if (a == null) {
             if (mode == TenantQuotas.FailureMode.OPEN) {
               return new Place(
                   local.acquire(pool, id, w, maxRequests, maxWork, share), Where.LOCAL, true);
@@ -154,7 +107,8 @@ public final class SharedWorkflowBudget {
                 Where.NONE,
                 true);
           }
-          long requests = a.requests() + (granted ? 1 : 0);
+          boolean granted = a.granted();
+          long requests = a.places() + (granted ? 1 : 0);
           long units = a.work() + (granted ? w : 0);
           return new Place(
               new WorkflowBudget.Check(
@@ -178,96 +132,37 @@ public final class SharedWorkflowBudget {
       local.release(pool, workflow, work);
       return;
     }
-    WorkflowPlaces s = store;
-    if (s == null || place.where() != Where.SHARED) {
-      return;
-    }
-    String id = WorkflowBudget.normalize(workflow);
-    Key k = new Key(pool, id);
-    synchronized (this) {
-      Counts c = held.get(k);
-      if (c == null || c.held <= 0) {
-        return;
-      }
-      c.held--;
-      heldTotal--;
-      if (c.idle()) {
-        held.remove(k);
-      }
-    }
-    try {
-      var unused = s.release(namespace, pool, id, replica, Math.max(0, work), leaseTtl());
-    } catch (RuntimeException e) {
-      // the place expires within the lease
+    LeasedHolds h = holds;
+    if (h != null && place.where() == Where.SHARED) {
+      h.release(pool, WorkflowBudget.normalize(workflow), work);
     }
   }
 
   /**
    * Renews this replica's places of every workflow it holds some of: one store call per pool (per
-   * {@value #RENEW_BATCH} workflows). Completes when every call was answered or failed.
+   * {@value LeasedHolds#RENEW_BATCH} workflows). Completes when every call was answered or failed.
    */
   public CompletionStage<Void> renew() {
-    WorkflowPlaces s = store;
-    if (s == null) {
-      return CompletableFuture.completedFuture(null);
-    }
-    Map<String, Map<String, Integer>> byPool = new LinkedHashMap<>();
-    synchronized (this) {
-      for (Map.Entry<Key, Counts> e : held.entrySet()) {
-        if (e.getValue().held > 0) {
-          byPool
-              .computeIfAbsent(e.getKey().pool(), p -> new LinkedHashMap<>())
-              .put(e.getKey().workflow(), e.getValue().held);
-        }
-      }
-    }
-    long ttl = leaseTtl();
-    List<CompletableFuture<Void>> sent = new ArrayList<>();
-    for (Map.Entry<String, Map<String, Integer>> e : byPool.entrySet()) {
-      Map<String, Integer> batch = new LinkedHashMap<>();
-      for (Map.Entry<String, Integer> t : e.getValue().entrySet()) {
-        batch.put(t.getKey(), t.getValue());
-        if (batch.size() == RENEW_BATCH) {
-          sent.add(renew(s, e.getKey(), batch, ttl));
-          batch = new LinkedHashMap<>();
-        }
-      }
-      if (!batch.isEmpty()) {
-        sent.add(renew(s, e.getKey(), batch, ttl));
-      }
-    }
-    return CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new));
-  }
-
-  private CompletableFuture<Void> renew(
-      WorkflowPlaces s, String pool, Map<String, Integer> batch, long ttl) {
-    try {
-      return s.renew(namespace, pool, replica, batch, ttl)
-          .toCompletableFuture()
-          .exceptionally(e -> null);
-    } catch (RuntimeException e) {
-      return CompletableFuture.completedFuture(null);
-    }
+    LeasedHolds h = holds;
+    return h == null ? CompletableFuture.completedFuture(null) : h.renew();
   }
 
   /** Places this replica holds in the shared store now, all workflows and pools (a gauge). */
-  public synchronized long held() {
-    return heldTotal;
+  public long held() {
+    LeasedHolds h = holds;
+    return h == null ? 0 : h.held();
   }
 
   /** Places this replica holds of {@code workflow} in {@code pool} in the shared store. */
-  public synchronized int held(String pool, String workflow) {
-    Counts c = held.get(new Key(pool, WorkflowBudget.normalize(workflow)));
-    return c == null ? 0 : c.held;
+  public int held(String pool, String workflow) {
+    LeasedHolds h = holds;
+    return h == null ? 0 : h.held(pool, WorkflowBudget.normalize(workflow));
   }
 
   /** Calls the store did not answer (a counter). */
-  public synchronized long storeFailures() {
-    return storeFailures;
-  }
-
-  private long leaseTtl() {
-    return Math.max(1, leaseTtlMillis.getAsLong());
+  public long storeFailures() {
+    LeasedHolds h = holds;
+    return h == null ? 0 : h.storeFailures();
   }
 
   /** Where a place is held. */
@@ -288,15 +183,4 @@ public final class SharedWorkflowBudget {
    * @param storeFailed the store did not answer; the failure mode decided
    */
   public record Place(WorkflowBudget.Check check, Where where, boolean storeFailed) {}
-
-  private record Key(String pool, String workflow) {}
-
-  private static final class Counts {
-    int held;
-    int pending;
-
-    boolean idle() {
-      return held <= 0 && pending <= 0;
-    }
-  }
 }

@@ -2,11 +2,6 @@ package io.sluice.core.quota;
 
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.LongSupplier;
@@ -23,25 +18,17 @@ import org.jspecify.annotations.Nullable;
  * {@code replicas.renewInterval}, beside the pool shares) refreshes every tenant it holds slots of,
  * so the contributions of a replica that died expire and return to the others. The set renewed is
  * bounded by this replica's in-flight and queued requests of capped tenants: an entry leaves it
- * when its last slot is given back.
+ * when its last slot is given back. The holds are {@link LeasedHolds} of kind {@link
+ * TenantSlots#KIND}, as the workflow places' are of theirs.
  *
  * <p>One per process (the held set outlives config reloads). {@link #none()} when the store is in
  * this process: then the per-replica check in the pool is the whole cap and nothing is called.
  * Thread-safe (one monitor over the held set; the store is never called under it).
  */
 public final class TenantCaps {
-  /** Tenants renewed per store call (one pool's keys share a slot, so a call may hold many). */
-  static final int RENEW_BATCH = 256;
-
   private static final TenantCaps NONE = new TenantCaps();
 
-  private final @Nullable TenantSlots store;
-  private final String namespace;
-  private final String replica;
-  private final LongSupplier leaseTtlMillis;
-  // guarded by this
-  private final Map<Key, Counts> held = new HashMap<>();
-  private long heldTotal;
+  private final @Nullable LeasedHolds holds;
 
   /**
    * @param namespace the store's key namespace of this deployment ({@code quotas.keyPrefix})
@@ -50,17 +37,12 @@ public final class TenantCaps {
    */
   public TenantCaps(
       TenantSlots store, String namespace, String replica, LongSupplier leaseTtlMillis) {
-    this.store = store;
-    this.namespace = namespace;
-    this.replica = replica;
-    this.leaseTtlMillis = leaseTtlMillis;
+    this.holds =
+        new LeasedHolds(store.places(), namespace, TenantSlots.KIND, replica, leaseTtlMillis);
   }
 
   private TenantCaps() {
-    this.store = null;
-    this.namespace = "";
-    this.replica = "";
-    this.leaseTtlMillis = () -> 0;
+    this.holds = null;
   }
 
   /** No store shared with other replicas: {@link #applies} is always false. */
@@ -70,7 +52,7 @@ public final class TenantCaps {
 
   /** Whether requests of {@code tier} take a slot in the store (shared store, a cap set). */
   public boolean applies(TierPolicy tier) {
-    return store != null && tier.maxInFlight() > 0;
+    return holds != null && tier.maxInFlight() > 0;
   }
 
   /**
@@ -80,135 +62,64 @@ public final class TenantCaps {
    */
   public CompletionStage<SlotCheck> acquire(
       String pool, Tenant tenant, TenantQuotas.FailureMode mode) {
-    TenantSlots s = store;
-    if (s == null) {
+    LeasedHolds h = holds;
+    int cap = tenant.tier().maxInFlight();
+    if (h == null) {
       return CompletableFuture.completedFuture(SlotCheck.UNCAPPED);
     }
-    Key k = new Key(pool, tenant.id());
-    synchronized (this) {
-      held.computeIfAbsent(k, x -> new Counts()).pending++;
+    if (cap <= 0) {
+      return CompletableFuture.completedFuture(new SlotCheck(false, false, false, 0));
     }
-    CompletionStage<TenantSlots.SlotAnswer> answer;
-    try {
-      answer =
-          s.acquire(namespace, pool, tenant.id(), replica, tenant.tier().maxInFlight(), leaseTtl());
-    } catch (RuntimeException e) {
-      answer = CompletableFuture.failedFuture(e);
+    CompletionStage<LeasedPlaces.@Nullable Answer> answer =
+        h.acquire(pool, tenant.id(), 0, cap, 0, Integer.MAX_VALUE);
+    if (answer == null) {
+      return CompletableFuture.completedFuture(SlotCheck.UNCAPPED);
     }
-    return answer.handle(
-        (a, e) -> {
-          boolean granted = e == null && a != null && a.granted();
-          synchronized (this) {
-            Counts c = held.computeIfAbsent(k, x -> new Counts());
-            c.pending--;
-            if (granted) {
-              c.held++;
-              heldTotal++;
-            }
-            if (c.idle()) {
-              held.remove(k);
-            }
-          }
-          if (e != null || a == null) {
+    return answer.thenApply(
+        a -> {
+          if (a == null) {
             return mode == TenantQuotas.FailureMode.OPEN ? SlotCheck.FAILED_OPEN : SlotCheck.FAILED;
           }
-          return new SlotCheck(granted, granted, false, a.total());
+          return new SlotCheck(a.granted(), a.granted(), false, a.places());
         });
   }
 
   /** Gives back one slot {@link #acquire} granted (a no-op when this replica holds none). */
   public void release(String pool, String tenantId) {
-    TenantSlots s = store;
-    if (s == null) {
-      return;
-    }
-    Key k = new Key(pool, tenantId);
-    synchronized (this) {
-      Counts c = held.get(k);
-      if (c == null || c.held <= 0) {
-        return;
-      }
-      c.held--;
-      heldTotal--;
-      if (c.idle()) {
-        held.remove(k);
-      }
-    }
-    try {
-      var unused = s.release(namespace, pool, tenantId, replica, leaseTtl());
-    } catch (RuntimeException e) {
-      // the contribution expires within the lease (see docs/scheduling.md §11)
+    LeasedHolds h = holds;
+    if (h != null) {
+      h.release(pool, tenantId, 0);
     }
   }
 
   /**
    * Renews this replica's contribution for every tenant it holds slots of: one store call per pool
-   * (per {@value #RENEW_BATCH} tenants). Completes when every call was answered or failed.
+   * (per {@value LeasedHolds#RENEW_BATCH} tenants). Completes when every call was answered or
+   * failed.
    */
   public CompletionStage<Void> renew() {
-    TenantSlots s = store;
-    if (s == null) {
-      return CompletableFuture.completedFuture(null);
-    }
-    Map<String, Map<String, Integer>> byPool = new LinkedHashMap<>();
-    synchronized (this) {
-      for (Map.Entry<Key, Counts> e : held.entrySet()) {
-        if (e.getValue().held > 0) {
-          byPool
-              .computeIfAbsent(e.getKey().pool(), p -> new LinkedHashMap<>())
-              .put(e.getKey().tenant(), e.getValue().held);
-        }
-      }
-    }
-    long ttl = leaseTtl();
-    List<CompletableFuture<Void>> sent = new ArrayList<>();
-    for (Map.Entry<String, Map<String, Integer>> e : byPool.entrySet()) {
-      Map<String, Integer> batch = new LinkedHashMap<>();
-      for (Map.Entry<String, Integer> t : e.getValue().entrySet()) {
-        batch.put(t.getKey(), t.getValue());
-        if (batch.size() == RENEW_BATCH) {
-          sent.add(renew(s, e.getKey(), batch, ttl));
-          batch = new LinkedHashMap<>();
-        }
-      }
-      if (!batch.isEmpty()) {
-        sent.add(renew(s, e.getKey(), batch, ttl));
-      }
-    }
-    return CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new));
-  }
-
-  private CompletableFuture<Void> renew(
-      TenantSlots s, String pool, Map<String, Integer> batch, long ttl) {
-    try {
-      return s.renew(namespace, pool, replica, batch, ttl)
-          .toCompletableFuture()
-          .exceptionally(e -> null);
-    } catch (RuntimeException e) {
-      return CompletableFuture.completedFuture(null);
-    }
+    LeasedHolds h = holds;
+    return h == null ? CompletableFuture.completedFuture(null) : h.renew();
   }
 
   /** Slots this replica holds now, all tenants and pools (a gauge). */
-  public synchronized long held() {
-    return heldTotal;
+  public long held() {
+    LeasedHolds h = holds;
+    return h == null ? 0 : h.held();
   }
 
   /** Slots this replica holds of {@code tenantId} in {@code pool}. */
-  public synchronized int held(String pool, String tenantId) {
-    Counts c = held.get(new Key(pool, tenantId));
-    return c == null ? 0 : c.held;
+  public int held(String pool, String tenantId) {
+    LeasedHolds h = holds;
+    return h == null ? 0 : h.held(pool, tenantId);
   }
 
   /**
    * Tenants (per pool) this replica holds slots of or is asking for: the set {@link #renew} reads.
    */
-  public synchronized int tenants() {
-    return held.size();
-  }
-
-  private long leaseTtl() {
-    return Math.max(1, leaseTtlMillis.getAsLong());
+  public int tenants() {
+    LeasedHolds h = holds;
+    return h == null ? 0 : h.owners();
   }
 
   /**
@@ -223,16 +134,5 @@ public final class TenantCaps {
     static final SlotCheck UNCAPPED = new SlotCheck(true, false, false, 0);
     static final SlotCheck FAILED_OPEN = new SlotCheck(true, false, true, 0);
     static final SlotCheck FAILED = new SlotCheck(false, false, true, 0);
-  }
-
-  private record Key(String pool, String tenant) {}
-
-  private static final class Counts {
-    int held;
-    int pending;
-
-    boolean idle() {
-      return held <= 0 && pending <= 0;
-    }
   }
 }

@@ -13,10 +13,21 @@ import java.util.concurrent.CompletionStage;
  * resumes): it must then take that write back, or let it expire within the lease, since the caller
  * holds nothing to give back (a failed {@link #acquire} is no place).
  *
- * <p>The layout (Redis: {@code <namespace>{<pool>}:workflow:<id>}, a sorted set of one holder per
- * place, its work in its name, scored by its expiry) is the store's; the core sees only this port.
+ * <p>It is the {@link LeasedPlaces} port under the kind {@value #KIND} (the budget's {@code
+ * maxRequests} its {@code maxPlaces}): the stores implement it with {@link Over}, the core keeps
+ * its holds through {@link #places()}. The layout (Redis: {@code
+ * <namespace>{<pool>}:workflow:<id>}, a sorted set of one holder per place, its work in its name,
+ * scored by its expiry) is the store's; the core sees only this port.
  */
 public interface WorkflowPlaces {
+  /** The kind of owner of a workflow's places in {@link LeasedPlaces} (its key's part). */
+  String KIND = "workflow";
+
+  /** The leased places of {@code pool}'s workflows. */
+  static LeasedPlaces.Scope scope(String namespace, String pool) {
+    return new LeasedPlaces.Scope(namespace, pool, KIND);
+  }
+
   /**
    * Takes one place of {@code work} units for {@code replica} when the workflow's live places stay
    * within the budget: refused when {@code maxRequests > 0} and the places held are already {@code
@@ -63,4 +74,94 @@ public interface WorkflowPlaces {
    * @param work the work units of those places
    */
   record PlaceAnswer(boolean granted, long requests, long work) {}
+
+  /** This port as leased places of {@link #KIND} (a test's fake is adapted call by call). */
+  default LeasedPlaces places() {
+    WorkflowPlaces wp = this;
+    return new LeasedPlaces() {
+      @Override
+      public CompletionStage<Answer> acquire(
+          Scope scope,
+          String owner,
+          String replica,
+          long work,
+          int maxPlaces,
+          long maxWork,
+          long leaseTtlMillis) {
+        return wp.acquire(
+                scope.namespace(),
+                scope.pool(),
+                owner,
+                replica,
+                work,
+                maxPlaces,
+                maxWork,
+                leaseTtlMillis)
+            .thenApply(a -> new Answer(a.granted(), a.requests(), a.work()));
+      }
+
+      @Override
+      public CompletionStage<Void> release(
+          Scope scope, String owner, String replica, long work, long leaseTtlMillis) {
+        return wp.release(scope.namespace(), scope.pool(), owner, replica, work, leaseTtlMillis);
+      }
+
+      @Override
+      public CompletionStage<Void> renew(
+          Scope scope, String replica, Map<String, Integer> held, long leaseTtlMillis) {
+        return wp.renew(scope.namespace(), scope.pool(), replica, held, leaseTtlMillis);
+      }
+    };
+  }
+
+  /** The workflow places of a {@link LeasedPlaces} store, under {@link #KIND}. */
+  class Over implements WorkflowPlaces {
+    private final LeasedPlaces places;
+
+    protected Over(LeasedPlaces places) {
+      this.places = places;
+    }
+
+    @Override
+    public final CompletionStage<PlaceAnswer> acquire(
+        String namespace,
+        String pool,
+        String workflow,
+        String replica,
+        long work,
+        int maxRequests,
+        long maxWork,
+        long leaseTtlMillis) {
+      return places
+          .acquire(
+              scope(namespace, pool), workflow, replica, work, maxRequests, maxWork, leaseTtlMillis)
+          .thenApply(a -> new PlaceAnswer(a.granted(), a.places(), a.work()));
+    }
+
+    @Override
+    public final CompletionStage<Void> release(
+        String namespace,
+        String pool,
+        String workflow,
+        String replica,
+        long work,
+        long leaseTtlMillis) {
+      return places.release(scope(namespace, pool), workflow, replica, work, leaseTtlMillis);
+    }
+
+    @Override
+    public final CompletionStage<Void> renew(
+        String namespace,
+        String pool,
+        String replica,
+        Map<String, Integer> held,
+        long leaseTtlMillis) {
+      return places.renew(scope(namespace, pool), replica, held, leaseTtlMillis);
+    }
+
+    @Override
+    public final LeasedPlaces places() {
+      return places;
+    }
+  }
 }

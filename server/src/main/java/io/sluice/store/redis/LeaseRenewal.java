@@ -8,9 +8,9 @@ import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The {@code renew} call of a leased-holders script ({@code tenant_slots.lua}, {@code
- * workflow_places.lua}): the keys of the owners a replica holds places of, and as arguments {@code
- * renew}, the lease, each key's holder count, then every holder, in key order.
+ * The {@code renew} call of the leased-holders script ({@code leased_places.lua}): the keys of the
+ * owners a replica holds places of, and as arguments {@code renew}, the lease, each key's holder
+ * count, then every holder, in key order.
  */
 final class LeaseRenewal {
   private LeaseRenewal() {}

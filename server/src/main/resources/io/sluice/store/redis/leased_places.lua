@@ -1,19 +1,22 @@
--- A workflow's places in a pool's budget across replicas (pools.<name>.workflow), atomic per call.
--- Mirrors io.sluice.core.quota.WorkflowPlaces's contract (docs/estimation.md, Fan-out).
--- KEYS[i] <namespace>{<pool>}:workflow:<id> (io.sluice.core.store.PoolKeys), a sorted set:
+-- Leased places under a cap across replicas, atomic per call: the tenant slots (tiers'
+-- maxInFlight), the workflow places (pools.<name>.workflow) and every other owner of leased places.
+-- Mirrors io.sluice.core.quota.LeasedPlaces's contract (docs/scheduling.md §11).
+-- KEYS[i] <namespace>{<pool>}:<kind>:<owner> (LeasedPlaces.Scope#key), a sorted set:
 --         holder -> lease expiry (ms, Redis's clock); one holder per place held, named by the call
 --         that took it and carrying its work units ("<replica>|<id>|<work>",
---         io.sluice.store.redis.RedisWorkflowPlaces); every key of one call belongs to one pool
+--         io.sluice.store.redis.RedisLeasedPlaces); every key of one call belongs to one pool
 -- ARGV[1] op: acquire | release | renew; ARGV[2] lease ttl (ms)
---   acquire (KEYS[1]): ARGV[3] holder, ARGV[4] work, ARGV[5] maxRequests (0: none), ARGV[6]
---     maxWork (0: none). Drops the expired holders; refused when maxRequests are held, or when a
+--   acquire (KEYS[1]): ARGV[3] holder, ARGV[4] work, ARGV[5] maxPlaces (0: none), ARGV[6]
+--     maxWork (0: none). Drops the expired holders; refused when maxPlaces are held, or when a
 --     place is held and the work held plus this one's is over maxWork; else adds the holder.
 --     Returns {granted (1|0), places before, work before}.
---   release (KEYS[1]): ARGV[3] holder: removed (compare and delete). Returns {removed (1|0)}.
+--   release (KEYS[1]): ARGV[3] holder: removed (compare and delete: only that holder goes; a late
+--     acquire of a call that failed is undone the same way). Returns {removed (1|0)}.
 --   renew (KEYS[1..n]): ARGV[2 + i] how many holders of KEYS[i] follow, then the holders, key by
---     key. Each gets a fresh expiry; one that is gone is written back. Returns {n}.
+--     key. Each gets a fresh expiry; one that is gone (it expired during a store outage) is written
+--     back. Returns {n}.
 -- A holder nobody renews leaves with its lease; every key written expires no sooner than 2 x ttl
--- from now, so a workflow nobody holds places of leaves the store.
+-- from now, so an owner nobody holds places of leaves the store.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op = ARGV[1]
@@ -30,7 +33,7 @@ if op == 'acquire' then
   local key = KEYS[1]
   local holder = ARGV[3]
   local work = tonumber(ARGV[4])
-  local maxRequests = tonumber(ARGV[5])
+  local maxPlaces = tonumber(ARGV[5])
   local maxWork = tonumber(ARGV[6])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   local holders = redis.call('ZRANGE', key, 0, -1)
@@ -39,7 +42,7 @@ if op == 'acquire' then
   for i = 1, places do
     held = held + (tonumber(string.match(holders[i], '|(%d+)$')) or 0)
   end
-  if maxRequests > 0 and places >= maxRequests then
+  if maxPlaces > 0 and places >= maxPlaces then
     return {0, places, held}
   end
   if maxWork > 0 and places > 0 and held + work > maxWork then
@@ -66,4 +69,4 @@ elseif op == 'renew' then
   end
   return {n}
 end
-return redis.error_reply('workflow_places.lua: unknown op ' .. tostring(op))
+return redis.error_reply('leased_places.lua: unknown op ' .. tostring(op))
