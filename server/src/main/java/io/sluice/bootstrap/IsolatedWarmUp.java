@@ -3,29 +3,21 @@ package io.sluice.bootstrap;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.sluice.config.Secrets;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
-import io.sluice.core.estimate.OutputReserves;
-import io.sluice.core.estimate.TokenCountCache;
-import io.sluice.core.quota.TenantCaps;
-import io.sluice.core.quota.WorkflowBudget;
-import io.sluice.core.session.TailHolds;
 import io.sluice.core.time.Ticker;
 import io.sluice.extproc.AdmissionRuntime;
 import io.sluice.extproc.ExtProcService;
 import io.sluice.extproc.QueueTimer;
 import io.sluice.observability.AdmissionMetrics;
-import io.sluice.observability.DecisionLog;
 import io.sluice.observability.MetricNames;
 import io.sluice.rls.RlsModule;
 import io.sluice.rls.config.RlsSettings;
 import java.io.IOException;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -71,39 +63,16 @@ final class IsolatedWarmUp {
     if (!w.enabled()) {
       return "off (server.warmup.enabled: false)";
     }
-    PrometheusMeterRegistry scratch = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     RlsModule warmRls = null;
-    Stores warmStores = Stores.isolatedMemory(clock); // never the shared Redis
+    IsolatedRuntime iso = null;
     String summary;
     try {
-      AdmissionController c =
-          new AdmissionController(
-              config.pools().values(),
-              config.classes().values(),
-              Duration.ofSeconds(10),
-              PoolState.ReleaseListener.NONE);
-      AdmissionMetrics m = new AdmissionMetrics(scratch, ticker::nanos);
-      m.bindPools(c);
-      SluiceConfig.Estimation est = config.estimation();
-      // the live server's factory on parts of the warm-up's own: nothing learned, held or counted
-      // here reaches the live state
-      AdmissionRuntime isolated =
-          new RuntimeFactory(
-                  c,
-                  m,
-                  new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars()),
-                  settings -> new DecisionLog(settings, line -> {}),
-                  ticker,
-                  clock,
-                  timer,
-                  warmStores,
-                  TenantCaps.none(), // never the shared store
-                  OutputReserves.off(),
-                  io.sluice.core.quota.SharedWorkflowBudget.local(
-                      new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS)),
-                  new TailHolds(),
-                  Map.of()) // no secrets: the warm-up sends no marker
-              .build(config);
+      iso = IsolatedRuntime.forWarmUp(config, ticker, clock, timer);
+      Stores warmStores = iso.stores(); // never the shared Redis
+      PrometheusMeterRegistry scratch = iso.registry();
+      AdmissionController c = iso.controller();
+      AdmissionMetrics m = iso.metrics();
+      AdmissionRuntime isolated = iso.runtime();
       ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
       m.bindStreams(warmExtProc.tally());
       List<String> domains = List.of();
@@ -172,8 +141,9 @@ final class IsolatedWarmUp {
       if (warmRls != null) {
         warmRls.close();
       }
-      warmStores.close();
-      scratch.close();
+      if (iso != null) {
+        iso.close();
+      }
     }
     return summary;
   }

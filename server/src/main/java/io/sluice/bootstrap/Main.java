@@ -38,6 +38,7 @@ import picocli.CommandLine.Parameters;
       Main.Validate.class,
       Main.ConfigCommand.class,
       io.sluice.calibrate.CalibrateCommand.class,
+      io.sluice.replay.ReplayCommand.class,
       Main.VersionCommand.class,
       CommandLine.HelpCommand.class
     })

@@ -100,11 +100,20 @@ final class ProcessServices {
     io.sluice.observability.MetricHelp.install(registry); // before any meter is bound
     AutoCloseable jvm = JvmProcessMetrics.bindTo(registry);
     GrpcTransportLog transportLog = GrpcTransportLog.register(registry);
+    io.sluice.observability.RotatingFile.Holder decisionFiles =
+        new io.sluice.observability.RotatingFile.Holder(ticker::nanos);
     this.jvmMetrics =
         () -> {
           transportLog.close();
           jvm.close();
+          decisionFiles.close();
         };
+    FunctionCounter.builder(
+            MetricNames.DECISION_LOG_FILE_FAILED,
+            decisionFiles,
+            io.sluice.observability.RotatingFile.Holder::failed)
+        .description("decision records not written to decisionLog.file (the file failed)")
+        .register(registry);
     DecisionLogBudget decisionBudget = new DecisionLogBudget(ticker::nanos);
     for (boolean refused : new boolean[] {false, true}) {
       FunctionCounter.builder(
@@ -192,7 +201,9 @@ final class ProcessServices {
             controller,
             metrics,
             tokenCounts,
-            settings -> new DecisionLog(settings, decisionBudget),
+            settings ->
+                new DecisionLog(settings, decisionBudget)
+                    .toFile(decisionFiles.file(settings.file())),
             ticker,
             options.clock(),
             timer,

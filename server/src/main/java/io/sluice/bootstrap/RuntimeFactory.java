@@ -74,6 +74,14 @@ record RuntimeFactory(
 
   /** The runtime of {@code config}: new streams see it; streams already open keep theirs. */
   AdmissionRuntime build(SluiceConfig config) {
+    return build(config, timer);
+  }
+
+  /**
+   * As {@link #build(SluiceConfig)}, the sessions' held requests expiring on {@code holdTimer} (a
+   * replay's virtual clock) rather than the factory's timer wheel.
+   */
+  AdmissionRuntime build(SluiceConfig config, io.sluice.core.session.HoldTimer holdTimer) {
     RequestResolver resolver = new RequestResolver(config);
     TokenEstimator estimator = new TokenEstimator(estimatorSettings(config), tokenCounts);
     DecisionLog decisionLog = decisionLogs.apply(config.decisionLog());
@@ -97,7 +105,7 @@ record RuntimeFactory(
                 estimator,
                 ticker,
                 clock,
-                timer,
+                holdTimer,
                 SessionListener.of(listeners.toArray(new SessionListener[0])))
             .defaultInputTokens(config.estimation().defaultInputTokens())
             .caps(caps)

@@ -61,13 +61,21 @@ public final class ConfigWriter {
         .put("deadlineHeader", c.responses().deadlineHeader())
         .put("upstreamTimeout", c.responses().upstreamTimeout());
     SluiceConfig.DecisionLog dl = c.decisionLog();
-    root.putObject("decisionLog")
-        .put("enabled", dl.enabled())
-        .put("level", dl.level().configName())
-        .put("sampleRate", dl.sampleRate())
-        .put("alwaysLogRejects", dl.alwaysLogRejects())
-        .put("maxAdmittedPerSecond", dl.maxAdmittedPerSecond())
-        .put("maxRefusedPerSecond", dl.maxRefusedPerSecond());
+    ObjectNode dln =
+        root.putObject("decisionLog")
+            .put("enabled", dl.enabled())
+            .put("level", dl.level().configName())
+            .put("sampleRate", dl.sampleRate())
+            .put("alwaysLogRejects", dl.alwaysLogRejects())
+            .put("maxAdmittedPerSecond", dl.maxAdmittedPerSecond())
+            .put("maxRefusedPerSecond", dl.maxRefusedPerSecond());
+    if (dl.file().enabled()) {
+      dln.putObject("file")
+          .put("path", dl.file().path())
+          .put("maxBytes", dl.file().maxBytes())
+          .put("maxAge", duration(dl.file().maxAge()))
+          .put("maxFiles", dl.file().maxFiles());
+    }
     ObjectNode rl = root.putObject("rateLimit");
     rl.put("enabled", c.rateLimit().enabled());
     ObjectNode env = rl.putObject("env");

@@ -17,7 +17,8 @@ final class DecisionLogSection {
                 "sampleRate",
                 "alwaysLogRejects",
                 "maxAdmittedPerSecond",
-                "maxRefusedPerSecond"));
+                "maxRefusedPerSecond",
+                "file"));
     String name = dl.get("level").string(d.level().configName()).toLowerCase(Locale.ROOT);
     SluiceConfig.DecisionLog.Level level = d.level();
     for (SluiceConfig.DecisionLog.Level l : SluiceConfig.DecisionLog.Level.values()) {
@@ -34,6 +35,32 @@ final class DecisionLogSection {
         dl.get("sampleRate").doubleValue(d.sampleRate(), 0.0, 1.0),
         dl.get("alwaysLogRejects").bool(d.alwaysLogRejects()),
         dl.get("maxAdmittedPerSecond").intValue(d.maxAdmittedPerSecond(), 0, 1_000_000),
-        dl.get("maxRefusedPerSecond").intValue(d.maxRefusedPerSecond(), 0, 1_000_000));
+        dl.get("maxRefusedPerSecond").intValue(d.maxRefusedPerSecond(), 0, 1_000_000),
+        file(dl.get("file")));
+  }
+
+  /** {@code decisionLog.file}: a rotating file of JSON lines, bounded in size, age and count. */
+  private static SluiceConfig.DecisionLog.File file(Node n) {
+    SluiceConfig.DecisionLog.File d = SluiceConfig.DecisionLog.File.NONE;
+    if (!n.present()) {
+      return d;
+    }
+    Node f = n.only(Set.of("path", "maxBytes", "maxAge", "maxFiles"));
+    String path = f.get("path").string(d.path()).trim();
+    if (path.isEmpty()) {
+      f.get("path").invalid("\"" + path + "\"", "a file path: decisionLog.file needs one");
+    }
+    long maxBytes = f.get("maxBytes").bytes(d.maxBytes());
+    if (maxBytes < 4096) {
+      f.get("maxBytes").invalid(String.valueOf(maxBytes), "a size of at least 4KiB");
+      maxBytes = d.maxBytes();
+    }
+    java.time.Duration maxAge = f.get("maxAge").duration(d.maxAge());
+    if (maxAge.compareTo(java.time.Duration.ofSeconds(1)) < 0) {
+      f.get("maxAge").invalid(maxAge.toString(), "a duration of at least 1s");
+      maxAge = d.maxAge();
+    }
+    return new SluiceConfig.DecisionLog.File(
+        path, maxBytes, maxAge, f.get("maxFiles").intValue(d.maxFiles(), 1, 10_000));
   }
 }

@@ -26,6 +26,7 @@ public final class DecisionLog {
   private final java.util.function.@Nullable Consumer<String>
       sink; // null: the sluice.decisions logger
   private final @Nullable DecisionLogBudget budget; // null: unbounded
+  private java.util.function.@Nullable Consumer<String> file; // decisionLog.file, or null
 
   public DecisionLog(SluiceConfig.DecisionLog settings) {
     this(settings, null, null);
@@ -53,6 +54,15 @@ public final class DecisionLog {
     this.settings = settings;
     this.sink = sink;
     this.budget = budget;
+  }
+
+  /**
+   * Also writes every record to {@code file} ({@code decisionLog.file}: a {@link RotatingFile}),
+   * whatever the logger's level. Returns this; call before the log is shared.
+   */
+  public DecisionLog toFile(java.util.function.@Nullable Consumer<String> file) {
+    this.file = file;
+    return this;
   }
 
   /** Whether any record can be written at all (enabled and its logger on). */
@@ -83,6 +93,10 @@ public final class DecisionLog {
     } catch (InvalidProtocolBufferException e) {
       return;
     }
+    java.util.function.Consumer<String> f = file;
+    if (f != null) {
+      f.accept(line);
+    }
     if (sink != null) {
       sink.accept(line);
       return;
@@ -96,7 +110,7 @@ public final class DecisionLog {
   }
 
   private boolean levelEnabled() {
-    if (sink != null) {
+    if (sink != null || file != null) {
       return true;
     }
     return switch (settings.level()) {

@@ -81,6 +81,8 @@ public final class MetricNames {
   /** Decision records over the per-second bound, by kind (admitted, refused). */
   public static final String DECISION_LOG_DROPPED = "sluice.decision_log.dropped";
 
+  public static final String DECISION_LOG_FILE_FAILED = "sluice.decision_log.file_failures";
+
   public static final String WARMUP_CALLS = "sluice.warmup.calls";
   public static final String WARMUP_DURATION = "sluice.warmup.duration";
   public static final String HEAP_AFTER_GC_RATIO = "sluice.health.heap_after_gc_ratio";

@@ -19,6 +19,12 @@ import io.sluice.core.session.Subject;
  * log is the snapshot's config. Thread-safe, as its metrics and log are.
  */
 public final class SessionRecorder implements SessionListener {
+  /**
+   * The record schema's version ({@code schema_version}): 2 added the fields a replay reads
+   * (service and first-chunk times, the end's offset). Bump it when a field's meaning changes.
+   */
+  public static final int RECORD_SCHEMA_VERSION = 2;
+
   private final AdmissionMetrics metrics;
   private final DecisionLog decisionLog;
   private final DecisionRecordPart[] parts;
@@ -230,8 +236,34 @@ public final class SessionRecorder implements SessionListener {
               .setUpstreamStatus(f.end().upstreamStatus())
               .setResponseEnd(f.end().responseEnd())
               .setHeldMs(e.heldNanos() / 1_000_000L)
+              .mergeFrom(replayFields(f, e.heldNanos()))
               .build());
     }
+  }
+
+  /**
+   * What a replay reads of an admitted request's end (docs/replay.md): its service time, time to
+   * first chunk, and when it ended after its arrival.
+   */
+  private static AdmissionRecord replayFields(RequestFacts f, long heldNanos) {
+    long admittedAfter =
+        f.run().admittedAtNanos() != 0
+            ? Math.max(0, f.run().admittedAtNanos() - f.subject().arrivalNanos())
+            : decidedAfterNanos(f);
+    AdmissionRecord.Builder b =
+        AdmissionRecord.newBuilder()
+            .setServiceMs(heldNanos / 1_000_000L)
+            .setEndedAfterMs((admittedAfter + heldNanos) / 1_000_000L);
+    long first = f.end().firstChunkNanos();
+    if (first >= 0) {
+      b.setTtftMs(first / 1_000_000L);
+    }
+    return b.build();
+  }
+
+  /** Time from arrival to the decision: its queue wait and the time spent deciding. */
+  private static long decidedAfterNanos(RequestFacts f) {
+    return Math.max(0, f.decision().queueWaitNanos()) + Math.max(0, f.decision().latencyNanos());
   }
 
   /** The record of an admitted (or degraded) request, before its end's fields. */
@@ -301,6 +333,8 @@ public final class SessionRecorder implements SessionListener {
     RequestFacts.Decided d = f.decision();
     AdmissionRecord.Builder b =
         AdmissionRecord.newBuilder()
+            .setSchemaVersion(RECORD_SCHEMA_VERSION)
+            .setEndedAfterMs(decidedAfterNanos(f) / 1_000_000L)
             .setArrivalTime(Timestamps.fromMillis(f.arrivalEpochMillis()))
             .setDecision(decision)
             .setReason(reason == Reason.ADMITTED ? "" : reason.code())

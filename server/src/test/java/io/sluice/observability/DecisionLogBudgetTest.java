@@ -28,7 +28,13 @@ class DecisionLogBudgetTest {
     DecisionLog log =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 3, 5),
+                true,
+                SluiceConfig.DecisionLog.Level.INFO,
+                1.0,
+                true,
+                3,
+                5,
+                SluiceConfig.DecisionLog.File.NONE),
             lines::add,
             budget);
     int admitted = 0;
@@ -56,13 +62,25 @@ class DecisionLogBudgetTest {
     DecisionLog all =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                true,
+                SluiceConfig.DecisionLog.Level.INFO,
+                1.0,
+                true,
+                0,
+                0,
+                SluiceConfig.DecisionLog.File.NONE),
             l -> {},
             budget);
     DecisionLog none =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 0.0, false, 0, 0),
+                true,
+                SluiceConfig.DecisionLog.Level.INFO,
+                0.0,
+                false,
+                0,
+                0,
+                SluiceConfig.DecisionLog.File.NONE),
             l -> {},
             budget);
     for (int i = 0; i < 1000; i++) {

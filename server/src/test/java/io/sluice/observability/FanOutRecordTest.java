@@ -69,7 +69,13 @@ class FanOutRecordTest {
                   metrics,
                   new DecisionLog(
                       new SluiceConfig.DecisionLog(
-                          true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                          true,
+                          SluiceConfig.DecisionLog.Level.INFO,
+                          1.0,
+                          true,
+                          0,
+                          0,
+                          SluiceConfig.DecisionLog.File.NONE),
                       lines::add)))
           .workflows(budget)
           .build();

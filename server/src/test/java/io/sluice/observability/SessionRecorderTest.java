@@ -49,7 +49,13 @@ class SessionRecorderTest {
           new AdmissionMetrics(registry, ticker::nanos),
           new DecisionLog(
               new SluiceConfig.DecisionLog(
-                  true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                  true,
+                  SluiceConfig.DecisionLog.Level.INFO,
+                  1.0,
+                  true,
+                  0,
+                  0,
+                  SluiceConfig.DecisionLog.File.NONE),
               lines::add));
   private final List<Runnable> timerTasks = new ArrayList<>();
 
@@ -294,7 +300,13 @@ class SessionRecorderTest {
             new AdmissionMetrics(registry, ticker::nanos),
             new DecisionLog(
                 new SluiceConfig.DecisionLog(
-                    false, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0),
+                    false,
+                    SluiceConfig.DecisionLog.Level.INFO,
+                    1.0,
+                    true,
+                    0,
+                    0,
+                    SluiceConfig.DecisionLog.File.NONE),
                 lines::add));
     Sessions off =
         Sessions.builder(

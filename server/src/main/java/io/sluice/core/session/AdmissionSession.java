@@ -124,6 +124,16 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     decide(true, receivedNanos);
   }
 
+  /**
+   * Decides on an estimate the front end already has instead of a body (a replay's recorded one,
+   * docs/replay.md), where {@link #decideWithBody} would: after {@link SessionFront#bodyWanted}.
+   */
+  public void decideWithEstimate(TokenEstimate estimate, long receivedNanos) {
+    steps.at(Step.ESTIMATE);
+    cost.given(estimate);
+    decide(true, receivedNanos);
+  }
+
   private void decide(boolean body, long receivedNanos) {
     notes.at(body);
     cost.request(); // the learned output reserve applied

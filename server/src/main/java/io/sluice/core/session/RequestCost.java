@@ -110,6 +110,13 @@ final class RequestCost {
     return invalid;
   }
 
+  /** An estimate made elsewhere (a replay's recorded one): no body, one answer. */
+  void given(TokenEstimate e) {
+    shape = null;
+    estimate = e;
+    facts = null;
+  }
+
   /** Whether the engine priority goes into the body (its member replaces the client's own). */
   private boolean writesPriorityField() {
     return !subject.shadow()

@@ -1,0 +1,134 @@
+package io.sluice.bootstrap;
+
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.estimate.OutputReserves;
+import io.sluice.core.estimate.TokenCountCache;
+import io.sluice.core.quota.SharedWorkflowBudget;
+import io.sluice.core.quota.TenantCaps;
+import io.sluice.core.quota.WorkflowBudget;
+import io.sluice.core.session.HoldTimer;
+import io.sluice.core.session.TailHolds;
+import io.sluice.core.time.Ticker;
+import io.sluice.extproc.AdmissionRuntime;
+import io.sluice.extproc.QueueTimer;
+import io.sluice.observability.AdmissionMetrics;
+import io.sluice.observability.DecisionLog;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * A runtime of its own for one policy, built by the live server's {@link RuntimeFactory}: the
+ * configured pools and classes in a controller of their own, a private in-memory store (never the
+ * shared Redis), a scratch metrics registry, nothing shared with a live server. The warm-up before
+ * readiness drives one through the real handlers ({@link IsolatedWarmUp}); a replay drives one's
+ * sessions on a virtual clock ({@code io.sluice.replay}). Close it when done.
+ */
+public final class IsolatedRuntime implements AutoCloseable {
+  private final PrometheusMeterRegistry scratch =
+      new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private final Stores stores;
+  private final AdmissionController controller;
+  private final AdmissionMetrics metrics;
+  private final AdmissionRuntime runtime;
+
+  private IsolatedRuntime(
+      SluiceConfig config,
+      Ticker ticker,
+      Clock clock,
+      QueueTimer timer,
+      HoldTimer holdTimer,
+      Consumer<String> decisionLines,
+      OutputReserves reserves) {
+    this.stores = Stores.isolatedMemory(clock); // never the shared Redis
+    this.controller =
+        new AdmissionController(
+            config.pools().values(),
+            config.classes().values(),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE);
+    this.metrics = new AdmissionMetrics(scratch, ticker::nanos);
+    metrics.bindPools(controller);
+    SluiceConfig.Estimation est = config.estimation();
+    // the live server's factory on parts of this runtime's own: nothing learned, held or counted
+    // here reaches a live state
+    this.runtime =
+        new RuntimeFactory(
+                controller,
+                metrics,
+                new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars()),
+                settings -> new DecisionLog(settings, decisionLines),
+                ticker,
+                clock,
+                timer,
+                stores,
+                TenantCaps.none(), // never the shared store
+                reserves,
+                SharedWorkflowBudget.local(
+                    new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS)),
+                new TailHolds(),
+                Map.of()) // no secrets: nothing here sends a marker
+            .build(config, holdTimer);
+  }
+
+  /** The warm-up's: on the server's clocks and timer, the decision records discarded. */
+  static IsolatedRuntime forWarmUp(
+      SluiceConfig config, Ticker ticker, Clock clock, QueueTimer timer) {
+    return new IsolatedRuntime(
+        config, ticker, clock, timer, timer, line -> {}, OutputReserves.off());
+  }
+
+  /**
+   * A replay's: on its virtual {@code ticker}, {@code clock} and {@code holdTimer}, the learned
+   * output reserve of the policy's own ({@code estimation.learnedReserve}), the decision records
+   * handed to {@code decisionLines}. {@code timer} is only the runtime's idle-sweep wheel (never
+   * started by a replay).
+   */
+  public static IsolatedRuntime forReplay(
+      SluiceConfig config,
+      Ticker ticker,
+      Clock clock,
+      QueueTimer timer,
+      HoldTimer holdTimer,
+      Consumer<String> decisionLines) {
+    return new IsolatedRuntime(
+        config,
+        ticker,
+        clock,
+        timer,
+        holdTimer,
+        decisionLines,
+        new OutputReserves(config.estimation().learnedReserve()));
+  }
+
+  public AdmissionRuntime runtime() {
+    return runtime;
+  }
+
+  public AdmissionController controller() {
+    return controller;
+  }
+
+  AdmissionMetrics metrics() {
+    return metrics;
+  }
+
+  Stores stores() {
+    return stores;
+  }
+
+  PrometheusMeterRegistry registry() {
+    return scratch;
+  }
+
+  @Override
+  public void close() {
+    stores.close();
+    scratch.close();
+  }
+}

@@ -1,0 +1,367 @@
+package io.sluice.replay;
+
+import io.sluice.bootstrap.IsolatedRuntime;
+import io.sluice.config.SluiceConfig;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.FanOut;
+import io.sluice.core.estimate.RequestFormat;
+import io.sluice.core.estimate.TokenEstimate;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.session.AdmissionSession;
+import io.sluice.core.session.SessionFront;
+import io.sluice.core.session.SessionSteps;
+import io.sluice.core.session.Sessions;
+import io.sluice.core.session.Signals;
+import io.sluice.core.session.Subject;
+import io.sluice.extproc.QueueTimer;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.PriorityQueue;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Replays records, in arrival order, against one policy: every request opens a real {@link
+ * AdmissionSession} on an {@link IsolatedRuntime} of the policy (its pools, classes, tenant caps
+ * and rates, queues, degrade ladder, adaptive limit), on a {@link VirtualTime}; an admitted request
+ * is served by its pool's {@link Upstream} and released at its end with its recorded usage; a
+ * request the record shows cancelled leaves when it did. Counts what the policy did ({@link Tally})
+ * and how far its decisions agree with the recorded ones.
+ *
+ * <p>Memory: the requests in flight or queued, the upstream's jobs, the recorded ends of the
+ * concurrency estimate, per-class means; never the records. Single-threaded.
+ */
+final class Replayer implements AutoCloseable {
+  private final SluiceConfig config;
+  private final Map<String, Double> knees;
+  private final double defaultKnee;
+  private @Nullable VirtualTime time;
+  private @Nullable IsolatedRuntime runtime;
+  private final QueueTimer wheel = new QueueTimer(); // the runtime's idle sweeps: never started
+  private final Map<String, Upstream> upstreams = new HashMap<>();
+  private final Map<String, PriorityQueue<Long>> recordedEnds = new HashMap<>();
+  private final Map<String, long[]> means = new HashMap<>(); // pool/class: n, demand ns, output
+  final Tally tally = new Tally();
+  final Tally recorded = new Tally(); // what the record itself shows
+  final Agreement agreement = new Agreement();
+  long replayed;
+  long unknown; // a pool or class the policy does not have
+
+  /**
+   * @param knees the knee of a pool's upstream by pool name; {@code defaultKnee} for the rest
+   *     ({@link Double#POSITIVE_INFINITY}: no slowdown)
+   */
+  Replayer(SluiceConfig config, Map<String, Double> knees, double defaultKnee) {
+    this.config = config;
+    this.knees = Map.copyOf(knees);
+    this.defaultKnee = defaultKnee;
+  }
+
+  private double knee(String pool) {
+    return knees.getOrDefault(pool, defaultKnee);
+  }
+
+  /** Replays every record {@code in} hands out, then lets what is in flight end. */
+  void run(RecordReader in) {
+    Recorded r;
+    while ((r = in.next()) != null) {
+      VirtualTime t = time;
+      if (t == null) {
+        t = new VirtualTime(r.arrivalMillis());
+        time = t;
+        runtime = IsolatedRuntime.forReplay(config, t, t.clock(), wheel, t, line -> {});
+      }
+      advanceTo(t.at(r.arrivalMillis()));
+      arrive(r);
+      t.drain();
+    }
+    if (time != null) {
+      advanceTo(Long.MAX_VALUE - 1);
+    }
+  }
+
+  /** Runs timers and upstream ends in time order up to {@code until}. */
+  private void advanceTo(long until) {
+    VirtualTime t = java.util.Objects.requireNonNull(time);
+    while (true) {
+      long timer = t.nextDue();
+      long end = Long.MAX_VALUE;
+      Upstream first = null;
+      for (Upstream u : upstreams.values()) {
+        long e = u.nextEnd();
+        if (e < end) {
+          end = e;
+          first = u;
+        }
+      }
+      long next = Math.min(timer, end);
+      if (next > until || next == Long.MAX_VALUE) {
+        break;
+      }
+      t.advance(next);
+      if (first != null && end <= timer) {
+        Upstream.Job j = first.pollEnded(next);
+        if (j != null) {
+          ((Request) j.owner).served(next);
+        }
+      }
+      t.runDue();
+      t.drain();
+    }
+    if (until < Long.MAX_VALUE - 1) {
+      t.advance(until);
+    }
+  }
+
+  private void arrive(Recorded r) {
+    VirtualTime t = java.util.Objects.requireNonNull(time);
+    long now = t.nanos();
+    replayed++;
+    Tally.Row[] rows = tally.rowsOf(r.pool(), r.className(), r.tenant());
+    Tally.arrived(rows);
+    record(r);
+    long demand = demand(r);
+    PoolPolicy pool = config.pools().get(r.pool());
+    ClassPolicy cls = config.classes().get(r.className());
+    if (pool == null || cls == null) {
+      unknown++;
+      decided(r, rows, Verdict.REFUSE + "unknown_route", 0, false);
+      return;
+    }
+    Tenant tenant = tenant(r.tenant());
+    if (tenant == null) {
+      decided(r, rows, Verdict.REFUSE + Reason.UNKNOWN_TENANT.code(), 0, false);
+      return;
+    }
+    long deadline = cls.deadline().toNanos();
+    if (r.deadlineMs() > 0) {
+      deadline = Math.min(deadline, r.deadlineMs() * 1_000_000L);
+    }
+    Subject s =
+        new Subject(
+            r.route(),
+            pool,
+            cls,
+            format(r.format()),
+            tenant,
+            now,
+            now + deadline,
+            null,
+            pool.maxMessageTimeout().toNanos(),
+            config.poolModes().get(pool.name()) == SluiceConfig.Mode.SHADOW,
+            0,
+            null,
+            Signals.NONE);
+    Request q = new Request(r, rows, s, demand);
+    Sessions sessions = java.util.Objects.requireNonNull(runtime).runtime().sessions();
+    q.session = sessions.open(s, q, t.serial(), SessionSteps.NONE);
+    q.session.begin(false, false, -1, now);
+    t.drain();
+    if (q.wantsBody && q.verdict == null) {
+      long output = Math.min(r.requestedOutputTokens(), cls.maxOutputTokens());
+      q.session.decideWithEstimate(
+          new TokenEstimate(
+              r.inputTokens(), Math.max(0, output), "replay", null, null, true, false, FanOut.NONE),
+          now);
+    }
+    if (r.cancelled()) {
+      t.schedule(r.endedAfterMs() * 1_000_000L, q::cancel);
+    }
+  }
+
+  /** The recorded decision and end, counted as the replay counts its own. */
+  private void record(Recorded r) {
+    Tally.Row[] rows = recorded.rowsOf(r.pool(), r.className(), r.tenant());
+    Tally.arrived(rows);
+    boolean waited = r.queueWaitMs() > 0 || r.decided().equals(Verdict.QUEUE);
+    Tally.decided(rows, r.decided(), r.queueWaitMs(), waited);
+    if (r.ran()) {
+      Tally.ended(rows, r.goodput(), r.outputTokens(), r.serviceMs(), r.cancelled());
+    }
+  }
+
+  private @Nullable Tenant tenant(String id) {
+    SluiceConfig.Tenants tc = config.tenants();
+    if (id.isEmpty() || id.equals(Tenant.ANONYMOUS)) {
+      return new Tenant(Tenant.ANONYMOUS, tier(tc.anonymousTier()));
+    }
+    String known = tc.known().get(id);
+    if (known != null) {
+      return new Tenant(id, tier(known));
+    }
+    return tc.unknown() == SluiceConfig.UnknownAction.REJECT
+        ? null
+        : new Tenant(id, tier(tc.unknownTier()));
+  }
+
+  private TierPolicy tier(String name) {
+    TierPolicy t = config.tiers().get(name);
+    return t != null ? t : config.tiers().values().iterator().next();
+  }
+
+  private static RequestFormat format(String name) {
+    try {
+      return name.isEmpty() ? RequestFormat.OPENAI_CHAT : RequestFormat.fromConfigName(name);
+    } catch (IllegalArgumentException e) {
+      return RequestFormat.OPENAI_CHAT;
+    }
+  }
+
+  /**
+   * The request's service demand: its recorded service time without the slowdown of the concurrency
+   * it was recorded at; a request the record never ran takes its class's mean so far.
+   */
+  private long demand(Recorded r) {
+    String key = r.pool() + "/" + r.className();
+    long[] m = means.computeIfAbsent(key, k -> new long[3]);
+    if (!r.ran()) {
+      return m[0] == 0 ? 1_000_000_000L : m[1] / m[0];
+    }
+    PriorityQueue<Long> ends = recordedEnds.computeIfAbsent(r.pool(), k -> new PriorityQueue<>());
+    long admittedAt = r.arrivalMillis() + r.queueWaitMs();
+    while (!ends.isEmpty() && ends.peek() <= admittedAt) {
+      ends.poll();
+    }
+    int concurrency = ends.size() + 1;
+    ends.add(r.arrivalMillis() + Math.max(r.endedAfterMs(), r.queueWaitMs() + r.serviceMs()));
+    long d = Upstream.demand(r.serviceMs() * 1_000_000L, concurrency, knee(r.pool()));
+    if (!r.cancelled() && m[0] < Long.MAX_VALUE / 4) {
+      m[0]++;
+      m[1] += d;
+      m[2] += Math.max(0, r.outputTokens());
+    }
+    return d;
+  }
+
+  private long meanOutput(Recorded r) {
+    long[] m = means.get(r.pool() + "/" + r.className());
+    return m == null || m[0] == 0 ? r.requestedOutputTokens() / 2 : m[2] / m[0];
+  }
+
+  private void decided(
+      Recorded r, Tally.Row[] rows, String verdict, long waitNanos, boolean waited) {
+    Tally.decided(rows, verdict, waitNanos / 1_000_000L, waited);
+    agreement.compare(r, verdict, waited ? waitNanos / 1_000_000L : 0);
+  }
+
+  /** One replayed request: the front end of its session. */
+  private final class Request implements SessionFront {
+    final Recorded rec;
+    final Tally.Row[] rows;
+    final Subject subject;
+    final long demand;
+    @Nullable AdmissionSession session;
+    boolean wantsBody;
+    boolean held;
+    @Nullable String verdict;
+    Upstream.@Nullable Job job;
+    @Nullable Upstream upstream;
+    boolean over;
+
+    Request(Recorded rec, Tally.Row[] rows, Subject subject, long demand) {
+      this.rec = rec;
+      this.rows = rows;
+      this.subject = subject;
+      this.demand = demand;
+    }
+
+    private long now() {
+      return java.util.Objects.requireNonNull(time).nanos();
+    }
+
+    @Override
+    public void admitted(boolean atBody) {
+      AdmissionSession s = java.util.Objects.requireNonNull(session);
+      String rung = s.running().plan().rung();
+      long waited = now() - subject.arrivalNanos();
+      verdict = rung != null ? Verdict.DEGRADE + rung : held ? Verdict.QUEUE : Verdict.ADMIT;
+      decided(rec, rows, verdict, waited, held);
+      String pool = s.running().plan().pool().name();
+      Upstream u = upstreams.computeIfAbsent(pool, p -> new Upstream(knee(p), now()));
+      upstream = u;
+      job = u.start(this, demand, now());
+    }
+
+    @Override
+    public void bodyWanted() {
+      wantsBody = true;
+    }
+
+    @Override
+    public void held(long holdMillis) {
+      held = true;
+    }
+
+    @Override
+    public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
+      verdict = Verdict.REFUSE + reason.code();
+      decided(rec, rows, verdict, now() - subject.arrivalNanos(), held);
+      over = true;
+    }
+
+    @Override
+    public void storeFailed(Throwable cause) {
+      verdict = Verdict.REFUSE + "store_failed";
+      decided(rec, rows, verdict, 0, held);
+      over = true;
+      java.util.Objects.requireNonNull(session).end(Outcome.ERROR);
+    }
+
+    /** Its upstream answered in full: released with its recorded usage. */
+    void served(long now) {
+      AdmissionSession s = java.util.Objects.requireNonNull(session);
+      Upstream.Job j = job;
+      long started = j == null ? now : j.startedAt;
+      job = null;
+      over = true;
+      int status = rec.upstreamStatus() > 0 ? rec.upstreamStatus() : 200;
+      long output = rec.outputTokens() >= 0 ? rec.outputTokens() : meanOutput(rec);
+      s.running().headers(status, "application/json", true);
+      byte[] usage =
+          ("{\"usage\":{\"prompt_tokens\":"
+                  + rec.inputTokens()
+                  + ",\"completion_tokens\":"
+                  + output
+                  + "}}")
+              .getBytes(StandardCharsets.UTF_8);
+      s.running().body(usage, 0, usage.length, true);
+      boolean failed = status >= 400 || rec.outcome() == io.sluice.api.v1.Outcome.OUTCOME_ERROR;
+      s.release(failed ? Outcome.ERROR : Outcome.COMPLETED);
+      boolean good = !failed && now <= subject.deadlineNanos();
+      Tally.ended(rows, good, output, (now - started) / 1_000_000L, false);
+    }
+
+    /** The client left when its record says it did. */
+    void cancel() {
+      if (over) {
+        return;
+      }
+      over = true;
+      AdmissionSession s = java.util.Objects.requireNonNull(session);
+      Upstream.Job j = job;
+      Upstream u = upstream;
+      if (j != null && u != null) {
+        u.remove(j, now());
+        Tally.ended(rows, false, 0, (now() - j.startedAt) / 1_000_000L, true);
+        job = null;
+      } else if (verdict == null) { // left the queue: a decision of its own
+        verdict = Verdict.REFUSE + "cancelled";
+        decided(rec, rows, verdict, now() - subject.arrivalNanos(), held);
+      }
+      s.end(Outcome.CANCELLED);
+    }
+  }
+
+  @Override
+  public void close() {
+    IsolatedRuntime r = runtime;
+    if (r != null) {
+      r.close();
+    }
+    wheel.close();
+  }
+}

@@ -1,0 +1,34 @@
+package io.sluice.replay;
+
+import io.sluice.api.v1.AdmissionRecord;
+import io.sluice.api.v1.Decision;
+
+/**
+ * A decision as the agreement compares it: {@code admit} (at once), {@code queue} (admitted after
+ * waiting in the queue), {@code degrade:<rung>}, {@code refuse:<reason>}. Two decisions agree when
+ * their names are equal.
+ */
+final class Verdict {
+  static final String ADMIT = "admit";
+  static final String QUEUE = "queue";
+  static final String DEGRADE = "degrade:";
+  static final String REFUSE = "refuse:";
+
+  private Verdict() {}
+
+  /** The recorded decision of {@code r}. */
+  static String of(AdmissionRecord r) {
+    Decision d = r.getDecision();
+    if (d == Decision.DECISION_DEGRADE) {
+      return DEGRADE + r.getDegrade().getRung();
+    }
+    if (d == Decision.DECISION_REJECT || d == Decision.DECISION_ANSWER) {
+      return REFUSE + r.getReason();
+    }
+    return r.getQueuePosition() > 0 || r.getQueueWaitMs() > 0 ? QUEUE : ADMIT;
+  }
+
+  static boolean refused(String verdict) {
+    return verdict.startsWith(REFUSE);
+  }
+}
