@@ -33,6 +33,16 @@ local function release(jk)
   return true
 end
 
+-- a claimed job is over: its body dropped, its stream entry acknowledged and deleted, kept
+-- retention ms
+local function ended(jk, pool, entry, retention)
+  redis.call('HDEL', jk, 'body')
+  local stream = base .. 'stream:' .. pool
+  redis.call('XACK', stream, 'sluice', entry)
+  redis.call('XDEL', stream, entry)
+  redis.call('PEXPIRE', jk, retention)
+end
+
 local function finish(id, status, retention)
   local jk = base .. 'job:' .. id
   local j = redis.call('HMGET', jk, 'tenant', 'pool', 'work', 'status')
@@ -205,11 +215,7 @@ elseif cmd == 'release' then
   end
   if j[1] == 'cancelled' then -- cancelled while claimed: ends as its completion would
     release(jk)
-    redis.call('HDEL', jk, 'body')
-    local stream = base .. 'stream:' .. j[2]
-    redis.call('XACK', stream, 'sluice', j[3])
-    redis.call('XDEL', stream, j[3])
-    redis.call('PEXPIRE', jk, ARGV[6])
+    ended(jk, j[2], j[3], ARGV[6])
     return {1}
   end
   if j[1] ~= 'in_progress' then
@@ -235,11 +241,7 @@ elseif cmd == 'complete' then
   if j[1] == 'in_progress' then
     redis.call('HSET', jk, 'status', ARGV[4], 'result', ARGV[5], 'error', ARGV[6])
   end
-  redis.call('HDEL', jk, 'body')
-  local stream = base .. 'stream:' .. j[2]
-  redis.call('XACK', stream, 'sluice', j[3])
-  redis.call('XDEL', stream, j[3])
-  redis.call('PEXPIRE', jk, ARGV[7])
+  ended(jk, j[2], j[3], ARGV[7])
   return {1}
 end
 return redis.error_reply('intake.lua: unknown command ' .. tostring(cmd))
