@@ -17,15 +17,16 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Streams decision records from JSON-lines files (as the decision log writes them: one {@code
- * sluice.v1.AdmissionRecord} a line in proto3 JSON, after any logger prefix before the first {@code
- * '{'}), in arrival order. The log writes an admitted request when it ends, so lines are not in
- * arrival order: a bounded reorder buffer holds records until one arrived {@code windowMillis}
- * after them was read (or the buffer holds {@code maxBuffered}); a record older than the last one
- * handed out is counted ({@link #late}) and handed out at once. Memory: the buffer, never the file.
+ * sluice.v1.AdmissionRecord} a line in proto3 JSON, after any logger prefix before its first
+ * opening brace), in arrival order. The log writes an admitted request when it ends, so lines are
+ * not in arrival order: a bounded reorder buffer holds records until one arrived {@code
+ * windowMillis} after them was read (or the buffer holds {@code maxBuffered}); a record older than
+ * the last one handed out is counted ({@link #late}) and handed out at once. Memory: the buffer,
+ * never the file.
  *
  * <p>A malformed line stops the read with a {@link Malformed}: its file and line, the field and
- * what was expected. Blank lines and lines without a {@code '{'} (other log lines) are skipped and
- * counted; so are records that ran nothing upstream and need no pool ({@code DECISION_ANSWER}).
+ * what was expected. Blank lines and lines without an opening brace (other log lines) are skipped
+ * and counted; so are records that ran nothing upstream and need no pool ({@code DECISION_ANSWER}).
  */
 final class RecordReader implements AutoCloseable {
   /** A record the replay cannot read: names the file, the line and the field. */

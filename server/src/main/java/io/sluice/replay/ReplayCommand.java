@@ -187,7 +187,7 @@ public final class ReplayCommand implements Callable<Integer> {
   }
 
   /** Runs the command on its own (tests, tools). */
-  public static int main(String... args) {
+  public static int execute(String... args) {
     return new CommandLine(new ReplayCommand()).execute(args);
   }
 }
