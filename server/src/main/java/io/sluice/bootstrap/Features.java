@@ -1,6 +1,5 @@
 package io.sluice.bootstrap;
 
-import io.sluice.feature.turns.AgentRunsFeature;
 import io.sluice.feature.Feature;
 import io.sluice.feature.StorePort;
 import io.sluice.feature.budget.BudgetFeature;
@@ -9,6 +8,7 @@ import io.sluice.feature.mcp.McpFeature;
 import io.sluice.feature.nativeai.NativeMetadataFeature;
 import io.sluice.feature.retry.RetryFeature;
 import io.sluice.feature.telemetry.TelemetryFeature;
+import io.sluice.feature.turns.AgentRunsFeature;
 import java.util.ArrayList;
 import java.util.List;
 
