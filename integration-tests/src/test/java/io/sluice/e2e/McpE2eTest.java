@@ -59,9 +59,15 @@ class McpE2eTest {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final McpJsonMapper SDK = new JacksonMcpJsonMapper(new ObjectMapper());
 
-  /** The MCP server: each tool's calls in flight and their peak; SSE when asked. */
+  /**
+   * The MCP server: each tool's calls in flight and their peak; SSE when asked. The fast tool's
+   * JSON answers wait until {@link #FAST_WIDE} of its calls are in flight at once (at most 5 s), so
+   * that its peak shows the width Sluice let through, whatever the machine's speed.
+   */
   static final class McpServer implements Upstream, AutoCloseable {
+    static final int FAST_WIDE = 6; // one more than the slow tool's cap
     final ScheduledExecutorService timers = Executors.newScheduledThreadPool(2);
+    final CompletableFuture<Void> fastWide = new CompletableFuture<>();
     final Map<String, AtomicInteger> active = new ConcurrentHashMap<>();
     final Map<String, AtomicInteger> peak = new ConcurrentHashMap<>();
     volatile boolean sse;
@@ -80,6 +86,9 @@ class McpE2eTest {
               + id
               + ",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}";
       long delay = tool.equals(SLOW) ? SLOW_MILLIS : FAST_MILLIS;
+      if (tool.equals(FAST) && now >= FAST_WIDE) {
+        fastWide.complete(null);
+      }
       CompletableFuture<UpstreamResponse> out = new CompletableFuture<>();
       if (sse) { // headers at once, the event after the delay: released at the stream's end
         out.complete(
@@ -103,15 +112,21 @@ class McpE2eTest {
                 }));
         return out;
       }
-      timers.schedule(
+      Runnable answer =
           () -> {
             active.get(tool).decrementAndGet();
             out.complete(
                 UpstreamResponse.of(
                     200, HttpHeaders.of("content-type", "application/json"), result));
-          },
-          delay,
-          TimeUnit.MILLISECONDS);
+          };
+      if (tool.equals(FAST)) {
+        var unused =
+            fastWide
+                .completeOnTimeout(null, 5, TimeUnit.SECONDS)
+                .thenRun(() -> timers.schedule(answer, delay, TimeUnit.MILLISECONDS));
+      } else {
+        timers.schedule(answer, delay, TimeUnit.MILLISECONDS);
+      }
       return out;
     }
 
