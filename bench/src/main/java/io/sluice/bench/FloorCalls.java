@@ -117,7 +117,10 @@ enum FloorCalls {
       }
       case HEADERS_ONLY -> {
         List<ProcessingRequest> messages = io.sluice.harness.LlmStream.headersOnlyMessages();
-        yield (ch, finish) -> llmStream(ch, messages, finish);
+        yield parseAnswers
+            ? (ch, finish) ->
+                llmStream(ch, PARSED, ProcessingResponse::hasImmediateResponse, messages, finish)
+            : (ch, finish) -> llmStream(ch, SKIMMED, AnswerKind::refused, messages, finish);
       }
       case RLS -> {
         RateLimitRequest req = FloorMessages.rlsRequest();
