@@ -27,7 +27,7 @@ import java.util.function.Consumer;
  * configured pools and classes in a controller of their own, a private in-memory store (never the
  * shared Redis), a scratch metrics registry, nothing shared with a live server. The warm-up before
  * readiness drives one through the real handlers ({@link IsolatedWarmUp}); a replay drives one's
- * sessions on a virtual clock ({@code io.sluice.replay}). Close it when done.
+ * sessions on a virtual clock ({@code io.sluice.bootstrap.replay}). Close it when done.
  */
 public final class IsolatedRuntime implements AutoCloseable {
   private final PrometheusMeterRegistry scratch =

@@ -38,7 +38,7 @@ import picocli.CommandLine.Parameters;
       Main.Validate.class,
       Main.ConfigCommand.class,
       io.sluice.calibrate.CalibrateCommand.class,
-      io.sluice.replay.ReplayCommand.class,
+      io.sluice.bootstrap.replay.ReplayCommand.class,
       Main.VersionCommand.class,
       CommandLine.HelpCommand.class
     })

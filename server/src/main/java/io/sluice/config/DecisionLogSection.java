@@ -40,8 +40,8 @@ final class DecisionLogSection {
   }
 
   /** {@code decisionLog.file}: a rotating file of JSON lines, bounded in size, age and count. */
-  private static SluiceConfig.DecisionLog.File file(Node n) {
-    SluiceConfig.DecisionLog.File d = SluiceConfig.DecisionLog.File.NONE;
+  private static DecisionLogFile file(Node n) {
+    DecisionLogFile d = DecisionLogFile.NONE;
     if (!n.present()) {
       return d;
     }
@@ -60,7 +60,7 @@ final class DecisionLogSection {
       f.get("maxAge").invalid(maxAge.toString(), "a duration of at least 1s");
       maxAge = d.maxAge();
     }
-    return new SluiceConfig.DecisionLog.File(
+    return new DecisionLogFile(
         path, maxBytes, maxAge, f.get("maxFiles").intValue(d.maxFiles(), 1, 10_000));
   }
 }

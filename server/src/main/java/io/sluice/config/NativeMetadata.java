@@ -7,14 +7,11 @@ package io.sluice.config;
  *
  * @param requestInfo read {@code envoy.data.ai.v3.RequestInfo} at the request headers
  * @param requestInfoNamespace its namespace
- * @param tokenUsage read {@code envoy.data.ai.v3.TokenUsage} at the response's end
- * @param tokenUsageNamespace its namespace
+ * @param usage read {@code envoy.data.ai.v3.TokenUsage} at the response's end
+ * @param usageNamespace its namespace
  */
 public record NativeMetadata(
-    boolean requestInfo,
-    String requestInfoNamespace,
-    boolean tokenUsage,
-    String tokenUsageNamespace) {
+    boolean requestInfo, String requestInfoNamespace, boolean usage, String usageNamespace) {
   /** Envoy's default namespace of the request-info filter's record. */
   public static final String REQUEST_INFO_NAMESPACE = "envoy.ai.request_info";
 

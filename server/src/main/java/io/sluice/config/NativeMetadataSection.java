@@ -13,8 +13,8 @@ import java.util.regex.Pattern;
  * nativeMetadata:
  *   requestInfo: true                          # envoy.data.ai.v3.RequestInfo at the headers
  *   requestInfoNamespace: envoy.ai.request_info
- *   tokenUsage: true                           # envoy.data.ai.v3.TokenUsage at the end
- *   tokenUsageNamespace: envoy.ai.token_usage
+ *   usage: true                                # envoy.data.ai.v3.TokenUsage at the end
+ *   usageNamespace: envoy.ai.token_usage
  * </pre>
  */
 public final class NativeMetadataSection implements ConfigSection<NativeMetadata> {
@@ -40,12 +40,12 @@ public final class NativeMetadataSection implements ConfigSection<NativeMetadata
   @Override
   public NativeMetadata read(Node n, Refs refs) {
     NativeMetadata d = NativeMetadata.DEFAULTS;
-    n.only(Set.of("requestInfo", "requestInfoNamespace", "tokenUsage", "tokenUsageNamespace"));
+    n.only(Set.of("requestInfo", "requestInfoNamespace", "usage", "usageNamespace"));
     return new NativeMetadata(
         n.get("requestInfo").bool(d.requestInfo()),
         namespace(n.get("requestInfoNamespace"), d.requestInfoNamespace()),
-        n.get("tokenUsage").bool(d.tokenUsage()),
-        namespace(n.get("tokenUsageNamespace"), d.tokenUsageNamespace()));
+        n.get("usage").bool(d.usage()),
+        namespace(n.get("usageNamespace"), d.usageNamespace()));
   }
 
   private static String namespace(Node n, String def) {
@@ -62,8 +62,8 @@ public final class NativeMetadataSection implements ConfigSection<NativeMetadata
     ObjectNode n = MAPPER.createObjectNode();
     n.put("requestInfo", v.requestInfo());
     n.put("requestInfoNamespace", v.requestInfoNamespace());
-    n.put("tokenUsage", v.tokenUsage());
-    n.put("tokenUsageNamespace", v.tokenUsageNamespace());
+    n.put("usage", v.usage());
+    n.put("usageNamespace", v.usageNamespace());
     return n;
   }
 }

@@ -466,34 +466,9 @@ public record SluiceConfig(
       boolean alwaysLogRejects,
       int maxAdmittedPerSecond,
       int maxRefusedPerSecond,
-      File file) {
+      DecisionLogFile file) {
     public static final DecisionLog DEFAULTS =
-        new DecisionLog(true, Level.INFO, 1.0, true, 10, 50, File.NONE);
-
-    public DecisionLog {
-      java.util.Objects.requireNonNull(file, "file");
-    }
-
-    /**
-     * {@code decisionLog.file}: the records also written to a rotating file of JSON lines (the
-     * replay's input, docs/replay.md). A file is rolled when it reaches {@code maxBytes} or is
-     * {@code maxAge} old; at most {@code maxFiles} rolled files are kept beside the current one.
-     *
-     * @param path the current file ("" = no file)
-     */
-    public record File(String path, long maxBytes, java.time.Duration maxAge, int maxFiles) {
-      public static final File NONE = new File("", 100L << 20, java.time.Duration.ofHours(1), 24);
-
-      public File {
-        java.util.Objects.requireNonNull(path, "path");
-        java.util.Objects.requireNonNull(maxAge, "maxAge");
-      }
-
-      /** Whether records go to a file. */
-      public boolean enabled() {
-        return !path.isEmpty();
-      }
-    }
+        new DecisionLog(true, Level.INFO, 1.0, true, 10, 50, DecisionLogFile.NONE);
 
     /** The logger level the records are written at. */
     public enum Level {

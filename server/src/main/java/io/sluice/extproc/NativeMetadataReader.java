@@ -77,18 +77,17 @@ final class NativeMetadataReader {
     NativeRequestInfo info =
         requestInfo(req.context().getMetadataContext(), p.requestInfoNamespace(), meters(rt));
     if (info != null && info.any()) {
-      session.declared(info);
+      session.running().declared(info);
     }
   }
 
   /** Hands the token usage the response's last message carries, if any, to the request. */
   static void usage(AdmissionRuntime rt, Inbound req, RunningRequest running) {
     NativeMetadata p = rt.config().section(NativeMetadataSection.SECTION);
-    if (!p.tokenUsage() || !req.hasContext()) {
+    if (!p.usage() || !req.hasContext()) {
       return;
     }
-    NativeUsage u =
-        tokenUsage(req.context().getMetadataContext(), p.tokenUsageNamespace(), meters(rt));
+    NativeUsage u = tokenUsage(req.context().getMetadataContext(), p.usageNamespace(), meters(rt));
     if (u != null) {
       running.nativeUsage(u);
     }

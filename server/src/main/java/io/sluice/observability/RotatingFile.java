@@ -1,6 +1,6 @@
 package io.sluice.observability;
 
-import io.sluice.config.SluiceConfig;
+import io.sluice.config.DecisionLogFile;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -25,7 +25,7 @@ import org.jspecify.annotations.Nullable;
  * <p>Thread-safe: one monitor around a write and a roll.
  */
 public final class RotatingFile implements Consumer<String>, AutoCloseable {
-  private final SluiceConfig.DecisionLog.File settings;
+  private final DecisionLogFile settings;
   private final Path path;
   private final LongSupplier nanos;
   private final AtomicLong failed = new AtomicLong();
@@ -35,7 +35,7 @@ public final class RotatingFile implements Consumer<String>, AutoCloseable {
   private long size;
   private long openedAt;
 
-  public RotatingFile(SluiceConfig.DecisionLog.File settings, LongSupplier nanos) {
+  public RotatingFile(DecisionLogFile settings, LongSupplier nanos) {
     if (!settings.enabled()) {
       throw new IllegalArgumentException("decisionLog.file.path is empty");
     }
@@ -45,7 +45,7 @@ public final class RotatingFile implements Consumer<String>, AutoCloseable {
   }
 
   /** The settings this file was opened with (a reload with others opens another). */
-  public SluiceConfig.DecisionLog.File settings() {
+  public DecisionLogFile settings() {
     return settings;
   }
 
@@ -151,7 +151,7 @@ public final class RotatingFile implements Consumer<String>, AutoCloseable {
     }
 
     /** The file of {@code settings}, or null when it names none. */
-    public synchronized @Nullable RotatingFile file(SluiceConfig.DecisionLog.File settings) {
+    public synchronized @Nullable RotatingFile file(DecisionLogFile settings) {
       RotatingFile f = current;
       if (f != null && f.settings().equals(settings)) {
         return f;

@@ -28,10 +28,10 @@ class DecisionLogFileConfigTest {
                 decisionLog:
                   file: {path: /var/log/sluice/decisions.jsonl, maxBytes: 64MiB, maxAge: 30m, maxFiles: 48}
                 """);
-    SluiceConfig.DecisionLog.File f = c.decisionLog().file();
+    DecisionLogFile f = c.decisionLog().file();
     assertThat(f)
         .isEqualTo(
-            new SluiceConfig.DecisionLog.File(
+            new DecisionLogFile(
                 "/var/log/sluice/decisions.jsonl", 64L << 20, Duration.ofMinutes(30), 48));
     String yaml = ConfigWriter.tree(c).toString();
     assertThat(ConfigLoader.parse(yaml).decisionLog().file()).isEqualTo(f);

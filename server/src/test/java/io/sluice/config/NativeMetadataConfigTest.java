@@ -18,7 +18,7 @@ class NativeMetadataConfigTest {
     NativeMetadata n = ConfigLoader.parse(BASE).section(NativeMetadataSection.SECTION);
     assertThat(n).isEqualTo(NativeMetadata.DEFAULTS);
     assertThat(n.requestInfoNamespace()).isEqualTo("envoy.ai.request_info");
-    assertThat(n.tokenUsageNamespace()).isEqualTo("envoy.ai.token_usage");
+    assertThat(n.usageNamespace()).isEqualTo("envoy.ai.token_usage");
   }
 
   @Test
@@ -29,7 +29,7 @@ class NativeMetadataConfigTest {
                 + """
                 nativeMetadata:
                   requestInfo: false
-                  tokenUsageNamespace: acme.ai_usage
+                  usageNamespace: acme.ai_usage
                 """);
     NativeMetadata n = c.section(NativeMetadataSection.SECTION);
     assertThat(n)
@@ -53,7 +53,7 @@ class NativeMetadataConfigTest {
                         + """
                         nativeMetadata:
                           requestInfo: maybe
-                          tokenUsageNamespace: "has spaces"
+                          usageNamespace: "has spaces"
                           extra: 1
                         """))
         .isInstanceOf(ConfigException.class)
@@ -63,7 +63,7 @@ class NativeMetadataConfigTest {
                     .anyMatch(m -> m.startsWith("nativeMetadata.requestInfo:"))
                     .anyMatch(
                         m ->
-                            m.startsWith("nativeMetadata.tokenUsageNamespace:")
+                            m.startsWith("nativeMetadata.usageNamespace:")
                                 && m.contains("(expected: a metadata namespace"))
                     .anyMatch(m -> m.startsWith("nativeMetadata.extra")));
   }

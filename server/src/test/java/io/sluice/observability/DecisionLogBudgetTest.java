@@ -3,6 +3,7 @@ package io.sluice.observability;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.config.ConfigLoader;
+import io.sluice.config.DecisionLogFile;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.time.FakeTicker;
 import java.util.ArrayList;
@@ -28,13 +29,7 @@ class DecisionLogBudgetTest {
     DecisionLog log =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true,
-                SluiceConfig.DecisionLog.Level.INFO,
-                1.0,
-                true,
-                3,
-                5,
-                SluiceConfig.DecisionLog.File.NONE),
+                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 3, 5, DecisionLogFile.NONE),
             lines::add,
             budget);
     int admitted = 0;
@@ -62,25 +57,13 @@ class DecisionLogBudgetTest {
     DecisionLog all =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true,
-                SluiceConfig.DecisionLog.Level.INFO,
-                1.0,
-                true,
-                0,
-                0,
-                SluiceConfig.DecisionLog.File.NONE),
+                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0, DecisionLogFile.NONE),
             l -> {},
             budget);
     DecisionLog none =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true,
-                SluiceConfig.DecisionLog.Level.INFO,
-                0.0,
-                false,
-                0,
-                0,
-                SluiceConfig.DecisionLog.File.NONE),
+                true, SluiceConfig.DecisionLog.Level.INFO, 0.0, false, 0, 0, DecisionLogFile.NONE),
             l -> {},
             budget);
     for (int i = 0; i < 1000; i++) {

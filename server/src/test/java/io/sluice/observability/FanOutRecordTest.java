@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.util.JsonFormat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.api.v1.AdmissionRecord;
+import io.sluice.config.DecisionLogFile;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
@@ -75,7 +76,7 @@ class FanOutRecordTest {
                           true,
                           0,
                           0,
-                          SluiceConfig.DecisionLog.File.NONE),
+                          DecisionLogFile.NONE),
                       lines::add)))
           .workflows(budget)
           .build();

@@ -2,7 +2,7 @@ package io.sluice.observability;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.config.SluiceConfig;
+import io.sluice.config.DecisionLogFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,8 +20,7 @@ class RotatingFileTest {
     Path p = dir.resolve("d.jsonl");
     try (RotatingFile f =
         new RotatingFile(
-            new SluiceConfig.DecisionLog.File(p.toString(), 4096, Duration.ofHours(1), 2),
-            now::get)) {
+            new DecisionLogFile(p.toString(), 4096, Duration.ofHours(1), 2), now::get)) {
       String line = "x".repeat(1023); // 1 KiB with its newline: 4 lines a file
       for (int i = 0; i < 20; i++) {
         f.accept(i + line.substring(String.valueOf(i).length()));
@@ -41,8 +40,7 @@ class RotatingFileTest {
     Path p = dir.resolve("d.jsonl");
     try (RotatingFile f =
         new RotatingFile(
-            new SluiceConfig.DecisionLog.File(p.toString(), 1 << 20, Duration.ofMinutes(1), 3),
-            now::get)) {
+            new DecisionLogFile(p.toString(), 1 << 20, Duration.ofMinutes(1), 3), now::get)) {
       f.accept("a");
       now.addAndGet(Duration.ofSeconds(59).toNanos());
       f.accept("b");
@@ -58,16 +56,15 @@ class RotatingFileTest {
   @Test
   void holder_keepsTheFileWhileTheSettingsHold_countsFailures() throws Exception {
     Path p = dir.resolve("d.jsonl");
-    SluiceConfig.DecisionLog.File s =
-        new SluiceConfig.DecisionLog.File(p.toString(), 1 << 20, Duration.ofHours(1), 3);
+    DecisionLogFile s = new DecisionLogFile(p.toString(), 1 << 20, Duration.ofHours(1), 3);
     try (RotatingFile.Holder h = new RotatingFile.Holder(now::get)) {
       RotatingFile a = h.file(s);
       assertThat(h.file(s)).isSameAs(a);
-      assertThat(h.file(SluiceConfig.DecisionLog.File.NONE)).isNull();
+      assertThat(h.file(DecisionLogFile.NONE)).isNull();
       Files.createFile(dir.resolve("blocker"));
       RotatingFile bad =
           h.file(
-              new SluiceConfig.DecisionLog.File(
+              new DecisionLogFile(
                   dir.resolve("blocker").resolve("d.jsonl").toString(),
                   1 << 20,
                   Duration.ofHours(1),

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.util.JsonFormat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.api.v1.AdmissionRecord;
+import io.sluice.config.DecisionLogFile;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
@@ -49,13 +50,7 @@ class SessionRecorderTest {
           new AdmissionMetrics(registry, ticker::nanos),
           new DecisionLog(
               new SluiceConfig.DecisionLog(
-                  true,
-                  SluiceConfig.DecisionLog.Level.INFO,
-                  1.0,
-                  true,
-                  0,
-                  0,
-                  SluiceConfig.DecisionLog.File.NONE),
+                  true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0, DecisionLogFile.NONE),
               lines::add));
   private final List<Runnable> timerTasks = new ArrayList<>();
 
@@ -306,7 +301,7 @@ class SessionRecorderTest {
                     true,
                     0,
                     0,
-                    SluiceConfig.DecisionLog.File.NONE),
+                    DecisionLogFile.NONE),
                 lines::add));
     Sessions off =
         Sessions.builder(

@@ -92,14 +92,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     checks.run(AdmissionCheck.Stage.HEADERS, receivedNanos);
   }
 
-  /**
-   * What Envoy's request-info filter declared of the request (before {@link #begin}): the estimate
-   * source at the headers, preferred over and cross-checked with a body estimate.
-   */
-  public void declared(io.sluice.core.estimate.NativeRequestInfo info) {
-    cost.nativeInfo(info);
-  }
-
   /** The checks of {@code stage} let the request on ({@link CheckRun}): the next step. */
   void checked(AdmissionCheck.Stage stage, long receivedNanos) {
     if (stage == AdmissionCheck.Stage.ESTIMATE) {
@@ -124,10 +116,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     decide(true, receivedNanos);
   }
 
-  /**
-   * Decides on an estimate the front end already has instead of a body (a replay's recorded one,
-   * docs/replay.md), where {@link #decideWithBody} would: after {@link SessionFront#bodyWanted}.
-   */
+  /** Decides on an estimate given instead of a body (a replay's), where the body would be. */
   public void decideWithEstimate(TokenEstimate estimate, long receivedNanos) {
     steps.at(Step.ESTIMATE);
     cost.given(estimate);
@@ -270,38 +259,31 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
 
   /**
    * Refuses (the front end's own checks too: body too large, unknown route); {@code body}: it
-   * answers the body (else the headers) that arrived at {@code receivedNanos}.
+   * answers the body (else the headers) that arrived at {@code at}; Retry-After in seconds.
    */
-  public void refuse(
-      Reason why,
-      int status,
-      long retryAfterSeconds,
-      String message,
-      boolean body,
-      long receivedNanos) {
+  public void refuse(Reason why, int status, long retryAfter, String msg, boolean body, long at) {
     notes.at(body);
     AdmissionCheck.Answered answer = checks.answer(); // a check's own answer: not a refusal
     if (answer == null && shadow != null && ShadowVerdicts.lets(why)) {
-      pass(SessionEvent.Shadowed.REJECT, why, status, retryAfterSeconds, message, receivedNanos);
+      pass(SessionEvent.Shadowed.REJECT, why, status, retryAfter, msg, at);
       return;
     }
     phase = phase == Phase.ENDED ? phase : Phase.REFUSED;
     planner.refused();
     run.plan(run.plan().notDegraded()); // a refused request is not degraded (it may have waited)
     checks.release(AdmissionCheck.Release.REFUSED); // in reverse order, the reservation refunded
-    checks.remember(why, retryAfterSeconds); // retries: its next attempt is early or honours this
+    checks.remember(why, retryAfter); // retries: its next attempt is early or honours this
     steps.at(Step.REJECT);
     notes.refused(why);
-    notes.decided(
-        env.ticker().nanos(), receivedNanos, AdaptiveSignals.limit(env, subject, run.permit()));
+    notes.decided(env.ticker().nanos(), at, AdaptiveSignals.limit(env, subject, run.permit()));
     steps.at(Step.DECISION_LOG);
     if (answer != null) {
       env.listener().on(new SessionEvent.Answered(facts(), why, status));
       front.answered(answer);
       return;
     }
-    env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfterSeconds, message));
-    front.refused(why, status, retryAfterSeconds, message);
+    env.listener().on(new SessionEvent.Refused(facts(), why, status, retryAfter, msg));
+    front.refused(why, status, retryAfter, msg);
   }
 
   /** Shadow mode: it would be refused or queued ({@code what}); let through without a permit. */

@@ -121,6 +121,11 @@ public final class RunningRequest {
     response.body(data, offset, length, last, permit, cost.estimate(), plan.pool());
   }
 
+  /** Envoy's native request info, before the session begins: the estimate source at headers. */
+  public void declared(io.sluice.core.estimate.NativeRequestInfo info) {
+    cost.nativeInfo(info);
+  }
+
   /** Envoy's native token usage at the response's end: preferred at the release when usable. */
   public void nativeUsage(io.sluice.core.estimate.NativeUsage u) {
     response.nativeUsage(u);

@@ -245,13 +245,11 @@ public final class ShareCoordinator {
     long grantedWork;
     int grantedRequests;
     @Nullable ClassShares grantedClasses;
-    // the store's last grant (a changed grant is a rebalance)
-    long leasedWork;
-    int leasedRequests;
+    // the store's last grant, null before the first (a changed grant is a rebalance)
+    ShareStore.@Nullable Grant leased;
     // what it last reported (in flight, waiting, refused; by class): the demand it exchanged
     Demand demand = new Demand(0, 0, 0, 0, 0, 0, 0, 0, 0, List.of());
     long lastGrantNanos;
-    boolean granted;
     boolean started;
     boolean pending;
     List<ShareStore.Peer> peers = List.of();
@@ -372,17 +370,16 @@ public final class ShareCoordinator {
         long now) {
       pending = false;
       if (g != null && e == null) {
-        if (!granted || g.work() != leasedWork || g.requests() != leasedRequests) {
+        ShareStore.Grant last = leased;
+        if (last == null || g.work() != last.work() || g.requests() != last.requests()) {
           tally.rebalances++;
         }
-        leasedWork = g.work();
-        leasedRequests = g.requests();
+        leased = g;
         if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
           // back from a store outage: within the share of the outage until the other replicas
           // have had the time to renew ({@link Probation})
           probation.start(now + 2 * policy.renewInterval().toNanos(), grantedWork, grantedRequests);
         }
-        granted = true;
         long work = g.work();
         int requests = g.requests();
         if (probation.holds(now)) {
@@ -428,7 +425,7 @@ public final class ShareCoordinator {
       if (mode == Mode.FALLBACK || mode == Mode.REFUSING) {
         return;
       }
-      long since = granted ? now - lastGrantNanos : now - createdNanos;
+      long since = leased != null ? now - lastGrantNanos : now - createdNanos;
       long keep =
           Math.min(
               m.keepShareFor().toNanos(),
@@ -461,7 +458,7 @@ public final class ShareCoordinator {
           grantedRequests,
           demand.demandWork(),
           demand.demandRequests(),
-          granted ? now - lastGrantNanos : -1,
+          leased != null ? now - lastGrantNanos : -1,
           peers.size(),
           tally.renewals,
           tally.failures,

@@ -1,4 +1,4 @@
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

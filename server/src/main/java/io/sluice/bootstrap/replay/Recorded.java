@@ -1,4 +1,4 @@
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import com.google.protobuf.util.Timestamps;
 import io.sluice.api.v1.AdmissionRecord;

@@ -3,6 +3,6 @@
  * virtual clock, through the real admission core (docs/replay.md).
  */
 @NullMarked
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import org.jspecify.annotations.NullMarked;

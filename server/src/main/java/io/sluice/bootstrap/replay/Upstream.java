@@ -1,4 +1,4 @@
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import java.util.PriorityQueue;
 import org.jspecify.annotations.Nullable;

@@ -1,4 +1,4 @@
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import io.sluice.config.ConfigException;
 import io.sluice.config.ConfigLoader;

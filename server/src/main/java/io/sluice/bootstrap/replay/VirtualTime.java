@@ -1,4 +1,4 @@
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import io.sluice.core.session.HoldTimer;
 import io.sluice.core.time.Ticker;

@@ -1,4 +1,4 @@
-package io.sluice.replay;
+package io.sluice.bootstrap.replay;
 
 import io.sluice.bootstrap.IsolatedRuntime;
 import io.sluice.config.SluiceConfig;
