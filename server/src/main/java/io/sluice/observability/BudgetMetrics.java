@@ -42,6 +42,12 @@ public final class BudgetMetrics implements BudgetEvents {
    */
   public static final String STORE_FAILURES = "sluice.budget.store.failures";
 
+  /**
+   * Units counted while the store did not answer, by what became of them ({@code written} to the
+   * store once it answered again, {@code dropped}: too many budgets owed), as {@link #SPENT}.
+   */
+  public static final String WRITE_BACK = "sluice.budget.write.back";
+
   private final MeterRegistry registry;
   private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
 
@@ -74,6 +80,11 @@ public final class BudgetMetrics implements BudgetEvents {
   @Override
   public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {
     counter(STORE_FAILURES, a, "outcome", allowed ? "allowed" : "refused").increment();
+  }
+
+  @Override
+  public void writeBack(BudgetPolicy.Applied a, long units, boolean written) {
+    counter(WRITE_BACK, a, "outcome", written ? "written" : "dropped").increment(amount(a, units));
   }
 
   /** A request refused by budget {@code a} with {@code reason}. */

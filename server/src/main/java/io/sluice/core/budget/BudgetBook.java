@@ -56,6 +56,7 @@ public final class BudgetBook {
   private final Delay delay;
   private final Clock clock;
   private final BudgetEvents events;
+  private final WriteBack writeBack;
 
   /**
    * @param local the local share's store (failure mode {@code local}; null otherwise)
@@ -81,6 +82,7 @@ public final class BudgetBook {
     this.delay = delay;
     this.clock = clock;
     this.events = events;
+    this.writeBack = new WriteBack(policy.maxEntries(), events);
   }
 
   public BudgetPolicy policy() {
@@ -140,25 +142,34 @@ public final class BudgetBook {
     }
     Instant now = clock.instant();
     for (BudgetNote.Reserved r : note.reserved()) {
-      if (r.where() == BudgetNote.Where.NONE) {
-        continue;
-      }
       Budget b = r.applied().budget();
       long spent = actual == null ? 0 : Math.max(0, b.meter().units(actual, note.price()));
-      BudgetStore s = r.where() == BudgetNote.Where.LOCAL ? local : store;
-      if (s == null) {
+      String key = r.applied().key(prefix);
+      if (r.where() != BudgetNote.Where.STORE) { // the shared store is told once it answers
+        writeBack.owe(key, r.applied(), r.windowId(), 0, spent);
+      }
+      BudgetStore s = r.where() == BudgetNote.Where.STORE ? store : local;
+      if (r.where() == BudgetNote.Where.NONE || s == null) {
         continue;
       }
       Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
       events.settled(r.applied(), r.units(), spent);
       var unused =
-          s.settle(r.applied().key(prefix), b.period(), r.windowId(), terms, r.units(), spent, now)
+          s.settle(key, b.period(), r.windowId(), terms, r.units(), spent, now)
               .whenComplete(
                   (announce, err) -> {
                     if (err != null) {
                       events.storeFailed(r.applied(), true);
-                    } else if (announce != null && announce >= 0) {
-                      events.crossed(r.applied(), b.terms().thresholds().get(announce));
+                      if (s == store) {
+                        writeBack.owe(key, r.applied(), r.windowId(), r.units(), spent);
+                      }
+                    } else {
+                      if (s == store) {
+                        writeBack.flush(store, clock.instant());
+                      }
+                      if (announce != null && announce >= 0) {
+                        events.crossed(r.applied(), b.terms().thresholds().get(announce));
+                      }
                     }
                   });
     }
@@ -213,6 +224,7 @@ public final class BudgetBook {
                   if (err != null || o == null) {
                     storeFailed(i, a, cost, now);
                   } else {
+                    writeBack.flush(store, clock.instant());
                     answered(i, a, o, BudgetNote.Where.STORE, now);
                   }
                 } catch (RuntimeException x) {

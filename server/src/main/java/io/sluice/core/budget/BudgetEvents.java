@@ -18,6 +18,12 @@ public interface BudgetEvents {
   /** The store did not answer; {@code allowed}: what the failure mode did. */
   void storeFailed(BudgetPolicy.Applied a, boolean allowed);
 
+  /**
+   * Spend counted while the shared store did not answer: {@code written} true, {@code units}
+   * written to it once it answered again; false, dropped (too many budgets owed).
+   */
+  void writeBack(BudgetPolicy.Applied a, long units, boolean written);
+
   /** Hears nothing. */
   BudgetEvents NONE = new Ignoring();
 
@@ -34,5 +40,8 @@ public interface BudgetEvents {
 
     @Override
     public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {}
+
+    @Override
+    public void writeBack(BudgetPolicy.Applied a, long units, boolean written) {}
   }
 }

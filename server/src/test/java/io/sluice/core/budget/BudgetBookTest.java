@@ -68,6 +68,9 @@ class BudgetBookTest {
     public void storeFailed(BudgetPolicy.Applied a, boolean allowed) {
       storeFailures++;
     }
+
+    @Override
+    public void writeBack(BudgetPolicy.Applied a, long units, boolean written) {}
   }
 
   static Budget tokens(String name, long limit, Period p, List<Double> th, long burst) {
