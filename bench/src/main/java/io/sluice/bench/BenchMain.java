@@ -53,6 +53,7 @@ import picocli.CommandLine.ScopeType;
       RetryStorm.class,
       BudgetBench.Burst.class,
       BudgetBench.Pacing.class,
+      BudgetReplicas.class,
       Reserve.class,
       ColdGreedy.class,
       PolicyAssistant.class,
