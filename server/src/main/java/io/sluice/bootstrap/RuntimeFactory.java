@@ -114,6 +114,7 @@ record RuntimeFactory(
             .tails(tails)
             .bodyRouter(features.bodyRouter());
     features.checks().forEach(sessions::check);
+    features.planners().forEach(sessions::planner);
     return new AdmissionRuntime(
         config,
         resolver,

@@ -8,6 +8,7 @@ import io.sluice.core.intake.DispatchMarker;
 import io.sluice.core.intake.DispatchPolicy;
 import io.sluice.core.intake.IntakePolicy;
 import io.sluice.core.intake.OperationCheck;
+import io.sluice.core.intake.WhenLate;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -86,7 +87,8 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
             "retention",
             "maxJobs",
             "maxResultBytes",
-            "dispatch"));
+            "dispatch",
+            "whenLate"));
     boolean enabled = n.get("enabled").bool(d.enabled());
     Set<String> classes = names(n.get("classes"), refs.classes(), "the name of a class in classes");
     Set<String> routes = names(n.get("routes"), refs.routes(), "the name of a route in routes");
@@ -105,12 +107,13 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
     int maxJobs = n.get("maxJobs").intValue(d.maxJobs(), 1, 10_000_000);
     int maxResultBytes = (int) n.get("maxResultBytes").longValue(d.maxResultBytes(), 1, 64L << 20);
     DispatchPolicy dispatch = dispatch(n.get("dispatch"));
-    if (enabled && classes.isEmpty() && routes.isEmpty()) {
+    Map<String, WhenLate> whenLate = whenLate(n.get("whenLate"), refs.classes());
+    if (enabled && classes.isEmpty() && routes.isEmpty() && whenLate.isEmpty()) {
       n.get("classes")
           .error(
               n.path()
-                  + ".classes: empty while intake is enabled (expected: "
-                  + "at least one class in intake.classes or route in intake.routes)");
+                  + ".classes: empty while intake is enabled (expected: at least one class in"
+                  + " intake.classes, route in intake.routes or class in intake.whenLate)");
     }
     return new IntakePolicy(
         enabled,
@@ -124,7 +127,29 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         retention,
         maxJobs,
         maxResultBytes,
-        dispatch);
+        dispatch,
+        whenLate);
+  }
+
+  /** {@code whenLate}: a map of class name to {@code refuse} or {@code accept}. */
+  private static Map<String, WhenLate> whenLate(Node n, Set<String> known) {
+    Map<String, WhenLate> out = new LinkedHashMap<>();
+    for (Map.Entry<String, Node> e : n.entries().entrySet()) {
+      String name = e.getKey();
+      Node v = e.getValue();
+      if (!known.contains(name)) {
+        v.invalid(name, "the name of a class in classes");
+        continue;
+      }
+      String code = v.string("");
+      WhenLate w = WhenLate.of(code);
+      if (w == null) {
+        v.invalid(code, "refuse or accept");
+        continue;
+      }
+      out.put(name, w);
+    }
+    return out;
   }
 
   /** Headers a dispatched job's config may not set: the client's or the transport's own. */
@@ -253,6 +278,10 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         .put("retention", ConfigWriter.duration(p.retention()))
         .put("maxJobs", p.maxJobs())
         .put("maxResultBytes", p.maxResultBytes());
+    ObjectNode wl = n.putObject("whenLate");
+    p.whenLate().entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .forEach(e -> wl.put(e.getKey(), e.getValue().code()));
     DispatchPolicy d = p.dispatch();
     ObjectNode dn =
         n.putObject("dispatch")

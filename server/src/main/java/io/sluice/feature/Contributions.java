@@ -9,18 +9,29 @@ import java.util.Objects;
 
 /**
  * What the features add to one snapshot's runtime ({@link Feature#contribute}), in registration
- * order: the checks at their places in the chain, the session listeners (after the built-in ones),
- * the decision-record parts. Collected by the bootstrap's runtime factory; not thread-safe.
+ * order: the checks at their places in the chain, the planners, the session listeners (after the
+ * built-in ones), the decision-record parts. Collected by the bootstrap's runtime factory; not
+ * thread-safe.
  */
 public final class Contributions {
   private final List<AdmissionCheck.Contributed> checks = new ArrayList<>();
   private final List<SessionListener> listeners = new ArrayList<>();
   private final List<DecisionRecordPart> recordParts = new ArrayList<>();
+  private final List<io.sluice.core.session.Planner.Factory> planners = new ArrayList<>();
   private io.sluice.core.session.BodyRouter bodyRouter = io.sluice.core.session.BodyRouter.NONE;
 
   /** A check at its place ({@link AdmissionCheck.Contributed}). */
   public Contributions check(int order, AdmissionCheck.Factory factory) {
     checks.add(new AdmissionCheck.Contributed(order, Objects.requireNonNull(factory)));
+    return this;
+  }
+
+  /**
+   * A planner of what happens to a refused request ({@link io.sluice.core.session.Planner#instead};
+   * after the session's own planner, in registration order).
+   */
+  public Contributions planner(io.sluice.core.session.Planner.Factory factory) {
+    planners.add(Objects.requireNonNull(factory));
     return this;
   }
 
@@ -54,6 +65,10 @@ public final class Contributions {
 
   public List<AdmissionCheck.Contributed> checks() {
     return List.copyOf(checks);
+  }
+
+  public List<io.sluice.core.session.Planner.Factory> planners() {
+    return List.copyOf(planners);
   }
 
   public List<SessionListener> listeners() {

@@ -29,6 +29,14 @@ public final class IntakeMetrics {
    */
   public static final String DISPATCH = "sluice.intake.dispatch";
 
+  /**
+   * Late requests ({@code intake.whenLate: accept}) by pool, class, the pool's refusal they were
+   * taken in instead of ({@code reason}: {@code deadline_unreachable}, {@code queue_full}, {@code
+   * queue_timeout}) and what intake did ({@code event}: {@code queued}; the refusal stood: {@code
+   * store_failed}, {@code backlog_full}, {@code too_large}, {@code not_json}).
+   */
+  public static final String LATE = "sluice.intake.late";
+
   /** Jobs waiting in a pool's durable queue (pool-wide: every replica reads the same store). */
   public static final String BACKLOG = "sluice.intake.backlog.jobs";
 
@@ -89,6 +97,27 @@ public final class IntakeMetrics {
         pool,
         cls,
         event);
+  }
+
+  /**
+   * One late request intake handled ({@code event}) instead of the pool's refusal ({@code reason}).
+   */
+  public void late(String pool, String cls, String reason, String event) {
+    String key = LATE + '\0' + pool + '\0' + cls + '\0' + reason + '\0' + event;
+    Counter c = counters.get(key);
+    if (c == null) {
+      c =
+          counters.computeIfAbsent(
+              key,
+              k ->
+                  Counter.builder(LATE)
+                      .tags("pool", pool, "class", cls, "reason", reason, "event", event)
+                      .description(
+                          "Late requests background intake took in instead of the pool's refusal,"
+                              + " or not, by pool, class, reason and event")
+                      .register(registry));
+    }
+    c.increment();
   }
 
   /**

@@ -11,8 +11,9 @@ import io.sluice.core.session.Subject;
 /**
  * Background intake's listener and decision-record part, registered by its feature beside its
  * checks: counts each request intake answered ({@link SessionEvent.Answered}) or refused ({@link
- * SessionEvent.Refused}) by the {@link IntakeNote} its check left, and writes the note into the
- * decision record's {@code intake}. Thread-safe, as its meters are.
+ * SessionEvent.Refused}) by the {@link IntakeNote} its check (or its planner, for a late request:
+ * {@code sluice_intake_late_total}) left, and writes the note into the decision record's {@code
+ * intake}. Thread-safe, as its meters are.
  */
 public final class IntakeRecorder implements SessionListener, DecisionRecordPart {
   private final IntakeMetrics meters;
@@ -34,7 +35,12 @@ public final class IntakeRecorder implements SessionListener, DecisionRecordPart
     IntakeNote n = IntakeNote.of(f);
     if (n != null) {
       Subject s = f.subject();
-      meters.request(s.pool().name(), s.requestClass().name(), n.event());
+      var insteadOf = n.insteadOf();
+      if (insteadOf != null) { // a late request: taken in instead of its pool's refusal, or not
+        meters.late(s.pool().name(), s.requestClass().name(), insteadOf.code(), n.event());
+      } else {
+        meters.request(s.pool().name(), s.requestClass().name(), n.event());
+      }
     }
   }
 
@@ -52,6 +58,10 @@ public final class IntakeRecorder implements SessionListener, DecisionRecordPart
       ib.setStatus(n.status());
     }
     ib.setPosition(n.position());
+    var insteadOf = n.insteadOf();
+    if (insteadOf != null) {
+      ib.setInsteadOf(insteadOf.code());
+    }
     StartWindow w = n.window();
     if (w != null) {
       ib.setStartAfterMs(w.earliestMillis()).setStartBeforeMs(w.latestMillis());

@@ -6,6 +6,7 @@ import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
 import io.sluice.core.intake.OperationIds;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -303,6 +304,33 @@ public abstract class JobStoreContractTest {
     assertThat(release(replicaB(), a.id(), again.attempt(), T0 + 9)).isFalse(); // ended
     assertThat(release(replicaB(), "unknown-id", 1, T0 + 9)).isFalse();
     assertThat(claim(replicaA(), "replica-a", T0 + 10, 60_000)).isNull();
+  }
+
+  @Test
+  void aReleasedJob_behindMoreThan16Claims_isClaimedNext_notAfterItsLease() {
+    JobStore.Caps many = new JobStore.Caps(100, 100_000, KEEP);
+    List<JobStore.NewJob> jobs = new java.util.ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      JobStore.NewJob j = job("acme", "gpu", 10, T0 + i);
+      jobs.add(j);
+      enqueue(replicaA(), j, many);
+    }
+    JobStore.Claimed last = null;
+    for (int i = 0; i < 18; i++) { // 18 claims in progress, none past its lease
+      last = claim(replicaA(), "replica-a", T0 + 100 + i, 60_000);
+      assertThat(last.id()).isEqualTo(jobs.get(i).id());
+    }
+    assertThat(release(replicaA(), last.id(), last.attempt(), T0 + 200)).isTrue();
+    // the 18th, given back behind 17 claims still running, is claimed at once, before the 19th
+    JobStore.Claimed again = claim(replicaB(), "replica-b", T0 + 201, 60_000);
+    assertThat(again.id()).isEqualTo(jobs.get(17).id());
+    assertThat(again.attempt()).isEqualTo(2);
+    assertThat(claim(replicaB(), "replica-b", T0 + 202, 60_000).id()).isEqualTo(jobs.get(18).id());
+    // a completed claim is never found again by the lease scan
+    assertThat(complete(replicaB(), again.id(), JobStatus.COMPLETED, "r", T0 + 203)).isTrue();
+    JobStore.Claimed late = claim(replicaA(), "replica-a", T0 + 100 + 60_001, 60_000);
+    assertThat(late.id()).isEqualTo(jobs.get(0).id()); // the oldest lapsed claim first
+    assertThat(late.attempt()).isEqualTo(2);
   }
 
   @Test

@@ -47,6 +47,23 @@ public final class BackgroundRequest {
     if (!mentions(b, off, len)) {
       return null;
     }
+    Scan s = scan(b, off, len);
+    return s != null && s.background() ? new Asked(s.model()) : null;
+  }
+
+  /**
+   * A request taken in for later without asking for background mode ({@code intake.whenLate}): its
+   * model, or null when the body is not a JSON object (it cannot run as a background job).
+   */
+  static @Nullable Asked late(byte[] b, int off, int len) {
+    Scan s = scan(b, off, len);
+    return s == null ? null : new Asked(s.model());
+  }
+
+  private record Scan(boolean background, @Nullable String model) {}
+
+  /** One pass over the top-level fields; null when the body is not a JSON object. */
+  private static @Nullable Scan scan(byte[] b, int off, int len) {
     boolean background = false;
     String model = null;
     try (JsonParser p = JSON.createParser(b, off, len)) {
@@ -67,6 +84,6 @@ public final class BackgroundRequest {
     } catch (IOException e) {
       return null; // the estimator already refused a body that does not parse
     }
-    return background ? new Asked(model) : null;
+    return new Scan(background, model);
   }
 }

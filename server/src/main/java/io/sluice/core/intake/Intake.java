@@ -2,8 +2,13 @@ package io.sluice.core.intake;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.PoolState;
+import io.sluice.core.admission.Reason;
+import io.sluice.core.session.AdmissionCheck;
+import io.sluice.core.session.Subject;
 import io.sluice.core.time.Ticker;
 import java.time.Clock;
+import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One snapshot's intake: its policy, the job store, where its keys live, and how it predicts a
@@ -24,6 +29,54 @@ public record Intake(
   JobStore.Caps caps() {
     return new JobStore.Caps(
         policy.maxJobsPerTenant(), policy.maxWorkPerTenant(), policy.retention().toMillis());
+  }
+
+  /**
+   * The job {@code s}'s request becomes: a new operation id, its body (a copy of {@code b}),
+   * tenant, pool, class, route, model and work units, created now, expiring {@code
+   * intake.freshness} later.
+   */
+  JobStore.NewJob newJob(Subject s, long workUnits, @Nullable String model, AdmissionCheck.Body b) {
+    long now = clock.millis();
+    return new JobStore.NewJob(
+        OperationIds.next(),
+        s.tenant().id(),
+        s.pool().name(),
+        s.requestClass().name(),
+        s.route(),
+        model,
+        workUnits,
+        now,
+        now + policy.freshness().toMillis(),
+        Arrays.copyOfRange(b.bytes(), b.offset(), b.offset() + b.length()));
+  }
+
+  /**
+   * The answer to a job the store acknowledged ({@code e} accepted): the queued object with its
+   * position and predicted start window; {@code insteadOf}: the refusal it was accepted instead of
+   * (null: it asked for background mode).
+   */
+  AdmissionCheck.Answered accepted(
+      AdmissionController controller,
+      JobStore.NewJob job,
+      JobStore.Enqueued e,
+      @Nullable Reason insteadOf) {
+    JobStore.JobView view =
+        new JobStore.JobView(
+            job.id(),
+            job.pool(),
+            JobStatus.QUEUED,
+            job.model(),
+            job.workUnits(),
+            job.createdMillis(),
+            job.expiresMillis(),
+            e.position(),
+            e.aheadWork(),
+            null,
+            null);
+    StartWindow window = window(controller, job.pool(), view);
+    return JobAnswers.answer(
+        Reason.ACCEPTED, view, window, IntakeNote.of(IntakeNote.QUEUED, view, window, insteadOf));
   }
 
   /** The predicted start window of {@code job}, now, in its pool of {@code controller}. */

@@ -5,7 +5,6 @@ import io.sluice.core.admission.Reason;
 import io.sluice.core.session.AdmissionCheck;
 import io.sluice.core.session.CheckChain;
 import io.sluice.core.session.Subject;
-import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
@@ -75,20 +74,7 @@ public final class IntakeCheck implements AdmissionCheck<IntakeCheck.Written> {
     if (b.length() > p.maxRequestBytes()) {
       return CompletableFuture.completedFuture(Written.TOO_LARGE);
     }
-    Subject s = r.subject();
-    long now = intake.clock().millis();
-    JobStore.NewJob job =
-        new JobStore.NewJob(
-            OperationIds.next(),
-            s.tenant().id(),
-            s.pool().name(),
-            s.requestClass().name(),
-            s.route(),
-            asked.model(),
-            r.workUnits(),
-            now,
-            now + p.freshness().toMillis(),
-            Arrays.copyOfRange(b.bytes(), b.offset(), b.offset() + b.length()));
+    JobStore.NewJob job = intake.newJob(r.subject(), r.workUnits(), asked.model(), b);
     return intake
         .store()
         .enqueue(intake.keyPrefix(), job, intake.caps())
@@ -138,21 +124,6 @@ public final class IntakeCheck implements AdmissionCheck<IntakeCheck.Written> {
                       + p.maxWorkPerTenant()
                       + ") work units"));
     }
-    JobStore.JobView view =
-        new JobStore.JobView(
-            job.id(),
-            job.pool(),
-            JobStatus.QUEUED,
-            job.model(),
-            job.workUnits(),
-            job.createdMillis(),
-            job.expiresMillis(),
-            e.position(),
-            e.aheadWork(),
-            null,
-            null);
-    StartWindow window = intake.window(controller, job.pool(), view);
-    return JobAnswers.answer(
-        Reason.ACCEPTED, view, window, IntakeNote.of(IntakeNote.QUEUED, view, window));
+    return intake.accepted(controller, job, e, null);
   }
 }

@@ -1,5 +1,6 @@
 package io.sluice.core.intake;
 
+import io.sluice.core.admission.Reason;
 import io.sluice.core.session.AdmissionCheck;
 import io.sluice.core.session.RequestFacts;
 import org.jspecify.annotations.Nullable;
@@ -14,13 +15,17 @@ import org.jspecify.annotations.Nullable;
  * @param status the job's status answered, or null
  * @param position jobs ahead of it while it waits (else 0)
  * @param window its predicted start window while it waits, or null
+ * @param insteadOf the pool's refusal a request of a class with {@code intake.whenLate: accept} was
+ *     taken in instead of ({@code deadline_unreachable}, {@code queue_full}, {@code
+ *     queue_timeout}), whatever intake then did; null for a background request or an operation
  */
 public record IntakeNote(
     String event,
     @Nullable String jobId,
     @Nullable String status,
     long position,
-    @Nullable StartWindow window) {
+    @Nullable StartWindow window,
+    @Nullable Reason insteadOf) {
   /** A job was written to the durable queue and its id answered. */
   public static final String QUEUED = "queued";
 
@@ -32,6 +37,15 @@ public record IntakeNote(
 
   /** Refused: the body is larger than {@code intake.maxRequestBytes}. */
   public static final String TOO_LARGE = "too_large";
+
+  /**
+   * A late request's body is no JSON object, or the request came without a body: the refusal stands
+   * ({@code intake.whenLate}).
+   */
+  public static final String NOT_JSON = "not_json";
+
+  /** A late request was accepted, but its front end went away before the answer: cancelled. */
+  public static final String ABANDONED = "abandoned";
 
   /** A job's status was read. */
   public static final String READ = "read";
@@ -49,13 +63,27 @@ public record IntakeNote(
   public static final String MARKER_INVALID = "marker_invalid";
 
   static IntakeNote of(String event) {
-    return new IntakeNote(event, null, null, 0, null);
+    return of(event, null);
+  }
+
+  static IntakeNote of(String event, @Nullable Reason insteadOf) {
+    return new IntakeNote(event, null, null, 0, null, insteadOf);
   }
 
   static IntakeNote of(String event, JobStore.JobView job, StartWindow window) {
+    return of(event, job, window, null);
+  }
+
+  static IntakeNote of(
+      String event, JobStore.JobView job, StartWindow window, @Nullable Reason insteadOf) {
     boolean waits = job.status() == JobStatus.QUEUED;
     return new IntakeNote(
-        event, job.id(), job.status().code(), waits ? job.position() : 0, waits ? window : null);
+        event,
+        job.id(),
+        job.status().code(),
+        waits ? job.position() : 0,
+        waits ? window : null,
+        insteadOf);
   }
 
   /** The note of {@code facts}, or null when intake did nothing with the request. */

@@ -1,6 +1,7 @@
 package io.sluice.core.intake;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
@@ -22,6 +23,8 @@ import java.util.Set;
  * @param maxResultBytes the largest upstream answer kept as a job's result (larger: the job ends
  *     {@code failed}, {@code result_too_large}; never truncated)
  * @param dispatch how accepted jobs are run ({@link DispatchPolicy})
+ * @param whenLate per class (by name): what happens to a request the pool cannot start in time
+ *     ({@link WhenLate}; a class not named: {@link WhenLate#REFUSE})
  */
 public record IntakePolicy(
     boolean enabled,
@@ -35,9 +38,11 @@ public record IntakePolicy(
     Duration retention,
     int maxJobs,
     int maxResultBytes,
-    DispatchPolicy dispatch) {
+    DispatchPolicy dispatch,
+    Map<String, WhenLate> whenLate) {
   public IntakePolicy {
     Objects.requireNonNull(dispatch, "dispatch");
+    whenLate = Map.copyOf(whenLate);
     classes = Set.copyOf(classes);
     routes = Set.copyOf(routes);
     Objects.requireNonNull(statusPath, "statusPath");
@@ -58,11 +63,20 @@ public record IntakePolicy(
           Duration.ofHours(24),
           100_000,
           4 << 20,
-          DispatchPolicy.OFF);
+          DispatchPolicy.OFF,
+          Map.of());
 
   /** Whether a request of {@code className} on {@code route} may be accepted for later. */
   public boolean covers(String className, String route) {
     return enabled && (classes.contains(className) || routes.contains(route));
+  }
+
+  /**
+   * Whether a request of {@code className} the pool cannot start in time is accepted for later
+   * ({@code whenLate: accept}).
+   */
+  public boolean acceptsLate(String className) {
+    return enabled && whenLate.get(className) == WhenLate.ACCEPT;
   }
 
   public static Builder builder() {
@@ -83,6 +97,7 @@ public record IntakePolicy(
     private int maxJobs = DEFAULTS.maxJobs;
     private int maxResultBytes = DEFAULTS.maxResultBytes;
     private DispatchPolicy dispatch = DEFAULTS.dispatch;
+    private Map<String, WhenLate> whenLate = DEFAULTS.whenLate;
 
     public Builder enabled(boolean v) {
       enabled = v;
@@ -144,6 +159,11 @@ public record IntakePolicy(
       return this;
     }
 
+    public Builder whenLate(Map<String, WhenLate> v) {
+      whenLate = v;
+      return this;
+    }
+
     public IntakePolicy build() {
       return new IntakePolicy(
           enabled,
@@ -157,7 +177,8 @@ public record IntakePolicy(
           retention,
           maxJobs,
           maxResultBytes,
-          dispatch);
+          dispatch,
+          whenLate);
     }
   }
 }

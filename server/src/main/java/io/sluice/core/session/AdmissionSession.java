@@ -75,7 +75,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.notes = new DecisionNotes(env.clock().millis());
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
-    this.planner = DegradeLadder.of(env, subject);
+    this.planner = Planners.of(env, subject);
     this.checks = new CheckRun.OfSession(env.checks(), this, serial, steps);
     this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
   }
@@ -239,11 +239,10 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     front.admitted(notes.atBody());
   }
 
-  /** The pool refused it ({@code r}), at once or out of its queue. */
+  /** The pool refused it ({@code r}), at once or out of its queue (or its planner answers it). */
   private void refuse(Decision.Reject r, long receivedNanos) {
     notes.refusalWait(r.waitNanos());
-    refuse(
-        r.reason(), r.status(), r.retryAfterSeconds(), r.message(), notes.atBody(), receivedNanos);
+    checks.refuse(planner, r, receivedNanos); // its planner may answer it another way, later
   }
 
   /** A check refused it ({@link CheckRun}); its holds are given back with the refusal. */

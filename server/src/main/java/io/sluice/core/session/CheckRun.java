@@ -1,5 +1,6 @@
 package io.sluice.core.session;
 
+import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.session.AdmissionCheck.Held;
 import io.sluice.core.session.AdmissionCheck.Refusal;
@@ -8,6 +9,7 @@ import io.sluice.core.session.AdmissionCheck.Stage;
 import io.sluice.core.session.SessionSteps.Step;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
 
@@ -95,6 +97,46 @@ abstract class CheckRun implements AdmissionCheck.Request {
   /** The answer a check gave the request itself, or null (it was not answered so). */
   final AdmissionCheck.@Nullable Answered answer() {
     return answer;
+  }
+
+  /**
+   * The pool refused the request ({@code r}): refused now ({@link #refused}), unless {@code
+   * planner} answers it another way ({@link Planner#instead}, never in shadow mode), later, in the
+   * serial context: its answer ends the request as a check's own answer does, else the refusal
+   * stands (a failed stage too). The front end gone meanwhile ({@link #release}): the planner is
+   * told ({@link Planner#unanswered}), nothing else happens (what was held went back at the end).
+   */
+  final void refuse(Planner planner, Decision.Reject r, long receivedNanos) {
+    CompletionStage<Planner.Instead> later =
+        closed || subject().shadow() ? null : planner.instead(r, this);
+    if (later == null) {
+      refused(
+          new Refusal(r.reason(), r.status(), r.retryAfterSeconds(), r.message()), receivedNanos);
+      return;
+    }
+    var unused = // the callback handles every outcome, errors included
+        later.whenComplete(
+            (v, e) ->
+                serial.execute(
+                    () -> {
+                      Planner.Instead i = e != null || v == null ? Planner.Instead.REFUSAL : v;
+                      if (closed) {
+                        planner.unanswered(i);
+                        return;
+                      }
+                      Object note = i.note();
+                      if (note != null) { // the facts carry it as a hold's note
+                        keep(new Noted(note));
+                      }
+                      AdmissionCheck.Answered a = i.answer();
+                      if (a != null) {
+                        answered(a, receivedNanos);
+                      } else {
+                        refused(
+                            new Refusal(r.reason(), r.status(), r.retryAfterSeconds(), r.message()),
+                            receivedNanos);
+                      }
+                    }));
   }
 
   /** A store's answer failed outright (not a store failure it answers for itself). */

@@ -3,6 +3,7 @@ package io.sluice.core.session;
 import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.estimate.TokenEstimate;
+import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -13,77 +14,112 @@ import org.jspecify.annotations.Nullable;
  * its state. Nothing is allocated for a request run as asked. The degrade ladder ({@link
  * DegradeLadder}) is the first. One per session, called in its serial context. Adding one:
  * CONTRIBUTING.md, "Adding a planner".
+ *
+ * <p>A planner may also answer a request its pool refused another way, later ({@link #instead}:
+ * background intake accepts it into the durable queue once the store acknowledged it); a feature
+ * contributes such a planner ({@link Factory}, {@code Sessions.Builder#planner}): the session's own
+ * planner (the ladder) decides, a contributed one plans what happens to its refusal ({@link
+ * Planners}). Every method but {@link #decide} has the as-asked default.
  */
-interface Planner {
+public interface Planner {
   /**
    * The front end's trusted signal (the route's {@code degrade: false}, the {@code noDegrade}
    * signal): the request runs as asked; called before it is decided.
    */
-  void forbid();
+  default void forbid() {}
 
   /**
    * The request body at its decision, by reference and never modified: kept until the request is
    * decided when the planner may rewrite it.
    */
-  void offer(byte[] body, int offset, int length);
+  default void offer(byte[] body, int offset, int length) {}
 
   /**
    * Decides {@code request} (costing {@code asked}, read only; decided at the body when {@code
    * atBody}): asks {@code pool}, and plans another way when the pool cannot start it now. The
    * decision may be a rung's admit (its permit is then the request's).
    */
-  Decision decide(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool);
+  default Decision decide(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool) {
+    return pool.decide(request, 0);
+  }
 
   /** The cheaper version the last decided request runs (or waits) as, or null: as asked. */
-  @Nullable Cost runsAs();
+  default @Nullable Cost runsAs() {
+    return null;
+  }
 
   /** What the upstream gets for the last decided request, {@code request}. */
-  UpstreamPlan plan(AdmissionRequest request);
+  default UpstreamPlan plan(AdmissionRequest request) {
+    return UpstreamPlan.asAsked(request.pool());
+  }
 
   /**
    * The request is admitted under {@code plan}: what the upstream gets (the engine priority of the
    * pool it runs in, added); the body is let go.
    */
-  UpstreamPlan admitted(UpstreamPlan plan, boolean atBody);
+  default UpstreamPlan admitted(UpstreamPlan plan, boolean atBody) {
+    return plan; // no engine priority, no rung: what the upstream gets is the plan
+  }
 
-  /** The request is refused: the body is let go. */
-  void refused();
+  /** The request is refused (or answered another way): the body is let go. */
+  default void refused() {}
+
+  /**
+   * The pool refused the request ({@code refusal}: at once, or out of its queue when its wait ran
+   * out; enforced, never in shadow mode): the planner may answer it another way, later. Null (the
+   * default): the refusal stands, nothing allocated. Else the session waits for the stage (the
+   * front end keeps holding the request, as while a check's store answers) and applies its {@link
+   * Instead} in its serial context: an answer ends the request as a check's own answer does (its
+   * holds given back once, {@link SessionEvent.Answered}, the front end sends it); no answer, or a
+   * stage that fails, lets the refusal stand (with the note, if any). {@code request}: the request
+   * as the checks see it (its body is the planner's to keep, {@link #offer}).
+   */
+  default @Nullable CompletionStage<Instead> instead(
+      Decision.Reject refusal, AdmissionCheck.Request request) {
+    return null;
+  }
+
+  /**
+   * The stage of {@link #instead} completed after the front end went away (the session ended):
+   * nobody receives {@code answer}; undo what it promised (say, cancel the job it accepted).
+   */
+  default void unanswered(Instead answer) {}
 
   /**
    * The planner of a request whose class has no degrade ladder and whose pool has no engine
    * priority: the pool decides it as asked, nothing is kept or rewritten. Stateless, shared.
    */
   enum AsAsked implements Planner {
-    INSTANCE;
+    INSTANCE
+  }
 
-    @Override
-    public void forbid() {}
+  /**
+   * A planner's answer to a refused request ({@link #instead}).
+   *
+   * @param answer the request's answer instead of the refusal, or null: the refusal stands
+   * @param note what the planner notes of the request for the listeners and the decision record (as
+   *     a check's {@link AdmissionCheck.Held#note()}), or null
+   */
+  record Instead(AdmissionCheck.@Nullable Answered answer, @Nullable Object note) {
+    /** The refusal stands, nothing noted. */
+    public static final Instead REFUSAL = new Instead(null, null);
+  }
 
-    @Override
-    public void offer(byte[] body, int offset, int length) {}
+  /**
+   * A planner a feature contributes ({@code Sessions.Builder#planner}): built once per snapshot, it
+   * makes the planner of each request it plans for.
+   */
+  @FunctionalInterface
+  interface Factory {
+    /** The snapshot's maker of planners, or null when the snapshot turns it off. */
+    @Nullable Source create(AdmissionCheck.Context snapshot);
+  }
 
-    @Override
-    public Decision decide(AdmissionRequest request, RequestCost asked, boolean atBody, Pool pool) {
-      return pool.decide(request, 0);
-    }
-
-    @Override
-    public @Nullable Cost runsAs() {
-      return null;
-    }
-
-    @Override
-    public UpstreamPlan plan(AdmissionRequest request) {
-      return UpstreamPlan.asAsked(request.pool());
-    }
-
-    @Override
-    public UpstreamPlan admitted(UpstreamPlan plan, boolean atBody) {
-      return plan; // no engine priority, no rung: what the upstream gets is the plan
-    }
-
-    @Override
-    public void refused() {}
+  /** Makes a request's contributed planner ({@link Factory}). */
+  @FunctionalInterface
+  interface Source {
+    /** The planner of {@code subject}'s request, or null: none (nothing allocated). */
+    @Nullable Planner of(Subject subject);
   }
 
   /** The session's own ask of its pool: its waiter and hold, a wait ladder above a wait. */

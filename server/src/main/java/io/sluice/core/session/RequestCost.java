@@ -16,9 +16,9 @@ import org.jspecify.annotations.Nullable;
  * reserve applied to it ({@link ReserveLearner}), and the work units its pool counts, fan-out
  * included. It builds the pool's {@link AdmissionRequest} and the decision record's {@link
  * RequestFacts.Estimate}; a planner's cheaper version replaces it ({@link #runAs}). One per
- * session, touched in its serial context.
+ * session, touched in its serial context. Public as a type only (a {@link Planner} reads it).
  */
-final class RequestCost {
+public final class RequestCost {
   private final Sessions env;
   private final Subject subject;
   private @Nullable OutputShape shape; // the body's answers and cap (made with a body estimate)

@@ -37,6 +37,8 @@ import org.jspecify.annotations.Nullable;
  *   <li>tails the permits held for a predicted tail (one per process, released all at shutdown)
  *   <li>checks the checks the features contribute ({@link AdmissionCheck.Contributed}: built once
  *       here, at their places in the chain; none by default)
+ *   <li>planners the planners the features contribute ({@link Planner.Factory}: built once here;
+ *       none by default)
  * </ul>
  */
 public final class Sessions {
@@ -54,6 +56,7 @@ public final class Sessions {
   private final SharedWorkflowBudget places;
   private final TailHolds tails;
   private final CheckChain checks; // built once here, from the above
+  private final List<Planner.Source> planners; // the contributed planners, built once here
   private final BodyRouter bodyRouter;
 
   private Sessions(Builder b) {
@@ -79,6 +82,15 @@ public final class Sessions {
     this.checks =
         CheckChain.of(
             quotas, clock, listener, controller, caps, places, List.copyOf(b.contributed));
+    AdmissionCheck.Context context = new AdmissionCheck.Context(controller, listener, clock);
+    List<Planner.Source> p = new ArrayList<>(b.planners.size());
+    for (Planner.Factory f : b.planners) {
+      Planner.Source source = f.create(context);
+      if (source != null) {
+        p.add(source);
+      }
+    }
+    this.planners = List.copyOf(p);
   }
 
   /** {@code estimation.defaultInputTokens}'s default: the cost of a body of unknown size. */
@@ -118,6 +130,7 @@ public final class Sessions {
     private @Nullable SharedWorkflowBudget shared; // null: the workflows' places in this process
     private @Nullable TailHolds tails; // null: held tails of the sessions' own
     private final List<AdmissionCheck.Contributed> contributed = new ArrayList<>();
+    private final List<Planner.Factory> planners = new ArrayList<>();
     private BodyRouter bodyRouter = BodyRouter.NONE;
 
     private Builder(
@@ -185,6 +198,15 @@ public final class Sessions {
     /** A check at {@code order} ({@link AdmissionCheck.Contributed}). */
     public Builder check(int order, AdmissionCheck.Factory factory) {
       return check(new AdmissionCheck.Contributed(order, factory));
+    }
+
+    /**
+     * A planner a feature contributes ({@link Planner.Factory}): it plans what happens to the
+     * refusals of the requests it plans for, after the session's own planner ({@link Planners}).
+     */
+    public Builder planner(Planner.Factory factory) {
+      planners.add(Objects.requireNonNull(factory, "planner"));
+      return this;
     }
 
     /** What chooses the pool of a request from its body ({@link BodyRouter}; none by default). */
@@ -259,6 +281,11 @@ public final class Sessions {
   /** The snapshot's pre-decision checks, in order. */
   public CheckChain checks() {
     return checks;
+  }
+
+  /** The contributed planners' makers ({@link Planners}), in registration order. */
+  List<Planner.Source> planners() {
+    return planners;
   }
 
   /**

@@ -7,6 +7,7 @@ import io.sluice.core.intake.Intake;
 import io.sluice.core.intake.IntakeCheck;
 import io.sluice.core.intake.IntakePolicy;
 import io.sluice.core.intake.JobStore;
+import io.sluice.core.intake.LateIntake;
 import io.sluice.core.intake.OperationCheck;
 import io.sluice.core.time.Ticker;
 import io.sluice.feature.Contributions;
@@ -27,8 +28,10 @@ import java.util.List;
  * intake}), its checks ({@link OperationCheck} at the headers, answering the operation routes;
  * {@link IntakeCheck} with the estimate, accepting background requests; {@link DispatchCheck}
  * before them, telling a dispatched job by its signed marker), all in the chain only while {@code
- * intake.enabled}, and its listener and decision-record part ({@link IntakeRecorder} on the
- * process's {@link IntakeMetrics}). Keys live under {@code quotas.keyPrefix}.
+ * intake.enabled}, its planner ({@link LateIntake}: a request of a class {@code intake.whenLate}
+ * accepts, refused for lack of room in time, taken in instead), and its listener and
+ * decision-record part ({@link IntakeRecorder} on the process's {@link IntakeMetrics}). Keys live
+ * under {@code quotas.keyPrefix}.
  */
 public final class IntakeFeature implements Feature {
   /** The jobs' durable queue: shared exactly when the backend is. */
@@ -86,6 +89,7 @@ public final class IntakeFeature implements Feature {
         DispatchCheck.factory(intake, Dispatcher.marker(intake.policy().dispatch(), s.env())));
     out.check(OperationCheck.ORDER, OperationCheck.factory(intake));
     out.check(IntakeCheck.ORDER, IntakeCheck.factory(intake));
+    out.planner(LateIntake.factory(intake));
     IntakeRecorder recorder =
         new IntakeRecorder(s.metrics().part(IntakeMetrics.class, IntakeMetrics::new));
     out.listener(recorder).recordPart(recorder);

@@ -10,6 +10,9 @@
 --   tenant:<t>    hash: count, work of the tenant's waiting jobs (the caps)
 --   expiry        zset of waiting job ids by expiry (epoch ms): swept 16 at a time per call
 --   expired:<pool> the pool's jobs expired waiting, not yet handed out by "backlog" (GETDEL)
+--   claims:<pool> zset of the pool's claimed job ids, scored by "started" (a job given back: its
+--                 creation time less 1e15, so before any claim and in arrival order); the claim
+--                 finds the oldest lapsed or given-back one here, however many run ahead of it
 -- Claims go through the stream's consumer group "sluice": a claimed entry stays pending until its
 -- job completes; one pending longer than the lease (by the job's "started", the callers' clock) is
 -- claimed again by the next replica that asks.
@@ -37,6 +40,7 @@ end
 -- retention ms
 local function ended(jk, pool, entry, retention)
   redis.call('HDEL', jk, 'body')
+  redis.call('ZREM', base .. 'claims:' .. pool, string.sub(jk, #base + 5))
   local stream = base .. 'stream:' .. pool
   redis.call('XACK', stream, 'sluice', entry)
   redis.call('XDEL', stream, entry)
@@ -146,10 +150,22 @@ elseif cmd == 'claim' then
   local stream = base .. 'stream:' .. pool
   pcall(redis.call, 'XGROUP', 'CREATE', stream, 'sluice', '0', 'MKSTREAM')
   sweep(now, ARGV[7])
+  local claims = base .. 'claims:' .. pool
   for _ = 1, 16 do
     local entry, id
-    -- a claim older than the lease (on the callers' clock, field "started"): its replica died
-    for _, p in ipairs(redis.call('XPENDING', stream, 'sluice', '-', '+', 16)) do
+    -- a claim older than the lease (on the callers' clock, field "started": its replica died) or
+    -- given back ("release"), the oldest first
+    local due = redis.call('ZRANGEBYSCORE', claims, '-inf', now - tonumber(ARGV[6]), 'LIMIT', 0, 1)
+    if due[1] then
+      local e = redis.call('HGET', base .. 'job:' .. due[1], 'entry')
+      if e and #redis.call('XCLAIM', stream, 'sluice', ARGV[4], 0, e) > 0 then
+        entry, id = e, due[1]
+      else
+        redis.call('ZREM', claims, due[1]) -- its job or its stream entry is gone
+      end
+    end
+    -- claims made before the claims zset (the first 16 pending entries, as before)
+    for _, p in ipairs(entry and {} or redis.call('XPENDING', stream, 'sluice', '-', '+', 16)) do
       local rows = redis.call('XRANGE', stream, p[1], p[1])
       local jid = rows[1] and rows[1][2][2]
       local started = jid and redis.call('HGET', base .. 'job:' .. jid, 'started')
@@ -182,11 +198,13 @@ elseif cmd == 'claim' then
       redis.call('ZREM', base .. 'expiry', id)
       local attempt = redis.call('HINCRBY', jk, 'attempts', 1)
       redis.call('HSET', jk, 'status', 'in_progress', 'started', now)
+      redis.call('ZADD', claims, ARGV[5], id)
       return {1, id, j[3], j[4], j[5], j[6], attempt}
     end
     -- done, cancelled, expired or gone: nothing to run (a job cancelled while its replica ran it
     -- and died gives its tenant's counts back here)
     release(jk)
+    redis.call('ZREM', claims, id)
     redis.call('XACK', stream, 'sluice', entry)
     redis.call('XDEL', stream, entry)
   end
@@ -223,6 +241,8 @@ elseif cmd == 'release' then
   end
   redis.call('HSET', jk, 'status', 'queued')
   redis.call('HDEL', jk, 'started')
+  local created = tonumber(redis.call('HGET', jk, 'created') or '0')
+  redis.call('ZADD', base .. 'claims:' .. j[2], string.format('%.0f', created - 1e15), id)
   local q = base .. 'queue:' .. j[2]
   local score = j[6] or redis.call('GET', base .. 'cum:' .. j[2]) or '0'
   redis.call('ZADD', q, score, id)
