@@ -102,6 +102,20 @@ final class Floor implements Callable<Integer> {
           "run each server in a child JVM of its own (floor --serve), not in the generator's")
   boolean separate;
 
+  @Option(
+      names = "--server-jvm-arg",
+      description =
+          "with --separate: one more JVM option for every server's child JVM (repeatable);"
+              + " {target} is replaced by the target's name, e.g."
+              + " -XX:StartFlightRecording=filename=/tmp/{target}.jfr,settings=profile")
+  List<String> serverJvmArgs = new ArrayList<>();
+
+  @Option(
+      names = "--threads",
+      description =
+          "with --separate: also print each server's CPU per call by thread group (user, system)")
+  boolean threads;
+
   /** Warm-up windows, and the settling time of each measured window, in seconds. */
   private static final int WARM_WINDOW_SECONDS = 2;
 
@@ -276,7 +290,7 @@ final class Floor implements Callable<Integer> {
     Map<String, List<ManagedChannel>> channelsOf = new LinkedHashMap<>();
     try (FloorTargets servers =
         separate
-            ? FloorTargets.separate(targets, redis, baselineJar, logs)
+            ? FloorTargets.separate(targets, redis, baselineJar, serverJvmArgs, logs)
             : FloorTargets.inProcess(this, targets)) {
       for (String target : targets) {
         channelsOf.put(target, channels(servers.port(target)));
@@ -302,13 +316,25 @@ final class Floor implements Callable<Integer> {
       Map<Window, List<Double>> serverCpu = new LinkedHashMap<>();
       order.forEach(w -> results.put(w, new ArrayList<>()));
       order.forEach(w -> serverCpu.put(w, new ArrayList<>()));
+      Map<Window, FloorThreads> byThread = new LinkedHashMap<>();
       for (int round = 0; round < rounds; round++) {
         for (int i = 0; i < order.size(); i++) {
           Window w = order.get((i + round) % order.size()); // rotate who goes first
+          long pid = threads ? servers.pid(w.target()) : -1;
+          var threads0 = pid < 0 ? Map.<String, long[]>of() : FloorThreads.snapshot(pid);
           long cpu0 = servers.cpuNanos(w.target());
           ClosedLoop.Result r =
               drive(w.calls(), channelsOf.get(w.target()), SETTLE_SECONDS, durationSeconds);
           long cpu1 = servers.cpuNanos(w.target());
+          if (pid >= 0) {
+            byThread
+                .computeIfAbsent(w, k -> new FloorThreads())
+                .add(
+                    threads0,
+                    FloorThreads.snapshot(pid),
+                    r.seconds() / (SETTLE_SECONDS + r.seconds()),
+                    r.done());
+          }
           results.get(w).add(r);
           // the settle second's calls are not counted: scale the CPU to the measured window
           double secs = SETTLE_SECONDS + r.seconds();
@@ -331,6 +357,7 @@ final class Floor implements Callable<Integer> {
         }
         out.println(table(rows, channels, concurrency, calls, rounds, durationSeconds, separate));
       }
+      byThread.forEach((w, t) -> t.print(out, w.calls().label() + ", " + w.target()));
     } finally {
       channelsOf.values().forEach(l -> l.forEach(ManagedChannel::shutdownNow));
       clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);

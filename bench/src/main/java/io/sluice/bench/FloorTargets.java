@@ -46,9 +46,16 @@ final class FloorTargets implements AutoCloseable {
     return t;
   }
 
-  /** Starts each of {@code targets} in a child JVM of its own (same jar), on a free port. */
+  /**
+   * Starts each of {@code targets} in a child JVM of its own (same jar), on a free port, with
+   * {@code jvmArgs} ({@code {target}} replaced by the target's name: a profile per server).
+   */
   static FloorTargets separate(
-      List<String> targets, @Nullable String redis, @Nullable Path baselineJar, Path logDir)
+      List<String> targets,
+      @Nullable String redis,
+      @Nullable Path baselineJar,
+      List<String> jvmArgs,
+      Path logDir)
       throws IOException, InterruptedException {
     FloorTargets t = new FloorTargets();
     try {
@@ -56,9 +63,10 @@ final class FloorTargets implements AutoCloseable {
       for (String target : targets) {
         int port = freePort();
         List<String> cmd = new ArrayList<>();
+        cmd.add(java);
+        jvmArgs.forEach(a -> cmd.add(a.replace("{target}", target)));
         cmd.addAll(
             List.of(
-                java,
                 "-cp",
                 target.equals("sluice-baseline") && baselineJar != null
                     ? baselineJar.toString()
@@ -102,6 +110,12 @@ final class FloorTargets implements AutoCloseable {
   /** The target's server in this JVM, or null when it runs in a child. */
   @Nullable AutoCloseable server(String target) {
     return inProcess.get(target);
+  }
+
+  /** The target's child JVM's pid, or -1 when it runs in this JVM. */
+  long pid(String target) {
+    Process p = children.get(target);
+    return p == null ? -1 : p.pid();
   }
 
   /** CPU time (user + system) of the target's child JVM so far, in ns; 0 when in this JVM. */

@@ -227,10 +227,7 @@ final class DecisionAnswers {
                 ? new byte[0]
                 : AnswerEncoder.numberEntry("predicted_wait_ms", waitMillis));
     AnswerEncoder.Entries entries = rt.tables().answerEntries();
-    byte[] dropped =
-        rt.config().section(io.sluice.config.LlmdSection.SECTION).droppedReasonHeader()
-            ? LlmdDroppedReason.bytes(reason)
-            : null;
+    byte[] dropped = rt.tables().held(rt).droppedReason() ? LlmdDroppedReason.bytes(reason) : null;
     return Responses.reject(
         entries, reason, status, retryAfter, waitMillis, message, f, grpc, dropped);
   }

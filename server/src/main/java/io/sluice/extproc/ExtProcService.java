@@ -8,7 +8,6 @@ import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
-import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -23,18 +22,15 @@ import java.util.function.Supplier;
  * <p>Bound with the generated method's schema (so reflection still shows the real service), {@link
  * InboundMarshaller} for requests (request_headers read from the wire) and {@link
  * Answer#MARSHALLER} for answers, which are written as pre-encoded {@code ProcessingResponse}
- * bytes. The stream's gRPC initial metadata (Envoy's {@code grpc_service.initial_metadata} merged
- * with per-route {@code ExtProcPerRoute} overrides; HTTP clients cannot set it, so it is trusted)
- * is handed to the stream when the call starts.
+ * bytes; {@link ExtProcCall} runs each call. The stream's gRPC initial metadata (Envoy's {@code
+ * grpc_service.initial_metadata} merged with per-route {@code ExtProcPerRoute} overrides; HTTP
+ * clients cannot set it, so it is trusted) is handed to the stream when the call starts.
  */
 public final class ExtProcService {
   static final MethodDescriptor<Inbound, Answer> PROCESS =
       ExternalProcessorGrpc.getProcessMethod().toBuilder(
               InboundMarshaller.INSTANCE, Answer.MARSHALLER)
           .build();
-
-  /** The initial metadata of the call being started on this thread (set only around startCall). */
-  private static final ThreadLocal<Metadata> STARTING = new ThreadLocal<>();
 
   private final Supplier<AdmissionRuntime> runtime;
   private final BooleanSupplier draining;
@@ -62,27 +58,14 @@ public final class ExtProcService {
 
   /** The service to add to the gRPC server. */
   public ServerServiceDefinition definition() {
-    ServerCallHandler<Inbound, Answer> streaming =
-        ServerCalls.asyncBidiStreamingCall(this::process);
-    ServerCallHandler<Inbound, Answer> withMetadata =
-        (call, headers) -> {
-          STARTING.set(headers); // process() runs inside startCall, on this thread
-          try {
-            return streaming.startCall(call, headers);
-          } finally {
-            STARTING.remove();
-          }
-        };
+    // the stub's bidi contract, with the call's metadata handed over and no stack trace per reset
+    ServerCallHandler<Inbound, Answer> handler = ExtProcCall.handler(this::open);
     ServiceDescriptor service =
         ServiceDescriptor.newBuilder(ExternalProcessorGrpc.SERVICE_NAME)
             .setSchemaDescriptor(ExternalProcessorGrpc.getServiceDescriptor().getSchemaDescriptor())
             .addMethod(PROCESS)
             .build();
-    return ServerServiceDefinition.builder(service).addMethod(PROCESS, withMetadata).build();
-  }
-
-  private StreamObserver<Inbound> process(StreamObserver<Answer> responses) {
-    return open((ServerCallStreamObserver<Answer>) responses, STARTING.get());
+    return ServerServiceDefinition.builder(service).addMethod(PROCESS, handler).build();
   }
 
   /** One ext_proc stream on {@code call}, whose gRPC initial metadata is {@code md}. */

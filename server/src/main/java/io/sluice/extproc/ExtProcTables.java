@@ -1,8 +1,13 @@
 package io.sluice.extproc;
 
+import io.sluice.config.LlmdSection;
+import io.sluice.config.NativeMetadata;
+import io.sluice.config.NativeMetadataSection;
+import io.sluice.observability.NativeMetadataMetrics;
 import io.sluice.routing.RequestResolver;
 import java.util.LinkedHashSet;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The ext_proc adapter's lookup tables for one config, built with the runtime snapshot that holds
@@ -15,6 +20,13 @@ public final class ExtProcTables {
   private final EnvoySignals.HeaderIndex headerIndex;
   private final InitialMetadata metadataKeys = new InitialMetadata();
   private final AnswerEncoder.Entries answerEntries = new AnswerEncoder.Entries();
+  // the config sections and feature meters a request reads, looked up once per snapshot (racy
+  // but benign: every thread that finds it unset builds the same immutable value)
+  private @Nullable Held held;
+
+  /** What a request reads from the snapshot's sections and the process's feature meters. */
+  record Held(
+      NativeMetadata nativeMetadata, NativeMetadataMetrics nativeMeters, boolean droppedReason) {}
 
   public ExtProcTables(RequestResolver resolver) {
     Set<String> names = new LinkedHashSet<>(resolver.headerNames());
@@ -35,5 +47,19 @@ public final class ExtProcTables {
 
   AnswerEncoder.Entries answerEntries() {
     return answerEntries;
+  }
+
+  /** {@code rt}'s sections and meters that a request reads, found once (rt holds these tables). */
+  Held held(AdmissionRuntime rt) {
+    Held h = held;
+    if (h == null) {
+      h =
+          new Held(
+              rt.config().section(NativeMetadataSection.SECTION),
+              rt.metrics().part(NativeMetadataMetrics.class, NativeMetadataMetrics::new),
+              rt.config().section(LlmdSection.SECTION).droppedReasonHeader());
+      held = h;
+    }
+    return h;
   }
 }

@@ -8,7 +8,6 @@ import com.google.protobuf.Value;
 import com.google.protobuf.WireFormat;
 import io.envoyproxy.envoy.config.core.v3.Metadata;
 import io.sluice.config.NativeMetadata;
-import io.sluice.config.NativeMetadataSection;
 import io.sluice.core.estimate.NativeCheck;
 import io.sluice.core.estimate.NativeRequestInfo;
 import io.sluice.core.estimate.NativeUsage;
@@ -70,12 +69,14 @@ final class NativeMetadataReader {
 
   /** Declares the request info the request headers carry, if any, to the session. */
   static void declare(AdmissionRuntime rt, Inbound req, AdmissionSession session) {
-    NativeMetadata p = rt.config().section(NativeMetadataSection.SECTION);
+    ExtProcTables.Held held = rt.tables().held(rt);
+    NativeMetadata p = held.nativeMetadata();
     if (!p.requestInfo() || !req.hasContext()) {
       return;
     }
     NativeRequestInfo info =
-        requestInfo(req.context().getMetadataContext(), p.requestInfoNamespace(), meters(rt));
+        requestInfo(
+            req.context().getMetadataContext(), p.requestInfoNamespace(), held.nativeMeters());
     if (info != null && info.any()) {
       session.running().declared(info);
     }
@@ -83,18 +84,16 @@ final class NativeMetadataReader {
 
   /** Hands the token usage the response's last message carries, if any, to the request. */
   static void usage(AdmissionRuntime rt, Inbound req, RunningRequest running) {
-    NativeMetadata p = rt.config().section(NativeMetadataSection.SECTION);
+    ExtProcTables.Held held = rt.tables().held(rt);
+    NativeMetadata p = held.nativeMetadata();
     if (!p.usage() || !req.hasContext()) {
       return;
     }
-    NativeUsage u = tokenUsage(req.context().getMetadataContext(), p.usageNamespace(), meters(rt));
+    NativeUsage u =
+        tokenUsage(req.context().getMetadataContext(), p.usageNamespace(), held.nativeMeters());
     if (u != null) {
       running.nativeUsage(u);
     }
-  }
-
-  private static NativeMetadataMetrics meters(AdmissionRuntime rt) {
-    return rt.metrics().part(NativeMetadataMetrics.class, NativeMetadataMetrics::new);
   }
 
   // --- the request info
