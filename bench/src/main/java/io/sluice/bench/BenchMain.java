@@ -59,7 +59,9 @@ import picocli.CommandLine.ScopeType;
       PolicyAssistant.class,
       CalibrateSim.class,
       RapidReset.class,
-      IntakeBurst.class
+      IntakeBurst.class,
+      ReplayCheck.class,
+      ReplayScale.class
     })
 public final class BenchMain {
 

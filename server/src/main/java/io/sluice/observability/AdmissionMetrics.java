@@ -43,6 +43,11 @@ public final class AdmissionMetrics {
   // names only, dropped with their pool on reload
   private final Set<String> endUnseenPools = ConcurrentHashMap.newKeySet();
 
+  /** The ticker's time now (the time a record stamps an event with). */
+  public long nanos() {
+    return tickerNanos.getAsLong();
+  }
+
   public AdmissionMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
     this.registry = registry;
     this.tickerNanos = tickerNanos;

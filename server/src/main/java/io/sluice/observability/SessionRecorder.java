@@ -167,6 +167,8 @@ public final class SessionRecorder implements SessionListener {
                   e.status(),
                   e.retryAfterSeconds())
               .setOutcome(io.sluice.api.v1.Outcome.OUTCOME_REJECTED)
+              // refused now: its body's wait, queue wait and decision all count
+              .setEndedAfterMs(Math.max(0, metrics.nanos() - s.arrivalNanos()) / 1_000_000L)
               .setMessage(e.message())
               .setPredictedWaitMs(Math.max(0, f.decision().refusalWaitNanos() / 1_000_000L))
               .build());

@@ -21,6 +21,9 @@ import io.sluice.api.v1.Outcome;
  * @param endedAfterMs when the request ended after arrival (a cancel: when the client left)
  * @param decided the recorded decision, as {@link Verdict#of} names it
  * @param queueWaitMs the recorded time in the queue
+ * @param decideAfterMs time from arrival to the message it was decided at (its body), before any
+ *     queue wait: the end's offset less the service, queue wait and decision time (0 when the
+ *     record cannot tell)
  */
 record Recorded(
     long arrivalMillis,
@@ -41,7 +44,8 @@ record Recorded(
     int upstreamStatus,
     long endedAfterMs,
     String decided,
-    long queueWaitMs) {
+    long queueWaitMs,
+    long decideAfterMs) {
 
   /** Whether the recorded request ran upstream (admitted or degraded, with a known time). */
   boolean ran() {
@@ -93,6 +97,13 @@ record Recorded(
         r.getUpstreamStatus(),
         ended,
         Verdict.of(r),
-        r.getQueueWaitMs());
+        r.getQueueWaitMs(),
+        r.getEndedAfterMs() <= 0
+            ? 0
+            : Math.max(
+                0,
+                r.getEndedAfterMs()
+                    - r.getQueueWaitMs()
+                    - (ran ? Math.max(0, service) : r.getDecisionLatencyUs() / 1000)));
   }
 }

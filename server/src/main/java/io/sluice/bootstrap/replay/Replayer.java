@@ -163,10 +163,20 @@ final class Replayer implements AutoCloseable {
     t.drain();
     if (q.wantsBody && q.verdict == null) {
       long output = Math.min(r.requestedOutputTokens(), cls.maxOutputTokens());
-      q.session.decideWithEstimate(
+      TokenEstimate e =
           new TokenEstimate(
-              r.inputTokens(), Math.max(0, output), "replay", null, null, true, false, FanOut.NONE),
-          now);
+              r.inputTokens(), Math.max(0, output), "replay", null, null, true, false, FanOut.NONE);
+      // decided when its body came, as recorded (a slow upload, a loaded proxy)
+      long bodyAfter = Math.max(0, r.decideAfterMs()) * 1_000_000L;
+      if (r.cancelled()) {
+        bodyAfter = Math.min(bodyAfter, Math.max(0, r.endedAfterMs() * 1_000_000L - 1));
+      }
+      if (bodyAfter == 0) {
+        q.decide(e, now);
+      } else {
+        long at = now + bodyAfter;
+        t.schedule(bodyAfter, () -> q.decide(e, at));
+      }
     }
     if (r.cancelled()) {
       t.schedule(r.endedAfterMs() * 1_000_000L, q::cancel);
@@ -261,12 +271,14 @@ final class Replayer implements AutoCloseable {
     Upstream.@Nullable Job job;
     @Nullable Upstream upstream;
     boolean over;
+    long decidingAt; // when its body came: its wait counts from there
 
     Request(Recorded rec, Tally.Row[] rows, Subject subject, long demand) {
       this.rec = rec;
       this.rows = rows;
       this.subject = subject;
       this.demand = demand;
+      this.decidingAt = subject.arrivalNanos();
     }
 
     private long now() {
@@ -277,13 +289,22 @@ final class Replayer implements AutoCloseable {
     public void admitted(boolean atBody) {
       AdmissionSession s = java.util.Objects.requireNonNull(session);
       String rung = s.running().plan().rung();
-      long waited = now() - subject.arrivalNanos();
+      long waited = now() - decidingAt;
       verdict = rung != null ? Verdict.DEGRADE + rung : held ? Verdict.QUEUE : Verdict.ADMIT;
       decided(rec, rows, verdict, waited, held);
       String pool = s.running().plan().pool().name();
       Upstream u = upstreams.computeIfAbsent(pool, p -> new Upstream(knee(p), now()));
       upstream = u;
       job = u.start(this, demand, now());
+    }
+
+    /** Its body came: decided on the recorded estimate. */
+    void decide(TokenEstimate e, long at) {
+      if (over || verdict != null) {
+        return;
+      }
+      decidingAt = at;
+      java.util.Objects.requireNonNull(session).decideWithEstimate(e, at);
     }
 
     @Override
@@ -299,7 +320,7 @@ final class Replayer implements AutoCloseable {
     @Override
     public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
       verdict = Verdict.REFUSE + reason.code();
-      decided(rec, rows, verdict, now() - subject.arrivalNanos(), held);
+      decided(rec, rows, verdict, now() - decidingAt, held);
       over = true;
     }
 
@@ -350,7 +371,7 @@ final class Replayer implements AutoCloseable {
         job = null;
       } else if (verdict == null) { // left the queue: a decision of its own
         verdict = Verdict.REFUSE + "cancelled";
-        decided(rec, rows, verdict, now() - subject.arrivalNanos(), held);
+        decided(rec, rows, verdict, now() - decidingAt, held);
       }
       s.end(Outcome.CANCELLED);
     }

@@ -118,6 +118,19 @@ class ReplayTest {
   }
 
   @Test
+  void aRecordDecidedAtItsBody_isDecidedThenInTheReplay_notAtItsArrival() throws Exception {
+    // one slot; a arrives at 0 but its body comes at 500 ms (admitted then, served 1 s: ended
+    // 1500 ms after arrival); b arrives at 200 ms, admitted at once, served 200 ms
+    String a =
+        admitted(0, 1000, "a").replace("\"endedAfterMs\":\"1000\"", "\"endedAfterMs\":\"1500\"");
+    Path f = records(List.of(a, admitted(200, 200, "b")));
+    Replayer r = replay(policy(1, "0s"), f, Double.POSITIVE_INFINITY);
+    assertThat(r.agreement.disagreements).isEmpty();
+    assertThat(r.agreement.share()).isEqualTo(1.0);
+    assertThat(r.tally.total().goodput).isEqualTo(2);
+  }
+
+  @Test
   void malformedRecord_namesFileLineAndField() throws Exception {
     Path f =
         records(
