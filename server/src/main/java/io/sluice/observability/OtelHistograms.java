@@ -35,23 +35,23 @@ final class OtelHistograms {
 
   OtelHistograms(Meter m) {
     duration =
-        m.histogramBuilder(GenAi.SERVER_REQUEST_DURATION)
-            .setUnit("s")
-            .setDescription("Generative AI server request duration (arrival at Sluice to end)")
-            .setExplicitBucketBoundariesAdvice(GenAi.DURATION_BUCKETS)
-            .build();
+        seconds(
+            m,
+            GenAi.SERVER_REQUEST_DURATION,
+            "Generative AI server request duration (arrival at Sluice to end)",
+            GenAi.DURATION_BUCKETS);
     ttft =
-        m.histogramBuilder(GenAi.SERVER_TIME_TO_FIRST_TOKEN)
-            .setUnit("s")
-            .setDescription("Time to generate first token for successful responses")
-            .setExplicitBucketBoundariesAdvice(GenAi.TTFT_BUCKETS)
-            .build();
+        seconds(
+            m,
+            GenAi.SERVER_TIME_TO_FIRST_TOKEN,
+            "Time to generate first token for successful responses",
+            GenAi.TTFT_BUCKETS);
     tpot =
-        m.histogramBuilder(GenAi.SERVER_TIME_PER_OUTPUT_TOKEN)
-            .setUnit("s")
-            .setDescription("Time per output token generated after the first token")
-            .setExplicitBucketBoundariesAdvice(GenAi.TPOT_BUCKETS)
-            .build();
+        seconds(
+            m,
+            GenAi.SERVER_TIME_PER_OUTPUT_TOKEN,
+            "Time per output token generated after the first token",
+            GenAi.TPOT_BUCKETS);
     tokens =
         m.histogramBuilder(GenAi.CLIENT_TOKEN_USAGE)
             .ofLongs()
@@ -64,6 +64,15 @@ final class OtelHistograms {
             .setUnit("s")
             .setDescription("time spent in the class queue")
             .build();
+  }
+
+  private static DoubleHistogram seconds(
+      Meter m, String name, String description, java.util.List<Double> buckets) {
+    return m.histogramBuilder(name)
+        .setUnit("s")
+        .setDescription(description)
+        .setExplicitBucketBoundariesAdvice(buckets)
+        .build();
   }
 
   /** The histograms of a request that ended ({@code released}: null for a refusal). */
