@@ -77,7 +77,8 @@ class MeshManifestsTest {
           "HTTP_FILTER", HttpFilter.getDefaultInstance(),
           "VIRTUAL_HOST", VirtualHost.getDefaultInstance(),
           "HTTP_ROUTE", Route.getDefaultInstance(),
-          "CLUSTER", Cluster.getDefaultInstance());
+          "CLUSTER", Cluster.getDefaultInstance(),
+          "NETWORK_FILTER", io.envoyproxy.envoy.config.listener.v3.Filter.getDefaultInstance());
 
   static final Set<String> CONTEXTS =
       Set.of("GATEWAY", "SIDECAR_INBOUND", "SIDECAR_OUTBOUND", "ANY");

@@ -87,10 +87,15 @@ public final class GenAi {
 
   /** The GenAI attributes of a request: operation, provider, its model when known. */
   static AttributesBuilder attributes(RequestFacts f, @Nullable String model) {
+    return attributes(f.subject().format(), model);
+  }
+
+  /** The GenAI attributes of a request format's API and model (when known). */
+  static AttributesBuilder attributes(RequestFormat format, @Nullable String model) {
     AttributesBuilder a =
         Attributes.builder()
-            .put(OPERATION_NAME, operation(f.subject().format()))
-            .put(PROVIDER_NAME, provider(f.subject().format()));
+            .put(OPERATION_NAME, operation(format))
+            .put(PROVIDER_NAME, provider(format));
     if (model != null) {
       a.put(REQUEST_MODEL, model);
     }

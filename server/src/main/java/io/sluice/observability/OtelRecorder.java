@@ -4,10 +4,6 @@ import io.opentelemetry.api.OpenTelemetry;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.common.AttributesBuilder;
-import io.opentelemetry.api.metrics.DoubleHistogram;
-import io.opentelemetry.api.metrics.LongCounter;
-import io.opentelemetry.api.metrics.LongHistogram;
-import io.opentelemetry.api.metrics.Meter;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.Tracer;
@@ -31,10 +27,13 @@ import org.jspecify.annotations.Nullable;
  * sluice.refused}, {@code sluice.released}; and the GenAI metrics of the semantic conventions
  * {@link GenAi#SEMCONV_VERSION} ({@code gen_ai.server.request.duration}, {@code
  * gen_ai.server.time_to_first_token}, {@code gen_ai.server.time_per_output_token}, {@code
- * gen_ai.client.token.usage}) beside {@code sluice.*} ones for the admission. The numbers are those
- * of the Prometheus meters ({@link AnswerTimes}). The span is made when the request ends (refused,
- * answered, released) with the times the facts carry, so nothing is kept per request in between; an
- * unsampled span gets no attribute beyond its name. Reads the events' facts only.
+ * gen_ai.client.token.usage}, {@link OtelHistograms}: attribute sets built once, not per request)
+ * beside {@code sluice.*} ones for the admission (the counters are read from the Prometheus meters
+ * at export, {@link OtelCounters}: nothing recorded twice). The numbers are those of the Prometheus
+ * meters ({@link AnswerTimes}). The span is made when the request ends (refused, answered,
+ * released) with the times the facts carry, so nothing is kept per request in between; whether it
+ * is sampled is decided first from the trace headers' text ({@link TraceSampling}), so an unsampled
+ * request builds no span, context or id. Reads the events' facts only.
  */
 public final class OtelRecorder implements SessionListener {
   /** The instrumentation scope's name. */
@@ -47,7 +46,8 @@ public final class OtelRecorder implements SessionListener {
   private static final String OTHER_MODEL = "_other";
 
   private final @Nullable Tracer tracer;
-  private final @Nullable Instruments instruments;
+  private final @Nullable OtelHistograms histograms;
+  private final TraceSampling sampling;
   private final TextMapPropagator propagator;
   private final Getter getter;
   // the request models seen as a metric attribute: bounded; others are "_other"
@@ -59,15 +59,18 @@ public final class OtelRecorder implements SessionListener {
    * @param metrics export metrics
    * @param propagator the trace context formats read ({@code tracecontext}, {@code b3})
    * @param headerSignals the signal key each trace header is read into (header name to key)
+   * @param sampling which requests get a span (the SDK samples all it is handed)
    */
   public OtelRecorder(
       OpenTelemetry otel,
       boolean traces,
       boolean metrics,
       TextMapPropagator propagator,
-      java.util.Map<String, String> headerSignals) {
+      java.util.Map<String, String> headerSignals,
+      TraceSampling sampling) {
     this.tracer = traces ? otel.getTracer(SCOPE) : null;
-    this.instruments = metrics ? new Instruments(otel.getMeter(SCOPE)) : null;
+    this.histograms = metrics ? new OtelHistograms(otel.getMeter(SCOPE)) : null;
+    this.sampling = sampling;
     this.propagator = propagator;
     this.getter = new Getter(headerSignals);
   }
@@ -96,12 +99,13 @@ public final class OtelRecorder implements SessionListener {
       String reason,
       int status,
       SessionEvent.@Nullable Released released) {
-    Instruments m = instruments;
+    OtelHistograms m = histograms;
     if (m != null) {
-      m.record(f, decision, reason, released, model(f));
+      boolean answered = released != null && AnswerTimes.counted(released);
+      m.record(f, decision, reason, released, answered ? model(f) : null);
     }
     Tracer t = tracer;
-    if (t != null) {
+    if (t != null && sampling.sampled(f.subject().signals())) {
       span(t, f, decision, reason, status, released);
     }
   }
@@ -123,7 +127,7 @@ public final class OtelRecorder implements SessionListener {
             .setStartTimestamp(start, TimeUnit.NANOSECONDS)
             .startSpan();
     if (!span.isRecording()) {
-      return; // not sampled: nothing more is built
+      return; // the SDK's sampler said no after all: nothing more is built
     }
     RequestFacts.Decided d = f.decision();
     RequestFacts.Run run = f.run();
@@ -215,130 +219,6 @@ public final class OtelRecorder implements SessionListener {
     }
     String prev = models.putIfAbsent(model, model);
     return prev != null ? prev : model;
-  }
-
-  /** The metric instruments. */
-  private static final class Instruments {
-    private final DoubleHistogram duration;
-    private final DoubleHistogram ttft;
-    private final DoubleHistogram tpot;
-    private final LongHistogram tokens;
-    private final LongCounter decisions;
-    private final DoubleHistogram queueWait;
-    private final LongCounter answers;
-    private final LongCounter wasted;
-    private final LongCounter charged;
-
-    Instruments(Meter m) {
-      duration =
-          m.histogramBuilder(GenAi.SERVER_REQUEST_DURATION)
-              .setUnit("s")
-              .setDescription("Generative AI server request duration (arrival at Sluice to end)")
-              .setExplicitBucketBoundariesAdvice(GenAi.DURATION_BUCKETS)
-              .build();
-      ttft =
-          m.histogramBuilder(GenAi.SERVER_TIME_TO_FIRST_TOKEN)
-              .setUnit("s")
-              .setDescription("Time to generate first token for successful responses")
-              .setExplicitBucketBoundariesAdvice(GenAi.TTFT_BUCKETS)
-              .build();
-      tpot =
-          m.histogramBuilder(GenAi.SERVER_TIME_PER_OUTPUT_TOKEN)
-              .setUnit("s")
-              .setDescription("Time per output token generated after the first token")
-              .setExplicitBucketBoundariesAdvice(GenAi.TPOT_BUCKETS)
-              .build();
-      tokens =
-          m.histogramBuilder(GenAi.CLIENT_TOKEN_USAGE)
-              .ofLongs()
-              .setUnit("{token}")
-              .setDescription("Number of input and output tokens used")
-              .setExplicitBucketBoundariesAdvice(GenAi.TOKEN_BUCKETS)
-              .build();
-      decisions =
-          m.counterBuilder("sluice.admission.decisions")
-              .setUnit("{decision}")
-              .setDescription("admission decisions by decision and reason")
-              .build();
-      queueWait =
-          m.histogramBuilder("sluice.queue.wait.duration")
-              .setUnit("s")
-              .setDescription("time spent in the class queue")
-              .build();
-      answers =
-          m.counterBuilder("sluice.answers")
-              .setUnit("{answer}")
-              .setDescription("answers that ran upstream, by result (goodput: 2xx within deadline)")
-              .build();
-      wasted =
-          m.counterBuilder("sluice.wasted.tokens")
-              .setUnit("{token}")
-              .setDescription("output tokens produced for an answer cancelled or past its deadline")
-              .build();
-      charged =
-          m.counterBuilder("sluice.charged.tokens")
-              .setUnit("{token}")
-              .setDescription("tokens charged to the tenant, by token type")
-              .build();
-    }
-
-    void record(
-        RequestFacts f,
-        String decision,
-        String reason,
-        SessionEvent.@Nullable Released released,
-        @Nullable String model) {
-      Subject s = f.subject();
-      String pool = f.run().pool().name();
-      Attributes admission =
-          Attributes.builder()
-              .put(Sluice.DECISION, decision)
-              .put(Sluice.REASON, reason)
-              .put(Sluice.POOL, pool)
-              .put(Sluice.CLASS, s.requestClass().name())
-              .put(Sluice.TIER, s.tenant().tier().name())
-              .build();
-      decisions.add(1, admission);
-      if (f.decision().queuePosition() > 0) {
-        queueWait.record(f.decision().queueWaitNanos() / 1e9, admission);
-      }
-      if (released == null || !AnswerTimes.counted(released)) {
-        return;
-      }
-      Attributes genAi =
-          GenAi.attributes(f, model)
-              .put(Sluice.POOL, pool)
-              .put(Sluice.CLASS, s.requestClass().name())
-              .put(Sluice.TIER, s.tenant().tier().name())
-              .build();
-      duration.record(AnswerTimes.durationNanos(released) / 1e9, genAi);
-      long first = AnswerTimes.timeToFirstTokenNanos(released);
-      if (first >= 0) {
-        ttft.record(first / 1e9, genAi);
-      }
-      long perToken = AnswerTimes.timePerOutputTokenNanos(released);
-      if (perToken >= 0) {
-        tpot.record(perToken / 1e9, genAi);
-      }
-      long out = AnswerTimes.outputTokens(released);
-      if (released.usage().inputTokens() > 0 || out > 0) {
-        tokens.record(
-            released.usage().inputTokens(),
-            genAi.toBuilder().put(GenAi.TOKEN_TYPE, GenAi.INPUT).build());
-        tokens.record(out, genAi.toBuilder().put(GenAi.TOKEN_TYPE, GenAi.OUTPUT).build());
-      }
-      String result = AnswerTimes.result(released);
-      answers.add(1, admission.toBuilder().put(Sluice.RESULT, result).build());
-      String waste = AnswerTimes.waste(result);
-      if (waste != null && out > 0) {
-        wasted.add(out, admission.toBuilder().put(Sluice.WASTE_CAUSE, waste).build());
-      }
-      io.sluice.core.session.Charge c = f.end().charge();
-      charged.add(
-          c.inputTokens(), admission.toBuilder().put(GenAi.TOKEN_TYPE, GenAi.INPUT).build());
-      charged.add(
-          c.outputTokens(), admission.toBuilder().put(GenAi.TOKEN_TYPE, GenAi.OUTPUT).build());
-    }
   }
 
   /** Reads the trace headers from the request's signals (header name to signal key). */

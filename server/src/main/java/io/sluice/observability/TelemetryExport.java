@@ -9,6 +9,7 @@ import io.opentelemetry.exporter.otlp.metrics.OtlpGrpcMetricExporter;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
 import io.opentelemetry.sdk.OpenTelemetrySdk;
 import io.opentelemetry.sdk.OpenTelemetrySdkBuilder;
+import io.opentelemetry.sdk.metrics.ExemplarFilter;
 import io.opentelemetry.sdk.metrics.SdkMeterProvider;
 import io.opentelemetry.sdk.metrics.export.MetricExporter;
 import io.opentelemetry.sdk.metrics.export.PeriodicMetricReader;
@@ -56,29 +57,20 @@ public final class TelemetryExport implements AutoCloseable {
   }
 
   /** What the SDK is built from: a reload that keeps these keeps the SDK. */
-  private record Settings(
-      TelemetryPolicy.Exporter exporter,
-      double ratio,
-      boolean followParent,
-      boolean traces,
-      boolean metrics) {}
+  private record Settings(TelemetryPolicy.Exporter exporter, boolean traces, boolean metrics) {}
 
   /**
    * The SDK for {@code policy}, or null when this one is inert or the policy exports nothing.
-   * Called once per snapshot (start, reload).
+   * Called once per snapshot (start, reload). A new SDK's counters read {@code registry}'s meters
+   * when it exports ({@link OtelCounters}).
    */
-  public synchronized @Nullable OpenTelemetrySdk open(TelemetryPolicy policy) {
+  public synchronized @Nullable OpenTelemetrySdk open(
+      TelemetryPolicy policy, MeterRegistry registry) {
     Map<String, String> e = env;
     if (e == null || !policy.enabled() || (!policy.traces() && !policy.metrics())) {
       return null;
     }
-    Settings s =
-        new Settings(
-            policy.exporter(),
-            policy.samplingRatio(),
-            policy.followParent(),
-            policy.traces(),
-            policy.metrics());
+    Settings s = new Settings(policy.exporter(), policy.traces(), policy.metrics());
     OpenTelemetrySdk now = sdk;
     if (now != null && s.equals(current)) {
       return now;
@@ -87,6 +79,9 @@ public final class TelemetryExport implements AutoCloseable {
       now.close(); // flushes what the old one batched
     }
     now = build(s, headers(e.get(policy.headersEnv())));
+    if (s.metrics()) {
+      OtelCounters.register(now.getMeter(OtelRecorder.SCOPE), registry);
+    }
     sdk = now;
     current = s;
     return now;
@@ -126,11 +121,11 @@ public final class TelemetryExport implements AutoCloseable {
         headers.forEach(eb::addHeader);
         spans = eb.build();
       }
-      Sampler ratio = Sampler.traceIdRatioBased(s.ratio());
+      // sampled before the span is built (TraceSampling): the SDK records all it is handed
       b.setTracerProvider(
           SdkTracerProvider.builder()
               .setResource(resource)
-              .setSampler(s.followParent() ? Sampler.parentBased(ratio) : ratio)
+              .setSampler(Sampler.alwaysOn())
               .addSpanProcessor(
                   BatchSpanProcessor.builder(spans)
                       .setScheduleDelay(x.exportInterval().toMillis(), TimeUnit.MILLISECONDS)
@@ -151,6 +146,8 @@ public final class TelemetryExport implements AutoCloseable {
       b.setMeterProvider(
           SdkMeterProvider.builder()
               .setResource(resource)
+              // no span is current while a request's metrics are recorded: no exemplar to look for
+              .setExemplarFilter(ExemplarFilter.alwaysOff())
               .registerMetricReader(
                   PeriodicMetricReader.builder(metrics).setInterval(x.exportInterval()).build())
               .build());

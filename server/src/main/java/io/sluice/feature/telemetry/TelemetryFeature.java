@@ -12,6 +12,7 @@ import io.sluice.feature.FeatureSnapshot;
 import io.sluice.observability.Correlation;
 import io.sluice.observability.OtelRecorder;
 import io.sluice.observability.TelemetryExport;
+import io.sluice.observability.TraceSampling;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -40,11 +41,28 @@ public final class TelemetryFeature implements Feature {
     if (!p.enabled()) {
       return;
     }
-    OpenTelemetrySdk sdk = s.metrics().part(TelemetryExport.class, TelemetryExport::inert).open(p);
+    OpenTelemetrySdk sdk =
+        s.metrics()
+            .part(TelemetryExport.class, TelemetryExport::inert)
+            .open(p, s.metrics().registry());
     if (sdk == null) { // the warm-up's, or nothing to export
       return;
     }
-    out.listener(new OtelRecorder(sdk, p.traces(), p.metrics(), propagator(p), headers(p)));
+    out.listener(
+        new OtelRecorder(sdk, p.traces(), p.metrics(), propagator(p), headers(p), sampling(p)));
+  }
+
+  /** Which requests get a span: the policy's ratio, the parent's decision where it follows it. */
+  static TraceSampling sampling(TelemetryPolicy p) {
+    return new TraceSampling(
+        p.samplingRatio(),
+        p.followParent(),
+        p.propagators().contains(TelemetryPolicy.TRACECONTEXT)
+            ? TelemetrySection.TRACEPARENT.key()
+            : null,
+        p.b3() ? TelemetrySection.B3.key() : null,
+        p.b3() ? TelemetrySection.B3_TRACE_ID.key() : null,
+        p.b3() ? TelemetrySection.B3_SAMPLED.key() : null);
   }
 
   /** The propagators the policy names, W3C first. */
