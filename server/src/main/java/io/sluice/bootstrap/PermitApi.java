@@ -3,15 +3,14 @@ package io.sluice.bootstrap;
 import io.grpc.BindableService;
 import io.sluice.config.PermitsSection;
 import io.sluice.config.SluiceConfig;
-import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.permit.PermitDesk;
 import io.sluice.core.permit.PermitsPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.time.Ticker;
+import io.sluice.core.session.CheckChain;
+import io.sluice.observability.PermitMetrics;
 import io.sluice.permit.PermitService;
 import java.util.List;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -21,10 +20,11 @@ import org.slf4j.LoggerFactory;
 /**
  * The permit API ({@code sluice.v1.Permits}, docs/permits.md) when {@code permits.enabled} at
  * start: one {@link PermitDesk} on the process's controller (the pools' own decisions, shares and
- * tier caps), its leases expired every {@link #EXPIRY_MILLIS} on the housekeeping thread, its
- * service bound on the gRPC port, every lease given back at shutdown. A caller's tenant gets its
- * tier as a request's would ({@code tenants.known}, else {@code tenants.unknownTier}) in the config
- * in force.
+ * tier caps) and the snapshot's pre-decision checks in force, its leases recorded in the stores'
+ * {@code permitLeases} (memory, or Redis: renewed and released at any replica), expired every
+ * {@link #EXPIRY_MILLIS} on the housekeeping thread, its service bound on the gRPC port, every
+ * lease given back at shutdown. A caller's tenant gets its tier as a request's would ({@code
+ * tenants.known}, else {@code tenants.unknownTier}) in the config in force.
  */
 final class PermitApi implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(PermitApi.class);
@@ -42,25 +42,35 @@ final class PermitApi implements AutoCloseable {
   static PermitApi of(
       SluiceConfig config,
       Supplier<SluiceConfig> current,
-      AdmissionController controller,
-      Ticker ticker,
-      ScheduledExecutorService housekeeping) {
+      ProcessServices s,
+      Supplier<@Nullable CheckChain> checks) {
     PermitsPolicy p = config.section(PermitsSection.SECTION);
     if (!p.enabled()) {
       return new PermitApi(null);
     }
+    PermitMetrics metrics = new PermitMetrics(s.registry);
     PermitDesk desk =
         new PermitDesk(
-            controller,
+            s.controller,
             id -> tenant(current.get(), id),
-            ticker,
+            s.ticker,
             p.lease().toNanos(),
-            p.maxLeases());
+            p.maxLeases(),
+            new PermitDesk.Shared(
+                s.store.stores.permitLeases(), config.quotas().keyPrefix(), checks, metrics));
+    metrics.held(desk::leases);
     var unused =
-        housekeeping.scheduleWithFixedDelay(
+        s.housekeeping.scheduleWithFixedDelay(
             () -> {
               try {
-                desk.expireDue();
+                var unusedExpiry =
+                    desk.expireDue()
+                        .whenComplete(
+                            (n, e) -> {
+                              if (e != null) {
+                                LOG.warn("permits: lease expiry: {}", e.toString());
+                              }
+                            });
               } catch (RuntimeException e) {
                 LOG.warn("permits: lease expiry: {}", e.toString());
               }

@@ -82,7 +82,7 @@ public final class SluiceServer implements AutoCloseable {
     this.extProc = new ExtProcService(runtime::get, draining::get);
     s.metrics.bindStreams(extProc.tally());
     this.readiness = new Readiness(s, policyFile, draining::get);
-    this.permits = PermitApi.of(config, this::config, s.controller, s.ticker, s.housekeeping);
+    this.permits = PermitApi.of(config, this::config, s, () -> runtime().sessions().checks());
     SluiceConfig.Server srv = config.server();
     Server g;
     AdminHttpServer a;

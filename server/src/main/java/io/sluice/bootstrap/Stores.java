@@ -65,6 +65,8 @@ public final class Stores implements AutoCloseable, StorePorts {
   private io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves;
   // the workflows' places across replicas: Redis only (in memory the process's budget is the whole)
   private io.sluice.core.quota.@Nullable WorkflowPlaces workflowPlaces;
+  // the permit API's leases: in memory (one replica) or on Redis (renew/release at any replica)
+  private io.sluice.core.permit.@Nullable PermitLeases permitLeases;
 
   private Stores(
       StoreSettings settings,
@@ -122,12 +124,22 @@ public final class Stores implements AutoCloseable, StorePorts {
       s.limits = limits;
       s.reserves = new RedisReserveStore(redis);
       s.workflowPlaces = new io.sluice.store.redis.RedisWorkflowPlaces(redis);
+      s.permitLeases = new io.sluice.store.redis.RedisPermitLeases(redis);
       return s;
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
-    return new Stores(
-        settings, memory, memory, null, null, () -> {}, memoryPorts(featurePorts, ticker, false));
+    Stores s =
+        new Stores(
+            settings,
+            memory,
+            memory,
+            null,
+            null,
+            () -> {},
+            memoryPorts(featurePorts, ticker, false));
+    s.permitLeases = new io.sluice.store.memory.InMemoryPermitLeases(ticker);
+    return s;
   }
 
   private static Map<StorePort<?>, Object> memoryPorts(
@@ -165,6 +177,7 @@ public final class Stores implements AutoCloseable, StorePorts {
     }
     stores.add(RedisTenantSlots.STORE);
     stores.add(io.sluice.store.redis.RedisWorkflowPlaces.STORE);
+    stores.add(io.sluice.store.redis.RedisPermitLeases.STORE);
     for (String store : stores) {
       io.micrometer.core.instrument.FunctionCounter.builder(
               io.sluice.observability.MetricNames.STORE_LATE_WRITES_UNDONE,
@@ -258,6 +271,18 @@ public final class Stores implements AutoCloseable, StorePorts {
    */
   public io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves() {
     return reserves;
+  }
+
+  /**
+   * The permit API's lease records: in this process with the memory backend (built on the process's
+   * ticker), on Redis with the Redis backend (a permit renewed or released at any replica). Built
+   * lazily for the warm-up's private store.
+   */
+  public synchronized io.sluice.core.permit.PermitLeases permitLeases() {
+    if (permitLeases == null) {
+      permitLeases = new io.sluice.store.memory.InMemoryPermitLeases(Ticker.system());
+    }
+    return permitLeases;
   }
 
   /** The in-process store of failure mode {@code local}. */

@@ -21,9 +21,10 @@ import java.util.concurrent.TimeUnit;
  * {@code sluice.v1.Permits} (proto/sluice/v1/permit.proto) on the gRPC port: each call is one call
  * of the {@link PermitDesk}; no handler blocks (an Acquire that waits in the pool's queue is
  * answered from the waiter; a cancelled call gives its queued place up). Bad input is a gRPC
- * status: {@code INVALID_ARGUMENT}, {@code NOT_FOUND}, {@code RESOURCE_EXHAUSTED}. The method
- * descriptors are written here (no generated stub): {@link #ACQUIRE}, {@link #RENEW}, {@link
- * #RELEASE}, which the Java client ({@link PermitClient}) uses too.
+ * status: {@code INVALID_ARGUMENT}, {@code NOT_FOUND}, {@code RESOURCE_EXHAUSTED}, {@code
+ * UNAVAILABLE} (the lease store did not answer). The method descriptors are written here (no
+ * generated stub): {@link #ACQUIRE}, {@link #RENEW}, {@link #RELEASE}, which the Java client
+ * ({@link PermitClient}) uses too.
  */
 public final class PermitService implements BindableService {
   /** The service's full name. */
@@ -113,29 +114,53 @@ public final class PermitService implements BindableService {
   }
 
   void renew(RenewRequest q, StreamObserver<RenewResponse> out) {
-    PermitDesk.Answer a = desk.renew(q.getPermitId());
-    if (a.kind() != PermitDesk.Answer.Kind.GRANTED) {
-      fail(a, out);
-      return;
-    }
-    out.onNext(
-        RenewResponse.newBuilder()
-            .setLeaseMs(TimeUnit.NANOSECONDS.toMillis(a.leaseNanos()))
-            .build());
-    out.onCompleted();
+    var unused =
+        desk.renew(q.getPermitId())
+            .whenComplete(
+                (a, e) -> {
+                  if (e != null || a.kind() != PermitDesk.Answer.Kind.GRANTED) {
+                    fail(e != null ? storeDown() : a, out);
+                    return;
+                  }
+                  complete(
+                      out,
+                      RenewResponse.newBuilder()
+                          .setLeaseMs(TimeUnit.NANOSECONDS.toMillis(a.leaseNanos()))
+                          .build());
+                });
   }
 
   void release(ReleaseRequest q, StreamObserver<ReleaseResponse> out) {
-    PermitDesk.Answer a = desk.release(q.getPermitId(), q.getActualWork());
-    if (a.kind() == PermitDesk.Answer.Kind.INVALID) {
-      fail(a, out);
-      return;
+    var unused =
+        desk.release(q.getPermitId(), q.getActualWork())
+            .whenComplete(
+                (a, e) -> {
+                  if (e != null
+                      || a.kind() == PermitDesk.Answer.Kind.INVALID
+                      || a.kind() == PermitDesk.Answer.Kind.UNAVAILABLE) {
+                    fail(e != null ? storeDown() : a, out);
+                    return;
+                  }
+                  complete(
+                      out,
+                      ReleaseResponse.newBuilder()
+                          .setReleased(a.kind() == PermitDesk.Answer.Kind.GRANTED)
+                          .build());
+                });
+  }
+
+  private static PermitDesk.Answer storeDown() {
+    return new PermitDesk.Answer(
+        PermitDesk.Answer.Kind.UNAVAILABLE, "", 0, "", 0, "permit store: no answer", 0);
+  }
+
+  private static <T> void complete(StreamObserver<T> out, T response) {
+    try {
+      out.onNext(response);
+      out.onCompleted();
+    } catch (RuntimeException e) {
+      // the call is gone
     }
-    out.onNext(
-        ReleaseResponse.newBuilder()
-            .setReleased(a.kind() == PermitDesk.Answer.Kind.GRANTED)
-            .build());
-    out.onCompleted();
   }
 
   private static void fail(PermitDesk.Answer a, StreamObserver<?> out) {
@@ -144,6 +169,7 @@ public final class PermitService implements BindableService {
           case INVALID -> Status.INVALID_ARGUMENT;
           case NOT_FOUND -> Status.NOT_FOUND;
           case TOO_MANY -> Status.RESOURCE_EXHAUSTED;
+          case UNAVAILABLE -> Status.UNAVAILABLE;
           default -> Status.INTERNAL;
         };
     try {

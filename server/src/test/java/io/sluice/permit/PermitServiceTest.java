@@ -57,7 +57,12 @@ class PermitServiceTest {
             id -> new Tenant(id, TierPolicy.builder("t").build()),
             Ticker.system(),
             Duration.ofSeconds(30).toNanos(),
-            100);
+            100,
+            new PermitDesk.Shared(
+                new io.sluice.store.memory.InMemoryPermitLeases(Ticker.system()),
+                "t_",
+                () -> null,
+                io.sluice.core.permit.PermitEvents.NONE));
     server =
         NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
             .directExecutor()

@@ -7,55 +7,78 @@ import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Permit;
 import io.sluice.core.admission.PoolState;
-import io.sluice.core.admission.Waiter;
+import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.Tenant;
+import io.sluice.core.session.CheckChain;
+import io.sluice.core.session.DetachedChecks;
+import io.sluice.core.session.Signals;
+import io.sluice.core.session.Subject;
 import io.sluice.core.time.Ticker;
-import java.util.HashMap;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Permits for a stage Envoy does not front (docs/permits.md): an {@link #acquire} is one request of
- * the pool's own decision ({@link AdmissionController#decide}: the pool's capacity, its replica
- * share, its class queues and the tier's per-replica caps), held as a <em>lease</em>: the permit
- * comes back to the pool {@code leaseTtl} after the last acquire or {@link #renew} unless {@link
- * #release}d first, so a crashed caller's permit returns ({@link #expireDue}, from a timer, on the
- * injected ticker). Every permit is given back exactly once: release, lease expiry, a queued wait
- * given up, or {@link #close}.
+ * Permits for a stage Envoy does not front (docs/permits.md): an {@link #acquire} is first run
+ * through the snapshot's pre-decision checks ({@link DetachedChecks}: tenant rate, token budget,
+ * tenant slot, workflow place, the features' checks), then is one request of the pool's own
+ * decision ({@link AdmissionController#decide}: capacity, replica share, class queues, the tier's
+ * per-replica caps), held as a <em>lease</em> recorded in the shared store ({@link PermitLeases}):
+ * {@link #renew} and {@link #release} work at any replica, a release is answered true exactly once,
+ * and a lease not renewed within {@code leaseTtl} ends. This replica holds the pool's place and the
+ * checks' holds of the permits it granted ({@link PermitBook}) and gives them back when the store
+ * says the lease is no longer live ({@link #expireDue}, from a timer; a release here gives them
+ * back at once). Every permit is given back exactly once: release, lease expiry, a release at
+ * another replica, a queued wait given up, or {@link #close}.
  *
- * <p>Bounds: at most {@code maxLeases} leases held or waiting (over it an acquire is answered
- * {@link Answer.Kind#TOO_MANY}); ids are at most {@value #MAX_ID_CHARS} characters; the
- * operation-id index lives and dies with the leases. Thread-safe: one monitor, never held while
- * calling the pool or an answer.
+ * <p>Bounds: at most {@code maxLeases} leases held or waiting at this replica, and live in the
+ * store per pool (over either an acquire is answered {@link Answer.Kind#TOO_MANY}); ids are at most
+ * {@value #MAX_ID_CHARS} characters (a permit id {@value #MAX_PERMIT_ID_CHARS}). Thread-safe.
  */
 public final class PermitDesk implements AutoCloseable {
-  /** The longest tenant, pool, class, operation or permit id accepted. */
+  /** The longest tenant, pool, class or operation id accepted. */
   public static final int MAX_ID_CHARS = 128;
+
+  /** The longest permit id ({@code <pool>/<replica>-<n>}). */
+  public static final int MAX_PERMIT_ID_CHARS = MAX_ID_CHARS + 48;
 
   private final AdmissionController controller;
   private final Function<String, Tenant> tenants;
   private final Ticker ticker;
   private final long leaseNanos;
   private final int maxLeases;
+  private final Shared shared;
   private final String prefix =
       Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-";
   private final AtomicLong ids = new AtomicLong();
-  // guarded by this
-  private final LinkedHashMap<String, Lease> leases = new LinkedHashMap<>();
-  private final Map<String, String> byOperation = new HashMap<>();
-  private int waiting;
-  private boolean closed;
+  private final PermitBook book = new PermitBook();
   private final Counts counts = new Counts();
 
   /**
+   * Where the leases are kept and what else an acquire asks.
+   *
+   * @param leases the lease records (memory, or shared by the replicas)
+   * @param namespace the store's key namespace ({@code quotas.keyPrefix})
+   * @param checks the snapshot's pre-decision checks in force (null: none)
+   * @param events where acquires and lease ends are counted
+   */
+  public record Shared(
+      PermitLeases leases,
+      String namespace,
+      Supplier<@Nullable CheckChain> checks,
+      PermitEvents events) {}
+
+  /**
    * @param tenants a tenant id's tenant (its tier); "" is the anonymous tenant
-   * @param leaseNanos how long a permit outlives its last acquire or renew ({@code > 0})
+   * @param leaseNanos how long a permit outlives its last acquire or renew ({@code >= 1 ms})
    * @param maxLeases the most permits held or waiting at once ({@code >= 1})
    */
   public PermitDesk(
@@ -63,16 +86,18 @@ public final class PermitDesk implements AutoCloseable {
       Function<String, Tenant> tenants,
       Ticker ticker,
       long leaseNanos,
-      int maxLeases) {
-    if (leaseNanos <= 0 || maxLeases < 1) {
+      int maxLeases,
+      Shared shared) {
+    if (leaseNanos < 1_000_000 || maxLeases < 1) {
       throw new IllegalArgumentException(
-          "leaseNanos " + leaseNanos + ", maxLeases " + maxLeases + " (expected: > 0, >= 1)");
+          "leaseNanos " + leaseNanos + ", maxLeases " + maxLeases + " (expected: >= 1 ms, >= 1)");
     }
     this.controller = controller;
     this.tenants = tenants;
     this.ticker = ticker;
     this.leaseNanos = leaseNanos;
     this.maxLeases = maxLeases;
+    this.shared = shared;
   }
 
   /** What an acquire asks for. */
@@ -98,7 +123,9 @@ public final class PermitDesk implements AutoCloseable {
       /** An unknown pool, class or permit id. */
       NOT_FOUND,
       /** {@code maxLeases} held or waiting. */
-      TOO_MANY
+      TOO_MANY,
+      /** The lease store did not answer. */
+      UNAVAILABLE
     }
 
     static Answer of(Kind k, String message) {
@@ -111,27 +138,23 @@ public final class PermitDesk implements AutoCloseable {
     void answer(Answer a);
   }
 
-  /** A held permit and its lease. */
-  private static final class Lease {
-    final Permit permit;
-    final String opId;
-    long expiresAt;
+  /** Gives up a queued place (no-op when nothing waits). */
+  public interface Cancel {
+    Cancel NONE = () -> {};
 
-    Lease(Permit permit, String opId, long expiresAt) {
-      this.permit = permit;
-      this.opId = opId;
-      this.expiresAt = expiresAt;
-    }
+    void cancel();
   }
 
   /**
-   * Asks the pool for a permit; {@code reply} is answered once, at once or when a queued permit
-   * starts or its wait ends. The returned handle gives up a queued place (a cancelled call).
+   * Asks for a permit; {@code reply} is answered once, at once or when the checks' stores answer, a
+   * queued permit starts or its wait ends. The returned handle gives up the acquire (a cancelled
+   * call): its queued place, or its place before the pool decided.
    */
   public Cancel acquire(Request a, Reply reply) {
-    String bad = invalid(a);
+    Reply counted = counting(a, reply);
+    String bad = PermitInput.invalid(a);
     if (bad != null) {
-      reply.answer(Answer.of(Answer.Kind.INVALID, bad));
+      counted.answer(Answer.of(Answer.Kind.INVALID, bad));
       return Cancel.NONE;
     }
     PoolState pool = controller.pool(a.pool());
@@ -142,7 +165,7 @@ public final class PermitDesk implements AutoCloseable {
       }
     }
     if (pool == null || cls == null) {
-      reply.answer(
+      counted.answer(
           Answer.of(
               Answer.Kind.NOT_FOUND,
               pool == null
@@ -150,44 +173,72 @@ public final class PermitDesk implements AutoCloseable {
                   : "class: " + a.className() + " is not configured"));
       return Cancel.NONE;
     }
-    long now = ticker.nanos();
-    synchronized (this) {
-      if (!a.opId().isEmpty()) {
-        String held = byOperation.get(a.opId());
-        Lease l = held == null ? null : leases.get(held);
-        if (held != null && l != null) {
-          l.expiresAt = now + leaseNanos;
-          reply.answer(new Answer(Answer.Kind.GRANTED, held, leaseNanos, "", 0, "", 0));
-          return Cancel.NONE;
-        }
-      }
-      if (closed || leases.size() + waiting >= maxLeases) {
-        counts.refused++;
-        reply.answer(
-            Answer.of(
-                Answer.Kind.TOO_MANY,
-                closed ? "shutting down" : "permits: " + maxLeases + " held or waiting"));
-        return Cancel.NONE;
-      }
-      waiting++;
+    String held = book.byOperation(a.opId());
+    if (held != null) {
+      var unused = shared.leases().renew(scope(a.pool()), held, leaseMillis());
+      counted.answer(new Answer(Answer.Kind.GRANTED, held, leaseNanos, "", 0, "", 0));
+      return Cancel.NONE;
     }
+    if (!book.enter(maxLeases)) {
+      counted.answer(
+          Answer.of(
+              Answer.Kind.TOO_MANY,
+              book.closed() ? "shutting down" : "permits: " + maxLeases + " held or waiting"));
+      return Cancel.NONE;
+    }
+    long now = ticker.nanos();
     Tenant tenant = tenants.apply(a.tenant());
     AdmissionRequest req =
         new AdmissionRequest(
             pool.policy(), cls, tenant, a.work(), now, now + cls.deadline().toNanos(), -1, -1);
-    QueuedWaiter w = new QueuedWaiter(a, reply);
+    CheckChain chain = shared.checks().get();
+    if (chain == null) {
+      return decide(a, req, null, counted);
+    }
+    Subject subject =
+        new Subject(
+            "permit",
+            pool.policy(),
+            cls,
+            RequestFormat.AUTO,
+            tenant,
+            now,
+            req.deadlineNanos(),
+            a.opId().isEmpty() ? null : a.opId(),
+            a.maxWaitNanos(),
+            false,
+            0,
+            null,
+            Signals.NONE);
+    PendingCancel later = new PendingCancel();
+    var unused =
+        DetachedChecks.run(chain, subject, a.work())
+            .whenComplete(
+                (r, e) -> {
+                  if (e != null || r.refusal() != null) {
+                    refused(PermitInput.reject(e == null ? r.refusal() : null), counted, 0);
+                  } else if (!later.then(() -> decide(a, req, r.holds(), counted))) {
+                    r.holds().release(false);
+                    refused(PermitInput.CANCELLED, counted, 0);
+                  }
+                });
+    return later;
+  }
+
+  private Cancel decide(
+      Request a, AdmissionRequest req, DetachedChecks.@Nullable Holds holds, Reply reply) {
+    long now = ticker.nanos();
+    QueuedWaiter w = new QueuedWaiter(this, a, holds, reply);
     Decision d =
         a.maxWaitNanos() > 0
             ? controller.decide(req, Ask.hold(a.maxWaitNanos(), w, now))
             : controller.decide(req, Ask.now(now));
     if (d instanceof Decision.Admit ad) {
-      granted(a, ad.permit(), reply, Answer.Kind.GRANTED, 0);
+      granted(a, ad.permit(), holds, reply, Answer.Kind.GRANTED, 0);
       return Cancel.NONE;
     }
     if (d instanceof Decision.Queued q) {
-      synchronized (this) {
-        counts.queued++;
-      }
+      counts.queued.incrementAndGet();
       return () -> {
         if (controller.cancel(q.pool(), q.ticket(), ticker.nanos())) {
           w.cancelled();
@@ -196,42 +247,52 @@ public final class PermitDesk implements AutoCloseable {
         }
       };
     }
-    Decision.Reject r =
-        d instanceof Decision.Reject rj
-            ? rj
-            : new Decision.Reject(
-                io.sluice.core.admission.Reason.POOL_SATURATED,
-                503,
-                1,
-                "not admitted",
-                Decision.Reject.UNPREDICTED);
-    refused(r, reply, 0);
+    if (holds != null) {
+      holds.release(false);
+    }
+    refused(d instanceof Decision.Reject rj ? rj : PermitInput.UNDECIDED, reply, 0);
     return Cancel.NONE;
   }
 
-  private void granted(Request a, Permit p, Reply reply, Answer.Kind kind, long waited) {
-    String id = prefix + ids.incrementAndGet();
-    synchronized (this) {
-      waiting--;
-      if (closed) {
-        p.release(Outcome.SHUTDOWN, ticker.nanos());
-        reply.answer(Answer.of(Answer.Kind.TOO_MANY, "shutting down"));
-        return;
-      }
-      leases.put(id, new Lease(p, a.opId(), ticker.nanos() + leaseNanos));
-      if (!a.opId().isEmpty()) {
-        byOperation.put(a.opId(), id);
-      }
-      counts.granted++;
-    }
-    reply.answer(new Answer(kind, id, leaseNanos, "", 0, "", waited));
+  void granted(
+      Request a,
+      Permit p,
+      DetachedChecks.@Nullable Holds holds,
+      Reply reply,
+      Answer.Kind kind,
+      long waited) {
+    String id = a.pool() + "/" + prefix + ids.incrementAndGet();
+    PermitBook.Lease lease = new PermitBook.Lease(a.pool(), p, holds, a.opId(), ticker.nanos());
+    var unused =
+        shared
+            .leases()
+            .grant(scope(a.pool()), id, maxLeases, leaseMillis())
+            .whenComplete(
+                (ok, e) -> {
+                  boolean kept = e == null && ok && book.keep(id, lease);
+                  if (!kept) {
+                    if (e != null || !ok) {
+                      book.left();
+                    }
+                    lease.giveBack(Outcome.CANCELLED, 0, ticker.nanos());
+                    reply.answer(
+                        e != null
+                            ? Answer.of(Answer.Kind.UNAVAILABLE, "permit store: no answer")
+                            : !ok
+                                ? Answer.of(
+                                    Answer.Kind.TOO_MANY,
+                                    "permits: " + maxLeases + " live in pool " + a.pool())
+                                : Answer.of(Answer.Kind.TOO_MANY, "shutting down"));
+                    return;
+                  }
+                  counts.granted.incrementAndGet();
+                  reply.answer(new Answer(kind, id, leaseNanos, "", 0, "", waited));
+                });
   }
 
-  private void refused(Decision.Reject r, Reply reply, long waited) {
-    synchronized (this) {
-      waiting--;
-      counts.refused++;
-    }
+  void refused(Decision.Reject r, Reply reply, long waited) {
+    book.left();
+    counts.refused.incrementAndGet();
     reply.answer(
         new Answer(
             Answer.Kind.REFUSED,
@@ -243,162 +304,186 @@ public final class PermitDesk implements AutoCloseable {
             waited));
   }
 
-  /** Extends the lease of {@code permitId}: NOT_FOUND when unknown, released or expired. */
-  public Answer renew(String permitId) {
-    synchronized (this) {
-      Lease l = permitId.length() > MAX_ID_CHARS ? null : leases.get(permitId);
-      if (l == null) {
-        return Answer.of(Answer.Kind.NOT_FOUND, "permit: unknown, released or expired");
-      }
-      l.expiresAt = ticker.nanos() + leaseNanos;
-      return new Answer(Answer.Kind.GRANTED, permitId, leaseNanos, "", 0, "", 0);
+  /** Extends the lease of {@code permitId}, at any replica: NOT_FOUND when released or expired. */
+  public CompletionStage<Answer> renew(String permitId) {
+    String pool = PermitInput.poolOf(permitId);
+    if (pool == null) {
+      return CompletableFuture.completedFuture(notFound());
     }
+    return shared
+        .leases()
+        .renew(scope(pool), permitId, leaseMillis())
+        .handle(
+            (ok, e) -> {
+              if (e != null) {
+                return Answer.of(Answer.Kind.UNAVAILABLE, "permit store: no answer");
+              }
+              if (!ok) {
+                return notFound();
+              }
+              book.confirmed(permitId, ticker.nanos());
+              return new Answer(Answer.Kind.GRANTED, permitId, leaseNanos, "", 0, "", 0);
+            });
   }
 
   /**
-   * Gives {@code permitId} back (its {@code actualWork}, when more than acquired, is counted
-   * first): GRANTED when this call released it, NOT_FOUND when it was not held.
+   * Gives {@code permitId} back, at any replica (its {@code actualWork}, when more than acquired,
+   * is counted first where it was granted here): GRANTED for exactly one call, NOT_FOUND when it
+   * was released or expired already. Granted at another replica, its pool's place comes back there
+   * at that replica's next {@link #expireDue}.
    */
-  public Answer release(String permitId, long actualWork) {
+  public CompletionStage<Answer> release(String permitId, long actualWork) {
     if (actualWork < 0) {
-      return Answer.of(Answer.Kind.INVALID, "actual_work: " + actualWork + " (expected: >= 0)");
+      return CompletableFuture.completedFuture(
+          Answer.of(Answer.Kind.INVALID, "actual_work: " + actualWork + " (expected: >= 0)"));
     }
-    Lease l;
-    synchronized (this) {
-      l = permitId.length() > MAX_ID_CHARS ? null : leases.remove(permitId);
-      if (l != null && !l.opId.isEmpty()) {
-        byOperation.remove(l.opId, permitId);
-      }
+    String pool = PermitInput.poolOf(permitId);
+    if (pool == null) {
+      return CompletableFuture.completedFuture(notFound());
     }
-    if (l == null) {
-      return Answer.of(Answer.Kind.NOT_FOUND, "permit: unknown, released or expired");
-    }
-    if (actualWork > l.permit.workUnits()) {
-      l.permit.grow(actualWork - l.permit.workUnits());
-    }
-    l.permit.release(Outcome.COMPLETED, ticker.nanos());
-    synchronized (this) {
-      counts.released++;
-    }
-    return new Answer(Answer.Kind.GRANTED, permitId, 0, "", 0, "", 0);
+    PermitBook.Lease mine = book.take(permitId);
+    return shared
+        .leases()
+        .release(scope(pool), permitId)
+        .handle(
+            (ok, e) -> {
+              if (mine != null) {
+                mine.giveBack(Outcome.COMPLETED, actualWork, ticker.nanos());
+              }
+              boolean released = e == null ? ok : mine != null; // store down: given back here
+              if (released) {
+                counts.released.incrementAndGet();
+                shared.events().ended(pool, PermitEvents.End.RELEASED);
+                return new Answer(Answer.Kind.GRANTED, permitId, 0, "", 0, "", 0);
+              }
+              if (mine != null) { // expired in the store before this replica saw it
+                counts.expired.incrementAndGet();
+                shared.events().ended(pool, PermitEvents.End.EXPIRED);
+              }
+              return e != null
+                  ? Answer.of(Answer.Kind.UNAVAILABLE, "permit store: no answer")
+                  : notFound();
+            });
   }
 
-  /** Gives back every permit whose lease ran out (a timer calls it); returns how many. */
-  public int expireDue() {
+  /**
+   * Gives back every permit held here whose lease is no longer live in the store (expired, or
+   * released at another replica); a timer calls it. When the store does not answer, a permit not
+   * confirmed live for two leases is given back. Completes with how many expired.
+   */
+  public CompletionStage<Integer> expireDue() {
+    List<CompletableFuture<Integer>> all = new ArrayList<>();
+    for (Map.Entry<String, List<String>> e : book.byPool().entrySet()) {
+      String pool = e.getKey();
+      all.add(
+          shared
+              .leases()
+              .states(scope(pool), e.getValue())
+              .handle((states, err) -> settle(pool, states, err))
+              .toCompletableFuture());
+    }
+    return CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]))
+        .thenApply(v -> all.stream().mapToInt(CompletableFuture::join).sum());
+  }
+
+  private int settle(
+      String pool, @Nullable Map<String, PermitLeases.State> states, @Nullable Throwable err) {
     long now = ticker.nanos();
-    java.util.List<Permit> due = new java.util.ArrayList<>();
-    synchronized (this) {
-      for (Iterator<Map.Entry<String, Lease>> it = leases.entrySet().iterator(); it.hasNext(); ) {
-        Map.Entry<String, Lease> e = it.next();
-        if (e.getValue().expiresAt - now <= 0) {
-          it.remove();
-          byOperation.remove(e.getValue().opId, e.getKey());
-          due.add(e.getValue().permit);
+    int expired = 0;
+    if (err != null || states == null) {
+      for (PermitBook.Lease l : book.takeStale(pool, now, 2 * leaseNanos)) {
+        l.giveBack(Outcome.CANCELLED, 0, now);
+        expired++;
+      }
+    } else {
+      for (Map.Entry<String, PermitLeases.State> s : states.entrySet()) {
+        if (s.getValue() == PermitLeases.State.LIVE) {
+          book.confirmed(s.getKey(), now);
+          continue;
+        }
+        PermitBook.Lease l = book.take(s.getKey());
+        if (l == null) {
+          continue; // released here meanwhile
+        }
+        l.giveBack(Outcome.CANCELLED, 0, now);
+        if (s.getValue() == PermitLeases.State.EXPIRED) {
+          expired++;
+        } else {
+          counts.releasedElsewhere.incrementAndGet();
+          shared.events().ended(pool, PermitEvents.End.RELEASED_ELSEWHERE);
         }
       }
-      counts.expired += due.size();
     }
-    due.forEach(p -> p.release(Outcome.CANCELLED, now));
-    return due.size();
+    counts.expired.addAndGet(expired);
+    for (int i = 0; i < expired; i++) {
+      shared.events().ended(pool, PermitEvents.End.EXPIRED);
+    }
+    return expired;
   }
 
-  /** Permits held now (the live leases gauge). */
-  public synchronized int leases() {
-    return leases.size();
+  /** Permits held here now (the held gauge). */
+  public int leases() {
+    return book.size();
   }
 
-  /** Counters: granted, queued, refused, expired, released. */
-  public synchronized long[] counts() {
+  /** Counters: granted, queued, refused, expired, released (here), released at another replica. */
+  public long[] counts() {
     return new long[] {
-      counts.granted, counts.queued, counts.refused, counts.expired, counts.released
+      counts.granted.get(),
+      counts.queued.get(),
+      counts.refused.get(),
+      counts.expired.get(),
+      counts.released.get(),
+      counts.releasedElsewhere.get()
     };
   }
 
-  /** Shutdown: every permit held is given back; later acquires are refused. */
+  /** Shutdown: every permit held here is given back (its record dropped); acquires are refused. */
   @Override
   public void close() {
-    java.util.List<Permit> all;
-    synchronized (this) {
-      closed = true;
-      all = new java.util.ArrayList<>();
-      leases.values().forEach(l -> all.add(l.permit));
-      leases.clear();
-      byOperation.clear();
-    }
     long now = ticker.nanos();
-    all.forEach(p -> p.release(Outcome.SHUTDOWN, now));
+    for (Map.Entry<String, PermitBook.Lease> e : book.close().entrySet()) {
+      e.getValue().giveBack(Outcome.SHUTDOWN, 0, now);
+      var unused = shared.leases().release(scope(e.getValue().pool), e.getKey());
+    }
   }
 
-  private static @Nullable String invalid(Request a) {
-    if (a.pool().isEmpty() || a.pool().length() > MAX_ID_CHARS) {
-      return "pool: " + len(a.pool()) + " (expected: 1.." + MAX_ID_CHARS + " characters)";
-    }
-    if (a.className().isEmpty() || a.className().length() > MAX_ID_CHARS) {
-      return "class_name: " + len(a.className()) + " (expected: 1.." + MAX_ID_CHARS + ")";
-    }
-    if (a.tenant().length() > MAX_ID_CHARS || a.opId().length() > MAX_ID_CHARS) {
-      return "tenant/operation_id: longer than " + MAX_ID_CHARS + " characters";
-    }
-    if (a.work() <= 0 || a.work() > (1L << 40)) {
-      return "work: " + a.work() + " (expected: 1..1099511627776)";
-    }
-    if (a.maxWaitNanos() < 0) {
-      return "max_wait_ms: negative (expected: >= 0)";
-    }
-    return null;
+  private PermitLeases.Scope scope(String pool) {
+    return new PermitLeases.Scope(shared.namespace(), pool);
   }
 
-  private static String len(String s) {
-    return s.isEmpty() ? "empty" : s.length() + " characters";
+  private long leaseMillis() {
+    return Math.max(1, leaseNanos / 1_000_000L);
   }
 
-  /** Gives up a queued place (no-op when nothing waits). */
-  public interface Cancel {
-    Cancel NONE = () -> {};
-
-    void cancel();
+  private static Answer notFound() {
+    return Answer.of(Answer.Kind.NOT_FOUND, "permit: unknown, released or expired");
   }
 
-  private final class QueuedWaiter implements Waiter {
-    private final Request ask;
-    private final Reply reply;
-    volatile boolean gone;
+  /** Counts every acquire's answer by pool and kind ({@link PermitEvents#acquired}). */
+  private Reply counting(Request a, Reply reply) {
+    return answer -> {
+      PoolState known = controller.pool(a.pool());
+      shared.events().acquired(known == null ? "" : a.pool(), answer.kind(), answer.waitedNanos());
+      reply.answer(answer);
+    };
+  }
 
-    QueuedWaiter(Request ask, Reply reply) {
-      this.ask = ask;
-      this.reply = reply;
-    }
+  /** The process's ticker, and the book (the queued waiters). */
+  Ticker ticker() {
+    return ticker;
+  }
 
-    @Override
-    public void admitted(Permit permit, long waitedNanos) {
-      if (gone) {
-        permit.release(Outcome.CANCELLED, ticker.nanos());
-        synchronized (PermitDesk.this) {
-          waiting--;
-        }
-        return;
-      }
-      granted(ask, permit, reply, Answer.Kind.QUEUED_THEN_GRANTED, waitedNanos);
-    }
-
-    @Override
-    public void refused(Decision.Reject rejection, long waitedNanos) {
-      PermitDesk.this.refused(rejection, reply, waitedNanos);
-    }
-
-    void cancelled() {
-      gone = true;
-      synchronized (PermitDesk.this) {
-        waiting--;
-      }
-    }
+  PermitBook book() {
+    return book;
   }
 
   private static final class Counts {
-    long granted;
-    long queued;
-    long refused;
-    long expired;
-    long released;
+    final AtomicLong granted = new AtomicLong();
+    final AtomicLong queued = new AtomicLong();
+    final AtomicLong refused = new AtomicLong();
+    final AtomicLong expired = new AtomicLong();
+    final AtomicLong released = new AtomicLong();
+    final AtomicLong releasedElsewhere = new AtomicLong();
   }
 }

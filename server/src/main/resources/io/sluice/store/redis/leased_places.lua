@@ -5,7 +5,7 @@
 --         holder -> lease expiry (ms, Redis's clock); one holder per place held, named by the call
 --         that took it and carrying its work units ("<replica>|<id>|<work>",
 --         io.sluice.store.redis.RedisLeasedPlaces); every key of one call belongs to one pool
--- ARGV[1] op: acquire | release | renew; ARGV[2] lease ttl (ms)
+-- ARGV[1] op: acquire | release | renew | grant | extend | drop | states; ARGV[2] lease ttl (ms)
 --   acquire (KEYS[1]): ARGV[3] holder, ARGV[4] work, ARGV[5] maxPlaces (0: none), ARGV[6]
 --     maxWork (0: none). Drops the expired holders; refused when maxPlaces are held, or when a
 --     place is held and the work held plus this one's is over maxWork; else adds the holder.
@@ -15,6 +15,14 @@
 --   renew (KEYS[1..n]): ARGV[2 + i] how many holders of KEYS[i] follow, then the holders, key by
 --     key. Each gets a fresh expiry; one that is gone (it expired during a store outage) is written
 --     back. Returns {n}.
+-- Permit leases (io.sluice.core.permit.PermitLeases, io.sluice.store.redis.RedisPermitLeases), KEYS[1]
+-- <namespace>{<pool>}:permit:leases, a holder per permit id; an expired one is kept one ttl more
+-- (read as expired, not gone), then pruned (all expired ones at once past 2 x maxLeases records):
+--   grant: ARGV[3] id, ARGV[4] maxLeases. Refused when maxLeases are live or the id is there.
+--     Returns {granted (1|0), live before}.
+--   extend: ARGV[3] id: a live one gets a fresh expiry. Returns {extended (1|0)}.
+--   drop: ARGV[3] id: a live one is removed. Returns {removed (1|0)}: 1 for exactly one call.
+--   states: ARGV[3..] ids. Returns per id 2 (live), 1 (expired), 0 (gone).
 -- A holder nobody renews leaves with its lease; every key written expires no sooner than 2 x ttl
 -- from now, so an owner nobody holds places of leaves the store.
 local t = redis.call('TIME')
@@ -68,5 +76,43 @@ elseif op == 'renew' then
     end
   end
   return {n}
+elseif op == 'grant' then
+  local key = KEYS[1]
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - ttl)
+  if redis.call('ZCARD', key) >= 2 * tonumber(ARGV[4]) then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  end
+  local live = redis.call('ZCOUNT', key, '(' .. now, '+inf')
+  if live >= tonumber(ARGV[4]) or redis.call('ZSCORE', key, ARGV[3]) then
+    return {0, live}
+  end
+  redis.call('ZADD', key, expiry, ARGV[3])
+  keep(key)
+  return {1, live}
+elseif op == 'extend' or op == 'drop' then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[3])
+  if not score or tonumber(score) <= now then
+    return {0}
+  end
+  if op == 'drop' then
+    redis.call('ZREM', KEYS[1], ARGV[3])
+  else
+    redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[3])
+    keep(KEYS[1])
+  end
+  return {1}
+elseif op == 'states' then
+  local out = {}
+  for i = 3, #ARGV do
+    local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+    if not score then
+      out[#out + 1] = 0
+    elseif tonumber(score) <= now then
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 2
+    end
+  end
+  return out
 end
 return redis.error_reply('leased_places.lua: unknown op ' .. tostring(op))

@@ -9,6 +9,7 @@ import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.time.FakeTicker;
+import io.sluice.store.memory.InMemoryPermitLeases;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +42,9 @@ class PermitDeskTest {
           id -> new Tenant(id.isEmpty() ? "anonymous" : id, TierPolicy.builder("t").build()),
           time,
           Duration.ofSeconds(10).toNanos(),
-          3);
+          3,
+          new PermitDesk.Shared(
+              new InMemoryPermitLeases(time), "t_", () -> null, PermitEvents.NONE));
 
   private PermitDesk.Answer acquire(long work, long waitMs, String op) {
     List<PermitDesk.Answer> out = new ArrayList<>();
@@ -49,6 +52,10 @@ class PermitDeskTest {
         new PermitDesk.Request("pg", "acme", "db", work, waitMs * 1_000_000L, op), out::add);
     assertThat(out).as("answered at once").hasSize(1);
     return out.get(0);
+  }
+
+  private static <T> T join(java.util.concurrent.CompletionStage<T> s) {
+    return s.toCompletableFuture().join();
   }
 
   private int inFlight() {
@@ -71,15 +78,16 @@ class PermitDeskTest {
     List<PermitDesk.Answer> later = new ArrayList<>();
     desk.acquire(new PermitDesk.Request("pg", "acme", "db", 1, 4_000_000_000L, ""), later::add);
     assertThat(later).as("queued").isEmpty();
-    assertThat(desk.release(a.permitId(), 1).kind()).isEqualTo(PermitDesk.Answer.Kind.GRANTED);
+    assertThat(join(desk.release(a.permitId(), 1)).kind())
+        .isEqualTo(PermitDesk.Answer.Kind.GRANTED);
     assertThat(later).hasSize(1);
     assertThat(later.get(0).kind()).isEqualTo(PermitDesk.Answer.Kind.QUEUED_THEN_GRANTED);
-    assertThat(desk.release(a.permitId(), 1).kind())
+    assertThat(join(desk.release(a.permitId(), 1)).kind())
         .as("a second release")
         .isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
     assertThat(inFlight()).isEqualTo(2);
-    desk.release(b.permitId(), 5);
-    desk.release(later.get(0).permitId(), 0);
+    join(desk.release(b.permitId(), 5));
+    join(desk.release(later.get(0).permitId(), 0));
     assertThat(inFlight()).isZero();
     assertThat(desk.leases()).isZero();
   }
@@ -89,12 +97,14 @@ class PermitDeskTest {
     PermitDesk.Answer dead = acquire(1, 0, "");
     PermitDesk.Answer live = acquire(1, 0, "");
     time.advance(Duration.ofSeconds(6));
-    assertThat(desk.renew(live.permitId()).kind()).isEqualTo(PermitDesk.Answer.Kind.GRANTED);
+    assertThat(join(desk.renew(live.permitId())).kind()).isEqualTo(PermitDesk.Answer.Kind.GRANTED);
     time.advance(Duration.ofSeconds(5));
-    assertThat(desk.expireDue()).isEqualTo(1);
+    assertThat(join(desk.expireDue())).isEqualTo(1);
     assertThat(inFlight()).as("the dead caller's permit went back").isEqualTo(1);
-    assertThat(desk.renew(dead.permitId()).kind()).isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
-    assertThat(desk.release(dead.permitId(), 0).kind()).isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
+    assertThat(join(desk.renew(dead.permitId())).kind())
+        .isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
+    assertThat(join(desk.release(dead.permitId(), 0)).kind())
+        .isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
     assertThat(desk.counts()[3]).as("expired").isEqualTo(1);
     desk.close();
     assertThat(inFlight()).as("shutdown gives back the rest").isZero();
@@ -120,8 +130,9 @@ class PermitDeskTest {
     assertThat(out)
         .extracting(PermitDesk.Answer::kind)
         .containsOnly(PermitDesk.Answer.Kind.NOT_FOUND);
-    assertThat(desk.renew("y".repeat(100_000)).kind()).isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
-    assertThat(desk.release("z", -1).kind()).isEqualTo(PermitDesk.Answer.Kind.INVALID);
+    assertThat(join(desk.renew("y".repeat(100_000))).kind())
+        .isEqualTo(PermitDesk.Answer.Kind.NOT_FOUND);
+    assertThat(join(desk.release("z", -1)).kind()).isEqualTo(PermitDesk.Answer.Kind.INVALID);
 
     // maxLeases 3, the pool 2: two held, one queued, the fourth is over the bound
     acquire(1, 0, "");
