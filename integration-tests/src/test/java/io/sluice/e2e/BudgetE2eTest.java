@@ -44,6 +44,60 @@ class BudgetE2eTest {
     }
   }
 
+  /**
+   * The OpenAI Python/Node SDKs' own rule ({@code _should_retry}): {@code x-should-retry} decides
+   * when present; else 408, 409, 429 and 5xx are retried. It never reads the body.
+   */
+  private static int sdkAttemptsOf(java.util.function.Supplier<HttpResult> send) {
+    for (int attempt = 1; ; attempt++) {
+      HttpResult r = send.get();
+      java.util.Optional<String> should = r.header("x-should-retry");
+      boolean retry =
+          should.isPresent()
+              ? should.get().equals("true")
+              : r.status() == 408 || r.status() == 409 || r.status() == 429 || r.status() >= 500;
+      if (!retry || attempt == 3) {
+        return attempt;
+      }
+    }
+  }
+
+  @Test
+  void budgetRefusedWith429_carriesShouldRetryFalse_anSdkLoopMakesNoSecondAttempt()
+      throws Exception {
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base()
+                .with(
+                    "budgets",
+                    "{enabled: true, refusalStatus: 429,"
+                        + " deployment: [{name: all, limit: 600, period: day}]}"));
+    HttpResult refused = null;
+    for (int i = 0; i < 200 && refused == null; i++) {
+      HttpResult r = h.send(chat(chatBody(20, false)).build());
+      if (r.status() != 200) {
+        refused = r;
+      }
+    }
+    assertThat(refused).isNotNull();
+    RejectE2eTest.assertRejected(refused, 429, "budget_exhausted", "tenant");
+    assertThat(refused.header("x-should-retry")).contains("false");
+    double before =
+        h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted");
+    int attempts =
+        sdkAttemptsOf(
+            () -> {
+              try {
+                return h.send(chat(chatBody(20, false)).build());
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    assertThat(attempts).isEqualTo(1);
+    assertThat(h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted"))
+        .isEqualTo(before + 1);
+  }
+
   @Test
   void softThresholdHeaders_then402BudgetExhausted_notRetryable_noSecondAttempt() throws Exception {
     h =

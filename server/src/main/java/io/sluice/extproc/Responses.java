@@ -210,7 +210,8 @@ final class Responses {
             + 1
             + (droppedReason != null ? 1 : 0)
             + (retryAfterSeconds > 0 ? 1 : 0)
-            + (waitMillis >= 0 ? 1 : 0);
+            + (waitMillis >= 0 ? 1 : 0)
+            + (reason.retryable() ? 0 : 1);
     byte[][] keys = new byte[n][];
     byte[][] values = new byte[n][];
     int i = 0;
@@ -230,7 +231,11 @@ final class Responses {
     }
     if (waitMillis >= 0) {
       keys[i] = X_SLUICE_PREDICTED_WAIT;
-      values[i] = Long.toString(waitMillis).getBytes(StandardCharsets.US_ASCII);
+      values[i++] = Long.toString(waitMillis).getBytes(StandardCharsets.US_ASCII);
+    }
+    if (!reason.retryable()) { // OpenAI's and Anthropic's SDKs read it before the status
+      keys[i] = X_SHOULD_RETRY;
+      values[i] = FALSE;
     }
     return Answer.encoded(
         AnswerEncoder.reject(
@@ -274,6 +279,14 @@ final class Responses {
   private static final byte[] RETRY_AFTER = "retry-after".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] X_SLUICE_PREDICTED_WAIT =
       "x-sluice-predicted-wait-ms".getBytes(StandardCharsets.US_ASCII);
+  /**
+   * Sent {@code false} with a refusal that cannot succeed on retry ({@link Reason#retryable()}):
+   * the OpenAI and Anthropic SDKs obey it before they look at the status, so a 429 {@code
+   * budget_exhausted} is not retried by their default loop.
+   */
+  private static final byte[] X_SHOULD_RETRY = "x-should-retry".getBytes(StandardCharsets.US_ASCII);
+
+  private static final byte[] FALSE = "false".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] APPLICATION_JSON =
       "application/json".getBytes(StandardCharsets.US_ASCII);
 
