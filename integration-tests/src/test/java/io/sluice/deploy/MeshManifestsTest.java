@@ -469,7 +469,7 @@ class MeshManifestsTest {
   static Stream<org.junit.jupiter.params.provider.Arguments> envoyFilters() throws IOException {
     List<org.junit.jupiter.params.provider.Arguments> out = new ArrayList<>();
     try (Stream<Path> s = Files.list(ISTIO)) {
-      for (Path file : s.sorted().toList()) {
+      for (Path file : s.filter(Files::isRegularFile).sorted().toList()) {
         for (JsonNode doc : KubeYaml.documents(file)) {
           if (doc.path("kind").asText().equals("EnvoyFilter")) {
             out.add(org.junit.jupiter.params.provider.Arguments.of(file, doc));

@@ -40,12 +40,30 @@ final class ControlledUpstream implements Upstream, AutoCloseable {
           + "\"total_tokens\":14}}\n\n"
           + "data: [DONE]\n\n";
 
-  private final SimulatedLlmUpstream llm =
+  private volatile SimulatedLlmUpstream llm =
       new SimulatedLlmUpstream(SimulatedLlmUpstream.Settings.instant());
   private volatile Mode mode = Mode.SIMULATED;
   private final List<UpstreamRequest> received = new ArrayList<>();
   private final List<Runnable> heldResponses = new ArrayList<>();
   private final List<HeldStream> heldStreams = new ArrayList<>();
+
+  /**
+   * The simulated model counts {@code bytesPerToken} request bytes per prompt token in the usage it
+   * reports (instant answers otherwise; default 4).
+   */
+  ControlledUpstream promptBytesPerToken(int bytesPerToken) {
+    SimulatedLlmUpstream.Settings i = SimulatedLlmUpstream.Settings.instant();
+    llm =
+        new SimulatedLlmUpstream(
+            new SimulatedLlmUpstream.Settings(
+                i.batchSlots(),
+                i.prefillPerInputToken(),
+                i.decodePerOutputToken(),
+                i.defaultOutputTokens(),
+                i.maxOutputTokens(),
+                bytesPerToken));
+    return this;
+  }
 
   ControlledUpstream mode(Mode mode) {
     this.mode = mode;

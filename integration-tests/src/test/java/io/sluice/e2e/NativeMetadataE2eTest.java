@@ -207,7 +207,7 @@ class NativeMetadataE2eTest {
     return l.stream().filter(b -> b).count();
   }
 
-  private static int differing(List<Boolean> a, List<Boolean> b) {
+  static int differing(List<Boolean> a, List<Boolean> b) {
     int n = 0;
     for (int i = 0; i < a.size(); i++) {
       n += a.get(i).equals(b.get(i)) ? 0 : 1;

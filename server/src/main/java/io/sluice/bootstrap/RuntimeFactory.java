@@ -83,7 +83,6 @@ record RuntimeFactory(
    */
   AdmissionRuntime build(SluiceConfig config, io.sluice.core.session.HoldTimer holdTimer) {
     RequestResolver resolver = new RequestResolver(config);
-    TokenEstimator estimator = new TokenEstimator(estimatorSettings(config), tokenCounts);
     DecisionLog decisionLog = decisionLogs.apply(config.decisionLog());
     TenantQuotas quotas =
         new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
@@ -91,6 +90,8 @@ record RuntimeFactory(
     Contributions features = new Contributions();
     FeatureSnapshot snapshot = new FeatureSnapshot(config, stores, metrics, ticker, clock, env);
     Features.ALL.forEach(f -> f.contribute(snapshot, features));
+    TokenEstimator estimator =
+        new TokenEstimator(estimatorSettings(config), tokenCounts, features.bytesPerToken());
     List<SessionListener> listeners = new ArrayList<>();
     // the learners first, as the session learned before it recorded; the features' last
     listeners.add(new ReserveLearner(reserves));

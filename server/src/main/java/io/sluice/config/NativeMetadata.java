@@ -9,9 +9,42 @@ package io.sluice.config;
  * @param requestInfoNamespace its namespace
  * @param usage read {@code envoy.data.ai.v3.TokenUsage} at the response's end
  * @param usageNamespace its namespace
+ * @param learnedBytesPerToken the learned bytes-per-token of the headers' estimates
  */
 public record NativeMetadata(
-    boolean requestInfo, String requestInfoNamespace, boolean usage, String usageNamespace) {
+    boolean requestInfo,
+    String requestInfoNamespace,
+    boolean usage,
+    String usageNamespace,
+    LearnedRatio learnedBytesPerToken) {
+  /**
+   * {@code nativeMetadata.learnedBytesPerToken} (docs/estimation.md, "Learned bytes-per-token"):
+   * the prior is {@code estimation.bytesPerToken}.
+   *
+   * @param enabled learn the ratio and divide the headers' content-length by it
+   * @param warmup answers a key needs before its own ratio is used (and the most one tenant weighs)
+   * @param min the smallest ratio learned
+   * @param max the largest
+   * @param maxKeys keys kept (pools, and pools with a model)
+   * @param halfLife after which an answer weighs half
+   */
+  public record LearnedRatio(
+      boolean enabled,
+      int warmup,
+      double min,
+      double max,
+      int maxKeys,
+      java.time.Duration halfLife) {
+    public static final LearnedRatio DEFAULTS =
+        new LearnedRatio(true, 8, 1.5, 16, 1024, java.time.Duration.ofHours(1));
+  }
+
+  /** The namespaces, the learned ratio at its defaults. */
+  public NativeMetadata(
+      boolean requestInfo, String requestInfoNamespace, boolean usage, String usageNamespace) {
+    this(requestInfo, requestInfoNamespace, usage, usageNamespace, LearnedRatio.DEFAULTS);
+  }
+
   /** Envoy's default namespace of the request-info filter's record. */
   public static final String REQUEST_INFO_NAMESPACE = "envoy.ai.request_info";
 

@@ -6,6 +6,7 @@ import io.sluice.observability.DecisionRecordPart;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the features add to one snapshot's runtime ({@link Feature#contribute}), in registration
@@ -19,6 +20,7 @@ public final class Contributions {
   private final List<DecisionRecordPart> recordParts = new ArrayList<>();
   private final List<io.sluice.core.session.Planner.Factory> planners = new ArrayList<>();
   private io.sluice.core.session.BodyRouter bodyRouter = io.sluice.core.session.BodyRouter.NONE;
+  private io.sluice.core.estimate.@Nullable LearnedBytesPerToken bytesPerToken;
 
   /** A check at its place ({@link AdmissionCheck.Contributed}). */
   public Contributions check(int order, AdmissionCheck.Factory factory) {
@@ -57,6 +59,22 @@ public final class Contributions {
     }
     bodyRouter = Objects.requireNonNull(r);
     return this;
+  }
+
+  /**
+   * The learned bytes-per-token the headers' estimates divide a content-length by (one per
+   * snapshot: a second is a wiring error); without one, {@code estimation.bytesPerToken}.
+   */
+  public Contributions bytesPerToken(io.sluice.core.estimate.LearnedBytesPerToken l) {
+    if (bytesPerToken != null) {
+      throw new IllegalStateException("a learned bytes-per-token is contributed already");
+    }
+    bytesPerToken = Objects.requireNonNull(l);
+    return this;
+  }
+
+  public io.sluice.core.estimate.@Nullable LearnedBytesPerToken bytesPerToken() {
+    return bytesPerToken;
   }
 
   public io.sluice.core.session.BodyRouter bodyRouter() {

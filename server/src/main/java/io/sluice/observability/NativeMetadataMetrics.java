@@ -23,6 +23,17 @@ public final class NativeMetadataMetrics {
   /** Actual ÷ estimated input tokens of an answer with reported usage, by estimate method. */
   public static final String INPUT_RATIO = "sluice.native.input.actual.to.estimate";
 
+  /**
+   * The learned bytes-per-token a pool's requests of no declared model are estimated with: pool.
+   */
+  public static final String BYTES_PER_TOKEN = "sluice.native.bytes.per.token";
+
+  /** Answers the learned bytes-per-token learned from: pool. */
+  public static final String BYTES_PER_TOKEN_LEARNED = "sluice.native.bytes.per.token.learned";
+
+  /** Keys the learned bytes-per-token holds (pools, and pools with a model). */
+  public static final String BYTES_PER_TOKEN_KEYS = "sluice.native.bytes.per.token.keys";
+
   private static final double[] RATIO_BUCKETS = {
     0.25, 0.5, 0.75, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2, 4
   };
@@ -73,6 +84,31 @@ public final class NativeMetadataMetrics {
         .record((double) actual / estimated);
   }
 
+  /**
+   * Gauges of the learned bytes-per-token of {@code pools} (the configured ones: bounded) and of
+   * its keys; registered once per pool (the learner outlives snapshots).
+   */
+  public void bytesPerToken(
+      java.util.Collection<String> pools, io.sluice.core.estimate.LearnedBytesPerToken learned) {
+    for (String pool : pools) {
+      io.micrometer.core.instrument.Gauge.builder(BYTES_PER_TOKEN, learned, l -> l.poolRatio(pool))
+          .tag("pool", pool)
+          .description("learned bytes per input token of the pool's headers-only estimates")
+          .strongReference(true)
+          .register(registry);
+    }
+    io.micrometer.core.instrument.Gauge.builder(
+            BYTES_PER_TOKEN_KEYS, learned, l -> (double) l.keyCount())
+        .description("keys of the learned bytes-per-token (pools, and pools with a model)")
+        .strongReference(true)
+        .register(registry);
+  }
+
+  /** An answer of {@code pool} the learned bytes-per-token learned from. */
+  public void ratioLearned(String pool) {
+    counter(BYTES_PER_TOKEN_LEARNED, "pool", pool).increment();
+  }
+
   private Counter counter(String name, String... tags) {
     StringBuilder k = new StringBuilder(name);
     for (String t : tags) {
@@ -86,7 +122,9 @@ public final class NativeMetadataMetrics {
                 .description(
                     name.equals(METADATA)
                         ? "Envoy native AI metadata records read, by kind, status and agreement"
-                        : "Envoy native AI metadata fields ignored as unusable")
+                        : name.equals(INVALID)
+                            ? "Envoy native AI metadata fields ignored as unusable"
+                            : "answers the learned bytes-per-token learned from, by pool")
                 .register(registry));
   }
 }

@@ -67,4 +67,41 @@ class NativeMetadataConfigTest {
                                 && m.contains("(expected: a metadata namespace"))
                     .anyMatch(m -> m.startsWith("nativeMetadata.extra")));
   }
+
+  @Test
+  void learnedBytesPerToken_readAndWrittenBack_badValuesNamed() throws Exception {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            BASE
+                + """
+                nativeMetadata:
+                  learnedBytesPerToken: {enabled: false, warmup: 3, min: 2, max: 9, maxKeys: 10, halfLife: 5m}
+                """);
+    NativeMetadata.LearnedRatio l = c.section(NativeMetadataSection.SECTION).learnedBytesPerToken();
+    assertThat(l)
+        .isEqualTo(
+            new NativeMetadata.LearnedRatio(false, 3, 2, 9, 10, java.time.Duration.ofMinutes(5)));
+    SluiceConfig again =
+        ConfigLoader.parse(
+            new com.fasterxml.jackson.databind.ObjectMapper(
+                    new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+                .writeValueAsString(ConfigWriter.tree(c)));
+    assertThat(again.section(NativeMetadataSection.SECTION).learnedBytesPerToken()).isEqualTo(l);
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    BASE
+                        + """
+                        nativeMetadata:
+                          learnedBytesPerToken: {warmup: 0, min: 8, max: 2, halfLife: 10ms, x: 1}
+                        """))
+        .isInstanceOf(ConfigException.class)
+        .satisfies(
+            e ->
+                assertThat(((ConfigException) e).errors())
+                    .anyMatch(m -> m.startsWith("nativeMetadata.learnedBytesPerToken.warmup:"))
+                    .anyMatch(m -> m.startsWith("nativeMetadata.learnedBytesPerToken.max:"))
+                    .anyMatch(m -> m.startsWith("nativeMetadata.learnedBytesPerToken.halfLife:"))
+                    .anyMatch(m -> m.startsWith("nativeMetadata.learnedBytesPerToken.x")));
+  }
 }

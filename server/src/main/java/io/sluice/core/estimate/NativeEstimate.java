@@ -44,7 +44,8 @@ public final class NativeEstimate {
         info.model() != null ? info.model() : base.model(),
         info.stream() != null ? info.stream() : base.stream(),
         clamped,
-        fanOut(info, base.fanOut()));
+        fanOut(info, base.fanOut()),
+        base.contentLengthBytes());
   }
 
   /**

@@ -17,6 +17,10 @@ import org.jspecify.annotations.Nullable;
  * @param outputClamped true when the requested output cap was above the maximum or invalid
  * @param fanOut the tools, forced tool choice and parallel tool calls the body declares ({@link
  *     FanOut#NONE} when it declares none or was not read)
+ * @param contentLengthBytes the body's size an estimate at the headers divided ({@link
+ *     #METHOD_CONTENT_LENGTH}, and the native request info's refinement of it), or -1: what the
+ *     learned bytes-per-token learns from once the answer's input is known ({@link
+ *     LearnedBytesPerToken})
  */
 public record TokenEstimate(
     long inputTokens,
@@ -26,7 +30,8 @@ public record TokenEstimate(
     @Nullable String model,
     boolean stream,
     boolean outputClamped,
-    FanOut fanOut) {
+    FanOut fanOut,
+    long contentLengthBytes) {
 
   public static final String METHOD_BPE_O200K = "bpe:o200k_base";
   public static final String METHOD_BPE_CL100K = "bpe:cl100k_base";
@@ -48,6 +53,32 @@ public record TokenEstimate(
     if (method == null) {
       throw new IllegalArgumentException("method: null (expected: a method name)");
     }
+    if (contentLengthBytes < -1) {
+      throw new IllegalArgumentException(
+          "contentLengthBytes: " + contentLengthBytes + " (expected: -1 or >= 0)");
+    }
+  }
+
+  /** An estimate not made from a content-length ({@code contentLengthBytes} -1). */
+  public TokenEstimate(
+      long inputTokens,
+      long outputReserveTokens,
+      String method,
+      @Nullable String fallbackCause,
+      @Nullable String model,
+      boolean stream,
+      boolean outputClamped,
+      FanOut fanOut) {
+    this(
+        inputTokens,
+        outputReserveTokens,
+        method,
+        fallbackCause,
+        model,
+        stream,
+        outputClamped,
+        fanOut,
+        -1);
   }
 
   /** This estimate with another output reserve (the learned one: {@code OutputReserves}). */
@@ -60,7 +91,8 @@ public record TokenEstimate(
         model,
         stream,
         outputClamped,
-        fanOut);
+        fanOut,
+        contentLengthBytes);
   }
 
   /** Input plus output reserve, saturating. */

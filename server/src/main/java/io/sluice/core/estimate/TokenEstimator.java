@@ -30,6 +30,7 @@ public final class TokenEstimator {
   private final JsonFactory jsonFactory;
   private final ModelEncodings encodings;
   private final TokenCountCache counts;
+  private final @Nullable LearnedBytesPerToken learned; // the headers' ratio, or the configured
 
   /** An estimator that tokenizes every piece (no {@link TokenCountCache}). */
   public TokenEstimator(EstimatorSettings settings) {
@@ -40,10 +41,21 @@ public final class TokenEstimator {
    * @param counts token counts of pieces already seen, shared by every estimator of the server
    */
   public TokenEstimator(EstimatorSettings settings, TokenCountCache counts) {
+    this(settings, counts, null);
+  }
+
+  /**
+   * @param counts token counts of pieces already seen, shared by every estimator of the server
+   * @param learned the learned bytes-per-token of the headers' estimates, or null: {@link
+   *     EstimatorSettings#bytesPerToken()}
+   */
+  public TokenEstimator(
+      EstimatorSettings settings, TokenCountCache counts, @Nullable LearnedBytesPerToken learned) {
     this.settings = Objects.requireNonNull(settings, "settings");
     this.counts = Objects.requireNonNull(counts, "counts");
     this.jsonFactory = newJsonFactory(settings.maxJsonDepth());
     this.encodings = new ModelEncodings();
+    this.learned = learned;
   }
 
   /**
@@ -227,17 +239,43 @@ public final class TokenEstimator {
    * over the whole length and the default output reserve. A negative length counts as 0.
    */
   public TokenEstimate fromContentLength(long contentLengthBytes, EstimateLimits limits) {
+    return fromContentLength(contentLengthBytes, settings.bytesPerToken(), limits);
+  }
+
+  /**
+   * The estimate at the headers of a request of {@code pool} asking {@code model} (null: not
+   * declared): the content-length over the learned ratio of the pool and model ({@link
+   * LearnedBytesPerToken#bytesPerToken}), the configured one without learning.
+   */
+  public TokenEstimate fromContentLength(
+      long contentLengthBytes, String pool, @Nullable String model, EstimateLimits limits) {
+    LearnedBytesPerToken l = learned;
+    double ratio = l == null ? settings.bytesPerToken() : l.bytesPerToken(pool, model);
+    return fromContentLength(contentLengthBytes, ratio, limits);
+  }
+
+  /**
+   * As {@link #fromContentLength(long, EstimateLimits)}, the length divided by {@code
+   * bytesPerToken} (a learned ratio: {@link LearnedBytesPerToken}); the estimate keeps the length
+   * ({@link TokenEstimate#contentLengthBytes}) for the ratio to learn from.
+   */
+  public TokenEstimate fromContentLength(
+      long contentLengthBytes, double bytesPerToken, EstimateLimits limits) {
     Objects.requireNonNull(limits, "limits");
+    if (!(bytesPerToken > 0)) {
+      throw new IllegalArgumentException("bytesPerToken: " + bytesPerToken + " (expected: > 0)");
+    }
     long bytes = Math.max(0, contentLengthBytes);
     return new TokenEstimate(
-        TokenTally.ceil(bytes / settings.bytesPerToken()),
+        TokenTally.ceil(bytes / bytesPerToken),
         limits.defaultOutputTokens(),
         TokenEstimate.METHOD_CONTENT_LENGTH,
         null,
         null,
         false,
         false,
-        FanOut.NONE);
+        FanOut.NONE,
+        bytes);
   }
 
   /**

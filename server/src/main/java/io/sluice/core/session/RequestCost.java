@@ -59,7 +59,9 @@ public final class RequestCost {
     }
     facts = null;
     if (declared >= 0) {
-      estimate = env.estimator().fromContentLength(declared, limits());
+      estimate =
+          env.estimator()
+              .fromContentLength(declared, subject.pool().name(), nativeInfo.model(), limits());
     } else {
       env.listener().on(new SessionEvent.EstimateFellBack("no_content_length"));
       estimate = env.estimator().unknownSize(env.defaultInputTokens(), limits());

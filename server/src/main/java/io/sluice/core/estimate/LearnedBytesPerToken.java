@@ -1,0 +1,314 @@
+package io.sluice.core.estimate;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The learned bytes-per-token of a headers-only decision (docs/estimation.md, "Learned
+ * bytes-per-token"): a request decided at its headers costs {@code content-length ÷ ratio} input
+ * tokens, and the ratio is learned from answers whose input tokens were reported in full (Envoy's
+ * native {@code TokenUsage} with status {@code COMPLETE}, or Sluice's own parse of a whole answer),
+ * per pool and model, and per pool across models (the fallback of a model not warmed, or of a
+ * request whose model is not declared at the headers).
+ *
+ * <p>Each answer's ratio ({@code body bytes ÷ input tokens}, clamped to {@code [min, max]}) joins
+ * its tenant's decayed mean of log ratios ({@code halfLife} in ticker time). A key's ratio is the
+ * weighted median of its tenants' means, each tenant weighing at most {@code warmup} answers: one
+ * tenant with odd bodies moves the ratio only when no other tenant speaks (two honest tenants hold
+ * the median within their own range). Until a key has {@code warmup} answers it is the pool's
+ * ratio, and until that one is warmed the configured {@code prior} ({@code
+ * estimation.bytesPerToken}).
+ *
+ * <p>Concurrency: thread-safe. One per process (it outlives config snapshots: a reload keeps what
+ * was learned). Keys are bounded by {@code maxKeys} (Caffeine, the coldest evicted), each key's
+ * tenants by {@link #MAX_TENANTS_PER_KEY} (the lightest forgotten), each key by its own lock; the
+ * read side is one volatile read per key.
+ */
+public final class LearnedBytesPerToken {
+  /** Tenants a key weighs (the lightest forgotten beyond). */
+  public static final int MAX_TENANTS_PER_KEY = 64;
+
+  private static final int MAX_NAME_CHARS = 128;
+  private static final double FORGOTTEN_WEIGHT = 1e-3;
+
+  /**
+   * @param enabled learn and apply (false: the prior always)
+   * @param prior the ratio of a key not warmed ({@code estimation.bytesPerToken})
+   * @param warmup answers a key needs before its own ratio is used; also the most answers one
+   *     tenant weighs on a key
+   * @param min the smallest ratio learned (an answer's ratio is clamped into {@code [min, max]})
+   * @param max the largest
+   * @param maxKeys keys kept (pool keys and pool-and-model keys together)
+   * @param halfLifeMillis ticker time after which an answer weighs half
+   */
+  public record Settings(
+      boolean enabled,
+      double prior,
+      int warmup,
+      double min,
+      double max,
+      int maxKeys,
+      long halfLifeMillis) {
+    public static final Settings DEFAULTS =
+        new Settings(true, EstimatorSettings.DEFAULT_BYTES_PER_TOKEN, 8, 1.5, 16, 1024, 3_600_000);
+
+    public Settings {
+      String p = "nativeMetadata.learnedBytesPerToken.";
+      if (!(min >= 0.5 && min <= max && max <= 64)) {
+        throw new IllegalArgumentException(
+            p + "min/max: " + min + "/" + max + " (expected: 0.5 <= min <= max <= 64)");
+      }
+      if (!(prior >= 0.5 && prior <= 64)) {
+        throw new IllegalArgumentException(
+            p + "prior: " + prior + " (expected: 0.5 <= value <= 64)");
+      }
+      if (warmup < 1) {
+        throw new IllegalArgumentException(p + "warmup: " + warmup + " (expected: >= 1)");
+      }
+      if (maxKeys < 1) {
+        throw new IllegalArgumentException(p + "maxKeys: " + maxKeys + " (expected: >= 1)");
+      }
+      if (halfLifeMillis < 1_000) {
+        throw new IllegalArgumentException(
+            p + "halfLife: " + halfLifeMillis + "ms (expected: >= 1s)");
+      }
+    }
+
+    /** These settings with another prior (a reload's {@code estimation.bytesPerToken}). */
+    public Settings withPrior(double p) {
+      return new Settings(enabled, p, warmup, min, max, maxKeys, halfLifeMillis);
+    }
+  }
+
+  /** A key as shown by the gauges and {@code /debug}: {@code model} empty for the pool's key. */
+  public record KeyView(String pool, String model, long samples, int tenants, double ratio) {}
+
+  private record Key(String pool, String model) {}
+
+  private volatile Settings settings;
+  private final Cache<Key, KeyStats> keys;
+  private final LongAdder evictions = new LongAdder();
+
+  public LearnedBytesPerToken(Settings settings) {
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.keys =
+        Caffeine.newBuilder()
+            .maximumSize(settings.maxKeys())
+            .executor(Runnable::run) // evict on the caller's thread: the bound holds at once
+            .removalListener(
+                (@Nullable Key k, @Nullable KeyStats v, RemovalCause cause) -> {
+                  if (cause.wasEvicted()) {
+                    evictions.increment();
+                  }
+                })
+            .build();
+  }
+
+  /** A reload's settings; learned keys are kept (the coldest evicted if {@code maxKeys} shrank). */
+  public void reconfigure(Settings next) {
+    settings = Objects.requireNonNull(next, "settings");
+    keys.policy().eviction().ifPresent(e -> e.setMaximum(next.maxKeys()));
+    keys.cleanUp();
+  }
+
+  public Settings settings() {
+    return settings;
+  }
+
+  /**
+   * The ratio a request of {@code pool} asking {@code model} (null: not declared) is estimated
+   * with: its key's once warmed, else its pool's once warmed, else the prior.
+   */
+  public double bytesPerToken(String pool, @Nullable String model) {
+    Settings s = settings;
+    if (!s.enabled()) {
+      return s.prior();
+    }
+    if (model != null && !model.isEmpty()) {
+      KeyStats k = keys.getIfPresent(new Key(bounded(pool), bounded(model)));
+      if (k != null && k.warmed(s.warmup())) {
+        return k.ratio;
+      }
+    }
+    KeyStats p = keys.getIfPresent(new Key(bounded(pool), ""));
+    return p != null && p.warmed(s.warmup()) ? p.ratio : s.prior();
+  }
+
+  /**
+   * An answer whose input tokens were reported in full: {@code bodyBytes} of request body were
+   * {@code inputTokens} tokens. Learned under the pool's key and the pool-and-model key; answers
+   * false when nothing was learned (disabled, or a count of zero).
+   */
+  public boolean learn(
+      String pool,
+      @Nullable String model,
+      String tenant,
+      long bodyBytes,
+      long inputTokens,
+      long nowNanos) {
+    Settings s = settings;
+    if (!s.enabled() || bodyBytes <= 0 || inputTokens <= 0) {
+      return false;
+    }
+    double ratio = Math.min(s.max(), Math.max(s.min(), (double) bodyBytes / inputTokens));
+    double lr = Math.log(ratio);
+    String t = bounded(tenant);
+    String p = bounded(pool);
+    keys.get(new Key(p, ""), x -> new KeyStats()).add(t, lr, nowNanos, s);
+    if (model != null && !model.isEmpty()) {
+      keys.get(new Key(p, bounded(model)), x -> new KeyStats()).add(t, lr, nowNanos, s);
+    }
+    return true;
+  }
+
+  /** Every key held (gauges and {@code /debug}); bounded by {@code maxKeys}. */
+  public List<KeyView> keys() {
+    List<KeyView> out = new ArrayList<>();
+    keys.asMap().forEach((k, v) -> out.add(v.view(k.pool(), k.model())));
+    return out;
+  }
+
+  /**
+   * The ratio a pool's requests of no declared model are estimated with: its pool key's once
+   * warmed, else the prior (the gauge {@code sluice_native_bytes_per_token{pool}}).
+   */
+  public double poolRatio(String pool) {
+    return bytesPerToken(pool, null);
+  }
+
+  /** Keys held now. */
+  public long keyCount() {
+    keys.cleanUp();
+    return keys.estimatedSize();
+  }
+
+  /** Keys evicted to keep within {@code maxKeys}, since start. */
+  public long evictions() {
+    return evictions.sum();
+  }
+
+  /** Client-chosen names are cut: a key's memory is bounded too. */
+  private static String bounded(@Nullable String name) {
+    if (name == null) {
+      return "";
+    }
+    return name.length() <= MAX_NAME_CHARS ? name : name.substring(0, MAX_NAME_CHARS);
+  }
+
+  /** One key: each tenant's decayed log ratios, and the median ratio they give. */
+  private static final class KeyStats {
+    private final LinkedHashMap<String, Tenant> tenants = new LinkedHashMap<>();
+    private long samples;
+    private volatile long warmSamples; // samples, as the read side sees them
+    private volatile double ratio = Double.NaN;
+
+    boolean warmed(int warmup) {
+      return warmSamples >= warmup && !Double.isNaN(ratio);
+    }
+
+    synchronized void add(String tenant, double logRatio, long now, Settings s) {
+      Tenant t = tenants.computeIfAbsent(tenant, x -> new Tenant(now));
+      double d = decay(now, t.lastNanos, s.halfLifeMillis());
+      t.weight = t.weight * d + 1;
+      t.logSum = t.logSum * d + logRatio;
+      t.lastNanos = now;
+      samples++;
+      forgetBeyondBound(tenant, now, s);
+      ratio = Math.min(s.max(), Math.max(s.min(), median(now, s)));
+      warmSamples = samples;
+    }
+
+    /** The weighted median of the tenants' mean log ratios, each weighing at most warmup. */
+    private double median(long now, Settings s) {
+      int n = tenants.size();
+      double[] means = new double[n];
+      double[] weights = new double[n];
+      Integer[] order = new Integer[n];
+      double total = 0;
+      int i = 0;
+      var it = tenants.values().iterator();
+      while (it.hasNext()) {
+        Tenant t = it.next();
+        double w = t.weightAt(now, s);
+        if (w < FORGOTTEN_WEIGHT && n > 1) {
+          it.remove(); // faded out: its answers are too old to speak
+          n--;
+          continue;
+        }
+        means[i] = t.logSum / t.weight;
+        weights[i] = Math.min(w, s.warmup());
+        total += weights[i];
+        order[i] = i;
+        i++;
+      }
+      Integer[] idx = java.util.Arrays.copyOf(order, i);
+      java.util.Arrays.sort(idx, (a, b) -> Double.compare(means[a], means[b]));
+      double half = total / 2;
+      double seen = 0;
+      for (int k = 0; k < idx.length; k++) {
+        seen += weights[idx[k]];
+        if (seen > half + 1e-9) {
+          return Math.exp(means[idx[k]]);
+        }
+        if (seen >= half - 1e-9 && k + 1 < idx.length) { // an even split: between the two
+          return Math.exp((means[idx[k]] + means[idx[k + 1]]) / 2);
+        }
+      }
+      return idx.length == 0 ? Double.NaN : Math.exp(means[idx[idx.length - 1]]);
+    }
+
+    private void forgetBeyondBound(String keep, long now, Settings s) {
+      if (tenants.size() <= MAX_TENANTS_PER_KEY) {
+        return;
+      }
+      String lightest = null;
+      double least = Double.POSITIVE_INFINITY;
+      for (Map.Entry<String, Tenant> e : tenants.entrySet()) {
+        double w = e.getValue().weightAt(now, s);
+        if (!e.getKey().equals(keep) && w < least) {
+          least = w;
+          lightest = e.getKey();
+        }
+      }
+      if (lightest != null) {
+        tenants.remove(lightest);
+      }
+    }
+
+    synchronized KeyView view(String pool, String model) {
+      return new KeyView(pool, model, samples, tenants.size(), ratio);
+    }
+
+    /** One tenant's decayed answers on a key. */
+    private static final class Tenant {
+      double weight; // decayed count of its answers
+      double logSum; // decayed sum of their log ratios
+      long lastNanos; // ticker time of its last answer
+
+      Tenant(long now) {
+        lastNanos = now;
+      }
+
+      double weightAt(long now, Settings s) {
+        return weight * decay(now, lastNanos, s.halfLifeMillis());
+      }
+    }
+
+    /** {@code 2^(-age / halfLife)}, the age by subtraction (never negative). */
+    private static double decay(long now, long then, long halfLifeMillis) {
+      long age = now - then;
+      if (age <= 0) {
+        return 1;
+      }
+      return Math.pow(0.5, age / (halfLifeMillis * 1e6));
+    }
+  }
+}
