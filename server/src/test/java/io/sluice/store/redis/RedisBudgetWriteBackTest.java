@@ -61,6 +61,21 @@ class RedisBudgetWriteBackTest {
     return b.reserve("acme", "pro", "chat", E).toCompletableFuture().get(10, TimeUnit.SECONDS);
   }
 
+  /**
+   * A reservation on the store: a reserve the store did not answer in time (a loaded box, or Redis
+   * catching up after the pause) went to the local share and is given back, nothing spent.
+   */
+  private static BudgetNote onStore(BudgetBook b) throws Exception {
+    BudgetNote n = ((BudgetBook.Answer.Admit) reserve(b)).note();
+    for (int i = 0; i < 50 && n.reserved().get(0).where() != BudgetNote.Where.STORE; i++) {
+      b.settle(n, null);
+      Thread.sleep(100);
+      n = ((BudgetBook.Answer.Admit) reserve(b)).note();
+    }
+    assertThat(n.reserved().get(0).where()).isEqualTo(BudgetNote.Where.STORE);
+    return n;
+  }
+
   @Test
   void storeBack_writesLocalSpend_periodTotalRight() throws Exception {
     assumeTrue(RedisProcess.available(), "redis-server binary");
@@ -119,8 +134,7 @@ class RedisBudgetWriteBackTest {
     BudgetPolicy.Applied applied = p.budgetsFor("acme", "pro", "chat", "m").get(0);
 
     // before the outage: one request reserves 20 on the store and spends 25
-    BudgetNote before = ((BudgetBook.Answer.Admit) reserve(book)).note();
-    assertThat(before.reserved().get(0).where()).isEqualTo(BudgetNote.Where.STORE);
+    BudgetNote before = onStore(book);
     book.settle(before, new TokenUse(10, 15, 0));
     Awaitility.await()
         .atMost(Duration.ofSeconds(10))
@@ -140,13 +154,7 @@ class RedisBudgetWriteBackTest {
     clock.advance(Duration.ofMinutes(1));
 
     // the store answers again: the next request's round trip writes back what is owed
-    BudgetNote after = ((BudgetBook.Answer.Admit) reserve(book)).note();
-    for (int i = 0; i < 50 && after.reserved().get(0).where() != BudgetNote.Where.STORE; i++) {
-      book.settle(after, null); // still catching up after the pause: nothing spent
-      Thread.sleep(100);
-      after = ((BudgetBook.Answer.Admit) reserve(book)).note();
-    }
-    assertThat(after.reserved().get(0).where()).isEqualTo(BudgetNote.Where.STORE);
+    BudgetNote after = onStore(book);
     long expected = 25 + localSpent;
     Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> written.get() == localSpent);
     Ledger.State s = book.read(applied).toCompletableFuture().get(10, TimeUnit.SECONDS);
