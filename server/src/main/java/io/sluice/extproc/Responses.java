@@ -279,6 +279,7 @@ final class Responses {
   private static final byte[] RETRY_AFTER = "retry-after".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] X_SLUICE_PREDICTED_WAIT =
       "x-sluice-predicted-wait-ms".getBytes(StandardCharsets.US_ASCII);
+
   /**
    * Sent {@code false} with a refusal that cannot succeed on retry ({@link Reason#retryable()}):
    * the OpenAI and Anthropic SDKs obey it before they look at the status, so a 429 {@code

@@ -100,6 +100,15 @@ public final class BudgetBook {
    */
   public CompletionStage<Answer> reserve(
       String tenant, String tier, String route, TokenEstimate e) {
+    return reserve(tenant, tier, route, e, () -> {});
+  }
+
+  /**
+   * As above; {@code waits} is run once, the first time the request is made to wait (for the pace
+   * or for running requests to settle), before it waits: the front end holds the request meanwhile.
+   */
+  public CompletionStage<Answer> reserve(
+      String tenant, String tier, String route, TokenEstimate e, Runnable waits) {
     List<BudgetPolicy.Applied> budgets = policy.budgetsFor(tenant, tier, route, e.model());
     if (budgets.isEmpty()) {
       return CompletableFuture.completedFuture(new Answer.Admit(new BudgetNote(List.of(), null)));
@@ -127,7 +136,7 @@ public final class BudgetBook {
       }
     }
     TokenUse estimate = new TokenUse(e.inputTokens(), e.outputReserveTokens(), 0);
-    Run run = new Run(budgets, estimate, price, now.plus(policy.maxWait()));
+    Run run = new Run(budgets, estimate, price, now.plus(policy.maxWait()), waits);
     run.next(0);
     return run.done;
   }
@@ -195,16 +204,19 @@ public final class BudgetBook {
     final List<BudgetNote.Reserved> taken = new ArrayList<>(2);
     final CompletableFuture<Answer> done = new CompletableFuture<>();
     long poll = FIRST_POLL_MILLIS;
+    @Nullable Runnable waits; // told once, at the first wait
 
     Run(
         List<BudgetPolicy.Applied> budgets,
         TokenUse estimate,
         @Nullable Price price,
-        Instant until) {
+        Instant until,
+        Runnable waits) {
       this.budgets = budgets;
       this.estimate = estimate;
       this.price = price;
       this.waitUntil = until;
+      this.waits = waits;
     }
 
     void next(int i) {
@@ -325,6 +337,11 @@ public final class BudgetBook {
           return;
         }
         events.waited(a, wt.pacing(), wait);
+        Runnable w = waits;
+        if (w != null) {
+          waits = null;
+          w.run();
+        }
         if (!wt.pacing()) {
           poll = Math.min(MAX_POLL_MILLIS, poll * 2);
         }

@@ -63,7 +63,7 @@ public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
   public CompletionStage<BudgetBook.Answer> ask(Request r) {
     Subject s = r.subject();
     TokenEstimate e = Objects.requireNonNull(r.estimate(), "estimate before the budgets");
-    return book.reserve(s.tenant().id(), s.tenant().tier().name(), s.route(), e);
+    return book.reserve(s.tenant().id(), s.tenant().tier().name(), s.route(), e, r::waiting);
   }
 
   @Override

@@ -110,6 +110,15 @@ public interface AdmissionCheck<A> {
     default @Nullable Body body() {
       return null;
     }
+
+    /**
+     * The check's {@link #ask} keeps the request waiting on purpose (a budget's pace, running
+     * requests to settle), longer than a store's round trip: the front end holds the deciding
+     * message at once (Envoy's {@code override_message_timeout}, the longest hold it accepts), so
+     * Envoy's {@code message_timeout} does not end the request meanwhile. From any thread; the
+     * first call of a request counts.
+     */
+    default void waiting() {}
   }
 
   /**

@@ -41,6 +41,7 @@ abstract class CheckRun implements AdmissionCheck.Request {
   private int bodyOffset;
   private int bodyLength;
   private AdmissionCheck.@Nullable Answered answer; // a check's own answer to the request
+  private boolean waited; // a check waits on purpose: the front end holds the message (once)
 
   CheckRun(CheckChain chain, AdmissionCheck.Request request, Executor serial, SessionSteps steps) {
     this.chain = chain;
@@ -80,6 +81,20 @@ abstract class CheckRun implements AdmissionCheck.Request {
     bodyOffset = offset;
     bodyLength = length;
   }
+
+  @Override
+  public final void waiting() {
+    serial.execute(
+        () -> {
+          if (!closed && !waited) {
+            waited = true;
+            checkWaits();
+          }
+        });
+  }
+
+  /** A check's ask waits on purpose ({@link AdmissionCheck.Request#waiting}): hold the message. */
+  void checkWaits() {}
 
   /** A check refused the request (its holds are still held: the refusal gives them back). */
   abstract void refused(Refusal r, long receivedNanos);
@@ -371,8 +386,21 @@ abstract class CheckRun implements AdmissionCheck.Request {
 
   /** A session's run: the session takes each next step and answers what the chain cannot. */
   static final class OfSession extends CheckRun {
-    OfSession(CheckChain chain, AdmissionSession session, Executor serial, SessionSteps steps) {
+    private final SessionFront front;
+
+    OfSession(
+        CheckChain chain,
+        AdmissionSession session,
+        SessionFront front,
+        Executor serial,
+        SessionSteps steps) {
       super(chain, session, serial, steps);
+      this.front = front;
+    }
+
+    @Override
+    void checkWaits() { // the longest hold Envoy accepts: the queue's own hold may follow
+      front.held(Math.max(1, subject().maxHoldNanos() / 1_000_000L));
     }
 
     private AdmissionSession session() {

@@ -59,6 +59,8 @@ class BudgetSessionTest {
   private long limit = 100_000;
   private int status = 402;
   private Budget.Meter meter = Budget.Meter.TOKENS;
+  private final List<CompletableFuture<Void>> waits = new ArrayList<>();
+  private io.sluice.core.budget.Delay delay = ms -> CompletableFuture.completedFuture(null);
 
   /** Counts each settle (reserved, actual). */
   static final class Counting implements BudgetStore {
@@ -117,7 +119,7 @@ class BudgetSessionTest {
             0.1,
             "t_",
             BudgetBook.FailureMode.OPEN,
-            ms -> CompletableFuture.completedFuture(null),
+            delay,
             clock,
             BudgetEvents.NONE);
     return OneSlotPool.sessionsBuilder(
@@ -172,6 +174,35 @@ class BudgetSessionTest {
     s.releaseQuietly(Outcome.ERROR);
     assertThat(store.settles).hasSize(1);
     assertThat(store.settles.get(0)).containsExactly(reserved, 30);
+  }
+
+  /**
+   * A request made to wait for the budget (running requests hold it) is held at once, before the
+   * wait (Envoy's message_timeout would end it otherwise), once; then decided as usual.
+   */
+  @Test
+  void waitingForTheBudget_theFrontEndHoldsTheMessageAtOnce_once() {
+    AdmissionSession first = decide(sessions(), new AdmissionSessionTest.Front(), 100);
+    long reserved = note(first).reserved().get(0).units();
+    limit = 2 * reserved - 1; // the running reservation leaves no room for a second until spent
+    delay =
+        ms -> {
+          CompletableFuture<Void> w = new CompletableFuture<>();
+          waits.add(w);
+          return w;
+        };
+    AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
+    decide(sessions(), f, 100);
+    assertThat(waits).hasSize(1);
+    assertThat(f.calls).containsExactly("held");
+    waits.get(0).complete(null); // still held by the first: waits again, no second hold
+    assertThat(waits).hasSize(2);
+    assertThat(f.calls).containsExactly("held");
+    answer(first, 200, "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}");
+    first.release(Outcome.COMPLETED);
+    first.end(Outcome.COMPLETED);
+    waits.get(1).complete(null);
+    assertThat(f.calls).containsExactly("held", "admitted(body)");
   }
 
   @Test
