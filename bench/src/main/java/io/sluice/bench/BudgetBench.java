@@ -63,7 +63,7 @@ final class BudgetBench {
   }
 
   static TokenEstimate estimate(long in, long out) {
-    return new TokenEstimate(in, out, "bytes", null, "m", false, false, FanOut.NONE);
+    return new TokenEstimate(in, out, "bytes", null, "m", false, false, FanOut.NONE, -1);
   }
 
   @Command(

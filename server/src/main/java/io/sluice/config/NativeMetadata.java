@@ -39,12 +39,6 @@ public record NativeMetadata(
         new LearnedRatio(true, 8, 1.5, 16, 1024, java.time.Duration.ofHours(1));
   }
 
-  /** The namespaces, the learned ratio at its defaults. */
-  public NativeMetadata(
-      boolean requestInfo, String requestInfoNamespace, boolean usage, String usageNamespace) {
-    this(requestInfo, requestInfoNamespace, usage, usageNamespace, LearnedRatio.DEFAULTS);
-  }
-
   /** Envoy's default namespace of the request-info filter's record. */
   public static final String REQUEST_INFO_NAMESPACE = "envoy.ai.request_info";
 
@@ -53,5 +47,10 @@ public record NativeMetadata(
 
   /** Both read, under Envoy's default namespaces (nothing is read unless Envoy forwards them). */
   public static final NativeMetadata DEFAULTS =
-      new NativeMetadata(true, REQUEST_INFO_NAMESPACE, true, TOKEN_USAGE_NAMESPACE);
+      new NativeMetadata(
+          true,
+          REQUEST_INFO_NAMESPACE,
+          true,
+          TOKEN_USAGE_NAMESPACE,
+          NativeMetadata.LearnedRatio.DEFAULTS);
 }

@@ -35,7 +35,11 @@ class NativeMetadataConfigTest {
     assertThat(n)
         .isEqualTo(
             new NativeMetadata(
-                false, NativeMetadata.REQUEST_INFO_NAMESPACE, true, "acme.ai_usage"));
+                false,
+                NativeMetadata.REQUEST_INFO_NAMESPACE,
+                true,
+                "acme.ai_usage",
+                NativeMetadata.LearnedRatio.DEFAULTS));
     SluiceConfig again =
         ConfigLoader.parse(
             new com.fasterxml.jackson.databind.ObjectMapper(

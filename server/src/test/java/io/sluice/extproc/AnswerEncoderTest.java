@@ -125,6 +125,9 @@ class AnswerEncoderTest {
           if (c.retryAfter() > 0) {
             hm.addSetHeaders(header("retry-after", Long.toString(c.retryAfter())));
           }
+          if (!c.reason().retryable()) {
+            hm.addSetHeaders(header("x-should-retry", "false"));
+          }
           ir.setHeaders(hm);
           byte[] expected =
               ProcessingResponse.newBuilder()
@@ -284,6 +287,9 @@ class AnswerEncoderTest {
     hm.addSetHeaders(header("x-sluice-reason", reason.code()));
     if (retryAfter > 0) {
       hm.addSetHeaders(header("retry-after", Long.toString(retryAfter)));
+    }
+    if (!reason.retryable()) { // the SDKs' own retry switch, read before the status
+      hm.addSetHeaders(header("x-should-retry", "false"));
     }
     ir.setHeaders(hm);
     return ProcessingResponse.newBuilder()

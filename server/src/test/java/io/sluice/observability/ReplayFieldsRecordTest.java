@@ -187,7 +187,7 @@ class ReplayFieldsRecordTest {
     ticker.advance(Duration.ofMillis(300)); // a slow upload
     s.decideWithEstimate(
         new io.sluice.core.estimate.TokenEstimate(
-            10, 10, "test", null, null, true, false, io.sluice.core.estimate.FanOut.NONE),
+            10, 10, "test", null, null, true, false, io.sluice.core.estimate.FanOut.NONE, -1),
         ticker.nanos());
     ticker.advance(Duration.ofMillis(2_100)); // past the class's maxQueueWait
     new ArrayList<>(timerTasks).forEach(Runnable::run);

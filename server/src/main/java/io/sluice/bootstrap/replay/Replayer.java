@@ -165,7 +165,15 @@ final class Replayer implements AutoCloseable {
       long output = Math.min(r.requestedOutputTokens(), cls.maxOutputTokens());
       TokenEstimate e =
           new TokenEstimate(
-              r.inputTokens(), Math.max(0, output), "replay", null, null, true, false, FanOut.NONE);
+              r.inputTokens(),
+              Math.max(0, output),
+              "replay",
+              null,
+              null,
+              true,
+              false,
+              FanOut.NONE,
+              -1);
       // decided when its body came, as recorded (a slow upload, a loaded proxy)
       long bodyAfter = Math.max(0, r.decideAfterMs()) * 1_000_000L;
       if (r.cancelled()) {

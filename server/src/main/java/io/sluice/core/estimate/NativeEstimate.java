@@ -69,7 +69,8 @@ public final class NativeEstimate {
         info.model() != null ? info.model() : body.model(),
         info.stream() != null ? info.stream() : body.stream(),
         clamped,
-        body.fanOut());
+        body.fanOut(),
+        -1);
   }
 
   /**

@@ -59,28 +59,6 @@ public record TokenEstimate(
     }
   }
 
-  /** An estimate not made from a content-length ({@code contentLengthBytes} -1). */
-  public TokenEstimate(
-      long inputTokens,
-      long outputReserveTokens,
-      String method,
-      @Nullable String fallbackCause,
-      @Nullable String model,
-      boolean stream,
-      boolean outputClamped,
-      FanOut fanOut) {
-    this(
-        inputTokens,
-        outputReserveTokens,
-        method,
-        fallbackCause,
-        model,
-        stream,
-        outputClamped,
-        fanOut,
-        -1);
-  }
-
   /** This estimate with another output reserve (the learned one: {@code OutputReserves}). */
   public TokenEstimate withOutputReserve(long outputReserveTokens) {
     return new TokenEstimate(

@@ -166,7 +166,8 @@ public final class TokenEstimator {
           scan.model,
           scan.stream,
           reserve < 0,
-          scan.fanOut(resolved));
+          scan.fanOut(resolved),
+          -1);
     } catch (ReadFailure e) {
       if (e == ReadFailure.TOO_DEEP) {
         unread(shape, "the body nests deeper than Sluice reads (estimation.maxJsonDepth)");
@@ -292,7 +293,8 @@ public final class TokenEstimator {
         null,
         false,
         false,
-        FanOut.NONE);
+        FanOut.NONE,
+        -1);
   }
 
   private TokenEstimate fallback(
@@ -320,7 +322,8 @@ public final class TokenEstimator {
         scan == null ? null : scan.model,
         scan != null && scan.stream,
         reserve < 0,
-        scan == null ? FanOut.NONE : scan.fanOut(format != null ? format : scan.detect()));
+        scan == null ? FanOut.NONE : scan.fanOut(format != null ? format : scan.detect()),
+        -1);
   }
 
   /**

@@ -23,7 +23,8 @@ import org.jspecify.annotations.Nullable;
  */
 public final class DetachedChecks {
   private static final TokenEstimate NO_TOKENS =
-      new TokenEstimate(0, 0, TokenEstimate.METHOD_DEFAULT, null, null, false, false, FanOut.NONE);
+      new TokenEstimate(
+          0, 0, TokenEstimate.METHOD_DEFAULT, null, null, false, false, FanOut.NONE, -1);
 
   private DetachedChecks() {}
 

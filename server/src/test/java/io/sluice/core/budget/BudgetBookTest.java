@@ -104,7 +104,7 @@ class BudgetBookTest {
   final InMemoryBudgetStore memoryLocal = new InMemoryBudgetStore(1000);
 
   static TokenEstimate estimate(long in, long out, @Nullable String model) {
-    return new TokenEstimate(in, out, "bytes", null, model, false, false, FanOut.NONE);
+    return new TokenEstimate(in, out, "bytes", null, model, false, false, FanOut.NONE, -1);
   }
 
   BudgetBook.Answer reserve(BudgetBook b, long in, long out) {

@@ -11,7 +11,7 @@ class NativeEstimateTest {
 
   private static TokenEstimate contentLength(long input) {
     return new TokenEstimate(
-        input, 100, TokenEstimate.METHOD_CONTENT_LENGTH, null, null, false, false, FanOut.NONE);
+        input, 100, TokenEstimate.METHOD_CONTENT_LENGTH, null, null, false, false, FanOut.NONE, -1);
   }
 
   @Test
@@ -43,7 +43,7 @@ class NativeEstimateTest {
   void withABody_agreementComparesModelCapAndTools() {
     TokenEstimate body =
         new TokenEstimate(
-            40, 900, TokenEstimate.METHOD_BPE_O200K, null, "gpt-4o", false, false, FanOut.NONE);
+            40, 900, TokenEstimate.METHOD_BPE_O200K, null, "gpt-4o", false, false, FanOut.NONE, -1);
     assertThat(
             NativeEstimate.agrees(
                 body, new NativeRequestInfo("gpt-4o", false, 900, 2, 0), LIMITS, 1))

@@ -18,7 +18,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class ChargeRuleTest {
   private static final TokenEstimate ESTIMATE =
-      new TokenEstimate(100, 500, TokenEstimate.METHOD_BYTES, null, "m", false, false, FanOut.NONE);
+      new TokenEstimate(
+          100, 500, TokenEstimate.METHOD_BYTES, null, "m", false, false, FanOut.NONE, -1);
 
   private static Usage usage(long in, long out) {
     return new Usage(in, out, 0, true);

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
 class NativeUsageSourceTest {
   private static final TokenEstimate EST =
       new TokenEstimate(
-          100, 500, TokenEstimate.METHOD_CONTENT_LENGTH, null, null, true, false, FanOut.NONE);
+          100, 500, TokenEstimate.METHOD_CONTENT_LENGTH, null, null, true, false, FanOut.NONE, -1);
 
   private final List<NativeCheck> noted = new ArrayList<>();
 

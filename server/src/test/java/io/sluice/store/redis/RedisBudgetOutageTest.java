@@ -106,7 +106,7 @@ class RedisBudgetOutageTest {
                 ms -> CompletableFuture.completedFuture(null),
                 clock,
                 events);
-    TokenEstimate e = new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE);
+    TokenEstimate e = new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE, -1);
     BudgetBook.Answer up =
         book.apply(BudgetBook.FailureMode.OPEN)
             .reserve("acme", "pro", "chat", e)

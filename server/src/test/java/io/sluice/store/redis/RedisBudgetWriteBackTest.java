@@ -42,7 +42,7 @@ import org.junit.jupiter.api.Test;
  */
 class RedisBudgetWriteBackTest {
   private static final TokenEstimate E =
-      new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE);
+      new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE, -1);
 
   private RedisProcess redis;
   private RedisPorts ports;
