@@ -30,6 +30,30 @@ class BudgetE2eTest {
     }
   }
 
+  /** A client loop ({@code loop}) on the spent budget: one attempt, one refusal counted. */
+  private void oneAttemptOnly(RetryLoop loop) throws Exception {
+    double before =
+        h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted");
+    int attempts =
+        loop.attempts(
+            () -> {
+              try {
+                return h.send(chat(chatBody(20, false)).build());
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    assertThat(attempts).isEqualTo(1);
+    assertThat(h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted"))
+        .isEqualTo(before + 1);
+  }
+
+  /** How many attempts a client's retry loop makes. */
+  @FunctionalInterface
+  private interface RetryLoop {
+    int attempts(java.util.function.Supplier<HttpResult> send) throws Exception;
+  }
+
   /** An SDK-style loop: retries 408/409/429/5xx up to 3 attempts unless the body says otherwise. */
   private int attemptsOf(java.util.function.Supplier<HttpResult> send) throws Exception {
     for (int attempt = 1; ; attempt++) {
@@ -82,20 +106,7 @@ class BudgetE2eTest {
     assertThat(refused).isNotNull();
     RejectE2eTest.assertRejected(refused, 429, "budget_exhausted", "tenant");
     assertThat(refused.header("x-should-retry")).contains("false");
-    double before =
-        h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted");
-    int attempts =
-        sdkAttemptsOf(
-            () -> {
-              try {
-                return h.send(chat(chatBody(20, false)).build());
-              } catch (Exception e) {
-                throw new IllegalStateException(e);
-              }
-            });
-    assertThat(attempts).isEqualTo(1);
-    assertThat(h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted"))
-        .isEqualTo(before + 1);
+    oneAttemptOnly(BudgetE2eTest::sdkAttemptsOf);
   }
 
   @Test
@@ -136,20 +147,7 @@ class BudgetE2eTest {
     assertThat(error.path("message").asText()).contains("renews at");
     assertThat(refused.header("retry-after")).isEmpty();
 
-    double before =
-        h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted");
-    int attempts =
-        attemptsOf(
-            () -> {
-              try {
-                return h.send(chat(chatBody(20, false)).build());
-              } catch (Exception e) {
-                throw new IllegalStateException(e);
-              }
-            });
-    assertThat(attempts).isEqualTo(1);
-    assertThat(h.counter("sluice.decisions", "decision", "reject", "reason", "budget_exhausted"))
-        .isEqualTo(before + 1);
+    oneAttemptOnly(this::attemptsOf);
     assertThat(h.counter("sluice.budget.refusals", "reason", "budget_exhausted"))
         .isGreaterThanOrEqualTo(2);
     assertThat(h.counter("sluice.budget.threshold.crossings")).isEqualTo(1);
