@@ -1,8 +1,6 @@
 package io.sluice.core.estimate;
 
 import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -99,17 +97,7 @@ public final class LearnedBytesPerToken {
 
   public LearnedBytesPerToken(Settings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
-    this.keys =
-        Caffeine.newBuilder()
-            .maximumSize(settings.maxKeys())
-            .executor(Runnable::run) // evict on the caller's thread: the bound holds at once
-            .removalListener(
-                (@Nullable Key k, @Nullable KeyStats v, RemovalCause cause) -> {
-                  if (cause.wasEvicted()) {
-                    evictions.increment();
-                  }
-                })
-            .build();
+    this.keys = BoundedKeys.of(settings.maxKeys(), evictions);
   }
 
   /** A reload's settings; learned keys are kept (the coldest evicted if {@code maxKeys} shrank). */

@@ -1,8 +1,6 @@
 package io.sluice.core.estimate;
 
 import com.github.benmanes.caffeine.cache.Cache;
-import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.RemovalCause;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -243,17 +241,7 @@ public final class OutputReserves {
 
   public OutputReserves(Settings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
-    this.keys =
-        Caffeine.newBuilder()
-            .maximumSize(settings.maxKeys())
-            .executor(Runnable::run) // evict on the caller's thread: the bound holds at once
-            .removalListener(
-                (@Nullable ReserveKey k, @Nullable ReserveStats v, RemovalCause cause) -> {
-                  if (cause.wasEvicted()) {
-                    evictions.increment();
-                  }
-                })
-            .build();
+    this.keys = BoundedKeys.of(settings.maxKeys(), evictions);
   }
 
   /** A learner that never learns (tests, tools). */
