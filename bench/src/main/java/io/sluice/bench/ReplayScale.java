@@ -80,8 +80,12 @@ final class ReplayScale implements Callable<Integer> {
         Files.size(file) / 1e9,
         genSeconds);
     List<String> samples = new ArrayList<>();
-    Thread sampler = sampler(samples);
+    System.gc();
+    ManagementFactory.getMemoryPoolMXBeans().forEach(MemoryPoolMXBean::resetPeakUsage);
+    java.util.concurrent.atomic.AtomicLong liveMax = new java.util.concurrent.atomic.AtomicLong();
+    Thread sampler = sampler(samples, liveMax);
     long t1 = System.nanoTime();
+    long t1cpu = cpuNanos();
     Replays.Result r;
     try {
       r = Replays.run(List.of(file), ConfigLoader.parse(POLICY), 400);
@@ -93,14 +97,24 @@ final class ReplayScale implements Callable<Integer> {
       }
     }
     double replaySeconds = (System.nanoTime() - t1) / 1e9;
+    long peak = 0;
+    for (MemoryPoolMXBean p : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (p.getType() == MemoryType.HEAP) {
+        peak += p.getPeakUsage().getUsed();
+      }
+    }
     samples.forEach(System.out::println);
     System.out.printf(
         Locale.ROOT,
-        "replayed %d records in %.0f s (%.0f records/s), max heap %d MiB, load average %.1f;"
+        "replayed %d records in %.0f s (%.0f records/s, %.2f s of CPU per 100 k), peak heap %d"
+            + " MiB (live after GC at most %d MiB) of %d MiB, load average %.1f;"
             + " agreement %.1f %%, goodput recorded %d, replayed %d%n",
         r.replayed(),
         replaySeconds,
         r.replayed() / replaySeconds,
+        cpuSeconds(t1cpu) * 100_000.0 / Math.max(1, r.replayed()),
+        peak >> 20,
+        liveMax.get() >> 20,
         Runtime.getRuntime().maxMemory() >> 20,
         ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage(),
         100 * r.agreement(),
@@ -109,8 +123,20 @@ final class ReplayScale implements Callable<Integer> {
     return 0;
   }
 
-  /** Every 10 s: elapsed, heap used now, and the old generation after its last collection. */
-  static Thread sampler(List<String> samples) {
+  /** CPU time of this thread (the replay is single-threaded). */
+  private static long cpuNanos() {
+    return ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+  }
+
+  private static double cpuSeconds(long since) {
+    return (cpuNanos() - since) / 1e9;
+  }
+
+  /**
+   * Every 10 s: elapsed, heap used now, and the old generation after its last collection (its
+   * largest kept in {@code liveMax}: what the replay holds, without garbage).
+   */
+  static Thread sampler(List<String> samples, java.util.concurrent.atomic.AtomicLong liveMax) {
     long start = System.nanoTime();
     Thread t =
         new Thread(
@@ -126,6 +152,7 @@ final class ReplayScale implements Callable<Integer> {
                     }
                   }
                 }
+                liveMax.accumulateAndGet(afterGc, Math::max);
                 synchronized (samples) {
                   samples.add(
                       String.format(

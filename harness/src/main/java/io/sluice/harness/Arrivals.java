@@ -10,9 +10,10 @@ import java.util.function.ToDoubleFunction;
 /**
  * A workload's arrivals, drawn from its seed before a run starts (Poisson per phase, class, tenant
  * and sizes by share), the request body each one sends, and how each would end if it were served on
- * arrival at full speed.
+ * arrival at full speed. Public for the bench's virtual-time runs (the same arrivals as a live run
+ * of the same workload).
  */
-final class Arrivals {
+public final class Arrivals {
   private Arrivals() {}
 
   /**
@@ -24,7 +25,7 @@ final class Arrivals {
    * @param cancelAfterNanos when the client disconnects on its own, after arrival ({@link
    *     Long#MAX_VALUE}: it does not)
    */
-  record Arrival(
+  public record Arrival(
       int phase,
       long atNanos,
       Workload.RequestClass requestClass,
@@ -49,7 +50,7 @@ final class Arrivals {
   }
 
   /** The workload's arrivals, in order: Poisson per phase, class, tenant and sizes by share. */
-  static List<Arrival> arrivals(Workload w) {
+  public static List<Arrival> arrivals(Workload w) {
     SplittableRandom random = new SplittableRandom(w.seed());
     // max_tokens ranges draw from their own stream, so a workload's arrivals, classes and sizes
     // are the same whatever its clients send as max_tokens (static, range or the answer's length)
@@ -133,7 +134,8 @@ final class Arrivals {
     return lo + random.nextInt(hi - lo + 1);
   }
 
-  static byte[] body(int promptTokens, int outputTokens, int maxTokens) {
+  /** The body an arrival sends (a chat request of about {@code promptTokens} tokens). */
+  public static byte[] body(int promptTokens, int outputTokens, int maxTokens) {
     // " the" is one BPE token of 4 bytes, so the upstream's bytes/4 and Sluice's tokenizer agree
     // roughly on the prompt size.
     StringBuilder b = new StringBuilder(promptTokens * 4 + 128);

@@ -20,7 +20,10 @@ import io.sluice.observability.DecisionLog;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.function.Consumer;
+import java.util.function.DoubleSupplier;
+import java.util.function.Function;
 
 /**
  * A runtime of its own for one policy, built by the live server's {@link RuntimeFactory}: the
@@ -43,15 +46,17 @@ public final class IsolatedRuntime implements AutoCloseable {
       Clock clock,
       QueueTimer timer,
       HoldTimer holdTimer,
-      Consumer<String> decisionLines,
-      OutputReserves reserves) {
+      Function<SluiceConfig.DecisionLog, DecisionLog> decisionLogs,
+      OutputReserves reserves,
+      DoubleSupplier jitter) {
     this.stores = Stores.isolatedMemory(clock); // never the shared Redis
     this.controller =
         new AdmissionController(
             config.pools().values(),
             config.classes().values(),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            jitter);
     this.metrics = new AdmissionMetrics(scratch, ticker::nanos);
     metrics.bindPools(controller);
     SluiceConfig.Estimation est = config.estimation();
@@ -62,7 +67,7 @@ public final class IsolatedRuntime implements AutoCloseable {
                 controller,
                 metrics,
                 new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars()),
-                settings -> new DecisionLog(settings, decisionLines),
+                decisionLogs,
                 ticker,
                 clock,
                 timer,
@@ -80,16 +85,43 @@ public final class IsolatedRuntime implements AutoCloseable {
   static IsolatedRuntime forWarmUp(
       SluiceConfig config, Ticker ticker, Clock clock, QueueTimer timer) {
     return new IsolatedRuntime(
-        config, ticker, clock, timer, timer, line -> {}, OutputReserves.off());
+        config,
+        ticker,
+        clock,
+        timer,
+        timer,
+        settings -> new DecisionLog(settings, line -> {}),
+        OutputReserves.off(),
+        Math::random);
   }
 
   /**
    * A replay's: on its virtual {@code ticker}, {@code clock} and {@code holdTimer}, the learned
-   * output reserve of the policy's own ({@code estimation.learnedReserve}), the decision records
-   * handed to {@code decisionLines}. {@code timer} is only the runtime's idle-sweep wheel (never
-   * started by a replay).
+   * output reserve of the policy's own ({@code estimation.learnedReserve}), the decision log off
+   * whatever the policy says (a replay counts its decisions itself: printing a record per replayed
+   * request only to drop it was most of a long replay's time). {@code timer} is only the runtime's
+   * idle-sweep wheel (never started by a replay).
    */
   public static IsolatedRuntime forReplay(
+      SluiceConfig config, Ticker ticker, Clock clock, QueueTimer timer, HoldTimer holdTimer) {
+    return new IsolatedRuntime(
+        config,
+        ticker,
+        clock,
+        timer,
+        holdTimer,
+        settings -> new DecisionLog(off(settings)),
+        new OutputReserves(config.estimation().learnedReserve()),
+        seeded());
+  }
+
+  /**
+   * A recorded run's (the bench's virtual-time live runs): as {@link #forReplay}, but every decision
+   * record written, as JSON lines, to {@code decisionLines} (every request, no per-second bound, no
+   * sampling), whatever the policy's {@code decisionLog} says. Both draw their Retry-After jitter
+   * from a seeded source: the same arrivals, the same answers.
+   */
+  public static IsolatedRuntime forRecording(
       SluiceConfig config,
       Ticker ticker,
       Clock clock,
@@ -102,8 +134,33 @@ public final class IsolatedRuntime implements AutoCloseable {
         clock,
         timer,
         holdTimer,
-        decisionLines,
-        new OutputReserves(config.estimation().learnedReserve()));
+        settings -> new DecisionLog(every(settings), decisionLines),
+        new OutputReserves(config.estimation().learnedReserve()),
+        seeded());
+  }
+
+  /**
+   * The Retry-After jitter of a run on a virtual clock: seeded, so the same arrivals give the same
+   * answers (a recorded run's clients retry after them).
+   */
+  private static DoubleSupplier seeded() {
+    return new SplittableRandom(0x5111ceL)::nextDouble;
+  }
+
+  private static SluiceConfig.DecisionLog off(SluiceConfig.DecisionLog s) {
+    return new SluiceConfig.DecisionLog(
+        false,
+        s.level(),
+        s.sampleRate(),
+        s.alwaysLogRejects(),
+        s.maxAdmittedPerSecond(),
+        s.maxRefusedPerSecond(),
+        io.sluice.config.DecisionLogFile.NONE);
+  }
+
+  private static SluiceConfig.DecisionLog every(SluiceConfig.DecisionLog s) {
+    return new SluiceConfig.DecisionLog(
+        true, s.level(), 1.0, true, 0, 0, io.sluice.config.DecisionLogFile.NONE);
   }
 
   public AdmissionRuntime runtime() {

@@ -14,6 +14,7 @@ import io.sluice.api.v1.Outcome;
  * @param source where it was read ({@code file:line}), for messages
  * @param deadlineMs the request's deadline after its arrival (0: the class's)
  * @param inputTokens the estimate's input tokens
+ * @param actualInputTokens the input tokens the upstream reported (the estimate's when none)
  * @param requestedOutputTokens the output cap the client asked for (or the class default)
  * @param serviceMs the upstream's service time (-1: not known, e.g. a refused request)
  * @param ttftMs time from admission to the first chunk (-1: not known)
@@ -36,6 +37,7 @@ record Recorded(
     String format,
     long deadlineMs,
     long inputTokens,
+    long actualInputTokens,
     long requestedOutputTokens,
     long serviceMs,
     long ttftMs,
@@ -64,6 +66,9 @@ record Recorded(
         && (deadlineMs <= 0 || endedAfterMs <= deadlineMs);
   }
 
+  /** What three whole-millisecond fields can add up to by rounding alone. */
+  static final long ROUNDING_MS = 2;
+
   static Recorded of(AdmissionRecord r, String source) {
     boolean ran =
         r.getDecision() == Decision.DECISION_ADMIT || r.getDecision() == Decision.DECISION_DEGRADE;
@@ -87,6 +92,9 @@ record Recorded(
         r.getRequestFormat(),
         r.getDeadlineMs(),
         r.getEstimate().getInputTokens(),
+        r.getActual().getReported() && r.getActual().getInputTokens() > 0
+            ? r.getActual().getInputTokens()
+            : r.getEstimate().getInputTokens(),
         r.getEstimate().getRequestedOutputTokens() > 0
             ? r.getEstimate().getRequestedOutputTokens()
             : r.getEstimate().getOutputReserveTokens(),
@@ -98,12 +106,21 @@ record Recorded(
         ended,
         Verdict.of(r),
         r.getQueueWaitMs(),
-        r.getEndedAfterMs() <= 0
-            ? 0
-            : Math.max(
-                0,
-                r.getEndedAfterMs()
-                    - r.getQueueWaitMs()
-                    - (ran ? Math.max(0, service) : r.getDecisionLatencyUs() / 1000)));
+        decideAfter(r, ran, service));
+  }
+
+  /**
+   * The body's wait: the end's offset less the queue wait and the service (or the decision time),
+   * each recorded in whole milliseconds, so up to 2 ms of it is rounding, not a wait: read as 0.
+   */
+  private static long decideAfter(AdmissionRecord r, boolean ran, long service) {
+    if (r.getEndedAfterMs() <= 0) {
+      return 0;
+    }
+    long after =
+        r.getEndedAfterMs()
+            - r.getQueueWaitMs()
+            - (ran ? Math.max(0, service) : r.getDecisionLatencyUs() / 1000);
+    return after <= ROUNDING_MS ? 0 : after;
   }
 }

@@ -5,23 +5,18 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.FanOut;
-import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
-import io.sluice.core.policy.Tenant;
-import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.SessionFront;
 import io.sluice.core.session.SessionSteps;
 import io.sluice.core.session.Sessions;
-import io.sluice.core.session.Signals;
 import io.sluice.core.session.Subject;
 import io.sluice.extproc.QueueTimer;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.PriorityQueue;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -37,13 +32,14 @@ import org.jspecify.annotations.Nullable;
  */
 final class Replayer implements AutoCloseable {
   private final SluiceConfig config;
+  private final Subjects subjects;
   private final Map<String, Double> knees;
   private final double defaultKnee;
   private @Nullable VirtualTime time;
   private @Nullable IsolatedRuntime runtime;
   private final QueueTimer wheel = new QueueTimer(); // the runtime's idle sweeps: never started
   private final Map<String, Upstream> upstreams = new HashMap<>();
-  private final Map<String, PriorityQueue<Long>> recordedEnds = new HashMap<>();
+  private final Map<String, RecordedConcurrency> recordedConcurrency = new HashMap<>();
   private final Map<String, long[]> means = new HashMap<>(); // pool/class: n, demand ns, output
   final Tally tally = new Tally();
   final Tally recorded = new Tally(); // what the record itself shows
@@ -57,6 +53,7 @@ final class Replayer implements AutoCloseable {
    */
   Replayer(SluiceConfig config, Map<String, Double> knees, double defaultKnee) {
     this.config = config;
+    this.subjects = new Subjects(config);
     this.knees = Map.copyOf(knees);
     this.defaultKnee = defaultKnee;
   }
@@ -73,7 +70,7 @@ final class Replayer implements AutoCloseable {
       if (t == null) {
         t = new VirtualTime(r.arrivalMillis());
         time = t;
-        runtime = IsolatedRuntime.forReplay(config, t, t.clock(), wheel, t, line -> {});
+        runtime = IsolatedRuntime.forReplay(config, t, t.clock(), wheel, t);
       }
       advanceTo(t.at(r.arrivalMillis()));
       arrive(r);
@@ -132,30 +129,13 @@ final class Replayer implements AutoCloseable {
       decided(r, rows, Verdict.REFUSE + "unknown_route", 0, false);
       return;
     }
-    Tenant tenant = tenant(r.tenant());
-    if (tenant == null) {
+    Subject s =
+        subjects.of(
+            pool, cls, r.tenant(), r.route(), r.format(), now, r.deadlineMs() * 1_000_000L);
+    if (s == null) {
       decided(r, rows, Verdict.REFUSE + Reason.UNKNOWN_TENANT.code(), 0, false);
       return;
     }
-    long deadline = cls.deadline().toNanos();
-    if (r.deadlineMs() > 0) {
-      deadline = Math.min(deadline, r.deadlineMs() * 1_000_000L);
-    }
-    Subject s =
-        new Subject(
-            r.route(),
-            pool,
-            cls,
-            format(r.format()),
-            tenant,
-            now,
-            now + deadline,
-            null,
-            pool.maxMessageTimeout().toNanos(),
-            config.poolModes().get(pool.name()) == SluiceConfig.Mode.SHADOW,
-            0,
-            null,
-            Signals.NONE);
     Request q = new Request(r, rows, s, demand);
     Sessions sessions = java.util.Objects.requireNonNull(runtime).runtime().sessions();
     q.session = sessions.open(s, q, t.serial(), SessionSteps.NONE);
@@ -202,33 +182,6 @@ final class Replayer implements AutoCloseable {
     }
   }
 
-  private @Nullable Tenant tenant(String id) {
-    SluiceConfig.Tenants tc = config.tenants();
-    if (id.isEmpty() || id.equals(Tenant.ANONYMOUS)) {
-      return new Tenant(Tenant.ANONYMOUS, tier(tc.anonymousTier()));
-    }
-    String known = tc.known().get(id);
-    if (known != null) {
-      return new Tenant(id, tier(known));
-    }
-    return tc.unknown() == SluiceConfig.UnknownAction.REJECT
-        ? null
-        : new Tenant(id, tier(tc.unknownTier()));
-  }
-
-  private TierPolicy tier(String name) {
-    TierPolicy t = config.tiers().get(name);
-    return t != null ? t : config.tiers().values().iterator().next();
-  }
-
-  private static RequestFormat format(String name) {
-    try {
-      return name.isEmpty() ? RequestFormat.OPENAI_CHAT : RequestFormat.fromConfigName(name);
-    } catch (IllegalArgumentException e) {
-      return RequestFormat.OPENAI_CHAT;
-    }
-  }
-
   /**
    * The request's service demand: its recorded service time without the slowdown of the concurrency
    * it was recorded at; a request the record never ran takes its class's mean so far.
@@ -239,13 +192,13 @@ final class Replayer implements AutoCloseable {
     if (!r.ran()) {
       return m[0] == 0 ? 1_000_000_000L : m[1] / m[0];
     }
-    PriorityQueue<Long> ends = recordedEnds.computeIfAbsent(r.pool(), k -> new PriorityQueue<>());
-    long admittedAt = r.arrivalMillis() + r.queueWaitMs();
-    while (!ends.isEmpty() && ends.peek() <= admittedAt) {
-      ends.poll();
-    }
-    int concurrency = ends.size() + 1;
-    ends.add(r.arrivalMillis() + Math.max(r.endedAfterMs(), r.queueWaitMs() + r.serviceMs()));
+    int concurrency =
+        recordedConcurrency
+            .computeIfAbsent(r.pool(), k -> new RecordedConcurrency())
+            .admit(
+                r.arrivalMillis(),
+                r.arrivalMillis() + r.decideAfterMs() + r.queueWaitMs(),
+                r.arrivalMillis() + Math.max(r.endedAfterMs(), r.queueWaitMs() + r.serviceMs()));
     long d = Upstream.demand(r.serviceMs() * 1_000_000L, concurrency, knee(r.pool()));
     if (!r.cancelled() && m[0] < Long.MAX_VALUE / 4) {
       m[0]++;
@@ -352,7 +305,7 @@ final class Replayer implements AutoCloseable {
       s.running().headers(status, "application/json", true);
       byte[] usage =
           ("{\"usage\":{\"prompt_tokens\":"
-                  + rec.inputTokens()
+                  + rec.actualInputTokens()
                   + ",\"completion_tokens\":"
                   + output
                   + "}}")
