@@ -52,9 +52,7 @@ final class VirtualRuns {
   /** The simulated upstream's model: K slots, prefill and decode per token. */
   static RecordedRun.Model model(SimulatedLlmUpstream.Settings up) {
     return new RecordedRun.Model(
-        up.batchSlots(),
-        up.prefillPerInputToken().toNanos(),
-        up.decodePerOutputToken().toNanos());
+        up.batchSlots(), up.prefillPerInputToken().toNanos(), up.decodePerOutputToken().toNanos());
   }
 
   /** Runs {@code s} once per policy; returns each run's records file by policy name. */

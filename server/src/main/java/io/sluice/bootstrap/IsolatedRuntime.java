@@ -104,22 +104,15 @@ public final class IsolatedRuntime implements AutoCloseable {
    */
   public static IsolatedRuntime forReplay(
       SluiceConfig config, Ticker ticker, Clock clock, QueueTimer timer, HoldTimer holdTimer) {
-    return new IsolatedRuntime(
-        config,
-        ticker,
-        clock,
-        timer,
-        holdTimer,
-        settings -> new DecisionLog(off(settings)),
-        new OutputReserves(config.estimation().learnedReserve()),
-        seeded());
+    return onVirtualClock(
+        config, ticker, clock, timer, holdTimer, settings -> new DecisionLog(off(settings)));
   }
 
   /**
-   * A recorded run's (the bench's virtual-time live runs): as {@link #forReplay}, but every decision
-   * record written, as JSON lines, to {@code decisionLines} (every request, no per-second bound, no
-   * sampling), whatever the policy's {@code decisionLog} says. Both draw their Retry-After jitter
-   * from a seeded source: the same arrivals, the same answers.
+   * A recorded run's (the bench's virtual-time live runs): as {@link #forReplay}, but every
+   * decision record written, as JSON lines, to {@code decisionLines} (every request, no per-second
+   * bound, no sampling), whatever the policy's {@code decisionLog} says. Both draw their
+   * Retry-After jitter from a seeded source: the same arrivals, the same answers.
    */
   public static IsolatedRuntime forRecording(
       SluiceConfig config,
@@ -128,23 +121,36 @@ public final class IsolatedRuntime implements AutoCloseable {
       QueueTimer timer,
       HoldTimer holdTimer,
       Consumer<String> decisionLines) {
+    return onVirtualClock(
+        config,
+        ticker,
+        clock,
+        timer,
+        holdTimer,
+        settings -> new DecisionLog(every(settings), decisionLines));
+  }
+
+  /**
+   * A runtime on a virtual clock: the policy's own learned output reserve, the Retry-After jitter
+   * seeded, so the same arrivals give the same answers (a recorded run's clients retry after them).
+   */
+  private static IsolatedRuntime onVirtualClock(
+      SluiceConfig config,
+      Ticker ticker,
+      Clock clock,
+      QueueTimer timer,
+      HoldTimer holdTimer,
+      Function<SluiceConfig.DecisionLog, DecisionLog> decisionLogs) {
+    DoubleSupplier seeded = new SplittableRandom(0x5111ceL)::nextDouble;
     return new IsolatedRuntime(
         config,
         ticker,
         clock,
         timer,
         holdTimer,
-        settings -> new DecisionLog(every(settings), decisionLines),
+        decisionLogs,
         new OutputReserves(config.estimation().learnedReserve()),
-        seeded());
-  }
-
-  /**
-   * The Retry-After jitter of a run on a virtual clock: seeded, so the same arrivals give the same
-   * answers (a recorded run's clients retry after them).
-   */
-  private static DoubleSupplier seeded() {
-    return new SplittableRandom(0x5111ceL)::nextDouble;
+        seeded);
   }
 
   private static SluiceConfig.DecisionLog off(SluiceConfig.DecisionLog s) {

@@ -7,13 +7,13 @@ import java.util.PriorityQueue;
 
 /**
  * The requests one pool's record shows in service when a request was admitted: what its recorded
- * service time was slowed down by ({@link Upstream#demand}). Fed in arrival order; a request
- * counts from its admission (its arrival plus its queue wait), not from its arrival: one that
- * waited in the queue was not yet in service. The record's times are whole milliseconds, each
- * rounded down: a request that ended up to {@link Recorded#ROUNDING_MS} after another's admission
- * may have ended before it, and is not counted (at a knee equal to the pool's maxRequests, counting
- * it would slow down a request the record shows was not). Memory: the requests in service or
- * waiting at the latest arrival.
+ * service time was slowed down by ({@link Upstream#demand}). Fed in arrival order; a request counts
+ * from its admission (its arrival plus its queue wait), not from its arrival: one that waited in
+ * the queue was not yet in service. The record's times are whole milliseconds, each rounded down: a
+ * request that ended up to {@link Recorded#ROUNDING_MS} after another's admission may have ended
+ * before it, and is not counted (at a knee equal to the pool's maxRequests, counting it would slow
+ * down a request the record shows was not). Memory: the requests in service or waiting at the
+ * latest arrival.
  */
 final class RecordedConcurrency {
   private final PriorityQueue<long[]> started = // {start, end}, by end

@@ -21,12 +21,12 @@ import org.jspecify.annotations.Nullable;
  * A live run on a virtual clock, recorded: the bench's "live" side of {@code replay-check}. Every
  * arrival opens a real {@link AdmissionSession} on a runtime of the policy built by the server's
  * own factory ({@link IsolatedRuntime#forRecording}), is decided on its real body (the server's
- * estimator), and, admitted, is served by a token-step model of the bench's simulated upstream
- * (K requests at full speed, each prefill or decode step stretched by {@code active / K} beyond
- * K, evaluated when the step starts, as {@code SimulatedLlmUpstream} does); its client leaves at
- * its deadline or its own cancel time and retries a refusal that carries a Retry-After, as the
- * bench's load generator does. The server's decision log writes every record to {@code lines}:
- * the recorded run a replay reads.
+ * estimator), and, admitted, is served by a token-step model of the bench's simulated upstream (K
+ * requests at full speed, each prefill or decode step stretched by {@code active / K} beyond K,
+ * evaluated when the step starts, as {@code SimulatedLlmUpstream} does); its client leaves at its
+ * deadline or its own cancel time and retries a refusal that carries a Retry-After, as the bench's
+ * load generator does. The server's decision log writes every record to {@code lines}: the recorded
+ * run a replay reads.
  *
  * <p>Nothing here reads the wall clock or a thread: the same arrivals give the same records on a
  * loaded machine and an idle one. What it leaves out of a live run: the gRPC transport and the
@@ -42,8 +42,8 @@ public final class RecordedRun {
    * @param promptTokens prompt tokens the upstream counts (its prefill)
    * @param outputTokens tokens the upstream answers
    * @param deadlineNanos the client's deadline after arrival: it leaves then
-   * @param cancelAfterNanos when it leaves of its own accord after arrival ({@link
-   *     Long#MAX_VALUE}: never)
+   * @param cancelAfterNanos when it leaves of its own accord after arrival ({@link Long#MAX_VALUE}:
+   *     never)
    */
   public record Arrival(
       long atNanos,
@@ -87,8 +87,8 @@ public final class RecordedRun {
   }
 
   /**
-   * Runs {@code arrivals} (in order) against {@code config}, every decision record handed to
-   * {@code lines}; returns {served, refused, retries}.
+   * Runs {@code arrivals} (in order) against {@code config}, every decision record handed to {@code
+   * lines}; returns {served, refused, retries}.
    */
   public static long[] run(
       SluiceConfig config,

@@ -130,8 +130,7 @@ final class Replayer implements AutoCloseable {
       return;
     }
     Subject s =
-        subjects.of(
-            pool, cls, r.tenant(), r.route(), r.format(), now, r.deadlineMs() * 1_000_000L);
+        subjects.of(pool, cls, r.tenant(), r.route(), r.format(), now, r.deadlineMs() * 1_000_000L);
     if (s == null) {
       decided(r, rows, Verdict.REFUSE + Reason.UNKNOWN_TENANT.code(), 0, false);
       return;

@@ -16,8 +16,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A run recorded on a virtual clock by the server's own core and decision log ({@link
- * RecordedRun}), then replayed against its own policy: the replay reproduces the recorded
- * decisions and goodput; the recorded run is deterministic; a replay writes no decision record.
+ * RecordedRun}), then replayed against its own policy: the replay reproduces the recorded decisions
+ * and goodput; the recorded run is deterministic; a replay writes no decision record.
  */
 class RecordedReplayTest {
   @TempDir Path dir;
