@@ -97,7 +97,8 @@ public final class PoolState implements SharedPool {
     this.retry = new RetryAdvice(rateTauNanos, uniform, policy);
     this.queues =
         new QueueCoordinator(capacity, service, retry, this::startQueued, slots, effective);
-    this.decisions = new AdmissionRules(this, capacity, rules, queues, service, retry, adaptive);
+    this.decisions = new AdmissionRules(
+            this, capacity, rules, queues, service, retry, adaptive, share, this::applyLimitsLocked);
     this.demand = new PoolDemand(capacity, queues);
     this.readings = new PoolReadings(capacity, rules, retry);
     limits.notifyOnChange(this::limitsChanged);
@@ -347,6 +348,11 @@ public final class PoolState implements SharedPool {
   @Override
   public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
     share.grant(work, requests, classes, nowNanos);
+  }
+
+  @Override
+  public void fenceShare(long atNanos, long work, int requests) {
+    share.fenceAt(atNanos, work, requests);
   }
 
   @Override

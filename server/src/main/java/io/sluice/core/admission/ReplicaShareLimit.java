@@ -14,6 +14,12 @@ final class ReplicaShareLimit implements LimitSource {
   private static final PoolLimits.Share NOTHING = new PoolLimits.Share(0, 0, null);
   private final AtomicReference<PoolLimits.@Nullable Share> granted = new AtomicReference<>();
   private Listener listener = nowNanos -> {};
+  // the self-fence of the last grant: from its instant on, unless granted again first, the pool
+  // admits on its store-down share (@GuardedBy("this"), with granted)
+  private @Nullable Fence fence;
+
+  /** From {@code atNanos} on the pool admits on {@code share} instead of the grant. */
+  private record Fence(long atNanos, PoolLimits.Share share) {}
 
   @Override
   public void notifyOnChange(Listener listener) {
@@ -22,8 +28,34 @@ final class ReplicaShareLimit implements LimitSource {
 
   /** The coordinator granted this share at {@code nowNanos}: the pool applies it at once. */
   void grant(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
-    granted.set(new PoolLimits.Share(work, requests, classes));
+    synchronized (this) {
+      fence = null;
+      granted.set(new PoolLimits.Share(work, requests, classes));
+    }
     listener.changed(nowNanos);
+  }
+
+  /**
+   * Arms the fence of the share granted last: from {@code atNanos} on, unless a share is granted
+   * first, the pool admits on {@code work} and {@code requests} (its class rules scaled to them).
+   * Checked on the admission path ({@link #fenced}), so it holds when the renewals stall.
+   */
+  synchronized void fenceAt(long atNanos, long work, int requests) {
+    fence = new Fence(atNanos, new PoolLimits.Share(work, requests, null));
+  }
+
+  /**
+   * Under the pool lock, before anything may start: whether the fence passed at {@code nowNanos}
+   * and its share replaced the grant (the caller then applies the limits). Once.
+   */
+  synchronized boolean fenced(long nowNanos) {
+    Fence f = fence;
+    if (f == null || nowNanos - f.atNanos() < 0) {
+      return false;
+    }
+    fence = null;
+    granted.set(f.share());
+    return true;
   }
 
   /**

@@ -40,4 +40,13 @@ public interface SharedPool {
    * share.
    */
   void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos);
+
+  /**
+   * The self-fence of the share applied last: from {@code atNanos} on, unless a share is applied
+   * first, the pool admits on {@code work} and {@code requests} (its store-down share, class rules
+   * scaled to it). The pool checks it with its own clock whenever something may start, so a
+   * replica whose renewals stall (a stuck thread, a GC pause) stops admitting on a share the store
+   * may already have given to the others.
+   */
+  void fenceShare(long atNanos, long work, int requests);
 }
