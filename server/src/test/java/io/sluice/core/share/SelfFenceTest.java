@@ -165,6 +165,8 @@ class SelfFenceTest {
       }
       ticker.advance(Duration.ofMillis(200));
     }
+    System.out.println(
+        "SelfFenceTest: live shares whole " + whole / 1_000_000 + " ms after the halt (new name)");
     assertThat(whole)
         .as("ns from the halt until the live shares are whole again")
         .isBetween(0L, Duration.ofMillis(1200).toNanos());
