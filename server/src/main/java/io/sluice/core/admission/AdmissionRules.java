@@ -26,7 +26,6 @@ final class AdmissionRules {
   private final RetryAdvice retry;
   private final AdaptiveLimitSource adaptive;
   private final ReplicaShareLimit share;
-  private final Runnable applyLimits; // composes the limit sources into the ledger (under the lock)
   // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
   // is unmet demand for a replica share)
   private boolean unmet;
@@ -39,11 +38,9 @@ final class AdmissionRules {
       ServiceTimes service,
       RetryAdvice retry,
       AdaptiveLimitSource adaptive,
-      ReplicaShareLimit share,
-      Runnable applyLimits) {
+      ReplicaShareLimit share) {
     this.pool = pool;
     this.share = share;
-    this.applyLimits = applyLimits;
     this.capacity = capacity;
     this.rules = rules;
     this.queues = queues;
@@ -59,12 +56,12 @@ final class AdmissionRules {
 
   /**
    * Under the lock, before anything may start: a replica share past its fence gives way to the
-   * store-down share ({@link ReplicaShareLimit#fenced}); no Retry-After of this pool is shorter than
-   * the rest of an upstream pause.
+   * store-down share ({@link ReplicaShareLimit#fenced}); no Retry-After of this pool is shorter
+   * than the rest of an upstream pause.
    */
   long pausedFor(long nowNanos) {
     if (share.fenced(nowNanos)) {
-      applyLimits.run();
+      pool.applyLimitsLocked();
     }
     long left = adaptive.pauseRemainingNanos(nowNanos);
     retry.floor(left);

@@ -97,8 +97,8 @@ public final class PoolState implements SharedPool {
     this.retry = new RetryAdvice(rateTauNanos, uniform, policy);
     this.queues =
         new QueueCoordinator(capacity, service, retry, this::startQueued, slots, effective);
-    this.decisions = new AdmissionRules(
-            this, capacity, rules, queues, service, retry, adaptive, share, this::applyLimitsLocked);
+    this.decisions =
+        new AdmissionRules(this, capacity, rules, queues, service, retry, adaptive, share);
     this.demand = new PoolDemand(capacity, queues);
     this.readings = new PoolReadings(capacity, rules, retry);
     limits.notifyOnChange(this::limitsChanged);
@@ -128,7 +128,7 @@ public final class PoolState implements SharedPool {
   }
 
   /** Under the lock: the sources' limits into the ledger and the waiting rooms. */
-  private void applyLimitsLocked() {
+  void applyLimitsLocked() {
     limits.apply(capacity, queues, classes());
   }
 
@@ -346,13 +346,9 @@ public final class PoolState implements SharedPool {
   }
 
   @Override
-  public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
-    share.grant(work, requests, classes, nowNanos);
-  }
-
-  @Override
-  public void fenceShare(long atNanos, long work, int requests) {
-    share.fenceAt(atNanos, work, requests);
+  public void applyShare(
+      long work, int requests, @Nullable ClassShares classes, @Nullable Fence fence, long now) {
+    share.grant(work, requests, classes, fence, now);
   }
 
   @Override

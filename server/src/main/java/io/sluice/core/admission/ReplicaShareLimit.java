@@ -1,6 +1,7 @@
 package io.sluice.core.admission;
 
 import io.sluice.core.share.ClassShares;
+import io.sluice.core.share.SharedPool;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
@@ -16,10 +17,7 @@ final class ReplicaShareLimit implements LimitSource {
   private Listener listener = nowNanos -> {};
   // the self-fence of the last grant: from its instant on, unless granted again first, the pool
   // admits on its store-down share (@GuardedBy("this"), with granted)
-  private @Nullable Fence fence;
-
-  /** From {@code atNanos} on the pool admits on {@code share} instead of the grant. */
-  private record Fence(long atNanos, PoolLimits.Share share) {}
+  private SharedPool.@Nullable Fence fence;
 
   @Override
   public void notifyOnChange(Listener listener) {
@@ -27,21 +25,17 @@ final class ReplicaShareLimit implements LimitSource {
   }
 
   /** The coordinator granted this share at {@code nowNanos}: the pool applies it at once. */
-  void grant(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
+  void grant(
+      long work,
+      int requests,
+      @Nullable ClassShares classes,
+      SharedPool.@Nullable Fence fence,
+      long nowNanos) {
     synchronized (this) {
-      fence = null;
+      this.fence = fence;
       granted.set(new PoolLimits.Share(work, requests, classes));
     }
     listener.changed(nowNanos);
-  }
-
-  /**
-   * Arms the fence of the share granted last: from {@code atNanos} on, unless a share is granted
-   * first, the pool admits on {@code work} and {@code requests} (its class rules scaled to them).
-   * Checked on the admission path ({@link #fenced}), so it holds when the renewals stall.
-   */
-  synchronized void fenceAt(long atNanos, long work, int requests) {
-    fence = new Fence(atNanos, new PoolLimits.Share(work, requests, null));
   }
 
   /**
@@ -49,12 +43,12 @@ final class ReplicaShareLimit implements LimitSource {
    * and its share replaced the grant (the caller then applies the limits). Once.
    */
   synchronized boolean fenced(long nowNanos) {
-    Fence f = fence;
+    SharedPool.Fence f = fence;
     if (f == null || nowNanos - f.atNanos() < 0) {
       return false;
     }
     fence = null;
-    granted.set(f.share());
+    granted.set(new PoolLimits.Share(f.work(), f.requests(), null));
     return true;
   }
 

@@ -46,7 +46,8 @@ public record ReplicaPolicy(
         return new Load(0, 0);
       }
       int expected = Math.max(1, expectedReplicas);
-      return new Load(pool.capacityWorkUnits() / expected, Math.max(0, pool.maxRequests()) / expected);
+      return new Load(
+          pool.capacityWorkUnits() / expected, Math.max(0, pool.maxRequests()) / expected);
     }
   }
 

@@ -21,9 +21,9 @@ import org.jspecify.annotations.Nullable;
  *   <li>the rest, {@code R = C - n f'}, fills the excess demands {@code e_i = max(0, d_i - f')}
  *       like water: a level {@code L} with {@code Σ min(e_i, L) = R}, so no replica gets more than
  *       it wants while another wants more than it gets, and equal wants get equal parts;
- *   <li>what no one wants is split evenly (headroom for the next burst wherever it lands); by
- *       class ({@link #allocateByClass}) the units that do not divide evenly rotate over the
- *       parts, so idle replicas end within one unit of each other.
+ *   <li>what no one wants is split evenly (headroom for the next burst wherever it lands); by class
+ *       ({@link #allocateByClass}) the units that do not divide evenly rotate over the parts, so
+ *       idle replicas end within one unit of each other.
  * </ol>
  *
  * {@code Σ target_i <= C} always; a replica with all the demand gets {@code C - (n - 1) f'}.

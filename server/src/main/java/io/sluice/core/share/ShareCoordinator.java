@@ -40,10 +40,10 @@ import org.jspecify.annotations.Nullable;
  * the lease can expire ({@code min(keepShareFor, leaseTtl - renewInterval)}), so a replica the
  * store no longer answers stops admitting on its share before the others can take it. The pool
  * enforces that end itself, on its own clock, whenever something may start ({@link
- * SharedPool#fenceShare}): a replica whose rounds stall (a stuck timer, a GC pause) is fenced too. Before its
- * first grant a pool holds nothing: the bootstrap has the admission controller start every shared
- * pool at a share of 0 ({@code AdmissionController.holdForShares}) and waits for the first exchange
- * before it reports ready.
+ * SharedPool#fenceShare}): a replica whose rounds stall (a stuck timer, a GC pause) is fenced too.
+ * Before its first grant a pool holds nothing: the bootstrap has the admission controller start
+ * every shared pool at a share of 0 ({@code AdmissionController.holdForShares}) and waits for the
+ * first exchange before it reports ready.
  *
  * <p>Thread-safe: a pool's state is guarded by its own monitor; one exchange per pool is in flight
  * at a time; answers may complete on any thread.
@@ -417,14 +417,16 @@ public final class ShareCoordinator {
       grantedWork = work;
       grantedRequests = requests;
       grantedClasses = classes;
-      state.applyShare(work, requests, classes, now);
+      SharedPool.Fence fence = null;
       if (leased != null && (mode == Mode.LEASED || mode == Mode.KEPT)) {
         // the self-fence: past the keep time the pool itself drops to its store-down share, also
         // when no round runs to see it (checkAge does the same when one does)
         ReplicaPolicy.PoolMode m = policy.mode(pool);
         Load down = m.storeDownShare(state.policy());
-        state.fenceShare(lastGrantNanos + policy.keepNanos(m) + 1, down.work(), down.requests());
+        long at = lastGrantNanos + policy.keepNanos(m) + 1;
+        fence = new SharedPool.Fence(at, down.work(), down.requests());
       }
+      state.applyShare(work, requests, classes, fence, now);
     }
 
     /**

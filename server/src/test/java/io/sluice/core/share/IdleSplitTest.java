@@ -25,8 +25,7 @@ import org.junit.jupiter.api.Test;
  * ids), so waiting for an even split never ended.
  */
 class IdleSplitTest {
-  static final PoolPolicy FAST =
-      PoolPolicy.builder("tool-fast", 1_000_000).maxRequests(50).build();
+  static final PoolPolicy FAST = PoolPolicy.builder("tool-fast", 1_000_000).maxRequests(50).build();
   static final List<ClassPolicy> CLASSES =
       List.of(
           ReplicaSharesSimulationTest.cls("interactive", 0, 0.8, 0.0, true, Duration.ZERO),
@@ -79,7 +78,8 @@ class IdleSplitTest {
   @Test
   void allocateByClass_idleReplicas_withinOneUnitOfEachOther() {
     long[] targets =
-        ShareAllocator.allocateByClass(50, new long[3][2], new long[] {40, 5}, new long[] {50, 50}, 0.02)
+        ShareAllocator.allocateByClass(
+                50, new long[3][2], new long[] {40, 5}, new long[] {50, 50}, 0.02)
             .targets();
     assertThat(Arrays.stream(targets).sum()).isEqualTo(50);
     assertThat(Arrays.stream(targets).max().getAsLong() - Arrays.stream(targets).min().getAsLong())
@@ -89,8 +89,8 @@ class IdleSplitTest {
 
   /**
    * Three replicas join and renew idle on the store, then a burst of 7 calls lands on each (the
-   * fan-out's 20 fast calls over 3 replicas): once every grant is its target, each replica holds
-   * at least a third of the slots, rounded down, and every call is admitted at once.
+   * fan-out's 20 fast calls over 3 replicas): once every grant is its target, each replica holds at
+   * least a third of the slots, rounded down, and every call is admitted at once.
    */
   @Test
   void threeIdleReplicas_settleOnAnEvenSplit_aBurstOfSevenEachIsAdmitted() {
@@ -98,7 +98,10 @@ class IdleSplitTest {
     long start = ticker.nanos();
     ShareLeaseModel store = new ShareLeaseModel(() -> (ticker.nanos() - start) / 1_000_000L);
     List<Node> nodes =
-        List.of(new Node("a", store, ticker), new Node("b", store, ticker), new Node("c", store, ticker));
+        List.of(
+            new Node("a", store, ticker),
+            new Node("b", store, ticker),
+            new Node("c", store, ticker));
     for (int round = 0; round < 6; round++) {
       nodes.forEach(Node::round);
       ticker.advance(Duration.ofMillis(100));
@@ -106,16 +109,22 @@ class IdleSplitTest {
     int sum = 0;
     for (Node x : nodes) {
       ShareCoordinator.Status s = x.status();
-      assertThat(s.grantedRequests()).as("%s: grant = target", x.coordinator.replica())
+      assertThat(s.grantedRequests())
+          .as("%s: grant = target", x.coordinator.replica())
           .isEqualTo(s.targetRequests());
       assertThat(s.grantedRequests())
-          .as("%s: grants %s", x.coordinator.replica(), nodes.stream().map(n -> n.status().grantedRequests()).toList())
+          .as(
+              "%s: grants %s",
+              x.coordinator.replica(),
+              nodes.stream().map(n -> n.status().grantedRequests()).toList())
           .isGreaterThanOrEqualTo(50 / 3);
       sum += s.grantedRequests();
     }
     assertThat(sum).isEqualTo(50);
     for (Node x : nodes) {
-      assertThat(x.calls(7, ticker.nanos())).as("%s admitted", x.coordinator.replica()).isEqualTo(7);
+      assertThat(x.calls(7, ticker.nanos()))
+          .as("%s admitted", x.coordinator.replica())
+          .isEqualTo(7);
     }
   }
 }

@@ -20,9 +20,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Issue 31 and decision 0008, "Short leases, self-fenced": a replica stops admitting on its leased
  * share once its last answered renewal is older than its keep time (shorter than the lease), on the
- * pool's own clock, so the others may take the share when the lease expires; and with the default
- * 1 s lease a halted replica's share is back with the live ones within about a second, also when
- * its successor runs under a new name and cannot drop its lease.
+ * pool's own clock, so the others may take the share when the lease expires; and with the default 1
+ * s lease a halted replica's share is back with the live ones within about a second, also when its
+ * successor runs under a new name and cannot drop its lease.
  */
 class SelfFenceTest {
   static final PoolPolicy POOL = PoolPolicy.builder("p", 1_000_000).maxRequests(6).build();
@@ -103,8 +103,7 @@ class SelfFenceTest {
     FakeTicker ticker = new FakeTicker();
     ShareLeaseModel store = store(ticker);
     ReplicaPolicy.PoolMode refuse =
-        new ReplicaPolicy.PoolMode(
-            ReplicaPolicy.StoreDown.REFUSE, Duration.ofMillis(800), 3, 0.02);
+        new ReplicaPolicy.PoolMode(ReplicaPolicy.StoreDown.REFUSE, Duration.ofMillis(800), 3, 0.02);
     ReplicaPolicy policy =
         new ReplicaPolicy(Duration.ofSeconds(1), Duration.ofMillis(200), refuse, Map.of());
     Node a = new Node("a", policy, store, ticker);
@@ -127,8 +126,17 @@ class SelfFenceTest {
       int aIn = a.calls(1, ticker.nanos());
       int bIn = b.calls(1, ticker.nanos());
       log.add(
-          "t+" + (step + 1) * 100 + "ms: a +" + aIn + " (" + a.inFlight() + "), b +" + bIn + " ("
-              + b.inFlight() + ")");
+          "t+"
+              + (step + 1) * 100
+              + "ms: a +"
+              + aIn
+              + " ("
+              + a.inFlight()
+              + "), b +"
+              + bIn
+              + " ("
+              + b.inFlight()
+              + ")");
       assertThat(a.inFlight() + b.inFlight())
           .as("in flight across the replicas:%n%s", String.join("\n", log))
           .isLessThanOrEqualTo(6);
