@@ -53,6 +53,8 @@ public interface SharedPool {
   void applyShare(
       long work, int requests, @Nullable ClassShares classes, @Nullable Fence fence, long nowNanos);
 
-  /** A share's fence: from {@code atNanos} on, the pool admits on {@code work} and {@code requests}. */
+  /**
+   * A share's fence: from {@code atNanos} on, the pool admits on {@code work} and {@code requests}.
+   */
   record Fence(long atNanos, long work, int requests) {}
 }
