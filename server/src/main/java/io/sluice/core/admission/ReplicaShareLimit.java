@@ -25,6 +25,11 @@ final class ReplicaShareLimit implements LimitSource {
   }
 
   /** The coordinator granted this share at {@code nowNanos}: the pool applies it at once. */
+  void grant(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
+    grant(work, requests, classes, null, nowNanos);
+  }
+
+  /** The same, with the grant's fence ({@link SharedPool.Fence}; null for none). */
   void grant(
       long work,
       int requests,
