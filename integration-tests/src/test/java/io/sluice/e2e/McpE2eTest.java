@@ -179,19 +179,27 @@ class McpE2eTest {
           EnvoyExtProcEmulator.connect(
               "127.0.0.1:" + s.grpcPort(), SluiceEnvoyHarness.recommendedFilter().build(), mcp));
     }
-    // every pool leased on every replica, and the shares settled: the idle split of each tool's
-    // slots (the last replica to start joins at 0 and gets its part once the others gave it)
+    // every pool leased on every replica, and the shares settled on the even idle split of each
+    // tool's slots: while the last replica to join still waits for the others to give it its part,
+    // the grants can add up to the slots with one of them small (7 of 50 once: a burst of 7 there
+    // was refused while the pool had room)
     await()
         .atMost(Duration.ofSeconds(10))
         .until(() -> settled("tool-slow", 5) && settled("tool-fast", 50));
   }
 
-  /** Every replica leased on {@code pool}, each with a part of its slots, adding up to them all. */
+  /**
+   * Every replica leased on {@code pool}, each granted its target (the allocation's even split when
+   * idle: at least its third of the slots, rounded down), adding up to them all.
+   */
   private boolean settled(String pool, int slots) {
     int sum = 0;
     for (SluiceServer s : servers) {
       ShareCoordinator.Status st = s.replicaShares().get(pool);
-      if (st == null || st.mode() != ShareCoordinator.Mode.LEASED || st.grantedRequests() <= 0) {
+      if (st == null
+          || st.mode() != ShareCoordinator.Mode.LEASED
+          || st.grantedRequests() != st.targetRequests()
+          || st.grantedRequests() < slots / servers.size()) {
         return false;
       }
       sum += st.grantedRequests();

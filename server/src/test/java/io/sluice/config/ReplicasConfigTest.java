@@ -20,7 +20,7 @@ class ReplicasConfigTest {
     ReplicaPolicy p = ConfigLoader.parse(BASE).replicas();
     assertThat(p).isEqualTo(ReplicaPolicy.DEFAULT);
     assertThat(p.mode("gpu").storeDown()).isEqualTo(ReplicaPolicy.StoreDown.FALLBACK);
-    assertThat(p.mode("gpu").keepShareFor()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(p.mode("gpu").keepShareFor()).isEqualTo(Duration.ofMillis(800));
   }
 
   @Test

@@ -25,6 +25,7 @@ final class AdmissionRules {
   private final ServiceTimes service;
   private final RetryAdvice retry;
   private final AdaptiveLimitSource adaptive;
+  private final ReplicaShareLimit share;
   // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
   // is unmet demand for a replica share)
   private boolean unmet;
@@ -36,8 +37,10 @@ final class AdmissionRules {
       QueueCoordinator queues,
       ServiceTimes service,
       RetryAdvice retry,
-      AdaptiveLimitSource adaptive) {
+      AdaptiveLimitSource adaptive,
+      ReplicaShareLimit share) {
     this.pool = pool;
+    this.share = share;
     this.capacity = capacity;
     this.rules = rules;
     this.queues = queues;
@@ -51,8 +54,15 @@ final class AdmissionRules {
     return unmet;
   }
 
-  /** Under the lock: no Retry-After of this pool is shorter than the rest of an upstream pause. */
+  /**
+   * Under the lock, before anything may start: a replica share past its fence gives way to the
+   * store-down share ({@link ReplicaShareLimit#fenced}); no Retry-After of this pool is shorter
+   * than the rest of an upstream pause.
+   */
   long pausedFor(long nowNanos) {
+    if (share.fenced(nowNanos)) {
+      pool.applyLimitsLocked();
+    }
     long left = adaptive.pauseRemainingNanos(nowNanos);
     retry.floor(left);
     return left;

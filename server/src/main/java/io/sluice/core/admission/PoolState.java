@@ -97,7 +97,8 @@ public final class PoolState implements SharedPool {
     this.retry = new RetryAdvice(rateTauNanos, uniform, policy);
     this.queues =
         new QueueCoordinator(capacity, service, retry, this::startQueued, slots, effective);
-    this.decisions = new AdmissionRules(this, capacity, rules, queues, service, retry, adaptive);
+    this.decisions =
+        new AdmissionRules(this, capacity, rules, queues, service, retry, adaptive, share);
     this.demand = new PoolDemand(capacity, queues);
     this.readings = new PoolReadings(capacity, rules, retry);
     limits.notifyOnChange(this::limitsChanged);
@@ -127,7 +128,7 @@ public final class PoolState implements SharedPool {
   }
 
   /** Under the lock: the sources' limits into the ledger and the waiting rooms. */
-  private void applyLimitsLocked() {
+  void applyLimitsLocked() {
     limits.apply(capacity, queues, classes());
   }
 
@@ -345,8 +346,9 @@ public final class PoolState implements SharedPool {
   }
 
   @Override
-  public void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
-    share.grant(work, requests, classes, nowNanos);
+  public void applyShare(
+      long work, int requests, @Nullable ClassShares classes, @Nullable Fence fence, long now) {
+    share.grant(work, requests, classes, fence, now);
   }
 
   @Override

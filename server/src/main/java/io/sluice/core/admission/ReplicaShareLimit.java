@@ -1,6 +1,7 @@
 package io.sluice.core.admission;
 
 import io.sluice.core.share.ClassShares;
+import io.sluice.core.share.SharedPool;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
@@ -14,6 +15,9 @@ final class ReplicaShareLimit implements LimitSource {
   private static final PoolLimits.Share NOTHING = new PoolLimits.Share(0, 0, null);
   private final AtomicReference<PoolLimits.@Nullable Share> granted = new AtomicReference<>();
   private Listener listener = nowNanos -> {};
+  // the self-fence of the last grant: from its instant on, unless granted again first, the pool
+  // admits on its store-down share (@GuardedBy("this"), with granted)
+  private SharedPool.@Nullable Fence fence;
 
   @Override
   public void notifyOnChange(Listener listener) {
@@ -22,8 +26,35 @@ final class ReplicaShareLimit implements LimitSource {
 
   /** The coordinator granted this share at {@code nowNanos}: the pool applies it at once. */
   void grant(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
-    granted.set(new PoolLimits.Share(work, requests, classes));
+    grant(work, requests, classes, null, nowNanos);
+  }
+
+  /** The same, with the grant's fence ({@link SharedPool.Fence}; null for none). */
+  void grant(
+      long work,
+      int requests,
+      @Nullable ClassShares classes,
+      SharedPool.@Nullable Fence fence,
+      long nowNanos) {
+    synchronized (this) {
+      this.fence = fence;
+      granted.set(new PoolLimits.Share(work, requests, classes));
+    }
     listener.changed(nowNanos);
+  }
+
+  /**
+   * Under the pool lock, before anything may start: whether the fence passed at {@code nowNanos}
+   * and its share replaced the grant (the caller then applies the limits). Once.
+   */
+  synchronized boolean fenced(long nowNanos) {
+    SharedPool.Fence f = fence;
+    if (f == null || nowNanos - f.atNanos() < 0) {
+      return false;
+    }
+    fence = null;
+    granted.set(new PoolLimits.Share(f.work(), f.requests(), null));
+    return true;
   }
 
   /**

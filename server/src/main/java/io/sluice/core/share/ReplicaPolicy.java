@@ -39,20 +39,44 @@ public record ReplicaPolicy(
       Objects.requireNonNull(storeDown, "storeDown");
       Objects.requireNonNull(keepShareFor, "keepShareFor");
     }
+
+    /** The share a replica admits on without the store: {@code pool / expectedReplicas}, or 0. */
+    public Load storeDownShare(io.sluice.core.policy.PoolPolicy pool) {
+      if (storeDown == StoreDown.REFUSE) {
+        return new Load(0, 0);
+      }
+      int expected = Math.max(1, expectedReplicas);
+      return new Load(
+          pool.capacityWorkUnits() / expected, Math.max(0, pool.maxRequests()) / expected);
+    }
   }
 
+  /** The last share kept 800 ms without the store (the self-fence), then the fallback share. */
   public static final PoolMode DEFAULT_MODE =
-      new PoolMode(StoreDown.FALLBACK, Duration.ofSeconds(2), 3, 0.02);
+      new PoolMode(StoreDown.FALLBACK, Duration.ofMillis(800), 3, 0.02);
 
-  /** 5 s leases renewed every 200 ms; every pool {@link #DEFAULT_MODE}. */
+  /**
+   * 1 s leases renewed every 200 ms (a dead replica's share back within a second: decision 0008,
+   * "Short leases, self-fenced"); every pool {@link #DEFAULT_MODE}.
+   */
   public static final ReplicaPolicy DEFAULT =
-      new ReplicaPolicy(Duration.ofSeconds(5), Duration.ofMillis(200), DEFAULT_MODE, Map.of());
+      new ReplicaPolicy(Duration.ofSeconds(1), Duration.ofMillis(200), DEFAULT_MODE, Map.of());
 
   public ReplicaPolicy {
     Objects.requireNonNull(leaseTtl, "leaseTtl");
     Objects.requireNonNull(renewInterval, "renewInterval");
     Objects.requireNonNull(defaults, "defaults");
     pools = Map.copyOf(pools);
+  }
+
+  /**
+   * How long a replica admits on its last granted share without an answer from the store (its
+   * self-fence), counted from when the last answered exchange was sent: {@code keepShareFor}, but
+   * at most {@code leaseTtl - renewInterval}, so it ends before the lease that exchange renewed can
+   * expire on the store and the others take the share.
+   */
+  public long keepNanos(PoolMode m) {
+    return Math.min(m.keepShareFor().toNanos(), leaseTtl.toNanos() - renewInterval.toNanos());
   }
 
   /** The behaviour of pool {@code name}. */

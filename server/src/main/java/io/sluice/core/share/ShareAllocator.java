@@ -21,7 +21,9 @@ import org.jspecify.annotations.Nullable;
  *   <li>the rest, {@code R = C - n f'}, fills the excess demands {@code e_i = max(0, d_i - f')}
  *       like water: a level {@code L} with {@code Σ min(e_i, L) = R}, so no replica gets more than
  *       it wants while another wants more than it gets, and equal wants get equal parts;
- *   <li>what no one wants is split evenly (headroom for the next burst wherever it lands).
+ *   <li>what no one wants is split evenly (headroom for the next burst wherever it lands); by class
+ *       ({@link #allocateByClass}) the units that do not divide evenly rotate over the parts, so
+ *       idle replicas end within one unit of each other.
  * </ol>
  *
  * {@code Σ target_i <= C} always; a replica with all the demand gets {@code C - (n - 1) f'}.
@@ -34,6 +36,17 @@ public final class ShareAllocator {
    * capacity}, each replica keeping at least {@code floor} (less when there are too many replicas).
    */
   public static long[] allocate(long capacity, long[] demand, long floor) {
+    return allocate(capacity, demand, floor, new int[1]);
+  }
+
+  /**
+   * {@link #allocate}, the units of the even split that do not divide evenly going one each to the
+   * replicas from index {@code start[0]} on (wrapping); {@code start[0]} is then moved past them.
+   * Parts allocated one after the other with one {@code start} leave each replica within one unit
+   * of the others in total, where starting every part at index 0 gives the lowest ids every
+   * remainder (5 + 40 + 5 slots over 3 idle replicas: 18, 17, 15).
+   */
+  private static long[] allocate(long capacity, long[] demand, long floor, int[] start) {
     int n = demand.length;
     long[] target = new long[n];
     if (n == 0 || capacity <= 0) {
@@ -52,10 +65,12 @@ public final class ShareAllocator {
     for (int i = 0; i < n; i++) {
       spare -= fill[i];
     }
+    long extra = spare % n;
     for (int i = 0; i < n; i++) {
-      long even = spare / n + (i < spare % n ? 1 : 0);
+      long even = spare / n + (Math.floorMod(i - start[0], n) < extra ? 1 : 0);
       target[i] = base + fill[i] + even;
     }
+    start[0] = (int) ((start[0] + extra) % n);
     return target;
   }
 
@@ -95,6 +110,7 @@ public final class ShareAllocator {
       return new Allocation(target, idle);
     }
     long guaranteedTotal = 0;
+    int[] start = new int[1]; // the even split's odd units rotate over the parts
     long[] excess = new long[n];
     long[][] classExcess = new long[m][n];
     for (int k = 0; k < m; k++) {
@@ -104,7 +120,7 @@ public final class ShareAllocator {
       for (int i = 0; i < n; i++) {
         column[i] = Math.max(0, demand[i][k]);
       }
-      long[] parts = g > 0 ? allocate(g, column, floorOf(floorFraction, g)) : new long[n];
+      long[] parts = g > 0 ? allocate(g, column, floorOf(floorFraction, g), start) : new long[n];
       for (int i = 0; i < n; i++) {
         target[i] += parts[i];
         classExcess[k][i] = Math.max(0, column[i] - parts[i]);
@@ -124,7 +140,7 @@ public final class ShareAllocator {
         excess[i] = saturatedAdd(excess[i], cut[i]);
       }
     }
-    long[] free = allocate(rest, excess, floorOf(floorFraction, rest));
+    long[] free = allocate(rest, excess, floorOf(floorFraction, rest), start);
     for (int i = 0; i < n; i++) {
       target[i] += free[i];
     }

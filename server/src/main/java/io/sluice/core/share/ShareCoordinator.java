@@ -38,10 +38,12 @@ import org.jspecify.annotations.Nullable;
  * as configured, until an exchange succeeds again. The keep time counts from when the last answered
  * exchange was sent (its lease started later, on the store) and ends at least one renewal before
  * the lease can expire ({@code min(keepShareFor, leaseTtl - renewInterval)}), so a replica the
- * store no longer answers stops admitting on its share before the others can take it. Before its
- * first grant a pool holds nothing: the bootstrap has the admission controller start every shared
- * pool at a share of 0 ({@code AdmissionController.holdForShares}) and waits for the first exchange
- * before it reports ready.
+ * store no longer answers stops admitting on its share before the others can take it. The pool
+ * enforces that end itself, on its own clock, whenever something may start ({@link
+ * SharedPool#fenceShare}): a replica whose rounds stall (a stuck timer, a GC pause) is fenced too.
+ * Before its first grant a pool holds nothing: the bootstrap has the admission controller start
+ * every shared pool at a share of 0 ({@code AdmissionController.holdForShares}) and waits for the
+ * first exchange before it reports ready.
  *
  * <p>Thread-safe: a pool's state is guarded by its own monitor; one exchange per pool is in flight
  * at a time; answers may complete on any thread.
@@ -261,6 +263,7 @@ public final class ShareCoordinator {
     int targetRequests;
     Map<String, Load> peerClassLoads = Map.of();
     boolean predecessorsDropped;
+    @Nullable SharedPool lastState; // the pool its last round drove (the fence's mode in status)
 
     PoolShare(String pool, long createdNanos) {
       this.pool = pool;
@@ -269,6 +272,7 @@ public final class ShareCoordinator {
 
     synchronized @Nullable CompletableFuture<Void> round(SharedPool state, long now) {
       ReplicaPolicy.PoolMode mode = policy.mode(pool);
+      lastState = state;
       if (!started) {
         started = true;
         apply(state, 0, 0, null, now); // holds nothing until the store grants it a share
@@ -413,7 +417,16 @@ public final class ShareCoordinator {
       grantedWork = work;
       grantedRequests = requests;
       grantedClasses = classes;
-      state.applyShare(work, requests, classes, now);
+      SharedPool.Fence fence = null;
+      if (leased != null && (mode == Mode.LEASED || mode == Mode.KEPT)) {
+        // the self-fence: past the keep time the pool itself drops to its store-down share, also
+        // when no round runs to see it (checkAge does the same when one does)
+        ReplicaPolicy.PoolMode m = policy.mode(pool);
+        Load down = m.storeDownShare(state.policy());
+        long at = lastGrantNanos + policy.keepNanos(m) + 1;
+        fence = new SharedPool.Fence(at, down.work(), down.requests());
+      }
+      state.applyShare(work, requests, classes, fence, now);
     }
 
     /**
@@ -426,31 +439,19 @@ public final class ShareCoordinator {
         return;
       }
       long since = leased != null ? now - lastGrantNanos : now - createdNanos;
-      long keep =
-          Math.min(
-              m.keepShareFor().toNanos(),
-              policy.leaseTtl().toNanos() - policy.renewInterval().toNanos());
-      if (since <= keep) {
+      if (since <= policy.keepNanos(m)) {
         return; // LEASED, KEPT or WAITING, still within the keep time
       }
-      PoolPolicy p = state.policy();
-      if (m.storeDown() == ReplicaPolicy.StoreDown.REFUSE) {
-        mode = Mode.REFUSING;
-        apply(state, 0, 0, null, now);
-      } else {
-        mode = Mode.FALLBACK;
-        int expected = Math.max(1, m.expectedReplicas());
-        // the peers' loads are unknown now: class rules scaled to the outage share
-        apply(
-            state,
-            p.capacityWorkUnits() / expected,
-            Math.max(0, p.maxRequests()) / expected,
-            null,
-            now);
-      }
+      // the peers' loads are unknown now: class rules scaled to the outage share
+      mode = m.storeDown() == ReplicaPolicy.StoreDown.REFUSE ? Mode.REFUSING : Mode.FALLBACK;
+      Load down = m.storeDownShare(state.policy());
+      apply(state, down.work(), down.requests(), null, now);
     }
 
     synchronized Status status(long now) {
+      if (lastState != null) {
+        checkAge(lastState, policy.mode(pool), now); // past the fence: as the pool admits now
+      }
       return new Status(
           pool,
           mode,

@@ -37,7 +37,24 @@ public interface SharedPool {
    * in-flight work drains below it. Permits in flight are kept either way. With {@code classes}
    * (the other replicas' load by class, and the idle class guarantees placed on this replica) the
    * class reserves and guarantees hold for the pool as a whole; with null they are scaled to the
-   * share.
+   * share. No fence: the share holds until the next one.
    */
-  void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos);
+  default void applyShare(long work, int requests, @Nullable ClassShares classes, long nowNanos) {
+    applyShare(work, requests, classes, null, nowNanos);
+  }
+
+  /**
+   * {@link #applyShare(long, int, ClassShares, long)} with its self-fence: from {@code
+   * fence.atNanos()} on, unless a share is applied first, the pool admits on the fence's share (its
+   * store-down share, class rules scaled to it). The pool checks it on its own clock whenever
+   * something may start, so a replica whose renewals stall (a stuck thread, a GC pause) stops
+   * admitting on a share the store may already have given to the others.
+   */
+  void applyShare(
+      long work, int requests, @Nullable ClassShares classes, @Nullable Fence fence, long nowNanos);
+
+  /**
+   * A share's fence: from {@code atNanos} on, the pool admits on {@code work} and {@code requests}.
+   */
+  record Fence(long atNanos, long work, int requests) {}
 }
