@@ -92,6 +92,11 @@ class UpstreamFailuresE2eTest {
     return error;
   }
 
+  /** {@code sluice_upstream_failures_total} of pool gpu, by kind and answer. */
+  private double failures(String kind, String answer) {
+    return h.counter("sluice.upstream.failures", "pool", "gpu", "kind", kind, "answer", answer);
+  }
+
   /** Admitted, ran, released once as completed; the upstream's status counted once. */
   private void assertRanAndReleasedOnce(String statusLabel) {
     h.awaitNothingInFlight();
@@ -124,15 +129,7 @@ class UpstreamFailuresE2eTest {
     assertThat(str(sluiceMetadata(r), "upstream_error")).isEqualTo("upstream_rate_limited");
     assertThat(str(sluiceMetadata(r), "decision")).isEqualTo("admit");
     assertRanAndReleasedOnce("429");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "rate_limited",
-                "answer",
-                "typed"))
+    assertThat(failures("rate_limited", "typed"))
         .isEqualTo(1);
   }
 
@@ -244,15 +241,7 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("grpc-message").orElseThrow()).contains("upstream_rate_limited");
     assertThat(r.responseCodeDetails()).isEqualTo("sluice_upstream_rate_limited");
     assertRanAndReleasedOnce("429");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "rate_limited",
-                "answer",
-                "typed"))
+    assertThat(failures("rate_limited", "typed"))
         .isEqualTo(1);
   }
 
@@ -297,15 +286,7 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("x-sluice-reason")).contains("upstream_rate_limited");
     assertThat(r.header("retry-after")).contains("2"); // at least upstreamErrors.retryAfter
     assertRanAndReleasedOnce("429");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "rate_limited",
-                "answer",
-                "annotated"))
+    assertThat(failures("rate_limited", "annotated"))
         .isEqualTo(1);
   }
 
@@ -319,15 +300,7 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("x-sluice-reason")).isEmpty();
     assertThat(r.header("retry-after")).contains("4");
     assertRanAndReleasedOnce("503");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "unavailable",
-                "answer",
-                "passed"))
+    assertThat(failures("unavailable", "passed"))
         .isEqualTo(1);
   }
 }

@@ -15,6 +15,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -36,64 +37,33 @@ final class ReserveSharing implements AutoCloseable {
   /** Keys written this long before the last pull are read again: writes racing a pull. */
   static final long OVERLAP_MILLIS = 2_000;
 
-  /** What is shared: a learner's additions out, the shared keys in. */
-  interface Learner {
-    /** Its name in the logs. */
-    String name();
+  /**
+   * What is shared: a learner's name (logs), its policy (read at each exchange), its additions
+   * since the last exchange, and where the shared keys go.
+   */
+  record Learner(
+      String name,
+      Supplier<Policy> policy,
+      Supplier<List<ReserveSnapshot>> additions,
+      Consumer<ReserveSnapshot> adopt) {}
 
-    boolean enabled();
-
-    long shareIntervalMillis();
-
-    /** The stored state halves every window ({@link ReserveStore#decay}). */
-    long shareWindowMillis();
-
-    /** Keys the store keeps per pool. */
-    int maxKeys();
-
-    List<ReserveSnapshot> takeAdditions();
-
-    void adopt(ReserveSnapshot shared);
-  }
+  /**
+   * @param windowMillis the stored state halves every window ({@link ReserveStore#decay})
+   * @param maxKeys keys the store keeps per pool
+   */
+  record Policy(boolean enabled, long intervalMillis, long windowMillis, int maxKeys) {}
 
   /** The learned output reserve: its own settings ({@code estimation.learnedReserve}). */
   static Learner reserves(OutputReserves r) {
-    return new Learner() {
-      @Override
-      public String name() {
-        return "learned output reserve";
-      }
-
-      @Override
-      public boolean enabled() {
-        return r.settings().enabled();
-      }
-
-      @Override
-      public long shareIntervalMillis() {
-        return r.settings().shareIntervalMillis();
-      }
-
-      @Override
-      public long shareWindowMillis() {
-        return r.settings().shareWindowMillis();
-      }
-
-      @Override
-      public int maxKeys() {
-        return r.settings().maxKeys();
-      }
-
-      @Override
-      public List<ReserveSnapshot> takeAdditions() {
-        return r.takeAdditions();
-      }
-
-      @Override
-      public void adopt(ReserveSnapshot shared) {
-        r.adopt(shared);
-      }
-    };
+    return new Learner(
+        "learned output reserve",
+        () -> {
+          OutputReserves.Settings s = r.settings();
+          return new Policy(
+              s.enabled(), s.shareIntervalMillis(), s.shareWindowMillis(), s.maxKeys());
+        },
+        r::takeAdditions,
+        r::adopt);
   }
 
   /**
@@ -102,42 +72,18 @@ final class ReserveSharing implements AutoCloseable {
    * maxKeys} entries per pool.
    */
   static Learner bytesPerToken(LearnedBytesPerToken l, OutputReserves interval, Ticker ticker) {
-    return new Learner() {
-      @Override
-      public String name() {
-        return "learned bytes-per-token";
-      }
-
-      @Override
-      public boolean enabled() {
-        return l.settings().enabled();
-      }
-
-      @Override
-      public long shareIntervalMillis() {
-        return interval.settings().shareIntervalMillis();
-      }
-
-      @Override
-      public long shareWindowMillis() {
-        return l.settings().halfLifeMillis();
-      }
-
-      @Override
-      public int maxKeys() {
-        return l.settings().maxKeys();
-      }
-
-      @Override
-      public List<ReserveSnapshot> takeAdditions() {
-        return l.takeAdditions();
-      }
-
-      @Override
-      public void adopt(ReserveSnapshot shared) {
-        l.adopt(shared, ticker.nanos());
-      }
-    };
+    return new Learner(
+        "learned bytes-per-token",
+        () -> {
+          LearnedBytesPerToken.Settings s = l.settings();
+          return new Policy(
+              s.enabled(),
+              interval.settings().shareIntervalMillis(),
+              s.halfLifeMillis(),
+              s.maxKeys());
+        },
+        l::takeAdditions,
+        k -> l.adopt(k, ticker.nanos()));
   }
 
   private final Learner learner;
@@ -226,7 +172,7 @@ final class ReserveSharing implements AutoCloseable {
     if (t == null || closed) {
       return;
     }
-    long every = learner.shareIntervalMillis();
+    long every = learner.policy().get().intervalMillis();
     try {
       var unused = t.schedule(this::tick, every, TimeUnit.MILLISECONDS);
     } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -249,10 +195,11 @@ final class ReserveSharing implements AutoCloseable {
    * many keys were adopted (0 when one is already running or learning is off).
    */
   CompletionStage<Integer> exchange() {
-    if (!learner.enabled() || !busy.compareAndSet(false, true)) {
+    Policy p = learner.policy().get();
+    if (!p.enabled() || !busy.compareAndSet(false, true)) {
       return CompletableFuture.completedFuture(0);
     }
-    List<ReserveSnapshot> additions = learner.takeAdditions();
+    List<ReserveSnapshot> additions = learner.additions().get();
     long since = sinceMillis;
     CompletionStage<ReserveStore.Pull> answer;
     try {
@@ -262,8 +209,8 @@ final class ReserveSharing implements AutoCloseable {
               pools.get(),
               additions,
               since <= 0 ? 0 : since - OVERLAP_MILLIS,
-              learner.shareWindowMillis(),
-              learner.maxKeys());
+              p.windowMillis(),
+              p.maxKeys());
     } catch (RuntimeException e) {
       busy.set(false);
       throw e;
@@ -280,7 +227,7 @@ final class ReserveSharing implements AutoCloseable {
             return 0;
           }
           for (ReserveSnapshot k : pull.changed()) {
-            learner.adopt(k);
+            learner.adopt().accept(k);
           }
           sinceMillis = pull.nowMillis();
           return pull.changed().size();

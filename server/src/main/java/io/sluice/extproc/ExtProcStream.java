@@ -258,7 +258,7 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     boolean ends = request.onResponseHeaders(h.headersEndOfStream());
-    int status = UpstreamFailures.status(h); // proxyless: none, 0; gRPC: its grpc-status
+    int status = UpstreamFailures.status(h, request.grpc()); // proxyless: 0; gRPC: grpc-status
     opened()
         .running()
         .headers(
