@@ -129,8 +129,7 @@ class UpstreamFailuresE2eTest {
     assertThat(str(sluiceMetadata(r), "upstream_error")).isEqualTo("upstream_rate_limited");
     assertThat(str(sluiceMetadata(r), "decision")).isEqualTo("admit");
     assertRanAndReleasedOnce("429");
-    assertThat(failures("rate_limited", "typed"))
-        .isEqualTo(1);
+    assertThat(failures("rate_limited", "typed")).isEqualTo(1);
   }
 
   @Test
@@ -241,8 +240,7 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("grpc-message").orElseThrow()).contains("upstream_rate_limited");
     assertThat(r.responseCodeDetails()).isEqualTo("sluice_upstream_rate_limited");
     assertRanAndReleasedOnce("429");
-    assertThat(failures("rate_limited", "typed"))
-        .isEqualTo(1);
+    assertThat(failures("rate_limited", "typed")).isEqualTo(1);
   }
 
   @Test
@@ -286,8 +284,7 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("x-sluice-reason")).contains("upstream_rate_limited");
     assertThat(r.header("retry-after")).contains("2"); // at least upstreamErrors.retryAfter
     assertRanAndReleasedOnce("429");
-    assertThat(failures("rate_limited", "annotated"))
-        .isEqualTo(1);
+    assertThat(failures("rate_limited", "annotated")).isEqualTo(1);
   }
 
   @Test
@@ -300,7 +297,6 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("x-sluice-reason")).isEmpty();
     assertThat(r.header("retry-after")).contains("4");
     assertRanAndReleasedOnce("503");
-    assertThat(failures("unavailable", "passed"))
-        .isEqualTo(1);
+    assertThat(failures("unavailable", "passed")).isEqualTo(1);
   }
 }

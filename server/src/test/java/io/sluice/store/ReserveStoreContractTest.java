@@ -117,7 +117,7 @@ public abstract class ReserveStoreContractTest {
   }
 
   private static final LearnedBytesPerToken.Settings BPT =
-      new LearnedBytesPerToken.Settings(true, 4.0, 8, 1.5, 16, 64, HOUR);
+      new LearnedBytesPerToken.Settings(true, 8.0, 8, 1.5, 16, 64, HOUR);
 
   private static void bytesPerToken(
       LearnedBytesPerToken l, String tenant, int answers, double ratio) {
