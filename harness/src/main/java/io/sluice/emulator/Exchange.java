@@ -138,6 +138,21 @@ final class Exchange {
 
   /** Envoy's {@code sendLocalReply}; after response headers went downstream it resets. */
   void localReply(int status, String replyDetails, HeaderMutation mutation, byte[] body) {
+    io.sluice.upstream.HttpHeaders responseHeaders = new io.sluice.upstream.HttpHeaders();
+    responseHeaders.add(":status", Integer.toString(status));
+    if (body.length > 0) {
+      responseHeaders.add("content-length", Integer.toString(body.length));
+      responseHeaders.add("content-type", "text/plain");
+    }
+    localReply(responseHeaders, replyDetails, mutation, body);
+  }
+
+  /** A local reply with {@code responseHeaders} (a gRPC one: {@link GrpcLocalReply}). */
+  private void localReply(
+      io.sluice.upstream.HttpHeaders responseHeaders,
+      String replyDetails,
+      HeaderMutation mutation,
+      byte[] body) {
     if (finished) {
       return;
     }
@@ -147,13 +162,7 @@ final class Exchange {
       finish(Outcome.DOWNSTREAM_RESET);
       return;
     }
-    io.sluice.upstream.HttpHeaders responseHeaders = new io.sluice.upstream.HttpHeaders();
     responsePath.replaceHeaders(responseHeaders);
-    responseHeaders.add(":status", Integer.toString(status));
-    if (body.length > 0) {
-      responseHeaders.add("content-length", Integer.toString(body.length));
-      responseHeaders.add("content-type", "text/plain");
-    }
     if (mutation != null) {
       // ImmediateResponse headers: the configured rules; a failure is only logged by Envoy
       HeaderMutations.apply(mutation, responseHeaders, config.mutationRules(), stats, false, false);
@@ -436,11 +445,14 @@ final class Exchange {
     if (status < 200 || status >= 600) {
       status = 200;
     }
-    localReply(
-        status,
-        ExtProcMessages.replaceWhitespace(immediate.getDetails()),
-        immediate.hasHeaders() ? immediate.getHeaders() : null,
-        immediate.getBody().toByteArray());
+    String details = ExtProcMessages.replaceWhitespace(immediate.getDetails());
+    HeaderMutation headers = immediate.hasHeaders() ? immediate.getHeaders() : null;
+    byte[] body = immediate.getBody().toByteArray();
+    if (GrpcLocalReply.isGrpc(request)) { // trailers-only: status 200, grpc-status, no body
+      localReply(GrpcLocalReply.headers(immediate, status, body), details, headers, new byte[0]);
+      return;
+    }
+    localReply(status, details, headers, body);
   }
 
   private void applyDynamicMetadata(ProcessingResponse response) {

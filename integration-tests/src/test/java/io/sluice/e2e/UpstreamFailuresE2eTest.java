@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.emulator.Route;
 import io.sluice.emulator.RouteTable;
@@ -91,6 +92,11 @@ class UpstreamFailuresE2eTest {
     return error;
   }
 
+  /** {@code sluice_upstream_failures_total} of pool gpu, by kind and answer. */
+  private double failures(String kind, String answer) {
+    return h.counter("sluice.upstream.failures", "pool", "gpu", "kind", kind, "answer", answer);
+  }
+
   /** Admitted, ran, released once as completed; the upstream's status counted once. */
   private void assertRanAndReleasedOnce(String statusLabel) {
     h.awaitNothingInFlight();
@@ -123,16 +129,7 @@ class UpstreamFailuresE2eTest {
     assertThat(str(sluiceMetadata(r), "upstream_error")).isEqualTo("upstream_rate_limited");
     assertThat(str(sluiceMetadata(r), "decision")).isEqualTo("admit");
     assertRanAndReleasedOnce("429");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "rate_limited",
-                "answer",
-                "typed"))
-        .isEqualTo(1);
+    assertThat(failures("rate_limited", "typed")).isEqualTo(1);
   }
 
   @Test
@@ -200,6 +197,82 @@ class UpstreamFailuresE2eTest {
     assertTyped(typed, 504, "upstream_timeout", 504);
   }
 
+  /** A gRPC call (content-type application/grpc) to the chat route, as Envoy forwards one. */
+  private static HttpRequest grpcChat() {
+    return HttpRequest.builder()
+        .method("POST")
+        .path(SluiceEnvoyHarness.CHAT)
+        .header("content-type", "application/grpc")
+        .body(chatBody(50, false))
+        .routeGrpcInitialMetadata("x-sluice-tenant", "acme")
+        .build();
+  }
+
+  /** A gRPC upstream's trailers-only failure: 200, {@code grpc-status} in the headers, no body. */
+  private void grpcFailure(String grpcStatus, String... more) {
+    String[] h = new String[4 + more.length];
+    h[0] = "content-type";
+    h[1] = "application/grpc";
+    h[2] = "grpc-status";
+    h[3] = grpcStatus;
+    System.arraycopy(more, 0, h, 4, more.length);
+    upstream.answer(200, "", h);
+  }
+
+  /**
+   * A gRPC upstream's RESOURCE_EXHAUSTED (trailers-only, with {@code grpc-retry-pushback-ms}): the
+   * client gets Envoy's trailers-only answer with Sluice's gRPC status, reason and a Retry-After at
+   * least the pushback; the pool sees it as the 429 Envoy maps it to.
+   */
+  @Test
+  void grpcResourceExhausted_trailersOnly_reachesTheGrpcClientTyped() throws Exception {
+    start(Policy.base());
+    grpcFailure("8", "grpc-message", "quota", "grpc-retry-pushback-ms", "6500");
+
+    HttpResult r = h.send(grpcChat());
+
+    assertThat(r.upstreamRequest()).as("admitted: the upstream saw it").isPresent();
+    assertThat(r.status()).as("gRPC: trailers-only").isEqualTo(200);
+    assertThat(r.header("grpc-status")).contains("8");
+    assertThat(r.header("x-sluice-reason")).contains("upstream_rate_limited");
+    assertThat(r.header("x-sluice-upstream-grpc-status")).contains("8");
+    assertThat(Long.parseLong(r.header("retry-after").orElseThrow())).isGreaterThanOrEqualTo(7);
+    assertThat(r.header("grpc-message").orElseThrow()).contains("upstream_rate_limited");
+    assertThat(r.responseCodeDetails()).isEqualTo("sluice_upstream_rate_limited");
+    assertRanAndReleasedOnce("429");
+    assertThat(failures("rate_limited", "typed")).isEqualTo(1);
+  }
+
+  @Test
+  void grpcUnavailableAndDeadlineExceeded_typedWithTheirHttpKinds() throws Exception {
+    start(Policy.base());
+    grpcFailure("14", "retry-after", "3");
+    HttpResult unavailable = h.send(grpcChat());
+    assertThat(unavailable.header("grpc-status")).contains("14");
+    assertThat(unavailable.header("x-sluice-reason")).contains("upstream_unavailable");
+    assertThat(Long.parseLong(unavailable.header("retry-after").orElseThrow()))
+        .isGreaterThanOrEqualTo(3);
+
+    grpcFailure("4");
+    HttpResult deadline = h.send(grpcChat());
+    assertThat(deadline.header("grpc-status")).contains("4");
+    assertThat(deadline.header("x-sluice-reason")).contains("upstream_timeout");
+    h.awaitNothingInFlight();
+    assertThat(h.counter("sluice.upstream.responses", "pool", "gpu", "status", "503")).isEqualTo(1);
+  }
+
+  @Test
+  void grpcOkAndOtherStatuses_passUntouched() throws Exception {
+    start(Policy.base());
+    grpcFailure("5", "grpc-message", "not found");
+    HttpResult r = h.send(grpcChat());
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.header("grpc-status")).contains("5");
+    assertThat(r.header("x-sluice-reason")).isEmpty();
+    h.awaitNothingInFlight();
+    assertThat(h.releasedAny()).isEqualTo(1);
+  }
+
   @Test
   void keepProviderBody_keepsTheProvidersStatusAndBody_addsSluicesHeaders() throws Exception {
     start(Policy.base().with("upstreamErrors", "{keepProviderBody: true, retryAfter: 2s}"));
@@ -211,16 +284,7 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("x-sluice-reason")).contains("upstream_rate_limited");
     assertThat(r.header("retry-after")).contains("2"); // at least upstreamErrors.retryAfter
     assertRanAndReleasedOnce("429");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "rate_limited",
-                "answer",
-                "annotated"))
-        .isEqualTo(1);
+    assertThat(failures("rate_limited", "annotated")).isEqualTo(1);
   }
 
   @Test
@@ -233,15 +297,6 @@ class UpstreamFailuresE2eTest {
     assertThat(r.header("x-sluice-reason")).isEmpty();
     assertThat(r.header("retry-after")).contains("4");
     assertRanAndReleasedOnce("503");
-    assertThat(
-            h.counter(
-                "sluice.upstream.failures",
-                "pool",
-                "gpu",
-                "kind",
-                "unavailable",
-                "answer",
-                "passed"))
-        .isEqualTo(1);
+    assertThat(failures("unavailable", "passed")).isEqualTo(1);
   }
 }

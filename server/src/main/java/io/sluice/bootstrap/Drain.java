@@ -101,9 +101,8 @@ final class Drain {
       s.store.shares
           .close(); // after the drain: this replica's leases go back to the others at once
     }
-    if (s.store.reserveSharing != null) {
-      s.store.reserveSharing.close(); // what it learned since the last exchange, for the next start
-    }
+    // what each learner learned since the last exchange, for the next start
+    s.store.learnedSharing.forEach(ReserveSharing::close);
     s.store.stores.close();
     s.telemetry.close(); // flushes the spans and metrics not yet exported
     admin.close();

@@ -190,10 +190,11 @@ final class ProcessServices {
             stores,
             rls,
             shares,
-            ReserveSharing.create(
+            ReserveSharing.all(
+                stores,
                 reserves,
-                stores.reserves(),
                 config.quotas().keyPrefix(),
+                ticker,
                 () -> current.get().pools().keySet()),
             storeWarm);
     this.runtimes =
@@ -282,9 +283,8 @@ final class ProcessServices {
    */
   void readLearnedState(Duration timeout) {
     adaptAtStart(timeout);
-    ReserveSharing reserveSharing = store.reserveSharing;
-    if (reserveSharing != null) { // a new replica of a warm Deployment does not start cold
-      reserveSharing.start(housekeeping, timeout);
+    for (ReserveSharing learned : store.learnedSharing) { // a new replica does not start cold
+      learned.start(housekeeping, timeout);
     }
     ReplicaShares shares = store.shares;
     if (shares != null) {

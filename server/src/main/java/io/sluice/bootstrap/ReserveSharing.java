@@ -1,8 +1,11 @@
 package io.sluice.bootstrap;
 
+import io.sluice.core.estimate.LearnedBytesPerToken;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.ReserveSnapshot;
 import io.sluice.core.estimate.ReserveStore;
+import io.sluice.core.time.Ticker;
+import io.sluice.feature.nativeai.NativeMetadataFeature;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
@@ -12,19 +15,21 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The learned output reserve shared by the replicas through the store they share (docs/
- * estimation.md, "Shared across replicas and restarts"): at start the replica reads every key the
- * others learned for its pools before it reports ready (bounded by {@code
- * server.warmup.storeTimeout}), then every {@code shareInterval} sends what it learned since and
- * adopts the keys anyone wrote since; at shutdown it sends what is left, so a restart loses at most
- * nothing it saw. Only with a store the replicas share (Redis): in memory the learner itself
- * outlives reloads.
+ * A learner's state shared by the replicas through the store they share, the {@link ReserveStore}
+ * port (docs/estimation.md, "Shared across replicas and restarts"): the learned output reserve
+ * ({@link #reserves}) and the learned bytes-per-token ({@link #bytesPerToken}), each under its own
+ * namespace. At start the replica reads every key the others learned for its pools before it
+ * reports ready (bounded by {@code server.warmup.storeTimeout}), then every {@code shareInterval}
+ * sends what it learned since and adopts the keys anyone wrote since; at shutdown it sends what is
+ * left, so a restart loses at most nothing it saw. Only with a store the replicas share (Redis): in
+ * memory the learner itself outlives reloads.
  */
 final class ReserveSharing implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(ReserveSharing.class);
@@ -32,7 +37,56 @@ final class ReserveSharing implements AutoCloseable {
   /** Keys written this long before the last pull are read again: writes racing a pull. */
   static final long OVERLAP_MILLIS = 2_000;
 
-  private final OutputReserves reserves;
+  /**
+   * What is shared: a learner's name (logs), its policy (read at each exchange), its additions
+   * since the last exchange, and where the shared keys go.
+   */
+  record Learner(
+      String name,
+      Supplier<Policy> policy,
+      Supplier<List<ReserveSnapshot>> additions,
+      Consumer<ReserveSnapshot> adopt) {}
+
+  /**
+   * @param windowMillis the stored state halves every window ({@link ReserveStore#decay})
+   * @param maxKeys keys the store keeps per pool
+   */
+  record Policy(boolean enabled, long intervalMillis, long windowMillis, int maxKeys) {}
+
+  /** The learned output reserve: its own settings ({@code estimation.learnedReserve}). */
+  static Learner reserves(OutputReserves r) {
+    return new Learner(
+        "learned output reserve",
+        () -> {
+          OutputReserves.Settings s = r.settings();
+          return new Policy(
+              s.enabled(), s.shareIntervalMillis(), s.shareWindowMillis(), s.maxKeys());
+        },
+        r::takeAdditions,
+        r::adopt);
+  }
+
+  /**
+   * The learned bytes-per-token: exchanged with the reserves' {@code shareInterval}, the stored
+   * entries (one per pool, model and tenant) halving every {@code halfLife}, at most {@code
+   * maxKeys} entries per pool.
+   */
+  static Learner bytesPerToken(LearnedBytesPerToken l, OutputReserves interval, Ticker ticker) {
+    return new Learner(
+        "learned bytes-per-token",
+        () -> {
+          LearnedBytesPerToken.Settings s = l.settings();
+          return new Policy(
+              s.enabled(),
+              interval.settings().shareIntervalMillis(),
+              s.halfLifeMillis(),
+              s.maxKeys());
+        },
+        l::takeAdditions,
+        k -> l.adopt(k, ticker.nanos()));
+  }
+
+  private final Learner learner;
   private final ReserveStore store;
   private final String namespace;
   private final Supplier<Collection<String>> pools;
@@ -48,19 +102,43 @@ final class ReserveSharing implements AutoCloseable {
       ReserveStore store,
       String namespace,
       Supplier<Collection<String>> pools) {
-    this.reserves = reserves;
+    this(reserves(reserves), store, namespace, pools);
+  }
+
+  ReserveSharing(
+      Learner learner, ReserveStore store, String namespace, Supplier<Collection<String>> pools) {
+    this.learner = learner;
     this.store = store;
     this.namespace = namespace;
     this.pools = pools;
   }
 
-  /** Sharing through {@code store}, or null when there is none (memory backend). */
-  static @Nullable ReserveSharing create(
+  /** Namespace suffix of the learned bytes-per-token's entries: apart from the reserves' index. */
+  static final String BYTES_PER_TOKEN_NAMESPACE = "bpt_";
+
+  /**
+   * The process's learners shared through the stores' {@link ReserveStore} (none with the memory
+   * backend): the output reserves under {@code keyPrefix}, the bytes-per-token under {@code
+   * keyPrefix + "bpt_"} (its own index: its entries never crowd out the reserves').
+   */
+  static List<ReserveSharing> all(
+      Stores stores,
       OutputReserves reserves,
-      @Nullable ReserveStore store,
-      String namespace,
+      String keyPrefix,
+      Ticker ticker,
       Supplier<Collection<String>> pools) {
-    return store == null ? null : new ReserveSharing(reserves, store, namespace, pools);
+    ReserveStore store = stores.reserves();
+    if (store == null) {
+      return List.of();
+    }
+    LearnedBytesPerToken bpt = stores.port(NativeMetadataFeature.BYTES_PER_TOKEN);
+    return List.of(
+        new ReserveSharing(reserves(reserves), store, keyPrefix, pools),
+        new ReserveSharing(
+            bytesPerToken(bpt, reserves, ticker),
+            store,
+            keyPrefix + BYTES_PER_TOKEN_NAMESPACE,
+            pools));
   }
 
   /**
@@ -73,15 +151,17 @@ final class ReserveSharing implements AutoCloseable {
     try {
       int keys = exchange().toCompletableFuture().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
       LOG.info(
-          "learned output reserve: {} keys read from the shared store in {} ms",
+          "{}: {} keys read from the shared store in {} ms",
+          learner.name(),
           keys,
           (System.nanoTime() - t0) / 1_000_000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (Exception e) {
       LOG.warn(
-          "learned output reserve: shared state not read at start ({}); starting from priors,"
+          "{}: shared state not read at start ({}); starting from priors,"
               + " retried every shareInterval",
+          learner.name(),
           e.toString());
     }
     schedule();
@@ -92,7 +172,7 @@ final class ReserveSharing implements AutoCloseable {
     if (t == null || closed) {
       return;
     }
-    long every = reserves.settings().shareIntervalMillis();
+    long every = learner.policy().get().intervalMillis();
     try {
       var unused = t.schedule(this::tick, every, TimeUnit.MILLISECONDS);
     } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -104,7 +184,7 @@ final class ReserveSharing implements AutoCloseable {
     try {
       var unused = exchange();
     } catch (RuntimeException e) {
-      LOG.warn("learned output reserve: {}", e.toString());
+      LOG.warn("{}: {}", learner.name(), e.toString());
     } finally {
       schedule();
     }
@@ -115,11 +195,11 @@ final class ReserveSharing implements AutoCloseable {
    * many keys were adopted (0 when one is already running or learning is off).
    */
   CompletionStage<Integer> exchange() {
-    OutputReserves.Settings s = reserves.settings();
-    if (!s.enabled() || !busy.compareAndSet(false, true)) {
+    Policy p = learner.policy().get();
+    if (!p.enabled() || !busy.compareAndSet(false, true)) {
       return CompletableFuture.completedFuture(0);
     }
-    List<ReserveSnapshot> additions = reserves.takeAdditions();
+    List<ReserveSnapshot> additions = learner.additions().get();
     long since = sinceMillis;
     CompletionStage<ReserveStore.Pull> answer;
     try {
@@ -129,8 +209,8 @@ final class ReserveSharing implements AutoCloseable {
               pools.get(),
               additions,
               since <= 0 ? 0 : since - OVERLAP_MILLIS,
-              s.shareWindowMillis(),
-              s.maxKeys());
+              p.windowMillis(),
+              p.maxKeys());
     } catch (RuntimeException e) {
       busy.set(false);
       throw e;
@@ -142,12 +222,12 @@ final class ReserveSharing implements AutoCloseable {
           if (e != null) {
             // the additions stay learned here, only not shared
             if (failures.incrementAndGet() % 60 == 1) {
-              LOG.warn("learned output reserve: exchange failed: {}", e.toString());
+              LOG.warn("{}: exchange failed: {}", learner.name(), e.toString());
             }
             return 0;
           }
           for (ReserveSnapshot k : pull.changed()) {
-            reserves.adopt(k);
+            learner.adopt().accept(k);
           }
           sinceMillis = pull.nowMillis();
           return pull.changed().size();
@@ -175,7 +255,7 @@ final class ReserveSharing implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (Exception e) {
-      LOG.debug("learned output reserve: last exchange: {}", e.toString());
+      LOG.debug("{}: last exchange: {}", learner.name(), e.toString());
     }
   }
 }

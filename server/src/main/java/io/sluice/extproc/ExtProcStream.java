@@ -144,8 +144,8 @@ final class ExtProcStream extends LiveStreams.Node
         case RESPONSE_HEADERS -> onResponseHeaders(req);
         case RESPONSE_BODY -> onResponseBody(req);
         case RESPONSE_TRAILERS -> {
-          if (answerIf(
-              at.responding(permit()), Responses.CONTINUE_RESPONSE_TRAILERS, "response_trailers")) {
+          if (answerIf(at.responding(permit()), null, "response_trailers")) {
+            send(UpstreamFailures.trailers(rt, opened(), req)); // a gRPC failure typed, or continue
             NativeMetadataReader.endSeen(rt, req, opened().running()); // seen after all
             release(Outcome.COMPLETED);
           }
@@ -258,7 +258,7 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     boolean ends = request.onResponseHeaders(h.headersEndOfStream());
-    int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0); // proxyless: none, 0
+    int status = UpstreamFailures.status(h, request.grpc()); // proxyless: 0; gRPC: grpc-status
     opened()
         .running()
         .headers(

@@ -98,6 +98,25 @@ final class Responses {
    * ({@code x-sluice-degraded}, {@code x-sluice-queue-wait-ms}).
    */
   static Answer continueResponseHeaders(Map<String, String> headers) {
+    return Answer.of(
+        ProcessingResponse.newBuilder()
+            .setResponseHeaders(
+                HeadersResponse.newBuilder()
+                    .setResponse(CommonResponse.newBuilder().setHeaderMutation(set(headers))))
+            .build());
+  }
+
+  /** CONTINUE for the response trailers, setting {@code headers} among them. */
+  static Answer continueResponseTrailers(Map<String, String> headers) {
+    return Answer.of(
+        ProcessingResponse.newBuilder()
+            .setResponseTrailers(TrailersResponse.newBuilder().setHeaderMutation(set(headers)))
+            .build());
+  }
+
+  /** A mutation setting each of {@code headers} (overwriting one there). */
+  private static io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation set(
+      Map<String, String> headers) {
     io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation.Builder m =
         io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation.newBuilder();
     headers.forEach(
@@ -111,12 +130,7 @@ final class Responses {
                     .setAppendAction(
                         io.envoyproxy.envoy.config.core.v3.HeaderValueOption.HeaderAppendAction
                             .OVERWRITE_IF_EXISTS_OR_ADD)));
-    return Answer.of(
-        ProcessingResponse.newBuilder()
-            .setResponseHeaders(
-                HeadersResponse.newBuilder()
-                    .setResponse(CommonResponse.newBuilder().setHeaderMutation(m)))
-            .build());
+    return m.build();
   }
 
   /**

@@ -2,6 +2,7 @@ package io.sluice.extproc;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.sluice.config.UpstreamErrorsPolicy;
 import io.sluice.config.UpstreamErrorsSection;
 import io.sluice.core.adapt.AnswerSource;
@@ -15,8 +16,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -34,6 +37,14 @@ import org.jspecify.annotations.Nullable;
  * true}. With {@code keepProviderBody} the upstream's status and body stay and only those headers
  * are added. Either way the request was admitted and ran: its permit, charge and what the pool
  * learns from the status are those of any upstream error (the stream releases at these headers).
+ *
+ * <p>A gRPC upstream fails with HTTP 200 and a {@code grpc-status}: in the response headers of a
+ * trailers-only answer, read as the HTTP status Envoy maps it to ({@link #status}: 8
+ * RESOURCE_EXHAUSTED as 429, 14 UNAVAILABLE as 503, 4 DEADLINE_EXCEEDED as 504) and typed as above
+ * (the client gets a trailers-only answer with that gRPC status); or in the response trailers after
+ * a 200 and a body ({@code response_trailer_mode: SEND}), where the status and body have reached
+ * the client: the trailers get {@code x-sluice-reason}, {@code retry-after} and {@code
+ * x-sluice-upstream-grpc-status} ({@link #trailers}).
  */
 final class UpstreamFailures {
   private static final JsonFactory JSON = new JsonFactory();
@@ -93,6 +104,29 @@ final class UpstreamFailures {
   }
 
   /**
+   * The status of response headers {@code h} as Sluice reads it: {@code :status} (0 when absent: a
+   * proxyless client's), and for a gRPC request's trailers-only failure (200 and a {@code
+   * grpc-status} Sluice types) the HTTP status Envoy maps that gRPC status to.
+   */
+  static int status(Inbound h, boolean grpc) {
+    int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
+    return grpc && status == 200 ? grpcAsHttp(h.header("grpc-status"), status) : status;
+  }
+
+  /** 8 RESOURCE_EXHAUSTED as 429, 14 UNAVAILABLE as 503, 4 DEADLINE_EXCEEDED as 504; else none. */
+  static int grpcAsHttp(@Nullable String grpcStatus, int none) {
+    if (grpcStatus == null) {
+      return none;
+    }
+    return switch (grpcStatus.trim()) {
+      case "8" -> 429;
+      case "14" -> 503;
+      case "4" -> 504;
+      default -> none;
+    };
+  }
+
+  /**
    * The answer to response headers {@code h} with {@code status}, when they carry an upstream
    * failure Sluice types; null otherwise (the stream answers as it would have). Counted by kind.
    */
@@ -105,33 +139,25 @@ final class UpstreamFailures {
     if (kind == null) {
       return null;
     }
-    Subject subject = s.subject();
-    UpstreamErrorsPolicy.Rule rule =
-        rt.config()
-            .section(UpstreamErrorsSection.SECTION)
-            .rule(subject.pool().name(), subject.route());
-    String answer = !rule.rewrite() ? "passed" : rule.keepProviderBody() ? "annotated" : "typed";
-    rt.metrics()
-        .part(UpstreamFailureMetrics.class, UpstreamFailureMetrics::new)
-        .failure(subject.pool().name(), kind.label(), answer);
+    String grpcStatus = h.header("grpc-status"); // a gRPC upstream's, trailers-only
+    UpstreamErrorsPolicy.Rule rule = rule(rt, s.subject());
+    count(
+        rt,
+        s.subject(),
+        kind,
+        !rule.rewrite() ? "passed" : rule.keepProviderBody() ? "annotated" : "typed");
     if (!rule.rewrite()) {
       return null;
     }
-    long upstreamNanos = UpstreamRetryAfter.nanos(h, rt.clock());
-    long retryAfter =
-        Math.max(
-            rule.retryAfter().toSeconds(),
-            upstreamNanos < 0 ? 0 : (upstreamNanos + 999_999_999L) / 1_000_000_000L);
-    Map<String, String> headers = new LinkedHashMap<>(DecisionAnswers.responseHeaders(s.running()));
-    headers.put("x-sluice-reason", kind.reason.code());
-    headers.put("retry-after", Long.toString(retryAfter));
-    headers.put("x-sluice-upstream-status", Integer.toString(status));
+    long retryAfter = retryAfter(rt, h::header, rule);
+    Map<String, String> headers = headers(s, kind, status, grpcStatus, retryAfter);
     if (rule.keepProviderBody()) {
       return Responses.continueResponseHeaders(headers);
     }
     if (!grpc) {
       headers.put("content-type", "application/json");
     }
+    Subject subject = s.subject();
     String message =
         "the upstream of pool "
             + subject.pool().name()
@@ -139,7 +165,8 @@ final class UpstreamFailures {
               case RESET -> " reset the request before answering";
               case TIMEOUT -> " did not answer in time (" + status + ")";
               default -> " answered " + status;
-            };
+            }
+            + (grpcStatus == null ? "" : " (gRPC status " + grpcStatus.trim() + ")");
     return Answer.encoded(
         AnswerEncoder.reject(
             rt.tables().answerEntries(),
@@ -150,6 +177,69 @@ final class UpstreamFailures {
             HeaderKeys.keys(headers),
             HeaderKeys.values(headers),
             metadata(s, kind)));
+  }
+
+  /**
+   * The answer to response trailers {@code t}: a gRPC upstream's failure after its 200 (a {@code
+   * grpc-status} Sluice types) gets Sluice's headers among the trailers (the status and body have
+   * reached the client: nothing is replaced), counted by kind as {@code annotated} ({@code passed}
+   * with {@code rewrite: false}); anything else continues as it was.
+   */
+  static Answer trailers(AdmissionRuntime rt, AdmissionSession s, Inbound t) {
+    List<HeaderValue> trailers = t.message().getResponseTrailers().getTrailers().getHeadersList();
+    String grpcStatus = EnvoySignals.find(trailers, "grpc-status");
+    int status = grpcAsHttp(grpcStatus, 0);
+    Kind kind = kind(status, AnswerSource.UPSTREAM, null);
+    if (kind == null) {
+      return Responses.CONTINUE_RESPONSE_TRAILERS;
+    }
+    UpstreamErrorsPolicy.Rule rule = rule(rt, s.subject());
+    count(rt, s.subject(), kind, rule.rewrite() ? "annotated" : "passed");
+    if (!rule.rewrite()) {
+      return Responses.CONTINUE_RESPONSE_TRAILERS;
+    }
+    long retryAfter = retryAfter(rt, name -> EnvoySignals.find(trailers, name), rule);
+    return Responses.continueResponseTrailers(headers(s, kind, status, grpcStatus, retryAfter));
+  }
+
+  private static UpstreamErrorsPolicy.Rule rule(AdmissionRuntime rt, Subject subject) {
+    return rt.config()
+        .section(UpstreamErrorsSection.SECTION)
+        .rule(subject.pool().name(), subject.route());
+  }
+
+  private static void count(AdmissionRuntime rt, Subject subject, Kind kind, String answer) {
+    rt.metrics()
+        .part(UpstreamFailureMetrics.class, UpstreamFailureMetrics::new)
+        .failure(subject.pool().name(), kind.label(), answer);
+  }
+
+  /** Whole seconds: at least the upstream's ({@code upstream} reads its headers) and the rule's. */
+  private static long retryAfter(
+      AdmissionRuntime rt,
+      Function<String, @Nullable String> upstream,
+      UpstreamErrorsPolicy.Rule rule) {
+    long upstreamNanos = UpstreamRetryAfter.nanos(upstream, rt.clock());
+    return Math.max(
+        rule.retryAfter().toSeconds(),
+        upstreamNanos < 0 ? 0 : (upstreamNanos + 999_999_999L) / 1_000_000_000L);
+  }
+
+  /**
+   * Sluice's headers of a typed failure: the disclosed ones, {@code x-sluice-reason}, {@code
+   * retry-after}, {@code x-sluice-upstream-status} and, from a gRPC upstream, {@code
+   * x-sluice-upstream-grpc-status}.
+   */
+  private static Map<String, String> headers(
+      AdmissionSession s, Kind kind, int status, @Nullable String grpcStatus, long retryAfter) {
+    Map<String, String> headers = new LinkedHashMap<>(DecisionAnswers.responseHeaders(s.running()));
+    headers.put("x-sluice-reason", kind.reason.code());
+    headers.put("retry-after", Long.toString(retryAfter));
+    headers.put("x-sluice-upstream-status", Integer.toString(status));
+    if (grpcStatus != null) {
+      headers.put("x-sluice-upstream-grpc-status", grpcStatus.trim());
+    }
+    return headers;
   }
 
   /** The JSON error: Sluice's refusal shape, scope {@code upstream}, retryable. */

@@ -4,12 +4,15 @@ import java.time.Clock;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The pause an upstream asked for in its response headers: {@code retry-after-ms} (milliseconds, as
- * some providers send), else {@code retry-after} in seconds or as an HTTP date. Nanoseconds, or -1
- * when there is none or it cannot be read (an unreadable value is ignored, never trusted).
+ * The pause an upstream asked for in its response headers (or a gRPC upstream's trailers): {@code
+ * retry-after-ms} (milliseconds, as some providers send), else gRPC's {@code
+ * grpc-retry-pushback-ms} (milliseconds; a negative one, "do not retry", is not read), else {@code
+ * retry-after} in seconds or as an HTTP date. Nanoseconds, or -1 when there is none or it cannot be
+ * read (an unreadable value is ignored, never trusted).
  */
 final class UpstreamRetryAfter {
   private static final long MAX_NANOS = 86_400L * 1_000_000_000L; // a day: anything longer is odd
@@ -17,11 +20,19 @@ final class UpstreamRetryAfter {
   private UpstreamRetryAfter() {}
 
   static long nanos(Inbound h, Clock clock) {
-    long ms = number(h.header("retry-after-ms"), 1_000_000L);
+    return nanos(h::header, clock);
+  }
+
+  /** As {@link #nanos(Inbound, Clock)}, from the headers (or trailers) {@code header} reads. */
+  static long nanos(Function<String, @Nullable String> header, Clock clock) {
+    long ms = number(header.apply("retry-after-ms"), 1_000_000L);
+    if (ms < 0) {
+      ms = number(header.apply("grpc-retry-pushback-ms"), 1_000_000L);
+    }
     if (ms >= 0) {
       return ms;
     }
-    String ra = h.header("retry-after");
+    String ra = header.apply("retry-after");
     long s = number(ra, 1_000_000_000L);
     if (s >= 0 || ra == null) {
       return s;

@@ -31,6 +31,12 @@ public final class NativeMetadataMetrics {
   /** Answers the learned bytes-per-token learned from: pool. */
   public static final String BYTES_PER_TOKEN_LEARNED = "sluice.native.bytes.per.token.learned";
 
+  /**
+   * 1 for where a pool's learned bytes-per-token comes from now, 0 for the others: pool, source
+   * ({@code prior}, {@code learned} from this replica's answers, {@code shared} with the store's).
+   */
+  public static final String BYTES_PER_TOKEN_SOURCE = "sluice.native.bytes.per.token.source";
+
   /** Keys the learned bytes-per-token holds (pools, and pools with a model). */
   public static final String BYTES_PER_TOKEN_KEYS = "sluice.native.bytes.per.token.keys";
 
@@ -96,6 +102,16 @@ public final class NativeMetadataMetrics {
           .description("learned bytes per input token of the pool's headers-only estimates")
           .strongReference(true)
           .register(registry);
+      for (io.sluice.core.estimate.LearnedBytesPerToken.Source source :
+          io.sluice.core.estimate.LearnedBytesPerToken.Source.values()) {
+        io.micrometer.core.instrument.Gauge.builder(
+                BYTES_PER_TOKEN_SOURCE, learned, l -> l.poolSource(pool) == source ? 1 : 0)
+            .tags("pool", pool, "source", source.label())
+            .description(
+                "1 for the source of the pool's bytes per token: prior, learned here, or shared")
+            .strongReference(true)
+            .register(registry);
+      }
     }
     io.micrometer.core.instrument.Gauge.builder(
             BYTES_PER_TOKEN_KEYS, learned, l -> (double) l.keyCount())

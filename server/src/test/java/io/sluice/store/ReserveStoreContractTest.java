@@ -3,6 +3,7 @@ package io.sluice.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.within;
 
+import io.sluice.core.estimate.LearnedBytesPerToken;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.ReserveSnapshot;
 import io.sluice.core.estimate.ReserveStore;
@@ -113,5 +114,56 @@ public abstract class ReserveStoreContractTest {
     assertThat(got.outputTokens()).isCloseTo(warmReserve, within(warmReserve / 10));
     // adopting is not learning: nothing to send back
     assertThat(fresh.takeAdditions()).isEmpty();
+  }
+
+  private static final LearnedBytesPerToken.Settings BPT =
+      new LearnedBytesPerToken.Settings(true, 8.0, 8, 1.5, 16, 64, HOUR);
+
+  private static void bytesPerToken(
+      LearnedBytesPerToken l, String tenant, int answers, double ratio) {
+    for (int i = 0; i < answers; i++) {
+      l.learn("gpu", "m1", tenant, Math.round(6000 * ratio), 6000, 1_000_000_000L * i);
+    }
+  }
+
+  /** One learned bytes-per-token replica's exchange, under its own namespace. */
+  private void bytesPerTokenExchange(ReserveStore s, LearnedBytesPerToken l) throws Exception {
+    await(s.exchange(namespace() + "bpt_", Set.of("gpu"), l.takeAdditions(), 0, HOUR, 100))
+        .changed()
+        .forEach(k -> l.adopt(k, 0));
+  }
+
+  /**
+   * The learned bytes-per-token through the store: a new replica starts warm on the others' ratio,
+   * and one tenant's odd bodies at one replica do not move the ratio the others hold (each tenant's
+   * entry is its own; the median weighs it at most {@code warmup} answers), nor do they reach the
+   * reserves' keys.
+   */
+  @Test
+  void bytesPerToken_aNewReplicaStartsWarm_oneTenantAtOneReplicaCannotMoveIt() throws Exception {
+    LearnedBytesPerToken a = new LearnedBytesPerToken(BPT);
+    LearnedBytesPerToken b = new LearnedBytesPerToken(BPT);
+    bytesPerToken(a, "poisoner", 400, 16.0);
+    bytesPerToken(b, "honest-1", 8, 4.0);
+    bytesPerToken(b, "honest-2", 8, 4.2);
+    assertThat(a.bytesPerToken("gpu", "m1")).as("alone, as on one replica").isEqualTo(16.0);
+
+    bytesPerTokenExchange(replicaA(), a);
+    bytesPerTokenExchange(replicaB(), b);
+    bytesPerTokenExchange(replicaA(), a);
+
+    assertThat(a.bytesPerToken("gpu", "m1")).isBetween(3.999, 4.201);
+    assertThat(b.bytesPerToken("gpu", "m1")).isBetween(3.999, 4.201);
+    assertThat(b.bytesPerToken("gpu", null)).isBetween(3.999, 4.201);
+
+    LearnedBytesPerToken fresh = new LearnedBytesPerToken(BPT);
+    assertThat(fresh.poolSource("gpu")).isEqualTo(LearnedBytesPerToken.Source.PRIOR);
+    bytesPerTokenExchange(replicaB(), fresh);
+    assertThat(fresh.bytesPerToken("gpu", "m1")).isBetween(3.999, 4.201);
+    assertThat(fresh.poolSource("gpu")).isEqualTo(LearnedBytesPerToken.Source.SHARED);
+    assertThat(fresh.takeAdditions()).as("adopting is not learning").isEmpty();
+    assertThat(exchange(replicaA(), List.of(), 0, 100).changed())
+        .as("the reserves' keys are apart")
+        .isEmpty();
   }
 }

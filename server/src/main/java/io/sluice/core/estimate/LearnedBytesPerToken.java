@@ -25,6 +25,13 @@ import org.jspecify.annotations.Nullable;
  * ratio, and until that one is warmed the configured {@code prior} ({@code
  * estimation.bytesPerToken}).
  *
+ * <p>Shared across replicas and restarts (docs/estimation.md, "Learned bytes-per-token"): each
+ * tenant's sums on a key are additive, so this replica's additions since the last exchange ({@link
+ * #takeAdditions}) go to the store the replicas share, one entry per pool, model and tenant, and
+ * each entry the store answers replaces the tenant's state here ({@link #adopt}). The median is
+ * taken over the tenants here as over the tenants of one replica: one tenant, at one replica or at
+ * all, weighs at most {@code warmup} answers on every replica.
+ *
  * <p>Concurrency: thread-safe. One per process (it outlives config snapshots: a reload keeps what
  * was learned). Keys are bounded by {@code maxKeys} (Caffeine, the coldest evicted), each key's
  * tenants by {@link #MAX_TENANTS_PER_KEY} (the lightest forgotten), each key by its own lock; the
@@ -83,6 +90,23 @@ public final class LearnedBytesPerToken {
     /** These settings with another prior (a reload's {@code estimation.bytesPerToken}). */
     public Settings withPrior(double p) {
       return new Settings(enabled, p, warmup, min, max, maxKeys, halfLifeMillis);
+    }
+  }
+
+  /** The scope of the entries this learner shares ({@link ReserveSnapshot#scope()}). */
+  public static final String SHARED_SCOPE = "bytes-per-token";
+
+  /** Where a pool's ratio comes from (the gauge {@code sluice_native_bytes_per_token_source}). */
+  public enum Source {
+    /** Not warmed: {@code estimation.bytesPerToken}. */
+    PRIOR,
+    /** Warmed by this replica's own answers only. */
+    LEARNED,
+    /** Warmed, with answers the other replicas (or this one before a restart) shared. */
+    SHARED;
+
+    public String label() {
+      return name().toLowerCase(java.util.Locale.ROOT);
     }
   }
 
@@ -172,6 +196,46 @@ public final class LearnedBytesPerToken {
     return bytesPerToken(pool, null);
   }
 
+  /** Where the ratio of a pool's requests of no declared model comes from now. */
+  public Source poolSource(String pool) {
+    Settings s = settings;
+    KeyStats p = s.enabled() ? keys.getIfPresent(new Key(bounded(pool), "")) : null;
+    if (p == null || !p.warmed(s.warmup())) {
+      return Source.PRIOR;
+    }
+    return p.shared ? Source.SHARED : Source.LEARNED;
+  }
+
+  /**
+   * This replica's additions since the last call, one entry per key and tenant that learned (the
+   * sums {@code w}, the answers, and {@code ls}, their log ratios); each starts again from nothing.
+   */
+  public List<ReserveSnapshot> takeAdditions() {
+    List<ReserveSnapshot> out = new ArrayList<>();
+    keys.asMap().forEach((k, v) -> v.takeAdditions(k, out));
+    return out;
+  }
+
+  /**
+   * An entry as the shared store holds it (every replica's answers of one tenant on one key,
+   * decayed there): it replaces the tenant's state here, plus what this replica learned of it since
+   * its last {@link #takeAdditions}. An entry of another scope, or without answers, is ignored.
+   */
+  public void adopt(ReserveSnapshot shared, long nowNanos) {
+    Settings s = settings;
+    Double w = shared.fields().get("w");
+    Double ls = shared.fields().get("ls");
+    if (!s.enabled()
+        || !SHARED_SCOPE.equals(shared.scope())
+        || w == null
+        || !(w > 0 && Double.isFinite(w))) {
+      return;
+    }
+    double logSum = ls == null || !Double.isFinite(ls) ? 0 : ls;
+    keys.get(new Key(bounded(shared.pool()), bounded(shared.model())), x -> new KeyStats())
+        .adopt(bounded(shared.tenant()), w, logSum, nowNanos, s);
+  }
+
   /** Keys held now. */
   public long keyCount() {
     keys.cleanUp();
@@ -197,6 +261,7 @@ public final class LearnedBytesPerToken {
     private long samples;
     private volatile long warmSamples; // samples, as the read side sees them
     private volatile double ratio = Double.NaN;
+    private volatile boolean shared; // holds answers adopted from the shared store
 
     boolean warmed(int warmup) {
       return warmSamples >= warmup && !Double.isNaN(ratio);
@@ -208,10 +273,47 @@ public final class LearnedBytesPerToken {
       t.weight = t.weight * d + 1;
       t.logSum = t.logSum * d + logRatio;
       t.lastNanos = now;
+      t.addW += 1;
+      t.addLs += logRatio;
       samples++;
       forgetBeyondBound(tenant, now, s);
       ratio = Math.min(s.max(), Math.max(s.min(), median(now, s)));
       warmSamples = samples;
+    }
+
+    /** The shared entry of {@code tenant}, plus its additions not sent yet. */
+    synchronized void adopt(String tenant, double w, double logSum, long now, Settings s) {
+      Tenant t = tenants.computeIfAbsent(tenant, x -> new Tenant(now));
+      t.weight = w + t.addW;
+      t.logSum = logSum + t.addLs;
+      t.lastNanos = now;
+      shared = true;
+      forgetBeyondBound(tenant, now, s);
+      double total = 0;
+      for (Tenant x : tenants.values()) {
+        total += x.weightAt(now, s);
+      }
+      samples = Math.max(samples, (long) Math.floor(total + 1e-6)); // warm from the shared answers
+      ratio = Math.min(s.max(), Math.max(s.min(), median(now, s)));
+      warmSamples = samples;
+    }
+
+    synchronized void takeAdditions(Key k, List<ReserveSnapshot> out) {
+      tenants.forEach(
+          (name, t) -> {
+            if (t.addW > 0) {
+              out.add(
+                  new ReserveSnapshot(
+                      k.pool(),
+                      k.model(),
+                      SHARED_SCOPE,
+                      0,
+                      name,
+                      Map.of("w", t.addW, "ls", t.addLs)));
+              t.addW = 0;
+              t.addLs = 0;
+            }
+          });
     }
 
     /** The weighted median of the tenants' mean log ratios, each weighing at most warmup. */
@@ -280,6 +382,8 @@ public final class LearnedBytesPerToken {
       double weight; // decayed count of its answers
       double logSum; // decayed sum of their log ratios
       long lastNanos; // ticker time of its last answer
+      double addW; // answers since the last exchange (not in the shared store yet)
+      double addLs; // their log ratios
 
       Tenant(long now) {
         lastNanos = now;

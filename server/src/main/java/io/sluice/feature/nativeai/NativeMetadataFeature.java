@@ -26,8 +26,9 @@ import java.util.List;
  */
 public final class NativeMetadataFeature implements Feature {
   /**
-   * The learned bytes-per-token: in this process on either backend (not shared across replicas:
-   * each replica learns its own from its own answers; a restart starts from the prior).
+   * The learned bytes-per-token: one per process on either backend; with Redis the replicas share
+   * it and keep it over restarts through the learned reserves' store port ({@code
+   * bootstrap.ReserveSharing}, read before the replica reports ready).
    */
   public static final StorePort<LearnedBytesPerToken> BYTES_PER_TOKEN =
       new StorePort<>() {

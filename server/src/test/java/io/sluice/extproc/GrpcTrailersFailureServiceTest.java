@@ -1,0 +1,135 @@
+package io.sluice.extproc;
+
+import static io.sluice.extproc.ExtProcTestClient.body;
+import static io.sluice.extproc.ExtProcTestClient.headers;
+import static io.sluice.extproc.ExtProcTestClient.responseBody;
+import static io.sluice.extproc.ExtProcTestClient.responseHeaders;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.google.protobuf.ByteString;
+import io.envoyproxy.envoy.config.core.v3.HeaderMap;
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A gRPC upstream's failure in the response trailers, after its 200 and a body ({@code
+ * response_trailer_mode: SEND}; docs/envoy.md, "Typed upstream failures"): the trailers get
+ * Sluice's headers, Retry-After at least the upstream's {@code grpc-retry-pushback-ms}, counted
+ * with the other upstream failures as {@code annotated}; an OK or another status passes untouched.
+ * The emulated Envoy sends no trailers: this drives Sluice's ext_proc service as Envoy would.
+ */
+class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
+  @Override
+  protected String policy() {
+    return """
+        server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
+        pools: {gpu: {capacity: 100000}}
+        classes: {interactive: {reservedShare: 1.0}}
+        tiers: {free: {weight: 1}}
+        tenants: {anonymousTier: free, unknown: admit, unknownTier: free}
+        signals: {tenant: [{metadata: x-sluice-tenant}]}
+        routes:
+          - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
+        """;
+  }
+
+  private static ProcessingRequest trailers(String... namesAndValues) {
+    HeaderMap.Builder m = HeaderMap.newBuilder();
+    for (int i = 0; i + 1 < namesAndValues.length; i += 2) {
+      m.addHeaders(
+          HeaderValue.newBuilder()
+              .setKey(namesAndValues[i])
+              .setRawValue(ByteString.copyFromUtf8(namesAndValues[i + 1])));
+    }
+    return ProcessingRequest.newBuilder()
+        .setResponseTrailers(HttpTrailers.newBuilder().setTrailers(m))
+        .build();
+  }
+
+  /**
+   * An admitted gRPC call whose upstream answered 200 and a message; returns its trailers' answer.
+   */
+  private ProcessingResponse callEndingWith(ProcessingRequest trailers) throws Exception {
+    ExtProcTestClient.Call call = client.open(Map.of("x-sluice-tenant", "acme"));
+    call.send(
+        headers(
+            chat("content-type", "application/grpc"),
+            false,
+            BodySendMode.BUFFERED,
+            BodySendMode.STREAMED));
+    ProcessingResponse admitted =
+        call.send(body("{\"model\":\"m\",\"max_tokens\":10,\"messages\":[]}"));
+    assertThat(admitted.hasRequestBody()).as("admitted").isTrue();
+    assertThat(call.send(responseHeaders(200, "application/grpc", false)).hasResponseHeaders())
+        .isTrue();
+    assertThat(call.send(responseBody("\0\0\0\0\0", false)).hasResponseBody()).isTrue();
+    return call.send(trailers);
+  }
+
+  private static Map<String, String> set(ProcessingResponse r) {
+    Map<String, String> m = new LinkedHashMap<>();
+    r.getResponseTrailers()
+        .getHeaderMutation()
+        .getSetHeadersList()
+        .forEach(
+            o ->
+                m.put(
+                    o.getHeader().getKey(),
+                    o.getHeader().getRawValue().toString(StandardCharsets.UTF_8)));
+    return m;
+  }
+
+  private double failures(String kind, String answer) {
+    var c =
+        server
+            .registry()
+            .find("sluice.upstream.failures")
+            .tags("pool", "gpu", "kind", kind, "answer", answer)
+            .counter();
+    return c == null ? 0 : c.count();
+  }
+
+  @Test
+  void unavailableInTrailers_getsSluicesHeaders_retryAfterFromThePushback() throws Exception {
+    ProcessingResponse r =
+        callEndingWith(
+            trailers(
+                "grpc-status", "14", "grpc-message", "busy", "grpc-retry-pushback-ms", "4200"));
+
+    assertThat(r.hasResponseTrailers()).isTrue();
+    Map<String, String> set = set(r);
+    assertThat(set)
+        .containsEntry("x-sluice-reason", "upstream_unavailable")
+        .containsEntry("x-sluice-upstream-grpc-status", "14")
+        .containsEntry("x-sluice-upstream-status", "503");
+    assertThat(Long.parseLong(set.get("retry-after"))).isGreaterThanOrEqualTo(5);
+    assertThat(set).doesNotContainKey("grpc-status"); // the upstream's status stays
+    assertThat(failures("unavailable", "annotated")).isEqualTo(1.0);
+  }
+
+  @Test
+  void resourceExhaustedAndDeadline_typedAsRateLimitedAndTimeout() throws Exception {
+    assertThat(set(callEndingWith(trailers("grpc-status", "8", "retry-after", "7"))))
+        .containsEntry("x-sluice-reason", "upstream_rate_limited")
+        .containsEntry("retry-after", "7");
+    assertThat(set(callEndingWith(trailers("grpc-status", "4"))))
+        .containsEntry("x-sluice-reason", "upstream_timeout");
+    assertThat(failures("rate_limited", "annotated")).isEqualTo(1.0);
+    assertThat(failures("timeout", "annotated")).isEqualTo(1.0);
+  }
+
+  @Test
+  void okOrAnotherStatus_passesUntouched_notCounted() throws Exception {
+    assertThat(callEndingWith(trailers("grpc-status", "0")).getResponseTrailers())
+        .isEqualTo(ProcessingResponse.getDefaultInstance().getResponseTrailers());
+    assertThat(set(callEndingWith(trailers("grpc-status", "5")))).isEmpty();
+    assertThat(failures("unavailable", "annotated")).isZero();
+  }
+}
