@@ -29,11 +29,11 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code sluice-bench permits} (issue 37, docs/benchmarks.md "Permits"): the permit API's
- * acquire, renew and release latency (p50 / p99, one caller, one call at a time) on one replica's
- * memory store and on Redis with two replicas (acquired at A, renewed at B, released at A or B in
- * turn, A's sweep giving its places back), straight on {@link PermitDesk} (no gRPC); then an MCP
- * tool pool under twice the load it can take ({@link ToolPoolLoad}): two replicas on Redis behind
+ * {@code sluice-bench permits} (docs/benchmarks.md "Permits"): the permit API's acquire,
+ * renew and release latency (p50 / p99, one caller, one call at a time) on one replica's memory
+ * store and on Redis with two replicas (acquired at A, renewed at B, released at A or B in turn,
+ * A's sweep giving its places back), straight on {@link PermitDesk} (no gRPC); then an MCP tool
+ * pool under twice the load it can take ({@link ToolPoolLoad}): two replicas on Redis behind
  * emulated Envoys, the fake tool counting its calls in flight, every answer classified.
  */
 @Command(
@@ -74,9 +74,7 @@ final class PermitsBench implements Callable<Integer> {
       o.println("permits: no redis-server binary: the Redis rows are left out");
     }
     ToolPoolLoad.Result tool =
-        BudgetRedis.available()
-            ? new ToolPoolLoad(toolCap, toolMillis, toolSeconds).run()
-            : null;
+        BudgetRedis.available() ? new ToolPoolLoad(toolCap, toolMillis, toolSeconds).run() : null;
     StringBuilder md = new StringBuilder();
     md.append(
         String.format(
@@ -109,7 +107,9 @@ final class PermitsBench implements Callable<Integer> {
 
   static String load() {
     try {
-      return Files.readString(Path.of("/proc/loadavg")).trim().replaceAll("^(\\S+ \\S+ \\S+).*", "$1");
+      return Files.readString(Path.of("/proc/loadavg"))
+          .trim()
+          .replaceAll("^(\\S+ \\S+ \\S+).*", "$1");
     } catch (java.io.IOException e) {
       return String.format(
           Locale.ROOT, "%.2f", ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
@@ -181,9 +181,11 @@ final class PermitsBench implements Callable<Integer> {
       }
       PermitDesk.Answer r = b.renew(p.permitId()).toCompletableFuture().join();
       long t2 = System.nanoTime();
-      PermitDesk.Answer x = (i % 2 == 0 ? a : b).release(p.permitId(), 1).toCompletableFuture().join();
+      PermitDesk.Answer x =
+          (i % 2 == 0 ? a : b).release(p.permitId(), 1).toCompletableFuture().join();
       long t3 = System.nanoTime();
-      if (r.kind() != PermitDesk.Answer.Kind.GRANTED || x.kind() != PermitDesk.Answer.Kind.GRANTED) {
+      if (r.kind() != PermitDesk.Answer.Kind.GRANTED
+          || x.kind() != PermitDesk.Answer.Kind.GRANTED) {
         throw new IllegalStateException("renew/release: " + r + " " + x);
       }
       if (measured) {
@@ -199,7 +201,8 @@ final class PermitsBench implements Callable<Integer> {
     if (a.leases() != 0) {
       throw new IllegalStateException("permits still held at A: " + a.leases());
     }
-    return List.of(row(store, "acquire", acq), row(store, "renew", ren), row(store, "release", rel));
+    return List.of(
+        row(store, "acquire", acq), row(store, "renew", ren), row(store, "release", rel));
   }
 
   static Latency row(String store, String op, Histogram h) {

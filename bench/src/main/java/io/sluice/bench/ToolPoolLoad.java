@@ -28,12 +28,12 @@ import java.util.regex.Pattern;
 
 /**
  * An MCP tool pool under twice the load it can take (part of {@code sluice-bench permits}): two
- * Sluice replicas on a redis-server of the bench's own (replica shares on), each behind an
- * emulated Envoy, in front of a fake MCP tool that serves each call in {@code toolMillis} and
- * counts its calls in flight. The tool's pool is capped at {@code cap} ({@code maxRequests}, across
- * the replicas); calls arrive open-loop at {@code 2 x cap / service time} per second, alternating
- * the replicas. Every answer is classified: a JSON-RPC result, a typed {@code TOOL_BACKPRESSURE}
- * error (retryable, with {@code retry_after_ms}), or anything else.
+ * Sluice replicas on a redis-server of the bench's own (replica shares on), each behind an emulated
+ * Envoy, in front of a fake MCP tool that serves each call in {@code toolMillis} and counts its
+ * calls in flight. The tool's pool is capped at {@code cap} ({@code maxRequests}, across the
+ * replicas); calls arrive open-loop at {@code 2 x cap / service time} per second, alternating the
+ * replicas. Every answer is classified: a JSON-RPC result, a typed {@code TOOL_BACKPRESSURE} error
+ * (retryable, with {@code retry_after_ms}), or anything else.
  */
 final class ToolPoolLoad {
   static final String TOOL = "pdf_render";

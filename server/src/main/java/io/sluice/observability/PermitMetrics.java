@@ -17,10 +17,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * The permit API's meters (docs/metrics.md, "Permits"): acquires by pool and result, the time a
  * granted or refused acquire waited in its pool's queue, the permits held at this replica, how
- * leases ended (released here, released at another replica, released after expiry, expired) and
- * the work callers reported at release. The label {@code pool} is
- * bounded: a configured pool's name, or "" for an acquire naming none; {@code result} and {@code
- * how} are enums. Fed by the {@link PermitDesk} ({@link PermitEvents}); thread-safe.
+ * leases ended (released here, released at another replica, released after expiry, expired) and the
+ * work callers reported at release. The label {@code pool} is bounded: a configured pool's name, or
+ * "" for an acquire naming none; {@code result} and {@code how} are enums. Fed by the {@link
+ * PermitDesk} ({@link PermitEvents}); thread-safe.
  */
 public final class PermitMetrics implements PermitEvents {
   /** Acquires by pool and result (granted, queued_then_granted, refused, invalid, ...). */
@@ -118,15 +118,14 @@ public final class PermitMetrics implements PermitEvents {
 
   private Counter counter(
       String name, String pool, @Nullable String key, @Nullable String value, String help) {
-    return counters
-        .computeIfAbsent(
-            name + '\0' + pool + '\0' + value,
-            k -> {
-              Counter.Builder b = Counter.builder(name).tag("pool", pool).description(help);
-              if (key != null && value != null) {
-                b.tag(key, value);
-              }
-              return b.register(registry);
-            });
+    return counters.computeIfAbsent(
+        name + '\0' + pool + '\0' + value,
+        k -> {
+          Counter.Builder b = Counter.builder(name).tag("pool", pool).description(help);
+          if (key != null && value != null) {
+            b.tag(key, value);
+          }
+          return b.register(registry);
+        });
   }
 }

@@ -22,8 +22,7 @@ class AgentRunsConfigTest {
     assertThat(absent.failureMode()).isNull();
     assertThat(absent.failsOpen()).isTrue();
     assertThat(absent.failureModeOr(TenantQuotas.FailureMode.CLOSED).failsOpen()).isFalse();
-    SluiceConfig c =
-        ConfigLoader.parse(BASE + "agentRuns: {enabled: true, failureMode: closed}\n");
+    SluiceConfig c = ConfigLoader.parse(BASE + "agentRuns: {enabled: true, failureMode: closed}\n");
     AgentRunsPolicy p = c.section(AgentRunsSection.SECTION);
     assertThat(p.failureMode()).isEqualTo(TenantQuotas.FailureMode.CLOSED);
     assertThat(p.failureModeOr(TenantQuotas.FailureMode.OPEN)).as("its own wins").isEqualTo(p);

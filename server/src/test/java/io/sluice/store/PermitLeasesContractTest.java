@@ -96,9 +96,9 @@ public abstract class PermitLeasesContractTest {
   }
 
   /**
-   * Issue 37: {@code end} tells a release from a release after expiry, each answered to exactly
-   * one call (at either replica), and a late-released record reads as such until it leaves; it is
-   * not live (the pool's bound does not count it).
+   * Issue 37: {@code end} tells a release from a release after expiry, each answered to exactly one
+   * call (at either replica), and a late-released record reads as such until it leaves; it is not
+   * live (the pool's bound does not count it).
    */
   @Test
   void end_aReleaseAfterExpiry_isAnsweredOnce_andReadAsSuch() throws Exception {
@@ -107,7 +107,9 @@ public abstract class PermitLeasesContractTest {
     assertThat(get(store().grant(s, "pg/swept", 10, 1_000))).isTrue();
     pass(1_200);
     assertThat(get(otherReplica().end(s, "pg/late"))).isEqualTo(PermitLeases.Ended.AFTER_EXPIRY);
-    assertThat(get(store().end(s, "pg/late"))).as("a second end").isEqualTo(PermitLeases.Ended.GONE);
+    assertThat(get(store().end(s, "pg/late")))
+        .as("a second end")
+        .isEqualTo(PermitLeases.Ended.GONE);
     assertThat(get(store().release(s, "pg/late"))).isFalse();
     assertThat(get(store().states(s, List.of("pg/late", "pg/swept"))))
         .isEqualTo(Map.of("pg/late", State.RELEASED_AFTER_EXPIRY, "pg/swept", State.EXPIRED));

@@ -332,8 +332,9 @@ public final class PermitDesk implements AutoCloseable {
    * PermitEvents#work}): GRANTED for exactly one call, NOT_FOUND when it was released or expired
    * already. Granted at another replica, its pool's place comes back there at that replica's next
    * {@link #expireDue}. A release that comes after the lease ran out in the store but before the
-   * granting replica saw it is counted once, here, as {@link PermitEvents.End#RELEASED_AFTER_EXPIRY}
-   * (the granting replica gives its place back without counting an expiry); it answers NOT_FOUND.
+   * granting replica saw it is counted once, here, as {@link
+   * PermitEvents.End#RELEASED_AFTER_EXPIRY} (the granting replica gives its place back without
+   * counting an expiry); it answers NOT_FOUND.
    */
   public CompletionStage<Answer> release(String permitId, long actualWork) {
     if (actualWork < 0) {

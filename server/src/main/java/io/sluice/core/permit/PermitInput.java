@@ -46,8 +46,7 @@ final class PermitInput {
    * answer) and whether this replica held the permit: null when it ended nothing (released or
    * expired long ago elsewhere, or the store down and the permit held elsewhere).
    */
-  static PermitEvents.@Nullable End howEnded(
-      PermitLeases.@Nullable Ended ended, boolean heldHere) {
+  static PermitEvents.@Nullable End howEnded(PermitLeases.@Nullable Ended ended, boolean heldHere) {
     if (ended == null) {
       return heldHere ? PermitEvents.End.RELEASED : null; // store down: given back here
     }

@@ -17,8 +17,8 @@ import java.util.concurrent.CompletionStage;
  * lease more (so the granting replica can tell an expiry from a release, and from a release that
  * came after the expiry: {@link State#RELEASED_AFTER_EXPIRY}), then leaves. The layout (Redis: the
  * sorted set {@code <namespace>{<pool>}:permit:leases} of {@code leased_places.lua}, the same
- * script as {@link LeasedPlaces}, its {@code grant}, {@code extend}, {@code end} and {@code
- * states} ops) is the store's.
+ * script as {@link LeasedPlaces}, its {@code grant}, {@code extend}, {@code end} and {@code states}
+ * ops) is the store's.
  */
 public interface PermitLeases {
   /**

@@ -11,9 +11,9 @@ import java.util.concurrent.CompletionStage;
 /**
  * {@link PermitLeases} on a {@link RedisConnection}: per pool one sorted set of {@code
  * leased_places.lua} (the script of {@link RedisLeasedPlaces}, its {@code grant}, {@code extend},
- * {@code end} and {@code states} ops), a member per permit id scored by its lease expiry on
- * Redis's clock; every call one script call, so a release at any replica is answered true once.
- * Keeps nothing per permit in this process.
+ * {@code end} and {@code states} ops), a member per permit id scored by its lease expiry on Redis's
+ * clock; every call one script call, so a release at any replica is answered true once. Keeps
+ * nothing per permit in this process.
  *
  * <p>A grant that fails (a timeout: a hung Redis may still run it) is followed by the removal of
  * its record ({@link LateWrites}, under {@link #STORE}); a record nobody renews ends with its lease

@@ -18,8 +18,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Issue 37: a release that arrives after the store expired the lease but before the granting
- * replica's sweep is counted once, as a release after expiry, at the replica that got it (not as
- * an expiry, not as a release, not twice); its {@code actual_work} is counted there; the granting
+ * replica's sweep is counted once, as a release after expiry, at the replica that got it (not as an
+ * expiry, not as a release, not twice); its {@code actual_work} is counted there; the granting
  * replica gives its place back at its sweep without counting an expiry. A sweep that ends the
  * expired lease first counts the expiry, and a release after it counts nothing.
  */

@@ -20,9 +20,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Issue 37: retries per tool per turn on a redis-server of the test's own, stopped mid-run
- * (SIGSTOP: hung; then killed: refused): the
- * check follows {@code agentRuns.failureMode}: closed refuses {@code turn_store_unavailable}
- * (503, retryable, Retry-After 1 s), open lets the call through.
+ * (SIGSTOP: hung; then killed: refused): the check follows {@code agentRuns.failureMode}: closed
+ * refuses {@code turn_store_unavailable} (503, retryable, Retry-After 1 s), open lets the call
+ * through.
  */
 class TurnStoreOutageTest {
   private RedisProcess redis;
