@@ -38,6 +38,7 @@ import java.util.regex.Pattern;
 final class ToolPoolLoad {
   static final String TOOL = "pdf_render";
   private static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*(\\d+)");
+  private static final Pattern REASON = Pattern.compile("\"reason\"\\s*:\\s*\"([a-z_]+)\"");
 
   private final int cap;
   private final int toolMillis;
@@ -64,6 +65,8 @@ final class ToolPoolLoad {
       String otherSample,
       int peak,
       long toolCalls,
+      double toolBusyPercent,
+      java.util.Map<String, Integer> reasons,
       String load) {
     String table() {
       return String.format(
@@ -71,9 +74,10 @@ final class ToolPoolLoad {
           "MCP tool pool `%s`: cap %d (maxRequests, 2 replicas on Redis), service time %d ms"
               + " (capacity %.0f calls/s), offered %.0f calls/s (%.1fx) open-loop.%n%n"
               + "| sent | results | of which queued first | TOOL_BACKPRESSURE | with retry_after_ms"
-              + " | other | peak in flight at the tool | calls the tool saw | load after |%n"
-              + "|---|---|---|---|---|---|---|---|---|%n"
-              + "| %d | %d | %d | %d | %d | %d%s | %d (cap %d) | %d | %s |%n",
+              + " | other | peak in flight at the tool | calls the tool saw | tool busy (of cap x"
+              + " time) | refusal reasons | load after |%n"
+              + "|---|---|---|---|---|---|---|---|---|---|---|%n"
+              + "| %d | %d | %d | %d | %d | %d%s | %d (cap %d) | %d | %.0f %% | %s | %s |%n",
           TOOL,
           cap,
           toolMillis,
@@ -90,6 +94,8 @@ final class ToolPoolLoad {
           peak,
           cap,
           toolCalls,
+          toolBusyPercent,
+          reasons,
           load);
     }
   }
@@ -205,6 +211,7 @@ final class ToolPoolLoad {
       long periodNanos = Math.round(1e9 / offered);
       List<CompletableFuture<HttpResult>> answers = new ArrayList<>();
       long t0 = System.nanoTime();
+      long callsBefore = tool.calls.get();
       for (int i = 0; i < total; i++) {
         long wait = t0 + i * periodNanos - System.nanoTime();
         if (wait > 0) {
@@ -218,6 +225,7 @@ final class ToolPoolLoad {
       int shedTyped = 0;
       int other = 0;
       String sample = "";
+      java.util.Map<String, Integer> reasons = new java.util.TreeMap<>();
       for (CompletableFuture<HttpResult> f : answers) {
         HttpResult r = f.orTimeout(60, TimeUnit.SECONDS).exceptionally(e -> null).join();
         String body = r == null ? "" : r.bodyUtf8();
@@ -226,6 +234,8 @@ final class ToolPoolLoad {
           queued += r.header("x-sluice-queue-wait-ms").isPresent() ? 1 : 0;
         } else if (r != null && body.contains("TOOL_BACKPRESSURE")) {
           shed++;
+          Matcher why = REASON.matcher(body);
+          reasons.merge(why.find() ? why.group(1) : "(none)", 1, Integer::sum);
           shedTyped +=
               body.contains("\"retryable\":true") && body.contains("\"retry_after_ms\":") ? 1 : 0;
         } else {
@@ -236,6 +246,9 @@ final class ToolPoolLoad {
           }
         }
       }
+      double elapsedMillis = (System.nanoTime() - t0) / 1e6;
+      double busy =
+          100.0 * (tool.calls.get() - callsBefore) * toolMillis / (cap * Math.max(1, elapsedMillis));
       return new Result(
           cap,
           toolMillis,
@@ -250,6 +263,8 @@ final class ToolPoolLoad {
           sample,
           tool.peak.get(),
           tool.calls.get(),
+          busy,
+          reasons,
           PermitsBench.load());
     } finally {
       envoys.forEach(EnvoyExtProcEmulator::close);
