@@ -29,12 +29,12 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code sluice-bench permits} (docs/benchmarks.md "Permits"): the permit API's acquire,
- * renew and release latency (p50 / p99, one caller, one call at a time) on one replica's memory
- * store and on Redis with two replicas (acquired at A, renewed at B, released at A or B in turn,
- * A's sweep giving its places back), straight on {@link PermitDesk} (no gRPC); then an MCP tool
- * pool under twice the load it can take ({@link ToolPoolLoad}): two replicas on Redis behind
- * emulated Envoys, the fake tool counting its calls in flight, every answer classified.
+ * {@code sluice-bench permits} (docs/benchmarks.md "Permits"): the permit API's acquire, renew and
+ * release latency (p50 / p99, one caller, one call at a time) on one replica's memory store and on
+ * Redis with two replicas (acquired at A, renewed at B, released at A or B in turn, A's sweep
+ * giving its places back), straight on {@link PermitDesk} (no gRPC); then an MCP tool pool under
+ * twice the load it can take ({@link ToolPoolLoad}): two replicas on Redis behind emulated Envoys,
+ * the fake tool counting its calls in flight, every answer classified.
  */
 @Command(
     name = "permits",

@@ -248,7 +248,10 @@ final class ToolPoolLoad {
       }
       double elapsedMillis = (System.nanoTime() - t0) / 1e6;
       double busy =
-          100.0 * (tool.calls.get() - callsBefore) * toolMillis / (cap * Math.max(1, elapsedMillis));
+          100.0
+              * (tool.calls.get() - callsBefore)
+              * toolMillis
+              / (cap * Math.max(1, elapsedMillis));
       return new Result(
           cap,
           toolMillis,
