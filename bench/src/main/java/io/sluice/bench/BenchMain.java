@@ -61,7 +61,8 @@ import picocli.CommandLine.ScopeType;
       RapidReset.class,
       IntakeBurst.class,
       ReplayCheck.class,
-      ReplayScale.class
+      ReplayScale.class,
+      PermitsBench.class
     })
 public final class BenchMain {
 

@@ -57,6 +57,13 @@ class ObservabilityTest {
           "sluice_budget_disclosed_total",
           "sluice_budget_waits_total",
           "sluice_budget_store_failures_total",
+          // the permit API (docs/permits.md)
+          "sluice_permit_acquires_total",
+          "sluice_permit_wait_seconds",
+          "sluice_permit_held",
+          "sluice_permit_lease_expiries_total",
+          "sluice_permit_releases_total",
+          "sluice_permit_actual_work_total",
           // MCP tools as pools
           "sluice_mcp_tool_calls_total",
           "sluice_mcp_tool_in_flight",

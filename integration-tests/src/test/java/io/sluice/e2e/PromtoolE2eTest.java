@@ -62,6 +62,10 @@ class PromtoolE2eTest {
           "sluice_mcp_tool_calls_total",
           "sluice_mcp_tool_queue_wait_seconds_bucket",
           "sluice_mcp_tool_service_seconds_bucket",
+          // the permit API (off in the e2e policy): from a pool's first acquire / lease end
+          "sluice_permit_acquires_total",
+          "sluice_permit_lease_expiries_total",
+          "sluice_permit_releases_total",
           // from the first rate limit config loaded on (none in the e2e policy)
           "sluice_rls_config_reloads_total");
 

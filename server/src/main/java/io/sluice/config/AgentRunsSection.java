@@ -2,9 +2,11 @@ package io.sluice.config;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.turn.AgentRunsPolicy;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -49,26 +51,36 @@ public final class AgentRunsSection implements ConfigSection<AgentRunsPolicy> {
   @Override
   public AgentRunsPolicy read(Node n, Refs refs) {
     AgentRunsPolicy d = AgentRunsPolicy.DEFAULTS;
-    n.only(Set.of("enabled", "maxRetriesPerTool", "turnTtl", "maxTurns"));
+    n.only(Set.of("enabled", "maxRetriesPerTool", "turnTtl", "maxTurns", "failureMode"));
     Duration ttl = n.get("turnTtl").duration(d.turnTtl());
     if (ttl.compareTo(Duration.ofSeconds(1)) < 0 || ttl.compareTo(Duration.ofHours(24)) > 0) {
       n.get("turnTtl").invalid(ConfigWriter.duration(ttl), "a duration in 1s..24h");
       ttl = d.turnTtl();
     }
+    TenantQuotas.FailureMode mode =
+        n.get("failureMode")
+            .optionalEnumValue(
+                TenantQuotas.FailureMode.class, null, m -> m.name().toLowerCase(Locale.ROOT));
     return new AgentRunsPolicy(
         n.get("enabled").bool(d.enabled()),
         n.get("maxRetriesPerTool").intValue(d.maxRetriesPerTool(), 0, 100),
         ttl,
-        n.get("maxTurns").intValue(d.maxTurns(), 1, 10_000_000));
+        n.get("maxTurns").intValue(d.maxTurns(), 1, 10_000_000),
+        mode);
   }
 
   @Override
   public ObjectNode write(AgentRunsPolicy p) {
-    return MAPPER
-        .createObjectNode()
-        .put("enabled", p.enabled())
-        .put("maxRetriesPerTool", p.maxRetriesPerTool())
-        .put("turnTtl", ConfigWriter.duration(p.turnTtl()))
-        .put("maxTurns", p.maxTurns());
+    ObjectNode n =
+        MAPPER
+            .createObjectNode()
+            .put("enabled", p.enabled())
+            .put("maxRetriesPerTool", p.maxRetriesPerTool())
+            .put("turnTtl", ConfigWriter.duration(p.turnTtl()))
+            .put("maxTurns", p.maxTurns());
+    if (p.failureMode() != null) {
+      n.put("failureMode", p.failureMode().name().toLowerCase(Locale.ROOT));
+    }
+    return n;
   }
 }

@@ -16,10 +16,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The permit API's meters (docs/metrics.md, "Permits"): acquires by pool and result, the time a
- * granted or refused acquire waited in its pool's queue, the permits held at this replica, and how
- * leases ended (released here, released at another replica, expired). The label {@code pool} is
- * bounded: a configured pool's name, or "" for an acquire naming none; {@code result} and {@code
- * how} are enums. Fed by the {@link PermitDesk} ({@link PermitEvents}); thread-safe.
+ * granted or refused acquire waited in its pool's queue, the permits held at this replica, how
+ * leases ended (released here, released at another replica, released after expiry, expired) and the
+ * work callers reported at release. The label {@code pool} is bounded: a configured pool's name, or
+ * "" for an acquire naming none; {@code result} and {@code how} are enums. Fed by the {@link
+ * PermitDesk} ({@link PermitEvents}); thread-safe.
  */
 public final class PermitMetrics implements PermitEvents {
   /** Acquires by pool and result (granted, queued_then_granted, refused, invalid, ...). */
@@ -34,8 +35,14 @@ public final class PermitMetrics implements PermitEvents {
   /** Leases that ran out (the caller stopped renewing), by pool. */
   public static final String EXPIRIES = "sluice.permit.lease.expiries";
 
-  /** Leases released, by pool and where ({@code here}, {@code elsewhere}: another replica). */
+  /**
+   * Leases released, by pool and where ({@code here}, {@code elsewhere}: another replica, {@code
+   * after_expiry}: here, after the lease ran out in the store).
+   */
   public static final String RELEASES = "sluice.permit.releases";
+
+  /** Work units callers reported at release, by pool, at the replica that got the release. */
+  public static final String ACTUAL_WORK = "sluice.permit.actual.work";
 
   private static final Duration[] BUCKETS = {
     Duration.ofMillis(1),
@@ -91,21 +98,34 @@ public final class PermitMetrics implements PermitEvents {
       case RELEASED -> count(RELEASES, pool, "where", "here", "Permit leases released");
       case RELEASED_ELSEWHERE ->
           count(RELEASES, pool, "where", "elsewhere", "Permit leases released");
+      case RELEASED_AFTER_EXPIRY ->
+          count(RELEASES, pool, "where", "after_expiry", "Permit leases released");
+    }
+  }
+
+  @Override
+  public void work(String pool, long actualWork) {
+    if (actualWork > 0) {
+      counter(ACTUAL_WORK, pool, null, null, "Work units reported at permit releases")
+          .increment(actualWork);
     }
   }
 
   private void count(
       String name, String pool, @Nullable String key, @Nullable String value, String help) {
-    counters
-        .computeIfAbsent(
-            name + '\0' + pool + '\0' + value,
-            k -> {
-              Counter.Builder b = Counter.builder(name).tag("pool", pool).description(help);
-              if (key != null && value != null) {
-                b.tag(key, value);
-              }
-              return b.register(registry);
-            })
-        .increment();
+    counter(name, pool, key, value, help).increment();
+  }
+
+  private Counter counter(
+      String name, String pool, @Nullable String key, @Nullable String value, String help) {
+    return counters.computeIfAbsent(
+        name + '\0' + pool + '\0' + value,
+        k -> {
+          Counter.Builder b = Counter.builder(name).tag("pool", pool).description(help);
+          if (key != null && value != null) {
+            b.tag(key, value);
+          }
+          return b.register(registry);
+        });
   }
 }

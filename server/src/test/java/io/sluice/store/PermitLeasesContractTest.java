@@ -94,4 +94,28 @@ public abstract class PermitLeasesContractTest {
     assertThat(get(store().grant(s, "pg/b-1", 3, LONG_TTL))).as("an id held").isFalse();
     assertThat(get(otherReplica().grant(s, "pg/c-1", 3, LONG_TTL))).isTrue();
   }
+
+  /**
+   * Issue 37: {@code end} tells a release from a release after expiry, each answered to exactly one
+   * call (at either replica), and a late-released record reads as such until it leaves; it is not
+   * live (the pool's bound does not count it).
+   */
+  @Test
+  void end_aReleaseAfterExpiry_isAnsweredOnce_andReadAsSuch() throws Exception {
+    PermitLeases.Scope s = scope();
+    assertThat(get(store().grant(s, "pg/late", 1, 1_000))).isTrue();
+    assertThat(get(store().grant(s, "pg/swept", 10, 1_000))).isTrue();
+    pass(1_200);
+    assertThat(get(otherReplica().end(s, "pg/late"))).isEqualTo(PermitLeases.Ended.AFTER_EXPIRY);
+    assertThat(get(store().end(s, "pg/late")))
+        .as("a second end")
+        .isEqualTo(PermitLeases.Ended.GONE);
+    assertThat(get(store().release(s, "pg/late"))).isFalse();
+    assertThat(get(store().states(s, List.of("pg/late", "pg/swept"))))
+        .isEqualTo(Map.of("pg/late", State.RELEASED_AFTER_EXPIRY, "pg/swept", State.EXPIRED));
+    assertThat(get(store().renew(s, "pg/late", LONG_TTL))).isFalse();
+    assertThat(get(store().grant(s, "pg/next", 1, LONG_TTL))).as("not live").isTrue();
+    assertThat(get(otherReplica().end(s, "pg/next"))).isEqualTo(PermitLeases.Ended.RELEASED);
+    assertThat(get(store().end(s, "pg/next"))).isEqualTo(PermitLeases.Ended.GONE);
+  }
 }

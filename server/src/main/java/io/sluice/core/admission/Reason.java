@@ -74,7 +74,12 @@ public enum Reason {
    * An agent run's retries of a tool's shed calls in this turn are spent ({@code
    * agentRuns.maxRetriesPerTool}): not retryable in this turn (the next turn starts afresh).
    */
-  TURN_RETRIES("turn_retries", 429, Scope.REQUEST, false);
+  TURN_RETRIES("turn_retries", 429, Scope.REQUEST, false),
+  /**
+   * The store of the agent runs' turns did not answer and {@code agentRuns.failureMode} is {@code
+   * closed}: retryable, Retry-After 1 s (on an MCP route a {@code TOOL_BACKPRESSURE} error).
+   */
+  TURN_STORE_UNAVAILABLE("turn_store_unavailable", 503, Scope.POOL);
 
   /** What the refusal is about; rendered as {@code error.scope} in the JSON body. */
   public enum Scope {

@@ -60,7 +60,7 @@ public final class PermitDesk implements AutoCloseable {
       Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffffL) + "-";
   private final AtomicLong ids = new AtomicLong();
   private final PermitBook book = new PermitBook();
-  private final Counts counts = new Counts();
+  private final PermitCounts counts = new PermitCounts();
 
   /**
    * Where the leases are kept and what else an acquire asks.
@@ -328,9 +328,13 @@ public final class PermitDesk implements AutoCloseable {
 
   /**
    * Gives {@code permitId} back, at any replica (its {@code actualWork}, when more than acquired,
-   * is counted first where it was granted here): GRANTED for exactly one call, NOT_FOUND when it
-   * was released or expired already. Granted at another replica, its pool's place comes back there
-   * at that replica's next {@link #expireDue}.
+   * is counted first where it was granted here; it is reported at this replica, {@link
+   * PermitEvents#work}): GRANTED for exactly one call, NOT_FOUND when it was released or expired
+   * already. Granted at another replica, its pool's place comes back there at that replica's next
+   * {@link #expireDue}. A release that comes after the lease ran out in the store but before the
+   * granting replica saw it is counted once, here, as {@link
+   * PermitEvents.End#RELEASED_AFTER_EXPIRY} (the granting replica gives its place back without
+   * counting an expiry); it answers NOT_FOUND.
    */
   public CompletionStage<Answer> release(String permitId, long actualWork) {
     if (actualWork < 0) {
@@ -344,32 +348,35 @@ public final class PermitDesk implements AutoCloseable {
     PermitBook.Lease mine = book.take(permitId);
     return shared
         .leases()
-        .release(scope(pool), permitId)
+        .end(scope(pool), permitId)
         .handle(
-            (ok, e) -> {
+            (ended, e) -> {
               if (mine != null) {
                 mine.giveBack(Outcome.COMPLETED, actualWork, ticker.nanos());
               }
-              boolean released = e == null ? ok : mine != null; // store down: given back here
-              if (released) {
+              PermitEvents.End how = PermitInput.howEnded(e == null ? ended : null, mine != null);
+              if (how == null) {
+                return e != null
+                    ? Answer.of(Answer.Kind.UNAVAILABLE, "permit store: no answer")
+                    : notFound();
+              }
+              shared.events().ended(pool, how);
+              shared.events().work(pool, actualWork);
+              if (how == PermitEvents.End.RELEASED) {
                 counts.released.incrementAndGet();
-                shared.events().ended(pool, PermitEvents.End.RELEASED);
                 return new Answer(Answer.Kind.GRANTED, permitId, 0, "", 0, "", 0);
               }
-              if (mine != null) { // expired in the store before this replica saw it
-                counts.expired.incrementAndGet();
-                shared.events().ended(pool, PermitEvents.End.EXPIRED);
-              }
-              return e != null
-                  ? Answer.of(Answer.Kind.UNAVAILABLE, "permit store: no answer")
-                  : notFound();
+              counts.releasedAfterExpiry.incrementAndGet();
+              return Answer.of(Answer.Kind.NOT_FOUND, "permit: released after its lease expired");
             });
   }
 
   /**
    * Gives back every permit held here whose lease is no longer live in the store (expired, or
-   * released at another replica); a timer calls it. When the store does not answer, a permit not
-   * confirmed live for two leases is given back. Completes with how many expired.
+   * released at another replica); a timer calls it. An expired lease is ended in the store ({@link
+   * PermitLeases#end}): counted as an expiry here only when this sweep ends it first (a caller's
+   * release that came first was counted at its replica). When the store does not answer, a permit
+   * not confirmed live for two leases is given back. Completes with how many expired.
    */
   public CompletionStage<Integer> expireDue() {
     List<CompletableFuture<Integer>> all = new ArrayList<>();
@@ -380,20 +387,21 @@ public final class PermitDesk implements AutoCloseable {
               .leases()
               .states(scope(pool), e.getValue())
               .handle((states, err) -> settle(pool, states, err))
+              .thenCompose(f -> f)
               .toCompletableFuture());
     }
     return CompletableFuture.allOf(all.toArray(new CompletableFuture<?>[0]))
         .thenApply(v -> all.stream().mapToInt(CompletableFuture::join).sum());
   }
 
-  private int settle(
+  private CompletableFuture<Integer> settle(
       String pool, @Nullable Map<String, PermitLeases.State> states, @Nullable Throwable err) {
     long now = ticker.nanos();
-    int expired = 0;
+    List<CompletableFuture<Integer>> ends = new ArrayList<>();
     if (err != null || states == null) {
       for (PermitBook.Lease l : book.takeStale(pool, now, 2 * leaseNanos)) {
         l.giveBack(Outcome.CANCELLED, 0, now);
-        expired++;
+        ends.add(CompletableFuture.completedFuture(expired(pool, 1)));
       }
     } else {
       for (Map.Entry<String, PermitLeases.State> s : states.entrySet()) {
@@ -406,19 +414,32 @@ public final class PermitDesk implements AutoCloseable {
           continue; // released here meanwhile
         }
         l.giveBack(Outcome.CANCELLED, 0, now);
-        if (s.getValue() == PermitLeases.State.EXPIRED) {
-          expired++;
-        } else {
+        if (s.getValue() == PermitLeases.State.EXPIRED) { // unless a late release ends it first
+          ends.add(
+              shared
+                  .leases()
+                  .end(scope(pool), s.getKey())
+                  .handle(
+                      (ended, e) ->
+                          expired(pool, ended == PermitLeases.Ended.GONE ? 0 : 1)) // GONE: late
+                  .toCompletableFuture());
+        } else if (s.getValue() == PermitLeases.State.GONE) {
           counts.releasedElsewhere.incrementAndGet();
           shared.events().ended(pool, PermitEvents.End.RELEASED_ELSEWHERE);
-        }
+        } // RELEASED_AFTER_EXPIRY: counted once, where the release came
       }
     }
-    counts.expired.addAndGet(expired);
-    for (int i = 0; i < expired; i++) {
+    return CompletableFuture.allOf(ends.toArray(new CompletableFuture<?>[0]))
+        .thenApply(v -> ends.stream().mapToInt(CompletableFuture::join).sum());
+  }
+
+  /** Counts {@code n} (0 or 1) expiries of {@code pool}. */
+  private int expired(String pool, int n) {
+    if (n > 0) {
+      counts.expired.incrementAndGet();
       shared.events().ended(pool, PermitEvents.End.EXPIRED);
     }
-    return expired;
+    return n;
   }
 
   /** Permits held here now (the held gauge). */
@@ -426,16 +447,12 @@ public final class PermitDesk implements AutoCloseable {
     return book.size();
   }
 
-  /** Counters: granted, queued, refused, expired, released (here), released at another replica. */
+  /**
+   * Counters: granted, queued, refused, expired, released (here), released at another replica,
+   * released here after the lease expired.
+   */
   public long[] counts() {
-    return new long[] {
-      counts.granted.get(),
-      counts.queued.get(),
-      counts.refused.get(),
-      counts.expired.get(),
-      counts.released.get(),
-      counts.releasedElsewhere.get()
-    };
+    return counts.snapshot();
   }
 
   /** Shutdown: every permit held here is given back (its record dropped); acquires are refused. */
@@ -476,14 +493,5 @@ public final class PermitDesk implements AutoCloseable {
 
   PermitBook book() {
     return book;
-  }
-
-  private static final class Counts {
-    final AtomicLong granted = new AtomicLong();
-    final AtomicLong queued = new AtomicLong();
-    final AtomicLong refused = new AtomicLong();
-    final AtomicLong expired = new AtomicLong();
-    final AtomicLong released = new AtomicLong();
-    final AtomicLong releasedElsewhere = new AtomicLong();
   }
 }

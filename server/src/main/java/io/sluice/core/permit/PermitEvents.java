@@ -12,7 +12,12 @@ public interface PermitEvents {
     RELEASED,
     /** Its record was released at another replica; this replica gave its place back. */
     RELEASED_ELSEWHERE,
-    EXPIRED
+    EXPIRED,
+    /**
+     * Released after its lease ran out in the store, before the granting replica's sweep saw it:
+     * counted once, at the replica that got the release (not as an expiry, not as a release).
+     */
+    RELEASED_AFTER_EXPIRY
   }
 
   /**
@@ -25,4 +30,10 @@ public interface PermitEvents {
 
   /** A lease ended ({@code pool}: a configured pool's name, or a permit id's, bounded by them). */
   default void ended(String pool, End how) {}
+
+  /**
+   * A release reported {@code actualWork} units of work done (a release, or a release after
+   * expiry), counted at the replica that got the release, whichever granted the permit.
+   */
+  default void work(String pool, long actualWork) {}
 }

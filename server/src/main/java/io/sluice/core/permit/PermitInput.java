@@ -41,6 +41,24 @@ final class PermitInput {
     return slash <= 0 ? null : permitId.substring(0, slash);
   }
 
+  /**
+   * How a release ended a lease, given what the store found ({@code ended}; null: it did not
+   * answer) and whether this replica held the permit: null when it ended nothing (released or
+   * expired long ago elsewhere, or the store down and the permit held elsewhere).
+   */
+  static PermitEvents.@Nullable End howEnded(PermitLeases.@Nullable Ended ended, boolean heldHere) {
+    if (ended == null) {
+      return heldHere ? PermitEvents.End.RELEASED : null; // store down: given back here
+    }
+    return switch (ended) {
+      case RELEASED -> PermitEvents.End.RELEASED;
+      case AFTER_EXPIRY -> PermitEvents.End.RELEASED_AFTER_EXPIRY;
+      // held here, its record gone from the store: it expired (and was pruned) before this
+      // replica's sweep saw it
+      case GONE -> heldHere ? PermitEvents.End.RELEASED_AFTER_EXPIRY : null;
+    };
+  }
+
   static @Nullable String invalid(PermitDesk.Request a) {
     int max = PermitDesk.MAX_ID_CHARS;
     if (a.pool().isEmpty() || a.pool().length() > max) {

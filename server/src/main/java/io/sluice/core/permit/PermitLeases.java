@@ -14,10 +14,11 @@ import java.util.concurrent.CompletionStage;
  *
  * <p>Every call is one atomic step in the store. Per pool the live records are bounded ({@link
  * #grant}'s {@code maxLeases}); an expired record stays readable as {@link State#EXPIRED} for one
- * lease more (so the granting replica can tell an expiry from a release), then leaves. The layout
- * (Redis: the sorted set {@code <namespace>{<pool>}:permit:leases} of {@code leased_places.lua},
- * the same script as {@link LeasedPlaces}, its {@code grant}, {@code extend}, {@code drop} and
- * {@code states} ops) is the store's.
+ * lease more (so the granting replica can tell an expiry from a release, and from a release that
+ * came after the expiry: {@link State#RELEASED_AFTER_EXPIRY}), then leaves. The layout (Redis: the
+ * sorted set {@code <namespace>{<pool>}:permit:leases} of {@code leased_places.lua}, the same
+ * script as {@link LeasedPlaces}, its {@code grant}, {@code extend}, {@code end} and {@code states}
+ * ops) is the store's.
  */
 public interface PermitLeases {
   /**
@@ -30,7 +31,26 @@ public interface PermitLeases {
   CompletionStage<Boolean> renew(Scope scope, String permitId, long leaseTtlMillis);
 
   /** Ends a live lease: true for exactly one call; false when released or expired already. */
-  CompletionStage<Boolean> release(Scope scope, String permitId);
+  default CompletionStage<Boolean> release(Scope scope, String permitId) {
+    return end(scope, permitId).thenApply(e -> e == Ended.RELEASED);
+  }
+
+  /**
+   * Ends the lease record of {@code permitId}, whatever its state, in one atomic step: {@link
+   * Ended#RELEASED} for a live one (exactly one call), {@link Ended#AFTER_EXPIRY} for one whose
+   * lease ran out and that nobody released yet (exactly one call; {@link #states} then reads it
+   * {@link State#RELEASED_AFTER_EXPIRY} until it leaves), {@link Ended#GONE} otherwise.
+   */
+  CompletionStage<Ended> end(Scope scope, String permitId);
+
+  /** What {@link #end} found. */
+  enum Ended {
+    RELEASED,
+    /** Its lease had run out; this is the first release since. */
+    AFTER_EXPIRY,
+    /** Released already, never granted, or expired long ago. */
+    GONE
+  }
 
   /** Where each of {@code permitIds} stands now (every id asked is answered). */
   CompletionStage<Map<String, State>> states(Scope scope, Collection<String> permitIds);
@@ -40,6 +60,8 @@ public interface PermitLeases {
     LIVE,
     /** Its lease ran out (no renew in time). */
     EXPIRED,
+    /** Its lease ran out, then a release came ({@link Ended#AFTER_EXPIRY}) at some replica. */
+    RELEASED_AFTER_EXPIRY,
     /** Released (here or at another replica), or never granted, or expired long ago. */
     GONE
   }

@@ -1,6 +1,8 @@
 package io.sluice.core.turn;
 
+import io.sluice.core.quota.TenantQuotas;
 import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code agentRuns} section (docs/mcp.md, "Retries per turn"): the seed's rule "never retry a
@@ -14,11 +16,30 @@ import java.time.Duration;
  * @param turnTtl how long a turn's record lives after its last write
  * @param maxTurns records one replica keeps in memory (in-memory store only; Redis keeps what the
  *     TTL says)
+ * @param failureMode what the check does while the store does not answer: {@code OPEN} lets the
+ *     call through (the pool's cap still holds), {@code CLOSED} refuses it {@code
+ *     turn_store_unavailable} (retryable, Retry-After 1 s); null: as {@code quotas.failureMode}
  */
 public record AgentRunsPolicy(
-    boolean enabled, int maxRetriesPerTool, Duration turnTtl, int maxTurns) {
+    boolean enabled,
+    int maxRetriesPerTool,
+    Duration turnTtl,
+    int maxTurns,
+    TenantQuotas.@Nullable FailureMode failureMode) {
   public static final AgentRunsPolicy DEFAULTS =
-      new AgentRunsPolicy(false, 1, Duration.ofMinutes(10), 100_000);
+      new AgentRunsPolicy(false, 1, Duration.ofMinutes(10), 100_000, null);
+
+  /** This policy, its failure mode {@code mode} when it names none. */
+  public AgentRunsPolicy failureModeOr(TenantQuotas.FailureMode mode) {
+    return failureMode != null
+        ? this
+        : new AgentRunsPolicy(enabled, maxRetriesPerTool, turnTtl, maxTurns, mode);
+  }
+
+  /** Whether a call goes on while the store does not answer (null: open). */
+  public boolean failsOpen() {
+    return failureMode != TenantQuotas.FailureMode.CLOSED;
+  }
 
   /** The signal key of the turn (declared by the section, guarded). */
   public static final String TURN = "turn";

@@ -15,13 +15,18 @@ import org.jspecify.annotations.Nullable;
  * and past {@code maxRetriesPerTool} refused {@link Reason#TURN_RETRIES} (not retryable: the agent
  * moves on, the next turn starts afresh). Every enforced retryable refusal of such a request (the
  * pool's, a later check's) is recorded as a shed of its pool in its turn. It holds nothing. A store
- * that does not answer lets the call through (the pool's cap still holds).
+ * that does not answer follows {@code agentRuns.failureMode} (its default {@code
+ * quotas.failureMode}): open lets the call through (the pool's cap still holds), closed refuses it
+ * {@link Reason#TURN_STORE_UNAVAILABLE} (retryable, Retry-After 1 s).
  */
 public final class TurnRetryCheck implements AdmissionCheck<TurnLedger.Verdict> {
   /** Its place: with the estimate, before the workflow's place (a refused retry takes none). */
   public static final int ORDER = CheckChain.WORKFLOW_PLACE - 50;
 
   private static final TurnLedger.Verdict TOO_LONG = new TurnLedger.Verdict(false, -1, -1);
+
+  /** The store did not answer and the failure mode is closed. */
+  private static final TurnLedger.Verdict STORE_FAILED = new TurnLedger.Verdict(false, -2, -2);
 
   private final TurnLedger ledger;
   private final AgentRunsPolicy policy;
@@ -83,7 +88,7 @@ public final class TurnRetryCheck implements AdmissionCheck<TurnLedger.Verdict> 
     } catch (RuntimeException e) {
       v = CompletableFuture.failedFuture(e);
     }
-    return v.exceptionally(e -> TurnLedger.Verdict.FIRST);
+    return v.exceptionally(e -> policy.failsOpen() ? TurnLedger.Verdict.FIRST : STORE_FAILED);
   }
 
   @Override
@@ -97,6 +102,13 @@ public final class TurnRetryCheck implements AdmissionCheck<TurnLedger.Verdict> 
           Reason.INVALID_REQUEST.defaultStatus(),
           0,
           "the turn signal is over " + AgentRunsPolicy.MAX_TURN_CHARS + " characters");
+    }
+    if (v == STORE_FAILED) {
+      return new Refusal(
+          Reason.TURN_STORE_UNAVAILABLE,
+          Reason.TURN_STORE_UNAVAILABLE.defaultStatus(),
+          1,
+          "retries per tool per turn: the store did not answer (agentRuns.failureMode closed)");
     }
     return new Refusal(
         Reason.TURN_RETRIES,

@@ -2,6 +2,7 @@ package io.sluice.feature.turns;
 
 import io.sluice.config.AgentRunsSection;
 import io.sluice.config.SluiceConfig;
+import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.time.Ticker;
 import io.sluice.core.turn.AgentRunsPolicy;
 import io.sluice.core.turn.TurnLedger;
@@ -20,7 +21,8 @@ import java.util.List;
  * place: its section ({@link AgentRunsSection}, {@code agentRuns}), its store port ({@link #TURNS}:
  * in memory bounded by {@code agentRuns.maxTurns}; on Redis across replicas, each turn's record
  * with a TTL) and its check ({@link TurnRetryCheck}, before the workflow's place, only while {@code
- * agentRuns.enabled}). Its refusals are counted as every refusal is ({@code
+ * agentRuns.enabled}; a store that does not answer: {@code agentRuns.failureMode}, by default
+ * {@code quotas.failureMode}). Its refusals are counted as every refusal is ({@code
  * sluice_decisions_total{reason="turn_retries"}}, the MCP tool's {@code refused} outcome).
  */
 public final class AgentRunsFeature implements Feature {
@@ -60,7 +62,13 @@ public final class AgentRunsFeature implements Feature {
   @Override
   public void contribute(FeatureSnapshot s, Contributions out) {
     SluiceConfig config = s.config();
-    AgentRunsPolicy policy = config.section(AgentRunsSection.SECTION);
+    AgentRunsPolicy policy =
+        config
+            .section(AgentRunsSection.SECTION)
+            .failureModeOr(
+                config.quotas().failureMode() == SluiceConfig.Quotas.FailureMode.CLOSED
+                    ? TenantQuotas.FailureMode.CLOSED
+                    : TenantQuotas.FailureMode.OPEN);
     if (!policy.enabled()) {
       return;
     }

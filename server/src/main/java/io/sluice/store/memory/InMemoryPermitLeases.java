@@ -18,7 +18,8 @@ import java.util.concurrent.CompletionStage;
  * maxLeases}. Thread-safe (one lock).
  */
 public final class InMemoryPermitLeases implements PermitLeases {
-  private record Lease(long expiresAtNanos, long ttlNanos) {}
+  /** {@code late}: released after it expired ({@link State#RELEASED_AFTER_EXPIRY}). */
+  private record Lease(long expiresAtNanos, long ttlNanos, boolean late) {}
 
   private final Ticker ticker;
   // guarded by this: pool key -> permit id -> lease, in grant order
@@ -48,7 +49,7 @@ public final class InMemoryPermitLeases implements PermitLeases {
       return CompletableFuture.completedFuture(false);
     }
     long ttl = Math.max(1, leaseTtlMillis) * 1_000_000L;
-    leases.put(permitId, new Lease(now + ttl, ttl));
+    leases.put(permitId, new Lease(now + ttl, ttl, false));
     return CompletableFuture.completedFuture(true);
   }
 
@@ -62,22 +63,26 @@ public final class InMemoryPermitLeases implements PermitLeases {
       return CompletableFuture.completedFuture(false);
     }
     long ttl = Math.max(1, leaseTtlMillis) * 1_000_000L;
-    leases.put(permitId, new Lease(now + ttl, ttl));
+    leases.put(permitId, new Lease(now + ttl, ttl, false));
     return CompletableFuture.completedFuture(true);
   }
 
   @Override
-  public synchronized CompletionStage<Boolean> release(Scope scope, String permitId) {
+  public synchronized CompletionStage<Ended> end(Scope scope, String permitId) {
     Map<String, Lease> leases = pools.get(scope.key());
     Lease l = leases == null ? null : leases.get(permitId);
-    if (leases == null || l == null || l.expiresAtNanos() - ticker.nanos() <= 0) {
-      return CompletableFuture.completedFuture(false); // an expired one stays EXPIRED
+    if (leases == null || l == null || l.late()) {
+      return CompletableFuture.completedFuture(Ended.GONE);
+    }
+    if (l.expiresAtNanos() - ticker.nanos() <= 0) { // kept, marked, until it leaves as expired
+      leases.put(permitId, new Lease(l.expiresAtNanos(), l.ttlNanos(), true));
+      return CompletableFuture.completedFuture(Ended.AFTER_EXPIRY);
     }
     leases.remove(permitId);
     if (leases.isEmpty()) {
       pools.remove(scope.key());
     }
-    return CompletableFuture.completedFuture(true);
+    return CompletableFuture.completedFuture(Ended.RELEASED);
   }
 
   @Override
@@ -89,7 +94,12 @@ public final class InMemoryPermitLeases implements PermitLeases {
     for (String id : permitIds) {
       Lease l = leases.get(id);
       out.put(
-          id, l == null ? State.GONE : l.expiresAtNanos() - now > 0 ? State.LIVE : State.EXPIRED);
+          id,
+          l == null
+              ? State.GONE
+              : l.late()
+                  ? State.RELEASED_AFTER_EXPIRY
+                  : l.expiresAtNanos() - now > 0 ? State.LIVE : State.EXPIRED);
     }
     return CompletableFuture.completedFuture(out);
   }

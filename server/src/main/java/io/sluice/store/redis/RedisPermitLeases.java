@@ -11,9 +11,9 @@ import java.util.concurrent.CompletionStage;
 /**
  * {@link PermitLeases} on a {@link RedisConnection}: per pool one sorted set of {@code
  * leased_places.lua} (the script of {@link RedisLeasedPlaces}, its {@code grant}, {@code extend},
- * {@code drop} and {@code states} ops), a member per permit id scored by its lease expiry on
- * Redis's clock; every call one script call, so a release at any replica is answered true once.
- * Keeps nothing per permit in this process.
+ * {@code end} and {@code states} ops), a member per permit id scored by its lease expiry on Redis's
+ * clock; every call one script call, so a release at any replica is answered true once. Keeps
+ * nothing per permit in this process.
  *
  * <p>A grant that fails (a timeout: a hung Redis may still run it) is followed by the removal of
  * its record ({@link LateWrites}, under {@link #STORE}); a record nobody renews ends with its lease
@@ -67,8 +67,16 @@ public final class RedisPermitLeases implements PermitLeases {
   }
 
   @Override
-  public CompletionStage<Boolean> release(Scope scope, String permitId) {
-    return one(scope, "drop", permitId, 1);
+  public CompletionStage<Ended> end(Scope scope, String permitId) {
+    String[] args = {"end", "1", permitId};
+    return redis.eval(
+        SCRIPT,
+        new String[] {scope.key()},
+        args,
+        r -> {
+          long e = ((Number) r.get(0)).longValue();
+          return e == 2 ? Ended.RELEASED : e == 1 ? Ended.AFTER_EXPIRY : Ended.GONE;
+        });
   }
 
   private CompletionStage<Boolean> one(Scope scope, String op, String permitId, long ttl) {
@@ -97,7 +105,11 @@ public final class RedisPermitLeases implements PermitLeases {
           Map<String, State> out = new HashMap<>();
           for (int i = 0; i < ids.size(); i++) {
             long s = ((Number) r.get(i)).longValue();
-            out.put(ids.get(i), s == 2 ? State.LIVE : s == 1 ? State.EXPIRED : State.GONE);
+            out.put(
+                ids.get(i),
+                s == 2
+                    ? State.LIVE
+                    : s == 1 ? State.EXPIRED : s == 3 ? State.RELEASED_AFTER_EXPIRY : State.GONE);
           }
           return out;
         });

@@ -5,7 +5,7 @@
 --         holder -> lease expiry (ms, Redis's clock); one holder per place held, named by the call
 --         that took it and carrying its work units ("<replica>|<id>|<work>",
 --         io.sluice.store.redis.RedisLeasedPlaces); every key of one call belongs to one pool
--- ARGV[1] op: acquire | release | renew | grant | extend | drop | states; ARGV[2] lease ttl (ms)
+-- ARGV[1] op: acquire | release | renew | grant | extend | end | states; ARGV[2] lease ttl (ms)
 --   acquire (KEYS[1]): ARGV[3] holder, ARGV[4] work, ARGV[5] maxPlaces (0: none), ARGV[6]
 --     maxWork (0: none). Drops the expired holders; refused when maxPlaces are held, or when a
 --     place is held and the work held plus this one's is over maxWork; else adds the holder.
@@ -21,8 +21,11 @@
 --   grant: ARGV[3] id, ARGV[4] maxLeases. Refused when maxLeases are live or the id is there.
 --     Returns {granted (1|0), live before}.
 --   extend: ARGV[3] id: a live one gets a fresh expiry. Returns {extended (1|0)}.
---   drop: ARGV[3] id: a live one is removed. Returns {removed (1|0)}: 1 for exactly one call.
---   states: ARGV[3..] ids. Returns per id 2 (live), 1 (expired), 0 (gone).
+--   end: ARGV[3] id: removed. Returns {2} when it was live, {1} when its lease had run out (it is
+--     then kept as the member "late|<id>" with its expiry, pruned as it would have been), {0}
+--     when absent: 2 or 1 for exactly one call.
+--   states: ARGV[3..] ids. Returns per id 2 (live), 1 (expired), 3 (released after it expired:
+--     "late|<id>" is there), 0 (gone).
 -- A holder nobody renews leaves with its lease; every key written expires no sooner than 2 x ttl
 -- from now, so an owner nobody holds places of leaves the store.
 local t = redis.call('TIME')
@@ -89,24 +92,31 @@ elseif op == 'grant' then
   redis.call('ZADD', key, expiry, ARGV[3])
   keep(key)
   return {1, live}
-elseif op == 'extend' or op == 'drop' then
+elseif op == 'extend' then
   local score = redis.call('ZSCORE', KEYS[1], ARGV[3])
   if not score or tonumber(score) <= now then
     return {0}
   end
-  if op == 'drop' then
-    redis.call('ZREM', KEYS[1], ARGV[3])
-  else
-    redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[3])
-    keep(KEYS[1])
+  redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[3])
+  keep(KEYS[1])
+  return {1}
+elseif op == 'end' then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[3])
+  if not score then
+    return {0}
   end
+  redis.call('ZREM', KEYS[1], ARGV[3])
+  if tonumber(score) > now then
+    return {2}
+  end
+  redis.call('ZADD', KEYS[1], score, 'late|' .. ARGV[3])
   return {1}
 elseif op == 'states' then
   local out = {}
   for i = 3, #ARGV do
     local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
     if not score then
-      out[#out + 1] = 0
+      out[#out + 1] = redis.call('ZSCORE', KEYS[1], 'late|' .. ARGV[i]) and 3 or 0
     elseif tonumber(score) <= now then
       out[#out + 1] = 1
     else

@@ -3,10 +3,6 @@ package io.sluice.core.permit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.admission.AdmissionController;
-import io.sluice.core.policy.ClassPolicy;
-import io.sluice.core.policy.PoolPolicy;
-import io.sluice.core.policy.Tenant;
-import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.store.memory.InMemoryPermitLeases;
 import java.time.Duration;
@@ -23,37 +19,10 @@ import org.junit.jupiter.api.Test;
 class PermitAcrossReplicasTest {
   private final FakeTicker time = new FakeTicker(Long.MAX_VALUE - 1_000_000_000_000L);
   private final InMemoryPermitLeases store = new InMemoryPermitLeases(time);
-  private final ClassPolicy db =
-      ClassPolicy.builder("db")
-          .rank(0)
-          .shares(1.0, 0.0)
-          .borrow(true)
-          .deadline(Duration.ofSeconds(30))
-          .maxQueueWait(Duration.ofSeconds(5))
-          .outputTokens(100, 1000)
-          .build();
-  private final AdmissionController poolsA = controller();
-  private final AdmissionController poolsB = controller();
-  private final PermitDesk a = desk(poolsA);
-  private final PermitDesk b = desk(poolsB);
-
-  private AdmissionController controller() {
-    return new AdmissionController(
-        List.of(PoolPolicy.builder("pg", 1000).maxRequests(2).build()),
-        List.of(db),
-        Duration.ofSeconds(10),
-        (p, pm, o, n) -> {});
-  }
-
-  private PermitDesk desk(AdmissionController c) {
-    return new PermitDesk(
-        c,
-        id -> new Tenant(id, TierPolicy.builder("t").build()),
-        time,
-        Duration.ofSeconds(10).toNanos(),
-        100,
-        new PermitDesk.Shared(store, "t_", () -> null, PermitEvents.NONE));
-  }
+  private final AdmissionController poolsA = PermitTestDesks.pools();
+  private final AdmissionController poolsB = PermitTestDesks.pools();
+  private final PermitDesk a = PermitTestDesks.desk(poolsA, store, time, PermitEvents.NONE);
+  private final PermitDesk b = PermitTestDesks.desk(poolsB, store, time, PermitEvents.NONE);
 
   private static <T> T join(CompletionStage<T> s) {
     return s.toCompletableFuture().join();

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.Test;
  */
 class TurnRetryCheckTest {
   private static final AgentRunsPolicy POLICY =
-      new AgentRunsPolicy(true, 1, Duration.ofMinutes(10), 1_000);
+      new AgentRunsPolicy(true, 1, Duration.ofMinutes(10), 1_000, null);
   private final FakeTicker ticker = new FakeTicker();
   private final InMemoryTurnLedger ledger = new InMemoryTurnLedger(ticker, 1_000);
   private final TurnRetryCheck replicaA = new TurnRetryCheck(ledger, POLICY, "t_");
