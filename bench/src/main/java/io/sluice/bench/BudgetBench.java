@@ -59,7 +59,8 @@ final class BudgetBench {
         Map.of(),
         Map.of(),
         Map.of(),
-        List.of());
+        List.of(),
+        BudgetPolicy.Degrade.OFF);
   }
 
   static TokenEstimate estimate(long in, long out) {

@@ -2,6 +2,8 @@ package io.sluice.e2e;
 
 import static io.sluice.e2e.SluiceEnvoyHarness.chat;
 import static io.sluice.e2e.SluiceEnvoyHarness.chatBody;
+import static io.sluice.e2e.SluiceEnvoyHarness.sluiceMetadata;
+import static io.sluice.e2e.SluiceEnvoyHarness.str;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -15,7 +17,8 @@ import org.junit.jupiter.api.Timeout;
  * Budgets through the emulated Envoy: past a soft threshold the admitted answers disclose what is
  * left ({@code x-sluice-budget-remaining}, ...); the spent budget answers 402 {@code
  * budget_exhausted} with {@code "retryable": false} and no Retry-After; a client retry loop that
- * honours {@code retryable} makes no second attempt.
+ * honours {@code retryable} makes no second attempt. Past {@code budgets.degradeAt} the class's
+ * concise rung runs the request first (trigger {@code budget}).
  */
 @Timeout(60)
 class BudgetE2eTest {
@@ -151,5 +154,38 @@ class BudgetE2eTest {
     assertThat(h.counter("sluice.budget.refusals", "reason", "budget_exhausted"))
         .isGreaterThanOrEqualTo(2);
     assertThat(h.counter("sluice.budget.threshold.crossings")).isEqualTo(1);
+  }
+
+  @Test
+  void pastDegradeAt_theConciseRungRunsIt_triggerBudget_thenTheHardStop() throws Exception {
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base()
+                .with(
+                    "classes.interactive.degrade",
+                    "{waitAbove: 30s, ladder: [{concise: {maxOutputTokens: 50}}]}")
+                .with(
+                    "budgets",
+                    "{enabled: true, degradeAt: 0.3, degradeRung: concise,"
+                        + " deployment: [{name: all, limit: 4000, period: day}]}"));
+    HttpResult first = h.send(chat(chatBody(400, false)).build());
+    assertThat(first.status()).isEqualTo(200);
+    assertThat(first.header("x-sluice-degraded")).as("far from the level").isEmpty();
+    HttpResult degraded = null;
+    HttpResult refused = null;
+    for (int i = 0; i < 300 && refused == null; i++) {
+      HttpResult r = h.send(chat(chatBody(400, false)).build());
+      if (r.status() != 200) {
+        refused = r;
+      } else if (degraded == null && r.header("x-sluice-degraded").isPresent()) {
+        degraded = r;
+      }
+    }
+    assertThat(degraded).as("an answer past degradeAt, run concise").isNotNull();
+    assertThat(degraded.header("x-sluice-degraded")).hasValue("concise");
+    assertThat(str(sluiceMetadata(degraded), "degrade_trigger")).isEqualTo("budget");
+    assertThat(h.counter("sluice.degraded", "rung", "concise", "trigger", "budget")).isPositive();
+    assertThat(refused).as("the hard stop stays").isNotNull();
+    RejectE2eTest.assertRejected(refused, 402, "budget_exhausted", "tenant");
   }
 }

@@ -56,7 +56,9 @@ public final class BudgetsSection implements ConfigSection<BudgetPolicy> {
             "tenants",
             "routes",
             "modelGroups",
-            "deployment"));
+            "deployment",
+            "degradeAt",
+            "degradeRung"));
     boolean enabled = n.get("enabled").bool(d.enabled());
     int status = n.get("refusalStatus").intValue(d.refusalStatus(), 100, 599);
     if (n.get("refusalStatus").present() && !BudgetPolicy.REFUSAL_STATUSES.contains(status)) {
@@ -105,6 +107,13 @@ public final class BudgetsSection implements ConfigSection<BudgetPolicy> {
       groups.put(e.getKey(), new BudgetPolicy.ModelGroup(models, r.list(g.get("budgets"))));
     }
     List<Budget> deployment = r.list(n.get("deployment"));
+    double degradeAt = n.get("degradeAt").doubleValue(d.degrade().at(), 0.0, 1.0);
+    String rung = n.get("degradeRung").present() ? n.get("degradeRung").requiredString() : null;
+    if (rung != null && rung.isBlank()) {
+      n.get("degradeRung")
+          .invalid(rung, "a rung's name in a class's degrade ladder (concise, ...)");
+      rung = null;
+    }
     BudgetPolicy p =
         new BudgetPolicy(
             enabled,
@@ -118,7 +127,8 @@ public final class BudgetsSection implements ConfigSection<BudgetPolicy> {
             tenants,
             routes,
             groups,
-            deployment);
+            deployment,
+            new BudgetPolicy.Degrade(degradeAt, rung));
     if (r.money && prices.models().isEmpty() && prices.at(null, java.time.Instant.EPOCH) == null) {
       n.get("prices")
           .invalid("none", "a price table (prices.models or prices.default) for a money budget");
@@ -155,6 +165,10 @@ public final class BudgetsSection implements ConfigSection<BudgetPolicy> {
               gn.set("budgets", BudgetsReader.writeList(g.budgets()));
             });
     n.set("deployment", BudgetsReader.writeList(p.deployment()));
+    n.put("degradeAt", p.degrade().at());
+    if (p.degrade().rung() != null) {
+      n.put("degradeRung", p.degrade().rung());
+    }
     return n;
   }
 }

@@ -103,6 +103,49 @@ public abstract class BudgetStoreContractTest {
     }
   }
 
+  /**
+   * Reservations by id: a reserve sent again holds nothing more and answers the same admission; a
+   * settle sent again counts nothing more; a settle whose reserve timed out takes back what the id
+   * holds if it ran, counts the spend once, and a reserve of that id arriving late holds nothing.
+   */
+  @Test
+  void reservationIds_noLeakNoDoubleCount() throws Exception {
+    Terms t = new Terms(1000, List.of(), 0);
+    String k = key("ids");
+    String w = DAY.at(T0).id();
+    // a reserve sent twice (the first timed out on A after it ran; B sends it again)
+    Ledger.Outcome first = get(replicaA().reserve(k, "r1", DAY, t, 300, T0));
+    Ledger.Outcome again = get(replicaB().reserve(k, "r1", DAY, t, 300, T0));
+    assertThat(describe(again)).isEqualTo("admit 300 700 -1");
+    assertThat(describe(first)).isEqualTo("admit 300 700 -1");
+    assertThat(get(replicaA().read(k, DAY, t, T0)).reserved()).isEqualTo(300);
+    // its settle sent twice (the first ran, its answer lost): spent once, nothing held
+    BudgetStore.Hold h1 = new BudgetStore.Hold("r1", w, 300, true);
+    get(replicaA().settle(k, DAY, t, h1, 250, T0));
+    assertThat(get(replicaB().settle(k, DAY, t, h1, 250, T0))).isEqualTo(-1);
+    Ledger.State s = get(replicaA().read(k, DAY, t, T0));
+    assertThat(new long[] {s.spent(), s.reserved()}).containsExactly(250, 0);
+    // a reserve that timed out after it ran, settled by id with its fate unknown: taken back
+    get(replicaA().reserve(k, "r2", DAY, t, 200, T0));
+    BudgetStore.Hold h2 = new BudgetStore.Hold("r2", w, 0, false);
+    get(replicaB().settle(k, DAY, t, h2, 40, T0));
+    get(replicaB().settle(k, DAY, t, h2, 40, T0)); // the write-back sent again
+    s = get(replicaA().read(k, DAY, t, T0));
+    assertThat(new long[] {s.spent(), s.reserved()}).containsExactly(290, 0);
+    // a reserve that timed out before it ran: settled first, then it runs late and holds nothing
+    BudgetStore.Hold h3 = new BudgetStore.Hold("r3", w, 0, false);
+    get(replicaB().settle(k, DAY, t, h3, 10, T0));
+    assertThat(describe(get(replicaA().reserve(k, "r3", DAY, t, 500, T0))))
+        .isEqualTo("admit 0 700 -1");
+    get(replicaB().settle(k, DAY, t, h3, 10, T0));
+    s = get(replicaA().read(k, DAY, t, T0));
+    assertThat(new long[] {s.spent(), s.reserved()}).containsExactly(300, 0);
+    // ids are kept per window: the next day the same id reserves afresh
+    Instant tomorrow = Instant.parse("2026-12-06T00:00:01Z");
+    assertThat(describe(get(replicaA().reserve(k, "r3", DAY, t, 100, tomorrow))))
+        .isEqualTo("admit 100 900 -1");
+  }
+
   private static String describe(Ledger.Outcome o) {
     if (o instanceof Ledger.Outcome.Admit a) {
       return "admit " + a.cost() + " " + a.remaining() + " " + a.announce();

@@ -57,6 +57,10 @@ public final class BudgetBook {
   private final Clock clock;
   private final BudgetEvents events;
   private final WriteBack writeBack;
+  private final String idPrefix =
+      Long.toString(new java.util.SplittableRandom().nextLong() & Long.MAX_VALUE, 36) + '.';
+  private final java.util.concurrent.atomic.AtomicLong ids =
+      new java.util.concurrent.atomic.AtomicLong();
 
   /**
    * @param local the local share's store (failure mode {@code local}; null otherwise)
@@ -72,6 +76,34 @@ public final class BudgetBook {
       Delay delay,
       Clock clock,
       BudgetEvents events) {
+    this(
+        policy,
+        store,
+        local,
+        localShare,
+        prefix,
+        failureMode,
+        delay,
+        clock,
+        events,
+        new WriteBack(policy.maxEntries(), events));
+  }
+
+  /**
+   * As above, owing what the store did not hear to {@code writeBack}: the previous snapshot's for
+   * the same store, so that a hot reload during an outage keeps what is owed.
+   */
+  public BudgetBook(
+      BudgetPolicy policy,
+      BudgetStore store,
+      @Nullable BudgetStore local,
+      double localShare,
+      String prefix,
+      FailureMode failureMode,
+      Delay delay,
+      Clock clock,
+      BudgetEvents events,
+      WriteBack writeBack) {
     this.policy = policy;
     this.store = store;
     this.local = local;
@@ -82,11 +114,17 @@ public final class BudgetBook {
     this.delay = delay;
     this.clock = clock;
     this.events = events;
-    this.writeBack = new WriteBack(policy.maxEntries(), events);
+    this.writeBack = writeBack;
+    writeBack.resize(policy.maxEntries());
   }
 
   public BudgetPolicy policy() {
     return policy;
+  }
+
+  /** What this book owes the store (handed on to the next snapshot's book on a reload). */
+  public WriteBack writeBack() {
+    return writeBack;
   }
 
   /** Whether budgets may apply to a request of {@code tenant} ({@code tier}) on {@code route}. */
@@ -111,7 +149,8 @@ public final class BudgetBook {
       String tenant, String tier, String route, TokenEstimate e, Runnable waits) {
     List<BudgetPolicy.Applied> budgets = policy.budgetsFor(tenant, tier, route, e.model());
     if (budgets.isEmpty()) {
-      return CompletableFuture.completedFuture(new Answer.Admit(new BudgetNote(List.of(), null)));
+      return CompletableFuture.completedFuture(
+          new Answer.Admit(new BudgetNote("", List.of(), null, BudgetPolicy.Degrade.OFF)));
     }
     Instant now = clock.instant();
     Price price = null;
@@ -136,7 +175,7 @@ public final class BudgetBook {
       }
     }
     TokenUse estimate = new TokenUse(e.inputTokens(), e.outputReserveTokens(), 0);
-    Run run = new Run(budgets, estimate, price, now.plus(policy.maxWait()), waits);
+    Run run = new Run(nextId(), budgets, estimate, price, now.plus(policy.maxWait()), waits);
     run.next(0);
     return run.done;
   }
@@ -155,7 +194,9 @@ public final class BudgetBook {
       long spent = actual == null ? 0 : Math.max(0, b.meter().units(actual, note.price()));
       String key = r.applied().key(prefix);
       if (r.where() != BudgetNote.Where.STORE) { // the shared store is told once it answers
-        writeBack.owe(key, r.applied(), r.windowId(), 0, spent);
+        // its reserve there timed out: it may have run, so its id is settled, its fate unknown
+        writeBack.owe(
+            key, r.applied(), new BudgetStore.Hold(note.id(), r.windowId(), 0, false), spent);
       }
       BudgetStore s = r.where() == BudgetNote.Where.STORE ? store : local;
       if (r.where() == BudgetNote.Where.NONE || s == null) {
@@ -163,14 +204,15 @@ public final class BudgetBook {
       }
       Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
       events.settled(r.applied(), r.units(), spent);
+      BudgetStore.Hold hold = new BudgetStore.Hold(note.id(), r.windowId(), r.units(), true);
       var unused =
-          s.settle(key, b.period(), r.windowId(), terms, r.units(), spent, now)
+          s.settle(key, b.period(), terms, hold, spent, now)
               .whenComplete(
                   (announce, err) -> {
                     if (err != null) {
                       events.storeFailed(r.applied(), true);
                       if (s == store) {
-                        writeBack.owe(key, r.applied(), r.windowId(), r.units(), spent);
+                        writeBack.owe(key, r.applied(), hold, spent); // again, by its id
                       }
                     } else {
                       if (s == store) {
@@ -195,23 +237,33 @@ public final class BudgetBook {
     return new Terms(limit, t.thresholds(), Math.min(t.burst(), limit));
   }
 
+  /** A reservation id no other request of any replica has: this book's random part, a count. */
+  private String nextId() {
+    return idPrefix + Long.toString(ids.incrementAndGet(), 36);
+  }
+
   /** One request's reservations, budget after budget. */
   private final class Run {
+    final String id;
     final List<BudgetPolicy.Applied> budgets;
     final TokenUse estimate;
     final @Nullable Price price;
     final Instant waitUntil;
     final List<BudgetNote.Reserved> taken = new ArrayList<>(2);
+    // budgets whose store reserve failed (it may have run there), by the window it was sent in
+    final java.util.Map<BudgetPolicy.Applied, String> unsure = new java.util.LinkedHashMap<>(2);
     final CompletableFuture<Answer> done = new CompletableFuture<>();
     long poll = FIRST_POLL_MILLIS;
     @Nullable Runnable waits; // told once, at the first wait
 
     Run(
+        String id,
         List<BudgetPolicy.Applied> budgets,
         TokenUse estimate,
         @Nullable Price price,
         Instant until,
         Runnable waits) {
+      this.id = id;
       this.budgets = budgets;
       this.estimate = estimate;
       this.price = price;
@@ -221,7 +273,7 @@ public final class BudgetBook {
 
     void next(int i) {
       if (i == budgets.size()) {
-        done.complete(new Answer.Admit(new BudgetNote(taken, price)));
+        done.complete(new Answer.Admit(new BudgetNote(id, taken, price, policy.degrade())));
         return;
       }
       BudgetPolicy.Applied a = budgets.get(i);
@@ -229,7 +281,7 @@ public final class BudgetBook {
       long cost = Math.max(0, b.meter().units(estimate, price));
       Instant now = clock.instant();
       store
-          .reserve(a.key(prefix), b.period(), b.terms(), cost, now)
+          .reserve(a.key(prefix), id, b.period(), b.terms(), cost, now)
           .whenComplete(
               (o, err) -> {
                 try {
@@ -248,6 +300,7 @@ public final class BudgetBook {
 
     private void storeFailed(int i, BudgetPolicy.Applied a, long cost, Instant now) {
       Budget b = a.budget();
+      unsure.put(a, b.period().at(now).id()); // the reserve may have run in the store all the same
       switch (failureMode) {
         case OPEN -> {
           events.storeFailed(a, true);
@@ -276,7 +329,7 @@ public final class BudgetBook {
         case LOCAL -> {
           events.storeFailed(a, true);
           BudgetStore l = java.util.Objects.requireNonNull(local, "local");
-          l.reserve(a.key(prefix), b.period(), localTerms(b.terms()), cost, now)
+          l.reserve(a.key(prefix), id, b.period(), localTerms(b.terms()), cost, now)
               .whenComplete(
                   (o, err) -> {
                     if (err != null || o == null) {
@@ -356,8 +409,15 @@ public final class BudgetBook {
 
     private void giveBack() {
       if (!taken.isEmpty()) {
-        settle(new BudgetNote(taken, price), null);
+        settle(new BudgetNote(id, taken, price, policy.degrade()), null);
       }
+      // a reserve that timed out and is not among those taken (they are settled by id above)
+      for (BudgetNote.Reserved r : taken) {
+        unsure.remove(r.applied());
+      }
+      unsure.forEach(
+          (a, w) -> writeBack.owe(a.key(prefix), a, new BudgetStore.Hold(id, w, 0, false), 0));
+      unsure.clear();
     }
   }
 }

@@ -1,5 +1,6 @@
 package io.sluice.core.budget;
 
+import io.sluice.core.session.Planner;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -12,7 +13,10 @@ import org.jspecify.annotations.Nullable;
  * settle-once flag ({@link #claimSettle}), so that whichever end path comes first (the hold given
  * back without a run, or the listener's reconcile after one) settles it, exactly once.
  */
-public final class BudgetNote {
+public final class BudgetNote implements Planner.Trigger {
+  /** The trigger's name when the note asks for the degrade rung. */
+  public static final String TRIGGER = "budget";
+
   /**
    * One budget's reservation.
    *
@@ -54,13 +58,49 @@ public final class BudgetNote {
     NONE
   }
 
+  private final String id;
   private final List<Reserved> reserved;
   private final @Nullable Price price;
+  private final BudgetPolicy.Degrade degrade;
   private final AtomicBoolean settled = new AtomicBoolean();
 
-  public BudgetNote(List<Reserved> reserved, @Nullable Price price) {
+  /**
+   * @param id the request's reservation id, the same on each budget's store key (the store
+   *     deduplicates by it: {@link BudgetStore.Hold})
+   * @param degrade when the request asks its degrade ladder for a cheaper run ({@link
+   *     #degradeTrigger})
+   */
+  public BudgetNote(
+      String id, List<Reserved> reserved, @Nullable Price price, BudgetPolicy.Degrade degrade) {
+    this.id = id;
     this.reserved = List.copyOf(reserved);
     this.price = price;
+    this.degrade = degrade;
+  }
+
+  /**
+   * {@value #TRIGGER} when a reservation held (on the store or the local share) left its budget at
+   * or past {@code budgets.degradeAt} of its limit used: the class's degrade ladder runs the
+   * request a cheaper way if a rung starts it now. Else null.
+   */
+  @Override
+  public @Nullable String degradeTrigger() {
+    for (Reserved r : reserved) {
+      if (r.where() != Where.NONE && degrade.asks(r.used())) {
+        return TRIGGER;
+      }
+    }
+    return null;
+  }
+
+  @Override
+  public @Nullable String degradeRung() {
+    return degrade.rung();
+  }
+
+  /** The request's reservation id. */
+  public String id() {
+    return id;
   }
 
   public List<Reserved> reserved() {

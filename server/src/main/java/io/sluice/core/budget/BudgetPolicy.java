@@ -27,6 +27,8 @@ import org.jspecify.annotations.Nullable;
  * @param routes budgets of a route, by route name
  * @param modelGroups budgets of a group of models, by group name
  * @param deployment budgets of the whole Deployment
+ * @param degrade when a request near a budget's end is run a cheaper way first (its class's degrade
+ *     ladder), and by which rung
  */
 public record BudgetPolicy(
     boolean enabled,
@@ -40,7 +42,26 @@ public record BudgetPolicy(
     Map<String, List<Budget>> tenants,
     Map<String, List<Budget>> routes,
     Map<String, ModelGroup> modelGroups,
-    List<Budget> deployment) {
+    List<Budget> deployment,
+    Degrade degrade) {
+
+  /**
+   * The budget degrade rung: a request whose reservation leaves a budget at or past {@code at} of
+   * its limit used asks its class's degrade ladder to run it a cheaper way before its pool decides
+   * ({@code budgets.degradeAt}, {@code budgets.degradeRung}).
+   *
+   * @param at the share of a limit used from which requests are degraded (0: never)
+   * @param rung the rung to try (a rung's name in the class's ladder), or null: each, in order
+   */
+  public record Degrade(double at, @Nullable String rung) {
+    /** Never. */
+    public static final Degrade OFF = new Degrade(0, null);
+
+    /** Whether {@code used} (a share of a limit) asks for the degrade rung. */
+    public boolean asks(double used) {
+      return at > 0 && used >= at;
+    }
+  }
 
   public static final BudgetPolicy DEFAULTS =
       new BudgetPolicy(
@@ -55,9 +76,11 @@ public record BudgetPolicy(
           Map.of(),
           Map.of(),
           Map.of(),
-          List.of());
+          List.of(),
+          Degrade.OFF);
 
   public BudgetPolicy {
+    Objects.requireNonNull(degrade, "degrade");
     Objects.requireNonNull(maxWait, "maxWait");
     Objects.requireNonNull(prices, "prices");
     tiers = Map.copyOf(tiers);

@@ -75,8 +75,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.notes = new DecisionNotes(env.clock().millis());
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
-    this.planner = Planners.of(env, subject);
     this.checks = new CheckRun.OfSession(env.checks(), this, front, serial, steps);
+    this.planner = Planners.of(env, subject, checks::notes);
     this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
   }
 

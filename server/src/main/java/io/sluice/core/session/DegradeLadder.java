@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -45,24 +46,26 @@ final class DegradeLadder implements Planner {
 
   private final Sessions env;
   private final Subject subject;
+  private final Supplier<CheckNotes> notes; // what the checks noted: a Planner.Trigger fires
   private byte @Nullable [] body; // the request body, kept while it may be rewritten (not copied)
   private int offset;
   private int length;
   private boolean forbidden;
   private @Nullable Planned planned; // the last decision's plan
 
-  DegradeLadder(Sessions env, Subject subject) {
+  DegradeLadder(Sessions env, Subject subject, Supplier<CheckNotes> notes) {
     this.env = env;
     this.subject = subject;
+    this.notes = notes;
   }
 
   /**
    * The request's planner: a ladder of its own when its class has a degrade ladder or its pool an
    * engine priority, else the shared {@link Planner.AsAsked} (it would plan nothing, keep nothing).
    */
-  static Planner of(Sessions env, Subject subject) {
+  static Planner of(Sessions env, Subject subject, Supplier<CheckNotes> notes) {
     return subject.requestClass().degrade().enabled() || subject.pool().enginePriority().enabled()
-        ? new DegradeLadder(env, subject)
+        ? new DegradeLadder(env, subject, notes)
         : Planner.AsAsked.INSTANCE;
   }
 
@@ -139,6 +142,14 @@ final class DegradeLadder implements Planner {
             asked.workUnits(),
             asked.fanOutWork(),
             limits(subject));
+    Planner.Trigger asks = notes.get().get(Planner.Trigger.class);
+    String trigger = asks == null ? null : asks.degradeTrigger();
+    if (asks != null && trigger != null) { // a check asks for a cheaper run now: a rung at once
+      Run run = tryRungs(env, ladder, r, asks.degradeRung());
+      if (run != null) {
+        return admitted(run, trigger);
+      }
+    }
     if (ladder.headroomBelow() > 0) {
       PoolState state = env.controller().pool(subject.pool().name());
       if (state != null
@@ -286,7 +297,16 @@ final class DegradeLadder implements Planner {
    * none did.
    */
   static @Nullable Run tryRungs(Sessions env, DegradePolicy ladder, Request r) {
+    return tryRungs(env, ladder, r, null);
+  }
+
+  /** As above, only the rung named {@code only} when not null. */
+  static @Nullable Run tryRungs(
+      Sessions env, DegradePolicy ladder, Request r, @Nullable String only) {
     for (DegradePolicy.Rung rung : ladder.ladder()) {
+      if (only != null && !only.equals(rung.name())) {
+        continue;
+      }
       Object result =
           rung instanceof DegradePolicy.Concise c
               ? concise(env, c, r)

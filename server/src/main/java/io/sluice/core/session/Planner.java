@@ -139,6 +139,23 @@ public interface Planner {
   record Cost(TokenEstimate estimate, long workUnits, long fanOutWork) {}
 
   /**
+   * A check's note ({@link AdmissionCheck.Held#note()}) that asks the request's degrade ladder to
+   * run it a cheaper way before its pool decides: say, a budget near its end. The ladder then tries
+   * its rungs at once (only the one named, if any); one that starts the request admits it, with
+   * this trigger's name; none: the pool decides it as asked (the ladder's own triggers still
+   * apply). A request whose class has no ladder, or may not be degraded, runs as asked.
+   */
+  interface Trigger {
+    /** The trigger's name (the metrics' {@code trigger} label, the record's), or null: not now. */
+    @Nullable String degradeTrigger();
+
+    /** The rung to try (a rung's name in the class's ladder), or null: each rung, in order. */
+    default @Nullable String degradeRung() {
+      return null;
+    }
+  }
+
+  /**
    * A ladder's answer ({@link DegradeLadder}): the pool's decision, the cheaper version the request
    * runs (or waits) as (null: as asked), and what the upstream gets.
    */

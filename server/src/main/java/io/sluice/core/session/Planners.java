@@ -4,6 +4,7 @@ import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Decision;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -17,9 +18,12 @@ import org.jspecify.annotations.Nullable;
 final class Planners {
   private Planners() {}
 
-  /** The planner of {@code subject}'s request on {@code env}'s snapshot. */
-  static Planner of(Sessions env, Subject subject) {
-    Planner p = DegradeLadder.of(env, subject);
+  /**
+   * The planner of {@code subject}'s request on {@code env}'s snapshot; {@code notes}: what its
+   * checks noted, read when it is decided (a {@link Planner.Trigger} among them fires the ladder).
+   */
+  static Planner of(Sessions env, Subject subject, Supplier<CheckNotes> notes) {
+    Planner p = DegradeLadder.of(env, subject, notes);
     List<Planner.Source> sources = env.planners();
     for (int i = 0; i < sources.size(); i++) {
       Planner q = sources.get(i).of(subject);

@@ -8,6 +8,7 @@ import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
 import io.sluice.core.budget.BudgetStore;
 import io.sluice.core.budget.Delay;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.time.Ticker;
 import io.sluice.feature.Contributions;
 import io.sluice.feature.Feature;
@@ -18,7 +19,10 @@ import io.sluice.observability.BudgetRecorder;
 import io.sluice.store.memory.InMemoryBudgetStore;
 import io.sluice.store.redis.RedisBudgetStore;
 import io.sluice.store.redis.RedisConnection;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -32,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  * after the tenant's tokens per minute, in the chain only while {@code budgets.enabled} and a
  * budget is configured), its listener ({@link BudgetSettler}: every end path reconciled once) and
  * its meters and decision-record part ({@link BudgetRecorder} on the process's {@link
- * BudgetMetrics}).
+ * BudgetMetrics}). What a store outage leaves owed to the shared store is kept over a reload.
  */
 public final class BudgetFeature implements Feature {
   /** The budgets' state: shared exactly when the backend is. */
@@ -71,6 +75,18 @@ public final class BudgetFeature implements Feature {
     };
   }
 
+  /**
+   * What each shared store is owed (the write-back), kept from one snapshot to the next: a hot
+   * reload during an outage keeps it. Weak keys: a store of a process that stopped goes with it.
+   */
+  private final Map<BudgetStore, WriteBack> owed = Collections.synchronizedMap(new WeakHashMap<>());
+
+  /** What {@code store} is owed now (null: nothing made for it yet); tests. */
+  @org.jspecify.annotations.Nullable
+  WriteBack owedTo(BudgetStore store) {
+    return owed.get(store);
+  }
+
   /** The process's timer for requests waiting on a budget: one daemon thread, made on first use. */
   private static final class Timer {
     static final ScheduledExecutorService INSTANCE =
@@ -107,17 +123,21 @@ public final class BudgetFeature implements Feature {
               ? BudgetBook.FailureMode.CLOSED
               : BudgetBook.FailureMode.OPEN;
     }
+    BudgetStore shared = s.stores().port(BUDGETS);
+    WriteBack writeBack =
+        owed.computeIfAbsent(shared, k -> new WriteBack(policy.maxEntries(), meters));
     BudgetBook book =
         new BudgetBook(
             policy,
-            s.stores().port(BUDGETS),
+            shared,
             s.stores().port(LOCAL_SHARE),
             policy.localShare(),
             config.quotas().keyPrefix(),
             mode,
             delay(),
             s.clock(),
-            meters);
+            meters,
+            writeBack);
     out.check(BudgetCheck.ORDER, BudgetCheck.factory(book));
     BudgetRecorder recorder = new BudgetRecorder(meters);
     out.listener(new BudgetSettler(book)).listener(recorder).recordPart(recorder);

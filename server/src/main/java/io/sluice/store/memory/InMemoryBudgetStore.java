@@ -11,12 +11,15 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@link BudgetStore} of one replica: each budget key's state in one map, bounded by {@code
  * maxEntries} (the least recently used key goes first: its spend is forgotten), one lock making
  * each call one atomic step, as the Redis script is. A calendar window's state starts afresh when
  * the window changes; a rolling window keeps its spend per slice and sums the last ones.
+ * Reservation ids ({@link BudgetStore.Hold}) are kept per key, each until the window it was taken
+ * in ends (a rolling one: its length after), as the Redis store's are.
  */
 public final class InMemoryBudgetStore implements BudgetStore {
   private final Object lock = new Object();
@@ -50,36 +53,76 @@ public final class InMemoryBudgetStore implements BudgetStore {
     long paceAt;
     int announced = -1;
     final TreeMap<Long, Long> slices = new TreeMap<>(); // rolling: spend by slice index
+    // reservation ids (ours, never a client's): units held, or SETTLED; oldest first
+    final LinkedHashMap<String, long[]> ids = new LinkedHashMap<>();
+
+    /** The id's {units, expires at ms}, dropping the ids expired at {@code now} first. */
+    long @Nullable [] id(String id, Instant now) {
+      Iterator<long[]> it = ids.values().iterator();
+      while (it.hasNext() && it.next()[1] <= now.toEpochMilli()) {
+        it.remove();
+      }
+      return ids.get(id);
+    }
+  }
+
+  private static final long SETTLED = -1;
+  private static final long GRACE_MILLIS = java.time.Duration.ofDays(1).toMillis();
+
+  /** When an id taken in {@code w} expires: its window's end plus a day (rolling: its length). */
+  private static long expiry(Period period, Period.Window w, Instant now) {
+    return period instanceof Period.Rolling r
+        ? now.toEpochMilli() + r.length().toMillis() + r.slice().toMillis()
+        : w.end().toEpochMilli() + GRACE_MILLIS;
   }
 
   @Override
   public CompletionStage<Ledger.Outcome> reserve(
-      String key, Period period, Terms terms, long cost, Instant now) {
+      String key, @Nullable String id, Period period, Terms terms, long cost, Instant now) {
     synchronized (lock) {
       Entry e = entry(key);
       Period.Window w = period.at(now);
       Ledger.State s = state(e, period, w, terms, now);
+      String wid = id == null ? null : w.id() + '\n' + id; // ids are kept per window
+      long[] known = wid == null ? null : e.id(wid, now);
+      if (known != null) { // held: the same admission; settled: it holds nothing
+        return CompletableFuture.completedFuture(
+            new Ledger.Outcome.Admit(
+                s, Math.max(0, known[0]), terms.limit() - s.spent() - s.reserved(), -1));
+      }
       Ledger.Outcome o = Ledger.reserve(s, cost, terms, w, now);
       write(e, next(o));
+      if (wid != null && o instanceof Ledger.Outcome.Admit a) {
+        e.ids.put(wid, new long[] {a.cost(), expiry(period, w, now)});
+      }
       return CompletableFuture.completedFuture(o);
     }
   }
 
   @Override
   public CompletionStage<Integer> settle(
-      String key,
-      Period period,
-      String windowId,
-      Terms terms,
-      long reserved,
-      long actual,
-      Instant now) {
+      String key, Period period, Terms terms, Hold hold, long actual, Instant now) {
     synchronized (lock) {
       Entry e = entry(key);
       Period.Window w = period.at(now);
       Ledger.State s = state(e, period, w, terms, now);
+      long reserved = hold.units();
+      String id = hold.id() == null ? null : hold.windowId() + '\n' + hold.id();
+      if (id != null) {
+        long[] known = e.id(id, now);
+        if ((known == null && hold.answered()) || (known != null && known[0] == SETTLED)) {
+          return CompletableFuture.completedFuture(-1); // settled already
+        }
+        reserved = known == null ? 0 : known[0];
+        if (hold.answered()) {
+          e.ids.remove(id);
+        } else {
+          e.ids.remove(id); // re-inserted last: the newest expiry
+          e.ids.put(id, new long[] {SETTLED, expiry(period, w, now)});
+        }
+      }
       // a calendar window that is over: the spend counts in the current one, nothing reserved here
-      long held = period instanceof Period.Rolling || w.id().equals(windowId) ? reserved : 0;
+      long held = period instanceof Period.Rolling || w.id().equals(hold.windowId()) ? reserved : 0;
       Ledger.State next = Ledger.reconcile(s, held, actual, terms);
       if (period instanceof Period.Rolling r) {
         e.slices.merge(r.sliceIndex(now), actual, Math::addExact);

@@ -8,13 +8,16 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@link BudgetStore} on a {@link RedisConnection}: one hash per budget key (its hash tag keeps it
  * in one slot, standalone or Cluster), one {@code budgets.lua} call per operation applying the
  * {@link Ledger} rule atomically. The window comes from the caller's clock, so replicas count the
  * same window; a key lives until its window ends plus a day (a rolling one: its length plus a
- * slice).
+ * slice). Reservation ids (deduplication, {@link BudgetStore.Hold}) are kept beside it, in a hash
+ * per window ({@code <key>:ids:<window id>}, the same hash tag), expiring with the key: the units
+ * each running reservation holds, and a mark for each settled whose reserve had timed out.
  */
 public final class RedisBudgetStore implements BudgetStore {
   private static final RedisScript SCRIPT = RedisScript.load("budgets.lua");
@@ -29,13 +32,14 @@ public final class RedisBudgetStore implements BudgetStore {
 
   @Override
   public CompletionStage<Ledger.Outcome> reserve(
-      String key, Period period, Terms terms, long cost, Instant now) {
+      String key, @Nullable String id, Period period, Terms terms, long cost, Instant now) {
     Period.Window w = period.at(now);
-    String[] args = args("reserve", period, w, terms, now, 1);
+    String[] args = args("reserve", period, w, terms, now, 2);
     args[12] = Long.toString(cost);
+    args[13] = id == null ? "" : id;
     return redis.eval(
         SCRIPT,
-        new String[] {key},
+        keys(key, id, w.id()),
         args,
         r -> {
           String what = String.valueOf(r.get(0));
@@ -50,20 +54,21 @@ public final class RedisBudgetStore implements BudgetStore {
 
   @Override
   public CompletionStage<Integer> settle(
-      String key,
-      Period period,
-      String windowId,
-      Terms terms,
-      long reserved,
-      long actual,
-      Instant now) {
+      String key, Period period, Terms terms, Hold hold, long actual, Instant now) {
     Period.Window w = period.at(now);
-    String[] args = args("settle", period, w, terms, now, 4);
+    String[] args = args("settle", period, w, terms, now, 6);
     args[12] = "";
-    args[13] = windowId;
-    args[14] = Long.toString(reserved);
+    args[13] = hold.windowId();
+    args[14] = Long.toString(hold.units());
     args[15] = Long.toString(actual);
-    return redis.eval(SCRIPT, new String[] {key}, args, r -> (int) num(r, 0));
+    args[16] = hold.id() == null ? "" : hold.id();
+    args[17] = hold.answered() ? "1" : "0";
+    return redis.eval(SCRIPT, keys(key, hold.id(), hold.windowId()), args, r -> (int) num(r, 0));
+  }
+
+  /** The budget's key, and with a reservation id the ids of {@code windowId} (one slot). */
+  static String[] keys(String key, @Nullable String id, String windowId) {
+    return id == null ? new String[] {key} : new String[] {key, key + ":ids:" + windowId};
   }
 
   @Override

@@ -4,7 +4,11 @@
 --
 -- ARGV: op (reserve|settle|read), window id, window start ms, rolling (0|1), pace horizon ms,
 -- oldest slice, current slice, limit, burst, thresholds (absolute units, comma-separated, ascending),
--- now ms, ttl ms, then for reserve: cost; for settle: the reservation's window id, reserved, actual.
+-- now ms, ttl ms, then for reserve: cost, reservation id; for settle: the reservation's window id,
+-- reserved, actual, reservation id, answered (1: its reserve was answered; 0: it timed out).
+-- KEYS[2] (with a reservation id): the ids of the reservation's window, a hash of id -> units held,
+-- or 's' once settled by a settle whose reserve had timed out (deduplication; expires with the
+-- window). An id is '' when the call carries none (not deduplicated).
 --
 -- Hash fields: w (window id), s (spent, calendar), r (reserved), p (pace), pa (pace at ms),
 -- a (announced threshold index, -1 none), s:<slice> (spent in a slice, rolling).
@@ -75,6 +79,12 @@ end
 
 if op == 'reserve' then
   local cost = tonumber(ARGV[13])
+  local id = ARGV[14] or ''
+  if id ~= '' then
+    local v = redis.call('HGET', KEYS[2], id)
+    if v == 's' then return {'admit', 0, limit - spent - reserved, -1} end
+    if v then return {'admit', tonumber(v), limit - spent - reserved, -1} end
+  end
   if spent + cost > limit or (cost == 0 and spent >= limit) then
     save()
     return {'exhausted'}
@@ -106,12 +116,28 @@ if op == 'reserve' then
   local announce = -1
   if r > announced then announce = r; announced = r end
   save()
+  if id ~= '' then
+    redis.call('HSET', KEYS[2], id, string.format('%.0f', cost))
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
   return {'admit', cost, limit - spent - reserved, announce}
 end
 
 if op == 'settle' then
   local held = tonumber(ARGV[15])
   local actual = tonumber(ARGV[16])
+  local id = ARGV[17] or ''
+  if id ~= '' then
+    local v = redis.call('HGET', KEYS[2], id)
+    if v == 's' or (not v and ARGV[18] == '1') then return {-1} end -- settled already
+    held = tonumber(v or '0')
+    if ARGV[18] == '1' then
+      redis.call('HDEL', KEYS[2], id)
+    else
+      redis.call('HSET', KEYS[2], id, 's')
+      redis.call('PEXPIRE', KEYS[2], ttl)
+    end
+  end
   if not rolling and ARGV[14] ~= win then held = 0 end
   spent = spent + actual
   reserved = math.max(0, reserved - held)

@@ -94,7 +94,8 @@ class BudgetBookTest {
         Map.of(),
         Map.of(),
         Map.of(),
-        List.of());
+        List.of(),
+        BudgetPolicy.Degrade.OFF);
   }
 
   BudgetBook book(BudgetPolicy p, BudgetStore store, BudgetBook.FailureMode mode) {
@@ -305,13 +306,13 @@ class BudgetBookTest {
         new BudgetStore() {
           @Override
           public CompletionStage<Ledger.Outcome> reserve(
-              String k, Period p, Terms t, long c, Instant n) {
+              String k, @Nullable String id, Period p, Terms t, long c, Instant n) {
             return CompletableFuture.failedFuture(new IllegalStateException("down"));
           }
 
           @Override
           public CompletionStage<Integer> settle(
-              String k, Period p, String w, Terms t, long r, long a, Instant n) {
+              String k, Period p, Terms t, Hold h, long a, Instant n) {
             return CompletableFuture.failedFuture(new IllegalStateException("down"));
           }
 

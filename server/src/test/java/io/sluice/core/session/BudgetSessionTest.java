@@ -73,15 +73,15 @@ class BudgetSessionTest {
 
     @Override
     public CompletionStage<Ledger.Outcome> reserve(
-        String key, Period period, Terms terms, long cost, Instant now) {
-      return inner.reserve(key, period, terms, cost, now);
+        String key, String id, Period period, Terms terms, long cost, Instant now) {
+      return inner.reserve(key, id, period, terms, cost, now);
     }
 
     @Override
     public synchronized CompletionStage<Integer> settle(
-        String key, Period period, String w, Terms terms, long reserved, long actual, Instant now) {
-      settles.add(new long[] {reserved, actual});
-      return inner.settle(key, period, w, terms, reserved, actual, now);
+        String key, Period period, Terms terms, Hold hold, long actual, Instant now) {
+      settles.add(new long[] {hold.units(), actual});
+      return inner.settle(key, period, terms, hold, actual, now);
     }
 
     @Override
@@ -110,7 +110,8 @@ class BudgetSessionTest {
             Map.of(),
             Map.of(),
             Map.of(),
-            List.of());
+            List.of(),
+            BudgetPolicy.Degrade.OFF);
     BudgetBook book =
         new BudgetBook(
             p,

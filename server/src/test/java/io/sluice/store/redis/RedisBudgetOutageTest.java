@@ -93,7 +93,8 @@ class RedisBudgetOutageTest {
             Map.of(),
             Map.of(),
             Map.of(),
-            List.of());
+            List.of(),
+            BudgetPolicy.Degrade.OFF);
     java.util.function.Function<BudgetBook.FailureMode, BudgetBook> book =
         mode ->
             new BudgetBook(

@@ -119,7 +119,8 @@ class RedisBudgetWriteBackTest {
             Map.of(),
             Map.of(),
             Map.of(),
-            List.of());
+            List.of(),
+            BudgetPolicy.Degrade.OFF);
     BudgetBook book =
         new BudgetBook(
             p,

@@ -1,0 +1,163 @@
+package io.sluice.core.session;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.core.admission.AdmissionController;
+import io.sluice.core.admission.Outcome;
+import io.sluice.core.admission.PoolState;
+import io.sluice.core.budget.BudgetBook;
+import io.sluice.core.budget.BudgetCheck;
+import io.sluice.core.budget.BudgetEvents;
+import io.sluice.core.budget.BudgetNote;
+import io.sluice.core.budget.BudgetPolicy;
+import io.sluice.core.budget.BudgetSettler;
+import io.sluice.core.budget.TestBudgets;
+import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.DegradePolicy;
+import io.sluice.core.policy.Tenant;
+import io.sluice.core.policy.TierPolicy;
+import io.sluice.core.quota.TenantQuotas;
+import io.sluice.core.time.FakeTicker;
+import io.sluice.store.MutableClock;
+import io.sluice.store.memory.InMemoryBudgetStore;
+import io.sluice.store.memory.InMemoryStore;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The budget degrade rung ({@code budgets.degradeAt}, {@code budgets.degradeRung}): a request whose
+ * reservation leaves its budget past the level asks its class's degrade ladder, through its note
+ * ({@link Planner.Trigger}), to run it a cheaper way before the pool decides; the ladder's concise
+ * rung admits it with trigger {@code budget}. Below the level, or with no such rung, it runs as
+ * asked. An idle pool: the ladder's own triggers (wait, headroom) never fire here.
+ */
+class BudgetDegradeSessionTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private final FakeTicker ticker = new FakeTicker();
+  private final MutableClock clock = new MutableClock(Instant.parse("2026-12-05T10:00:00Z"));
+  private final TenantQuotas quotas =
+      new TenantQuotas(
+          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
+          "test_",
+          TenantQuotas.FailureMode.OPEN);
+  private final List<SessionEvent> events = new ArrayList<>();
+  private final Tenant acme = new Tenant("acme", TierPolicy.defaults("pro"));
+
+  private static final ClassPolicy CONCISE =
+      OneSlotPool.INTERACTIVE.withDegrade(
+          new DegradePolicy(
+              Duration.ofSeconds(30),
+              0,
+              List.of(new DegradePolicy.Concise(20, "Be brief.", null))));
+
+  private Sessions sessions(long limit, BudgetPolicy.Degrade degrade) {
+    BudgetPolicy p = TestBudgets.dailyPro(limit, degrade);
+    BudgetBook book =
+        new BudgetBook(
+            p,
+            new InMemoryBudgetStore(1000),
+            null,
+            0.1,
+            "t_",
+            BudgetBook.FailureMode.OPEN,
+            ms -> CompletableFuture.completedFuture(null),
+            clock,
+            BudgetEvents.NONE);
+    AdmissionController controller =
+        new AdmissionController(
+            List.of(OneSlotPool.POOL),
+            List.of(CONCISE),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            () -> 0.5);
+    return OneSlotPool.sessionsBuilder(
+            controller,
+            quotas,
+            ticker,
+            clock,
+            new AdmissionSessionTest.ManualTimer(),
+            SessionListener.of(events::add, new BudgetSettler(book)))
+        .check(BudgetCheck.ORDER, BudgetCheck.factory(book))
+        .build();
+  }
+
+  private AdmissionSession decide(Sessions on) {
+    long now = ticker.nanos();
+    Subject base = OneSlotPool.chat(acme, now, null, Duration.ofSeconds(5).toNanos());
+    Subject s =
+        new Subject(
+            base.route(),
+            base.pool(),
+            CONCISE,
+            base.format(),
+            acme,
+            now,
+            base.deadlineNanos(),
+            null,
+            base.maxHoldNanos(),
+            false,
+            0,
+            null,
+            Signals.NONE);
+    AdmissionSession session =
+        on.open(s, new AdmissionSessionTest.Front(), Runnable::run, SessionSteps.NONE);
+    byte[] body =
+        "{\"model\":\"m\",\"max_tokens\":900,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+            .getBytes(StandardCharsets.UTF_8);
+    session.begin(false, false, -1, ticker.nanos());
+    session.decideWithBody(body, 0, body.length, ticker.nanos());
+    return session;
+  }
+
+  private List<String> degraded() {
+    return events.stream()
+        .filter(SessionEvent.Degraded.class::isInstance)
+        .map(e -> ((SessionEvent.Degraded) e).rung() + ":" + ((SessionEvent.Degraded) e).trigger())
+        .toList();
+  }
+
+  @Test
+  void pastDegradeAt_runsTheConciseRung_triggerBudget_belowIt_asAsked() throws Exception {
+    BudgetPolicy.Degrade at = new BudgetPolicy.Degrade(0.5, "concise");
+    AdmissionSession plenty = decide(sessions(10_000_000, at));
+    long units = plenty.facts().note(BudgetNote.class).reserved().get(0).units();
+    assertThat(plenty.running().plan().rung()).as("far from the level: as asked").isNull();
+    assertThat(plenty.facts().note(BudgetNote.class).degradeTrigger()).isNull();
+    plenty.release(Outcome.COMPLETED);
+    plenty.end(Outcome.COMPLETED);
+
+    // one reservation leaves 2/3 of the limit used: past 0.5
+    AdmissionSession near = decide(sessions(units + units / 2, at));
+    assertThat(near.facts().note(BudgetNote.class).degradeTrigger()).isEqualTo("budget");
+    assertThat(near.running().plan().rung()).isEqualTo("concise");
+    assertThat(near.running().plan().trigger()).isEqualTo("budget");
+    assertThat(JSON.readTree(near.running().plan().body()).path("max_tokens").asLong())
+        .isEqualTo(20);
+    assertThat(degraded()).containsExactly("concise:budget");
+    near.release(Outcome.COMPLETED);
+    near.end(Outcome.COMPLETED);
+  }
+
+  @Test
+  void degradeOff_orNoSuchRung_runsAsAsked() {
+    AdmissionSession probe = decide(sessions(10_000_000, BudgetPolicy.Degrade.OFF));
+    long units = probe.facts().note(BudgetNote.class).reserved().get(0).units();
+    probe.release(Outcome.COMPLETED);
+    probe.end(Outcome.COMPLETED);
+    AdmissionSession off = decide(sessions(units + units / 2, BudgetPolicy.Degrade.OFF));
+    assertThat(off.running().plan().rung()).isNull();
+    off.release(Outcome.COMPLETED);
+    off.end(Outcome.COMPLETED);
+    BudgetPolicy.Degrade other = new BudgetPolicy.Degrade(0.5, "small-model");
+    AdmissionSession none = decide(sessions(units + units / 2, other));
+    assertThat(none.facts().note(BudgetNote.class).degradeTrigger()).isEqualTo("budget");
+    assertThat(none.running().plan().rung()).as("the class has no rung of that name").isNull();
+    assertThat(degraded()).isEmpty();
+  }
+}
