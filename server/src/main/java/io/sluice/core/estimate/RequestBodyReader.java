@@ -437,8 +437,8 @@ final class RequestBodyReader {
 
   /**
    * Feeds the current string value to {@code tally}: as a String when it tokenizes, else its
-   * lengths read from the body's bytes ({@link Utf8#jsonString}; the parser skips it undecoded),
-   * or from the parser's own buffer when the bytes cannot say (the byte heuristic needs only its
+   * lengths read from the body's bytes ({@link Utf8#jsonString}; the parser skips it undecoded), or
+   * from the parser's own buffer when the bytes cannot say (the byte heuristic needs only its
    * lengths, so no String is built).
    */
   private void text(TokenTally tally) throws IOException {

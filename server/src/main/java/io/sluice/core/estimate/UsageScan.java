@@ -15,8 +15,8 @@ package io.sluice.core.estimate;
  * accept. Nothing outside the root's {@code usage} objects is interpreted.
  *
  * <p>Read as the parser's token handling reads it: each top-level {@code usage} object (the later
- * of duplicates winning field by field) gives its token counts ({@link UsageFields#fieldIndex}),
- * a count that is a string, boolean or null reading as not seen, a count that is an object or array
+ * of duplicates winning field by field) gives its token counts ({@link UsageFields#fieldIndex}), a
+ * count that is a string, boolean or null reading as not seen, a count that is an object or array
  * ignored, and {@code cached_tokens} of a {@code prompt_tokens_details} / {@code
  * input_tokens_details} object. {@code UsageScanTest} checks it against the parser on seeded random
  * answers.
@@ -259,8 +259,8 @@ final class UsageScan {
             }
           }
           p += 6;
-        } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n'
-            || e == 'r' || e == 't') {
+        } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r'
+            || e == 't') {
           p += 2;
         } else {
           return -1;

@@ -26,19 +26,60 @@ final class RandomAnswers {
   };
 
   private static final String[] KEYS = {
-    "id", "object", "model", "choices", "message", "content", "usage", "created", "x", "",
-    "us\\u0061ge", "caf\u00e9", "usage ", "Usage"
+    "id",
+    "object",
+    "model",
+    "choices",
+    "message",
+    "content",
+    "usage",
+    "created",
+    "x",
+    "",
+    "us\\u0061ge",
+    "caf\u00e9",
+    "usage ",
+    "Usage"
   };
 
   private static final String[] TEXTS = {
-    "", "hello", "caf\u00e9", "\u65e5\u672c", "\ud83d\ude00", "a\\nb", "\\\"q\\\"", "\\\\", "\\/",
-    "\\u00e9", "\\ud83d\\ude00", "\\ud800", "tab\\tend", "\\b\\f\\r", "{\\\"usage\\\":1}",
-    "usage", "}", "]", ",", ":"
+    "",
+    "hello",
+    "caf\u00e9",
+    "\u65e5\u672c",
+    "\ud83d\ude00",
+    "a\\nb",
+    "\\\"q\\\"",
+    "\\\\",
+    "\\/",
+    "\\u00e9",
+    "\\ud83d\\ude00",
+    "\\ud800",
+    "tab\\tend",
+    "\\b\\f\\r",
+    "{\\\"usage\\\":1}",
+    "usage",
+    "}",
+    "]",
+    ",",
+    ":"
   };
 
   private static final String[] NUMBERS = {
-    "0", "7", "412", "-3", "-0", "1.5", "2e3", "1E+2", "0.0", "123456789012345678",
-    "1234567890123456789", "99999999999999999999", "-12345678901234567890", "3.0e-2"
+    "0",
+    "7",
+    "412",
+    "-3",
+    "-0",
+    "1.5",
+    "2e3",
+    "1E+2",
+    "0.0",
+    "123456789012345678",
+    "1234567890123456789",
+    "99999999999999999999",
+    "-12345678901234567890",
+    "3.0e-2"
   };
 
   private static final String[] SPACES = {"", "", "", " ", "\n", "\t", "\r\n  "};

@@ -43,7 +43,8 @@ class UsageScanTest {
       }
       UsageExtractor whole = UsageExtractor.forResponse("application/json");
       whole.onLastChunk(body, 0, body.length); // the scan when sure, else the blocking parser
-      assertThat(whole.usage()).as("whole: %s", new String(body, StandardCharsets.UTF_8))
+      assertThat(whole.usage())
+          .as("whole: %s", new String(body, StandardCharsets.UTF_8))
           .isEqualTo(parsed.usage());
     }
     assertThat(sure).as("answers the scan was sure of").isBetween(50, 240);
@@ -57,7 +58,10 @@ class UsageScanTest {
       StringBuilder sse = new StringBuilder();
       for (int e = r.nextInt(4); e >= 0; e--) {
         sse.append("data: ")
-            .append(new String(RandomAnswers.answer(r), StandardCharsets.UTF_8).replace('\n', ' ').replace('\r', ' '))
+            .append(
+                new String(RandomAnswers.answer(r), StandardCharsets.UTF_8)
+                    .replace('\n', ' ')
+                    .replace('\r', ' '))
             .append("\n\n");
       }
       byte[] body = sse.append("data: [DONE]\n\n").toString().getBytes(StandardCharsets.UTF_8);
@@ -93,9 +97,15 @@ class UsageScanTest {
   void unsureOfWhatItCannotReadAsTheParser() {
     for (String body :
         new String[] {
-          "", "[1]", "{\"usage\":{\"prompt_tokens\":1.5}}", "{\"usage\":{\"prompt_tokens\":1,}}",
-          "{\"us\\u0061ge\":{\"prompt_tokens\":1}}", "{\"usage\":{\"prompt_tokens\":1}",
-          "{\"usage\":{\"prompt_tokens\":12345678901234567890}}", "\uFEFF{}", "{\"a\":01}",
+          "",
+          "[1]",
+          "{\"usage\":{\"prompt_tokens\":1.5}}",
+          "{\"usage\":{\"prompt_tokens\":1,}}",
+          "{\"us\\u0061ge\":{\"prompt_tokens\":1}}",
+          "{\"usage\":{\"prompt_tokens\":1}",
+          "{\"usage\":{\"prompt_tokens\":12345678901234567890}}",
+          "\uFEFF{}",
+          "{\"a\":01}",
         }) {
       UsageFields fields = new UsageFields();
       byte[] b = body.getBytes(StandardCharsets.UTF_8);

@@ -25,9 +25,29 @@ class Utf8JsonStringTest {
   private static final JsonFactory FACTORY = TokenEstimator.newJsonFactory(64);
 
   private static final String[] PIECES = {
-    "a", "hello world ", "0123456789abcdef", "\u00e9", "\u20ac", "\u65e5\u672c\u8a9e", "\ud83d\ude00",
-    "\\n", "\\\"", "\\\\", "\\/", "\\b\\f\\r\\t", "\\u0041", "\\u00e9", "\\u20AC", "\\ud83d\\ude00",
-    "\\ud83d", "\\ude00", "\\ud83dx", "\\ud83d\\u0041", "\\ud800\\ud800\\udc00", "\u007f", "'",
+    "a",
+    "hello world ",
+    "0123456789abcdef",
+    "\u00e9",
+    "\u20ac",
+    "\u65e5\u672c\u8a9e",
+    "\ud83d\ude00",
+    "\\n",
+    "\\\"",
+    "\\\\",
+    "\\/",
+    "\\b\\f\\r\\t",
+    "\\u0041",
+    "\\u00e9",
+    "\\u20AC",
+    "\\ud83d\\ude00",
+    "\\ud83d",
+    "\\ude00",
+    "\\ud83dx",
+    "\\ud83d\\u0041",
+    "\\ud800\\ud800\\udc00",
+    "\u007f",
+    "'",
   };
 
   private static final String[] BAD = {"\\x", "\\u12", "\\u12g4", "\u0001", "\t", "\n", "\\"};
@@ -44,7 +64,8 @@ class Utf8JsonStringTest {
     for (int i = 0; i < 400; i++) {
       StringBuilder s = new StringBuilder();
       for (int n = r.nextInt(12); n >= 0; n--) {
-        s.append(r.nextInt(25) == 0 ? BAD[r.nextInt(BAD.length)] : PIECES[r.nextInt(PIECES.length)]);
+        s.append(
+            r.nextInt(25) == 0 ? BAD[r.nextInt(BAD.length)] : PIECES[r.nextInt(PIECES.length)]);
       }
       boolean closed = r.nextInt(20) > 0;
       byte[] body = ("[\"" + s + (closed ? "\"]" : "")).getBytes(StandardCharsets.UTF_8);
@@ -59,7 +80,9 @@ class Utf8JsonStringTest {
             .isEqualTo(Utf8.length(chars, 0, chars.length));
         assertThat(lengths >>> 32).as("chars of %s", text).isEqualTo(chars.length);
       } else if (contentBytes(body) <= max) {
-        assertThatThrownBy(() -> decoded(body)).as("refused: %s", text).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> decoded(body))
+            .as("refused: %s", text)
+            .isInstanceOf(IOException.class);
       }
     }
     assertThat(read).isGreaterThan(100);
