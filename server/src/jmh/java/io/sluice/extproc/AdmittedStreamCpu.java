@@ -13,8 +13,9 @@ import org.openjdk.jmh.infra.Blackhole;
  * java -cp server/target/benchmarks.jar io.sluice.extproc.AdmittedStreamCpu [llm]
  * </pre>
  *
- * Prints the CPU nanoseconds per stream of five rounds of 100,000 after 300,000 to warm up; with
- * {@code llm}, of {@link ExtProcStreamBenchmark#envoyStream} (the LLM-shaped stream) instead.
+ * Prints the CPU nanoseconds and the bytes allocated (by this thread, which runs the handler) per
+ * stream of five rounds of 100,000 after 300,000 to warm up; with {@code llm}, of {@link
+ * ExtProcStreamBenchmark#envoyStream} (the LLM-shaped stream) instead.
  */
 public final class AdmittedStreamCpu {
   private AdmittedStreamCpu() {}
@@ -32,15 +33,22 @@ public final class AdmittedStreamCpu {
         run(b, bh, llm);
       }
       ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+      com.sun.management.ThreadMXBean bytes = (com.sun.management.ThreadMXBean) mx;
       StringBuilder out = new StringBuilder("cpu ns/op (5 x 100k):");
+      StringBuilder allocated = new StringBuilder("allocated B/op (5 x 100k):");
       for (int k = 0; k < 5; k++) {
         long before = mx.getCurrentThreadCpuTime();
+        long bytesBefore = bytes.getCurrentThreadAllocatedBytes();
         for (int i = 0; i < 100_000; i++) {
           run(b, bh, llm);
         }
         out.append(' ').append((mx.getCurrentThreadCpuTime() - before) / 100_000);
+        allocated
+            .append(' ')
+            .append((bytes.getCurrentThreadAllocatedBytes() - bytesBefore) / 100_000);
       }
       System.out.println(out);
+      System.out.println(allocated); // this thread's: the handler runs on it (direct executor)
     } finally {
       b.tearDown();
     }

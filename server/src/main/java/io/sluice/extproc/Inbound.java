@@ -208,7 +208,7 @@ final class Inbound extends ProtoReader {
     if (!fromWire()) {
       return EnvoySignals.find(headerList(), name);
     }
-    byte[] b = name.getBytes(StandardCharsets.UTF_8);
+    byte[] b = HeaderKeys.utf8(name); // Sluice's own names: encoded once, not per call
     for (int i = 0; i < headerCount; i++) {
       if (keyEquals(i, b)) {
         return value(i);

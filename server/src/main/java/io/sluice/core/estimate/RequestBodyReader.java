@@ -3,6 +3,8 @@ package io.sluice.core.estimate;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.base.ParserBase;
+import com.fasterxml.jackson.core.json.UTF8StreamJsonParser;
 import java.io.IOException;
 import org.jspecify.annotations.Nullable;
 
@@ -45,6 +47,9 @@ final class RequestBodyReader {
   @SuppressWarnings("NullAway.Init") // set by scan() and walk(), the only entry points
   private JsonParser p;
 
+  private boolean byteOffsets; // p reads UTF-8 bytes: its token offsets index the body
+  private final int maxStringLength; // the parser's limit on a string value (chars)
+
   RequestBodyReader(
       JsonFactory factory, byte[] body, int offset, int length, EstimatorSettings settings) {
     this.factory = factory;
@@ -53,6 +58,7 @@ final class RequestBodyReader {
     this.length = length;
     this.maxDepth = settings.maxJsonDepth();
     this.settings = settings;
+    this.maxStringLength = factory.streamReadConstraints().getMaxStringLength();
   }
 
   /** The index of a member the walk reads, or -1. */
@@ -95,6 +101,7 @@ final class RequestBodyReader {
     BodyScan scan = new BodyScan();
     try (JsonParser parser = factory.createParser(body, offset, length)) {
       p = parser;
+      byteOffsets = parser instanceof UTF8StreamJsonParser; // offsets in bytes, from offset
       JsonToken root = p.nextToken();
       if (root == null) {
         scan.empty = true;
@@ -167,6 +174,7 @@ final class RequestBodyReader {
     int[] seen = new int[WALKED];
     try (JsonParser parser = factory.createParser(body, offset, length)) {
       p = parser;
+      byteOffsets = parser instanceof UTF8StreamJsonParser;
       p.nextToken(); // START_OBJECT, checked by scan()
       while (next() == JsonToken.FIELD_NAME) {
         String name = p.currentName();
@@ -428,12 +436,23 @@ final class RequestBodyReader {
   // ---------------------------------------------------------------- tokens
 
   /**
-   * Feeds the current string value to {@code tally}: as a String when it tokenizes, else from the
-   * parser's own buffer (the byte heuristic needs only its length, so no String is built).
+   * Feeds the current string value to {@code tally}: as a String when it tokenizes, else its
+   * lengths read from the body's bytes ({@link Utf8#jsonString}; the parser skips it undecoded), or
+   * from the parser's own buffer when the bytes cannot say (the byte heuristic needs only its
+   * lengths, so no String is built).
    */
   private void text(TokenTally tally) throws IOException {
     if (tally.tokenizes()) {
       tally.text(p.getText());
+      return;
+    }
+    long at = byteOffsets ? ((ParserBase) p).getTokenCharacterOffset() : -1; // its quote
+    long lengths = -1;
+    if (at >= 0 && at < length && body[offset + (int) at] == '"') {
+      lengths = Utf8.jsonString(body, offset + (int) at + 1, offset + length, maxStringLength);
+    }
+    if (lengths >= 0) {
+      tally.utf8(lengths & 0xFFFF_FFFFL, lengths >>> 32);
     } else {
       tally.chars(p.getTextCharacters(), p.getTextOffset(), p.getTextLength());
     }

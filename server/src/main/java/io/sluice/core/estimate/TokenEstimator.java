@@ -417,13 +417,12 @@ public final class TokenEstimator {
     return cap;
   }
 
-  private static long firstPresent(long... caps) {
-    for (long cap : caps) {
-      if (cap != RequestBodyReader.CAP_ABSENT) {
-        return cap;
-      }
-    }
-    return RequestBodyReader.CAP_ABSENT;
+  private static long firstPresent(long cap, long then) { // no array per request
+    return cap != RequestBodyReader.CAP_ABSENT ? cap : then;
+  }
+
+  private static long firstPresent(long cap, long then, long last) {
+    return firstPresent(cap, firstPresent(then, last));
   }
 
   static String method(@Nullable Encoding encoding) {

@@ -87,6 +87,18 @@ final class TokenTally {
     textChars += length;
   }
 
+  /**
+   * A text piece by its lengths alone (UTF-8 bytes, UTF-16 characters), for a tally that does not
+   * tokenize: counted as {@link #chars} counts the same piece.
+   */
+  void utf8(long bytes, long chars) {
+    if (encoding != null) {
+      throw new IllegalStateException("a tally that tokenizes needs the text");
+    }
+    textBytes += bytes;
+    textChars += chars;
+  }
+
   /** A raw JSON slice (e.g. a tool definition), counted as text. */
   void raw(byte[] body, int offset, int length) {
     if (length <= 0) {

@@ -27,31 +27,21 @@ final class Unreadable {
     if (format == null) {
       return null;
     }
-    return switch (format) {
+    return switch (format) { // the first reason in the format's order; no array per request
       case OPENAI_CHAT ->
-          first(
-              model,
-              stream,
-              maxCompletionTokens,
-              maxTokens,
-              n,
-              tools,
-              functions,
-              parallelToolCalls);
-      case OPENAI_COMPLETIONS -> first(model, stream, maxTokens, n, bestOf);
-      case OPENAI_RESPONSES -> first(model, stream, maxOutputTokens, tools, parallelToolCalls);
-      case ANTHROPIC_MESSAGES -> first(model, stream, maxTokens, tools);
+          or(
+              or(or(model, stream), or(maxCompletionTokens, maxTokens)),
+              or(or(n, tools), or(functions, parallelToolCalls)));
+      case OPENAI_COMPLETIONS -> or(or(model, stream), or(or(maxTokens, n), bestOf));
+      case OPENAI_RESPONSES ->
+          or(or(model, stream), or(or(maxOutputTokens, tools), parallelToolCalls));
+      case ANTHROPIC_MESSAGES -> or(or(model, stream), or(maxTokens, tools));
       case OPENAI_EMBEDDINGS -> model;
       case AUTO -> null;
     };
   }
 
-  private static @Nullable String first(@Nullable String... reasons) {
-    for (String r : reasons) {
-      if (r != null) {
-        return r;
-      }
-    }
-    return null;
+  private static @Nullable String or(@Nullable String first, @Nullable String then) {
+    return first != null ? first : then;
   }
 }

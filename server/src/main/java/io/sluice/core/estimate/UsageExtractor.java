@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
  *       prompt_tokens}/{@code completion_tokens}; Responses and Anthropic {@code
  *       input_tokens}/{@code output_tokens}). A body that is not JSON reports nothing. A body that
  *       arrives whole ({@link #onLastChunk} before any other chunk, the usual case for a JSON
- *       answer) is read by Jackson's blocking parser instead, through the same token handling.
+ *       answer) is read whole, by {@link UsageScan} when sure, else Jackson's blocking parser.
  *   <li><b>SSE mode</b> ({@code text/event-stream}): lines are split across chunk boundaries (a
  *       line or event longer than {@link #MAX_LINE_BYTES} is dropped), the {@code data:} lines of
  *       each event are joined and parsed; {@code usage}, {@code message.usage} (Anthropic {@code
@@ -199,6 +199,10 @@ public final class UsageExtractor {
       return;
     }
     ended = true;
+    if (UsageScan.read(data, offset, length, merged)) { // sure: read as the parser reads it
+      complete = jsonDone = true;
+      return;
+    }
     try (JsonParser whole = FACTORY.createParser(data, offset, length)) {
       json = whole;
       JsonToken t;
@@ -342,14 +346,10 @@ public final class UsageExtractor {
     }
   }
 
+  private static final byte[] DONE = {'[', 'D', 'O', 'N', 'E', ']'};
+
   private static boolean isDone(byte[] b, int length) {
-    return length == 6
-        && b[0] == '['
-        && b[1] == 'D'
-        && b[2] == 'O'
-        && b[3] == 'N'
-        && b[4] == 'E'
-        && b[5] == ']';
+    return length == 6 && java.util.Arrays.equals(b, 0, 6, DONE, 0, 6);
   }
 
   /**

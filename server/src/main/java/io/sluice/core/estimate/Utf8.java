@@ -186,6 +186,104 @@ final class Utf8 {
     return n;
   }
 
+  private static final long ONES = 0x0101010101010101L;
+
+  /**
+   * What {@link #length(char[], int, int)} and the count of UTF-16 characters make of the JSON
+   * string value whose content starts at {@code b[from]} (after its opening quote), read from its
+   * bytes without decoding it: its UTF-8 length in the low 32 bits, its characters in the high 32.
+   * The bytes must be strict UTF-8 ({@link #isValid}). -1 when the string is not one a JSON parser
+   * reads (a control character, an escape JSON does not have, no closing quote before {@code end})
+   * or its content is longer than {@code max} bytes: then the parser must read it.
+   */
+  static long jsonString(byte[] b, int from, int end, int max) {
+    int limit = (int) Math.min(end, (long) from + max + 1);
+    long bytes = 0;
+    long chars = 0;
+    int i = from;
+    while (i < limit) {
+      if (i + 8 <= limit) { // eight plain ASCII bytes: no quote, backslash, control or high byte
+        long w = (long) LONGS.get(b, i);
+        long quote = w ^ (ONES * '"');
+        long slash = w ^ (ONES * '\\');
+        long special =
+            (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
+                & HIGH_BITS;
+        if (special == 0) {
+          bytes += 8;
+          chars += 8;
+          i += 8;
+          continue;
+        }
+      }
+      int c = b[i];
+      if (c == '"') {
+        return (chars << 32) | bytes;
+      }
+      if (c == '\\') {
+        if (i + 1 >= limit) {
+          return -1;
+        }
+        int e = b[i + 1];
+        if (e != 'u') {
+          if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r'
+              && e != 't') {
+            return -1;
+          }
+          bytes++;
+          chars++;
+          i += 2;
+          continue;
+        }
+        int u = hex4(b, i + 2, limit);
+        if (u < 0) {
+          return -1;
+        }
+        i += 6;
+        chars++;
+        if (Character.isHighSurrogate((char) u)
+            && i + 1 < limit
+            && b[i] == '\\'
+            && b[i + 1] == 'u') {
+          int low = hex4(b, i + 2, limit);
+          if (low >= 0 && Character.isLowSurrogate((char) low)) {
+            bytes += 4; // a pair: one code point
+            chars++;
+            i += 6;
+            continue;
+          }
+        }
+        bytes += u < 0x80 ? 1 : u < 0x800 ? 2 : 3; // an unpaired surrogate: 3, as length() counts
+        continue;
+      }
+      if (c >= 0 && c < 0x20) {
+        return -1; // a control character: the parser refuses it
+      }
+      bytes++;
+      if ((c & 0xC0) != 0x80) { // not a continuation byte: a character starts
+        chars += (c & 0xF8) == 0xF0 ? 2 : 1; // four bytes: a surrogate pair
+      }
+      i++;
+    }
+    return -1;
+  }
+
+  /** The value of the four hex digits at {@code b[i]}, or -1. */
+  private static int hex4(byte[] b, int i, int limit) {
+    if (i + 4 > limit) {
+      return -1;
+    }
+    int v = 0;
+    for (int k = i; k < i + 4; k++) {
+      int d = Character.digit(b[k], 16);
+      if (d < 0) {
+        return -1;
+      }
+      v = (v << 4) | d;
+    }
+    return v;
+  }
+
   private static boolean isContinuation(byte b) {
     return (b & 0xC0) == 0x80;
   }
