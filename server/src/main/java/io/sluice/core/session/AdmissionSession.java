@@ -76,7 +76,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
     this.planner = Planners.of(env, subject);
-    this.checks = new CheckRun.OfSession(env.checks(), this, front, serial, steps);
+    this.checks = new CheckRun.OfSession(env, this, front, serial, steps);
     this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
   }
 
