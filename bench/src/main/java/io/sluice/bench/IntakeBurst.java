@@ -105,6 +105,13 @@ final class IntakeBurst implements Callable<Integer> {
   @Option(names = "--quiet", description = "no live progress lines")
   boolean quiet;
 
+  @Option(
+      names = "--late",
+      description =
+          "late mode: the burst does not ask for background mode; intake.whenLate: {batch: accept}"
+              + " turns the pool's refusals (no room in time) into queued jobs")
+  boolean late;
+
   static final String CLASSES =
       """
         interactive: {rank: 0, reservedShare: 0.8, lendableShare: 0.6, borrow: true, deadline: 8s,
@@ -116,7 +123,11 @@ final class IntakeBurst implements Callable<Integer> {
   /**
    * Every replica's policy: Redis, its run's key prefix, intake on batch, dispatch to the relay.
    */
-  static String policy(String redis, String keyPrefix, String relayUrl) {
+  /**
+   * {@code late}: batch requests its pool cannot start in time are accepted for later too ({@code
+   * intake.whenLate}).
+   */
+  static String policy(String redis, String keyPrefix, String relayUrl, boolean late) {
     String base = Policies.policy(CAPACITY, K, HOLD_MILLIS, CLASSES, "interactive");
     String p =
         base.replace(
@@ -144,6 +155,7 @@ final class IntakeBurst implements Callable<Integer> {
         + "  classes: [batch]\n"
         + "  maxJobsPerTenant: 100000\n"
         + "  maxWorkPerTenant: 1000000000\n"
+        + (late ? "  whenLate: {batch: accept}\n" : "")
         + "  dispatch: {url: \""
         + relayUrl
         + "\", headers: {x-sluice-tenant: tenant}, timeout: 10s, lease: 12s, maxInFlight: 8}\n";
@@ -173,11 +185,13 @@ final class IntakeBurst implements Callable<Integer> {
   }
 
   /** A background job's body: ~300 prompt tokens, a 48-token answer (max_output_tokens 64). */
-  static String jobBody(int i) {
+  /** {@code late}: the same request without {@code background: true}. */
+  static String jobBody(int i, boolean late) {
     String input = ("job " + i + " summarise the attached filing. ").repeat(30);
     return "{\"model\":\"m1\",\"input\":\""
         + input
-        + "\",\"max_output_tokens\":64,\"sim_output_tokens\":48,\"background\":true}";
+        + "\",\"max_output_tokens\":64,\"sim_output_tokens\":48"
+        + (late ? "}" : ",\"background\":true}");
   }
 
   /** What the client learned of one background request. */
@@ -207,7 +221,8 @@ final class IntakeBurst implements Callable<Integer> {
       Map<String, IntakeRelay.Job> relayed,
       long relayUnmarked,
       double lastEndSeconds,
-      double capacityPerSecond) {}
+      double capacityPerSecond,
+      boolean late) {}
 
   @Override
   public Integer call() throws Exception {
@@ -231,7 +246,7 @@ final class IntakeBurst implements Callable<Integer> {
         Locale.ROOT,
         "intake-burst: simulated LLM (K=%d, capacity ~%.1f chat req/s), %d Sluice replicas on"
             + " Redis %s; interactive %.2fx for %d s; burst: %d background requests at %.1fx"
-            + " from second 1 (fresh replicas: no learned rate).%n",
+            + " from second 1 (fresh replicas: no learned rate)%s.%n",
         K,
         cap,
         replicas,
@@ -239,7 +254,8 @@ final class IntakeBurst implements Callable<Integer> {
         load,
         durationSeconds,
         jobs,
-        burstLoad);
+        burstLoad,
+        late ? "; late mode (no background: true, whenLate: {batch: accept})" : "");
     // The burst runs first, in the colder JVM: a warm-up bias counts against it, not for it.
     o.printf(Locale.ROOT, "%n== run: with the burst ==%n");
     Run with = runOne("with the burst", w, jobs, cap, o);
@@ -263,7 +279,7 @@ final class IntakeBurst implements Callable<Integer> {
       // The relay needs the rig and the replicas need the relay's URL: bind it first.
       IntakeRelay.Holder holder = new IntakeRelay.Holder();
       relay = IntakeRelay.start(holder, "batch");
-      String yaml = policy(redis, prefix, relay.url());
+      String yaml = policy(redis, prefix, relay.url(), late);
       for (int i = 0; i < replicas; i++) {
         SluiceServer s =
             SluiceServer.start(
@@ -284,7 +300,8 @@ final class IntakeBurst implements Callable<Integer> {
       List<Submitted> submitted = new ArrayList<>();
       Thread burster = null;
       if (burst > 0) {
-        burster = new Thread(() -> offer(r, burst, burstLoad * cap, submitted), "intake-burst");
+        burster =
+            new Thread(() -> offer(r, burst, burstLoad * cap, submitted, late), "intake-burst");
         burster.setDaemon(true);
         burster.start();
       }
@@ -347,7 +364,8 @@ final class IntakeBurst implements Callable<Integer> {
           Map.copyOf(relay.jobs()),
           relay.unmarked(),
           lastEnd,
-          cap);
+          cap,
+          late);
     } finally {
       if (relay != null) {
         relay.close();
@@ -360,7 +378,7 @@ final class IntakeBurst implements Callable<Integer> {
   }
 
   /** Offers {@code n} background requests at {@code perSecond}, from second one. */
-  static void offer(Rig rig, int n, double perSecond, List<Submitted> submitted) {
+  static void offer(Rig rig, int n, double perSecond, List<Submitted> submitted, boolean late) {
     String[] tenants = {"acme", "globex", "initech", "umbrella"};
     long t0 = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
     List<CompletableFuture<HttpResult>> pending = new ArrayList<>();
@@ -380,7 +398,7 @@ final class IntakeBurst implements Callable<Integer> {
         submitted.add(s);
       }
       HttpRequest req =
-          HttpRequest.post("/v1/responses", jobBody(i))
+          HttpRequest.post("/v1/responses", jobBody(i, late))
               .routeGrpcInitialMetadata("x-sluice-tenant", tenants[i % tenants.length])
               .routeGrpcInitialMetadata("x-sluice-class", "batch")
               .build();
@@ -393,7 +411,7 @@ final class IntakeBurst implements Callable<Integer> {
                     if (res != null) {
                       s.status = res.status();
                       s.reason = res.header("x-sluice-reason").orElse("");
-                      if (res.status() == 200) {
+                      if (res.status() == 200 && s.reason.equals("accepted")) { // not run now
                         parseQueued(s, res.bodyUtf8());
                       }
                     }

@@ -18,7 +18,8 @@ class IntakeBurstTest {
   void policy_parses_redisOfTheRun_intakeOnBatch_dispatchToTheRelay() {
     SluiceConfig c =
         ConfigLoader.parse(
-            IntakeBurst.policy("127.0.0.1:6379", "sluice_bench_x_", "http://127.0.0.1:4242"));
+            IntakeBurst.policy(
+                "127.0.0.1:6379", "sluice_bench_x_", "http://127.0.0.1:4242", false));
     assertThat(c.quotas().keyPrefix()).isEqualTo("sluice_bench_x_");
     assertThat(c.rateLimit().env()).containsEntry("BACKEND_TYPE", "redis");
     IntakePolicy p = c.section(IntakeSection.SECTION);
@@ -31,8 +32,18 @@ class IntakeBurstTest {
   }
 
   @Test
+  void lateMode_acceptsBatchLate_andItsRequestsDoNotAskForBackground() throws Exception {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            IntakeBurst.policy("127.0.0.1:6379", "sluice_bench_x_", "http://127.0.0.1:4242", true));
+    assertThat(c.section(IntakeSection.SECTION).acceptsLate("batch")).isTrue();
+    assertThat(c.section(IntakeSection.SECTION).acceptsLate("interactive")).isFalse();
+    assertThat(JSON.readTree(IntakeBurst.jobBody(7, true)).has("background")).isFalse();
+  }
+
+  @Test
   void jobBody_isABackgroundResponsesRequest() throws Exception {
-    var j = JSON.readTree(IntakeBurst.jobBody(7));
+    var j = JSON.readTree(IntakeBurst.jobBody(7, false));
     assertThat(j.get("background").asBoolean()).isTrue();
     assertThat(j.get("input").asText()).contains("job 7");
   }

@@ -179,7 +179,8 @@ public final class ConfigLoader {
                 routes.stream().map(SluiceConfig.RouteRule::name).collect(Collectors.toSet()),
                 declaredPools,
                 declaredClasses,
-                tiers.keySet()));
+                tiers.keySet(),
+                RoutesSection.responsesClasses(routes, unmatched, signals, declaredClasses)));
 
     return new SluiceConfig(
         server,

@@ -80,6 +80,15 @@ public interface ConfigSection<T> {
    * @param pools {@code pools} keys
    * @param classes {@code classes} keys
    * @param tiers {@code tiers} keys ({@code default} included)
+   * @param responsesClasses the classes a request in the Responses shape ({@code openai-responses})
+   *     can have: those of the routes (and of {@code unmatched}, when it admits) whose format is
+   *     {@code openai-responses} or {@code auto} (resolved by path); every class when {@code
+   *     signals.class} names a source; every route's class when {@code signals.format} does
    */
-  record Refs(Set<String> routes, Set<String> pools, Set<String> classes, Set<String> tiers) {}
+  record Refs(
+      Set<String> routes,
+      Set<String> pools,
+      Set<String> classes,
+      Set<String> tiers,
+      Set<String> responsesClasses) {}
 }

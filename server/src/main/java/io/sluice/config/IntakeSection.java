@@ -107,7 +107,7 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
     int maxJobs = n.get("maxJobs").intValue(d.maxJobs(), 1, 10_000_000);
     int maxResultBytes = (int) n.get("maxResultBytes").longValue(d.maxResultBytes(), 1, 64L << 20);
     DispatchPolicy dispatch = dispatch(n.get("dispatch"));
-    Map<String, WhenLate> whenLate = whenLate(n.get("whenLate"), refs.classes());
+    Map<String, WhenLate> whenLate = whenLate(n.get("whenLate"), refs);
     if (enabled && classes.isEmpty() && routes.isEmpty() && whenLate.isEmpty()) {
       n.get("classes")
           .error(
@@ -131,13 +131,18 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
         whenLate);
   }
 
-  /** {@code whenLate}: a map of class name to {@code refuse} or {@code accept}. */
-  private static Map<String, WhenLate> whenLate(Node n, Set<String> known) {
+  /**
+   * {@code whenLate}: a map of class name to {@code refuse} or {@code accept}. A class accepted
+   * late must be one a Responses-shaped request can have ({@link Refs#responsesClasses}): its
+   * client is answered with a Responses object and polls {@code statusPath}, and the job runs on
+   * the Responses create path; a Chat Completions client could never read its id.
+   */
+  private static Map<String, WhenLate> whenLate(Node n, Refs refs) {
     Map<String, WhenLate> out = new LinkedHashMap<>();
     for (Map.Entry<String, Node> e : n.entries().entrySet()) {
       String name = e.getKey();
       Node v = e.getValue();
-      if (!known.contains(name)) {
+      if (!refs.classes().contains(name)) {
         v.invalid(name, "the name of a class in classes");
         continue;
       }
@@ -145,6 +150,17 @@ public final class IntakeSection implements ConfigSection<IntakePolicy> {
       WhenLate w = WhenLate.of(code);
       if (w == null) {
         v.invalid(code, "refuse or accept");
+        continue;
+      }
+      if (w == WhenLate.ACCEPT && !refs.responsesClasses().contains(name)) {
+        v.error(
+            v.path()
+                + ": accept, but no route serves class "
+                + name
+                + " in the Responses shape (expected: refuse, or a route with class: "
+                + name
+                + " and format: openai-responses or auto; a late request is answered with a"
+                + " Responses object whose id its client polls on intake.statusPath)");
         continue;
       }
       out.put(name, w);

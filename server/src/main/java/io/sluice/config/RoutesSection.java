@@ -75,6 +75,35 @@ final class RoutesSection {
         estimateFrom(n.get("estimate")));
   }
 
+  /**
+   * The classes a Responses-shaped request can have ({@link ConfigSection.Refs#responsesClasses}):
+   * of the routes (and {@code unmatched}, when it admits) whose format is {@code openai-responses}
+   * or {@code auto}, or any format when {@code signals.format} names a source; every class when
+   * {@code signals.class} names one.
+   */
+  static Set<String> responsesClasses(
+      List<SluiceConfig.RouteRule> routes,
+      SluiceConfig.Unmatched unmatched,
+      java.util.Map<SluiceConfig.Signal, List<SluiceConfig.Source>> signals,
+      Set<String> classes) {
+    boolean anyFormat = !signals.getOrDefault(SluiceConfig.Signal.FORMAT, List.of()).isEmpty();
+    boolean anyClass = !signals.getOrDefault(SluiceConfig.Signal.CLASS, List.of()).isEmpty();
+    Set<String> out = new java.util.LinkedHashSet<>();
+    for (SluiceConfig.RouteRule r : routes) {
+      if (anyFormat || responsesShaped(r.format())) {
+        out.add(r.requestClass());
+      }
+    }
+    if (!unmatched.reject() && (anyFormat || responsesShaped(unmatched.format()))) {
+      out.add(unmatched.requestClass());
+    }
+    return anyClass && !out.isEmpty() ? Set.copyOf(classes) : Set.copyOf(out);
+  }
+
+  private static boolean responsesShaped(RequestFormat f) {
+    return f == RequestFormat.OPENAI_RESPONSES || f == RequestFormat.AUTO;
+  }
+
   private static void checkRef(Node at, String value, Set<String> names, String section) {
     if (!names.contains(value)) {
       at.invalid(value, "a name defined under " + section + ": " + String.join(", ", names));

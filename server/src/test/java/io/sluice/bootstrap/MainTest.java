@@ -55,6 +55,20 @@ class MainTest {
   }
 
   @Test
+  void validate_lateIntakeOnAClassNoResponsesClientCanPoll_isAnError() throws Exception {
+    Path f = dir.resolve("late.yaml");
+    Files.writeString(
+        f,
+        "pools: {gpu: {capacity: 10}}\nclasses: {batch: {reservedShare: 1.0}}\n"
+            + "routes: [{name: chat, match: {path: /v1/chat/completions}, class: batch,"
+            + " format: openai-chat}]\nunmatched: {action: reject}\n"
+            + "intake: {enabled: true, whenLate: {batch: accept}}\n");
+    Run r = run("validate", f.toString());
+    assertThat(r.code()).isEqualTo(1);
+    assertThat(r.err()).contains("intake.whenLate.batch: accept, but no route serves class batch");
+  }
+
+  @Test
   void validate_missingFile_exitsNonZero() {
     assertThat(run("validate", dir.resolve("nope.yaml").toString()).code()).isNotZero();
   }

@@ -169,4 +169,68 @@ class IntakeConfigTest {
               assertThat(errors).anyMatch(m -> m.startsWith("intake.dispatch.lease: "));
             });
   }
+
+  private static final String LATE =
+      """
+      pools: {p: {capacity: 100}}
+      classes: {c: {rank: 0}, batch: {rank: 1, borrow: true}}
+      routes:
+        - {name: chat, match: {pathPrefix: /v1/chat/completions}, pool: p, class: batch, format: openai-chat}
+      unmatched: {action: reject}
+      %s
+      intake: {enabled: true, whenLate: {batch: accept}}
+      """;
+
+  /**
+   * A late request is answered with a Responses object: only a Responses client can poll it. (An
+   * admitting {@code unmatched} with format {@code auto} serves its class to Responses paths too.)
+   */
+  @Test
+  void whenLateAccept_onAClassNoResponsesRouteServes_isAnErrorNamingItsPath() {
+    assertThatThrownBy(() -> ConfigLoader.parse(LATE.formatted("")))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining(
+            "intake.whenLate.batch: accept, but no route serves class batch in the Responses shape"
+                + " (expected: refuse, or a route with class: batch and format: openai-responses or"
+                + " auto;");
+    // refuse stays allowed: nothing is answered with an id
+    assertThat(
+            ConfigLoader.parse(LATE.formatted("").replace("batch: accept", "batch: refuse"))
+                .section(IntakeSection.SECTION)
+                .acceptsLate("batch"))
+        .isFalse();
+  }
+
+  @Test
+  void whenLateAccept_servedOnAResponsesOrAutoRoute_orFormatSignal_isRead() {
+    String responses =
+        "  - {name: r, match: {pathPrefix: /v1/responses}, pool: p, class: batch,"
+            + " format: openai-responses}";
+    String auto = "  - {name: r, match: {pathPrefix: /v1/}, pool: p, class: batch, format: auto}";
+    for (String routes : List.of(responses, auto)) {
+      SluiceConfig c =
+          ConfigLoader.parse(LATE.formatted("").replace("routes:\n", "routes:\n" + routes + "\n"));
+      assertThat(c.section(IntakeSection.SECTION).acceptsLate("batch")).as(routes).isTrue();
+    }
+    // a trusted format signal may make any route's request a Responses one
+    SluiceConfig signalled =
+        ConfigLoader.parse(LATE.formatted("signals: {format: [{metadata: x-sluice-format}]}"));
+    assertThat(signalled.section(IntakeSection.SECTION).acceptsLate("batch")).isTrue();
+    // a Responses route of another class does not serve batch, unless a class signal may pick it
+    String other =
+        "  - {name: r, match: {pathPrefix: /v1/responses}, pool: p, class: c,"
+            + " format: openai-responses}";
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    LATE.formatted("").replace("routes:\n", "routes:\n" + other + "\n")))
+        .hasMessageContaining("intake.whenLate.batch: accept, but no route serves class batch");
+    assertThat(
+            ConfigLoader.parse(
+                    LATE.formatted("signals: {class: [{metadata: x-sluice-class}]}")
+                        .replace("routes:\n", "routes:\n" + other + "\n"))
+                .section(IntakeSection.SECTION)
+                .acceptsLate("batch"))
+        .isTrue();
+  }
 }

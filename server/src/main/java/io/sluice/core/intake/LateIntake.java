@@ -3,6 +3,7 @@ package io.sluice.core.intake;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Reason;
+import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.session.AdmissionCheck;
 import io.sluice.core.session.Planner;
 import io.sluice.core.session.Subject;
@@ -31,6 +32,7 @@ public final class LateIntake implements Planner {
   private byte @Nullable [] body; // the request body, by reference, until it is decided
   private int offset;
   private int length;
+  private boolean undone; // its accepted job cancelled because nobody received the id (once)
 
   private LateIntake(Intake intake, AdmissionController controller, Subject subject) {
     this.intake = intake;
@@ -52,6 +54,9 @@ public final class LateIntake implements Planner {
 
   private static boolean plans(IntakePolicy p, Subject s) {
     return p.acceptsLate(s.requestClass().name())
+        // only a Responses client reads the queued object and polls its id (the config check,
+        // IntakeSection: a class served on no Responses route is an error)
+        && s.format() == RequestFormat.OPENAI_RESPONSES
         && !s.shadow() // observe only
         && s.signals().get(DispatchCheck.SIGNAL) == null; // a dispatched job: never taken in again
   }
@@ -129,16 +134,19 @@ public final class LateIntake implements Planner {
 
   /**
    * The job was accepted but the front end went away before its id was answered: nobody holds the
-   * id, so the job is cancelled while it still waits (best effort: a store failure leaves it to run
-   * once and be kept for {@code intake.retention}).
+   * id, so the job is cancelled while it still waits, once (its place in the tenant's backlog goes
+   * back with it; best effort: a store failure leaves it to run once and be kept for {@code
+   * intake.retention}). Answers the note the session counts and records with the pool's refusal:
+   * {@code abandoned}, the job's id, the refusal it was accepted instead of.
    */
   @Override
-  public void unanswered(Instead answer) {
+  public @Nullable Object unanswered(Instead answer) {
     IntakeNote n = answer.note() instanceof IntakeNote note ? note : null;
     String id = n == null ? null : n.jobId();
-    if (answer.answer() == null || id == null) {
-      return;
+    if (n == null || answer.answer() == null || id == null || undone) {
+      return null;
     }
+    undone = true;
     var unused =
         intake
             .store()
@@ -148,5 +156,7 @@ public final class LateIntake implements Planner {
                 id,
                 intake.clock().millis(),
                 intake.policy().retention().toMillis());
+    return new IntakeNote(
+        IntakeNote.ABANDONED, id, JobStatus.CANCELLED.code(), 0, null, n.insteadOf());
   }
 }

@@ -75,7 +75,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.notes = new DecisionNotes(env.clock().millis());
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
-    this.checks = new CheckRun.OfSession(env.checks(), this, front, serial, steps);
+    this.checks = new CheckRun.OfSession(env, this, front, serial, steps);
     this.planner = Planners.of(env, subject, checks::notes);
     this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
   }

@@ -136,7 +136,11 @@ abstract class CheckRun implements AdmissionCheck.Request {
                     () -> {
                       Planner.Instead i = e != null || v == null ? Planner.Instead.REFUSAL : v;
                       if (closed) {
-                        planner.unanswered(i);
+                        Object undone = planner.unanswered(i);
+                        if (undone != null) { // counted and recorded as the pool's refusal
+                          keep(new Noted(undone));
+                          abandoned(r);
+                        }
                         return;
                       }
                       Object note = i.note();
@@ -153,6 +157,13 @@ abstract class CheckRun implements AdmissionCheck.Request {
                       }
                     }));
   }
+
+  /**
+   * A planner's answer came after the front end went away and was undone ({@link
+   * Planner#unanswered}, its note kept): the request is told to the listeners as refused by {@code
+   * r}, nobody is answered, nothing is given back again (it went back at the front end's end).
+   */
+  void abandoned(Decision.Reject r) {}
 
   /** A store's answer failed outright (not a store failure it answers for itself). */
   abstract void storeFailed(Throwable cause);
@@ -268,8 +279,8 @@ abstract class CheckRun implements AdmissionCheck.Request {
       first = h;
     } else {
       Held[] a = more;
-      if (a == null) {
-        a = new Held[chain.size() - 1];
+      if (a == null || count > a.length) { // a planner's note may follow every check's hold
+        a = java.util.Arrays.copyOf(a == null ? new Held[0] : a, Math.max(count, chain.size()));
         more = a;
       }
       a[count - 1] = h;
@@ -387,15 +398,28 @@ abstract class CheckRun implements AdmissionCheck.Request {
   /** A session's run: the session takes each next step and answers what the chain cannot. */
   static final class OfSession extends CheckRun {
     private final SessionFront front;
+    private final SessionListener listener;
 
     OfSession(
-        CheckChain chain,
+        Sessions env,
         AdmissionSession session,
         SessionFront front,
         Executor serial,
         SessionSteps steps) {
-      super(chain, session, serial, steps);
+      super(env.checks(), session, serial, steps);
       this.front = front;
+      this.listener = env.listener();
+    }
+
+    @Override
+    void abandoned(Decision.Reject r) {
+      listener.on(
+          new SessionEvent.Refused(
+              session().facts(),
+              r.reason(),
+              r.status(),
+              r.retryAfterSeconds(),
+              "the client went away before its answer: " + r.message()));
     }
 
     @Override

@@ -81,9 +81,14 @@ public interface Planner {
 
   /**
    * The stage of {@link #instead} completed after the front end went away (the session ended):
-   * nobody receives {@code answer}; undo what it promised (say, cancel the job it accepted).
+   * nobody receives {@code answer}; undo what it promised (say, cancel the job it accepted), once.
+   * Answers what it notes of the undone answer, or null (nothing to note): with a note, the session
+   * ends the request as the pool refused it (its listeners and decision record get the refusal with
+   * the note; the front end is gone, so nobody is answered).
    */
-  default void unanswered(Instead answer) {}
+  default @Nullable Object unanswered(Instead answer) {
+    return null;
+  }
 
   /**
    * The planner of a request whose class has no degrade ladder and whose pool has no engine

@@ -92,11 +92,9 @@ final class Planners {
     }
 
     @Override
-    public void unanswered(Instead answer) {
+    public @Nullable Object unanswered(Instead answer) {
       Planner p = answering;
-      if (p != null) {
-        p.unanswered(answer);
-      }
+      return p != null ? p.unanswered(answer) : null;
     }
   }
 }

@@ -71,6 +71,7 @@ class LateIntakeSessionTest {
     final InMemoryJobStore inner = new InMemoryJobStore(1000);
     CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     int enqueues;
+    int cancels;
 
     void hold() {
       gate = new CompletableFuture<>();
@@ -91,6 +92,7 @@ class LateIntakeSessionTest {
     @Override
     public CompletionStage<@Nullable JobView> cancel(
         String prefix, String tenant, String id, long now, long retention) {
+      cancels++;
       return inner.cancel(prefix, tenant, id, now, retention);
     }
 
@@ -166,12 +168,17 @@ class LateIntakeSessionTest {
   }
 
   private Subject subject(Duration deadline, long maxHold, Signals signals, boolean shadow) {
+    return subject(RequestFormat.OPENAI_RESPONSES, deadline, maxHold, signals, shadow);
+  }
+
+  private Subject subject(
+      RequestFormat format, Duration deadline, long maxHold, Signals signals, boolean shadow) {
     long now = ticker.nanos();
     return new Subject(
         "responses",
         OneSlotPool.POOL,
         OneSlotPool.INTERACTIVE,
-        RequestFormat.OPENAI_RESPONSES,
+        format,
         acme,
         now,
         now + deadline.toNanos(),
@@ -270,12 +277,7 @@ class LateIntakeSessionTest {
 
   @Test
   void backlogFull_keepsThePoolsRefusal() {
-    policy =
-        IntakePolicy.builder()
-            .classes(Set.of())
-            .maxJobsPerTenant(1)
-            .whenLate(Map.of(OneSlotPool.INTERACTIVE.name(), WhenLate.ACCEPT))
-            .build();
+    policy = oneJobPerTenant();
     AdmissionSession running = occupy();
     IntakeSessionTest.Front first = new IntakeSessionTest.Front();
     post(first, Duration.ofMillis(50));
@@ -362,5 +364,65 @@ class LateIntakeSessionTest {
     assertThat(lastNote()).isNull();
     assertThat(store.enqueues).isZero();
     running.release(Outcome.COMPLETED);
+  }
+
+  @Test
+  void frontEndGone_jobCancelledOnce_itsPlaceBackOnce_countedAndRecordedAsAbandoned() {
+    policy = oneJobPerTenant();
+    AdmissionSession running = occupy();
+    store.hold();
+    IntakeSessionTest.Front f = new IntakeSessionTest.Front();
+    post(f, Duration.ofMillis(50)).end(Outcome.CANCELLED); // the client leaves while it is written
+    events.clear();
+    store.gate.complete(null);
+
+    assertThat(f.calls).isEmpty(); // nobody to answer
+    assertThat(store.cancels).as("cancelled once").isEqualTo(1);
+    List<SessionEvent.Refused> refused =
+        events.stream()
+            .filter(SessionEvent.Refused.class::isInstance)
+            .map(SessionEvent.Refused.class::cast)
+            .toList();
+    assertThat(refused).as("told once, as the pool's refusal").hasSize(1);
+    assertThat(refused.get(0).reason()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    IntakeNote note = Objects.requireNonNull(IntakeNote.of(refused.get(0).facts()));
+    assertThat(note.event()).isEqualTo(IntakeNote.ABANDONED);
+    assertThat(note.insteadOf()).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    assertThat(note.status()).isEqualTo("cancelled");
+    String abandoned = Objects.requireNonNull(note.jobId());
+    assertThat(releases).containsExactly(AdmissionCheck.Release.CANCELLED); // given back once
+
+    // its place in the tenant's backlog (cap: 1 job) went back: the next late request is taken in
+    IntakeSessionTest.Front next = new IntakeSessionTest.Front();
+    post(next, Duration.ofMillis(50));
+    assertThat(next.calls).containsExactly("answered");
+    // a second cancel of the abandoned job frees nothing more: the new job still fills the cap
+    store.inner.cancel("t_", "acme", abandoned, NOW, 60_000).toCompletableFuture().join();
+    IntakeSessionTest.Front full = new IntakeSessionTest.Front();
+    post(full, Duration.ofMillis(50));
+    assertThat(full.refusedWith).isEqualTo(Reason.DEADLINE_UNREACHABLE);
+    assertThat(Objects.requireNonNull(lastNote()).event()).isEqualTo(IntakeNote.BACKLOG_FULL);
+    running.release(Outcome.COMPLETED);
+  }
+
+  @Test
+  void aClientOfAnotherShape_isNeverTakenIn() {
+    AdmissionSession running = occupy();
+    Subject chat =
+        subject(RequestFormat.OPENAI_CHAT, Duration.ofMillis(50), HOLD, Signals.NONE, false);
+    IntakeSessionTest.Front f = new IntakeSessionTest.Front();
+    post(f, chat, "{\"model\":\"m1\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    assertThat(f.refusedWith).isEqualTo(Reason.DEADLINE_UNREACHABLE); // it cannot poll an id
+    assertThat(store.enqueues).isZero();
+    running.release(Outcome.COMPLETED);
+  }
+
+  /** Late intake of the test's class, with a backlog of one job per tenant. */
+  private static IntakePolicy oneJobPerTenant() {
+    return IntakePolicy.builder()
+        .classes(Set.of())
+        .maxJobsPerTenant(1)
+        .whenLate(Map.of(OneSlotPool.INTERACTIVE.name(), WhenLate.ACCEPT))
+        .build();
   }
 }
