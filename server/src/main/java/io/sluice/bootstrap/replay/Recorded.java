@@ -17,7 +17,6 @@ import io.sluice.api.v1.Outcome;
  * @param actualInputTokens the input tokens the upstream reported (the estimate's when none)
  * @param requestedOutputTokens the output cap the client asked for (or the class default)
  * @param serviceMs the upstream's service time (-1: not known, e.g. a refused request)
- * @param ttftMs time from admission to the first chunk (-1: not known)
  * @param outputTokens the answer's output tokens (reported, else metered; -1 not known)
  * @param endedAfterMs when the request ended after arrival (a cancel: when the client left)
  * @param decided the recorded decision, as {@link Verdict#of} names it
@@ -40,7 +39,6 @@ record Recorded(
     long actualInputTokens,
     long requestedOutputTokens,
     long serviceMs,
-    long ttftMs,
     long outputTokens,
     Outcome outcome,
     int upstreamStatus,
@@ -99,7 +97,6 @@ record Recorded(
             ? r.getEstimate().getRequestedOutputTokens()
             : r.getEstimate().getOutputReserveTokens(),
         ran ? service : -1,
-        r.hasTtftMs() ? r.getTtftMs() : -1,
         out,
         r.getOutcome(),
         r.getUpstreamStatus(),

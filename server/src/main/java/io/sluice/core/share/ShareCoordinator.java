@@ -259,8 +259,7 @@ public final class ShareCoordinator {
     final Probation probation = new Probation();
     final Tally tally = new Tally();
     String lastError = "";
-    long targetWork;
-    int targetRequests;
+    Load asked = new Load(0, 0); // what it last asked for (the allocation rule's target)
     Map<String, Load> peerClassLoads = Map.of();
     boolean predecessorsDropped;
     @Nullable SharedPool lastState; // the pool its last round drove (the fence's mode in status)
@@ -298,17 +297,16 @@ public final class ShareCoordinator {
       idleParts = target.idle();
       tally.received += target.received() ? 1 : 0;
       tally.gave += target.gave() ? 1 : 0;
-      targetWork = target.work();
-      targetRequests = target.requests();
+      asked = new Load(target.work(), target.requests());
       // the store records the shrink of a leased share to the target when it runs this exchange:
       // it applies here first (a store-down share stays as it is: the store did not grant it);
       // in use is what may be in flight until the answer applies
       boolean leased = this.mode == Mode.LEASED || this.mode == Mode.KEPT;
-      if (leased && (targetWork < grantedWork || targetRequests < grantedRequests)) {
+      if (leased && (asked.work() < grantedWork || asked.requests() < grantedRequests)) {
         apply(
             state,
-            Math.min(grantedWork, targetWork),
-            Math.min(grantedRequests, targetRequests),
+            Math.min(grantedWork, asked.work()),
+            Math.min(grantedRequests, asked.requests()),
             grantedClasses,
             now);
       }
@@ -321,8 +319,8 @@ public final class ShareCoordinator {
               policy.leaseTtl().toMillis(),
               p.capacityWorkUnits(),
               capRequests,
-              targetWork,
-              targetRequests,
+              asked.work(),
+              asked.requests(),
               Math.max(used.work(), grantedWork),
               Math.max(used.requests(), grantedRequests),
               d.demandWork(),
@@ -465,8 +463,8 @@ public final class ShareCoordinator {
           tally.failures,
           tally.rebalances,
           lastError,
-          targetWork,
-          targetRequests,
+          asked.work(),
+          asked.requests(),
           tally.received,
           tally.gave,
           classViews());
