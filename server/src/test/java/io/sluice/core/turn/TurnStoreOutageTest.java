@@ -3,17 +3,14 @@ package io.sluice.core.turn;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.session.AdmissionCheck;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.RedisProcess;
 import io.sluice.store.redis.RedisPorts;
 import io.sluice.store.redis.RedisTurnLedger;
 import java.time.Duration;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -51,14 +48,7 @@ class TurnStoreOutageTest {
   void redisStopped_closedRefusesWithAStableReasonAndRetryAfter_openAdmits() throws Exception {
     assumeTrue(RedisProcess.available(), "redis-server binary");
     redis = new RedisProcess(LocalRedis.freePort()).start();
-    ports =
-        RedisPorts.open(
-            StoreEnv.redis(
-                Map.of(
-                    "REDIS_URL", "127.0.0.1:" + redis.port(),
-                    "REDIS_COMMAND_TIMEOUT", "200ms",
-                    "REDIS_RECONNECT_INTERVAL", "100ms")),
-            Ticker.system());
+    ports = RedisPorts.failingFast(redis);
     RedisTurnLedger ledger = new RedisTurnLedger(ports.connection());
     TurnRetryCheck closed =
         new TurnRetryCheck(ledger, policy(TenantQuotas.FailureMode.CLOSED), "t_");

@@ -3,7 +3,6 @@ package io.sluice.store.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.budget.Budget;
 import io.sluice.core.budget.BudgetBook;
@@ -16,7 +15,6 @@ import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TokenUse;
 import io.sluice.core.estimate.FanOut;
 import io.sluice.core.estimate.TokenEstimate;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.MutableClock;
 import io.sluice.store.RedisProcess;
@@ -56,14 +54,7 @@ class RedisBudgetOutageTest {
   void redisKilled_eachFailureModeAnswers_andIsCounted() throws Exception {
     assumeTrue(RedisProcess.available(), "redis-server binary");
     redis = new RedisProcess(LocalRedis.freePort()).start();
-    ports =
-        RedisPorts.open(
-            StoreEnv.redis(
-                Map.of(
-                    "REDIS_URL", "127.0.0.1:" + redis.port(),
-                    "REDIS_COMMAND_TIMEOUT", "200ms",
-                    "REDIS_RECONNECT_INTERVAL", "100ms")),
-            Ticker.system());
+    ports = RedisPorts.failingFast(redis);
     RedisBudgetStore store = new RedisBudgetStore(ports.connection());
     MutableClock clock = new MutableClock(Instant.parse("2026-12-05T10:00:00Z"));
     AtomicInteger failures = new AtomicInteger();

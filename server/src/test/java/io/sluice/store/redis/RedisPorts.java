@@ -1,6 +1,9 @@
 package io.sluice.store.redis;
 
+import io.sluice.bootstrap.StoreEnv;
 import io.sluice.core.time.Ticker;
+import io.sluice.store.RedisProcess;
+import java.util.Map;
 
 /**
  * Every Redis port class on one connection, in the order the bootstrap builds them (warm-up rounds
@@ -18,6 +21,20 @@ public record RedisPorts(
 
   public static RedisPorts open(RedisSettings settings, Ticker ticker) {
     return of(new RedisConnection(settings, ticker));
+  }
+
+  /**
+   * The ports on a test's own {@code redis-server}, failing fast (200 ms command timeout, 100 ms
+   * reconnect): for tests that stop or kill it and read what each store answers meanwhile.
+   */
+  public static RedisPorts failingFast(RedisProcess redis) {
+    return open(
+        StoreEnv.redis(
+            Map.of(
+                "REDIS_URL", "127.0.0.1:" + redis.port(),
+                "REDIS_COMMAND_TIMEOUT", "200ms",
+                "REDIS_RECONNECT_INTERVAL", "100ms")),
+        Ticker.system());
   }
 
   public static RedisPorts of(RedisConnection c) {
