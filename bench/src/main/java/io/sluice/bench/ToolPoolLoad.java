@@ -67,36 +67,69 @@ final class ToolPoolLoad {
       long toolCalls,
       double toolBusyPercent,
       java.util.Map<String, Integer> reasons,
+      Timing timing,
       String load) {
     String table() {
       return String.format(
+              Locale.ROOT,
+              "MCP tool pool `%s`: cap %d (maxRequests, 2 replicas on Redis), service time %d ms"
+                  + " (capacity %.0f calls/s), offered %.0f calls/s (%.1fx) open-loop.%n%n"
+                  + "| sent | results | of which queued first | TOOL_BACKPRESSURE | with retry_after_ms"
+                  + " | other | peak in flight at the tool | calls the tool saw | tool busy (of cap x"
+                  + " time) | refusal reasons | load after |%n"
+                  + "|---|---|---|---|---|---|---|---|---|---|---|%n"
+                  + "| %d | %d | %d | %d | %d | %d%s | %d (cap %d) | %d | %.0f %% | %s | %s |%n",
+              TOOL,
+              cap,
+              toolMillis,
+              capacityPerSecond,
+              offeredPerSecond,
+              offeredPerSecond / capacityPerSecond,
+              sent,
+              results,
+              queuedThenServed,
+              backpressure,
+              backpressureWithRetryAfter,
+              other,
+              otherSample.isEmpty() ? "" : " (" + otherSample + ")",
+              peak,
+              cap,
+              toolCalls,
+              toolBusyPercent,
+              reasons,
+              load)
+          + timing.table();
+    }
+  }
+
+  /**
+   * Where a served call's time went, per call (ms, p50 / p99 of the served calls): its request path
+   * (sent by the client to the tool starting it: the request's ext_proc messages, Sluice's
+   * decision, the emulated Envoy's forwarding), its response path (the tool's answer to the
+   * client's receipt: the response's ext_proc messages, Sluice's release at the last one), and the
+   * slot as Sluice held it ({@code sluice_mcp_tool_service_seconds}: admission to release, mean and
+   * max over both replicas). A slot held much longer than the tool's service time with a short
+   * response path is held on the request side; with a long response path, on the response side.
+   */
+  record Timing(
+      double requestP50,
+      double requestP99,
+      double responseP50,
+      double responseP99,
+      double heldMean,
+      double heldMax) {
+    String table() {
+      return String.format(
           Locale.ROOT,
-          "MCP tool pool `%s`: cap %d (maxRequests, 2 replicas on Redis), service time %d ms"
-              + " (capacity %.0f calls/s), offered %.0f calls/s (%.1fx) open-loop.%n%n"
-              + "| sent | results | of which queued first | TOOL_BACKPRESSURE | with retry_after_ms"
-              + " | other | peak in flight at the tool | calls the tool saw | tool busy (of cap x"
-              + " time) | refusal reasons | load after |%n"
-              + "|---|---|---|---|---|---|---|---|---|---|---|%n"
-              + "| %d | %d | %d | %d | %d | %d%s | %d (cap %d) | %d | %.0f %% | %s | %s |%n",
-          TOOL,
-          cap,
-          toolMillis,
-          capacityPerSecond,
-          offeredPerSecond,
-          offeredPerSecond / capacityPerSecond,
-          sent,
-          results,
-          queuedThenServed,
-          backpressure,
-          backpressureWithRetryAfter,
-          other,
-          otherSample.isEmpty() ? "" : " (" + otherSample + ")",
-          peak,
-          cap,
-          toolCalls,
-          toolBusyPercent,
-          reasons,
-          load);
+          "%n| served calls: request path p50 / p99 ms | response path p50 / p99 ms | slot held by"
+              + " Sluice mean / max ms |%n|---|---|---|%n| %.1f / %.1f | %.1f / %.1f | %.1f /"
+              + " %.1f |%n",
+          requestP50,
+          requestP99,
+          responseP50,
+          responseP99,
+          heldMean,
+          heldMax);
     }
   }
 
@@ -106,6 +139,8 @@ final class ToolPoolLoad {
     final AtomicInteger active = new AtomicInteger();
     final AtomicInteger peak = new AtomicInteger();
     final AtomicLong calls = new AtomicLong();
+    // per call id: when the tool started it and when it answered (System.nanoTime)
+    final java.util.Map<String, long[]> spans = new java.util.concurrent.ConcurrentHashMap<>();
     final int millis;
 
     Tool(int millis) {
@@ -117,11 +152,14 @@ final class ToolPoolLoad {
       Matcher m = ID.matcher(request.bodyUtf8());
       String id = m.find() ? m.group(1) : "null";
       calls.incrementAndGet();
+      long[] span = {System.nanoTime(), 0};
+      spans.put(id, span);
       peak.accumulateAndGet(active.incrementAndGet(), Math::max);
       CompletableFuture<UpstreamResponse> out = new CompletableFuture<>();
       timers.schedule(
           () -> {
             active.decrementAndGet();
+            span[1] = System.nanoTime();
             out.complete(
                 UpstreamResponse.of(
                     200,
@@ -210,6 +248,8 @@ final class ToolPoolLoad {
       int total = (int) Math.round(offered * seconds);
       long periodNanos = Math.round(1e9 / offered);
       List<CompletableFuture<HttpResult>> answers = new ArrayList<>();
+      long[] sentAt = new long[total];
+      long[] answeredAt = new long[total];
       long t0 = System.nanoTime();
       long callsBefore = tool.calls.get();
       for (int i = 0; i < total; i++) {
@@ -217,7 +257,13 @@ final class ToolPoolLoad {
         if (wait > 0) {
           TimeUnit.NANOSECONDS.sleep(wait);
         }
-        answers.add(envoys.get(i % 2).sendAsync(call(i)));
+        int n = i;
+        sentAt[n] = System.nanoTime();
+        answers.add(
+            envoys
+                .get(i % 2)
+                .sendAsync(call(i))
+                .whenComplete((r, e) -> answeredAt[n] = System.nanoTime()));
       }
       int results = 0;
       int queued = 0;
@@ -226,10 +272,18 @@ final class ToolPoolLoad {
       int other = 0;
       String sample = "";
       java.util.Map<String, Integer> reasons = new java.util.TreeMap<>();
-      for (CompletableFuture<HttpResult> f : answers) {
-        HttpResult r = f.orTimeout(60, TimeUnit.SECONDS).exceptionally(e -> null).join();
+      org.HdrHistogram.Histogram requestPath = new org.HdrHistogram.Histogram(3);
+      org.HdrHistogram.Histogram responsePath = new org.HdrHistogram.Histogram(3);
+      for (int i = 0; i < total; i++) {
+        HttpResult r =
+            answers.get(i).orTimeout(60, TimeUnit.SECONDS).exceptionally(e -> null).join();
         String body = r == null ? "" : r.bodyUtf8();
         if (r != null && r.status() == 200 && body.contains("\"result\"")) {
+          long[] span = tool.spans.get(Integer.toString(i));
+          if (span != null && span[1] != 0) {
+            requestPath.recordValue(Math.max(0, span[0] - sentAt[i]));
+            responsePath.recordValue(Math.max(0, answeredAt[i] - span[1]));
+          }
           results++;
           queued += r.header("x-sluice-queue-wait-ms").isPresent() ? 1 : 0;
         } else if (r != null && body.contains("TOOL_BACKPRESSURE")) {
@@ -268,11 +322,38 @@ final class ToolPoolLoad {
           tool.calls.get(),
           busy,
           reasons,
+          timing(requestPath, responsePath, servers),
           PermitsBench.load());
     } finally {
       envoys.forEach(EnvoyExtProcEmulator::close);
       servers.forEach(SluiceServer::close);
     }
+  }
+
+  /** The served calls' paths and the slot as Sluice held it (its own meter, both replicas). */
+  static Timing timing(
+      org.HdrHistogram.Histogram request,
+      org.HdrHistogram.Histogram response,
+      List<SluiceServer> servers) {
+    double total = 0;
+    long count = 0;
+    double max = 0;
+    for (SluiceServer s : servers) {
+      io.micrometer.core.instrument.Timer t =
+          s.registry().find(io.sluice.observability.McpMetrics.SERVICE).tag("tool", TOOL).timer();
+      if (t != null) {
+        total += t.totalTime(TimeUnit.MILLISECONDS);
+        count += t.count();
+        max = Math.max(max, t.max(TimeUnit.MILLISECONDS));
+      }
+    }
+    return new Timing(
+        request.getValueAtPercentile(50) / 1e6,
+        request.getValueAtPercentile(99) / 1e6,
+        response.getValueAtPercentile(50) / 1e6,
+        response.getValueAtPercentile(99) / 1e6,
+        count == 0 ? 0 : total / count,
+        max);
   }
 
   /** Every replica leased on {@code pool}, their request slots adding up to {@code slots}. */

@@ -13,7 +13,6 @@ import io.sluice.store.redis.RedisKeyValueStore;
 import io.sluice.store.redis.RedisLimitStore;
 import io.sluice.store.redis.RedisReserveStore;
 import io.sluice.store.redis.RedisShareStore;
-import io.sluice.store.redis.RedisTenantSlots;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -40,13 +39,14 @@ import org.slf4j.LoggerFactory;
  *       backend itself when it is memory (it cannot fail), else a bounded {@link InMemoryStore}.
  * </ul>
  *
- * <p>The features' store ports ({@link StorePort}: their shared state) are built here once, on the
- * backend, without being named: each port says how it is built on memory and on Redis, and the
- * features ask for theirs by port ({@link #port}).
+ * <p>The store ports ({@link StorePort}: shared state) are built here once, on the backend,
+ * without being named: the built-in ones ({@link BuiltInPorts}: tenant slots, workflow places,
+ * permit leases) and the features'. Each port says how it is built on memory and on Redis, and its
+ * users ask for it by port ({@link #port}).
  *
- * <p>Memory stores are observed as {@code sluice.rls.store.memory.*{store=memory|local}}. The only
- * class that names a store implementation besides the feature modules' ports; closing it closes the
- * Redis connection.
+ * <p>Memory stores are observed as {@code sluice.rls.store.memory.*{store=memory|local}}. With
+ * {@link BuiltInPorts} the only class that names a store implementation besides the feature
+ * modules' ports; closing it closes the Redis connection.
  */
 public final class Stores implements AutoCloseable, StorePorts {
   private static final Logger LOG = LoggerFactory.getLogger(Stores.class);
@@ -55,25 +55,19 @@ public final class Stores implements AutoCloseable, StorePorts {
   private final KeyValueStore shared;
   private final KeyValueStore local;
   private final io.sluice.core.share.@Nullable ShareStore shares;
-  private final io.sluice.core.quota.@Nullable TenantSlots tenantSlots;
   private final AutoCloseable closer;
-  // the features' ports, built on the backend (shared exactly when it is), by port
+  // the built-in and the features' ports, built on the backend (shared exactly when it is), by port
   private final Map<StorePort<?>, Object> ports;
   // the adaptive limits' shared state: Redis only (in memory the pool's own limit is the limit)
   private io.sluice.core.adapt.@org.jspecify.annotations.Nullable LimitStore limits;
   // the learned output reserve's shared state: Redis only (in memory the learner outlives reloads)
   private io.sluice.core.estimate.@org.jspecify.annotations.Nullable ReserveStore reserves;
-  // the workflows' places across replicas: Redis only (in memory the process's budget is the whole)
-  private io.sluice.core.quota.@Nullable WorkflowPlaces workflowPlaces;
-  // the permit API's leases: in memory (one replica) or on Redis (renew/release at any replica)
-  private io.sluice.core.permit.@Nullable PermitLeases permitLeases;
 
   private Stores(
       StoreSettings settings,
       KeyValueStore shared,
       KeyValueStore local,
       io.sluice.core.share.@Nullable ShareStore shares,
-      io.sluice.core.quota.@Nullable TenantSlots tenantSlots,
       AutoCloseable closer,
       Map<StorePort<?>, Object> ports) {
     this.ports = ports;
@@ -81,7 +75,6 @@ public final class Stores implements AutoCloseable, StorePorts {
     this.shared = shared;
     this.local = local;
     this.shares = shares;
-    this.tenantSlots = tenantSlots;
     this.closer = closer;
   }
 
@@ -101,45 +94,40 @@ public final class Stores implements AutoCloseable, StorePorts {
     return create(settings, clock, ticker, registry, Features.storePorts());
   }
 
-  /** The stores, with these features' ports. */
+  /** The stores, with the built-in ports ({@link BuiltInPorts}) and these features' ports. */
   static Stores create(
       StoreSettings settings,
       Clock clock,
       Ticker ticker,
       MeterRegistry registry,
-      List<StorePort<?>> featurePorts) {
+      List<StorePort<?>> features) {
+    List<StorePort<?>> featurePorts = withBuiltIns(features);
     if (settings.redisBackend()) {
       RedisConnection redis = new RedisConnection(settings.redis(), ticker);
       // the key-value store first: warm-up rounds run in the order the ports register
       KeyValueStore keyValue = new RedisKeyValueStore(redis);
       io.sluice.core.share.ShareStore shares = new RedisShareStore(redis);
       io.sluice.core.adapt.LimitStore limits = new RedisLimitStore(redis);
-      io.sluice.core.quota.TenantSlots slots = new RedisTenantSlots(redis);
       Map<StorePort<?>, Object> ports = new LinkedHashMap<>();
       featurePorts.forEach(p -> ports.put(p, p.redis(redis)));
       InMemoryStore local = new InMemoryStore(clock, settings.memoryBounds());
       bind(registry, "local", local);
       bindLateWrites(registry, redis, featurePorts);
-      Stores s = new Stores(settings, keyValue, local, shares, slots, redis, ports);
+      Stores s = new Stores(settings, keyValue, local, shares, redis, ports);
       s.limits = limits;
       s.reserves = new RedisReserveStore(redis);
-      s.workflowPlaces = new io.sluice.store.redis.RedisWorkflowPlaces(redis);
-      s.permitLeases = new io.sluice.store.redis.RedisPermitLeases(redis);
       return s;
     }
     InMemoryStore memory = new InMemoryStore(clock, settings.memoryBounds());
     bind(registry, "memory", memory);
-    Stores s =
-        new Stores(
-            settings,
-            memory,
-            memory,
-            null,
-            null,
-            () -> {},
-            memoryPorts(featurePorts, ticker, false));
-    s.permitLeases = new io.sluice.store.memory.InMemoryPermitLeases(ticker);
-    return s;
+    return new Stores(
+        settings, memory, memory, null, () -> {}, memoryPorts(featurePorts, ticker, false));
+  }
+
+  private static List<StorePort<?>> withBuiltIns(List<StorePort<?>> features) {
+    List<StorePort<?>> all = new ArrayList<>(BuiltInPorts.ALL);
+    all.addAll(features);
+    return List.copyOf(all);
   }
 
   private static Map<StorePort<?>, Object> memoryPorts(
@@ -157,9 +145,8 @@ public final class Stores implements AutoCloseable, StorePorts {
         memory,
         memory,
         null,
-        null,
         () -> {},
-        memoryPorts(Features.storePorts(), Ticker.system(), true));
+        memoryPorts(withBuiltIns(Features.storePorts()), Ticker.system(), true));
   }
 
   /** {@code sluice_store_late_writes_undone_total{store}} of the Redis ports that write holders. */
@@ -175,9 +162,6 @@ public final class Stores implements AutoCloseable, StorePorts {
         stores.add(name);
       }
     }
-    stores.add(RedisTenantSlots.STORE);
-    stores.add(io.sluice.store.redis.RedisWorkflowPlaces.STORE);
-    stores.add(io.sluice.store.redis.RedisPermitLeases.STORE);
     for (String store : stores) {
       io.micrometer.core.instrument.FunctionCounter.builder(
               io.sluice.observability.MetricNames.STORE_LATE_WRITES_UNDONE,
@@ -220,7 +204,7 @@ public final class Stores implements AutoCloseable, StorePorts {
    * this process (a tier's {@code maxInFlight} is then this replica's own).
    */
   public io.sluice.core.quota.@Nullable TenantSlots tenantSlots() {
-    return tenantSlots;
+    return shared.inProcess() ? null : port(BuiltInPorts.TENANT_SLOTS);
   }
 
   /**
@@ -228,7 +212,7 @@ public final class Stores implements AutoCloseable, StorePorts {
    * this process (a workflow's budget is then this process's own).
    */
   public io.sluice.core.quota.@Nullable WorkflowPlaces workflowPlaces() {
-    return workflowPlaces;
+    return shared.inProcess() ? null : port(BuiltInPorts.WORKFLOW_PLACES);
   }
 
   /**
@@ -275,14 +259,10 @@ public final class Stores implements AutoCloseable, StorePorts {
 
   /**
    * The permit API's lease records: in this process with the memory backend (built on the process's
-   * ticker), on Redis with the Redis backend (a permit renewed or released at any replica). Built
-   * lazily for the warm-up's private store.
+   * ticker), on Redis with the Redis backend (a permit renewed or released at any replica).
    */
-  public synchronized io.sluice.core.permit.PermitLeases permitLeases() {
-    if (permitLeases == null) {
-      permitLeases = new io.sluice.store.memory.InMemoryPermitLeases(Ticker.system());
-    }
-    return permitLeases;
+  public io.sluice.core.permit.PermitLeases permitLeases() {
+    return port(BuiltInPorts.PERMIT_LEASES);
   }
 
   /** The in-process store of failure mode {@code local}. */

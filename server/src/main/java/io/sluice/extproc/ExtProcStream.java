@@ -27,7 +27,7 @@ import org.jspecify.annotations.Nullable;
  *                        admit: CONTINUE + headers + dynamic metadata; reject: ImmediateResponse
  * response_headers ─ observe status ─ (end_of_stream: release; body mode NONE: held for the
  *                    predicted tail, released by its timer once the stream has ended)
- * response_body*  ─ CONTINUE each chunk at once, extract usage ─ end_of_stream: release
+ * response_body*  ─ CONTINUE each chunk at once, extract usage ─ end_of_stream: release, answer
  * cancel / error / half-close at any point ─ release exactly once
  * </pre>
  *
@@ -285,13 +285,13 @@ final class ExtProcStream extends LiveStreams.Node
       at.to(StreamPhase.DONE);
     }
     Map<String, String> disclosed = DecisionAnswers.responseHeaders(opened().running());
+    if (ends) { // released before Envoy learns of the end: the next call finds the slot free
+      release(Outcome.COMPLETED);
+    }
     send(
         disclosed.isEmpty()
             ? Responses.CONTINUE_RESPONSE_HEADERS
             : Responses.continueResponseHeaders(disclosed));
-    if (ends) {
-      release(Outcome.COMPLETED);
-    }
   }
 
   private void onResponseBody(Inbound body) {
@@ -301,10 +301,10 @@ final class ExtProcStream extends LiveStreams.Node
     request.onResponseBody();
     boolean last = body.bodyEndOfStream();
     NativeMetadataReader.body(rt, body, opened().running(), last); // its usage, at the last
-    send(Responses.CONTINUE_RESPONSE_BODY);
-    if (last) {
+    if (last) { // released before Envoy learns of the end, as at headers that end the response
       release(Outcome.COMPLETED);
     }
+    send(Responses.CONTINUE_RESPONSE_BODY);
   }
 
   /** Answers with {@code answer} (if any) when {@code inPhase}, else ends out of phase. */

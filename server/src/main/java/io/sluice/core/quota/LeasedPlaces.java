@@ -68,4 +68,78 @@ public interface LeasedPlaces {
    * @param work the work units of those places
    */
   record Answer(boolean granted, long places, long work) {}
+
+  /**
+   * A typed port of one kind of leased places ({@link TenantSlots}, {@link WorkflowPlaces}): its
+   * own acquire and release, and what every kind shares, renewing a replica's places and the port
+   * as leased places (which the core's {@link LeasedHolds} keep).
+   */
+  interface Typed {
+    /**
+     * Renews {@code replica}'s places of each owner of {@code held} (owner → places this replica
+     * holds) with a fresh expiry; a place that is gone (it expired during a store outage) is
+     * written back.
+     */
+    CompletionStage<Void> renew(
+        String namespace,
+        String pool,
+        String replica,
+        Map<String, Integer> held,
+        long leaseTtlMillis);
+
+    /** This port as leased places of its kind. */
+    LeasedPlaces places();
+  }
+
+  /**
+   * A typed port's calls as leased places (a test's fake adapted call by call): acquire and release
+   * are the kind's own, renew is the same for every kind.
+   */
+  abstract class Adapter implements LeasedPlaces {
+    private final Typed typed;
+
+    protected Adapter(Typed typed) {
+      this.typed = typed;
+    }
+
+    @Override
+    public final CompletionStage<Void> renew(
+        Scope scope, String replica, Map<String, Integer> held, long leaseTtlMillis) {
+      return typed.renew(scope.namespace(), scope.pool(), replica, held, leaseTtlMillis);
+    }
+  }
+
+  /**
+   * A typed port over a leased-places store, under one kind: the stores' classes are these (the
+   * kind's acquire and release its own; renew and the store shared).
+   */
+  abstract class View implements Typed {
+    private final LeasedPlaces places;
+    private final String kind;
+
+    protected View(LeasedPlaces places, String kind) {
+      this.places = places;
+      this.kind = kind;
+    }
+
+    /** The places of {@code pool} of this kind. */
+    protected final Scope scope(String namespace, String pool) {
+      return new Scope(namespace, pool, kind);
+    }
+
+    @Override
+    public final CompletionStage<Void> renew(
+        String namespace,
+        String pool,
+        String replica,
+        Map<String, Integer> held,
+        long leaseTtlMillis) {
+      return places.renew(scope(namespace, pool), replica, held, leaseTtlMillis);
+    }
+
+    @Override
+    public final LeasedPlaces places() {
+      return places;
+    }
+  }
 }

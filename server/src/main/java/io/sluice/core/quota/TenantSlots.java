@@ -1,6 +1,5 @@
 package io.sluice.core.quota;
 
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
@@ -20,7 +19,7 @@ import java.util.concurrent.CompletionStage;
  * <namespace>{<pool>}:tenant:<tenantId>}, a sorted set of one holder per slot scored by its expiry)
  * is the store's; the core sees only this port.
  */
-public interface TenantSlots {
+public interface TenantSlots extends LeasedPlaces.Typed {
   /** The kind of owner of a tenant's slots in {@link LeasedPlaces} (its key's part). */
   String KIND = "tenant";
 
@@ -42,18 +41,6 @@ public interface TenantSlots {
       String namespace, String pool, String tenant, String replica, long leaseTtlMillis);
 
   /**
-   * Renews this replica's contribution for each tenant of {@code held} (tenant → slots this replica
-   * holds): a contribution that is there keeps its count with a fresh expiry; one that is gone (it
-   * expired during a store outage) is written back with the count held.
-   */
-  CompletionStage<Void> renew(
-      String namespace,
-      String pool,
-      String replica,
-      Map<String, Integer> held,
-      long leaseTtlMillis);
-
-  /**
    * The store's answer to {@link #acquire}.
    *
    * @param granted whether this replica now holds one more slot
@@ -62,9 +49,10 @@ public interface TenantSlots {
   record SlotAnswer(boolean granted, long total) {}
 
   /** This port as leased places of {@link #KIND} (a test's fake is adapted call by call). */
+  @Override
   default LeasedPlaces places() {
     TenantSlots slots = this;
-    return new LeasedPlaces() {
+    return new LeasedPlaces.Adapter(this) {
       @Override
       public CompletionStage<Answer> acquire(
           Scope scope,
@@ -84,12 +72,6 @@ public interface TenantSlots {
           Scope scope, String owner, String replica, long work, long leaseTtlMillis) {
         return slots.release(scope.namespace(), scope.pool(), owner, replica, leaseTtlMillis);
       }
-
-      @Override
-      public CompletionStage<Void> renew(
-          Scope scope, String replica, Map<String, Integer> held, long leaseTtlMillis) {
-        return slots.renew(scope.namespace(), scope.pool(), replica, held, leaseTtlMillis);
-      }
     };
   }
 
@@ -97,11 +79,9 @@ public interface TenantSlots {
    * The tenant slots of a {@link LeasedPlaces} store: a slot is a place of no work under {@link
    * #KIND}, the cap its {@code maxPlaces} (a cap under 1 grants nothing).
    */
-  class Over implements TenantSlots {
-    private final LeasedPlaces places;
-
+  class Over extends LeasedPlaces.View implements TenantSlots {
     protected Over(LeasedPlaces places) {
-      this.places = places;
+      super(places, KIND);
     }
 
     @Override
@@ -115,7 +95,7 @@ public interface TenantSlots {
       if (cap <= 0) {
         return CompletableFuture.completedFuture(new SlotAnswer(false, 0));
       }
-      return places
+      return places()
           .acquire(scope(namespace, pool), tenant, replica, 0, cap, 0, leaseTtlMillis)
           .thenApply(a -> new SlotAnswer(a.granted(), a.places()));
     }
@@ -123,22 +103,7 @@ public interface TenantSlots {
     @Override
     public final CompletionStage<Void> release(
         String namespace, String pool, String tenant, String replica, long leaseTtlMillis) {
-      return places.release(scope(namespace, pool), tenant, replica, 0, leaseTtlMillis);
-    }
-
-    @Override
-    public final CompletionStage<Void> renew(
-        String namespace,
-        String pool,
-        String replica,
-        Map<String, Integer> held,
-        long leaseTtlMillis) {
-      return places.renew(scope(namespace, pool), replica, held, leaseTtlMillis);
-    }
-
-    @Override
-    public final LeasedPlaces places() {
-      return places;
+      return places().release(scope(namespace, pool), tenant, replica, 0, leaseTtlMillis);
     }
   }
 }

@@ -1,6 +1,5 @@
 package io.sluice.core.quota;
 
-import java.util.Map;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -19,7 +18,7 @@ import java.util.concurrent.CompletionStage;
  * <namespace>{<pool>}:workflow:<id>}, a sorted set of one holder per place, its work in its name,
  * scored by its expiry) is the store's; the core sees only this port.
  */
-public interface WorkflowPlaces {
+public interface WorkflowPlaces extends LeasedPlaces.Typed {
   /** The kind of owner of a workflow's places in {@link LeasedPlaces} (its key's part). */
   String KIND = "workflow";
 
@@ -55,18 +54,6 @@ public interface WorkflowPlaces {
       long leaseTtlMillis);
 
   /**
-   * Renews {@code replica}'s places of each workflow of {@code held} (workflow → places this
-   * replica holds) with a fresh expiry; a place that is gone (it expired during a store outage) is
-   * written back.
-   */
-  CompletionStage<Void> renew(
-      String namespace,
-      String pool,
-      String replica,
-      Map<String, Integer> held,
-      long leaseTtlMillis);
-
-  /**
    * The store's answer to {@link #acquire}.
    *
    * @param granted whether {@code replica} now holds one more place
@@ -76,9 +63,10 @@ public interface WorkflowPlaces {
   record PlaceAnswer(boolean granted, long requests, long work) {}
 
   /** This port as leased places of {@link #KIND} (a test's fake is adapted call by call). */
+  @Override
   default LeasedPlaces places() {
     WorkflowPlaces wp = this;
-    return new LeasedPlaces() {
+    return new LeasedPlaces.Adapter(this) {
       @Override
       public CompletionStage<Answer> acquire(
           Scope scope,
@@ -105,21 +93,13 @@ public interface WorkflowPlaces {
           Scope scope, String owner, String replica, long work, long leaseTtlMillis) {
         return wp.release(scope.namespace(), scope.pool(), owner, replica, work, leaseTtlMillis);
       }
-
-      @Override
-      public CompletionStage<Void> renew(
-          Scope scope, String replica, Map<String, Integer> held, long leaseTtlMillis) {
-        return wp.renew(scope.namespace(), scope.pool(), replica, held, leaseTtlMillis);
-      }
     };
   }
 
   /** The workflow places of a {@link LeasedPlaces} store, under {@link #KIND}. */
-  class Over implements WorkflowPlaces {
-    private final LeasedPlaces places;
-
+  class Over extends LeasedPlaces.View implements WorkflowPlaces {
     protected Over(LeasedPlaces places) {
-      this.places = places;
+      super(places, KIND);
     }
 
     @Override
@@ -132,7 +112,7 @@ public interface WorkflowPlaces {
         int maxRequests,
         long maxWork,
         long leaseTtlMillis) {
-      return places
+      return places()
           .acquire(
               scope(namespace, pool), workflow, replica, work, maxRequests, maxWork, leaseTtlMillis)
           .thenApply(a -> new PlaceAnswer(a.granted(), a.places(), a.work()));
@@ -146,22 +126,7 @@ public interface WorkflowPlaces {
         String replica,
         long work,
         long leaseTtlMillis) {
-      return places.release(scope(namespace, pool), workflow, replica, work, leaseTtlMillis);
-    }
-
-    @Override
-    public final CompletionStage<Void> renew(
-        String namespace,
-        String pool,
-        String replica,
-        Map<String, Integer> held,
-        long leaseTtlMillis) {
-      return places.renew(scope(namespace, pool), replica, held, leaseTtlMillis);
-    }
-
-    @Override
-    public final LeasedPlaces places() {
-      return places;
+      return places().release(scope(namespace, pool), workflow, replica, work, leaseTtlMillis);
     }
   }
 }
