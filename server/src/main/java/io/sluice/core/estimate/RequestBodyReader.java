@@ -147,10 +147,10 @@ final class RequestBodyReader {
         int count = tools(v, tally);
         if (name.equals("tools")) {
           scan.tools.toolDefinitions = count;
-          scan.bad.tools = null;
+          scan.bad(Unreadable.TOOLS, null);
         } else {
           scan.tools.functionDefinitions = count;
-          scan.bad.functions = null;
+          scan.bad(Unreadable.FUNCTIONS, null);
         }
       } else {
         on.read(promptMember(on.format(), name, v, tally) > 0);
