@@ -418,7 +418,7 @@ final class Inbound extends ProtoReader {
     pos = from;
     if (headerCount < 0) {
       headerCount = 0;
-      spans = new int[4 * 16];
+      spans = new int[4 * Math.max(2, Math.min(16, (end - from) / 16))]; // ~16+ bytes a header
     }
     while (pos < end) {
       int tag = tag(end);

@@ -60,6 +60,8 @@ public final class RequestResolver {
   private final boolean featuresReadOperationId;
   private final int[] featureSignals;
   private final String[] featureSignalKeys;
+  // the same keys, every value absent: what most requests carry (no array of values per request)
+  private final io.sluice.core.session.Signals featureSignalsAbsent;
   // InferenceObjective names (a trusted class signal's value) to class names: llmD section
   private final io.sluice.config.LlmdInterop objectives;
 
@@ -104,6 +106,8 @@ public final class RequestResolver {
     }
     this.featureSignals = read.stream().mapToInt(Integer::intValue).toArray();
     this.featureSignalKeys = read.stream().map(i -> all.get(i).key()).toArray(String[]::new);
+    this.featureSignalsAbsent =
+        io.sluice.core.session.Signals.of(featureSignalKeys, new String[featureSignalKeys.length]);
     rules = config.routes().toArray(SluiceConfig.RouteRule[]::new);
     rulePools = new PoolPolicy[rules.length];
     ruleClasses = new ClassPolicy[rules.length];
@@ -265,14 +269,19 @@ public final class RequestResolver {
 
   /** The signals the registered features read, from their trusted sources ({@code Signals}). */
   private io.sluice.core.session.Signals featureSignals(SignalSource in) {
-    if (featureSignals.length == 0) {
-      return io.sluice.core.session.Signals.NONE;
-    }
-    @Nullable String[] values = new String[featureSignals.length];
+    @Nullable String[] values = null; // made when the first signal is present
     for (int i = 0; i < featureSignals.length; i++) {
-      values[i] = read(featureSignals[i], in);
+      String v = read(featureSignals[i], in);
+      if (v != null) {
+        if (values == null) {
+          values = new String[featureSignals.length];
+        }
+        values[i] = v;
+      }
     }
-    return io.sluice.core.session.Signals.of(featureSignalKeys, values);
+    return values == null
+        ? featureSignalsAbsent
+        : io.sluice.core.session.Signals.of(featureSignalKeys, values);
   }
 
   /** A signal's yes: {@code true}, {@code 1} or {@code yes} (any case); anything else is no. */

@@ -19,7 +19,9 @@ import org.junit.jupiter.api.Test;
  * admission session is a sequencer (at most {@link #SESSION_FIELDS} fields, of which at most {@link
  * #SESSION_FLAGS} booleans: phases are an enum, not flags; at most {@link #SESSION_LINES} lines:
  * the front end reads and drives the running request through its part, not through pass-throughs),
- * and a pool has one decide entry.
+ * and a pool has one decide entry and stays a lock over its parts (at most {@link #POOL_LINES}
+ * lines: a new job of the pool is a part or a limit source of its own, not more of {@code
+ * PoolState}).
  */
 class ClassShapeTest {
   static final int MAX_FIELDS = 20;
@@ -30,6 +32,9 @@ class ClassShapeTest {
       java.nio.file.Path.of("src/main/java/io/sluice/core/session/AdmissionSession.java");
   static final String SESSION = "io.sluice.core.session.AdmissionSession";
   static final String POOL = "io.sluice.core.admission.PoolState";
+  static final int POOL_LINES = 450;
+  static final java.nio.file.Path POOL_FILE =
+      java.nio.file.Path.of("src/main/java/io/sluice/core/admission/PoolState.java");
   static final String GENERATED = "io.sluice.api."; // protoc's classes
 
   /**
@@ -102,6 +107,13 @@ class ClassShapeTest {
       }
     }
     assertThat(entries).as("the pool's decide entries (not private)").hasSize(1);
+  }
+
+  @Test
+  void pool_staysALockOverPartsInSize() {
+    assertThat(ShapeRulesTest.lines(POOL_FILE))
+        .as("the pool's lines (%s)", POOL_FILE)
+        .hasSizeLessThanOrEqualTo(POOL_LINES);
   }
 
   @Test

@@ -14,12 +14,7 @@ import io.sluice.core.share.SharedPool;
 import java.util.List;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.BooleanSupplier;
 import java.util.function.DoubleSupplier;
-import java.util.function.Function;
-import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -35,10 +30,10 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>Concurrency: every part is guarded by {@link #lock} (their fields say so); critical sections
  * are a few arithmetic operations and one map update (or one queue operation). Waiters are called
- * outside the lock, from the answers collected in {@link #answers}.
+ * outside the lock, from the answers it collected ({@link PoolLock}).
  */
 public final class PoolState implements SharedPool {
-  private final ReentrantLock lock = new ReentrantLock();
+  private final PoolLock lock = new PoolLock();
   private final ReleaseListener listener;
   private final CapacityLedger capacity; // @GuardedBy("lock"), but for its copy-on-write reads
   private final ServiceTimes service; // @GuardedBy("lock")
@@ -53,7 +48,6 @@ public final class PoolState implements SharedPool {
   private final LimitSources limits; // @GuardedBy("lock")
   // permits held for a predicted tail now (their response end is not seen): Permit.markEndUnseen
   private final AtomicInteger tailsHeld = new AtomicInteger();
-  private final WaiterAnswers answers = new WaiterAnswers(); // @GuardedBy("lock"), but run
 
   /** Told about every release, outside the lock; the queue scheduler hooks in here. */
   @FunctionalInterface
@@ -86,7 +80,7 @@ public final class PoolState implements SharedPool {
     this.listener = listener;
     this.capacity = new CapacityLedger(policy);
     this.configured = new ConfiguredLimit(policy);
-    this.adaptive = new AdaptiveLimitSource(lock, capacity, configured);
+    this.adaptive = new AdaptiveLimitSource(lock.mutex(), capacity, configured);
     this.share = new ReplicaShareLimit();
     // the limit sources, in the order they compose: a new source is one more entry here
     this.limits = new LimitSources(configured, List.of(configured, adaptive, share));
@@ -134,12 +128,7 @@ public final class PoolState implements SharedPool {
 
   /** A source's numbers changed ({@link LimitSource.Listener}): apply them, start what fits. */
   private void limitsChanged(long nowNanos) {
-    drainIf(
-        () -> {
-          applyLimitsLocked();
-          return true;
-        },
-        nowNanos);
+    drain(true, nowNanos);
   }
 
   /**
@@ -202,7 +191,7 @@ public final class PoolState implements SharedPool {
    * local cap's (a slot frees when one of the tenant's requests ends); for the cap across replicas.
    */
   public long tenantRetryAfterSeconds() {
-    return readLong(retry::forHold);
+    return lock.readLong(retry::forHold);
   }
 
   /**
@@ -210,7 +199,7 @@ public final class PoolState implements SharedPool {
    * limit in effect when it counts against a share ({@code replicas}), else 1. In {@code [0, 1]}.
    */
   public double replicaShare() {
-    return read(readings::replicaShare);
+    return lock.read(readings::replicaShare);
   }
 
   /**
@@ -218,7 +207,7 @@ public final class PoolState implements SharedPool {
    * replica's share of it); 0 for an unknown class. The degrade ladder's headroom trigger.
    */
   public double classHeadroom(String className) {
-    return read(() -> readings.classHeadroom(className));
+    return lock.read(() -> readings.classHeadroom(className));
   }
 
   /**
@@ -231,11 +220,10 @@ public final class PoolState implements SharedPool {
     Decision d;
     lock.lock();
     try {
-      d = decisions.decideLocked(request, ask, answers.pending());
+      d = decisions.decideLocked(request, ask, lock.pending());
       demand.countUnmet(request, ask, d, decisions.unmet());
-      callbacks = answers.take();
+      callbacks = lock.take();
     } finally {
-      answers.clear();
       lock.unlock();
     }
     WaiterAnswers.run(callbacks);
@@ -244,7 +232,7 @@ public final class PoolState implements SharedPool {
 
   /** Removes a queued request whose stream went away; true if it was still waiting. */
   boolean cancel(long ticket, long nowNanos) {
-    return answering(
+    return lock.answering(
         pending -> {
           decisions.pausedFor(nowNanos);
           return queues.cancel(ticket, nowNanos, pending);
@@ -253,22 +241,22 @@ public final class PoolState implements SharedPool {
 
   /** Expires due items and starts whatever fits (the adapter's timer calls this). */
   void expireDue(long nowNanos) {
-    drainIf(() -> true, nowNanos);
+    drain(false, nowNanos);
   }
 
   /** Answers every queued item with 503 (server shutdown); returns how many. */
   int refuseAllQueued(Reason reason, long nowNanos) {
-    return answering(pending -> queues.refuseAll(reason, nowNanos, pending));
+    return lock.answering(pending -> queues.refuseAll(reason, nowNanos, pending));
   }
 
   /** Earliest expiry among queued items, for the adapter's timer. */
   public OptionalLong nextExpiryNanos() {
-    return read(queues::nextExpiryNanos);
+    return lock.read(queues::nextExpiryNanos);
   }
 
   /** Grows a running permit's work in flight ({@link Permit#grow}); returns the units added. */
   long grow(Permit permit, long more) {
-    return readLong(() -> permit.isReleased() ? 0 : capacity.grow(permit, more));
+    return lock.readLong(() -> permit.isReleased() ? 0 : capacity.grow(permit, more));
   }
 
   /**
@@ -276,7 +264,7 @@ public final class PoolState implements SharedPool {
    * reserve and grew their charge.
    */
   public long overrunWork() {
-    return readLong(capacity::overrunWork);
+    return lock.readLong(capacity::overrunWork);
   }
 
   /**
@@ -285,7 +273,7 @@ public final class PoolState implements SharedPool {
    * unknown); see {@link ServiceTimes#tailNanos(ClassSlot, long, long, long, long)}.
    */
   public long tailNanos(Permit permit, long headersNanos) {
-    return readLong(
+    return lock.readLong(
         () ->
             service.tailNanos(
                 permit.slot(),
@@ -305,7 +293,7 @@ public final class PoolState implements SharedPool {
    * end is not seen, the deadline checks' service time) is {@code defaultServiceTime}, a guess.
    */
   public boolean serviceTimeGuessed() {
-    return read(service::tailOnGuess);
+    return lock.read(service::tailOnGuess);
   }
 
   /** Permits held now for a predicted tail ({@link Permit#markEndUnseen}). */
@@ -335,10 +323,9 @@ public final class PoolState implements SharedPool {
         retry.onRelease(permit.workUnits(), nowNanos - permit.admittedAtNanos(), nowNanos);
       }
       service.onRelease(permit.slot(), permit, outcome, nowNanos);
-      queues.drain(nowNanos, answers.pending());
-      callbacks = answers.take();
+      queues.drain(nowNanos, lock.pending());
+      callbacks = lock.take();
     } finally {
-      answers.clear();
       lock.unlock();
     }
     listener.onRelease(this, permit, outcome, nowNanos);
@@ -353,7 +340,7 @@ public final class PoolState implements SharedPool {
 
   @Override
   public Load inFlight() {
-    return read(() -> new Load(capacity.totalWork(), capacity.totalRequests()));
+    return lock.read(() -> new Load(capacity.totalWork(), capacity.totalRequests()));
   }
 
   /**
@@ -368,69 +355,33 @@ public final class PoolState implements SharedPool {
 
   @Override
   public List<ClassLimits> classLimits() {
-    return read(capacity::poolClassLimits);
+    return lock.read(capacity::poolClassLimits);
   }
 
   @Override
   public Demand demand() {
-    return read(demand::read);
+    return lock.read(demand::read);
   }
 
   /**
-   * Under the lock: drains the queues (expire what is due, start what fits) when {@code change}
-   * says something changed; then answers the waiters outside the lock.
+   * Under the lock: the sources' limits applied first when {@code limits} says they changed, then
+   * the queues drained (expire what is due, start what fits); the waiters answered outside it.
    */
-  private void drainIf(BooleanSupplier change, long nowNanos) {
-    answering(
+  private void drain(boolean limits, long nowNanos) {
+    lock.answering(
         pending -> {
           decisions.pausedFor(nowNanos);
-          if (change.getAsBoolean()) {
-            queues.drain(nowNanos, pending);
+          if (limits) {
+            applyLimitsLocked();
           }
+          queues.drain(nowNanos, pending);
           return Boolean.TRUE;
         });
   }
 
-  /**
-   * Runs {@code section} under the lock with the list its waiter answers go to; answers them once
-   * the lock is released. (The hot paths, decide and release, spell this out.)
-   */
-  private <T> T answering(Function<List<QueueCoordinator.Callback>, T> section) {
-    QueueCoordinator.Callback[] callbacks;
-    T out;
-    lock.lock();
-    try {
-      out = section.apply(answers.pending());
-      callbacks = answers.take();
-    } finally {
-      answers.clear();
-      lock.unlock();
-    }
-    WaiterAnswers.run(callbacks);
-    return out;
-  }
-
-  private <T> T read(Supplier<T> reading) {
-    lock.lock();
-    try {
-      return reading.get();
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  private long readLong(LongSupplier reading) {
-    lock.lock();
-    try {
-      return reading.getAsLong();
-    } finally {
-      lock.unlock();
-    }
-  }
-
   /** A consistent copy of the pool's counters; arrays are indexed like {@link #classes()}. */
   public Snapshot snapshot(long nowNanos) {
-    return read(() -> readings.snapshot(nowNanos));
+    return lock.read(() -> readings.snapshot(nowNanos));
   }
 
   /** Queue state of one class at one instant (for gauges and /debug/queues). */
@@ -443,25 +394,24 @@ public final class PoolState implements SharedPool {
 
   /** Every active class's queue, in rank order. */
   public List<QueueSnapshot> queues(long nowNanos, int topTenants) {
-    return read(() -> readings.queues(nowNanos, topTenants));
+    return lock.read(() -> readings.queues(nowNanos, topTenants));
   }
 
   /** Queued requests of one class (0 if unknown). */
   public int queueDepth(String className) {
-    return (int) readLong(() -> readings.slot(className, s -> s.queue().depth()));
+    return (int) lock.readLong(() -> readings.slot(className, s -> s.queue().depth()));
   }
 
   /** Queued work of one class (0 if unknown). */
   public long queuedWork(String className) {
-    return readLong(() -> readings.slot(className, s -> s.queue().queuedWork()));
+    return lock.readLong(() -> readings.slot(className, s -> s.queue().queuedWork()));
   }
 
   /** Age of the oldest request waiting in one class's queue at {@code nowNanos} (0: none). */
   public long oldestQueuedAgeNanos(String className, long nowNanos) {
-    return readLong(() -> readings.slot(className, s -> s.queue().oldestAgeNanos(nowNanos)));
+    return lock.readLong(() -> readings.slot(className, s -> s.queue().oldestAgeNanos(nowNanos)));
   }
 
-  /** In-flight work of one class (0 if unknown). */
   /**
    * This replica's completion rate of the pool (work units per second), corrected for a young
    * replica: the mean rate observed since its first completed request was admitted, rather than the
@@ -470,11 +420,12 @@ public final class PoolState implements SharedPool {
    * before any completion.
    */
   public double startedWorkPerSecond(long nowNanos) {
-    return read(() -> retry.startedWorkPerSecond(nowNanos));
+    return lock.read(() -> retry.startedWorkPerSecond(nowNanos));
   }
 
+  /** In-flight work of one class (0 if unknown). */
   public long classWork(String className) {
-    return readLong(() -> readings.slot(className, ClassSlot::work));
+    return lock.readLong(() -> readings.slot(className, ClassSlot::work));
   }
 
   /** Counters of a pool at one instant. */

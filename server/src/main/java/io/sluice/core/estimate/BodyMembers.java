@@ -19,40 +19,42 @@ final class BodyMembers {
     switch (name) {
       case "model" -> {
         scan.model = v == JsonToken.VALUE_STRING ? p.getText() : null;
-        scan.bad.model =
+        scan.bad(
+            Unreadable.MODEL,
             v == JsonToken.VALUE_STRING || v == JsonToken.VALUE_NULL
                 ? null
-                : "model: expected a string";
+                : "model: expected a string");
       }
       case "stream" -> {
         int b = LaxValue.bool(p, v);
         scan.stream = b == 1;
-        scan.bad.stream = b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null;
+        scan.bad(
+            Unreadable.STREAM, b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null);
       }
       case "max_tokens" -> {
         long lax = LaxValue.integer(p, v);
         scan.maxTokens = BodyScan.cap(lax);
-        scan.bad.maxTokens = BodyScan.badCap(name, lax);
+        scan.bad(Unreadable.MAX_TOKENS, BodyScan.badCap(name, lax));
       }
       case "max_completion_tokens" -> {
         long lax = LaxValue.integer(p, v);
         scan.maxCompletionTokens = BodyScan.cap(lax);
-        scan.bad.maxCompletionTokens = BodyScan.badCap(name, lax);
+        scan.bad(Unreadable.MAX_COMPLETION_TOKENS, BodyScan.badCap(name, lax));
       }
       case "max_output_tokens" -> {
         long lax = LaxValue.integer(p, v);
         scan.maxOutputTokens = BodyScan.cap(lax);
-        scan.bad.maxOutputTokens = BodyScan.badCap(name, lax);
+        scan.bad(Unreadable.MAX_OUTPUT_TOKENS, BodyScan.badCap(name, lax));
       }
       case "n" -> {
         long lax = LaxValue.integer(p, v);
         scan.n = BodyScan.choices(lax);
-        scan.bad.n = BodyScan.badChoices(name, lax);
+        scan.bad(Unreadable.N, BodyScan.badChoices(name, lax));
       }
       case "best_of" -> {
         long lax = LaxValue.integer(p, v);
         scan.bestOf = BodyScan.choices(lax);
-        scan.bad.bestOf = BodyScan.badChoices(name, lax);
+        scan.bad(Unreadable.BEST_OF, BodyScan.badChoices(name, lax));
       }
       case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
       case "system" -> scan.system = v != JsonToken.VALUE_NULL;
@@ -86,10 +88,10 @@ final class BodyMembers {
                 : name + ": expected an array";
         if (tools) {
           scan.tools.toolDefinitions = count;
-          scan.bad.tools = bad;
+          scan.bad(Unreadable.TOOLS, bad);
         } else {
           scan.tools.functionDefinitions = count;
-          scan.bad.functions = bad;
+          scan.bad(Unreadable.FUNCTIONS, bad);
         }
         if (v == JsonToken.START_ARRAY) {
           return;
@@ -113,8 +115,9 @@ final class BodyMembers {
       case "parallel_tool_calls" -> {
         int b = LaxValue.bool(p, v);
         scan.tools.parallelToolCallsFalse = b == 0;
-        scan.bad.parallelToolCalls =
-            b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null;
+        scan.bad(
+            Unreadable.PARALLEL_TOOL_CALLS,
+            b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null);
       }
       case "function_call" -> {
         scan.tools.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());

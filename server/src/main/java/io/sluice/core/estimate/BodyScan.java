@@ -42,8 +42,8 @@ final class BodyScan {
   /** What the body says about tools and how the model may call them. */
   final ToolScan tools = new ToolScan();
 
-  /** Why a member has no reading shared with the engine. */
-  final Unreadable bad = new Unreadable();
+  // why members have no reading shared with the engine; null until one has none (most bodies)
+  private @Nullable Unreadable bad;
 
   /** Tool and function definitions together. */
   int tools() {
@@ -55,7 +55,24 @@ final class BodyScan {
    * every member {@code format} uses has a reading shared with the engine.
    */
   @Nullable String invalid(@Nullable RequestFormat format) {
-    return bad.invalid(format);
+    Unreadable u = bad;
+    return u == null ? null : u.invalid(format);
+  }
+
+  /**
+   * Notes why {@code member} ({@link Unreadable}'s constants) has no reading shared with the
+   * engine; null: it has one (a later duplicate member replaces an earlier one's note). Nothing is
+   * made until a member has none.
+   */
+  void bad(int member, @Nullable String why) {
+    Unreadable u = bad;
+    if (u == null) {
+      if (why == null) {
+        return;
+      }
+      bad = u = new Unreadable();
+    }
+    u.set(member, why);
   }
 
   /** The fan-out the body declares, read as {@code format} reads it ({@link ToolScan#fanOut}). */

@@ -147,10 +147,10 @@ final class RequestBodyReader {
         int count = tools(v, tally);
         if (name.equals("tools")) {
           scan.tools.toolDefinitions = count;
-          scan.bad.tools = null;
+          scan.bad(Unreadable.TOOLS, null);
         } else {
           scan.tools.functionDefinitions = count;
-          scan.bad.functions = null;
+          scan.bad(Unreadable.FUNCTIONS, null);
         }
       } else {
         on.read(promptMember(on.format(), name, v, tally) > 0);
@@ -446,10 +446,15 @@ final class RequestBodyReader {
       tally.text(p.getText());
       return;
     }
-    long at = byteOffsets ? ((ParserBase) p).getTokenCharacterOffset() : -1; // its quote
+    long at = byteOffsets ? ((ParserBase) p).getTokenCharacterOffset() : -1;
     long lengths = -1;
-    if (at >= 0 && at < length && body[offset + (int) at] == '"') {
-      lengths = Utf8.jsonString(body, offset + (int) at + 1, offset + length, maxStringLength);
+    if (at > 0 && at < length) { // Jackson's offset is the content's, after the opening quote
+      int from = offset + (int) at;
+      if (body[from - 1] == '"') { // (before a value's quote is never a quote: ':', ',', '[', ws)
+        lengths = Utf8.jsonString(body, from, offset + length, maxStringLength);
+      } else if (body[from] == '"') { // the quote's own offset: the content follows it
+        lengths = Utf8.jsonString(body, from + 1, offset + length, maxStringLength);
+      }
     }
     if (lengths >= 0) {
       tally.utf8(lengths & 0xFFFF_FFFFL, lengths >>> 32);

@@ -7,6 +7,7 @@ import io.sluice.core.session.CheckChain;
 import io.sluice.core.session.RequestFacts;
 import io.sluice.core.session.SessionEvent;
 import io.sluice.core.session.SessionListener;
+import io.sluice.core.session.Signals;
 import io.sluice.core.session.Subject;
 import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
@@ -63,10 +64,15 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
 
   /** What the request's trusted signals say of its attempt. */
   static AttemptSignals signals(Subject s) {
+    Signals in = s.signals();
+    String retryCount = in.get(RETRY_COUNT);
+    String attemptCount = in.get(ATTEMPT_COUNT);
+    String client = in.get(CLIENT);
+    if (retryCount == null && attemptCount == null && client == null) {
+      return AttemptSignals.NONE; // most requests: nothing allocated
+    }
     return new AttemptSignals(
-        AttemptSignals.parse(s.signals().get(RETRY_COUNT)),
-        AttemptSignals.parse(s.signals().get(ATTEMPT_COUNT)),
-        s.signals().get(CLIENT));
+        AttemptSignals.parse(retryCount), AttemptSignals.parse(attemptCount), client);
   }
 
   @Override
