@@ -61,4 +61,27 @@ class BudgetFeatureReloadTest {
     assertThat(feature.owedTo(store)).isSameAs(first);
     assertThat(feature.owedTo(new InMemoryBudgetStore(100))).isNull();
   }
+
+  @Test
+  void drain_theStorePortsCloseDrainsTheWriteBack_andLetsTheStoreGo() {
+    BudgetFeature feature = new BudgetFeature();
+    InMemoryBudgetStore store = new InMemoryBudgetStore(100);
+    StorePorts ports =
+        new StorePorts() {
+          @Override
+          @SuppressWarnings("unchecked")
+          public <P> P port(io.sluice.feature.StorePort<P> port) {
+            return (P) store;
+          }
+        };
+    FakeTicker ticker = new FakeTicker();
+    AdmissionMetrics metrics = new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos);
+    feature.contribute(
+        new FeatureSnapshot(config(10_000), ports, metrics, ticker, Clock.systemUTC(), Map.of()),
+        new Contributions());
+    assertThat(feature.owedTo(store)).isNotNull();
+    BudgetFeature.BUDGETS.close(store);
+    assertThat(feature.owedTo(store)).isNull();
+    BudgetFeature.LOCAL_SHARE.close(store); // nothing owed there: nothing to do
+  }
 }
