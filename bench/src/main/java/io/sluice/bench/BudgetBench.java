@@ -96,7 +96,7 @@ final class BudgetBench {
               Budget.Meter.TOKENS,
               new Period.Calendar(Period.Unit.MONTH, ZoneOffset.UTC, DayOfWeek.MONDAY),
               new Terms(limit, List.of(), 0),
-            null);
+              null);
       String prefix = "sluicebench-" + System.nanoTime() + "-";
       List<RedisConnection> conns = new ArrayList<>();
       List<BudgetBook> books = new ArrayList<>();
@@ -232,7 +232,7 @@ final class BudgetBench {
               Budget.Meter.TOKENS,
               new Period.Calendar(Period.Unit.MONTH, ZoneOffset.UTC, DayOfWeek.MONDAY),
               new Terms(limit, List.of(0.8, 0.95), paced ? 5_000 : 0),
-            null);
+              null);
       BudgetBook book =
           new BudgetBook(
               policy(b),

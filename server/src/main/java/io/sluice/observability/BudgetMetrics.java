@@ -27,8 +27,8 @@ public final class BudgetMetrics implements BudgetEvents {
   public static final String RESERVED = "sluice.budget.reserved";
 
   /**
-   * Units given back by reservations cut to their request's cheaper run (a degrade rung), as
-   * {@link #RESERVED}.
+   * Units given back by reservations cut to their request's cheaper run (a degrade rung), as {@link
+   * #RESERVED}.
    */
   public static final String CUT = "sluice.budget.cut";
 

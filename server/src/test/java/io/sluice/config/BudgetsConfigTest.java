@@ -195,8 +195,7 @@ class BudgetsConfigTest {
             "budgets.degradeRung: small-model (expected: a rung of a class's degrade ladder:"
                 + " concise, reroute)")
         .hasMessageContaining("budgets.deployment[0].degradeAt: 1.5 (expected:");
-    assertThatThrownBy(
-            () -> ConfigLoader.parse(BASE + "budgets: {degradeRung: concise}\n"))
+    assertThatThrownBy(() -> ConfigLoader.parse(BASE + "budgets: {degradeRung: concise}\n"))
         .isInstanceOf(ConfigException.class)
         .hasMessageContaining(
             "budgets.degradeRung: concise (expected: none: no class has a degrade ladder");

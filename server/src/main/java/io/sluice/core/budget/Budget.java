@@ -13,8 +13,8 @@ import org.jspecify.annotations.Nullable;
  * @param meter what it counts
  * @param period its billing period
  * @param terms its limit (in the meter's units; money in nano-units), thresholds and pacing burst
- * @param degradeAt the share of its limit used from which its requests ask for the degrade rung
- *     (0: never), or null: the section's {@code budgets.degradeAt}
+ * @param degradeAt the share of its limit used from which its requests ask for the degrade rung (0:
+ *     never), or null: the section's {@code budgets.degradeAt}
  */
 public record Budget(
     String name, Meter meter, Period period, Terms terms, @Nullable Double degradeAt) {

@@ -227,12 +227,12 @@ public final class BudgetBook {
   }
 
   /**
-   * The request runs a cheaper way than it reserved for ({@code cheaper}: its degrade ladder's rung,
-   * a smaller output cap or a cheaper model): each reservation is cut to that run's size now, once,
-   * by its id through the store that holds it (the store takes back only what the id still holds
-   * above it; a reservation never grows). A money budget counts the cheaper run at its model's
-   * price when that model has one (else at the price it reserved at), and settles at it too. A cut
-   * the store does not answer leaves the reservation as it was, until its settle.
+   * The request runs a cheaper way than it reserved for ({@code cheaper}: its degrade ladder's
+   * rung, a smaller output cap or a cheaper model): each reservation is cut to that run's size now,
+   * once, by its id through the store that holds it (the store takes back only what the id still
+   * holds above it; a reservation never grows). A money budget counts the cheaper run at its
+   * model's price when that model has one (else at the price it reserved at), and settles at it
+   * too. A cut the store does not answer leaves the reservation as it was, until its settle.
    */
   public void shrink(BudgetNote note, TokenEstimate cheaper) {
     if (note.settled() || !note.claimShrink()) {

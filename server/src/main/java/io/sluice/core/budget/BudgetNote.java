@@ -84,8 +84,8 @@ public final class BudgetNote implements Planner.Trigger {
   /**
    * {@value #TRIGGER} when a reservation held (on the store or the local share) left its budget at
    * or past its degrade level ({@code degradeAt}: the budget's own, else the section's) of its
-   * limit used: the class's degrade ladder runs the
-   * request a cheaper way if a rung starts it now. Else null.
+   * limit used: the class's degrade ladder runs the request a cheaper way if a rung starts it now.
+   * Else null.
    */
   @Override
   public @Nullable String degradeTrigger() {
@@ -112,8 +112,8 @@ public final class BudgetNote implements Planner.Trigger {
   }
 
   /**
-   * The price the request ran at (money budgets), or null: its model's at admission, or the
-   * cheaper run's when it was cut to one with a price of its own ({@link BudgetBook#shrink}).
+   * The price the request ran at (money budgets), or null: its model's at admission, or the cheaper
+   * run's when it was cut to one with a price of its own ({@link BudgetBook#shrink}).
    */
   public @Nullable Price price() {
     Price p = ranAt;

@@ -64,7 +64,9 @@ public record BudgetPolicy(
       return at > 0 && used >= at;
     }
 
-    /** Whether {@code used} of budget {@code b}'s limit asks for it (its own level, or this one). */
+    /**
+     * Whether {@code used} of budget {@code b}'s limit asks for it (its own level, or this one).
+     */
     public boolean asks(Budget b, double used) {
       Double own = b.degradeAt();
       return own == null ? asks(used) : own > 0 && used >= own;

@@ -17,8 +17,8 @@ import java.time.Instant;
  *       request needs the bucket to hold its cost (or the whole burst, when it costs more), and
  *       otherwise waits for the rate to fill it.
  *   <li>Reconciling returns a reservation's unused part to the bucket (an overrun takes it) and
- *       counts what was actually spent; a reservation cut while it runs (a cheaper run) returns
- *       the cut part at once.
+ *       counts what was actually spent; a reservation cut while it runs (a cheaper run) returns the
+ *       cut part at once.
  *   <li>Each soft threshold is announced once per window, at the reservation or reconciliation that
  *       first reaches it.
  * </ul>

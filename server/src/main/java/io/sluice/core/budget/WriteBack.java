@@ -29,8 +29,8 @@ import org.jspecify.annotations.Nullable;
  * <p>Bounded: at most {@code maxEntries} reservations are owed (a budget's owner is a tenant, a
  * client's choice); past that the spend is dropped and counted ({@link BudgetEvents#writeBack}).
  * The reservations owed are counted per budget ({@link BudgetEvents#owed}). Kept across a hot
- * reload: the feature hands the next snapshot's book the same write-back for the same store
- * ({@link BudgetBook#writeBack()}).
+ * reload: the feature hands the next snapshot's book the same write-back for the same store ({@link
+ * BudgetBook#writeBack()}).
  *
  * <p>Concurrency: a concurrent map of immutable entries; a flush takes each entry out before
  * writing it and adds it back when the write fails; one flush at a time.
@@ -220,8 +220,8 @@ public final class WriteBack {
 
   /**
    * The process ends: the idle timer stops and what is owed is written now to the store of {@link
-   * #flushWhileOwed} (the flush running, if any, first; nothing when it was not set). Completes once
-   * the writes answered (a failed one stays owed: lost with the process, counted in {@link
+   * #flushWhileOwed} (the flush running, if any, first; nothing when it was not set). Completes
+   * once the writes answered (a failed one stays owed: lost with the process, counted in {@link
    * BudgetEvents#owed} until then).
    */
   public CompletableFuture<Void> drain() {

@@ -228,9 +228,9 @@ public interface AdmissionCheck<A> {
 
     /**
      * The request runs a cheaper way than it was held for ({@code cheaper}: a planner's cheaper
-     * version, e.g. the degrade ladder's concise rung): a hold sized by the estimate gives back what
-     * the cheaper run no longer needs. Called by the session when its planner decides, while held;
-     * nothing by default.
+     * version, e.g. the degrade ladder's concise rung): a hold sized by the estimate gives back
+     * what the cheaper run no longer needs. Called by the session when its planner decides, while
+     * held; nothing by default.
      */
     protected void runsAs(io.sluice.core.estimate.TokenEstimate cheaper) {}
 

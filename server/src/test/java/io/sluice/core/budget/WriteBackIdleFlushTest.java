@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The write-back without traffic: what a store outage left owed is written on an idle timer while
  * anything is owed (one call a tick while the store is still down, everything once it answers; no
- * timer armed while nothing is owed), and at drain; {@code sluice_budget_write_back_owed} counts the
- * reservations owed. A fake clock and a timer fired by hand; the store in memory, made to fail
+ * timer armed while nothing is owed), and at drain; {@code sluice_budget_write_back_owed} counts
+ * the reservations owed. A fake clock and a timer fired by hand; the store in memory, made to fail
  * while "down".
  */
 class WriteBackIdleFlushTest {

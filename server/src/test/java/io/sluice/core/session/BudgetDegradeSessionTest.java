@@ -12,8 +12,8 @@ import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
-import io.sluice.core.budget.TestBudgets;
 import io.sluice.core.budget.Terms;
+import io.sluice.core.budget.TestBudgets;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.DegradePolicy;
 import io.sluice.core.policy.Tenant;
@@ -152,7 +152,11 @@ class BudgetDegradeSessionTest {
   private long[] budget() {
     var st =
         store
-            .read("t_budget:{tenant:acme:daily}", TestBudgets.DAY, new Terms(1, List.of(), 0), clock.instant())
+            .read(
+                "t_budget:{tenant:acme:daily}",
+                TestBudgets.DAY,
+                new Terms(1, List.of(), 0),
+                clock.instant())
             .toCompletableFuture()
             .join();
     return new long[] {st.spent(), st.reserved()};

@@ -149,8 +149,8 @@ class RedisClusterTest {
   }
 
   /**
-   * Budgets ({@code budgets.lua}) on every master: a budget's hash and its reservation ids (a second
-   * key, the same hash tag) in one slot; reserve, cut and settle by id.
+   * Budgets ({@code budgets.lua}) on every master: a budget's hash and its reservation ids (a
+   * second key, the same hash tag) in one slot; reserve, cut and settle by id.
    */
   @Test
   @Order(5)
@@ -168,10 +168,18 @@ class RedisClusterTest {
     for (int i = 0; i < 30; i++) {
       String key = "bud_budget:{tenant:t" + i + ":daily}";
       masters.add(topo.masterPortFor(key));
-      assertThat(budgets.reserve(key, "r" + i, day, t, 600, now).toCompletableFuture().get(10, TimeUnit.SECONDS))
+      assertThat(
+              budgets
+                  .reserve(key, "r" + i, day, t, 600, now)
+                  .toCompletableFuture()
+                  .get(10, TimeUnit.SECONDS))
           .isInstanceOf(io.sluice.core.budget.Ledger.Outcome.Admit.class);
       var hold = new io.sluice.core.budget.BudgetStore.Hold("r" + i, w, 600, true);
-      assertThat(budgets.shrink(key, day, t, hold, 100, now).toCompletableFuture().get(10, TimeUnit.SECONDS))
+      assertThat(
+              budgets
+                  .shrink(key, day, t, hold, 100, now)
+                  .toCompletableFuture()
+                  .get(10, TimeUnit.SECONDS))
           .isEqualTo(500L);
       budgets.settle(key, day, t, hold, 80, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
       var state = budgets.read(key, day, t, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
