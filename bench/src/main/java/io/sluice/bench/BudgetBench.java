@@ -95,7 +95,8 @@ final class BudgetBench {
               "burst",
               Budget.Meter.TOKENS,
               new Period.Calendar(Period.Unit.MONTH, ZoneOffset.UTC, DayOfWeek.MONDAY),
-              new Terms(limit, List.of(), 0));
+              new Terms(limit, List.of(), 0),
+              null);
       String prefix = "sluicebench-" + System.nanoTime() + "-";
       List<RedisConnection> conns = new ArrayList<>();
       List<BudgetBook> books = new ArrayList<>();
@@ -230,7 +231,8 @@ final class BudgetBench {
               "month",
               Budget.Meter.TOKENS,
               new Period.Calendar(Period.Unit.MONTH, ZoneOffset.UTC, DayOfWeek.MONDAY),
-              new Terms(limit, List.of(0.8, 0.95), paced ? 5_000 : 0));
+              new Terms(limit, List.of(0.8, 0.95), paced ? 5_000 : 0),
+              null);
       BudgetBook book =
           new BudgetBook(
               policy(b),

@@ -57,6 +57,9 @@ class ObservabilityTest {
           "sluice_budget_disclosed_total",
           "sluice_budget_waits_total",
           "sluice_budget_store_failures_total",
+          "sluice_budget_write_back_total",
+          "sluice_budget_write_back_owed",
+          "sluice_budget_cut_total",
           // the permit API (docs/permits.md)
           "sluice_permit_acquires_total",
           "sluice_permit_wait_seconds",

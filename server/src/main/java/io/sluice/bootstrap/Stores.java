@@ -236,6 +236,15 @@ public final class Stores implements AutoCloseable, StorePorts {
   }
 
   @SuppressWarnings("unchecked")
+  private static <P> void closePort(StorePort<P> port, Object built) {
+    try {
+      port.close((P) built);
+    } catch (RuntimeException e) {
+      LOG.warn("closing store port {}: {}", port.name(), e.toString());
+    }
+  }
+
+  @SuppressWarnings("unchecked")
   private static <P> void configure(
       StorePort<P> port, Object built, io.sluice.config.SluiceConfig config) {
     port.configure((P) built, config);
@@ -306,6 +315,7 @@ public final class Stores implements AutoCloseable, StorePorts {
 
   @Override
   public void close() {
+    ports.forEach((port, built) -> closePort(port, built)); // what a port owes, written
     try {
       closer.close();
     } catch (Exception e) {

@@ -75,7 +75,8 @@ final class BudgetsReader {
             "window",
             "slices",
             "thresholds",
-            "pacing"));
+            "pacing",
+            "degradeAt"));
     String name = n.get("name").requiredString();
     if (!name.isEmpty() && !name.matches("[A-Za-z0-9_.-]{1,64}")) {
       n.get("name").invalid(name, "1-64 letters, digits, '_', '.', '-'");
@@ -113,7 +114,9 @@ final class BudgetsReader {
     if (period == null || terms == null || name.isEmpty() || limit < 1) {
       return null;
     }
-    return new Budget(name, meter, period, terms);
+    Double degradeAt =
+        n.get("degradeAt").present() ? n.get("degradeAt").doubleValue(0.0, 0.0, 1.0) : null;
+    return new Budget(name, meter, period, terms, degradeAt);
   }
 
   /** {@code pacing: false}, {@code true}, or {@code {enabled, burst}}: the burst, 0 when off. */
@@ -326,6 +329,9 @@ final class BudgetsReader {
         }
       } else {
         n.put("pacing", false);
+      }
+      if (b.degradeAt() != null) {
+        n.put("degradeAt", b.degradeAt());
       }
     }
     return a;

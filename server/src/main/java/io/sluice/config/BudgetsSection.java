@@ -109,10 +109,18 @@ public final class BudgetsSection implements ConfigSection<BudgetPolicy> {
     List<Budget> deployment = r.list(n.get("deployment"));
     double degradeAt = n.get("degradeAt").doubleValue(d.degrade().at(), 0.0, 1.0);
     String rung = n.get("degradeRung").present() ? n.get("degradeRung").requiredString() : null;
-    if (rung != null && rung.isBlank()) {
-      n.get("degradeRung")
-          .invalid(rung, "a rung's name in a class's degrade ladder (concise, ...)");
-      rung = null;
+    if (rung != null) {
+      Set<String> known = new java.util.TreeSet<>();
+      refs.rungs().values().forEach(known::addAll);
+      if (!known.contains(rung)) {
+        n.get("degradeRung")
+            .invalid(
+                rung,
+                known.isEmpty()
+                    ? "none: no class has a degrade ladder (classes.<name>.degrade.ladder)"
+                    : "a rung of a class's degrade ladder: " + String.join(", ", known));
+        rung = null;
+      }
     }
     BudgetPolicy p =
         new BudgetPolicy(

@@ -31,6 +31,22 @@ final class ClassesSection {
   }
 
   /**
+   * The rungs' names of each class's degrade ladder, by class: those a request of the class may be
+   * run as (a ladder with a trigger on, {@link DegradePolicy#enabled}); none for the others.
+   */
+  static Map<String, List<String>> rungs(Map<String, ClassPolicy> classes) {
+    Map<String, List<String>> out = new LinkedHashMap<>();
+    classes.forEach(
+        (name, c) ->
+            out.put(
+                name,
+                c.degrade().enabled()
+                    ? c.degrade().ladder().stream().map(DegradePolicy.Rung::name).toList()
+                    : List.of()));
+    return out;
+  }
+
+  /**
    * The checks across the section: at least one class, reroute rungs naming declared pools, and
    * reserved shares summing to at most the whole pool.
    */

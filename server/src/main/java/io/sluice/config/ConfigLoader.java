@@ -180,7 +180,8 @@ public final class ConfigLoader {
                 declaredPools,
                 declaredClasses,
                 tiers.keySet(),
-                RoutesSection.responsesClasses(routes, unmatched, signals, declaredClasses)));
+                RoutesSection.responsesClasses(routes, unmatched, signals, declaredClasses),
+                ClassesSection.rungs(classes)));
 
     return new SluiceConfig(
         server,

@@ -84,11 +84,14 @@ public interface ConfigSection<T> {
    *     can have: those of the routes (and of {@code unmatched}, when it admits) whose format is
    *     {@code openai-responses} or {@code auto} (resolved by path); every class when {@code
    *     signals.class} names a source; every route's class when {@code signals.format} does
+   * @param rungs the rungs' names of each class's degrade ladder ({@code
+   *     classes.<name>.degrade.ladder}), by class (a class without a ladder: none)
    */
   record Refs(
       Set<String> routes,
       Set<String> pools,
       Set<String> classes,
       Set<String> tiers,
-      Set<String> responsesClasses) {}
+      Set<String> responsesClasses,
+      java.util.Map<String, java.util.List<String>> rungs) {}
 }

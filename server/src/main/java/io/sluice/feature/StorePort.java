@@ -40,4 +40,11 @@ public interface StorePort<P> {
    * called at start and at each reload. Nothing by default.
    */
   default void configure(P port, SluiceConfig config) {}
+
+  /**
+   * The process ends (drain): writes what the feature still owes the built port's store, while the
+   * store still answers (bounded: it returns within a few seconds). Called once, before the stores
+   * close. Nothing by default.
+   */
+  default void close(P port) {}
 }

@@ -1,12 +1,14 @@
 package io.sluice.observability;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetPolicy;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
@@ -23,6 +25,12 @@ public final class BudgetMetrics implements BudgetEvents {
 
   /** Units reserved at admission, as above. */
   public static final String RESERVED = "sluice.budget.reserved";
+
+  /**
+   * Units given back by reservations cut to their request's cheaper run (a degrade rung), as {@link
+   * #RESERVED}.
+   */
+  public static final String CUT = "sluice.budget.cut";
 
   /** Requests refused by a budget, by budget, scope, group and reason. */
   public static final String REFUSALS = "sluice.budget.refusals";
@@ -48,8 +56,15 @@ public final class BudgetMetrics implements BudgetEvents {
    */
   public static final String WRITE_BACK = "sluice.budget.write.back";
 
+  /**
+   * Reservations this replica owes the shared budget store (their spend or settle not written yet:
+   * the store did not answer), by budget, scope and group; 0 once written.
+   */
+  public static final String WRITE_BACK_OWED = "sluice.budget.write.back.owed";
+
   private final MeterRegistry registry;
   private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, AtomicLong> owed = new ConcurrentHashMap<>();
 
   /** The process's budget meters (one per registry: {@code AdmissionMetrics.part}). */
   public BudgetMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
@@ -64,6 +79,11 @@ public final class BudgetMetrics implements BudgetEvents {
   /** A reservation taken. */
   public void reserved(BudgetPolicy.Applied a, long units) {
     counter(RESERVED, a, "meter", a.budget().meter().label()).increment(amount(a, units));
+  }
+
+  @Override
+  public void shrunk(BudgetPolicy.Applied a, long units) {
+    counter(CUT, a, "meter", a.budget().meter().label()).increment(amount(a, units));
   }
 
   @Override
@@ -85,6 +105,23 @@ public final class BudgetMetrics implements BudgetEvents {
   @Override
   public void writeBack(BudgetPolicy.Applied a, long units, boolean written) {
     counter(WRITE_BACK, a, "outcome", written ? "written" : "dropped").increment(amount(a, units));
+  }
+
+  @Override
+  public void owed(BudgetPolicy.Applied a, int delta) {
+    String budget = a.budget().name();
+    String scope = a.scope().label();
+    String group = a.group();
+    owed.computeIfAbsent(
+            budget + '\0' + scope + '\0' + group,
+            k -> {
+              AtomicLong n = new AtomicLong();
+              Gauge.builder(WRITE_BACK_OWED, n, AtomicLong::get)
+                  .tags("budget", budget, "scope", scope, "group", group)
+                  .register(registry);
+              return n;
+            })
+        .addAndGet(delta);
   }
 
   /** A request refused by budget {@code a} with {@code reason}. */

@@ -74,6 +74,21 @@ class MainTest {
   }
 
   @Test
+  void validate_budgetDegradeRungNoClassLadderHas_isAnError() throws Exception {
+    Path f = dir.resolve("rung.yaml");
+    Files.writeString(
+        f,
+        "pools: {gpu: {capacity: 10}}\nclasses: {c: {reservedShare: 1.0, degrade: {waitAbove: 2s,"
+            + " ladder: [{concise: {maxOutputTokens: 64}}]}}}\n"
+            + "budgets: {degradeAt: 0.9, degradeRung: reroute}\n");
+    Run r = run("validate", f.toString());
+    assertThat(r.code()).isEqualTo(1);
+    assertThat(r.err())
+        .contains("budgets.degradeRung: reroute (expected: a rung of a class's degrade ladder:")
+        .contains("concise)");
+  }
+
+  @Test
   void version_printsVersion() {
     Run r = run("version");
     assertThat(r.code()).isZero();

@@ -145,6 +145,62 @@ class BudgetsConfigTest {
         .hasMessageContaining("budgets.prices.default: missing");
   }
 
+  private static final String LADDER =
+      """
+      pools: {p: {capacity: 100}}
+      classes:
+        c: {rank: 0, degrade: {waitAbove: 2s, ladder: [{concise: {maxOutputTokens: 64}}]}}
+        d: {rank: 1, degrade: {headroomBelow: 0.1, ladder: [{reroute: {pool: p, model: small}}]}}
+      routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
+      """;
+
+  @Test
+  void degradeAt_perBudget_defaultTheSections_writtenBack() {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            LADDER
+                + """
+                budgets:
+                  enabled: true
+                  degradeAt: 0.9
+                  degradeRung: concise
+                  deployment:
+                    - {name: own, limit: 1000, degradeAt: 0.5}
+                    - {name: never, limit: 1000, degradeAt: 0}
+                    - {name: sections, limit: 1000}
+                """);
+    BudgetPolicy p = c.section(BudgetsSection.SECTION);
+    assertThat(p.deployment()).extracting(Budget::degradeAt).containsExactly(0.5, 0.0, null);
+    List<Budget> d = p.deployment();
+    assertThat(p.degrade().asks(d.get(0), 0.6)).isTrue();
+    assertThat(p.degrade().asks(d.get(1), 0.99)).as("0: never, whatever the section's").isFalse();
+    assertThat(p.degrade().asks(d.get(2), 0.6)).isFalse();
+    assertThat(p.degrade().asks(d.get(2), 0.9)).as("the section's level").isTrue();
+    assertThat(ConfigLoader.parse(toYaml(c)).section(BudgetsSection.SECTION)).isEqualTo(p);
+  }
+
+  @Test
+  void degradeRung_mustBeARungOfAClassLadder_naming_theExpectedValues() {
+    assertThatThrownBy(
+            () ->
+                ConfigLoader.parse(
+                    LADDER
+                        + """
+                        budgets:
+                          degradeRung: small-model
+                          deployment: [{name: a, limit: 10, degradeAt: 1.5}]
+                        """))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining(
+            "budgets.degradeRung: small-model (expected: a rung of a class's degrade ladder:"
+                + " concise, reroute)")
+        .hasMessageContaining("budgets.deployment[0].degradeAt: 1.5 (expected:");
+    assertThatThrownBy(() -> ConfigLoader.parse(BASE + "budgets: {degradeRung: concise}\n"))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining(
+            "budgets.degradeRung: concise (expected: none: no class has a degrade ladder");
+  }
+
   @Test
   void pricesEqualByValue() {
     assertThat(Prices.NONE).isEqualTo(new Prices(java.util.Map.of(), null, Prices.Unknown.REFUSE));

@@ -146,6 +146,37 @@ public abstract class BudgetStoreContractTest {
         .isEqualTo("admit 100 900 -1");
   }
 
+  @Test
+  void shrink_byId_once_neverGrows_givesThePaceBack() throws Exception {
+    Terms t = new Terms(1000, List.of(), 1000); // paced: a bucket of the whole limit
+    String k = key("shrink");
+    String w = DAY.at(T0).id();
+    get(replicaA().reserve(k, "c1", DAY, t, 600, T0));
+    BudgetStore.Hold h = new BudgetStore.Hold("c1", w, 600, true);
+    // a cheaper run needs 100: 500 given back, once (sent again from the other replica: nothing)
+    assertThat(get(replicaA().shrink(k, DAY, t, h, 100, T0))).isEqualTo(500L);
+    assertThat(get(replicaB().shrink(k, DAY, t, h, 100, T0))).isZero();
+    assertThat(get(replicaB().shrink(k, DAY, t, h, 300, T0))).as("never grows").isZero();
+    Ledger.State s = get(replicaA().read(k, DAY, t, T0));
+    assertThat(new long[] {s.spent(), s.reserved()}).containsExactly(0, 100);
+    assertThat(s.pace()).as("the cut part back in the pace bucket").isEqualTo(900.0);
+    // the room it gave back admits another at once; the settle takes back what the id holds
+    assertThat(describe(get(replicaB().reserve(k, "c2", DAY, t, 800, T0))))
+        .isEqualTo("admit 800 100 -1");
+    get(replicaB().settle(k, DAY, t, h, 90, T0));
+    s = get(replicaA().read(k, DAY, t, T0));
+    assertThat(new long[] {s.spent(), s.reserved()}).containsExactly(90, 800);
+    // settled, unknown, without an id, or of a window that is over: nothing
+    assertThat(get(replicaA().shrink(k, DAY, t, h, 0, T0))).isZero();
+    assertThat(get(replicaA().shrink(k, DAY, t, new BudgetStore.Hold("c9", w, 50, true), 0, T0)))
+        .isZero();
+    assertThat(get(replicaA().shrink(k, DAY, t, new BudgetStore.Hold(null, w, 800, true), 0, T0)))
+        .isZero();
+    Instant tomorrow = Instant.parse("2026-12-06T00:00:01Z");
+    BudgetStore.Hold h2 = new BudgetStore.Hold("c2", w, 800, true);
+    assertThat(get(replicaA().shrink(k, DAY, t, h2, 0, tomorrow))).isZero();
+  }
+
   private static String describe(Ledger.Outcome o) {
     if (o instanceof Ledger.Outcome.Admit a) {
       return "admit " + a.cost() + " " + a.remaining() + " " + a.announce();

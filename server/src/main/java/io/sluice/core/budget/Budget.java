@@ -13,13 +13,19 @@ import org.jspecify.annotations.Nullable;
  * @param meter what it counts
  * @param period its billing period
  * @param terms its limit (in the meter's units; money in nano-units), thresholds and pacing burst
+ * @param degradeAt the share of its limit used from which its requests ask for the degrade rung (0:
+ *     never), or null: the section's {@code budgets.degradeAt}
  */
-public record Budget(String name, Meter meter, Period period, Terms terms) {
+public record Budget(
+    String name, Meter meter, Period period, Terms terms, @Nullable Double degradeAt) {
   public Budget {
     Objects.requireNonNull(name, "name");
     Objects.requireNonNull(meter, "meter");
     Objects.requireNonNull(period, "period");
     Objects.requireNonNull(terms, "terms");
+    if (degradeAt != null && !(degradeAt >= 0 && degradeAt <= 1)) {
+      throw new IllegalArgumentException("degradeAt: " + degradeAt + " (expected: 0.0 .. 1.0)");
+    }
   }
 
   /** What a budget counts. */

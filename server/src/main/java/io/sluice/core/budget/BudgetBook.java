@@ -216,11 +216,58 @@ public final class BudgetBook {
                       }
                     } else {
                       if (s == store) {
-                        writeBack.flush(store, clock.instant());
+                        var unusedFlush = writeBack.flush(store, clock.instant());
                       }
                       if (announce != null && announce >= 0) {
                         events.crossed(r.applied(), b.terms().thresholds().get(announce));
                       }
+                    }
+                  });
+    }
+  }
+
+  /**
+   * The request runs a cheaper way than it reserved for ({@code cheaper}: its degrade ladder's
+   * rung, a smaller output cap or a cheaper model): each reservation is cut to that run's size now,
+   * once, by its id through the store that holds it (the store takes back only what the id still
+   * holds above it; a reservation never grows). A money budget counts the cheaper run at its
+   * model's price when that model has one (else at the price it reserved at), and settles at it
+   * too. A cut the store does not answer leaves the reservation as it was, until its settle.
+   */
+  public void shrink(BudgetNote note, TokenEstimate cheaper) {
+    if (note.settled() || !note.claimShrink()) {
+      return;
+    }
+    Instant now = clock.instant();
+    Price price = note.price();
+    if (price != null && cheaper.model() != null) {
+      Price p = policy.prices().at(cheaper.model(), now);
+      if (p != null && !p.equals(price)) {
+        note.ranAt(p);
+        price = p;
+      }
+    }
+    TokenUse use = new TokenUse(cheaper.inputTokens(), cheaper.outputReserveTokens(), 0);
+    for (BudgetNote.Reserved r : note.reserved()) {
+      @Nullable BudgetStore s =
+          switch (r.where()) {
+            case STORE -> store;
+            case LOCAL -> local;
+            case NONE -> null;
+          };
+      Budget b = r.applied().budget();
+      long units = Math.max(0, b.meter().units(use, price));
+      if (s == null || units >= r.units()) {
+        continue;
+      }
+      Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
+      BudgetStore.Hold hold = new BudgetStore.Hold(note.id(), r.windowId(), r.units(), true);
+      var unused =
+          s.shrink(r.applied().key(prefix), b.period(), terms, hold, units, now)
+              .whenComplete(
+                  (by, err) -> {
+                    if (err == null && by != null && by > 0) {
+                      events.shrunk(r.applied(), by);
                     }
                   });
     }
@@ -288,7 +335,7 @@ public final class BudgetBook {
                   if (err != null || o == null) {
                     storeFailed(i, a, cost, now);
                   } else {
-                    writeBack.flush(store, clock.instant());
+                    var unusedFlush = writeBack.flush(store, clock.instant());
                     answered(i, a, o, BudgetNote.Where.STORE, now);
                   }
                 } catch (RuntimeException x) {

@@ -19,7 +19,8 @@ import org.jspecify.annotations.Nullable;
  * the request's input and its learned output reserve on every budget that applies ({@link
  * BudgetBook}), and refuses {@code budget_exhausted} (non-retryable) when a budget is spent. What
  * it reserved is its hold's note ({@link BudgetNote}); a request that never ran gives it back here,
- * one that ran is reconciled with its charge by {@link BudgetSettler}, whichever first, once.
+ * one that ran is reconciled with its charge by {@link BudgetSettler}, whichever first, once; one
+ * the degrade ladder runs a cheaper way has its reservations cut to that run's size at once.
  */
 public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
   /** Its place: after the tenant's tokens per minute, before the tenant's slot. */
@@ -103,6 +104,11 @@ public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
     @Override
     protected boolean keptByPass(boolean wouldReject) {
       return true; // a shadow pass runs: what it spends is spent
+    }
+
+    @Override
+    protected void runsAs(TokenEstimate cheaper) {
+      book.shrink(note, cheaper); // a degrade rung: the reservations cut to its size, once
     }
 
     @Override

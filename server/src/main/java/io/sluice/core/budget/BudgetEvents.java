@@ -9,6 +9,12 @@ public interface BudgetEvents {
   /** A reservation settled: {@code reserved} units taken back, {@code actual} spent. */
   void settled(BudgetPolicy.Applied a, long reserved, long actual);
 
+  /**
+   * A running reservation was cut to its request's cheaper run (a degrade rung): {@code units}
+   * given back.
+   */
+  void shrunk(BudgetPolicy.Applied a, long units);
+
   /** A soft threshold was first reached in the window (once per window). */
   void crossed(BudgetPolicy.Applied a, double threshold);
 
@@ -23,6 +29,12 @@ public interface BudgetEvents {
    * written to it once it answered again; false, dropped (too many budgets owed).
    */
   void writeBack(BudgetPolicy.Applied a, long units, boolean written);
+
+  /**
+   * The reservations the write-back owes the shared store changed by {@code delta} (+1: one more
+   * owed; -1: one written).
+   */
+  void owed(BudgetPolicy.Applied a, int delta);
 
   /** Hears nothing. */
   BudgetEvents NONE = new Ignoring();
@@ -43,5 +55,11 @@ public interface BudgetEvents {
 
     @Override
     public void writeBack(BudgetPolicy.Applied a, long units, boolean written) {}
+
+    @Override
+    public void shrunk(BudgetPolicy.Applied a, long units) {}
+
+    @Override
+    public void owed(BudgetPolicy.Applied a, int delta) {}
   }
 }

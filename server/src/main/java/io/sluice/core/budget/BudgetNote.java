@@ -9,9 +9,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * What the budget check reserved for one request, carried in its facts ({@code
  * RequestFacts.note(BudgetNote.class)}): the budgets, the window and units of each reservation,
- * what was left after it, the price it ran at. Its values never change; the one mutable part is the
+ * what was left after it, the price it ran at. Its values never change; the mutable parts are the
  * settle-once flag ({@link #claimSettle}), so that whichever end path comes first (the hold given
- * back without a run, or the listener's reconcile after one) settles it, exactly once.
+ * back without a run, or the listener's reconcile after one) settles it, exactly once, and the
+ * cut-once flag ({@link #claimShrink}: the request runs a cheaper way), with that run's price.
  */
 public final class BudgetNote implements Planner.Trigger {
   /** The trigger's name when the note asks for the degrade rung. */
@@ -63,6 +64,8 @@ public final class BudgetNote implements Planner.Trigger {
   private final @Nullable Price price;
   private final BudgetPolicy.Degrade degrade;
   private final AtomicBoolean settled = new AtomicBoolean();
+  private final AtomicBoolean shrunk = new AtomicBoolean();
+  private volatile @Nullable Price ranAt; // the cheaper run's price, when it has one of its own
 
   /**
    * @param id the request's reservation id, the same on each budget's store key (the store
@@ -80,13 +83,14 @@ public final class BudgetNote implements Planner.Trigger {
 
   /**
    * {@value #TRIGGER} when a reservation held (on the store or the local share) left its budget at
-   * or past {@code budgets.degradeAt} of its limit used: the class's degrade ladder runs the
-   * request a cheaper way if a rung starts it now. Else null.
+   * or past its degrade level ({@code degradeAt}: the budget's own, else the section's) of its
+   * limit used: the class's degrade ladder runs the request a cheaper way if a rung starts it now.
+   * Else null.
    */
   @Override
   public @Nullable String degradeTrigger() {
     for (Reserved r : reserved) {
-      if (r.where() != Where.NONE && degrade.asks(r.used())) {
+      if (r.where() != Where.NONE && degrade.asks(r.applied().budget(), r.used())) {
         return TRIGGER;
       }
     }
@@ -107,9 +111,18 @@ public final class BudgetNote implements Planner.Trigger {
     return reserved;
   }
 
-  /** The price the request ran at (money budgets), or null. */
+  /**
+   * The price the request ran at (money budgets), or null: its model's at admission, or the cheaper
+   * run's when it was cut to one with a price of its own ({@link BudgetBook#shrink}).
+   */
   public @Nullable Price price() {
-    return price;
+    Price p = ranAt;
+    return p != null ? p : price;
+  }
+
+  /** The cheaper run's price (set once, by the cut). */
+  void ranAt(Price p) {
+    ranAt = p;
   }
 
   /**
@@ -129,6 +142,16 @@ public final class BudgetNote implements Planner.Trigger {
   /** True for the one call that settles the reservations; false once settled. */
   boolean claimSettle() {
     return settled.compareAndSet(false, true);
+  }
+
+  /** True for the one call that cuts the reservations to a cheaper run; false after. */
+  boolean claimShrink() {
+    return shrunk.compareAndSet(false, true);
+  }
+
+  /** Whether the reservations were cut to a cheaper run. */
+  public boolean shrunk() {
+    return shrunk.get();
   }
 
   /** Whether the reservations were settled. */

@@ -48,9 +48,11 @@ public record BudgetPolicy(
   /**
    * The budget degrade rung: a request whose reservation leaves a budget at or past {@code at} of
    * its limit used asks its class's degrade ladder to run it a cheaper way before its pool decides
-   * ({@code budgets.degradeAt}, {@code budgets.degradeRung}).
+   * ({@code budgets.degradeAt}, {@code budgets.degradeRung}); a budget may set its own level
+   * ({@link Budget#degradeAt}).
    *
-   * @param at the share of a limit used from which requests are degraded (0: never)
+   * @param at the share of a limit used from which requests are degraded (0: never), for the
+   *     budgets that set no level of their own
    * @param rung the rung to try (a rung's name in the class's ladder), or null: each, in order
    */
   public record Degrade(double at, @Nullable String rung) {
@@ -60,6 +62,14 @@ public record BudgetPolicy(
     /** Whether {@code used} (a share of a limit) asks for the degrade rung. */
     public boolean asks(double used) {
       return at > 0 && used >= at;
+    }
+
+    /**
+     * Whether {@code used} of budget {@code b}'s limit asks for it (its own level, or this one).
+     */
+    public boolean asks(Budget b, double used) {
+      Double own = b.degradeAt();
+      return own == null ? asks(used) : own > 0 && used >= own;
     }
   }
 

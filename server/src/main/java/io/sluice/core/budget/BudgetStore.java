@@ -63,6 +63,17 @@ public interface BudgetStore {
   CompletionStage<Integer> settle(
       String key, Period period, Terms terms, Hold hold, long actual, Instant now);
 
+  /**
+   * Cuts reservation {@code hold} (by its id) to {@code units}: its request runs a cheaper way (the
+   * degrade ladder's rung) and needs less. The id then holds {@code units}, and the budget's
+   * reserved units and its pace get the difference back ({@link Ledger#shrink}); its settle later
+   * settles what the id holds. Deduplicated by the id: a cut to what the id holds already (or more)
+   * takes nothing back, nor does one of an id settled or unknown (no id: nothing), nor one of a
+   * calendar window that is over. Answers the units taken back.
+   */
+  CompletionStage<Long> shrink(
+      String key, Period period, Terms terms, Hold hold, long units, Instant now);
+
   /** The state of {@code key} in the window {@code now} falls in (fresh when none). */
   CompletionStage<Ledger.State> read(String key, Period period, Terms terms, Instant now);
 }

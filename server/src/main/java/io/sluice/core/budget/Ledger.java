@@ -17,7 +17,8 @@ import java.time.Instant;
  *       request needs the bucket to hold its cost (or the whole burst, when it costs more), and
  *       otherwise waits for the rate to fill it.
  *   <li>Reconciling returns a reservation's unused part to the bucket (an overrun takes it) and
- *       counts what was actually spent.
+ *       counts what was actually spent; a reservation cut while it runs (a cheaper run) returns the
+ *       cut part at once.
  *   <li>Each soft threshold is announced once per window, at the reservation or reconciliation that
  *       first reaches it.
  * </ul>
@@ -109,6 +110,19 @@ public final class Ledger {
     int reached = terms.thresholdReached(saturatedAdd(spent, stillReserved));
     return new State(
         spent, stillReserved, pace, s.paceAtMillis(), Math.max(s.announced(), reached));
+  }
+
+  /**
+   * Cuts a running reservation by {@code by} units (its request runs a cheaper way): they are no
+   * longer reserved and go back to the pace bucket; what was announced stays announced.
+   */
+  public static State shrink(State s, long by, Terms terms) {
+    if (by < 0) {
+      throw new IllegalArgumentException("shrink " + by + " (expected: >= 0)");
+    }
+    long stillReserved = Math.max(0, s.reserved() - by);
+    double pace = terms.paced() ? Math.min(terms.burst(), s.pace() + by) : s.pace();
+    return new State(s.spent(), stillReserved, pace, s.paceAtMillis(), s.announced());
   }
 
   /**

@@ -226,6 +226,14 @@ public interface AdmissionCheck<A> {
       return null;
     }
 
+    /**
+     * The request runs a cheaper way than it was held for ({@code cheaper}: a planner's cheaper
+     * version, e.g. the degrade ladder's concise rung): a hold sized by the estimate gives back
+     * what the cheaper run no longer needs. Called by the session when its planner decides, while
+     * held; nothing by default.
+     */
+    protected void runsAs(io.sluice.core.estimate.TokenEstimate cheaper) {}
+
     /** Gives the hold back; called once, by the chain. */
     protected abstract void release(Release how);
 

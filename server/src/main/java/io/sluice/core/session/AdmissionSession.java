@@ -135,11 +135,8 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     steps.at(Step.DECIDE);
     Decision d = planner.decide(request, cost, notes.atBody(), this::decideInPool);
     Planner.Cost runsAs = planner.runsAs();
-    if (runsAs != null) { // the tenant's reservation is cut to the cheaper version
-      var r = checks.held(TokenReservationCheck.Reservation.class);
-      if (r != null) {
-        r.cutTo(runsAs.estimate()); // give back what the cheaper answer no longer needs
-      }
+    if (runsAs != null) { // each hold (tokens, budgets) cut to the cheaper version, once
+      checks.runsAs(runsAs.estimate());
       cost.runAs(runsAs);
     }
     run.plan(planner.plan(request));

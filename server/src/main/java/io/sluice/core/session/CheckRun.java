@@ -329,6 +329,19 @@ abstract class CheckRun implements AdmissionCheck.Request {
     }
   }
 
+  /**
+   * The request runs as {@code cheaper} (its planner's cheaper version): each hold still held is
+   * cut to it ({@link Held#runsAs}), in order of acquisition.
+   */
+  final void runsAs(io.sluice.core.estimate.TokenEstimate cheaper) {
+    for (int i = 0; i < count; i++) {
+      Held h = held(i);
+      if (!h.released()) {
+        h.runsAs(cheaper);
+      }
+    }
+  }
+
   /** The hold of {@code type} taken (given back or not), or null. */
   final <T extends Held> @Nullable T held(Class<T> type) {
     for (int i = 0; i < count; i++) {

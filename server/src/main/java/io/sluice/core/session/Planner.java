@@ -9,11 +9,11 @@ import org.jspecify.annotations.Nullable;
 /**
  * What a session does when its pool cannot start the request now (STYLE.md, "Seams"): the planner
  * asks the pool through the session ({@link Pool}) and answers the pool's decision; the session
- * then reads what it planned ({@link #runsAs}, {@link #plan}) and applies it (cuts the tenant's
- * reservation to the cheaper version, counts it, holds the plan), and never lets the planner touch
- * its state. Nothing is allocated for a request run as asked. The degrade ladder ({@link
- * DegradeLadder}) is the first. One per session, called in its serial context. Adding one:
- * CONTRIBUTING.md, "Adding a planner".
+ * then reads what it planned ({@link #runsAs}, {@link #plan}) and applies it (cuts the checks'
+ * holds to the cheaper version, {@code AdmissionCheck.Held#runsAs}; counts it, holds the plan), and
+ * never lets the planner touch its state. Nothing is allocated for a request run as asked. The
+ * degrade ladder ({@link DegradeLadder}) is the first. One per session, called in its serial
+ * context. Adding one: CONTRIBUTING.md, "Adding a planner".
  *
  * <p>A planner may also answer a request its pool refused another way, later ({@link #instead}:
  * background intake accepts it into the durable queue once the store acknowledged it); a feature

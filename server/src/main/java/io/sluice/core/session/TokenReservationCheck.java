@@ -13,7 +13,7 @@ import java.util.concurrent.CompletionStage;
  * The tenant's token budget (tokens per minute): reserves the estimate before the pool decides
  * ({@code tenant_tokens} when used up), refunded when the request does not run (refused, cancelled,
  * a shadow pass enforcement would refuse), cut when a cheaper answer runs instead ({@link
- * Reservation#cutTo}), reconciled with what the request is charged at its end ({@link
+ * Reservation#runsAs}), reconciled with what the request is charged at its end ({@link
  * Reservation#reconcile}, called by the session: the charge is its to compute).
  */
 final class TokenReservationCheck implements AdmissionCheck<QuotaCheck> {
@@ -100,7 +100,8 @@ final class TokenReservationCheck implements AdmissionCheck<QuotaCheck> {
     }
 
     /** The request runs as {@code e}: gives back what the cheaper answer no longer needs. */
-    void cutTo(TokenEstimate e) {
+    @Override
+    protected void runsAs(TokenEstimate e) {
       if (!reserved) {
         return;
       }

@@ -24,9 +24,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Budgets over billing periods (docs/configuration.md, "Budgets"), registered in one place: its
@@ -36,7 +38,8 @@ import java.util.concurrent.TimeUnit;
  * after the tenant's tokens per minute, in the chain only while {@code budgets.enabled} and a
  * budget is configured), its listener ({@link BudgetSettler}: every end path reconciled once) and
  * its meters and decision-record part ({@link BudgetRecorder} on the process's {@link
- * BudgetMetrics}). What a store outage leaves owed to the shared store is kept over a reload.
+ * BudgetMetrics}). What a store outage leaves owed to the shared store is kept over a reload,
+ * written on an idle timer while anything is owed and at drain (the port's {@code close}).
  */
 public final class BudgetFeature implements Feature {
   /** The budgets' state: shared exactly when the backend is. */
@@ -72,19 +75,42 @@ public final class BudgetFeature implements Feature {
           m.resize(config.section(BudgetsSection.SECTION).maxEntries());
         }
       }
+
+      @Override
+      public void close(BudgetStore port) {
+        WriteBack w = OWED.remove(port); // its timer holds the store: let both go
+        if (w == null) {
+          return;
+        }
+        try { // the drain: what is owed written while the store still answers
+          w.drain().get(DRAIN_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+          // what was not written stays counted in sluice_budget_write_back_owed until the end
+        }
+      }
     };
   }
 
+  /** How often the write-back is flushed while anything is owed, traffic or not. */
+  static final long IDLE_FLUSH_MILLIS = 1000;
+
+  /** How long the drain waits for what is owed to be written. */
+  static final long DRAIN_SECONDS = 3;
+
   /**
    * What each shared store is owed (the write-back), kept from one snapshot to the next: a hot
-   * reload during an outage keeps it. Weak keys: a store of a process that stopped goes with it.
+   * reload during an outage keeps it; the store port writes it at drain. Weak keys: a store of a
+   * process that stopped goes with it.
    */
-  private final Map<BudgetStore, WriteBack> owed = Collections.synchronizedMap(new WeakHashMap<>());
+  private static final Map<BudgetStore, WriteBack> OWED =
+      Collections.synchronizedMap(new WeakHashMap<>());
 
   /** What {@code store} is owed now (null: nothing made for it yet); tests. */
   @org.jspecify.annotations.Nullable
   WriteBack owedTo(BudgetStore store) {
-    return owed.get(store);
+    return OWED.get(store);
   }
 
   /** The process's timer for requests waiting on a budget: one daemon thread, made on first use. */
@@ -125,7 +151,13 @@ public final class BudgetFeature implements Feature {
     }
     BudgetStore shared = s.stores().port(BUDGETS);
     WriteBack writeBack =
-        owed.computeIfAbsent(shared, k -> new WriteBack(policy.maxEntries(), meters));
+        OWED.computeIfAbsent(
+            shared,
+            k -> {
+              WriteBack w = new WriteBack(policy.maxEntries(), meters);
+              w.flushWhileOwed(k, s.clock(), delay(), IDLE_FLUSH_MILLIS); // traffic or not
+              return w;
+            });
     BudgetBook book =
         new BudgetBook(
             policy,

@@ -136,6 +136,30 @@ public final class InMemoryBudgetStore implements BudgetStore {
   }
 
   @Override
+  public CompletionStage<Long> shrink(
+      String key, Period period, Terms terms, Hold hold, long units, Instant now) {
+    synchronized (lock) {
+      Entry e = hold.id() == null ? null : entries.get(key);
+      if (e == null) {
+        return CompletableFuture.completedFuture(0L);
+      }
+      Period.Window w = period.at(now);
+      Ledger.State s = state(e, period, w, terms, now);
+      long[] known = e.id(hold.windowId() + '\n' + hold.id(), now);
+      long target = Math.max(0, units);
+      if (known == null
+          || known[0] <= target // SETTLED (-1) included
+          || !(period instanceof Period.Rolling || w.id().equals(hold.windowId()))) {
+        return CompletableFuture.completedFuture(0L);
+      }
+      long by = known[0] - target;
+      known[0] = target;
+      write(e, Ledger.shrink(s, by, terms));
+      return CompletableFuture.completedFuture(by);
+    }
+  }
+
+  @Override
   public CompletionStage<Ledger.State> read(String key, Period period, Terms terms, Instant now) {
     synchronized (lock) {
       Entry e = entries.get(key);

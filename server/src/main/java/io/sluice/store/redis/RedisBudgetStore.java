@@ -66,6 +66,24 @@ public final class RedisBudgetStore implements BudgetStore {
     return redis.eval(SCRIPT, keys(key, hold.id(), hold.windowId()), args, r -> (int) num(r, 0));
   }
 
+  @Override
+  public CompletionStage<Long> shrink(
+      String key, Period period, Terms terms, Hold hold, long units, Instant now) {
+    String id = hold.id();
+    if (id == null) {
+      return java.util.concurrent.CompletableFuture.completedFuture(0L);
+    }
+    Period.Window w = period.at(now);
+    String[] args = args("shrink", period, w, terms, now, 6);
+    args[12] = "";
+    args[13] = hold.windowId();
+    args[14] = Long.toString(Math.max(0, units));
+    args[15] = "0";
+    args[16] = id;
+    args[17] = "1";
+    return redis.eval(SCRIPT, keys(key, id, hold.windowId()), args, r -> num(r, 0));
+  }
+
   /** The budget's key, and with a reservation id the ids of {@code windowId} (one slot). */
   static String[] keys(String key, @Nullable String id, String windowId) {
     return id == null ? new String[] {key} : new String[] {key, key + ":ids:" + windowId};

@@ -2,10 +2,11 @@
 -- to one budget's hash. KEYS[1]: the budget's key (a hash tag: one slot). Time comes from the caller
 -- (the window, its start and end, the pace horizon), so that every replica counts the same window.
 --
--- ARGV: op (reserve|settle|read), window id, window start ms, rolling (0|1), pace horizon ms,
+-- ARGV: op (reserve|settle|shrink|read), window id, window start ms, rolling (0|1), pace horizon ms,
 -- oldest slice, current slice, limit, burst, thresholds (absolute units, comma-separated, ascending),
 -- now ms, ttl ms, then for reserve: cost, reservation id; for settle: the reservation's window id,
--- reserved, actual, reservation id, answered (1: its reserve was answered; 0: it timed out).
+-- reserved, actual, reservation id, answered (1: its reserve was answered; 0: it timed out); for
+-- shrink, as for settle with reserved the units the reservation is cut to (a cheaper run).
 -- KEYS[2] (with a reservation id): the ids of the reservation's window, a hash of id -> units held,
 -- or 's' once settled by a settle whose reserve had timed out (deduplication; expires with the
 -- window). An id is '' when the call carries none (not deduplicated).
@@ -148,5 +149,20 @@ if op == 'settle' then
   if rolling then redis.call('HINCRBY', key, 's:' .. string.format('%.0f', cur), string.format('%.0f', actual)) end
   save()
   return {announce}
+end
+if op == 'shrink' then
+  -- cut a running reservation to the units its cheaper run needs: by its id, once (a cut to what
+  -- the id holds already, or of an id settled or unknown, or of a calendar window over: nothing)
+  local units = tonumber(ARGV[15])
+  local id = ARGV[17] or ''
+  if id == '' or (not rolling and ARGV[14] ~= win) then return {0} end
+  local v = redis.call('HGET', KEYS[2], id)
+  if not v or v == 's' or tonumber(v) <= units then return {0} end
+  local by = tonumber(v) - units
+  redis.call('HSET', KEYS[2], id, string.format('%.0f', units))
+  reserved = math.max(0, reserved - by)
+  if burst > 0 then pace = math.min(burst, pace + by) end
+  save()
+  return {by}
 end
 return redis.error_reply('budgets.lua: unknown op ' .. tostring(op))

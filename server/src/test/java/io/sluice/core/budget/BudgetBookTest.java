@@ -71,10 +71,16 @@ class BudgetBookTest {
 
     @Override
     public void writeBack(BudgetPolicy.Applied a, long units, boolean written) {}
+
+    @Override
+    public void shrunk(BudgetPolicy.Applied a, long units) {}
+
+    @Override
+    public void owed(BudgetPolicy.Applied a, int delta) {}
   }
 
   static Budget tokens(String name, long limit, Period p, List<Double> th, long burst) {
-    return new Budget(name, Budget.Meter.TOKENS, p, new Terms(limit, th, burst));
+    return new Budget(name, Budget.Meter.TOKENS, p, new Terms(limit, th, burst), null);
   }
 
   static Period day(String zone) {
@@ -261,7 +267,8 @@ class BudgetBookTest {
   @Test
   void unknownModel_refused422_orTheDefaultPrice() {
     Budget usd =
-        new Budget("usd", Budget.Meter.MONEY, day("UTC"), new Terms(1_000_000_000L, List.of(), 0));
+        new Budget(
+            "usd", Budget.Meter.MONEY, day("UTC"), new Terms(1_000_000_000L, List.of(), 0), null);
     Price p = new Price(Instant.EPOCH, 1_000_000_000L, 2_000_000_000L, 100_000_000L);
     BudgetBook refuse =
         book(
@@ -313,6 +320,12 @@ class BudgetBookTest {
           @Override
           public CompletionStage<Integer> settle(
               String k, Period p, Terms t, Hold h, long a, Instant n) {
+            return CompletableFuture.failedFuture(new IllegalStateException("down"));
+          }
+
+          @Override
+          public CompletionStage<Long> shrink(
+              String k, Period p, Terms t, Hold h, long u, Instant n) {
             return CompletableFuture.failedFuture(new IllegalStateException("down"));
           }
 

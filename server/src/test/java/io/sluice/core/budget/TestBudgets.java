@@ -19,7 +19,8 @@ public final class TestBudgets {
    * pacing); 402, 5 s of wait, 1000 entries, local share 0.1; {@code degrade} as given.
    */
   public static BudgetPolicy dailyPro(long limit, BudgetPolicy.Degrade degrade) {
-    Budget daily = new Budget("daily", Budget.Meter.TOKENS, DAY, new Terms(limit, List.of(), 0));
+    Budget daily =
+        new Budget("daily", Budget.Meter.TOKENS, DAY, new Terms(limit, List.of(), 0), null);
     return new BudgetPolicy(
         true,
         402,

@@ -42,6 +42,14 @@ class WriteBackReloadTest {
         }
 
         @Override
+        public CompletionStage<Long> shrink(
+            String k, Period p, Terms t, Hold h, long u, Instant n) {
+          return down
+              ? CompletableFuture.failedFuture(new IllegalStateException("down"))
+              : memory.shrink(k, p, t, h, u, n);
+        }
+
+        @Override
         public CompletionStage<Ledger.State> read(String k, Period p, Terms t, Instant n) {
           return memory.read(k, p, t, n);
         }

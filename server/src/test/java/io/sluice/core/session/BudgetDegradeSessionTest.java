@@ -12,6 +12,7 @@ import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
+import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TestBudgets;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.DegradePolicy;
@@ -56,12 +57,15 @@ class BudgetDegradeSessionTest {
               0,
               List.of(new DegradePolicy.Concise(20, "Be brief.", null))));
 
+  private InMemoryBudgetStore store = new InMemoryBudgetStore(1000);
+
   private Sessions sessions(long limit, BudgetPolicy.Degrade degrade) {
     BudgetPolicy p = TestBudgets.dailyPro(limit, degrade);
+    store = new InMemoryBudgetStore(1000);
     BudgetBook book =
         new BudgetBook(
             p,
-            new InMemoryBudgetStore(1000),
+            store,
             null,
             0.1,
             "t_",
@@ -142,6 +146,44 @@ class BudgetDegradeSessionTest {
     assertThat(degraded()).containsExactly("concise:budget");
     near.release(Outcome.COMPLETED);
     near.end(Outcome.COMPLETED);
+  }
+
+  /** The budget's state now: {spent, reserved}. */
+  private long[] budget() {
+    var st =
+        store
+            .read(
+                "t_budget:{tenant:acme:daily}",
+                TestBudgets.DAY,
+                new Terms(1, List.of(), 0),
+                clock.instant())
+            .toCompletableFuture()
+            .join();
+    return new long[] {st.spent(), st.reserved()};
+  }
+
+  @Test
+  void degraded_theReservationIsCutToTheCheaperRunsSize_atOnce_once() {
+    BudgetPolicy.Degrade at = new BudgetPolicy.Degrade(0.5, "concise");
+    AdmissionSession probe = decide(sessions(10_000_000, at));
+    BudgetNote asked = probe.facts().note(BudgetNote.class);
+    long units = asked.reserved().get(0).units();
+    assertThat(budget()).as("as asked: nothing cut").containsExactly(0, units);
+    assertThat(asked.shrunk()).isFalse();
+    probe.release(Outcome.COMPLETED);
+    probe.end(Outcome.COMPLETED);
+
+    AdmissionSession near = decide(sessions(units + units / 2, at));
+    assertThat(near.running().plan().rung()).isEqualTo("concise");
+    BudgetNote note = near.facts().note(BudgetNote.class);
+    long input = near.facts().estimate().tokens().inputTokens();
+    // the concise rung caps the answer at 20 tokens: the reservation is now its input and 20
+    assertThat(note.reserved().get(0).units()).as("reserved as asked").isEqualTo(units);
+    assertThat(note.shrunk()).isTrue();
+    assertThat(budget()).containsExactly(0, input + 20);
+    near.release(Outcome.COMPLETED);
+    near.end(Outcome.COMPLETED);
+    assertThat(budget()[1]).as("settled by id: what the id held taken back").isZero();
   }
 
   @Test

@@ -85,6 +85,12 @@ class BudgetSessionTest {
     }
 
     @Override
+    public CompletionStage<Long> shrink(
+        String key, Period p, Terms t, Hold hold, long units, Instant now) {
+      return inner.shrink(key, p, t, hold, units, now);
+    }
+
+    @Override
     public CompletionStage<Ledger.State> read(String key, Period p, Terms t, Instant now) {
       return inner.read(key, p, t, now);
     }
@@ -96,7 +102,8 @@ class BudgetSessionTest {
             "daily",
             meter,
             new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
-            new Terms(limit, List.of(0.5), 0));
+            new Terms(limit, List.of(0.5), 0),
+            null);
     BudgetPolicy p =
         new BudgetPolicy(
             true,

@@ -36,29 +36,44 @@ class BudgetFeatureReloadTest {
             .formatted(limit / 10, limit));
   }
 
+  private final InMemoryBudgetStore store = new InMemoryBudgetStore(100);
+  private final StorePorts ports =
+      new StorePorts() {
+        @Override
+        @SuppressWarnings("unchecked")
+        public <P> P port(io.sluice.feature.StorePort<P> port) {
+          return (P) store;
+        }
+      };
+  private final FakeTicker ticker = new FakeTicker();
+  private final AdmissionMetrics metrics =
+      new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos);
+
+  /** A snapshot of a policy with a {@code limit} tokens a day budget, on {@link #store}. */
+  private void contribute(BudgetFeature feature, long limit) {
+    feature.contribute(
+        new FeatureSnapshot(config(limit), ports, metrics, ticker, Clock.systemUTC(), Map.of()),
+        new Contributions());
+  }
+
   @Test
   void reload_theSameStoreKeepsItsWriteBack_anotherStoreHasItsOwn() {
     BudgetFeature feature = new BudgetFeature();
-    InMemoryBudgetStore store = new InMemoryBudgetStore(100);
-    StorePorts ports =
-        new StorePorts() {
-          @Override
-          @SuppressWarnings("unchecked")
-          public <P> P port(io.sluice.feature.StorePort<P> port) {
-            return (P) store;
-          }
-        };
-    FakeTicker ticker = new FakeTicker();
-    AdmissionMetrics metrics = new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos);
-    feature.contribute(
-        new FeatureSnapshot(config(10_000), ports, metrics, ticker, Clock.systemUTC(), Map.of()),
-        new Contributions());
+    contribute(feature, 10_000);
     WriteBack first = feature.owedTo(store);
     assertThat(first).isNotNull();
-    feature.contribute(
-        new FeatureSnapshot(config(20_000), ports, metrics, ticker, Clock.systemUTC(), Map.of()),
-        new Contributions());
+    contribute(feature, 20_000);
     assertThat(feature.owedTo(store)).isSameAs(first);
     assertThat(feature.owedTo(new InMemoryBudgetStore(100))).isNull();
+  }
+
+  @Test
+  void drain_theStorePortsCloseDrainsTheWriteBack_andLetsTheStoreGo() {
+    BudgetFeature feature = new BudgetFeature();
+    contribute(feature, 10_000);
+    assertThat(feature.owedTo(store)).isNotNull();
+    BudgetFeature.BUDGETS.close(store);
+    assertThat(feature.owedTo(store)).isNull();
+    BudgetFeature.LOCAL_SHARE.close(store); // nothing owed there: nothing to do
   }
 }

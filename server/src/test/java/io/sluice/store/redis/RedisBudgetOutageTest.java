@@ -70,7 +70,8 @@ class RedisBudgetOutageTest {
             "daily",
             Budget.Meter.TOKENS,
             new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
-            new Terms(1000, List.of(), 0));
+            new Terms(1000, List.of(), 0),
+            null);
     BudgetPolicy p =
         new BudgetPolicy(
             true,

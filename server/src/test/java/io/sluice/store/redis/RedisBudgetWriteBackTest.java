@@ -96,7 +96,8 @@ class RedisBudgetWriteBackTest {
             "daily",
             Budget.Meter.TOKENS,
             new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
-            new Terms(1000, List.of(), 0));
+            new Terms(1000, List.of(), 0),
+            null);
     BudgetPolicy p =
         new BudgetPolicy(
             true,

@@ -148,6 +148,47 @@ class RedisClusterTest {
     assertShares("before_");
   }
 
+  /**
+   * Budgets ({@code budgets.lua}) on every master: a budget's hash and its reservation ids (a
+   * second key, the same hash tag) in one slot; reserve, cut and settle by id.
+   */
+  @Test
+  @Order(5)
+  void budgets_reserveCutSettleById_keyAndIdsInOneSlot_onEveryMaster() throws Exception {
+    RedisBudgetStore budgets = new RedisBudgetStore(store.connection());
+    io.sluice.core.budget.Period day =
+        new io.sluice.core.budget.Period.Calendar(
+            io.sluice.core.budget.Period.Unit.DAY,
+            java.time.ZoneOffset.UTC,
+            java.time.DayOfWeek.MONDAY);
+    io.sluice.core.budget.Terms t = new io.sluice.core.budget.Terms(1000, List.of(), 0);
+    java.time.Instant now = java.time.Instant.now();
+    String w = day.at(now).id();
+    Set<Integer> masters = new HashSet<>();
+    for (int i = 0; i < 30; i++) {
+      String key = "bud_budget:{tenant:t" + i + ":daily}";
+      masters.add(topo.masterPortFor(key));
+      assertThat(
+              budgets
+                  .reserve(key, "r" + i, day, t, 600, now)
+                  .toCompletableFuture()
+                  .get(10, TimeUnit.SECONDS))
+          .isInstanceOf(io.sluice.core.budget.Ledger.Outcome.Admit.class);
+      var hold = new io.sluice.core.budget.BudgetStore.Hold("r" + i, w, 600, true);
+      assertThat(
+              budgets
+                  .shrink(key, day, t, hold, 100, now)
+                  .toCompletableFuture()
+                  .get(10, TimeUnit.SECONDS))
+          .isEqualTo(500L);
+      budgets.settle(key, day, t, hold, 80, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
+      var state = budgets.read(key, day, t, now).toCompletableFuture().get(10, TimeUnit.SECONDS);
+      assertThat(new long[] {state.spent(), state.reserved()}).containsExactly(80, 0);
+      assertThat(cli(topo.masterPortFor(key), "HGET", key, "s").trim()).isEqualTo("80");
+    }
+    assertThat(masters).hasSize(3);
+  }
+
   /** The same after a master failover (the shares' node may be the one that was replaced). */
   @Test
   @Order(11)
