@@ -17,6 +17,7 @@ final class Downstream {
   private int status;
   private HttpHeaders headers = new HttpHeaders();
   private final List<byte[]> chunks = new ArrayList<>();
+  private HttpHeaders trailers = new HttpHeaders();
   private long headersAtNanos = -1;
   private long firstByteAtNanos = -1;
   private String details = "via_upstream";
@@ -55,6 +56,11 @@ final class Downstream {
     chunks.add(data);
   }
 
+  /** The response's trailers after its body (a copy). */
+  void trailers(HttpHeaders responseTrailers) {
+    trailers = responseTrailers.copy();
+  }
+
   /** A local reply replaces whatever body was on its way. */
   void clearBody() {
     chunks.clear();
@@ -90,6 +96,7 @@ final class Downstream {
         toFirstByte,
         Duration.ofNanos(endNanos - startNanos),
         Optional.ofNullable(route).map(Route::name),
-        route == null ? Optional.empty() : Optional.of(Duration.ofMillis(routerTimeoutMillis)));
+        route == null ? Optional.empty() : Optional.of(Duration.ofMillis(routerTimeoutMillis)),
+        trailers);
   }
 }

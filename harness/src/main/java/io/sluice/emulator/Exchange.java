@@ -326,8 +326,17 @@ final class Exchange {
           responsePath.onBodyResponse(response.getResponseBody().getResponse());
         }
       }
-      case REQUEST_TRAILERS, RESPONSE_TRAILERS -> {
-        // trailers are never sent by this emulator, so the state can never match
+      case RESPONSE_TRAILERS -> {
+        applyDynamicMetadata(response);
+        if (encoding.state != CallbackState.TRAILERS) {
+          spurious = "spurious message";
+        } else {
+          countReceived();
+          responsePath.onTrailersResponse(response.getResponseTrailers());
+        }
+      }
+      case REQUEST_TRAILERS -> {
+        // request trailers are never sent by this emulator, so the state can never match
         applyDynamicMetadata(response);
         spurious = "spurious message";
       }
@@ -371,14 +380,15 @@ final class Exchange {
     }
     boolean responseNeedsNothing =
         config.responseHeaderMode() == HeaderMode.SKIP
-            && config.responseBodyMode() == BodyMode.NONE;
+            && config.responseBodyMode() == BodyMode.NONE
+            && config.responseTrailerMode() == HeaderMode.SKIP;
     boolean requestDone = requestPath.forwarded();
     Stage stage = responsePath.stage;
     boolean responseDone =
         stage == Stage.PASSTHROUGH
             || stage == Stage.DONE
             || (stage == Stage.STREAMING && responsePath.upstreamEnded);
-    if (requestDone && (responseNeedsNothing || responseDone)) {
+    if (requestDone && (responseNeedsNothing || responseDone) && !responsePath.trailersOwed()) {
       stream.close(true);
     }
   }

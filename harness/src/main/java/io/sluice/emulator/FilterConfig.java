@@ -15,6 +15,9 @@ import java.util.Set;
  * @param responseHeaderMode {@code processing_mode.response_header_mode}
  * @param requestBodyMode {@code processing_mode.request_body_mode}
  * @param responseBodyMode {@code processing_mode.response_body_mode}
+ * @param responseTrailerMode {@code processing_mode.response_trailer_mode} (default SKIP: for
+ *     trailers Envoy's DEFAULT means SKIP); with SEND an upstream response's trailers go to the
+ *     processor as {@code response_trailers} and its {@code header_mutation} applies to them
  * @param messageTimeout {@code message_timeout} (0..3600 s)
  * @param maxMessageTimeout {@code max_message_timeout} (0 disables override_message_timeout)
  * @param failureModeAllow {@code failure_mode_allow}
@@ -50,6 +53,7 @@ public record FilterConfig(
     HeaderMode responseHeaderMode,
     BodyMode requestBodyMode,
     BodyMode responseBodyMode,
+    HeaderMode responseTrailerMode,
     Duration messageTimeout,
     Duration maxMessageTimeout,
     boolean failureModeAllow,
@@ -178,6 +182,7 @@ public record FilterConfig(
     b.responseHeaderMode = responseHeaderMode;
     b.requestBodyMode = requestBodyMode;
     b.responseBodyMode = responseBodyMode;
+    b.responseTrailerMode = responseTrailerMode;
     b.messageTimeout = messageTimeout;
     b.maxMessageTimeout = maxMessageTimeout;
     b.failureModeAllow = failureModeAllow;
@@ -205,6 +210,7 @@ public record FilterConfig(
     private HeaderMode responseHeaderMode = HeaderMode.SEND;
     private BodyMode requestBodyMode = BodyMode.NONE;
     private BodyMode responseBodyMode = BodyMode.NONE;
+    private HeaderMode responseTrailerMode = HeaderMode.SKIP;
     private Duration messageTimeout = Duration.ofMillis(200);
     private Duration maxMessageTimeout = Duration.ZERO;
     private boolean failureModeAllow;
@@ -233,6 +239,11 @@ public record FilterConfig(
 
     public Builder responseHeaderMode(HeaderMode mode) {
       this.responseHeaderMode = mode;
+      return this;
+    }
+
+    public Builder responseTrailerMode(HeaderMode mode) {
+      this.responseTrailerMode = mode;
       return this;
     }
 
@@ -368,6 +379,7 @@ public record FilterConfig(
           responseHeaderMode,
           requestBodyMode,
           responseBodyMode,
+          responseTrailerMode,
           messageTimeout,
           maxMessageTimeout,
           failureModeAllow,

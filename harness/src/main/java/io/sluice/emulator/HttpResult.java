@@ -31,6 +31,8 @@ import java.util.Optional;
  * @param routerTimeout the router's final global timeout for this request (route {@code timeout} or
  *     the timeout headers, {@code FilterUtility::finalTimeout}); {@link Duration#ZERO} = disabled;
  *     empty if the request never reached the router or no route matched
+ * @param trailers the response trailers the client received after the body (a gRPC upstream's
+ *     {@code grpc-status}, as the processor left them); empty when none came
  */
 public record HttpResult(
     Outcome outcome,
@@ -45,7 +47,8 @@ public record HttpResult(
     Optional<Duration> timeToFirstByte,
     Duration total,
     Optional<String> routeName,
-    Optional<Duration> routerTimeout) {
+    Optional<Duration> routerTimeout,
+    HttpHeaders trailers) {
 
   /** How an exchange ended. */
   public enum Outcome {
@@ -65,6 +68,7 @@ public record HttpResult(
   public HttpResult {
     headers = headers.copy();
     bodyChunks = List.copyOf(bodyChunks);
+    trailers = trailers.copy();
   }
 
   /** A result that never reached the emulated router (no route name, no router timeout). */
@@ -93,7 +97,8 @@ public record HttpResult(
         timeToFirstByte,
         total,
         Optional.empty(),
-        Optional.empty());
+        Optional.empty(),
+        new HttpHeaders());
   }
 
   @Override
@@ -103,6 +108,16 @@ public record HttpResult(
 
   public Optional<String> header(String name) {
     return headers.first(name);
+  }
+
+  @Override
+  public HttpHeaders trailers() {
+    return trailers.copy();
+  }
+
+  /** A response trailer's first value, if the client received one. */
+  public Optional<String> trailer(String name) {
+    return trailers.first(name);
   }
 
   public byte[] body() {

@@ -18,12 +18,13 @@ import java.util.concurrent.TimeUnit;
  */
 final class ProcessorState {
 
-  /** Envoy's {@code ProcessorState::CallbackState} (trailers and partial modes not emulated). */
+  /** Envoy's {@code ProcessorState::CallbackState} (partial modes not emulated). */
   enum CallbackState {
     IDLE,
     HEADERS,
     BUFFERED_BODY,
-    STREAMED_BODY
+    STREAMED_BODY,
+    TRAILERS
   }
 
   record Chunk(byte[] data, boolean endOfStream) {}
@@ -107,6 +108,12 @@ final class ProcessorState {
         stats,
         stripsContentLength(),
         common.getStatus() == CommonResponse.ResponseStatus.CONTINUE_AND_REPLACE);
+  }
+
+  /** A {@code TrailersResponse}'s mutation of {@code trailers}, under the same rules. */
+  Optional<String> mutateTrailers(
+      io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation mutation, HttpHeaders trailers) {
+    return HeaderMutations.apply(mutation, trailers, config.mutationRules(), stats, false, false);
   }
 
   /** Envoy removes content-length in STREAMED, and in BUFFERED when headers are skipped. */

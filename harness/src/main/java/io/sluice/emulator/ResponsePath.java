@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpBody;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.sluice.emulator.FilterConfig.BodyMode;
 import io.sluice.emulator.FilterConfig.HeaderMode;
@@ -33,6 +34,7 @@ final class ResponsePath {
     BUFFERING,
     AWAIT_BUFFERED_BODY_RESPONSE,
     STREAMING,
+    AWAIT_TRAILERS_RESPONSE,
     DONE
   }
 
@@ -43,6 +45,8 @@ final class ResponsePath {
 
   private UpstreamResponse upstreamResponse;
   private io.sluice.upstream.HttpHeaders responseHeaders;
+  // the upstream's trailers after its body (a gRPC status), null when none follow
+  private io.sluice.upstream.HttpHeaders trailers;
   private Runnable cancelUpstreamBody = () -> {};
   Stage stage = Stage.NOT_STARTED;
   private final List<byte[]> heldChunks = new ArrayList<>();
@@ -79,6 +83,7 @@ final class ResponsePath {
       responseHeaders.add(e.getKey(), e.getValue());
     }
     upstreamEnded = response.body().isEmpty();
+    trailers = response.body().trailers().orElse(null);
     if (upstreamEnded) {
       x.requestPath.stopResponseTimer();
     } else {
@@ -175,7 +180,7 @@ final class ResponsePath {
       case PASSTHROUGH -> {
         downstream.emit(data);
         if (endOfStream) {
-          x.finish(Outcome.UPSTREAM_RESPONSE);
+          bodyDone();
         }
       }
       case BUFFERING -> {
@@ -194,7 +199,7 @@ final class ResponsePath {
         if (x.processingComplete) {
           downstream.emit(data);
           if (endOfStream) {
-            x.finish(Outcome.UPSTREAM_RESPONSE);
+            bodyDone();
           }
         } else {
           sendChunk(data, endOfStream);
@@ -221,8 +226,8 @@ final class ResponsePath {
     heldChunks.clear();
     heldChunks.add(body);
     ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
-    msg.setResponseBody(
-        HttpBody.newBuilder().setBody(ByteString.copyFrom(body)).setEndOfStream(true));
+    msg.setResponseBody( // trailers that follow end the stream instead
+        HttpBody.newBuilder().setBody(ByteString.copyFrom(body)).setEndOfStream(trailers == null));
     x.send(encoding, msg, CallbackState.BUFFERED_BODY);
   }
 
@@ -233,7 +238,9 @@ final class ResponsePath {
     encoding.chunkQueue.add(new Chunk(data, endOfStream));
     ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
     msg.setResponseBody(
-        HttpBody.newBuilder().setBody(ByteString.copyFrom(data)).setEndOfStream(endOfStream));
+        HttpBody.newBuilder()
+            .setBody(ByteString.copyFrom(data))
+            .setEndOfStream(endOfStream && trailers == null));
     x.send(encoding, msg, CallbackState.STREAMED_BODY);
   }
 
@@ -260,7 +267,7 @@ final class ResponsePath {
       encoding.finishCall(CallbackState.IDLE);
       sendDownstreamHeaders();
       downstream.emit(body);
-      x.finish(Outcome.UPSTREAM_RESPONSE);
+      bodyDone();
       return;
     }
     Chunk chunk = encoding.chunkQueue.poll();
@@ -272,8 +279,54 @@ final class ResponsePath {
         encoding.chunkQueue.isEmpty() ? CallbackState.IDLE : CallbackState.STREAMED_BODY);
     downstream.emit(data);
     if (chunk.endOfStream()) {
-      x.finish(Outcome.UPSTREAM_RESPONSE);
+      bodyDone();
     }
+  }
+
+  /**
+   * The whole body went downstream: its trailers, if any, go to the processor ({@code
+   * response_trailer_mode: SEND}, held until it answers) or straight downstream; then the end.
+   */
+  private void bodyDone() {
+    if (trailers == null) {
+      x.finish(Outcome.UPSTREAM_RESPONSE);
+      return;
+    }
+    if (x.wants(config.responseTrailerMode() == HeaderMode.SEND)) {
+      stage = Stage.AWAIT_TRAILERS_RESPONSE;
+      ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
+      msg.setResponseTrailers(
+          HttpTrailers.newBuilder().setTrailers(ExtProcMessages.toHeaderMap(trailers)));
+      x.send(encoding, msg, CallbackState.TRAILERS);
+      return;
+    }
+    sendTrailersDownstream();
+  }
+
+  /** Whether trailers are still to go to the processor (the stream must stay open for them). */
+  boolean trailersOwed() {
+    return trailers != null
+        && stage != Stage.DONE
+        && config.responseTrailerMode() == HeaderMode.SEND
+        && !x.processingComplete;
+  }
+
+  /** The processor's {@code TrailersResponse}: its mutation applied, the trailers go downstream. */
+  void onTrailersResponse(io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse response) {
+    if (response.hasHeaderMutation()) {
+      Optional<String> error = encoding.mutateTrailers(response.getHeaderMutation(), trailers);
+      if (error.isPresent()) {
+        x.handleErrorResponse(error.get());
+        return;
+      }
+    }
+    encoding.finishCall(CallbackState.IDLE);
+    sendTrailersDownstream();
+  }
+
+  private void sendTrailersDownstream() {
+    downstream.trailers(trailers);
+    x.finish(Outcome.UPSTREAM_RESPONSE);
   }
 
   /**
@@ -295,9 +348,10 @@ final class ResponsePath {
           ended |= c.endOfStream();
         }
         if (ended) {
-          x.finish(Outcome.UPSTREAM_RESPONSE);
+          bodyDone();
         }
       }
+      case AWAIT_TRAILERS_RESPONSE -> sendTrailersDownstream();
       default -> {}
     }
   }
@@ -308,7 +362,7 @@ final class ResponsePath {
     }
     heldChunks.clear();
     if (upstreamEnded) {
-      x.finish(Outcome.UPSTREAM_RESPONSE);
+      bodyDone();
     }
   }
 

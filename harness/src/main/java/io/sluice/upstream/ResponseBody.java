@@ -2,6 +2,7 @@ package io.sluice.upstream;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /** A response body delivered as chunks, pushed to one subscriber. */
 public interface ResponseBody {
@@ -22,8 +23,41 @@ public interface ResponseBody {
     return false;
   }
 
+  /**
+   * The trailers that follow the last chunk (a gRPC upstream's {@code grpc-status}), or empty when
+   * none do. A response without a body has none (its trailers-only form is its headers).
+   */
+  default Optional<HttpHeaders> trailers() {
+    return Optional.empty();
+  }
+
   static ResponseBody empty() {
     return of(List.of());
+  }
+
+  /** All chunks at once, then {@code trailers} (none when empty). */
+  static ResponseBody of(List<byte[]> chunks, HttpHeaders trailers) {
+    ResponseBody body = of(chunks);
+    Optional<HttpHeaders> t =
+        trailers.entries().isEmpty() || body.isEmpty()
+            ? Optional.empty()
+            : Optional.of(trailers.copy());
+    return new ResponseBody() {
+      @Override
+      public Runnable subscribe(Sink sink) {
+        return body.subscribe(sink);
+      }
+
+      @Override
+      public boolean isEmpty() {
+        return body.isEmpty();
+      }
+
+      @Override
+      public Optional<HttpHeaders> trailers() {
+        return t.map(HttpHeaders::copy);
+      }
+    };
   }
 
   /** All chunks at once, delivered synchronously on subscribe. */

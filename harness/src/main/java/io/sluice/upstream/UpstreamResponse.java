@@ -22,6 +22,13 @@ public record UpstreamResponse(int status, HttpHeaders headers, ResponseBody bod
     return new UpstreamResponse(status, headers, ResponseBody.of(chunks));
   }
 
+  /** A single-chunk UTF-8 body followed by {@code trailers} (a gRPC upstream's status). */
+  public static UpstreamResponse withTrailers(
+      int status, HttpHeaders headers, String body, HttpHeaders trailers) {
+    return new UpstreamResponse(
+        status, headers, ResponseBody.of(List.of(body.getBytes(StandardCharsets.UTF_8)), trailers));
+  }
+
   /** A single-chunk UTF-8 body (or no body when {@code body} is empty). */
   public static UpstreamResponse of(int status, HttpHeaders headers, String body) {
     return of(

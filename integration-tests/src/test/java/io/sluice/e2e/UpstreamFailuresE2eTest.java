@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.emulator.FilterConfig;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.emulator.Route;
@@ -259,6 +260,77 @@ class UpstreamFailuresE2eTest {
     assertThat(deadline.header("x-sluice-reason")).contains("upstream_timeout");
     h.awaitNothingInFlight();
     assertThat(h.counter("sluice.upstream.responses", "pool", "gpu", "status", "503")).isEqualTo(1);
+  }
+
+  /** A gRPC upstream's 200 and one message, its status in the trailers that follow. */
+  private void grpcAnswerWithTrailers(String... trailers) {
+    upstream.next =
+        () ->
+            CompletableFuture.completedFuture(
+                UpstreamResponse.withTrailers(
+                    200,
+                    HttpHeaders.of("content-type", "application/grpc"),
+                    "\0\0\0\0\0",
+                    HttpHeaders.of(trailers)));
+  }
+
+  /**
+   * A gRPC upstream's UNAVAILABLE in its trailers, after its 200 and a message, through the
+   * emulated Envoy with {@code response_trailer_mode: SEND}: the 200 and the message reach the
+   * client as sent, and the trailers it receives carry the upstream's {@code grpc-status} with
+   * Sluice's reason, {@code x-sluice-upstream-grpc-status} and a Retry-After at least the pushback;
+   * released once, counted {@code annotated}.
+   */
+  @Test
+  void grpcUnavailableInTrailers_throughEnvoyWithTrailersSent_reachesTheClientTyped()
+      throws Exception {
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base(),
+            SluiceEnvoyHarness.recommendedFilter()
+                .responseTrailerMode(FilterConfig.HeaderMode.SEND)
+                .build(),
+            upstream,
+            null,
+            null);
+    grpcAnswerWithTrailers(
+        "grpc-status", "14", "grpc-message", "busy", "grpc-retry-pushback-ms", "4200");
+
+    HttpResult r = h.send(grpcChat());
+
+    assertThat(r.outcome()).isEqualTo(HttpResult.Outcome.UPSTREAM_RESPONSE);
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.body()).hasSize(5);
+    assertThat(r.header("x-sluice-reason")).as("the headers went as the upstream sent").isEmpty();
+    assertThat(r.trailer("grpc-status")).contains("14");
+    assertThat(r.trailer("grpc-message")).contains("busy");
+    assertThat(r.trailer("x-sluice-reason")).contains("upstream_unavailable");
+    assertThat(r.trailer("x-sluice-upstream-grpc-status")).contains("14");
+    assertThat(r.trailer("x-sluice-upstream-status")).contains("503");
+    assertThat(Long.parseLong(r.trailer("retry-after").orElseThrow())).isGreaterThanOrEqualTo(5);
+    h.awaitNothingInFlight();
+    assertThat(h.released("completed")).isEqualTo(1);
+    assertThat(h.releasedAny()).isEqualTo(1);
+    assertThat(failures("unavailable", "annotated")).isEqualTo(1);
+  }
+
+  /**
+   * The same answer through an Envoy that skips response trailers (the default mode): Sluice never
+   * sees them, the client gets them as the upstream sent them, the permit goes back once.
+   */
+  @Test
+  void grpcStatusInTrailers_trailersSkipped_reachTheClientUntouched() throws Exception {
+    start(Policy.base());
+    grpcAnswerWithTrailers("grpc-status", "14", "grpc-message", "busy");
+
+    HttpResult r = h.send(grpcChat());
+
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.trailer("grpc-status")).contains("14");
+    assertThat(r.trailer("x-sluice-reason")).isEmpty();
+    h.awaitNothingInFlight();
+    assertThat(h.releasedAny()).isEqualTo(1);
+    assertThat(failures("unavailable", "annotated")).isZero();
   }
 
   @Test

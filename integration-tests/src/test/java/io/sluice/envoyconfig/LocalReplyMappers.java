@@ -115,7 +115,8 @@ public final class LocalReplyMappers {
         r.timeToFirstByte(),
         r.total(),
         r.routeName(),
-        r.routerTimeout());
+        r.routerTimeout(),
+        r.trailers());
   }
 
   private static byte[] render(Struct format, int status, String details) {

@@ -29,7 +29,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * signal at all; {@code on-1pct} exports over OTLP with {@code sampling.ratio: 0.01} (every request
  * recorded in the GenAI and {@code sluice.*} metrics, one span in a hundred built; the exporter's
  * endpoint is a closed local port, so export fails in the background every 10 s and costs the
- * request path nothing).
+ * request path nothing); {@code on-1pct-traces} and {@code on-metrics} split the two.
  *
  * <pre>
  * mvn -B -pl server -am -Pjmh package -DskipTests
@@ -43,7 +43,7 @@ import org.openjdk.jmh.infra.Blackhole;
 @Measurement(iterations = 5, time = 2)
 @Fork(1)
 public class TelemetryOverheadBenchmark {
-  @Param({"off", "off-nocorrelation", "on-1pct"})
+  @Param({"off", "off-nocorrelation", "on-1pct", "on-1pct-traces", "on-metrics"})
   public String telemetry;
 
   private SluiceServer server;
@@ -60,6 +60,12 @@ public class TelemetryOverheadBenchmark {
           case "on-1pct" ->
               "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
                   + " sampling: {ratio: 0.01}}\n";
+          case "on-1pct-traces" -> // spans only: the sampling decision and 1 % of spans
+              "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
+                  + " sampling: {ratio: 0.01}, metrics: false}\n";
+          case "on-metrics" -> // metrics only: the histograms' recordings per request
+              "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
+                  + " traces: false}\n";
           default -> throw new IllegalArgumentException(telemetry);
         };
     server =

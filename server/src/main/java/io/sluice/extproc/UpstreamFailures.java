@@ -44,7 +44,8 @@ import org.jspecify.annotations.Nullable;
  * (the client gets a trailers-only answer with that gRPC status); or in the response trailers after
  * a 200 and a body ({@code response_trailer_mode: SEND}), where the status and body have reached
  * the client: the trailers get {@code x-sluice-reason}, {@code retry-after} and {@code
- * x-sluice-upstream-grpc-status} ({@link #trailers}).
+ * x-sluice-upstream-grpc-status} ({@link #trailers}), and the pool learns the mapped status as it
+ * does from a trailers-only answer.
  */
 final class UpstreamFailures {
   private static final JsonFactory JSON = new JsonFactory();
@@ -193,12 +194,15 @@ final class UpstreamFailures {
     if (kind == null) {
       return Responses.CONTINUE_RESPONSE_TRAILERS;
     }
+    Function<String, @Nullable String> upstream = name -> EnvoySignals.find(trailers, name);
+    // the pool learns it as a trailers-only failure's, whatever the client is answered
+    s.running().failedAfterHeaders(status, UpstreamRetryAfter.nanos(upstream, rt.clock()));
     UpstreamErrorsPolicy.Rule rule = rule(rt, s.subject());
     count(rt, s.subject(), kind, rule.rewrite() ? "annotated" : "passed");
     if (!rule.rewrite()) {
       return Responses.CONTINUE_RESPONSE_TRAILERS;
     }
-    long retryAfter = retryAfter(rt, name -> EnvoySignals.find(trailers, name), rule);
+    long retryAfter = retryAfter(rt, upstream, rule);
     return Responses.continueResponseTrailers(headers(s, kind, status, grpcStatus, retryAfter));
   }
 

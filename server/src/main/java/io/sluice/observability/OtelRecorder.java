@@ -27,9 +27,9 @@ import org.jspecify.annotations.Nullable;
  * sluice.refused}, {@code sluice.released}; and the GenAI metrics of the semantic conventions
  * {@link GenAi#SEMCONV_VERSION} ({@code gen_ai.server.request.duration}, {@code
  * gen_ai.server.time_to_first_token}, {@code gen_ai.server.time_per_output_token}, {@code
- * gen_ai.client.token.usage}, {@link OtelHistograms}: attribute sets built once, not per request)
- * beside {@code sluice.*} ones for the admission (the counters are read from the Prometheus meters
- * at export, {@link OtelCounters}: nothing recorded twice). The numbers are those of the Prometheus
+ * gen_ai.client.token.usage}, {@link OtelHistograms}: cells of Sluice's own, read at export) beside
+ * {@code sluice.*} ones for the admission (the counters are read from the Prometheus meters at
+ * export, {@link OtelCounters}: nothing recorded twice). The numbers are those of the Prometheus
  * meters ({@link AnswerTimes}). The span is made when the request ends (refused, answered,
  * released) with the times the facts carry, so nothing is kept per request in between; whether it
  * is sampled is decided first from the trace headers' text ({@link TraceSampling}), so an unsampled
@@ -56,7 +56,8 @@ public final class OtelRecorder implements SessionListener {
   /**
    * @param otel the SDK
    * @param traces export spans
-   * @param metrics export metrics
+   * @param histograms the histograms the SDK exports ({@link TelemetryExport#histograms}), or null
+   *     when it exports no metrics
    * @param propagator the trace context formats read ({@code tracecontext}, {@code b3})
    * @param headerSignals the signal key each trace header is read into (header name to key)
    * @param sampling which requests get a span (the SDK samples all it is handed)
@@ -64,12 +65,12 @@ public final class OtelRecorder implements SessionListener {
   public OtelRecorder(
       OpenTelemetry otel,
       boolean traces,
-      boolean metrics,
+      @Nullable OtelHistograms histograms,
       TextMapPropagator propagator,
       java.util.Map<String, String> headerSignals,
       TraceSampling sampling) {
     this.tracer = traces ? otel.getTracer(SCOPE) : null;
-    this.histograms = metrics ? new OtelHistograms(otel.getMeter(SCOPE)) : null;
+    this.histograms = histograms;
     this.sampling = sampling;
     this.propagator = propagator;
     this.getter = new Getter(headerSignals);

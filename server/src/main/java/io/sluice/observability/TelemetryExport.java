@@ -41,6 +41,7 @@ public final class TelemetryExport implements AutoCloseable {
   private final @Nullable Map<String, String> env;
   private @Nullable Settings current;
   private @Nullable OpenTelemetrySdk sdk;
+  private @Nullable OtelHistograms histograms;
 
   private TelemetryExport(@Nullable Map<String, String> env) {
     this.env = env == null ? null : Map.copyOf(env);
@@ -78,13 +79,28 @@ public final class TelemetryExport implements AutoCloseable {
     if (now != null) {
       now.close(); // flushes what the old one batched
     }
-    now = build(s, headers(e.get(policy.headersEnv())));
+    OtelHistograms h = s.metrics() ? new OtelHistograms(TelemetryExport::epochNanos) : null;
+    now = build(s, headers(e.get(policy.headersEnv())), h);
     if (s.metrics()) {
       OtelCounters.register(now.getMeter(OtelRecorder.SCOPE), registry);
     }
     sdk = now;
+    histograms = h;
     current = s;
     return now;
+  }
+
+  /**
+   * The histograms the running SDK exports (recorded per request by {@link OtelRecorder}), or null
+   * when it exports no metrics. A new SDK (settings changed) starts new ones.
+   */
+  public synchronized @Nullable OtelHistograms histograms() {
+    return histograms;
+  }
+
+  private static long epochNanos() {
+    java.time.Instant t = java.time.Instant.now();
+    return t.getEpochSecond() * 1_000_000_000L + t.getNano();
   }
 
   /** Whether an SDK is running (tests, {@code /config}). */
@@ -96,13 +112,15 @@ public final class TelemetryExport implements AutoCloseable {
   public synchronized void close() {
     OpenTelemetrySdk now = sdk;
     sdk = null;
+    histograms = null;
     current = null;
     if (now != null) {
       now.shutdown().join(5, TimeUnit.SECONDS);
     }
   }
 
-  private static OpenTelemetrySdk build(Settings s, Map<String, String> headers) {
+  private static OpenTelemetrySdk build(
+      Settings s, Map<String, String> headers, @Nullable OtelHistograms histograms) {
     TelemetryPolicy.Exporter x = s.exporter();
     AttributesBuilder attrs = Attributes.builder();
     x.resource().forEach(attrs::put);
@@ -143,14 +161,17 @@ public final class TelemetryExport implements AutoCloseable {
         headers.forEach(eb::addHeader);
         metrics = eb.build();
       }
-      b.setMeterProvider(
+      var mb =
           SdkMeterProvider.builder()
               .setResource(resource)
               // no span is current while a request's metrics are recorded: no exemplar to look for
               .setExemplarFilter(ExemplarFilter.alwaysOff())
               .registerMetricReader(
-                  PeriodicMetricReader.builder(metrics).setInterval(x.exportInterval()).build())
-              .build());
+                  PeriodicMetricReader.builder(metrics).setInterval(x.exportInterval()).build());
+      if (histograms != null) { // read when the reader exports; nothing per request in the SDK
+        mb.registerMetricProducer(histograms);
+      }
+      b.setMeterProvider(mb.build());
     }
     return b.build();
   }

@@ -148,9 +148,25 @@ final class AdaptiveLimitSource implements LimitSource {
       return;
     }
     answers[source.ordinal()].increment();
-    if (source != AnswerSource.UPSTREAM) {
-      return;
+    if (source == AnswerSource.UPSTREAM) {
+      learn(a, permit, status, retryAfterNanos, nowNanos);
     }
+  }
+
+  /**
+   * The upstream's answer to the request holding {@code permit}, revised to {@code status} by what
+   * came after its headers (a gRPC failure in the response trailers after a 200): the limit learns
+   * it as {@link #onAnswer} would have at the headers; the answer was counted there.
+   */
+  void onRevisedAnswer(Permit permit, int status, long retryAfterNanos, long nowNanos) {
+    AdaptiveLimit a = limit;
+    if (a != null) {
+      learn(a, permit, status, retryAfterNanos, nowNanos);
+    }
+  }
+
+  private void learn(
+      AdaptiveLimit a, Permit permit, int status, long retryAfterNanos, long nowNanos) {
     int requests;
     long work;
     lock.lock();

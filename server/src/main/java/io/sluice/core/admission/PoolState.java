@@ -166,6 +166,11 @@ public final class PoolState implements SharedPool {
     adaptive.onAnswer(permit, status, retryAfterNanos, source, nowNanos);
   }
 
+  /** An answer revised after its headers ({@link AdaptiveLimitSource#onRevisedAnswer}). */
+  public void onRevisedAnswer(Permit permit, int status, long retryAfterNanos, long nowNanos) {
+    adaptive.onRevisedAnswer(permit, status, retryAfterNanos, nowNanos);
+  }
+
   /** Answers of requests of this (adaptive) pool produced by {@code source}. */
   public long answers(AnswerSource source) {
     return adaptive.answers(source);

@@ -63,6 +63,21 @@ final class ResponseMeter {
     usage = UsageExtractor.forResponse(contentType, env.estimator(), e == null ? null : e.model());
   }
 
+  /**
+   * The upstream failed after its 200 headers ({@code status}: the HTTP status its failure maps to,
+   * a gRPC {@code grpc-status} in the response trailers): an adaptive pool learns it as it would
+   * have from a failure at the headers (trailers-only), counted once (at the headers); the answer
+   * ends as {@code status} (no time per token or reserve learned from it, charged as an upstream
+   * error, a failed answer for the service levels).
+   */
+  void failedAfterHeaders(int status, long retryAfterNanos, @Nullable Permit p) {
+    this.status = status;
+    PoolState pool = p == null ? null : AdaptiveSignals.pool(env, subject, p);
+    if (p != null && pool != null) {
+      pool.onRevisedAnswer(p, status, retryAfterNanos, env.ticker().nanos());
+    }
+  }
+
   /** A response body chunk, read in place for the usage it reports. */
   void body(
       byte[] data,

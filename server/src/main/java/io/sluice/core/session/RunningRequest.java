@@ -116,6 +116,11 @@ public final class RunningRequest {
         status, contentType, countStatus, retryAfterNanos, src, permit, cost.estimate());
   }
 
+  /** The upstream failed after its headers ({@link ResponseMeter#failedAfterHeaders}). */
+  public void failedAfterHeaders(int status, long retryAfterNanos) {
+    response.failedAfterHeaders(status, retryAfterNanos, permit);
+  }
+
   /** A response body chunk, read in place for the usage it reports. */
   public void body(byte[] data, int offset, int length, boolean last) {
     response.body(data, offset, length, last, permit, cost.estimate(), plan.pool());

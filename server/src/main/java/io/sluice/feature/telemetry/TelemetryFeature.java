@@ -41,15 +41,14 @@ public final class TelemetryFeature implements Feature {
     if (!p.enabled()) {
       return;
     }
-    OpenTelemetrySdk sdk =
-        s.metrics()
-            .part(TelemetryExport.class, TelemetryExport::inert)
-            .open(p, s.metrics().registry());
+    TelemetryExport export = s.metrics().part(TelemetryExport.class, TelemetryExport::inert);
+    OpenTelemetrySdk sdk = export.open(p, s.metrics().registry());
     if (sdk == null) { // the warm-up's, or nothing to export
       return;
     }
     out.listener(
-        new OtelRecorder(sdk, p.traces(), p.metrics(), propagator(p), headers(p), sampling(p)));
+        new OtelRecorder(
+            sdk, p.traces(), export.histograms(), propagator(p), headers(p), sampling(p)));
   }
 
   /** Which requests get a span: the policy's ratio, the parent's decision where it follows it. */
