@@ -402,6 +402,28 @@ class ProxylessGrpcInteropTest {
     assertThat(h.released("completed")).isEqualTo(calls);
   }
 
+  /**
+   * The model fails an admitted call before any message (a trailers-only response): the client
+   * sends its trailers as {@code response_headers} with {@code end_of_stream} and no {@code
+   * :status}. The call gets the model's own status; the permit comes back at those headers.
+   */
+  @Test
+  void modelFailsBeforeAnyMessage_trailersOnly_callKeepsItsStatus_permitBack() {
+    h = ProxylessHarness.start(policy());
+    h.model.failWith(Status.RESOURCE_EXHAUSTED.withDescription("model full"));
+
+    GrpcCall.Result r = GrpcCall.unary(h.channel, options(), "x");
+
+    System.out.printf(
+        "proxyless trailers-only: client %s; typed %s; upstream responses %s%n",
+        r, h.counter("sluice.upstream.failures"), h.counter("sluice.upstream.responses"));
+    assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(h.model.calls()).isEqualTo(1);
+    h.awaitNothingInFlight();
+    assertThat(h.releasedAny()).isEqualTo(1);
+    assertThat(h.counter("sluice.extproc.stream.errors")).isZero();
+  }
+
   @Test
   void grpcBodyMode_isRefusedClearly_andTheCallNeverRuns() {
     h =
