@@ -405,7 +405,9 @@ class ProxylessGrpcInteropTest {
   /**
    * The model fails an admitted call before any message (a trailers-only response): the client
    * sends its trailers as {@code response_headers} with {@code end_of_stream} and no {@code
-   * :status}. The call gets the model's own status; the permit comes back at those headers.
+   * :status} and, from grpc-java, no {@code grpc-status}: Sluice cannot tell the failure, types
+   * nothing and counts no status. The call gets the model's own status; the permit comes back at
+   * those headers.
    */
   @Test
   void modelFailsBeforeAnyMessage_trailersOnly_callKeepsItsStatus_permitBack() {
@@ -414,10 +416,12 @@ class ProxylessGrpcInteropTest {
 
     GrpcCall.Result r = GrpcCall.unary(h.channel, options(), "x");
 
-    System.out.printf(
-        "proxyless trailers-only: client %s; typed %s; upstream responses %s%n",
-        r, h.counter("sluice.upstream.failures"), h.counter("sluice.upstream.responses"));
     assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(r.status().getDescription()).isEqualTo("model full");
+    // grpc-java hands on no grpc-status (ProxylessClientBehaviourTest): nothing to type or count
+    assertThat(r.trailer("x-sluice-reason")).isNull();
+    assertThat(h.counter("sluice.upstream.failures")).isZero();
+    assertThat(h.counter("sluice.upstream.responses")).isZero();
     assertThat(h.model.calls()).isEqualTo(1);
     h.awaitNothingInFlight();
     assertThat(h.releasedAny()).isEqualTo(1);
