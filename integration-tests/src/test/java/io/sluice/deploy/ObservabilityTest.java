@@ -88,6 +88,8 @@ class ObservabilityTest {
           "sluice_replica_share_peers",
           "sluice_replica_share_mode",
           "sluice_replica_share_renewals_total",
+          "sluice_learned_share_exchanges_total",
+          "sluice_learned_share_keys_adopted_total",
           "sluice_replica_share_rebalances_total",
           "sluice_replica_share_gathered_total",
           "sluice_replica_share_idle_work_units",

@@ -62,6 +62,37 @@ class FailureModeE2eTest {
     assertThat(h.stats().failureModeAllowed()).isEqualTo(1);
   }
 
+  /**
+   * Sluice draining (shutting down with a stream still open): a new request's stream is refused
+   * non-OK, so a fail-closed route answers 500 and the upstream never sees it (a stream ended OK
+   * would let it through unadmitted); the open one runs to its end.
+   */
+  @Test
+  void sluiceDraining_failClosed_newRequest500_openStreamFinishes() throws Exception {
+    h = SluiceEnvoyHarness.start(Policy.base());
+    h.upstream.mode(ControlledUpstream.Mode.HOLD_STREAM);
+    var running = h.sendAsync(chat(chatBody(20, true)).build());
+    h.awaitUpstreamRequests(1);
+    var stopped = h.shutdownSluice(java.time.Duration.ofSeconds(30));
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .until(h.server::draining);
+
+    HttpResult r = h.send(chat(chatBody(10, false)).build());
+
+    assertThat(r.outcome()).isEqualTo(HttpResult.Outcome.LOCAL_REPLY);
+    assertThat(r.status()).isEqualTo(500);
+    assertThat(r.responseCodeDetails()).startsWith("ext_proc_error_gRPC_error_14");
+    assertThat(r.extProcBypassed()).isFalse();
+    assertThat(h.upstream.received()).as("only the stream opened before the drain").hasSize(1);
+    h.upstream.finishStreams();
+    HttpResult first = SluiceEnvoyHarness.result(running);
+    assertThat(first.status()).isEqualTo(200);
+    assertThat(first.bodyUtf8()).contains("[DONE]");
+    stopped.get(20, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(h.released("completed")).isEqualTo(1);
+  }
+
   @Test
   void sluiceUp_admitsRejectsAndCancels_neverEndsAStreamBeforeAnswering() {
     FilterConfig filter = SluiceEnvoyHarness.recommendedFilter().failureModeAllow(true).build();

@@ -203,6 +203,47 @@ class NativeMetadataE2eTest {
     assertThat(plainAdmits).as("without the declared output cap").isNotEqualTo(bodyAdmits);
   }
 
+  /**
+   * Body parsing with Envoy's request info beside it (request body BUFFERED, the AI filters in the
+   * chain, both namespaces forwarded): each arrival's request info is cross-checked against
+   * Sluice's own parse of the body and counted ({@code request_info}, {@code agree}, used), and the
+   * decisions and estimates are the body run's.
+   */
+  @Test
+  void bodyParseWithRequestInfo_crossCheckedAgainstTheBody_agreeOnEveryArrival() {
+    List<Decided> body;
+    try (SluiceEnvoyHarness h = SluiceEnvoyHarness.start(policy())) {
+      body = decide(h);
+    }
+    FilterConfig both =
+        SluiceEnvoyHarness.recommendedFilter()
+            .sendProtocolConfig(true)
+            .aiFilters(true)
+            .typedForwardingNamespaces(
+                AiFilters.REQUEST_INFO_NAMESPACE, AiFilters.TOKEN_USAGE_NAMESPACE)
+            .build();
+    try (SluiceEnvoyHarness h = SluiceEnvoyHarness.start(policy(), both)) {
+      List<Decided> checked = decide(h);
+      assertThat(
+              h.counter(
+                  "sluice.native.metadata",
+                  "kind",
+                  "request_info",
+                  "status",
+                  "declared",
+                  "agreement",
+                  "agree",
+                  "used",
+                  "true"))
+          .as("every arrival's request info agreed with the body parse")
+          .isEqualTo(ARRIVALS);
+      assertThat(h.counter("sluice.native.metadata", "kind", "request_info"))
+          .as("no disagreement, nothing unchecked")
+          .isEqualTo(ARRIVALS);
+      assertThat(checked).as("the body run's decisions and estimates").isEqualTo(body);
+    }
+  }
+
   private static long count(List<Boolean> l) {
     return l.stream().filter(b -> b).count();
   }

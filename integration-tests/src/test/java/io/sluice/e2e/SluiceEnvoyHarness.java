@@ -270,6 +270,15 @@ final class SluiceEnvoyHarness implements AutoCloseable {
     server.close();
   }
 
+  /**
+   * Starts Sluice's graceful shutdown with {@code grace} on another thread (it drains: new ext_proc
+   * streams refused, open ones run on); done when Sluice has stopped.
+   */
+  CompletableFuture<Void> shutdownSluice(Duration grace) {
+    sluiceStopped = true;
+    return CompletableFuture.runAsync(() -> server.shutdown(grace, "test"));
+  }
+
   /** The test provokes bypasses on purpose (failure_mode_allow tests). */
   void expectBypass() {
     bypassExpected = true;

@@ -87,6 +87,7 @@ final class FakeModelServer implements AutoCloseable {
 
   private final Server server;
   private volatile boolean hold;
+  private volatile Status failWith; // null: answer; else every unary call fails with it, no message
   private final AtomicInteger calls = new AtomicInteger();
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicInteger maxInFlight = new AtomicInteger();
@@ -132,6 +133,14 @@ final class FakeModelServer implements AutoCloseable {
   /** Calls wait (no answer) until {@link #releaseAll()}. */
   void hold(boolean on) {
     hold = on;
+  }
+
+  /**
+   * Unary calls fail with {@code status} before any message (a trailers-only response); null: they
+   * answer again.
+   */
+  void failWith(Status status) {
+    failWith = status;
   }
 
   int calls() {
@@ -186,6 +195,11 @@ final class FakeModelServer implements AutoCloseable {
               return;
             }
             inFlight.decrementAndGet();
+            Status failure = failWith;
+            if (failure != null) {
+              out.onError(failure.asRuntimeException()); // trailers-only: no headers, no message
+              return;
+            }
             out.onNext("reply to " + prompt);
             out.onCompleted();
           }

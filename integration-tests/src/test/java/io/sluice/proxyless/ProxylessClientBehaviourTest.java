@@ -180,4 +180,49 @@ class ProxylessClientBehaviourTest {
     assertThat(responseHeaders.getResponseHeaders().getHeaders().getHeadersList())
         .noneMatch(v -> v.getKey().equals(":status"));
   }
+
+  /**
+   * A call the model fails before any message (trailers-only): the client sends its trailers as
+   * {@code response_headers} with {@code end_of_stream}, no {@code :status} and no {@code
+   * grpc-status} (grpc-java 1.85.1).
+   */
+  @Test
+  void trailersOnlyFailure_isSentAsResponseHeadersWithEndOfStream_withoutAnyStatus()
+      throws IOException {
+    start(
+        (r, out) -> {
+          if (r.hasRequestHeaders()) {
+            out.onNext(
+                ProcessingResponse.newBuilder()
+                    .setRequestHeaders(
+                        io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse
+                            .getDefaultInstance())
+                    .build());
+          } else if (r.hasResponseHeaders()) {
+            out.onNext(
+                ProcessingResponse.newBuilder()
+                    .setResponseHeaders(
+                        io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse
+                            .getDefaultInstance())
+                    .build());
+          }
+        });
+    h.model.failWith(Status.RESOURCE_EXHAUSTED.withDescription("model full"));
+
+    GrpcCall.Result r = GrpcCall.unary(h.channel, ProxylessHarness.options(), "x");
+
+    assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(received)
+        .extracting(ProcessingRequest::getRequestCase)
+        .containsExactly(
+            ProcessingRequest.RequestCase.REQUEST_HEADERS,
+            ProcessingRequest.RequestCase.RESPONSE_HEADERS);
+    ProcessingRequest trailersOnly = received.get(1);
+    assertThat(trailersOnly.getResponseHeaders().getEndOfStream()).isTrue();
+    // grpc-java's transport strips grpc-status and grpc-message from the trailers it hands on:
+    // only content-type is left, so the model's status never reaches the ext_proc server
+    assertThat(trailersOnly.getResponseHeaders().getHeaders().getHeadersList())
+        .extracting(v -> v.getKey())
+        .containsExactly("content-type");
+  }
 }

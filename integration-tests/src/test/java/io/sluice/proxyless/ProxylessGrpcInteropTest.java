@@ -402,6 +402,32 @@ class ProxylessGrpcInteropTest {
     assertThat(h.released("completed")).isEqualTo(calls);
   }
 
+  /**
+   * The model fails an admitted call before any message (a trailers-only response): the client
+   * sends its trailers as {@code response_headers} with {@code end_of_stream} and no {@code
+   * :status} and, from grpc-java, no {@code grpc-status}: Sluice cannot tell the failure, types
+   * nothing and counts no status. The call gets the model's own status; the permit comes back at
+   * those headers.
+   */
+  @Test
+  void modelFailsBeforeAnyMessage_trailersOnly_callKeepsItsStatus_permitBack() {
+    h = ProxylessHarness.start(policy());
+    h.model.failWith(Status.RESOURCE_EXHAUSTED.withDescription("model full"));
+
+    GrpcCall.Result r = GrpcCall.unary(h.channel, options(), "x");
+
+    assertThat(r.status().getCode()).as("%s", r).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+    assertThat(r.status().getDescription()).isEqualTo("model full");
+    // grpc-java hands on no grpc-status (ProxylessClientBehaviourTest): nothing to type or count
+    assertThat(r.trailer("x-sluice-reason")).isNull();
+    assertThat(h.counter("sluice.upstream.failures")).isZero();
+    assertThat(h.counter("sluice.upstream.responses")).isZero();
+    assertThat(h.model.calls()).isEqualTo(1);
+    h.awaitNothingInFlight();
+    assertThat(h.releasedAny()).isEqualTo(1);
+    assertThat(h.counter("sluice.extproc.stream.errors")).isZero();
+  }
+
   @Test
   void grpcBodyMode_isRefusedClearly_andTheCallNeverRuns() {
     h =

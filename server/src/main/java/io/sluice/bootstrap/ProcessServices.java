@@ -185,18 +185,15 @@ final class ProcessServices {
     metrics.bindTokenCache(tokenCounts);
     this.reserves = new OutputReserves(est.learnedReserve());
     metrics.bindReserves(reserves);
-    this.store =
-        new StoreServices(
+    List<ReserveSharing> sharing =
+        ReserveSharing.all(
             stores,
-            rls,
-            shares,
-            ReserveSharing.all(
-                stores,
-                reserves,
-                config.quotas().keyPrefix(),
-                ticker,
-                () -> current.get().pools().keySet()),
-            storeWarm);
+            reserves,
+            config.quotas().keyPrefix(),
+            ticker,
+            () -> current.get().pools().keySet());
+    sharing.forEach(s -> s.bindTo(registry));
+    this.store = new StoreServices(stores, rls, shares, sharing, storeWarm);
     this.runtimes =
         new RuntimeFactory(
             controller,

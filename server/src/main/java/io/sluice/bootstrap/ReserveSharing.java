@@ -1,11 +1,14 @@
 package io.sluice.bootstrap;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.core.estimate.LearnedBytesPerToken;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.ReserveSnapshot;
 import io.sluice.core.estimate.ReserveStore;
 import io.sluice.core.time.Ticker;
 import io.sluice.feature.nativeai.NativeMetadataFeature;
+import io.sluice.observability.MetricNames;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
@@ -38,11 +41,12 @@ final class ReserveSharing implements AutoCloseable {
   static final long OVERLAP_MILLIS = 2_000;
 
   /**
-   * What is shared: a learner's name (logs), its policy (read at each exchange), its additions
-   * since the last exchange, and where the shared keys go.
+   * What is shared: a learner's name (logs), its label (the metrics' {@code learner}), its policy
+   * (read at each exchange), its additions since the last exchange, and where the shared keys go.
    */
   record Learner(
       String name,
+      String label,
       Supplier<Policy> policy,
       Supplier<List<ReserveSnapshot>> additions,
       Consumer<ReserveSnapshot> adopt) {}
@@ -57,6 +61,7 @@ final class ReserveSharing implements AutoCloseable {
   static Learner reserves(OutputReserves r) {
     return new Learner(
         "learned output reserve",
+        "output_reserve",
         () -> {
           OutputReserves.Settings s = r.settings();
           return new Policy(
@@ -74,6 +79,7 @@ final class ReserveSharing implements AutoCloseable {
   static Learner bytesPerToken(LearnedBytesPerToken l, OutputReserves interval, Ticker ticker) {
     return new Learner(
         "learned bytes-per-token",
+        "bytes_per_token",
         () -> {
           LearnedBytesPerToken.Settings s = l.settings();
           return new Policy(
@@ -93,6 +99,7 @@ final class ReserveSharing implements AutoCloseable {
   private final AtomicBoolean busy = new AtomicBoolean();
   private final AtomicLong exchanges = new AtomicLong();
   private final AtomicLong failures = new AtomicLong();
+  private final AtomicLong adopted = new AtomicLong();
   private volatile long sinceMillis; // the store's clock: keys written since are read
   private volatile @Nullable ScheduledExecutorService timer;
   private volatile boolean closed;
@@ -229,6 +236,7 @@ final class ReserveSharing implements AutoCloseable {
           for (ReserveSnapshot k : pull.changed()) {
             learner.adopt().accept(k);
           }
+          adopted.addAndGet(pull.changed().size());
           sinceMillis = pull.nowMillis();
           return pull.changed().size();
         });
@@ -241,6 +249,28 @@ final class ReserveSharing implements AutoCloseable {
 
   long failures() {
     return failures.get();
+  }
+
+  /**
+   * Its counters on {@code registry} (docs/metrics.md, "Learned state shared by the replicas"):
+   * exchanges with the store by result ({@code ok}, {@code failed}) and the keys adopted from it,
+   * labelled by the learner.
+   */
+  void bindTo(MeterRegistry registry) {
+    String l = learner.label();
+    FunctionCounter.builder(
+            MetricNames.LEARNED_SHARE_EXCHANGES, this, s -> s.exchanges() - s.failures())
+        .tags("learner", l, "result", "ok")
+        .description("exchanges of a learner's state with the store the replicas share")
+        .register(registry);
+    FunctionCounter.builder(MetricNames.LEARNED_SHARE_EXCHANGES, this, s -> s.failures())
+        .tags("learner", l, "result", "failed")
+        .description("exchanges of a learner's state with the store the replicas share")
+        .register(registry);
+    FunctionCounter.builder(MetricNames.LEARNED_SHARE_ADOPTED, this, s -> s.adopted.get())
+        .tags("learner", l)
+        .description("keys of a learner adopted from the store the replicas share")
+        .register(registry);
   }
 
   /** Sends what is left (waiting at most a second), then stops. */

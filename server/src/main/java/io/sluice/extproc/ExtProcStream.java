@@ -258,13 +258,13 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     boolean ends = request.onResponseHeaders(h.headersEndOfStream());
-    int status = UpstreamFailures.status(h, request.grpc()); // proxyless: 0; gRPC: grpc-status
+    int status = UpstreamFailures.status(h, request.grpc()); // proxyless: 0 or its grpc-status
     opened()
         .running()
         .headers(
             status,
             h.header("content-type"), // null when absent: read as JSON
-            !request.proxyless(),
+            !request.proxyless() || status > 0,
             status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
             AnswerSources.classify(h, status));
     Answer typed = UpstreamFailures.answer(rt, opened(), h, status, request.grpc());

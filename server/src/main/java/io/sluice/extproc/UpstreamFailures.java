@@ -106,12 +106,16 @@ final class UpstreamFailures {
 
   /**
    * The status of response headers {@code h} as Sluice reads it: {@code :status} (0 when absent: a
-   * proxyless client's), and for a gRPC request's trailers-only failure (200 and a {@code
-   * grpc-status} Sluice types) the HTTP status Envoy maps that gRPC status to.
+   * proxyless client's), and for a gRPC request's trailers-only failure (a {@code grpc-status}
+   * Sluice types, after a 200 or with no {@code :status} at all, as a proxyless client sends the
+   * trailers of a call that failed before any message) the HTTP status Envoy maps that gRPC status
+   * to.
    */
   static int status(Inbound h, boolean grpc) {
     int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
-    return grpc && status == 200 ? grpcAsHttp(h.header("grpc-status"), status) : status;
+    return grpc && (status == 200 || status == 0)
+        ? grpcAsHttp(h.header("grpc-status"), status)
+        : status;
   }
 
   /** 8 RESOURCE_EXHAUSTED as 429, 14 UNAVAILABLE as 503, 4 DEADLINE_EXCEEDED as 504; else none. */

@@ -17,6 +17,13 @@ public final class MetricNames {
   public static final String SHARE_PEERS = "sluice.replica.share.peers";
   public static final String SHARE_MODE = "sluice.replica.share.mode";
   public static final String SHARE_RENEWALS = "sluice.replica.share.renewals";
+
+  /** Exchanges of a learner's state with the store the replicas share: learner, result. */
+  public static final String LEARNED_SHARE_EXCHANGES = "sluice.learned.share.exchanges";
+
+  /** Keys of a learner adopted from the store the replicas share: learner. */
+  public static final String LEARNED_SHARE_ADOPTED = "sluice.learned.share.keys.adopted";
+
   public static final String SHARE_REBALANCES = "sluice.replica.share.rebalances";
   public static final String SHARE_GATHERED = "sluice.replica.share.gathered";
   public static final String SHARE_SUPERSEDED = "sluice.replica.share.superseded";

@@ -2,12 +2,16 @@ package io.sluice.bootstrap;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.core.estimate.OutputReserves;
+import io.sluice.core.estimate.ReserveStore;
+import io.sluice.observability.MetricNames;
 import io.sluice.store.MutableClock;
 import io.sluice.store.memory.InMemoryReserveStore;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import org.junit.jupiter.api.Test;
@@ -91,5 +95,41 @@ class ReserveSharingTest {
 
     assertThat(reserve(a, "acme").rule()).isEqualTo("bound"); // 6 answers together
     assertThat(reserve(b, "acme").rule()).isEqualTo("bound");
+  }
+
+  private static double counted(SimpleMeterRegistry r, String name, String... tags) {
+    var c = r.find(name).tags(tags).functionCounter();
+    return c == null ? -1 : c.count();
+  }
+
+  @Test
+  void exchanges_countedByResult_andTheKeysAdopted() throws Exception {
+    OutputReserves a = learner();
+    ReserveSharing sa = sharing(a);
+    answers(a, 50, "acme");
+    sa.exchange().toCompletableFuture().get();
+    SimpleMeterRegistry up = new SimpleMeterRegistry();
+    ReserveSharing sb = sharing(learner());
+    sb.bindTo(up);
+    sb.exchange().toCompletableFuture().get();
+    sb.exchange().toCompletableFuture().get();
+    SimpleMeterRegistry downRegistry = new SimpleMeterRegistry();
+    ReserveStore down =
+        (namespace, pools, additions, since, window, maxKeys) ->
+            CompletableFuture.failedFuture(new IllegalStateException("store down"));
+    ReserveSharing failing = new ReserveSharing(learner(), down, "test_", () -> List.of("gpu"));
+    failing.bindTo(downRegistry);
+    failing.exchange().toCompletableFuture().get();
+
+    String[] reserve = {"learner", "output_reserve"};
+    assertThat(counted(up, MetricNames.LEARNED_SHARE_EXCHANGES, "result", "ok")).isEqualTo(2.0);
+    assertThat(counted(up, MetricNames.LEARNED_SHARE_EXCHANGES, "result", "failed")).isZero();
+    assertThat(counted(up, MetricNames.LEARNED_SHARE_ADOPTED, reserve))
+        .as("the keys replica a wrote, adopted at the first exchange")
+        .isPositive();
+    assertThat(counted(downRegistry, MetricNames.LEARNED_SHARE_EXCHANGES, "result", "ok")).isZero();
+    assertThat(counted(downRegistry, MetricNames.LEARNED_SHARE_EXCHANGES, "result", "failed"))
+        .isEqualTo(1.0);
+    assertThat(counted(downRegistry, MetricNames.LEARNED_SHARE_ADOPTED, reserve)).isZero();
   }
 }

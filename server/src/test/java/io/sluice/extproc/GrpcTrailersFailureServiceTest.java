@@ -7,12 +7,16 @@ import static io.sluice.extproc.ExtProcTestClient.responseHeaders;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.Struct;
+import com.google.protobuf.Value;
 import io.envoyproxy.envoy.config.core.v3.HeaderMap;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
+import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -24,6 +28,10 @@ import org.junit.jupiter.api.Test;
  * Sluice's headers, Retry-After at least the upstream's {@code grpc-retry-pushback-ms}, counted
  * with the other upstream failures as {@code annotated}; an OK or another status passes untouched.
  * The emulated Envoy sends no trailers: this drives Sluice's ext_proc service as Envoy would.
+ *
+ * <p>A proxyless client (grpc-java's xDS filter) sends the trailers of a call that failed before
+ * any message as {@code response_headers} with {@code end_of_stream} and no {@code :status}: a
+ * {@code grpc-status} there is typed as after a 200.
  */
 class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
   @Override
@@ -37,6 +45,7 @@ class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
         signals: {tenant: [{metadata: x-sluice-tenant}]}
         routes:
           - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
+          - {name: generate, match: {path: /pkg.Llm/Generate}, class: interactive, format: auto}
         """;
   }
 
@@ -131,5 +140,92 @@ class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
         .isEqualTo(ProcessingResponse.getDefaultInstance().getResponseTrailers());
     assertThat(set(callEndingWith(trailers("grpc-status", "5")))).isEmpty();
     assertThat(failures("unavailable", "annotated")).isZero();
+  }
+
+  private static HeaderMap.Builder map(String... namesAndValues) {
+    HeaderMap.Builder m = HeaderMap.newBuilder();
+    for (int i = 0; i + 1 < namesAndValues.length; i += 2) {
+      m.addHeaders(
+          HeaderValue.newBuilder()
+              .setKey(namesAndValues[i])
+              .setRawValue(ByteString.copyFromUtf8(namesAndValues[i + 1])));
+    }
+    return m;
+  }
+
+  /**
+   * A proxyless call (no pseudo-headers, the method as the flat {@code request.path} attribute,
+   * bodies NONE) admitted at its headers; returns the answer to its trailers-only response headers.
+   */
+  private ProcessingResponse proxylessCallEndingWith(String... trailers) throws Exception {
+    ExtProcTestClient.Call call = client.open(Map.of("x-sluice-tenant", "acme"));
+    ProcessingResponse admitted =
+        call.send(
+            ProcessingRequest.newBuilder()
+                .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map("x-app", "1")))
+                .putAttributes(
+                    "request.path",
+                    Struct.newBuilder()
+                        .putFields(
+                            "", Value.newBuilder().setStringValue("/pkg.Llm/Generate").build())
+                        .build())
+                .setProtocolConfig(
+                    ProtocolConfiguration.newBuilder()
+                        .setRequestBodyMode(BodySendMode.NONE)
+                        .setResponseBodyMode(BodySendMode.NONE))
+                .build());
+    assertThat(admitted.hasRequestHeaders()).as("admitted: %s", admitted).isTrue();
+    return call.send(
+        ProcessingRequest.newBuilder()
+            .setResponseHeaders(
+                HttpHeaders.newBuilder().setHeaders(map(trailers)).setEndOfStream(true))
+            .build());
+  }
+
+  private double upstreamResponses(String status) {
+    var c =
+        server
+            .registry()
+            .find("sluice.upstream.responses")
+            .tags("pool", "gpu", "status", status)
+            .counter();
+    return c == null ? 0 : c.count();
+  }
+
+  @Test
+  void proxylessTrailersOnly_noStatusHeader_typedFromItsGrpcStatus() throws Exception {
+    ProcessingResponse r = proxylessCallEndingWith("grpc-status", "8", "grpc-message", "full");
+
+    assertThat(r.hasImmediateResponse()).as("%s", r).isTrue();
+    assertThat(r.getImmediateResponse().getGrpcStatus().getStatus())
+        .as("RESOURCE_EXHAUSTED: the only status grpc-java reads")
+        .isEqualTo(io.grpc.Status.Code.RESOURCE_EXHAUSTED.value());
+    Map<String, String> set = new LinkedHashMap<>();
+    r.getImmediateResponse()
+        .getHeaders()
+        .getSetHeadersList()
+        .forEach(
+            o ->
+                set.put(
+                    o.getHeader().getKey(),
+                    o.getHeader().getRawValue().toString(StandardCharsets.UTF_8)));
+    assertThat(set)
+        .containsEntry("x-sluice-reason", "upstream_rate_limited")
+        .containsEntry("x-sluice-upstream-grpc-status", "8");
+    assertThat(failures("rate_limited", "typed")).isEqualTo(1.0);
+    assertThat(upstreamResponses("429")).as("the pool saw the mapped status").isEqualTo(1.0);
+  }
+
+  @Test
+  void proxylessTrailersOnly_okOrNoGrpcStatus_continues_statusNotCounted() throws Exception {
+    assertThat(proxylessCallEndingWith("grpc-status", "0").hasResponseHeaders()).isTrue();
+    assertThat(proxylessCallEndingWith("x-app", "1").hasResponseHeaders()).isTrue();
+    assertThat(failures("rate_limited", "typed")).isZero();
+    assertThat(
+            server.registry().find("sluice.upstream.responses").counters().stream()
+                .mapToDouble(c -> c.count())
+                .sum())
+        .as("no :status and no failure: nothing counted")
+        .isZero();
   }
 }

@@ -247,4 +247,34 @@ class McpRouterTest {
     assertThat(Glob.matches("*", "")).isTrue();
     assertThat(Glob.matches("a", "ab")).isFalse();
   }
+
+  private static JsonRpcScan.Body scan(McpPolicy p, int arrays) {
+    byte[] b =
+        ("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+                + "{\"name\":\"pdf_render\",\"arguments\":"
+                + "[".repeat(arrays)
+                + "]".repeat(arrays)
+                + "}}")
+            .getBytes(StandardCharsets.UTF_8);
+    return JsonRpcScan.read(JsonRpcScan.factory(p), b, 0, b.length, p);
+  }
+
+  /**
+   * A JSON-RPC body is read to {@code mcp.maxDepth} levels of nesting (8 here: the message, its
+   * params, then the arguments' containers) and no deeper: past it the body is malformed, not read.
+   */
+  @Test
+  void aBodyNestedPastMaxDepth_isMalformed_notRead() {
+    McpPolicy p = policy(McpPolicy.UnknownTools.ROUTE);
+    assertThat(p.maxDepth()).isEqualTo(8);
+
+    JsonRpcScan.Body within = scan(p, 6); // 2 + 6 = 8 levels
+    assertThat(within.problem()).isNull();
+    assertThat(within.messages())
+        .extracting(JsonRpcScan.Message::tool)
+        .containsExactly("pdf_render");
+
+    JsonRpcScan.Body past = scan(p, 7);
+    assertThat(past.problem()).isEqualTo(JsonRpcScan.Problem.MALFORMED);
+  }
 }
