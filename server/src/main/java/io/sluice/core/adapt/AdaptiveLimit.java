@@ -304,6 +304,11 @@ public final class AdaptiveLimit {
     set(next, Cause.RECOVERED, nowNanos);
   }
 
+  /** While an outage holds the limit at its floor: what it restores, and when; else null. */
+  public synchronized @Nullable Restore restore(long nowNanos) {
+    return overload.restore(nowNanos);
+  }
+
   /** Whether the limit probes at the floor for an outage (a 503 with Retry-After). */
   public synchronized boolean inOutage() {
     return overload.inOutage();

@@ -2,6 +2,7 @@ package io.sluice.core.adapt;
 
 import io.sluice.core.policy.AdaptivePolicy;
 import io.sluice.core.policy.PoolPolicy;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the upstream's overload answers do to an {@link AdaptiveLimit} (its class comment, rules
@@ -62,6 +63,15 @@ final class OverloadRule {
   /** Whether the limit probes at the floor for an outage (a 503 with Retry-After). */
   boolean inOutage() {
     return !Double.isNaN(beforeOutage);
+  }
+
+  /**
+   * While the limit probes at the floor for an outage: the limit it restores, at the latest when
+   * the last outage answer's Retry-After passes (the upstream's own estimate of its end); else
+   * null.
+   */
+  @Nullable Restore restore(long nowNanos) {
+    return inOutage() ? new Restore(beforeOutage, Math.max(0, outageUntilNanos - nowNanos)) : null;
   }
 
   /**

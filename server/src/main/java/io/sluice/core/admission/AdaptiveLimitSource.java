@@ -4,6 +4,7 @@ import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.adapt.LimitBounds;
 import io.sluice.core.adapt.LimitStore;
+import io.sluice.core.adapt.Restore;
 import io.sluice.core.policy.PoolPolicy;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
@@ -59,6 +60,23 @@ final class AdaptiveLimitSource implements LimitSource {
     AdaptiveLimit a = limit;
     double f = a != null ? a.fraction() : carried;
     return limits.withPolicy(p.withLimits(LimitBounds.workOf(p, f), LimitBounds.requestsOf(p, f)));
+  }
+
+  /**
+   * During an outage (the limit probes at its floor): the limit before it, which the outage's end
+   * restores, at the latest when the last outage answer's Retry-After passes.
+   */
+  @Override
+  public PoolLimits.@Nullable Resume resume(PoolLimits.@Nullable Resume before, long nowNanos) {
+    AdaptiveLimit a = limit;
+    Restore r = a == null ? null : a.restore(nowNanos);
+    if (a == null || r == null) {
+      return before;
+    }
+    PoolPolicy p = a.ceiling();
+    double f = r.fraction();
+    return new PoolLimits.Resume(
+        LimitBounds.workOf(p, f), LimitBounds.requestsOf(p, f), r.inNanos());
   }
 
   /** The pool's adaptive limit, or null (fixed numbers, or not ticked yet). */

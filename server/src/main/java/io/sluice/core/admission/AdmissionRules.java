@@ -26,6 +26,7 @@ final class AdmissionRules {
   private final RetryAdvice retry;
   private final AdaptiveLimitSource adaptive;
   private final ReplicaShareLimit share;
+  private final LimitSources limits;
   // set by decideLocked: the request could not start for want of capacity (its refusal, if any,
   // is unmet demand for a replica share)
   private boolean unmet;
@@ -38,8 +39,10 @@ final class AdmissionRules {
       ServiceTimes service,
       RetryAdvice retry,
       AdaptiveLimitSource adaptive,
-      ReplicaShareLimit share) {
+      ReplicaShareLimit share,
+      LimitSources limits) {
     this.pool = pool;
+    this.limits = limits;
     this.share = share;
     this.capacity = capacity;
     this.rules = rules;
@@ -160,7 +163,9 @@ final class AdmissionRules {
       if (waiter == null || !canWait) {
         return new Decision.Degradable(refused.reason(), -1); // counted when decided again
       }
-      Decision w = queues.wouldEnqueue(k, request, maxWait, nowNanos, refused.reason());
+      Decision w =
+          queues.wouldEnqueue(
+              k, request, maxWait, nowNanos, refused.reason(), limits.resume(nowNanos));
       if (!(w instanceof Decision.WouldQueue q)) {
         return new Decision.Degradable(refused.reason(), -1);
       }
@@ -178,9 +183,11 @@ final class AdmissionRules {
       return refused; // queue-hold off for this request, or it cannot outwait the pause
     }
     if (waiter == null) { // shadow: what enqueue would answer, nothing queued
-      return queues.wouldEnqueue(k, request, maxWait, nowNanos, refused.reason());
+      return queues.wouldEnqueue(
+          k, request, maxWait, nowNanos, refused.reason(), limits.resume(nowNanos));
     }
-    return queues.enqueue(k, request, waiter, maxWait, nowNanos, callbacks);
+    return queues.enqueue(
+        k, request, waiter, maxWait, nowNanos, callbacks, Reason.ADMITTED, limits.resume(nowNanos));
   }
 
   /**

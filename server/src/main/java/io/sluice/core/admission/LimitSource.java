@@ -1,6 +1,7 @@
 package io.sluice.core.admission;
 
 import io.sluice.core.policy.PoolPolicy;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Something that moves a pool's numbers: the configured limit, the adaptive limit, a replica's
@@ -33,6 +34,17 @@ public interface LimitSource {
    * through the pool's own calls.
    */
   default void notifyOnChange(Listener listener) {}
+
+  /**
+   * What the pool will have again once a pause this source holds it in ends by itself (an outage
+   * the upstream announced with a Retry-After), given what the sources before it left ({@code
+   * before}; null: nothing pending): the wait predictions then count on the limits a waiting
+   * request will start under, not on the floor the pause holds. Under the pool's lock, as {@link
+   * #applyTo}. The default passes {@code before} on.
+   */
+  default PoolLimits.@Nullable Resume resume(PoolLimits.@Nullable Resume before, long nowNanos) {
+    return before;
+  }
 
   /** The pool's side of {@link #notifyOnChange}. */
   @FunctionalInterface

@@ -36,6 +36,15 @@ final class LimitSources {
     return limits;
   }
 
+  /** What every source in turn expects the pool to have again, and when (null: nothing). */
+  PoolLimits.@Nullable Resume resume(long nowNanos) {
+    PoolLimits.Resume r = null;
+    for (LimitSource s : sources) {
+      r = s.resume(r, nowNanos);
+    }
+    return r;
+  }
+
   /**
    * A hot reload to {@code next}: every source hears of it, then the composed limits go into {@code
    * capacity} for the new {@code classes} and into the waiting rooms of {@code queues} (a queue

@@ -92,7 +92,7 @@ public final class PoolState implements SharedPool {
     this.queues =
         new QueueCoordinator(capacity, service, retry, this::startQueued, slots, effective);
     this.decisions =
-        new AdmissionRules(this, capacity, rules, queues, service, retry, adaptive, share);
+        new AdmissionRules(this, capacity, rules, queues, service, retry, adaptive, share, limits);
     this.demand = new PoolDemand(capacity, queues);
     this.readings = new PoolReadings(capacity, rules, retry);
     limits.notifyOnChange(this::limitsChanged);

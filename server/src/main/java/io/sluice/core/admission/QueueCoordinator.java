@@ -190,7 +190,7 @@ final class QueueCoordinator {
       long maxWait,
       long nowNanos,
       List<Callback> callbacks) {
-    return enqueue(k, request, waiter, maxWait, nowNanos, callbacks, Reason.ADMITTED);
+    return enqueue(k, request, waiter, maxWait, nowNanos, callbacks, Reason.ADMITTED, null);
   }
 
   /**
@@ -198,8 +198,13 @@ final class QueueCoordinator {
    * where it would queue, {@link Decision.WouldQueue} with {@code why} (the capacity reason).
    */
   Decision wouldEnqueue(
-      ClassSlot k, AdmissionRequest request, long maxWait, long nowNanos, Reason why) {
-    return enqueue(k, request, null, maxWait, nowNanos, List.of(), why);
+      ClassSlot k,
+      AdmissionRequest request,
+      long maxWait,
+      long nowNanos,
+      Reason why,
+      PoolLimits.@Nullable Resume resume) {
+    return enqueue(k, request, null, maxWait, nowNanos, List.of(), why, resume);
   }
 
   private static final Waiter NOBODY =
@@ -211,14 +216,20 @@ final class QueueCoordinator {
         public void refused(Decision.Reject rejection, long waitedNanos) {}
       };
 
-  private Decision enqueue(
+  /**
+   * As {@link #enqueue(ClassSlot, AdmissionRequest, Waiter, long, long, List)} (shadow: no {@code
+   * waiter}), while the pool's limit sources hold it below what they give back by themselves
+   * ({@code resume}, null: nothing).
+   */
+  Decision enqueue(
       ClassSlot k,
       AdmissionRequest request,
       @Nullable Waiter waiter,
       long maxWait,
       long nowNanos,
       List<Callback> callbacks,
-      Reason why) {
+      Reason why,
+      PoolLimits.@Nullable Resume resume) {
     PoolPolicy policy = capacity.policy();
     WaitPredictor predictor = service.predictor();
     Tenant tenant = request.tenant();
@@ -232,9 +243,23 @@ final class QueueCoordinator {
             - k.queue().depth()
             + k.queue().queuedItemsAhead(tenant.id(), tenant.tier().weight());
     // the binding dimension decides: work units, or request slots when the pool caps requests
-    long predicted =
-        predictor.predictWaitNanos(
-            ahead, work, capacity.freeWork(), requestsAhead, capacity.freeRequestSlotsFor(k));
+    long freeWork = capacity.freeWork();
+    long freeSlots = capacity.freeRequestSlotsFor(k);
+    long predicted = predictor.predictWaitNanos(ahead, work, freeWork, requestsAhead, freeSlots);
+    if (resume != null) { // an announced outage: from its end on, the limit it gives back
+      predicted =
+          Math.min(
+              predicted,
+              resume.waitNanos(
+                  predictor,
+                  ahead,
+                  work,
+                  freeWork,
+                  requestsAhead,
+                  freeSlots,
+                  capacity.workLimit(),
+                  capacity.requestLimit()));
+    }
     long serviceNanos = service.deadlineServiceNanos(k, request, work);
     if (!WaitPredictor.feasible(
         nowNanos, request.deadlineNanos(), maxWait, predicted, serviceNanos)) {

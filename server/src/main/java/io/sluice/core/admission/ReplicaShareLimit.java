@@ -65,6 +65,13 @@ final class ReplicaShareLimit implements LimitSource {
     return granted.compareAndSet(null, NOTHING);
   }
 
+  /** What the pool gets back, within this replica's share. */
+  @Override
+  public PoolLimits.@Nullable Resume resume(PoolLimits.@Nullable Resume before, long nowNanos) {
+    PoolLimits.Share s = granted.get();
+    return before == null || s == null ? before : before.within(s);
+  }
+
   @Override
   public PoolLimits applyTo(PoolLimits limits) {
     PoolLimits.Share s = granted.get();
