@@ -32,8 +32,9 @@ public final class IntakeMetrics {
   /**
    * Late requests ({@code intake.whenLate: accept}) by pool, class, the pool's refusal they were
    * taken in instead of ({@code reason}: {@code deadline_unreachable}, {@code queue_full}, {@code
-   * queue_timeout}) and what intake did ({@code event}: {@code queued}; the refusal stood: {@code
-   * store_failed}, {@code backlog_full}, {@code too_large}, {@code not_json}).
+   * queue_timeout}, {@code pool_saturated}, {@code class_share}) and what intake did ({@code
+   * event}: {@code queued}; the refusal stood: {@code store_failed}, {@code backlog_full}, {@code
+   * too_large}, {@code not_json}).
    */
   public static final String LATE = "sluice.intake.late";
 

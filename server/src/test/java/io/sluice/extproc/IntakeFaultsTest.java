@@ -271,7 +271,9 @@ class IntakeFaultsTest {
     servers.get(0).halt();
     ExtProcTestClient b = startServer(policy);
     awaitServing(b);
-    assertThat(read(b, id).get("status").asText()).isEqualTo("in_progress");
+    // claimed by A, its request never admitted (held at the listener): it reads queued, not
+    // in_progress (a job is in_progress only once its dispatched request is admitted)
+    assertThat(read(b, id).get("status").asText()).isEqualTo("queued");
 
     Dispatched second = next(); // B claimed it again once A's lease (3 s) lapsed
     assertThat(second.jobId()).isEqualTo(id);

@@ -205,6 +205,7 @@ public abstract class JobStoreContractTest {
     assertThat(first.className()).isEqualTo("batch");
     assertThat(first.attempt()).isEqualTo(1);
     assertThat(new String(first.body(), StandardCharsets.UTF_8)).contains("background");
+    assertThat(start(replicaA(), a.id())).isTrue(); // its dispatched request was admitted
     assertThat(read(replicaA(), "acme", a.id(), T0 + 3).status()).isEqualTo(JobStatus.IN_PROGRESS);
     assertThat(read(replicaA(), "acme", b.id(), T0 + 3).position()).isZero();
     assertThat(claim(replicaA(), "replica-a", T0 + 3, 60_000).id()).isEqualTo(b.id());
@@ -275,6 +276,42 @@ public abstract class JobStoreContractTest {
     }
   }
 
+  private boolean start(JobStore s, String id) {
+    return s.start(prefix(), id).toCompletableFuture().join();
+  }
+
+  @Test
+  void aClaimedJob_readsQueuedUntilStarted_thenInProgress_andAGiveBackNeverShowsInProgress() {
+    JobStore.NewJob a = job("acme", "gpu", 100, T0);
+    enqueue(replicaA(), a, caps);
+    assertThat(start(replicaA(), a.id())).isFalse(); // waiting, not claimed: nothing to start
+    JobStore.Claimed c = claim(replicaA(), "replica-a", T0 + 1, 60_000);
+    assertThat(c.workUnits()).isEqualTo(100);
+    // claimed, its request not admitted yet (it may wait in Sluice's queue): still queued
+    JobStore.JobView v = read(replicaB(), "acme", a.id(), T0 + 2);
+    assertThat(v.status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(v.position()).isZero();
+    // turned away and given back: queued throughout
+    assertThat(release(replicaA(), a.id(), c.attempt(), T0 + 3)).isTrue();
+    assertThat(read(replicaB(), "acme", a.id(), T0 + 3).status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(start(replicaB(), a.id())).isFalse(); // given back: not claimed
+    // claimed again and admitted: in_progress, once
+    JobStore.Claimed c2 = claim(replicaB(), "replica-b", T0 + 4, 60_000);
+    assertThat(read(replicaA(), "acme", a.id(), T0 + 5).status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(start(replicaA(), a.id())).isTrue();
+    assertThat(start(replicaB(), a.id())).isFalse(); // once
+    assertThat(read(replicaB(), "acme", a.id(), T0 + 6).status()).isEqualTo(JobStatus.IN_PROGRESS);
+    // a reclaim after the lease starts over: queued until its request is admitted again
+    JobStore.Claimed c3 = claim(replicaA(), "replica-a", T0 + 4 + 60_000, 60_000);
+    assertThat(c3.attempt()).isEqualTo(c2.attempt() + 1);
+    assertThat(read(replicaB(), "acme", a.id(), T0 + 5 + 60_000).status())
+        .isEqualTo(JobStatus.QUEUED);
+    assertThat(complete(replicaA(), a.id(), JobStatus.COMPLETED, "r", T0 + 6 + 60_000)).isTrue();
+    assertThat(start(replicaA(), a.id())).isFalse(); // ended
+    assertThat(read(replicaB(), "acme", a.id(), T0 + 7 + 60_000).status())
+        .isEqualTo(JobStatus.COMPLETED);
+  }
+
   private boolean release(JobStore s, String id, int attempt, long now) {
     return s.release(prefix(), id, attempt, now, KEEP).toCompletableFuture().join();
   }
@@ -299,6 +336,7 @@ public abstract class JobStoreContractTest {
     assertThat(claim(replicaB(), "replica-b", T0 + 6, 60_000).id()).isEqualTo(b.id());
     // the first claim's holder is fenced off: given back twice, or after the reclaim, nothing
     assertThat(release(replicaA(), a.id(), first.attempt(), T0 + 7)).isFalse();
+    assertThat(start(replicaB(), a.id())).isTrue();
     assertThat(read(replicaA(), "acme", a.id(), T0 + 7).status()).isEqualTo(JobStatus.IN_PROGRESS);
     assertThat(complete(replicaB(), a.id(), JobStatus.COMPLETED, "r", T0 + 8)).isTrue();
     assertThat(release(replicaB(), a.id(), again.attempt(), T0 + 9)).isFalse(); // ended

@@ -95,6 +95,12 @@ final class PoolReadings {
     return whole <= 0 ? 1.0 : Math.min(1.0, (double) capacity.workLimit() / whole);
   }
 
+  /** See {@link PoolState#canStart}. */
+  boolean canStart(String className, long work) {
+    ClassSlot k = capacity.slot(className);
+    return k != null && rules.checkCapacity(k, work) == null;
+  }
+
   /** See {@link PoolState#classHeadroom}. */
   double classHeadroom(String className) {
     ClassSlot k = capacity.slot(className);

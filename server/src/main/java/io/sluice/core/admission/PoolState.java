@@ -215,6 +215,11 @@ public final class PoolState implements SharedPool {
     return lock.read(() -> readings.classHeadroom(className));
   }
 
+  /** Whether {@code work} units of {@code className} fit its capacity (rules, share) now. */
+  public boolean canStart(String className, long work) {
+    return read(() -> readings.canStart(className, work));
+  }
+
   /**
    * The pool's one decision: admit now, queue, or refuse, as {@code ask} allows (PRODUCT.md rules
    * 2–4, {@link AdmissionRules}). A {@link Decision.Queued} result means the ask's waiter will be

@@ -39,6 +39,12 @@ public final class DispatchMarker {
     return id + '.' + expiresMillis + '.' + HEX.formatHex(mac(id, expiresMillis, tenant));
   }
 
+  /** The job id a marker names (its text before the first dot), or null when it names none. */
+  public static @Nullable String jobId(String marker) {
+    int a = marker.indexOf('.');
+    return a <= 0 ? null : marker.substring(0, a);
+  }
+
   /** Why {@code marker} is refused for {@code tenant} at {@code nowMillis}, or null: valid. */
   public @Nullable String invalid(String marker, String tenant, long nowMillis) {
     if (marker.length() > MAX_CHARS) {

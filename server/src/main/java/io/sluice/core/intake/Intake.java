@@ -79,25 +79,55 @@ public record Intake(
         Reason.ACCEPTED, view, window, IntakeNote.of(IntakeNote.QUEUED, view, window, insteadOf));
   }
 
-  /** The predicted start window of {@code job}, now, in its pool of {@code controller}. */
+  /**
+   * The predicted start window of {@code job}, now, in its pool of {@code controller} ({@link
+   * StartWindow#predict}): what the pool can run (its capacity over its learned mean hold, or its
+   * declared {@code defaultServiceTime} before any completion; its slots), the part of it the
+   * classes intake does not take in leave idle now, and the work waiting in Sluice's queues ahead
+   * of any job (this replica's, over its share: the whole pool's).
+   */
   StartWindow window(AdmissionController controller, String pool, JobStore.JobView job) {
+    long now = clock.millis();
     PoolState p = controller.pool(pool);
-    double rate = 0;
-    if (p != null) {
-      var configured = p.configuredPolicy();
-      rate =
-          StartWindow.rate(
-              p.startedWorkPerSecond(ticker.nanos()),
-              p.replicaShare(),
-              StartWindow.prior(
-                  configured.capacityWorkUnits(), configured.defaultServiceTime().toNanos()));
+    if (p == null) {
+      return StartWindow.predict(
+          now, job.expiresMillis(), job.aheadWork(), 0, 0, job.workUnits(), 0, 0, 0);
     }
-    return StartWindow.of(
-        clock.millis(),
+    var configured = p.configuredPolicy();
+    PoolState.Snapshot s = p.snapshot(ticker.nanos());
+    double serviceNanos =
+        s.meanHoldNanos() > 0 ? s.meanHoldNanos() : configured.defaultServiceTime().toNanos();
+    double canRun =
+        StartWindow.canRun(
+            configured.capacityWorkUnits(),
+            configured.maxRequests(),
+            job.workUnits(),
+            serviceNanos);
+    // what the classes hold and wait for on this replica (not PoolState#demand: reading it hands
+    // the refusals counted since to the share coordinator)
+    String[] names = s.classNames();
+    long[] work = s.classWork();
+    long othersInFlight = 0;
+    long othersQueued = 0;
+    long queued = 0;
+    for (int i = 0; i < names.length; i++) {
+      long q = p.queuedWork(names[i]);
+      queued += q;
+      if (!policy.dispatches(names[i])) {
+        othersInFlight += work[i];
+        othersQueued += q;
+      }
+    }
+    double share = p.replicaShare();
+    return StartWindow.predict(
+        now,
         job.expiresMillis(),
         job.aheadWork(),
+        (long) StartWindow.poolRate(othersQueued, share),
+        (long) StartWindow.poolRate(queued, share),
         job.workUnits(),
-        rate,
+        canRun,
+        StartWindow.idleShare(othersInFlight, (long) (s.capacityWorkUnits() * share)),
         dispatchIntervalMillis);
   }
 }

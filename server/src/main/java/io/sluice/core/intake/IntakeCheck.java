@@ -126,4 +126,29 @@ public final class IntakeCheck implements AdmissionCheck<IntakeCheck.Written> {
     }
     return intake.accepted(controller, job, e, null);
   }
+
+  /**
+   * The job was accepted but the front end went away before its id was answered: nobody holds the
+   * id, so the job is cancelled while it still waits (its place in the tenant's backlog goes back
+   * with it, once: a cancel frees a waiting job's place only the first time; best effort: a store
+   * failure leaves it to run once and be kept for {@code intake.retention}). Notes it {@code
+   * abandoned}, with the cancelled job's id.
+   */
+  @Override
+  public @Nullable Object unanswered(Answered a, Request r) {
+    String id = a.note() instanceof IntakeNote n ? n.jobId() : null;
+    if (id == null) {
+      return null;
+    }
+    var unused =
+        intake
+            .store()
+            .cancel(
+                intake.keyPrefix(),
+                r.subject().tenant().id(),
+                id,
+                intake.clock().millis(),
+                intake.policy().retention().toMillis());
+    return new IntakeNote(IntakeNote.ABANDONED, id, JobStatus.CANCELLED.code(), 0, null, null);
+  }
 }

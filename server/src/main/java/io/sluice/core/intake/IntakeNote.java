@@ -16,8 +16,9 @@ import org.jspecify.annotations.Nullable;
  * @param position jobs ahead of it while it waits (else 0)
  * @param window its predicted start window while it waits, or null
  * @param insteadOf the pool's refusal a request of a class with {@code intake.whenLate: accept} was
- *     taken in instead of ({@code deadline_unreachable}, {@code queue_full}, {@code
- *     queue_timeout}), whatever intake then did; null for a background request or an operation
+ *     taken in instead of ({@code deadline_unreachable}, {@code queue_full}, {@code queue_timeout},
+ *     {@code pool_saturated}, {@code class_share}), whatever intake then did; null for a background
+ *     request or an operation
  */
 public record IntakeNote(
     String event,

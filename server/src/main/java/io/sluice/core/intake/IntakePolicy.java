@@ -79,6 +79,18 @@ public record IntakePolicy(
     return enabled && whenLate.get(className) == WhenLate.ACCEPT;
   }
 
+  /**
+   * Whether jobs of {@code className} are what intake takes in, the classes a dispatcher looks for
+   * room for: {@code intake.classes} and the classes {@code whenLate} accepts; when intake names
+   * neither (routes only), any class.
+   */
+  public boolean dispatches(String className) {
+    if (classes.isEmpty() && !whenLate.containsValue(WhenLate.ACCEPT)) {
+      return true; // routes only: a route's job may be of any class
+    }
+    return classes.contains(className) || whenLate.get(className) == WhenLate.ACCEPT;
+  }
+
   public static Builder builder() {
     return new Builder();
   }

@@ -69,6 +69,17 @@ public interface JobStore {
       long retentionMillis);
 
   /**
+   * The claimed job {@code id}'s dispatched request was admitted by its pool: it runs now, and from
+   * here reads {@code in_progress}. A claimed job not started yet reads {@code queued} (position
+   * 0): its request may still wait in Sluice's queue, or be turned away and given back ({@link
+   * #release}), so its status never flaps while nothing runs. True for the call that started it;
+   * false when it is not claimed (waiting, ended, unknown) or already started. Not fenced by the
+   * claim's attempt (the dispatched request carries only the id): a stale attempt's request
+   * admitted late starts the job's current claim, which does run it.
+   */
+  CompletionStage<Boolean> start(String prefix, String id);
+
+  /**
    * Gives a claimed job back without completing it (the pool turned it away on arrival: no room
    * after all), so that the next claim by any replica takes it at once instead of after its lease.
    * It waits again in its place (arrival order), its tenant's caps still counting it; one past its
@@ -100,12 +111,19 @@ public interface JobStore {
    * A claimed job.
    *
    * @param body the request body it was accepted with
+   * @param workUnits the work units it was accepted with (whether its pool can start it now)
    * @param attempt how many times it was claimed (1 the first time; a claim given back with {@link
    *     JobStore#release} counts too): the claim's fence for {@link JobStore#release}
    */
   @SuppressWarnings("ArrayRecordComponent") // handed to the upstream as it is
   record Claimed(
-      String id, String tenant, String className, String route, byte[] body, int attempt) {}
+      String id,
+      String tenant,
+      String className,
+      String route,
+      byte[] body,
+      long workUnits,
+      int attempt) {}
 
   /**
    * A job to write.

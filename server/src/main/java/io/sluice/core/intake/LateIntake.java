@@ -15,7 +15,8 @@ import org.jspecify.annotations.Nullable;
  * Accept instead of refuse (a {@link Planner}, docs/intake.md, "Late requests"): a request of a
  * class with {@code intake.whenLate: accept} that its pool refuses {@code deadline_unreachable}
  * (its predicted wait past its deadline or its class's {@code maxQueueWait}), {@code queue_full},
- * or {@code queue_timeout} (it waited in the queue and its wait ran out) is written to the durable
+ * or {@code queue_timeout} (it waited in the queue and its wait ran out), or, when it cannot be
+ * held, {@code pool_saturated} or {@code class_share} ({@link #late}) is written to the durable
  * queue ({@link JobStore#enqueue}) and answered, once the store acknowledged it, with the same
  * queued object a background request gets. Any other refusal (a tenant's cap, a budget, the pool
  * shutting down) stands. When the store fails, the tenant's backlog is full, or the body cannot be
@@ -61,11 +62,21 @@ public final class LateIntake implements Planner {
         && s.signals().get(DispatchCheck.SIGNAL) == null; // a dispatched job: never taken in again
   }
 
-  /** Whether the pool's refusal {@code why} is one a late request is accepted instead of. */
+  /**
+   * Whether the pool's refusal {@code why} is one a late request is accepted instead of: the pool
+   * cannot start it in time. Held by the front end, that is {@code deadline_unreachable}, {@code
+   * queue_full} or {@code queue_timeout}; not held (the front end cannot hold it: no {@code
+   * maxMessageTimeout}, as behind Envoy Gateway, or its class's {@code maxQueueWait} is 0), the
+   * pool refuses it at once for want of room: {@code pool_saturated} (the pool, or its free room is
+   * another class's reserve, or requests of higher rank wait) or {@code class_share} (its class
+   * holds its own share and may not borrow). Both mean "not now", exactly what late means.
+   */
   static boolean late(Reason why) {
     return why == Reason.DEADLINE_UNREACHABLE
         || why == Reason.QUEUE_FULL
-        || why == Reason.QUEUE_TIMEOUT;
+        || why == Reason.QUEUE_TIMEOUT
+        || why == Reason.POOL_SATURATED
+        || why == Reason.CLASS_SHARE;
   }
 
   @Override

@@ -1,12 +1,19 @@
 package io.sluice.core.intake;
 
 /**
- * The predicted start window of a waiting job (epoch milliseconds), from the work waiting ahead of
- * it and its pool's recent completion rate (work units per second): the earliest start assumes the
- * whole rate drains the backlog, the latest that half of it does (background work only borrows idle
- * capacity), plus one dispatch interval; neither is later than the job's expiry. The rate is {@link
- * #rate}: measured since the replica started, or a starting rate before any completion; without
- * either the window is [now, expiry]: honest, not precise.
+ * The predicted start window of a waiting job (epoch milliseconds). What the pool <em>can</em> run
+ * drains the work ahead of the job ({@link #predict}): its capacity over its service time (the mean
+ * hold it learned from completions, else its declared {@code defaultServiceTime}), bounded by its
+ * request slots when it caps them; what waits in Sluice's own queues goes first (a job is
+ * dispatched only when nothing waits). The earliest start assumes that whole rate drains the work
+ * ahead; the latest that only the pool's idle part does (the share the classes intake does not take
+ * in leave free now, at least {@link #MIN_IDLE}), plus one dispatch interval; neither is later than
+ * the job's expiry. Without a pool, the window is [now, expiry]: honest, not precise.
+ *
+ * <p>Before, the rate was the pool's recent <em>completion</em> rate (what it ran, not what it can
+ * run) and the latest start assumed half of it: from a fresh start that rate is the early demand,
+ * the interactive work holding most of the pool was not subtracted, a job's slot was counted as its
+ * work units, and the pool's queue was not ahead: windows promised too early.
  *
  * @param earliestMillis the earliest the job may start
  * @param latestMillis the latest it is predicted to start (its expiry at most)
@@ -45,9 +52,84 @@ public record StartWindow(long earliestMillis, long latestMillis) {
   }
 
   /**
+   * The smallest idle part of the pool a latest start assumes background work gets: a pool held
+   * wholly by other classes now still frees room as their requests end.
+   */
+  static final double MIN_IDLE = 0.1;
+
+  /**
+   * What the pool can run, in work units per second (the whole pool): its capacity over {@code
+   * serviceNanos} (learned: the mean hold of its completed requests; declared: its {@code
+   * defaultServiceTime}); when it caps request slots ({@code maxRequests} &gt; 0), at most that
+   * many jobs of {@code jobWork} at a time. 0 when unknown.
+   */
+  public static double canRun(
+      long capacityWorkUnits, int maxRequests, long jobWork, double serviceNanos) {
+    if (!(serviceNanos > 0) || capacityWorkUnits <= 0) {
+      return 0;
+    }
+    double concurrent =
+        maxRequests > 0 && jobWork > 0
+            ? Math.min(capacityWorkUnits, (double) maxRequests * jobWork)
+            : capacityWorkUnits;
+    return concurrent * 1e9 / serviceNanos;
+  }
+
+  /**
+   * The part of the pool left idle by the classes intake does not take in: 1 less their work in
+   * flight over the work limit it counts against, in {@code [MIN_IDLE, 1]}; {@code MIN_IDLE} when
+   * the limit is unknown (no share granted yet).
+   */
+  public static double idleShare(long othersInFlightWork, long workLimit) {
+    if (workLimit <= 0) {
+      return MIN_IDLE;
+    }
+    return Math.max(MIN_IDLE, Math.min(1.0, 1.0 - (double) othersInFlightWork / workLimit));
+  }
+
+  /**
+   * The window from what the pool can run ({@link #canRun}, 0 or less: unknown, [now, expiry]).
+   *
+   * @param aheadWork work units of the jobs waiting ahead of the job (the whole pool's)
+   * @param othersQueuedWork work waiting in Sluice's queues of the classes intake does not take in
+   *     (the whole pool's): it starts before any job
+   * @param queuedWork work waiting in all of Sluice's queues (the whole pool's): a job is
+   *     dispatched only once none waits
+   * @param ownWork the job's own work units
+   * @param idle the idle part of the pool ({@link #idleShare})
+   */
+  public static StartWindow predict(
+      long nowMillis,
+      long expiresMillis,
+      long aheadWork,
+      long othersQueuedWork,
+      long queuedWork,
+      long ownWork,
+      double canRunWorkPerSecond,
+      double idle,
+      long intervalMillis) {
+    long cap = Math.max(nowMillis, expiresMillis);
+    if (!(canRunWorkPerSecond > 0)) {
+      return new StartWindow(nowMillis, cap);
+    }
+    long earliest =
+        nowMillis + (long) ((aheadWork + othersQueuedWork) * 1000.0 / canRunWorkPerSecond);
+    double drains = canRunWorkPerSecond * Math.max(MIN_IDLE, Math.min(1.0, idle));
+    long latest =
+        nowMillis
+            + (long)
+                ((aheadWork + Math.max(queuedWork, othersQueuedWork) + ownWork) * 1000.0 / drains)
+            + intervalMillis;
+    return new StartWindow(Math.min(earliest, cap), Math.min(Math.max(earliest, latest), cap));
+  }
+
+  /**
+   * The window from a rate alone, with no measure of the pool's idle part or its queues: the latest
+   * start assumes half of the rate ({@link #predict} with {@link #LATEST_SHARE}).
+   *
    * @param aheadWork work units waiting ahead of the job
    * @param ownWork the job's own work units
-   * @param workPerSecond the pool's recent completion rate (0 or less: unknown)
+   * @param workPerSecond the pool's rate (0 or less: unknown)
    * @param intervalMillis how often a replica looks for room to dispatch
    */
   public static StartWindow of(
@@ -57,15 +139,15 @@ public record StartWindow(long earliestMillis, long latestMillis) {
       long ownWork,
       double workPerSecond,
       long intervalMillis) {
-    if (!(workPerSecond > 0)) {
-      return new StartWindow(nowMillis, Math.max(nowMillis, expiresMillis));
-    }
-    long earliest = nowMillis + (long) (aheadWork * 1000.0 / workPerSecond);
-    long latest =
-        nowMillis
-            + (long) ((aheadWork + ownWork) * 1000.0 / (workPerSecond * LATEST_SHARE))
-            + intervalMillis;
-    long cap = Math.max(nowMillis, expiresMillis);
-    return new StartWindow(Math.min(earliest, cap), Math.min(latest, cap));
+    return predict(
+        nowMillis,
+        expiresMillis,
+        aheadWork,
+        0,
+        0,
+        ownWork,
+        workPerSecond,
+        LATEST_SHARE,
+        intervalMillis);
   }
 }

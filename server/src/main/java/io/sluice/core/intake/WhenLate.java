@@ -6,7 +6,8 @@ import org.jspecify.annotations.Nullable;
 /**
  * What happens to a request of a class its pool cannot start in time ({@code intake.whenLate}): the
  * pool refuses it {@code deadline_unreachable} (its predicted wait is past its deadline or its
- * class's {@code maxQueueWait}), {@code queue_full}, or, after it waited, {@code queue_timeout}.
+ * class's {@code maxQueueWait}), {@code queue_full}, or, after it waited, {@code queue_timeout};
+ * one the front end cannot hold {@code pool_saturated} or {@code class_share}.
  */
 public enum WhenLate {
   /** The refusal stands (the default). */

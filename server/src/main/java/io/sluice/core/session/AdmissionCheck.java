@@ -49,6 +49,18 @@ public interface AdmissionCheck<A> {
   Verdict answered(A answer, Request r);
 
   /**
+   * The check's own answer {@code a} to {@code r} ({@link #answered}) came after the front end went
+   * away (its store answered late): nobody receives it. Undo what it promised (say, cancel the job
+   * it accepted), and answer what to note of the undone answer, or null (the default: nothing to
+   * undo). Called at most once per answer. With a note, the request is told to the listeners as
+   * answered ({@link SessionEvent.Answered}, {@code a}'s reason and status) with the note among its
+   * facts, nobody is answered, nothing is given back again.
+   */
+  default @Nullable Object unanswered(Answered a, Request r) {
+    return null;
+  }
+
+  /**
    * Whether {@link #ask} is a quota store's round trip: the test seam ({@link SessionSteps#quota},
    * {@link SessionSteps.Step#QUOTA}) sees it. False for an answer kept in this process.
    */

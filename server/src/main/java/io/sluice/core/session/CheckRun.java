@@ -165,6 +165,13 @@ abstract class CheckRun implements AdmissionCheck.Request {
    */
   void abandoned(Decision.Reject r) {}
 
+  /**
+   * A check's own answer {@code a} came after the front end went away and was undone ({@link
+   * AdmissionCheck#unanswered}, its note kept): the request is told to the listeners as answered,
+   * nobody is answered.
+   */
+  void unanswered(AdmissionCheck.Answered a) {}
+
   /** A store's answer failed outright (not a store failure it answers for itself). */
   abstract void storeFailed(Throwable cause);
 
@@ -239,6 +246,11 @@ abstract class CheckRun implements AdmissionCheck.Request {
       r = refusal;
     }
     if (closed) { // the front end went away while the store answered
+      Object undone = v instanceof AdmissionCheck.Answered a ? c.unanswered(a, this) : null;
+      if (undone != null) { // its answer undone: counted and recorded as given, nobody answered
+        keep(new Noted(undone));
+        unanswered((AdmissionCheck.Answered) v);
+      }
       release(Release.CANCELLED);
       return false;
     }
@@ -433,6 +445,11 @@ abstract class CheckRun implements AdmissionCheck.Request {
               r.status(),
               r.retryAfterSeconds(),
               "the client went away before its answer: " + r.message()));
+    }
+
+    @Override
+    void unanswered(AdmissionCheck.Answered a) {
+      listener.on(new SessionEvent.Answered(session().facts(), a.reason(), a.status()));
     }
 
     @Override

@@ -26,6 +26,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -74,6 +75,9 @@ public final class Dispatcher implements AutoCloseable {
     final AtomicInteger inFlight = new AtomicInteger();
     final AtomicBoolean claiming = new AtomicBoolean();
     final AtomicBoolean reading = new AtomicBoolean(); // a backlog read outstanding
+    // the work of the job last given back because its pool could not start it (0: none): no claim
+    // until its class has room for that much
+    final AtomicLong needWork = new AtomicLong();
   }
 
   /**
@@ -192,7 +196,7 @@ public final class Dispatcher implements AutoCloseable {
       return;
     }
     PoolRun run = pools.computeIfAbsent(pool, k -> new PoolRun());
-    if (run.inFlight.get() >= d.maxInFlight() || !room(pool, p)) {
+    if (run.inFlight.get() >= d.maxInFlight() || !room(pool, p, run.needWork.get())) {
       return;
     }
     if (!run.claiming.compareAndSet(false, true)) {
@@ -213,11 +217,50 @@ public final class Dispatcher implements AutoCloseable {
               if (job == null || closed) {
                 return; // none waits (or stopping: the lease lapses)
               }
+              PoolState ps = controller.pool(pool);
+              if (ps != null && !fits(ps, job)) {
+                giveBack(pool, job, p, prefix, run); // it would wait in Sluice's queue: not sent
+                return;
+              }
+              run.needWork.set(0);
               run.inFlight.incrementAndGet();
               send(pool, job, p, d, marker, prefix, run);
               again(pool);
             },
             loop);
+  }
+
+  /**
+   * Whether the pool can start {@code job} now, as far as this replica can tell: when it holds the
+   * whole pool (no replica shares), its work must fit its class's room. With shares it is sent: its
+   * admission counts what this replica's share lacks (a refused request is demand, and the shares
+   * follow demand), so a job too large for any one idle share still gets one; turned away, it is
+   * given back ({@code returned}) and reads {@code queued} throughout.
+   */
+  private static boolean fits(PoolState ps, JobStore.Claimed job) {
+    return ps.replicaShare() < 1 || ps.canStart(job.className(), job.workUnits());
+  }
+
+  /**
+   * The claimed job's pool cannot start it now (its class has some room, not enough for it): given
+   * back at once, nothing sent; no claim until its class has room for its work ({@link #room}).
+   * Counted {@code no_room}.
+   */
+  private void giveBack(
+      String pool, JobStore.Claimed job, IntakePolicy p, String prefix, PoolRun run) {
+    run.needWork.set(Math.max(1, job.workUnits()));
+    store
+        .release(prefix, job.id(), job.attempt(), clock.millis(), p.retention().toMillis())
+        .whenComplete(
+            (given, failure) -> {
+              metrics.dispatch(pool, job.className(), failure != null ? "store_failed" : "no_room");
+              if (failure != null) {
+                LOG.warn(
+                    "intake dispatch: giving job {} back failed (claimed again after its lease): {}",
+                    job.id(),
+                    failure.toString());
+              }
+            });
   }
 
   /** Another step for {@code pool} at once (there may be room for the next job). */
@@ -230,10 +273,13 @@ public final class Dispatcher implements AutoCloseable {
   }
 
   /**
-   * Idle room only: no class of the pool has a request waiting, and one of intake's classes (all
-   * the pool's, when intake names routes only) has headroom.
+   * Idle room only: no class of the pool has a request waiting, and one of the classes intake takes
+   * in ({@link IntakePolicy#dispatches}: {@code intake.classes} and {@code whenLate}'s accepting
+   * classes; all the pool's when intake names routes only) has headroom. Another class's headroom
+   * (say, interactive's reserve) is no room for a job: its request would wait in Sluice's queue.
+   * After a job was given back for want of room, its class must have room for {@code needWork}.
    */
-  private boolean room(String pool, IntakePolicy p) {
+  private boolean room(String pool, IntakePolicy p, long needWork) {
     PoolState ps = controller.pool(pool);
     if (ps == null) {
       return false;
@@ -243,8 +289,9 @@ public final class Dispatcher implements AutoCloseable {
       if (ps.queueDepth(k.name()) > 0) {
         return false;
       }
-      if ((p.classes().isEmpty() || p.classes().contains(k.name()))
-          && ps.classHeadroom(k.name()) > 0) {
+      if (p.dispatches(k.name())
+          && ps.classHeadroom(k.name()) > 0
+          && (needWork <= 0 || ps.canStart(k.name(), needWork))) {
         headroom = true;
       }
     }

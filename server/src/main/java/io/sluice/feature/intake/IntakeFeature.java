@@ -3,6 +3,7 @@ package io.sluice.feature.intake;
 import io.sluice.config.IntakeSection;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.intake.DispatchCheck;
+import io.sluice.core.intake.DispatchStart;
 import io.sluice.core.intake.Intake;
 import io.sluice.core.intake.IntakeCheck;
 import io.sluice.core.intake.IntakePolicy;
@@ -29,9 +30,10 @@ import java.util.List;
  * {@link IntakeCheck} with the estimate, accepting background requests; {@link DispatchCheck}
  * before them, telling a dispatched job by its signed marker), all in the chain only while {@code
  * intake.enabled}, its planner ({@link LateIntake}: a request of a class {@code intake.whenLate}
- * accepts, refused for lack of room in time, taken in instead), and its listener and
- * decision-record part ({@link IntakeRecorder} on the process's {@link IntakeMetrics}). Keys live
- * under {@code quotas.keyPrefix}.
+ * accepts, refused for lack of room in time, taken in instead; {@link DispatchStart}: a dispatched
+ * job reads {@code in_progress} once its pool admitted it), and its listener and decision-record
+ * part ({@link IntakeRecorder} on the process's {@link IntakeMetrics}). Keys live under {@code
+ * quotas.keyPrefix}.
  */
 public final class IntakeFeature implements Feature {
   /** The jobs' durable queue: shared exactly when the backend is. */
@@ -90,6 +92,7 @@ public final class IntakeFeature implements Feature {
     out.check(OperationCheck.ORDER, OperationCheck.factory(intake));
     out.check(IntakeCheck.ORDER, IntakeCheck.factory(intake));
     out.planner(LateIntake.factory(intake));
+    out.planner(DispatchStart.factory(intake));
     IntakeRecorder recorder =
         new IntakeRecorder(s.metrics().part(IntakeMetrics.class, IntakeMetrics::new));
     out.listener(recorder).recordPart(recorder);

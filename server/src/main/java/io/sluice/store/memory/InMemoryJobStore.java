@@ -49,6 +49,7 @@ public final class InMemoryJobStore implements JobStore {
     boolean held = true; // counted in its tenant's caps while it waits or runs
     int attempts;
     long claimedAt; // while in progress
+    boolean started; // its dispatched request was admitted (else a claimed job reads queued)
     byte @Nullable [] result;
     @Nullable String error;
 
@@ -197,11 +198,13 @@ public final class InMemoryJobStore implements JobStore {
       byExpiry.remove(found.expiryKey);
     }
     found.status = JobStatus.IN_PROGRESS;
+    found.started = false;
     found.claimedAt = nowMillis;
     found.attempts++;
     NewJob n = found.job;
     return claimed(
-        new Claimed(n.id(), n.tenant(), n.className(), n.route(), n.body(), found.attempts));
+        new Claimed(
+            n.id(), n.tenant(), n.className(), n.route(), n.body(), n.workUnits(), found.attempts));
   }
 
   @Override
@@ -231,6 +234,16 @@ public final class InMemoryJobStore implements JobStore {
   }
 
   @Override
+  public synchronized CompletionStage<Boolean> start(String prefix, String id) {
+    Job j = jobs.get(prefix + id);
+    if (j == null || j.status != JobStatus.IN_PROGRESS || j.started) {
+      return done(false);
+    }
+    j.started = true;
+    return done(true);
+  }
+
+  @Override
   public synchronized CompletionStage<Boolean> release(
       String prefix, String id, int attempt, long nowMillis, long retentionMillis) {
     Job j = jobs.get(prefix + id);
@@ -247,6 +260,7 @@ public final class InMemoryJobStore implements JobStore {
       return done(false);
     }
     j.status = JobStatus.QUEUED;
+    j.started = false;
     j.claimedAt = 0;
     queues.computeIfAbsent(prefix + j.job.pool(), k -> new TreeMap<>()).put(j.seq, j);
     byExpiry.put(j.expiryKey, j);
@@ -325,7 +339,7 @@ public final class InMemoryJobStore implements JobStore {
     return new JobView(
         n.id(),
         n.pool(),
-        j.status,
+        j.status == JobStatus.IN_PROGRESS && !j.started ? JobStatus.QUEUED : j.status,
         n.model(),
         n.workUnits(),
         n.createdMillis(),

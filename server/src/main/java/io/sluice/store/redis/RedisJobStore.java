@@ -131,6 +131,7 @@ public final class RedisJobStore implements JobStore {
                     str(r, 3),
                     str(r, 4),
                     Base64.getDecoder().decode(str(r, 5)),
+                    num(r, 7),
                     (int) num(r, 6)));
   }
 
@@ -154,6 +155,14 @@ public final class RedisJobStore implements JobStore {
       error == null ? "" : error,
       Long.toString(Math.max(1, retentionMillis))
     };
+    return redis.eval(SCRIPT, keys, args, r -> num(r, 0) == 1);
+  }
+
+  @Override
+  public CompletionStage<Boolean> start(String prefix, String id) {
+    String base = base(prefix);
+    String[] keys = {base + "job:" + id};
+    String[] args = {"start", base, id};
     return redis.eval(SCRIPT, keys, args, r -> num(r, 0) == 1);
   }
 

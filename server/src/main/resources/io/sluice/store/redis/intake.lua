@@ -2,7 +2,9 @@
 -- "{intake}" of its prefix, so one call is atomic on one node (Cluster included). Layout under
 -- base = <quotas.keyPrefix>intake:{intake}: :
 --   job:<id>      hash: tenant pool class route model work created expires status body entry
---                 result error (body base64; dropped once the job is done)
+--                 result error (body base64; dropped once the job is done); "running" once a
+--                 claimed job's dispatched request was admitted ("start"): before that a claimed
+--                 job reads "queued"
 --   queue:<pool>  zset of the pool's waiting job ids, scored by the pool's work enqueued before
 --                 each (arrival order; the score difference to the head is the work ahead)
 --   cum:<pool>    the pool's work ever enqueued (the next score)
@@ -75,9 +77,12 @@ end
 local function view(id, tenant)
   local jk = base .. 'job:' .. id
   local j = redis.call('HMGET', jk, 'tenant', 'status', 'model', 'work', 'created', 'expires',
-    'pool', 'result', 'error')
+    'pool', 'result', 'error', 'running')
   if not j[1] or j[1] ~= tenant then
     return {0}
+  end
+  if j[2] == 'in_progress' and not j[10] then
+    j[2] = 'queued' -- claimed, its request not admitted yet (it may be given back)
   end
   local position, ahead = 0, 0
   if j[2] == 'queued' then
@@ -184,7 +189,8 @@ elseif cmd == 'claim' then
       entry, id = r[1][2][1][1], r[1][2][1][2][2]
     end
     local jk = base .. 'job:' .. id
-    local j = redis.call('HMGET', jk, 'status', 'expires', 'tenant', 'class', 'route', 'body')
+    local j = redis.call('HMGET', jk, 'status', 'expires', 'tenant', 'class', 'route', 'body',
+      'work')
     if j[1] == 'queued' and tonumber(j[2]) <= now then
       finish(id, 'expired', ARGV[7])
       j[1] = 'expired'
@@ -198,8 +204,9 @@ elseif cmd == 'claim' then
       redis.call('ZREM', base .. 'expiry', id)
       local attempt = redis.call('HINCRBY', jk, 'attempts', 1)
       redis.call('HSET', jk, 'status', 'in_progress', 'started', now)
+      redis.call('HDEL', jk, 'running')
       redis.call('ZADD', claims, ARGV[5], id)
-      return {1, id, j[3], j[4], j[5], j[6], attempt}
+      return {1, id, j[3], j[4], j[5], j[6], attempt, tonumber(j[7] or '0')}
     end
     -- done, cancelled, expired or gone: nothing to run (a job cancelled while its replica ran it
     -- and died gives its tenant's counts back here)
@@ -240,7 +247,7 @@ elseif cmd == 'release' then
     return {0}
   end
   redis.call('HSET', jk, 'status', 'queued')
-  redis.call('HDEL', jk, 'started')
+  redis.call('HDEL', jk, 'started', 'running')
   local created = tonumber(redis.call('HGET', jk, 'created') or '0')
   redis.call('ZADD', base .. 'claims:' .. j[2], string.format('%.0f', created - 1e15), id)
   local q = base .. 'queue:' .. j[2]
@@ -250,6 +257,15 @@ elseif cmd == 'release' then
   if tonumber(j[5]) <= tonumber(ARGV[5]) then
     finish(id, 'expired', ARGV[6])
   end
+  return {1}
+elseif cmd == 'start' then
+  -- ARGV: 3 id. A claimed job's dispatched request was admitted: it reads in_progress from here
+  local jk = base .. 'job:' .. ARGV[3]
+  local j = redis.call('HMGET', jk, 'status', 'running')
+  if j[1] ~= 'in_progress' or j[2] then
+    return {0}
+  end
+  redis.call('HSET', jk, 'running', 1)
   return {1}
 elseif cmd == 'complete' then
   -- ARGV: 3 id, 4 status, 5 result, 6 error, 7 retention

@@ -12,6 +12,7 @@ import io.sluice.core.intake.Intake;
 import io.sluice.core.intake.IntakeCheck;
 import io.sluice.core.intake.IntakeNote;
 import io.sluice.core.intake.IntakePolicy;
+import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
 import io.sluice.core.intake.OperationCheck;
 import io.sluice.core.policy.Tenant;
@@ -188,6 +189,52 @@ class IntakeSessionTest {
   }
 
   @Test
+  void frontEndGoneWhileTheStoreWrites_jobCancelledOnce_itsPlaceBackOnce_countedAbandoned()
+      throws Exception {
+    policy =
+        IntakePolicy.builder()
+            .classes(Set.of(OneSlotPool.INTERACTIVE.name()))
+            .maxJobsPerTenant(1)
+            .build();
+    LateIntakeSessionTest.Gated gated = new LateIntakeSessionTest.Gated();
+    store = gated;
+    gated.hold();
+    Front f = new Front();
+    post(f, acme, BACKGROUND).end(Outcome.CANCELLED); // the client leaves while it is written
+    events.clear();
+    gated.gate.complete(null);
+
+    assertThat(f.calls).isEmpty(); // nobody to answer
+    assertThat(gated.cancels).as("cancelled once").isEqualTo(1);
+    List<SessionEvent.Answered> told =
+        events.stream()
+            .filter(SessionEvent.Answered.class::isInstance)
+            .map(SessionEvent.Answered.class::cast)
+            .toList();
+    assertThat(told).as("told once").hasSize(1);
+    assertThat(told.get(0).reason()).isEqualTo(Reason.ACCEPTED);
+    IntakeNote note = java.util.Objects.requireNonNull(IntakeNote.of(told.get(0).facts()));
+    assertThat(note.event()).isEqualTo(IntakeNote.ABANDONED);
+    assertThat(note.status()).isEqualTo("cancelled");
+    assertThat(note.insteadOf()).isNull();
+    String abandoned = java.util.Objects.requireNonNull(note.jobId());
+    JobStore.JobView v =
+        gated.inner.read("t_", "acme", abandoned, NOW, 60_000).toCompletableFuture().join();
+    assertThat(java.util.Objects.requireNonNull(v).status()).isEqualTo(JobStatus.CANCELLED);
+
+    // its place in the tenant's backlog (cap: 1 job) went back: the next one is accepted
+    Front next = new Front();
+    post(next, acme, BACKGROUND);
+    assertThat(next.calls).containsExactly("answered");
+    // a second cancel of the abandoned job frees nothing more: the cap is full again
+    gated.inner.cancel("t_", "acme", abandoned, NOW, 60_000).toCompletableFuture().join();
+    Front full = new Front();
+    post(full, acme, BACKGROUND);
+    assertThat(full.refusedWith).isEqualTo(Reason.INTAKE_BACKLOG_FULL);
+    assertThat(gated.cancels).isEqualTo(1);
+  }
+
+  @Test
   void notBackground_orAnotherClass_goesToThePool() {
     Front f = new Front();
     AdmissionSession s = post(f, acme, "{\"model\":\"m1\",\"background\":false,\"input\":\"x\"}");
@@ -321,6 +368,11 @@ class IntakeSessionTest {
     @Override
     public CompletionStage<@Nullable Claimed> claim(
         String prefix, String pool, String consumer, long now, long lease, long retention) {
+      return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
+    }
+
+    @Override
+    public CompletionStage<Boolean> start(String prefix, String id) {
       return CompletableFuture.failedFuture(new IllegalStateException("redis: timeout"));
     }
 

@@ -7,6 +7,7 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.RequestFormat;
 import io.sluice.core.intake.DispatchCheck;
+import io.sluice.core.intake.DispatchStart;
 import io.sluice.core.intake.Intake;
 import io.sluice.core.intake.IntakeNote;
 import io.sluice.core.intake.IntakePolicy;
@@ -115,6 +116,11 @@ class LateIntakeSessionTest {
     }
 
     @Override
+    public CompletionStage<Boolean> start(String prefix, String id) {
+      return inner.start(prefix, id);
+    }
+
+    @Override
     public CompletionStage<Boolean> release(
         String prefix, String id, int attempt, long now, long retention) {
       return inner.release(prefix, id, attempt, now, retention);
@@ -164,6 +170,7 @@ class LateIntakeSessionTest {
     return OneSlotPool.sessionsBuilder(controller, quotas, ticker, clock, timer, events::add)
         .check(CheckChain.TENANT_SLOT, snapshot -> new Holding())
         .planner(LateIntake.factory(intake))
+        .planner(DispatchStart.factory(intake))
         .build();
   }
 
@@ -336,13 +343,6 @@ class LateIntakeSessionTest {
   @Test
   void otherRefusals_otherClasses_dispatchedJobs_andShadow_areNeverTakenIn() {
     AdmissionSession running = occupy();
-    // never held (maxHold 0): the pool's refusal is not one a late request is accepted for
-    IntakeSessionTest.Front noHold = new IntakeSessionTest.Front();
-    post(noHold, subject(Duration.ofSeconds(30), 0, Signals.NONE, false), LATE);
-    assertThat(noHold.calls).containsExactly("refused");
-    assertThat(noHold.refusedWith)
-        .isNotIn(Reason.DEADLINE_UNREACHABLE, Reason.QUEUE_FULL, Reason.QUEUE_TIMEOUT);
-    assertThat(store.enqueues).isZero();
     // a dispatched job (its marker): refused as it was, given back to the store by its dispatcher
     IntakeSessionTest.Front marked = new IntakeSessionTest.Front();
     Signals signals =
@@ -415,6 +415,69 @@ class LateIntakeSessionTest {
     assertThat(f.refusedWith).isEqualTo(Reason.DEADLINE_UNREACHABLE); // it cannot poll an id
     assertThat(store.enqueues).isZero();
     running.release(Outcome.COMPLETED);
+  }
+
+  @Test
+  void aRequestTheFrontEndCannotHold_refusedPoolSaturated_isTakenIn() throws Exception {
+    // behind a front end that cannot hold (Envoy Gateway: no max_message_timeout), a full pool
+    // refuses pool_saturated at once: that is "cannot start in time" too
+    AdmissionSession running = occupy();
+    IntakeSessionTest.Front noHold = new IntakeSessionTest.Front();
+    post(noHold, subject(Duration.ofSeconds(30), 0, Signals.NONE, false), LATE);
+    assertThat(noHold.calls).containsExactly("answered");
+    assertThat(noHold.body().get("status").asText()).isEqualTo("queued");
+    assertThat(store.enqueues).isEqualTo(1);
+    IntakeNote note = Objects.requireNonNull(lastNote());
+    assertThat(note.event()).isEqualTo(IntakeNote.QUEUED);
+    assertThat(note.insteadOf()).isEqualTo(Reason.POOL_SATURATED);
+    assertThat(releases).containsExactly(AdmissionCheck.Release.REFUSED); // given back once
+    running.release(Outcome.COMPLETED);
+  }
+
+  @Test
+  void aDispatchedJobsRequest_startsItsJob_onlyWhenAdmitted() {
+    // a claimed job reads queued while its dispatched request waits; admitted, in_progress
+    JobStore.NewJob job =
+        new JobStore.NewJob(
+            "resp_0123456789abcdef0123456789abcdef",
+            "acme",
+            OneSlotPool.POOL.name(),
+            OneSlotPool.INTERACTIVE.name(),
+            "responses",
+            "m1",
+            10,
+            NOW,
+            NOW + 3_600_000,
+            LATE.getBytes(StandardCharsets.UTF_8));
+    store
+        .inner
+        .enqueue("t_", job, new JobStore.Caps(10, 1_000_000, 60_000))
+        .toCompletableFuture()
+        .join();
+    store
+        .inner
+        .claim("t_", OneSlotPool.POOL.name(), "replica-a", NOW, 60_000, 60_000)
+        .toCompletableFuture()
+        .join();
+    Signals marked =
+        Signals.of(
+            new String[] {DispatchCheck.SIGNAL}, new @Nullable String[] {job.id() + ".1.ab"});
+    AdmissionSession running = occupy();
+    IntakeSessionTest.Front waits = new IntakeSessionTest.Front();
+    AdmissionSession queued =
+        post(waits, subject(Duration.ofSeconds(30), HOLD, marked, false), LATE);
+    assertThat(waits.calls).containsExactly("held"); // in Sluice's queue: not started
+    assertThat(status(job.id())).isEqualTo(JobStatus.QUEUED);
+    running.release(Outcome.COMPLETED); // its turn: admitted out of the queue
+    assertThat(waits.calls).containsExactly("held", "admitted(body)");
+    assertThat(status(job.id())).isEqualTo(JobStatus.IN_PROGRESS);
+    queued.release(Outcome.COMPLETED);
+  }
+
+  private JobStatus status(String id) {
+    JobStore.JobView v =
+        store.inner.read("t_", "acme", id, NOW, 60_000).toCompletableFuture().join();
+    return Objects.requireNonNull(v).status();
   }
 
   /** Late intake of the test's class, with a backlog of one job per tenant. */

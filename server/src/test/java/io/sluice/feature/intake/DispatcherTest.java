@@ -57,8 +57,16 @@ class DispatcherTest {
   private String prefix = "";
   private HttpServer upstream;
   private Dispatcher dispatcher;
+  private AdmissionController controller;
+  private SluiceConfig config;
 
   private Dispatcher start(String batchClass, int maxResultBytes) throws Exception {
+    return start(batchClass, maxResultBytes, "classes: [batch]");
+  }
+
+  /** {@code intakeClasses}: the intake section's line naming its classes. */
+  private Dispatcher start(String batchClass, int maxResultBytes, String intakeClasses)
+      throws Exception {
     upstream = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     upstream.createContext(
         "/",
@@ -84,9 +92,11 @@ class DispatcherTest {
           interactive: {rank: 0, reservedShare: 0.8}
           batch: %s
         signals: {tenant: [{header: x-tenant-id}]}
+        routes:
+          - {name: responses, match: {pathPrefix: /v1/responses}, class: batch, format: openai-responses}
         intake:
           enabled: true
-          classes: [batch]
+          %s
           maxResultBytes: %d
           dispatch:
             url: http://127.0.0.1:%d
@@ -95,10 +105,10 @@ class DispatcherTest {
             timeout: 5s
             lease: 30s
         """
-            .formatted(batchClass, maxResultBytes, upstream.getAddress().getPort());
-    SluiceConfig config = ConfigLoader.parse(yaml);
+            .formatted(batchClass, intakeClasses, maxResultBytes, upstream.getAddress().getPort());
+    config = ConfigLoader.parse(yaml);
     prefix = config.quotas().keyPrefix();
-    AdmissionController controller =
+    controller =
         new AdmissionController(
             config.pools().values(),
             config.classes().values(),
@@ -129,6 +139,10 @@ class DispatcherTest {
   }
 
   private String enqueue(String tenant) {
+    return enqueue(tenant, 100);
+  }
+
+  private String enqueue(String tenant, long work) {
     String id = OperationIds.next();
     JobStore.NewJob job =
         new JobStore.NewJob(
@@ -138,7 +152,7 @@ class DispatcherTest {
             "batch",
             "responses",
             "m1",
-            100,
+            work,
             clock.millis(),
             clock.millis() + 3_600_000,
             "{\"model\":\"m1\",\"input\":\"write a report\",\"background\":true}"
@@ -223,6 +237,52 @@ class DispatcherTest {
   }
 
   @Test
+  void lateIntakeOnly_anotherClassesHeadroom_isNoRoomForAJob() throws Exception {
+    // intake takes batch in late only (no intake.classes): interactive's free reserve is not room
+    // for a batch job, whose request would wait in Sluice's queue while it read in_progress
+    start("{rank: 1, borrow: false, reservedShare: 0.0}", 1 << 20, "whenLate: {batch: accept}");
+    String id = enqueue("acme");
+    dispatcher.step();
+    assertThat(seen.poll(500, TimeUnit.MILLISECONDS)).isNull();
+    assertThat(read("acme", id).status()).isEqualTo(JobStatus.QUEUED);
+    assertThat(count("dispatched")).isZero();
+  }
+
+  @Test
+  void aJobItsClassHasSomeRoomForButNotEnough_isGivenBackUnsent_andNotClaimedAgain()
+      throws Exception {
+    // batch holds 1,000 of the pool's 100,000 units and may not borrow; 600 run: some headroom,
+    // an 800-unit job does not fit. Claimed, it is given back at once (never sent), and not
+    // claimed again while its class has no room for it
+    start("{rank: 1, borrow: false, reservedShare: 0.01}", 1 << 20);
+    long now = System.nanoTime();
+    var running =
+        controller.decide(
+            new io.sluice.core.admission.AdmissionRequest(
+                config.pools().get("gpu"),
+                config.classes().get("batch"),
+                new io.sluice.core.policy.Tenant(
+                    "acme", io.sluice.core.policy.TierPolicy.defaults("pro")),
+                600,
+                now,
+                now + Duration.ofMinutes(1).toNanos(),
+                -1,
+                -1),
+            io.sluice.core.admission.Ask.now(now));
+    assertThat(running).isInstanceOf(io.sluice.core.admission.Decision.Admit.class);
+    String id = enqueue("acme", 800);
+    dispatcher.step();
+    awaitCount("no_room", 1);
+    assertThat(seen.poll(300, TimeUnit.MILLISECONDS)).isNull();
+    assertThat(read("acme", id).status()).isEqualTo(JobStatus.QUEUED);
+    dispatcher.step();
+    dispatcher.step();
+    assertThat(seen.poll(300, TimeUnit.MILLISECONDS)).isNull();
+    assertThat(count("no_room")).isEqualTo(1);
+    assertThat(count("dispatched")).isZero();
+  }
+
+  @Test
   void eachStep_readsTheBacklog_intoItsGauges_andCountsExpiredJobsOnce() throws Exception {
     start("{rank: 1, borrow: false, reservedShare: 0.0}", 1 << 20);
     enqueue("acme");
@@ -257,6 +317,10 @@ class DispatcherTest {
             .toCompletableFuture()
             .join();
     assertThat(first.id()).isEqualTo(id);
+    store
+        .start(prefix, id)
+        .toCompletableFuture()
+        .join(); // the dead replica's request was admitted: it ran
     assertThat(read("acme", id).status()).isEqualTo(JobStatus.IN_PROGRESS);
 
     dispatcher.step(); // the lease still runs: not reclaimed
