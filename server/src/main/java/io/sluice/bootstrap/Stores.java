@@ -39,10 +39,10 @@ import org.slf4j.LoggerFactory;
  *       backend itself when it is memory (it cannot fail), else a bounded {@link InMemoryStore}.
  * </ul>
  *
- * <p>The store ports ({@link StorePort}: shared state) are built here once, on the backend,
- * without being named: the built-in ones ({@link BuiltInPorts}: tenant slots, workflow places,
- * permit leases) and the features'. Each port says how it is built on memory and on Redis, and its
- * users ask for it by port ({@link #port}).
+ * <p>The store ports ({@link StorePort}: shared state) are built here once, on the backend, without
+ * being named: the built-in ones ({@link BuiltInPorts}: tenant slots, workflow places, permit
+ * leases) and the features'. Each port says how it is built on memory and on Redis, and its users
+ * ask for it by port ({@link #port}).
  *
  * <p>Memory stores are observed as {@code sluice.rls.store.memory.*{store=memory|local}}. With
  * {@link BuiltInPorts} the only class that names a store implementation besides the feature

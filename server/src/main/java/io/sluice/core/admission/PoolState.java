@@ -191,10 +191,7 @@ public final class PoolState implements SharedPool {
     return readings.classes();
   }
 
-  /**
-   * The Retry-After (seconds) of a tenant concurrency refusal: the mean permit hold time, as the
-   * local cap's (a slot frees when one of the tenant's requests ends); for the cap across replicas.
-   */
+  /** A tenant concurrency refusal's Retry-After (s): the mean permit hold, as the local cap's. */
   public long tenantRetryAfterSeconds() {
     return lock.readLong(retry::forHold);
   }
@@ -207,17 +204,14 @@ public final class PoolState implements SharedPool {
     return lock.read(readings::replicaShare);
   }
 
-  /**
-   * The capacity a request of {@code className} could take now, as a fraction of the pool (or this
-   * replica's share of it); 0 for an unknown class. The degrade ladder's headroom trigger.
-   */
+  /** What {@code className} could take now as a fraction of the pool (or share); 0: unknown. */
   public double classHeadroom(String className) {
     return lock.read(() -> readings.classHeadroom(className));
   }
 
   /** Whether {@code work} units of {@code className} fit its capacity (rules, share) now. */
   public boolean canStart(String className, long work) {
-    return read(() -> readings.canStart(className, work));
+    return lock.read(() -> readings.canStart(className, work));
   }
 
   /**
