@@ -182,6 +182,14 @@ public final class ReplayCommand implements Callable<Integer> {
             in.skipped(),
             in.late());
       }
+      if (in.untimed() > 0) {
+        o.printf(
+            java.util.Locale.ROOT,
+            "records: %d of %d without timing (written before it): ordered and timed to the"
+                + " millisecond, a lower fidelity (docs/replay.md, \"Records\")%n",
+            in.untimed(),
+            in.read());
+      }
       return r;
     }
   }

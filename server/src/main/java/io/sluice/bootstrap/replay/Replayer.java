@@ -72,7 +72,7 @@ final class Replayer implements AutoCloseable {
         time = t;
         runtime = IsolatedRuntime.forReplay(config, t, t.clock(), wheel, t);
       }
-      advanceTo(t.at(r.arrivalMillis()));
+      advanceTo(t.atNanos(r.arrivalNanos()));
       arrive(r);
       t.drain();
     }
@@ -154,9 +154,9 @@ final class Replayer implements AutoCloseable {
               FanOut.NONE,
               -1);
       // decided when its body came, as recorded (a slow upload, a loaded proxy)
-      long bodyAfter = Math.max(0, r.decideAfterMs()) * 1_000_000L;
+      long bodyAfter = Math.max(0, r.decideAfterNanos());
       if (r.cancelled()) {
-        bodyAfter = Math.min(bodyAfter, Math.max(0, r.endedAfterMs() * 1_000_000L - 1));
+        bodyAfter = Math.min(bodyAfter, Math.max(0, r.endedAfterNanos() - 1));
       }
       if (bodyAfter == 0) {
         q.decide(e, now);
@@ -166,7 +166,7 @@ final class Replayer implements AutoCloseable {
       }
     }
     if (r.cancelled()) {
-      t.schedule(r.endedAfterMs() * 1_000_000L, q::cancel);
+      t.schedule(r.endedAfterNanos(), q::cancel);
     }
   }
 
@@ -195,10 +195,11 @@ final class Replayer implements AutoCloseable {
         recordedConcurrency
             .computeIfAbsent(r.pool(), k -> new RecordedConcurrency())
             .admit(
-                r.arrivalMillis(),
-                r.arrivalMillis() + r.decideAfterMs() + r.queueWaitMs(),
-                r.arrivalMillis() + Math.max(r.endedAfterMs(), r.queueWaitMs() + r.serviceMs()));
-    long d = Upstream.demand(r.serviceMs() * 1_000_000L, concurrency, knee(r.pool()));
+                r.arrivalNanos(),
+                r.arrivalNanos() + r.admittedAfterNanos(),
+                r.arrivalNanos() + Math.max(r.endedAfterNanos(), r.admittedAfterNanos() + r.serviceNanos()),
+                r.timed() ? 0 : Recorded.ROUNDING_MS * 1_000_000L);
+    long d = Upstream.demand(r.serviceNanos(), concurrency, knee(r.pool()));
     if (!r.cancelled() && m[0] < Long.MAX_VALUE / 4) {
       m[0]++;
       m[1] += d;
