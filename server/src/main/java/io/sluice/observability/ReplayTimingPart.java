@@ -6,17 +6,19 @@ import io.sluice.core.session.RequestFacts;
 import io.sluice.core.time.Ticker;
 
 /**
- * The decision record's {@code timing} (docs/replay.md, "Records"): the request's arrival, decision,
- * admission and end on the process's monotonic clock, in nanoseconds. The whole-millisecond fields
- * cannot order two requests within one millisecond, and the fair queue's picks (which waiting
- * request a freed slot goes to) follow that order: a replay fed these times queues, serves and ends
- * its requests in the order the server did. Four numbers a record; written at the record's writing,
- * which is the request's end (admitted) or its refusal.
+ * The decision record's {@code timing} (docs/replay.md, "Records"): the request's arrival,
+ * decision, admission and end on the process's monotonic clock, in nanoseconds. The
+ * whole-millisecond fields cannot order two requests within one millisecond, and the fair queue's
+ * picks (which waiting request a freed slot goes to) follow that order: a replay fed these times
+ * queues, serves and ends its requests in the order the server did. Five numbers a record; written
+ * at the record's writing, which is the request's end (admitted) or its refusal.
  */
 public final class ReplayTimingPart implements DecisionRecordPart {
   private final Ticker ticker;
 
-  /** @param ticker the sessions' ticker (the time the session's arrival was read on) */
+  /**
+   * @param ticker the sessions' ticker (the time the session's arrival was read on)
+   */
   public ReplayTimingPart(Ticker ticker) {
     this.ticker = ticker;
   }
@@ -33,7 +35,8 @@ public final class ReplayTimingPart implements DecisionRecordPart {
         ReplayTiming.newBuilder()
             .setArrivalTickNs(arrival)
             .setDecidedAfterNs(decided)
-            .setEndedAfterNs(ended);
+            .setEndedAfterNs(ended)
+            .setDeadlineAfterNs(Math.max(0, facts.subject().deadlineNanos() - arrival));
     if (admittedAt != 0) {
       t.setAdmittedAfterNs(admitted);
     }

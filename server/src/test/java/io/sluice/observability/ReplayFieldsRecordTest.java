@@ -165,6 +165,9 @@ class ReplayFieldsRecordTest {
     assertThat(t.getDecidedAfterNs()).as("queued as it arrived").isZero();
     assertThat(t.getAdmittedAfterNs()).isEqualTo(500_700_001);
     assertThat(t.getEndedAfterNs()).isEqualTo(500_700_001 + 300_000_003);
+    assertThat(t.getDeadlineAfterNs())
+        .as("the class's 30 s")
+        .isEqualTo(Duration.ofSeconds(30).toNanos());
   }
 
   @Test

@@ -22,7 +22,6 @@ final class Agreement {
   final Map<String, Long> disagreements = new TreeMap<>();
   String first = ""; // the first record decided otherwise: where, and how
 
-
   void compare(Recorded r, String verdict, long waitMillis) {
     compared++;
     if (r.goodput()) {

@@ -18,10 +18,10 @@ import org.jspecify.annotations.Nullable;
 /**
  * Reads one decision record ({@code sluice.v1.AdmissionRecord} in proto3 JSON) as a replay needs
  * it, in one pass of Jackson's streaming parser: only the fields a replay reads are kept, every
- * other field (and object) is skipped unread. Accepts what protobuf's JSON parser accepts for
- * these fields: lowerCamelCase or the proto's own names, int64 as a string or a number, an enum by
- * its name or number, an RFC 3339 time. One instance a reader: its buffers are reused from record
- * to record (nothing is allocated per field but the strings kept). Not thread-safe.
+ * other field (and object) is skipped unread. Accepts what protobuf's JSON parser accepts for these
+ * fields: lowerCamelCase or the proto's own names, int64 as a string or a number, an enum by its
+ * name or number, an RFC 3339 time. One instance a reader: its buffers are reused from record to
+ * record (nothing is allocated per field but the strings kept). Not thread-safe.
  */
 final class RecordJson {
   private static final JsonFactory JSON = new JsonFactory();
@@ -59,9 +59,10 @@ final class RecordJson {
   private static final int T_DECIDED = 16;
   private static final int T_ADMITTED = 17;
   private static final int T_ENDED = 18;
-  private static final int HAS_ACTUAL = 19;
-  private static final int HAS_TIMING = 20;
-  private static final int NUMBERS = 21;
+  private static final int T_DEADLINE = 19;
+  private static final int HAS_ACTUAL = 20;
+  private static final int HAS_TIMING = 21;
+  private static final int NUMBERS = 22;
 
   private static final int STRING = 1 << 16; // a slot's kind, above its index
   private static final int BOOL = 2 << 16;
@@ -112,6 +113,7 @@ final class RecordJson {
     field(TIMING, "decidedAfterNs", "decided_after_ns", T_DECIDED);
     field(TIMING, "admittedAfterNs", "admitted_after_ns", T_ADMITTED);
     field(TIMING, "endedAfterNs", "ended_after_ns", T_ENDED);
+    field(TIMING, "deadlineAfterNs", "deadline_after_ns", T_DEADLINE);
   }
 
   private static void field(Map<String, Integer> m, String json, String proto, int code) {
@@ -206,7 +208,8 @@ final class RecordJson {
     if (v == JsonToken.VALUE_TRUE || v == JsonToken.VALUE_FALSE) {
       return v == JsonToken.VALUE_TRUE;
     }
-    if (v == JsonToken.VALUE_STRING && ("true".equals(p.getText()) || "false".equals(p.getText()))) {
+    if (v == JsonToken.VALUE_STRING
+        && ("true".equals(p.getText()) || "false".equals(p.getText()))) {
       return "true".equals(p.getText());
     }
     throw new RecordReader.Malformed(
@@ -222,7 +225,8 @@ final class RecordJson {
       if (v == JsonToken.VALUE_STRING) {
         return Long.parseLong(p.getText().trim());
       }
-      if (v == JsonToken.VALUE_NUMBER_FLOAT && p.getDoubleValue() == Math.rint(p.getDoubleValue())) {
+      if (v == JsonToken.VALUE_NUMBER_FLOAT
+          && p.getDoubleValue() == Math.rint(p.getDoubleValue())) {
         return (long) p.getDoubleValue();
       }
     } catch (NumberFormatException | IOException e) {
@@ -280,6 +284,7 @@ final class RecordJson {
                 number[T_DECIDED],
                 has(T_ADMITTED) ? number[T_ADMITTED] : -1,
                 number[T_ENDED],
+                number[T_DEADLINE],
                 0)
             : null;
     return new Recorded(

@@ -74,6 +74,7 @@ record Recorded(
    * @param decidedAfterNs arrival to its decision (its body; a queued request: entering the queue)
    * @param admittedAfterNs arrival to its admission (-1: no permit: refused, or a shadow pass)
    * @param endedAfterNs arrival to its end or refusal
+   * @param deadlineAfterNs arrival to its deadline (0: not recorded)
    * @param arrivalNanos its arrival in epoch nanoseconds, the tick anchored to the wall clock by
    *     {@link RecordReader} (0 before)
    */
@@ -82,9 +83,11 @@ record Recorded(
       long decidedAfterNs,
       long admittedAfterNs,
       long endedAfterNs,
+      long deadlineAfterNs,
       long arrivalNanos) {
     Timing anchored(long epochNanos) {
-      return new Timing(tickNs, decidedAfterNs, admittedAfterNs, endedAfterNs, epochNanos);
+      return new Timing(
+          tickNs, decidedAfterNs, admittedAfterNs, endedAfterNs, deadlineAfterNs, epochNanos);
     }
   }
 
@@ -132,6 +135,12 @@ record Recorded(
     return t != null ? t.decidedAfterNs() : decideAfterMs * 1_000_000L;
   }
 
+  /** Arrival to its deadline (0: the class's). */
+  long deadlineNanos() {
+    Timing t = timing;
+    return t != null && t.deadlineAfterNs() > 0 ? t.deadlineAfterNs() : deadlineMs * 1_000_000L;
+  }
+
   /** Arrival to its end (a cancel: when the client left; a refusal: when refused). */
   long endedAfterNanos() {
     Timing t = exact();
@@ -153,9 +162,7 @@ record Recorded(
       return -1;
     }
     Timing t = exact();
-    return t != null
-        ? Math.max(0, t.endedAfterNs() - t.admittedAfterNs())
-        : serviceMs * 1_000_000L;
+    return t != null ? Math.max(0, t.endedAfterNs() - t.admittedAfterNs()) : serviceMs * 1_000_000L;
   }
 
   /** Whether its times are exact (a timed record of a request with a permit, or a refusal). */

@@ -27,7 +27,8 @@ public final class Replays {
    * @param classes per {@code pool/class}: {arrivals, recorded goodput, replayed goodput}
    * @param disagreements most frequent {@code recorded -> replayed} pairs and their counts
    * @param late records read after a later one beyond the reorder window
-   * @param firstDisagreement the first record decided otherwise ({@code file:line (pair)}), or empty
+   * @param firstDisagreement the first record decided otherwise ({@code file:line (pair)}), or
+   *     empty
    * @param untimed records without {@code timing} (replayed to the millisecond)
    */
   public record Result(

@@ -13,11 +13,13 @@ final class Verdict {
   static final String DEGRADE = "degrade:";
   static final String REFUSE = "refuse:";
 
+  /** A retry the client would not have sent: the replay admitted an earlier attempt. */
+  static final String NOT_SENT = "not_sent";
+
   private Verdict() {}
 
   /** The recorded decision of a record with these fields. */
-  static String of(
-      Decision d, String rung, String reason, long queuePosition, long queueWaitMs) {
+  static String of(Decision d, String rung, String reason, long queuePosition, long queueWaitMs) {
     if (d == Decision.DECISION_DEGRADE) {
       return DEGRADE + rung;
     }

@@ -56,7 +56,8 @@ class RecordJsonTest {
                 .setArrivalTickNs(1_000_123_456_789L)
                 .setDecidedAfterNs(9_500_000)
                 .setAdmittedAfterNs(39_600_000)
-                .setEndedAfterNs(690_400_000))
+                .setEndedAfterNs(690_400_000)
+                .setDeadlineAfterNs(8_000_000_000L))
         .build();
   }
 
@@ -80,7 +81,9 @@ class RecordJsonTest {
     assertThat(r.endedAfterMs()).isEqualTo(690);
     assertThat(r.decideAfterMs()).isEqualTo(10); // 690 - 30 - 650
     assertThat(r.timing())
-        .isEqualTo(new Recorded.Timing(1_000_123_456_789L, 9_500_000, 39_600_000, 690_400_000, 0));
+        .isEqualTo(
+            new Recorded.Timing(
+                1_000_123_456_789L, 9_500_000, 39_600_000, 690_400_000, 8_000_000_000L, 0));
   }
 
   @Test
@@ -120,7 +123,9 @@ class RecordJsonTest {
     String base = "{\"arrivalTime\":\"2027-01-15T08:00:00Z\",\"pool\":\"p\",\"className\":\"c\",";
     assertThat(RecordReader.parse(base + "\"decision\":\"DECISION_ANSWER\"}", "f:1")).isNull();
     assertThatThrownBy(
-            () -> RecordReader.parse(base + "\"decision\":\"DECISION_ADMIT\",\"serviceMs\":\"x\"}", "f:3"))
+            () ->
+                RecordReader.parse(
+                    base + "\"decision\":\"DECISION_ADMIT\",\"serviceMs\":\"x\"}", "f:3"))
         .hasMessage("f:3: not a sluice.v1.AdmissionRecord: serviceMs: x (expected: an integer)");
     assertThatThrownBy(() -> RecordReader.parse(base + "\"decision\":\"NOPE\"}", "f:4"))
         .hasMessage("f:4: decision: NOPE (expected: DECISION_ADMIT, _QUEUE, _DEGRADE, _REJECT)");
