@@ -189,6 +189,8 @@ final class ReplayCheck implements Callable<Integer> {
             .append(f.scenario())
             .append(" disagreements (recorded -> replayed): ")
             .append(new java.util.TreeMap<>(f.result().disagreements()))
+            .append("; first: ")
+            .append(f.result().firstDisagreement())
             .append('\n');
       }
     }

@@ -179,8 +179,9 @@ final class ReplayScale implements Callable<Integer> {
   /**
    * Writes {@code seconds * rate} records in arrival order to {@code file}, streaming: Poisson
    * arrivals, 70 % interactive (0.5-3 s of service) and 30 % batch (2-12 s), four tenants, 2 %
-   * cancelled, 1 % upstream errors. The service times make the recorded concurrency about 330 at
-   * 100 req/s, below the policy's maxRequests (400) but with bursts that queue.
+   * cancelled, 1 % upstream errors, each with its {@code timing}. The service times make the
+   * recorded concurrency about 330 at 100 req/s, below the policy's maxRequests (400) but with
+   * bursts that queue.
    */
   static long generate(Path file, long seconds, double rate, long seed) throws Exception {
     SplittableRandom rnd = new SplittableRandom(seed);
@@ -225,7 +226,11 @@ final class ReplayScale implements Callable<Integer> {
                 + ended
                 + "\",\"endedAfterMs\":\""
                 + ended
-                + "\"}\n");
+                + "\",\"timing\":{\"arrivalTickNs\":\""
+                + (1_000_000_000_000L + (long) (t * 1e9))
+                + "\",\"admittedAfterNs\":\"0\",\"endedAfterNs\":\""
+                + ended * 1_000_000L
+                + "\"}}\n");
       }
     }
     return total;

@@ -22,6 +22,8 @@ import io.sluice.feature.Contributions;
 import io.sluice.feature.FeatureSnapshot;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
+import io.sluice.observability.DecisionRecordPart;
+import io.sluice.observability.ReplayTimingPart;
 import io.sluice.observability.SessionRecorder;
 import io.sluice.observability.SloMetrics;
 import io.sluice.observability.SloRecorder;
@@ -96,7 +98,10 @@ record RuntimeFactory(
     // the learners first, as the session learned before it recorded; the features' last
     listeners.add(new ReserveLearner(reserves));
     listeners.add(new AdaptiveSignals(controller));
-    listeners.add(new SessionRecorder(metrics, decisionLog, features.recordParts()));
+    List<DecisionRecordPart> parts = new ArrayList<>();
+    parts.add(new ReplayTimingPart(ticker)); // what a replay orders its events by
+    parts.addAll(features.recordParts());
+    listeners.add(new SessionRecorder(metrics, decisionLog, parts));
     listeners.add(new SloRecorder(slo(config)));
     listeners.addAll(features.listeners());
     Sessions.Builder sessions =

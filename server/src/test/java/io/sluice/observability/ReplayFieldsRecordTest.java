@@ -63,7 +63,8 @@ class ReplayFieldsRecordTest {
                       0,
                       0,
                       DecisionLogFile.NONE),
-                  lines::add)));
+                  lines::add),
+              List.of(new ReplayTimingPart(ticker))));
 
   /** Decided at its headers. */
   private AdmissionSession start(RecordingFront front) {
@@ -138,6 +139,35 @@ class ReplayFieldsRecordTest {
     assertThat(r.getServiceMs()).isEqualTo(300);
     assertThat(r.getTtftMs()).as("from its admission, not its arrival").isEqualTo(120);
     assertThat(r.getEndedAfterMs()).isEqualTo(800);
+  }
+
+  @Test
+  void timing_onTheTickerToTheNanosecond_arrivalDecisionAdmissionEnd() throws Exception {
+    ticker.advance(Duration.ofNanos(123_456));
+    AdmissionSession first = start(new RecordingFront(false)); // holds the only slot
+    long firstArrival = ticker.nanos();
+    ticker.advance(Duration.ofNanos(250_000)); // the second within the same millisecond
+    long arrival = ticker.nanos();
+    AdmissionSession second = start(new RecordingFront(false));
+    ticker.advance(Duration.ofNanos(500_700_001));
+    first.release(Outcome.COMPLETED);
+    io.sluice.api.v1.ReplayTiming t1 = only().getTiming();
+    assertThat(t1.getArrivalTickNs()).isEqualTo(firstArrival);
+    assertThat(t1.getDecidedAfterNs()).isZero();
+    assertThat(t1.hasAdmittedAfterNs()).isTrue();
+    assertThat(t1.getAdmittedAfterNs()).isZero(); // admitted as it arrived
+    assertThat(t1.getEndedAfterNs()).isEqualTo(250_000 + 500_700_001);
+    ticker.advance(Duration.ofNanos(300_000_003));
+    second.release(Outcome.COMPLETED);
+
+    io.sluice.api.v1.ReplayTiming t = only().getTiming();
+    assertThat(t.getArrivalTickNs()).isEqualTo(arrival);
+    assertThat(t.getDecidedAfterNs()).as("queued as it arrived").isZero();
+    assertThat(t.getAdmittedAfterNs()).isEqualTo(500_700_001);
+    assertThat(t.getEndedAfterNs()).isEqualTo(500_700_001 + 300_000_003);
+    assertThat(t.getDeadlineAfterNs())
+        .as("the class's 30 s")
+        .isEqualTo(Duration.ofSeconds(30).toNanos());
   }
 
   @Test

@@ -7,7 +7,8 @@ import java.util.TreeMap;
  * How far a replay's decisions agree with the recorded ones (docs/replay.md, "Fidelity"): the share
  * of requests decided the same ({@link Verdict}: admit, queue, degrade by rung, refuse by reason),
  * the mean and largest error of the queue wait over requests that waited in either, the goodput the
- * record shows, and the most frequent disagreements (at most {@link #MAX_PAIRS} kinds).
+ * record shows, the most frequent disagreements (at most {@link #MAX_PAIRS} kinds) and the first
+ * record decided otherwise (where a replay's divergence starts).
  */
 final class Agreement {
   static final int MAX_PAIRS = 64;
@@ -19,6 +20,7 @@ final class Agreement {
   long waitErrorMillisMax;
   long recordedGoodput;
   final Map<String, Long> disagreements = new TreeMap<>();
+  String first = ""; // the first record decided otherwise: where, and how
 
   void compare(Recorded r, String verdict, long waitMillis) {
     compared++;
@@ -29,6 +31,9 @@ final class Agreement {
       same++;
     } else {
       String pair = r.decided() + " -> " + verdict;
+      if (first.isEmpty()) {
+        first = r.source() + " (" + pair + ")";
+      }
       if (disagreements.containsKey(pair) || disagreements.size() < MAX_PAIRS) {
         disagreements.merge(pair, 1L, Long::sum);
       }

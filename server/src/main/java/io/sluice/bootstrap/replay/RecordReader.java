@@ -1,9 +1,5 @@
 package io.sluice.bootstrap.replay;
 
-import com.google.protobuf.InvalidProtocolBufferException;
-import com.google.protobuf.util.JsonFormat;
-import io.sluice.api.v1.AdmissionRecord;
-import io.sluice.api.v1.Decision;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -38,13 +34,23 @@ final class RecordReader implements AutoCloseable {
     }
   }
 
-  private static final JsonFormat.Parser PARSER = JsonFormat.parser().ignoringUnknownFields();
+  /** A record read, with its place in the files (ties of arrival keep the files' order). */
+  private record Buffered(Recorded record, long seq) {}
+
+  /** Within this of its whole millisecond, a record's anchored clock time stands (else: anew). */
+  private static final long ANCHOR_SLACK_NANOS = 2_000_000L;
 
   private final List<Path> files;
   private final long windowMillis;
   private final int maxBuffered;
-  private final PriorityQueue<Recorded> buffer =
-      new PriorityQueue<>(Comparator.comparingLong(Recorded::arrivalMillis));
+  private final PriorityQueue<Buffered> buffer =
+      new PriorityQueue<>(
+          Comparator.comparingLong((Buffered b) -> b.record().arrivalNanos())
+              .thenComparingLong(Buffered::seq));
+  private final RecordJson json = new RecordJson();
+  private long anchor = Long.MIN_VALUE; // epoch nanoseconds less the writer's clock tick
+  private long anchors;
+  private long untimed;
   private int fileIndex = -1;
   private @Nullable BufferedReader in;
   private long line;
@@ -63,27 +69,61 @@ final class RecordReader implements AutoCloseable {
   /** The next record in arrival order, or null after the last. */
   @Nullable Recorded next() {
     while (true) {
-      Recorded head = buffer.peek();
+      Buffered head = buffer.peek();
       if (head != null
-          && (buffer.size() >= maxBuffered || head.arrivalMillis() + windowMillis <= newest)) {
-        return out(buffer.poll());
+          && (buffer.size() >= maxBuffered
+              || head.record().arrivalMillis() + windowMillis <= newest)) {
+        return out(buffer.poll().record());
       }
       Recorded r = readOne();
       if (r == null) {
-        Recorded last = buffer.poll();
-        return last == null ? null : out(last);
+        Buffered last = buffer.poll();
+        return last == null ? null : out(last.record());
       }
       newest = Math.max(newest, r.arrivalMillis());
-      buffer.add(r);
+      buffer.add(new Buffered(anchored(r), read));
     }
   }
 
   private Recorded out(Recorded r) {
-    if (r.arrivalMillis() < lastOut) {
+    if (r.arrivalNanos() < lastOut) {
       late++;
     }
-    lastOut = Math.max(lastOut, r.arrivalMillis());
+    lastOut = Math.max(lastOut, r.arrivalNanos());
     return r;
+  }
+
+  /**
+   * {@code r} with its exact arrival: its writer's clock tick plus the anchor, the offset of the
+   * first record's tick to its whole millisecond (so within a millisecond of the truth, the same
+   * for every record of one process: their order and spacing are exact). A record whose anchored
+   * time falls more than {@link #ANCHOR_SLACK_NANOS} from its own millisecond (another process, a
+   * stepped wall clock) anchors anew.
+   */
+  private Recorded anchored(Recorded r) {
+    Recorded.Timing t = r.timing();
+    if (t == null) {
+      untimed++;
+      return r;
+    }
+    long ms = r.arrivalMillis() * 1_000_000L;
+    long at = t.tickNs() + anchor;
+    if (anchor == Long.MIN_VALUE || Math.abs(at - ms) > ANCHOR_SLACK_NANOS) {
+      anchor = ms - t.tickNs();
+      anchors++;
+      at = ms;
+    }
+    return r.anchored(at);
+  }
+
+  /** Records without {@code timing} (written before it): replayed to the millisecond. */
+  long untimed() {
+    return untimed;
+  }
+
+  /** How many times the records' clock was anchored to their wall-clock times (1: one process). */
+  long anchors() {
+    return anchors;
   }
 
   /** Records read, lines skipped, records handed out after a later one. */
@@ -123,7 +163,9 @@ final class RecordReader implements AutoCloseable {
           skipped++;
           continue;
         }
-        Recorded rec = parse(text.substring(brace), files.get(fileIndex) + ":" + line);
+        Recorded rec =
+            json.parse(
+                brace == 0 ? text : text.substring(brace), files.get(fileIndex) + ":" + line);
         if (rec == null) {
           skipped++;
           continue;
@@ -138,54 +180,7 @@ final class RecordReader implements AutoCloseable {
 
   /** The record of one JSON line, null when it is one a replay skips; malformed: thrown. */
   static @Nullable Recorded parse(String json, String where) {
-    AdmissionRecord.Builder b = AdmissionRecord.newBuilder();
-    try {
-      PARSER.merge(json, b);
-    } catch (InvalidProtocolBufferException | RuntimeException e) {
-      throw new Malformed(where, "not a sluice.v1.AdmissionRecord: " + message(e));
-    }
-    AdmissionRecord r = b.build();
-    if (r.getDecision() == Decision.DECISION_ANSWER) {
-      return null; // answered by Sluice itself (a job accepted, a status): nothing ran
-    }
-    if (!r.hasArrivalTime()) {
-      throw new Malformed(where, "arrivalTime: missing (expected: an RFC 3339 time)");
-    }
-    require(where, "pool", r.getPool());
-    require(where, "className", r.getClassName());
-    if (r.getDecision() == Decision.DECISION_UNSPECIFIED
-        || r.getDecision() == Decision.UNRECOGNIZED) {
-      throw new Malformed(
-          where,
-          "decision: "
-              + r.getDecision()
-              + " (expected: DECISION_ADMIT, _QUEUE, _DEGRADE, _REJECT)");
-    }
-    if (r.getDeadlineMs() < 0) {
-      throw new Malformed(where, "deadlineMs: " + r.getDeadlineMs() + " (expected: >= 0)");
-    }
-    if (r.getEstimate().getInputTokens() < 0) {
-      throw new Malformed(
-          where, "estimate.inputTokens: " + r.getEstimate().getInputTokens() + " (expected: >= 0)");
-    }
-    if (r.hasServiceMs() && r.getServiceMs() < 0) {
-      throw new Malformed(where, "serviceMs: " + r.getServiceMs() + " (expected: >= 0)");
-    }
-    return Recorded.of(r, where);
-  }
-
-  private static void require(String where, String field, String value) {
-    if (value.isEmpty()) {
-      throw new Malformed(where, field + ": missing (expected: a name)");
-    }
-  }
-
-  private static String message(Exception e) {
-    String m = e.getMessage();
-    if (m == null) {
-      return e.getClass().getSimpleName();
-    }
-    return m.length() <= 200 ? m : m.substring(0, 200) + "...";
+    return new RecordJson().parse(json, where);
   }
 
   @Override

@@ -1,9 +1,7 @@
 package io.sluice.bootstrap.replay;
 
-import com.google.protobuf.util.Timestamps;
-import io.sluice.api.v1.AdmissionRecord;
-import io.sluice.api.v1.Decision;
 import io.sluice.api.v1.Outcome;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One decision record as a replay reads it: what arrived (when, whose, what it would cost), what
@@ -24,6 +22,7 @@ import io.sluice.api.v1.Outcome;
  * @param decideAfterMs time from arrival to the message it was decided at (its body), before any
  *     queue wait: the end's offset less the service, queue wait and decision time (0 when the
  *     record cannot tell)
+ * @param timing the record's times on the server's monotonic clock (null in older records)
  */
 record Recorded(
     long arrivalMillis,
@@ -31,7 +30,7 @@ record Recorded(
     String pool,
     String className,
     String tenant,
-    String tier,
+    @Nullable Timing timing,
     String route,
     String format,
     long deadlineMs,
@@ -67,57 +66,107 @@ record Recorded(
   /** What three whole-millisecond fields can add up to by rounding alone. */
   static final long ROUNDING_MS = 2;
 
-  static Recorded of(AdmissionRecord r, String source) {
-    boolean ran =
-        r.getDecision() == Decision.DECISION_ADMIT || r.getDecision() == Decision.DECISION_DEGRADE;
-    long service = r.hasServiceMs() ? r.getServiceMs() : ran ? r.getHeldMs() : -1;
-    long ended =
-        r.getEndedAfterMs() > 0
-            ? r.getEndedAfterMs()
-            : r.getQueueWaitMs() + r.getDecisionLatencyUs() / 1000 + Math.max(0, service);
-    long out =
-        r.getActual().getReported()
-            ? r.getActual().getOutputTokens()
-            : r.hasActual() ? r.getActual().getMeteredOutputTokens() : -1;
-    return new Recorded(
-        Timestamps.toMillis(r.getArrivalTime()),
-        source,
-        r.getPool(),
-        r.getClassName(),
-        r.getTenant(),
-        r.getTier(),
-        r.getRoute(),
-        r.getRequestFormat(),
-        r.getDeadlineMs(),
-        r.getEstimate().getInputTokens(),
-        r.getActual().getReported() && r.getActual().getInputTokens() > 0
-            ? r.getActual().getInputTokens()
-            : r.getEstimate().getInputTokens(),
-        r.getEstimate().getRequestedOutputTokens() > 0
-            ? r.getEstimate().getRequestedOutputTokens()
-            : r.getEstimate().getOutputReserveTokens(),
-        ran ? service : -1,
-        out,
-        r.getOutcome(),
-        r.getUpstreamStatus(),
-        ended,
-        Verdict.of(r),
-        r.getQueueWaitMs(),
-        decideAfter(r, ran, service));
+  /**
+   * A record's times on the monotonic clock of the process that wrote it, in nanoseconds ({@code
+   * timing}): exact where the millisecond fields round.
+   *
+   * @param tickNs the clock's reading at arrival
+   * @param decidedAfterNs arrival to its decision (its body; a queued request: entering the queue)
+   * @param admittedAfterNs arrival to its admission (-1: no permit: refused, or a shadow pass)
+   * @param endedAfterNs arrival to its end or refusal
+   * @param deadlineAfterNs arrival to its deadline (0: not recorded)
+   * @param arrivalNanos its arrival in epoch nanoseconds, the tick anchored to the wall clock by
+   *     {@link RecordReader} (0 before)
+   */
+  record Timing(
+      long tickNs,
+      long decidedAfterNs,
+      long admittedAfterNs,
+      long endedAfterNs,
+      long deadlineAfterNs,
+      long arrivalNanos) {
+    Timing anchored(long epochNanos) {
+      return new Timing(
+          tickNs, decidedAfterNs, admittedAfterNs, endedAfterNs, deadlineAfterNs, epochNanos);
+    }
   }
 
-  /**
-   * The body's wait: the end's offset less the queue wait and the service (or the decision time),
-   * each recorded in whole milliseconds, so up to 2 ms of it is rounding, not a wait: read as 0.
-   */
-  private static long decideAfter(AdmissionRecord r, boolean ran, long service) {
-    if (r.getEndedAfterMs() <= 0) {
-      return 0;
+  /** This record, its timing anchored at {@code epochNanos}. */
+  Recorded anchored(long epochNanos) {
+    Timing t = java.util.Objects.requireNonNull(timing);
+    return new Recorded(
+        arrivalMillis,
+        source,
+        pool,
+        className,
+        tenant,
+        t.anchored(epochNanos),
+        route,
+        format,
+        deadlineMs,
+        inputTokens,
+        actualInputTokens,
+        requestedOutputTokens,
+        serviceMs,
+        outputTokens,
+        outcome,
+        upstreamStatus,
+        endedAfterMs,
+        decided,
+        queueWaitMs,
+        decideAfterMs);
+  }
+
+  /** Its arrival in epoch nanoseconds: exact with a timing, else its whole millisecond. */
+  long arrivalNanos() {
+    Timing t = timing;
+    return t != null && t.arrivalNanos() != 0 ? t.arrivalNanos() : arrivalMillis * 1_000_000L;
+  }
+
+  /** The exact times, when they apply (an admitted request without a permit, a shadow pass: no). */
+  private @Nullable Timing exact() {
+    Timing t = timing;
+    return t != null && t.arrivalNanos() != 0 && (!ran() || t.admittedAfterNs() >= 0) ? t : null;
+  }
+
+  /** Arrival to its decision (its body), before any queue wait. */
+  long decideAfterNanos() {
+    Timing t = exact();
+    return t != null ? t.decidedAfterNs() : decideAfterMs * 1_000_000L;
+  }
+
+  /** Arrival to its deadline (0: the class's). */
+  long deadlineNanos() {
+    Timing t = timing;
+    return t != null && t.deadlineAfterNs() > 0 ? t.deadlineAfterNs() : deadlineMs * 1_000_000L;
+  }
+
+  /** Arrival to its end (a cancel: when the client left; a refusal: when refused). */
+  long endedAfterNanos() {
+    Timing t = exact();
+    return t != null ? t.endedAfterNs() : endedAfterMs * 1_000_000L;
+  }
+
+  /** Arrival to its admission (its decision plus its queue wait); a refused one: its decision. */
+  long admittedAfterNanos() {
+    Timing t = exact();
+    if (t != null) {
+      return ran() ? t.admittedAfterNs() : t.decidedAfterNs();
     }
-    long after =
-        r.getEndedAfterMs()
-            - r.getQueueWaitMs()
-            - (ran ? Math.max(0, service) : r.getDecisionLatencyUs() / 1000);
-    return after <= ROUNDING_MS ? 0 : after;
+    return (decideAfterMs + queueWaitMs) * 1_000_000L;
+  }
+
+  /** The upstream's service time (-1: not known). */
+  long serviceNanos() {
+    if (!ran()) {
+      return -1;
+    }
+    Timing t = exact();
+    return t != null ? Math.max(0, t.endedAfterNs() - t.admittedAfterNs()) : serviceMs * 1_000_000L;
+  }
+
+  /** Whether its times are exact (a timed record of a request with a permit, or a refusal). */
+  boolean timed() {
+    return exact() != null;
   }
 }

@@ -22,10 +22,10 @@ final class RecordedConcurrency {
 
   /**
    * Counts the recorded requests in service at {@code admittedAt} (this one included), then adds
-   * this one, in service from {@code admittedAt} to {@code end} (epoch ms). {@code arrival} never
-   * goes back.
+   * this one, in service from {@code admittedAt} to {@code end} (epoch nanoseconds). {@code
+   * arrival} never goes back. An end within {@code rounding} after an admission is not counted.
    */
-  int admit(long arrival, long admittedAt, long end) {
+  int admit(long arrival, long admittedAt, long end, long rounding) {
     for (Iterator<long[]> it = waiting.iterator(); it.hasNext(); ) {
       long[] w = it.next();
       if (w[0] <= arrival) {
@@ -33,7 +33,7 @@ final class RecordedConcurrency {
         started.add(w);
       }
     }
-    while (!started.isEmpty() && started.peek()[1] <= arrival + Recorded.ROUNDING_MS) {
+    while (!started.isEmpty() && started.peek()[1] <= arrival + rounding) {
       started.poll();
     }
     int n = 1;
@@ -41,12 +41,12 @@ final class RecordedConcurrency {
       n += started.size();
     } else {
       for (long[] s : started) {
-        if (s[1] > admittedAt + Recorded.ROUNDING_MS) {
+        if (s[1] > admittedAt + rounding) {
           n++;
         }
       }
       for (long[] w : waiting) {
-        if (w[0] <= admittedAt && w[1] > admittedAt + Recorded.ROUNDING_MS) {
+        if (w[0] <= admittedAt && w[1] > admittedAt + rounding) {
           n++;
         }
       }

@@ -182,6 +182,20 @@ public final class ReplayCommand implements Callable<Integer> {
             in.skipped(),
             in.late());
       }
+      if (r.retriesNotSent > 0) {
+        o.printf(
+            java.util.Locale.ROOT,
+            "records: %d retries not sent (their client's earlier attempt was admitted)%n",
+            r.retriesNotSent);
+      }
+      if (in.untimed() > 0) {
+        o.printf(
+            java.util.Locale.ROOT,
+            "records: %d of %d without timing (written before it): ordered and timed to the"
+                + " millisecond, a lower fidelity (docs/replay.md, \"Records\")%n",
+            in.untimed(),
+            in.read());
+      }
       return r;
     }
   }

@@ -87,7 +87,9 @@ final class ReplayReport {
         a.waitErrorMillisMax,
         a.waitCompared,
         a.recordedGoodput,
-        a.disagreements.isEmpty() ? "" : "; differences: " + top(a.disagreements, 5));
+        a.disagreements.isEmpty()
+            ? ""
+            : "; differences: " + top(a.disagreements, 5) + "; first: " + a.first);
   }
 
   private static String top(Map<String, Long> m, int n) {

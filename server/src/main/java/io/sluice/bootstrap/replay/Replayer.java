@@ -46,6 +46,17 @@ final class Replayer implements AutoCloseable {
   final Agreement agreement = new Agreement();
   long replayed;
   long unknown; // a pool or class the policy does not have
+  long retriesNotSent; // retries of an attempt this replay admitted
+
+  /**
+   * Attempts this replay admitted, by their client's deadline (tenant, class, the deadline to the
+   * nanosecond): a later record with the same one is a retry of it (a client keeps its deadline
+   * across attempts) that the client would not have sent. Oldest first; pruned once past.
+   */
+  private final java.util.LinkedHashMap<String, Long> admittedAttempts =
+      new java.util.LinkedHashMap<>();
+
+  private static final int MAX_ATTEMPTS_KEPT = 1_000_000;
 
   /**
    * @param knees the knee of a pool's upstream by pool name; {@code defaultKnee} for the rest
@@ -72,7 +83,7 @@ final class Replayer implements AutoCloseable {
         time = t;
         runtime = IsolatedRuntime.forReplay(config, t, t.clock(), wheel, t);
       }
-      advanceTo(t.at(r.arrivalMillis()));
+      advanceTo(t.atNanos(r.arrivalNanos()));
       arrive(r);
       t.drain();
     }
@@ -117,6 +128,14 @@ final class Replayer implements AutoCloseable {
   private void arrive(Recorded r) {
     VirtualTime t = java.util.Objects.requireNonNull(time);
     long now = t.nanos();
+    String attempt = r.timed() ? attemptKey(r) : null;
+    if (attempt != null && admittedAttempts.containsKey(attempt)) {
+      // its client retried a refusal this replay did not make: it would not have sent it
+      retriesNotSent++;
+      record(r);
+      agreement.compare(r, Verdict.NOT_SENT, 0);
+      return;
+    }
     replayed++;
     Tally.Row[] rows = tally.rowsOf(r.pool(), r.className(), r.tenant());
     Tally.arrived(rows);
@@ -129,8 +148,7 @@ final class Replayer implements AutoCloseable {
       decided(r, rows, Verdict.REFUSE + "unknown_route", 0, false);
       return;
     }
-    Subject s =
-        subjects.of(pool, cls, r.tenant(), r.route(), r.format(), now, r.deadlineMs() * 1_000_000L);
+    Subject s = subjects.of(pool, cls, r.tenant(), r.route(), r.format(), now, r.deadlineNanos());
     if (s == null) {
       decided(r, rows, Verdict.REFUSE + Reason.UNKNOWN_TENANT.code(), 0, false);
       return;
@@ -154,9 +172,9 @@ final class Replayer implements AutoCloseable {
               FanOut.NONE,
               -1);
       // decided when its body came, as recorded (a slow upload, a loaded proxy)
-      long bodyAfter = Math.max(0, r.decideAfterMs()) * 1_000_000L;
+      long bodyAfter = Math.max(0, r.decideAfterNanos());
       if (r.cancelled()) {
-        bodyAfter = Math.min(bodyAfter, Math.max(0, r.endedAfterMs() * 1_000_000L - 1));
+        bodyAfter = Math.min(bodyAfter, Math.max(0, r.endedAfterNanos() - 1));
       }
       if (bodyAfter == 0) {
         q.decide(e, now);
@@ -166,8 +184,28 @@ final class Replayer implements AutoCloseable {
       }
     }
     if (r.cancelled()) {
-      t.schedule(r.endedAfterMs() * 1_000_000L, q::cancel);
+      t.schedule(r.endedAfterNanos(), q::cancel);
     }
+  }
+
+  /** Tenant, class and the client's deadline to the nanosecond (epoch): what its retries share. */
+  private static String attemptKey(Recorded r) {
+    return r.tenant() + '\n' + r.className() + '\n' + (r.arrivalNanos() + r.deadlineNanos());
+  }
+
+  private void admittedAttempt(Recorded r, long now) {
+    if (!r.timed()) {
+      return;
+    }
+    java.util.Iterator<Long> it = admittedAttempts.values().iterator();
+    while (it.hasNext()) {
+      if (it.next() >= now && admittedAttempts.size() < MAX_ATTEMPTS_KEPT) {
+        break;
+      }
+      it.remove(); // past its deadline: no retry of it can come
+    }
+    long deadline = java.util.Objects.requireNonNull(time).atNanos(r.arrivalNanos());
+    admittedAttempts.put(attemptKey(r), deadline + r.deadlineNanos());
   }
 
   /** The recorded decision and end, counted as the replay counts its own. */
@@ -195,10 +233,12 @@ final class Replayer implements AutoCloseable {
         recordedConcurrency
             .computeIfAbsent(r.pool(), k -> new RecordedConcurrency())
             .admit(
-                r.arrivalMillis(),
-                r.arrivalMillis() + r.decideAfterMs() + r.queueWaitMs(),
-                r.arrivalMillis() + Math.max(r.endedAfterMs(), r.queueWaitMs() + r.serviceMs()));
-    long d = Upstream.demand(r.serviceMs() * 1_000_000L, concurrency, knee(r.pool()));
+                r.arrivalNanos(),
+                r.arrivalNanos() + r.admittedAfterNanos(),
+                r.arrivalNanos()
+                    + Math.max(r.endedAfterNanos(), r.admittedAfterNanos() + r.serviceNanos()),
+                r.timed() ? 0 : Recorded.ROUNDING_MS * 1_000_000L);
+    long d = Upstream.demand(r.serviceNanos(), concurrency, knee(r.pool()));
     if (!r.cancelled() && m[0] < Long.MAX_VALUE / 4) {
       m[0]++;
       m[1] += d;
@@ -252,6 +292,7 @@ final class Replayer implements AutoCloseable {
       long waited = now() - decidingAt;
       verdict = rung != null ? Verdict.DEGRADE + rung : held ? Verdict.QUEUE : Verdict.ADMIT;
       decided(rec, rows, verdict, waited, held);
+      admittedAttempt(rec, now());
       String pool = s.running().plan().pool().name();
       Upstream u = upstreams.computeIfAbsent(pool, p -> new Upstream(knee(p), now()));
       upstream = u;

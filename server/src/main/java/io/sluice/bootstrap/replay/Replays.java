@@ -27,6 +27,9 @@ public final class Replays {
    * @param classes per {@code pool/class}: {arrivals, recorded goodput, replayed goodput}
    * @param disagreements most frequent {@code recorded -> replayed} pairs and their counts
    * @param late records read after a later one beyond the reorder window
+   * @param firstDisagreement the first record decided otherwise ({@code file:line (pair)}), or
+   *     empty
+   * @param untimed records without {@code timing} (replayed to the millisecond)
    */
   public record Result(
       long replayed,
@@ -36,7 +39,9 @@ public final class Replays {
       long goodput,
       Map<String, long[]> classes,
       Map<String, Long> disagreements,
-      long late) {}
+      long late,
+      String firstDisagreement,
+      long untimed) {}
 
   /**
    * Replays {@code records} (oldest first) against {@code policy}, every pool's upstream sharing
@@ -70,7 +75,9 @@ public final class Replays {
           r.tally.total().goodput,
           classes,
           Map.copyOf(r.agreement.disagreements),
-          in.late());
+          in.late(),
+          r.agreement.first,
+          in.untimed());
     } catch (RecordReader.Malformed e) {
       throw new IllegalArgumentException(e.getMessage(), e);
     }

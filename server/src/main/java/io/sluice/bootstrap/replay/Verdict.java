@@ -1,6 +1,5 @@
 package io.sluice.bootstrap.replay;
 
-import io.sluice.api.v1.AdmissionRecord;
 import io.sluice.api.v1.Decision;
 
 /**
@@ -14,18 +13,20 @@ final class Verdict {
   static final String DEGRADE = "degrade:";
   static final String REFUSE = "refuse:";
 
+  /** A retry the client would not have sent: the replay admitted an earlier attempt. */
+  static final String NOT_SENT = "not_sent";
+
   private Verdict() {}
 
-  /** The recorded decision of {@code r}. */
-  static String of(AdmissionRecord r) {
-    Decision d = r.getDecision();
+  /** The recorded decision of a record with these fields. */
+  static String of(Decision d, String rung, String reason, long queuePosition, long queueWaitMs) {
     if (d == Decision.DECISION_DEGRADE) {
-      return DEGRADE + r.getDegrade().getRung();
+      return DEGRADE + rung;
     }
     if (d == Decision.DECISION_REJECT || d == Decision.DECISION_ANSWER) {
-      return REFUSE + r.getReason();
+      return REFUSE + reason;
     }
-    return r.getQueuePosition() > 0 || r.getQueueWaitMs() > 0 ? QUEUE : ADMIT;
+    return queuePosition > 0 || queueWaitMs > 0 ? QUEUE : ADMIT;
   }
 
   static boolean refused(String verdict) {

@@ -61,6 +61,11 @@ final class VirtualTime implements Ticker, HoldTimer {
     return START + (epochMillis - epochMillisAtStart) * 1_000_000L;
   }
 
+  /** Ticker time of an epoch nanosecond. */
+  long atNanos(long epochNanos) {
+    return START + (epochNanos - epochMillisAtStart * 1_000_000L);
+  }
+
   /** Moves time forward to {@code t} (never back). */
   void advance(long t) {
     now = Math.max(now, t);

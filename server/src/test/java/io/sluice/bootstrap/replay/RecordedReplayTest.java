@@ -87,6 +87,62 @@ class RecordedReplayTest {
     }
   }
 
+  /** Clusters of three arrivals within one millisecond, {@code everyMs} apart. */
+  private static List<RecordedRun.Arrival> clusters(int n, long everyMs) {
+    List<RecordedRun.Arrival> one = burst(1, 0);
+    List<RecordedRun.Arrival> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      long at = (i / 3) * everyMs * 1_000_000L + (3 - i % 3) * 250_000L; // latest first
+      RecordedRun.Arrival a = one.get(0);
+      out.add(
+          new RecordedRun.Arrival(
+              at,
+              a.route(),
+              a.pool(),
+              a.className(),
+              "t" + (i % 3),
+              a.body(),
+              a.promptTokens(),
+              a.outputTokens(),
+              a.deadlineNanos(),
+              a.cancelAfterNanos()));
+    }
+    out.sort(java.util.Comparator.comparingLong(RecordedRun.Arrival::atNanos));
+    return out;
+  }
+
+  private Replayer replayed(SluiceConfig c, List<String> lines, String name) throws Exception {
+    Path f = dir.resolve(name);
+    Files.write(f, lines);
+    try (RecordReader in = new RecordReader(List.of(f), 60_000, 1000);
+        Replayer r = new Replayer(c, Map.of(), MODEL.batchSlots())) {
+      r.run(in);
+      return r;
+    }
+  }
+
+  @Test
+  void arrivalsWithinOneMillisecond_replayInTheirRecordedOrder_fromTheRecordsTiming()
+      throws Exception {
+    SluiceConfig c = ConfigLoader.parse(POLICY);
+    // three tenants' requests within one millisecond, every 300 ms: which one a freed slot goes
+    // to follows the order they queued in, which the whole-millisecond arrival time cannot tell
+    List<String> lines = record(c, clusters(30, 300));
+    assertThat(lines).allMatch(l -> l.contains("\"timing\""));
+    Replayer timed = replayed(c, lines, "timed.jsonl");
+    assertThat(timed.agreement.disagreements).isEmpty();
+    assertThat(timed.agreement.share()).isEqualTo(1.0);
+    // the same records as an older release wrote them (no timing): replayed to the millisecond
+    List<String> untimed = new ArrayList<>();
+    for (String l : lines) {
+      untimed.add(l.replaceAll(",\\s*\"timing\":\\s*\\{[^}]*\\}", ""));
+    }
+    assertThat(untimed).noneMatch(l -> l.contains("\"timing\""));
+    Replayer old = replayed(c, untimed, "untimed.jsonl");
+    assertThat(old.replayed).isEqualTo(timed.replayed);
+    assertThat(old.agreement.share()).isLessThan(1.0);
+  }
+
   @Test
   void aRecordedRun_isTheSameEveryTime() {
     SluiceConfig c = ConfigLoader.parse(POLICY);

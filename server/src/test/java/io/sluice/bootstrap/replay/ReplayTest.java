@@ -131,6 +131,37 @@ class ReplayTest {
   }
 
   @Test
+  void aRetryOfAnAttemptTheCandidateAdmits_isNotSent() throws Exception {
+    // recorded: a refused at 0 (queue_full), its client retried at 1 s with what it had left of
+    // its 10 s deadline, admitted; a candidate that admits the first attempt never sees the retry
+    String timing = ",\"timing\":{\"arrivalTickNs\":\"%d\",\"deadlineAfterNs\":\"%d\"%s}}";
+    String refused =
+        ("{\"tenant\":\"a\",\"className\":\"c\",\"pool\":\"p\",\"route\":\"chat\","
+                + "\"arrivalTime\":\"%s\",\"deadlineMs\":\"10000\","
+                + "\"estimate\":{\"inputTokens\":\"100\",\"requestedOutputTokens\":\"100\"},"
+                + "\"decision\":\"DECISION_REJECT\",\"reason\":\"queue_full\"}")
+            .formatted(Instant.ofEpochMilli(1_800_000_000_000L));
+    refused =
+        refused.substring(0, refused.length() - 1)
+            + timing.formatted(1_000_000_000_000L, 10_000_000_000L, "");
+    String retry = admitted(1000, 1000, "a").replace("\"10000\"", "\"9000\"");
+    retry =
+        retry.substring(0, retry.length() - 1)
+            + timing.formatted(
+                1_001_000_000_000L,
+                9_000_000_000L,
+                ",\"admittedAfterNs\":\"0\",\"endedAfterNs\":\"1000000000\"");
+    Path f = records(List.of(refused, retry));
+    Replayer wide = replay(policy(2, "0s"), f, Double.POSITIVE_INFINITY);
+    assertThat(wide.retriesNotSent).isEqualTo(1);
+    assertThat(wide.replayed).isEqualTo(1);
+    assertThat(wide.tally.total().goodput).isEqualTo(1);
+    assertThat(wide.agreement.disagreements)
+        .containsEntry("refuse:queue_full -> admit", 1L)
+        .containsEntry("admit -> not_sent", 1L);
+  }
+
+  @Test
   void malformedRecord_namesFileLineAndField() throws Exception {
     Path f =
         records(
