@@ -90,11 +90,11 @@ class OutageWaitTest {
     s.adaptTick(time.nanos());
     assertThat(s.policy().maxRequests()).isEqualTo(2);
 
-    // 4.5 s to its deadline, 2 s of it the service time: 2.5 s to start. On the floor's slots
-    // (11 requests at 4 a second) it would start in 2.75 s; from the outage's end on the limit of
-    // 8 has 6 free, so it starts 0.5 + 5 / 4 = 1.75 s from now
+    // 2.5 s to its deadline. On the floor's slots (11 requests at 4 a second) it would start in
+    // 2.75 s and is refused deadline_unreachable; from the outage's end on the limit of 8 has 6
+    // free, so it starts 0.5 + 5 / 4 = 1.75 s from now, in time
     QueueHoldTest.Recorder late = new QueueHoldTest.Recorder();
-    Decision d = decide(c, p, time.nanos() + 4500 * 1_000_000L, late);
+    Decision d = decide(c, p, time.nanos() + 2500 * 1_000_000L, late);
     assertThat(d).isInstanceOf(Decision.Queued.class);
 
     time.advance(Duration.ofMillis(500));
