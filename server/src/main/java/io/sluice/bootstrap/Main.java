@@ -236,6 +236,9 @@ public final class Main implements Callable<Integer> {
         for (String w : io.sluice.config.TenantSignals.warnings(c)) {
           err.println(file + ": warning: " + w);
         }
+        for (String w : io.sluice.config.ToolQueues.warnings(c)) {
+          err.println(file + ": warning: " + w);
+        }
         out.println(
             file
                 + ": OK ("

@@ -146,6 +146,9 @@ final class StartupLines {
     for (String w : io.sluice.config.TenantSignals.warnings(config)) {
       LOG.warn("config: {}", w);
     }
+    for (String w : io.sluice.config.ToolQueues.warnings(config)) {
+      LOG.warn("config: {}", w);
+    }
   }
 
   /** The start's last lines: the policy, the accounting rules, the ports it serves on. */

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import io.sluice.config.SluiceConfig.Signal;
 import io.sluice.config.SluiceConfig.Source;
 import io.sluice.core.policy.ClassPolicy;
+import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.share.ReplicaPolicy;
 import java.io.IOException;
@@ -183,11 +184,13 @@ public final class ConfigLoader {
                 RoutesSection.responsesClasses(routes, unmatched, signals, declaredClasses),
                 ClassesSection.rungs(classes)));
 
+    Map<String, PoolPolicy> poolPolicies =
+        ToolQueues.withDepths(pools.policies(), sections.get(McpSection.SECTION));
     return new SluiceConfig(
         server,
         limits,
         estimation,
-        pools.policies().isEmpty() ? Map.of() : Collections.unmodifiableMap(pools.policies()),
+        poolPolicies.isEmpty() ? Map.of() : Collections.unmodifiableMap(poolPolicies),
         Collections.unmodifiableMap(classes),
         Collections.unmodifiableMap(tiers),
         tenants,

@@ -185,6 +185,9 @@ public final class ConfigWriter {
     n.put("maxMessageTimeout", duration(p.maxMessageTimeout()))
         .put("holdMargin", duration(p.holdMargin()))
         .put("defaultServiceTime", duration(p.defaultServiceTime()));
+    if (p.queueDepth() > 0) {
+      n.put("queueDepth", p.queueDepth());
+    }
     n.putObject("fanout")
         .put("perTool", p.fanout().perTool())
         .put("toolChoiceRequired", p.fanout().toolChoiceRequired())

@@ -67,7 +67,8 @@ final class PoolsSection {
             "mode",
             "fanout",
             "workflow",
-            "enginePriority"));
+            "enginePriority",
+            "queueDepth"));
     Node ra = p.get("retryAfter").only(Set.of("min", "max", "jitter"));
     // the capacity has no default: a pool without one is an error below
     PoolPolicy d = PoolPolicy.defaults(name, 1);
@@ -102,6 +103,8 @@ final class PoolsSection {
                 .fanout(fanout)
                 .workflow(workflow)
                 .enginePriority(enginePriority)
+                // absent: 0, a tool pool's becomes its maxRequests (ToolQueues.withDepths)
+                .queueDepth(p.get("queueDepth").intValue(0, 1, 10_000_000))
                 .build());
   }
 

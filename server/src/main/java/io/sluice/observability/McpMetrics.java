@@ -34,6 +34,9 @@ public final class McpMetrics {
   /** The tool's cap: its pool's {@code maxRequests} (across replicas when shares are on). */
   public static final String LIMIT = "sluice.mcp.tool.limit";
 
+  /** The tool's queue depth: what may wait for its pool ({@code queueDepth}; 0: no pool bound). */
+  public static final String QUEUE_LIMIT = "sluice.mcp.tool.queue.limit";
+
   private static final Duration[] BUCKETS = {
     Duration.ofMillis(5),
     Duration.ofMillis(25),
@@ -53,6 +56,7 @@ public final class McpMetrics {
   private final ConcurrentMap<String, Timer> timers = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, AtomicLong> inFlight = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, AtomicLong> limits = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, AtomicLong> queueLimits = new ConcurrentHashMap<>();
 
   /** The process's MCP meters (one per registry: {@code AdmissionMetrics.part}). */
   public McpMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
@@ -102,18 +106,26 @@ public final class McpMetrics {
 
   /** The tool's cap (its pool's {@code maxRequests}; 0: none). */
   public void limit(String tool, long cap) {
-    limits
-        .computeIfAbsent(
-            tool,
-            t -> {
-              AtomicLong v = new AtomicLong();
-              Gauge.builder(LIMIT, v, AtomicLong::get)
-                  .tag("tool", t)
-                  .description("The cap of an MCP tool's pool")
-                  .register(registry);
-              return v;
-            })
-        .set(cap);
+    gauge(limits, LIMIT, tool, "The cap of an MCP tool's pool").set(cap);
+  }
+
+  /** The tool's queue depth (its pool's {@code queueDepth}; 0: no pool bound). */
+  public void queueLimit(String tool, long depth) {
+    gauge(queueLimits, QUEUE_LIMIT, tool, "The queue depth of an MCP tool's pool").set(depth);
+  }
+
+  private AtomicLong gauge(
+      ConcurrentMap<String, AtomicLong> values, String name, String tool, String description) {
+    return values.computeIfAbsent(
+        tool,
+        t -> {
+          AtomicLong v = new AtomicLong();
+          Gauge.builder(name, v, AtomicLong::get)
+              .tag("tool", t)
+              .description(description)
+              .register(registry);
+          return v;
+        });
   }
 
   private Timer timer(String name, String tool, String description) {

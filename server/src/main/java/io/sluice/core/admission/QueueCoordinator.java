@@ -289,8 +289,12 @@ final class QueueCoordinator {
                 request,
                 k,
                 capacity.demandWork(k, request.workUnits())));
+    int depth = WaitingRooms.poolDepth(policy, capacity.workLimit()); // a tool's queue
+    boolean poolFull = depth > 0 && queuedItemsAtOrAbove(Integer.MAX_VALUE) >= depth;
     Offer offer =
-        waiter == null ? k.queue().check(item, nowNanos) : k.queue().offer(item, nowNanos);
+        poolFull
+            ? new Offer.Rejected(Offer.Reason.QUEUE_FULL)
+            : waiter == null ? k.queue().check(item, nowNanos) : k.queue().offer(item, nowNanos);
     if (offer instanceof Offer.Rejected r) {
       return switch (r.reason()) {
         case TENANT_SHARE ->
@@ -303,8 +307,12 @@ final class QueueCoordinator {
             refusal(
                 Reason.QUEUE_FULL,
                 503,
-                service.drainNanos(k.queue().queuedWork(), k.queue().depth()),
-                "queue of class " + k.name() + " in pool " + policy.name() + " is full");
+                poolFull
+                    ? service.drainNanos(queuedWorkAtOrAbove(Integer.MAX_VALUE), depth)
+                    : service.drainNanos(k.queue().queuedWork(), k.queue().depth()),
+                poolFull
+                    ? "queue of pool " + policy.name() + " (depth " + depth + ") is full"
+                    : "queue of class " + k.name() + " in pool " + policy.name() + " is full");
         case EXPIRED ->
             refusal(
                 Reason.DEADLINE_UNREACHABLE,

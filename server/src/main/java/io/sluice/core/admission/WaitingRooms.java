@@ -34,4 +34,20 @@ final class WaitingRooms {
     long maxWait = Math.max(1, c.maxQueueWait().toNanos());
     return new QueueBounds(maxWork, maxItems, maxWait, c.tenantQueueShare());
   }
+
+  /**
+   * The requests that may wait for pool {@code p}, all its classes together, on a replica holding
+   * {@code share} of its work units: {@code queueDepth × share / capacity} (rounded up, at least
+   * 1); 0 when the pool sets no depth (the classes' rooms alone bound it).
+   */
+  static int poolDepth(PoolPolicy p, long share) {
+    if (p.queueDepth() <= 0) {
+      return 0;
+    }
+    long pool = Math.max(1, p.capacityWorkUnits());
+    long room = Math.max(0, Math.min(share, pool));
+    return room >= pool
+        ? p.queueDepth()
+        : (int) Math.max(1, Math.ceil(p.queueDepth() * (double) room / pool));
+  }
 }

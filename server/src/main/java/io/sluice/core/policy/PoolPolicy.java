@@ -27,6 +27,9 @@ import java.util.Objects;
  *     budget)
  * @param enginePriority the engine priority written into admitted requests ({@link
  *     EnginePriority#OFF}: none)
+ * @param queueDepth requests that may wait for the pool, all its classes together (0: no pool
+ *     bound, the classes' own only); a tool pool (one an MCP tool rule names) defaults to its
+ *     {@code maxRequests}
  */
 public record PoolPolicy(
     String name,
@@ -43,7 +46,8 @@ public record PoolPolicy(
     AdaptivePolicy adaptive,
     FanOutPolicy fanout,
     WorkflowPolicy workflow,
-    EnginePriority enginePriority) {
+    EnginePriority enginePriority,
+    int queueDepth) {
 
   public PoolPolicy {
     Objects.requireNonNull(adaptive, "adaptive");
@@ -103,6 +107,10 @@ public record PoolPolicy(
       throw new IllegalArgumentException(
           "pools." + name + ".defaultServiceTime: " + defaultServiceTime + " (expected: > 0)");
     }
+    if (queueDepth < 0) {
+      throw new IllegalArgumentException(
+          "pools." + name + ".queueDepth: " + queueDepth + " (expected: >= 0, 0 = no pool bound)");
+    }
     if (holdMargin.isNegative()) {
       throw new IllegalArgumentException(
           "pools." + name + ".holdMargin: " + holdMargin + " (expected: >= 0)");
@@ -136,7 +144,8 @@ public record PoolPolicy(
         .adaptive(adaptive)
         .fanout(fanout)
         .workflow(workflow)
-        .enginePriority(enginePriority);
+        .enginePriority(enginePriority)
+        .queueDepth(queueDepth);
   }
 
   /**
@@ -159,7 +168,8 @@ public record PoolPolicy(
         AdaptivePolicy.OFF,
         fanout,
         workflow,
-        enginePriority);
+        enginePriority,
+        queueDepth);
   }
 
   /** Work units of a request with the given token estimate plus its fan-out work (saturating). */
@@ -192,6 +202,7 @@ public record PoolPolicy(
     private FanOutPolicy fanout = FanOutPolicy.NONE;
     private WorkflowPolicy workflow = WorkflowPolicy.OFF;
     private EnginePriority enginePriority = EnginePriority.OFF;
+    private int queueDepth = 0;
 
     private Builder(String name, long capacityWorkUnits) {
       this.name = name;
@@ -264,6 +275,11 @@ public record PoolPolicy(
       return this;
     }
 
+    public Builder queueDepth(int v) {
+      queueDepth = v;
+      return this;
+    }
+
     public PoolPolicy build() {
       return new PoolPolicy(
           name,
@@ -280,7 +296,8 @@ public record PoolPolicy(
           adaptive,
           fanout,
           workflow,
-          enginePriority);
+          enginePriority,
+          queueDepth);
     }
   }
 }

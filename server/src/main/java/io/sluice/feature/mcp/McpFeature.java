@@ -32,6 +32,7 @@ public final class McpFeature implements Feature {
       PoolPolicy pool = config.pools().get(t.pool());
       if (pool != null) {
         meters.limit(t.name(), pool.maxRequests());
+        meters.queueLimit(t.name(), pool.queueDepth());
       }
     }
     out.bodyRouter(router).listener(new McpRecorder(meters, policy.routes(), router.labels()));
