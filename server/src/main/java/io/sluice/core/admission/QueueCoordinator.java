@@ -216,11 +216,7 @@ final class QueueCoordinator {
         public void refused(Decision.Reject rejection, long waitedNanos) {}
       };
 
-  /**
-   * As {@link #enqueue(ClassSlot, AdmissionRequest, Waiter, long, long, List)} (shadow: no {@code
-   * waiter}), while the pool's limit sources hold it below what they give back by themselves
-   * ({@code resume}, null: nothing).
-   */
+  /** As the waiter-taking enqueue (shadow: none); {@code resume}: what the limits give back. */
   Decision enqueue(
       ClassSlot k,
       AdmissionRequest request,

@@ -447,14 +447,10 @@ final class RequestBodyReader {
       return;
     }
     long at = byteOffsets ? ((ParserBase) p).getTokenCharacterOffset() : -1;
-    long lengths = -1;
-    if (at > 0 && at < length) { // Jackson's offset is the content's, after the opening quote
-      int from = offset + (int) at;
-      if (body[from - 1] == '"') { // (before a value's quote is never a quote: ':', ',', '[', ws)
-        lengths = Utf8.jsonString(body, from, offset + length, maxStringLength);
-      } else if (body[from] == '"') { // the quote's own offset: the content follows it
-        lengths = Utf8.jsonString(body, from + 1, offset + length, maxStringLength);
-      }
+    long lengths = -1; // Jackson's offset: the content's (after its quote), or the quote's
+    int from = offset + (int) at;
+    if (at > 0 && at < length && (body[from - 1] == '"' || body[from++] == '"')) {
+      lengths = Utf8.jsonString(body, from, offset + length, maxStringLength);
     }
     if (lengths >= 0) {
       tally.utf8(lengths & 0xFFFF_FFFFL, lengths >>> 32);
