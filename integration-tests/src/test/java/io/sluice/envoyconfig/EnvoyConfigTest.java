@@ -116,6 +116,28 @@ class EnvoyConfigTest {
         .contains("envoy.filters.http.jwt_authn");
   }
 
+  /**
+   * The buffered (body-parsing) config forwards both of Envoy's AI namespaces typed, exactly as the
+   * native variant does: adding Envoy's AI filters to a buffered route turns on the cross-check
+   * against the body with no other change to the config.
+   */
+  @Test
+  void bufferedConfig_forwardsEnvoysAiNamespaces_asTheNativeVariantDoes() throws IOException {
+    ExternalProcessor buffered =
+        extProc(hcm(EnvoyBootstrapParser.parseFile(CONFIG_DIR.resolve("envoy.yaml"))));
+    ExternalProcessor nativeVariant =
+        extProc(
+            hcm(
+                EnvoyBootstrapParser.parseFile(
+                    CONFIG_DIR.resolve("envoy-headers-only-native.yaml"))));
+    assertThat(buffered.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.BUFFERED);
+    assertThat(buffered.getMetadataOptions().getForwardingNamespaces().getTypedList())
+        .containsExactlyInAnyOrder(
+            io.sluice.config.NativeMetadata.REQUEST_INFO_NAMESPACE,
+            io.sluice.config.NativeMetadata.TOKEN_USAGE_NAMESPACE);
+    assertThat(buffered.getMetadataOptions()).isEqualTo(nativeVariant.getMetadataOptions());
+  }
+
   @Test
   void typeRegistry_knowsEveryTypedConfigSluiceUses() {
     List<Descriptor> required =
