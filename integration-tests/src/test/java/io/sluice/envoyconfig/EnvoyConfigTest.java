@@ -101,11 +101,7 @@ class EnvoyConfigTest {
    */
   @Test
   void nativeVariant_forwardsEnvoysAiNamespaces_typed() throws IOException {
-    ExternalProcessor p =
-        extProc(
-            hcm(
-                EnvoyBootstrapParser.parseFile(
-                    CONFIG_DIR.resolve("envoy-headers-only-native.yaml"))));
+    ExternalProcessor p = shippedExtProc("envoy-headers-only-native.yaml");
     assertThat(p.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.NONE);
     assertThat(p.getProcessingMode().getResponseBodyMode()).isEqualTo(BodySendMode.STREAMED);
     assertThat(p.getMetadataOptions().getForwardingNamespaces().getTypedList())
@@ -123,13 +119,8 @@ class EnvoyConfigTest {
    */
   @Test
   void bufferedConfig_forwardsEnvoysAiNamespaces_asTheNativeVariantDoes() throws IOException {
-    ExternalProcessor buffered =
-        extProc(hcm(EnvoyBootstrapParser.parseFile(CONFIG_DIR.resolve("envoy.yaml"))));
-    ExternalProcessor nativeVariant =
-        extProc(
-            hcm(
-                EnvoyBootstrapParser.parseFile(
-                    CONFIG_DIR.resolve("envoy-headers-only-native.yaml"))));
+    ExternalProcessor buffered = shippedExtProc("envoy.yaml");
+    ExternalProcessor nativeVariant = shippedExtProc("envoy-headers-only-native.yaml");
     assertThat(buffered.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.BUFFERED);
     assertThat(buffered.getMetadataOptions().getForwardingNamespaces().getTypedList())
         .containsExactlyInAnyOrder(
@@ -455,6 +446,11 @@ class EnvoyConfigTest {
         .filter(f -> f.getName().equals(name))
         .findFirst()
         .orElseThrow(() -> new AssertionError("no http filter " + name));
+  }
+
+  /** The HCM-level ext_proc filter of a shipped config in {@code envoy-config/}. */
+  private static ExternalProcessor shippedExtProc(String file) throws IOException {
+    return extProc(hcm(EnvoyBootstrapParser.parseFile(CONFIG_DIR.resolve(file))));
   }
 
   private static ExternalProcessor extProc(HttpConnectionManager hcm) {
