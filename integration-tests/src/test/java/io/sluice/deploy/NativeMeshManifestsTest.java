@@ -29,8 +29,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * envoy-config/envoy-gateway/headers-only-native/}; docs/envoy.md "Three modes and what they
  * cost"): every patch value parses into Envoy's protos (the strict parser of {@link
  * MeshManifestsTest}), ext_proc sends no request body, streams the response and forwards the two
- * namespaces Sluice's {@code nativeMetadata} section reads by default; and each variant is its
- * buffered sibling but for exactly those fields.
+ * namespaces Sluice's {@code nativeMetadata} section reads by default; each variant is its buffered
+ * sibling but for the request body mode; and the buffered siblings forward the same two namespaces
+ * (the cross-check against the body once Envoy's AI filters run on the route).
  */
 class NativeMeshManifestsTest {
   static final Path ISTIO_NATIVE = ISTIO.resolve("headers-only-native");
@@ -68,7 +69,7 @@ class NativeMeshManifestsTest {
 
   @ParameterizedTest
   @ValueSource(strings = {"sluice-gateway.yaml", "sluice-sidecar-inbound.yaml"})
-  void istio_theBufferedSibling_butForTheBodyModeAndTheForwardedNamespaces(String name) {
+  void istio_theBufferedSibling_butForTheRequestBodyMode(String name) {
     List<JsonNode> variant = KubeYaml.documents(ISTIO_NATIVE.resolve(name));
     List<JsonNode> sibling = KubeYaml.documents(ISTIO.resolve(name));
     assertThat(variant).hasSameSizeAs(sibling);
@@ -105,21 +106,50 @@ class NativeMeshManifestsTest {
         JsonNode e = d.at("/spec/extProc/0");
         if (e instanceof ObjectNode o) {
           ((ObjectNode) o.path("processingMode")).remove("request");
-          ((ObjectNode) o.path("metadata")).remove("accessibleNamespaces");
         }
       }
       assertThat(a).as("document " + i).isEqualTo(b);
     }
   }
 
-  /** A document with ext_proc's body modes and forwarded namespaces removed. */
+  @ParameterizedTest
+  @ValueSource(strings = {"sluice-gateway.yaml", "sluice-sidecar-inbound.yaml"})
+  void istio_theBufferedFilter_forwardsTheAiNamespacesTyped(String name) throws Exception {
+    ExternalProcessor extProc = null;
+    for (JsonNode patch :
+        byKind(KubeYaml.documents(ISTIO.resolve(name)), "EnvoyFilter")
+            .path("spec")
+            .path("configPatches")) {
+      if (parsePatchValue(patch) instanceof HttpFilter f && f.getName().equals(EXT_PROC)) {
+        extProc = f.getTypedConfig().unpack(ExternalProcessor.class);
+      }
+    }
+    assertThat(extProc).as(name + ": ext_proc patched in").isNotNull();
+    assertThat(extProc.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.BUFFERED);
+    assertThat(extProc.getMetadataOptions().getForwardingNamespaces().getTypedList())
+        .containsExactlyInAnyOrderElementsOf(AI_NAMESPACES);
+  }
+
+  @Test
+  void envoyGateway_theBufferedPolicy_forwardsTheAiNamespaces() {
+    JsonNode extProc =
+        byKind(
+                KubeYaml.documents(EG.resolve("sluice-extension-policy.yaml")),
+                "EnvoyExtensionPolicy")
+            .at("/spec/extProc/0");
+    assertThat(extProc.at("/processingMode/request/body").asText()).isEqualTo("Buffered");
+    List<String> accessible = new java.util.ArrayList<>();
+    extProc.at("/metadata/accessibleNamespaces").forEach(n -> accessible.add(n.asText()));
+    assertThat(accessible).containsAll(AI_NAMESPACES).contains("envoy.filters.http.jwt_authn");
+  }
+
+  /** A document with ext_proc's request body mode removed. */
   private static JsonNode withoutNativeFields(JsonNode doc) {
     JsonNode d = doc.deepCopy();
     for (JsonNode patch : d.path("spec").path("configPatches")) {
       JsonNode tc = patch.at("/patch/value/typed_config");
       if (patch.at("/patch/value/name").asText().equals(EXT_PROC) && tc instanceof ObjectNode o) {
         ((ObjectNode) o.path("processing_mode")).remove("request_body_mode");
-        ((ObjectNode) o.path("metadata_options")).remove("forwarding_namespaces");
       }
     }
     return d;

@@ -101,11 +101,7 @@ class EnvoyConfigTest {
    */
   @Test
   void nativeVariant_forwardsEnvoysAiNamespaces_typed() throws IOException {
-    ExternalProcessor p =
-        extProc(
-            hcm(
-                EnvoyBootstrapParser.parseFile(
-                    CONFIG_DIR.resolve("envoy-headers-only-native.yaml"))));
+    ExternalProcessor p = shippedExtProc("envoy-headers-only-native.yaml");
     assertThat(p.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.NONE);
     assertThat(p.getProcessingMode().getResponseBodyMode()).isEqualTo(BodySendMode.STREAMED);
     assertThat(p.getMetadataOptions().getForwardingNamespaces().getTypedList())
@@ -114,6 +110,23 @@ class EnvoyConfigTest {
             io.sluice.config.NativeMetadata.TOKEN_USAGE_NAMESPACE);
     assertThat(p.getMetadataOptions().getForwardingNamespaces().getUntypedList())
         .contains("envoy.filters.http.jwt_authn");
+  }
+
+  /**
+   * The buffered (body-parsing) config forwards both of Envoy's AI namespaces typed, exactly as the
+   * native variant does: adding Envoy's AI filters to a buffered route turns on the cross-check
+   * against the body with no other change to the config.
+   */
+  @Test
+  void bufferedConfig_forwardsEnvoysAiNamespaces_asTheNativeVariantDoes() throws IOException {
+    ExternalProcessor buffered = shippedExtProc("envoy.yaml");
+    ExternalProcessor nativeVariant = shippedExtProc("envoy-headers-only-native.yaml");
+    assertThat(buffered.getProcessingMode().getRequestBodyMode()).isEqualTo(BodySendMode.BUFFERED);
+    assertThat(buffered.getMetadataOptions().getForwardingNamespaces().getTypedList())
+        .containsExactlyInAnyOrder(
+            io.sluice.config.NativeMetadata.REQUEST_INFO_NAMESPACE,
+            io.sluice.config.NativeMetadata.TOKEN_USAGE_NAMESPACE);
+    assertThat(buffered.getMetadataOptions()).isEqualTo(nativeVariant.getMetadataOptions());
   }
 
   @Test
@@ -433,6 +446,11 @@ class EnvoyConfigTest {
         .filter(f -> f.getName().equals(name))
         .findFirst()
         .orElseThrow(() -> new AssertionError("no http filter " + name));
+  }
+
+  /** The HCM-level ext_proc filter of a shipped config in {@code envoy-config/}. */
+  private static ExternalProcessor shippedExtProc(String file) throws IOException {
+    return extProc(hcm(EnvoyBootstrapParser.parseFile(CONFIG_DIR.resolve(file))));
   }
 
   private static ExternalProcessor extProc(HttpConnectionManager hcm) {
