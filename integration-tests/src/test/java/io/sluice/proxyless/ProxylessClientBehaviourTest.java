@@ -4,9 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.envoyproxy.envoy.service.ext_proc.v3.ExternalProcessorGrpc;
 import io.envoyproxy.envoy.service.ext_proc.v3.GrpcStatus;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
 import io.envoyproxy.envoy.type.v3.HttpStatus;
 import io.grpc.Server;
 import io.grpc.Status;
@@ -96,6 +98,21 @@ class ProxylessClientBehaviourTest {
     return ProcessingResponse.newBuilder().setImmediateResponse(ir).build();
   }
 
+  /** Answers each phase the client sends (headers, response headers, trailers) unchanged. */
+  private static void passThrough(ProcessingRequest r, StreamObserver<ProcessingResponse> out) {
+    ProcessingResponse.Builder answer = ProcessingResponse.newBuilder();
+    if (r.hasRequestHeaders()) {
+      answer.setRequestHeaders(HeadersResponse.getDefaultInstance());
+    } else if (r.hasResponseHeaders()) {
+      answer.setResponseHeaders(HeadersResponse.getDefaultInstance());
+    } else if (r.hasResponseTrailers()) {
+      answer.setResponseTrailers(TrailersResponse.getDefaultInstance());
+    } else {
+      return;
+    }
+    out.onNext(answer.build());
+  }
+
   @Test
   void immediateResponseWithoutGrpcStatus_isReadAsOk_soSluiceAlwaysSetsIt() throws IOException {
     start((r, out) -> out.onNext(immediate(false)));
@@ -132,31 +149,7 @@ class ProxylessClientBehaviourTest {
   /** What the client sends at request headers: no pseudo-headers, flat attributes. */
   @Test
   void requestHeaders_carryOnlyTheCallsMetadata_andFlatAttributes() throws IOException {
-    start(
-        (r, out) -> {
-          if (r.hasRequestHeaders()) {
-            out.onNext(
-                ProcessingResponse.newBuilder()
-                    .setRequestHeaders(
-                        io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse
-                            .getDefaultInstance())
-                    .build());
-          } else if (r.hasResponseHeaders()) {
-            out.onNext(
-                ProcessingResponse.newBuilder()
-                    .setResponseHeaders(
-                        io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse
-                            .getDefaultInstance())
-                    .build());
-          } else if (r.hasResponseTrailers()) {
-            out.onNext(
-                ProcessingResponse.newBuilder()
-                    .setResponseTrailers(
-                        io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse
-                            .getDefaultInstance())
-                    .build());
-          }
-        });
+    start(ProxylessClientBehaviourTest::passThrough);
 
     GrpcCall.Result r = GrpcCall.unary(h.channel, ProxylessHarness.options(), "x");
 
@@ -189,24 +182,7 @@ class ProxylessClientBehaviourTest {
   @Test
   void trailersOnlyFailure_isSentAsResponseHeadersWithEndOfStream_withoutAnyStatus()
       throws IOException {
-    start(
-        (r, out) -> {
-          if (r.hasRequestHeaders()) {
-            out.onNext(
-                ProcessingResponse.newBuilder()
-                    .setRequestHeaders(
-                        io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse
-                            .getDefaultInstance())
-                    .build());
-          } else if (r.hasResponseHeaders()) {
-            out.onNext(
-                ProcessingResponse.newBuilder()
-                    .setResponseHeaders(
-                        io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse
-                            .getDefaultInstance())
-                    .build());
-          }
-        });
+    start(ProxylessClientBehaviourTest::passThrough);
     h.model.failWith(Status.RESOURCE_EXHAUSTED.withDescription("model full"));
 
     GrpcCall.Result r = GrpcCall.unary(h.channel, ProxylessHarness.options(), "x");

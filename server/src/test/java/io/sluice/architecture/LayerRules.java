@@ -196,6 +196,26 @@ final class LayerRules {
           .because(
               "listeners read the immutable RequestFacts an event carries, never the live session");
 
+  /**
+   * Wherever a listener lives (metrics, the decision log, the learners, a feature's own), it hears
+   * events, and an event carries the request's immutable facts: neither reads the live session, its
+   * running request or its check run.
+   */
+  static final ArchRule LISTENERS_AND_EVENTS_CARRY_FACTS_NOT_THE_SESSION =
+      noClasses()
+          .that()
+          .implement(io.sluice.core.session.SessionListener.class)
+          .or()
+          .implement(io.sluice.core.session.SessionEvent.class)
+          .or()
+          .belongToAnyOf(
+              io.sluice.core.session.RequestFacts.class, io.sluice.core.session.Subject.class)
+          .should()
+          .dependOnClassesThat()
+          .haveNameMatching(
+              "io\\.sluice\\.core\\.session\\.(AdmissionSession|RunningRequest|CheckRun)(\\$.*)?")
+          .because("an event carries immutable facts; a listener reads them, never the live session");
+
   static final ArchRule NO_PACKAGE_CYCLES =
       slices().matching("io.sluice.(*)..").should().beFreeOfCycles();
 

@@ -12,6 +12,7 @@ import io.sluice.core.archfixture.UsesQuotaFixture;
 import io.sluice.core.quota.archfixture.UsesCoreFixture;
 import io.sluice.extproc.archfixture.NamesAFeature;
 import io.sluice.extproc.archfixture.UsesRouting;
+import io.sluice.feature.archfixture.ListensToTheSession;
 import io.sluice.observability.archfixture.ReadsTheSession;
 import io.sluice.rls.archfixture.NamesAStore;
 import io.sluice.routing.archfixture.UsesExtProc;
@@ -58,6 +59,10 @@ class LayerRulesBiteTest {
             "observability reads facts",
             LayerRules.OBSERVABILITY_READS_FACTS_NOT_THE_SESSION,
             ReadsTheSession.class),
+        Arguments.of(
+            "listeners and events carry facts",
+            LayerRules.LISTENERS_AND_EVENTS_CARRY_FACTS_NOT_THE_SESSION,
+            ListensToTheSession.class),
         Arguments.of("no package cycles", LayerRules.NO_PACKAGE_CYCLES, UsesExtProc.class),
         Arguments.of(
             "no core package cycles", LayerRules.NO_CORE_PACKAGE_CYCLES, UsesQuotaFixture.class));
@@ -76,6 +81,7 @@ class LayerRulesBiteTest {
               UsesQuotaFixture.class,
               UsesCoreFixture.class,
               ReadsTheSession.class,
+              ListensToTheSession.class,
               SeesThePool.class);
 
   @ParameterizedTest(name = "{0}")

@@ -58,6 +58,11 @@ class LayerRulesTest {
   }
 
   @Test
+  void listenersAndEvents_carryFactsNotTheSession() {
+    LayerRules.LISTENERS_AND_EVENTS_CARRY_FACTS_NOT_THE_SESSION.check(CLASSES);
+  }
+
+  @Test
   void topLevelPackages_haveNoCycles() {
     LayerRules.NO_PACKAGE_CYCLES.check(CLASSES);
   }

@@ -3,6 +3,7 @@ package io.sluice.extproc;
 import static io.sluice.extproc.ExtProcTestClient.body;
 import static io.sluice.extproc.ExtProcTestClient.headers;
 import static io.sluice.extproc.ExtProcTestClient.responseBody;
+import static io.sluice.extproc.UpstreamFixtures.compact;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.google.protobuf.ByteString;
@@ -22,22 +23,9 @@ import org.junit.jupiter.api.Test;
  * and the pause show in /debug/queues, the metrics and /config.
  */
 class AdaptivePoolServiceTest extends ExtProcServerTestBase {
-  private static final String CONFIG =
-      """
-      server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
-      pools:
-        gpu:
-          capacity: 100000
-          maxRequests: 8
-          adaptive: {enabled: true, minRequests: 2, minCapacity: 20000, maxPause: 60s}
-      classes: {interactive: {reservedShare: 1.0, defaultOutputTokens: 100, maxOutputTokens: 1000}}
-      routes:
-        - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
-      """;
-
   @Override
   protected String policy() {
-    return CONFIG;
+    return UpstreamFixtures.ADAPTIVE_POOL;
   }
 
   private ExtProcTestClient.Call admitted() throws Exception {
@@ -75,10 +63,6 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
     return HeaderValue.newBuilder().setKey(k).setRawValue(ByteString.copyFromUtf8(v)).build();
   }
 
-  private static String compact(String json) {
-    return json.replace(" : ", ":").replace(", ", ",");
-  }
-
   private String admin(String path) throws Exception {
     return ExtProcTestClient.adminGet(server.adminPort(), path);
   }
@@ -86,25 +70,17 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
   @Test
   void anUpstream429WithRetryAfterPausesThePoolAndShrinksItsLimit() throws Exception {
     // the adaptive limit starts at its ceiling (start: ceiling, the default)
-    org.awaitility.Awaitility.await()
-        .atMost(java.time.Duration.ofSeconds(5))
-        .until(() -> compact(admin("/debug/queues")).contains("\"cause\":\"start\""));
+    UpstreamFixtures.awaitAdaptiveStart(server.adminPort());
     ExtProcTestClient.Call first = admitted();
     first.send(upstreamHeaders(429, "20"));
     first.send(responseBody("{\"error\":{\"type\":\"rate_limit_error\"}}", true));
     first.reset();
 
-    ExtProcTestClient.Call next = client.open(Map.of());
-    ProcessingResponse r =
-        next.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
-    if (!r.hasImmediateResponse()) {
-      r = next.send(body("{\"model\":\"gpt-4o\",\"messages\":[]}"));
-    }
+    ProcessingResponse r = UpstreamFixtures.nextAnswer(client);
     assertThat(r.hasImmediateResponse()).isTrue();
     assertThat(r.getImmediateResponse().getStatus().getCodeValue()).isEqualTo(503);
     assertThat(header(r, "x-sluice-reason")).isEqualTo("upstream_overloaded");
     assertThat(Long.parseLong(header(r, "retry-after"))).isGreaterThanOrEqualTo(19);
-    next.reset();
 
     String debug = compact(admin("/debug/queues"));
     assertThat(debug)
@@ -127,9 +103,7 @@ class AdaptivePoolServiceTest extends ExtProcServerTestBase {
    */
   @Test
   void aTenantsRateLimit429NeitherPausesNorShrinksThePool() throws Exception {
-    org.awaitility.Awaitility.await()
-        .atMost(java.time.Duration.ofSeconds(5))
-        .until(() -> compact(admin("/debug/queues")).contains("\"cause\":\"start\""));
+    UpstreamFixtures.awaitAdaptiveStart(server.adminPort());
     for (int i = 0; i < 5; i++) {
       ExtProcTestClient.Call limited = admitted();
       limited.send(

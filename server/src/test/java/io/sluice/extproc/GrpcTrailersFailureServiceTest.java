@@ -1,19 +1,13 @@
 package io.sluice.extproc;
 
-import static io.sluice.extproc.ExtProcTestClient.body;
-import static io.sluice.extproc.ExtProcTestClient.headers;
-import static io.sluice.extproc.ExtProcTestClient.responseBody;
-import static io.sluice.extproc.ExtProcTestClient.responseHeaders;
+import static io.sluice.extproc.UpstreamFixtures.headerMap;
+import static io.sluice.extproc.UpstreamFixtures.trailers;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
-import io.envoyproxy.envoy.config.core.v3.HeaderMap;
-import io.envoyproxy.envoy.config.core.v3.HeaderValue;
 import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
 import io.envoyproxy.envoy.service.ext_proc.v3.HttpHeaders;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
@@ -49,37 +43,12 @@ class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
         """;
   }
 
-  private static ProcessingRequest trailers(String... namesAndValues) {
-    HeaderMap.Builder m = HeaderMap.newBuilder();
-    for (int i = 0; i + 1 < namesAndValues.length; i += 2) {
-      m.addHeaders(
-          HeaderValue.newBuilder()
-              .setKey(namesAndValues[i])
-              .setRawValue(ByteString.copyFromUtf8(namesAndValues[i + 1])));
-    }
-    return ProcessingRequest.newBuilder()
-        .setResponseTrailers(HttpTrailers.newBuilder().setTrailers(m))
-        .build();
-  }
-
   /**
    * An admitted gRPC call whose upstream answered 200 and a message; returns its trailers' answer.
    */
   private ProcessingResponse callEndingWith(ProcessingRequest trailers) throws Exception {
-    ExtProcTestClient.Call call = client.open(Map.of("x-sluice-tenant", "acme"));
-    call.send(
-        headers(
-            chat("content-type", "application/grpc"),
-            false,
-            BodySendMode.BUFFERED,
-            BodySendMode.STREAMED));
-    ProcessingResponse admitted =
-        call.send(body("{\"model\":\"m\",\"max_tokens\":10,\"messages\":[]}"));
-    assertThat(admitted.hasRequestBody()).as("admitted").isTrue();
-    assertThat(call.send(responseHeaders(200, "application/grpc", false)).hasResponseHeaders())
-        .isTrue();
-    assertThat(call.send(responseBody("\0\0\0\0\0", false)).hasResponseBody()).isTrue();
-    return call.send(trailers);
+    return UpstreamFixtures.grpcCallAnswered(client, Map.of("x-sluice-tenant", "acme"))
+        .send(trailers);
   }
 
   private static Map<String, String> set(ProcessingResponse r) {
@@ -142,17 +111,6 @@ class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
     assertThat(failures("unavailable", "annotated")).isZero();
   }
 
-  private static HeaderMap.Builder map(String... namesAndValues) {
-    HeaderMap.Builder m = HeaderMap.newBuilder();
-    for (int i = 0; i + 1 < namesAndValues.length; i += 2) {
-      m.addHeaders(
-          HeaderValue.newBuilder()
-              .setKey(namesAndValues[i])
-              .setRawValue(ByteString.copyFromUtf8(namesAndValues[i + 1])));
-    }
-    return m;
-  }
-
   /**
    * A proxyless call (no pseudo-headers, the method as the flat {@code request.path} attribute,
    * bodies NONE) admitted at its headers; returns the answer to its trailers-only response headers.
@@ -162,7 +120,7 @@ class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
     ProcessingResponse admitted =
         call.send(
             ProcessingRequest.newBuilder()
-                .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map("x-app", "1")))
+                .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(headerMap("x-app", "1")))
                 .putAttributes(
                     "request.path",
                     Struct.newBuilder()
@@ -178,7 +136,7 @@ class GrpcTrailersFailureServiceTest extends ExtProcServerTestBase {
     return call.send(
         ProcessingRequest.newBuilder()
             .setResponseHeaders(
-                HttpHeaders.newBuilder().setHeaders(map(trailers)).setEndOfStream(true))
+                HttpHeaders.newBuilder().setHeaders(headerMap(trailers)).setEndOfStream(true))
             .build());
   }
 

@@ -1,21 +1,11 @@
 package io.sluice.extproc;
 
-import static io.sluice.extproc.ExtProcTestClient.body;
-import static io.sluice.extproc.ExtProcTestClient.headers;
-import static io.sluice.extproc.ExtProcTestClient.responseBody;
-import static io.sluice.extproc.ExtProcTestClient.responseHeaders;
+import static io.sluice.extproc.UpstreamFixtures.compact;
+import static io.sluice.extproc.UpstreamFixtures.trailers;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.google.protobuf.ByteString;
-import io.envoyproxy.envoy.config.core.v3.HeaderMap;
-import io.envoyproxy.envoy.config.core.v3.HeaderValue;
-import io.envoyproxy.envoy.extensions.filters.http.ext_proc.v3.ProcessingMode.BodySendMode;
-import io.envoyproxy.envoy.service.ext_proc.v3.HttpTrailers;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
-import java.time.Duration;
 import java.util.Map;
-import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,74 +19,27 @@ import org.junit.jupiter.api.Test;
 class GrpcTrailersLearningServiceTest extends ExtProcServerTestBase {
   @Override
   protected String policy() {
-    return """
-        server: {grpc: {host: 127.0.0.1, port: 0}, admin: {host: 127.0.0.1, port: 0}}
-        pools:
-          gpu:
-            capacity: 100000
-            maxRequests: 8
-            adaptive: {enabled: true, minRequests: 2, minCapacity: 20000, maxPause: 60s}
-        classes: {interactive: {reservedShare: 1.0, defaultOutputTokens: 100, maxOutputTokens: 1000}}
-        routes:
-          - {name: chat, match: {pathPrefix: /v1/chat/completions}, class: interactive, format: openai-chat}
-        """;
-  }
-
-  private static ProcessingRequest trailers(String... namesAndValues) {
-    HeaderMap.Builder m = HeaderMap.newBuilder();
-    for (int i = 0; i + 1 < namesAndValues.length; i += 2) {
-      m.addHeaders(
-          HeaderValue.newBuilder()
-              .setKey(namesAndValues[i])
-              .setRawValue(ByteString.copyFromUtf8(namesAndValues[i + 1])));
-    }
-    return ProcessingRequest.newBuilder()
-        .setResponseTrailers(HttpTrailers.newBuilder().setTrailers(m))
-        .build();
+    return UpstreamFixtures.ADAPTIVE_POOL;
   }
 
   private String admin(String path) throws Exception {
     return ExtProcTestClient.adminGet(server.adminPort(), path);
   }
 
-  private static String compact(String json) {
-    return json.replace(" : ", ":").replace(", ", ",");
-  }
-
   @Test
   void resourceExhaustedInTrailers_pausesThePoolAndShrinksItsLimit_asTrailersOnlyDoes()
       throws Exception {
-    Awaitility.await()
-        .atMost(Duration.ofSeconds(5))
-        .until(() -> compact(admin("/debug/queues")).contains("\"cause\":\"start\""));
-    ExtProcTestClient.Call call = client.open(Map.of());
-    call.send(
-        headers(
-            chat("content-type", "application/grpc"),
-            false,
-            BodySendMode.BUFFERED,
-            BodySendMode.STREAMED));
-    ProcessingResponse admitted =
-        call.send(body("{\"model\":\"m\",\"max_tokens\":10,\"messages\":[]}"));
-    assertThat(admitted.hasRequestBody()).as("admitted").isTrue();
-    assertThat(call.send(responseHeaders(200, "application/grpc", false)).hasResponseHeaders())
-        .isTrue();
-    assertThat(call.send(responseBody("\0\0\0\0\0", false)).hasResponseBody()).isTrue();
+    UpstreamFixtures.awaitAdaptiveStart(server.adminPort());
+    ExtProcTestClient.Call call = UpstreamFixtures.grpcCallAnswered(client, Map.of());
     ProcessingResponse t =
         call.send(trailers("grpc-status", "8", "grpc-retry-pushback-ms", "20000"));
     assertThat(t.hasResponseTrailers()).isTrue();
     call.reset();
 
-    ExtProcTestClient.Call next = client.open(Map.of());
-    ProcessingResponse r =
-        next.send(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED));
-    if (!r.hasImmediateResponse()) {
-      r = next.send(body("{\"model\":\"gpt-4o\",\"messages\":[]}"));
-    }
+    ProcessingResponse r = UpstreamFixtures.nextAnswer(client);
     assertThat(r.hasImmediateResponse()).as("paused: refused at once").isTrue();
     assertThat(header(r, "x-sluice-reason")).isEqualTo("upstream_overloaded");
     assertThat(Long.parseLong(header(r, "retry-after"))).isGreaterThanOrEqualTo(19);
-    next.reset();
 
     assertThat(compact(admin("/debug/queues"))).contains("\"requests\":2");
     assertThat(admin("/metrics"))

@@ -5,11 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sluice.core.adapt.AdaptiveLimit;
 import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.policy.AdaptivePolicy;
-import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.time.FakeTicker;
 import io.sluice.store.memory.InMemoryLimitStore;
 import java.time.Clock;
 import java.time.Duration;
@@ -25,16 +23,10 @@ import org.junit.jupiter.api.Test;
  * a Retry-After no shorter, queued ones held until it passes), a hot reload keeps the limit, and
  * two replicas keep one limit through the shared store.
  */
-class AdaptivePoolTest {
-  static final long SEC = 1_000_000_000L;
-  final FakeTicker time = new FakeTicker();
-  final ClassPolicy chat =
-      ClassPolicy.builder("chat")
-          .maxQueueWait(Duration.ofSeconds(20))
-          .outputTokens(100, 1000)
-          .queue(2.0, 100, 1.0)
-          .build();
-  final Tenant tenant = new Tenant("t", TierPolicy.defaults("free"));
+class AdaptivePoolTest extends AdaptivePoolFixture {
+  AdaptivePoolTest() {
+    super(2.0, new Tenant("t", TierPolicy.defaults("free")));
+  }
 
   static PoolPolicy pool(int maxRequests, int minRequests) {
     return pool(maxRequests, minRequests, AdaptivePolicy.START_FLOOR);
@@ -57,19 +49,8 @@ class AdaptivePoolTest {
         .build();
   }
 
-  AdmissionController controller(PoolPolicy p) {
-    return new AdmissionController(
-        List.of(p),
-        List.of(chat),
-        Duration.ofSeconds(10),
-        PoolState.ReleaseListener.NONE,
-        () -> 0.5);
-  }
-
   Decision decide(AdmissionController c, PoolPolicy p, long holdNanos, QueueHoldTest.Recorder w) {
-    return c.decide(
-        new AdmissionRequest(p, chat, tenant, 100, time.nanos(), time.nanos() + 60 * SEC, -1, -1),
-        Ask.hold(holdNanos, w, time.nanos()));
+    return decide(c, p, time.nanos() + 60 * SEC, holdNanos, w);
   }
 
   List<Permit> admitAll(AdmissionController c, PoolPolicy p) {

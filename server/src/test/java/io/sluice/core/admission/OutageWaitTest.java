@@ -4,11 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.adapt.AnswerSource;
 import io.sluice.core.policy.AdaptivePolicy;
-import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.time.FakeTicker;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,17 +18,11 @@ import org.junit.jupiter.api.Test;
  * floor's slots: one that can start after the outage and still finish before its deadline is held,
  * not refused {@code deadline_unreachable} (cold-throttle, ceiling 8, body NONE). Fake clock.
  */
-class OutageWaitTest {
-  static final long SEC = 1_000_000_000L;
-  final FakeTicker time = new FakeTicker();
+class OutageWaitTest extends AdaptivePoolFixture {
   // a waiting room large enough at the floor too: the prediction is what is tested
-  final ClassPolicy chat =
-      ClassPolicy.builder("chat")
-          .maxQueueWait(Duration.ofSeconds(20))
-          .outputTokens(100, 1000)
-          .queue(20.0, 100, 1.0)
-          .build();
-  final Tenant tenant = new Tenant("t", TierPolicy.builder("t").weight(1.0).maxInFlight(0).build());
+  OutageWaitTest() {
+    super(20.0, new Tenant("t", TierPolicy.builder("t").weight(1.0).maxInFlight(0).build()));
+  }
 
   /** Ceiling 8 slots of 100 units, floor 2, default service time 2 s: 4 requests a second. */
   static PoolPolicy pool() {
@@ -46,19 +38,8 @@ class OutageWaitTest {
         .build();
   }
 
-  AdmissionController controller(PoolPolicy p) {
-    return new AdmissionController(
-        List.of(p),
-        List.of(chat),
-        Duration.ofSeconds(10),
-        PoolState.ReleaseListener.NONE,
-        () -> 0.5);
-  }
-
   Decision decide(AdmissionController c, PoolPolicy p, long deadlineNanos, Waiter w) {
-    return c.decide(
-        new AdmissionRequest(p, chat, tenant, 100, time.nanos(), deadlineNanos, -1, -1),
-        Ask.hold(30 * SEC, w, time.nanos()));
+    return decide(c, p, deadlineNanos, 30 * SEC, w);
   }
 
   @Test

@@ -1,15 +1,10 @@
 package io.sluice.core.budget;
 
+import static io.sluice.core.budget.DownBudgetStore.admit;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.core.estimate.FanOut;
-import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.store.MutableClock;
-import io.sluice.store.memory.InMemoryBudgetStore;
 import java.time.Instant;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,64 +15,14 @@ import org.junit.jupiter.api.Test;
 class WriteBackReloadTest {
   private static final Instant T0 = Instant.parse("2026-12-05T10:00:00Z");
   private final MutableClock clock = new MutableClock(T0);
-  private final InMemoryBudgetStore memory = new InMemoryBudgetStore(100);
-  private volatile boolean down;
-
-  private final BudgetStore store =
-      new BudgetStore() {
-        @Override
-        public CompletionStage<Ledger.Outcome> reserve(
-            String k, @Nullable String id, Period p, Terms t, long c, Instant n) {
-          return down
-              ? CompletableFuture.failedFuture(new IllegalStateException("down"))
-              : memory.reserve(k, id, p, t, c, n);
-        }
-
-        @Override
-        public CompletionStage<Integer> settle(
-            String k, Period p, Terms t, Hold h, long a, Instant n) {
-          return down
-              ? CompletableFuture.failedFuture(new IllegalStateException("down"))
-              : memory.settle(k, p, t, h, a, n);
-        }
-
-        @Override
-        public CompletionStage<Long> shrink(
-            String k, Period p, Terms t, Hold h, long u, Instant n) {
-          return down
-              ? CompletableFuture.failedFuture(new IllegalStateException("down"))
-              : memory.shrink(k, p, t, h, u, n);
-        }
-
-        @Override
-        public CompletionStage<Ledger.State> read(String k, Period p, Terms t, Instant n) {
-          return memory.read(k, p, t, n);
-        }
-      };
+  private final DownBudgetStore store = new DownBudgetStore();
 
   private static BudgetPolicy policy(long limit) {
     return TestBudgets.dailyPro(limit, BudgetPolicy.Degrade.OFF);
   }
 
   private BudgetBook book(BudgetPolicy p, WriteBack owed) {
-    return new BudgetBook(
-        p,
-        store,
-        null,
-        0.1,
-        "t_",
-        BudgetBook.FailureMode.OPEN,
-        ms -> CompletableFuture.completedFuture(null),
-        clock,
-        BudgetEvents.NONE,
-        owed);
-  }
-
-  private static BudgetNote admit(BudgetBook b) {
-    TokenEstimate e = new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE, -1);
-    return ((BudgetBook.Answer.Admit)
-            b.reserve("acme", "pro", "chat", e).toCompletableFuture().join())
-        .note();
+    return store.book(p, clock, BudgetEvents.NONE, owed);
   }
 
   @Test
@@ -86,7 +31,7 @@ class WriteBackReloadTest {
     WriteBack owed = new WriteBack(before.maxEntries(), BudgetEvents.NONE);
     BudgetBook first = book(before, owed);
     BudgetNote held = admit(first); // on the store: 20 reserved
-    down = true;
+    store.down = true;
     first.settle(held, new TokenUse(10, 30, 0)); // fails: owed by id
     for (int i = 0; i < 3; i++) { // let through (failure mode open), 25 spent each
       first.settle(admit(first), new TokenUse(10, 15, 0));
@@ -95,7 +40,7 @@ class WriteBackReloadTest {
 
     // a hot reload while the store is down (a new limit): the next book gets the same write-back
     BudgetBook next = book(policy(20_000), first.writeBack());
-    down = false;
+    store.down = false;
     next.settle(admit(next), new TokenUse(10, 0, 0)); // the store answers: what is owed is written
     Ledger.State s =
         next.read(next.policy().budgetsFor("acme", "pro", "chat", "m").get(0))
