@@ -214,7 +214,8 @@ final class LayerRules {
           .dependOnClassesThat()
           .haveNameMatching(
               "io\\.sluice\\.core\\.session\\.(AdmissionSession|RunningRequest|CheckRun)(\\$.*)?")
-          .because("an event carries immutable facts; a listener reads them, never the live session");
+          .because(
+              "an event carries immutable facts; a listener reads them, never the live session");
 
   static final ArchRule NO_PACKAGE_CYCLES =
       slices().matching("io.sluice.(*)..").should().beFreeOfCycles();

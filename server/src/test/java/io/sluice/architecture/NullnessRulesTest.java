@@ -16,9 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * NullAway on every package of the server's main sources, as a test: the compiler checks only
- * {@code @NullMarked} packages ({@code -XepOpt:NullAway:OnlyNullMarked=true}), so every package
- * has a {@code package-info.java} that marks it, nothing opts out with {@code @NullUnmarked}, and
- * the build runs NullAway as an error (docs/testing.md, "Static analysis").
+ * {@code @NullMarked} packages ({@code -XepOpt:NullAway:OnlyNullMarked=true}), so every package has
+ * a {@code package-info.java} that marks it, nothing opts out with {@code @NullUnmarked}, and the
+ * build runs NullAway as an error (docs/testing.md, "Static analysis").
  */
 class NullnessRulesTest {
   static final Path MAIN = Path.of("src/main/java");
@@ -38,7 +38,8 @@ class NullnessRulesTest {
     try (Stream<Path> walk = Files.walk(MAIN)) {
       optOuts =
           walk.filter(p -> p.toString().endsWith(".java"))
-              .filter(p -> ShapeRulesTest.lines(p).stream().anyMatch(l -> l.contains("@NullUnmarked")))
+              .filter(
+                  p -> ShapeRulesTest.lines(p).stream().anyMatch(l -> l.contains("@NullUnmarked")))
               .map(p -> MAIN.relativize(p).toString())
               .toList();
     } catch (IOException e) {
@@ -51,8 +52,12 @@ class NullnessRulesTest {
   void theBuild_runsNullAwayAsAnError_onMarkedPackages() throws IOException {
     String root = Files.readString(Path.of("../pom.xml"));
     String server = Files.readString(Path.of("pom.xml"));
-    assertThat(root).contains("-Xep:NullAway:ERROR").contains("-XepOpt:NullAway:OnlyNullMarked=true");
-    assertThat(server).contains("<arg>${errorprone.args}</arg>").contains("<artifactId>nullaway</artifactId>");
+    assertThat(root)
+        .contains("-Xep:NullAway:ERROR")
+        .contains("-XepOpt:NullAway:OnlyNullMarked=true");
+    assertThat(server)
+        .contains("<arg>${errorprone.args}</arg>")
+        .contains("<artifactId>nullaway</artifactId>");
   }
 
   @Test

@@ -91,7 +91,9 @@ class ShapeRulesTest {
               }
             });
     assertThat(over)
-        .as("main files over %d lines, allowlisted or frozen (at most %d)", SOFT_LIMIT, MAX_OVER_SOFT)
+        .as(
+            "main files over %d lines, allowlisted or frozen (at most %d)",
+            SOFT_LIMIT, MAX_OVER_SOFT)
         .hasSizeLessThanOrEqualTo(MAX_OVER_SOFT);
   }
 

@@ -75,8 +75,8 @@ final class UpstreamFixtures {
   }
 
   /**
-   * A new chat request's first answer: to its headers when that is immediate, else to its body;
-   * the call then reset.
+   * A new chat request's first answer: to its headers when that is immediate, else to its body; the
+   * call then reset.
    */
   static ProcessingResponse nextAnswer(ExtProcTestClient client) throws Exception {
     ExtProcTestClient.Call next = client.open(Map.of());

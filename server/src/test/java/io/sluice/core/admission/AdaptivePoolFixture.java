@@ -9,9 +9,9 @@ import java.util.List;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What the adaptive-pool tests through the admission core share: a fake clock, one chat class
- * (20 s queue wait, 100–1,000 output tokens) and one tenant, a controller over one pool with a
- * fixed random draw, and a request of 100 units asked to be held.
+ * What the adaptive-pool tests through the admission core share: a fake clock, one chat class (20 s
+ * queue wait, 100–1,000 output tokens) and one tenant, a controller over one pool with a fixed
+ * random draw, and a request of 100 units asked to be held.
  */
 abstract class AdaptivePoolFixture {
   static final long SEC = 1_000_000_000L;
@@ -41,11 +41,7 @@ abstract class AdaptivePoolFixture {
 
   /** A request of 100 units now, due at {@code deadlineNanos}, held up to {@code holdNanos}. */
   Decision decide(
-      AdmissionController c,
-      PoolPolicy p,
-      long deadlineNanos,
-      long holdNanos,
-      @Nullable Waiter w) {
+      AdmissionController c, PoolPolicy p, long deadlineNanos, long holdNanos, @Nullable Waiter w) {
     return c.decide(
         new AdmissionRequest(p, chat, tenant, 100, time.nanos(), deadlineNanos, -1, -1),
         Ask.hold(holdNanos, w, time.nanos()));
