@@ -73,6 +73,20 @@ public record TokenEstimate(
         contentLengthBytes);
   }
 
+  /** This estimate for another model (a reroute rung's: its price, its usage's tokenizer). */
+  public TokenEstimate withModel(String model) {
+    return new TokenEstimate(
+        inputTokens,
+        outputReserveTokens,
+        method,
+        fallbackCause,
+        model,
+        stream,
+        outputClamped,
+        fanOut,
+        contentLengthBytes);
+  }
+
   /** Input plus output reserve, saturating. */
   public long totalTokens() {
     long sum = inputTokens + outputReserveTokens;
