@@ -325,10 +325,7 @@ class BudgetSessionTest {
     limit = 60;
     period = p;
     status = st;
-    Sessions on = sessions();
-    AdmissionSession s = decide(on, new AdmissionSessionTest.Front(), 10);
-    answer(s, 200, "{\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":30}}");
-    s.release(Outcome.COMPLETED);
+    Sessions on = sixtySpent();
     AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
     AdmissionSession refused = decide(on, f, 10);
     assertThat(f.refusedWith).isEqualTo(Reason.BUDGET_EXHAUSTED);
@@ -339,6 +336,15 @@ class BudgetSessionTest {
   }
 
   private long lastRetryAfter;
+
+  /** Sessions on the budget as configured, with one answer of 60 tokens spent. */
+  private Sessions sixtySpent() {
+    Sessions on = sessions();
+    AdmissionSession s = decide(on, new AdmissionSessionTest.Front(), 10);
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":30}}");
+    s.release(Outcome.COMPLETED);
+    return on;
+  }
 
   private static Period day(String zone) {
     return new Period.Calendar(Period.Unit.DAY, java.time.ZoneId.of(zone), DayOfWeek.MONDAY);
@@ -393,10 +399,7 @@ class BudgetSessionTest {
     clock.set(Instant.parse("2026-03-29T08:00:00Z"));
     limit = 100;
     period = day("Europe/Berlin");
-    Sessions on = sessions();
-    AdmissionSession s = decide(on, new AdmissionSessionTest.Front(), 10);
-    answer(s, 200, "{\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":30}}");
-    s.release(Outcome.COMPLETED);
+    Sessions on = sixtySpent();
     AdmissionSession next = decide(on, new AdmissionSessionTest.Front(), 5);
     assertThat(next.running().disclosed())
         .containsEntry(BudgetCheck.RESET_HEADER, "2026-03-30T00:00:00+02:00");

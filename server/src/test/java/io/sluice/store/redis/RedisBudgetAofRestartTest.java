@@ -18,7 +18,6 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -40,7 +39,7 @@ class RedisBudgetAofRestartTest {
   private static final Terms LIMIT = new Terms(1_000_000, List.of(), 0);
 
   @TempDir Path dir;
-  private Process redis;
+  private AofRedis redis;
   private RedisConnection connection;
 
   @AfterEach
@@ -52,32 +51,15 @@ class RedisBudgetAofRestartTest {
   }
 
   private void startRedis(int port) throws IOException {
-    redis =
-        new ProcessBuilder(
-                "redis-server",
-                "--port",
-                Integer.toString(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "everysec",
-                "--dir",
-                dir.toString())
-            .redirectErrorStream(true)
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-            .start();
-    Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> LocalRedis.reachable(port));
+    if (redis == null) {
+      redis = new AofRedis(dir, "everysec");
+    }
+    redis.start(port);
   }
 
   private void kill() throws InterruptedException {
     if (redis != null) {
-      redis.destroyForcibly();
-      redis.waitFor(10, TimeUnit.SECONDS);
-      redis = null;
+      redis.kill();
     }
   }
 
