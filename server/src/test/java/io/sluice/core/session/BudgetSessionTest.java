@@ -406,4 +406,36 @@ class BudgetSessionTest {
     assertThat(next.running().refusalDetail()).as("admitted: nothing to tell").isNull();
     next.release(Outcome.COMPLETED);
   }
+
+  /**
+   * The decision record's {@code budgets} part ({@link io.sluice.observability.BudgetRecorder}):
+   * each budget's name, scope, group, meter, window, what was reserved and left, where it was held,
+   * and, once the request ended, what it was charged.
+   */
+  @Test
+  void decisionRecord_carriesEachBudgetsReservationAndCharge() {
+    var recorder =
+        new io.sluice.observability.BudgetRecorder(
+            new io.sluice.observability.BudgetMetrics(
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), ticker::nanos));
+    AdmissionSession s = decide(sessions(), new AdmissionSessionTest.Front(), 100);
+    long reserved = note(s).reserved().get(0).units();
+    var running = io.sluice.api.v1.AdmissionRecord.newBuilder();
+    recorder.write(s.facts(), running);
+    assertThat(running.getBudgetsList()).hasSize(1);
+    var b = running.getBudgets(0);
+    assertThat(List.of(b.getName(), b.getScope(), b.getGroup(), b.getMeter(), b.getWindow()))
+        .containsExactly("daily", "tenant", "pro", "tokens", "d:2026-12-05");
+    assertThat(b.getReserved()).isEqualTo(reserved);
+    assertThat(b.getRemaining()).isEqualTo(limit - reserved);
+    assertThat(b.getHeld()).isEqualTo("store");
+    assertThat(b.hasCharged()).as("not ended: nothing charged yet").isFalse();
+
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":21}}");
+    s.release(Outcome.COMPLETED);
+    s.end(Outcome.COMPLETED);
+    var ended = io.sluice.api.v1.AdmissionRecord.newBuilder();
+    recorder.write(s.facts(), ended);
+    assertThat(ended.getBudgets(0).getCharged()).as("the reported usage").isEqualTo(30);
+  }
 }
