@@ -273,10 +273,38 @@ final class BudgetBench {
         days.append(' ').append(d / 1000);
       }
       System.out.println(days);
+      chart(perDay, limit);
       System.out.printf(
           "  spent %d = %.2f%% of the budget; hard stop on day %s%n",
           spent, 100.0 * spent / limit, stopDay < 0 ? "none" : Long.toString(stopDay));
       return 0;
+    }
+  }
+
+  /**
+   * The chart of a pacing run, a line a day: what was admitted that day (the bar: one {@code #}
+   * per 10,000 tokens, {@code |} at the budget's daily rate) and the spend so far against the
+   * budget and against the even line (day / 30).
+   */
+  static void chart(long[] perDay, long limit) {
+    System.out.println(
+        "  day  admitted  spent/budget   even  admitted (# = 10k tokens, | = the budget's rate)");
+    long rate = limit / perDay.length;
+    long cumulative = 0;
+    for (int d = 0; d < perDay.length; d++) {
+      cumulative += perDay[d];
+      StringBuilder bar = new StringBuilder();
+      long cells = Math.max(perDay[d], rate) / 10_000;
+      for (long c = 1; c <= cells; c++) {
+        bar.append(c == rate / 10_000 ? '|' : c * 10_000 <= perDay[d] ? '#' : ' ');
+      }
+      System.out.printf(
+          "  %3d  %7dk  %10.1f%%  %4.1f%%  %s%n",
+          d + 1,
+          perDay[d] / 1000,
+          100.0 * cumulative / limit,
+          100.0 * (d + 1) / perDay.length,
+          bar.toString().stripTrailing());
     }
   }
 }

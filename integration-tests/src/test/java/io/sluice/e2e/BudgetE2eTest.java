@@ -120,7 +120,7 @@ class BudgetE2eTest {
                 .with(
                     "budgets",
                     "{enabled: true, deployment: [{name: all, limit: 3000, period: day,"
-                        + " thresholds: [0.3]}]}"));
+                        + " zone: Europe/Berlin, thresholds: [0.3]}]}"));
     HttpResult refused = null;
     HttpResult disclosed = null;
     int admitted = 0;
@@ -149,6 +149,12 @@ class BudgetE2eTest {
     assertThat(error.path("type").asText()).isEqualTo("insufficient_quota");
     assertThat(error.path("message").asText()).contains("renews at");
     assertThat(refused.header("retry-after")).isEmpty();
+    // the period's end: its own field and a header, RFC 3339 with the zone's offset then
+    java.util.List<String> ends = berlinDayEnds();
+    assertThat(error.path("budget").asText()).isEqualTo("all");
+    assertThat(error.path("period_end").asText()).isIn(ends);
+    assertThat(refused.header("x-sluice-budget-reset")).hasValueSatisfying(v -> assertThat(v).isIn(ends));
+    assertThat(disclosed.header("x-sluice-budget-reset")).hasValueSatisfying(v -> assertThat(v).isIn(ends));
 
     oneAttemptOnly(this::attemptsOf);
     assertThat(h.counter("sluice.budget.refusals", "reason", "budget_exhausted"))
@@ -187,5 +193,14 @@ class BudgetE2eTest {
     assertThat(h.counter("sluice.degraded", "rung", "concise", "trigger", "budget")).isPositive();
     assertThat(refused).as("the hard stop stays").isNotNull();
     RejectE2eTest.assertRejected(refused, 402, "budget_exhausted", "tenant");
+  }
+
+  /** The end of today in Europe/Berlin, and of tomorrow (the test may run over midnight). */
+  private static java.util.List<String> berlinDayEnds() {
+    java.time.ZoneId berlin = java.time.ZoneId.of("Europe/Berlin");
+    java.time.LocalDate today = java.time.LocalDate.now(berlin);
+    return java.util.List.of(
+        today.plusDays(1).atStartOfDay(berlin).format(java.time.format.DateTimeFormatter.ISO_OFFSET_DATE_TIME),
+        today.plusDays(2).atStartOfDay(berlin).format(java.time.format.DateTimeFormatter.ISO_OFFSET_DATE_TIME));
   }
 }

@@ -229,7 +229,16 @@ final class DecisionAnswers {
     AnswerEncoder.Entries entries = rt.tables().answerEntries();
     byte[] dropped = rt.tables().held(rt).droppedReason() ? LlmdDroppedReason.bytes(reason) : null;
     return Responses.reject(
-        entries, reason, status, retryAfter, waitMillis, message, f, grpc, dropped);
+        entries,
+        reason,
+        status,
+        retryAfter,
+        waitMillis,
+        message,
+        f,
+        grpc,
+        dropped,
+        s.running().refusalDetail());
   }
 
   /**

@@ -8,6 +8,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse;
 import io.sluice.core.admission.Reason;
+import io.sluice.core.session.RefusalDetail;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -144,7 +145,8 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, false, null);
+    return refusal(
+        entries, reason, status, retryAfterSeconds, -1, message, metadata, false, null, null);
   }
 
   /**
@@ -162,12 +164,23 @@ final class Responses {
       AnswerEncoder.DecisionFields metadata,
       boolean grpc) {
     return refusal(
-        entries, reason, status, retryAfterSeconds, waitMillis, message, metadata, grpc, null);
+        entries,
+        reason,
+        status,
+        retryAfterSeconds,
+        waitMillis,
+        message,
+        metadata,
+        grpc,
+        null,
+        null);
   }
 
   /**
    * As above, with llm-d's {@code x-llm-d-request-dropped-reason} set to {@code droppedReason}
-   * beside {@code x-sluice-reason} (null: not written; {@link LlmdDroppedReason}).
+   * beside {@code x-sluice-reason} (null: not written; {@link LlmdDroppedReason}), and what the
+   * check that refused tells the client besides ({@code detail}: its headers, and its fields in the
+   * JSON error; null: nothing).
    */
   static Answer reject(
       AnswerEncoder.Entries entries,
@@ -178,7 +191,8 @@ final class Responses {
       String message,
       AnswerEncoder.DecisionFields metadata,
       boolean grpc,
-      byte @org.jspecify.annotations.Nullable [] droppedReason) {
+      byte @org.jspecify.annotations.Nullable [] droppedReason,
+      @org.jspecify.annotations.Nullable RefusalDetail detail) {
     return refusal(
         entries,
         reason,
@@ -188,7 +202,8 @@ final class Responses {
         message,
         metadata,
         grpc,
-        droppedReason);
+        droppedReason,
+        detail);
   }
 
   /**
@@ -206,7 +221,8 @@ final class Responses {
       long retryAfterSeconds,
       String message,
       AnswerEncoder.DecisionFields metadata) {
-    return refusal(entries, reason, status, retryAfterSeconds, -1, message, metadata, true, null);
+    return refusal(
+        entries, reason, status, retryAfterSeconds, -1, message, metadata, true, null, null);
   }
 
   private static Answer refusal(
@@ -218,14 +234,17 @@ final class Responses {
       String message,
       AnswerEncoder.DecisionFields metadata,
       boolean grpc,
-      byte @org.jspecify.annotations.Nullable [] droppedReason) {
+      byte @org.jspecify.annotations.Nullable [] droppedReason,
+      @org.jspecify.annotations.Nullable RefusalDetail detail) {
+    Map<String, String> more = detail == null ? Map.of() : detail.headers();
     int n =
         (grpc ? 0 : 1)
             + 1
             + (droppedReason != null ? 1 : 0)
             + (retryAfterSeconds > 0 ? 1 : 0)
             + (waitMillis >= 0 ? 1 : 0)
-            + (reason.retryable() ? 0 : 1);
+            + (reason.retryable() ? 0 : 1)
+            + more.size();
     byte[][] keys = new byte[n][];
     byte[][] values = new byte[n][];
     int i = 0;
@@ -249,7 +268,11 @@ final class Responses {
     }
     if (!reason.retryable()) { // OpenAI's and Anthropic's SDKs read it before the status
       keys[i] = X_SHOULD_RETRY;
-      values[i] = FALSE;
+      values[i++] = FALSE;
+    }
+    for (Map.Entry<String, String> h : more.entrySet()) {
+      keys[i] = h.getKey().getBytes(StandardCharsets.US_ASCII);
+      values[i++] = h.getValue().getBytes(StandardCharsets.UTF_8);
     }
     return Answer.encoded(
         AnswerEncoder.reject(
@@ -257,7 +280,13 @@ final class Responses {
             status,
             grpc ? grpcStatus(status) : -1,
             ("sluice_" + reason.code()).getBytes(StandardCharsets.UTF_8),
-            errorBodyBytes(reason, status, retryAfterSeconds, waitMillis, message),
+            errorBodyBytes(
+                reason,
+                status,
+                retryAfterSeconds,
+                waitMillis,
+                message,
+                detail == null ? Map.of() : detail.fields()),
             keys,
             values,
             metadata));
@@ -320,15 +349,20 @@ final class Responses {
 
   /** The JSON error body of a refusal (OpenAI-style {@code error} object). */
   static byte[] errorBodyBytes(Reason reason, int status, long retryAfterSeconds, String message) {
-    return errorBodyBytes(reason, status, retryAfterSeconds, -1, message);
+    return errorBodyBytes(reason, status, retryAfterSeconds, -1, message, Map.of());
   }
 
   /**
    * As above, with {@code predicted_wait_ms} (the predicted wait or drain time behind the
-   * Retry-After) when {@code waitMillis >= 0}.
+   * Retry-After) when {@code waitMillis >= 0}, and the refusing check's {@code fields} (strings).
    */
   static byte[] errorBodyBytes(
-      Reason reason, int status, long retryAfterSeconds, long waitMillis, String message) {
+      Reason reason,
+      int status,
+      long retryAfterSeconds,
+      long waitMillis,
+      String message,
+      Map<String, String> fields) {
     ByteArrayOutputStream out = new ByteArrayOutputStream(256);
     try (JsonGenerator g = JSON.createGenerator(out)) {
       g.writeStartObject();
@@ -343,6 +377,9 @@ final class Responses {
       }
       if (waitMillis >= 0) {
         g.writeNumberField("predicted_wait_ms", waitMillis);
+      }
+      for (Map.Entry<String, String> f : fields.entrySet()) {
+        g.writeStringField(f.getKey(), f.getValue());
       }
       g.writeEndObject();
       g.writeEndObject();

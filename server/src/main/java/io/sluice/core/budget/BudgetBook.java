@@ -419,7 +419,7 @@ public final class BudgetBook {
                     + "' ("
                     + a.scope().label()
                     + ") is spent for this period; it renews at "
-                    + ex.renews()));
+                    + b.period().stamp(ex.renews())));
       } else if (o instanceof Ledger.Outcome.Wait wt) {
         long wait = wt.pacing() ? Math.max(1, wt.waitMillis()) : poll;
         if (now.plusMillis(wait).isAfter(waitUntil)) {

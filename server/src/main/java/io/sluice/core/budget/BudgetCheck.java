@@ -4,9 +4,11 @@ import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.session.AdmissionCheck;
 import io.sluice.core.session.CheckChain;
+import io.sluice.core.session.RefusalDetail;
 import io.sluice.core.session.SessionEvent;
 import io.sluice.core.session.SessionListener;
 import io.sluice.core.session.Subject;
+import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -70,10 +72,11 @@ public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
   @Override
   public Verdict answered(BudgetBook.Answer a, Request r) {
     if (a instanceof BudgetBook.Answer.Refuse f) {
-      listener.on(new SessionEvent.Noted(r.subject(), new Refused(f.budget(), f.reason())));
+      Refused why = new Refused(f.budget(), f.reason(), f.renews());
+      listener.on(new SessionEvent.Noted(r.subject(), why));
       // Retry-After only where the operator answers 429: a 402/422 is not to be retried
       long retryAfter = f.status() == 429 ? f.retryAfterSeconds() : 0;
-      return new Refusal(f.reason(), f.status(), retryAfter, f.message());
+      return new Refusing(new Refusal(f.reason(), f.status(), retryAfter, f.message()), why);
     }
     BudgetNote note = ((BudgetBook.Answer.Admit) a).note();
     if (note.reserved().isEmpty()) {
@@ -83,8 +86,65 @@ public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
     return new Hold(book, note);
   }
 
-  /** The refusal a budget answered, noted for its meters. */
-  public record Refused(BudgetPolicy.Applied budget, Reason reason) {}
+  /**
+   * The refusal a budget answered, noted for its meters, and told the client ({@link
+   * RefusalDetail}): {@value #NAME_HEADER} and the JSON error's {@code budget} name the budget; a
+   * spent one's period end ({@code renews}: {@code period_end}, {@value #RESET_HEADER}) is RFC 3339
+   * with its zone's offset ({@link Period#stamp}).
+   *
+   * @param renews when the spent budget's window ends, or null (paced, unpriced, store down)
+   */
+  public record Refused(BudgetPolicy.Applied budget, Reason reason, @Nullable Instant renews)
+      implements RefusalDetail {
+    @Override
+    public Map<String, String> headers() {
+      return two(NAME_HEADER, RESET_HEADER);
+    }
+
+    @Override
+    public Map<String, String> fields() {
+      return two(BUDGET_FIELD, PERIOD_END_FIELD);
+    }
+
+    /** The budget's name under {@code name}, then its period's end under {@code end} if spent. */
+    private Map<String, String> two(String name, String end) {
+      Map<String, String> m = new LinkedHashMap<>(4);
+      m.put(name, budget.budget().name());
+      if (renews != null) {
+        m.put(end, budget.budget().period().stamp(renews));
+      }
+      return m;
+    }
+  }
+
+  /** The JSON error's fields of a budget refusal: the budget's name, its period's end. */
+  public static final String BUDGET_FIELD = "budget";
+
+  public static final String PERIOD_END_FIELD = "period_end";
+
+  /** A refusal that holds nothing and notes what the client is told ({@link Refused}). */
+  private static final class Refusing extends Held {
+    private final Refusal refusal;
+    private final Refused why;
+
+    Refusing(Refusal refusal, Refused why) {
+      this.refusal = refusal;
+      this.why = why;
+    }
+
+    @Override
+    public Refusal refusal() {
+      return refusal;
+    }
+
+    @Override
+    public Refused note() {
+      return why;
+    }
+
+    @Override
+    protected void release(Release how) {} // nothing held
+  }
 
   /** One request's reservations. */
   static final class Hold extends Held {
@@ -128,7 +188,7 @@ public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
       h.put(NAME_HEADER, r.applied().budget().name());
       h.put(REMAINING_HEADER, Long.toString(Math.max(0, r.remaining())));
       h.put(USED_HEADER, String.format(Locale.ROOT, "%.3f", r.used()));
-      h.put(RESET_HEADER, r.windowEnd().toString());
+      h.put(RESET_HEADER, r.applied().budget().period().stamp(r.windowEnd()));
       return h;
     }
   }

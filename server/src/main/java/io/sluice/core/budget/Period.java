@@ -4,8 +4,11 @@ import java.time.DayOfWeek;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDate;
+import java.time.OffsetDateTime;
 import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
 import java.time.temporal.TemporalAdjusters;
 import java.util.Locale;
 import java.util.Objects;
@@ -19,6 +22,20 @@ public sealed interface Period permits Period.Calendar, Period.Rolling {
 
   /** The window {@code now} falls in. */
   Window at(Instant now);
+
+  /** The time zone its windows are told in: a calendar period's own; UTC for a rolling one. */
+  default ZoneId zone() {
+    return ZoneOffset.UTC;
+  }
+
+  /**
+   * {@code at} as the client is told it (a window's end: {@code x-sluice-budget-reset}, a refusal's
+   * {@code period_end}): RFC 3339 with the offset {@link #zone()} has then, {@code Z} in UTC (say
+   * {@code 2026-03-30T00:00:00+02:00} for the end of 29 March in Europe/Berlin).
+   */
+  default String stamp(Instant at) {
+    return OffsetDateTime.ofInstant(at, zone()).format(DateTimeFormatter.ISO_OFFSET_DATE_TIME);
+  }
 
   /**
    * One window of a period: spend is counted per window id, and the window ends at {@code end} (for

@@ -61,6 +61,15 @@ public record TokenEstimate(
 
   /** This estimate with another output reserve (the learned one: {@code OutputReserves}). */
   public TokenEstimate withOutputReserve(long outputReserveTokens) {
+    return with(outputReserveTokens, model);
+  }
+
+  /** This estimate for another model (a reroute rung's: its price, its usage's tokenizer). */
+  public TokenEstimate withModel(String model) {
+    return with(outputReserveTokens, model);
+  }
+
+  private TokenEstimate with(long outputReserveTokens, @Nullable String model) {
     return new TokenEstimate(
         inputTokens,
         outputReserveTokens,

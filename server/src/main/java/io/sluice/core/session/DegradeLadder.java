@@ -411,7 +411,8 @@ final class DegradeLadder implements Planner {
         return "unreadable";
       }
     }
-    TokenEstimate e = r.estimate();
+    // the rung's model runs it: what it costs (a money budget's price) is that model's
+    TokenEstimate e = rr.model() == null ? r.estimate() : r.estimate().withModel(rr.model());
     long fan = pool.fanout().workUnits(e.fanOut(), subject.fanout());
     long work = pool.workUnits(e.inputTokens(), e.outputReserveTokens(), fan);
     Decision d =

@@ -144,6 +144,11 @@ public final class RunningRequest {
     return checks.disclosed();
   }
 
+  /** What the check that refused it tells the client besides its reason, or null. */
+  public @Nullable RefusalDetail refusalDetail() {
+    return checks.notes().get(RefusalDetail.class);
+  }
+
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
   boolean release(Outcome outcome) {
     HeldTail t = tail;

@@ -63,7 +63,7 @@ public final class BudgetsEndpoint {
           .put("owner", a.owner())
           .put("meter", b.meter().configName())
           .put("window", w.id())
-          .put("resetsAt", w.rolling() ? "rolling" : w.end().toString());
+          .put("resetsAt", w.rolling() ? "rolling" : b.period().stamp(w.end()));
       try {
         s =
             store

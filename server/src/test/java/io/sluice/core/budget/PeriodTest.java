@@ -55,6 +55,28 @@ class PeriodTest {
   }
 
   @Test
+  void stamp_isRfc3339_withTheZonesOffsetAtThatInstant_whereMidnightIsSkippedToo() {
+    ZoneId santiago = ZoneId.of("America/Santiago");
+    Period.Calendar d = day(santiago);
+    // the day before the shift ends at the shifted day's first instant, 01:00 at -03:00
+    Period.Window before = d.at(local("2026-09-05T12:00", santiago));
+    assertThat(d.stamp(before.end())).isEqualTo("2026-09-06T01:00:00-03:00");
+    assertThat(Instant.parse("2026-09-06T04:00:00Z")).isEqualTo(before.end());
+    // in winter the same zone is at -04:00
+    assertThat(d.stamp(d.at(local("2026-07-01T12:00", santiago)).end()))
+        .isEqualTo("2026-07-02T00:00:00-04:00");
+    assertThat(day(ZoneOffset.UTC).stamp(Instant.parse("2026-12-06T00:00:00Z")))
+        .isEqualTo("2026-12-06T00:00:00Z");
+    assertThat(day(ZoneId.of("UTC")).stamp(Instant.parse("2026-12-06T00:00:00Z")))
+        .isEqualTo("2026-12-06T00:00:00Z");
+    assertThat(
+            new Period.Rolling(Duration.ofHours(1), 60)
+                .stamp(Instant.parse("2026-12-06T10:01:00Z")))
+        .as("a rolling window: UTC")
+        .isEqualTo("2026-12-06T10:01:00Z");
+  }
+
+  @Test
   void day_sameInstantInTwoZones_twoDifferentDays() {
     Instant t = Instant.parse("2026-12-05T03:00:00Z");
     assertThat(day(ZoneOffset.UTC).at(t).id()).isEqualTo("d:2026-12-05");

@@ -19,8 +19,16 @@ public final class TestBudgets {
    * pacing); 402, 5 s of wait, 1000 entries, local share 0.1; {@code degrade} as given.
    */
   public static BudgetPolicy dailyPro(long limit, BudgetPolicy.Degrade degrade) {
-    Budget daily =
-        new Budget("daily", Budget.Meter.TOKENS, DAY, new Terms(limit, List.of(), 0), null);
+    return dailyPro(Budget.Meter.TOKENS, limit, Prices.NONE, degrade);
+  }
+
+  /**
+   * As above, {@code daily} counting {@code meter} ({@code limit} in its units: money in
+   * nano-units) with the price table {@code prices}.
+   */
+  public static BudgetPolicy dailyPro(
+      Budget.Meter meter, long limit, Prices prices, BudgetPolicy.Degrade degrade) {
+    Budget daily = new Budget("daily", meter, DAY, new Terms(limit, List.of(), 0), null);
     return new BudgetPolicy(
         true,
         402,
@@ -28,7 +36,7 @@ public final class TestBudgets {
         1000,
         null,
         0.1,
-        Prices.NONE,
+        prices,
         Map.of("pro", List.of(daily)),
         Map.of(),
         Map.of(),

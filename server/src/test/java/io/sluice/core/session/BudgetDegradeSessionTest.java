@@ -6,16 +6,21 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
+import io.sluice.core.budget.Budget;
 import io.sluice.core.budget.BudgetBook;
 import io.sluice.core.budget.BudgetCheck;
 import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
+import io.sluice.core.budget.Price;
+import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TestBudgets;
+import io.sluice.core.budget.TokenUse;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.DegradePolicy;
+import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantQuotas;
@@ -28,6 +33,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 
@@ -60,7 +66,10 @@ class BudgetDegradeSessionTest {
   private InMemoryBudgetStore store = new InMemoryBudgetStore(1000);
 
   private Sessions sessions(long limit, BudgetPolicy.Degrade degrade) {
-    BudgetPolicy p = TestBudgets.dailyPro(limit, degrade);
+    return sessions(TestBudgets.dailyPro(limit, degrade), CONCISE, List.of(OneSlotPool.POOL));
+  }
+
+  private Sessions sessions(BudgetPolicy p, ClassPolicy cls, List<PoolPolicy> pools) {
     store = new InMemoryBudgetStore(1000);
     BudgetBook book =
         new BudgetBook(
@@ -75,11 +84,7 @@ class BudgetDegradeSessionTest {
             BudgetEvents.NONE);
     AdmissionController controller =
         new AdmissionController(
-            List.of(OneSlotPool.POOL),
-            List.of(CONCISE),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            () -> 0.5);
+            pools, List.of(cls), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE, () -> 0.5);
     return OneSlotPool.sessionsBuilder(
             controller,
             quotas,
@@ -92,13 +97,17 @@ class BudgetDegradeSessionTest {
   }
 
   private AdmissionSession decide(Sessions on) {
+    return decide(on, CONCISE);
+  }
+
+  private AdmissionSession decide(Sessions on, ClassPolicy cls) {
     long now = ticker.nanos();
     Subject base = OneSlotPool.chat(acme, now, null, Duration.ofSeconds(5).toNanos());
     Subject s =
         new Subject(
             base.route(),
             base.pool(),
-            CONCISE,
+            cls,
             base.format(),
             acme,
             now,
@@ -201,5 +210,95 @@ class BudgetDegradeSessionTest {
     assertThat(none.facts().note(BudgetNote.class).degradeTrigger()).isEqualTo("budget");
     assertThat(none.running().plan().rung()).as("the class has no rung of that name").isNull();
     assertThat(degraded()).isEmpty();
+  }
+
+  // prices per 1M tokens in nano-units: m at 3 / 15, mini at 0.15 / 0.60, the default at 1 / 4
+  private static final Price M = new Price(Instant.EPOCH, 3_000_000_000L, 15_000_000_000L, 0);
+  private static final Price MINI = new Price(Instant.EPOCH, 150_000_000L, 600_000_000L, 0);
+  private static final Price DEFAULT = new Price(Instant.EPOCH, 1_000_000_000L, 4_000_000_000L, 0);
+
+  /** Pool {@code small}, the reroute rung's: room for two. */
+  private static final PoolPolicy SMALL =
+      PoolPolicy.builder("small", 100_000)
+          .maxRequests(2)
+          .retryAfterJitter(0.0)
+          .defaultServiceTime(Duration.ofSeconds(1))
+          .build();
+
+  private static ClassPolicy rerouteTo(String model) {
+    return OneSlotPool.INTERACTIVE.withDegrade(
+        new DegradePolicy(
+            Duration.ofSeconds(30),
+            0,
+            List.of(new DegradePolicy.Reroute("small", null, null, model))));
+  }
+
+  /** A money budget of {@code limit} nano-units a day; m and mini priced; the reroute rung. */
+  private Sessions money(long limit, String rerouteModel, Prices.Unknown unknown) {
+    Prices prices = new Prices(Map.of("m", List.of(M), "mini", List.of(MINI)), DEFAULT, unknown);
+    BudgetPolicy p =
+        TestBudgets.dailyPro(
+            Budget.Meter.MONEY, limit, prices, new BudgetPolicy.Degrade(0.5, "reroute"));
+    return sessions(p, rerouteTo(rerouteModel), List.of(OneSlotPool.POOL, SMALL));
+  }
+
+  /**
+   * A request rerouted to model {@code to} on a money budget past its degrade level: the ladder's
+   * reroute rung runs it; answers its note (the price it ran at) and the budget's {spent, reserved}
+   * while it runs and after its end, with what it was charged.
+   */
+  private record Rerouted(
+      BudgetNote note, TokenUse runs, long[] running, long[] after, TokenUse charged) {}
+
+  private Rerouted reroute(String to, Prices.Unknown unknown) {
+    AdmissionSession probe = decide(money(1_000_000_000_000L, to, unknown), rerouteTo(to));
+    long units = probe.facts().note(BudgetNote.class).reserved().get(0).units();
+    assertThat(probe.running().plan().rung()).as("far from the level: as asked").isNull();
+    probe.release(Outcome.COMPLETED);
+    probe.end(Outcome.COMPLETED);
+
+    AdmissionSession near = decide(money(units + units / 2, to, unknown), rerouteTo(to));
+    assertThat(near.running().plan().rung()).isEqualTo("reroute");
+    assertThat(near.running().plan().pool().name()).isEqualTo("small");
+    BudgetNote note = near.facts().note(BudgetNote.class);
+    assertThat(note.reserved().get(0).units()).as("reserved at m's price").isEqualTo(units);
+    var est = near.facts().estimate().tokens();
+    assertThat(est.model()).as("the estimate names the rung's model").isEqualTo(to);
+    TokenUse runs = new TokenUse(est.inputTokens(), est.outputReserveTokens(), 0);
+    long[] running = budget();
+    near.release(Outcome.COMPLETED);
+    near.end(Outcome.COMPLETED);
+    var c = near.facts().end().charge();
+    return new Rerouted(
+        note,
+        runs,
+        running,
+        budget(),
+        new TokenUse(c.inputTokens(), c.outputTokens(), c.cachedInputTokens()));
+  }
+
+  @Test
+  void reroutedToAPricedModel_reservedAndChargedAtItsPrice() {
+    Rerouted r = reroute("mini", Prices.Unknown.REFUSE);
+    assertThat(r.note().price()).as("the rung's model's price").isEqualTo(MINI);
+    assertThat(r.running())
+        .as("the reservation cut to mini's price of the same tokens, at once")
+        .containsExactly(0, MINI.cost(r.runs()));
+    assertThat(r.after()).as("charged at mini's price").containsExactly(MINI.cost(r.charged()), 0);
+    assertThat(MINI.cost(r.charged())).isPositive().isLessThan(M.cost(r.charged()));
+  }
+
+  @Test
+  void reroutedToAnUnpricedModel_followsUnknownModel_defaultPriceOrTheAskedOnes() {
+    Rerouted byDefault = reroute("unlisted", Prices.Unknown.DEFAULT);
+    assertThat(byDefault.note().price()).as("unknownModel: default").isEqualTo(DEFAULT);
+    assertThat(byDefault.after()).containsExactly(DEFAULT.cost(byDefault.charged()), 0);
+
+    Rerouted refused = reroute("unlisted", Prices.Unknown.REFUSE);
+    // admitted already: money cannot be counted at the unknown model's price, so the price it
+    // was admitted at (the asked model's) stays, and nothing is cut
+    assertThat(refused.note().price()).as("unknownModel: refuse").isEqualTo(M);
+    assertThat(refused.running()).containsExactly(0, refused.note().reserved().get(0).units());
+    assertThat(refused.after()).containsExactly(M.cost(refused.charged()), 0);
   }
 }

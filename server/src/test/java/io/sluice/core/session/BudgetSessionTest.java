@@ -59,6 +59,7 @@ class BudgetSessionTest {
   private long limit = 100_000;
   private int status = 402;
   private Budget.Meter meter = Budget.Meter.TOKENS;
+  private Period period = new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY);
   private final List<CompletableFuture<Void>> waits = new ArrayList<>();
   private io.sluice.core.budget.Delay delay = ms -> CompletableFuture.completedFuture(null);
 
@@ -97,13 +98,7 @@ class BudgetSessionTest {
   }
 
   private Sessions sessions() {
-    Budget daily =
-        new Budget(
-            "daily",
-            meter,
-            new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
-            new Terms(limit, List.of(0.5), 0),
-            null);
+    Budget daily = new Budget("daily", meter, period, new Terms(limit, List.of(0.5), 0), null);
     BudgetPolicy p =
         new BudgetPolicy(
             true,
@@ -319,5 +314,128 @@ class BudgetSessionTest {
     assertThat(h).containsKey(BudgetCheck.REMAINING_HEADER);
     assertThat(h).containsEntry(BudgetCheck.RESET_HEADER, "2026-12-06T00:00:00Z");
     next.release(Outcome.COMPLETED);
+  }
+
+  /**
+   * Spends the budget at {@code at} (one answer of 60 tokens on a limit of 60) and answers the
+   * refusal of the next request: what the check tells the client.
+   */
+  private RefusalDetail spentAt(String at, Period p, int st) {
+    clock.set(Instant.parse(at));
+    limit = 60;
+    period = p;
+    status = st;
+    Sessions on = sixtySpent();
+    AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
+    AdmissionSession refused = decide(on, f, 10);
+    assertThat(f.refusedWith).isEqualTo(Reason.BUDGET_EXHAUSTED);
+    lastRetryAfter = f.refusedRetryAfter;
+    RefusalDetail d = refused.running().refusalDetail();
+    refused.end(Outcome.CANCELLED);
+    return java.util.Objects.requireNonNull(d, "the refusal's detail");
+  }
+
+  private long lastRetryAfter;
+
+  /** Sessions on the budget as configured, with one answer of 60 tokens spent. */
+  private Sessions sixtySpent() {
+    Sessions on = sessions();
+    AdmissionSession s = decide(on, new AdmissionSessionTest.Front(), 10);
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":30,\"completion_tokens\":30}}");
+    s.release(Outcome.COMPLETED);
+    return on;
+  }
+
+  private static Period day(String zone) {
+    return new Period.Calendar(Period.Unit.DAY, java.time.ZoneId.of(zone), DayOfWeek.MONDAY);
+  }
+
+  @Test
+  void spentBudget_thePeriodsEnd_inTheBodyAndAHeader_rfc3339WithTheZonesOffset_acrossDst() {
+    // Berlin, 29 March 2026: clocks go forward at 02:00 (a 23 h day); it ends at +02:00
+    RefusalDetail berlin = spentAt("2026-03-29T08:00:00Z", day("Europe/Berlin"), 429);
+    assertThat(berlin.fields())
+        .containsExactly(
+            Map.entry(BudgetCheck.BUDGET_FIELD, "daily"),
+            Map.entry(BudgetCheck.PERIOD_END_FIELD, "2026-03-30T00:00:00+02:00"));
+    assertThat(berlin.headers())
+        .containsExactly(
+            Map.entry(BudgetCheck.NAME_HEADER, "daily"),
+            Map.entry(BudgetCheck.RESET_HEADER, "2026-03-30T00:00:00+02:00"));
+    // the Retry-After (429 only) runs to the same instant: 22:00Z, 14 h after 08:00Z
+    assertThat(lastRetryAfter).isEqualTo(Duration.ofHours(14).toSeconds());
+
+    // New York, 1 November 2026: clocks go back at 02:00 (a 25 h day); it ends at -05:00
+    RefusalDetail ny = spentAt("2026-11-01T12:00:00Z", day("America/New_York"), 402);
+    assertThat(ny.fields())
+        .containsEntry(BudgetCheck.PERIOD_END_FIELD, "2026-11-02T00:00:00-05:00");
+    assertThat(ny.headers()).containsEntry(BudgetCheck.RESET_HEADER, "2026-11-02T00:00:00-05:00");
+    assertThat(lastRetryAfter).as("402: no Retry-After").isZero();
+
+    // a half-hour zone, a week starting on Sunday, a month, UTC, a rolling window (told in UTC)
+    Period kolkataWeek =
+        new Period.Calendar(
+            Period.Unit.WEEK, java.time.ZoneId.of("Asia/Kolkata"), DayOfWeek.SUNDAY);
+    assertThat(spentAt("2026-12-05T10:00:00Z", kolkataWeek, 402).fields())
+        .containsEntry(BudgetCheck.PERIOD_END_FIELD, "2026-12-06T00:00:00+05:30");
+    Period sydneyMonth =
+        new Period.Calendar(
+            Period.Unit.MONTH, java.time.ZoneId.of("Australia/Sydney"), DayOfWeek.MONDAY);
+    // Sydney leaves daylight saving on 5 April 2026: March ends at +11:00, April at +10:00
+    assertThat(spentAt("2026-03-20T00:00:00Z", sydneyMonth, 402).fields())
+        .containsEntry(BudgetCheck.PERIOD_END_FIELD, "2026-04-01T00:00:00+11:00");
+    assertThat(spentAt("2026-04-20T00:00:00Z", sydneyMonth, 402).fields())
+        .containsEntry(BudgetCheck.PERIOD_END_FIELD, "2026-05-01T00:00:00+10:00");
+    assertThat(spentAt("2026-12-05T10:00:00Z", day("UTC"), 402).fields())
+        .containsEntry(BudgetCheck.PERIOD_END_FIELD, "2026-12-06T00:00:00Z");
+    Period rolling = new Period.Rolling(Duration.ofHours(24), 24);
+    assertThat(spentAt("2026-12-05T10:20:00Z", rolling, 402).fields())
+        .as("a rolling window renews as its current slice ends")
+        .containsEntry(BudgetCheck.PERIOD_END_FIELD, "2026-12-05T11:00:00Z");
+  }
+
+  @Test
+  void pastAThreshold_theResetHeader_carriesTheZonesOffset() {
+    clock.set(Instant.parse("2026-03-29T08:00:00Z"));
+    limit = 100;
+    period = day("Europe/Berlin");
+    Sessions on = sixtySpent();
+    AdmissionSession next = decide(on, new AdmissionSessionTest.Front(), 5);
+    assertThat(next.running().disclosed())
+        .containsEntry(BudgetCheck.RESET_HEADER, "2026-03-30T00:00:00+02:00");
+    assertThat(next.running().refusalDetail()).as("admitted: nothing to tell").isNull();
+    next.release(Outcome.COMPLETED);
+  }
+
+  /**
+   * The decision record's {@code budgets} part ({@link io.sluice.observability.BudgetRecorder}):
+   * each budget's name, scope, group, meter, window, what was reserved and left, where it was held,
+   * and, once the request ended, what it was charged.
+   */
+  @Test
+  void decisionRecord_carriesEachBudgetsReservationAndCharge() {
+    var recorder =
+        new io.sluice.observability.BudgetRecorder(
+            new io.sluice.observability.BudgetMetrics(
+                new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), ticker::nanos));
+    AdmissionSession s = decide(sessions(), new AdmissionSessionTest.Front(), 100);
+    long reserved = note(s).reserved().get(0).units();
+    var running = io.sluice.api.v1.AdmissionRecord.newBuilder();
+    recorder.write(s.facts(), running);
+    assertThat(running.getBudgetsList()).hasSize(1);
+    var b = running.getBudgets(0);
+    assertThat(List.of(b.getName(), b.getScope(), b.getGroup(), b.getMeter(), b.getWindow()))
+        .containsExactly("daily", "tenant", "pro", "tokens", "d:2026-12-05");
+    assertThat(b.getReserved()).isEqualTo(reserved);
+    assertThat(b.getRemaining()).isEqualTo(limit - reserved);
+    assertThat(b.getHeld()).isEqualTo("store");
+    assertThat(b.hasCharged()).as("not ended: nothing charged yet").isFalse();
+
+    answer(s, 200, "{\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":21}}");
+    s.release(Outcome.COMPLETED);
+    s.end(Outcome.COMPLETED);
+    var ended = io.sluice.api.v1.AdmissionRecord.newBuilder();
+    recorder.write(s.facts(), ended);
+    assertThat(ended.getBudgets(0).getCharged()).as("the reported usage").isEqualTo(30);
   }
 }

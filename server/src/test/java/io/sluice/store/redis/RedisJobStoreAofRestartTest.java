@@ -18,7 +18,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -38,7 +37,7 @@ class RedisJobStoreAofRestartTest {
   private static final long KEEP = 3_600_000;
 
   @TempDir Path dir;
-  private Process redis;
+  private AofRedis redis;
   private RedisConnection connection;
 
   @AfterEach
@@ -50,32 +49,15 @@ class RedisJobStoreAofRestartTest {
   }
 
   private void startRedis(int port) throws IOException {
-    redis =
-        new ProcessBuilder(
-                "redis-server",
-                "--port",
-                Integer.toString(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--dir",
-                dir.toString())
-            .redirectErrorStream(true)
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-            .start();
-    Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> LocalRedis.reachable(port));
+    if (redis == null) {
+      redis = new AofRedis(dir, "always");
+    }
+    redis.start(port);
   }
 
   private void kill() throws InterruptedException {
     if (redis != null) {
-      redis.destroyForcibly();
-      redis.waitFor(10, TimeUnit.SECONDS);
-      redis = null;
+      redis.kill();
     }
   }
 

@@ -6,6 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.sluice.bootstrap.StoreEnv;
+import io.sluice.core.budget.Ledger;
+import io.sluice.core.budget.Period;
+import io.sluice.core.budget.Terms;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.QuotaCheck;
@@ -17,6 +20,7 @@ import io.sluice.core.store.TokenBucketResult;
 import io.sluice.core.store.TokenBucketSpec;
 import io.sluice.core.time.Ticker;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -30,9 +34,10 @@ import org.junit.jupiter.api.TestMethodOrder;
 
 /**
  * The Redis ports ({@link RedisPorts}) as production builds them ({@code REDIS_TYPE=sentinel})
- * against a real master, replica and three sentinels: counters, token buckets, tenant budgets and
- * share leases work, and the store follows two failovers by itself (a hung master, then a killed
- * one; a lease taken before the kill still counts after it).
+ * against a real master, replica and three sentinels: counters, token buckets, tenant budgets,
+ * share leases and budgets over billing periods ({@code budgets.lua}) work, and the store follows
+ * two failovers by itself (a hung master, then a killed one; a lease, a tenant slot and a budget
+ * reservation taken before the kill still count after it, and settle once by their ids).
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RedisSentinelTest {
@@ -149,6 +154,9 @@ class RedisSentinelTest {
     // two slots of a tenant capped at 2 across replicas (tenant_slots.lua), held by a and b
     assertThat(slot("a")).isEqualTo(new TenantSlots.SlotAnswer(true, 0));
     assertThat(slot("b")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
+    // a budget reservation (budgets.lua) of 600 of 1,000 under id k1
+    Instant at = Instant.now();
+    assertThat(budgetReserve("k1", 600, at)).isInstanceOf(Ledger.Outcome.Admit.class);
     assertThat(cli(old.port(), "WAIT", "1", "2000").trim()).isEqualTo("1");
 
     old.kill();
@@ -180,8 +188,61 @@ class RedisSentinelTest {
     assertThat(slot("c")).isEqualTo(new TenantSlots.SlotAnswer(true, 1));
     releaseSlot("a");
     assertThat(slot("d")).isEqualTo(new TenantSlots.SlotAnswer(false, 2));
+    // the budget's reservation was replicated: k1 sent again takes nothing more, another request
+    // of 500 waits for it (600 + 500 > 1,000 with nothing spent), its settle counts once
+    assertThat(budgetState(at)).containsExactly(0, 600);
+    assertThat(budgetReserve("k1", 600, at)).isInstanceOf(Ledger.Outcome.Admit.class);
+    assertThat(budgetState(at)).as("k1 again: held already").containsExactly(0, 600);
+    assertThat(budgetReserve("k2", 500, at)).isInstanceOf(Ledger.Outcome.Wait.class);
+    budgetSettle("k1", 600, 300, at);
+    budgetSettle("k1", 600, 300, at);
+    assertThat(budgetState(at)).as("settled once, by its id").containsExactly(300, 0);
+    assertThat(budgetReserve("k2", 500, at)).isInstanceOf(Ledger.Outcome.Admit.class);
+    // k2 runs a cheaper way: cut to 200 by its id, once
+    var k2 = new io.sluice.core.budget.BudgetStore.Hold("k2", DAY.at(at).id(), 500, true);
+    RedisBudgetStore budgets = new RedisBudgetStore(store.connection());
+    assertThat(budgets.shrink(BUDGET_KEY, DAY, THOUSAND, k2, 200, at).toCompletableFuture().get())
+        .isEqualTo(300);
+    assertThat(budgets.shrink(BUDGET_KEY, DAY, THOUSAND, k2, 200, at).toCompletableFuture().get())
+        .isZero();
+    assertThat(budgetState(at)).containsExactly(300, 200);
     assertThat(store.connection().health().healthy()).isTrue();
     System.out.printf("sentinel kill: store recovered %d ms after promotion%n", recoveredAfter);
+  }
+
+  private static final String BUDGET_KEY = "s_budget:{tenant:acme:daily}";
+  private static final Period DAY =
+      new Period.Calendar(Period.Unit.DAY, java.time.ZoneOffset.UTC, java.time.DayOfWeek.MONDAY);
+  private static final Terms THOUSAND = new Terms(1000, List.of(), 0);
+
+  static Ledger.Outcome budgetReserve(String id, long units, Instant at) throws Exception {
+    return new RedisBudgetStore(store.connection())
+        .reserve(BUDGET_KEY, id, DAY, THOUSAND, units, at)
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
+  }
+
+  static void budgetSettle(String id, long units, long actual, Instant at) throws Exception {
+    new RedisBudgetStore(store.connection())
+        .settle(
+            BUDGET_KEY,
+            DAY,
+            THOUSAND,
+            new io.sluice.core.budget.BudgetStore.Hold(id, DAY.at(at).id(), units, true),
+            actual,
+            at)
+        .toCompletableFuture()
+        .get(10, TimeUnit.SECONDS);
+  }
+
+  /** The budget's {spent, reserved}. */
+  static long[] budgetState(Instant at) throws Exception {
+    Ledger.State st =
+        new RedisBudgetStore(store.connection())
+            .read(BUDGET_KEY, DAY, THOUSAND, at)
+            .toCompletableFuture()
+            .get(10, TimeUnit.SECONDS);
+    return new long[] {st.spent(), st.reserved()};
   }
 
   /** Waits (bounded) until an increment succeeds; returns how long that took. */
