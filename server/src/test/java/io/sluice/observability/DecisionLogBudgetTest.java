@@ -29,7 +29,14 @@ class DecisionLogBudgetTest {
     DecisionLog log =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 3, 5, DecisionLogFile.NONE),
+                true,
+                SluiceConfig.DecisionLog.Level.INFO,
+                1.0,
+                true,
+                3,
+                5,
+                DecisionLogFile.NONE,
+                false),
             lines::add,
             budget);
     int admitted = 0;
@@ -57,13 +64,27 @@ class DecisionLogBudgetTest {
     DecisionLog all =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0, DecisionLogFile.NONE),
+                true,
+                SluiceConfig.DecisionLog.Level.INFO,
+                1.0,
+                true,
+                0,
+                0,
+                DecisionLogFile.NONE,
+                false),
             l -> {},
             budget);
     DecisionLog none =
         new DecisionLog(
             new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 0.0, false, 0, 0, DecisionLogFile.NONE),
+                true,
+                SluiceConfig.DecisionLog.Level.INFO,
+                0.0,
+                false,
+                0,
+                0,
+                DecisionLogFile.NONE,
+                false),
             l -> {},
             budget);
     for (int i = 0; i < 1000; i++) {

@@ -76,7 +76,8 @@ class FanOutRecordTest {
                           true,
                           0,
                           0,
-                          DecisionLogFile.NONE),
+                          DecisionLogFile.NONE,
+                          false),
                       lines::add)))
           .workflows(budget)
           .build();

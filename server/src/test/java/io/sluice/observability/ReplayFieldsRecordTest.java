@@ -62,7 +62,8 @@ class ReplayFieldsRecordTest {
                       true,
                       0,
                       0,
-                      DecisionLogFile.NONE),
+                      DecisionLogFile.NONE,
+                      false),
                   lines::add),
               List.of(new ReplayTimingPart(ticker))));
 

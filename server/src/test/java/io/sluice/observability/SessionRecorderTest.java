@@ -50,7 +50,14 @@ class SessionRecorderTest {
           new AdmissionMetrics(registry, ticker::nanos),
           new DecisionLog(
               new SluiceConfig.DecisionLog(
-                  true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0, DecisionLogFile.NONE),
+                  true,
+                  SluiceConfig.DecisionLog.Level.INFO,
+                  1.0,
+                  true,
+                  0,
+                  0,
+                  DecisionLogFile.NONE,
+                  false),
               lines::add));
   private final List<Runnable> timerTasks = new ArrayList<>();
 
@@ -301,7 +308,8 @@ class SessionRecorderTest {
                     true,
                     0,
                     0,
-                    DecisionLogFile.NONE),
+                    DecisionLogFile.NONE,
+                    false),
                 lines::add));
     Sessions off =
         Sessions.builder(
