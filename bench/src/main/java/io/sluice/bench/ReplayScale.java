@@ -66,6 +66,14 @@ final class ReplayScale implements Callable<Integer> {
   @Option(names = "--keep", description = "keep the records file (default: deleted)")
   boolean keep;
 
+  @Option(
+      names = "--budget",
+      defaultValue = "PT10M",
+      description =
+          "the replay's stated time for a day of records, scaled to --seconds (default:"
+              + " ${DEFAULT-VALUE}); exit 1 when the replay's CPU time passes it")
+  java.time.Duration budget = java.time.Duration.ofMinutes(10);
+
   @Override
   public Integer call() throws Exception {
     Files.createDirectories(out);
@@ -120,7 +128,22 @@ final class ReplayScale implements Callable<Integer> {
         100 * r.agreement(),
         r.recordedGoodput(),
         r.goodput());
-    return 0;
+    // the budget is for a day at this rate: a shorter run gets its share; CPU time, which the
+    // machine's load does not stretch as it does the wall time
+    double allowed = budget.toNanos() / 1e9 * seconds / 86_400.0;
+    double cpu = cpuSeconds(t1cpu);
+    boolean within = cpu <= allowed;
+    System.out.printf(
+        Locale.ROOT,
+        "budget: %.0f s of CPU for %d records (%s for a day, scaled); used %.0f s: %s;"
+            + " a day extrapolates to %.0f s of CPU%n",
+        allowed,
+        r.replayed(),
+        budget,
+        cpu,
+        within ? "within" : "OVER",
+        cpu * 86_400.0 / Math.max(1, seconds));
+    return within ? 0 : 1;
   }
 
   /** CPU time of this thread (the replay is single-threaded). */

@@ -67,7 +67,7 @@ public final class IsolatedRuntime implements AutoCloseable {
                 controller,
                 metrics,
                 new TokenCountCache(est.tokenCacheChars(), est.tokenCacheMinChars()),
-                decisionLogs,
+                c -> decisionLogs.apply(c.decisionLog()),
                 ticker,
                 clock,
                 timer,
@@ -161,12 +161,13 @@ public final class IsolatedRuntime implements AutoCloseable {
         s.alwaysLogRejects(),
         s.maxAdmittedPerSecond(),
         s.maxRefusedPerSecond(),
-        io.sluice.config.DecisionLogFile.NONE);
+        io.sluice.config.DecisionLogFile.NONE,
+        false);
   }
 
   private static SluiceConfig.DecisionLog every(SluiceConfig.DecisionLog s) {
     return new SluiceConfig.DecisionLog(
-        true, s.level(), 1.0, true, 0, 0, io.sluice.config.DecisionLogFile.NONE);
+        true, s.level(), 1.0, true, 0, 0, io.sluice.config.DecisionLogFile.NONE, false);
   }
 
   public AdmissionRuntime runtime() {

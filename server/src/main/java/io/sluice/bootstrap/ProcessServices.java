@@ -102,11 +102,14 @@ final class ProcessServices {
     GrpcTransportLog transportLog = GrpcTransportLog.register(registry);
     io.sluice.observability.RotatingFile.Holder decisionFiles =
         new io.sluice.observability.RotatingFile.Holder(ticker::nanos);
+    io.sluice.observability.RecordLogs recordLogs =
+        new io.sluice.observability.RecordLogs(options.env());
     this.jvmMetrics =
         () -> {
           transportLog.close();
           jvm.close();
           decisionFiles.close();
+          recordLogs.close();
         };
     FunctionCounter.builder(
             MetricNames.DECISION_LOG_FILE_FAILED,
@@ -199,9 +202,10 @@ final class ProcessServices {
             controller,
             metrics,
             tokenCounts,
-            settings ->
-                new DecisionLog(settings, decisionBudget)
-                    .toFile(decisionFiles.file(settings.file())),
+            c ->
+                new DecisionLog(c.decisionLog(), decisionBudget)
+                    .toFile(decisionFiles.file(c.decisionLog().file()))
+                    .toOtlp(recordLogs.sink(c)),
             ticker,
             options.clock(),
             timer,

@@ -41,8 +41,9 @@ import java.util.function.Function;
  * workflows' places, the held tails); everything else is made from the snapshot's config, the
  * registered features' parts too ({@link Features}: their checks, listeners, record fields).
  *
- * @param decisionLogs the decision log of a snapshot's settings (the live server's is bounded by
- *     the process's budget; the warm-up's discards its lines)
+ * @param decisionLogs the decision log of a snapshot (the live server's is bounded by the process's
+ *     budget, writes {@code decisionLog.file} and, with {@code decisionLog.otlp}, OTLP log records;
+ *     the warm-up's discards its lines)
  * @param stores the tenant buckets and the features' ports (the warm-up's is a private in-memory
  *     one)
  * @param caps the tenants' {@code maxInFlight} across replicas ({@link TenantCaps#none()}: this
@@ -54,7 +55,7 @@ record RuntimeFactory(
     AdmissionController controller,
     AdmissionMetrics metrics,
     TokenCountCache tokenCounts,
-    Function<SluiceConfig.DecisionLog, DecisionLog> decisionLogs,
+    Function<SluiceConfig, DecisionLog> decisionLogs,
     Ticker ticker,
     Clock clock,
     QueueTimer timer,
@@ -85,7 +86,7 @@ record RuntimeFactory(
    */
   AdmissionRuntime build(SluiceConfig config, io.sluice.core.session.HoldTimer holdTimer) {
     RequestResolver resolver = new RequestResolver(config);
-    DecisionLog decisionLog = decisionLogs.apply(config.decisionLog());
+    DecisionLog decisionLog = decisionLogs.apply(config);
     TenantQuotas quotas =
         new TenantQuotas(stores.shared(), config.quotas().keyPrefix(), failureMode(config));
     stores.configure(config); // the features' ports follow the snapshot's policy

@@ -69,6 +69,9 @@ public final class ConfigWriter {
             .put("alwaysLogRejects", dl.alwaysLogRejects())
             .put("maxAdmittedPerSecond", dl.maxAdmittedPerSecond())
             .put("maxRefusedPerSecond", dl.maxRefusedPerSecond());
+    if (dl.otlp()) {
+      dln.put("otlp", true);
+    }
     if (dl.file().enabled()) {
       dln.putObject("file")
           .put("path", dl.file().path())

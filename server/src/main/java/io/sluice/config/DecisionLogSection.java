@@ -18,7 +18,8 @@ final class DecisionLogSection {
                 "alwaysLogRejects",
                 "maxAdmittedPerSecond",
                 "maxRefusedPerSecond",
-                "file"));
+                "file",
+                "otlp"));
     String name = dl.get("level").string(d.level().configName()).toLowerCase(Locale.ROOT);
     SluiceConfig.DecisionLog.Level level = d.level();
     for (SluiceConfig.DecisionLog.Level l : SluiceConfig.DecisionLog.Level.values()) {
@@ -36,7 +37,8 @@ final class DecisionLogSection {
         dl.get("alwaysLogRejects").bool(d.alwaysLogRejects()),
         dl.get("maxAdmittedPerSecond").intValue(d.maxAdmittedPerSecond(), 0, 1_000_000),
         dl.get("maxRefusedPerSecond").intValue(d.maxRefusedPerSecond(), 0, 1_000_000),
-        file(dl.get("file")));
+        file(dl.get("file")),
+        dl.get("otlp").bool(d.otlp()));
   }
 
   /** {@code decisionLog.file}: a rotating file of JSON lines, bounded in size, age and count. */

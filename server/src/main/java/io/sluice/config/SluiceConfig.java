@@ -457,7 +457,9 @@ public record SluiceConfig(
   /**
    * The structured decision log (the admission record as JSON): at most {@code
    * maxAdmittedPerSecond} admitted and {@code maxRefusedPerSecond} refused records a second per
-   * process (0 = no bound); the rest are counted, not written.
+   * process (0 = no bound); the rest are counted, not written. With {@code otlp} (and {@code
+   * telemetry.enabled}) every record written is also an OTLP log record to {@code
+   * telemetry.exporter} ({@code RecordLogs}).
    */
   public record DecisionLog(
       boolean enabled,
@@ -466,9 +468,10 @@ public record SluiceConfig(
       boolean alwaysLogRejects,
       int maxAdmittedPerSecond,
       int maxRefusedPerSecond,
-      DecisionLogFile file) {
+      DecisionLogFile file,
+      boolean otlp) {
     public static final DecisionLog DEFAULTS =
-        new DecisionLog(true, Level.INFO, 1.0, true, 10, 50, DecisionLogFile.NONE);
+        new DecisionLog(true, Level.INFO, 1.0, true, 10, 50, DecisionLogFile.NONE, false);
 
     /** The logger level the records are written at. */
     public enum Level {

@@ -27,6 +27,7 @@ public final class DecisionLog {
       sink; // null: the sluice.decisions logger
   private final @Nullable DecisionLogBudget budget; // null: unbounded
   private java.util.function.@Nullable Consumer<String> file; // decisionLog.file, or null
+  private RecordLogs.@Nullable Sink otlp; // decisionLog.otlp (telemetry on), or null
 
   public DecisionLog(SluiceConfig.DecisionLog settings) {
     this(settings, null, null);
@@ -65,6 +66,15 @@ public final class DecisionLog {
     return this;
   }
 
+  /**
+   * Also emits every record as an OTLP log record ({@code decisionLog.otlp}: {@link RecordLogs}),
+   * whatever the logger's level. Returns this; call before the log is shared.
+   */
+  public DecisionLog toOtlp(RecordLogs.@Nullable Sink otlp) {
+    this.otlp = otlp;
+    return this;
+  }
+
   /** Whether any record can be written at all (enabled and its logger on). */
   public boolean enabled() {
     return settings.enabled() && levelEnabled();
@@ -97,6 +107,10 @@ public final class DecisionLog {
     if (f != null) {
       f.accept(line);
     }
+    RecordLogs.Sink o = otlp;
+    if (o != null) {
+      o.emit(record, line);
+    }
     if (sink != null) {
       sink.accept(line);
       return;
@@ -110,7 +124,7 @@ public final class DecisionLog {
   }
 
   private boolean levelEnabled() {
-    if (sink != null || file != null) {
+    if (sink != null || file != null || otlp != null) {
       return true;
     }
     return switch (settings.level()) {

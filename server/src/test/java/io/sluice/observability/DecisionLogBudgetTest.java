@@ -3,7 +3,6 @@ package io.sluice.observability;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.config.ConfigLoader;
-import io.sluice.config.DecisionLogFile;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.time.FakeTicker;
 import java.util.ArrayList;
@@ -27,11 +26,7 @@ class DecisionLogBudgetTest {
     DecisionLogBudget budget = new DecisionLogBudget(clock::nanos);
     List<String> lines = new ArrayList<>();
     DecisionLog log =
-        new DecisionLog(
-            new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 3, 5, DecisionLogFile.NONE),
-            lines::add,
-            budget);
+        new DecisionLog(DecisionLogSettings.of(true, 1.0, true, 3, 5), lines::add, budget);
     int admitted = 0;
     int refused = 0;
     for (int i = 0; i < 100; i++) {
@@ -54,18 +49,9 @@ class DecisionLogBudgetTest {
   void zeroBound_isUnbounded_andSamplingStillApplies() {
     FakeTicker clock = new FakeTicker(0);
     DecisionLogBudget budget = new DecisionLogBudget(clock::nanos);
-    DecisionLog all =
-        new DecisionLog(
-            new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0, DecisionLogFile.NONE),
-            l -> {},
-            budget);
+    DecisionLog all = new DecisionLog(DecisionLogSettings.every(), l -> {}, budget);
     DecisionLog none =
-        new DecisionLog(
-            new SluiceConfig.DecisionLog(
-                true, SluiceConfig.DecisionLog.Level.INFO, 0.0, false, 0, 0, DecisionLogFile.NONE),
-            l -> {},
-            budget);
+        new DecisionLog(DecisionLogSettings.of(true, 0.0, false, 0, 0), l -> {}, budget);
     for (int i = 0; i < 1000; i++) {
       assertThat(all.wants(i % 2 == 0)).isTrue();
       assertThat(none.wants(i % 2 == 0)).isFalse();

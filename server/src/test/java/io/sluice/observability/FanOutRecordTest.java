@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.util.JsonFormat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.api.v1.AdmissionRecord;
-import io.sluice.config.DecisionLogFile;
-import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
@@ -67,17 +65,7 @@ class FanOutRecordTest {
               clock,
               (delayNanos, task) -> () -> {},
               new SessionRecorder(
-                  metrics,
-                  new DecisionLog(
-                      new SluiceConfig.DecisionLog(
-                          true,
-                          SluiceConfig.DecisionLog.Level.INFO,
-                          1.0,
-                          true,
-                          0,
-                          0,
-                          DecisionLogFile.NONE),
-                      lines::add)))
+                  metrics, new DecisionLog(DecisionLogSettings.every(), lines::add)))
           .workflows(budget)
           .build();
 

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.util.JsonFormat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.api.v1.AdmissionRecord;
-import io.sluice.config.DecisionLogFile;
-import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
@@ -54,16 +52,7 @@ class ReplayFieldsRecordTest {
           },
           new SessionRecorder(
               new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos),
-              new DecisionLog(
-                  new SluiceConfig.DecisionLog(
-                      true,
-                      SluiceConfig.DecisionLog.Level.INFO,
-                      1.0,
-                      true,
-                      0,
-                      0,
-                      DecisionLogFile.NONE),
-                  lines::add),
+              new DecisionLog(DecisionLogSettings.every(), lines::add),
               List.of(new ReplayTimingPart(ticker))));
 
   /** Decided at its headers. */

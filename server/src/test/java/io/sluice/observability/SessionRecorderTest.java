@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.google.protobuf.util.JsonFormat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.api.v1.AdmissionRecord;
-import io.sluice.config.DecisionLogFile;
-import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.estimate.RequestFormat;
@@ -48,10 +46,7 @@ class SessionRecorderTest {
   private final SessionRecorder recorder =
       new SessionRecorder(
           new AdmissionMetrics(registry, ticker::nanos),
-          new DecisionLog(
-              new SluiceConfig.DecisionLog(
-                  true, SluiceConfig.DecisionLog.Level.INFO, 1.0, true, 0, 0, DecisionLogFile.NONE),
-              lines::add));
+          new DecisionLog(DecisionLogSettings.every(), lines::add));
   private final List<Runnable> timerTasks = new ArrayList<>();
 
   private final PoolPolicy pool = io.sluice.core.session.OneSlotPool.POOL;
@@ -293,16 +288,7 @@ class SessionRecorderTest {
     SessionRecorder quiet =
         new SessionRecorder(
             new AdmissionMetrics(registry, ticker::nanos),
-            new DecisionLog(
-                new SluiceConfig.DecisionLog(
-                    false,
-                    SluiceConfig.DecisionLog.Level.INFO,
-                    1.0,
-                    true,
-                    0,
-                    0,
-                    DecisionLogFile.NONE),
-                lines::add));
+            new DecisionLog(DecisionLogSettings.of(false, 1.0, true, 0, 0), lines::add));
     Sessions off =
         Sessions.builder(
                 controller,

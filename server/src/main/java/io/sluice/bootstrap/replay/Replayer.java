@@ -140,7 +140,9 @@ final class Replayer implements AutoCloseable {
     Tally.Row[] rows = tally.rowsOf(r.pool(), r.className(), r.tenant());
     Tally.arrived(rows);
     record(r);
-    long demand = demand(r);
+    // a cancelled request's recorded service ends at its client's cancel, not at its answer's end:
+    // served as long as it stays, it leaves at its cancel (never "completed" at that same instant)
+    long demand = r.cancelled() && r.ran() ? cancelledDemand(r) : demand(r);
     PoolPolicy pool = config.pools().get(r.pool());
     ClassPolicy cls = config.classes().get(r.className());
     if (pool == null || cls == null) {
@@ -246,6 +248,22 @@ final class Replayer implements AutoCloseable {
     }
     return d;
   }
+
+  /**
+   * The demand of a request whose client left mid-answer: its answer needed more than it ran (its
+   * recorded service is the time until the cancel), so the larger of that plus a millisecond and
+   * its class's mean demand so far. A replay that serves it as recorded sees its client leave
+   * first; one that serves it sooner may see it complete.
+   */
+  private long cancelledDemand(Recorded r) {
+    long soFar = demand(r); // counts it in the recorded concurrency; not in the class's mean
+    long[] m = means.get(r.pool() + "/" + r.className());
+    long mean = m == null || m[0] == 0 ? 0 : m[1] / m[0];
+    return Math.max(soFar + CANCEL_MARGIN_NANOS, mean);
+  }
+
+  /** How much longer than it ran a cancelled answer needs at least (beyond rounding). */
+  static final long CANCEL_MARGIN_NANOS = 1_000_000L;
 
   private long meanOutput(Recorded r) {
     long[] m = means.get(r.pool() + "/" + r.className());

@@ -24,6 +24,13 @@ final class Upstream {
     }
   }
 
+  /**
+   * The demand of a request whose client left mid-answer ({@code OUTCOME_CANCELLED}): its recorded
+   * service is only how long it ran before the client left, not how long its answer takes, so it
+   * never ends by itself; its client's cancel takes it out of service.
+   */
+  static final long UNTIL_CANCELLED = Long.MAX_VALUE;
+
   private final double knee;
   private final PriorityQueue<Job> jobs =
       new PriorityQueue<>((a, b) -> Double.compare(a.finish, b.finish));
@@ -57,7 +64,10 @@ final class Upstream {
   Job start(Object owner, long demandNanos, long now) {
     advance(now);
     Job j = new Job(owner, now);
-    j.finish = served + Math.max(0, demandNanos);
+    j.finish =
+        demandNanos == UNTIL_CANCELLED
+            ? Double.POSITIVE_INFINITY
+            : served + Math.max(0, demandNanos);
     jobs.add(j);
     return j;
   }
@@ -75,6 +85,9 @@ final class Upstream {
       return Long.MAX_VALUE;
     }
     double left = Math.max(0, j.finish - served);
+    if (Double.isInfinite(left)) {
+      return Long.MAX_VALUE; // only a cancel ends it
+    }
     return last + (long) Math.ceil(left / rate());
   }
 

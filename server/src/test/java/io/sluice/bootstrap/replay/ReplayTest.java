@@ -162,6 +162,30 @@ class ReplayTest {
   }
 
   @Test
+  void aClientThatLeftMidAnswer_leavesAgain_andCompletesOnlyWhereItIsServedSooner()
+      throws Exception {
+    // one slot: a served 4 s; b queued behind it 4 s, its client left 2 s into its answer (6 s
+    // after arrival): its recorded service (2 s) is the time until it left, not its answer's
+    String a = admitted(0, 4000, "a");
+    String b =
+        admitted(0, 2000, "b")
+            .replace("\"OUTCOME_COMPLETED\"", "\"OUTCOME_CANCELLED\"")
+            .replace(
+                "\"endedAfterMs\":\"2000\"", "\"endedAfterMs\":\"6000\",\"queueWaitMs\":\"4000\"");
+    Path f = records(List.of(a, b));
+    // as recorded: b leaves when it did, cancelled, not "completed" at that same instant
+    Replayer same = replay(policy(1, "9s"), f, Double.POSITIVE_INFINITY);
+    assertThat(same.agreement.share()).isEqualTo(1.0);
+    assertThat(same.tally.total().cancelled).isEqualTo(1);
+    assertThat(same.tally.total().goodput).isEqualTo(1);
+    assertThat(same.tally.total().goodput).isEqualTo(same.recorded.total().goodput);
+    // two slots: b starts at once; its answer takes its class's mean (4 s), before it leaves
+    Replayer wide = replay(policy(2, "9s"), f, Double.POSITIVE_INFINITY);
+    assertThat(wide.tally.total().cancelled).isZero();
+    assertThat(wide.tally.total().goodput).isEqualTo(2);
+  }
+
+  @Test
   void malformedRecord_namesFileLineAndField() throws Exception {
     Path f =
         records(
