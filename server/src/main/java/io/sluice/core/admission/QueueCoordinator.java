@@ -27,7 +27,6 @@ import org.jspecify.annotations.Nullable;
  * releases its lock. Not thread-safe: guarded by the pool lock. Time is an argument.
  */
 final class QueueCoordinator {
-  /** What a queued item carries: its waiter and request (no body, no thread). */
   /**
    * A waiting request: its waiter, the request, its class slot and the work it asks of the pool
    * (its demand, {@link CapacityLedger#demandWork}).
@@ -65,9 +64,8 @@ final class QueueCoordinator {
   private final CapacityLedger capacity;
   private final ServiceTimes service;
   private final RetryAdvice retry;
-  private final Starter starter;
   private final Map<String, int[]> tenantQueued = new HashMap<>();
-  private final SchedulerLedger ledger = new SchedulerLedger();
+  private final QueueStarts ledger;
   private ClassScheduler<Entry> scheduler;
   private List<ClassSlot> queueSlots; // scheduler index -> slot
   private long nextTicket = 1;
@@ -83,9 +81,9 @@ final class QueueCoordinator {
     this.capacity = capacity;
     this.service = service;
     this.retry = retry;
-    this.starter = starter;
     List<ClassScheduler.QueueClass<Entry>> qcs = queueClasses(slots, policy);
     this.queueSlots = List.copyOf(slots);
+    this.ledger = new QueueStarts(capacity, starter, queueSlots);
     this.scheduler = new ClassScheduler<>(qcs);
   }
 
@@ -96,6 +94,7 @@ final class QueueCoordinator {
   void reconfigure(List<ClassSlot> slots, PoolPolicy policy) {
     List<ClassScheduler.QueueClass<Entry>> qcs = queueClasses(slots, policy);
     this.queueSlots = List.copyOf(slots);
+    ledger.slots = queueSlots;
     this.scheduler = new ClassScheduler<>(qcs);
   }
 
@@ -269,6 +268,12 @@ final class QueueCoordinator {
               + " ms cannot meet the deadline or the class's maximum queue wait",
           wait);
     }
+    if (resume != null && !k.retired()) { // the room too is the limit's that comes back
+      QueueBounds room = WaitingRooms.bounds(k.policy(), policy, capacity.workLimit(), resume);
+      if (!k.queue().bounds().equals(room)) {
+        k.queue().rebound(room);
+      }
+    }
     long expires = QueuedItem.expiryNanos(nowNanos, maxWait, request.deadlineNanos(), serviceNanos);
     long ticket = waiter == null ? 0 : nextTicket++; // a shadow check queues nothing
     QueuedItem<Entry> item =
@@ -422,55 +427,6 @@ final class QueueCoordinator {
       }
     }
     return false;
-  }
-
-  /** The scheduler's view of the pool; {@link #admit} runs the pool's own checks. */
-  private final class SchedulerLedger implements ClassScheduler.PoolLedger<Entry> {
-    long now;
-
-    /** Per item the scheduler took off a queue: its permit or refusal. */
-    final List<Start> started = new ArrayList<>();
-
-    // the class rules' view: the pool's own numbers with the other replicas' load as last
-    // reported (or this replica's share when they are scaled to it); the share itself is
-    // checked when the start is taken (checkCapacity), and bounds the free capacity here
-    @Override
-    public long capacityWorkUnits() {
-      return capacity.classCapWork();
-    }
-
-    @Override
-    public long inFlightWorkUnits() {
-      return capacity.classCapWork() - capacity.freeWork();
-    }
-
-    @Override
-    public long inFlightWorkUnits(int classIndex) {
-      return capacity.classWork(queueSlots.get(classIndex));
-    }
-
-    @Override
-    public long freeRequests() {
-      return capacity.freeRequests();
-    }
-
-    @Override
-    public long requestHeadroom(int classIndex) {
-      ClassSlot k = queueSlots.get(classIndex);
-      return capacity.policy().maxRequests() > 0
-          ? capacity.classRequestHeadroom(k)
-          : Long.MAX_VALUE;
-    }
-
-    @Override
-    public boolean admit(int classIndex, QueuedItem<Entry> item, ClassScheduler.Lane lane) {
-      Start start = starter.start(queueSlots.get(classIndex), item.payload().request(), now);
-      if (start == null) {
-        return false;
-      }
-      started.add(start);
-      return true;
-    }
   }
 
   /** An item left its queue (started, expired, cancelled or refused): its counts go with it. */

@@ -3,6 +3,7 @@ package io.sluice.core.admission;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.queue.QueueBounds;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How large a class's waiting room is: the class's queue settings over the pool, or over this
@@ -33,6 +34,27 @@ final class WaitingRooms {
             : (int) Math.max(1, Math.ceil(c.maxQueueItems() * (double) room / pool));
     long maxWait = Math.max(1, c.maxQueueWait().toNanos());
     return new QueueBounds(maxWork, maxItems, maxWait, c.tenantQueueShare());
+  }
+
+  /**
+   * The waiting room of class {@code c} while a source holds the pool below what it will give back
+   * by itself ({@code resume}: an announced outage probing at the floor; null: nothing pending):
+   * its work room sized on the larger of the limit now ({@code share}) and the one given back, so
+   * requests that the limit coming back serves within their deadline are not refused {@code
+   * queue_full} for the floor's room (their wait is predicted on that limit too, {@link
+   * PoolLimits.Resume#waitNanos}). Items and the tenant's part as {@link #bounds(ClassPolicy,
+   * PoolPolicy, long)}.
+   */
+  static QueueBounds bounds(
+      ClassPolicy c, PoolPolicy p, long share, PoolLimits.@Nullable Resume resume) {
+    QueueBounds now = bounds(c, p, share);
+    if (resume == null || resume.work() <= Math.min(share, p.capacityWorkUnits())) {
+      return now;
+    }
+    long back = (long) Math.floor(c.queueWorkShare() * (double) resume.work());
+    return back <= now.maxQueuedWork()
+        ? now
+        : new QueueBounds(back, now.maxItems(), now.maxWaitNanos(), now.maxTenantShare());
   }
 
   /**

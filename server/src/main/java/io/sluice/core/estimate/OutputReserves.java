@@ -54,9 +54,15 @@ public final class OutputReserves {
   /** Learning is disabled ({@code estimation.learnedReserve.enabled: false}). */
   public static final String RULE_OFF = "off";
 
+  /**
+   * The request waited in its queue and, when it started, the learner (warmed meanwhile) gave a
+   * smaller reserve than it was decided with: it started with that.
+   */
+  public static final String RULE_STARTED = "started";
+
   /** Every rule, the metric's closed tag set. */
   public static final List<String> RULES =
-      List.of(RULE_PRIOR, RULE_BOUND, RULE_LEARNED, RULE_CAP, RULE_OFF);
+      List.of(RULE_PRIOR, RULE_BOUND, RULE_LEARNED, RULE_CAP, RULE_OFF, RULE_STARTED);
 
   /** Tenants whose weight a coarse key tracks (the least weighty forgotten beyond). */
   public static final int MAX_TENANTS_PER_KEY = 64;

@@ -107,6 +107,15 @@ public final class ClassScheduler<T> {
     boolean admit(int classIndex, QueuedItem<T> item, Lane lane);
 
     /**
+     * The work {@code item} would start with now, at most its queued work (a queued request may ask
+     * for less by the time it starts: its output reserve re-estimated); what the capacity checks
+     * fit. The default: its queued work.
+     */
+    default long workNow(int classIndex, QueuedItem<T> item) {
+      return item.workUnits();
+    }
+
+    /**
      * Request slots the pool may still start: its request cap less the requests in flight; {@code
      * Long.MAX_VALUE} when it caps no requests (the default).
      */
@@ -266,7 +275,7 @@ public final class ClassScheduler<T> {
       for (int k = earliestUntried(from, to, false); k >= 0; k = earliestUntried(from, to, false)) {
         tried[k] = true;
         QueuedItem<T> head = waitingHead(k);
-        if (fitsReserved(k, head.workUnits(), ledger)
+        if (fitsReserved(k, workNow(k, head, ledger), ledger)
             && start(k, head, Lane.RESERVED, nowNanos, ledger, admitted)) {
           return true;
         }
@@ -284,7 +293,7 @@ public final class ClassScheduler<T> {
         continue;
       }
       QueuedItem<T> head = waitingHead(k);
-      return fitsBorrowed(k, head.workUnits(), ledger)
+      return fitsBorrowed(k, workNow(k, head, ledger), ledger)
           && start(k, head, Lane.BORROWED, nowNanos, ledger, admitted);
     }
     return false;
@@ -350,6 +359,11 @@ public final class ClassScheduler<T> {
     }
     admitted.add(new Admitted<>(k, head, lane));
     return true;
+  }
+
+  /** The head's work as it would start now: never above what it queued with. */
+  private static <T> long workNow(int k, QueuedItem<T> head, PoolLedger<T> ledger) {
+    return Math.min(head.workUnits(), ledger.workNow(k, head));
   }
 
   private @Nullable Lane lane(int k, long work, PoolLedger<T> ledger) {

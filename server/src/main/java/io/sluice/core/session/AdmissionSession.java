@@ -195,6 +195,11 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   @Override
+  public AdmissionRequest atStart(AdmissionRequest queued) {
+    return cost.atStart(queued); // under the pool's lock: its output reserve estimated again
+  }
+
+  @Override
   public void refused(Decision.Reject r, long waitedNanos) {
     serial.execute(
         () -> {

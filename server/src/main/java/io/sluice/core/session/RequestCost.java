@@ -1,6 +1,7 @@
 package io.sluice.core.session;
 
 import io.sluice.core.admission.AdmissionRequest;
+import io.sluice.core.admission.Permit;
 import io.sluice.core.estimate.EstimateLimits;
 import io.sluice.core.estimate.NativeCheck;
 import io.sluice.core.estimate.NativeEstimate;
@@ -31,6 +32,12 @@ public final class RequestCost {
   private @Nullable AdmissionRequest admission; // the pool's request, once built
   private RequestFacts.@Nullable Estimate facts; // kept until the estimate changes
   private NativeRequestInfo nativeInfo = NativeRequestInfo.NONE; // Envoy's request info
+  // what the pool's request was built from, for its re-estimate when it starts (atStart)
+  private volatile @Nullable Asked asked;
+
+  /** The pool's request and what it was built from: the estimate as asked (before the reserve). */
+  private record Asked(
+      AdmissionRequest request, TokenEstimate estimate, int answers, long fanOutWork) {}
 
   private static final long BODY_DECIDES = Long.MIN_VALUE; // decided with its body
 
@@ -156,6 +163,7 @@ public final class RequestCost {
   AdmissionRequest request() {
     facts = null;
     TokenEstimate e = Objects.requireNonNull(estimate, "estimate before decide");
+    TokenEstimate asAsked = e;
     requestedOutputTokens = e.outputReserveTokens();
     OutputReserves.Reserve r = ReserveLearner.reserve(env.reserves(), subject, e, answers());
     reserveRule = r.rule();
@@ -176,7 +184,60 @@ public final class RequestCost {
             e.inputTokens(),
             e.outputReserveTokens());
     admission = asked;
+    this.asked = new Asked(asked, asAsked, answers(), fanOutWork);
     return asked;
+  }
+
+  /**
+   * The pool's request as it would start now ({@link io.sluice.core.admission.Waiter#atStart}): a
+   * queued request's output reserve estimated again with what the learner holds now (its key, or
+   * the pool's prior, may have warmed while it waited), when that is smaller; else {@code queued}
+   * itself. Never above the client's cap nor what it queued with. Under the pool's lock, from any
+   * thread: reads only what {@link #request} published.
+   */
+  AdmissionRequest atStart(AdmissionRequest queued) {
+    Asked a = asked;
+    if (a == null || a.request() != queued || queued.outputTokens() <= 1) {
+      return queued;
+    }
+    OutputReserves.Reserve r =
+        ReserveLearner.reserve(env.reserves(), subject, a.estimate(), a.answers());
+    long output = r.outputTokens();
+    if (output >= queued.outputTokens()) {
+      return queued;
+    }
+    long work = subject.pool().workUnits(queued.inputTokens(), output, a.fanOutWork());
+    if (work >= queued.workUnits() || work <= 0) {
+      return queued;
+    }
+    return new AdmissionRequest(
+        queued.pool(),
+        queued.requestClass(),
+        queued.tenant(),
+        work,
+        queued.arrivalNanos(),
+        queued.deadlineNanos(),
+        queued.inputTokens(),
+        output);
+  }
+
+  /**
+   * The pool granted {@code p}: when it started with a smaller output reserve than it was decided
+   * with ({@link #atStart}), that reserve is the estimate from here (what the meter grows past,
+   * what the decision record and {@code sluice_reserve_decisions_total} show, rule {@code
+   * started}); true then.
+   */
+  boolean started(Permit p) {
+    TokenEstimate e = estimate;
+    if (e == null || p.outputTokens() < 1 || p.outputTokens() >= e.outputReserveTokens()) {
+      return false;
+    }
+    e = e.withOutputReserve(p.outputTokens());
+    estimate = e;
+    workUnits = subject.pool().workUnits(e.inputTokens(), e.outputReserveTokens(), fanOutWork);
+    reserveRule = OutputReserves.RULE_STARTED;
+    facts = null;
+    return true;
   }
 
   /** The pool's request built by {@link #request}, the learned reserve applied. */

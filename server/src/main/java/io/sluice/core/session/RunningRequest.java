@@ -82,6 +82,9 @@ public final class RunningRequest {
     if (p != permit) {
       permit = p;
       planFacts = null;
+      if (cost.started(p)) { // it waited and starts with a smaller reserve (Waiter.atStart)
+        checks.runsAs(java.util.Objects.requireNonNull(cost.estimate())); // holds cut to it
+      }
     }
   }
 
