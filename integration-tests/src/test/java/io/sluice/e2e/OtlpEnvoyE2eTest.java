@@ -55,7 +55,7 @@ import org.junit.jupiter.api.Timeout;
  * name {@code sluice.*} or a GenAI metric of that version (as Envoy AI Gateway's semconv test
  * does).
  */
-@Timeout(60)
+@Timeout(120)
 class OtlpEnvoyE2eTest {
   private static final String CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
   private static final String CLIENT_SPAN = "00f067aa0ba902b7";
@@ -148,7 +148,7 @@ class OtlpEnvoyE2eTest {
     h.awaitNothingInFlight();
 
     await()
-        .atMost(Duration.ofSeconds(30))
+        .atMost(Duration.ofSeconds(60))
         .until(() -> otlp.spans.size() >= 2 && names(otlp.metrics).containsAll(expectedMetrics()));
 
     EnvoyTracing.Span envoyAdmitted = envoyTracing.extProcSpan("req-admitted").orElseThrow();
@@ -194,7 +194,7 @@ class OtlpEnvoyE2eTest {
     assertThat(r.status()).isEqualTo(200);
     h.awaitNothingInFlight();
 
-    await().atMost(Duration.ofSeconds(30)).until(() -> !otlp.spans.isEmpty());
+    await().atMost(Duration.ofSeconds(60)).until(() -> !otlp.spans.isEmpty());
     Span span = span("req-1");
     assertThat(hex(span.getTraceId())).isEqualTo(CLIENT_TRACE);
     assertThat(hex(span.getParentSpanId())).isEqualTo(CLIENT_SPAN);
