@@ -8,7 +8,9 @@ import static org.awaitility.Awaitility.await;
 import com.google.protobuf.ByteString;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.proto.common.v1.KeyValue;
+import io.opentelemetry.proto.metrics.v1.HistogramDataPoint;
 import io.opentelemetry.proto.metrics.v1.Metric;
+import io.opentelemetry.proto.metrics.v1.NumberDataPoint;
 import io.opentelemetry.proto.trace.v1.Span;
 import io.opentelemetry.semconv.HttpAttributes;
 import io.opentelemetry.semconv.incubating.GenAiIncubatingAttributes;
@@ -46,7 +48,7 @@ import org.junit.jupiter.api.Timeout;
  *       request's {@code sluice.admission} span has Envoy's trace id and, as parent, Envoy's
  *       ext_proc span, whether the client started the trace or Envoy did.
  *   <li>Envoy's tracing off (its default): the client's {@code traceparent}, forwarded in the
- *       request headers, is the parent.
+ *       request headers, is the parent; with {@code propagators: [tracecontext, b3]} its B3 header.
  * </ul>
  *
  * Every attribute name sent is checked against the pinned semantic conventions ({@link
@@ -92,6 +94,10 @@ class OtlpEnvoyE2eTest {
    * tier allows one request a minute; the model streams (2 ms a token, so every time is measured).
    */
   private void start(boolean tracing) throws Exception {
+    start(tracing, "[tracecontext]");
+  }
+
+  private void start(boolean tracing, String propagators) throws Exception {
     otlp = new OtlpReceiver();
     String yaml =
         Policy.base()
@@ -101,8 +107,9 @@ class OtlpEnvoyE2eTest {
             .with(
                 "telemetry",
                 ("{enabled: true, endpoint: 'http://127.0.0.1:%d', sampling: {ratio: 1.0},"
-                        + " exportInterval: 1s, resource: {service.name: sluice-test}}")
-                    .formatted(otlp.port()))
+                        + " exportInterval: 1s, resource: {service.name: sluice-test},"
+                        + " propagators: %s}")
+                    .formatted(otlp.port(), propagators))
             .yaml();
     SluiceServer server =
         SluiceServer.start(
@@ -185,6 +192,61 @@ class OtlpEnvoyE2eTest {
     assertThat(h.server.config().toString()).doesNotContain("s3cret");
 
     assertEveryNameInTheConventions();
+
+    // the same numbers as the Prometheus scrape, once an export after the traffic arrived
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .untilAsserted(
+            () -> {
+              assertThat(lastSum("sluice.admission.decisions"))
+                  .isEqualTo(h.counter("sluice.decisions"))
+                  .isPositive();
+              assertThat(lastSum("sluice.answers")).isEqualTo(h.counter("sluice.answers")).isOne();
+              assertThat(lastCount("gen_ai.server.request.duration")).isOne();
+              assertThat(lastCount("gen_ai.server.time_to_first_token")).isOne();
+            });
+  }
+
+  @Test
+  void b3_whereConfigured_theClientsB3ContextIsTheParent() throws Exception {
+    start(false, "[tracecontext, b3]");
+    HttpResult r =
+        h.send(carol("req-b3").header("b3", CLIENT_TRACE + "-" + CLIENT_SPAN + "-1").build());
+    assertThat(r.status()).isEqualTo(200);
+    h.awaitNothingInFlight();
+
+    await().atMost(Duration.ofSeconds(60)).until(() -> !otlp.spans.isEmpty());
+    Span span = span("req-b3");
+    assertThat(hex(span.getTraceId())).isEqualTo(CLIENT_TRACE);
+    assertThat(hex(span.getParentSpanId())).isEqualTo(CLIENT_SPAN);
+  }
+
+  /** The latest export's {@code name}: a sum's points added up. */
+  private double lastSum(String name) {
+    return last(name).getSum().getDataPointsList().stream()
+        .mapToDouble(
+            p ->
+                p.getValueCase() == NumberDataPoint.ValueCase.AS_INT
+                    ? p.getAsInt()
+                    : p.getAsDouble())
+        .sum();
+  }
+
+  /** The latest export's {@code name}: a histogram's counts added up. */
+  private long lastCount(String name) {
+    return last(name).getHistogram().getDataPointsList().stream()
+        .mapToLong(HistogramDataPoint::getCount)
+        .sum();
+  }
+
+  private Metric last(String name) {
+    List<Metric> all = List.copyOf(otlp.metrics);
+    for (int i = all.size() - 1; i >= 0; i--) {
+      if (all.get(i).getName().equals(name)) {
+        return all.get(i);
+      }
+    }
+    throw new AssertionError("no metric " + name);
   }
 
   @Test
