@@ -91,6 +91,9 @@ final class Exchange {
             this::onGrpcClose);
     this.downstream = new Downstream(emulator::nanoTime);
     this.requestPath = new RequestPath(this, emulator, request);
+    if (config.tracing() != null) {
+      stream.traceparent(config.tracing().begin(requestPath.requestHeaders));
+    }
     this.responsePath = new ResponsePath(this, config, downstream);
   }
 

@@ -47,6 +47,9 @@ import java.util.Set;
  * @param disableClearRouteCache {@code disable_clear_route_cache} (≈1.27), the older spelling of
  *     {@link RouteCacheAction#RETAIN}; setting it together with a non-DEFAULT {@code
  *     routeCacheAction} is refused, as Envoy refuses the config
+ * @param tracing the connection manager's {@code tracing} (OpenTelemetry tracer, every request
+ *     sampled): the ext_proc stream carries its span's {@code traceparent} in its initial metadata
+ *     ({@link EnvoyTracing}); null when tracing is off (Envoy's default)
  */
 public record FilterConfig(
     HeaderMode requestHeaderMode,
@@ -71,7 +74,8 @@ public record FilterConfig(
     boolean closeStreamAfterLastResponse,
     MutationRules mutationRules,
     RouteCacheAction routeCacheAction,
-    boolean disableClearRouteCache) {
+    boolean disableClearRouteCache,
+    EnvoyTracing tracing) {
 
   /** {@code ProcessingMode.HeaderSendMode} (DEFAULT means SEND for headers). */
   public enum HeaderMode {
@@ -201,6 +205,7 @@ public record FilterConfig(
     b.mutationRules = mutationRules;
     b.routeCacheAction = routeCacheAction;
     b.disableClearRouteCache = disableClearRouteCache;
+    b.tracing = tracing;
     return b;
   }
 
@@ -229,6 +234,7 @@ public record FilterConfig(
     private MutationRules mutationRules = MutationRules.defaults();
     private RouteCacheAction routeCacheAction = RouteCacheAction.DEFAULT;
     private boolean disableClearRouteCache;
+    private EnvoyTracing tracing;
 
     private Builder() {}
 
@@ -373,6 +379,12 @@ public record FilterConfig(
       return this;
     }
 
+    /** The connection manager's {@code tracing} ({@link EnvoyTracing}); null: off. */
+    public Builder tracing(EnvoyTracing tracing) {
+      this.tracing = tracing;
+      return this;
+    }
+
     public FilterConfig build() {
       return new FilterConfig(
           requestHeaderMode,
@@ -397,7 +409,8 @@ public record FilterConfig(
           closeStreamAfterLastResponse,
           mutationRules,
           routeCacheAction,
-          disableClearRouteCache);
+          disableClearRouteCache,
+          tracing);
     }
   }
 }

@@ -42,6 +42,8 @@ final class ProcessorStream {
   private ScheduledHandle remoteCloseTimer;
   private boolean firstMessageSent;
   private final Map<String, AiFilters.Published> published = new LinkedHashMap<>();
+  // Envoy's tracing: the context its gRPC client injects into the stream's initial metadata
+  private String traceparent;
 
   ProcessorStream(
       EnvoyExtProcEmulator emulator,
@@ -71,6 +73,11 @@ final class ProcessorStream {
   /** The stream is done with from the filter's side; nothing is sent on it any more. */
   void markClosedByEnvoy() {
     closedByEnvoy = true;
+  }
+
+  /** The ext_proc span's trace context, sent as {@code traceparent} when the stream opens. */
+  void traceparent(String value) {
+    this.traceparent = value;
   }
 
   /** Dynamic metadata an AI filter put on the stream ({@link AiFilters}), by namespace. */
@@ -130,6 +137,9 @@ final class ProcessorStream {
     io.grpc.Metadata headers = new io.grpc.Metadata();
     Map<String, String> merged = new LinkedHashMap<>(config.grpcInitialMetadata());
     merged.putAll(request.routeGrpcInitialMetadata());
+    if (traceparent != null) { // injected by the tracer after the configured metadata
+      merged.put("traceparent", traceparent);
+    }
     merged.forEach((k, v) -> headers.put(Key.of(k, io.grpc.Metadata.ASCII_STRING_MARSHALLER), v));
     call = emulator.newCall();
     stats.streamsStarted.increment();

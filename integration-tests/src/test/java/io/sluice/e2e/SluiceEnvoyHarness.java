@@ -134,6 +134,14 @@ final class SluiceEnvoyHarness implements AutoCloseable {
     }
   }
 
+  /**
+   * A harness around a Sluice the test started itself (e.g. with its own environment), its emulator
+   * configured by {@code filter} and sending to {@code served} (null: {@link #upstream}).
+   */
+  static SluiceEnvoyHarness around(SluiceServer server, FilterConfig filter, Upstream served) {
+    return new SluiceEnvoyHarness(server, filter, served, null, null);
+  }
+
   /** A harness whose Sluice reads its monotonic time from {@code ticker} (retry windows). */
   static SluiceEnvoyHarness start(Policy policy, io.sluice.core.time.Ticker ticker) {
     try {

@@ -46,6 +46,14 @@ public class TelemetryOverheadBenchmark {
   @Param({"off", "off-nocorrelation", "on-1pct", "on-1pct-traces", "on-metrics"})
   public String telemetry;
 
+  /**
+   * {@code llm}: the LLM-shaped stream (request body buffered); {@code headers-only}: the same
+   * request decided at its headers from Envoy's native AI metadata ({@code
+   * LlmStream.headersOnlyMessages}, the floor's {@code headers-only} shape).
+   */
+  @Param({"llm", "headers-only"})
+  public String shape = "llm";
+
   private SluiceServer server;
   private ExtProcService service;
   private Metadata metadata;
@@ -71,7 +79,15 @@ public class TelemetryOverheadBenchmark {
     server =
         SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback() + block));
     service = new ExtProcService(server::runtime, () -> false);
-    envoyMessages = LlmStream.messageBytes();
+    envoyMessages =
+        switch (shape) {
+          case "llm" -> LlmStream.messageBytes();
+          case "headers-only" ->
+              LlmStream.headersOnlyMessages().stream()
+                  .map(io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest::toByteArray)
+                  .toArray(byte[][]::new);
+          default -> throw new IllegalArgumentException(shape);
+        };
     metadata = new Metadata();
     metadata.put(Metadata.Key.of("content-type", Metadata.ASCII_STRING_MARSHALLER), "grpc");
   }
@@ -81,7 +97,10 @@ public class TelemetryOverheadBenchmark {
     server.close();
   }
 
-  /** One LLM-shaped stream: request headers, buffered body, response headers and body, reset. */
+  /**
+   * One stream of the {@link #shape}: request headers, buffered body (LLM-shaped only), response
+   * headers and body, reset.
+   */
   @Benchmark
   public void envoyStream(Blackhole bh) throws Exception {
     BlackholeCall<Answer> sink = new BlackholeCall<>(bh);

@@ -1,4 +1,4 @@
-package io.sluice.extproc;
+package io.sluice.e2e;
 
 import io.grpc.Metadata;
 import io.grpc.Server;
@@ -22,8 +22,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 /**
- * An OTLP/gRPC receiver for tests, on opentelemetry-proto's own service definitions: keeps every
- * span and metric exported to it and the headers the exporter sent.
+ * An OTLP/gRPC receiver for tests, on opentelemetry-proto's own service definitions (the real
+ * {@code TraceService} and {@code MetricsService}): keeps every span and metric exported to it and
+ * the headers the exporter sent.
  */
 final class OtlpReceiver implements AutoCloseable {
   final List<Span> spans = new CopyOnWriteArrayList<>();
