@@ -110,7 +110,7 @@ class LateIntakeE2eTest {
             .with("quotas.keyPrefix", prefix)
             .with("rateLimit.enabled", "false")
             .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
-            .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}")
+            .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s, floor: 0.5}")
             .with("signals.tenant", "[{header: x-tenant-id}]")
             .with("pools.gpu.maxRequests", "2")
             .with("classes.interactive.reservedShare", "0.0")
@@ -278,8 +278,8 @@ class LateIntakeE2eTest {
 
   /**
    * Holds one batch completions request (a shape intake never takes in) on replica {@code i}: sent
-   * again until admitted (a replica whose share has no slot yet refuses it; its refusal is demand,
-   * and the shares follow demand within a few renewals).
+   * again until admitted (each replica keeps one slot, {@code replicas.floor: 0.5}; the retry
+   * covers a share not granted yet).
    */
   private java.util.concurrent.CompletableFuture<HttpResult> fill(int i) throws Exception {
     int before = upstream.received().size();
