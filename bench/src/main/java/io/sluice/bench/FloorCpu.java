@@ -35,7 +35,7 @@ final class FloorCpu {
       if (pid < 0) {
         return NONE;
       }
-      return new Reading(processNanos(pid), loopNanos(pid));
+      return new Reading(FloorCpu.processNanos(pid), FloorCpu.loopNanos(pid));
     }
   }
 
