@@ -247,10 +247,7 @@ public final class OutputReserves {
     this.keys = BoundedKeys.of(settings.maxKeys(), evictions);
   }
 
-  /**
-   * An answer's weight growth at a half-life ({@code 2^(1/halfLife)}) and the losses' averaging
-   * rate at the same half-life.
-   */
+  /** An answer's weight growth at a half-life, {@code 2^(1/halfLife)}; the losses' rate at it. */
   private record Decay(int halfLife, double growth, double alpha) {
     static Decay of(int halfLife) {
       double growth = Math.pow(2, 1.0 / halfLife);
@@ -389,10 +386,7 @@ public final class OutputReserves {
       return;
     }
     double actual = (double) outputTokens / answers;
-    Decay d = decay;
-    if (d.halfLife() != s.halfLife()) { // a reload between the two reads
-      d = Decay.of(s.halfLife());
-    }
+    Decay d = decay.halfLife() == s.halfLife() ? decay : Decay.of(s.halfLife()); // mid-reload
     double growth = d.growth();
     double alpha = d.alpha(); // the loss averages decay at the same half-life
     ReserveStats coarse =

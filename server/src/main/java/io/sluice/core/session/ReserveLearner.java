@@ -87,7 +87,7 @@ public final class ReserveLearner implements SessionListener {
     return fresh.scope();
   }
 
-  /** A class's scope, kept for its next request (one concatenation per class switch, not two per request). */
+  /** A class's scope, kept for its next request: one concatenation per class switch. */
   private record ClassScope(String name, String scope) {}
 
   private static volatile @Nullable ClassScope lastClassScope;
