@@ -61,8 +61,8 @@ final class FloorCpu {
   }
 
   /**
-   * Prints one workload's table: each target's CPU per call (median and range over rounds), what
-   * it spends above the no-op and against {@code sluice}, both paired by round, and its rate ratio.
+   * Prints one workload's table: each target's CPU per call (median and range over rounds), what it
+   * spends above the no-op and against {@code sluice}, both paired by round, and its rate ratio.
    */
   void print(PrintStream out, String workload) {
     Map<String, Rounds> targets = byWorkload.get(workload);
@@ -141,8 +141,8 @@ final class FloorCpu {
   }
 
   /**
-   * Time on CPU of the process's gRPC event-loop threads ({@code grpc-default-worker-*}, whose
-   * name the kernel keeps as {@code grpc-default-wo}), from each thread's {@code schedstat}, in ns.
+   * Time on CPU of the process's gRPC event-loop threads ({@code grpc-default-worker-*}, whose name
+   * the kernel keeps as {@code grpc-default-wo}), from each thread's {@code schedstat}, in ns.
    */
   static long loopNanos(long pid) {
     long sum = 0;

@@ -28,7 +28,8 @@ class FloorCpuTest {
     String table = print(cpu);
     // sluice above the no-op, by round: 3, 6, 3 → median 3 (medians' difference would be 3 too,
     // but its range would not be 3–6); the twin against sluice: 0.5, 0, -0.2 → median 0
-    assertThat(table).contains("| sluice | 14.00 [13.00–26.00] | 14.00 [13.00–26.00] | 3.00 [3.00–6.00] |");
+    assertThat(table)
+        .contains("| sluice | 14.00 [13.00–26.00] | 14.00 [13.00–26.00] | 3.00 [3.00–6.00] |");
     assertThat(table)
         .contains(
             "| sluice-twin | 13.80 [13.50–26.00] | 13.80 [13.50–26.00] | 3.50 [2.80–6.00] |"
@@ -56,13 +57,7 @@ class FloorCpuTest {
   /** One measured window: {@code micros} of CPU per call on both readings, 1,000 calls. */
   private static void window(FloorCpu cpu, String target, double micros, double rate) {
     long nanos = Math.round(micros * 1000 * 1000);
-    cpu.add(
-        "llm",
-        target,
-        FloorCpu.Reading.NONE,
-        new FloorCpu.Reading(nanos, nanos),
-        1000,
-        rate);
+    cpu.add("llm", target, FloorCpu.Reading.NONE, new FloorCpu.Reading(nanos, nanos), 1000, rate);
   }
 
   private static String print(FloorCpu cpu) {

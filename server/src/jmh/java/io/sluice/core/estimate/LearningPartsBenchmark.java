@@ -50,8 +50,8 @@ public class LearningPartsBenchmark {
   }
 
   private void learn(long k) {
-    reserves.record("default", "claude-sonnet-4-5", "class:interactive", "acme", 0.9, 1024, 1,
-        96 + k % 13);
+    reserves.record(
+        "default", "claude-sonnet-4-5", "class:interactive", "acme", 0.9, 1024, 1, 96 + k % 13);
   }
 
   /** The learned reserve of one request, then its answer learned: what each stream pays. */
@@ -59,8 +59,7 @@ public class LearningPartsBenchmark {
   public long reserveAndLearn() {
     OutputReserves.Reserve r =
         reserves.reserve(
-            "default", "claude-sonnet-4-5", "class:interactive", "acme", 0.9, 1024, 1024, 1,
-            1024);
+            "default", "claude-sonnet-4-5", "class:interactive", "acme", 0.9, 1024, 1024, 1, 1024);
     learn(i++);
     return r.outputTokens();
   }
