@@ -37,6 +37,22 @@ final class ClosedLoop {
       int durationSeconds,
       BiConsumer<ManagedChannel, Consumer<Boolean>> oneCall)
       throws InterruptedException {
+    return run(channels, concurrency, warmupSeconds, durationSeconds, oneCall, () -> {}, () -> {});
+  }
+
+  /**
+   * As above; {@code atStart} and {@code atEnd} run at the measured window's first and last instant
+   * (the floor reads each server's CPU there).
+   */
+  static Result run(
+      List<ManagedChannel> channels,
+      int concurrency,
+      int warmupSeconds,
+      int durationSeconds,
+      BiConsumer<ManagedChannel, Consumer<Boolean>> oneCall,
+      Runnable atStart,
+      Runnable atEnd)
+      throws InterruptedException {
     AtomicBoolean measuring = new AtomicBoolean();
     AtomicBoolean stop = new AtomicBoolean();
     AtomicLong done = new AtomicLong();
@@ -75,12 +91,14 @@ final class ClosedLoop {
       }
     }
     Thread.sleep(warmupSeconds * 1000L);
+    atStart.run();
     long cpu0 = processCpuNanos();
     long t0 = System.nanoTime();
     measuring.set(true);
     Thread.sleep(durationSeconds * 1000L);
     measuring.set(false);
     long t1 = System.nanoTime();
+    atEnd.run();
     long cpu1 = processCpuNanos();
     stop.set(true);
     finished.await(10, TimeUnit.SECONDS);

@@ -3,8 +3,6 @@ package io.sluice.bench;
 import static io.sluice.bench.FloorMessages.grpcFrame;
 import static io.sluice.bench.FloorMessages.request;
 import static io.sluice.bench.FloorMessages.rlsRequest;
-import static io.sluice.bench.FloorReport.median;
-import static io.sluice.bench.FloorReport.quantile;
 import static io.sluice.bench.FloorReport.table;
 
 import io.grpc.ManagedChannel;
@@ -22,7 +20,6 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -85,7 +82,10 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--targets",
       split = ",",
-      description = "measure only these targets (the no-op always), e.g. sluice,sluice-baseline")
+      description =
+          "measure only these targets (the no-op always), e.g. sluice,sluice-baseline;"
+              + " sluice-twin (with --separate) is a second JVM of this jar's sluice: the control"
+              + " whose difference to sluice is the CPU method's spread")
   @Nullable List<String> only;
 
   @Option(
@@ -317,15 +317,26 @@ final class Floor implements Callable<Integer> {
       order.forEach(w -> results.put(w, new ArrayList<>()));
       order.forEach(w -> serverCpu.put(w, new ArrayList<>()));
       Map<Window, FloorThreads> byThread = new LinkedHashMap<>();
+      FloorCpu cpuByRound = new FloorCpu();
       for (int round = 0; round < rounds; round++) {
         for (int i = 0; i < order.size(); i++) {
           Window w = order.get((i + round) % order.size()); // rotate who goes first
           long pid = threads ? servers.pid(w.target()) : -1;
           var threads0 = pid < 0 ? Map.<String, long[]>of() : FloorThreads.snapshot(pid);
           long cpu0 = servers.cpuNanos(w.target());
+          long server = servers.pid(w.target());
+          FloorCpu.Reading[] at = new FloorCpu.Reading[2]; // the measured window's ends
           ClosedLoop.Result r =
-              drive(w.calls(), channelsOf.get(w.target()), SETTLE_SECONDS, durationSeconds);
+              ClosedLoop.run(
+                  channelsOf.get(w.target()),
+                  concurrency,
+                  SETTLE_SECONDS,
+                  durationSeconds,
+                  w.calls().call(parseAnswers)::accept,
+                  () -> at[0] = FloorCpu.Reading.of(server),
+                  () -> at[1] = FloorCpu.Reading.of(server));
           long cpu1 = servers.cpuNanos(w.target());
+          cpuByRound.add(w.calls().label(), w.target(), at[0], at[1], r.done(), r.perSecond());
           if (pid >= 0) {
             byThread
                 .computeIfAbsent(w, k -> new FloorThreads())
@@ -348,7 +359,7 @@ final class Floor implements Callable<Integer> {
         for (String target : targetsOf(calls)) {
           Window w = new Window(calls, target);
           rows.add(
-              row(
+              FloorReport.row(
                   w,
                   results.get(w),
                   results.get(new Window(calls, "noop")),
@@ -356,6 +367,9 @@ final class Floor implements Callable<Integer> {
                   servers.server(target)));
         }
         out.println(table(rows, channels, concurrency, calls, rounds, durationSeconds, separate));
+      }
+      if (separate) {
+        workloads.forEach(c -> cpuByRound.print(out, c.label()));
       }
       byThread.forEach((w, t) -> t.print(out, w.calls().label() + ", " + w.target()));
     } finally {
@@ -378,52 +392,10 @@ final class Floor implements Callable<Integer> {
   }
 
   /** Targets measured only when {@code --targets} names them. */
-  static final List<String> OPT_IN = List.of("sluice-telemetry", "sluice-unguarded");
+  static final List<String> OPT_IN = List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin");
 
   /** One workload against one target. */
   record Window(FloorCalls calls, String target) {}
-
-  private Row row(
-      Window window,
-      List<ClosedLoop.Result> mine,
-      List<ClosedLoop.Result> noop,
-      List<Double> serverCpu,
-      @Nullable AutoCloseable server) {
-    double[] rates = new double[mine.size()];
-    double[] ratios = new double[mine.size()];
-    Histogram latency = new Histogram(60_000_000L, 3);
-    double cpu = 0;
-    long errors = 0;
-    for (int i = 0; i < mine.size(); i++) {
-      rates[i] = mine.get(i).perSecond();
-      ratios[i] = mine.get(i).perSecond() / noop.get(i).perSecond();
-      latency.add(mine.get(i).latencyMicros());
-      cpu += mine.get(i).cpuCores() / mine.size();
-      errors += mine.get(i).errors();
-    }
-    String p50 = "-";
-    String p99 = "-";
-    String phase = window.calls().phase();
-    if (server instanceof Sluice s && !phase.isEmpty()) {
-      String scrape = s.server.registry().scrape();
-      String decision = window.target().equals("sluice-reject") ? "reject" : "admit";
-      p50 = quantile(scrape, decision, phase, "0.5");
-      p99 = quantile(scrape, decision, phase, "0.99");
-    }
-    return new Row(
-        window.calls().label(),
-        window.target(),
-        median(rates),
-        median(ratios),
-        Arrays.stream(ratios).min().orElse(Double.NaN),
-        Arrays.stream(ratios).max().orElse(Double.NaN),
-        latency,
-        cpu,
-        median(serverCpu.stream().mapToDouble(Double::doubleValue).toArray()),
-        p50,
-        p99,
-        errors);
-  }
 
   AutoCloseable start(String target, int port) throws IOException {
     // as a lone server (--serve, for h2load) every Sluice uses --redis; in a floor run only
@@ -432,7 +404,7 @@ final class Floor implements Callable<Integer> {
     String admit = deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY;
     return switch (target) {
       case "noop" -> new NoOp(port);
-      case "sluice" -> new Sluice(admit, port, store);
+      case "sluice", "sluice-twin" -> new Sluice(admit, port, store);
       case "sluice-reject" -> new Sluice(REJECT_POLICY, port, store);
       case "sluice-redis" -> new Sluice(admit, port, requireRedis());
       case "sluice-telemetry" -> new Sluice(admit + TELEMETRY_ON, port, store);
@@ -441,8 +413,8 @@ final class Floor implements Callable<Integer> {
           throw new IllegalArgumentException(
               "target: "
                   + target
-                  + " (expected: noop, sluice, sluice-reject, sluice-redis, sluice-telemetry or"
-                  + " sluice-unguarded)");
+                  + " (expected: noop, sluice, sluice-twin, sluice-reject, sluice-redis,"
+                  + " sluice-telemetry or sluice-unguarded)");
     };
   }
 

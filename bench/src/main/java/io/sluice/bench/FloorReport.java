@@ -1,15 +1,61 @@
 package io.sluice.bench;
 
 import io.sluice.bench.Floor.Row;
+import io.sluice.bench.FloorServers.Sluice;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.HdrHistogram.Histogram;
+import org.jspecify.annotations.Nullable;
 
 /** The floor bench's figures: medians, decision-latency quantiles and the Markdown table. */
 final class FloorReport {
   private FloorReport() {}
+
+  /** One target's row of the table: medians and ranges over its rounds. */
+  static Row row(
+      Floor.Window window,
+      List<ClosedLoop.Result> mine,
+      List<ClosedLoop.Result> noop,
+      List<Double> serverCpu,
+      @Nullable AutoCloseable server) {
+    double[] rates = new double[mine.size()];
+    double[] ratios = new double[mine.size()];
+    Histogram latency = new Histogram(60_000_000L, 3);
+    double cpu = 0;
+    long errors = 0;
+    for (int i = 0; i < mine.size(); i++) {
+      rates[i] = mine.get(i).perSecond();
+      ratios[i] = mine.get(i).perSecond() / noop.get(i).perSecond();
+      latency.add(mine.get(i).latencyMicros());
+      cpu += mine.get(i).cpuCores() / mine.size();
+      errors += mine.get(i).errors();
+    }
+    String p50 = "-";
+    String p99 = "-";
+    String phase = window.calls().phase();
+    if (server instanceof Sluice s && !phase.isEmpty()) {
+      String scrape = s.server.registry().scrape();
+      String decision = window.target().equals("sluice-reject") ? "reject" : "admit";
+      p50 = quantile(scrape, decision, phase, "0.5");
+      p99 = quantile(scrape, decision, phase, "0.99");
+    }
+    return new Row(
+        window.calls().label(),
+        window.target(),
+        median(rates),
+        median(ratios),
+        Arrays.stream(ratios).min().orElse(Double.NaN),
+        Arrays.stream(ratios).max().orElse(Double.NaN),
+        latency,
+        cpu,
+        median(serverCpu.stream().mapToDouble(Double::doubleValue).toArray()),
+        p50,
+        p99,
+        errors);
+  }
 
   static double median(double[] values) {
     double[] v = values.clone();

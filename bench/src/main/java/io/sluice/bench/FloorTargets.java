@@ -74,7 +74,9 @@ final class FloorTargets implements AutoCloseable {
                 BenchMain.class.getName(),
                 "floor",
                 "--serve",
-                target.equals("sluice-baseline") ? "sluice" : target,
+                target.equals("sluice-baseline") || target.equals("sluice-twin")
+                    ? "sluice"
+                    : target,
                 "--port",
                 Integer.toString(port)));
         if (redis != null && target.equals("sluice-redis")) {

@@ -23,12 +23,18 @@ final class DecayedLogHistogram {
   private final float[] buckets;
   private double weight = 1; // the next sample's weight
   private double total;
+  // the lowest and highest bucket above 0 (the bucket count and 0 with none): a quantile walks
+  // only between them (answers fill a few of ~150 buckets: the walk up to the lowest and the scan
+  // down from the last were most of a read, twice per answer and per reserve)
+  private int low;
+  private int high;
 
   /**
    * @param max values above it count in the last bucket ({@code > 1})
    */
   DecayedLogHistogram(double max) {
     this.buckets = new float[2 + (int) Math.ceil(Math.log(Math.max(BASE, max)) / LOG_BASE)];
+    this.low = buckets.length;
   }
 
   /**
@@ -45,17 +51,36 @@ final class DecayedLogHistogram {
    * growth^factor} times as much (a part of a sample ages the others by that part).
    */
   void add(double value, double growth, double factor) {
-    buckets[index(value)] += (float) (weight * factor);
+    int i = index(value);
+    buckets[i] += (float) (weight * factor);
     total += weight * factor;
     weight *= factor == 1 ? growth : Math.pow(growth, factor);
     if (weight > RESCALE_AT) {
       double f = 1 / weight;
-      for (int i = 0; i < buckets.length; i++) {
-        buckets[i] = (float) (buckets[i] * f);
+      for (int j = 0; j < buckets.length; j++) {
+        buckets[j] = (float) (buckets[j] * f);
       }
       total *= f;
       weight = 1;
+      span(); // a tiny bucket may have become 0
+    } else if (buckets[i] > 0) {
+      low = Math.min(low, i);
+      high = Math.max(high, i);
     }
+  }
+
+  /** Finds {@link #low} and {@link #high} again by reading every bucket. */
+  private void span() {
+    int lo = 0;
+    while (lo < buckets.length && !(buckets[lo] > 0)) {
+      lo++;
+    }
+    int hi = buckets.length - 1;
+    while (hi > 0 && !(buckets[hi] > 0)) {
+      hi--;
+    }
+    low = lo;
+    high = hi;
   }
 
   /** The bucket {@code value} counts in. */
@@ -77,11 +102,8 @@ final class DecayedLogHistogram {
     }
     double target = Math.min(1, q) * total;
     double seen = 0;
-    int last = buckets.length - 1;
-    while (last > 0 && buckets[last] <= 0) {
-      last--;
-    }
-    for (int i = 0; i < last; i++) {
+    int last = high; // the highest bucket held (0 with none above the zeros)
+    for (int i = Math.min(low, last); i < last; i++) { // nothing below the lowest held
       double w = buckets[i];
       if (w <= 0) {
         continue;
@@ -130,6 +152,7 @@ final class DecayedLogHistogram {
         total += w[i] * weight;
       }
     }
+    span();
   }
 
   /** Forgets every sample (the weights of a stored state follow with {@link #addWeights}). */
@@ -137,6 +160,8 @@ final class DecayedLogHistogram {
     java.util.Arrays.fill(buckets, 0f);
     total = 0;
     weight = 1;
+    low = buckets.length;
+    high = 0;
   }
 
   /** The weighted fraction of the samples at or below {@code value} (NaN with none). */
@@ -146,7 +171,7 @@ final class DecayedLogHistogram {
     }
     int at = index(value);
     double below = 0;
-    for (int i = 0; i < at; i++) {
+    for (int i = Math.min(low, at); i < at; i++) { // nothing below the lowest held
       below += buckets[i];
     }
     double within = 1; // the share of value's own bucket at or below it (log-uniform within)

@@ -242,12 +242,23 @@ public final class OutputReserves {
       int tenantsWeighed) {}
 
   private volatile Settings settings;
+  // growth and alpha of the settings' half-life: two pow() per answer before, now once per reload
+  private volatile Decay decay;
   private final Cache<ReserveKey, ReserveStats> keys;
   private final LongAdder evictions = new LongAdder();
 
   public OutputReserves(Settings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
+    this.decay = Decay.of(settings.halfLife());
     this.keys = BoundedKeys.of(settings.maxKeys(), evictions);
+  }
+
+  /** An answer's weight growth at a half-life, {@code 2^(1/halfLife)}; the losses' rate at it. */
+  private record Decay(int halfLife, double growth, double alpha) {
+    static Decay of(int halfLife) {
+      double growth = Math.pow(2, 1.0 / halfLife);
+      return new Decay(halfLife, growth, 1 - 1 / growth);
+    }
   }
 
   /** A learner that never learns (tests, tools). */
@@ -258,6 +269,7 @@ public final class OutputReserves {
   /** A reload's settings; learned keys are kept (the coldest evicted if {@code maxKeys} shrank). */
   public void reconfigure(Settings next) {
     settings = Objects.requireNonNull(next, "settings");
+    decay = Decay.of(next.halfLife());
     keys.policy().eviction().ifPresent(e -> e.setMaximum(next.maxKeys()));
     keys.cleanUp();
   }
@@ -380,8 +392,9 @@ public final class OutputReserves {
       return;
     }
     double actual = (double) outputTokens / answers;
-    double growth = Math.pow(2, 1.0 / s.halfLife());
-    double alpha = 1 - 1 / growth; // the loss averages decay at the same half-life
+    Decay d = decay.halfLife() == s.halfLife() ? decay : Decay.of(s.halfLife()); // mid-reload
+    double growth = d.growth();
+    double alpha = d.alpha(); // the loss averages decay at the same half-life
     ReserveStats coarse =
         keys.get(key(pool, model, scope, quantile, ""), k -> new ReserveStats(quantile));
     coarse.record(

@@ -2,6 +2,7 @@ package io.sluice.core.session;
 
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenEstimate;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The learned output reserve's learning side: a listener of {@link SessionEvent.Released}
@@ -73,6 +74,21 @@ public final class ReserveLearner implements SessionListener {
   /** The key's scope of a request: its route's name, or its class's when the route has none. */
   static String scope(Subject s) {
     String route = s.route();
-    return route != null && !route.isEmpty() ? route : "class:" + s.requestClass().name();
+    if (route != null && !route.isEmpty()) {
+      return route;
+    }
+    String name = s.requestClass().name();
+    ClassScope last = lastClassScope;
+    if (last != null && last.name() == name) { // the policy's own name: the same instance
+      return last.scope();
+    }
+    ClassScope fresh = new ClassScope(name, "class:" + name);
+    lastClassScope = fresh;
+    return fresh.scope();
   }
+
+  /** A class's scope, kept for its next request: one concatenation per class switch. */
+  private record ClassScope(String name, String scope) {}
+
+  private static volatile @Nullable ClassScope lastClassScope;
 }
