@@ -282,9 +282,9 @@ final class BudgetBench {
   }
 
   /**
-   * The chart of a pacing run, a line a day: what was admitted that day (the bar: one {@code #}
-   * per 10,000 tokens, {@code |} at the budget's daily rate) and the spend so far against the
-   * budget and against the even line (day / 30).
+   * The chart of a pacing run, a line a day: what was admitted that day (the bar: one {@code #} per
+   * 10,000 tokens, {@code |} at the budget's daily rate) and the spend so far against the budget
+   * and against the even line (day / 30).
    */
   static void chart(long[] perDay, long limit) {
     System.out.println(

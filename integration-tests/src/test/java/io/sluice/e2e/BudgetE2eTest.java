@@ -153,8 +153,10 @@ class BudgetE2eTest {
     java.util.List<String> ends = berlinDayEnds();
     assertThat(error.path("budget").asText()).isEqualTo("all");
     assertThat(error.path("period_end").asText()).isIn(ends);
-    assertThat(refused.header("x-sluice-budget-reset")).hasValueSatisfying(v -> assertThat(v).isIn(ends));
-    assertThat(disclosed.header("x-sluice-budget-reset")).hasValueSatisfying(v -> assertThat(v).isIn(ends));
+    assertThat(refused.header("x-sluice-budget-reset"))
+        .hasValueSatisfying(v -> assertThat(v).isIn(ends));
+    assertThat(disclosed.header("x-sluice-budget-reset"))
+        .hasValueSatisfying(v -> assertThat(v).isIn(ends));
 
     oneAttemptOnly(this::attemptsOf);
     assertThat(h.counter("sluice.budget.refusals", "reason", "budget_exhausted"))
@@ -200,7 +202,13 @@ class BudgetE2eTest {
     java.time.ZoneId berlin = java.time.ZoneId.of("Europe/Berlin");
     java.time.LocalDate today = java.time.LocalDate.now(berlin);
     return java.util.List.of(
-        today.plusDays(1).atStartOfDay(berlin).format(java.time.format.DateTimeFormatter.ISO_OFFSET_DATE_TIME),
-        today.plusDays(2).atStartOfDay(berlin).format(java.time.format.DateTimeFormatter.ISO_OFFSET_DATE_TIME));
+        today
+            .plusDays(1)
+            .atStartOfDay(berlin)
+            .format(java.time.format.DateTimeFormatter.ISO_OFFSET_DATE_TIME),
+        today
+            .plusDays(2)
+            .atStartOfDay(berlin)
+            .format(java.time.format.DateTimeFormatter.ISO_OFFSET_DATE_TIME));
   }
 }

@@ -54,10 +54,7 @@ public final class OutputReserves {
   /** Learning is disabled ({@code estimation.learnedReserve.enabled: false}). */
   public static final String RULE_OFF = "off";
 
-  /**
-   * The request waited in its queue and, when it started, the learner (warmed meanwhile) gave a
-   * smaller reserve than it was decided with: it started with that.
-   */
+  /** It waited in its queue and started with the smaller reserve learned meanwhile. */
   public static final String RULE_STARTED = "started";
 
   /** Every rule, the metric's closed tag set. */
@@ -393,21 +390,19 @@ public final class OutputReserves {
     }
     double actual = (double) outputTokens / answers;
     Decay d = decay.halfLife() == s.halfLife() ? decay : Decay.of(s.halfLife()); // mid-reload
-    double growth = d.growth();
-    double alpha = d.alpha(); // the loss averages decay at the same half-life
     ReserveStats coarse =
         keys.get(key(pool, model, scope, quantile, ""), k -> new ReserveStats(quantile));
     coarse.record(
         capPerAnswer,
         actual,
-        growth,
-        alpha,
+        d.growth(),
+        d.alpha(), // the losses decay at the same half-life
         cut,
         s.tenantKeys() ? bounded(tenant) : null,
         leadOnCoarseKey(s));
     if (s.tenantKeys()) {
       keys.get(key(pool, model, scope, quantile, tenant), k -> new ReserveStats(quantile))
-          .record(capPerAnswer, actual, growth, alpha, cut, null, 0);
+          .record(capPerAnswer, actual, d.growth(), d.alpha(), cut, null, 0);
     }
   }
 
