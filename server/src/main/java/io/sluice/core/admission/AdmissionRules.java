@@ -134,7 +134,7 @@ final class AdmissionRules {
     // it waits behind no one, so no wait is predicted for it from their queues.
     boolean waiting =
         queues.hasWaitingAtOrAbove(k.policy().rank())
-            && !queues.startsInReserve(k, capacity.accountedWork(k, request.workUnits()));
+            && !queues.startsInReserve(k, capacity.classRuleWork(k, request.workUnits()));
     if (refused == null && !waiting) {
       return new Decision.Admit(capacity.take(pool, k, request, nowNanos));
     }

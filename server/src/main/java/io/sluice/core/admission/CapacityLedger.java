@@ -335,9 +335,30 @@ final class CapacityLedger {
     return otherPeerRequests;
   }
 
-  /** Work of class {@code k} in flight as the class rules count it (with the peers' part). */
+  /**
+   * Work of class {@code k} in flight as the class rules count it (with the peers' part): on the
+   * pool's numbers ({@link #pooled}), each request as it asks of the pool ({@link #inFlightWork}).
+   */
   long classWork(ClassSlot k) {
-    return k.work() + k.peerWork();
+    return inFlightWork(k) + k.peerWork();
+  }
+
+  /**
+   * This replica's work of class {@code k} in flight as the class rules count it and as it reports
+   * it to the peers: when they count the pool as a whole, each request at most its class's reach in
+   * the pool ({@link #demandWork}), not the smaller reach it is held as on this replica's share
+   * (else a request larger than a small share's reach would count as that reach and pass rules its
+   * real work does not fit); else as held ({@link #accountedWork}).
+   */
+  long inFlightWork(ClassSlot k) {
+    return pooled ? k.demandWork() : k.work();
+  }
+
+  /**
+   * The work a request of class {@code k} counts as in the class rules (see {@link #inFlightWork}).
+   */
+  long classRuleWork(ClassSlot k, long work) {
+    return pooled ? demandWork(k, work) : accountedWork(k, work);
   }
 
   /** Request slots class {@code k} may still take within its reserve (class rules' count). */

@@ -70,7 +70,7 @@ final class CapacityRules {
     int keptRequests = 0;
     for (ClassSlot j : ledger.slots()) {
       if (j != k) {
-        protectedWork += Math.max(j.work() + j.peerWork(), j.guaranteed());
+        protectedWork += Math.max(ledger.classWork(j), j.guaranteed());
         protectedRequests += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());
         keptWork += Math.max(0, j.idleWork() - j.work());
         keptRequests += Math.max(0, j.idleRequests() - j.requests());
@@ -127,7 +127,7 @@ final class CapacityRules {
     int protectedRequests = othersRequests;
     long keptWork = othersKeptWork;
     int keptRequests = othersKeptRequests;
-    long classWork = k.work() + k.peerWork();
+    long classWork = ledger.classWork(k);
     long room =
         Math.min(
             ledger.classCapWork() - classWork - protectedWork,
@@ -154,9 +154,10 @@ final class CapacityRules {
   /** Pool request cap, class share and pool capacity (not the tenant cap); null if it fits. */
   @Nullable Shortfall checkCapacity(ClassSlot k, long work) {
     PoolPolicy p = ledger.policy();
-    long w = ledger.accountedWork(k, work);
+    long w = ledger.accountedWork(k, work); // on this replica's limit
+    long wc = ledger.classRuleWork(k, work); // in the class rules (the pool's, when pooled)
     ClassPolicy cls = k.policy();
-    long classWork = k.work() + k.peerWork();
+    long classWork = ledger.classWork(k);
     int classRequests = k.requests() + k.peerRequests();
     sumOthers(k);
     long protectedWork = othersWork;
@@ -199,10 +200,10 @@ final class CapacityRules {
                     : shareNote(ledger.classCapRequests(), p.maxRequests())));
       }
     }
-    if (classWork + w > k.reserved() && !cls.borrow()) {
+    if (classWork + wc > k.reserved() && !cls.borrow()) {
       return new Shortfall(
           Reason.CLASS_SHARE,
-          classWork + w - k.reserved(),
+          classWork + wc - k.reserved(),
           0,
           "class "
               + cls.name()
@@ -210,7 +211,7 @@ final class CapacityRules {
               + p.name()
               + (ledger.pooled() ? ACROSS : ""));
     }
-    long need = classWork + w + protectedWork;
+    long need = classWork + wc + protectedWork;
     if (need > ledger.classCapWork()) {
       return new Shortfall(
           Reason.POOL_SATURATED,

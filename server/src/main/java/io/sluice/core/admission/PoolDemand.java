@@ -53,7 +53,7 @@ final class PoolDemand {
               s.name(),
               s.demandWork() + s.queuedDemandWork() + s.refusedWork(),
               s.requests() + s.queue().depth() + s.refusedRequests(),
-              s.work(),
+              capacity.inFlightWork(s),
               s.requests(),
               s.queue().peek().map(q -> q.payload().demandWork()).orElse(0L)));
       s.clearRefused();

@@ -176,12 +176,14 @@ class ClassSharesAcrossReplicasTest {
   }
 
   /**
-   * A replica's demand is what its requests ask for. Next to a saturated replica b, replica a has
-   * 15 (its even part of batch's idle guarantee, kept for batch) and queues an interactive request
-   * of 60: counted against a's share, it is at most what interactive may hold there, but its demand
-   * is its own 60, so a gets its fair part of interactive's guarantee (35 of 70, max-min against b)
-   * and the request starts, counted as 35. (Reported as its counted work, 0 of interactive's part,
-   * the demand kept a at its idle part, and the request ran counted as nothing more than that.)
+   * A replica's demand is what its requests ask for, and the pool's numbers are its real limits.
+   * Next to a saturated replica b, replica a has 15 (its even part of batch's idle guarantee, kept
+   * for batch) and queues an interactive request of 60. Its demand is its own 60, so a gets its
+   * fair part of interactive's guarantee (35 of 70, max-min against b); but while b holds 35 of
+   * interactive the request does not fit the pool (35 + 60 + batch's 30 > 100), so it waits —
+   * before, it started counted as the 35 interactive may hold on a's share, and the pool ran 110
+   * units of work on a capacity of 100. Once b's interactive work ends it starts: held on a's share
+   * as the 35 interactive may hold there, counted in the pool (and reported to peers) as its 60.
    */
   @Test
   void aRequestLargerThanTheShareAsksForItsOwnWork() {
@@ -228,14 +230,29 @@ class ClassSharesAcrossReplicasTest {
       b.offer(INTERACTIVE, 20, 10);
       rounds(rs, 1);
     }
-    assertThat(a.pool().demand().classes())
-        .as("nothing queued any more")
-        .allSatisfy(c -> assertThat(c.demandWork()).isLessThanOrEqualTo(60));
-    assertThat(started).as("the 60-unit request started on a").hasSize(1);
     assertThat(a.granted())
         .as("a's fair part: 35 of interactive, 15 of batch's idle")
         .isEqualTo(50);
-    assertThat(started.get(0).workUnits()).as("what interactive may hold on a").isEqualTo(35);
+    assertThat(started).as("waits: b holds 35 of interactive, 35 + 60 + 30 > 100").isEmpty();
+    b.held.forEach(p -> p.release(io.sluice.core.admission.Outcome.COMPLETED, ticker.nanos()));
+    b.held.clear();
+    for (int i = 0; i < 8 && started.isEmpty(); i++) {
+      rounds(rs, 1);
+    }
+    assertThat(a.pool().demand().classes())
+        .as("nothing queued any more")
+        .allSatisfy(c -> assertThat(c.demandWork()).isLessThanOrEqualTo(60));
+    assertThat(started).as("the 60-unit request started on a once b's work ended").hasSize(1);
+    assertThat(started.get(0).workUnits())
+        .as("held as what interactive may hold on a")
+        .isEqualTo(35);
+    assertThat(a.pool().demand().classes())
+        .as("counted in the pool (reported to b) as its own work")
+        .anySatisfy(
+            c -> {
+              assertThat(c.name()).isEqualTo(INTERACTIVE.name());
+              assertThat(c.inFlightWork()).isEqualTo(60);
+            });
   }
 
   /**
