@@ -65,6 +65,17 @@ final class ColdAdaptive {
     return String.format(Locale.ROOT, "%d–%d (%.1f)", min, max, r.meanLimit(from, to));
   }
 
+  /**
+   * The upstream's peak concurrency: the most running in any 100 ms sample of the whole run, and
+   * the exact peak from the run's skip to its end ("safety holds throughout": never above the
+   * ceiling).
+   */
+  static String peak(AdaptiveRuns.Result r) {
+    int sampled =
+        r.samples().stream().mapToInt(AdaptiveRuns.Sample::upstreamActive).max().orElse(0);
+    return sampled + " / " + r.peakActiveAfterSkip();
+  }
+
   static long upstream(RunReport r, String status) {
     return r.rejectionsByReason().getOrDefault("upstream_" + status, 0L);
   }
@@ -305,14 +316,14 @@ final class ColdAdaptive {
       b.append(
           "| run | goodput | × static | × no admission | upstream 429 | × static | upstream 503 |"
               + " Sluice refusals | limit 5 s → outage | limit from outage end + 1 s |"
-              + " limit changes |\n");
-      b.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+              + " limit changes | upstream peak: sampled / exact after skip |\n");
+      b.append("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
       for (AdaptiveRuns.Result r : results) {
         RunReport rep = r.report();
         b.append(
             String.format(
                 Locale.ROOT,
-                "| %s | %d | %.2f | %.2f | %d | %.2f | %d | %d | %s | %s | %s |%n",
+                "| %s | %d | %.2f | %.2f | %d | %.2f | %d | %d | %s | %s | %s | %s |%n",
                 r.name(),
                 rep.completed(),
                 stat == null ? Double.NaN : ratio(rep.completed(), stat.report().completed()),
@@ -325,7 +336,8 @@ final class ColdAdaptive {
                 sluiceRefusals(rep),
                 limitRange(r, 5, before),
                 limitRange(r, before + outage + 1, before + outage + after),
-                r.limitChanges().isEmpty() ? "-" : r.limitChanges().toString()));
+                r.limitChanges().isEmpty() ? "-" : r.limitChanges().toString(),
+                peak(r)));
       }
       b.append('\n');
       b.append(AdaptiveRuns.refusals(results)).append('\n');

@@ -192,14 +192,14 @@ final class ColdKnee implements Callable<Integer> {
     b.append(
         "| run | interactive goodput | × right static | all goodput | upstream concurrency"
             + " mean after skip | vs knee | limit after skip | interactive TTFT p95 | limit"
-            + " changes |\n");
-    b.append("|---|---|---|---|---|---|---|---|---|\n");
+            + " changes | upstream peak: sampled / exact after skip |\n");
+    b.append("|---|---|---|---|---|---|---|---|---|---|\n");
     for (AdaptiveRuns.Result r : results) {
       RunReport rep = r.report();
       b.append(
           String.format(
               Locale.ROOT,
-              "| %s | %d | %.2f | %d | %.1f | %+.0f %% | %s | %s | %s |%n",
+              "| %s | %d | %.2f | %d | %.1f | %+.0f %% | %s | %s | %s | %s |%n",
               r.name(),
               interactive(rep),
               ratio(interactive(rep), rightInteractive),
@@ -208,7 +208,8 @@ final class ColdKnee implements Callable<Integer> {
               100 * (r.meanActiveAfterSkip() / K - 1),
               limitRange(r, skip, durationSeconds),
               Tables.ms(rep.ttftMillis("interactive", 95)),
-              r.limitChanges().isEmpty() ? "-" : r.limitChanges().toString()));
+              r.limitChanges().isEmpty() ? "-" : r.limitChanges().toString(),
+              ColdAdaptive.peak(r)));
     }
     b.append('\n');
     for (AdaptiveRuns.Result r : results) {
