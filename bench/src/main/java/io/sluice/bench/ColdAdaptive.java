@@ -76,8 +76,16 @@ final class ColdAdaptive {
     return sampled + " / " + r.peakActiveAfterSkip();
   }
 
+  /**
+   * The upstream's own refusals with {@code status}: as Sluice types them now ({@code
+   * upstream_rate_limited} for 429, {@code upstream_unavailable} for 503, in {@code
+   * x-sluice-reason}) or untyped ({@code upstream_429}, {@code upstream_503}: an answer without
+   * Sluice's reason).
+   */
   static long upstream(RunReport r, String status) {
-    return r.rejectionsByReason().getOrDefault("upstream_" + status, 0L);
+    String typed = "429".equals(status) ? "upstream_rate_limited" : "upstream_unavailable";
+    return r.rejectionsByReason().getOrDefault("upstream_" + status, 0L)
+        + r.rejectionsByReason().getOrDefault(typed, 0L);
   }
 
   static long sluiceRefusals(RunReport r) {

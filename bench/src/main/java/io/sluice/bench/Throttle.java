@@ -254,8 +254,8 @@ final class Throttle implements Callable<Integer> {
     b.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (AdaptiveRuns.Result r : results) {
       RunReport rep = r.report();
-      long up429 = rep.rejectionsByReason().getOrDefault("upstream_429", 0L);
-      long up503 = rep.rejectionsByReason().getOrDefault("upstream_503", 0L);
+      long up429 = ColdAdaptive.upstream(rep, "429");
+      long up503 = ColdAdaptive.upstream(rep, "503");
       long sluice =
           rep.rejectionsByReason().entrySet().stream()
               .filter(e -> !e.getKey().startsWith("upstream_"))
