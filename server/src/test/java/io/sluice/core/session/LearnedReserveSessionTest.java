@@ -57,7 +57,8 @@ class LearnedReserveSessionTest {
 
   private final Sessions sessions = sessions(reserves);
 
-  private static final SessionFront FRONT =
+  /** A front that admits and fails the test on any refusal (shared with the reserve tests). */
+  static final SessionFront FRONT =
       new SessionFront() {
         @Override
         public void admitted(boolean atBody) {}

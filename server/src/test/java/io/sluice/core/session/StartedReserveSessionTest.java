@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
-import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
@@ -55,27 +54,7 @@ class StartedReserveSessionTest {
           .reserves(reserves)
           .build();
 
-  private static final SessionFront FRONT =
-      new SessionFront() {
-        @Override
-        public void admitted(boolean atBody) {}
-
-        @Override
-        public void bodyWanted() {}
-
-        @Override
-        public void held(long holdMillis) {}
-
-        @Override
-        public void refused(Reason reason, int status, long retryAfterSeconds, String message) {
-          throw new AssertionError("refused " + reason);
-        }
-
-        @Override
-        public void storeFailed(Throwable cause) {
-          throw new AssertionError(cause);
-        }
-      };
+  private static final SessionFront FRONT = LearnedReserveSessionTest.FRONT;
 
   private Subject subject() {
     return OneSlotPool.chat(tenant, ticker.nanos(), null, Duration.ofSeconds(5).toNanos());
