@@ -126,7 +126,7 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--serve",
       description =
-          "only serve (noop, sluice or sluice-reject) on --port until killed (for h2load)")
+          "only serve (noop, noop-answers, sluice, sluice-reject) on --port until killed (h2load)")
   String serve;
 
   @Option(
