@@ -85,7 +85,9 @@ final class Floor implements Callable<Integer> {
       description =
           "measure only these targets (the no-op always), e.g. sluice,sluice-baseline;"
               + " sluice-twin (with --separate) is a second JVM of this jar's sluice: the control"
-              + " whose difference to sluice is the CPU method's spread")
+              + " whose difference to sluice is the CPU method's spread; noop-answers is the no-op"
+              + " answering with the bytes target sluice answers (what the answers cost the"
+              + " transport)")
   @Nullable List<String> only;
 
   @Option(
@@ -124,8 +126,20 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--serve",
       description =
-          "only serve (noop, sluice or sluice-reject) on --port until killed (for h2load)")
+          "only serve (noop, noop-answers, sluice, sluice-reject) on --port until killed (h2load)")
   String serve;
+
+  @Option(
+      names = "--capture-answers",
+      description =
+          "only capture the answers target sluice gives each workload into this file and exit"
+              + " (what target noop-answers sends; the floor runs it before the servers start)")
+  @Nullable Path captureAnswers;
+
+  @Option(
+      names = "--answers",
+      description = "with --serve noop-answers: the answers to send, from --capture-answers")
+  @Nullable Path answers;
 
   @Option(
       names = "--shape",
@@ -271,6 +285,10 @@ final class Floor implements Callable<Integer> {
       out.println("wrote " + ext + " and " + rls);
       return 0;
     }
+    if (captureAnswers != null) {
+      FloorReplies.capture(admitPolicy()).write(captureAnswers);
+      return 0;
+    }
     if (serve != null) {
       AutoCloseable s = start(serve, port);
       out.println("serving " + serve + " on 127.0.0.1:" + port + "; Ctrl-C to stop");
@@ -392,7 +410,8 @@ final class Floor implements Callable<Integer> {
   }
 
   /** Targets measured only when {@code --targets} names them. */
-  static final List<String> OPT_IN = List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin");
+  static final List<String> OPT_IN =
+      List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin", "noop-answers");
 
   /** One workload against one target. */
   record Window(FloorCalls calls, String target) {}
@@ -401,9 +420,13 @@ final class Floor implements Callable<Integer> {
     // as a lone server (--serve, for h2load) every Sluice uses --redis; in a floor run only
     // sluice-redis does
     String store = serve != null ? redis : null;
-    String admit = deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY;
+    String admit = admitPolicy();
     return switch (target) {
       case "noop" -> new NoOp(port);
+      case "noop-answers" ->
+          new FloorReplies.Server(
+              answers != null ? FloorReplies.Captured.read(answers) : FloorReplies.capture(admit),
+              port);
       case "sluice", "sluice-twin" -> new Sluice(admit, port, store);
       case "sluice-reject" -> new Sluice(REJECT_POLICY, port, store);
       case "sluice-redis" -> new Sluice(admit, port, requireRedis());
@@ -413,9 +436,13 @@ final class Floor implements Callable<Integer> {
           throw new IllegalArgumentException(
               "target: "
                   + target
-                  + " (expected: noop, sluice, sluice-twin, sluice-reject, sluice-redis,"
-                  + " sluice-telemetry or sluice-unguarded)");
+                  + " (expected: noop, noop-answers, sluice, sluice-twin, sluice-reject,"
+                  + " sluice-redis, sluice-telemetry or sluice-unguarded)");
     };
+  }
+
+  private String admitPolicy() {
+    return deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY;
   }
 
   private String requireRedis() {

@@ -23,7 +23,9 @@ import java.util.stream.Stream;
  * every request runs), which leaves out the JIT, GC and timer threads whose CPU comes in bursts.
  * The target {@code sluice-twin} (a second child JVM of the same jar, {@code --targets}) is the
  * control: its paired difference to {@code sluice} is what the method reads for two identical
- * builds, i.e. its spread.
+ * builds, i.e. its spread. With the target {@code noop-answers} (the no-op sending Sluice's own
+ * answers) Sluice's extra is split into what its answers cost the transport and what its own logic
+ * costs.
  */
 final class FloorCpu {
   /** One server's CPU so far: the whole process, and its event-loop threads, in ns. */
@@ -96,6 +98,19 @@ final class FloorCpu {
                     ? "-"
                     : spread(paired(r.process, sluice.process, false)),
                 name.equals("noop") ? "1" : spread3(paired(r.rate, noop.rate, true))));
+    Rounds answers = targets.get("noop-answers");
+    if (sluice != null && answers != null) {
+      out.printf(
+          Locale.ROOT,
+          "%n%s: Sluice's extra event-loop CPU per call, split (µs, paired by round): its answers"
+              + " on the transport (noop-answers − noop) %s; its own logic (sluice −"
+              + " noop-answers) %s; rate noop-answers ÷ noop %s, sluice ÷ noop-answers %s%n",
+          workload,
+          spread(paired(answers.loops, noop.loops, false)),
+          spread(paired(sluice.loops, answers.loops, false)),
+          spread3(paired(answers.rate, noop.rate, true)),
+          spread3(paired(sluice.rate, answers.rate, true)));
+    }
   }
 
   /** {@code a[i] - b[i]} (or {@code a[i] / b[i]}) round by round. */

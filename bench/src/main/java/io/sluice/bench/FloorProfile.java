@@ -25,13 +25,28 @@ import jdk.jfr.consumer.RecordingFile;
 final class FloorProfile {
   private FloorProfile() {}
 
+  /**
+   * Each argument a recording, optionally {@code =µs}: the server's event-loop CPU per call ({@code
+   * --threads}), which the parts' shares are then multiplied into.
+   */
   public static void main(String[] args) throws IOException {
-    for (String file : args) {
-      print(System.out, Path.of(file));
+    for (String arg : args) {
+      int eq = arg.lastIndexOf('=');
+      boolean scaled = eq > 0 && arg.substring(eq + 1).matches("[0-9.]+");
+      print(
+          System.out,
+          Path.of(scaled ? arg.substring(0, eq) : arg),
+          scaled ? Double.parseDouble(arg.substring(eq + 1)) : Double.NaN);
     }
   }
 
   static void print(PrintStream out, Path file) throws IOException {
+    print(out, file, Double.NaN);
+  }
+
+  /** As above; {@code perCall}: µs per call the event loops' samples stand for (NaN: none). */
+  static void print(PrintStream out, Path file, double perCall) throws IOException {
+    Map<String, Long> parts = new HashMap<>();
     Map<String, Long> owner = new HashMap<>();
     Map<String, Long> self = new HashMap<>();
     Map<String, Long> sluiceClass = new HashMap<>();
@@ -56,6 +71,12 @@ final class FloorProfile {
           samples++;
           List<RecordedFrame> frames = st.getFrames();
           owner.merge(owner(frames), 1L, Long::sum);
+          var sampled = e.getThread("sampledThread");
+          if (sampled != null
+              && FloorThreads.group(String.valueOf(sampled.getJavaName()))
+                  .startsWith("grpc-default-worker")) {
+            parts.merge(FloorParts.part(frames), 1L, Long::sum);
+          }
           self.merge(pkg(className(frames.get(0))), 1L, Long::sum);
           topMethod.merge(
               className(frames.get(0)) + "." + frames.get(0).getMethod().getName(), 1L, Long::sum);
@@ -93,6 +114,7 @@ final class FloorProfile {
         allocBytes / 1e6,
         gcs,
         gcPause.toMillis());
+    partsTable(out, parts, perCall);
     top(out, "CPU samples by owner (innermost Sluice frame, else grpc, netty, JDK)", owner, 30);
     top(out, "CPU samples by the innermost frame's package (self)", self, 20);
     top(out, "CPU samples by thread group", threads, 10);
@@ -178,6 +200,34 @@ final class FloorProfile {
     }
     int dot = cls.lastIndexOf('.');
     return dot < 0 ? cls : cls.substring(0, dot);
+  }
+
+  /** The event loops' samples by {@link FloorParts} part, with µs per call when known. */
+  private static void partsTable(PrintStream out, Map<String, Long> parts, double perCall) {
+    long total = parts.values().stream().mapToLong(Long::longValue).sum();
+    if (total == 0) {
+      return;
+    }
+    out.printf(
+        Locale.ROOT,
+        "-- event loops' CPU samples by part (%d samples)%s%n| part | share | µs per call |%n"
+            + "|---|---|---|%n",
+        total,
+        Double.isNaN(perCall) ? "" : String.format(Locale.ROOT, " of %.2f µs per call", perCall));
+    parts.entrySet().stream()
+        .sorted((a, b) -> Long.compare(b.getValue(), a.getValue()))
+        .forEach(
+            e -> {
+              double share = (double) e.getValue() / total;
+              out.printf(
+                  Locale.ROOT,
+                  "| %s | %.1f %% | %s |%n",
+                  e.getKey(),
+                  100 * share,
+                  Double.isNaN(perCall)
+                      ? "-"
+                      : String.format(Locale.ROOT, "%.2f", share * perCall));
+            });
   }
 
   private static void top(PrintStream out, String title, Map<String, Long> counts, int n) {

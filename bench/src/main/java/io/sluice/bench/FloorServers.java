@@ -99,9 +99,14 @@ final class FloorServers {
 
     @Override
     public void close() throws InterruptedException {
-      server.shutdownNow();
-      server.awaitTermination(5, TimeUnit.SECONDS);
+      stop(server);
     }
+  }
+
+  /** Stops {@code server} at once, waiting up to 5 s for it to end. */
+  static void stop(Server server) throws InterruptedException {
+    server.shutdownNow();
+    server.awaitTermination(5, TimeUnit.SECONDS);
   }
 
   /** Sluice in-process on a policy. */

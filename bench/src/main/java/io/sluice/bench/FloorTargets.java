@@ -16,10 +16,11 @@ import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The servers one floor run measures, by target name ({@code noop}, {@code sluice}, {@code
- * sluice-reject}, {@code sluice-redis}): either in this JVM beside the generator, or each in a
- * child JVM of its own ({@code floor --serve TARGET --port P}), so the generator does not share a
- * JVM, a heap or a JIT with them; then each server's CPU per call is read from procfs.
+ * The servers one floor run measures, by target name ({@code noop}, {@code noop-answers}, {@code
+ * sluice}, {@code sluice-reject}, {@code sluice-redis}, ...): either in this JVM beside the
+ * generator, or each in a child JVM of its own ({@code floor --serve TARGET --port P}), so the
+ * generator does not share a JVM, a heap or a JIT with them; then each server's CPU per call is
+ * read from procfs.
  */
 final class FloorTargets implements AutoCloseable {
   private final Map<String, Integer> ports = new LinkedHashMap<>();
@@ -35,9 +36,7 @@ final class FloorTargets implements AutoCloseable {
       for (String target : targets) {
         AutoCloseable server = floor.start(target, 0);
         t.inProcess.put(target, server);
-        t.ports.put(
-            target,
-            server instanceof Sluice s ? s.server.grpcPort() : ((NoOp) server).server.getPort());
+        t.ports.put(target, port(server));
       }
     } catch (IOException | RuntimeException e) {
       t.close();
@@ -60,6 +59,10 @@ final class FloorTargets implements AutoCloseable {
     FloorTargets t = new FloorTargets();
     try {
       String java = ProcessHandle.current().info().command().orElse("java");
+      Path answers = logDir.resolve("noop-answers.bin");
+      if (targets.contains("noop-answers")) {
+        captureAnswers(java, answers, logDir);
+      }
       for (String target : targets) {
         int port = freePort();
         List<String> cmd = new ArrayList<>();
@@ -82,6 +85,9 @@ final class FloorTargets implements AutoCloseable {
         if (redis != null && target.equals("sluice-redis")) {
           cmd.addAll(List.of("--redis", redis));
         }
+        if (target.equals("noop-answers")) {
+          cmd.addAll(List.of("--answers", answers.toString()));
+        }
         Process p =
             new ProcessBuilder(cmd)
                 .redirectErrorStream(true)
@@ -98,6 +104,36 @@ final class FloorTargets implements AutoCloseable {
       throw e;
     }
     return t;
+  }
+
+  private static int port(AutoCloseable server) {
+    if (server instanceof Sluice s) {
+      return s.server.grpcPort();
+    }
+    return server instanceof FloorReplies.Server r
+        ? r.server.getPort()
+        : ((NoOp) server).server.getPort();
+  }
+
+  /** Target sluice's answers, captured by a JVM of their own into {@code file}. */
+  private static void captureAnswers(String java, Path file, Path logDir)
+      throws IOException, InterruptedException {
+    Process p =
+        new ProcessBuilder(
+                java,
+                "-cp",
+                System.getProperty("java.class.path"),
+                BenchMain.class.getName(),
+                "floor",
+                "--capture-answers",
+                file.toString())
+            .redirectErrorStream(true)
+            .redirectOutput(logDir.resolve("noop-answers-capture.log").toFile())
+            .start();
+    if (!p.waitFor(180, TimeUnit.SECONDS) || p.exitValue() != 0) {
+      p.destroyForcibly();
+      throw new IOException("capturing Sluice's answers failed (see " + logDir + ")");
+    }
   }
 
   int port(String target) {

@@ -37,6 +37,26 @@ class FloorCpuTest {
   }
 
   @Test
+  void split_answersOnTheTransportAndOwnLogic_arePairedByRound() {
+    FloorCpu cpu = new FloorCpu();
+    // round 2 on a slow machine again: every server's CPU per call doubled
+    double[] noop = {10, 20, 11};
+    double[] answers = {10.5, 21, 11.6};
+    double[] sluice = {14.5, 29, 15.4};
+    for (int r = 0; r < 3; r++) {
+      window(cpu, "noop", noop[r], 1000);
+      window(cpu, "noop-answers", answers[r], 980);
+      window(cpu, "sluice", sluice[r], 800);
+    }
+    // answers − noop: 0.5, 1, 0.6 → 0.6; sluice − answers: 4, 8, 3.8 → 4
+    assertThat(print(cpu))
+        .contains(
+            "its answers on the transport (noop-answers − noop) 0.60 [0.50–1.00]; its own logic"
+                + " (sluice − noop-answers) 4.00 [3.80–8.00]; rate noop-answers ÷ noop 0.980"
+                + " [0.98–0.98], sluice ÷ noop-answers 0.816 [0.82–0.82]");
+  }
+
+  @Test
   void eventLoops_areGrpcsWorkerThreads_byTheirKernelName() {
     assertThat(FloorCpu.isEventLoop("grpc-default-wo")).isTrue();
     assertThat(FloorCpu.isEventLoop("grpc-nio-worker")).isTrue();
