@@ -18,15 +18,21 @@ import org.junit.jupiter.api.Test;
 
 /** {@code GET /budgets?tenant=}: spend, remaining, reset and the forecast at the current rate. */
 class BudgetsEndpointTest {
+  /** One pool, class and route; tiers default and pro. */
+  private static final String BASE =
+      """
+      pools: {p: {capacity: 100}}
+      classes: {c: {rank: 0}}
+      routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
+      tiers: {default: {}, pro: {}}
+      """;
+
   @Test
   void tenantsBudgets_spendRemainingResetForecast() throws Exception {
     SluiceConfig c =
         ConfigLoader.parse(
-            """
-            pools: {p: {capacity: 100}}
-            classes: {c: {rank: 0}}
-            routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
-            tiers: {default: {}, pro: {}}
+            BASE
+                + """
             budgets:
               enabled: true
               tiers: {pro: [{name: monthly, limit: 30000, period: month}]}
@@ -80,11 +86,8 @@ class BudgetsEndpointTest {
   void noTierAsked_theKnownTenantsOwnTier_elseTheUnknownTier() throws Exception {
     SluiceConfig c =
         ConfigLoader.parse(
-            """
-            pools: {p: {capacity: 100}}
-            classes: {c: {rank: 0}}
-            routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
-            tiers: {default: {}, pro: {}}
+            BASE
+                + """
             tenants: {unknown: admit, unknownTier: default, known: {acme: {tier: pro}}}
             budgets:
               enabled: true
