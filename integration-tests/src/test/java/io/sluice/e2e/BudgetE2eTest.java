@@ -12,13 +12,16 @@ import io.sluice.emulator.HttpResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Budgets through the emulated Envoy: past a soft threshold the admitted answers disclose what is
  * left ({@code x-sluice-budget-remaining}, ...); the spent budget answers 402 {@code
  * budget_exhausted} with {@code "retryable": false} and no Retry-After; a client retry loop that
  * honours {@code retryable} makes no second attempt. Past {@code budgets.degradeAt} the class's
- * concise rung runs the request first (trigger {@code budget}).
+ * concise rung runs the request first (trigger {@code budget}); a reroute rung runs it on its
+ * model, charged at that model's price.
  */
 @Timeout(60)
 class BudgetE2eTest {
@@ -195,6 +198,73 @@ class BudgetE2eTest {
     assertThat(h.counter("sluice.degraded", "rung", "concise", "trigger", "budget")).isPositive();
     assertThat(refused).as("the hard stop stays").isNotNull();
     RejectE2eTest.assertRejected(refused, 402, "budget_exhausted", "tenant");
+  }
+
+  /**
+   * A reroute rung's model priced end to end: past {@code degradeAt} the class's reroute rung runs
+   * the request on pool {@code small} under the rung's model, and the money budget is charged at
+   * that model's price for the reported usage; a rung model the table does not price follows {@code
+   * prices.unknownModel} ({@code default}: the default price; {@code refuse}: the asked model's,
+   * the request being admitted already). Prices per 1M: gpt-4o 5 / 15, mini 0.15 / 0.60, default 1
+   * / 4 (whole nano-units per token: the charge is exact).
+   */
+  @ParameterizedTest(name = "rung model {0}, unknownModel {1}")
+  @CsvSource({
+    "mini, refuse, 150, 600",
+    "unlisted, default, 1000, 4000",
+    "unlisted, refuse, 5000, 15000"
+  })
+  void rerouteRung_runsOnItsModel_theMoneyBudgetChargedAtItsPrice(
+      String model, String unknownModel, long inputNanos, long outputNanos) throws Exception {
+    ControlledUpstream small = new ControlledUpstream();
+    h =
+        SluiceEnvoyHarness.startRouted(
+            Policy.base()
+                .with("pools.small", "{capacity: 1000}")
+                .with(
+                    "classes.interactive.degrade",
+                    "{waitAbove: 30s, ladder: [{reroute: {pool: small, header: x-backend,"
+                        + " value: small, model: "
+                        + model
+                        + "}}]}")
+                .with(
+                    "budgets",
+                    "{enabled: true, degradeAt: 0.000001, degradeRung: reroute,"
+                        + " prices: {unknownModel: "
+                        + unknownModel
+                        + ", default: {input: 1, output: 4}, models: {gpt-4o: {input: 5,"
+                        + " output: 15}, mini: {input: 0.15, output: 0.60}}},"
+                        + " deployment: [{name: usd, meter: money, limit: 100, period: day}]}"),
+            SluiceEnvoyHarness.recommendedFilter().build(),
+            big ->
+                io.sluice.emulator.RouteTable.of(
+                    io.sluice.emulator.Route.header("small", "x-backend", "small", small),
+                    io.sluice.emulator.Route.catchAll("big", big)));
+    HttpResult r = h.send(chat(chatBody(400, false)).build());
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.routeName()).hasValue("small");
+    assertThat(r.header("x-sluice-degraded")).hasValue("reroute");
+    assertThat(str(sluiceMetadata(r), "degrade_trigger")).isEqualTo("budget");
+    assertThat(h.upstream.received()).as("nothing ran on the asked model").isEmpty();
+    assertThat(JSON.readTree(small.received().get(0).body()).path("model").asText())
+        .isEqualTo(model);
+    JsonNode usage = JSON.readTree(r.body()).path("usage");
+    long in = usage.path("prompt_tokens").asLong();
+    long out = usage.path("completion_tokens").asLong();
+    assertThat(in).isPositive();
+    assertThat(out).isPositive();
+    h.awaitNothingInFlight();
+    double charged = (in * inputNanos + out * outputNanos) / 1e9;
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .untilAsserted(
+            () ->
+                assertThat(h.counter("sluice.budget.spent", "budget", "usd", "meter", "money"))
+                    .as(
+                        "charged for %d + %d tokens at %d / %d nano per token",
+                        in, out, inputNanos, outputNanos)
+                    .isCloseTo(charged, org.assertj.core.data.Offset.offset(1e-12)));
+    small.close();
   }
 
   /** The end of today in Europe/Berlin, and of tomorrow (the test may run over midnight). */

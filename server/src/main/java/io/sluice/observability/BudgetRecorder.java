@@ -2,6 +2,7 @@ package io.sluice.observability;
 
 import io.sluice.api.v1.AdmissionRecord;
 import io.sluice.api.v1.BudgetCharge;
+import io.sluice.api.v1.BudgetRefusal;
 import io.sluice.core.budget.BudgetCheck;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.TokenUse;
@@ -15,7 +16,8 @@ import java.util.Locale;
  * The budgets' meters listener and decision-record part, registered by their feature beside the
  * check ({@link BudgetCheck}): counts reservations, the requests told they are past a soft
  * threshold and the refusals (from the {@link SessionEvent.Noted} the check emits), and writes each
- * budget's reservation and charge into the decision record. Thread-safe, as its meters are.
+ * budget's reservation and charge into the decision record, and a refused request's budget.
+ * Thread-safe, as its meters are.
  */
 public final class BudgetRecorder implements SessionListener, DecisionRecordPart {
   private final BudgetMetrics meters;
@@ -43,6 +45,10 @@ public final class BudgetRecorder implements SessionListener, DecisionRecordPart
 
   @Override
   public void write(RequestFacts f, AdmissionRecord.Builder b) {
+    BudgetCheck.Refused refused = f.note(BudgetCheck.Refused.class);
+    if (refused != null) {
+      refusedBy(refused, b);
+    }
     BudgetNote n = f.note(BudgetNote.class);
     if (n == null) {
       return;
@@ -66,5 +72,17 @@ public final class BudgetRecorder implements SessionListener, DecisionRecordPart
       }
       b.addBudgets(bc);
     }
+  }
+
+  /** The budget that refused the request, as its client was told ({@link BudgetCheck.Refused}). */
+  private static void refusedBy(BudgetCheck.Refused r, AdmissionRecord.Builder b) {
+    String periodEnd = r.periodEnd();
+    b.setBudgetRefusal(
+        BudgetRefusal.newBuilder()
+            .setName(r.budget().budget().name())
+            .setScope(r.budget().scope().label())
+            .setGroup(r.budget().group())
+            .setMeter(r.budget().budget().meter().label())
+            .setPeriodEnd(periodEnd == null ? "" : periodEnd));
   }
 }

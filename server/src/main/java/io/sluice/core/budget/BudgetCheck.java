@@ -106,12 +106,18 @@ public final class BudgetCheck implements AdmissionCheck<BudgetBook.Answer> {
       return two(BUDGET_FIELD, PERIOD_END_FIELD);
     }
 
+    /** The spent budget's period end as the client is told it ({@link Period#stamp}), or null. */
+    public @Nullable String periodEnd() {
+      return renews == null ? null : budget.budget().period().stamp(renews);
+    }
+
     /** The budget's name under {@code name}, then its period's end under {@code end} if spent. */
     private Map<String, String> two(String name, String end) {
       Map<String, String> m = new LinkedHashMap<>(4);
       m.put(name, budget.budget().name());
-      if (renews != null) {
-        m.put(end, budget.budget().period().stamp(renews));
+      String periodEnd = periodEnd();
+      if (periodEnd != null) {
+        m.put(end, periodEnd);
       }
       return m;
     }

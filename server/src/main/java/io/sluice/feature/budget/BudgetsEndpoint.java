@@ -20,10 +20,11 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code GET /budgets?tenant=<id>[&tier=<tier>][&route=<route>][&model=<model>]} on the admin port:
- * every budget that applies to such a request, its spend, reservations, remaining, reset time and
- * the forecast at the current rate (spend so far over the time elapsed in the window, times the
- * window's length). Tenant ids appear here, on the admin port only, never in metrics.
+ * {@code GET /budgets?tenant=<id>[&tier=<tier>][&route=<route>][&model=<model>]} on the admin port
+ * (no tier: the tenant's in {@code tenants.known}, else {@code tenants.unknownTier}): every budget
+ * that applies to such a request, its spend, reservations, remaining, reset time and the forecast
+ * at the current rate (spend so far over the time elapsed in the window, times the window's
+ * length). Tenant ids appear here, on the admin port only, never in metrics.
  */
 public final class BudgetsEndpoint {
   private static final ObjectMapper MAPPER =
@@ -41,7 +42,10 @@ public final class BudgetsEndpoint {
     if (tenant == null || tenant.isEmpty()) {
       return new Reply(400, "{\"error\": \"tenant: missing (expected: ?tenant=<id>)\"}\n");
     }
-    String tier = query.getOrDefault("tier", "default");
+    // no tier asked: the tenant's own (tenants.known), else an unknown tenant's
+    // (tenants.unknownTier)
+    SluiceConfig.Tenants t = config.tenants();
+    String tier = query.getOrDefault("tier", t.known().getOrDefault(tenant, t.unknownTier()));
     BudgetPolicy p = config.section(BudgetsSection.SECTION);
     BudgetStore store = stores.port(BudgetFeature.BUDGETS);
     String prefix = config.quotas().keyPrefix();

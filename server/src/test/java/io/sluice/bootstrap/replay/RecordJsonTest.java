@@ -139,4 +139,45 @@ class RecordJsonTest {
     assertThatThrownBy(() -> RecordReader.parse(base + "\"decision\":1} x", "f:6"))
         .hasMessageStartingWith("f:6: not a sluice.v1.AdmissionRecord");
   }
+
+  /**
+   * A budget refusal's record names its budget ({@code budgetRefusal}, 71) and the charges ({@code
+   * budgets}, 70): the replay reads it as the refusal it was, and reads the same record without
+   * them (written before them) alike.
+   */
+  @Test
+  void aBudgetRefusalsRecord_withOrWithoutItsBudget_readsAsTheSameRefusal() throws Exception {
+    AdmissionRecord old =
+        record(1_800_000_000_123L).toBuilder()
+            .clearDegrade()
+            .setDecision(Decision.DECISION_REJECT)
+            .setReason("budget_exhausted")
+            .setHttpStatus(402)
+            .setOutcome(Outcome.OUTCOME_REJECTED)
+            .clearServiceMs()
+            .build();
+    AdmissionRecord withBudget =
+        old.toBuilder()
+            .setBudgetRefusal(
+                io.sluice.api.v1.BudgetRefusal.newBuilder()
+                    .setName("daily")
+                    .setScope("tenant")
+                    .setGroup("pro")
+                    .setMeter("money")
+                    .setPeriodEnd("2026-12-07T00:00:00+01:00"))
+            .addBudgets(io.sluice.api.v1.BudgetCharge.newBuilder().setName("weekly").setReserved(0))
+            .build();
+    for (JsonFormat.Printer p :
+        new JsonFormat.Printer[] {
+          JsonFormat.printer().omittingInsignificantWhitespace(),
+          JsonFormat.printer().preservingProtoFieldNames(),
+        }) {
+      String json = p.print(withBudget);
+      assertThat(json).contains("2026-12-07T00:00:00+01:00");
+      Recorded now = RecordReader.parse(json, "new:1");
+      Recorded before = RecordReader.parse(p.print(old), "old:1");
+      assertThat(now.decided()).isEqualTo("refuse:budget_exhausted");
+      assertThat(now).usingRecursiveComparison().ignoringFields("source").isEqualTo(before);
+    }
+  }
 }

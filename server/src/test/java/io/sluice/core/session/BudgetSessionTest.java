@@ -57,6 +57,7 @@ class BudgetSessionTest {
   private final Counting store = new Counting(new InMemoryBudgetStore(1000));
   private final Tenant acme = new Tenant("acme", TierPolicy.defaults("pro"));
   private long limit = 100_000;
+  private long burst; // pacing's bucket (0: not paced)
   private int status = 402;
   private Budget.Meter meter = Budget.Meter.TOKENS;
   private Period period = new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY);
@@ -98,7 +99,7 @@ class BudgetSessionTest {
   }
 
   private Sessions sessions() {
-    Budget daily = new Budget("daily", meter, period, new Terms(limit, List.of(0.5), 0), null);
+    Budget daily = new Budget("daily", meter, period, new Terms(limit, List.of(0.5), burst), null);
     BudgetPolicy p =
         new BudgetPolicy(
             true,
@@ -437,5 +438,65 @@ class BudgetSessionTest {
     var ended = io.sluice.api.v1.AdmissionRecord.newBuilder();
     recorder.write(s.facts(), ended);
     assertThat(ended.getBudgets(0).getCharged()).as("the reported usage").isEqualTo(30);
+  }
+
+  /**
+   * A refused request's decision record names the budget that refused it (name, scope, group,
+   * meter) and, when it is spent, its period's end as the client was told it; from the facts the
+   * refusal's event carries (what the decision log writes), for every budget refusal.
+   */
+  @Test
+  void refusedRecord_namesTheRefusingBudget_andASpentOnesPeriodEnd() {
+    period =
+        new Period.Calendar(
+            Period.Unit.DAY, java.time.ZoneId.of("Europe/Berlin"), DayOfWeek.MONDAY);
+    limit = 60;
+    Sessions on = sixtySpent();
+    var spent = refusedRecord(on, Reason.BUDGET_EXHAUSTED).getBudgetRefusal();
+    assertThat(List.of(spent.getName(), spent.getScope(), spent.getGroup(), spent.getMeter()))
+        .containsExactly("daily", "tenant", "pro", "tokens");
+    assertThat(spent.getPeriodEnd()).isEqualTo("2026-12-06T00:00:00+01:00");
+
+    limit = 100_000;
+    burst = 1; // the first request empties the bucket; the next waits ~10 s for it, past maxWait
+    on = sessions();
+    AdmissionSession first = decide(on, new AdmissionSessionTest.Front(), 10);
+    var admitted = io.sluice.api.v1.AdmissionRecord.newBuilder();
+    recorder().write(first.facts(), admitted);
+    assertThat(admitted.hasBudgetRefusal()).as("admitted: no refusal").isFalse();
+    var paced = refusedRecord(on, Reason.BUDGET_PACED).getBudgetRefusal();
+    assertThat(paced.getName()).isEqualTo("daily");
+    assertThat(paced.getPeriodEnd()).as("not spent: no period end").isEmpty();
+    first.release(Outcome.COMPLETED);
+
+    burst = 0;
+    meter = Budget.Meter.MONEY; // no price table: the model is unpriced
+    var unpriced = refusedRecord(sessions(), Reason.BUDGET_UNPRICED).getBudgetRefusal();
+    assertThat(List.of(unpriced.getName(), unpriced.getMeter(), unpriced.getPeriodEnd()))
+        .containsExactly("daily", "money", "");
+  }
+
+  /** The decision record of the next request, refused {@code why}, from its refusal's facts. */
+  private io.sluice.api.v1.AdmissionRecord refusedRecord(Sessions on, Reason why) {
+    events.clear();
+    AdmissionSessionTest.Front f = new AdmissionSessionTest.Front();
+    AdmissionSession s = decide(on, f, 10);
+    assertThat(f.refusedWith).isEqualTo(why);
+    SessionEvent.Refused e =
+        events.stream()
+            .filter(SessionEvent.Refused.class::isInstance)
+            .map(SessionEvent.Refused.class::cast)
+            .findFirst()
+            .orElseThrow();
+    var b = io.sluice.api.v1.AdmissionRecord.newBuilder();
+    recorder().write(e.facts(), b);
+    s.end(Outcome.CANCELLED);
+    return b.build();
+  }
+
+  private io.sluice.observability.BudgetRecorder recorder() {
+    return new io.sluice.observability.BudgetRecorder(
+        new io.sluice.observability.BudgetMetrics(
+            new io.micrometer.core.instrument.simple.SimpleMeterRegistry(), ticker::nanos));
   }
 }

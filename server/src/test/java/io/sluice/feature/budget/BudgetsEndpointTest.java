@@ -18,28 +18,27 @@ import org.junit.jupiter.api.Test;
 
 /** {@code GET /budgets?tenant=}: spend, remaining, reset and the forecast at the current rate. */
 class BudgetsEndpointTest {
+  /** One pool, class and route; tiers default and pro. */
+  private static final String BASE =
+      """
+      pools: {p: {capacity: 100}}
+      classes: {c: {rank: 0}}
+      routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
+      tiers: {default: {}, pro: {}}
+      """;
+
   @Test
   void tenantsBudgets_spendRemainingResetForecast() throws Exception {
     SluiceConfig c =
         ConfigLoader.parse(
-            """
-            pools: {p: {capacity: 100}}
-            classes: {c: {rank: 0}}
-            routes: [{name: chat, match: {pathPrefix: /v1/chat}, pool: p, class: c}]
-            tiers: {default: {}, pro: {}}
+            BASE
+                + """
             budgets:
               enabled: true
               tiers: {pro: [{name: monthly, limit: 30000, period: month}]}
             """);
     InMemoryBudgetStore store = new InMemoryBudgetStore(100);
-    StorePorts ports =
-        new StorePorts() {
-          @Override
-          @SuppressWarnings("unchecked")
-          public <P> P port(io.sluice.feature.StorePort<P> port) {
-            return (P) store;
-          }
-        };
+    StorePorts ports = ports(store);
     MutableClock clock = new MutableClock(Instant.parse("2026-12-11T00:00:00Z")); // day 10 done
     BudgetPolicy p = c.section(BudgetsSection.SECTION);
     BudgetPolicy.Applied a = p.budgetsFor("acme", "pro", "", null).get(0);
@@ -69,5 +68,45 @@ class BudgetsEndpointTest {
     assertThat(b.path("forecast").asLong()).isEqualTo(31_000); // 10 days' spend over 31 days
     assertThat(b.path("forecastOver").asBoolean()).isTrue();
     assertThat(BudgetsEndpoint.reply(c, ports, Map.of(), clock).status()).isEqualTo(400);
+  }
+
+  /** Every store port answered by {@code store} (the budgets' is the one read). */
+  private static StorePorts ports(InMemoryBudgetStore store) {
+    return new StorePorts() {
+      @Override
+      @SuppressWarnings("unchecked")
+      public <P> P port(io.sluice.feature.StorePort<P> port) {
+        return (P) store;
+      }
+    };
+  }
+
+  /** No tier asked: a known tenant's own tier ({@code tenants.known}), else an unknown one's. */
+  @Test
+  void noTierAsked_theKnownTenantsOwnTier_elseTheUnknownTier() throws Exception {
+    SluiceConfig c =
+        ConfigLoader.parse(
+            BASE
+                + """
+            tenants: {unknown: admit, unknownTier: default, known: {acme: {tier: pro}}}
+            budgets:
+              enabled: true
+              tiers:
+                pro: [{name: monthly, limit: 30000, period: month}]
+                default: [{name: daily, limit: 100, period: day}]
+            """);
+    StorePorts ports = ports(new InMemoryBudgetStore(100));
+    MutableClock clock = new MutableClock(Instant.parse("2026-12-11T00:00:00Z"));
+    ObjectMapper json = new ObjectMapper();
+    java.util.List<String> seen = new java.util.ArrayList<>();
+    for (Map<String, String> q :
+        java.util.List.of(
+            Map.of("tenant", "acme"),
+            Map.of("tenant", "globex"),
+            Map.of("tenant", "acme", "tier", "default"))) {
+      JsonNode r = json.readTree(BudgetsEndpoint.reply(c, ports, q, clock).json());
+      seen.add(r.path("tier").asText() + ":" + r.path("budgets").get(0).path("name").asText());
+    }
+    assertThat(seen).containsExactly("pro:monthly", "default:daily", "default:daily");
   }
 }

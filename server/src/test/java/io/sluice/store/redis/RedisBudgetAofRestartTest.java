@@ -1,26 +1,21 @@
 package io.sluice.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.sluice.core.budget.BudgetStore;
 import io.sluice.core.budget.Ledger;
 import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Terms;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
-import io.sluice.store.RedisProcess;
-import java.io.IOException;
 import java.nio.file.Path;
 import java.time.DayOfWeek;
-import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -39,36 +34,7 @@ class RedisBudgetAofRestartTest {
   private static final Terms LIMIT = new Terms(1_000_000, List.of(), 0);
 
   @TempDir Path dir;
-  private AofRedis redis;
-  private RedisConnection connection;
-
-  @AfterEach
-  void stop() throws InterruptedException {
-    if (connection != null) {
-      connection.close();
-    }
-    kill();
-  }
-
-  private void startRedis(int port) throws IOException {
-    if (redis == null) {
-      redis = new AofRedis(dir, "everysec");
-    }
-    redis.start(port);
-  }
-
-  private void kill() throws InterruptedException {
-    if (redis != null) {
-      redis.kill();
-    }
-  }
-
-  private BudgetStore store(int port) {
-    connection =
-        new RedisConnection(
-            RedisSettings.local(port).withCommandTimeout(Duration.ofSeconds(2)), Ticker.system());
-    return new RedisBudgetStore(connection);
-  }
+  @RegisterExtension final AofRedis redis = new AofRedis("everysec");
 
   /** Reserves {@code units} under {@code id} and settles {@code spent} of it: one request. */
   private static void spend(
@@ -92,10 +58,7 @@ class RedisBudgetAofRestartTest {
   @Test
   void killedWithAofEverysec_theSpendOfMoreThanASecondAgoSurvives_aRunningHoldSettlesOnce()
       throws Exception {
-    assumeTrue(RedisProcess.available(), "redis-server on the PATH");
-    int port = LocalRedis.freePort();
-    startRedis(port);
-    BudgetStore before = store(port);
+    BudgetStore before = new RedisBudgetStore(redis.start(dir));
     String key = LocalRedis.uniquePrefix() + "budget:{tenant:acme:daily}";
     Instant at = Instant.now();
     long early = 0;
@@ -112,12 +75,7 @@ class RedisBudgetAofRestartTest {
     assertThat(before.reserve(key, "running", DAY, LIMIT, 5000, at).toCompletableFuture().join())
         .isInstanceOf(Ledger.Outcome.Admit.class);
     assertThat(state(before, key, at).spent()).isEqualTo(early + late);
-    connection.close();
-    connection = null;
-
-    kill(); // SIGKILL: no shutdown, no last write
-    startRedis(port);
-    BudgetStore after = store(port);
+    BudgetStore after = new RedisBudgetStore(redis.killAndRestart()); // SIGKILL, started again
 
     Ledger.State s = state(after, key, at);
     assertThat(s.spent()).as("at most the last second lost").isBetween(early, early + late);

@@ -1,26 +1,21 @@
 package io.sluice.store.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
 import io.sluice.core.intake.OperationIds;
-import io.sluice.core.time.Ticker;
 import io.sluice.store.LocalRedis;
-import io.sluice.store.RedisProcess;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -37,43 +32,11 @@ class RedisJobStoreAofRestartTest {
   private static final long KEEP = 3_600_000;
 
   @TempDir Path dir;
-  private AofRedis redis;
-  private RedisConnection connection;
-
-  @AfterEach
-  void stop() throws InterruptedException {
-    if (connection != null) {
-      connection.close();
-    }
-    kill();
-  }
-
-  private void startRedis(int port) throws IOException {
-    if (redis == null) {
-      redis = new AofRedis(dir, "always");
-    }
-    redis.start(port);
-  }
-
-  private void kill() throws InterruptedException {
-    if (redis != null) {
-      redis.kill();
-    }
-  }
-
-  private JobStore store(int port) {
-    connection =
-        new RedisConnection(
-            RedisSettings.local(port).withCommandTimeout(Duration.ofSeconds(2)), Ticker.system());
-    return new RedisJobStore(connection);
-  }
+  @RegisterExtension final AofRedis redis = new AofRedis("always");
 
   @Test
   void killedWithAofAlways_everyAcknowledgedJobSurvives_andIsDispatchedOnce() throws Exception {
-    assumeTrue(RedisProcess.available(), "redis-server on the PATH");
-    int port = LocalRedis.freePort();
-    startRedis(port);
-    JobStore before = store(port);
+    JobStore before = new RedisJobStore(redis.start(dir));
     String prefix = LocalRedis.uniquePrefix();
     long now = System.currentTimeMillis();
     JobStore.Caps caps = new JobStore.Caps(1_000, 1_000_000, KEEP);
@@ -97,12 +60,8 @@ class RedisJobStoreAofRestartTest {
       assertThat(e.accepted()).isTrue();
       acknowledged.add(job.id()); // the store answered: the client would now hold this id
     }
-    connection.close();
-    connection = null;
-
-    kill(); // SIGKILL: whatever was acknowledged is in the AOF (fsync before every reply)
-    startRedis(port);
-    JobStore after = store(port);
+    // SIGKILL: whatever was acknowledged is in the AOF (fsync before every reply)
+    JobStore after = new RedisJobStore(redis.killAndRestart());
 
     for (int i = 0; i < N; i++) {
       String tenant = i % 2 == 0 ? "acme" : "globex";
