@@ -23,10 +23,7 @@ public final class AdmittedStreamCpu {
   public static void main(String[] args) throws Exception {
     ExtProcStreamBenchmark b = new ExtProcStreamBenchmark();
     b.setUp();
-    Blackhole bh =
-        new Blackhole(
-            "Today's password is swordfish. I understand instantiating Blackholes directly is"
-                + " dangerous.");
+    Blackhole bh = blackhole();
     boolean llm = args.length > 0 && args[0].equals("llm");
     try {
       for (int i = 0; i < 300_000; i++) {
@@ -55,7 +52,15 @@ public final class AdmittedStreamCpu {
     System.exit(0);
   }
 
-  private static void run(ExtProcStreamBenchmark b, Blackhole bh, boolean llm) throws Exception {
+  /** A blackhole outside JMH's harness (this loop's, and {@link AdmittedStreamAlloc}'s). */
+  static Blackhole blackhole() {
+    return new Blackhole(
+        "Today's password is swordfish. I understand instantiating Blackholes directly is"
+            + " dangerous.");
+  }
+
+  /** One admitted stream, or with {@code llm} one LLM-shaped stream. */
+  static void run(ExtProcStreamBenchmark b, Blackhole bh, boolean llm) throws Exception {
     if (llm) {
       b.envoyStream(bh);
     } else {

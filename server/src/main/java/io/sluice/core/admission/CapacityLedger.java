@@ -243,7 +243,9 @@ final class CapacityLedger {
 
   /** The active slot of {@code className}, or null. */
   @Nullable ClassSlot slot(String className) {
-    for (ClassSlot s : slots) {
+    List<ClassSlot> all = slots; // indexed: no iterator per decision
+    for (int i = 0; i < all.size(); i++) {
+      ClassSlot s = all.get(i);
       if (!s.retired() && s.name().equals(className)) {
         return s;
       }
@@ -483,7 +485,9 @@ final class CapacityLedger {
   /** Σ_{j≠k} max(N_j, GN_j) — request slots other classes hold or are guaranteed. */
   private int protectedRequestsFor(ClassSlot k) {
     int sum = otherPeerRequests;
-    for (ClassSlot j : slots) {
+    List<ClassSlot> all = slots; // indexed: no iterator per decision
+    for (int i = 0; i < all.size(); i++) {
+      ClassSlot j = all.get(i);
       if (j != k) {
         sum += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());
       }

@@ -68,7 +68,9 @@ final class CapacityRules {
     int protectedRequests = ledger.otherPeerRequests();
     long keptWork = 0;
     int keptRequests = 0;
-    for (ClassSlot j : ledger.slots()) {
+    java.util.List<ClassSlot> slots = ledger.slots();
+    for (int i = 0; i < slots.size(); i++) { // indexed: no iterator per decision
+      ClassSlot j = slots.get(i);
       if (j != k) {
         protectedWork += Math.max(ledger.classWork(j), j.guaranteed());
         protectedRequests += Math.max(j.requests() + j.peerRequests(), j.guaranteedRequests());

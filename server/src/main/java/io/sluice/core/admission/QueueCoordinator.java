@@ -421,8 +421,9 @@ final class QueueCoordinator {
   }
 
   private boolean anyQueued() {
-    for (ClassSlot s : queueSlots) {
-      if (!s.queue().isEmpty()) {
+    List<ClassSlot> slots = queueSlots; // indexed: no iterator per decision
+    for (int i = 0; i < slots.size(); i++) {
+      if (!slots.get(i).queue().isEmpty()) {
         return true;
       }
     }

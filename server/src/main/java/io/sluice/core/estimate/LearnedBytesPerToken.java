@@ -117,6 +117,7 @@ public final class LearnedBytesPerToken {
 
   private volatile Settings settings;
   private final Cache<Key, KeyStats> keys;
+  private volatile @Nullable Key lastPoolKey; // poolKey's
   private final LongAdder evictions = new LongAdder();
 
   public LearnedBytesPerToken(Settings settings) {
@@ -150,7 +151,7 @@ public final class LearnedBytesPerToken {
         return k.ratio;
       }
     }
-    KeyStats p = keys.getIfPresent(new Key(bounded(pool), ""));
+    KeyStats p = keys.getIfPresent(poolKey(pool));
     return p != null && p.warmed(s.warmup()) ? p.ratio : s.prior();
   }
 
@@ -199,7 +200,7 @@ public final class LearnedBytesPerToken {
   /** Where the ratio of a pool's requests of no declared model comes from now. */
   public Source poolSource(String pool) {
     Settings s = settings;
-    KeyStats p = s.enabled() ? keys.getIfPresent(new Key(bounded(pool), "")) : null;
+    KeyStats p = s.enabled() ? keys.getIfPresent(poolKey(pool)) : null;
     if (p == null || !p.warmed(s.warmup())) {
       return Source.PRIOR;
     }
@@ -248,6 +249,17 @@ public final class LearnedBytesPerToken {
   }
 
   /** Client-chosen names are cut: a key's memory is bounded too. */
+  /** The pool's own key: the last one made is kept (one pool asks most), not one per request. */
+  private Key poolKey(String pool) {
+    String b = bounded(pool);
+    Key k = lastPoolKey;
+    if (k == null || !k.pool().equals(b)) {
+      k = new Key(b, "");
+      lastPoolKey = k; // immutable: any thread may read it
+    }
+    return k;
+  }
+
   private static String bounded(@Nullable String name) {
     if (name == null) {
       return "";

@@ -65,7 +65,14 @@ public record FanOutPolicy(
    */
   public long workUnits(FanOut f, int declaredCalls) {
     long sum = 0;
-    for (long part : new long[] {tools(f), toolChoice(f), parallel(f), declared(declaredCalls)}) {
+    for (int i = 0; i < 4; i++) { // the parts in order, no array per request
+      long part =
+          switch (i) {
+            case 0 -> tools(f);
+            case 1 -> toolChoice(f);
+            case 2 -> parallel(f);
+            default -> declared(declaredCalls);
+          };
       sum += part;
       if (sum < 0 || part < 0) {
         return Long.MAX_VALUE / 4;

@@ -197,7 +197,8 @@ public final class ClassScheduler<T> {
    * first so expired items do not count.
    */
   public boolean hasWaitingAtOrAbove(int rank) {
-    for (QueueClass<T> c : classes) {
+    for (int i = 0; i < classes.size(); i++) { // indexed: no iterator per decision
+      QueueClass<T> c = classes.get(i);
       if (c.rank() <= rank && !c.queue().isEmpty()) {
         return true;
       }

@@ -10,6 +10,7 @@ import io.sluice.core.session.SessionListener;
 import io.sluice.core.session.Signals;
 import io.sluice.core.session.Subject;
 import java.util.concurrent.CompletionStage;
+import java.util.function.ToLongFunction;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -38,13 +39,13 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
   public static final String CLIENT = "client";
 
   private final RetryControl retries;
-  private final AdmissionController controller;
+  private final ToLongFunction<String> poolRetryAfter; // made once: no capture per request
   private final SessionListener listener;
 
   public RetryAttemptCheck(
       RetryControl retries, AdmissionController controller, SessionListener l) {
     this.retries = retries;
-    this.controller = controller;
+    this.poolRetryAfter = controller::tenantRetryAfterSeconds;
     this.listener = l;
   }
 
@@ -90,12 +91,7 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
     Subject s = r.subject();
     String pool = s.pool().name();
     return retries.check(
-        pool,
-        s.route(),
-        s.tenant().id(),
-        s.operationId(),
-        signals(s),
-        () -> controller.tenantRetryAfterSeconds(pool));
+        pool, s.route(), s.tenant().id(), s.operationId(), signals(s), poolRetryAfter);
   }
 
   @Override

@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import java.util.function.ToLongFunction;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -62,6 +63,7 @@ public final class RetryControl {
   static final long SEND_ORIGINALS_NANOS = 100_000_000L;
 
   private final LongSupplier nanoTime;
+  private final RetryPolicy.Duplicates.Route anyRoute; // a route's rule without its own: made once
 
   /** A tenant's keys, and its originals not yet sent to a shared store. */
   private static final class TenantKeys {
@@ -106,6 +108,8 @@ public final class RetryControl {
       LongSupplier nanoTime) {
     this.nanoTime = nanoTime;
     this.policy = policy;
+    RetryPolicy.Duplicates d = policy.duplicates();
+    this.anyRoute = new RetryPolicy.Duplicates.Route(d.inFlight(), d.replayWindow());
     this.store = policy.enabled() ? store : null;
     this.namespace = namespace;
     this.failOpen = failOpen;
@@ -138,12 +142,13 @@ public final class RetryControl {
       @Nullable String operationId,
       AttemptSignals signals,
       long poolRetryAfterSeconds) {
-    return check(pool, route, tenant, operationId, signals, () -> poolRetryAfterSeconds);
+    return check(pool, route, tenant, operationId, signals, p -> poolRetryAfterSeconds);
   }
 
   /**
-   * As above, the pool's Retry-After asked for only when retry control refuses (the common admitted
-   * request does not take the pool's lock for it).
+   * As above, the pool's Retry-After asked of {@code poolRetryAfterSeconds} (by pool name) only
+   * when retry control refuses (the common admitted request does not take the pool's lock for it;
+   * the caller's function is made once, not per request).
    */
   public CompletionStage<Attempt> check(
       String pool,
@@ -151,13 +156,14 @@ public final class RetryControl {
       String tenant,
       @Nullable String operationId,
       AttemptSignals signals,
-      LongSupplier poolRetryAfterSeconds) {
+      ToLongFunction<String> poolRetryAfterSeconds) {
     AttemptStore s = store;
     if (s == null) {
       return CompletableFuture.completedFuture(Attempt.UNCLASSIFIED);
     }
     String op = operationId == null || operationId.isEmpty() ? null : operationId;
-    RetryPolicy.Duplicates.Route dup = policy.duplicates().forRoute(route);
+    RetryPolicy.Duplicates.Route dup = policy.duplicates().routes().get(route);
+    dup = dup != null ? dup : anyRoute; // forRoute's rule, without a Route per request
     RetryPolicy.Budget budget = policy.budget();
     boolean headerRetry = signals.claimedAttempt() > 1;
     String client = client(tenant, signals);
@@ -305,7 +311,7 @@ public final class RetryControl {
       AttemptSignals signals,
       String owner,
       long replayMillis,
-      LongSupplier poolRetryAfterSeconds,
+      ToLongFunction<String> poolRetryAfterSeconds,
       String pool,
       String tenant) {
     boolean retry = o.retryByHeaders() || obs.seen() > 1;
@@ -333,7 +339,7 @@ public final class RetryControl {
           new Attempt.Refusal(
               Reason.DUPLICATE_OPERATION,
               409,
-              Math.max(1, poolRetryAfterSeconds.getAsLong()),
+              Math.max(1, poolRetryAfterSeconds.applyAsLong(pool)),
               "operation already in flight: its first attempt started "
                   + ageSeconds
                   + " s ago and is still running; wait for its answer instead of sending it"
@@ -343,7 +349,7 @@ public final class RetryControl {
           new Attempt.Refusal(
               Reason.DUPLICATE_OPERATION,
               409,
-              Math.max(1, poolRetryAfterSeconds.getAsLong()),
+              Math.max(1, poolRetryAfterSeconds.applyAsLong(pool)),
               "operation completed "
                   + ageSeconds
                   + " s ago (replay window "
@@ -367,7 +373,7 @@ public final class RetryControl {
           new Attempt.Refusal(
               Reason.RETRY_BUDGET,
               429,
-              Math.max(1, poolRetryAfterSeconds.getAsLong()),
+              Math.max(1, poolRetryAfterSeconds.applyAsLong(pool)),
               "retry budget of "
                   + (b.scope() == RetryPolicy.Budget.Scope.TENANT
                       ? "tenant " + tenant + " in "

@@ -58,7 +58,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private Phase phase = Phase.CHECKS;
   // the parts: the checks' holds; the estimate; the decision record; shadow mode's verdicts (null
   // when enforced); the planner; the plan, the permit, the response and the release
-  private final CheckRun checks;
+  private final CheckRun.OfSession checks;
   private final RequestCost cost;
   private final DecisionNotes notes;
   private final @Nullable ShadowVerdicts shadow;
@@ -76,7 +76,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
     this.checks = new CheckRun.OfSession(env, this, front, serial, steps);
-    this.planner = Planners.of(env, subject, checks::notes);
+    this.planner = Planners.of(env, subject, checks); // its notes
     this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
   }
 
@@ -133,7 +133,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private void decideAdmission(AdmissionRequest request, long receivedNanos) {
     phase = Phase.DECIDING;
     steps.at(Step.DECIDE);
-    Decision d = planner.decide(request, cost, notes.atBody(), this::decideInPool);
+    Decision d = planner.decide(request, cost, notes.atBody(), checks); // decideInPool
     Planner.Cost runsAs = planner.runsAs();
     if (runsAs != null) { // each hold (tokens, budgets) cut to the cheaper version, once
       checks.runsAs(runsAs.estimate());
@@ -154,7 +154,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   }
 
   /** The session's own ask of its pool ({@link Planner.Pool}): itself the waiter, or shadow. */
-  private Decision decideInPool(AdmissionRequest r, long degradeAboveNanos) {
+  Decision decideInPool(AdmissionRequest r, long degradeAboveNanos) {
     long now = env.ticker().nanos();
     return env.controller()
         .decide(

@@ -10,29 +10,33 @@ import org.jspecify.annotations.Nullable;
  */
 public final class CheckNotes {
   /** Nothing noted. */
-  public static final CheckNotes NONE = new CheckNotes(new Object[0], 0);
+  public static final CheckNotes NONE = new CheckNotes(null, new Object[0]);
 
-  private final Object[] notes;
-  private final int count;
+  private final @Nullable Object one; // a note alone (most requests): no array
+  private final Object[] notes; // else these (empty when one)
 
-  private CheckNotes(Object[] notes, int count) {
+  private CheckNotes(@Nullable Object one, Object[] notes) {
+    this.one = one;
     this.notes = notes;
-    this.count = count;
   }
 
   /** Several notes, in order of acquisition ({@link CheckRun#notes}). */
   static CheckNotes many(Object[] notes) {
-    return new CheckNotes(notes, notes.length);
+    return new CheckNotes(null, notes);
   }
 
   /** One note alone. */
   static CheckNotes one(Object note) {
-    return new CheckNotes(new Object[] {note}, 1);
+    return new CheckNotes(note, NONE.notes);
   }
 
   /** The first note of {@code type}, or null. */
   public <T> @Nullable T get(Class<T> type) {
-    for (int i = 0; i < count; i++) {
+    Object o = one;
+    if (o != null) {
+      return type.isInstance(o) ? type.cast(o) : null;
+    }
+    for (int i = 0; i < notes.length; i++) {
       if (type.isInstance(notes[i])) {
         return type.cast(notes[i]);
       }

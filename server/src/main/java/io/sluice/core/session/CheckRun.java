@@ -420,8 +420,12 @@ abstract class CheckRun implements AdmissionCheck.Request {
     return h != null && !h.released();
   }
 
-  /** A session's run: the session takes each next step and answers what the chain cannot. */
-  static final class OfSession extends CheckRun {
+  /**
+   * A session's run: the session takes each next step and answers what the chain cannot. It is the
+   * session's ask of its pool and what its planner reads of the notes too (no object per request).
+   */
+  static final class OfSession extends CheckRun
+      implements Planner.Pool, java.util.function.Supplier<CheckNotes> {
     private final SessionFront front;
     private final SessionListener listener;
 
@@ -459,6 +463,16 @@ abstract class CheckRun implements AdmissionCheck.Request {
 
     private AdmissionSession session() {
       return (AdmissionSession) request; // as constructed: no field of its own
+    }
+
+    @Override
+    public Decision decide(io.sluice.core.admission.AdmissionRequest r, long degradeAboveNanos) {
+      return session().decideInPool(r, degradeAboveNanos);
+    }
+
+    @Override
+    public CheckNotes get() {
+      return notes();
     }
 
     @Override

@@ -21,6 +21,9 @@ final class ResponseMeter {
   // the end of a request whose answer never began (no response headers): shared, immutable
   private static final ChargeRule.Answer NO_ANSWER =
       new ChargeRule.Answer(false, 0, false, false, false, 0, 0, Usage.NONE);
+  // the end's facts before anything of the answer came or was charged: shared, immutable
+  private static final RequestFacts.End NOT_BEGUN =
+      new RequestFacts.End(0, "seen", false, Charge.NONE, false, -1);
 
   private final Sessions env;
   private final Subject subject;
@@ -154,12 +157,18 @@ final class ResponseMeter {
    */
   RequestFacts.End facts(@Nullable String unseen, @Nullable Permit p) {
     UsageExtractor x = usage;
+    boolean complete = ChargeRule.complete(charge, x != null && x.complete());
+    if (status == 0 && unseen == null && !overran && charge == Charge.NONE && !complete) {
+      if (p == null || !firstChunkSeen) { // the admitted request's facts: nothing came yet
+        return NOT_BEGUN;
+      }
+    }
     return new RequestFacts.End(
         status,
         unseen == null ? "seen" : unseen,
         overran,
         charge,
-        ChargeRule.complete(charge, x != null && x.complete()),
+        complete,
         p != null && firstChunkSeen ? firstChunkNanos - p.admittedAtNanos() : -1);
   }
 
@@ -196,7 +205,10 @@ final class ResponseMeter {
                 x.meteredOutputTokens(),
                 x.outputSoFar(),
                 x.usage());
-    a = NativeUsageSource.prefer(a, nativeUsage, c -> env.listener().on(noted(c)));
+    io.sluice.core.estimate.NativeUsage n = nativeUsage;
+    if (n != null) { // Envoy's usage came: the callback only then (no capture per request)
+      a = NativeUsageSource.prefer(a, n, c -> env.listener().on(noted(c)));
+    }
     if (e != null) {
       charge = ChargeRule.charge(outcome, e, a);
     }
