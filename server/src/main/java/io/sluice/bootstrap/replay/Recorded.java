@@ -117,6 +117,47 @@ record Recorded(
         decideAfterMs);
   }
 
+  /**
+   * This attempt sent again at {@code epochNanos} (a retry the replay moves): the same client
+   * deadline, body wait, usage and outcome; a cancel at the same instant as recorded. Timed only.
+   */
+  Recorded sentAt(long epochNanos) {
+    Timing t = java.util.Objects.requireNonNull(timing);
+    long shift = epochNanos - arrivalNanos();
+    return new Recorded(
+        Math.floorDiv(epochNanos, 1_000_000L),
+        source,
+        pool,
+        className,
+        tenant,
+        new Timing(
+            t.tickNs() + shift,
+            t.decidedAfterNs(),
+            t.admittedAfterNs(),
+            t.endedAfterNs() - (cancelled() ? shift : 0),
+            deadlineNanos() - shift,
+            epochNanos),
+        route,
+        format,
+        deadlineMs,
+        inputTokens,
+        actualInputTokens,
+        requestedOutputTokens,
+        serviceMs,
+        outputTokens,
+        outcome,
+        upstreamStatus,
+        endedAfterMs,
+        decided,
+        queueWaitMs,
+        decideAfterMs);
+  }
+
+  /** Whether its client left (its recorded cancel) by {@code epochNanos}. */
+  boolean leftBy(long epochNanos) {
+    return cancelled() && arrivalNanos() + endedAfterNanos() <= epochNanos;
+  }
+
   /** Its arrival in epoch nanoseconds: exact with a timing, else its whole millisecond. */
   long arrivalNanos() {
     Timing t = timing;
