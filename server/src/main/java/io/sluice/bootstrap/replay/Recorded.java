@@ -93,28 +93,7 @@ record Recorded(
 
   /** This record, its timing anchored at {@code epochNanos}. */
   Recorded anchored(long epochNanos) {
-    Timing t = java.util.Objects.requireNonNull(timing);
-    return new Recorded(
-        arrivalMillis,
-        source,
-        pool,
-        className,
-        tenant,
-        t.anchored(epochNanos),
-        route,
-        format,
-        deadlineMs,
-        inputTokens,
-        actualInputTokens,
-        requestedOutputTokens,
-        serviceMs,
-        outputTokens,
-        outcome,
-        upstreamStatus,
-        endedAfterMs,
-        decided,
-        queueWaitMs,
-        decideAfterMs);
+    return timed(arrivalMillis, java.util.Objects.requireNonNull(timing).anchored(epochNanos));
   }
 
   /**
@@ -124,19 +103,25 @@ record Recorded(
   Recorded sentAt(long epochNanos) {
     Timing t = java.util.Objects.requireNonNull(timing);
     long shift = epochNanos - arrivalNanos();
-    return new Recorded(
+    return timed(
         Math.floorDiv(epochNanos, 1_000_000L),
-        source,
-        pool,
-        className,
-        tenant,
         new Timing(
             t.tickNs() + shift,
             t.decidedAfterNs(),
             t.admittedAfterNs(),
             t.endedAfterNs() - (cancelled() ? shift : 0),
             deadlineNanos() - shift,
-            epochNanos),
+            epochNanos));
+  }
+
+  private Recorded timed(long arrivalMillis, Timing t) {
+    return new Recorded(
+        arrivalMillis,
+        source,
+        pool,
+        className,
+        tenant,
+        t,
         route,
         format,
         deadlineMs,

@@ -59,6 +59,18 @@ class ReplayRetriesTest {
             .formatted(serviceMs, serviceMs, tick, serviceMs * 1_000_000L, deadlineNs);
   }
 
+  /**
+   * x refused at 0 and retried at 1 s (clients retry: 1 of 1), b served 2-3.4 s, then {@code more}.
+   */
+  private static List<String> clientsRetry_thenBHoldsTheSlot(String... more) {
+    List<String> lines = new java.util.ArrayList<>();
+    lines.add(attempt("x", 0, 0, -1, 0));
+    lines.add(attempt("x", 0, 1000, 100, 0));
+    lines.add(attempt("b", 2000, 2000, 1400, 0));
+    lines.addAll(List.of(more));
+    return lines;
+  }
+
   private Replayer replay(String yaml, List<String> lines) throws Exception {
     Path f = dir.resolve("decisions.jsonl");
     Files.write(f, lines);
@@ -94,12 +106,7 @@ class ReplayRetriesTest {
     // recorded: x refused at 0 and retried at 1 s (so clients retry: 1 of 1); b holds the slot
     // 2-3.4 s; y admitted at 2.5 s. A candidate without a queue refuses y (the slot is b's): its
     // client retries a Retry-After later, is served, and is goodput
-    List<String> lines =
-        List.of(
-            attempt("x", 0, 0, -1, 0),
-            attempt("x", 0, 1000, 100, 0),
-            attempt("b", 2000, 2000, 1400, 0),
-            attempt("y", 2500, 2500, 500, 0));
+    List<String> lines = clientsRetry_thenBHoldsTheSlot(attempt("y", 2500, 2500, 500, 0));
     Replayer r = replay(policy("0s"), lines);
     assertThat(r.retriesDrawn).isEqualTo(1);
     assertThat(r.tally.rows().get("tenant p/y").arrivals).isEqualTo(2);
@@ -114,12 +121,8 @@ class ReplayRetriesTest {
     // after it came at 2.5 s, its retry at 8.4 s admitted. A candidate without a queue refuses y
     // at 2.5 s: its client retries a Retry-After later (after b), not at 8.4 s
     List<String> lines =
-        List.of(
-            attempt("x", 0, 0, -1, 0),
-            attempt("x", 0, 1000, 100, 0),
-            attempt("b", 2000, 2000, 1400, 0),
-            attempt("y", 2500, 2500, -1, 2900),
-            attempt("y", 2500, 8400, 500, 0));
+        clientsRetry_thenBHoldsTheSlot(
+            attempt("y", 2500, 2500, -1, 2900), attempt("y", 2500, 8400, 500, 0));
     Replayer r = replay(policy("0s"), lines);
     assertThat(r.retriesDrawn).isEqualTo(1);
     assertThat(r.retriesNotSent).isEqualTo(2); // x's retry (x admitted), y's recorded retry
