@@ -93,14 +93,35 @@ record Recorded(
 
   /** This record, its timing anchored at {@code epochNanos}. */
   Recorded anchored(long epochNanos) {
+    return timed(arrivalMillis, java.util.Objects.requireNonNull(timing).anchored(epochNanos));
+  }
+
+  /**
+   * This attempt sent again at {@code epochNanos} (a retry the replay moves): the same client
+   * deadline, body wait, usage and outcome; a cancel at the same instant as recorded. Timed only.
+   */
+  Recorded sentAt(long epochNanos) {
     Timing t = java.util.Objects.requireNonNull(timing);
+    long shift = epochNanos - arrivalNanos();
+    return timed(
+        Math.floorDiv(epochNanos, 1_000_000L),
+        new Timing(
+            t.tickNs() + shift,
+            t.decidedAfterNs(),
+            t.admittedAfterNs(),
+            t.endedAfterNs() - (cancelled() ? shift : 0),
+            deadlineNanos() - shift,
+            epochNanos));
+  }
+
+  private Recorded timed(long arrivalMillis, Timing t) {
     return new Recorded(
         arrivalMillis,
         source,
         pool,
         className,
         tenant,
-        t.anchored(epochNanos),
+        t,
         route,
         format,
         deadlineMs,
@@ -115,6 +136,11 @@ record Recorded(
         decided,
         queueWaitMs,
         decideAfterMs);
+  }
+
+  /** Whether its client left (its recorded cancel) by {@code epochNanos}. */
+  boolean leftBy(long epochNanos) {
+    return cancelled() && arrivalNanos() + endedAfterNanos() <= epochNanos;
   }
 
   /** Its arrival in epoch nanoseconds: exact with a timing, else its whole millisecond. */

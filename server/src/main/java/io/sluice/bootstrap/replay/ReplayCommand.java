@@ -182,11 +182,13 @@ public final class ReplayCommand implements Callable<Integer> {
             in.skipped(),
             in.late());
       }
-      if (r.retriesNotSent > 0) {
+      if (r.retriesNotSent > 0 || r.retriesDrawn > 0) {
         o.printf(
             java.util.Locale.ROOT,
-            "records: %d retries not sent (their client's earlier attempt was admitted)%n",
-            r.retriesNotSent);
+            "records: %d retries not sent (their client's attempt admitted, or retried when the"
+                + " replay refused it); %d retries of the replay's own refusals%n",
+            r.retriesNotSent,
+            r.retriesDrawn);
       }
       if (in.untimed() > 0) {
         o.printf(

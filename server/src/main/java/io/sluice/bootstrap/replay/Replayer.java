@@ -46,17 +46,9 @@ final class Replayer implements AutoCloseable {
   final Agreement agreement = new Agreement();
   long replayed;
   long unknown; // a pool or class the policy does not have
-  long retriesNotSent; // retries of an attempt this replay admitted
-
-  /**
-   * Attempts this replay admitted, by their client's deadline (tenant, class, the deadline to the
-   * nanosecond): a later record with the same one is a retry of it (a client keeps its deadline
-   * across attempts) that the client would not have sent. Oldest first; pruned once past.
-   */
-  private final java.util.LinkedHashMap<String, Long> admittedAttempts =
-      new java.util.LinkedHashMap<>();
-
-  private static final int MAX_ATTEMPTS_KEPT = 1_000_000;
+  long retriesNotSent; // recorded retries of an attempt this replay admitted or held
+  long retriesDrawn; // retries of the replay's own refusals the record brings none of
+  private final Retries retries = new Retries();
 
   /**
    * @param knees the knee of a pool's upstream by pool name; {@code defaultKnee} for the rest
@@ -89,6 +81,9 @@ final class Replayer implements AutoCloseable {
     }
     if (time != null) {
       advanceTo(Long.MAX_VALUE - 1);
+    }
+    for (Retries.Parked kept : retries.left()) {
+      notSent(kept.record()); // its client's attempt was never decided
     }
   }
 
@@ -127,22 +122,42 @@ final class Replayer implements AutoCloseable {
 
   private void arrive(Recorded r) {
     VirtualTime t = java.util.Objects.requireNonNull(time);
-    long now = t.nanos();
-    String attempt = r.timed() ? attemptKey(r) : null;
-    if (attempt != null && admittedAttempts.containsKey(attempt)) {
-      // its client retried a refusal this replay did not make: it would not have sent it
-      retriesNotSent++;
-      record(r);
-      agreement.compare(r, Verdict.NOT_SENT, 0);
-      return;
-    }
-    replayed++;
-    Tally.Row[] rows = tally.rowsOf(r.pool(), r.className(), r.tenant());
-    Tally.arrived(rows);
+    String client = Retries.client(r);
+    int attempt = retries.recorded(r, client);
     record(r);
     // a cancelled request's recorded service ends at its client's cancel, not at its answer's end:
     // served as long as it stays, it leaves at its cancel (never "completed" at that same instant)
     long demand = r.cancelled() && r.ran() ? cancelledDemand(r) : demand(r);
+    if (client != null && retries.drives(client, t.nanos())) {
+      notSent(r); // the replay sends its client's retries itself, timed by its own refusals
+      return;
+    }
+    if (client != null && retries.holds(client)) {
+      // its client retried a refusal this replay has not made (yet): kept until it does
+      if (!retries.park(client, r, demand, attempt)) {
+        notSent(r);
+      }
+      return;
+    }
+    replayed++;
+    send(r, client, demand, attempt);
+  }
+
+  /**
+   * A recorded retry its client would not have sent (the replay admitted its attempt), or sent at
+   * another time (the replay refused its attempt sooner and sent the retry itself).
+   */
+  private void notSent(Recorded r) {
+    retriesNotSent++;
+    agreement.compare(r, Verdict.NOT_SENT, 0);
+  }
+
+  /** An attempt arrives now: {@code r} at its recorded time, or a retry (moved to now). */
+  private void send(Recorded r, @Nullable String client, long demand, int attempt) {
+    VirtualTime t = java.util.Objects.requireNonNull(time);
+    long now = t.nanos();
+    Tally.Row[] rows = tally.rowsOf(r.pool(), r.className(), r.tenant());
+    Tally.arrived(rows);
     PoolPolicy pool = config.pools().get(r.pool());
     ClassPolicy cls = config.classes().get(r.className());
     if (pool == null || cls == null) {
@@ -155,7 +170,9 @@ final class Replayer implements AutoCloseable {
       decided(r, rows, Verdict.REFUSE + Reason.UNKNOWN_TENANT.code(), 0, false);
       return;
     }
-    Request q = new Request(r, rows, s, demand);
+    Request q = new Request(r, client, rows, s, demand, attempt);
+    retries.hold(
+        client, now, s.deadlineNanos()); // before its session: a refusal takes it out again
     Sessions sessions = java.util.Objects.requireNonNull(runtime).runtime().sessions();
     q.session = sessions.open(s, q, t.serial(), SessionSteps.NONE);
     q.session.begin(false, false, -1, now);
@@ -190,24 +207,47 @@ final class Replayer implements AutoCloseable {
     }
   }
 
-  /** Tenant, class and the client's deadline to the nanosecond (epoch): what its retries share. */
-  private static String attemptKey(Recorded r) {
-    return r.tenant() + '\n' + r.className() + '\n' + (r.arrivalNanos() + r.deadlineNanos());
-  }
-
-  private void admittedAttempt(Recorded r, long now) {
-    if (!r.timed()) {
+  /**
+   * The replay refused {@code q}: its client's next attempt, a Retry-After later if that is before
+   * its deadline: the recorded retry kept for it; else, when the record brings none (it did not
+   * refuse {@code q}) or brings it too late (it refused {@code q} later than the replay does), one
+   * as often as the record shows clients retrying ({@link Retries}), and the record's later
+   * attempts of that client are not sent.
+   */
+  private void refused(Request q, long retryAfterSeconds) {
+    Retries.Parked kept = retries.refused(q.client);
+    VirtualTime t = java.util.Objects.requireNonNull(time);
+    long after = retryAfterSeconds * 1_000_000_000L;
+    long at = t.epochNanos(t.nanos() + after);
+    boolean fits = retryAfterSeconds > 0 && t.nanos() + after < q.subject.deadlineNanos();
+    if (kept != null) {
+      if (!fits || kept.record().leftBy(at)) {
+        notSent(kept.record());
+        return;
+      }
+      Recorded r = kept.record().sentAt(at);
+      t.schedule(
+          after,
+          () -> {
+            replayed++;
+            send(r, q.client, kept.demand(), kept.attempt());
+          });
       return;
     }
-    java.util.Iterator<Long> it = admittedAttempts.values().iterator();
-    while (it.hasNext()) {
-      if (it.next() >= now && admittedAttempts.size() < MAX_ATTEMPTS_KEPT) {
-        break;
-      }
-      it.remove(); // past its deadline: no retry of it can come
+    boolean recordRetries = Verdict.refused(q.rec.decided());
+    if (recordRetries
+        && t.epochNanos(t.nanos()) >= q.rec.arrivalNanos() + q.rec.endedAfterNanos()) {
+      return; // refused as late as recorded or later: the record's retry (if any) comes
     }
-    long deadline = java.util.Objects.requireNonNull(time).atNanos(r.arrivalNanos());
-    admittedAttempts.put(attemptKey(r), deadline + r.deadlineNanos());
+    if (recordRetries) {
+      retries.drive(q.client, q.subject.deadlineNanos()); // the record's retry would come late
+    }
+    if (fits && !q.rec.leftBy(at) && retries.invents(q.attempt)) {
+      retriesDrawn++;
+      retries.drive(q.client, q.subject.deadlineNanos());
+      Recorded r = q.rec.sentAt(at);
+      t.schedule(after, () -> send(r, q.client, q.demand, q.attempt + 1));
+    }
   }
 
   /** The recorded decision and end, counted as the replay counts its own. */
@@ -279,9 +319,11 @@ final class Replayer implements AutoCloseable {
   /** One replayed request: the front end of its session. */
   private final class Request implements SessionFront {
     final Recorded rec;
+    final @Nullable String client; // its client's attempts' name (timed records)
     final Tally.Row[] rows;
     final Subject subject;
     final long demand;
+    final int attempt; // its client's, 1 for the first
     @Nullable AdmissionSession session;
     boolean wantsBody;
     boolean held;
@@ -291,11 +333,19 @@ final class Replayer implements AutoCloseable {
     boolean over;
     long decidingAt; // when its body came: its wait counts from there
 
-    Request(Recorded rec, Tally.Row[] rows, Subject subject, long demand) {
+    Request(
+        Recorded rec,
+        @Nullable String client,
+        Tally.Row[] rows,
+        Subject subject,
+        long demand,
+        int attempt) {
       this.rec = rec;
+      this.client = client;
       this.rows = rows;
       this.subject = subject;
       this.demand = demand;
+      this.attempt = attempt;
       this.decidingAt = subject.arrivalNanos();
     }
 
@@ -310,7 +360,10 @@ final class Replayer implements AutoCloseable {
       long waited = now() - decidingAt;
       verdict = rung != null ? Verdict.DEGRADE + rung : held ? Verdict.QUEUE : Verdict.ADMIT;
       decided(rec, rows, verdict, waited, held);
-      admittedAttempt(rec, now());
+      Retries.Parked kept = retries.settled(client);
+      if (kept != null) {
+        notSent(kept.record());
+      }
       String pool = s.running().plan().pool().name();
       Upstream u = upstreams.computeIfAbsent(pool, p -> new Upstream(knee(p), now()));
       upstream = u;
@@ -341,12 +394,17 @@ final class Replayer implements AutoCloseable {
       verdict = Verdict.REFUSE + reason.code();
       decided(rec, rows, verdict, now() - decidingAt, held);
       over = true;
+      Replayer.this.refused(this, retryAfterSeconds);
     }
 
     @Override
     public void storeFailed(Throwable cause) {
       verdict = Verdict.REFUSE + "store_failed";
       decided(rec, rows, verdict, 0, held);
+      Retries.Parked kept = retries.refused(client);
+      if (kept != null) {
+        notSent(kept.record());
+      }
       over = true;
       java.util.Objects.requireNonNull(session).end(Outcome.ERROR);
     }
@@ -391,6 +449,10 @@ final class Replayer implements AutoCloseable {
       } else if (verdict == null) { // left the queue: a decision of its own
         verdict = Verdict.REFUSE + "cancelled";
         decided(rec, rows, verdict, now() - decidingAt, held);
+        Retries.Parked kept = retries.settled(client); // its client left: it sends no retry
+        if (kept != null) {
+          notSent(kept.record());
+        }
       }
       s.end(Outcome.CANCELLED);
     }

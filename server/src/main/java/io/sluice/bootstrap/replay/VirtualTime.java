@@ -66,6 +66,11 @@ final class VirtualTime implements Ticker, HoldTimer {
     return START + (epochNanos - epochMillisAtStart * 1_000_000L);
   }
 
+  /** Epoch nanoseconds of a ticker time (the inverse of {@link #atNanos}). */
+  long epochNanos(long tick) {
+    return tick - START + epochMillisAtStart * 1_000_000L;
+  }
+
   /** Moves time forward to {@code t} (never back). */
   void advance(long t) {
     now = Math.max(now, t);
