@@ -47,6 +47,7 @@ import picocli.CommandLine.Option;
 final class BudgetBench {
   private BudgetBench() {}
 
+  @SuppressWarnings("NullAway") // failureMode null: the store's own (a @Nullable component)
   static BudgetPolicy policy(Budget b) {
     return new BudgetPolicy(
         true,

@@ -176,8 +176,9 @@ final class LoadRun {
             .routeDisabled(!rig.admission())
             .cancelAfter(Duration.ofNanos(Math.min(untilDeadline, untilCancel)));
     b.bodyChunk(l.body);
-    if (l.requestClass.sluiceClass() != null) {
-      b.routeGrpcInitialMetadata("x-sluice-class", l.requestClass.sluiceClass());
+    String sluiceClass = l.requestClass.sluiceClass();
+    if (sluiceClass != null) {
+      b.routeGrpcInitialMetadata("x-sluice-class", sluiceClass);
     }
     rig.routeMetadata().forEach(b::routeGrpcInitialMetadata);
     attemptsById.put(id, a);
