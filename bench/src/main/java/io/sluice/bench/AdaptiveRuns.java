@@ -18,6 +18,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -229,7 +230,7 @@ final class AdaptiveRuns {
     Rig rig = null;
     try {
       PoolState pool = server.runtime().controller().pool(POOL);
-      boolean adaptive = pool.configuredPolicy().adaptive().enabled();
+      boolean adaptive = Objects.requireNonNull(pool, POOL).configuredPolicy().adaptive().enabled();
       FilterConfig filter =
           Rig.benchFilter()
               .maxMessageTimeout(Duration.ofMillis(holdMillis))

@@ -16,6 +16,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -108,7 +109,7 @@ public final class BenchMain {
     Path out = Path.of("target/sluice-demo");
 
     @Option(names = "--chart", description = "PNG file to write instead of <out>/sluice-demo.png")
-    Path chart;
+    @Nullable Path chart;
 
     @Override
     public Integer call() throws Exception {

@@ -11,6 +11,7 @@ import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TokenUse;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.estimate.FanOut;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.time.Ticker;
@@ -46,6 +47,7 @@ import picocli.CommandLine.Option;
 final class BudgetBench {
   private BudgetBench() {}
 
+  @SuppressWarnings("NullAway") // failureMode null: the store's own (a @Nullable component)
   static BudgetPolicy policy(Budget b) {
     return new BudgetPolicy(
         true,
@@ -130,7 +132,8 @@ final class BudgetBench {
                   return f;
                 },
                 Clock.systemUTC(),
-                failures));
+                failures,
+                new WriteBack(policy(b).maxEntries(), failures)));
       }
       AtomicLong spent = new AtomicLong();
       AtomicLong refusedBelow90 = new AtomicLong();
@@ -246,7 +249,8 @@ final class BudgetBench {
                 return CompletableFuture.completedFuture(null);
               },
               clock,
-              BudgetEvents.NONE);
+              BudgetEvents.NONE,
+              new WriteBack(policy(b).maxEntries(), BudgetEvents.NONE));
       long every = 9_600; // 1,000 tokens every 9.6 s: 9,000 a day... x 3 of 100,000/day
       every = 86_400_000L * 1_000 / (3 * 100_000);
       long[] perDay = new long[30];

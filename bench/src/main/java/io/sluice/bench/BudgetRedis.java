@@ -7,6 +7,7 @@ import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A redis-server of the bench's own on a free loopback port, with append-only persistence ({@code
@@ -16,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 final class BudgetRedis implements AutoCloseable {
   private final int port;
   private final Path dir;
-  private Process process;
+  private @Nullable Process process;
 
   private BudgetRedis(int port, Path dir) {
     this.port = port;

@@ -43,7 +43,9 @@ final class CalibrateSim implements Callable<Integer> {
           + "  - {weight: 3, promptTokens: 300, maxTokens: 32}\n"
           + "  - {weight: 1, promptTokens: 1200, maxTokens: 64}\n";
 
-  @Spec CommandSpec spec;
+  @SuppressWarnings("NullAway.Init") // picocli sets it before call()
+  @Spec
+  CommandSpec spec;
 
   @Option(
       names = "--slots",

@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import org.knowm.xchart.XYChart;
@@ -170,7 +171,7 @@ final class ColdGreedy implements Callable<Integer> {
 
   /** The embedded default policy's {@code interactive} class: what a new user's clients get. */
   static ClassPolicy defaultClass() {
-    return ConfigLoader.embeddedDefault().classes().get("interactive");
+    return Objects.requireNonNull(ConfigLoader.embeddedDefault().classes().get("interactive"));
   }
 
   /**

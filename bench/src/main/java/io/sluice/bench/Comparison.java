@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Runs one workload against several systems at the same time, each with its own simulated upstream
@@ -28,7 +29,8 @@ import java.util.concurrent.Future;
  */
 final class Comparison {
   /** A system to compare: a name and a Sluice policy (null = no admission). */
-  record System(String name, SluiceConfig policy, long holdMillis, Map<String, String> metadata) {}
+  record System(
+      String name, @Nullable SluiceConfig policy, long holdMillis, Map<String, String> metadata) {}
 
   private Comparison() {}
 

@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -84,7 +85,7 @@ final class Flood implements Callable<Integer> {
       description =
           "SLUICE_RLS_MEMORY_MAX_BYTES of the server (default: the server's own, 64MiB); e.g."
               + " 1024GiB to see the flood without the bound")
-  String memoryMaxBytes;
+  @Nullable String memoryMaxBytes;
 
   @Option(names = "--server-arg", description = "extra JVM/system args for the child")
   List<String> serverArgs = new ArrayList<>();

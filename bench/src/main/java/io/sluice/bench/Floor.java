@@ -24,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -127,7 +128,7 @@ final class Floor implements Callable<Integer> {
       names = "--serve",
       description =
           "only serve (noop, noop-answers, sluice, sluice-reject) on --port until killed (h2load)")
-  String serve;
+  @Nullable String serve;
 
   @Option(
       names = "--capture-answers",
@@ -163,14 +164,14 @@ final class Floor implements Callable<Integer> {
           "with --serve sluice: the store is the Redis at host:port (BACKEND_TYPE=redis), so the"
               + " rate limit service counts there and the pool is leased as a replica share;"
               + " without --serve: adds the target sluice-redis, Sluice admitting on that store")
-  String redis;
+  @Nullable String redis;
 
   @Option(
       names = "--dump-dir",
       description =
           "write pre-encoded gRPC request frames for h2load (extproc_request_headers.grpc,"
               + " rls_request.grpc) to this directory")
-  Path dumpDir;
+  @Nullable Path dumpDir;
 
   @Option(
       names = "--deadline-header",
@@ -327,7 +328,11 @@ final class Floor implements Callable<Integer> {
       long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
       while (System.nanoTime() - warmEnd < 0) {
         for (Window w : order) {
-          drive(w.calls(), channelsOf.get(w.target()), 0, WARM_WINDOW_SECONDS);
+          drive(
+              w.calls(),
+              Objects.requireNonNull(channelsOf.get(w.target())),
+              0,
+              WARM_WINDOW_SECONDS);
         }
       }
       Map<Window, List<ClosedLoop.Result>> results = new LinkedHashMap<>();
@@ -346,7 +351,7 @@ final class Floor implements Callable<Integer> {
           FloorCpu.Reading[] at = new FloorCpu.Reading[2]; // the measured window's ends
           ClosedLoop.Result r =
               ClosedLoop.run(
-                  channelsOf.get(w.target()),
+                  Objects.requireNonNull(channelsOf.get(w.target())),
                   concurrency,
                   SETTLE_SECONDS,
                   durationSeconds,
@@ -364,11 +369,10 @@ final class Floor implements Callable<Integer> {
                     r.seconds() / (SETTLE_SECONDS + r.seconds()),
                     r.done());
           }
-          results.get(w).add(r);
+          Objects.requireNonNull(results.get(w)).add(r);
           // the settle second's calls are not counted: scale the CPU to the measured window
           double secs = SETTLE_SECONDS + r.seconds();
-          serverCpu
-              .get(w)
+          Objects.requireNonNull(serverCpu.get(w))
               .add(r.done() == 0 ? 0 : (cpu1 - cpu0) / 1e3 * r.seconds() / secs / r.done());
         }
       }
@@ -379,9 +383,9 @@ final class Floor implements Callable<Integer> {
           rows.add(
               FloorReport.row(
                   w,
-                  results.get(w),
-                  results.get(new Window(calls, "noop")),
-                  serverCpu.get(w),
+                  Objects.requireNonNull(results.get(w)),
+                  Objects.requireNonNull(results.get(new Window(calls, "noop"))),
+                  Objects.requireNonNull(serverCpu.get(w)),
                   servers.server(target)));
         }
         out.println(table(rows, channels, concurrency, calls, rounds, durationSeconds, separate));
@@ -452,7 +456,7 @@ final class Floor implements Callable<Integer> {
     return redis;
   }
 
-  private EventLoopGroup clientLoops;
+  private @Nullable EventLoopGroup clientLoops;
 
   /** Two client event loops (epoll where available, as grpc's shared group uses). */
   private static EventLoopGroup newClientLoops() {

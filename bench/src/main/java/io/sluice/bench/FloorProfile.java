@@ -12,6 +12,7 @@ import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordedStackTrace;
 import jdk.jfr.consumer.RecordingFile;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads a floor server's flight recording ({@code floor --separate --server-jvm-arg
@@ -160,7 +161,7 @@ final class FloorProfile {
     return "?";
   }
 
-  private static String innermostSluice(List<RecordedFrame> frames) {
+  private static @Nullable String innermostSluice(List<RecordedFrame> frames) {
     for (RecordedFrame f : frames) {
       String c = className(f);
       if (c.startsWith("io.sluice.")) {

@@ -20,6 +20,7 @@ import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /** The servers the floor bench measures: a no-op ext_proc and Sluice in-process. */
 final class FloorServers {
@@ -119,7 +120,7 @@ final class FloorServers {
     }
 
     /** With {@code redis} (host:port) as the store, or the in-memory store when null. */
-    Sluice(String policy, int port, String redis) throws IOException {
+    Sluice(String policy, int port, @Nullable String redis) throws IOException {
       runtime = Files.createTempDirectory("sluice-rls");
       Files.createDirectories(runtime.resolve("config"));
       Files.writeString(runtime.resolve("config").resolve("bench.yaml"), RLS_CONFIG);

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
@@ -97,7 +98,7 @@ final class FloorTargets implements AutoCloseable {
         t.ports.put(target, port);
       }
       for (Map.Entry<String, Integer> e : t.ports.entrySet()) {
-        awaitPort(e.getKey(), e.getValue(), t.children.get(e.getKey()));
+        awaitPort(e.getKey(), e.getValue(), Objects.requireNonNull(t.children.get(e.getKey())));
       }
     } catch (IOException | InterruptedException | RuntimeException e) {
       t.close();
@@ -137,7 +138,7 @@ final class FloorTargets implements AutoCloseable {
   }
 
   int port(String target) {
-    return ports.get(target);
+    return Objects.requireNonNull(ports.get(target), target);
   }
 
   /** Whether the servers run in child JVMs (their CPU is then read per server). */

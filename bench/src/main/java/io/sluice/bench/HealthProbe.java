@@ -12,6 +12,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 
 /** Polls gRPC health and {@code /healthz} every 250 ms with a 1 s timeout. */
 final class HealthProbe {
@@ -25,7 +26,7 @@ final class HealthProbe {
   long httpTotal;
   long grpcMaxMillis;
   long httpMaxMillis;
-  Thread thread;
+  @Nullable Thread thread;
 
   HealthProbe(ManagedChannel ch, HttpClient http, String url) {
     this.ch = ch;
@@ -86,7 +87,10 @@ final class HealthProbe {
 
   void stop() throws InterruptedException {
     running.set(false);
-    thread.join(5000);
+    Thread t = thread;
+    if (t != null) {
+      t.join(5000);
+    }
   }
 
   String grpc() {

@@ -2,6 +2,7 @@ package io.sluice.bench;
 
 import java.net.http.HttpClient;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 
 /** Heap used (without forcing GC) every 500 ms: the peak during the flood. */
 final class HeapSampler {
@@ -9,7 +10,7 @@ final class HeapSampler {
   final String url;
   final AtomicBoolean running = new AtomicBoolean(true);
   volatile double peak;
-  Thread thread;
+  @Nullable Thread thread;
 
   HeapSampler(HttpClient http, String url) {
     this.http = http;
@@ -42,7 +43,10 @@ final class HeapSampler {
 
   void stop() throws InterruptedException {
     running.set(false);
-    thread.join(5000);
+    Thread t = thread;
+    if (t != null) {
+      t.join(5000);
+    }
   }
 
   double peak() {

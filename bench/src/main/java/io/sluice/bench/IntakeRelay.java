@@ -18,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The Envoy loopback listener of background intake's dispatch (docs/intake.md, "The loopback
@@ -53,7 +54,7 @@ final class IntakeRelay implements AutoCloseable {
 
   /** The rig the relay sends through, set once it exists (it needs the relay's URL first). */
   static final class Holder {
-    volatile Rig rig;
+    volatile @Nullable Rig rig;
   }
 
   private IntakeRelay(

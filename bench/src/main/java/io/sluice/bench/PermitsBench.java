@@ -132,7 +132,8 @@ final class PermitsBench implements Callable<Integer> {
             List.of(PoolPolicy.builder("pg", 1_000_000_000L).maxRequests(100_000).build()),
             List.of(DB),
             Duration.ofSeconds(10),
-            (p, pm, oc, n) -> {});
+            (p, pm, oc, n) -> {},
+            Math::random);
     return new PermitDesk(
         pools,
         id -> new Tenant(id, TierPolicy.builder("t").build()),

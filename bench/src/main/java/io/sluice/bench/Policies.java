@@ -6,13 +6,18 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
 
 /** Sluice policies for the benchmarks (YAML text, parsed by Sluice's own loader). */
 final class Policies {
   private Policies() {}
 
   static String policy(
-      long capacity, int maxRequests, long holdMillis, String classesYaml, String defaultClass) {
+      long capacity,
+      int maxRequests,
+      long holdMillis,
+      String classesYaml,
+      @Nullable String defaultClass) {
     return """
         server:
           grpc: {host: 127.0.0.1, port: 0}

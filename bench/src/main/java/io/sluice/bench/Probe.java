@@ -32,6 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -56,7 +57,9 @@ import picocli.CommandLine.Spec;
 final class Probe implements Callable<Integer> {
   static final int UNREACHABLE = 1;
 
-  @Spec CommandSpec spec;
+  @SuppressWarnings("NullAway.Init") // picocli sets it before call()
+  @Spec
+  CommandSpec spec;
 
   @Option(
       names = "--target",
@@ -75,7 +78,7 @@ final class Probe implements Callable<Integer> {
       description =
           "send the tenant as this request header instead of metadata, e.g. x-tenant-id as the"
               + " shipped Envoy's jwt_authn sets it from a verified claim (default: none)")
-  String tenantHeader;
+  @Nullable String tenantHeader;
 
   @Option(
       names = "--no-tenant",
@@ -103,12 +106,12 @@ final class Probe implements Callable<Integer> {
   @Option(
       names = "--pool",
       description = "pool, as x-sluice-pool (default: none; the policy's route rules decide)")
-  String pool;
+  @Nullable String pool;
 
   @Option(
       names = "--class",
       description = "priority class, as x-sluice-class (default: none; the policy decides)")
-  String requestClass;
+  @Nullable String requestClass;
 
   @Option(
       names = "--metadata",

@@ -31,6 +31,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -67,14 +68,14 @@ final class RapidReset implements Callable<Integer> {
       description =
           "server.grpc.maxResetsPerWindow; default: the server's own default (40000 per 1s);"
               + " 0 turns the limit off")
-  Integer maxResets;
+  @Nullable Integer maxResets;
 
   @Option(
       names = "--max-premature-resets",
       description =
           "server.grpc.maxPrematureResets (the guard before grpc's codec); default: the server's"
               + " own default (1000, ratio 0.5); 0 turns the guard off")
-  Integer maxPremature;
+  @Nullable Integer maxPremature;
 
   @Option(
       names = "--reconnect",

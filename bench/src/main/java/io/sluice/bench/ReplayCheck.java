@@ -12,7 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -83,7 +85,7 @@ final class ReplayCheck implements Callable<Integer> {
   public Integer call() throws Exception {
     Files.createDirectories(out);
     List<Fidelity> rows = new ArrayList<>();
-    Prediction prediction = null;
+    @Nullable Prediction prediction = null;
     for (String name : scenarios) {
       Scenario s = Scenario.named(name).scaled(scale);
       String yamlA = s.queueHoldYaml();
@@ -91,13 +93,14 @@ final class ReplayCheck implements Callable<Integer> {
       if (name.equals("classes")) {
         String yamlB = yamlA.replaceFirst(RESERVE_A, RESERVE_B);
         Map<String, Path> files = recordRuns(s, Map.of("A", yamlA, "B", yamlB), System.out);
-        rows.add(new Fidelity(name, replay(files.get("A"), yamlA, knee)));
+        rows.add(new Fidelity(name, replay(Objects.requireNonNull(files.get("A")), yamlA, knee)));
         prediction =
             new Prediction(
-                replay(files.get("A"), yamlB, knee), replay(files.get("B"), yamlB, knee));
+                replay(Objects.requireNonNull(files.get("A")), yamlB, knee),
+                replay(Objects.requireNonNull(files.get("B")), yamlB, knee));
       } else {
         Map<String, Path> files = recordRuns(s, Map.of("A", yamlA), System.out);
-        rows.add(new Fidelity(name, replay(files.get("A"), yamlA, knee)));
+        rows.add(new Fidelity(name, replay(Objects.requireNonNull(files.get("A")), yamlA, knee)));
       }
     }
     String md = table(rows, prediction);
@@ -161,7 +164,7 @@ final class ReplayCheck implements Callable<Integer> {
     return Replays.run(List.of(records), policy, knee);
   }
 
-  static String table(List<Fidelity> rows, Prediction p) {
+  static String table(List<Fidelity> rows, @Nullable Prediction p) {
     StringBuilder b = new StringBuilder();
     b.append("#### Self-consistency: each run replayed against its own policy\n\n")
         .append("| scenario | records | agreement | wait error mean (ms) | recorded goodput |")

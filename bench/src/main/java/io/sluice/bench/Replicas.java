@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.Executors;
@@ -336,7 +337,9 @@ final class Replicas implements Callable<Integer> {
                   if (down.get(i) == 1) {
                     continue;
                   }
-                  var snap = servers.get(i).runtime().controller().pool("llm").snapshot(0);
+                  var snap =
+                      Objects.requireNonNull(servers.get(i).runtime().controller().pool("llm"))
+                          .snapshot(0);
                   reqIn[i] = snap.requestsInFlight();
                   workIn[i] = snap.workInFlight();
                   ShareCoordinator.Status st = servers.get(i).replicaShares().get("llm");
@@ -454,7 +457,7 @@ final class Replicas implements Callable<Integer> {
       long req = 0;
       long work = 0;
       for (SluiceServer s : servers) {
-        var p = s.runtime().controller().pool("llm").snapshot(0);
+        var p = Objects.requireNonNull(s.runtime().controller().pool("llm")).snapshot(0);
         req += p.requestsInFlight();
         work += p.workInFlight();
       }

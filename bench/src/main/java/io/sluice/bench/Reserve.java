@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -289,7 +290,7 @@ final class Reserve implements Callable<Integer> {
     return ph.size() > 1 ? ph.get(1).goodputPerSecond() : r.report().goodputPerSecond();
   }
 
-  private static String ratio(double good, AdaptiveRuns.Result base) {
+  private static String ratio(double good, AdaptiveRuns.@Nullable Result base) {
     if (base == null) {
       return "n/a";
     }

@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.regex.Matcher;
@@ -405,7 +406,7 @@ final class Restart implements Callable<Integer> {
   static double limitOf(SluiceServer s) {
     try {
       PoolState p = s.runtime().controller().pool("llm");
-      return p.policy().maxRequests();
+      return Objects.requireNonNull(p, "pool llm").policy().maxRequests();
     } catch (RuntimeException e) {
       return Double.NaN;
     }

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One benchmark scenario: the workload, the simulated upstream, and the two Sluice policies it runs
@@ -258,7 +259,7 @@ public record Scenario(
         defaultClass());
   }
 
-  private String defaultClass() {
+  private @Nullable String defaultClass() {
     return workload.classes().get(0).sluiceClass();
   }
 }

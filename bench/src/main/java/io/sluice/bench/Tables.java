@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 
 /** Markdown tables of run reports (printed by the CLI, pasted into docs/benchmarks.md). */
@@ -258,7 +259,9 @@ final class Tables {
                           s.offered(),
                           s.completed(),
                           share.get(t),
-                          share.get(t) == 0 ? 0 : s.completed() / share.get(t))));
+                          Objects.requireNonNull(share.get(t)) == 0
+                              ? 0
+                              : s.completed() / Objects.requireNonNull(share.get(t)))));
     }
     return b.toString();
   }
@@ -290,7 +293,7 @@ final class Tables {
     double sumSq = 0;
     int n = 0;
     for (var e : r.byTenant().entrySet()) {
-      double s = share.get(e.getKey());
+      double s = Objects.requireNonNull(share.get(e.getKey()));
       if (s <= 0) {
         continue;
       }
@@ -307,7 +310,7 @@ final class Tables {
     Map<String, Double> share = fairShares(r);
     double min = Double.MAX_VALUE;
     for (var e : r.byTenant().entrySet()) {
-      if (e.getKey().equals(except) || share.get(e.getKey()) <= 0) {
+      if (e.getKey().equals(except) || Objects.requireNonNull(share.get(e.getKey())) <= 0) {
         continue;
       }
       min = Math.min(min, e.getValue().completed() / share.get(e.getKey()));

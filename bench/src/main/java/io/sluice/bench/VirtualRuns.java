@@ -27,6 +27,7 @@ final class VirtualRuns {
   private VirtualRuns() {}
 
   /** The scenario's arrivals as a recorded run sends them (pool llm, route chat). */
+  @SuppressWarnings("NullAway") // a class with no sluice class is recorded with none, as before
   static List<RecordedRun.Arrival> arrivals(Scenario s) {
     SimulatedLlmUpstream.Settings up = s.upstream();
     List<RecordedRun.Arrival> out = new ArrayList<>();

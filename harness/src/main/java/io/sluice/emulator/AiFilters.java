@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What Envoy's AI filters publish as dynamic metadata, for the emulator's chain ({@link
@@ -74,7 +75,11 @@ public final class AiFilters {
 
   /** A request-info record of these fields (null: absent). */
   public static Published requestInfo(
-      String model, Boolean stream, Long maxOutputTokens, Integer messages, Integer tools) {
+      @Nullable String model,
+      @Nullable Boolean stream,
+      @Nullable Long maxOutputTokens,
+      @Nullable Integer messages,
+      @Nullable Integer tools) {
     Struct.Builder s = Struct.newBuilder();
     byte[] typed =
         encode(
@@ -142,7 +147,7 @@ public final class AiFilters {
     return Optional.of(tokenUsage(in, out, cached, status));
   }
 
-  private static Long count(JsonNode u, String a, String b) {
+  private static @Nullable Long count(JsonNode u, String a, String b) {
     JsonNode n = u.has(a) ? u.get(a) : u.get(b);
     return n != null && n.canConvertToLong() ? n.asLong() : null;
   }
@@ -151,7 +156,8 @@ public final class AiFilters {
    * A token-usage record: {@code status} 1 COMPLETE, 2 PARTIAL, 3 FAILED (a status-only record
    * carries no counts).
    */
-  public static Published tokenUsage(Long input, Long output, long cached, int status) {
+  public static Published tokenUsage(
+      @Nullable Long input, @Nullable Long output, long cached, int status) {
     Struct.Builder s = Struct.newBuilder();
     String[] names = {"EXTRACTION_STATUS_UNSPECIFIED", "COMPLETE", "PARTIAL", "FAILED"};
     byte[] typed =

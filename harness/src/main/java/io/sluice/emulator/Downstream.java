@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /** What the client of one exchange receives, and when: headers, body chunks, reply details. */
 final class Downstream {
@@ -73,7 +74,7 @@ final class Downstream {
       Struct dynamicMetadata,
       boolean bypassed,
       Optional<UpstreamRequest> upstreamRequest,
-      Route route,
+      @Nullable Route route,
       long routerTimeoutMillis) {
     Optional<Duration> toHeaders =
         headersAtNanos < 0

@@ -17,6 +17,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Plays Envoy's HTTP ext_proc filter ({@code envoy.filters.http.ext_proc}) as a gRPC client of
@@ -32,7 +33,7 @@ import java.util.function.LongSupplier;
  */
 public final class EnvoyExtProcEmulator implements AutoCloseable {
   private final Channel channel;
-  private final ManagedChannel ownedChannel;
+  private final @Nullable ManagedChannel ownedChannel;
   private final FilterConfig config;
   private final RouteTable routes;
   private final Stats stats = new Stats();
@@ -42,11 +43,11 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
 
   private EnvoyExtProcEmulator(
       Channel channel,
-      ManagedChannel ownedChannel,
+      @Nullable ManagedChannel ownedChannel,
       FilterConfig config,
       RouteTable routes,
-      ScheduledExecutorService timers,
-      LongSupplier nanoTime) {
+      @Nullable ScheduledExecutorService timers,
+      @Nullable LongSupplier nanoTime) {
     this.channel = channel;
     this.ownedChannel = ownedChannel;
     this.config = config;
@@ -96,8 +97,8 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
       String target,
       FilterConfig config,
       Upstream upstream,
-      ScheduledExecutorService timers,
-      LongSupplier nanoTime) {
+      @Nullable ScheduledExecutorService timers,
+      @Nullable LongSupplier nanoTime) {
     return connect(target, config, RouteTable.single(upstream), timers, nanoTime);
   }
 
@@ -109,8 +110,8 @@ public final class EnvoyExtProcEmulator implements AutoCloseable {
       String target,
       FilterConfig config,
       RouteTable routes,
-      ScheduledExecutorService timers,
-      LongSupplier nanoTime) {
+      @Nullable ScheduledExecutorService timers,
+      @Nullable LongSupplier nanoTime) {
     ManagedChannel channel =
         NettyChannelBuilder.forTarget(target)
             .usePlaintext()

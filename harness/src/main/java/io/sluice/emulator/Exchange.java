@@ -18,6 +18,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One HTTP request going through the emulated ext_proc filter. Every event (gRPC message or close,
@@ -140,7 +141,7 @@ final class Exchange {
   // downstream
 
   /** Envoy's {@code sendLocalReply}; after response headers went downstream it resets. */
-  void localReply(int status, String replyDetails, HeaderMutation mutation, byte[] body) {
+  void localReply(int status, String replyDetails, @Nullable HeaderMutation mutation, byte[] body) {
     io.sluice.upstream.HttpHeaders responseHeaders = new io.sluice.upstream.HttpHeaders();
     responseHeaders.add(":status", Integer.toString(status));
     if (body.length > 0) {
@@ -154,7 +155,7 @@ final class Exchange {
   private void localReply(
       io.sluice.upstream.HttpHeaders responseHeaders,
       String replyDetails,
-      HeaderMutation mutation,
+      @Nullable HeaderMutation mutation,
       byte[] body) {
     if (finished) {
       return;
@@ -459,7 +460,7 @@ final class Exchange {
       status = 200;
     }
     String details = ExtProcMessages.replaceWhitespace(immediate.getDetails());
-    HeaderMutation headers = immediate.hasHeaders() ? immediate.getHeaders() : null;
+    @Nullable HeaderMutation headers = immediate.hasHeaders() ? immediate.getHeaders() : null;
     byte[] body = immediate.getBody().toByteArray();
     if (GrpcLocalReply.isGrpc(request)) { // trailers-only: status 200, grpc-status, no body
       localReply(GrpcLocalReply.headers(immediate, status, body), details, headers, new byte[0]);

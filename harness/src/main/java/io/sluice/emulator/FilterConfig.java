@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The emulated {@code envoy.filters.http.ext_proc} filter configuration (Envoy 1.34–1.38 field
@@ -75,7 +76,7 @@ public record FilterConfig(
     MutationRules mutationRules,
     RouteCacheAction routeCacheAction,
     boolean disableClearRouteCache,
-    EnvoyTracing tracing) {
+    @Nullable EnvoyTracing tracing) {
 
   /** {@code ProcessingMode.HeaderSendMode} (DEFAULT means SEND for headers). */
   public enum HeaderMode {
@@ -234,7 +235,7 @@ public record FilterConfig(
     private MutationRules mutationRules = MutationRules.defaults();
     private RouteCacheAction routeCacheAction = RouteCacheAction.DEFAULT;
     private boolean disableClearRouteCache;
-    private EnvoyTracing tracing;
+    private @Nullable EnvoyTracing tracing;
 
     private Builder() {}
 

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One downstream HTTP request as it reaches the emulated Envoy, plus the per-route and test-only
@@ -117,13 +118,13 @@ public record HttpRequest(
     private String scheme = "http";
     private final HttpHeaders headers = new HttpHeaders();
     private final List<byte[]> bodyChunks = new ArrayList<>();
-    private String requestId;
+    private @Nullable String requestId;
     private final Map<String, String> routeGrpcInitialMetadata = new LinkedHashMap<>();
     private boolean routeDisabled;
     private final Map<String, Object> requestAttributes = new LinkedHashMap<>();
     private final Map<String, Struct> streamMetadata = new LinkedHashMap<>();
-    private Phase cancelAfterPhase;
-    private Duration cancelAfterDelay;
+    private @Nullable Phase cancelAfterPhase;
+    private @Nullable Duration cancelAfterDelay;
 
     private Builder() {}
 

@@ -10,6 +10,7 @@ import java.util.ArrayDeque;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Envoy's per-direction {@code ProcessorState} of one exchange: callback state, message timer,
@@ -31,7 +32,7 @@ final class ProcessorState {
 
   final boolean request;
   CallbackState state = CallbackState.IDLE;
-  ScheduledHandle timer;
+  @Nullable ScheduledHandle timer;
   boolean overrideAccepted;
   boolean attributesSent;
   final ArrayDeque<Chunk> chunkQueue = new ArrayDeque<>();

@@ -13,9 +13,11 @@ import io.grpc.SynchronizationContext.ScheduledHandle;
 import io.sluice.emulator.ProcessorState.CallbackState;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The ext_proc gRPC stream of one exchange: opened with the first message, what each message
@@ -36,14 +38,14 @@ final class ProcessorStream {
   private final Consumer<ProcessingResponse> onResponse;
   private final Consumer<Status> onGrpcClose;
 
-  private ClientCall<ProcessingRequest, ProcessingResponse> call;
+  private @Nullable ClientCall<ProcessingRequest, ProcessingResponse> call;
   private boolean closedByEnvoy;
   private boolean callDone;
-  private ScheduledHandle remoteCloseTimer;
+  private @Nullable ScheduledHandle remoteCloseTimer;
   private boolean firstMessageSent;
   private final Map<String, AiFilters.Published> published = new LinkedHashMap<>();
   // Envoy's tracing: the context its gRPC client injects into the stream's initial metadata
-  private String traceparent;
+  private @Nullable String traceparent;
 
   ProcessorStream(
       EnvoyExtProcEmulator emulator,
@@ -129,7 +131,7 @@ final class ProcessorStream {
     if (callDone) {
       return; // the stream already failed; its close is being handled
     }
-    call.sendMessage(msg.build());
+    Objects.requireNonNull(call, "call").sendMessage(msg.build());
     stats.streamMsgsSent.increment();
   }
 
@@ -179,8 +181,9 @@ final class ProcessorStream {
       remoteCloseTimer =
           sync.schedule(
               () -> {
-                if (!callDone) {
-                  call.cancel("ext_proc remote close timeout", null);
+                ClientCall<ProcessingRequest, ProcessingResponse> c = call;
+                if (!callDone && c != null) {
+                  c.cancel("ext_proc remote close timeout", null);
                 }
               },
               config.remoteCloseTimeout().toNanos(),

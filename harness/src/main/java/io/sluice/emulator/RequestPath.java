@@ -17,10 +17,12 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The request direction of one exchange: the request headers and body through ext_proc, then the
@@ -38,11 +40,11 @@ final class RequestPath {
   private byte[] requestBody;
   private boolean requestHeadersHeld;
   private boolean forwarded;
-  private UpstreamRequest upstreamRequest;
+  private @Nullable UpstreamRequest upstreamRequest;
 
   final RouterFilter router;
-  private ScheduledHandle responseTimer;
-  private CompletableFuture<UpstreamResponse> upstreamFuture;
+  private @Nullable ScheduledHandle responseTimer;
+  private @Nullable CompletableFuture<UpstreamResponse> upstreamFuture;
 
   RequestPath(Exchange x, EnvoyExtProcEmulator emulator, HttpRequest request) {
     this.x = x;
@@ -282,7 +284,7 @@ final class RequestPath {
     }
     CompletableFuture<UpstreamResponse> future;
     try {
-      future = router.route().upstream().send(upstreamRequest);
+      future = Objects.requireNonNull(router.route(), "route").upstream().send(upstreamRequest);
     } catch (RuntimeException e) {
       future = CompletableFuture.failedFuture(e);
     }

@@ -17,7 +17,9 @@ import io.sluice.upstream.UpstreamResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The response direction of one exchange: the upstream's headers and body through ext_proc (held,
@@ -43,10 +45,10 @@ final class ResponsePath {
   private final ProcessorState encoding;
   private final Downstream downstream;
 
-  private UpstreamResponse upstreamResponse;
-  private io.sluice.upstream.HttpHeaders responseHeaders;
+  private @Nullable UpstreamResponse upstreamResponse;
+  private io.sluice.upstream.HttpHeaders responseHeaders = new io.sluice.upstream.HttpHeaders();
   // the upstream's trailers after its body (a gRPC status), null when none follow
-  private io.sluice.upstream.HttpHeaders trailers;
+  private io.sluice.upstream.@Nullable HttpHeaders trailers;
   private Runnable cancelUpstreamBody = () -> {};
   Stage stage = Stage.NOT_STARTED;
   private final List<byte[]> heldChunks = new ArrayList<>();
@@ -94,6 +96,11 @@ final class ResponsePath {
     headersPhase();
   }
 
+  /** The upstream's response (set when it answered, before any phase reads it). */
+  private UpstreamResponse response() {
+    return Objects.requireNonNull(upstreamResponse, "upstreamResponse");
+  }
+
   private void headersPhase() {
     if (x.wants(config.responseHeaderMode() == HeaderMode.SEND)) {
       stage = Stage.AWAIT_HEADERS_RESPONSE;
@@ -101,7 +108,7 @@ final class ResponsePath {
       msg.setResponseHeaders(
           HttpHeaders.newBuilder()
               .setHeaders(ExtProcMessages.toHeaderMap(responseHeaders))
-              .setEndOfStream(upstreamResponse.body().isEmpty()));
+              .setEndOfStream(response().body().isEmpty()));
       x.send(encoding, msg, CallbackState.HEADERS);
       x.cancelIfAt(Phase.RESPONSE_HEADERS_SENT);
       return;
@@ -137,7 +144,7 @@ final class ResponsePath {
   /** The response headers are released (or about to be buffered with the body). */
   void bodyStart() {
     BodyMode mode = config.responseBodyMode();
-    boolean process = !upstreamResponse.body().isEmpty() && x.wants(mode != BodyMode.NONE);
+    boolean process = !response().body().isEmpty() && x.wants(mode != BodyMode.NONE);
     if (!process) {
       sendDownstreamHeaders();
       stage = Stage.PASSTHROUGH;
@@ -214,7 +221,7 @@ final class ResponsePath {
    * of a 2xx response at its clean end, before the last body message is built.
    */
   private void publishTokenUsage() {
-    if (config.aiFilters() && upstreamResponse.status() / 100 == 2) {
+    if (config.aiFilters() && response().status() / 100 == 2) {
       AiFilters.tokenUsage(aiSeen.toByteArray()).ifPresent(x::publish);
     }
   }
@@ -314,7 +321,9 @@ final class ResponsePath {
   /** The processor's {@code TrailersResponse}: its mutation applied, the trailers go downstream. */
   void onTrailersResponse(io.envoyproxy.envoy.service.ext_proc.v3.TrailersResponse response) {
     if (response.hasHeaderMutation()) {
-      Optional<String> error = encoding.mutateTrailers(response.getHeaderMutation(), trailers);
+      Optional<String> error =
+          encoding.mutateTrailers(
+              response.getHeaderMutation(), Objects.requireNonNull(trailers, "trailers"));
       if (error.isPresent()) {
         x.handleErrorResponse(error.get());
         return;
@@ -325,7 +334,7 @@ final class ResponsePath {
   }
 
   private void sendTrailersDownstream() {
-    downstream.trailers(trailers);
+    downstream.trailers(Objects.requireNonNull(trailers, "trailers"));
     x.finish(Outcome.UPSTREAM_RESPONSE);
   }
 

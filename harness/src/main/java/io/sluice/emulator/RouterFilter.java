@@ -3,6 +3,7 @@ package io.sluice.emulator;
 import io.envoyproxy.envoy.service.ext_proc.v3.CommonResponse;
 import io.sluice.upstream.HttpHeaders;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The route cache and the router filter of one exchange: which route the request takes, when it is
@@ -26,7 +27,7 @@ final class RouterFilter {
   private Optional<Route> cachedRoute;
   private boolean routeCacheCleared;
   private boolean decoded;
-  private Route route;
+  private @Nullable Route route;
   private long timeoutMillis;
   private int timeoutResponseStatus = 504;
 
@@ -39,7 +40,7 @@ final class RouterFilter {
   }
 
   /** The route the router took; null until {@link #decodeHeaders} found one. */
-  Route route() {
+  @Nullable Route route() {
     return route;
   }
 

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Diagnostics: when the system property {@code sluice.bench.trace} names a directory, every run
@@ -12,12 +13,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * end, deadline, voluntary cancel time, sizes, outcome and tokens spent.
  */
 final class AttemptTrace {
-  private static final String TRACE_DIR = System.getProperty("sluice.bench.trace");
+  private static final @Nullable String TRACE_DIR = System.getProperty("sluice.bench.trace");
 
   private final Map<String, Attempt> traced = new ConcurrentHashMap<>();
 
   /** A trace for one run, or null when tracing is off. */
-  static AttemptTrace ifEnabled() {
+  static @Nullable AttemptTrace ifEnabled() {
     return TRACE_DIR == null ? null : new AttemptTrace();
   }
 
@@ -25,7 +26,7 @@ final class AttemptTrace {
     traced.put(id, a);
   }
 
-  Attempt get(String id) {
+  @Nullable Attempt get(String id) {
     return traced.get(id);
   }
 

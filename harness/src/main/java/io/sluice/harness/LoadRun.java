@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One run of a {@link LoadGenerator}: sends the workload's arrivals to the rig at their times,
@@ -38,7 +39,7 @@ final class LoadRun {
           });
   private final Map<String, Attempt> attemptsById = new ConcurrentHashMap<>();
   private final Set<Logical> open = ConcurrentHashMap.newKeySet();
-  private final AttemptTrace traced = AttemptTrace.ifEnabled();
+  private final @Nullable AttemptTrace traced = AttemptTrace.ifEnabled();
   private final AtomicLong orphanTokens = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
   private final AtomicLong inFlight = new AtomicLong();
@@ -175,8 +176,9 @@ final class LoadRun {
             .routeDisabled(!rig.admission())
             .cancelAfter(Duration.ofNanos(Math.min(untilDeadline, untilCancel)));
     b.bodyChunk(l.body);
-    if (l.requestClass.sluiceClass() != null) {
-      b.routeGrpcInitialMetadata("x-sluice-class", l.requestClass.sluiceClass());
+    String sluiceClass = l.requestClass.sluiceClass();
+    if (sluiceClass != null) {
+      b.routeGrpcInitialMetadata("x-sluice-class", sluiceClass);
     }
     rig.routeMetadata().forEach(b::routeGrpcInitialMetadata);
     attemptsById.put(id, a);
@@ -288,7 +290,7 @@ final class LoadRun {
     finish(l, Ending.REFUSED, reason, now);
   }
 
-  private void finish(Logical l, Ending ending, String detail, long now) {
+  private void finish(Logical l, Ending ending, @Nullable String detail, long now) {
     tally.finished(l, ending, detail, now);
     open.remove(l);
     tell(l, ending.name().toLowerCase(Locale.ROOT), detail == null ? "" : detail, now);

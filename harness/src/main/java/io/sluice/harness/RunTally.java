@@ -6,11 +6,13 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLongArray;
 import org.HdrHistogram.Histogram;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The counts of one load run: per logical request, per attempt, per second, per class, tenant and
@@ -128,8 +130,8 @@ final class RunTally {
     synchronized (this) {
       offered++;
       openLogical.incrementAndGet();
-      byClass.get(l.requestClass.name())[0]++;
-      byTenant.get(l.tenant.name())[0]++;
+      Objects.requireNonNull(byClass.get(l.requestClass.name()))[0]++;
+      Objects.requireNonNull(byTenant.get(l.tenant.name()))[0]++;
       byPhase[l.phaseIndex][0]++;
     }
     offeredPerSecond.incrementAndGet(second(arrivalNanos));
@@ -193,7 +195,7 @@ final class RunTally {
     return retryNanos;
   }
 
-  void finished(Logical l, Ending ending, String detail, long now) {
+  void finished(Logical l, Ending ending, @Nullable String detail, long now) {
     synchronized (this) {
       if (!l.reachedUpstream) {
         if (ending == Ending.REFUSED) {
@@ -208,8 +210,8 @@ final class RunTally {
           if (l.attempt > 0) {
             completedAfterRetry++;
           }
-          byClass.get(l.requestClass.name())[1]++;
-          byTenant.get(l.tenant.name())[1]++;
+          Objects.requireNonNull(byClass.get(l.requestClass.name()))[1]++;
+          Objects.requireNonNull(byTenant.get(l.tenant.name()))[1]++;
           int completedIn = phaseAt(now);
           if (completedIn >= 0) {
             byPhase[completedIn][1]++;
@@ -251,9 +253,8 @@ final class RunTally {
     long micros = Math.max(1, ttftNanos / 1000);
     int s = second(firstByteNanos);
     synchronized (this) {
-      ttftByClass.get(cls).recordValue(Math.min(micros, 3_600_000_000L));
-      ttftFromArrivalByClass
-          .get(cls)
+      Objects.requireNonNull(ttftByClass.get(cls)).recordValue(Math.min(micros, 3_600_000_000L));
+      Objects.requireNonNull(ttftFromArrivalByClass.get(cls))
           .recordValue(Math.min(Math.max(1, fromArrival / 1000), 3_600_000_000L));
       if (ttftPerSecond[s] == null) {
         ttftPerSecond[s] = new Histogram(3_600_000_000L, 2);

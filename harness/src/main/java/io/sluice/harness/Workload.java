@@ -2,6 +2,7 @@ package io.sluice.harness;
 
 import java.time.Duration;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the {@link LoadGenerator} offers: open-loop Poisson arrivals whose rate follows {@code
@@ -128,7 +129,7 @@ public record Workload(
    */
   public record RequestClass(
       String name,
-      String sluiceClass,
+      @Nullable String sluiceClass,
       String path,
       double share,
       int promptTokensMin,
@@ -145,7 +146,7 @@ public record Workload(
     /** A class whose clients send {@code outputTokensMax} as {@code max_tokens}. */
     public RequestClass(
         String name,
-        String sluiceClass,
+        @Nullable String sluiceClass,
         String path,
         double share,
         int promptTokensMin,

@@ -9,12 +9,14 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A simulated OpenAI-style chat-completions provider, usable in-process as an {@link Upstream} or
@@ -101,15 +103,15 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
   private final AtomicLong promptTokensSpent = new AtomicLong();
   private final AtomicLong completionTokensSpent = new AtomicLong();
   private final AtomicLong ids = new AtomicLong();
-  private volatile Throttle throttle;
-  private volatile Ceiling ceiling;
+  private volatile @Nullable Throttle throttle;
+  private volatile @Nullable Ceiling ceiling;
 
   /** Generations accepted and not yet ended or cancelled (what the ceiling counts). */
   private final AtomicInteger inFlight = new AtomicInteger();
 
   private final AtomicLong throttledAnswers = new AtomicLong();
 
-  private LoopbackHttpServer httpServer;
+  private @Nullable LoopbackHttpServer httpServer;
 
   public SimulatedLlmUpstream(Settings settings) {
     this(settings, defaultScheduler());
@@ -298,7 +300,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
       completionTokens = Math.min(completionTokens, actual.asInt());
     }
     Ceiling c = ceiling;
-    if (inFlight.incrementAndGet() > (c == null ? Integer.MAX_VALUE : c.maxInFlight())) {
+    int running = inFlight.incrementAndGet();
+    if (c != null && running > c.maxInFlight()) {
       inFlight.decrementAndGet();
       throttledAnswers.incrementAndGet();
       return CompletableFuture.completedFuture(
@@ -338,7 +341,7 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
     private final int completionTokens;
     private volatile boolean cancelled;
     private int emitted;
-    private Sink sink;
+    private @Nullable Sink sink;
     private final AtomicInteger released = new AtomicInteger();
 
     Generation(String id, String model, boolean stream, int promptTokens, int completionTokens) {
@@ -392,7 +395,8 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
       completionTokensSpent.incrementAndGet();
       boolean last = emitted >= completionTokens;
       if (stream) {
-        sink.onData(OpenAiResponses.sse(chunk(OpenAiResponses.token(emitted), null)), false);
+        Objects.requireNonNull(sink, "sink")
+            .onData(OpenAiResponses.sse(chunk(OpenAiResponses.token(emitted), null)), false);
         if (last) {
           release();
           served.incrementAndGet();
@@ -412,13 +416,13 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
       } else if (last) {
         release();
         served.incrementAndGet();
-        sink.onData(completion(), true);
+        Objects.requireNonNull(sink, "sink").onData(completion(), true);
         return;
       }
       step(settings.decodePerOutputToken().toNanos());
     }
 
-    private ObjectNode chunk(String content, String finishReason) {
+    private ObjectNode chunk(@Nullable String content, @Nullable String finishReason) {
       ObjectNode c = JSON.createObjectNode();
       c.put("id", id).put("object", "chat.completion.chunk").put("created", 0).put("model", model);
       ObjectNode choice = c.putArray("choices").addObject();

@@ -52,7 +52,7 @@ public class ExtProcStreamBenchmark {
   @Setup(Level.Trial)
   public void setUp() throws Exception {
     server = SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback()));
-    service = new ExtProcService(server::runtime, () -> false);
+    service = ExtProcService.create(server::runtime, () -> false);
     request = LlmStream.oneShotHeaders().toByteArray();
     envoyMessages = LlmStream.messageBytes();
     metadata = new Metadata();

@@ -78,7 +78,7 @@ public class TelemetryOverheadBenchmark {
         };
     server =
         SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback() + block));
-    service = new ExtProcService(server::runtime, () -> false);
+    service = ExtProcService.create(server::runtime, () -> false);
     envoyMessages =
         switch (shape) {
           case "llm" -> LlmStream.messageBytes();

@@ -5,6 +5,7 @@ import io.sluice.core.quota.TenantSlots;
 import io.sluice.core.quota.WorkflowPlaces;
 import io.sluice.core.time.Ticker;
 import io.sluice.feature.StorePort;
+import io.sluice.store.memory.InMemoryLeasedPlaces;
 import io.sluice.store.memory.InMemoryPermitLeases;
 import io.sluice.store.memory.InMemoryTenantSlots;
 import io.sluice.store.memory.InMemoryWorkflowPlaces;
@@ -32,7 +33,7 @@ final class BuiltInPorts {
       port(
           "tenant-slots",
           RedisTenantSlots.STORE,
-          t -> new InMemoryTenantSlots(Clock.systemUTC()),
+          t -> new InMemoryTenantSlots(new InMemoryLeasedPlaces(Clock.systemUTC())),
           RedisTenantSlots::new);
 
   /** Workflow places: a leased place of kind {@code workflow} per request of a workflow. */
@@ -40,7 +41,7 @@ final class BuiltInPorts {
       port(
           "workflow-places",
           RedisWorkflowPlaces.STORE,
-          t -> new InMemoryWorkflowPlaces(Clock.systemUTC()),
+          t -> new InMemoryWorkflowPlaces(new InMemoryLeasedPlaces(Clock.systemUTC())),
           RedisWorkflowPlaces::new);
 
   /** The permit API's leases: in memory on the process's ticker, or on Redis. */

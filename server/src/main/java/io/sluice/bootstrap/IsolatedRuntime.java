@@ -90,7 +90,7 @@ public final class IsolatedRuntime implements AutoCloseable {
         clock,
         timer,
         timer,
-        settings -> new DecisionLog(settings, line -> {}),
+        settings -> new DecisionLog(settings, line -> {}, null),
         OutputReserves.off(),
         Math::random);
   }
@@ -105,7 +105,12 @@ public final class IsolatedRuntime implements AutoCloseable {
   public static IsolatedRuntime forReplay(
       SluiceConfig config, Ticker ticker, Clock clock, QueueTimer timer, HoldTimer holdTimer) {
     return onVirtualClock(
-        config, ticker, clock, timer, holdTimer, settings -> new DecisionLog(off(settings)));
+        config,
+        ticker,
+        clock,
+        timer,
+        holdTimer,
+        settings -> new DecisionLog(off(settings), null, null));
   }
 
   /**
@@ -127,7 +132,7 @@ public final class IsolatedRuntime implements AutoCloseable {
         clock,
         timer,
         holdTimer,
-        settings -> new DecisionLog(every(settings), decisionLines));
+        settings -> new DecisionLog(every(settings), decisionLines, null));
   }
 
   /**

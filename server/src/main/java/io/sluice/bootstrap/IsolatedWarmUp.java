@@ -73,7 +73,7 @@ final class IsolatedWarmUp {
       AdmissionController c = iso.controller();
       AdmissionMetrics m = iso.metrics();
       AdmissionRuntime isolated = iso.runtime();
-      ExtProcService warmExtProc = new ExtProcService(() -> isolated, () -> false);
+      ExtProcService warmExtProc = ExtProcService.create(() -> isolated, () -> false);
       m.bindStreams(warmExtProc.tally());
       List<String> domains = List.of();
       if (rlsEnv != null) {

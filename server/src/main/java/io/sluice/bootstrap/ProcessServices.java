@@ -133,7 +133,8 @@ final class ProcessServices {
             config.pools().values(),
             config.classes().values(),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     metrics.bindWorkflows(workflows);
     metrics.bindPools(controller);
     metrics.seedAlertSeries(controller, config.tenants().anonymousTier());
@@ -203,7 +204,7 @@ final class ProcessServices {
             metrics,
             tokenCounts,
             c ->
-                new DecisionLog(c.decisionLog(), decisionBudget)
+                new DecisionLog(c.decisionLog(), null, decisionBudget)
                     .toFile(decisionFiles.file(c.decisionLog().file()))
                     .toOtlp(recordLogs.sink(c)),
             ticker,

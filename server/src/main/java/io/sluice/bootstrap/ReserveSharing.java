@@ -105,14 +105,6 @@ final class ReserveSharing implements AutoCloseable {
   private volatile boolean closed;
 
   ReserveSharing(
-      OutputReserves reserves,
-      ReserveStore store,
-      String namespace,
-      Supplier<Collection<String>> pools) {
-    this(reserves(reserves), store, namespace, pools);
-  }
-
-  ReserveSharing(
       Learner learner, ReserveStore store, String namespace, Supplier<Collection<String>> pools) {
     this.learner = learner;
     this.store = store;

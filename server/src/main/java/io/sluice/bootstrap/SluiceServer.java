@@ -79,7 +79,7 @@ public final class SluiceServer implements AutoCloseable {
             () -> config().server().reloadInterval(),
             s.redactor,
             s.registry);
-    this.extProc = new ExtProcService(runtime::get, draining::get);
+    this.extProc = ExtProcService.create(runtime::get, draining::get);
     s.metrics.bindStreams(extProc.tally());
     this.readiness = new Readiness(s, policyFile, draining::get);
     this.permits = PermitApi.of(config, this::config, s, () -> runtime().sessions().checks());

@@ -3,7 +3,6 @@ package io.sluice.extproc;
 import com.google.protobuf.Struct;
 import com.google.protobuf.Value;
 import io.envoyproxy.envoy.config.core.v3.HeaderValue;
-import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.sluice.routing.SignalSource;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -19,24 +18,16 @@ final class EnvoySignals implements SignalSource {
   private final String @Nullable [] found; // values by HeaderIndex slot, first occurrence
   private final InitialMetadata metadataKeys;
 
-  EnvoySignals(io.grpc.Metadata initialMetadata, ProcessingRequest request) {
-    this(initialMetadata, Inbound.of(request), (HeaderIndex) null);
-  }
-
-  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, @Nullable HeaderIndex index) {
-    this(initialMetadata, request, index, new InitialMetadata());
-  }
-
   /** With the tables of the runtime snapshot: its header index and its metadata keys. */
-  EnvoySignals(io.grpc.Metadata initialMetadata, Inbound request, ExtProcTables tables) {
-    this(initialMetadata, request, tables.headerIndex(), tables.metadataKeys());
+  static EnvoySignals of(io.grpc.Metadata initialMetadata, Inbound request, ExtProcTables tables) {
+    return new EnvoySignals(initialMetadata, request, tables.headerIndex(), tables.metadataKeys());
   }
 
   /**
    * With an index of the header names this request may be asked for: one pass over the headers
-   * picks them all out, instead of one scan of the whole list per lookup.
+   * picks them all out, instead of one scan of the whole list per lookup (null: a scan per lookup).
    */
-  private EnvoySignals(
+  EnvoySignals(
       io.grpc.Metadata initialMetadata,
       Inbound request,
       @Nullable HeaderIndex index,

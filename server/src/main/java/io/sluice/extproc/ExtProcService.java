@@ -41,11 +41,13 @@ public final class ExtProcService {
   private final java.util.concurrent.atomic.AtomicBoolean sweeping =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  public ExtProcService(Supplier<AdmissionRuntime> runtime, BooleanSupplier draining) {
-    this(runtime, draining, StreamFaults.NONE);
+  /** The service as served: no faults injected. */
+  public static ExtProcService create(
+      Supplier<AdmissionRuntime> runtime, BooleanSupplier draining) {
+    return new ExtProcService(runtime, draining, StreamFaults.NONE);
   }
 
-  /** With a fault injector (tests). */
+  /** With a fault injector (tests; {@link StreamFaults#NONE} as served). */
   ExtProcService(
       Supplier<AdmissionRuntime> runtime, BooleanSupplier draining, StreamFaults faults) {
     this.runtime = runtime;

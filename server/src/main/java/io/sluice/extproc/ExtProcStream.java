@@ -163,7 +163,7 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     at.headersSeen();
-    EnvoySignals signals = new EnvoySignals(initialMetadata, req, rt.tables());
+    EnvoySignals signals = EnvoySignals.of(initialMetadata, req, rt.tables());
     request.onRequestHeaders(req, signals);
     if (request.unsupportedBodyMode()) {
       protocolError(

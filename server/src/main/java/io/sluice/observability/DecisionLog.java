@@ -29,25 +29,12 @@ public final class DecisionLog {
   private java.util.function.@Nullable Consumer<String> file; // decisionLog.file, or null
   private RecordLogs.@Nullable Sink otlp; // decisionLog.otlp (telemetry on), or null
 
-  public DecisionLog(SluiceConfig.DecisionLog settings) {
-    this(settings, null, null);
-  }
-
-  /** A decision log on the {@code sluice.decisions} logger, bounded by {@code budget}. */
-  public DecisionLog(SluiceConfig.DecisionLog settings, @Nullable DecisionLogBudget budget) {
-    this(settings, null, budget);
-  }
-
   /**
-   * A decision log that builds every record as configured but hands the lines to {@code sink}
-   * instead of the {@code sluice.decisions} logger (the warm-up's synthetic streams: the record
-   * code path runs, nothing reaches the real log).
+   * @param sink where the lines go instead of the {@code sluice.decisions} logger (the warm-up's
+   *     synthetic streams: the record code path runs, nothing reaches the real log), or null: that
+   *     logger
+   * @param budget bounds the lines written, or null: unbounded
    */
-  public DecisionLog(SluiceConfig.DecisionLog settings, java.util.function.Consumer<String> sink) {
-    this(settings, sink, null);
-  }
-
-  /** {@link #DecisionLog(SluiceConfig.DecisionLog, java.util.function.Consumer)}, bounded. */
   public DecisionLog(
       SluiceConfig.DecisionLog settings,
       java.util.function.@Nullable Consumer<String> sink,

@@ -29,10 +29,6 @@ public final class SessionRecorder implements SessionListener {
   private final DecisionLog decisionLog;
   private final DecisionRecordPart[] parts;
 
-  public SessionRecorder(AdmissionMetrics metrics, DecisionLog decisionLog) {
-    this(metrics, decisionLog, java.util.List.of());
-  }
-
   /** With the fields the features' parts add to every record ({@link DecisionRecordPart}). */
   public SessionRecorder(
       AdmissionMetrics metrics,

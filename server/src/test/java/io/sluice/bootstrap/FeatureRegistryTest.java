@@ -295,7 +295,8 @@ class FeatureRegistryTest {
         Sessions.builder(
             controller,
             new TenantQuotas(stores.shared(), "t_", TenantQuotas.FailureMode.OPEN),
-            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
+            new TokenEstimator(
+                EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32), null),
             ticker,
             clock,
             NEVER,

@@ -46,7 +46,11 @@ class ReplicaSharesStartTest {
     FakeTicker ticker = new FakeTicker();
     AdmissionController controller =
         new AdmissionController(
-            List.of(a), List.of(CLS), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(a),
+            List.of(CLS),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     ReplicaShares shares =
         ReplicaShares.create(
             new InMemoryShareStore(Clock.systemUTC()),

@@ -26,7 +26,7 @@ class ReserveSharingTest {
   }
 
   private ReserveSharing sharing(OutputReserves r) {
-    return new ReserveSharing(r, store, "test_", () -> List.of("gpu"));
+    return new ReserveSharing(ReserveSharing.reserves(r), store, "test_", () -> List.of("gpu"));
   }
 
   private static OutputReserves.Reserve reserve(OutputReserves r, String tenant) {
@@ -117,7 +117,8 @@ class ReserveSharingTest {
     ReserveStore down =
         (namespace, pools, additions, since, window, maxKeys) ->
             CompletableFuture.failedFuture(new IllegalStateException("store down"));
-    ReserveSharing failing = new ReserveSharing(learner(), down, "test_", () -> List.of("gpu"));
+    ReserveSharing failing =
+        new ReserveSharing(ReserveSharing.reserves(learner()), down, "test_", () -> List.of("gpu"));
     failing.bindTo(downRegistry);
     failing.exchange().toCompletableFuture().get();
 

@@ -44,6 +44,7 @@ class ConfigLoaderFuzzTest {
         config.pools().values(),
         config.classes().values(),
         Duration.ofSeconds(10),
-        PoolState.ReleaseListener.NONE);
+        PoolState.ReleaseListener.NONE,
+        Math::random);
   }
 }

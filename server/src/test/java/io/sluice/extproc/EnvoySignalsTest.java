@@ -29,9 +29,13 @@ class EnvoySignalsTest {
         g -> new Case(g.list(0, 12, () -> header(g)), g.set(5, () -> g.oneOf(NAMES))),
         c -> {
           ProcessingRequest req = request(c.headers());
-          EnvoySignals plain = new EnvoySignals(null, req);
+          EnvoySignals plain = new EnvoySignals(null, Inbound.of(req), null, new InitialMetadata());
           EnvoySignals fast =
-              new EnvoySignals(null, wire(req), new EnvoySignals.HeaderIndex(c.indexed()));
+              new EnvoySignals(
+                  null,
+                  wire(req),
+                  new EnvoySignals.HeaderIndex(c.indexed()),
+                  new InitialMetadata());
           for (String name : NAMES) {
             assertThat(fast.header(name))
                 .as(name)
@@ -52,7 +56,10 @@ class EnvoySignalsTest {
                 raw(":path", "/v1/chat/completions?x=1")));
     EnvoySignals s =
         new EnvoySignals(
-            null, wire(req), new EnvoySignals.HeaderIndex(List.of("x-tenant-id", ":path")));
+            null,
+            wire(req),
+            new EnvoySignals.HeaderIndex(List.of("x-tenant-id", ":path")),
+            new InitialMetadata());
     assertThat(s.header("x-tenant-id")).isEqualTo("from-value");
     assertThat(s.path()).isEqualTo("/v1/chat/completions");
     assertThat(s.header("x-missing")).isNull();

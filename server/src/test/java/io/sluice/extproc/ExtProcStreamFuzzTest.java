@@ -151,8 +151,9 @@ class ExtProcStreamFuzzTest {
   static void start() throws IOException {
     config = ConfigLoader.parse(POLICY);
     resolver = new RequestResolver(config);
-    estimator = new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 20, 32));
-    decisionLog = new DecisionLog(config.decisionLog());
+    estimator =
+        new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 20, 32), null);
+    decisionLog = new DecisionLog(config.decisionLog(), null, null);
     timer = new QueueTimer();
     registry = new SimpleMeterRegistry();
     services = new MutableHandlerRegistry();
@@ -269,12 +270,13 @@ class ExtProcStreamFuzzTest {
                       ticker,
                       clock,
                       timer,
-                      new io.sluice.observability.SessionRecorder(metrics, decisionLog))
+                      new io.sluice.observability.SessionRecorder(
+                          metrics, decisionLog, java.util.List.of()))
                   .defaultInputTokens(config.estimation().defaultInputTokens())
                   .tails(tails)
                   .build());
 
-      service = new ExtProcService(() -> rt, draining::get);
+      service = ExtProcService.create(() -> rt, draining::get);
       services.addService(service.definition()); // replaces the previous input's service
     }
 

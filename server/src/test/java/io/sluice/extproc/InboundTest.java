@@ -187,13 +187,13 @@ class InboundTest {
     assertThat(none.fromWire()).isTrue();
     assertThat(none.hasContext()).isFalse();
     assertThat(
-            new EnvoySignals(new io.grpc.Metadata(), none, (EnvoySignals.HeaderIndex) null)
+            new EnvoySignals(new io.grpc.Metadata(), none, null, new InitialMetadata())
                 .attribute("source.address"))
         .isNull();
     assertThat(some.fromWire()).isTrue();
     assertThat(some.hasContext()).isTrue();
     assertThat(
-            new EnvoySignals(new io.grpc.Metadata(), some, (EnvoySignals.HeaderIndex) null)
+            new EnvoySignals(new io.grpc.Metadata(), some, null, new InitialMetadata())
                 .attribute("source.address"))
         .isEqualTo("10.1.2.3:5555");
   }

@@ -97,7 +97,7 @@ class AdmissionMetricsTest {
     AdmissionMetrics m = new AdmissionMetrics(registry, () -> 0L);
     TokenCountCache cache = new TokenCountCache(1 << 20, 16);
     m.bindTokenCache(cache);
-    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults(), cache);
+    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults(), cache, null);
     byte[] body =
         ("{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"system\",\"content\":"
                 + "\"You are a helpful assistant for a travel agency.\"}]}")

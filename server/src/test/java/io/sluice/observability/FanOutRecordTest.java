@@ -52,7 +52,8 @@ class FanOutRecordTest {
           List.of(POOL),
           List.of(INTERACTIVE),
           Duration.ofSeconds(10),
-          PoolState.ReleaseListener.NONE);
+          PoolState.ReleaseListener.NONE,
+          Math::random);
   private final WorkflowBudget budget = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final Sessions sessions =
       io.sluice.core.session.OneSlotPool.sessionsBuilder(
@@ -65,7 +66,9 @@ class FanOutRecordTest {
               clock,
               (delayNanos, task) -> () -> {},
               new SessionRecorder(
-                  metrics, new DecisionLog(DecisionLogSettings.every(), lines::add)))
+                  metrics,
+                  new DecisionLog(DecisionLogSettings.every(), lines::add, null),
+                  List.of()))
           .workflows(budget)
           .build();
 

@@ -103,7 +103,7 @@ class RecordLogsTest {
       SluiceConfig c = policy(receiver.port(), true, true);
       List<String> lines = new CopyOnWriteArrayList<>();
       RecordLogs logs = new RecordLogs(Map.of());
-      DecisionLog log = new DecisionLog(c.decisionLog(), lines::add).toOtlp(logs.sink(c));
+      DecisionLog log = new DecisionLog(c.decisionLog(), lines::add, null).toOtlp(logs.sink(c));
       log.write(record());
       logs.close(); // flushes the batch
       assertThat(lines).hasSize(1);

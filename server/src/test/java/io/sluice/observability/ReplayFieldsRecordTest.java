@@ -52,7 +52,7 @@ class ReplayFieldsRecordTest {
           },
           new SessionRecorder(
               new AdmissionMetrics(new SimpleMeterRegistry(), ticker::nanos),
-              new DecisionLog(DecisionLogSettings.every(), lines::add),
+              new DecisionLog(DecisionLogSettings.every(), lines::add, null),
               List.of(new ReplayTimingPart(ticker))));
 
   /** Decided at its headers. */

@@ -46,7 +46,8 @@ class SessionRecorderTest {
   private final SessionRecorder recorder =
       new SessionRecorder(
           new AdmissionMetrics(registry, ticker::nanos),
-          new DecisionLog(DecisionLogSettings.every(), lines::add));
+          new DecisionLog(DecisionLogSettings.every(), lines::add, null),
+          List.of());
   private final List<Runnable> timerTasks = new ArrayList<>();
 
   private final PoolPolicy pool = io.sluice.core.session.OneSlotPool.POOL;
@@ -288,7 +289,8 @@ class SessionRecorderTest {
     SessionRecorder quiet =
         new SessionRecorder(
             new AdmissionMetrics(registry, ticker::nanos),
-            new DecisionLog(DecisionLogSettings.of(false, 1.0, true, 0, 0), lines::add));
+            new DecisionLog(DecisionLogSettings.of(false, 1.0, true, 0, 0), lines::add, null),
+            List.of());
     Sessions off =
         Sessions.builder(
                 controller,

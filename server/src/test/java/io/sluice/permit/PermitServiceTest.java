@@ -50,7 +50,8 @@ class PermitServiceTest {
             List.of(PoolPolicy.builder("pg", 1000).maxRequests(1).build()),
             List.of(db),
             Duration.ofSeconds(10),
-            (p, pm, o, n) -> {});
+            (p, pm, o, n) -> {},
+            Math::random);
     PermitDesk desk =
         new PermitDesk(
             controller,

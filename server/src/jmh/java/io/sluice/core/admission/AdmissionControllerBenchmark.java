@@ -45,7 +45,8 @@ public class AdmissionControllerBenchmark {
             config.pools().values(),
             config.classes().values(),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     PoolPolicy pool = config.pools().values().iterator().next();
     ClassPolicy interactive = config.classes().get("interactive");
     Tenant tenant = new Tenant("acme", config.tiers().values().iterator().next());

@@ -60,7 +60,7 @@ public class CalibrationCorpusBenchmark {
     String en = corpus("prose-en.txt");
     String code = corpus("code-python.txt");
     body = chatBody(model, en, code, en, code, en, code, en);
-    estimator = new TokenEstimator(EstimatorSettings.defaults());
+    estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     limits = new EstimateLimits(256, 4096);
     o200k = ModelEncodings.o200k();
     prose = en.repeat(PROSE_REPEAT);

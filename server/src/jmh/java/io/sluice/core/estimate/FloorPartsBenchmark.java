@@ -41,7 +41,7 @@ public class FloorPartsBenchmark {
 
   @Setup
   public void setUp() {
-    estimator = new TokenEstimator(EstimatorSettings.defaults());
+    estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     limits = new EstimateLimits(256, 4096);
     shape = new OutputShape();
     chat = LlmStream.CHAT_BODY.getBytes(StandardCharsets.UTF_8);

@@ -56,7 +56,8 @@ public class TokenCountCacheBenchmark {
             cache.equals("on")
                 ? new TokenCountCache(
                     TokenCountCache.DEFAULT_MAX_CHARS, TokenCountCache.DEFAULT_MIN_CHARS)
-                : TokenCountCache.disabled());
+                : TokenCountCache.disabled(),
+            null);
     limits = new EstimateLimits(256, 4096);
     head =
         ("{\"model\":\"gpt-4o\",\"max_tokens\":256,\"messages\":[{\"role\":\"system\",\"content\":\""

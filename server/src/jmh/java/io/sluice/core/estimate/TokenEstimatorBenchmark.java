@@ -52,7 +52,7 @@ public class TokenEstimatorBenchmark {
 
   @Setup
   public void setUp() {
-    estimator = new TokenEstimator(EstimatorSettings.defaults());
+    estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     limits = new EstimateLimits(256, 4096);
     StringBuilder sb = new StringBuilder("{\"model\":\"").append(model).append("\",\"messages\":[");
     int message = 0;

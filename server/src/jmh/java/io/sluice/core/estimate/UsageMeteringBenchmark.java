@@ -73,7 +73,7 @@ public class UsageMeteringBenchmark {
 
   @Setup
   public void setUp() {
-    estimator = new TokenEstimator(EstimatorSettings.defaults());
+    estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     StringBuilder sse = new StringBuilder();
     int i = 0;
     while (sse.length() < KB * 1024) {

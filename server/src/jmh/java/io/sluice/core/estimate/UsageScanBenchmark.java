@@ -46,7 +46,7 @@ public class UsageScanBenchmark {
 
   @Setup
   public void setUp() {
-    estimator = new TokenEstimator(EstimatorSettings.defaults());
+    estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     answer = LlmStream.ANSWER_BODY.getBytes(StandardCharsets.UTF_8);
     escaped =
         LlmStream.ANSWER_BODY

@@ -145,8 +145,8 @@ public final class AdaptiveLimit {
   private final OverloadRule overload;
 
   /** Where {@code start} says (the ceiling by default), in slow start, as of {@code nowNanos}. */
-  public AdaptiveLimit(PoolPolicy ceiling, long nowNanos) {
-    this(ceiling, Double.NaN, nowNanos);
+  public static AdaptiveLimit starting(PoolPolicy ceiling, long nowNanos) {
+    return new AdaptiveLimit(ceiling, Double.NaN, nowNanos);
   }
 
   /**

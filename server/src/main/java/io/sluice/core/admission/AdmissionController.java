@@ -27,14 +27,6 @@ public final class AdmissionController {
   // the pools count against replica shares: a pool starts at a share of nothing (holdForShares)
   private volatile boolean heldForShares;
 
-  public AdmissionController(
-      Collection<PoolPolicy> pools,
-      Collection<ClassPolicy> classes,
-      Duration rateWindow,
-      PoolState.ReleaseListener listener) {
-    this(pools, classes, rateWindow, listener, Math::random);
-  }
-
   /**
    * @param uniform source of uniform values in [0, 1) for Retry-After jitter (tests pass a constant
    *     0.5 for no jitter)

@@ -37,17 +37,6 @@ public final class Permit {
     }
   }
 
-  Permit(
-      PoolState pool,
-      ClassSlot slot,
-      Tenant tenant,
-      long workUnits,
-      long admittedAtNanos,
-      long inputTokens,
-      long outputTokens) {
-    this(pool, slot, tenant, workUnits, workUnits, admittedAtNanos, inputTokens, outputTokens);
-  }
-
   /**
    * @param workUnits the work counted against the pool (at most what this replica can hold)
    * @param demandWork the work the request asked for (what it reports as demand for a share)

@@ -57,15 +57,6 @@ public final class PoolState implements SharedPool {
     ReleaseListener NONE = (p, permit, o, n) -> {};
   }
 
-  PoolState(
-      PoolPolicy policy,
-      List<ClassPolicy> classes,
-      long rateTauNanos,
-      ReleaseListener listener,
-      DoubleSupplier uniform) {
-    this(policy, classes, rateTauNanos, listener, uniform, false);
-  }
-
   /**
    * @param heldForShare the pool counts against a replica share that is not granted yet: it starts
    *     at a share of nothing ({@link #holdForShare})

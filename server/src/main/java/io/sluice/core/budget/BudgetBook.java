@@ -65,33 +65,8 @@ public final class BudgetBook {
   /**
    * @param local the local share's store (failure mode {@code local}; null otherwise)
    * @param localShare the share of each limit the local store allows
-   */
-  public BudgetBook(
-      BudgetPolicy policy,
-      BudgetStore store,
-      @Nullable BudgetStore local,
-      double localShare,
-      String prefix,
-      FailureMode failureMode,
-      Delay delay,
-      Clock clock,
-      BudgetEvents events) {
-    this(
-        policy,
-        store,
-        local,
-        localShare,
-        prefix,
-        failureMode,
-        delay,
-        clock,
-        events,
-        new WriteBack(policy.maxEntries(), events));
-  }
-
-  /**
-   * As above, owing what the store did not hear to {@code writeBack}: the previous snapshot's for
-   * the same store, so that a hot reload during an outage keeps what is owed.
+   * @param writeBack owes what the store did not hear: a new one, or the previous snapshot's for
+   *     the same store, so that a hot reload during an outage keeps what is owed
    */
   public BudgetBook(
       BudgetPolicy policy,

@@ -32,16 +32,12 @@ public final class TokenEstimator {
   private final TokenCountCache counts;
   private final @Nullable LearnedBytesPerToken learned; // the headers' ratio, or the configured
 
-  /** An estimator that tokenizes every piece (no {@link TokenCountCache}). */
-  public TokenEstimator(EstimatorSettings settings) {
-    this(settings, TokenCountCache.disabled());
-  }
-
   /**
-   * @param counts token counts of pieces already seen, shared by every estimator of the server
+   * An estimator that tokenizes every piece (no {@link TokenCountCache}) at the configured
+   * bytes-per-token.
    */
-  public TokenEstimator(EstimatorSettings settings, TokenCountCache counts) {
-    this(settings, counts, null);
+  public static TokenEstimator uncached(EstimatorSettings settings) {
+    return new TokenEstimator(settings, TokenCountCache.disabled(), null);
   }
 
   /**

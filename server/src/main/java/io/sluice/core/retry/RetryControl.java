@@ -21,7 +21,8 @@ import org.jspecify.annotations.Nullable;
  * signals, closed refuses what those signals call a retry).
  */
 public final class RetryControl {
-  private static final RetryControl OFF = new RetryControl(RetryPolicy.OFF, null, "", true);
+  private static final RetryControl OFF =
+      new RetryControl(RetryPolicy.OFF, null, "", true, System::nanoTime);
 
   private final RetryPolicy policy;
   private final @Nullable AttemptStore store;
@@ -90,15 +91,8 @@ public final class RetryControl {
   /**
    * @param namespace the store's key namespace ({@code quotas.keyPrefix})
    * @param failOpen {@code quotas.failureMode} is {@code open}
-   */
-  public RetryControl(
-      RetryPolicy policy, @Nullable AttemptStore store, String namespace, boolean failOpen) {
-    this(policy, store, namespace, failOpen, System::nanoTime);
-  }
-
-  /**
-   * As above, on {@code nanoTime} (the process's ticker): when a shared store was last sent a
-   * tenant's originals.
+   * @param nanoTime the process's ticker ({@code System::nanoTime}): when a shared store was last
+   *     sent a tenant's originals
    */
   public RetryControl(
       RetryPolicy policy,

@@ -122,14 +122,6 @@ public final class ShareCoordinator {
   private final Map<String, PoolShare> shares = new ConcurrentHashMap<>();
 
   /**
-   * @param namespace the store's key namespace of this deployment ({@code quotas.keyPrefix})
-   */
-  public ShareCoordinator(
-      String replica, String namespace, ReplicaPolicy policy, ShareStore store, Ticker ticker) {
-    this(replica, "", namespace, policy, store, ticker);
-  }
-
-  /**
    * @param supersedes the lease id prefix of this replica's earlier incarnations (its stable name
    *     and the separator), whose leases its first exchange of each pool drops ({@link
    *     ShareStore#supersede}); empty for none

@@ -12,11 +12,8 @@ import java.util.Map;
 public final class InMemoryTenantSlots extends TenantSlots.Over {
   private final InMemoryLeasedPlaces places;
 
-  public InMemoryTenantSlots(Clock clock) {
-    this(new InMemoryLeasedPlaces(clock));
-  }
-
-  private InMemoryTenantSlots(InMemoryLeasedPlaces places) {
+  /** Over {@code places} (e.g. {@code new InMemoryLeasedPlaces(clock)}), kind {@code tenant}. */
+  public InMemoryTenantSlots(InMemoryLeasedPlaces places) {
     super(places);
     this.places = places;
   }

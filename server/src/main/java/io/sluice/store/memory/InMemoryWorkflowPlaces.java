@@ -12,11 +12,8 @@ import java.util.Map;
 public final class InMemoryWorkflowPlaces extends WorkflowPlaces.Over {
   private final InMemoryLeasedPlaces places;
 
-  public InMemoryWorkflowPlaces(Clock clock) {
-    this(new InMemoryLeasedPlaces(clock));
-  }
-
-  private InMemoryWorkflowPlaces(InMemoryLeasedPlaces places) {
+  /** Over {@code places} (e.g. {@code new InMemoryLeasedPlaces(clock)}), kind {@code workflow}. */
+  public InMemoryWorkflowPlaces(InMemoryLeasedPlaces places) {
     super(places);
     this.places = places;
   }

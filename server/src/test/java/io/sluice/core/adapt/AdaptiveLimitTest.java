@@ -57,7 +57,7 @@ class AdaptiveLimitTest {
   @Test
   void startsAtTheFloorAndSlowStartsUpToTheKnee() {
     long[] now = {0};
-    AdaptiveLimit a = new AdaptiveLimit(pool(), now[0]);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(), now[0]);
     assertThat(a.requests()).isEqualTo(4);
     assertThat(a.work()).isEqualTo(8_000);
     Random rnd = new Random(1);
@@ -84,7 +84,7 @@ class AdaptiveLimitTest {
   @ValueSource(longs = {1, 2, 3, 4, 5, 6, 7, 8})
   void convergesToTheKneeAndStaysThereUnderNoise(long seed) {
     long[] now = {0};
-    AdaptiveLimit a = new AdaptiveLimit(pool(), now[0]);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(), now[0]);
     Random rnd = new Random(seed);
     for (int i = 0; i < 60; i++) {
       interval(a, now, rnd, 0.1, K);
@@ -116,7 +116,7 @@ class AdaptiveLimitTest {
   @Test
   void holdsWhileTheLoadDoesNotUseItsLimit() {
     long[] now = {0};
-    AdaptiveLimit a = new AdaptiveLimit(pool(), now[0]);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(), now[0]);
     for (int i = 0; i < 30; i++) {
       long admitted = now[0];
       now[0] += SEC;
@@ -221,7 +221,7 @@ class AdaptiveLimitTest {
   @Test
   void adoptsThePoolsSharedLimitAndBaselines() {
     long[] now = {0};
-    AdaptiveLimit a = new AdaptiveLimit(pool(), now[0]);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(), now[0]);
     now[0] += SEC;
     assertThat(a.adopt(0.5, AdaptiveLimit.Cause.GROW, 2_000_000_000L, TTFT, TPOT, now[0])).isTrue();
     assertThat(a.requests()).isEqualTo(16);
@@ -235,11 +235,14 @@ class AdaptiveLimitTest {
 
   @Test
   void startsWhereStartSaysWithNoLearnedLimit() {
-    assertThat(new AdaptiveLimit(pool(ceilingStart()), 0).requests()).isEqualTo(32);
-    assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.0)), 0).requests()).isEqualTo(4);
-    assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.25)), 0).requests()).isEqualTo(8);
+    assertThat(AdaptiveLimit.starting(pool(ceilingStart()), 0).requests()).isEqualTo(32);
+    assertThat(AdaptiveLimit.starting(pool(ceilingStart().withStart(0.0)), 0).requests())
+        .isEqualTo(4);
+    assertThat(AdaptiveLimit.starting(pool(ceilingStart().withStart(0.25)), 0).requests())
+        .isEqualTo(8);
     // below the floor: the floor
-    assertThat(new AdaptiveLimit(pool(ceilingStart().withStart(0.05)), 0).requests()).isEqualTo(4);
+    assertThat(AdaptiveLimit.starting(pool(ceilingStart().withStart(0.05)), 0).requests())
+        .isEqualTo(4);
     // the pool's effective numbers before the limit is made are the same
     assertThat(LimitBounds.requestsOf(pool(ceilingStart().withStart(0.25)), Double.NaN))
         .isEqualTo(8);
@@ -251,7 +254,7 @@ class AdaptiveLimitTest {
   @Test
   void slowStartGrowsFromWhereItStartsNotFromTheFloor() {
     long[] now = {0};
-    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart().withStart(0.25)), now[0]);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(ceilingStart().withStart(0.25)), now[0]);
     assertThat(a.snapshot(now[0]).slowStart()).isTrue();
     Random rnd = new Random(9);
     interval(a, now, rnd, 0.0, 64); // the baseline at a light load
@@ -274,7 +277,7 @@ class AdaptiveLimitTest {
     AdaptivePolicy s = AdaptivePolicy.builder(1_000, 1).build().withStart(2.0 / 16);
     PoolPolicy p = PoolPolicy.builder("p", 16_000).maxRequests(16).adaptive(s).build();
     long now = 0;
-    AdaptiveLimit a = new AdaptiveLimit(p, now);
+    AdaptiveLimit a = AdaptiveLimit.starting(p, now);
     assertThat(a.requests()).isEqualTo(2);
     assertThat(a.generation()).isEqualTo(AdaptiveLimit.MIN_GENERATION);
     long since = now;
@@ -297,7 +300,7 @@ class AdaptiveLimitTest {
   @Test
   void anUpstream429WithNInFlightSettlesAtNMinusOnceAGeneration() {
     long now = SEC;
-    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart()), 0);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(ceilingStart()), 0);
     // 11 in flight (this one included): the upstream took 10
     assertThat(a.onUpstream(429, SEC, now - 1, now, 11, 11 * 2000)).isTrue();
     assertThat(a.requests()).isEqualTo(10);
@@ -377,7 +380,7 @@ class AdaptiveLimitTest {
   @Test
   void aLatencyShrinkStartsFromWhatWasHeldNotFromAnUnusedLimit() {
     long[] now = {0};
-    AdaptiveLimit a = new AdaptiveLimit(pool(ceilingStart()), now[0]);
+    AdaptiveLimit a = AdaptiveLimit.starting(pool(ceilingStart()), now[0]);
     Random rnd = new Random(6);
     for (int i = 0; i < 3; i++) { // the baseline, at a light load
       long admitted = now[0];

@@ -21,7 +21,7 @@ class CapacityLedgerTest {
   private final CapacityRules rules = new CapacityRules(ledger);
   private final PoolState owner =
       new PoolState(
-          pool, List.of(interactive, batch), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
+          pool, List.of(interactive, batch), 1, PoolState.ReleaseListener.NONE, () -> 0.5, false);
 
   private Permit take(ClassSlot k, long work) {
     assertThat(rules.checkCapacity(k, work)).isNull();

@@ -40,7 +40,11 @@ class FullQueueReasonTest {
     ClassPolicy c = cls(tenantShare);
     AdmissionController controller =
         new AdmissionController(
-            List.of(pool), List.of(c), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(pool),
+            List.of(c),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     Tenant solo = Policies.tenant("solo", 0);
     assertThat(decide(controller, c, solo, 100)).isInstanceOf(Decision.Admit.class);
     for (int i = 0; i < 10; i++) {

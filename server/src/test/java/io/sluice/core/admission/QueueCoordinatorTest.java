@@ -23,7 +23,8 @@ class QueueCoordinatorTest {
   private final ClassPolicy batch = Policies.cls("batch", 1, 0.5, 0.0, true);
   private final Tenant acme = Policies.tenant("acme", 0);
   private final PoolState owner =
-      new PoolState(pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
+      new PoolState(
+          pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5, false);
   private final CapacityLedger capacity = new CapacityLedger(pool);
   private final ServiceTimes service = new ServiceTimes(pool);
   private final RetryAdvice retry =

@@ -16,7 +16,11 @@ class ReplicaShareFractionTest {
     ClassPolicy c = Policies.cls("interactive", 0, 1.0, 0.0, true);
     AdmissionController controller =
         new AdmissionController(
-            List.of(pool), List.of(c), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(pool),
+            List.of(c),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     PoolState p = controller.pool(pool.name());
 
     assertThat(p.replicaShare()).isEqualTo(1.0);

@@ -23,7 +23,11 @@ class RequestSlotSharesTest {
 
   private AdmissionController controller(ClassPolicy... classes) {
     return new AdmissionController(
-        List.of(pool), List.of(classes), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+        List.of(pool),
+        List.of(classes),
+        Duration.ofSeconds(10),
+        PoolState.ReleaseListener.NONE,
+        Math::random);
   }
 
   private Decision admit(AdmissionController c, ClassPolicy cls) {

@@ -17,12 +17,13 @@ class ServiceTimesTest {
   private final ClassPolicy interactive = Policies.cls("interactive", 0, 1.0, 0.0, true);
   private final Tenant acme = Policies.tenant("acme", 0);
   private final PoolState owner =
-      new PoolState(pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5);
+      new PoolState(
+          pool, List.of(interactive), 1, PoolState.ReleaseListener.NONE, () -> 0.5, false);
   private final ClassSlot slot = new ClassSlot(interactive, pool);
   private final ServiceTimes service = new ServiceTimes(pool);
 
   private Permit permit(long work, long input, long output) {
-    return new Permit(owner, slot, acme, work, time.nanos(), input, output);
+    return new Permit(owner, slot, acme, work, work, time.nanos(), input, output);
   }
 
   private AdmissionRequest request(long work) {

@@ -33,7 +33,11 @@ class TenantMapsBoundTest {
     ClassPolicy c = cls("interactive", 0, 1.0, 0.0, true);
     AdmissionController controller =
         new AdmissionController(
-            List.of(pool), List.of(c), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(pool),
+            List.of(c),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     List<Permit> permits = new ArrayList<>();
     for (int i = 0; i < 1000; i++) {
       Decision d =

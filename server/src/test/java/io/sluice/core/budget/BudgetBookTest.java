@@ -105,7 +105,17 @@ class BudgetBookTest {
   }
 
   BudgetBook book(BudgetPolicy p, BudgetStore store, BudgetBook.FailureMode mode) {
-    return new BudgetBook(p, store, memoryLocal, 0.1, "t_", mode, delay, clock, events);
+    return new BudgetBook(
+        p,
+        store,
+        memoryLocal,
+        0.1,
+        "t_",
+        mode,
+        delay,
+        clock,
+        events,
+        new WriteBack(p.maxEntries(), events));
   }
 
   final InMemoryBudgetStore memoryLocal = new InMemoryBudgetStore(1000);

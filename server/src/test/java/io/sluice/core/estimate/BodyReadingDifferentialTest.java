@@ -50,7 +50,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and tool count, and a priority rewrite keeps every one of them as the engine read it.
  */
 class BodyReadingDifferentialTest {
-  private static final TokenEstimator ESTIMATOR = new TokenEstimator(EstimatorSettings.defaults());
+  private static final TokenEstimator ESTIMATOR =
+      TokenEstimator.uncached(EstimatorSettings.defaults());
   private static final long MAX_OUT = 1L << 40;
   private static final EstimateLimits LIMITS = new EstimateLimits(512, MAX_OUT);
   private static final ObjectMapper TREE =

@@ -25,7 +25,8 @@ class EstimatorCalibrationTest {
           "json-data.txt",
           "markdown-doc.txt");
 
-  private static final TokenEstimator ESTIMATOR = new TokenEstimator(EstimatorSettings.defaults());
+  private static final TokenEstimator ESTIMATOR =
+      TokenEstimator.uncached(EstimatorSettings.defaults());
 
   static byte[] chatBody(String model, String... userTexts) {
     StringBuilder sb = new StringBuilder("{\"model\":\"").append(model).append("\",\"messages\":[");

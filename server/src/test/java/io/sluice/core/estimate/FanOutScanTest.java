@@ -14,7 +14,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** The body scan's fan-out ({@link FanOut}): tools, tool_choice, parallel tool calls per format. */
 class FanOutScanTest {
-  private static final TokenEstimator ESTIMATOR = new TokenEstimator(EstimatorSettings.defaults());
+  private static final TokenEstimator ESTIMATOR =
+      TokenEstimator.uncached(EstimatorSettings.defaults());
   private static final EstimateLimits LIMITS = new EstimateLimits(512, 4096);
   private static final String TOOL =
       "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}";

@@ -171,7 +171,7 @@ class OutputMeteringTest {
 
   @Test
   void bpeMeter_openAiFixture_countsCloseToTheReportedCompletionTokens() {
-    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults());
+    TokenEstimator estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     UsageExtractor x = UsageExtractor.forResponse(SSE, estimator.meter("gpt-4o-mini"));
     byte[] b = bytes("openai-chat-stream.sse");
     x.onChunk(b, 0, b.length);
@@ -192,7 +192,7 @@ class OutputMeteringTest {
 
   @Test
   void bpeMeter_longAnswer_tokenizesItsStartAndCountsTheRestAtItsRatio() {
-    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults());
+    TokenEstimator estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     UsageExtractor x = UsageExtractor.forResponse(SSE, estimator.meter("gpt-4o"));
     String[] words = {" the", " shipment", " leaves", " Rotterdam", " on", " Friday", ";"};
     StringBuilder whole = new StringBuilder();
@@ -208,7 +208,8 @@ class OutputMeteringTest {
 
   @Test
   void bytesMeter_unknownModel_countsUtf8BytesOverBytesPerToken() {
-    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults()); // 4 bytes/token
+    TokenEstimator estimator =
+        TokenEstimator.uncached(EstimatorSettings.defaults()); // 4 bytes/token
     UsageExtractor x = UsageExtractor.forResponse(SSE, estimator.meter("llama-3-70b"));
     feed(x, event("{\"choices\":[{\"delta\":{\"content\":\"" + "é".repeat(10) + "\"}}]}"));
     feed(x, event("{\"choices\":[{\"delta\":{\"content\":\"abc\"}}]}"));

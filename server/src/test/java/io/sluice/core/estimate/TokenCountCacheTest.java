@@ -129,11 +129,11 @@ class TokenCountCacheTest {
           byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
           EstimateLimits limits = new EstimateLimits(100, 1000);
           TokenEstimate plain =
-              new TokenEstimator(EstimatorSettings.defaults())
+              TokenEstimator.uncached(EstimatorSettings.defaults())
                   .estimate(RequestFormat.AUTO, bytes, limits);
           TokenEstimator cached =
               new TokenEstimator(
-                  EstimatorSettings.defaults(), new TokenCountCache(1 << 20, c.minChars()));
+                  EstimatorSettings.defaults(), new TokenCountCache(1 << 20, c.minChars()), null);
 
           assertThat(cached.estimate(RequestFormat.AUTO, bytes, limits)).isEqualTo(plain);
           assertThat(cached.estimate(RequestFormat.AUTO, bytes, limits)).isEqualTo(plain);

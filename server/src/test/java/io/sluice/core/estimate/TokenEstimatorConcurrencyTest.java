@@ -22,7 +22,7 @@ class TokenEstimatorConcurrencyTest {
 
   @Test
   void estimate_sharedInstanceManyThreads_sameResultsAsSingleThread() throws Exception {
-    TokenEstimator estimator = new TokenEstimator(EstimatorSettings.defaults());
+    TokenEstimator estimator = TokenEstimator.uncached(EstimatorSettings.defaults());
     EstimateLimits limits = new EstimateLimits(100, 1000);
     List<byte[]> bodies = new ArrayList<>();
     List<TokenEstimate> expected = new ArrayList<>();

@@ -15,9 +15,9 @@ import java.util.Arrays;
  * count equals a fresh one). Seeds: {@code TokenEstimatorFuzzTestInputs/estimate/}.
  */
 class TokenEstimatorFuzzTest {
-  private static final TokenEstimator FRESH = new TokenEstimator(EstimatorSettings.defaults());
+  private static final TokenEstimator FRESH = TokenEstimator.uncached(EstimatorSettings.defaults());
   private static final TokenEstimator CACHED =
-      new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 20, 1));
+      new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 20, 1), null);
   private static final RequestFormat[] FORMATS = RequestFormat.values();
 
   @FuzzTest(maxDuration = "2m")

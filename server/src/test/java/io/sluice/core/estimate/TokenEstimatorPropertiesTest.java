@@ -6,7 +6,8 @@ import io.sluice.testing.Seeded;
 import org.junit.jupiter.api.Test;
 
 class TokenEstimatorPropertiesTest {
-  private static final TokenEstimator ESTIMATOR = new TokenEstimator(EstimatorSettings.defaults());
+  private static final TokenEstimator ESTIMATOR =
+      TokenEstimator.uncached(EstimatorSettings.defaults());
   private static final String[] FIXTURES = {
     "openai-chat-simple.json",
     "openai-chat-parts.json",

@@ -14,7 +14,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 class TokenEstimatorTest {
-  private static final TokenEstimator ESTIMATOR = new TokenEstimator(EstimatorSettings.defaults());
+  private static final TokenEstimator ESTIMATOR =
+      TokenEstimator.uncached(EstimatorSettings.defaults());
   private static final EstimateLimits LIMITS = new EstimateLimits(512, 4096);
 
   private static TokenEstimate estimate(RequestFormat format, String json) {
@@ -291,7 +292,7 @@ class TokenEstimatorTest {
     String prose = Fixtures.text("calibration/prose-en.txt").replace("\n", " ").replace("\"", "");
     String body = "{\"model\":\"gpt-4o\",\"prompt\":\"" + prose.repeat(8) + "\"}";
     TokenEstimator capped =
-        new TokenEstimator(EstimatorSettings.builder().maxTokenizeChars(500).build());
+        TokenEstimator.uncached(EstimatorSettings.builder().maxTokenizeChars(500).build());
 
     long full = estimate(RequestFormat.OPENAI_COMPLETIONS, body).inputTokens();
     long extrapolated =
@@ -531,7 +532,7 @@ class TokenEstimatorTest {
   @Test
   void estimate_depthWithinLimit_isRead() {
     TokenEstimator shallow =
-        new TokenEstimator(EstimatorSettings.builder().maxJsonDepth(6).build());
+        TokenEstimator.uncached(EstimatorSettings.builder().maxJsonDepth(6).build());
     // root(1) > messages(2) > message(3) > content(4) > part(5) > image_url(6)
     String body =
         "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\","
@@ -539,7 +540,7 @@ class TokenEstimatorTest {
 
     assertThat(shallow.estimate(RequestFormat.AUTO, utf8(body), LIMITS).fallbackCause()).isNull();
     assertThat(
-            new TokenEstimator(EstimatorSettings.builder().maxJsonDepth(5).build())
+            TokenEstimator.uncached(EstimatorSettings.builder().maxJsonDepth(5).build())
                 .estimate(RequestFormat.AUTO, utf8(body), LIMITS)
                 .fallbackCause())
         .isEqualTo(FallbackCause.TOO_DEEP);

@@ -140,7 +140,8 @@ class StartWindowTest {
             config.pools().values(),
             config.classes().values(),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     final Intake intake;
 
     Rig(FakeTicker ticker) {

@@ -35,7 +35,7 @@ class PermitDeskTest {
   private final PoolPolicy pool = PoolPolicy.builder("pg", 1000).maxRequests(2).build();
   private final AdmissionController controller =
       new AdmissionController(
-          List.of(pool), List.of(db), Duration.ofSeconds(10), (p, pm, o, n) -> {});
+          List.of(pool), List.of(db), Duration.ofSeconds(10), (p, pm, o, n) -> {}, Math::random);
   private final PermitDesk desk =
       new PermitDesk(
           controller,

@@ -32,7 +32,8 @@ final class PermitTestDesks {
         List.of(PoolPolicy.builder("pg", 1000).maxRequests(2).build()),
         List.of(DB),
         Duration.ofSeconds(10),
-        (p, pm, o, n) -> {});
+        (p, pm, o, n) -> {},
+        Math::random);
   }
 
   /** One replica's desk over {@code pools}, its leases in {@code store}. */

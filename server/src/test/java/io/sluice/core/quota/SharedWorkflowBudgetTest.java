@@ -2,6 +2,7 @@ package io.sluice.core.quota;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.store.memory.InMemoryLeasedPlaces;
 import io.sluice.store.memory.InMemoryWorkflowPlaces;
 import java.time.Clock;
 import java.util.Map;
@@ -47,7 +48,8 @@ class SharedWorkflowBudgetTest {
 
   @Test
   void twoReplicasShareOneBudget_andAPlaceComesBackOnce() {
-    InMemoryWorkflowPlaces store = new InMemoryWorkflowPlaces(Clock.systemUTC());
+    InMemoryWorkflowPlaces store =
+        new InMemoryWorkflowPlaces(new InMemoryLeasedPlaces(Clock.systemUTC()));
     SharedWorkflowBudget a = replica(store, "a");
     SharedWorkflowBudget b = replica(store, "b");
     SharedWorkflowBudget.Place pa = take(a, 1, TenantQuotas.FailureMode.OPEN);

@@ -30,7 +30,8 @@ class AnonymousClientRetryTest {
             true, Duration.ofSeconds(60), 10_000, new Budget(true, scope, 10, 0.1), early, REFUSE),
         store,
         "t_",
-        true);
+        true,
+        System::nanoTime);
   }
 
   private static AttemptSignals retryFrom(String address) {

@@ -35,7 +35,7 @@ class RetryControlTest {
       new Duplicates(Duplicates.Action.REFUSE, Duration.ZERO, Duration.ofMinutes(10), Map.of());
 
   private RetryControl control(RetryPolicy p) {
-    return new RetryControl(p, store, "t_", true);
+    return new RetryControl(p, store, "t_", true, System::nanoTime);
   }
 
   private RetryControl budgetOnly(double max, double ratio) {
@@ -371,14 +371,14 @@ class RetryControlTest {
           }
         };
     RetryPolicy p = RetryPolicy.DEFAULTS;
-    RetryControl open = new RetryControl(p, broken, "t_", true);
+    RetryControl open = new RetryControl(p, broken, "t_", true, System::nanoTime);
     Attempt a = get(open.check("gpu", "chat", "acme", "op", SDK_RETRY, 1));
     assertThat(a.storeFailed()).isTrue();
     assertThat(a.retry()).isTrue();
     assertThat(a.refusal()).isNull();
     open.complete(a);
     open.remember("gpu", "acme", "op", Reason.POOL_SATURATED, 3); // swallowed
-    RetryControl closed = new RetryControl(p, broken, "t_", false);
+    RetryControl closed = new RetryControl(p, broken, "t_", false, System::nanoTime);
     assertThat(get(closed.check("gpu", "chat", "acme", "op", SDK_RETRY, 1)).refusal().reason())
         .isEqualTo(Reason.RETRY_BUDGET);
     assertThat(get(closed.check("gpu", "chat", "acme", "op", NO_SIGNALS, 1)).refusal()).isNull();
@@ -386,7 +386,7 @@ class RetryControlTest {
 
   @Test
   void off_classifiesNothing() {
-    RetryControl c = new RetryControl(RetryPolicy.OFF, store, "t_", true);
+    RetryControl c = new RetryControl(RetryPolicy.OFF, store, "t_", true, System::nanoTime);
     assertThat(c.enabled()).isFalse();
     assertThat(RetryControl.off().enabled()).isFalse();
     assertThat(check(c, "acme", "op", SDK_RETRY).classified()).isFalse();
@@ -395,7 +395,7 @@ class RetryControlTest {
   @Test
   void memory_isBounded_byMaxEntries() {
     InMemoryAttemptStore small = new InMemoryAttemptStore(ticker, 100);
-    RetryControl c = new RetryControl(RetryPolicy.DEFAULTS, small, "t_", true);
+    RetryControl c = new RetryControl(RetryPolicy.DEFAULTS, small, "t_", true, System::nanoTime);
     for (int i = 0; i < 10_000; i++) {
       check(c, "t" + i, "op-" + i, NO_SIGNALS);
     }

@@ -54,7 +54,8 @@ class AdmissionSessionTenantSlotTest {
     return Sessions.builder(
             controller,
             new TenantQuotas(new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT), "test_", mode),
-            new TokenEstimator(EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32)),
+            new TokenEstimator(
+                EstimatorSettings.defaults(), new TokenCountCache(1 << 16, 32), null),
             ticker,
             clock,
             timer,

@@ -18,6 +18,7 @@ import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TestBudgets;
 import io.sluice.core.budget.TokenUse;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.DegradePolicy;
 import io.sluice.core.policy.PoolPolicy;
@@ -81,7 +82,8 @@ class BudgetDegradeSessionTest {
             BudgetBook.FailureMode.OPEN,
             ms -> CompletableFuture.completedFuture(null),
             clock,
-            BudgetEvents.NONE);
+            BudgetEvents.NONE,
+            new WriteBack(p.maxEntries(), BudgetEvents.NONE));
     AdmissionController controller =
         new AdmissionController(
             pools, List.of(cls), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE, () -> 0.5);

@@ -17,6 +17,7 @@ import io.sluice.core.budget.Ledger;
 import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.quota.TenantQuotas;
@@ -125,7 +126,8 @@ class BudgetSessionTest {
             BudgetBook.FailureMode.OPEN,
             delay,
             clock,
-            BudgetEvents.NONE);
+            BudgetEvents.NONE,
+            new WriteBack(p.maxEntries(), BudgetEvents.NONE));
     return OneSlotPool.sessionsBuilder(
             controller,
             quotas,

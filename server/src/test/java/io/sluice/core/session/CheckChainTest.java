@@ -420,7 +420,11 @@ class CheckChainTest {
         new TenantCaps(new AdmissionSessionTenantSlotTest.FakeSlots(), "t_", "me", () -> 10_000);
     RetryControl retries =
         new RetryControl(
-            RetryPolicy.DEFAULTS, new InMemoryAttemptStore(new FakeTicker(), 100), "t_", true);
+            RetryPolicy.DEFAULTS,
+            new InMemoryAttemptStore(new FakeTicker(), 100),
+            "t_",
+            true,
+            System::nanoTime);
     CheckChain all =
         CheckChain.of(
             quotas,

@@ -44,7 +44,8 @@ public final class OneSlotPool {
             quotas,
             new io.sluice.core.estimate.TokenEstimator(
                 io.sluice.core.estimate.EstimatorSettings.defaults(),
-                new io.sluice.core.estimate.TokenCountCache(1 << 16, 32)),
+                new io.sluice.core.estimate.TokenCountCache(1 << 16, 32),
+                null),
             ticker,
             clock,
             timer,

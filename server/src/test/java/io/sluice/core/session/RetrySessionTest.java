@@ -88,7 +88,8 @@ class RetrySessionTest {
     return OneSlotPool.sessionsBuilder(controller, quotas, ticker, clock, timer, events::add)
         .check(
             RetryAttemptCheck.ORDER,
-            RetryAttemptCheck.factory(new RetryControl(policy, store, "t_", true)))
+            RetryAttemptCheck.factory(
+                new RetryControl(policy, store, "t_", true, System::nanoTime)))
         .build();
   }
 

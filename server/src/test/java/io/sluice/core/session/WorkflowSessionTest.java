@@ -42,7 +42,8 @@ class WorkflowSessionTest {
           List.of(POOL),
           List.of(OneSlotPool.INTERACTIVE),
           Duration.ofSeconds(10),
-          PoolState.ReleaseListener.NONE);
+          PoolState.ReleaseListener.NONE,
+          Math::random);
   private final WorkflowBudget budget = new WorkflowBudget(WorkflowBudget.DEFAULT_MAX_WORKFLOWS);
   private final Sessions sessions =
       OneSlotPool.sessionsBuilder(

@@ -35,7 +35,11 @@ class IdleSplitTest {
   private static final class Node {
     final AdmissionController controller =
         new AdmissionController(
-            List.of(FAST), CLASSES, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(FAST),
+            CLASSES,
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     final ShareCoordinator coordinator;
 
     Node(String id, ShareStore store, FakeTicker ticker) {
@@ -46,6 +50,7 @@ class IdleSplitTest {
       coordinator =
           new ShareCoordinator(
               id,
+              "",
               "ns_",
               new ReplicaPolicy(Duration.ofSeconds(2), Duration.ofMillis(100), m, Map.of()),
               store,

@@ -55,7 +55,11 @@ class PoolBoundAtEveryInstantTest {
   private static final class Node {
     final AdmissionController controller =
         new AdmissionController(
-            List.of(POOL), List.of(CLS), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+            List.of(POOL),
+            List.of(CLS),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     final ShareCoordinator coordinator;
 
     Node(String id, ShareStore store, FakeTicker ticker) {
@@ -66,6 +70,7 @@ class PoolBoundAtEveryInstantTest {
       coordinator =
           new ShareCoordinator(
               id,
+              "",
               "ns_",
               new ReplicaPolicy(Duration.ofSeconds(2), Duration.ofMillis(100), m, Map.of()),
               store,

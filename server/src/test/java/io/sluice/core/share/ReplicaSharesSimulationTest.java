@@ -154,8 +154,12 @@ class ReplicaSharesSimulationTest {
       this.classes = classes;
       controller =
           new AdmissionController(
-              List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
-      coordinator = new ShareCoordinator(id, "ns_", policy, store, ticker);
+              List.of(pool),
+              classes,
+              Duration.ofSeconds(10),
+              PoolState.ReleaseListener.NONE,
+              Math::random);
+      coordinator = new ShareCoordinator(id, "", "ns_", policy, store, ticker);
     }
 
     PoolState pool() {

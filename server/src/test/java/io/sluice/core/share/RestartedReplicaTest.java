@@ -30,7 +30,8 @@ class RestartedReplicaTest {
         List.of(ReplicaSharesSimulationTest.POOL),
         List.of(ReplicaSharesSimulationTest.CLS),
         Duration.ofSeconds(10),
-        PoolState.ReleaseListener.NONE);
+        PoolState.ReleaseListener.NONE,
+        Math::random);
   }
 
   private static void fill(AdmissionController c, long now, int n) {

@@ -34,12 +34,13 @@ class SelfFenceTest {
             List.of(POOL),
             ShareRace.ONE_CLASS,
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     final ShareCoordinator coordinator;
 
     Node(String id, ReplicaPolicy policy, ShareStore store, FakeTicker ticker) {
       controller.holdForShares(ticker.nanos());
-      coordinator = new ShareCoordinator(id, "ns_", policy, store, ticker);
+      coordinator = new ShareCoordinator(id, "", "ns_", policy, store, ticker);
     }
 
     void round() {

@@ -85,9 +85,14 @@ public final class ShareRace {
       this.id = id;
       this.controller =
           new AdmissionController(
-              List.of(pool), classes, Duration.ofSeconds(10), PoolState.ReleaseListener.NONE);
+              List.of(pool),
+              classes,
+              Duration.ofSeconds(10),
+              PoolState.ReleaseListener.NONE,
+              Math::random);
       controller.holdForShares(ctx.ticker.nanos()); // as the bootstrap's ReplicaShares.create
-      this.coordinator = new ShareCoordinator(id, ctx.setup.namespace(), p, ctx.store, ctx.ticker);
+      this.coordinator =
+          new ShareCoordinator(id, "", ctx.setup.namespace(), p, ctx.store, ctx.ticker);
     }
 
     PoolState pool() {

@@ -113,7 +113,8 @@ class DispatcherTest {
             config.pools().values(),
             config.classes().values(),
             Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE);
+            PoolState.ReleaseListener.NONE,
+            Math::random);
     dispatcher =
         new Dispatcher(
             store,

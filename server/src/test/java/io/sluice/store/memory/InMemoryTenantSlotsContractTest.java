@@ -7,7 +7,8 @@ import java.util.Map;
 
 /** The in-process tenant slots on the system clock (contributions expire in real time). */
 class InMemoryTenantSlotsContractTest extends TenantSlotsContractTest {
-  private final InMemoryTenantSlots store = new InMemoryTenantSlots(Clock.systemUTC());
+  private final InMemoryTenantSlots store =
+      new InMemoryTenantSlots(new InMemoryLeasedPlaces(Clock.systemUTC()));
 
   @Override
   protected TenantSlots store() {

@@ -7,7 +7,8 @@ import java.util.Map;
 
 /** The in-process workflow places on the system clock (places expire in real time). */
 class InMemoryWorkflowPlacesContractTest extends WorkflowPlacesContractTest {
-  private final InMemoryWorkflowPlaces store = new InMemoryWorkflowPlaces(Clock.systemUTC());
+  private final InMemoryWorkflowPlaces store =
+      new InMemoryWorkflowPlaces(new InMemoryLeasedPlaces(Clock.systemUTC()));
 
   @Override
   protected WorkflowPlaces store() {

@@ -100,7 +100,8 @@ class HungRedisLeftoversTest {
     conn = raw.connect();
 
     TenantCaps caps = new TenantCaps(ports.slots(), NS, "replica-a", () -> LEASE_MS);
-    RetryControl retries = new RetryControl(RetryPolicy.DEFAULTS, ports.attempts(), NS, true);
+    RetryControl retries =
+        new RetryControl(RetryPolicy.DEFAULTS, ports.attempts(), NS, true, System::nanoTime);
     TierPolicy standard = TierPolicy.builder("standard").maxInFlight(CAP).build();
     List<Tenant> tenants = new ArrayList<>();
     for (int i = 0; i < TENANTS; i++) {

@@ -13,6 +13,7 @@ import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TokenUse;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.estimate.FanOut;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.store.LocalRedis;
@@ -98,7 +99,8 @@ class RedisBudgetOutageTest {
                 mode,
                 ms -> CompletableFuture.completedFuture(null),
                 clock,
-                events);
+                events,
+                new WriteBack(p.maxEntries(), events));
     TokenEstimate e = new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE, -1);
     BudgetBook.Answer up =
         book.apply(BudgetBook.FailureMode.OPEN)

@@ -10,6 +10,7 @@ import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.Ledger;
 import io.sluice.core.budget.TestBudgets;
 import io.sluice.core.budget.TokenUse;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.estimate.FanOut;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.store.LocalRedis;
@@ -72,7 +73,8 @@ class RedisBudgetTimedOutTest {
             BudgetBook.FailureMode.OPEN,
             ms -> CompletableFuture.completedFuture(null),
             clock,
-            BudgetEvents.NONE);
+            BudgetEvents.NONE,
+            new WriteBack(p.maxEntries(), BudgetEvents.NONE));
     BudgetPolicy.Applied applied = p.budgetsFor("acme", "pro", "chat", "m").get(0);
 
     // three reservations on the store (20 each), settled while Redis is stopped: the settles time

@@ -13,6 +13,7 @@ import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
 import io.sluice.core.budget.TokenUse;
+import io.sluice.core.budget.WriteBack;
 import io.sluice.core.estimate.FanOut;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.store.LocalRedis;
@@ -123,7 +124,8 @@ class RedisBudgetWriteBackTest {
             BudgetBook.FailureMode.LOCAL,
             ms -> CompletableFuture.completedFuture(null),
             clock,
-            events);
+            events,
+            new WriteBack(p.maxEntries(), events));
     BudgetPolicy.Applied applied = p.budgetsFor("acme", "pro", "chat", "m").get(0);
 
     // before the outage: one request reserves 20 on the store and spends 25
