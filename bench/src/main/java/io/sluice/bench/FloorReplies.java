@@ -135,11 +135,11 @@ final class FloorReplies {
 
   /** The answers of the last of {@link #WARM} streams of each workload on {@code ch}. */
   static Captured capture(Channel ch) {
-    List<byte[]> oneShot = null;
-    List<byte[]> llm = null;
-    List<byte[]> headersOnly = null;
-    byte[] rls = null;
-    for (int i = 0; i < WARM; i++) {
+    List<byte[]> oneShot = List.of();
+    List<byte[]> llm = List.of();
+    List<byte[]> headersOnly = List.of();
+    byte[] rls = new byte[0];
+    for (int i = 0; i < WARM; i++) { // WARM > 0: each is the last stream's answers
       oneShot = stream(ch, List.of(FloorMessages.request()), false);
       llm = stream(ch, FloorMessages.envoyShapedMessages(), true);
       headersOnly = stream(ch, io.sluice.harness.LlmStream.headersOnlyMessages(), true);
