@@ -251,25 +251,29 @@ class OtlpEnvoyE2eTest {
     // ... the second would wait: degraded to the concise rung, it fits at once ...
     var degraded = h.sendAsync(chat(chatBody(400, false)).requestId("req-degraded").build());
     h.awaitUpstreamRequests(2);
-    // ... a batch request (no ladder) queues until the two are answered
-    var queued =
-        h.sendAsync(
-            chat(chatBody(200, false))
-                .routeGrpcInitialMetadata("x-sluice-class", "batch")
-                .requestId("req-queued")
-                .build());
+    // ... a batch request takes the room left, and a second one (no ladder) queues until the
+    // others are answered
+    var filler = h.sendAsync(completion("req-filler"));
+    h.awaitUpstreamRequests(3);
+    var queued = h.sendAsync(completion("req-queued"));
     await()
         .atMost(Duration.ofSeconds(5))
         .until(() -> h.gauge("sluice.queue.depth", "class", "batch") == 1);
     h.upstream.releaseHeld();
-    h.awaitUpstreamRequests(3);
+    h.awaitUpstreamRequests(4);
     h.upstream.releaseHeld();
+    assertThat(SluiceEnvoyHarness.result(filler).status()).isEqualTo(200);
     assertThat(SluiceEnvoyHarness.result(first).status()).isEqualTo(200);
     assertThat(SluiceEnvoyHarness.result(degraded).header("x-sluice-degraded")).hasValue("concise");
     assertThat(SluiceEnvoyHarness.result(queued).status()).isEqualTo(200);
     h.awaitNothingInFlight();
 
-    await().atMost(Duration.ofSeconds(60)).until(() -> otlp.spans.size() >= 3);
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () ->
+                otlp.spans.size() >= 4
+                    && names(otlp.metrics).contains("gen_ai.client.token.usage"));
     Span q = span("req-queued");
     assertThat(q.getEventsList().stream().map(Span.Event::getName))
         .containsExactly("sluice.queued", "sluice.started", "sluice.released");
@@ -298,6 +302,14 @@ class OtlpEnvoyE2eTest {
     assertThat(span("req-first").getEventsList().stream().map(Span.Event::getName))
         .containsExactly("sluice.started", "sluice.released");
     assertEveryNameInTheConventions();
+  }
+
+  private static HttpRequest completion(String requestId) {
+    return HttpRequest.post(
+            "/v1/completions", "{\"model\":\"gpt-4o\",\"max_tokens\":200,\"prompt\":\"Hi.\"}")
+        .routeGrpcInitialMetadata("x-sluice-tenant", "acme")
+        .requestId(requestId)
+        .build();
   }
 
   /** The latest export's {@code name}: a sum's points added up. */
