@@ -18,7 +18,10 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code decisionLog.otlp}: the records reach an OTLP/gRPC receiver (opentelemetry-proto's own logs
  * service, in process: {@link OtlpReceiver}) through the SDK's log exporter, the record's JSON line
- * as the body; records dropped on the way are counted by cause.
+ * as the body; records dropped on the way are counted by cause. In integration-tests (package
+ * {@code io.sluice.observability}, for {@code RecordLogs}' test constructor) because the receiver
+ * is harness's, and server's tests do not take harness: its rule tests check every {@code
+ * io.sluice} class on their class path.
  */
 class RecordLogsTest {
   private static SluiceConfig policy(int port, boolean telemetry, boolean otlp) {
