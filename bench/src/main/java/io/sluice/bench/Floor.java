@@ -184,13 +184,12 @@ final class Floor implements Callable<Integer> {
   private static final String ANSWER_DECORATIONS =
       "responses: {decisionHeader: false, estimateHeader: false}";
 
-  /**
-   * Target {@code sluice-telemetry}: OpenTelemetry on, 1 % of requests sampled, OTLP aimed at a
-   * closed local port (the exporter's bounded queue drops what it cannot send), so the floor shows
-   * what telemetry costs.
-   */
-  static final String TELEMETRY_ON =
-      "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\", sampling: {ratio: 0.01}}\n";
+  @Option(
+      names = "--otlp-endpoint",
+      description =
+          "target sluice-telemetry (OpenTelemetry on, 1 % sampled) exports here; default: a"
+              + " discarding OTLP receiver the floor serves (TelemetrySink)")
+  @Nullable String otlpEndpoint;
 
   /**
    * Target {@code sluice-unguarded}: {@code policy} without the HTTP/2 abuse limits (the
@@ -434,7 +433,9 @@ final class Floor implements Callable<Integer> {
       case "sluice", "sluice-twin" -> new Sluice(admit, port, store);
       case "sluice-reject" -> new Sluice(REJECT_POLICY, port, store);
       case "sluice-redis" -> new Sluice(admit, port, requireRedis());
-      case "sluice-telemetry" -> new Sluice(admit + TELEMETRY_ON, port, store);
+      case "sluice-telemetry" ->
+          new Sluice(
+              admit + TelemetrySink.policy(TelemetrySink.endpoint(otlpEndpoint)), port, store);
       case "sluice-unguarded" -> new Sluice(withoutHttp2Guards(admit), port, store);
       default ->
           throw new IllegalArgumentException(

@@ -27,6 +27,8 @@ final class FloorTargets implements AutoCloseable {
   private final Map<String, Integer> ports = new LinkedHashMap<>();
   private final Map<String, AutoCloseable> inProcess = new LinkedHashMap<>();
   private final Map<String, Process> children = new LinkedHashMap<>();
+  // sluice-telemetry's OTLP sink when it runs in a child: served by this process
+  private io.sluice.harness.@Nullable OtlpReceiver sink;
 
   private FloorTargets() {}
 
@@ -88,6 +90,10 @@ final class FloorTargets implements AutoCloseable {
         }
         if (target.equals("noop-answers")) {
           cmd.addAll(List.of("--answers", answers.toString()));
+        }
+        if (target.equals("sluice-telemetry")) {
+          t.sink = TelemetrySink.start();
+          cmd.addAll(List.of("--otlp-endpoint", t.sink.endpoint()));
         }
         Process p =
             new ProcessBuilder(cmd)
@@ -202,6 +208,9 @@ final class FloorTargets implements AutoCloseable {
   @Override
   public void close() {
     inProcess.values().forEach(FloorTargets::closeQuietly);
+    if (sink != null) {
+      closeQuietly(sink);
+    }
     for (Process p : children.values()) {
       p.destroy();
     }

@@ -1,6 +1,7 @@
 package io.sluice.e2e;
 
 import static io.sluice.e2e.SluiceEnvoyHarness.CHAT;
+import static io.sluice.e2e.SluiceEnvoyHarness.chat;
 import static io.sluice.e2e.SluiceEnvoyHarness.chatBody;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -20,6 +21,7 @@ import io.sluice.core.time.Ticker;
 import io.sluice.emulator.EnvoyTracing;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
+import io.sluice.harness.OtlpReceiver;
 import io.sluice.observability.GenAi;
 import io.sluice.upstream.SimulatedLlmUpstream;
 import java.lang.reflect.Field;
@@ -98,7 +100,7 @@ class OtlpEnvoyE2eTest {
   }
 
   private void start(boolean tracing, String propagators) throws Exception {
-    otlp = new OtlpReceiver();
+    otlp = OtlpReceiver.keeping();
     String yaml =
         Policy.base()
             .with("tiers.metered", "{weight: 1, rpm: 1}")
@@ -219,6 +221,95 @@ class OtlpEnvoyE2eTest {
     Span span = span("req-b3");
     assertThat(hex(span.getTraceId())).isEqualTo(CLIENT_TRACE);
     assertThat(hex(span.getParentSpanId())).isEqualTo(CLIENT_SPAN);
+  }
+
+  /**
+   * The span events of the admission's steps between arrival and start: a request that queued then
+   * started carries {@code sluice.queued} (its queue position) before {@code sluice.started}, and a
+   * degraded one {@code sluice.degraded} (its rung and trigger), as exported.
+   */
+  @Test
+  void queuedThenStarted_andDegraded_theExportedSpansCarryTheirEvents() throws Exception {
+    otlp = OtlpReceiver.keeping();
+    h =
+        SluiceEnvoyHarness.start(
+            Policy.base()
+                .with("pools.gpu.capacity", "600")
+                .with("pools.gpu.maxMessageTimeout", "5s")
+                .with("classes.batch.maxQueueWait", "3s")
+                .with(
+                    "classes.interactive.degrade",
+                    "{waitAbove: 1s, ladder: [{concise: {maxOutputTokens: 50}}]}")
+                .with(
+                    "telemetry",
+                    ("{enabled: true, endpoint: '%s', sampling: {ratio: 1.0}, exportInterval: 1s}")
+                        .formatted(otlp.endpoint())));
+    h.upstream.mode(ControlledUpstream.Mode.HOLD_RESPONSE);
+    // one 400-token answer holds most of the pool ...
+    var first = h.sendAsync(chat(chatBody(400, false)).requestId("req-first").build());
+    h.awaitUpstreamRequests(1);
+    // ... the second would wait: degraded to the concise rung, it fits at once ...
+    var degraded = h.sendAsync(chat(chatBody(400, false)).requestId("req-degraded").build());
+    h.awaitUpstreamRequests(2);
+    // ... a batch request takes the room left, and a second one (no ladder) queues until the
+    // others are answered
+    var filler = h.sendAsync(completion("req-filler"));
+    h.awaitUpstreamRequests(3);
+    var queued = h.sendAsync(completion("req-queued"));
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> h.gauge("sluice.queue.depth", "class", "batch") == 1);
+    h.upstream.releaseHeld();
+    h.awaitUpstreamRequests(4);
+    h.upstream.releaseHeld();
+    assertThat(SluiceEnvoyHarness.result(filler).status()).isEqualTo(200);
+    assertThat(SluiceEnvoyHarness.result(first).status()).isEqualTo(200);
+    assertThat(SluiceEnvoyHarness.result(degraded).header("x-sluice-degraded")).hasValue("concise");
+    assertThat(SluiceEnvoyHarness.result(queued).status()).isEqualTo(200);
+    h.awaitNothingInFlight();
+
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .until(
+            () ->
+                otlp.spans.size() >= 4
+                    && names(otlp.metrics).contains("gen_ai.client.token.usage"));
+    Span q = span("req-queued");
+    assertThat(q.getEventsList().stream().map(Span.Event::getName))
+        .containsExactly("sluice.queued", "sluice.started", "sluice.released");
+    Span.Event queuedAt = q.getEvents(0);
+    assertThat(queuedAt.getAttributesList())
+        .anySatisfy(
+            kv -> {
+              assertThat(kv.getKey()).isEqualTo("sluice.queue.position");
+              assertThat(kv.getValue().getIntValue()).isEqualTo(1);
+            });
+    assertThat(queuedAt.getTimeUnixNano()).isLessThan(q.getEvents(1).getTimeUnixNano());
+    assertThat(attrs(q.getAttributesList()))
+        .containsEntry("sluice.decision", "admit")
+        .containsEntry("sluice.class", "batch")
+        .containsKey("sluice.queue.wait");
+
+    Span d = span("req-degraded");
+    assertThat(d.getEventsList().stream().map(Span.Event::getName))
+        .containsExactly("sluice.degraded", "sluice.started", "sluice.released");
+    assertThat(attrs(d.getEvents(0).getAttributesList()))
+        .containsEntry("sluice.degrade.rung", "concise")
+        .containsEntry("sluice.degrade.trigger", "wait");
+    assertThat(attrs(d.getAttributesList()))
+        .containsEntry("sluice.decision", "degrade")
+        .containsEntry("sluice.degrade.rung", "concise");
+    assertThat(span("req-first").getEventsList().stream().map(Span.Event::getName))
+        .containsExactly("sluice.started", "sluice.released");
+    assertEveryNameInTheConventions();
+  }
+
+  private static HttpRequest completion(String requestId) {
+    return HttpRequest.post(
+            "/v1/completions", "{\"model\":\"gpt-4o\",\"max_tokens\":200,\"prompt\":\"Hi.\"}")
+        .routeGrpcInitialMetadata("x-sluice-tenant", "acme")
+        .requestId(requestId)
+        .build();
   }
 
   /** The latest export's {@code name}: a sum's points added up. */

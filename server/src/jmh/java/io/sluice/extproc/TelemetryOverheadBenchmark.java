@@ -27,9 +27,10 @@ import org.openjdk.jmh.infra.Blackhole;
  * messages, without the gRPC transport): {@code off} is the default ({@code telemetry.enabled:
  * false}, correlation on: no OpenTelemetry listener); {@code off-nocorrelation} reads no trace
  * signal at all; {@code on-1pct} exports over OTLP with {@code sampling.ratio: 0.01} (every request
- * recorded in the GenAI and {@code sluice.*} metrics, one span in a hundred built; the exporter's
- * endpoint is a closed local port, so export fails in the background every 10 s and costs the
- * request path nothing); {@code on-1pct-traces} and {@code on-metrics} split the two.
+ * recorded in the GenAI and {@code sluice.*} metrics, one span in a hundred built; the exporter
+ * sends to a live OTLP receiver in this JVM that discards what it gets, as a collector would take
+ * it, so no export retries in the background); {@code on-1pct-traces} and {@code on-metrics} split
+ * the two.
  *
  * <pre>
  * mvn -B -pl server -am -Pjmh package -DskipTests
@@ -55,25 +56,24 @@ public class TelemetryOverheadBenchmark {
   public String shape = "llm";
 
   private SluiceServer server;
+  private io.sluice.harness.OtlpReceiver sink;
   private ExtProcService service;
   private Metadata metadata;
   private byte[][] envoyMessages;
 
   @Setup(Level.Trial)
   public void setUp() throws Exception {
+    sink = io.sluice.harness.OtlpReceiver.discarding();
+    String to = "\ntelemetry: {enabled: true, endpoint: \"" + sink.endpoint() + "\",";
     String block =
         switch (telemetry) {
           case "off" -> "";
           case "off-nocorrelation" -> "\ntelemetry: {correlation: false}\n";
-          case "on-1pct" ->
-              "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
-                  + " sampling: {ratio: 0.01}}\n";
+          case "on-1pct" -> to + " sampling: {ratio: 0.01}}\n";
           case "on-1pct-traces" -> // spans only: the sampling decision and 1 % of spans
-              "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
-                  + " sampling: {ratio: 0.01}, metrics: false}\n";
+              to + " sampling: {ratio: 0.01}, metrics: false}\n";
           case "on-metrics" -> // metrics only: the histograms' recordings per request
-              "\ntelemetry: {enabled: true, endpoint: \"http://127.0.0.1:9\","
-                  + " traces: false}\n";
+              to + " traces: false}\n";
           default -> throw new IllegalArgumentException(telemetry);
         };
     server =
@@ -93,8 +93,9 @@ public class TelemetryOverheadBenchmark {
   }
 
   @TearDown(Level.Trial)
-  public void tearDown() {
+  public void tearDown() throws InterruptedException {
     server.close();
+    sink.close();
   }
 
   /**

@@ -104,6 +104,7 @@ final class ProcessServices {
         new io.sluice.observability.RotatingFile.Holder(ticker::nanos);
     io.sluice.observability.RecordLogs recordLogs =
         new io.sluice.observability.RecordLogs(options.env());
+    recordLogs.bindTo(registry);
     this.jvmMetrics =
         () -> {
           transportLog.close();

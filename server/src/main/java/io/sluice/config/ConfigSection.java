@@ -55,6 +55,15 @@ public interface ConfigSection<T> {
   }
 
   /**
+   * The signals of {@link #signals} read only when another one of them has a value, by key: the
+   * signal it needs (W3C {@code tracestate} means nothing without a {@code traceparent}, so a
+   * request without one reads neither). None by default.
+   */
+  default java.util.Map<String, String> signalsBeside() {
+    return java.util.Map.of();
+  }
+
+  /**
    * The header each signal the feature reads is taken from when the policy declares no source for
    * it ({@code signals.<key>} absent), by signal key (built in or {@link #declaredSignals}); only
    * for signals a client can only hurt itself with. None by default.

@@ -84,6 +84,13 @@ public final class SectionValues {
     return out;
   }
 
+  /** The signals read only beside another ({@link ConfigSection#signalsBeside}), by key. */
+  public Map<String, String> signalsBeside() {
+    Map<String, String> out = new LinkedHashMap<>();
+    entries.values().forEach(e -> out.putAll(e.section().signalsBeside()));
+    return out;
+  }
+
   private Map<String, Object> values() {
     Map<String, Object> v = new LinkedHashMap<>();
     entries.forEach((name, e) -> v.put(name, e.value()));

@@ -108,6 +108,12 @@ public final class TelemetrySection implements ConfigSection<TelemetryPolicy> {
     return keys;
   }
 
+  /** {@code tracestate} only beside a {@code traceparent} (W3C: no parent, no state to carry). */
+  @Override
+  public Map<String, String> signalsBeside() {
+    return Map.of(TRACESTATE.key(), TRACEPARENT.key());
+  }
+
   /**
    * What Envoy forwards: a client can only mislabel its own request's trace (Envoy sets {@code
    * x-request-id} and the trace headers itself when it traces).

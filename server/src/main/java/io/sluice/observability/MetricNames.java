@@ -90,6 +90,9 @@ public final class MetricNames {
 
   public static final String DECISION_LOG_FILE_FAILED = "sluice.decision_log.file_failures";
 
+  /** Decision records not exported as OTLP logs, by cause (queue_full, export_failed). */
+  public static final String DECISION_LOG_OTLP_DROPPED = "sluice.decision_log.otlp_dropped";
+
   public static final String WARMUP_CALLS = "sluice.warmup.calls";
   public static final String WARMUP_DURATION = "sluice.warmup.duration";
   public static final String HEAP_AFTER_GC_RATIO = "sluice.health.heap_after_gc_ratio";

@@ -51,6 +51,10 @@ public final class OtelHistograms implements MetricProducer {
   private final Histogram tpot;
   private final Histogram tokens;
   private final Histogram queueWait;
+
+  /** The request models as an attribute, bounded for as long as these cells are kept. */
+  final ModelNames models = new ModelNames();
+
   // pool -> class -> tier: three lookups, no key allocated per request
   private final ConcurrentMap<String, ConcurrentMap<String, ConcurrentMap<String, Cell>>> cells =
       new ConcurrentHashMap<>();
@@ -94,13 +98,15 @@ public final class OtelHistograms implements MetricProducer {
             GenAi.DURATION_BUCKETS);
   }
 
+  /** The model the request named (the body's, at most 128 characters), or null. */
+  static @Nullable String requestModel(RequestFacts f) {
+    RequestFacts.Estimate est = f.estimate();
+    return est == null ? null : est.tokens().model();
+  }
+
   /** The histograms of a request that ended ({@code released}: null for a refusal). */
   void record(
-      RequestFacts f,
-      String decision,
-      String reason,
-      SessionEvent.@Nullable Released released,
-      @Nullable String model) {
+      RequestFacts f, String decision, String reason, SessionEvent.@Nullable Released released) {
     boolean queued = f.decision().queuePosition() > 0;
     boolean answered = released != null && AnswerTimes.counted(released);
     if (!queued && !answered) {
@@ -114,7 +120,7 @@ public final class OtelHistograms implements MetricProducer {
     if (released == null || !answered) {
       return;
     }
-    GenAiSets g = cell.genAi(s.format(), model);
+    GenAiSets g = cell.genAi(s.format(), requestModel(f));
     g.duration.record(AnswerTimes.durationNanos(released) / 1e9);
     long first = AnswerTimes.timeToFirstTokenNanos(released);
     if (first >= 0) {
@@ -293,10 +299,16 @@ public final class OtelHistograms implements MetricProducer {
       return s;
     }
 
-    GenAiSets genAi(RequestFormat format, @Nullable String model) {
-      String key = model == null ? "" : model;
-      GenAiSets[] byFormat = genAi.get(key);
+    /**
+     * The series of {@code format} and the request's {@code raw} model: one lookup by the model as
+     * the request named it once it is known; the bound ({@link ModelNames}) only for a new one.
+     */
+    GenAiSets genAi(RequestFormat format, @Nullable String raw) {
+      GenAiSets[] byFormat = genAi.get(raw == null ? "" : raw);
+      String model = raw;
       if (byFormat == null) {
+        model = models.of(raw);
+        String key = model == null ? "" : model;
         byFormat = genAi.computeIfAbsent(key, m -> new GenAiSets[FORMATS.length]);
       }
       GenAiSets g = byFormat[format.ordinal()];

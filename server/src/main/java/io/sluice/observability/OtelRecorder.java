@@ -15,8 +15,6 @@ import io.sluice.core.session.SessionEvent;
 import io.sluice.core.session.SessionListener;
 import io.sluice.core.session.Signals;
 import io.sluice.core.session.Subject;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
@@ -42,16 +40,13 @@ public final class OtelRecorder implements SessionListener {
   /** The admission span's name. */
   public static final String SPAN = "sluice.admission";
 
-  private static final int MAX_MODELS = 64;
-  private static final String OTHER_MODEL = "_other";
-
   private final @Nullable Tracer tracer;
   private final @Nullable OtelHistograms histograms;
   private final TraceSampling sampling;
   private final TextMapPropagator propagator;
   private final Getter getter;
-  // the request models seen as a metric attribute: bounded; others are "_other"
-  private final ConcurrentMap<String, String> models = new ConcurrentHashMap<>();
+  // the request models as an attribute, bounded: the histograms' (kept across reloads), or own
+  private final ModelNames models;
 
   /**
    * @param otel the SDK
@@ -71,6 +66,7 @@ public final class OtelRecorder implements SessionListener {
       TraceSampling sampling) {
     this.tracer = traces ? otel.getTracer(SCOPE) : null;
     this.histograms = histograms;
+    this.models = histograms != null ? histograms.models : new ModelNames();
     this.sampling = sampling;
     this.propagator = propagator;
     this.getter = new Getter(headerSignals);
@@ -102,8 +98,7 @@ public final class OtelRecorder implements SessionListener {
       SessionEvent.@Nullable Released released) {
     OtelHistograms m = histograms;
     if (m != null) {
-      boolean answered = released != null && AnswerTimes.counted(released);
-      m.record(f, decision, reason, released, answered ? model(f) : null);
+      m.record(f, decision, reason, released);
     }
     Tracer t = tracer;
     if (t != null && sampling.sampled(f.subject().signals())) {
@@ -204,22 +199,9 @@ public final class OtelRecorder implements SessionListener {
     span.end(endEpoch, TimeUnit.NANOSECONDS);
   }
 
-  /** The request's model as a metric attribute (the first {@value #MAX_MODELS} seen), or null. */
+  /** The request's model as an attribute ({@link ModelNames}: bounded), or null. */
   private @Nullable String model(RequestFacts f) {
-    RequestFacts.Estimate est = f.estimate();
-    String model = est == null ? null : est.tokens().model();
-    if (model == null) {
-      return null;
-    }
-    String known = models.get(model);
-    if (known != null) {
-      return known;
-    }
-    if (models.size() >= MAX_MODELS || model.length() > 128) {
-      return OTHER_MODEL;
-    }
-    String prev = models.putIfAbsent(model, model);
-    return prev != null ? prev : model;
+    return models.of(OtelHistograms.requestModel(f));
   }
 
   /** Reads the trace headers from the request's signals (header name to signal key). */

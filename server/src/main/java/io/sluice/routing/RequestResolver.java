@@ -60,6 +60,8 @@ public final class RequestResolver {
   private final boolean featuresReadOperationId;
   private final int[] featureSignals;
   private final String[] featureSignalKeys;
+  // per feature signal: the place in featureSignals of the signal it is read beside, or -1
+  private final int[] featureSignalBeside;
   // the same keys, every value absent: what most requests carry (no array of values per request)
   private final io.sluice.core.session.Signals featureSignalsAbsent;
   // InferenceObjective names (a trusted class signal's value) to class names: llmD section
@@ -106,6 +108,13 @@ public final class RequestResolver {
     }
     this.featureSignals = read.stream().mapToInt(Integer::intValue).toArray();
     this.featureSignalKeys = read.stream().map(i -> all.get(i).key()).toArray(String[]::new);
+    java.util.Map<String, String> beside = config.sections().signalsBeside();
+    List<String> keys = List.of(featureSignalKeys);
+    this.featureSignalBeside = new int[featureSignalKeys.length];
+    for (int i = 0; i < featureSignalKeys.length; i++) {
+      int needed = keys.indexOf(beside.getOrDefault(featureSignalKeys[i], ""));
+      featureSignalBeside[i] = needed < i ? needed : -1; // read after it, or ungated
+    }
     this.featureSignalsAbsent =
         io.sluice.core.session.Signals.of(featureSignalKeys, new String[featureSignalKeys.length]);
     rules = config.routes().toArray(SluiceConfig.RouteRule[]::new);
@@ -271,6 +280,10 @@ public final class RequestResolver {
   private io.sluice.core.session.Signals featureSignals(SignalSource in) {
     @Nullable String[] values = null; // made when the first signal is present
     for (int i = 0; i < featureSignals.length; i++) {
+      int beside = featureSignalBeside[i];
+      if (beside >= 0 && (values == null || values[beside] == null)) {
+        continue; // read only beside a signal this request does not carry
+      }
       String v = read(featureSignals[i], in);
       if (v != null) {
         if (values == null) {

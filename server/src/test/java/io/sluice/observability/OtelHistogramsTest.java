@@ -122,7 +122,7 @@ class OtelHistogramsTest {
   }
 
   private void record(SessionEvent.Released e) {
-    histograms.record(e.facts(), "admit", "admitted", e, null);
+    histograms.record(e.facts(), "admit", "admitted", e);
   }
 
   private MetricData metric(String name) {
