@@ -13,7 +13,6 @@ import io.sluice.harness.Rig;
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -121,11 +120,8 @@ final class IntakeBurst implements Callable<Integer> {
       """;
 
   /**
-   * Every replica's policy: Redis, its run's key prefix, intake on batch, dispatch to the relay.
-   */
-  /**
-   * {@code late}: batch requests its pool cannot start in time are accepted for later too ({@code
-   * intake.whenLate}).
+   * Every replica's policy: Redis, its run's key prefix, intake on batch, dispatch to the relay;
+   * {@code late}: batch requests its pool cannot start in time are accepted too ({@code whenLate}).
    */
   static String policy(String redis, String keyPrefix, String relayUrl, boolean late) {
     String base = Policies.policy(CAPACITY, K, HOLD_MILLIS, CLASSES, "interactive");
@@ -184,8 +180,7 @@ final class IntakeBurst implements Callable<Integer> {
         42);
   }
 
-  /** A background job's body: ~300 prompt tokens, a 48-token answer (max_output_tokens 64). */
-  /** {@code late}: the same request without {@code background: true}. */
+  /** A job's body: ~300 prompt tokens, a 48-token answer; {@code late}: no background: true. */
   static String jobBody(int i, boolean late) {
     String input = ("job " + i + " summarise the attached filing. ").repeat(30);
     return "{\"model\":\"m1\",\"input\":\""
@@ -203,6 +198,8 @@ final class IntakeBurst implements Callable<Integer> {
     volatile String id = "";
     volatile long startAfter = -1;
     volatile long startBefore = -1;
+    volatile long position = -1;
+    volatile long aheadWork = -1;
     volatile long expiresAt = -1;
     volatile String finalStatus = "";
     volatile String reason = "";
@@ -265,7 +262,7 @@ final class IntakeBurst implements Callable<Integer> {
     o.println();
     o.println(md);
     Files.createDirectories(out);
-    Files.writeString(out.resolve("intake-burst.md"), md, StandardCharsets.UTF_8);
+    IntakeBurstReport.write(out, md, with); // the table, and predicted vs actual start per job
     return IntakeBurstReport.verdicts(without, with, jobs).stream().allMatch(Verdict::pass) ? 0 : 1;
   }
 
@@ -446,6 +443,8 @@ final class IntakeBurst implements Callable<Integer> {
       JsonNode x = j.path("sluice");
       s.startAfter = x.path("start_after").asLong(-1);
       s.startBefore = x.path("start_before").asLong(-1);
+      s.position = x.path("position").asLong(-1);
+      s.aheadWork = x.path("ahead_work").asLong(-1);
       s.expiresAt = x.path("expires_at").asLong(-1);
     } catch (java.io.IOException e) {
       s.id = "";

@@ -2,6 +2,10 @@ package io.sluice.bench;
 
 import io.sluice.bench.IntakeBurst.Run;
 import io.sluice.bench.IntakeBurst.Submitted;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -70,6 +74,43 @@ final class IntakeBurstReport {
       }
     }
     return out;
+  }
+
+  /**
+   * One line per accepted job: when it was sent, its position and work ahead, its predicted window
+   * and its actual start (epoch seconds from the first job sent), and its error (0 inside).
+   */
+  static String perJob(Run r) {
+    StringBuilder csv =
+        new StringBuilder(
+            "job,sent_s,position,ahead_work,start_after_s,start_before_s,actual_s,error_s\n");
+    long t0 = r.submitted().stream().mapToLong(s -> s.sentMillis).min().orElse(0);
+    for (Submitted s : r.submitted()) {
+      IntakeRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
+      if (j == null || j.firstDispatchMillis.get() <= 0 || s.startAfter < 0) {
+        continue;
+      }
+      Start st = start(s, j);
+      csv.append(
+          String.format(
+              Locale.ROOT,
+              "%d,%.3f,%d,%d,%.1f,%.1f,%.3f,%.3f%n",
+              s.index,
+              (s.sentMillis - t0) / 1000.0,
+              s.position,
+              s.aheadWork,
+              s.startAfter - t0 / 1000.0,
+              s.startBefore - t0 / 1000.0,
+              st.actualSeconds() - t0 / 1000.0,
+              st.error()));
+    }
+    return csv.toString();
+  }
+
+  /** Writes {@code md} as intake-burst.md and {@link #perJob} as intake-burst-jobs.csv. */
+  static void write(Path out, String md, Run with) throws IOException {
+    Files.writeString(out.resolve("intake-burst.md"), md, StandardCharsets.UTF_8);
+    Files.writeString(out.resolve("intake-burst-jobs.csv"), perJob(with), StandardCharsets.UTF_8);
   }
 
   static long accepted(Run r) {
