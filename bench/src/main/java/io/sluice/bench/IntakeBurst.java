@@ -9,6 +9,7 @@ import io.sluice.emulator.FilterConfig;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.harness.LoadGenerator;
+import io.sluice.harness.LoopbackRelay;
 import io.sluice.harness.Rig;
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
@@ -32,10 +33,10 @@ import picocli.CommandLine.Option;
  * Background intake under a burst (docs/intake.md, "Prove it"): three Sluice replicas on one Redis
  * behind the emulated Envoy, in front of the simulated LLM; steady interactive traffic at {@code
  * --load} of capacity, and {@code --jobs} Responses background requests offered at {@code
- * --burst-load} of capacity from second one. Dispatched jobs come back through {@link IntakeRelay}
- * (the loopback listener) and the emulated Envoy. A second run offers the same interactive arrivals
- * without the burst. Every run starts fresh servers on a key prefix of its own: the burst meets
- * replicas with no learned state (the "fresh start" case).
+ * --burst-load} of capacity from second one. Dispatched jobs come back through {@link
+ * LoopbackRelay} (the loopback listener) and the emulated Envoy. A second run offers the same
+ * interactive arrivals without the burst. Every run starts fresh servers on a key prefix of its
+ * own: the burst meets replicas with no learned state (the "fresh start" case).
  *
  * <pre>java -jar bench/target/sluice-bench.jar intake-burst [--duration 25] [--jobs 500]</pre>
  */
@@ -215,7 +216,7 @@ final class IntakeBurst implements Callable<Integer> {
       String name,
       RunReport interactive,
       List<Submitted> submitted,
-      Map<String, IntakeRelay.Job> relayed,
+      Map<String, LoopbackRelay.Job> relayed,
       long relayUnmarked,
       double lastEndSeconds,
       double capacityPerSecond,
@@ -270,12 +271,11 @@ final class IntakeBurst implements Callable<Integer> {
     String prefix = "sluice_bench_intake_" + UUID.randomUUID().toString().substring(0, 8) + "_";
     List<SluiceServer> servers = new ArrayList<>();
     Rig rig = null;
-    IntakeRelay relay = null;
+    LoopbackRelay relay = null;
     try {
       List<String> targets = new ArrayList<>();
       // The relay needs the rig and the replicas need the relay's URL: bind it first.
-      IntakeRelay.Holder holder = new IntakeRelay.Holder();
-      relay = IntakeRelay.start(holder, "batch");
+      relay = LoopbackRelay.start(Map.of("x-sluice-class", "batch"));
       String yaml = policy(redis, prefix, relay.url(), late);
       for (int i = 0; i < replicas; i++) {
         SluiceServer s =
@@ -292,7 +292,7 @@ final class IntakeBurst implements Callable<Integer> {
       FilterConfig filter =
           Rig.benchFilter().maxMessageTimeout(Duration.ofMillis(HOLD_MILLIS)).build();
       rig = Rig.extProcReplicas(name, targets, filter, Scenario.UPSTREAM, Map.of());
-      holder.rig = rig;
+      relay.via(rig::sendAsync);
       Rig r = rig;
       List<Submitted> submitted = new ArrayList<>();
       Thread burster = null;
@@ -302,7 +302,7 @@ final class IntakeBurst implements Callable<Integer> {
         burster.setDaemon(true);
         burster.start();
       }
-      IntakeRelay rl = relay;
+      LoopbackRelay rl = relay;
       RunReport report =
           new LoadGenerator(w)
               .run(

@@ -2,6 +2,7 @@ package io.sluice.bench;
 
 import io.sluice.bench.IntakeBurst.Run;
 import io.sluice.bench.IntakeBurst.Submitted;
+import io.sluice.harness.LoopbackRelay;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -46,7 +47,7 @@ final class IntakeBurstReport {
    * whole epoch seconds), else seconds early (negative) or late (positive). A window is "open" when
    * it runs to the job's expiry (no learned rate yet).
    */
-  static Start start(Submitted s, IntakeRelay.Job j) {
+  static Start start(Submitted s, LoopbackRelay.Job j) {
     double actual = j.firstDispatchMillis.get() / 1000.0;
     double error;
     if (actual < s.startAfter) {
@@ -68,7 +69,7 @@ final class IntakeBurstReport {
   static List<Start> starts(Run r) {
     List<Start> out = new ArrayList<>();
     for (Submitted s : r.submitted()) {
-      IntakeRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
+      LoopbackRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
       if (j != null && j.firstDispatchMillis.get() > 0 && s.startAfter >= 0) {
         out.add(start(s, j));
       }
@@ -86,7 +87,7 @@ final class IntakeBurstReport {
             "job,sent_s,position,ahead_work,start_after_s,start_before_s,actual_s,error_s\n");
     long t0 = r.submitted().stream().mapToLong(s -> s.sentMillis).min().orElse(0);
     for (Submitted s : r.submitted()) {
-      IntakeRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
+      LoopbackRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
       if (j == null || j.firstDispatchMillis.get() <= 0 || s.startAfter < 0) {
         continue;
       }
@@ -157,7 +158,7 @@ final class IntakeBurstReport {
         .filter(s -> !s.id.isEmpty())
         .filter(
             s -> {
-              IntakeRelay.Job j = r.relayed().get(s.id);
+              LoopbackRelay.Job j = r.relayed().get(s.id);
               return j == null || j.upstreamCalls.get() == 0;
             })
         .count();

@@ -82,9 +82,9 @@ public record Intake(
   /**
    * The predicted start window of {@code job}, now, in its pool of {@code controller} ({@link
    * StartWindow#predict}): what the pool can run (its capacity over its learned mean hold, or its
-   * declared {@code defaultServiceTime} before any completion; its slots) bounds the earliest
-   * start; the latest assumes the background class gets what its queue was measured to drain
-   * lately, with a margin ({@link StartWindow#drainShare}: the store's {@link
+   * declared {@code defaultServiceTime} before any completion, whichever is shorter; its slots)
+   * bounds the earliest start; the latest assumes the background class gets what its queue was
+   * measured to drain lately, with a margin ({@link StartWindow#drainShare}: the store's {@link
    * JobStore#drainedWorkPerSecond}), or without that evidence yet what the pool can give it now
    * (none while a request waits in Sluice's queue, else the part the other classes leave idle by
    * work and by request slots); never less than {@link StartWindow#MIN_IDLE} of what the pool can
@@ -100,14 +100,22 @@ public record Intake(
     }
     var configured = p.configuredPolicy();
     PoolState.Snapshot s = p.snapshot(ticker.nanos());
-    double serviceNanos =
-        s.meanHoldNanos() > 0 ? s.meanHoldNanos() : configured.defaultServiceTime().toNanos();
+    double declared = configured.defaultServiceTime().toNanos();
+    double serviceNanos = s.meanHoldNanos() > 0 ? s.meanHoldNanos() : declared;
     double canRun =
         StartWindow.canRun(
             configured.capacityWorkUnits(),
             configured.maxRequests(),
             job.workUnits(),
             serviceNanos);
+    // the earliest start at the configured capacity too: a hold learned under load (or from
+    // longer requests of other classes) is no bound on how fast the jobs may run
+    double canRunFast =
+        StartWindow.canRun(
+            configured.capacityWorkUnits(),
+            configured.maxRequests(),
+            job.workUnits(),
+            Math.min(serviceNanos, declared));
     // what the classes hold and wait for on this replica (not PoolState#demand: reading it hands
     // the refusals counted since to the share coordinator)
     String[] names = s.classNames();
@@ -139,15 +147,22 @@ public record Intake(
                         othersRequests, (long) (p.policy().maxRequests() * share))
                     : 1.0);
     double measured = store.drainedWorkPerSecond(keyPrefix, pool, now);
-    return StartWindow.predict(
-        now,
-        job.expiresMillis(),
-        job.aheadWork(),
-        (long) StartWindow.poolRate(othersQueued, share),
-        (long) StartWindow.poolRate(queued, share),
-        job.workUnits(),
-        canRun,
-        StartWindow.drainShare(measured, canRun, roomNow),
-        dispatchIntervalMillis);
+    long othersAhead = (long) StartWindow.poolRate(othersQueued, share);
+    StartWindow w =
+        StartWindow.predict(
+            now,
+            job.expiresMillis(),
+            job.aheadWork(),
+            othersAhead,
+            (long) StartWindow.poolRate(queued, share),
+            job.workUnits(),
+            canRun,
+            StartWindow.drainShare(measured, canRun, roomNow),
+            dispatchIntervalMillis);
+    long earliest =
+        StartWindow.predict(
+                now, job.expiresMillis(), job.aheadWork(), othersAhead, 0, 0, canRunFast, 1, 0)
+            .earliestMillis();
+    return new StartWindow(Math.min(earliest, w.earliestMillis()), w.latestMillis());
   }
 }

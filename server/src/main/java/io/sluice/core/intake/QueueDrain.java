@@ -10,9 +10,10 @@ import java.util.Map;
  * and each backlog read tells the work that has left the pool's queue so far (claimed, expired or
  * cancelled, by any replica: the store is shared), and whether jobs were waiting. The measured rate
  * is the work that left the queue per second since the oldest sample of the last {@link
- * #LOOKBACK_MILLIS} at which jobs waited; no evidence ({@code NaN}) until those samples span {@link
- * #MIN_SPAN_MILLIS}. Bounded: {@link #MAX_QUEUES} queues (the oldest dropped), {@link #MAX_SAMPLES}
- * samples each, at most one per {@link #EVERY_MILLIS}. Thread-safe (one lock).
+ * #LOOKBACK_MILLIS} at which jobs waited; 0 (no drain shown yet) until those samples span {@link
+ * #MIN_SPAN_MILLIS}; no evidence at all ({@code NaN}) when no sample saw jobs waiting. Bounded:
+ * {@link #MAX_QUEUES} queues (the oldest dropped), {@link #MAX_SAMPLES} samples each, at most one
+ * per {@link #EVERY_MILLIS}. Thread-safe (one lock).
  */
 public final class QueueDrain {
   /** How far back the rate looks. */
@@ -21,7 +22,7 @@ public final class QueueDrain {
   /** The least span of samples the rate is measured over (else: no evidence). */
   public static final long MIN_SPAN_MILLIS = 2_000;
 
-  static final long EVERY_MILLIS = 500;
+  static final long EVERY_MILLIS = 250;
   static final int MAX_SAMPLES = (int) (LOOKBACK_MILLIS / EVERY_MILLIS) + 2;
   static final int MAX_QUEUES = 64;
 
@@ -57,8 +58,9 @@ public final class QueueDrain {
 
   /**
    * The work units per second that left the queue {@code key} over the last {@link
-   * #LOOKBACK_MILLIS} while jobs waited in it (0 when nothing left it), or {@code NaN} when the
-   * samples since jobs waited span less than {@link #MIN_SPAN_MILLIS}.
+   * #LOOKBACK_MILLIS} while jobs waited in it (0 when nothing left it, or when the samples since
+   * jobs waited span less than {@link #MIN_SPAN_MILLIS}), or {@code NaN} when no sample in it saw
+   * jobs waiting.
    */
   public synchronized double workPerSecond(String key, long nowMillis) {
     ArrayDeque<Sample> q = queues.get(key);
@@ -74,8 +76,11 @@ public final class QueueDrain {
       }
     }
     Sample last = q.peekLast();
-    if (first == null || last.millis() - first.millis() < MIN_SPAN_MILLIS) {
+    if (first == null) {
       return Double.NaN;
+    }
+    if (last.millis() - first.millis() < MIN_SPAN_MILLIS) {
+      return 0; // jobs wait, and no drain is shown yet
     }
     return Math.max(0, last.drainedWork() - first.drainedWork())
         * 1000.0

@@ -104,10 +104,11 @@ public record StartWindow(long earliestMillis, long latestMillis) {
    * The part of what the pool can run ({@code canRunWorkPerSecond}) the latest start assumes
    * background work gets ({@link #predict}'s {@code idle}, which floors it at {@link #MIN_IDLE}):
    * with evidence, the rate its queue was measured to drain ({@code measuredWorkPerSecond}, the
-   * store's, pool-wide) times {@link #DRAIN_MARGIN}; without ({@code NaN}: a fresh queue, not
-   * {@link QueueDrain#MIN_SPAN_MILLIS} of samples yet), the room the pool gives it now ({@code
-   * roomNow}: 0 while a request waits in Sluice's queue, else the smaller {@link #idleShare} of
-   * work and of request slots).
+   * store's, pool-wide) times {@link #DRAIN_MARGIN} (0, the floor, while jobs have waited for less
+   * than {@link QueueDrain#MIN_SPAN_MILLIS}: no drain shown yet); without ({@code NaN}: the store
+   * never saw jobs waiting in the last {@link QueueDrain#LOOKBACK_MILLIS}), the room the pool gives
+   * it now ({@code roomNow}: 0 while a request waits in Sluice's queue, else the smaller {@link
+   * #idleShare} of work and of request slots).
    */
   public static double drainShare(
       double measuredWorkPerSecond, double canRunWorkPerSecond, double roomNow) {

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** The measured drain of a job queue: evidence only over a span of samples while jobs waited. */
+/** The measured drain of a job queue: none shown until a span of samples while jobs waited. */
 class QueueDrainTest {
   private static final long T0 = 1_800_000_000_000L;
 
@@ -13,9 +13,10 @@ class QueueDrainTest {
     QueueDrain d = new QueueDrain();
     assertThat(d.workPerSecond("p", T0)).isNaN(); // nothing seen
     d.record("p", T0, 1_000, false); // nothing waited: no evidence of a drain
+    assertThat(d.workPerSecond("p", T0)).isNaN();
     d.record("p", T0 + 1_000, 1_000, true);
     d.record("p", T0 + 2_000, 1_500, true);
-    assertThat(d.workPerSecond("p", T0 + 2_000)).isNaN(); // 1 s since jobs waited
+    assertThat(d.workPerSecond("p", T0 + 2_000)).isZero(); // 1 s since jobs waited: none shown
     d.record("p", T0 + 5_000, 3_000, true);
     assertThat(d.workPerSecond("p", T0 + 5_000)).isEqualTo(500.0); // 2,000 units in 4 s
     assertThat(d.workPerSecond("other", T0 + 5_000)).isNaN();

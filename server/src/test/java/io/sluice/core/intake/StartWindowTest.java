@@ -140,25 +140,25 @@ class StartWindowTest {
   }
 
   /**
-   * A fresh replica: interactive holds a quarter of the pool's work and a second interactive
-   * request waits in Sluice's queue. No job is dispatched while a request waits, so the window's
-   * end assumes the floor; the old rule (the idle part by work: 1/2) promised 215 s.
+   * A fresh replica: interactive holds half of the pool's work and a second interactive request of
+   * 6,000 units waits in Sluice's queue (it does not fit). No job is dispatched while a request
+   * waits, so the window's end assumes the floor; the old rule (the idle part by work: 1/2)
+   * promised 11.6 s.
    */
   @Test
   void freshStart_anotherRequestWaits_theLatestAssumesTheFloor() {
     FakeTicker ticker = new FakeTicker();
-    Rig rig = new Rig(ticker, "{gpu: {capacity: 10000, maxRequests: 1, defaultServiceTime: 2s}}");
+    Rig rig = new Rig(ticker);
     rig.admit("interactive", 5_000);
     long now = ticker.nanos();
     Decision queued =
         rig.controller.decide(
-            rig.request("interactive", 1_000),
+            rig.request("interactive", 6_000),
             Ask.hold(Duration.ofSeconds(5).toNanos(), new NoWaiter(), now));
     assertThat(queued).isInstanceOf(Decision.Queued.class);
     StartWindow w = rig.window(20_000, 400);
-    // one slot of 400 per 2 s: 200 a second; the waiting 1,000 units first
-    assertThat(w.earliestMillis()).isEqualTo(NOW + 105_000);
-    assertThat(w.latestMillis()).isEqualTo(NOW + 1_070_000 + 1_000); // 21,400 at 20 a second
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 5_200); // the waiting 6,000 first, 5,000/s
+    assertThat(w.latestMillis()).isEqualTo(NOW + 52_800 + 1_000); // 26,400 at 500 a second
   }
 
   /**
@@ -190,6 +190,26 @@ class StartWindowTest {
     StartWindow w = rig.window(20_000, 400);
     assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000);
     assertThat(w.latestMillis()).isEqualTo(NOW + 10_200 + 1_000);
+  }
+
+  /**
+   * A hold learned under load, longer than the declared 2 s (three requests held 4 s each), bounds
+   * the latest start but not the earliest: the jobs may run at the configured capacity. The old
+   * rule (the learned hold for both) promised 8 s at the earliest.
+   */
+  @Test
+  void aLearnedHoldLongerThanDeclared_theEarliestAtTheConfiguredCapacity() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.admit("interactive", 7_500);
+    for (int i = 0; i < 3; i++) {
+      Decision.Admit a = rig.admit("batch", 100);
+      ticker.advance(Duration.ofSeconds(4));
+      a.permit().release(Outcome.COMPLETED, ticker.nanos());
+    }
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000); // 10,000 units per 2 s
+    assertThat(w.latestMillis()).isEqualTo(NOW + 32_640 + 1_000); // a quarter of 10,000 per 4 s
   }
 
   /** One pool, interactive and batch (late intake), a fixed clock and a fake ticker. */
