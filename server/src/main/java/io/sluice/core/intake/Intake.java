@@ -147,6 +147,16 @@ public record Intake(
                         othersRequests, (long) (p.policy().maxRequests() * share))
                     : 1.0);
     double measured = store.drainedWorkPerSecond(keyPrefix, pool, now);
+    // with a measured drain, the floor at the configured capacity at most: a hold learned from
+    // requests cut short (a saturated front end) is no promise either
+    double canRunLate =
+        Double.isNaN(measured)
+            ? canRun
+            : StartWindow.canRun(
+                configured.capacityWorkUnits(),
+                configured.maxRequests(),
+                job.workUnits(),
+                Math.max(serviceNanos, declared));
     long othersAhead = (long) StartWindow.poolRate(othersQueued, share);
     StartWindow w =
         StartWindow.predict(
@@ -156,8 +166,8 @@ public record Intake(
             othersAhead,
             (long) StartWindow.poolRate(queued, share),
             job.workUnits(),
-            canRun,
-            StartWindow.drainShare(measured, canRun, roomNow),
+            canRunLate,
+            StartWindow.drainShare(measured, canRunLate, roomNow),
             dispatchIntervalMillis);
     long earliest =
         StartWindow.predict(

@@ -212,6 +212,27 @@ class StartWindowTest {
     assertThat(w.latestMillis()).isEqualTo(NOW + 32_640 + 1_000); // a quarter of 10,000 per 4 s
   }
 
+  /**
+   * A job just enqueued (the store shows no drain yet) after requests held only 0.5 s (cut short,
+   * say, by a saturated front end): the end assumes the floor of the configured capacity (10,000
+   * units per 2 s), not of the learned hold's (per 0.5 s, 10.2 s), nor the room now (4.1 s).
+   */
+  @Test
+  void noDrainShownYet_theFloorAtTheConfiguredCapacity_notAShortLearnedHold() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.admit("interactive", 7_500);
+    for (int i = 0; i < 3; i++) {
+      Decision.Admit a = rig.admit("batch", 100);
+      ticker.advance(Duration.ofMillis(500));
+      a.permit().release(Outcome.COMPLETED, ticker.nanos());
+    }
+    rig.drained(0, 0); // enqueued now: jobs wait, no drain shown
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 1_000); // 20,000 units per 0.5 s
+    assertThat(w.latestMillis()).isEqualTo(NOW + 40_800 + 1_000); // 500 a second
+  }
+
   /** One pool, interactive and batch (late intake), a fixed clock and a fake ticker. */
   private static final class Rig {
     final FakeTicker ticker;
