@@ -83,13 +83,13 @@ public record Intake(
    * The predicted start window of {@code job}, now, in its pool of {@code controller} ({@link
    * StartWindow#predict}): what the pool can run (its capacity over its learned mean hold, or its
    * declared {@code defaultServiceTime} before any completion, whichever is shorter; its slots)
-   * bounds the earliest start; the latest assumes the background class gets what its queue was
-   * measured to drain lately, with a margin ({@link StartWindow#drainShare}: the store's {@link
-   * JobStore#drainedWorkPerSecond}), or without that evidence yet what the pool can give it now
-   * (none while a request waits in Sluice's queue, else the part the other classes leave idle by
-   * work and by request slots); never less than {@link StartWindow#MIN_IDLE} of what the pool can
-   * run. The work waiting in Sluice's queues goes ahead of any job (this replica's, over its share:
-   * the whole pool's).
+   * bounds the earliest start (the jobs ahead only); the latest assumes the background class gets
+   * what its queue was measured to drain lately, with a margin ({@link StartWindow#drainShare}: the
+   * store's {@link JobStore#drainedWorkPerSecond}), or without that evidence yet what the pool can
+   * give it now (none while a request waits in Sluice's queue, else the part the other classes
+   * leave idle by work and by request slots); never less than {@link StartWindow#MIN_IDLE} of what
+   * the pool can run; the work waiting in Sluice's queues goes ahead of it (this replica's, over
+   * its share: the whole pool's).
    */
   StartWindow window(AdmissionController controller, String pool, JobStore.JobView job) {
     long now = clock.millis();
@@ -169,9 +169,9 @@ public record Intake(
             canRunLate,
             StartWindow.drainShare(measured, canRunLate, roomNow),
             dispatchIntervalMillis);
+    // the earliest: the jobs ahead only (the other classes' waiting requests may time out first)
     long earliest =
-        StartWindow.predict(
-                now, job.expiresMillis(), job.aheadWork(), othersAhead, 0, 0, canRunFast, 1, 0)
+        StartWindow.predict(now, job.expiresMillis(), job.aheadWork(), 0, 0, 0, canRunFast, 1, 0)
             .earliestMillis();
     return new StartWindow(Math.min(earliest, w.earliestMillis()), w.latestMillis());
   }
