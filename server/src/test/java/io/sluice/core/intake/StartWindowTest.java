@@ -202,11 +202,7 @@ class StartWindowTest {
     FakeTicker ticker = new FakeTicker();
     Rig rig = new Rig(ticker);
     rig.admit("interactive", 7_500);
-    for (int i = 0; i < 3; i++) {
-      Decision.Admit a = rig.admit("batch", 100);
-      ticker.advance(Duration.ofSeconds(4));
-      a.permit().release(Outcome.COMPLETED, ticker.nanos());
-    }
+    rig.completed(3, Duration.ofSeconds(4));
     StartWindow w = rig.window(20_000, 400);
     assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000); // 10,000 units per 2 s
     assertThat(w.latestMillis()).isEqualTo(NOW + 32_640 + 1_000); // a quarter of 10,000 per 4 s
@@ -222,11 +218,7 @@ class StartWindowTest {
     FakeTicker ticker = new FakeTicker();
     Rig rig = new Rig(ticker);
     rig.admit("interactive", 7_500);
-    for (int i = 0; i < 3; i++) {
-      Decision.Admit a = rig.admit("batch", 100);
-      ticker.advance(Duration.ofMillis(500));
-      a.permit().release(Outcome.COMPLETED, ticker.nanos());
-    }
+    rig.completed(3, Duration.ofMillis(500));
     rig.drained(0, 0); // enqueued now: jobs wait, no drain shown
     StartWindow w = rig.window(20_000, 400);
     assertThat(w.earliestMillis()).isEqualTo(NOW + 1_000); // 20,000 units per 0.5 s
@@ -279,6 +271,15 @@ class StartWindowTest {
       Decision d = controller.decide(request(className, work), Ask.now(ticker.nanos()));
       assertThat(d).isInstanceOf(Decision.Admit.class);
       return (Decision.Admit) d;
+    }
+
+    /** {@code n} batch requests of 100 units, each held {@code hold} and completed. */
+    void completed(int n, Duration hold) {
+      for (int i = 0; i < n; i++) {
+        Decision.Admit a = admit("batch", 100);
+        ticker.advance(hold);
+        a.permit().release(Outcome.COMPLETED, ticker.nanos());
+      }
     }
 
     AdmissionRequest request(String className, long work) {
