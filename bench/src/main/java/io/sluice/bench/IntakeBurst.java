@@ -9,11 +9,11 @@ import io.sluice.emulator.FilterConfig;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
 import io.sluice.harness.LoadGenerator;
+import io.sluice.harness.LoopbackRelay;
 import io.sluice.harness.Rig;
 import io.sluice.harness.RunReport;
 import io.sluice.harness.Workload;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -33,10 +33,10 @@ import picocli.CommandLine.Option;
  * Background intake under a burst (docs/intake.md, "Prove it"): three Sluice replicas on one Redis
  * behind the emulated Envoy, in front of the simulated LLM; steady interactive traffic at {@code
  * --load} of capacity, and {@code --jobs} Responses background requests offered at {@code
- * --burst-load} of capacity from second one. Dispatched jobs come back through {@link IntakeRelay}
- * (the loopback listener) and the emulated Envoy. A second run offers the same interactive arrivals
- * without the burst. Every run starts fresh servers on a key prefix of its own: the burst meets
- * replicas with no learned state (the "fresh start" case).
+ * --burst-load} of capacity from second one. Dispatched jobs come back through {@link
+ * LoopbackRelay} (the loopback listener) and the emulated Envoy. A second run offers the same
+ * interactive arrivals without the burst. Every run starts fresh servers on a key prefix of its
+ * own: the burst meets replicas with no learned state (the "fresh start" case).
  *
  * <pre>java -jar bench/target/sluice-bench.jar intake-burst [--duration 25] [--jobs 500]</pre>
  */
@@ -121,11 +121,8 @@ final class IntakeBurst implements Callable<Integer> {
       """;
 
   /**
-   * Every replica's policy: Redis, its run's key prefix, intake on batch, dispatch to the relay.
-   */
-  /**
-   * {@code late}: batch requests its pool cannot start in time are accepted for later too ({@code
-   * intake.whenLate}).
+   * Every replica's policy: Redis, its run's key prefix, intake on batch, dispatch to the relay;
+   * {@code late}: batch requests its pool cannot start in time are accepted too ({@code whenLate}).
    */
   static String policy(String redis, String keyPrefix, String relayUrl, boolean late) {
     String base = Policies.policy(CAPACITY, K, HOLD_MILLIS, CLASSES, "interactive");
@@ -184,8 +181,7 @@ final class IntakeBurst implements Callable<Integer> {
         42);
   }
 
-  /** A background job's body: ~300 prompt tokens, a 48-token answer (max_output_tokens 64). */
-  /** {@code late}: the same request without {@code background: true}. */
+  /** A job's body: ~300 prompt tokens, a 48-token answer; {@code late}: no background: true. */
   static String jobBody(int i, boolean late) {
     String input = ("job " + i + " summarise the attached filing. ").repeat(30);
     return "{\"model\":\"m1\",\"input\":\""
@@ -203,6 +199,8 @@ final class IntakeBurst implements Callable<Integer> {
     volatile String id = "";
     volatile long startAfter = -1;
     volatile long startBefore = -1;
+    volatile long position = -1;
+    volatile long aheadWork = -1;
     volatile long expiresAt = -1;
     volatile String finalStatus = "";
     volatile String reason = "";
@@ -218,7 +216,7 @@ final class IntakeBurst implements Callable<Integer> {
       String name,
       RunReport interactive,
       List<Submitted> submitted,
-      Map<String, IntakeRelay.Job> relayed,
+      Map<String, LoopbackRelay.Job> relayed,
       long relayUnmarked,
       double lastEndSeconds,
       double capacityPerSecond,
@@ -265,7 +263,7 @@ final class IntakeBurst implements Callable<Integer> {
     o.println();
     o.println(md);
     Files.createDirectories(out);
-    Files.writeString(out.resolve("intake-burst.md"), md, StandardCharsets.UTF_8);
+    IntakeBurstReport.write(out, md, with); // the table, and predicted vs actual start per job
     return IntakeBurstReport.verdicts(without, with, jobs).stream().allMatch(Verdict::pass) ? 0 : 1;
   }
 
@@ -273,12 +271,11 @@ final class IntakeBurst implements Callable<Integer> {
     String prefix = "sluice_bench_intake_" + UUID.randomUUID().toString().substring(0, 8) + "_";
     List<SluiceServer> servers = new ArrayList<>();
     Rig rig = null;
-    IntakeRelay relay = null;
+    LoopbackRelay relay = null;
     try {
       List<String> targets = new ArrayList<>();
       // The relay needs the rig and the replicas need the relay's URL: bind it first.
-      IntakeRelay.Holder holder = new IntakeRelay.Holder();
-      relay = IntakeRelay.start(holder, "batch");
+      relay = LoopbackRelay.start(Map.of("x-sluice-class", "batch"));
       String yaml = policy(redis, prefix, relay.url(), late);
       for (int i = 0; i < replicas; i++) {
         SluiceServer s =
@@ -295,7 +292,7 @@ final class IntakeBurst implements Callable<Integer> {
       FilterConfig filter =
           Rig.benchFilter().maxMessageTimeout(Duration.ofMillis(HOLD_MILLIS)).build();
       rig = Rig.extProcReplicas(name, targets, filter, Scenario.UPSTREAM, Map.of());
-      holder.rig = rig;
+      relay.via(rig::sendAsync);
       Rig r = rig;
       List<Submitted> submitted = new ArrayList<>();
       Thread burster = null;
@@ -305,7 +302,7 @@ final class IntakeBurst implements Callable<Integer> {
         burster.setDaemon(true);
         burster.start();
       }
-      IntakeRelay rl = relay;
+      LoopbackRelay rl = relay;
       RunReport report =
           new LoadGenerator(w)
               .run(
@@ -446,6 +443,8 @@ final class IntakeBurst implements Callable<Integer> {
       JsonNode x = j.path("sluice");
       s.startAfter = x.path("start_after").asLong(-1);
       s.startBefore = x.path("start_before").asLong(-1);
+      s.position = x.path("position").asLong(-1);
+      s.aheadWork = x.path("ahead_work").asLong(-1);
       s.expiresAt = x.path("expires_at").asLong(-1);
     } catch (java.io.IOException e) {
       s.id = "";

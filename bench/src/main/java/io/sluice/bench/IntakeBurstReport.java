@@ -2,6 +2,11 @@ package io.sluice.bench;
 
 import io.sluice.bench.IntakeBurst.Run;
 import io.sluice.bench.IntakeBurst.Submitted;
+import io.sluice.harness.LoopbackRelay;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -42,7 +47,7 @@ final class IntakeBurstReport {
    * whole epoch seconds), else seconds early (negative) or late (positive). A window is "open" when
    * it runs to the job's expiry (no learned rate yet).
    */
-  static Start start(Submitted s, IntakeRelay.Job j) {
+  static Start start(Submitted s, LoopbackRelay.Job j) {
     double actual = j.firstDispatchMillis.get() / 1000.0;
     double error;
     if (actual < s.startAfter) {
@@ -64,12 +69,49 @@ final class IntakeBurstReport {
   static List<Start> starts(Run r) {
     List<Start> out = new ArrayList<>();
     for (Submitted s : r.submitted()) {
-      IntakeRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
+      LoopbackRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
       if (j != null && j.firstDispatchMillis.get() > 0 && s.startAfter >= 0) {
         out.add(start(s, j));
       }
     }
     return out;
+  }
+
+  /**
+   * One line per accepted job: when it was sent, its position and work ahead, its predicted window
+   * and its actual start (epoch seconds from the first job sent), and its error (0 inside).
+   */
+  static String perJob(Run r) {
+    StringBuilder csv =
+        new StringBuilder(
+            "job,sent_s,position,ahead_work,start_after_s,start_before_s,actual_s,error_s\n");
+    long t0 = r.submitted().stream().mapToLong(s -> s.sentMillis).min().orElse(0);
+    for (Submitted s : r.submitted()) {
+      LoopbackRelay.Job j = s.id.isEmpty() ? null : r.relayed().get(s.id);
+      if (j == null || j.firstDispatchMillis.get() <= 0 || s.startAfter < 0) {
+        continue;
+      }
+      Start st = start(s, j);
+      csv.append(
+          String.format(
+              Locale.ROOT,
+              "%d,%.3f,%d,%d,%.1f,%.1f,%.3f,%.3f%n",
+              s.index,
+              (s.sentMillis - t0) / 1000.0,
+              s.position,
+              s.aheadWork,
+              s.startAfter - t0 / 1000.0,
+              s.startBefore - t0 / 1000.0,
+              st.actualSeconds() - t0 / 1000.0,
+              st.error()));
+    }
+    return csv.toString();
+  }
+
+  /** Writes {@code md} as intake-burst.md and {@link #perJob} as intake-burst-jobs.csv. */
+  static void write(Path out, String md, Run with) throws IOException {
+    Files.writeString(out.resolve("intake-burst.md"), md, StandardCharsets.UTF_8);
+    Files.writeString(out.resolve("intake-burst-jobs.csv"), perJob(with), StandardCharsets.UTF_8);
   }
 
   static long accepted(Run r) {
@@ -116,7 +158,7 @@ final class IntakeBurstReport {
         .filter(s -> !s.id.isEmpty())
         .filter(
             s -> {
-              IntakeRelay.Job j = r.relayed().get(s.id);
+              LoopbackRelay.Job j = r.relayed().get(s.id);
               return j == null || j.upstreamCalls.get() == 0;
             })
         .count();

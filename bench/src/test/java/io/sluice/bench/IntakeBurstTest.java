@@ -7,6 +7,7 @@ import io.sluice.config.ConfigLoader;
 import io.sluice.config.IntakeSection;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.intake.IntakePolicy;
+import io.sluice.harness.LoopbackRelay;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -73,13 +74,13 @@ class IntakeBurstTest {
     s.startAfter = 1_000;
     s.startBefore = 1_010;
     s.expiresAt = 4_600;
-    IntakeRelay.Job j = new IntakeRelay.Job();
+    LoopbackRelay.Job j = new LoopbackRelay.Job();
     j.firstDispatchMillis.set(1_005_500);
     assertThat(IntakeBurstReport.start(s, j).error()).isZero();
-    IntakeRelay.Job early = new IntakeRelay.Job();
+    LoopbackRelay.Job early = new LoopbackRelay.Job();
     early.firstDispatchMillis.set(998_000);
     assertThat(IntakeBurstReport.start(s, early).error()).isEqualTo(-2.0);
-    IntakeRelay.Job late = new IntakeRelay.Job();
+    LoopbackRelay.Job late = new LoopbackRelay.Job();
     late.firstDispatchMillis.set(1_013_000);
     assertThat(IntakeBurstReport.start(s, late).error()).isEqualTo(2.0);
     assertThat(IntakeBurstReport.start(s, late).open()).isFalse();

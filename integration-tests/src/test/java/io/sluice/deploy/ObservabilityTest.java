@@ -78,6 +78,7 @@ class ObservabilityTest {
           "sluice_intake_dispatch_total",
           "sluice_intake_backlog_jobs",
           "sluice_intake_backlog_oldest_age_seconds",
+          "sluice_intake_backlog_drain_work_units_per_second",
           "sluice_intake_expired_total",
           "sluice_decision_latency_seconds",
           "sluice_replica_share_work_units",

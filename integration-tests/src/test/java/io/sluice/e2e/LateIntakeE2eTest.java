@@ -15,13 +15,12 @@ import io.sluice.emulator.EnvoyExtProcEmulator;
 import io.sluice.emulator.FilterConfig;
 import io.sluice.emulator.HttpRequest;
 import io.sluice.emulator.HttpResult;
+import io.sluice.harness.LoopbackRelay;
 import io.sluice.upstream.HttpHeaders;
 import io.sluice.upstream.ResponseBody;
 import io.sluice.upstream.UpstreamRequest;
 import io.sluice.upstream.UpstreamResponse;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
@@ -37,8 +36,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Late intake end to end (docs/intake.md, "Late requests"): two Sluice replicas on one Redis
  * (127.0.0.1:6379, started by CI), each behind its own emulated Envoy, each dispatching through its
- * own loopback relay ({@link LoopbackListener}: the Envoy loopback listener, back into that
- * replica's emulator), all in front of one {@link ControlledUpstream} that holds its answers.
+ * own loopback relay ({@link LoopbackRelay}: the Envoy loopback listener, back into that replica's
+ * emulator), all in front of one {@link ControlledUpstream} that holds its answers.
  *
  * <p>The premise, made true before the late request and checked on both replicas: batch's room is
  * full across the pool. The pool caps requests at 2 (one slot per replica's share) and each replica
@@ -81,35 +80,23 @@ class LateIntakeE2eTest {
 
   private final ControlledUpstream upstream =
       new ControlledUpstream().mode(ControlledUpstream.Mode.HOLD_RESPONSE);
-  private final List<LoopbackListener> relays = new ArrayList<>();
+  private final List<LoopbackRelay> relays = new ArrayList<>();
   private final List<SluiceServer> servers = new ArrayList<>();
   private final List<EnvoyExtProcEmulator> envoys = new ArrayList<>();
 
   @AfterEach
   void stop() {
     upstream.releaseHeld();
-    relays.forEach(LoopbackListener::close);
+    relays.forEach(LoopbackRelay::close);
     envoys.forEach(EnvoyExtProcEmulator::close);
     servers.forEach(SluiceServer::close);
     upstream.close();
   }
 
-  private static boolean redisReachable() {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", 6379), 200);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
   /** Both replicas' policy but for the relay each dispatches through. */
   private static Policy policy(String prefix, boolean held) {
     Policy p =
-        Policy.base()
-            .with("quotas.keyPrefix", prefix)
-            .with("rateLimit.enabled", "false")
-            .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
+        Policy.onRedis(prefix)
             .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s, floor: 0.5}")
             .with("signals.tenant", "[{header: x-tenant-id}]")
             .with("pools.gpu.maxRequests", "2")
@@ -135,7 +122,7 @@ class LateIntakeE2eTest {
 
   /** Starts replica {@code i}: its relay, then Sluice dispatching through it, then its Envoy. */
   private void startReplica(Policy policy, FilterConfig filter) throws IOException {
-    LoopbackListener relay = LoopbackListener.start();
+    LoopbackRelay relay = LoopbackRelay.start(Map.of());
     relays.add(relay);
     policy.with(
         "intake.dispatch",
@@ -154,7 +141,7 @@ class LateIntakeE2eTest {
     EnvoyExtProcEmulator envoy =
         EnvoyExtProcEmulator.connect("127.0.0.1:" + s.grpcPort(), filter, this::model);
     envoys.add(envoy);
-    relay.via(envoy);
+    relay.via(envoy::sendAsync);
   }
 
   private void startTwo(boolean held) throws IOException {
@@ -311,7 +298,7 @@ class LateIntakeE2eTest {
   }
 
   private void lateRequestRunsOnceWhenRoomAppears(boolean held) throws Exception {
-    assumeTrue(redisReachable(), "redis-server on 127.0.0.1:6379");
+    assumeTrue(Policy.redisReachable(), "redis-server on 127.0.0.1:6379");
     startTwo(held);
 
     // the premise: every request slot of the pool held by a batch request, one on each replica

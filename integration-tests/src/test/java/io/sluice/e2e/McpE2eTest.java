@@ -21,8 +21,6 @@ import io.sluice.upstream.Upstream;
 import io.sluice.upstream.UpstreamRequest;
 import io.sluice.upstream.UpstreamResponse;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -147,16 +145,12 @@ class McpE2eTest {
 
   @BeforeEach
   void start() throws IOException {
-    assumeTrue(redisReachable(), "redis-server on 127.0.0.1:6379");
+    assumeTrue(Policy.redisReachable(), "redis-server on 127.0.0.1:6379");
     mcp = new McpServer();
     String prefix = "sluice_mcp_" + UUID.randomUUID().toString().substring(0, 8) + "_";
     String yaml =
-        Policy.base()
-            .with("quotas.keyPrefix", prefix)
+        Policy.onRedis(prefix)
             .with("limits.maxBodyBytes", "4MiB")
-            .with("rateLimit.enabled", "false")
-            .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
-            .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}")
             .with("pools.mcp", "{capacity: 1000000, maxRequests: 500}")
             .with("pools.tool-slow", "{capacity: 1000000, maxRequests: 5, retryAfter: {min: 1s}}")
             .with("pools.tool-fast", "{capacity: 1000000, maxRequests: 50}")
@@ -231,15 +225,6 @@ class McpE2eTest {
     servers.forEach(SluiceServer::close);
     if (mcp != null) {
       mcp.close();
-    }
-  }
-
-  private static boolean redisReachable() {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", 6379), 200);
-      return true;
-    } catch (IOException e) {
-      return false;
     }
   }
 

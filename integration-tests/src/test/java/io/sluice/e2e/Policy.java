@@ -7,6 +7,8 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
 
 /**
  * The Sluice policy of one end-to-end test: {@code e2e/policy.yaml} with single keys overridden,
@@ -28,6 +30,28 @@ final class Policy {
       return new Policy((ObjectNode) YAML.readTree(in));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * The base policy on the shared Redis at 127.0.0.1:6379 under {@code keyPrefix}: the rate limit
+   * off (its backend named for the stores), replica shares renewed every 100 ms.
+   */
+  static Policy onRedis(String keyPrefix) {
+    return base()
+        .with("quotas.keyPrefix", keyPrefix)
+        .with("rateLimit.enabled", "false")
+        .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
+        .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}");
+  }
+
+  /** Whether a Redis answers on 127.0.0.1:6379 (the tests on it are skipped when none does). */
+  static boolean redisReachable() {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", 6379), 200);
+      return true;
+    } catch (IOException e) {
+      return false;
     }
   }
 

@@ -15,8 +15,6 @@ import io.sluice.upstream.Upstream;
 import io.sluice.upstream.UpstreamRequest;
 import io.sluice.upstream.UpstreamResponse;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -96,7 +94,7 @@ class ReplicasE2eTest {
 
   @BeforeEach
   void start() throws IOException {
-    assumeTrue(redisReachable(), "redis-server on 127.0.0.1:6379");
+    assumeTrue(Policy.redisReachable(), "redis-server on 127.0.0.1:6379");
     upstream = new CountingUpstream();
     startReplicas(
         policy().with("pools.gpu.maxRequests", String.valueOf(MAX_REQUESTS)).yaml(), upstream);
@@ -105,11 +103,7 @@ class ReplicasE2eTest {
   /** The base policy on the shared Redis under a fresh key prefix. */
   private Policy policy() {
     prefix = "sluice_e2e_" + UUID.randomUUID().toString().substring(0, 8) + "_";
-    return Policy.base()
-        .with("quotas.keyPrefix", prefix)
-        .with("rateLimit.enabled", "false")
-        .with("rateLimit.env", "{BACKEND_TYPE: redis, REDIS_URL: \"127.0.0.1:6379\"}")
-        .with("replicas", "{renewInterval: 100ms, leaseTtl: 2s, keepShareFor: 1s}");
+    return Policy.onRedis(prefix);
   }
 
   private void startReplicas(String yaml, Upstream to) throws IOException {
@@ -135,15 +129,6 @@ class ReplicasE2eTest {
     servers.forEach(SluiceServer::close);
     envoys.clear();
     servers.clear();
-  }
-
-  private static boolean redisReachable() {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", 6379), 200);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   /** Sends {@code perReplica} requests to each live replica, 10 ms apart; returns the results. */

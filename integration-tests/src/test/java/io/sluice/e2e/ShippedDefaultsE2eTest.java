@@ -25,8 +25,6 @@ import io.sluice.upstream.Upstream;
 import io.sluice.upstream.UpstreamRequest;
 import io.sluice.upstream.UpstreamResponse;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -282,7 +280,7 @@ class ShippedDefaultsE2eTest {
   @Test
   void shippedEnvoyYaml_configMap_threeReplicasOnRedis_eightConcurrentPerTenantAdmitted()
       throws Exception {
-    assumeTrue(redisReachable(), "redis-server on 127.0.0.1:6379");
+    assumeTrue(Policy.redisReachable(), "redis-server on 127.0.0.1:6379");
     ControlledUpstream held = new ControlledUpstream().mode(ControlledUpstream.Mode.HOLD_RESPONSE);
     closeables.add(held);
     String prefix = "sluice_e2e_" + UUID.randomUUID().toString().substring(0, 8) + "_";
@@ -396,14 +394,5 @@ class ShippedDefaultsE2eTest {
                         .withObjectProperty("default")
                         .put("maxMessageTimeout", "30s")));
     assertThat(byStatus).as("statuses").containsKey(504);
-  }
-
-  private static boolean redisReachable() {
-    try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", 6379), 200);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
   }
 }

@@ -44,6 +44,12 @@ public final class IntakeMetrics {
   /** How long the pool's oldest waiting job has waited (seconds; 0 when none waits). */
   public static final String OLDEST = "sluice.intake.backlog.oldest.age";
 
+  /**
+   * Work units per second that left the pool's job queue lately while jobs waited, as the store's
+   * answers told this replica (the start window's measured drain; NaN: no evidence yet).
+   */
+  public static final String DRAIN = "sluice.intake.backlog.drain";
+
   /** Jobs that expired waiting ({@code intake.freshness}), each counted once across replicas. */
   public static final String EXPIRED = "sluice.intake.expired";
 
@@ -55,6 +61,7 @@ public final class IntakeMetrics {
   private static final class Backlog {
     volatile long waiting;
     volatile double oldestSeconds;
+    volatile double drain = Double.NaN;
     final Counter expired;
 
     Backlog(MeterRegistry registry, String pool) {
@@ -66,6 +73,11 @@ public final class IntakeMetrics {
           .tag("pool", pool)
           .baseUnit("seconds")
           .description("Age of the pool's oldest waiting background job (pool-wide; 0: none)")
+          .register(registry);
+      Gauge.builder(DRAIN, this, b -> b.drain)
+          .tag("pool", pool)
+          .baseUnit("work_units_per_second")
+          .description("Work per second that left the pool's job queue lately while jobs waited")
           .register(registry);
       this.expired =
           Counter.builder(EXPIRED)
@@ -123,12 +135,15 @@ public final class IntakeMetrics {
 
   /**
    * The pool's backlog as the store answered ({@code JobStore.backlog}): its gauges set, its
-   * expired count raised by the expiries handed to this replica.
+   * expired count raised by the expiries handed to this replica; {@code drainPerSecond}: the
+   * queue's measured drain ({@code JobStore.drainedWorkPerSecond}, NaN: no evidence).
    */
-  public void backlog(String pool, long waiting, double oldestSeconds, long expired) {
+  public void backlog(
+      String pool, long waiting, double oldestSeconds, long expired, double drainPerSecond) {
     Backlog b = backlogs.computeIfAbsent(pool, p -> new Backlog(registry, p));
     b.waiting = waiting;
     b.oldestSeconds = oldestSeconds;
+    b.drain = drainPerSecond;
     if (expired > 0) {
       b.expired.increment(expired);
     }

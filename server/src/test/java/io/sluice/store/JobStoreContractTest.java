@@ -397,4 +397,21 @@ public abstract class JobStoreContractTest {
     assertThat(enqueue(replicaB(), job("acme", "gpu", 1, T0 + 13 + FRESH), one).accepted())
         .isTrue();
   }
+
+  /**
+   * The drain a replica measures is the pool's, whoever claimed: replica A enqueues two jobs (100
+   * and 50 units); replica B claims the first a second later; A's backlog read 4 s after its
+   * enqueue sees 100 units gone: 25 a second. Before a span of evidence, no drain shown (0).
+   */
+  @Test
+  void drainedWork_measuredFromTheAnswers_isThePoolsWhoeverClaimed() {
+    enqueue(replicaA(), job("acme", "gpu", 100, T0), caps);
+    enqueue(replicaA(), job("acme", "gpu", 50, T0 + 1), caps);
+    assertThat(replicaA().drainedWorkPerSecond(prefix(), "gpu", T0 + 1)).isZero(); // none shown
+    assertThat(claim(replicaB(), "replica-b", T0 + 1_000, 60_000)).isNotNull();
+    JobStore.Backlog b =
+        replicaA().backlog(prefix(), "gpu", T0 + 4_000, KEEP).toCompletableFuture().join();
+    assertThat(b.waiting()).isEqualTo(1);
+    assertThat(replicaA().drainedWorkPerSecond(prefix(), "gpu", T0 + 4_000)).isEqualTo(25.0);
+  }
 }

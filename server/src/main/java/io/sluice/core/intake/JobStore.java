@@ -100,6 +100,16 @@ public interface JobStore {
       String prefix, String pool, long nowMillis, long retentionMillis);
 
   /**
+   * How fast {@code pool}'s queue drained lately, pool-wide: the work units per second that left it
+   * while jobs waited, from this store's own answers to enqueues and backlog reads ({@link
+   * QueueDrain}); {@code NaN} when there is no such evidence yet (the default: a store that does
+   * not measure it).
+   */
+  default double drainedWorkPerSecond(String prefix, String pool, long nowMillis) {
+    return Double.NaN;
+  }
+
+  /**
    * A pool's backlog ({@link #backlog}).
    *
    * @param oldestCreatedMillis the oldest waiting job's creation time, or -1 when none waits

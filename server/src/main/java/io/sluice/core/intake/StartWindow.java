@@ -1,19 +1,24 @@
 package io.sluice.core.intake;
 
 /**
- * The predicted start window of a waiting job (epoch milliseconds). What the pool <em>can</em> run
- * drains the work ahead of the job ({@link #predict}): its capacity over its service time (the mean
- * hold it learned from completions, else its declared {@code defaultServiceTime}), bounded by its
- * request slots when it caps them; what waits in Sluice's own queues goes first (a job is
- * dispatched only when nothing waits). The earliest start assumes that whole rate drains the work
- * ahead; the latest that only the pool's idle part does (the share the classes intake does not take
- * in leave free now, at least {@link #MIN_IDLE}), plus one dispatch interval; neither is later than
- * the job's expiry. Without a pool, the window is [now, expiry]: honest, not precise.
+ * The predicted start window of a waiting job (epoch milliseconds). The earliest start assumes the
+ * whole of what the pool can run ({@link #canRun}: its capacity over its service time, the mean
+ * hold it learned from completions, else its declared {@code defaultServiceTime}; bounded by its
+ * request slots when it caps them) drains the work ahead of the job, after what waits in Sluice's
+ * own queues (a job is dispatched only when nothing waits). The latest assumes background work gets
+ * only the part of that rate {@link #drainShare} says: what the job queue was <em>measured</em> to
+ * drain lately, pool-wide ({@link QueueDrain}, the store's answers), times {@link #DRAIN_MARGIN};
+ * before there is such evidence, the part of the pool the other classes leave idle now, by work and
+ * by request slots (none while a request waits in Sluice's queue); never less than {@link
+ * #MIN_IDLE}; plus one dispatch interval. Neither is later than the job's expiry. Without a pool,
+ * the window is [now, expiry]: honest, not precise.
  *
- * <p>Before, the rate was the pool's recent <em>completion</em> rate (what it ran, not what it can
- * run) and the latest start assumed half of it: from a fresh start that rate is the early demand,
- * the interactive work holding most of the pool was not subtracted, a job's slot was counted as its
- * work units, and the pool's queue was not ahead: windows promised too early.
+ * <p>Before, the latest start assumed the pool's idle part <em>now</em> (one less the other
+ * classes' work in flight over the limit): at a fresh start, while the other classes' traffic ramps
+ * up or their requests wait in Sluice's queue, that instant promised the configured rate from the
+ * first second, and the first jobs started after their window. The rate before that was the pool's
+ * recent <em>completion</em> rate (what it ran, not what it can run), which promised windows too
+ * early.
  *
  * @param earliestMillis the earliest the job may start
  * @param latestMillis the latest it is predicted to start (its expiry at most)
@@ -52,8 +57,9 @@ public record StartWindow(long earliestMillis, long latestMillis) {
   }
 
   /**
-   * The smallest idle part of the pool a latest start assumes background work gets: a pool held
-   * wholly by other classes now still frees room as their requests end.
+   * The smallest part of the pool's rate a latest start assumes background work gets: a pool held
+   * wholly by other classes now still frees room as their requests end. An assumption: a pool the
+   * other classes hold entirely for longer than a window breaks that window.
    */
   static final double MIN_IDLE = 0.1;
 
@@ -76,15 +82,40 @@ public record StartWindow(long earliestMillis, long latestMillis) {
   }
 
   /**
-   * The part of the pool left idle by the classes intake does not take in: 1 less their work in
-   * flight over the work limit it counts against, in {@code [MIN_IDLE, 1]}; {@code MIN_IDLE} when
-   * the limit is unknown (no share granted yet).
+   * The part of the pool left idle by the classes intake does not take in, by work alone: 1 less
+   * their work in flight over the work limit it counts against, in {@code [MIN_IDLE, 1]}; {@code
+   * MIN_IDLE} when the limit is unknown (no share granted yet). The same of request slots when the
+   * pool caps them ({@code othersInFlightWork}: their requests, {@code workLimit}: the slots).
    */
   public static double idleShare(long othersInFlightWork, long workLimit) {
     if (workLimit <= 0) {
       return MIN_IDLE;
     }
     return Math.max(MIN_IDLE, Math.min(1.0, 1.0 - (double) othersInFlightWork / workLimit));
+  }
+
+  /**
+   * How much of the measured drain the latest start counts on: the queue may drain slower than it
+   * did over the last {@link QueueDrain#LOOKBACK_MILLIS}.
+   */
+  static final double DRAIN_MARGIN = 0.5;
+
+  /**
+   * The part of what the pool can run ({@code canRunWorkPerSecond}) the latest start assumes
+   * background work gets ({@link #predict}'s {@code idle}, which floors it at {@link #MIN_IDLE}):
+   * with evidence, the rate its queue was measured to drain ({@code measuredWorkPerSecond}, the
+   * store's, pool-wide) times {@link #DRAIN_MARGIN} (0, the floor, while jobs have waited for less
+   * than {@link QueueDrain#MIN_SPAN_MILLIS}: no drain shown yet); without ({@code NaN}: the store
+   * never saw jobs waiting in the last {@link QueueDrain#LOOKBACK_MILLIS}), the room the pool gives
+   * it now ({@code roomNow}: 0 while a request waits in Sluice's queue, else the smaller {@link
+   * #idleShare} of work and of request slots).
+   */
+  public static double drainShare(
+      double measuredWorkPerSecond, double canRunWorkPerSecond, double roomNow) {
+    if (Double.isNaN(measuredWorkPerSecond) || !(canRunWorkPerSecond > 0)) {
+      return roomNow;
+    }
+    return measuredWorkPerSecond * DRAIN_MARGIN / canRunWorkPerSecond;
   }
 
   /**
@@ -96,7 +127,8 @@ public record StartWindow(long earliestMillis, long latestMillis) {
    * @param queuedWork work waiting in all of Sluice's queues (the whole pool's): a job is
    *     dispatched only once none waits
    * @param ownWork the job's own work units
-   * @param idle the idle part of the pool ({@link #idleShare})
+   * @param idle the part of the pool's rate background work gets ({@link #drainShare}), at least
+   *     {@link #MIN_IDLE}
    */
   public static StartWindow predict(
       long nowMillis,

@@ -176,7 +176,8 @@ public final class Dispatcher implements AutoCloseable {
               run.reading.set(false);
               if (failure == null) {
                 long age = b.oldestCreatedMillis() < 0 ? 0 : now - b.oldestCreatedMillis();
-                metrics.backlog(pool, b.waiting(), Math.max(0, age) / 1000.0, b.expired());
+                double drain = store.drainedWorkPerSecond(c.quotas().keyPrefix(), pool, now);
+                metrics.backlog(pool, b.waiting(), Math.max(0, age) / 1000.0, b.expired(), drain);
               }
             });
   }

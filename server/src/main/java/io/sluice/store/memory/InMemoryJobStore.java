@@ -2,9 +2,11 @@ package io.sluice.store.memory;
 
 import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
+import io.sluice.core.intake.QueueDrain;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -27,6 +29,8 @@ public final class InMemoryJobStore implements JobStore {
   private final Map<String, long[]> tenants = new HashMap<>(); // prefix + tenant: count, work
   private final TreeMap<Long, Job> byExpiry = new TreeMap<>(); // waiting jobs, by expiry then seq
   private final Map<String, Long> expired = new HashMap<>(); // prefix + pool: not yet handed out
+  private final Map<String, long[]> enqueuedWork = new HashMap<>(); // prefix + pool: ever
+  private final QueueDrain drain = new QueueDrain();
   private long seq;
   private int maxJobs;
 
@@ -82,6 +86,9 @@ public final class InMemoryJobStore implements JobStore {
       ahead += w.job.workUnits();
     }
     long position = q.size();
+    long[] cum = enqueuedWork.computeIfAbsent(prefix + job.pool(), k -> new long[1]);
+    drain.record(prefix + job.pool(), job.createdMillis(), cum[0] - ahead, true);
+    cum[0] += job.workUnits();
     q.put(j.seq, j);
     byExpiry.put(j.expiryKey, j);
     jobs.put(prefix + job.id(), j);
@@ -277,10 +284,21 @@ public final class InMemoryJobStore implements JobStore {
     TreeMap<Long, Job> q = queues.get(prefix + pool);
     Long gone = expired.remove(prefix + pool);
     long n = gone == null ? 0 : gone;
+    long waiting = 0;
+    for (Job w : q == null ? List.<Job>of() : q.values()) {
+      waiting += w.job.workUnits();
+    }
+    long[] cum = enqueuedWork.get(prefix + pool);
+    drain.record(prefix + pool, nowMillis, (cum == null ? 0 : cum[0]) - waiting, waiting > 0);
     if (q == null || q.isEmpty()) {
       return done(new Backlog(0, -1, n));
     }
     return done(new Backlog(q.size(), q.firstEntry().getValue().job.createdMillis(), n));
+  }
+
+  @Override
+  public synchronized double drainedWorkPerSecond(String prefix, String pool, long nowMillis) {
+    return drain.workPerSecond(prefix + pool, nowMillis);
   }
 
   private static CompletionStage<@Nullable Claimed> claimed(@Nullable Claimed c) {

@@ -2,6 +2,7 @@ package io.sluice.store.redis;
 
 import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
+import io.sluice.core.intake.QueueDrain;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.List;
@@ -25,6 +26,7 @@ public final class RedisJobStore implements JobStore {
   private static final RedisScript SCRIPT = RedisScript.load("intake.lua");
 
   private final RedisConnection redis;
+  private final QueueDrain drain = new QueueDrain(); // what its answers told of the queues' drain
 
   public RedisJobStore(RedisConnection redis) {
     this.redis = redis;
@@ -63,10 +65,13 @@ public final class RedisJobStore implements JobStore {
             SCRIPT,
             keys,
             args,
-            r ->
-                num(r, 0) == 1
-                    ? new Enqueued(null, num(r, 1), num(r, 2))
-                    : new Enqueued(String.valueOf(r.get(1)), 0, 0))
+            r -> {
+              if (num(r, 0) != 1) {
+                return new Enqueued(String.valueOf(r.get(1)), 0, 0);
+              }
+              drain.record(base + j.pool(), j.createdMillis(), num(r, 3), true);
+              return new Enqueued(null, num(r, 1), num(r, 2));
+            })
         .whenComplete(
             (v, e) -> {
               if (e != null && LateWrites.mayHaveRun(e)) {
@@ -190,7 +195,19 @@ public final class RedisJobStore implements JobStore {
     String[] args = {
       "backlog", base, pool, Long.toString(nowMillis), Long.toString(Math.max(1, retentionMillis))
     };
-    return redis.eval(SCRIPT, keys, args, r -> new Backlog(num(r, 0), num(r, 1), num(r, 2)));
+    return redis.eval(
+        SCRIPT,
+        keys,
+        args,
+        r -> {
+          drain.record(base + pool, nowMillis, num(r, 3), num(r, 0) > 0);
+          return new Backlog(num(r, 0), num(r, 1), num(r, 2));
+        });
+  }
+
+  @Override
+  public double drainedWorkPerSecond(String prefix, String pool, long nowMillis) {
+    return drain.workPerSecond(base(prefix) + pool, nowMillis);
   }
 
   private CompletionStage<@Nullable JobView> call(

@@ -128,7 +128,8 @@ if cmd == 'enqueue' then
   redis.call('ZADD', base .. 'expiry', ARGV[11], id)
   redis.call('HINCRBY', tk, 'count', 1)
   redis.call('HINCRBY', tk, 'work', work)
-  return {1, position, ahead}
+  -- the 4th: the pool's work that has left its queue so far (the head's score), for QueueDrain
+  return {1, position, ahead, score - ahead}
 elseif cmd == 'read' then
   -- ARGV: 3 id, 4 tenant, 5 now, 6 retention
   sweep(tonumber(ARGV[5]), ARGV[6])
@@ -222,12 +223,15 @@ elseif cmd == 'backlog' then
   local q = base .. 'queue:' .. ARGV[3]
   local waiting = redis.call('ZCARD', q)
   local oldest = -1
+  -- the pool's work that has left its queue so far: the head's score, all of it when none waits
+  local drained = tonumber(redis.call('GET', base .. 'cum:' .. ARGV[3]) or '0')
   if waiting > 0 then
-    local head = redis.call('ZRANGE', q, 0, 0)
+    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
     oldest = tonumber(redis.call('HGET', base .. 'job:' .. head[1], 'created') or '-1')
+    drained = tonumber(head[2])
   end
   local gone = tonumber(redis.call('GETDEL', base .. 'expired:' .. ARGV[3]) or '0')
-  return {waiting, oldest, gone}
+  return {waiting, oldest, gone, drained}
 elseif cmd == 'release' then
   -- ARGV: 3 id, 4 attempt, 5 now, 6 retention. The stream entry stays pending: without "started"
   -- the next claim takes it at once (XCLAIM), as a lapsed lease.

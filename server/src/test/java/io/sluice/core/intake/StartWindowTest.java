@@ -11,7 +11,6 @@ import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.PoolState;
-import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.time.FakeTicker;
@@ -121,35 +120,148 @@ class StartWindowTest {
     assertThat(w.latestMillis()).isEqualTo(NOW + 8_160 + 1_000); // a quarter of it
   }
 
+  /**
+   * A fresh replica (fake clock) whose pool caps request slots at 4: interactive holds all four
+   * with 500 units each, so by work 80 % of the pool is idle, while no job can start before one of
+   * them ends. The window's end assumes what the pool really gives background work now: nothing but
+   * the floor (a tenth of the 800 units a second it can run). The old rule (the idle part by work)
+   * promised 32.9 s.
+   */
+  @Test
+  void freshStart_othersHoldEverySlot_theLatestAssumesTheFloor_notTheIdleWork() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker, "{gpu: {capacity: 10000, maxRequests: 4, defaultServiceTime: 2s}}");
+    for (int i = 0; i < 4; i++) {
+      rig.admit("interactive", 500);
+    }
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 25_000); // all of 4 x 400 per 2 s
+    assertThat(w.latestMillis()).isEqualTo(NOW + 255_000 + 1_000); // 20,400 at 80 a second
+  }
+
+  /**
+   * A fresh replica: interactive holds half of the pool's work and a second interactive request of
+   * 6,000 units waits in Sluice's queue (it does not fit). No job is dispatched while a request
+   * waits, so the window's end assumes the floor; the old rule (the idle part by work: 1/2)
+   * promised 11.6 s.
+   */
+  @Test
+  void freshStart_anotherRequestWaits_theLatestAssumesTheFloor() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.admit("interactive", 5_000);
+    long now = ticker.nanos();
+    Decision queued =
+        rig.controller.decide(
+            rig.request("interactive", 6_000),
+            Ask.hold(Duration.ofSeconds(5).toNanos(), new NoWaiter(), now));
+    assertThat(queued).isInstanceOf(Decision.Queued.class);
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000); // the jobs ahead at 5,000 a second
+    assertThat(w.latestMillis()).isEqualTo(NOW + 52_800 + 1_000); // 26,400 at 500 a second
+  }
+
+  /**
+   * The store measured the queue draining 2,000 units a second over the last 10 s (20,000 units
+   * claimed): the window's end counts on half of it (1,000 of the 5,000 the pool can run), although
+   * the pool is idle now. The old rule (the idle part now: all of it) promised 5.1 s.
+   */
+  @Test
+  void measuredDrain_slowerThanTheRoomNow_theLatestCountsOnHalfOfIt() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.drained(20_000, 10_000);
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000);
+    assertThat(w.latestMillis()).isEqualTo(NOW + 20_400 + 1_000);
+  }
+
+  /**
+   * Where the evidence allows, the window narrows: interactive holds 3/4 of the pool now (room 1/4:
+   * 16.3 s by the old rule), but the queue was measured draining 4,000 units a second: the end
+   * counts on 2,000 of them.
+   */
+  @Test
+  void measuredDrain_fasterThanTheRoomNow_narrowsTheWindow() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.admit("interactive", 7_500);
+    rig.drained(40_000, 10_000);
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000);
+    assertThat(w.latestMillis()).isEqualTo(NOW + 10_200 + 1_000);
+  }
+
+  /**
+   * A hold learned under load, longer than the declared 2 s (three requests held 4 s each), bounds
+   * the latest start but not the earliest: the jobs may run at the configured capacity. The old
+   * rule (the learned hold for both) promised 8 s at the earliest.
+   */
+  @Test
+  void aLearnedHoldLongerThanDeclared_theEarliestAtTheConfiguredCapacity() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.admit("interactive", 7_500);
+    rig.completed(3, Duration.ofSeconds(4));
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 4_000); // 10,000 units per 2 s
+    assertThat(w.latestMillis()).isEqualTo(NOW + 32_640 + 1_000); // a quarter of 10,000 per 4 s
+  }
+
+  /**
+   * A job just enqueued (the store shows no drain yet) after requests held only 0.5 s (cut short,
+   * say, by a saturated front end): the end assumes the floor of the configured capacity (10,000
+   * units per 2 s), not of the learned hold's (per 0.5 s, 10.2 s), nor the room now (4.1 s).
+   */
+  @Test
+  void noDrainShownYet_theFloorAtTheConfiguredCapacity_notAShortLearnedHold() {
+    FakeTicker ticker = new FakeTicker();
+    Rig rig = new Rig(ticker);
+    rig.admit("interactive", 7_500);
+    rig.completed(3, Duration.ofMillis(500));
+    rig.drained(0, 0); // enqueued now: jobs wait, no drain shown
+    StartWindow w = rig.window(20_000, 400);
+    assertThat(w.earliestMillis()).isEqualTo(NOW + 1_000); // 20,000 units per 0.5 s
+    assertThat(w.latestMillis()).isEqualTo(NOW + 40_800 + 1_000); // 500 a second
+  }
+
   /** One pool, interactive and batch (late intake), a fixed clock and a fake ticker. */
   private static final class Rig {
     final FakeTicker ticker;
-    final SluiceConfig config =
-        ConfigLoader.parse(
-            """
-            pools: {gpu: {capacity: 10000, defaultServiceTime: 2s}}
+    final InMemoryJobStore store = new InMemoryJobStore(10);
+    final SluiceConfig config;
+    final AdmissionController controller;
+    final Intake intake;
+
+    Rig(FakeTicker ticker) {
+      this(ticker, "{gpu: {capacity: 10000, defaultServiceTime: 2s}}");
+    }
+
+    Rig(FakeTicker ticker, String pools) {
+      this.ticker = ticker;
+      this.config =
+          ConfigLoader.parse(
+              """
+            pools: %s
             classes:
-              interactive: {rank: 0, reservedShare: 0.8, borrow: true}
+              interactive: {rank: 0, reservedShare: 0.8, borrow: true, maxQueueWait: 10s}
               batch: {rank: 1, borrow: true}
             routes:
               - {name: responses, match: {pathPrefix: /v1/responses}, class: batch, format: openai-responses}
             intake: {enabled: true, whenLate: {batch: accept}}
-            """);
-    final AdmissionController controller =
-        new AdmissionController(
-            config.pools().values(),
-            config.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            Math::random);
-    final Intake intake;
-
-    Rig(FakeTicker ticker) {
-      this.ticker = ticker;
+            """
+                  .formatted(pools));
+      this.controller =
+          new AdmissionController(
+              config.pools().values(),
+              config.classes().values(),
+              Duration.ofSeconds(10),
+              PoolState.ReleaseListener.NONE,
+              Math::random);
       this.intake =
           new Intake(
               config.section(IntakeSection.SECTION),
-              new InMemoryJobStore(10),
+              store,
               "t_",
               Clock.fixed(Instant.ofEpochMilli(NOW), ZoneOffset.UTC),
               ticker,
@@ -157,22 +269,58 @@ class StartWindowTest {
     }
 
     Decision.Admit admit(String className, long work) {
-      PoolPolicy pool = config.pools().get("gpu");
-      long now = ticker.nanos();
-      Decision d =
-          controller.decide(
-              new AdmissionRequest(
-                  pool,
-                  config.classes().get(className),
-                  new Tenant("acme", TierPolicy.defaults("pro")),
-                  work,
-                  now,
-                  now + Duration.ofMinutes(1).toNanos(),
-                  -1,
-                  -1),
-              Ask.now(now));
+      Decision d = controller.decide(request(className, work), Ask.now(ticker.nanos()));
       assertThat(d).isInstanceOf(Decision.Admit.class);
       return (Decision.Admit) d;
+    }
+
+    /** {@code n} batch requests of 100 units, each held {@code hold} and completed. */
+    void completed(int n, Duration hold) {
+      for (int i = 0; i < n; i++) {
+        Decision.Admit a = admit("batch", 100);
+        ticker.advance(hold);
+        a.permit().release(Outcome.COMPLETED, ticker.nanos());
+      }
+    }
+
+    AdmissionRequest request(String className, long work) {
+      long now = ticker.nanos();
+      return new AdmissionRequest(
+          config.pools().get("gpu"),
+          config.classes().get(className),
+          new Tenant("acme", TierPolicy.defaults("pro")),
+          work,
+          now,
+          now + Duration.ofMinutes(1).toNanos(),
+          -1,
+          -1);
+    }
+
+    /**
+     * The store saw {@code work} units leave the pool's queue over the {@code millis} before now: a
+     * job of that work and one of 400 enqueued then, the first claimed, the backlog read now.
+     */
+    void drained(long work, long millis) {
+      JobStore.Caps caps = new JobStore.Caps(100, 1_000_000, 3_600_000);
+      for (long w : new long[] {work, 400}) {
+        var unused =
+            store.enqueue(
+                "t_",
+                new JobStore.NewJob(
+                    OperationIds.next(),
+                    "acme",
+                    "gpu",
+                    "batch",
+                    "responses",
+                    "m1",
+                    w,
+                    NOW - millis,
+                    EXPIRY,
+                    new byte[0]),
+                caps);
+      }
+      var claimed = store.claim("t_", "gpu", "r1", NOW - millis / 2, 60_000, 3_600_000);
+      var unused = store.backlog("t_", "gpu", NOW, 3_600_000);
     }
 
     StartWindow window(long aheadWork, long ownWork) {
@@ -192,6 +340,15 @@ class StartWindowTest {
               null,
               null));
     }
+  }
+
+  /** A queued request nobody answers (the test ends before it would start). */
+  private static final class NoWaiter implements io.sluice.core.admission.Waiter {
+    @Override
+    public void admitted(io.sluice.core.admission.Permit permit, long waitedNanos) {}
+
+    @Override
+    public void refused(Decision.Reject rejection, long waitedNanos) {}
   }
 
   private static org.assertj.core.data.Offset<Double> within(double d) {

@@ -10,14 +10,23 @@ class RedisJobStoreContractTest extends JobStoreContractTest {
   @RegisterExtension final TwoRedisReplicas redis = new TwoRedisReplicas();
   private final String prefix = LocalRedis.uniquePrefix();
 
+  private JobStore a;
+  private JobStore b;
+
   @Override
-  protected JobStore replicaA() {
-    return new RedisJobStore(redis.a().connection());
+  protected JobStore replicaA() { // one store per replica: it keeps what its answers told
+    if (a == null) {
+      a = new RedisJobStore(redis.a().connection());
+    }
+    return a;
   }
 
   @Override
   protected JobStore replicaB() {
-    return new RedisJobStore(redis.b().connection());
+    if (b == null) {
+      b = new RedisJobStore(redis.b().connection());
+    }
+    return b;
   }
 
   @Override
