@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Envoy's loopback listener of background intake's dispatch (docs/intake.md, "The loopback
@@ -53,7 +54,7 @@ public final class LoopbackRelay implements AutoCloseable {
   private final Map<String, Job> jobs = new ConcurrentHashMap<>();
   private final AtomicLong unmarked = new AtomicLong();
   private final AtomicLong answered2xx = new AtomicLong();
-  private volatile Function<HttpRequest, CompletableFuture<HttpResult>> envoy;
+  private volatile @Nullable Function<HttpRequest, CompletableFuture<HttpResult>> envoy;
 
   private LoopbackRelay(
       HttpServer server, ExecutorService executor, Map<String, String> routeMetadata) {
