@@ -31,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -130,17 +131,7 @@ final class Floor implements Callable<Integer> {
           "only serve (noop, noop-answers, sluice, sluice-reject) on --port until killed (h2load)")
   @Nullable String serve;
 
-  @Option(
-      names = "--capture-answers",
-      description =
-          "only capture the answers target sluice gives each workload into this file and exit"
-              + " (what target noop-answers sends; the floor runs it before the servers start)")
-  @Nullable Path captureAnswers;
-
-  @Option(
-      names = "--answers",
-      description = "with --serve noop-answers: the answers to send, from --capture-answers")
-  @Nullable Path answers;
+  @Mixin FloorAnswerOptions answerOptions = new FloorAnswerOptions();
 
   @Option(
       names = "--shape",
@@ -285,6 +276,7 @@ final class Floor implements Callable<Integer> {
       out.println("wrote " + ext + " and " + rls);
       return 0;
     }
+    Path captureAnswers = answerOptions.captureAnswers;
     if (captureAnswers != null) {
       FloorReplies.capture(admitPolicy()).write(captureAnswers);
       return 0;
@@ -428,7 +420,9 @@ final class Floor implements Callable<Integer> {
       case "noop" -> new NoOp(port);
       case "noop-answers" ->
           new FloorReplies.Server(
-              answers != null ? FloorReplies.Captured.read(answers) : FloorReplies.capture(admit),
+              answerOptions.answers != null
+                  ? FloorReplies.Captured.read(answerOptions.answers)
+                  : FloorReplies.capture(admit),
               port);
       case "sluice", "sluice-twin" -> new Sluice(admit, port, store);
       case "sluice-reject" -> new Sluice(REJECT_POLICY, port, store);

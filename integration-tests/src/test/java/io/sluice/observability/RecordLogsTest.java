@@ -60,7 +60,7 @@ class RecordLogsTest {
     try (OtlpReceiver receiver = OtlpReceiver.keeping()) {
       SluiceConfig c = policy(receiver.port(), true, true);
       List<String> lines = new CopyOnWriteArrayList<>();
-      RecordLogs logs = new RecordLogs(Map.of());
+      RecordLogs logs = new RecordLogs(Map.of(), RecordLogs.QUEUE);
       DecisionLog log = new DecisionLog(c.decisionLog(), lines::add, null).toOtlp(logs.sink(c));
       log.write(record());
       logs.close(); // flushes the batch
@@ -92,7 +92,7 @@ class RecordLogsTest {
 
   @Test
   void offByDefault_andOffWithoutTelemetry() throws Exception {
-    try (RecordLogs logs = new RecordLogs(Map.of())) {
+    try (RecordLogs logs = new RecordLogs(Map.of(), RecordLogs.QUEUE)) {
       assertThat(SluiceConfig.DecisionLog.DEFAULTS.otlp()).isFalse();
       assertThat(logs.sink(policy(4317, true, false))).isNull();
       assertThat(logs.sink(policy(4317, false, true))).isNull();
@@ -121,7 +121,7 @@ class RecordLogsTest {
     io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
         new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
     try (OtlpReceiver receiver = OtlpReceiver.refusing();
-        RecordLogs logs = new RecordLogs(Map.of())) {
+        RecordLogs logs = new RecordLogs(Map.of(), RecordLogs.QUEUE)) {
       logs.bindTo(registry);
       RecordLogs.Sink sink = logs.sink(policy(receiver.port(), true, true));
       for (int i = 0; i < 4; i++) {

@@ -103,7 +103,8 @@ final class ProcessServices {
     io.sluice.observability.RotatingFile.Holder decisionFiles =
         new io.sluice.observability.RotatingFile.Holder(ticker::nanos);
     io.sluice.observability.RecordLogs recordLogs =
-        new io.sluice.observability.RecordLogs(options.env());
+        new io.sluice.observability.RecordLogs(
+            options.env(), io.sluice.observability.RecordLogs.QUEUE);
     recordLogs.bindTo(registry);
     this.jvmMetrics =
         () -> {

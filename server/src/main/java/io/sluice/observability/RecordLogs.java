@@ -61,7 +61,7 @@ public final class RecordLogs implements AutoCloseable {
   }
 
   /** The batch processor's default queue: the records held at most, emitted and not exported. */
-  static final int QUEUE = 2048;
+  public static final int QUEUE = 2048;
 
   /** The batch processor's default batch. */
   private static final int BATCH = 512;
@@ -80,13 +80,11 @@ public final class RecordLogs implements AutoCloseable {
   private @Nullable SdkLoggerProvider provider;
   private AtomicInteger pending = new AtomicInteger(); // of the current provider
 
-  /** With the exporter's headers read from {@code env} ({@code telemetry.headersEnv}). */
-  public RecordLogs(Map<String, String> env) {
-    this(env, QUEUE);
-  }
-
-  /** With a queue of {@code queue} records (tests). */
-  RecordLogs(Map<String, String> env, int queue) {
+  /**
+   * With the exporter's headers read from {@code env} ({@code telemetry.headersEnv}) and a queue of
+   * {@code queue} records ({@link #QUEUE} in the server).
+   */
+  public RecordLogs(Map<String, String> env, int queue) {
     this.env = Map.copyOf(env);
     this.queue = queue;
   }
