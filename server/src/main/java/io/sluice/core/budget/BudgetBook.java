@@ -24,7 +24,10 @@ public final class BudgetBook {
     OPEN,
     /** Refuse it ({@code budget_paced}, 429). */
     CLOSED,
-    /** Reserve on this process's local share of the budget ({@code budgets.localShare}). */
+    /**
+     * Reserve on this process's local share ({@code budgets.localShare}) of what the store last
+     * said remains of the budget in this window ({@link LastRemaining}; else of its limit).
+     */
     LOCAL
   }
 
@@ -57,6 +60,7 @@ public final class BudgetBook {
   private final Clock clock;
   private final BudgetEvents events;
   private final WriteBack writeBack;
+  private final LastRemaining lastRemaining;
   private final String idPrefix =
       Long.toString(new java.util.SplittableRandom().nextLong() & Long.MAX_VALUE, 36) + '.';
   private final java.util.concurrent.atomic.AtomicLong ids =
@@ -86,12 +90,14 @@ public final class BudgetBook {
         delay,
         clock,
         events,
-        new WriteBack(policy.maxEntries(), events));
+        new WriteBack(policy.maxEntries(), events),
+        new LastRemaining(policy.maxEntries()));
   }
 
   /**
-   * As above, owing what the store did not hear to {@code writeBack}: the previous snapshot's for
-   * the same store, so that a hot reload during an outage keeps what is owed.
+   * As above, owing what the store did not hear to {@code writeBack} and remembering what it said
+   * remains in {@code lastRemaining}: the previous snapshot's for the same store, so that a hot
+   * reload during an outage keeps what is owed and the local allowance.
    */
   public BudgetBook(
       BudgetPolicy policy,
@@ -103,7 +109,8 @@ public final class BudgetBook {
       Delay delay,
       Clock clock,
       BudgetEvents events,
-      WriteBack writeBack) {
+      WriteBack writeBack,
+      LastRemaining lastRemaining) {
     this.policy = policy;
     this.store = store;
     this.local = local;
@@ -115,7 +122,9 @@ public final class BudgetBook {
     this.clock = clock;
     this.events = events;
     this.writeBack = writeBack;
+    this.lastRemaining = lastRemaining;
     writeBack.resize(policy.maxEntries());
+    lastRemaining.resize(policy.maxEntries());
   }
 
   public BudgetPolicy policy() {
@@ -202,7 +211,8 @@ public final class BudgetBook {
       if (r.where() == BudgetNote.Where.NONE || s == null) {
         continue;
       }
-      Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
+      Terms terms =
+          r.where() == BudgetNote.Where.LOCAL ? localTerms(r.applied(), r.windowId()) : b.terms();
       events.settled(r.applied(), r.units(), spent);
       BudgetStore.Hold hold = new BudgetStore.Hold(note.id(), r.windowId(), r.units(), true);
       var unused =
@@ -260,7 +270,8 @@ public final class BudgetBook {
       if (s == null || units >= r.units()) {
         continue;
       }
-      Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
+      Terms terms =
+          r.where() == BudgetNote.Where.LOCAL ? localTerms(r.applied(), r.windowId()) : b.terms();
       BudgetStore.Hold hold = new BudgetStore.Hold(note.id(), r.windowId(), r.units(), true);
       var unused =
           s.shrink(r.applied().key(prefix), b.period(), terms, hold, units, now)
@@ -279,9 +290,9 @@ public final class BudgetBook {
     return store.read(a.key(prefix), b.period(), b.terms(), clock.instant());
   }
 
-  private Terms localTerms(Terms t) {
-    long limit = Math.max(1, (long) Math.floor(t.limit() * localShare));
-    return new Terms(limit, t.thresholds(), Math.min(t.burst(), limit));
+  /** The terms of {@code a}'s local share in window {@code windowId} ({@link LastRemaining}). */
+  private Terms localTerms(BudgetPolicy.Applied a, String windowId) {
+    return lastRemaining.localTerms(a.key(prefix), windowId, a.budget().terms(), localShare);
   }
 
   /** A reservation id no other request of any replica has: this book's random part, a count. */
@@ -336,6 +347,7 @@ public final class BudgetBook {
                     storeFailed(i, a, cost, now);
                   } else {
                     var unusedFlush = writeBack.flush(store, clock.instant());
+                    lastRemaining.heard(a.key(prefix), b.period().at(now).id(), o);
                     answered(i, a, o, BudgetNote.Where.STORE, now);
                   }
                 } catch (RuntimeException x) {
@@ -376,7 +388,10 @@ public final class BudgetBook {
         case LOCAL -> {
           events.storeFailed(a, true);
           BudgetStore l = java.util.Objects.requireNonNull(local, "local");
-          l.reserve(a.key(prefix), id, b.period(), localTerms(b.terms()), cost, now)
+          String w = b.period().at(now).id();
+          Terms terms = localTerms(a, w);
+          events.localAllowance(a, terms.limit(), lastRemaining.knows(a.key(prefix), w));
+          l.reserve(a.key(prefix), id, b.period(), terms, cost, now)
               .whenComplete(
                   (o, err) -> {
                     if (err != null || o == null) {
