@@ -129,10 +129,10 @@ class LocalShareTest {
   void refusedAsSpent_beforeTheOutage_leavesNoLocalAllowance() {
     BudgetBook b = book();
     spend900(b);
-    BudgetNote last = ((BudgetBook.Answer.Admit) reserve(b, "acme", 10, 90)).note();
-    b.settle(last, new TokenUse(10, 90, 0)); // 1000 of 1000 spent
+    BudgetNote last = ((BudgetBook.Answer.Admit) reserve(b, "acme", 2, 3)).note(); // 95 remain
+    b.settle(last, new TokenUse(10, 90, 0)); // it overran: 1000 of 1000 spent
     assertThat(reserve(b, "acme", 2, 3)).isInstanceOf(BudgetBook.Answer.Refuse.class);
     store.down = true;
-    assertThat(admittedLocally(b, "acme")).isZero(); // a share of 0: one unit, no request of 5
+    assertThat(admittedLocally(b, "acme")).isZero(); // a share of 0 (one unit), not of 95
   }
 }
