@@ -15,7 +15,8 @@ import org.jspecify.annotations.Nullable;
  * order, all or none), waits while the pace or running requests' reservations leave no room (up to
  * {@code budgets.maxWait}), refuses when what was spent leaves none, and settles the reservations
  * once the request ends ({@link #settle}). The store applies the {@link Ledger} rule; this class
- * sequences it. Thread-safe (no state of its own but the store's).
+ * sequences it. Thread-safe (no state of its own but the store's, the write-back's and what the
+ * store last said remains, {@link LastRemaining}).
  */
 public final class BudgetBook {
   /** How a store outage is answered. */

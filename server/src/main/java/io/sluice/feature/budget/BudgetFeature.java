@@ -80,6 +80,7 @@ public final class BudgetFeature implements Feature {
 
       @Override
       public void close(BudgetStore port) {
+        HEARD.remove(port);
         WriteBack w = OWED.remove(port); // its timer holds the store: let both go
         if (w == null) {
           return;
@@ -120,6 +121,12 @@ public final class BudgetFeature implements Feature {
   @org.jspecify.annotations.Nullable
   WriteBack owedTo(BudgetStore store) {
     return OWED.get(store);
+  }
+
+  /** What {@code store} last said remains (null: nothing made for it yet); tests. */
+  @org.jspecify.annotations.Nullable
+  LastRemaining heardFrom(BudgetStore store) {
+    return HEARD.get(store);
   }
 
   /** The process's timer for requests waiting on a budget: one daemon thread, made on first use. */
