@@ -8,12 +8,8 @@ import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.observability.BudgetMetrics;
 import io.sluice.store.MutableClock;
 import io.sluice.store.memory.InMemoryBudgetStore;
-import java.time.DayOfWeek;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 
@@ -30,29 +26,7 @@ class LocalShareTest {
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final BudgetMetrics metrics = new BudgetMetrics(registry, System::nanoTime);
   final LastRemaining heard = new LastRemaining(100);
-  final BudgetPolicy policy =
-      new BudgetPolicy(
-          true,
-          402,
-          Duration.ofSeconds(1),
-          100,
-          null,
-          0.1,
-          Prices.NONE,
-          Map.of(
-              "pro",
-              List.of(
-                  new Budget(
-                      "daily",
-                      Budget.Meter.TOKENS,
-                      new Period.Calendar(Period.Unit.DAY, ZoneOffset.UTC, DayOfWeek.MONDAY),
-                      new Terms(1000, List.of(), 0),
-                      null))),
-          Map.of(),
-          Map.of(),
-          Map.of(),
-          List.of(),
-          BudgetPolicy.Degrade.OFF);
+  final BudgetPolicy policy = TestBudgets.dailyPro(1000, BudgetPolicy.Degrade.OFF);
 
   /** A book in failure mode local (10 % share), remembering in {@link #heard}. */
   BudgetBook book() {
