@@ -62,9 +62,24 @@ public final class BudgetMetrics implements BudgetEvents {
    */
   public static final String WRITE_BACK_OWED = "sluice.budget.write.back.owed";
 
+  /**
+   * Reservations taken on the local share while the store did not answer (failure mode {@code
+   * local}), by budget, scope, group and {@code basis}: {@code remaining} (a share of what the
+   * store last said remains in the window) or {@code limit} (a share of the limit: the store never
+   * answered for that budget in the window).
+   */
+  public static final String LOCAL_RESERVES = "sluice.budget.local.reserves";
+
+  /**
+   * The local share's allowance of the latest such reservation (the most a replica may reserve in
+   * the window while the store does not answer), by budget, scope and group, as {@link #SPENT}.
+   */
+  public static final String LOCAL_ALLOWANCE = "sluice.budget.local.allowance";
+
   private final MeterRegistry registry;
   private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, AtomicLong> owed = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, AtomicLong> allowances = new ConcurrentHashMap<>();
 
   /** The process's budget meters (one per registry: {@code AdmissionMetrics.part}). */
   public BudgetMetrics(MeterRegistry registry, LongSupplier tickerNanos) {
@@ -109,19 +124,30 @@ public final class BudgetMetrics implements BudgetEvents {
 
   @Override
   public void owed(BudgetPolicy.Applied a, int delta) {
+    gauge(owed, WRITE_BACK_OWED, a, 1).addAndGet(delta);
+  }
+
+  @Override
+  public void localAllowance(BudgetPolicy.Applied a, long units, boolean ofRemaining) {
+    counter(LOCAL_RESERVES, a, "basis", ofRemaining ? "remaining" : "limit").increment();
+    gauge(allowances, LOCAL_ALLOWANCE, a, amount(a, 1)).set(units);
+  }
+
+  /** {@code a}'s gauge of {@code name} in {@code gauges}, its value scaled by {@code scale}. */
+  private AtomicLong gauge(
+      ConcurrentMap<String, AtomicLong> gauges, String name, BudgetPolicy.Applied a, double scale) {
     String budget = a.budget().name();
     String scope = a.scope().label();
     String group = a.group();
-    owed.computeIfAbsent(
-            budget + '\0' + scope + '\0' + group,
-            k -> {
-              AtomicLong n = new AtomicLong();
-              Gauge.builder(WRITE_BACK_OWED, n, AtomicLong::get)
-                  .tags("budget", budget, "scope", scope, "group", group)
-                  .register(registry);
-              return n;
-            })
-        .addAndGet(delta);
+    return gauges.computeIfAbsent(
+        budget + '\0' + scope + '\0' + group,
+        k -> {
+          AtomicLong n = new AtomicLong();
+          Gauge.builder(name, n, v -> v.get() * scale)
+              .tags("budget", budget, "scope", scope, "group", group)
+              .register(registry);
+          return n;
+        });
   }
 
   /** A request refused by budget {@code a} with {@code reason}. */

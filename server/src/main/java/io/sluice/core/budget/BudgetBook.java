@@ -15,7 +15,8 @@ import org.jspecify.annotations.Nullable;
  * order, all or none), waits while the pace or running requests' reservations leave no room (up to
  * {@code budgets.maxWait}), refuses when what was spent leaves none, and settles the reservations
  * once the request ends ({@link #settle}). The store applies the {@link Ledger} rule; this class
- * sequences it. Thread-safe (no state of its own but the store's).
+ * sequences it. Thread-safe (no state of its own but the store's, the write-back's and what the
+ * store last said remains, {@link LastRemaining}).
  */
 public final class BudgetBook {
   /** How a store outage is answered. */
@@ -24,7 +25,10 @@ public final class BudgetBook {
     OPEN,
     /** Refuse it ({@code budget_paced}, 429). */
     CLOSED,
-    /** Reserve on this process's local share of the budget ({@code budgets.localShare}). */
+    /**
+     * Reserve on this process's local share ({@code budgets.localShare}) of what the store last
+     * said remains of the budget in this window ({@link LastRemaining}; else of its limit).
+     */
     LOCAL
   }
 
@@ -57,6 +61,7 @@ public final class BudgetBook {
   private final Clock clock;
   private final BudgetEvents events;
   private final WriteBack writeBack;
+  private final LastRemaining lastRemaining;
   private final String idPrefix =
       Long.toString(new java.util.SplittableRandom().nextLong() & Long.MAX_VALUE, 36) + '.';
   private final java.util.concurrent.atomic.AtomicLong ids =
@@ -67,6 +72,9 @@ public final class BudgetBook {
    * @param localShare the share of each limit the local store allows
    * @param writeBack owes what the store did not hear: a new one, or the previous snapshot's for
    *     the same store, so that a hot reload during an outage keeps what is owed
+   * @param lastRemaining what the store last said remains of each budget: a new one, or the
+   *     previous snapshot's for the same store, so that a reload during an outage keeps the local
+   *     allowance
    */
   public BudgetBook(
       BudgetPolicy policy,
@@ -78,7 +86,8 @@ public final class BudgetBook {
       Delay delay,
       Clock clock,
       BudgetEvents events,
-      WriteBack writeBack) {
+      WriteBack writeBack,
+      LastRemaining lastRemaining) {
     this.policy = policy;
     this.store = store;
     this.local = local;
@@ -90,7 +99,9 @@ public final class BudgetBook {
     this.clock = clock;
     this.events = events;
     this.writeBack = writeBack;
+    this.lastRemaining = lastRemaining;
     writeBack.resize(policy.maxEntries());
+    lastRemaining.resize(policy.maxEntries());
   }
 
   public BudgetPolicy policy() {
@@ -177,7 +188,8 @@ public final class BudgetBook {
       if (r.where() == BudgetNote.Where.NONE || s == null) {
         continue;
       }
-      Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
+      Terms terms =
+          r.where() == BudgetNote.Where.LOCAL ? localTerms(r.applied(), r.windowId()) : b.terms();
       events.settled(r.applied(), r.units(), spent);
       BudgetStore.Hold hold = new BudgetStore.Hold(note.id(), r.windowId(), r.units(), true);
       var unused =
@@ -235,7 +247,8 @@ public final class BudgetBook {
       if (s == null || units >= r.units()) {
         continue;
       }
-      Terms terms = r.where() == BudgetNote.Where.LOCAL ? localTerms(b.terms()) : b.terms();
+      Terms terms =
+          r.where() == BudgetNote.Where.LOCAL ? localTerms(r.applied(), r.windowId()) : b.terms();
       BudgetStore.Hold hold = new BudgetStore.Hold(note.id(), r.windowId(), r.units(), true);
       var unused =
           s.shrink(r.applied().key(prefix), b.period(), terms, hold, units, now)
@@ -254,9 +267,9 @@ public final class BudgetBook {
     return store.read(a.key(prefix), b.period(), b.terms(), clock.instant());
   }
 
-  private Terms localTerms(Terms t) {
-    long limit = Math.max(1, (long) Math.floor(t.limit() * localShare));
-    return new Terms(limit, t.thresholds(), Math.min(t.burst(), limit));
+  /** The terms of {@code a}'s local share in window {@code windowId} ({@link LastRemaining}). */
+  private Terms localTerms(BudgetPolicy.Applied a, String windowId) {
+    return lastRemaining.localTerms(a.key(prefix), windowId, a.budget().terms(), localShare);
   }
 
   /** A reservation id no other request of any replica has: this book's random part, a count. */
@@ -311,6 +324,7 @@ public final class BudgetBook {
                     storeFailed(i, a, cost, now);
                   } else {
                     var unusedFlush = writeBack.flush(store, clock.instant());
+                    lastRemaining.heard(a.key(prefix), b.period().at(now).id(), o);
                     answered(i, a, o, BudgetNote.Where.STORE, now);
                   }
                 } catch (RuntimeException x) {
@@ -351,7 +365,10 @@ public final class BudgetBook {
         case LOCAL -> {
           events.storeFailed(a, true);
           BudgetStore l = java.util.Objects.requireNonNull(local, "local");
-          l.reserve(a.key(prefix), id, b.period(), localTerms(b.terms()), cost, now)
+          String w = b.period().at(now).id();
+          Terms terms = localTerms(a, w);
+          events.localAllowance(a, terms.limit(), lastRemaining.knows(a.key(prefix), w));
+          l.reserve(a.key(prefix), id, b.period(), terms, cost, now)
               .whenComplete(
                   (o, err) -> {
                     if (err != null || o == null) {

@@ -36,6 +36,14 @@ public interface BudgetEvents {
    */
   void owed(BudgetPolicy.Applied a, int delta);
 
+  /**
+   * A reservation went to the local share (failure mode {@code local}): {@code units}, the most
+   * this replica may reserve on {@code a} in the window while the store does not answer; {@code
+   * ofRemaining} true when that is a share of what the store last said remains, false a share of
+   * the limit (the store never answered for it in this window).
+   */
+  void localAllowance(BudgetPolicy.Applied a, long units, boolean ofRemaining);
+
   /** Hears nothing. */
   BudgetEvents NONE = new Ignoring();
 
@@ -61,5 +69,8 @@ public interface BudgetEvents {
 
     @Override
     public void owed(BudgetPolicy.Applied a, int delta) {}
+
+    @Override
+    public void localAllowance(BudgetPolicy.Applied a, long units, boolean ofRemaining) {}
   }
 }

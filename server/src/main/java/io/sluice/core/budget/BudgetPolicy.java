@@ -19,8 +19,9 @@ import org.jspecify.annotations.Nullable;
  * @param maxWait how long a request may wait for the pace or for running requests to settle
  * @param maxEntries the in-process store's bound (budget keys)
  * @param failureMode what a store outage does; null: as {@code quotas.failureMode}
- * @param localShare failure mode {@code local}: the share of each budget this replica may spend
- *     while the store does not answer
+ * @param localShare failure mode {@code local}: the share of each budget's remaining budget (what
+ *     the store last said remains in the window, else of its limit) this replica may reserve while
+ *     the store does not answer ({@link LastRemaining})
  * @param prices the price table (money budgets)
  * @param tiers budgets of each tenant of a tier, by tier name
  * @param tenants a tenant's own budgets, replacing its tier's, by tenant id

@@ -8,6 +8,7 @@ import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
 import io.sluice.core.budget.BudgetStore;
 import io.sluice.core.budget.Delay;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.WriteBack;
 import io.sluice.core.time.Ticker;
 import io.sluice.feature.Contributions;
@@ -39,7 +40,8 @@ import java.util.concurrent.TimeoutException;
  * budget is configured), its listener ({@link BudgetSettler}: every end path reconciled once) and
  * its meters and decision-record part ({@link BudgetRecorder} on the process's {@link
  * BudgetMetrics}). What a store outage leaves owed to the shared store is kept over a reload,
- * written on an idle timer while anything is owed and at drain (the port's {@code close}).
+ * written on an idle timer while anything is owed and at drain (the port's {@code close}); so is
+ * what the store last said remains of each budget (the local share's base).
  */
 public final class BudgetFeature implements Feature {
   /** The budgets' state: shared exactly when the backend is. */
@@ -78,6 +80,7 @@ public final class BudgetFeature implements Feature {
 
       @Override
       public void close(BudgetStore port) {
+        HEARD.remove(port);
         WriteBack w = OWED.remove(port); // its timer holds the store: let both go
         if (w == null) {
           return;
@@ -107,10 +110,23 @@ public final class BudgetFeature implements Feature {
   private static final Map<BudgetStore, WriteBack> OWED =
       Collections.synchronizedMap(new WeakHashMap<>());
 
+  /**
+   * What each shared store last said remains of each budget (the local share's base), kept from one
+   * snapshot to the next as {@link #OWED} is: a hot reload during an outage keeps the allowance.
+   */
+  private static final Map<BudgetStore, LastRemaining> HEARD =
+      Collections.synchronizedMap(new WeakHashMap<>());
+
   /** What {@code store} is owed now (null: nothing made for it yet); tests. */
   @org.jspecify.annotations.Nullable
   WriteBack owedTo(BudgetStore store) {
     return OWED.get(store);
+  }
+
+  /** What {@code store} last said remains (null: nothing made for it yet); tests. */
+  @org.jspecify.annotations.Nullable
+  LastRemaining heardFrom(BudgetStore store) {
+    return HEARD.get(store);
   }
 
   /** The process's timer for requests waiting on a budget: one daemon thread, made on first use. */
@@ -169,7 +185,8 @@ public final class BudgetFeature implements Feature {
             delay(),
             s.clock(),
             meters,
-            writeBack);
+            writeBack,
+            HEARD.computeIfAbsent(shared, k -> new LastRemaining(policy.maxEntries())));
     out.check(BudgetCheck.ORDER, BudgetCheck.factory(book));
     BudgetRecorder recorder = new BudgetRecorder(meters);
     out.listener(new BudgetSettler(book)).listener(recorder).recordPart(recorder);

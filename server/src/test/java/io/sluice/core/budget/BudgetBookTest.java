@@ -77,6 +77,9 @@ class BudgetBookTest {
 
     @Override
     public void owed(BudgetPolicy.Applied a, int delta) {}
+
+    @Override
+    public void localAllowance(BudgetPolicy.Applied a, long units, boolean ofRemaining) {}
   }
 
   static Budget tokens(String name, long limit, Period p, List<Double> th, long burst) {
@@ -115,7 +118,8 @@ class BudgetBookTest {
         delay,
         clock,
         events,
-        new WriteBack(p.maxEntries(), events));
+        new WriteBack(p.maxEntries(), events),
+        new LastRemaining(p.maxEntries()));
   }
 
   final InMemoryBudgetStore memoryLocal = new InMemoryBudgetStore(1000);

@@ -36,7 +36,8 @@ final class DownBudgetStore implements BudgetStore {
         ms -> CompletableFuture.completedFuture(null),
         clock,
         events,
-        owed);
+        owed,
+        new LastRemaining(100));
   }
 
   /** A chat request of acme (tier pro, model m, 10 + 10 tokens) admitted by {@code book}. */

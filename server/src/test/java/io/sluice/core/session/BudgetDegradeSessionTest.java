@@ -13,6 +13,7 @@ import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.Price;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
@@ -83,7 +84,8 @@ class BudgetDegradeSessionTest {
             ms -> CompletableFuture.completedFuture(null),
             clock,
             BudgetEvents.NONE,
-            new WriteBack(p.maxEntries(), BudgetEvents.NONE));
+            new WriteBack(p.maxEntries(), BudgetEvents.NONE),
+            new LastRemaining(p.maxEntries()));
     AdmissionController controller =
         new AdmissionController(
             pools, List.of(cls), Duration.ofSeconds(10), PoolState.ReleaseListener.NONE, () -> 0.5);

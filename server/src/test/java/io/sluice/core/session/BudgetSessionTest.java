@@ -13,6 +13,7 @@ import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetSettler;
 import io.sluice.core.budget.BudgetStore;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.Ledger;
 import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
@@ -127,7 +128,8 @@ class BudgetSessionTest {
             delay,
             clock,
             BudgetEvents.NONE,
-            new WriteBack(p.maxEntries(), BudgetEvents.NONE));
+            new WriteBack(p.maxEntries(), BudgetEvents.NONE),
+            new LastRemaining(p.maxEntries()));
     return OneSlotPool.sessionsBuilder(
             controller,
             quotas,

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.SluiceConfig;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.WriteBack;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.feature.Contributions;
@@ -65,6 +66,19 @@ class BudgetFeatureReloadTest {
     contribute(feature, 20_000);
     assertThat(feature.owedTo(store)).isSameAs(first);
     assertThat(feature.owedTo(new InMemoryBudgetStore(100))).isNull();
+  }
+
+  @Test
+  void reload_theSameStoreKeepsWhatItLastSaidRemains_theLocalShareBase() {
+    BudgetFeature feature = new BudgetFeature();
+    contribute(feature, 10_000);
+    LastRemaining first = feature.heardFrom(store);
+    assertThat(first).isNotNull();
+    contribute(feature, 20_000);
+    assertThat(feature.heardFrom(store)).isSameAs(first);
+    assertThat(feature.heardFrom(new InMemoryBudgetStore(100))).isNull();
+    BudgetFeature.BUDGETS.close(store);
+    assertThat(feature.heardFrom(store)).isNull();
   }
 
   @Test

@@ -9,6 +9,7 @@ import io.sluice.core.budget.BudgetBook;
 import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
@@ -100,7 +101,8 @@ class RedisBudgetOutageTest {
                 ms -> CompletableFuture.completedFuture(null),
                 clock,
                 events,
-                new WriteBack(p.maxEntries(), events));
+                new WriteBack(p.maxEntries(), events),
+                new LastRemaining(p.maxEntries()));
     TokenEstimate e = new TokenEstimate(10, 10, "bytes", null, "m", false, false, FanOut.NONE, -1);
     BudgetBook.Answer up =
         book.apply(BudgetBook.FailureMode.OPEN)

@@ -7,6 +7,7 @@ import io.sluice.core.budget.BudgetBook;
 import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.Ledger;
 import io.sluice.core.budget.TestBudgets;
 import io.sluice.core.budget.TokenUse;
@@ -74,7 +75,8 @@ class RedisBudgetTimedOutTest {
             ms -> CompletableFuture.completedFuture(null),
             clock,
             BudgetEvents.NONE,
-            new WriteBack(p.maxEntries(), BudgetEvents.NONE));
+            new WriteBack(p.maxEntries(), BudgetEvents.NONE),
+            new LastRemaining(p.maxEntries()));
     BudgetPolicy.Applied applied = p.budgetsFor("acme", "pro", "chat", "m").get(0);
 
     // three reservations on the store (20 each), settled while Redis is stopped: the settles time

@@ -8,6 +8,7 @@ import io.sluice.core.budget.BudgetBook;
 import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.Ledger;
 import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
@@ -125,7 +126,8 @@ class RedisBudgetWriteBackTest {
             ms -> CompletableFuture.completedFuture(null),
             clock,
             events,
-            new WriteBack(p.maxEntries(), events));
+            new WriteBack(p.maxEntries(), events),
+            new LastRemaining(p.maxEntries()));
     BudgetPolicy.Applied applied = p.budgetsFor("acme", "pro", "chat", "m").get(0);
 
     // before the outage: one request reserves 20 on the store and spends 25
