@@ -7,6 +7,7 @@ import io.sluice.core.budget.BudgetEvents;
 import io.sluice.core.budget.BudgetNote;
 import io.sluice.core.budget.BudgetPolicy;
 import io.sluice.core.budget.BudgetStore;
+import io.sluice.core.budget.LastRemaining;
 import io.sluice.core.budget.Period;
 import io.sluice.core.budget.Prices;
 import io.sluice.core.budget.Terms;
@@ -133,7 +134,8 @@ final class BudgetBench {
                 },
                 Clock.systemUTC(),
                 failures,
-                new WriteBack(policy(b).maxEntries(), failures)));
+                new WriteBack(policy(b).maxEntries(), failures),
+                new LastRemaining(policy(b).maxEntries())));
       }
       AtomicLong spent = new AtomicLong();
       AtomicLong refusedBelow90 = new AtomicLong();
@@ -250,7 +252,8 @@ final class BudgetBench {
               },
               clock,
               BudgetEvents.NONE,
-              new WriteBack(policy(b).maxEntries(), BudgetEvents.NONE));
+              new WriteBack(policy(b).maxEntries(), BudgetEvents.NONE),
+              new LastRemaining(policy(b).maxEntries()));
       long every = 9_600; // 1,000 tokens every 9.6 s: 9,000 a day... x 3 of 100,000/day
       every = 86_400_000L * 1_000 / (3 * 100_000);
       long[] perDay = new long[30];
