@@ -205,7 +205,7 @@ public final class BudgetBook {
                       if (s == store) {
                         var unusedFlush = writeBack.flush(store, clock.instant());
                       }
-                      if (announce != null && announce >= 0) {
+                      if (s == store && announce != null && announce >= 0) { // not a local share's
                         events.crossed(r.applied(), b.terms().thresholds().get(announce));
                       }
                     }
@@ -391,8 +391,8 @@ public final class BudgetBook {
         taken.add(
             new BudgetNote.Reserved(
                 a, w.id(), w.end(), ad.cost(), ad.remaining(), ad.announce(), where));
-        if (ad.announce() >= 0) {
-          events.crossed(a, b.terms().thresholds().get(ad.announce()));
+        if (ad.announce() >= 0 && where == BudgetNote.Where.STORE) { // a local share's own
+          events.crossed(a, b.terms().thresholds().get(ad.announce())); // limit is not the budget's
         }
         poll = FIRST_POLL_MILLIS;
         next(i + 1);

@@ -26,7 +26,7 @@ class LocalShareTest {
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final BudgetMetrics metrics = new BudgetMetrics(registry, System::nanoTime);
   final LastRemaining heard = new LastRemaining(100);
-  final BudgetPolicy policy = TestBudgets.dailyPro(1000, BudgetPolicy.Degrade.OFF);
+  final BudgetPolicy policy = TestBudgets.dailyPro(1000, java.util.List.of(0.8));
 
   /** A book in failure mode local (10 % share), remembering in {@link #heard}. */
   BudgetBook book() {
@@ -108,5 +108,22 @@ class LocalShareTest {
     assertThat(reserve(b, "acme", 2, 3)).isInstanceOf(BudgetBook.Answer.Refuse.class);
     store.down = true;
     assertThat(admittedLocally(b, "acme")).isZero(); // a share of 0 (one unit), not of 95
+  }
+
+  @Test
+  void aLocalShareSpentPastEightyPercent_announcesNoThresholdOfTheBudget() {
+    BudgetBook b = book();
+    spend900(b); // the store announced acme's 80 % (900 of 1000 spent)
+    double before = crossings();
+    store.down = true;
+    // beta, never heard: its local share is 100 of 1000; all of it spent is 10 % of the budget
+    assertThat(admittedLocally(b, "beta")).isEqualTo(20);
+    assertThat(crossings()).isEqualTo(before);
+  }
+
+  double crossings() {
+    return registry.find("sluice.budget.threshold.crossings").counters().stream()
+        .mapToDouble(io.micrometer.core.instrument.Counter::count)
+        .sum();
   }
 }

@@ -28,7 +28,21 @@ public final class TestBudgets {
    */
   public static BudgetPolicy dailyPro(
       Budget.Meter meter, long limit, Prices prices, BudgetPolicy.Degrade degrade) {
-    Budget daily = new Budget("daily", meter, DAY, new Terms(limit, List.of(), 0), null);
+    return dailyPro(meter, limit, List.of(), prices, degrade);
+  }
+
+  /** {@code limit} tokens a day for tier {@code pro}, announcing {@code thresholds}. */
+  public static BudgetPolicy dailyPro(long limit, List<Double> thresholds) {
+    return dailyPro(Budget.Meter.TOKENS, limit, thresholds, Prices.NONE, BudgetPolicy.Degrade.OFF);
+  }
+
+  private static BudgetPolicy dailyPro(
+      Budget.Meter meter,
+      long limit,
+      List<Double> thresholds,
+      Prices prices,
+      BudgetPolicy.Degrade degrade) {
+    Budget daily = new Budget("daily", meter, DAY, new Terms(limit, thresholds, 0), null);
     return new BudgetPolicy(
         true,
         402,
