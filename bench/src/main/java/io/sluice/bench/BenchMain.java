@@ -161,7 +161,7 @@ public final class BenchMain {
     // may use (32768 work units minus agent's 15% guaranteed share = 27853) holds about K = 16 of
     // them: 900–2300 prompt tokens + 160 reserved output ≈ 1760 work units.
     Workload.RequestClass chat =
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "chat",
             null,
             "/v1/chat/completions",
@@ -179,7 +179,7 @@ public final class BenchMain {
             new Workload.Tenant("initech", 1),
             new Workload.Tenant("umbrella", 1));
     Workload probe =
-        new Workload(
+        Workload.of(
             List.of(chat),
             tenants,
             List.of(new Workload.Phase("p", Duration.ofSeconds(1), 1)),
@@ -193,7 +193,7 @@ public final class BenchMain {
     long total = Math.max(3, durationSeconds);
     long edge = Math.max(1, Math.round(total * 0.15));
     long middle = Math.max(1, total - 2 * edge);
-    return new Workload(
+    return Workload.of(
         List.of(chat),
         tenants,
         List.of(

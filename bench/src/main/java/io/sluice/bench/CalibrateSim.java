@@ -80,7 +80,7 @@ final class CalibrateSim implements Callable<Integer> {
       return 2;
     }
     SimulatedLlmUpstream.Settings settings = SimulatedLlmUpstream.Settings.realistic(slots);
-    try (SimulatedLlmUpstream llm = new SimulatedLlmUpstream(settings)) {
+    try (SimulatedLlmUpstream llm = SimulatedLlmUpstream.create(settings)) {
       if (ceiling > 0) {
         llm.concurrencyCeiling(ceiling, 429, Duration.ofSeconds(1));
       }

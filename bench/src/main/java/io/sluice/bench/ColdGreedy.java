@@ -199,7 +199,7 @@ final class ColdGreedy implements Callable<Integer> {
   }
 
   static Workload.RequestClass side(String name, int cap) {
-    return new Workload.RequestClass(
+    return Workload.RequestClass.of(
             name,
             "interactive",
             "/v1/chat/completions",
@@ -224,7 +224,7 @@ final class ColdGreedy implements Callable<Integer> {
                 * (Reserve.ANSWER_MIN + Reserve.ANSWER_MAX)
                 / 2;
     double rate = load * K / service;
-    return new Workload(
+    return Workload.of(
         List.of(side("greedy", GREEDY_CAP), side("honest", HONEST_CAP)),
         List.of(new Workload.Tenant("class:greedy", 1), new Workload.Tenant("class:honest", 1)),
         List.of(new Workload.Phase("all", Duration.ofSeconds(seconds), rate)),

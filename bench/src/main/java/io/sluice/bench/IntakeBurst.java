@@ -161,7 +161,7 @@ final class IntakeBurst implements Callable<Integer> {
   static Workload interactive(int seconds, double multiple) {
     List<Workload.RequestClass> classes = List.of(Scenario.chat("interactive", "interactive", 1));
     double cap = Scenario.capacity(classes);
-    return new Workload(
+    return Workload.of(
         classes,
         List.of(
             new Workload.Tenant("acme", 1),

@@ -152,7 +152,7 @@ final class Knee implements Callable<Integer> {
   static List<Workload.RequestClass> classes(int min, int max) {
     Workload.RequestClass chat = Scenario.chat("interactive", "interactive", 0.6);
     return List.of(
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             chat.name(),
             chat.sluiceClass(),
             chat.path(),
@@ -163,7 +163,7 @@ final class Knee implements Callable<Integer> {
             chat.outputTokensMax(),
             chat.deadline(),
             chat.ttftSlo()),
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "batch",
             "batch",
             "/v1/chat/completions",
@@ -178,7 +178,7 @@ final class Knee implements Callable<Integer> {
 
   static Workload workload(List<Workload.RequestClass> classes, int seconds, double multiple) {
     double cap = io.sluice.harness.LoadGenerator.capacityPerSecond(probe(classes), UPSTREAM);
-    return new Workload(
+    return Workload.of(
         classes,
         List.of(
             new Workload.Tenant("acme", 1),
@@ -203,7 +203,7 @@ final class Knee implements Callable<Integer> {
   }
 
   private static Workload probe(List<Workload.RequestClass> classes) {
-    return new Workload(
+    return Workload.of(
         classes,
         List.of(new Workload.Tenant("t", 1)),
         List.of(new Workload.Phase("p", Duration.ofSeconds(1), 1)),

@@ -111,7 +111,7 @@ final class PolicyAssistant implements Callable<Integer> {
 
   /** Questions: prompts 300–600, answers 150–400 tokens; clients send max_tokens 1024. */
   static final Workload.RequestClass QUESTION =
-      new Workload.RequestClass(
+      Workload.RequestClass.of(
               INTERACTIVE,
               INTERACTIVE,
               "/v1/chat/completions",
@@ -126,7 +126,7 @@ final class PolicyAssistant implements Callable<Integer> {
 
   /** Document answers: prompts 1500–2500, answers 600–1200 (4× a question's tokens). */
   static final Workload.RequestClass DOCUMENT =
-      new Workload.RequestClass(
+      Workload.RequestClass.of(
               DOCUMENTS,
               DOCUMENTS,
               "/v1/chat/completions",
@@ -141,7 +141,7 @@ final class PolicyAssistant implements Callable<Integer> {
 
   /** Evaluation jobs: prompts 800–1200, answers 300–600 (2× a question's tokens). */
   static final Workload.RequestClass EVALUATION_JOB =
-      new Workload.RequestClass(
+      Workload.RequestClass.of(
               EVALUATION,
               EVALUATION,
               "/v1/chat/completions",
@@ -222,7 +222,7 @@ final class PolicyAssistant implements Callable<Integer> {
   /** Warm-up below capacity, then the peak; the same seed, so the same arrivals in every run. */
   Workload workload() {
     Workload probe =
-        new Workload(
+        Workload.of(
             CLASSES,
             List.of(new Workload.Tenant("t", 1)),
             List.of(new Workload.Phase("p", Duration.ofSeconds(1), 1)),
@@ -233,7 +233,7 @@ final class PolicyAssistant implements Callable<Integer> {
             Duration.ZERO,
             seed);
     double cap = LoadGenerator.capacityPerSecond(probe, Scenario.UPSTREAM);
-    return new Workload(
+    return Workload.of(
         CLASSES,
         List.of(
             new Workload.Tenant("acme", 1),

@@ -211,7 +211,7 @@ final class Probe implements Callable<Integer> {
             .directExecutor()
             .build();
     SimulatedLlmUpstream llm =
-        new SimulatedLlmUpstream(
+        SimulatedLlmUpstream.create(
             new SimulatedLlmUpstream.Settings(4, Duration.ZERO, Duration.ZERO, 16, 4096, 4));
     Map<String, Long> reachedAt = new ConcurrentHashMap<>();
     Upstream tap =

@@ -173,7 +173,7 @@ final class Replicas implements Callable<Integer> {
   static List<Workload.RequestClass> classes() {
     return List.of(
         Scenario.chat("interactive", "interactive", 0.5),
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "batch",
             "batch",
             "/v1/chat/completions",
@@ -195,7 +195,7 @@ final class Replicas implements Callable<Integer> {
             new Workload.Tenant("globex", 1),
             new Workload.Tenant("initech", 1),
             new Workload.Tenant("umbrella", 1));
-    return new Workload(
+    return Workload.of(
         classes,
         tenants,
         List.of(

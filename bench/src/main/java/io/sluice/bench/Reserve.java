@@ -117,7 +117,7 @@ final class Reserve implements Callable<Integer> {
   /** The chat class; {@code oracle}: clients send the answer's length as max_tokens. */
   static Workload.RequestClass chat(boolean oracle) {
     Workload.RequestClass c =
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "interactive",
             "interactive",
             "/v1/chat/completions",
@@ -143,7 +143,7 @@ final class Reserve implements Callable<Integer> {
                 * (ANSWER_MIN + ANSWER_MAX)
                 / 2;
     double rate = load * K / service;
-    return new Workload(
+    return Workload.of(
         List.of(c),
         List.of(new Workload.Tenant("acme", 1), new Workload.Tenant("globex", 1)),
         List.of(

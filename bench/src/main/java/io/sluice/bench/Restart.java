@@ -258,7 +258,7 @@ final class Restart implements Callable<Integer> {
     Workload.RequestClass c = Reserve.chat(false);
     double capacity =
         LoadGenerator.capacityPerSecond(
-            new Workload(
+            Workload.of(
                 List.of(c),
                 List.of(new Workload.Tenant("acme", 1)),
                 List.of(new Workload.Phase("probe", Duration.ofSeconds(1), 1)),
@@ -277,7 +277,7 @@ final class Restart implements Callable<Integer> {
     phases.add(
         new Workload.Phase(
             String.format(Locale.ROOT, "%.1fx", multiple), Duration.ofSeconds(seconds), rate));
-    return new Workload(
+    return Workload.of(
         List.of(c),
         List.of(new Workload.Tenant("acme", 1), new Workload.Tenant("globex", 1)),
         phases,

@@ -39,7 +39,7 @@ public record Scenario(
 
   /** Chat: 300–700 prompt tokens, 40–160 answer tokens (max_tokens 160), deadline 8 s. */
   static Workload.RequestClass chat(String name, String sluiceClass, double share) {
-    return new Workload.RequestClass(
+    return Workload.RequestClass.of(
         name,
         sluiceClass,
         "/v1/chat/completions",
@@ -78,7 +78,7 @@ public record Scenario(
       List<Workload.Tenant> tenants,
       List<Workload.Phase> phases,
       double cancelFraction) {
-    return new Workload(
+    return Workload.of(
         classes,
         tenants,
         phases,
@@ -128,7 +128,7 @@ public record Scenario(
     List<Workload.RequestClass> mix =
         List.of(
             chat("interactive", "interactive", 0.5),
-            new Workload.RequestClass(
+            Workload.RequestClass.of(
                 "documents",
                 "documents",
                 "/v1/chat/completions",
@@ -139,7 +139,7 @@ public record Scenario(
                 640,
                 DEADLINE,
                 Duration.ofSeconds(4)),
-            new Workload.RequestClass(
+            Workload.RequestClass.of(
                 "evaluation",
                 "evaluation",
                 "/v1/chat/completions",

@@ -140,7 +140,7 @@ final class Throttle implements Callable<Integer> {
       int before,
       int outage,
       int after) {
-    return new Workload(
+    return Workload.of(
         classes,
         k.tenants(),
         List.of(

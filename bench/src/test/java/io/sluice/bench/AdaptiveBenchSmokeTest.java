@@ -25,7 +25,7 @@ class AdaptiveBenchSmokeTest {
   /** Short answers and deadlines, so a run drains in a few seconds. */
   static List<Workload.RequestClass> tiny() {
     return List.of(
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "interactive",
             "interactive",
             "/v1/chat/completions",
@@ -36,7 +36,7 @@ class AdaptiveBenchSmokeTest {
             15,
             Duration.ofSeconds(3),
             Duration.ofSeconds(2)),
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "batch",
             "batch",
             "/v1/chat/completions",

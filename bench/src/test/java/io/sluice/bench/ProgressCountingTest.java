@@ -23,7 +23,7 @@ class ProgressCountingTest {
   @Test
   void progress_everyRequestRefusedAndRetried_countsEachRequestOnce() throws Exception {
     Workload.RequestClass chat =
-        new Workload.RequestClass(
+        Workload.RequestClass.of(
             "chat",
             null,
             "/v1/chat/completions",
@@ -35,7 +35,7 @@ class ProgressCountingTest {
             Duration.ofSeconds(8),
             Duration.ofSeconds(2));
     Workload w =
-        new Workload(
+        Workload.of(
             List.of(chat),
             List.of(new Workload.Tenant("acme", 1)),
             List.of(new Workload.Phase("p", Duration.ofMillis(1500), 20)),

@@ -72,7 +72,7 @@ public record HttpResult(
   }
 
   /** A result that never reached the emulated router (no route name, no router timeout). */
-  public HttpResult(
+  public static HttpResult beforeRouter(
       Outcome outcome,
       int status,
       HttpHeaders headers,
@@ -84,7 +84,7 @@ public record HttpResult(
       Optional<Duration> timeToResponseHeaders,
       Optional<Duration> timeToFirstByte,
       Duration total) {
-    this(
+    return new HttpResult(
         outcome,
         status,
         headers,

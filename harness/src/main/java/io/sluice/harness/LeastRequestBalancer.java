@@ -159,7 +159,7 @@ public final class LeastRequestBalancer {
   }
 
   private static HttpResult noHealthyUpstream() {
-    return new HttpResult(
+    return HttpResult.beforeRouter(
         HttpResult.Outcome.LOCAL_REPLY,
         503,
         HttpHeaders.of("content-type", "text/plain"),

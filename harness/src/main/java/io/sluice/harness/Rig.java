@@ -59,7 +59,7 @@ public final class Rig implements AutoCloseable {
       Map<String, String> routeMetadata) {
     this.name = name;
     this.admission = admission;
-    this.upstream = new SimulatedLlmUpstream(settings);
+    this.upstream = SimulatedLlmUpstream.create(settings);
     this.routeMetadata = Map.copyOf(new LinkedHashMap<>(routeMetadata));
     this.settings = settings;
     Upstream tap =

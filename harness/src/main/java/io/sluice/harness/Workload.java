@@ -39,7 +39,7 @@ public record Workload(
   public static final int DEFAULT_MAX_ARRIVALS = 200_000;
 
   /** A workload bounded by {@link #DEFAULT_MAX_ARRIVALS}. */
-  public Workload(
+  public static Workload of(
       List<RequestClass> classes,
       List<Tenant> tenants,
       List<Phase> phases,
@@ -49,7 +49,7 @@ public record Workload(
       int maxRetries,
       Duration drain,
       long seed) {
-    this(
+    return new Workload(
         classes,
         tenants,
         phases,
@@ -143,8 +143,11 @@ public record Workload(
     /** {@code maxTokensMin} and {@code maxTokensMax} of clients that send the answer's length. */
     public static final int ORACLE = -1;
 
-    /** A class whose clients send {@code outputTokensMax} as {@code max_tokens}. */
-    public RequestClass(
+    /**
+     * A class whose clients send {@code outputTokensMax} as {@code max_tokens} ({@link
+     * #withMaxTokens} for other clients).
+     */
+    public static RequestClass of(
         String name,
         @Nullable String sluiceClass,
         String path,
@@ -155,7 +158,7 @@ public record Workload(
         int outputTokensMax,
         Duration deadline,
         Duration ttftSlo) {
-      this(
+      return new RequestClass(
           name,
           sluiceClass,
           path,

@@ -113,8 +113,9 @@ public final class SimulatedLlmUpstream implements Upstream, AutoCloseable {
 
   private @Nullable LoopbackHttpServer httpServer;
 
-  public SimulatedLlmUpstream(Settings settings) {
-    this(settings, defaultScheduler());
+  /** With a scheduler of its own (one daemon thread) for the token steps. */
+  public static SimulatedLlmUpstream create(Settings settings) {
+    return new SimulatedLlmUpstream(settings, defaultScheduler());
   }
 
   /**

@@ -14,9 +14,9 @@ class LoadGeneratorTest {
       new SimulatedLlmUpstream.Settings(4, Duration.ZERO, Duration.ofMillis(1), 8, 64, 4);
 
   private static Workload workload(int maxRetries, double cancelFraction, Duration deadline) {
-    return new Workload(
+    return Workload.of(
         List.of(
-            new Workload.RequestClass(
+            Workload.RequestClass.of(
                 "chat",
                 "interactive",
                 "/v1/chat/completions",
@@ -27,7 +27,7 @@ class LoadGeneratorTest {
                 10,
                 deadline,
                 Duration.ofSeconds(1)),
-            new Workload.RequestClass(
+            Workload.RequestClass.of(
                 "batch",
                 "batch",
                 "/v1/chat/completions",
@@ -126,9 +126,9 @@ class LoadGeneratorTest {
     SimulatedLlmUpstream.Settings oneSlot =
         new SimulatedLlmUpstream.Settings(1, Duration.ZERO, Duration.ofMillis(2), 8, 64, 4);
     Workload w =
-        new Workload(
+        Workload.of(
             List.of(
-                new Workload.RequestClass(
+                Workload.RequestClass.of(
                     "chat",
                     "interactive",
                     "/v1/chat/completions",
@@ -235,9 +235,9 @@ class LoadGeneratorTest {
 
   /** Prompts of 30 tokens, answers of 10; {@code cancelFraction} leave exactly at {@code at}. */
   private static Workload fixed(double cancelFraction, Duration at, Duration deadline) {
-    return new Workload(
+    return Workload.of(
         List.of(
-            new Workload.RequestClass(
+            Workload.RequestClass.of(
                 "chat",
                 "interactive",
                 "/v1/chat/completions",

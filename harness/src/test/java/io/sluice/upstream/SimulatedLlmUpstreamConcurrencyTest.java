@@ -38,7 +38,7 @@ class SimulatedLlmUpstreamConcurrencyTest {
   void peakAndMean_countEveryGeneration_resetStartsAgain() throws Exception {
     SimulatedLlmUpstream.Settings s =
         new SimulatedLlmUpstream.Settings(8, Duration.ZERO, Duration.ofMillis(5), 16, 4096, 4);
-    try (SimulatedLlmUpstream up = new SimulatedLlmUpstream(s)) {
+    try (SimulatedLlmUpstream up = SimulatedLlmUpstream.create(s)) {
       assertThat(up.peakActive()).isZero();
       assertThat(up.meanActive()).isZero();
       List<CompletableFuture<Void>> all = new ArrayList<>();
@@ -63,7 +63,7 @@ class SimulatedLlmUpstreamConcurrencyTest {
   void concurrencyCeiling_answersTheStatusWithRetryAfter_whileNAreRunning() throws Exception {
     SimulatedLlmUpstream.Settings s =
         new SimulatedLlmUpstream.Settings(8, Duration.ZERO, Duration.ofMillis(20), 16, 4096, 4);
-    try (SimulatedLlmUpstream up = new SimulatedLlmUpstream(s)) {
+    try (SimulatedLlmUpstream up = SimulatedLlmUpstream.create(s)) {
       up.concurrencyCeiling(2, 429, Duration.ofMillis(1500));
       List<CompletableFuture<Void>> running = new ArrayList<>();
       for (int i = 0; i < 2; i++) {

@@ -40,7 +40,7 @@ class CalibrateSimulatedUpstreamTest {
 
   private String serve(int slots) throws Exception {
     llm =
-        new SimulatedLlmUpstream(
+        SimulatedLlmUpstream.create(
             new SimulatedLlmUpstream.Settings(
                 slots, Duration.ofNanos(800_000), Duration.ofMillis(40), 4, 4096, 4));
     return "http://127.0.0.1:" + llm.serve(0) + "/v1/chat/completions";

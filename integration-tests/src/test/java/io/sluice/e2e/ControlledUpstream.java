@@ -41,7 +41,7 @@ final class ControlledUpstream implements Upstream, AutoCloseable {
           + "data: [DONE]\n\n";
 
   private volatile SimulatedLlmUpstream llm =
-      new SimulatedLlmUpstream(SimulatedLlmUpstream.Settings.instant());
+      SimulatedLlmUpstream.create(SimulatedLlmUpstream.Settings.instant());
   private volatile Mode mode = Mode.SIMULATED;
   private final List<UpstreamRequest> received = new ArrayList<>();
   private final List<Runnable> heldResponses = new ArrayList<>();
@@ -54,7 +54,7 @@ final class ControlledUpstream implements Upstream, AutoCloseable {
   ControlledUpstream promptBytesPerToken(int bytesPerToken) {
     SimulatedLlmUpstream.Settings i = SimulatedLlmUpstream.Settings.instant();
     llm =
-        new SimulatedLlmUpstream(
+        SimulatedLlmUpstream.create(
             new SimulatedLlmUpstream.Settings(
                 i.batchSlots(),
                 i.prefillPerInputToken(),

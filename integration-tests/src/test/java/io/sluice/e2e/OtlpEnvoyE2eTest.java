@@ -123,7 +123,7 @@ class OtlpEnvoyE2eTest {
                 Clock.systemUTC()));
     SimulatedLlmUpstream.Settings i = SimulatedLlmUpstream.Settings.instant();
     SimulatedLlmUpstream model =
-        new SimulatedLlmUpstream(
+        SimulatedLlmUpstream.create(
             new SimulatedLlmUpstream.Settings(
                 i.batchSlots(),
                 i.prefillPerInputToken(),

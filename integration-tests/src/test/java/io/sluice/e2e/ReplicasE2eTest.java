@@ -41,7 +41,7 @@ class ReplicasE2eTest {
   /** One upstream for all replicas: answers after 60 ms, counts what it holds at once. */
   static final class CountingUpstream implements Upstream, AutoCloseable {
     final SimulatedLlmUpstream llm =
-        new SimulatedLlmUpstream(SimulatedLlmUpstream.Settings.instant());
+        SimulatedLlmUpstream.create(SimulatedLlmUpstream.Settings.instant());
     final ScheduledExecutorService delay = Executors.newSingleThreadScheduledExecutor();
     final AtomicInteger active = new AtomicInteger();
     final AtomicInteger peak = new AtomicInteger();

@@ -320,7 +320,7 @@ class ShippedDefaultsE2eTest {
   /** Answers each request after {@code delay}; counts what it served. */
   static final class SlowUpstream implements Upstream, AutoCloseable {
     final SimulatedLlmUpstream llm =
-        new SimulatedLlmUpstream(SimulatedLlmUpstream.Settings.instant());
+        SimulatedLlmUpstream.create(SimulatedLlmUpstream.Settings.instant());
     final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     final Duration delay;
 

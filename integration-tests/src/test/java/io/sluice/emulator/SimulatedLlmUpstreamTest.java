@@ -58,7 +58,7 @@ class SimulatedLlmUpstreamTest {
 
   @Test
   void nonStreaming_returnsCompletionWithUsage() throws Exception {
-    llm = new SimulatedLlmUpstream(Settings.instant());
+    llm = SimulatedLlmUpstream.create(Settings.instant());
     String body = "{\"model\":\"m1\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\"}]}";
 
     UpstreamResponse response = llm.send(chat(body)).get(5, TimeUnit.SECONDS);
@@ -78,7 +78,7 @@ class SimulatedLlmUpstreamTest {
 
   @Test
   void streaming_sendsTokenChunksUsageChunkAndDone() throws Exception {
-    llm = new SimulatedLlmUpstream(Settings.instant());
+    llm = SimulatedLlmUpstream.create(Settings.instant());
 
     UpstreamResponse response =
         llm.send(chat("{\"stream\":true,\"max_tokens\":3}")).get(5, TimeUnit.SECONDS);
@@ -96,7 +96,7 @@ class SimulatedLlmUpstreamTest {
 
   @Test
   void throttled_answers429WithRetryAfterThenRecovers() throws Exception {
-    llm = new SimulatedLlmUpstream(Settings.instant());
+    llm = SimulatedLlmUpstream.create(Settings.instant());
     llm.throttle(429, Duration.ofMillis(1500));
 
     UpstreamResponse limited = llm.send(chat("{}")).get(5, TimeUnit.SECONDS);
@@ -172,7 +172,7 @@ class SimulatedLlmUpstreamTest {
 
   @Test
   void serve_loopbackHttp_streamsSse() throws Exception {
-    llm = new SimulatedLlmUpstream(Settings.instant());
+    llm = SimulatedLlmUpstream.create(Settings.instant());
     int port = llm.serve(0);
 
     java.net.http.HttpResponse<String> response =
@@ -193,7 +193,7 @@ class SimulatedLlmUpstreamTest {
 
   @Test
   void emulator_withSimulatedUpstream_streamsThroughExtProc() throws Exception {
-    llm = new SimulatedLlmUpstream(Settings.instant());
+    llm = SimulatedLlmUpstream.create(Settings.instant());
     try (ScriptedExtProcServer server =
             new ScriptedExtProcServer(ScriptedExtProcServer::continueEverything);
         EnvoyExtProcEmulator envoy =

@@ -57,7 +57,7 @@ class LocalReplyConfigTest {
 
     // rendered on a local reply as Envoy renders it
     HttpResult local =
-        new HttpResult(
+        HttpResult.beforeRouter(
             HttpResult.Outcome.LOCAL_REPLY,
             status,
             HttpHeaders.of("content-type", "text/plain"),

@@ -51,7 +51,7 @@ class QueueHoldEmulatorTest {
     sluice = SluiceServer.start(ConfigLoader.parse(POLICY.formatted(maxQueueWait)));
     // 1 ms per output token: a request with max_tokens N holds its permit for about N ms
     llm =
-        new SimulatedLlmUpstream(
+        SimulatedLlmUpstream.create(
             new SimulatedLlmUpstream.Settings(
                 64, Duration.ZERO, Duration.ofMillis(1), 10, 4000, 4));
     FilterConfig filter =
