@@ -4,7 +4,6 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.estimate.TokenCountCache;
 import io.sluice.core.quota.SharedWorkflowBudget;
@@ -18,7 +17,6 @@ import io.sluice.extproc.QueueTimer;
 import io.sluice.observability.AdmissionMetrics;
 import io.sluice.observability.DecisionLog;
 import java.time.Clock;
-import java.time.Duration;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.Consumer;
@@ -50,13 +48,7 @@ public final class IsolatedRuntime implements AutoCloseable {
       OutputReserves reserves,
       DoubleSupplier jitter) {
     this.stores = Stores.isolatedMemory(clock); // never the shared Redis
-    this.controller =
-        new AdmissionController(
-            config.pools().values(),
-            config.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            jitter);
+    this.controller = Controllers.forPolicy(config, jitter);
     this.metrics = new AdmissionMetrics(scratch, ticker::nanos);
     metrics.bindPools(controller);
     SluiceConfig.Estimation est = config.estimation();

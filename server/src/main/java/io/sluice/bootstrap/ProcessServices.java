@@ -130,13 +130,7 @@ final class ProcessServices {
           .register(registry);
     }
     this.metrics = new AdmissionMetrics(registry, ticker::nanos);
-    this.controller =
-        new AdmissionController(
-            config.pools().values(),
-            config.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            Math::random);
+    this.controller = Controllers.forPolicy(config, Math::random);
     metrics.bindWorkflows(workflows);
     metrics.bindPools(controller);
     metrics.seedAlertSeries(controller, config.tenants().anonymousTier());

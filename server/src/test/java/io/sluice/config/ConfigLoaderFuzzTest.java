@@ -3,11 +3,9 @@ package io.sluice.config;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import io.sluice.core.admission.AdmissionController;
-import io.sluice.core.admission.PoolState;
+import io.sluice.bootstrap.Controllers;
 import io.sluice.routing.RequestResolver;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Timeout;
 
@@ -40,11 +38,6 @@ class ConfigLoaderFuzzTest {
     }
     // a config that validates is one the server can start from
     new RequestResolver(config);
-    new AdmissionController(
-        config.pools().values(),
-        config.classes().values(),
-        Duration.ofSeconds(10),
-        PoolState.ReleaseListener.NONE,
-        Math::random);
+    Controllers.forPolicy(config, Math::random);
   }
 }

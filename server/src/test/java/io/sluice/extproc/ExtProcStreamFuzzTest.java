@@ -24,6 +24,7 @@ import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.util.MutableHandlerRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.bootstrap.Controllers;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
@@ -227,13 +228,7 @@ class ExtProcStreamFuzzTest {
     final Program program;
     final FakeTicker ticker = new FakeTicker();
     final MutableClock clock = new MutableClock(Instant.ofEpochSecond(1_700_000_000L));
-    final AdmissionController controller =
-        new AdmissionController(
-            config.pools().values(),
-            config.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            () -> 0.5);
+    final AdmissionController controller = Controllers.forPolicy(config, () -> 0.5);
     final AtomicBoolean draining = new AtomicBoolean();
     // permits held for a predicted tail (body mode NONE): their timers run on the real clock
     final io.sluice.core.session.TailHolds tails = new io.sluice.core.session.TailHolds();

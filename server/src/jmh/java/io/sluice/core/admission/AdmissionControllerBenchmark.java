@@ -1,11 +1,11 @@
 package io.sluice.core.admission;
 
+import io.sluice.bootstrap.Controllers;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.policy.Tenant;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -40,13 +40,7 @@ public class AdmissionControllerBenchmark {
   @Setup
   public void setUp() {
     SluiceConfig config = ConfigLoader.embeddedDefault();
-    controller =
-        new AdmissionController(
-            config.pools().values(),
-            config.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            Math::random);
+    controller = Controllers.forPolicy(config, Math::random);
     PoolPolicy pool = config.pools().values().iterator().next();
     ClassPolicy interactive = config.classes().get("interactive");
     Tenant tenant = new Tenant("acme", config.tiers().values().iterator().next());

@@ -2,6 +2,7 @@ package io.sluice.core.intake;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.bootstrap.Controllers;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.IntakeSection;
 import io.sluice.config.SluiceConfig;
@@ -10,7 +11,6 @@ import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Outcome;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
 import io.sluice.core.time.FakeTicker;
@@ -251,13 +251,7 @@ class StartWindowTest {
             intake: {enabled: true, whenLate: {batch: accept}}
             """
                   .formatted(pools));
-      this.controller =
-          new AdmissionController(
-              config.pools().values(),
-              config.classes().values(),
-              Duration.ofSeconds(10),
-              PoolState.ReleaseListener.NONE,
-              Math::random);
+      this.controller = Controllers.forPolicy(config, Math::random);
       this.intake =
           new Intake(
               config.section(IntakeSection.SECTION),

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.bootstrap.Controllers;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.McpSection;
 import io.sluice.config.SluiceConfig;
@@ -14,7 +15,6 @@ import io.sluice.core.admission.AdmissionRequest;
 import io.sluice.core.admission.Ask;
 import io.sluice.core.admission.Decision;
 import io.sluice.core.admission.Permit;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.admission.Waiter;
 import io.sluice.core.policy.Tenant;
@@ -58,13 +58,7 @@ class ToolQueueDepthTest {
   /** Offers calls of pdf_render until one is refused; the decisions in order. */
   private List<Decision> fill(SluiceConfig c, int calls) {
     McpRouter router = new McpRouter(c.section(McpSection.SECTION), c.pools(), c.classes());
-    AdmissionController controller =
-        new AdmissionController(
-            c.pools().values(),
-            c.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            () -> 0.5);
+    AdmissionController controller = Controllers.forPolicy(c, () -> 0.5);
     List<Decision> out = new ArrayList<>();
     long deadline = time.nanos() + Duration.ofSeconds(30).toNanos();
     for (int i = 0; i < calls; i++) {

@@ -6,10 +6,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.sluice.bootstrap.Controllers;
 import io.sluice.config.ConfigLoader;
 import io.sluice.config.SluiceConfig;
 import io.sluice.core.admission.AdmissionController;
-import io.sluice.core.admission.PoolState;
 import io.sluice.core.intake.DispatchMarker;
 import io.sluice.core.intake.JobStatus;
 import io.sluice.core.intake.JobStore;
@@ -108,13 +108,7 @@ class DispatcherTest {
             .formatted(batchClass, intakeClasses, maxResultBytes, upstream.getAddress().getPort());
     config = ConfigLoader.parse(yaml);
     prefix = config.quotas().keyPrefix();
-    controller =
-        new AdmissionController(
-            config.pools().values(),
-            config.classes().values(),
-            Duration.ofSeconds(10),
-            PoolState.ReleaseListener.NONE,
-            Math::random);
+    controller = Controllers.forPolicy(config, Math::random);
     dispatcher =
         new Dispatcher(
             store,
