@@ -124,11 +124,11 @@ final class AdaptiveRuns {
 
     /** Useful tokens (prompt + answer of completions before the deadline) per arrival second. */
     double usefulTokensPerSecond() {
-      return report.arrivalSeconds() <= 0 ? 0 : report.usefulTokens() / report.arrivalSeconds();
+      return report.arrivalSeconds() <= 0 ? 0 : report.tokens().useful() / report.arrivalSeconds();
     }
 
     long errors504() {
-      return report.errors().entrySet().stream()
+      return report.outcomes().errors().entrySet().stream()
           .filter(e -> e.getKey().startsWith("504"))
           .mapToLong(Map.Entry::getValue)
           .sum();

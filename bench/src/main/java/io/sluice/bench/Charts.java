@@ -72,7 +72,7 @@ final class Charts {
         offered.addSeries("offered", x, o).setMarker(SeriesMarkers.NONE);
         first = false;
       }
-      if (r.rejectionsByReason().values().stream().mapToLong(Long::longValue).sum() > 0) {
+      if (r.refusals().byReason().values().stream().mapToLong(Long::longValue).sum() > 0) {
         offered.addSeries("refused: " + r.system(), x, rej).setMarker(SeriesMarkers.NONE);
       }
     }
@@ -144,7 +144,7 @@ final class Charts {
       for (double p : new double[] {50, 95, 99}) {
         List<Double> v = new ArrayList<>();
         for (String cls : classes) {
-          double ms = r.ttftMillis(cls, p);
+          double ms = r.ttft().millis(cls, p);
           v.add(Double.isNaN(ms) ? 0 : ms / 1000);
         }
         c.addSeries("p" + (int) p, classes, v);
@@ -157,7 +157,7 @@ final class Charts {
   /** Refused attempts by reason, one series per system. */
   static Path rejections(List<RunReport> reports, String title, Path file) throws IOException {
     TreeSet<String> reasons = new TreeSet<>();
-    reports.forEach(r -> reasons.addAll(r.rejectionsByReason().keySet()));
+    reports.forEach(r -> reasons.addAll(r.refusals().byReason().keySet()));
     if (reasons.isEmpty()) {
       reasons.add("(none)");
     }
@@ -172,7 +172,7 @@ final class Charts {
     for (RunReport r : reports) {
       List<Double> v = new ArrayList<>();
       for (String reason : cats) {
-        v.add((double) r.rejectionsByReason().getOrDefault(reason, 0L));
+        v.add((double) r.refusals().byReason().getOrDefault(reason, 0L));
       }
       c.addSeries(r.system(), cats, v);
     }

@@ -292,8 +292,8 @@ final class ClassOrder implements Callable<Integer> {
       long i = served(r, "interactive");
       long all = i + served(r, "batch");
       RunReport.Split is = r.byClass().get("interactive");
-      long queueTimeouts = r.rejectionsByReason().getOrDefault("queue_timeout", 0L);
-      long atOnce = r.rejectionsByReason().getOrDefault("deadline_unreachable", 0L);
+      long queueTimeouts = r.refusals().byReason().getOrDefault("queue_timeout", 0L);
+      long atOnce = r.refusals().byReason().getOrDefault("deadline_unreachable", 0L);
       b.append(
           String.format(
               Locale.ROOT,

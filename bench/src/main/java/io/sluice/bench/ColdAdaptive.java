@@ -84,12 +84,12 @@ final class ColdAdaptive {
    */
   static long upstream(RunReport r, String status) {
     String typed = "429".equals(status) ? "upstream_rate_limited" : "upstream_unavailable";
-    return r.rejectionsByReason().getOrDefault("upstream_" + status, 0L)
-        + r.rejectionsByReason().getOrDefault(typed, 0L);
+    return r.refusals().byReason().getOrDefault("upstream_" + status, 0L)
+        + r.refusals().byReason().getOrDefault(typed, 0L);
   }
 
   static long sluiceRefusals(RunReport r) {
-    return r.rejectionsByReason().entrySet().stream()
+    return r.refusals().byReason().entrySet().stream()
         .filter(e -> !e.getKey().startsWith("upstream_"))
         .mapToLong(java.util.Map.Entry::getValue)
         .sum();
@@ -333,9 +333,13 @@ final class ColdAdaptive {
                 Locale.ROOT,
                 "| %s | %d | %.2f | %.2f | %d | %.2f | %d | %d | %s | %s | %s | %s |%n",
                 r.name(),
-                rep.completed(),
-                stat == null ? Double.NaN : ratio(rep.completed(), stat.report().completed()),
-                none == null ? Double.NaN : ratio(rep.completed(), none.report().completed()),
+                rep.outcomes().completed(),
+                stat == null
+                    ? Double.NaN
+                    : ratio(rep.outcomes().completed(), stat.report().outcomes().completed()),
+                none == null
+                    ? Double.NaN
+                    : ratio(rep.outcomes().completed(), none.report().outcomes().completed()),
                 upstream(rep, "429"),
                 stat == null
                     ? Double.NaN

@@ -203,11 +203,11 @@ final class ColdKnee implements Callable<Integer> {
               r.name(),
               interactive(rep),
               ratio(interactive(rep), rightInteractive),
-              rep.completed(),
+              rep.outcomes().completed(),
               r.meanActiveAfterSkip(),
               100 * (r.meanActiveAfterSkip() / K - 1),
               limitRange(r, skip, durationSeconds),
-              Tables.ms(rep.ttftMillis("interactive", 95)),
+              Tables.ms(rep.ttft().millis("interactive", 95)),
               r.limitChanges().isEmpty() ? "-" : r.limitChanges().toString(),
               ColdAdaptive.peak(r)));
     }

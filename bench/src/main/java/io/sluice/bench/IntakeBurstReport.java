@@ -165,8 +165,8 @@ final class IntakeBurstReport {
   }
 
   static double goodputRatio(Run without, Run with) {
-    long base = without.interactive().completed();
-    return base == 0 ? Double.NaN : (double) with.interactive().completed() / base;
+    long base = without.interactive().outcomes().completed();
+    return base == 0 ? Double.NaN : (double) with.interactive().outcomes().completed() / base;
   }
 
   static List<Verdict> verdicts(Run without, Run with, int jobs) {
@@ -193,8 +193,8 @@ final class IntakeBurstReport {
             String.format(
                 Locale.ROOT,
                 "%d / %d = %.3f",
-                with.interactive().completed(),
-                without.interactive().completed(),
+                with.interactive().outcomes().completed(),
+                without.interactive().outcomes().completed(),
                 g),
             g >= 0.98));
     long completed = finals(with).getOrDefault("completed", 0L);
@@ -239,13 +239,13 @@ final class IntakeBurstReport {
               Locale.ROOT,
               "| %s | %d | %d | %d | %d | %d | %.0f / %.0f |%n",
               r.name(),
-              r.interactive().offered(),
-              r.interactive().completed(),
-              r.interactive().rejectedFinalTotal(),
-              r.interactive().deadlineMissed(),
-              r.interactive().unfinished(),
-              r.interactive().ttftMillis("interactive", 50),
-              r.interactive().ttftMillis("interactive", 95)));
+              r.interactive().outcomes().offered(),
+              r.interactive().outcomes().completed(),
+              r.interactive().outcomes().rejectedFinalTotal(),
+              r.interactive().outcomes().deadlineMissed(),
+              r.interactive().outcomes().unfinished(),
+              r.interactive().ttft().millis("interactive", 50),
+              r.interactive().ttft().millis("interactive", 95)));
     }
     List<Start> st = starts(with);
     double[] abs = st.stream().mapToDouble(s -> Math.abs(s.error())).toArray();

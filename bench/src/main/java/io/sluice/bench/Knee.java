@@ -324,11 +324,11 @@ final class Knee implements Callable<Integer> {
               in == null ? 0 : in.completed() / secs,
               ba == null ? 0 : ba.completed() / secs,
               r.usefulTokensPerSecond(),
-              Tables.ms(rep.ttftMillis("interactive", 95)),
-              Tables.ms(rep.ttftFromArrivalMillis("interactive", 95)),
-              Tables.ms(rep.ttftMillis("batch", 95)),
-              rep.deadlineMissed(),
-              rep.rejectedFinalTotal(),
+              Tables.ms(rep.ttft().millis("interactive", 95)),
+              Tables.ms(rep.ttft().fromArrivalMillis("interactive", 95)),
+              Tables.ms(rep.ttft().millis("batch", 95)),
+              rep.outcomes().deadlineMissed(),
+              rep.outcomes().rejectedFinalTotal(),
               r.limitChanges().isEmpty() ? "-" : r.limitChanges().toString()));
     }
     b.append('\n');

@@ -129,15 +129,15 @@ final class ReplicasReport {
       for (long s : r.sentPerReplica()) {
         sent.append(sent.length() == 0 ? "" : " / ").append(s);
       }
-      long errors = rep.errors().values().stream().mapToLong(Long::longValue).sum();
+      long errors = rep.outcomes().errors().values().stream().mapToLong(Long::longValue).sum();
       b.append(
           String.format(
               Locale.ROOT,
               "| %s | %d | %d (%.0f%%) | %.2f | %s | %d | %.2f | %s | %s | %d | %d | %d | %d |\n",
               r.spec().name(),
-              rep.offered(),
-              rep.completed(),
-              Tables.pct(rep.completed(), rep.offered()),
+              rep.outcomes().offered(),
+              rep.outcomes().completed(),
+              Tables.pct(rep.outcomes().completed(), rep.outcomes().offered()),
               rep.goodputPerSecond(),
               Double.isNaN(one) || one <= 0
                   ? "n/a"
@@ -148,8 +148,8 @@ final class ReplicasReport {
                   ? "n/a (one replica)"
                   : r.maxGrantedRequestsSum() + " / " + r.maxGrantedWorkSum(),
               sent,
-              rep.deadlineMissed(),
-              rep.rejectedFinalTotal(),
+              rep.outcomes().deadlineMissed(),
+              rep.outcomes().rejectedFinalTotal(),
               errors,
               r.leakedRequests()));
     }
@@ -160,8 +160,11 @@ final class ReplicasReport {
     b.append(Tables.ttft(reports)).append('\n');
     b.append(Tables.rejections(reports)).append('\n');
     for (Result r : results) {
-      if (!r.report().errors().isEmpty()) {
-        b.append("Errors, ").append(r.spec().name()).append(": ").append(r.report().errors());
+      if (!r.report().outcomes().errors().isEmpty()) {
+        b.append("Errors, ")
+            .append(r.spec().name())
+            .append(": ")
+            .append(r.report().outcomes().errors());
         b.append("\n\n");
       }
     }

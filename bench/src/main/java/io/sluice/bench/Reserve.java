@@ -262,7 +262,7 @@ final class Reserve implements Callable<Integer> {
               .mapToInt(AdaptiveRuns.Sample::upstreamActive)
               .max()
               .orElse(0);
-      long refused = rep.rejectionsByReason().values().stream().mapToLong(Long::longValue).sum();
+      long refused = rep.refusals().byReason().values().stream().mapToLong(Long::longValue).sum();
       b.append(
           String.format(
               Locale.ROOT,
@@ -273,9 +273,9 @@ final class Reserve implements Callable<Integer> {
               ratio(good, stat),
               100 * busy,
               peak,
-              rep.ttftMillis("interactive", 95),
+              rep.ttft().millis("interactive", 95),
               refused,
-              rep.deadlineMissed()));
+              rep.outcomes().deadlineMissed()));
     }
     b.append('\n');
     List<RunReport> reports = results.stream().map(AdaptiveRuns.Result::report).toList();

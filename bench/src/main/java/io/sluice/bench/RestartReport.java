@@ -151,8 +151,11 @@ final class RestartReport {
     List<RunReport> reports = results.stream().map(Result::report).toList();
     b.append(Tables.rejections(reports)).append('\n');
     for (Result r : results) {
-      if (!r.report().errors().isEmpty()) {
-        b.append("Errors, ").append(r.spec().name()).append(": ").append(r.report().errors());
+      if (!r.report().outcomes().errors().isEmpty()) {
+        b.append("Errors, ")
+            .append(r.spec().name())
+            .append(": ")
+            .append(r.report().outcomes().errors());
         b.append("\n\n");
       }
     }

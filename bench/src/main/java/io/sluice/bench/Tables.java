@@ -23,26 +23,26 @@ final class Tables {
             + " wasted tokens | upstream busy | Jain (tenants) |\n");
     b.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (RunReport r : reports) {
-      long refusals = r.refusalsWithRetryAfter() + r.refusalsWithoutRetryAfter();
+      long refusals = r.refusals().withRetryAfter() + r.refusals().withoutRetryAfter();
       b.append(
           String.format(
               Locale.ROOT,
               "| %s | %d | %d (%.0f%%) | %.1f | %d | %d | %d | %d | %s | %d (%d) | %.1f%% | %.0f%% |"
                   + " %.3f |\n",
               r.system(),
-              r.offered(),
-              r.completed(),
-              pct(r.completed(), r.offered()),
+              r.outcomes().offered(),
+              r.outcomes().completed(),
+              pct(r.outcomes().completed(), r.outcomes().offered()),
               r.goodputPerSecond(),
-              r.deadlineMissed(),
-              r.cancelled(),
-              r.rejectedFinalTotal(),
-              r.unfinished(),
-              refusals == 0 ? "n/a" : r.refusalsWithRetryAfter() + "/" + refusals,
-              r.retries(),
-              r.completedAfterRetry(),
-              100 * r.wastedFraction(),
-              100 * Math.min(1.0, r.meanUpstreamActive() / r.batchSlots()),
+              r.outcomes().deadlineMissed(),
+              r.outcomes().cancelled(),
+              r.outcomes().rejectedFinalTotal(),
+              r.outcomes().unfinished(),
+              refusals == 0 ? "n/a" : r.refusals().withRetryAfter() + "/" + refusals,
+              r.outcomes().retries(),
+              r.outcomes().completedAfterRetry(),
+              100 * r.tokens().wastedFraction(),
+              100 * Math.min(1.0, r.upstream().meanActive() / r.upstream().batchSlots()),
               jain(r)));
     }
     return b.toString();
@@ -70,14 +70,14 @@ final class Tables {
               Locale.ROOT,
               "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f%% | **%.1f%%** | %.1f%% |\n",
               r.system(),
-              r.tokensSpent() - r.unfinishedTokens(),
-              100 * r.wastedFraction(),
-              100 * r.endedFraction(r.tokensOnMissedDeadlines()),
-              100 * r.endedFraction(r.tokensAfterClientLeft()),
-              100 * r.endedFraction(r.tokensOnHangUpsAfterWaiting()),
-              100 * r.endedFraction(r.otherWastedTokens()),
-              100 * r.wastedByAdmissionFraction(),
-              100 * r.endedFraction(r.tokensOnHangUps())));
+              r.tokens().spent() - r.tokens().unfinished(),
+              100 * r.tokens().wastedFraction(),
+              100 * r.tokens().endedFraction(r.tokens().onMissedDeadlines()),
+              100 * r.tokens().endedFraction(r.tokens().afterClientLeft()),
+              100 * r.tokens().endedFraction(r.tokens().onHangUpsAfterWaiting()),
+              100 * r.tokens().endedFraction(r.tokens().otherWasted()),
+              100 * r.tokens().wastedByAdmissionFraction(),
+              100 * r.tokens().endedFraction(r.tokens().onHangUps())));
     }
     if (reference.hungUpTokens() + reference.missedDeadlineTokens() > 0) {
       long all =
@@ -107,7 +107,7 @@ final class Tables {
       if (r.system().equals("no admission")) {
         continue;
       }
-      double byAdmission = r.wastedByAdmissionFraction();
+      double byAdmission = r.tokens().wastedByAdmissionFraction();
       b.append(
           String.format(
               Locale.ROOT,
@@ -118,8 +118,8 @@ final class Tables {
               100 * byAdmission,
               100 * WASTE_TARGET,
               byAdmission <= WASTE_TARGET ? "met" : "NOT met",
-              100 * r.wastedFraction(),
-              100 * r.endedFraction(r.tokensOnHangUps()),
+              100 * r.tokens().wastedFraction(),
+              100 * r.tokens().endedFraction(r.tokens().onHangUps()),
               100 * reference.hungUpFraction()));
     }
     return b.toString();
@@ -143,10 +143,10 @@ final class Tables {
                           cls,
                           split.completed(),
                           split.offered(),
-                          ms(r.ttftMillis(cls, 50)),
-                          ms(r.ttftMillis(cls, 95)),
-                          ms(r.ttftMillis(cls, 99)),
-                          ms(r.ttftFromArrivalMillis(cls, 95)))));
+                          ms(r.ttft().millis(cls, 50)),
+                          ms(r.ttft().millis(cls, 95)),
+                          ms(r.ttft().millis(cls, 99)),
+                          ms(r.ttft().fromArrivalMillis(cls, 95)))));
     }
     return b.toString();
   }
@@ -154,11 +154,13 @@ final class Tables {
   static String rejections(List<RunReport> reports) {
     Map<String, Map<String, Long>> byReason = new TreeMap<>();
     for (RunReport r : reports) {
-      r.rejectionsByReason()
+      r.refusals()
+          .byReason()
           .forEach(
               (reason, n) ->
                   byReason.computeIfAbsent(reason, k -> new LinkedHashMap<>()).put(r.system(), n));
-      r.errors()
+      r.outcomes()
+          .errors()
           .forEach(
               (what, n) ->
                   byReason
@@ -193,7 +195,7 @@ final class Tables {
             "| system | reason | refused attempts | time to the refusal p50 | p99 | max |\n");
     b.append("|---|---|---|---|---|---|\n");
     for (RunReport r : reports) {
-      new TreeMap<>(r.refusalMicrosByReason())
+      new TreeMap<>(r.refusals().microsByReason())
           .forEach(
               (reason, h) ->
                   b.append(
@@ -274,7 +276,7 @@ final class Tables {
     Map<String, Double> shares = new LinkedHashMap<>();
     List<Map.Entry<String, RunReport.Split>> tenants = new ArrayList<>(r.byTenant().entrySet());
     tenants.sort(Comparator.comparingLong(e -> e.getValue().offered()));
-    double left = r.completed();
+    double left = r.outcomes().completed();
     int remaining = tenants.size();
     for (Map.Entry<String, RunReport.Split> e : tenants) {
       double equal = left / remaining;

@@ -257,11 +257,11 @@ final class Throttle implements Callable<Integer> {
       long up429 = ColdAdaptive.upstream(rep, "429");
       long up503 = ColdAdaptive.upstream(rep, "503");
       long sluice =
-          rep.rejectionsByReason().entrySet().stream()
+          rep.refusals().byReason().entrySet().stream()
               .filter(e -> !e.getKey().startsWith("upstream_"))
               .mapToLong(java.util.Map.Entry::getValue)
               .sum();
-      long errors = rep.errors().values().stream().mapToLong(Long::longValue).sum();
+      long errors = rep.outcomes().errors().values().stream().mapToLong(Long::longValue).sum();
       double limitBefore = r.meanLimit(r.skipSeconds(), before);
       List<AdaptiveRuns.Sample> at = r.between(outageEnd, outageEnd + 0.2);
       int limitAtEnd = at.isEmpty() ? -1 : at.get(0).limitRequests();
@@ -288,7 +288,7 @@ final class Throttle implements Callable<Integer> {
               up429,
               up503,
               sluice,
-              rep.refusalsWithoutRetryAfter(),
+              rep.refusals().withoutRetryAfter(),
               r.errors504(),
               errors - r.errors504(),
               ph.size() > 0 ? rep.byPhase().get(0).goodputPerSecond() : 0,

@@ -81,7 +81,9 @@ class AdaptiveBenchSmokeTest {
             new PrintStream(buf, true, StandardCharsets.UTF_8));
     assertThat(results).extracting(AdaptiveRuns.Result::adaptive).containsExactly(false, true);
     for (AdaptiveRuns.Result r : results) {
-      assertThat(r.report().accountedFor()).as(r.name()).isEqualTo(r.report().offered());
+      assertThat(r.report().outcomes().accountedFor())
+          .as(r.name())
+          .isEqualTo(r.report().outcomes().offered());
       assertThat(r.samples()).as(r.name()).isNotEmpty();
     }
     assertThat(results.get(0).samples()).allMatch(s -> s.limitRequests() == 16);
@@ -109,7 +111,9 @@ class AdaptiveBenchSmokeTest {
         t.run(t.workload(tiny(), 1, 1, 1), new PrintStream(buf, true, StandardCharsets.UTF_8));
     assertThat(results).extracting(AdaptiveRuns.Result::adaptive).containsExactly(false, true);
     for (AdaptiveRuns.Result r : results) {
-      assertThat(r.report().accountedFor()).as(r.name()).isEqualTo(r.report().offered());
+      assertThat(r.report().outcomes().accountedFor())
+          .as(r.name())
+          .isEqualTo(r.report().outcomes().offered());
       assertThat(r.report().byPhase()).hasSize(3);
     }
     String md = t.report(results);

@@ -49,9 +49,17 @@ class ChartsTest {
     List<RunReport.Second> timeline = List.of(second(0, 100), second(1, NAN), second(2, 400));
     RunReport r =
         new RunReport(
-            "sluice", 3, 3, 3, 3, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, 0, Map.of(), 0,
-            Map.of(), Map.of(), Map.of(), Map.of(), List.of(), timeline, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-            1, Map.of());
+            "sluice",
+            3,
+            new RunReport.Outcomes(3, 3, 3, 0, 0, 0, 0, 0, Map.of(), 0, 0, Map.of(), 0),
+            new RunReport.Refusals(Map.of(), 0, 0, Map.of()),
+            new RunReport.Ttft(Map.of(), Map.of()),
+            Map.of(),
+            Map.of(),
+            List.of(),
+            timeline,
+            new RunReport.Tokens(0, 0, 0, 0, 0, 0, 0, 0),
+            new RunReport.Upstream(0, 1));
     Path png = Charts.timeline(List.of(r), "gaps", dir.resolve("t.png"));
     assertThat(png).exists();
     assertThat(Files.size(png)).isPositive();

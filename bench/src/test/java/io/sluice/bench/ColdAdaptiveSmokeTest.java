@@ -55,7 +55,9 @@ class ColdAdaptiveSmokeTest {
           .extracting(AdaptiveRuns.Result::adaptive)
           .containsExactly(false, false, true);
       for (AdaptiveRuns.Result r : results) {
-        assertThat(r.report().accountedFor()).as(r.name()).isEqualTo(r.report().offered());
+        assertThat(r.report().outcomes().accountedFor())
+            .as(r.name())
+            .isEqualTo(r.report().outcomes().offered());
       }
       // safety: the adaptive pool never admits above its ceiling
       assertThat(results.get(2).samples())
@@ -84,7 +86,9 @@ class ColdAdaptiveSmokeTest {
         .extracting(AdaptiveRuns.Result::adaptive)
         .containsExactly(false, true, true);
     for (AdaptiveRuns.Result r : results) {
-      assertThat(r.report().accountedFor()).as(r.name()).isEqualTo(r.report().offered());
+      assertThat(r.report().outcomes().accountedFor())
+          .as(r.name())
+          .isEqualTo(r.report().outcomes().offered());
       assertThat(r.samples()).as(r.name()).allMatch(s -> s.limitRequests() <= ColdKnee.CEILING);
     }
     // the ceiling start begins at the ceiling, the floor start at the floor

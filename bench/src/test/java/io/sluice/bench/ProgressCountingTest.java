@@ -60,13 +60,15 @@ class ProgressCountingTest {
     }
     List<String> lines =
         progress.stream().map(p -> Comparison.progressLine(p, Map.of(), "sluice")).toList();
-    assertThat(r.offered()).isPositive();
-    assertThat(r.completed()).isZero();
-    assertThat(r.rejectedFinalTotal()).isEqualTo(r.offered());
-    assertThat(r.retries()).isPositive(); // Retry-After (1 s) is inside the 8 s deadline
+    assertThat(r.outcomes().offered()).isPositive();
+    assertThat(r.outcomes().completed()).isZero();
+    assertThat(r.outcomes().rejectedFinalTotal()).isEqualTo(r.outcomes().offered());
+    assertThat(r.outcomes().retries()).isPositive(); // Retry-After (1 s) is inside the 8 s deadline
     long refusedAttempts =
-        r.rejectionsByReason().values().stream().mapToLong(Long::longValue).sum();
-    assertThat(refusedAttempts).isEqualTo(r.attempts()).isGreaterThan(r.offered());
+        r.refusals().byReason().values().stream().mapToLong(Long::longValue).sum();
+    assertThat(refusedAttempts)
+        .isEqualTo(r.outcomes().attempts())
+        .isGreaterThan(r.outcomes().offered());
 
     assertThat(lines).isNotEmpty();
     for (String line : lines) {

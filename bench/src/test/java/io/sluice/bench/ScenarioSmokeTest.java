@@ -79,12 +79,15 @@ class ScenarioSmokeTest {
         .extracting(RunReport::system)
         .containsExactly("no admission", "concurrency cap", "sluice");
     for (RunReport r : reports) {
-      assertThat(r.offered()).as(r.system()).isPositive();
-      assertThat(r.accountedFor()).as(r.system()).isEqualTo(r.offered());
-      assertThat(r.attempts() + r.unsent()).as(r.system()).isEqualTo(r.offered() + r.retries());
-      assertThat(r.refusalsWithoutRetryAfter()).as(r.system()).isZero();
+      assertThat(r.outcomes().offered()).as(r.system()).isPositive();
+      assertThat(r.outcomes().accountedFor()).as(r.system()).isEqualTo(r.outcomes().offered());
+      assertThat(r.outcomes().attempts() + r.outcomes().unsent())
+          .as(r.system())
+          .isEqualTo(r.outcomes().offered() + r.outcomes().retries());
+      assertThat(r.refusals().withoutRetryAfter()).as(r.system()).isZero();
     }
-    assertThat(reports.get(0).offered()).isEqualTo(reports.get(2).offered()); // same arrivals
+    assertThat(reports.get(0).outcomes().offered())
+        .isEqualTo(reports.get(2).outcomes().offered()); // same arrivals
     assertThat(Files.list(dir).map(p -> p.getFileName().toString()))
         .contains("cancel.md", "cancel-timeline.png", "cancel-rejections.png");
     // the waste split, with the served-on-arrival reference row (its clients hang up)
@@ -97,21 +100,32 @@ class ScenarioSmokeTest {
     for (RunReport r : reports) {
       // per-attempt token counts and the upstream's totals are read at different instants: at
       // most a token in flight per request that ended early apart
-      long slack = r.cancelled() + r.deadlineMissed();
-      assertThat(r.wastedTokens() + slack)
+      long slack = r.outcomes().cancelled() + r.outcomes().deadlineMissed();
+      assertThat(r.tokens().wasted() + slack)
           .as(r.system())
           .isGreaterThanOrEqualTo(
-              r.tokensOnHangUps() + r.tokensOnHangUpsAfterWaiting() + r.tokensOnMissedDeadlines());
-      assertThat(r.wastedByAdmission() + slack)
+              r.tokens().onHangUps()
+                  + r.tokens().onHangUpsAfterWaiting()
+                  + r.tokens().onMissedDeadlines());
+      assertThat(r.tokens().wastedByAdmission() + slack)
           .as(r.system())
-          .isGreaterThanOrEqualTo(r.tokensOnHangUpsAfterWaiting() + r.tokensOnMissedDeadlines());
+          .isGreaterThanOrEqualTo(
+              r.tokens().onHangUpsAfterWaiting() + r.tokens().onMissedDeadlines());
     }
   }
 
   private static RunReport report(Map<String, RunReport.Split> tenants, long completed) {
     return new RunReport(
-        "t", 1, 210, 210, completed, 0, 0, 0, 0, 0, Map.of(), Map.of(), 0, 0, 0, 0, Map.of(), 0,
-        Map.of(), Map.of(), Map.of(), tenants, List.of(), List.of(), 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-        Map.of());
+        "t",
+        1,
+        new RunReport.Outcomes(210, 210, completed, 0, 0, 0, 0, 0, Map.of(), 0, 0, Map.of(), 0),
+        new RunReport.Refusals(Map.of(), 0, 0, Map.of()),
+        new RunReport.Ttft(Map.of(), Map.of()),
+        Map.of(),
+        tenants,
+        List.of(),
+        List.of(),
+        new RunReport.Tokens(0, 0, 0, 0, 0, 0, 0, 0),
+        new RunReport.Upstream(0, 1));
   }
 }

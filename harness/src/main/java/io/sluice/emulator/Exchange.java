@@ -368,7 +368,7 @@ final class Exchange {
       }
       return;
     }
-    if (config.closeStreamAfterLastResponse() && !processingComplete && !finished) {
+    if (config.streamClose().afterLastResponse() && !processingComplete && !finished) {
       maybeCloseAfterLastResponse();
     }
   }
@@ -383,9 +383,9 @@ final class Exchange {
       return;
     }
     boolean responseNeedsNothing =
-        config.responseHeaderMode() == HeaderMode.SKIP
-            && config.responseBodyMode() == BodyMode.NONE
-            && config.responseTrailerMode() == HeaderMode.SKIP;
+        config.processingMode().responseHeaderMode() == HeaderMode.SKIP
+            && config.processingMode().responseBodyMode() == BodyMode.NONE
+            && config.processingMode().responseTrailerMode() == HeaderMode.SKIP;
     boolean requestDone = requestPath.forwarded();
     Stage stage = responsePath.stage;
     boolean responseDone =
@@ -470,6 +470,7 @@ final class Exchange {
   }
 
   private void applyDynamicMetadata(ProcessingResponse response) {
-    ExtProcMessages.mergeDynamicMetadata(response, config.receivingNamespaces(), dynamicMetadata);
+    ExtProcMessages.mergeDynamicMetadata(
+        response, config.metadataOptions().receivingNamespaces(), dynamicMetadata);
   }
 }

@@ -12,19 +12,11 @@ import org.jspecify.annotations.Nullable;
  * names in comments). Build with {@link #builder()}; {@link #defaults()} equals Envoy's defaults
  * (headers SEND, bodies NONE, message_timeout 200 ms, overrides disabled, fail-closed).
  *
- * @param requestHeaderMode {@code processing_mode.request_header_mode}
- * @param responseHeaderMode {@code processing_mode.response_header_mode}
- * @param requestBodyMode {@code processing_mode.request_body_mode}
- * @param responseBodyMode {@code processing_mode.response_body_mode}
- * @param responseTrailerMode {@code processing_mode.response_trailer_mode} (default SKIP: for
- *     trailers Envoy's DEFAULT means SKIP); with SEND an upstream response's trailers go to the
- *     processor as {@code response_trailers} and its {@code header_mutation} applies to them
+ * @param processingMode {@code processing_mode}
  * @param messageTimeout {@code message_timeout} (0..3600 s)
  * @param maxMessageTimeout {@code max_message_timeout} (0 disables override_message_timeout)
  * @param failureModeAllow {@code failure_mode_allow}
- * @param receivingNamespaces {@code metadata_options.receiving_namespaces.untyped}
- * @param forwardingNamespaces {@code metadata_options.forwarding_namespaces.untyped}
- * @param typedForwardingNamespaces {@code metadata_options.forwarding_namespaces.typed}
+ * @param metadataOptions {@code metadata_options}
  * @param aiFilters Envoy's AI filters sit in the chain ({@link AiFilters}): the request-info
  *     filter's record is on the stream before the first message, the AI protocol manager's token
  *     usage from a 2xx response's clean end on
@@ -36,12 +28,7 @@ import org.jspecify.annotations.Nullable;
  * @param grpcAuthority the {@code :authority} of the gRPC stream (cluster name or {@code
  *     envoy_grpc.authority})
  * @param sendProtocolConfig send {@code protocol_config} on the first message (Envoy 1.34+)
- * @param gracefulClose runtime flag {@code envoy.reloadable_features.ext_proc_graceful_grpc_close}
- * @param remoteCloseTimeout {@code envoy.filters.http.ext_proc.remote_close_timeout_milliseconds}
- * @param closeStreamAfterLastResponse Envoy 1.37 runtime guard {@code
- *     envoy.reloadable_features.ext_proc_stream_close_optimization}: close the stream as soon as no
- *     further message will be needed instead of at the end of the HTTP request (off by default,
- *     i.e. Envoy ≤ 1.36 behaviour)
+ * @param streamClose when and how Envoy closes the gRPC stream (runtime flags)
  * @param mutationRules {@code mutation_rules}: which header changes the server may make
  * @param routeCacheAction {@code route_cache_action} (≈1.31): when a request-path response clears
  *     the route cache
@@ -53,30 +40,114 @@ import org.jspecify.annotations.Nullable;
  *     ({@link EnvoyTracing}); null when tracing is off (Envoy's default)
  */
 public record FilterConfig(
-    HeaderMode requestHeaderMode,
-    HeaderMode responseHeaderMode,
-    BodyMode requestBodyMode,
-    BodyMode responseBodyMode,
-    HeaderMode responseTrailerMode,
+    ProcessingMode processingMode,
     Duration messageTimeout,
     Duration maxMessageTimeout,
     boolean failureModeAllow,
-    Set<String> receivingNamespaces,
-    Set<String> forwardingNamespaces,
-    Set<String> typedForwardingNamespaces,
+    MetadataOptions metadataOptions,
     boolean aiFilters,
     Map<String, Object> requestAttributes,
     Map<String, Object> responseAttributes,
     Map<String, String> grpcInitialMetadata,
     String grpcAuthority,
     boolean sendProtocolConfig,
-    boolean gracefulClose,
-    Duration remoteCloseTimeout,
-    boolean closeStreamAfterLastResponse,
+    StreamClose streamClose,
     MutationRules mutationRules,
     RouteCacheAction routeCacheAction,
     boolean disableClearRouteCache,
     @Nullable EnvoyTracing tracing) {
+
+  /**
+   * {@code processing_mode}: which parts of the request and response go to the processor.
+   *
+   * @param requestHeaderMode {@code request_header_mode}
+   * @param responseHeaderMode {@code response_header_mode}
+   * @param requestBodyMode {@code request_body_mode}
+   * @param responseBodyMode {@code response_body_mode}
+   * @param responseTrailerMode {@code response_trailer_mode} (default SKIP: for trailers Envoy's
+   *     DEFAULT means SKIP); with SEND an upstream response's trailers go to the processor as
+   *     {@code response_trailers} and its {@code header_mutation} applies to them
+   */
+  public record ProcessingMode(
+      HeaderMode requestHeaderMode,
+      HeaderMode responseHeaderMode,
+      BodyMode requestBodyMode,
+      BodyMode responseBodyMode,
+      HeaderMode responseTrailerMode) {
+    /** Envoy's defaults: headers SEND, bodies NONE, trailers SKIP. */
+    public static ProcessingMode defaults() {
+      return new ProcessingMode(
+          HeaderMode.SEND, HeaderMode.SEND, BodyMode.NONE, BodyMode.NONE, HeaderMode.SKIP);
+    }
+
+    public ProcessingMode withRequestHeaderMode(HeaderMode m) {
+      return new ProcessingMode(
+          m, responseHeaderMode, requestBodyMode, responseBodyMode, responseTrailerMode);
+    }
+
+    public ProcessingMode withResponseHeaderMode(HeaderMode m) {
+      return new ProcessingMode(
+          requestHeaderMode, m, requestBodyMode, responseBodyMode, responseTrailerMode);
+    }
+
+    public ProcessingMode withRequestBodyMode(BodyMode m) {
+      return new ProcessingMode(
+          requestHeaderMode, responseHeaderMode, m, responseBodyMode, responseTrailerMode);
+    }
+
+    public ProcessingMode withResponseBodyMode(BodyMode m) {
+      return new ProcessingMode(
+          requestHeaderMode, responseHeaderMode, requestBodyMode, m, responseTrailerMode);
+    }
+
+    public ProcessingMode withResponseTrailerMode(HeaderMode m) {
+      return new ProcessingMode(
+          requestHeaderMode, responseHeaderMode, requestBodyMode, responseBodyMode, m);
+    }
+  }
+
+  /**
+   * {@code metadata_options}: the dynamic metadata namespaces the filter takes from the processor
+   * and sends to it.
+   *
+   * @param receivingNamespaces {@code receiving_namespaces.untyped}
+   * @param forwardingNamespaces {@code forwarding_namespaces.untyped}
+   * @param typedForwardingNamespaces {@code forwarding_namespaces.typed}
+   */
+  public record MetadataOptions(
+      Set<String> receivingNamespaces,
+      Set<String> forwardingNamespaces,
+      Set<String> typedForwardingNamespaces) {
+    public MetadataOptions {
+      receivingNamespaces = Set.copyOf(receivingNamespaces);
+      forwardingNamespaces = Set.copyOf(forwardingNamespaces);
+      typedForwardingNamespaces = Set.copyOf(typedForwardingNamespaces);
+    }
+  }
+
+  /**
+   * When and how Envoy closes the ext_proc gRPC stream (runtime flags, not filter fields).
+   *
+   * @param graceful runtime flag {@code envoy.reloadable_features.ext_proc_graceful_grpc_close}
+   * @param remoteTimeout {@code envoy.filters.http.ext_proc.remote_close_timeout_milliseconds}
+   * @param afterLastResponse Envoy 1.37 runtime guard {@code
+   *     envoy.reloadable_features.ext_proc_stream_close_optimization}: close the stream as soon as
+   *     no further message will be needed instead of at the end of the HTTP request (off by
+   *     default, i.e. Envoy ≤ 1.36 behaviour)
+   */
+  public record StreamClose(boolean graceful, Duration remoteTimeout, boolean afterLastResponse) {
+    public StreamClose {
+      if (remoteTimeout.isNegative()) {
+        throw new IllegalArgumentException(
+            "remoteCloseTimeout: " + remoteTimeout + " (expected: >= 0)");
+      }
+    }
+
+    /** Envoy's defaults: not graceful, 1 s, at the end of the HTTP request. */
+    public static StreamClose defaults() {
+      return new StreamClose(false, Duration.ofMillis(1000), false);
+    }
+  }
 
   /** {@code ProcessingMode.HeaderSendMode} (DEFAULT means SEND for headers). */
   public enum HeaderMode {
@@ -136,17 +207,10 @@ public record FilterConfig(
   public FilterConfig {
     requireRange("messageTimeout", messageTimeout);
     requireRange("maxMessageTimeout", maxMessageTimeout);
-    if (remoteCloseTimeout.isNegative()) {
-      throw new IllegalArgumentException(
-          "remoteCloseTimeout: " + remoteCloseTimeout + " (expected: >= 0)");
-    }
     if (grpcAuthority == null || grpcAuthority.isBlank()) {
       throw new IllegalArgumentException(
           "grpcAuthority: " + grpcAuthority + " (expected: non-blank)");
     }
-    receivingNamespaces = Set.copyOf(receivingNamespaces);
-    forwardingNamespaces = Set.copyOf(forwardingNamespaces);
-    typedForwardingNamespaces = Set.copyOf(typedForwardingNamespaces);
     requestAttributes = Map.copyOf(requestAttributes);
     responseAttributes = Map.copyOf(responseAttributes);
     grpcInitialMetadata = Map.copyOf(grpcInitialMetadata);
@@ -183,26 +247,20 @@ public record FilterConfig(
 
   public Builder toBuilder() {
     Builder b = new Builder();
-    b.requestHeaderMode = requestHeaderMode;
-    b.responseHeaderMode = responseHeaderMode;
-    b.requestBodyMode = requestBodyMode;
-    b.responseBodyMode = responseBodyMode;
-    b.responseTrailerMode = responseTrailerMode;
+    b.processingMode = processingMode;
     b.messageTimeout = messageTimeout;
     b.maxMessageTimeout = maxMessageTimeout;
     b.failureModeAllow = failureModeAllow;
-    b.receivingNamespaces.addAll(receivingNamespaces);
-    b.forwardingNamespaces.addAll(forwardingNamespaces);
-    b.typedForwardingNamespaces.addAll(typedForwardingNamespaces);
+    b.receivingNamespaces.addAll(metadataOptions.receivingNamespaces());
+    b.forwardingNamespaces.addAll(metadataOptions.forwardingNamespaces());
+    b.typedForwardingNamespaces.addAll(metadataOptions.typedForwardingNamespaces());
     b.aiFilters = aiFilters;
     b.requestAttributes.putAll(requestAttributes);
     b.responseAttributes.putAll(responseAttributes);
     b.grpcInitialMetadata.putAll(grpcInitialMetadata);
     b.grpcAuthority = grpcAuthority;
     b.sendProtocolConfig = sendProtocolConfig;
-    b.gracefulClose = gracefulClose;
-    b.remoteCloseTimeout = remoteCloseTimeout;
-    b.closeStreamAfterLastResponse = closeStreamAfterLastResponse;
+    b.streamClose = streamClose;
     b.mutationRules = mutationRules;
     b.routeCacheAction = routeCacheAction;
     b.disableClearRouteCache = disableClearRouteCache;
@@ -212,11 +270,7 @@ public record FilterConfig(
 
   /** Builder with Envoy's defaults. */
   public static final class Builder {
-    private HeaderMode requestHeaderMode = HeaderMode.SEND;
-    private HeaderMode responseHeaderMode = HeaderMode.SEND;
-    private BodyMode requestBodyMode = BodyMode.NONE;
-    private BodyMode responseBodyMode = BodyMode.NONE;
-    private HeaderMode responseTrailerMode = HeaderMode.SKIP;
+    private ProcessingMode processingMode = ProcessingMode.defaults();
     private Duration messageTimeout = Duration.ofMillis(200);
     private Duration maxMessageTimeout = Duration.ZERO;
     private boolean failureModeAllow;
@@ -229,9 +283,7 @@ public record FilterConfig(
     private final Map<String, String> grpcInitialMetadata = new LinkedHashMap<>();
     private String grpcAuthority = "ext_proc_cluster";
     private boolean sendProtocolConfig = true;
-    private boolean gracefulClose;
-    private Duration remoteCloseTimeout = Duration.ofMillis(1000);
-    private boolean closeStreamAfterLastResponse;
+    private StreamClose streamClose = StreamClose.defaults();
     private MutationRules mutationRules = MutationRules.defaults();
     private RouteCacheAction routeCacheAction = RouteCacheAction.DEFAULT;
     private boolean disableClearRouteCache;
@@ -240,27 +292,27 @@ public record FilterConfig(
     private Builder() {}
 
     public Builder requestHeaderMode(HeaderMode mode) {
-      this.requestHeaderMode = mode;
+      this.processingMode = processingMode.withRequestHeaderMode(mode);
       return this;
     }
 
     public Builder responseHeaderMode(HeaderMode mode) {
-      this.responseHeaderMode = mode;
+      this.processingMode = processingMode.withResponseHeaderMode(mode);
       return this;
     }
 
     public Builder responseTrailerMode(HeaderMode mode) {
-      this.responseTrailerMode = mode;
+      this.processingMode = processingMode.withResponseTrailerMode(mode);
       return this;
     }
 
     public Builder requestBodyMode(BodyMode mode) {
-      this.requestBodyMode = mode;
+      this.processingMode = processingMode.withRequestBodyMode(mode);
       return this;
     }
 
     public Builder responseBodyMode(BodyMode mode) {
-      this.responseBodyMode = mode;
+      this.processingMode = processingMode.withResponseBodyMode(mode);
       return this;
     }
 
@@ -327,17 +379,20 @@ public record FilterConfig(
     }
 
     public Builder gracefulClose(boolean graceful) {
-      this.gracefulClose = graceful;
+      StreamClose c = streamClose;
+      this.streamClose = new StreamClose(graceful, c.remoteTimeout(), c.afterLastResponse());
       return this;
     }
 
     public Builder remoteCloseTimeout(Duration timeout) {
-      this.remoteCloseTimeout = timeout;
+      StreamClose c = streamClose;
+      this.streamClose = new StreamClose(c.graceful(), timeout, c.afterLastResponse());
       return this;
     }
 
     public Builder closeStreamAfterLastResponse(boolean close) {
-      this.closeStreamAfterLastResponse = close;
+      StreamClose c = streamClose;
+      this.streamClose = new StreamClose(c.graceful(), c.remoteTimeout(), close);
       return this;
     }
 
@@ -388,26 +443,18 @@ public record FilterConfig(
 
     public FilterConfig build() {
       return new FilterConfig(
-          requestHeaderMode,
-          responseHeaderMode,
-          requestBodyMode,
-          responseBodyMode,
-          responseTrailerMode,
+          processingMode,
           messageTimeout,
           maxMessageTimeout,
           failureModeAllow,
-          receivingNamespaces,
-          forwardingNamespaces,
-          typedForwardingNamespaces,
+          new MetadataOptions(receivingNamespaces, forwardingNamespaces, typedForwardingNamespaces),
           aiFilters,
           requestAttributes,
           responseAttributes,
           grpcInitialMetadata,
           grpcAuthority,
           sendProtocolConfig,
-          gracefulClose,
-          remoteCloseTimeout,
-          closeStreamAfterLastResponse,
+          streamClose,
           mutationRules,
           routeCacheAction,
           disableClearRouteCache,

@@ -119,8 +119,14 @@ final class ProcessorState {
 
   /** Envoy removes content-length in STREAMED, and in BUFFERED when headers are skipped. */
   boolean stripsContentLength() {
-    BodyMode body = request ? config.requestBodyMode() : config.responseBodyMode();
-    HeaderMode header = request ? config.requestHeaderMode() : config.responseHeaderMode();
+    BodyMode body =
+        request
+            ? config.processingMode().requestBodyMode()
+            : config.processingMode().responseBodyMode();
+    HeaderMode header =
+        request
+            ? config.processingMode().requestHeaderMode()
+            : config.processingMode().responseHeaderMode();
     return body == BodyMode.STREAMED || (body == BodyMode.BUFFERED && header == HeaderMode.SKIP);
   }
 

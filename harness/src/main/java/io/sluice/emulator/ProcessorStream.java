@@ -107,15 +107,15 @@ final class ProcessorStream {
     direction.attributesSent = true;
     Metadata.Builder context = Metadata.newBuilder();
     for (Map.Entry<String, Struct> e : request.streamMetadata().entrySet()) {
-      if (config.forwardingNamespaces().contains(e.getKey())) {
+      if (config.metadataOptions().forwardingNamespaces().contains(e.getKey())) {
         context.putFilterMetadata(e.getKey(), e.getValue());
       }
     }
     for (AiFilters.Published p : published.values()) {
-      if (config.forwardingNamespaces().contains(p.namespace())) {
+      if (config.metadataOptions().forwardingNamespaces().contains(p.namespace())) {
         context.putFilterMetadata(p.namespace(), p.untyped());
       }
-      if (config.typedForwardingNamespaces().contains(p.namespace())) {
+      if (config.metadataOptions().typedForwardingNamespaces().contains(p.namespace())) {
         context.putTypedFilterMetadata(p.namespace(), p.typed());
       }
     }
@@ -123,8 +123,10 @@ final class ProcessorStream {
     if (!firstMessageSent && config.sendProtocolConfig()) {
       msg.setProtocolConfig(
           ProtocolConfiguration.newBuilder()
-              .setRequestBodyMode(ExtProcMessages.toProto(config.requestBodyMode()))
-              .setResponseBodyMode(ExtProcMessages.toProto(config.responseBodyMode())));
+              .setRequestBodyMode(
+                  ExtProcMessages.toProto(config.processingMode().requestBodyMode()))
+              .setResponseBodyMode(
+                  ExtProcMessages.toProto(config.processingMode().responseBodyMode())));
     }
     firstMessageSent = true;
     direction.startCall(next);
@@ -176,7 +178,7 @@ final class ProcessorStream {
       return;
     }
     stats.streamsClosed.increment();
-    if (maybeGraceful && config.gracefulClose()) {
+    if (maybeGraceful && config.streamClose().graceful()) {
       call.halfClose();
       remoteCloseTimer =
           sync.schedule(
@@ -186,7 +188,7 @@ final class ProcessorStream {
                   c.cancel("ext_proc remote close timeout", null);
                 }
               },
-              config.remoteCloseTimeout().toNanos(),
+              config.streamClose().remoteTimeout().toNanos(),
               TimeUnit.NANOSECONDS,
               scheduler);
     } else {

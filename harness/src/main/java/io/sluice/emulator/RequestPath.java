@@ -87,7 +87,7 @@ final class RequestPath {
   }
 
   void headersPhase() {
-    if (x.wants(config.requestHeaderMode() == HeaderMode.SEND)) {
+    if (x.wants(config.processingMode().requestHeaderMode() == HeaderMode.SEND)) {
       requestHeadersHeld = true;
       ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
       msg.setRequestHeaders(
@@ -123,7 +123,7 @@ final class RequestPath {
   }
 
   private void bodyPhase() {
-    BodyMode mode = config.requestBodyMode();
+    BodyMode mode = config.processingMode().requestBodyMode();
     if (requestBody.length == 0 || !x.wants(mode != BodyMode.NONE)) {
       forwardedBody.writeBytes(requestBody);
       forwardUpstream();

@@ -102,7 +102,7 @@ final class ResponsePath {
   }
 
   private void headersPhase() {
-    if (x.wants(config.responseHeaderMode() == HeaderMode.SEND)) {
+    if (x.wants(config.processingMode().responseHeaderMode() == HeaderMode.SEND)) {
       stage = Stage.AWAIT_HEADERS_RESPONSE;
       ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
       msg.setResponseHeaders(
@@ -143,7 +143,7 @@ final class ResponsePath {
 
   /** The response headers are released (or about to be buffered with the body). */
   void bodyStart() {
-    BodyMode mode = config.responseBodyMode();
+    BodyMode mode = config.processingMode().responseBodyMode();
     boolean process = !response().body().isEmpty() && x.wants(mode != BodyMode.NONE);
     if (!process) {
       sendDownstreamHeaders();
@@ -299,7 +299,7 @@ final class ResponsePath {
       x.finish(Outcome.UPSTREAM_RESPONSE);
       return;
     }
-    if (x.wants(config.responseTrailerMode() == HeaderMode.SEND)) {
+    if (x.wants(config.processingMode().responseTrailerMode() == HeaderMode.SEND)) {
       stage = Stage.AWAIT_TRAILERS_RESPONSE;
       ProcessingRequest.Builder msg = ProcessingRequest.newBuilder();
       msg.setResponseTrailers(
@@ -314,7 +314,7 @@ final class ResponsePath {
   boolean trailersOwed() {
     return trailers != null
         && stage != Stage.DONE
-        && config.responseTrailerMode() == HeaderMode.SEND
+        && config.processingMode().responseTrailerMode() == HeaderMode.SEND
         && !x.processingComplete;
   }
 

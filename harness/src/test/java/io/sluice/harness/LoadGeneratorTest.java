@@ -57,18 +57,18 @@ class LoadGeneratorTest {
     try (Rig rig = Rig.noAdmission("direct", FAST)) {
       r = new LoadGenerator(workload(0, 0, Duration.ofSeconds(5))).run(rig, progress::add);
     }
-    assertThat(r.offered()).isPositive();
-    assertThat(r.accountedFor()).isEqualTo(r.offered());
-    assertThat(r.completed()).isPositive();
+    assertThat(r.outcomes().offered()).isPositive();
+    assertThat(r.outcomes().accountedFor()).isEqualTo(r.outcomes().offered());
+    assertThat(r.outcomes().completed()).isPositive();
     assertThat(r.byClass().values().stream().mapToLong(RunReport.Split::offered).sum())
-        .isEqualTo(r.offered());
+        .isEqualTo(r.outcomes().offered());
     assertThat(r.byTenant().values().stream().mapToLong(RunReport.Split::completed).sum())
-        .isEqualTo(r.completed());
+        .isEqualTo(r.outcomes().completed());
     assertThat(r.timeline().stream().mapToLong(RunReport.Second::offered).sum())
-        .isEqualTo(r.offered());
-    assertThat(r.tokensSpent()).isGreaterThanOrEqualTo(r.usefulTokens());
-    assertThat(r.usefulTokens()).isPositive();
-    assertThat(r.attempts()).isEqualTo(r.offered());
+        .isEqualTo(r.outcomes().offered());
+    assertThat(r.tokens().spent()).isGreaterThanOrEqualTo(r.tokens().useful());
+    assertThat(r.tokens().useful()).isPositive();
+    assertThat(r.outcomes().attempts()).isEqualTo(r.outcomes().offered());
   }
 
   @Test
@@ -79,13 +79,15 @@ class LoadGeneratorTest {
       rig.upstream().throttle(429, Duration.ofSeconds(1));
       r = new LoadGenerator(workload(1, 0, Duration.ofSeconds(3))).run(rig, p -> {});
     }
-    assertThat(r.completed()).isZero();
-    assertThat(r.accountedFor()).isEqualTo(r.offered());
-    assertThat(r.rejectedFinal()).containsOnlyKeys("upstream_429");
-    assertThat(r.refusalsWithoutRetryAfter()).isZero();
-    assertThat(r.refusalsWithRetryAfter()).isEqualTo(r.attempts());
-    assertThat(r.retries()).isEqualTo(r.offered()); // one retry each, then refused for good
-    assertThat(r.attempts() + r.unsent()).isEqualTo(r.offered() + r.retries());
+    assertThat(r.outcomes().completed()).isZero();
+    assertThat(r.outcomes().accountedFor()).isEqualTo(r.outcomes().offered());
+    assertThat(r.outcomes().rejectedFinal()).containsOnlyKeys("upstream_429");
+    assertThat(r.refusals().withoutRetryAfter()).isZero();
+    assertThat(r.refusals().withRetryAfter()).isEqualTo(r.outcomes().attempts());
+    assertThat(r.outcomes().retries())
+        .isEqualTo(r.outcomes().offered()); // one retry each, then refused for good
+    assertThat(r.outcomes().attempts() + r.outcomes().unsent())
+        .isEqualTo(r.outcomes().offered() + r.outcomes().retries());
   }
 
   @Test
@@ -96,24 +98,25 @@ class LoadGeneratorTest {
     try (Rig rig = Rig.noAdmission("cancel", slow)) {
       r = new LoadGenerator(workload(0, 1.0, Duration.ofSeconds(5))).run(rig, p -> {});
     }
-    assertThat(r.cancelled()).isPositive();
-    assertThat(r.accountedFor()).isEqualTo(r.offered());
+    assertThat(r.outcomes().cancelled()).isPositive();
+    assertThat(r.outcomes().accountedFor()).isEqualTo(r.outcomes().offered());
     // every client hangs up on its own within 50 ms: the waste is theirs, none on deadlines, and
     // the upstream stops when they leave (at most a token in flight each)
     // served on arrival, every answer (80 ms or more) outlasts its client: all its own hang-ups
-    assertThat(r.tokensOnHangUps()).isPositive();
-    assertThat(r.tokensOnHangUpsAfterWaiting()).isZero();
-    assertThat(r.tokensOnMissedDeadlines()).isZero();
-    assertThat(r.tokensAfterClientLeft()).isLessThanOrEqualTo(r.cancelled());
-    assertThat(r.wastedTokens())
+    assertThat(r.tokens().onHangUps()).isPositive();
+    assertThat(r.tokens().onHangUpsAfterWaiting()).isZero();
+    assertThat(r.tokens().onMissedDeadlines()).isZero();
+    assertThat(r.tokens().afterClientLeft()).isLessThanOrEqualTo(r.outcomes().cancelled());
+    assertThat(r.tokens().wasted())
         .isEqualTo(
-            r.tokensOnHangUps()
-                + r.tokensOnHangUpsAfterWaiting()
-                + r.tokensOnMissedDeadlines()
-                + r.tokensAfterClientLeft()
-                + r.otherWastedTokens());
-    assertThat(r.otherWastedTokens()).isLessThanOrEqualTo(r.cancelled());
-    assertThat(r.wastedByAdmission()).isEqualTo(r.wastedTokens() - r.tokensOnHangUps());
+            r.tokens().onHangUps()
+                + r.tokens().onHangUpsAfterWaiting()
+                + r.tokens().onMissedDeadlines()
+                + r.tokens().afterClientLeft()
+                + r.tokens().otherWasted());
+    assertThat(r.tokens().otherWasted()).isLessThanOrEqualTo(r.outcomes().cancelled());
+    assertThat(r.tokens().wastedByAdmission())
+        .isEqualTo(r.tokens().wasted() - r.tokens().onHangUps());
   }
 
   @Test
@@ -152,11 +155,11 @@ class LoadGeneratorTest {
     try (Rig rig = Rig.noAdmission("one slot", oneSlot)) {
       r = new LoadGenerator(w).run(rig, p -> {});
     }
-    assertThat(r.accountedFor()).isEqualTo(r.offered());
-    assertThat(r.cancelled()).isPositive();
-    assertThat(r.tokensOnHangUps()).isZero(); // none of them would have left served on arrival
-    assertThat(r.tokensOnHangUpsAfterWaiting()).isPositive();
-    assertThat(r.wastedByAdmission()).isEqualTo(r.wastedTokens()).isPositive();
+    assertThat(r.outcomes().accountedFor()).isEqualTo(r.outcomes().offered());
+    assertThat(r.outcomes().cancelled()).isPositive();
+    assertThat(r.tokens().onHangUps()).isZero(); // none of them would have left served on arrival
+    assertThat(r.tokens().onHangUpsAfterWaiting()).isPositive();
+    assertThat(r.tokens().wastedByAdmission()).isEqualTo(r.tokens().wasted()).isPositive();
   }
 
   @Test
