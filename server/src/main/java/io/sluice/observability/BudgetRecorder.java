@@ -26,6 +26,12 @@ public final class BudgetRecorder implements SessionListener, DecisionRecordPart
     this.meters = meters;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Noted.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Noted e) {

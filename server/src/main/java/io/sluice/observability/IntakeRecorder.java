@@ -22,6 +22,12 @@ public final class IntakeRecorder implements SessionListener, DecisionRecordPart
     this.meters = meters;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Answered.class || type == SessionEvent.Refused.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     RequestFacts f;

@@ -27,6 +27,15 @@ public final class McpRecorder implements SessionListener {
     this.labels = Set.copyOf(labels);
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Admitted.class
+        || type == SessionEvent.Released.class
+        || type == SessionEvent.Dequeued.class
+        || type == SessionEvent.Refused.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Admitted e) {

@@ -18,6 +18,12 @@ public final class NativeMetadataRecorder implements SessionListener {
     this.meters = meters;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Noted.class || type == SessionEvent.Released.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Noted n && n.note() instanceof NativeCheck c) {

@@ -72,6 +72,14 @@ public final class OtelRecorder implements SessionListener {
     this.getter = new Getter(headerSignals);
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class
+        || type == SessionEvent.Refused.class
+        || type == SessionEvent.Answered.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Released e) {

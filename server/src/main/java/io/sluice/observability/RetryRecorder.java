@@ -23,6 +23,12 @@ public final class RetryRecorder implements SessionListener, DecisionRecordPart 
     this.meters = meters;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class || type == SessionEvent.Noted.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Released e) {

@@ -39,6 +39,12 @@ public final class SessionRecorder implements SessionListener {
     this.parts = parts.toArray(new DecisionRecordPart[0]);
   }
 
+  /** Every event but a check's note (a feature's listener reads those). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type != SessionEvent.Noted.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     // Java 17: no pattern switch; the hot events come first

@@ -17,6 +17,12 @@ public final class SloRecorder implements SessionListener {
     this.metrics = metrics;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (!(event instanceof SessionEvent.Released e) || !AnswerTimes.counted(e)) {

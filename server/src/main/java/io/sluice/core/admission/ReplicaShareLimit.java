@@ -16,8 +16,9 @@ final class ReplicaShareLimit implements LimitSource {
   private final AtomicReference<PoolLimits.@Nullable Share> granted = new AtomicReference<>();
   private Listener listener = nowNanos -> {};
   // the self-fence of the last grant: from its instant on, unless granted again first, the pool
-  // admits on its store-down share (@GuardedBy("this"), with granted)
-  private SharedPool.@Nullable Fence fence;
+  // admits on its store-down share (written under "this", with granted; volatile: read without it
+  // first, so that a decision or a release takes no monitor while no fence is due)
+  private volatile SharedPool.@Nullable Fence fence;
 
   @Override
   public void notifyOnChange(Listener listener) {
@@ -45,16 +46,23 @@ final class ReplicaShareLimit implements LimitSource {
 
   /**
    * Under the pool lock, before anything may start: whether the fence passed at {@code nowNanos}
-   * and its share replaced the grant (the caller then applies the limits). Once.
+   * and its share replaced the grant (the caller then applies the limits). Once. Every decision and
+   * every release asks: without a fence, or before its instant, it answers without a monitor.
    */
-  synchronized boolean fenced(long nowNanos) {
-    SharedPool.Fence f = fence;
-    if (f == null || nowNanos - f.atNanos() < 0) {
-      return false;
+  boolean fenced(long nowNanos) {
+    SharedPool.Fence seen = fence;
+    if (seen == null || nowNanos - seen.atNanos() < 0) {
+      return false; // as if asked just before a grant that races with it
     }
-    fence = null;
-    granted.set(new PoolLimits.Share(f.work(), f.requests(), null));
-    return true;
+    synchronized (this) {
+      SharedPool.Fence f = fence; // again: a grant may have replaced it meanwhile
+      if (f == null || nowNanos - f.atNanos() < 0) {
+        return false;
+      }
+      fence = null;
+      granted.set(new PoolLimits.Share(f.work(), f.requests(), null));
+      return true;
+    }
   }
 
   /**

@@ -19,6 +19,12 @@ public final class BudgetSettler implements SessionListener {
     this.book = book;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class || type == SessionEvent.Refused.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Released e) {

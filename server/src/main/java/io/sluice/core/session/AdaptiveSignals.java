@@ -25,6 +25,12 @@ public final class AdaptiveSignals implements SessionListener {
    * A completed answer's time-per-output-token sample: from its first chunk to its end over the
    * tokens after the first when it streamed, else its whole time over its tokens.
    */
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (!(event instanceof SessionEvent.Released r)) {

@@ -23,6 +23,12 @@ public final class ReserveLearner implements SessionListener {
    * that ran as asked (2xx, not degraded: a degraded answer is not the full one) teach it; shadow
    * passes too, so enforcing starts warmed.
    */
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (!(event instanceof SessionEvent.Released r)) {

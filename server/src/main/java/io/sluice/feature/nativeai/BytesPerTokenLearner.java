@@ -28,6 +28,12 @@ final class BytesPerTokenLearner implements SessionListener {
     this.meters = meters;
   }
 
+  /** The events it acts on (its {@link #on} ignores every other type). */
+  @Override
+  public boolean hears(Class<? extends SessionEvent> type) {
+    return type == SessionEvent.Released.class;
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (!(event instanceof SessionEvent.Released r)) {

@@ -74,4 +74,21 @@ class LimitSourcesTest {
     learned.reconfigure(fixed);
     assertThat(sources.compose().policy()).isSameAs(fixed);
   }
+
+  @Test
+  void replicaShare_fence_dueAtItsInstantOnce_notBefore_andAGrantReplacesIt() {
+    ReplicaShareLimit share = new ReplicaShareLimit();
+    PoolLimits in = new PoolLimits(fixed, null);
+    assertThat(share.fenced(0)).isFalse(); // no grant, no fence
+    share.grant(400, 4, null, new io.sluice.core.share.SharedPool.Fence(100, 50, 1), 0);
+    assertThat(share.fenced(99)).isFalse(); // before its instant: the grant holds
+    assertThat(share.applyTo(in).share()).isEqualTo(new PoolLimits.Share(400, 4, null));
+    assertThat(share.fenced(100)).isTrue(); // at its instant: the fence's share, once
+    assertThat(share.applyTo(in).share()).isEqualTo(new PoolLimits.Share(50, 1, null));
+    assertThat(share.fenced(200)).isFalse();
+    share.grant(300, 3, null, new io.sluice.core.share.SharedPool.Fence(500, 10, 1), 200);
+    share.grant(300, 3, null, null, 300); // granted again before the fence: no fence any more
+    assertThat(share.fenced(600)).isFalse();
+    assertThat(share.applyTo(in).share()).isEqualTo(new PoolLimits.Share(300, 3, null));
+  }
 }

@@ -88,4 +88,40 @@ class SessionListenerTest {
     assertThat(events).filteredOn(SessionEvent.Released.class::isInstance).hasSize(1);
     assertThat(s.release(Outcome.COMPLETED)).as("released once").isFalse();
   }
+
+  /** A listener that hears only {@code types}, and notes each event it is given. */
+  private static SessionListener hearing(List<String> heard, String name, Class<?>... types) {
+    return new SessionListener() {
+      @Override
+      public boolean hears(Class<? extends SessionEvent> type) {
+        return List.of(types).contains(type);
+      }
+
+      @Override
+      public void on(SessionEvent event) {
+        heard.add(name + ":" + event.getClass().getSimpleName());
+      }
+    };
+  }
+
+  @Test
+  void eachEventGoesOnlyToTheListenersThatHearItsType_inOrder() {
+    List<String> heard = new ArrayList<>();
+    SessionListener all =
+        SessionListener.of(
+            hearing(heard, "released", SessionEvent.Released.class),
+            x -> heard.add("every:" + x.getClass().getSimpleName()),
+            hearing(heard, "noted", SessionEvent.Noted.class, SessionEvent.EstimateFellBack.class),
+            hearing(heard, "none"));
+    all.on(new SessionEvent.EstimateFellBack("no_content_length"));
+    all.on(SessionEvent.QuotaStoreFailed.OPEN);
+    assertThat(heard)
+        .containsExactly(
+            "every:EstimateFellBack", "noted:EstimateFellBack", "every:QuotaStoreFailed");
+    assertThat(all.hears(SessionEvent.Degraded.class)).as("the lambda hears all").isTrue();
+    SessionListener few =
+        SessionListener.of(hearing(heard, "released", SessionEvent.Released.class));
+    assertThat(few.hears(SessionEvent.Released.class)).isTrue();
+    assertThat(few.hears(SessionEvent.Admitted.class)).isFalse();
+  }
 }
