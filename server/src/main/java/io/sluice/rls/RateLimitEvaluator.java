@@ -30,6 +30,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * envoyproxy/ratelimit's ShouldRateLimit semantics on Sluice's store ports: matching, replaces,
@@ -155,13 +156,14 @@ public final class RateLimitEvaluator {
     String domain = request.domain();
     long nowMillis = clock.millis();
     long nowSeconds = Math.floorDiv(nowMillis, 1000);
-    int n = request.descriptors().size();
+    List<RlsRequest.Descriptor> descriptors = request.descriptors();
+    int n = descriptors.size();
 
-    List<Match> matches = new ArrayList<>(n);
+    Match[] matches = new Match[n];
     long[] weights = new long[n];
     Set<String> replaced = null; // built only when some limit replaces another
     for (int i = 0; i < n; i++) {
-      RlsRequest.Descriptor d = request.descriptors().get(i);
+      RlsRequest.Descriptor d = descriptors.get(i);
       weights[i] =
           d.hitsAddend().isPresent()
               ? d.hitsAddend().getAsLong()
@@ -180,7 +182,7 @@ public final class RateLimitEvaluator {
                 + ")");
       }
       Match m = match(cfg, domain, d);
-      matches.add(m);
+      matches[i] = m;
       for (LimitSpec l : m.limits()) {
         if (!l.replaces().isEmpty()) {
           if (replaced == null) {
@@ -192,12 +194,13 @@ public final class RateLimitEvaluator {
     }
 
     boolean[] unlimited = new boolean[n];
-    List<Slot> fixed = new ArrayList<>();
-    List<Slot> tokenBuckets = new ArrayList<>();
-    List<SlotResult> precomputed = new ArrayList<>();
+    // sized for one limit per descriptor, the usual case; grown only as needed
+    List<Slot> fixed = new ArrayList<>(n);
+    List<Slot> tokenBuckets = new ArrayList<>(0);
+    List<SlotResult> precomputed = new ArrayList<>(0);
     for (int i = 0; i < n; i++) {
-      Match m = matches.get(i);
-      List<Entry> entries = request.descriptors().get(i).entries();
+      Match m = matches[i];
+      List<Entry> entries = descriptors.get(i).entries();
       for (LimitSpec l : m.limits()) {
         if (replaced != null && !l.name().isEmpty() && replaced.contains(l.name())) {
           continue;
@@ -223,18 +226,14 @@ public final class RateLimitEvaluator {
       return CompletableFuture.completedFuture(outcomes.decide(n, unlimited, precomputed));
     }
 
-    List<CounterIncrement> incs = new ArrayList<>(fixed.size());
-    for (Slot s : fixed) {
-      incs.add(
-          new CounterIncrement(
-              s.key(), s.hits(), expiry(s.limit()), windowEndMillis(s.limit(), nowSeconds)));
-    }
-    long startNanos = ticker.nanos();
+    boolean inProcess = counters.inProcess() && buckets.inProcess();
+    long startNanos = inProcess ? 0 : ticker.nanos(); // the in-process store is not timed
     CompletableFuture<long[]> counted =
-        incs.isEmpty()
+        fixed.isEmpty()
             ? CompletableFuture.completedFuture(new long[0])
-            : counters.increment(incs).toCompletableFuture();
-    List<CompletableFuture<TokenBucketResult>> taken = new ArrayList<>(tokenBuckets.size());
+            : counters.increment(increments(fixed, nowSeconds)).toCompletableFuture();
+    List<CompletableFuture<TokenBucketResult>> taken =
+        tokenBuckets.isEmpty() ? List.of() : new ArrayList<>(tokenBuckets.size());
     for (Slot s : tokenBuckets) {
       taken.add(
           buckets
@@ -247,9 +246,15 @@ public final class RateLimitEvaluator {
             : CompletableFuture.allOf(
                 java.util.stream.Stream.concat(taken.stream(), java.util.stream.Stream.of(counted))
                     .toArray(CompletableFuture[]::new));
-    java.util.function.Function<Throwable, RlsDecision> finish =
-        e ->
-            finish(
+    if (!all.isDone()) {
+      if (!inProcess) {
+        // a stage that never completes must not hold the call until the client's deadline
+        all = all.orTimeout(storeDeadlineMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+      }
+      return all.handle(
+          (v, e) -> {
+            storeLatency(startNanos);
+            return finish(
                 e,
                 counted,
                 taken,
@@ -261,15 +266,6 @@ public final class RateLimitEvaluator {
                 domain,
                 nowMillis,
                 nowSeconds);
-    if (!all.isDone()) {
-      if (!counters.inProcess() || !buckets.inProcess()) {
-        // a stage that never completes must not hold the call until the client's deadline
-        all = all.orTimeout(storeDeadlineMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
-      }
-      return all.handle(
-          (v, e) -> {
-            storeLatency(startNanos);
-            return finish.apply(e);
           });
     }
     // The in-process store answers at once: finish on this thread, no callback stage to build.
@@ -280,7 +276,35 @@ public final class RateLimitEvaluator {
     } catch (CompletionException | java.util.concurrent.CancellationException x) {
       error = x;
     }
-    return CompletableFuture.completedFuture(finish.apply(error));
+    return CompletableFuture.completedFuture(
+        finish(
+            error,
+            counted,
+            taken,
+            fixed,
+            tokenBuckets,
+            precomputed,
+            n,
+            unlimited,
+            domain,
+            nowMillis,
+            nowSeconds));
+  }
+
+  private List<CounterIncrement> increments(List<Slot> fixed, long nowSeconds) {
+    if (fixed.size() == 1) {
+      Slot s = fixed.get(0);
+      return List.of(
+          new CounterIncrement(
+              s.key(), s.hits(), expiry(s.limit()), windowEndMillis(s.limit(), nowSeconds)));
+    }
+    List<CounterIncrement> incs = new ArrayList<>(fixed.size());
+    for (Slot s : fixed) {
+      incs.add(
+          new CounterIncrement(
+              s.key(), s.hits(), expiry(s.limit()), windowEndMillis(s.limit(), nowSeconds)));
+    }
+    return incs;
   }
 
   /**
@@ -288,13 +312,13 @@ public final class RateLimitEvaluator {
    * only say "under 1 µs", at a cost on every call.
    */
   private void storeLatency(long startNanos) {
-    if (!counters.inProcess() || !buckets.inProcess()) {
+    if (!counters.inProcess() || !buckets.inProcess()) { // as startNanos was read
       metrics.storeLatency(ticker.nanos() - startNanos);
     }
   }
 
   private RlsDecision finish(
-      Throwable e,
+      @Nullable Throwable e,
       CompletableFuture<long[]> counted,
       List<CompletableFuture<TokenBucketResult>> taken,
       List<Slot> fixed,
@@ -306,7 +330,9 @@ public final class RateLimitEvaluator {
       long nowMillis,
       long nowSeconds) {
     List<SlotResult> results = new ArrayList<>(precomputed.size() + fixed.size() + taken.size());
-    results.addAll(precomputed);
+    if (!precomputed.isEmpty()) {
+      results.addAll(precomputed);
+    }
     if (e != null) {
       return onStoreFailure(
           e, fixed, tokenBuckets, results, n, unlimited, domain, nowMillis, nowSeconds);

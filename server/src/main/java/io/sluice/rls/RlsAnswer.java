@@ -12,6 +12,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One {@code RateLimitResponse} as wire bytes, written straight from the decision: exactly the
@@ -50,54 +51,33 @@ public final class RlsAnswer {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** The encoded answer for {@code d}. */
+  private static final byte[] NO_BYTES = new byte[0];
+  private static final byte[][] NO_HEADERS = new byte[0][]; // never written: it has no slot
+
+  /** The encoded answer for {@code d}: sized in one pass, written in a second, no message built. */
   public static RlsAnswer of(RlsDecision.Decided d) {
     List<RlsDecision.Status> statuses = d.statuses();
     int n = statuses.size();
-    int[] statusSizes = new int[n];
-    int[] limitSizes = new int[n];
-    byte[][] names = new byte[n][];
+    byte[][] names = null; // a limit's name as UTF-8, only when some limit has one
+    for (int i = 0; i < n; i++) {
+      LimitSpec l = statuses.get(i).currentLimit();
+      if (l != null && !l.name().isEmpty()) {
+        if (names == null) {
+          names = new byte[n][];
+        }
+        names[i] = utf8(l.name());
+      }
+    }
     int size =
         ProtoWriter.varintField(RateLimitResponse.OVERALL_CODE_FIELD_NUMBER, code(d.overall()));
     for (int i = 0; i < n; i++) {
-      RlsDecision.Status s = statuses.get(i);
-      int st = ProtoWriter.varintField(DescriptorStatus.CODE_FIELD_NUMBER, code(s.code()));
-      LimitSpec l = s.currentLimit();
-      if (l != null) {
-        names[i] = utf8(l.name());
-        int lim = 0;
-        int rpu = (int) l.requestsPerUnit();
-        if (rpu != 0) {
-          lim +=
-              ProtoWriter.varintField(RateLimit.REQUESTS_PER_UNIT_FIELD_NUMBER, rpu & 0xFFFF_FFFFL);
-        }
-        int unit = java.util.Objects.requireNonNull(l.unit()).protoNumber(); // limited
-        if (unit != 0) {
-          lim += ProtoWriter.varintField(RateLimit.UNIT_FIELD_NUMBER, unit);
-        }
-        if (names[i].length > 0) {
-          lim += ProtoWriter.lenField(RateLimit.NAME_FIELD_NUMBER, names[i].length);
-        }
-        limitSizes[i] = lim;
-        st += ProtoWriter.lenField(DescriptorStatus.CURRENT_LIMIT_FIELD_NUMBER, lim);
-      }
-      int remaining = remaining(s);
-      if (remaining != 0) {
-        st +=
-            ProtoWriter.varintField(
-                DescriptorStatus.LIMIT_REMAINING_FIELD_NUMBER, remaining & 0xFFFF_FFFFL);
-      }
-      if (s.resetSeconds() >= 0) {
-        st +=
-            ProtoWriter.lenField(
-                DescriptorStatus.DURATION_UNTIL_RESET_FIELD_NUMBER, durationSize(s.resetSeconds()));
-      }
-      statusSizes[i] = st;
-      size += ProtoWriter.lenField(RateLimitResponse.STATUSES_FIELD_NUMBER, st);
+      size +=
+          ProtoWriter.lenField(
+              RateLimitResponse.STATUSES_FIELD_NUMBER, statusSize(statuses.get(i), name(names, i)));
     }
     List<RlsDecision.Header> headers = d.headers();
-    byte[][] hk = new byte[headers.size()][];
-    byte[][] hv = new byte[headers.size()][];
+    byte[][] hk = headers.isEmpty() ? NO_HEADERS : new byte[headers.size()][];
+    byte[][] hv = headers.isEmpty() ? NO_HEADERS : new byte[headers.size()][];
     for (int i = 0; i < headers.size(); i++) {
       hk[i] = utf8(headers.get(i).name());
       hv[i] = utf8(headers.get(i).value());
@@ -111,12 +91,13 @@ public final class RlsAnswer {
     o.varint(code(d.overall()));
     for (int i = 0; i < n; i++) {
       RlsDecision.Status s = statuses.get(i);
-      o.len(RateLimitResponse.STATUSES_FIELD_NUMBER, statusSizes[i]);
+      byte[] name = name(names, i);
+      o.len(RateLimitResponse.STATUSES_FIELD_NUMBER, statusSize(s, name));
       o.tag(DescriptorStatus.CODE_FIELD_NUMBER, ProtoWriter.VARINT);
       o.varint(code(s.code()));
       LimitSpec l = s.currentLimit();
       if (l != null) {
-        o.len(DescriptorStatus.CURRENT_LIMIT_FIELD_NUMBER, limitSizes[i]);
+        o.len(DescriptorStatus.CURRENT_LIMIT_FIELD_NUMBER, limitSize(l, name));
         int rpu = (int) l.requestsPerUnit();
         if (rpu != 0) {
           o.tag(RateLimit.REQUESTS_PER_UNIT_FIELD_NUMBER, ProtoWriter.VARINT);
@@ -127,8 +108,8 @@ public final class RlsAnswer {
           o.tag(RateLimit.UNIT_FIELD_NUMBER, ProtoWriter.VARINT);
           o.varint(unit);
         }
-        if (names[i].length > 0) {
-          o.bytes(RateLimit.NAME_FIELD_NUMBER, names[i]);
+        if (name.length > 0) {
+          o.bytes(RateLimit.NAME_FIELD_NUMBER, name);
         }
       }
       int remaining = remaining(s);
@@ -154,6 +135,49 @@ public final class RlsAnswer {
       }
     }
     return new RlsAnswer(o.done());
+  }
+
+  private static byte[] name(byte @Nullable [][] names, int i) {
+    byte[] name = names == null ? null : names[i];
+    return name == null ? NO_BYTES : name;
+  }
+
+  /** Encoded size of one {@code DescriptorStatus}. */
+  private static int statusSize(RlsDecision.Status s, byte[] name) {
+    int st = ProtoWriter.varintField(DescriptorStatus.CODE_FIELD_NUMBER, code(s.code()));
+    LimitSpec l = s.currentLimit();
+    if (l != null) {
+      st += ProtoWriter.lenField(DescriptorStatus.CURRENT_LIMIT_FIELD_NUMBER, limitSize(l, name));
+    }
+    int remaining = remaining(s);
+    if (remaining != 0) {
+      st +=
+          ProtoWriter.varintField(
+              DescriptorStatus.LIMIT_REMAINING_FIELD_NUMBER, remaining & 0xFFFF_FFFFL);
+    }
+    if (s.resetSeconds() >= 0) {
+      st +=
+          ProtoWriter.lenField(
+              DescriptorStatus.DURATION_UNTIL_RESET_FIELD_NUMBER, durationSize(s.resetSeconds()));
+    }
+    return st;
+  }
+
+  /** Encoded size of a status's {@code current_limit}. */
+  private static int limitSize(LimitSpec l, byte[] name) {
+    int lim = 0;
+    int rpu = (int) l.requestsPerUnit();
+    if (rpu != 0) {
+      lim += ProtoWriter.varintField(RateLimit.REQUESTS_PER_UNIT_FIELD_NUMBER, rpu & 0xFFFF_FFFFL);
+    }
+    int unit = java.util.Objects.requireNonNull(l.unit()).protoNumber(); // limited
+    if (unit != 0) {
+      lim += ProtoWriter.varintField(RateLimit.UNIT_FIELD_NUMBER, unit);
+    }
+    if (name.length > 0) {
+      lim += ProtoWriter.lenField(RateLimit.NAME_FIELD_NUMBER, name.length);
+    }
+    return lim;
   }
 
   /** limit_remaining as protobuf's uint32 holds it (capped at 2^32 − 1, as the mapper does). */

@@ -99,41 +99,26 @@ final class RlsOutcomes {
   }
 
   RlsDecision decide(int n, boolean[] unlimited, List<SlotResult> results) {
-    List<List<SlotResult>> perDescriptor = new ArrayList<>(n);
+    // Several limits on one descriptor: the first denying one, else the one with least left.
+    SlotResult[] chosen = new SlotResult[n];
+    for (int k = 0; k < results.size(); k++) {
+      SlotResult r = results.get(k);
+      int i = r.slot().descriptor();
+      chosen[i] = chosen[i] == null ? r : preferred(chosen[i], r);
+    }
+    Status[] chosenStatuses = new Status[n];
     for (int i = 0; i < n; i++) {
-      perDescriptor.add(new ArrayList<>(2));
+      SlotResult c = chosen[i];
+      chosenStatuses[i] =
+          c == null
+              ? (unlimited[i] ? Status.UNLIMITED : Status.NO_LIMIT)
+              : new Status(
+                  c.code(),
+                  c.slot().limit(),
+                  Math.min(c.remaining(), RlsDecision.UNLIMITED_REMAINING),
+                  c.resetSeconds());
     }
-    for (SlotResult r : results) {
-      perDescriptor.get(r.slot().descriptor()).add(r);
-    }
-    List<Status> statuses = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
-      List<SlotResult> rs = perDescriptor.get(i);
-      if (rs.isEmpty()) {
-        statuses.add(unlimited[i] ? Status.UNLIMITED : Status.NO_LIMIT);
-        continue;
-      }
-      // Several limits on one descriptor: the first denying one, else the one with least left.
-      if (rs.size() > 1) {
-        rs.sort(java.util.Comparator.comparingInt((SlotResult r) -> r.slot().limit().index()));
-      }
-      SlotResult chosen = null;
-      for (SlotResult r : rs) {
-        if (r.code() == Code.OVER_LIMIT) {
-          chosen = r;
-          break;
-        }
-        if (chosen == null || r.remaining() < chosen.remaining()) {
-          chosen = r;
-        }
-      }
-      statuses.add(
-          new Status(
-              java.util.Objects.requireNonNull(chosen).code(), // rs is not empty
-              chosen.slot().limit(),
-              Math.min(chosen.remaining(), RlsDecision.UNLIMITED_REMAINING),
-              chosen.resetSeconds()));
-    }
+    List<Status> statuses = n == 1 ? List.of(chosenStatuses[0]) : List.of(chosenStatuses);
 
     boolean over = false;
     int quotaCount = 0;
@@ -163,7 +148,26 @@ final class RlsOutcomes {
     return decided;
   }
 
+  /**
+   * Of two limits of one descriptor, the one its status reports: the first denying one in limit
+   * order, else the one with least left (the first of them in limit order).
+   */
+  private static SlotResult preferred(SlotResult a, SlotResult b) {
+    boolean aOver = a.code() == Code.OVER_LIMIT;
+    boolean bOver = b.code() == Code.OVER_LIMIT;
+    if (aOver != bOver) {
+      return aOver ? a : b;
+    }
+    if (!aOver && a.remaining() != b.remaining()) {
+      return a.remaining() < b.remaining() ? a : b;
+    }
+    return a.slot().limit().index() <= b.slot().limit().index() ? a : b;
+  }
+
   private List<Header> headers(Code overall, List<Status> statuses) {
+    if (!settings.headers().enabled() && (overall != Code.OVER_LIMIT || !settings.retryAfter())) {
+      return List.of(); // nothing to add: no list built
+    }
     List<Header> headers = new ArrayList<>(4);
     if (settings.headers().enabled()) {
       Status pick = null;

@@ -53,7 +53,7 @@ final class RlsRequestReader extends ProtoReader {
     int end = bytes.length;
     String domain = "";
     long hits = 0;
-    List<RlsRequest.Descriptor> descriptors = new ArrayList<>(2);
+    Gathered<RlsRequest.Descriptor> descriptors = new Gathered<>();
     while (pos < end) {
       int tag = tag(end);
       if (tag < 0) {
@@ -91,11 +91,11 @@ final class RlsRequestReader extends ProtoReader {
         }
       }
     }
-    return new RlsRequest(domain, descriptors, hits);
+    return new RlsRequest(domain, descriptors.list(), hits);
   }
 
   private RlsRequest.@Nullable Descriptor descriptor(int end) {
-    List<Entry> entries = new ArrayList<>(4);
+    Gathered<Entry> entries = new Gathered<>();
     while (pos < end) {
       int tag = tag(end);
       if (tag < 0) {
@@ -118,7 +118,7 @@ final class RlsRequestReader extends ProtoReader {
       }
     }
     return pos == end
-        ? new RlsRequest.Descriptor(entries, Optional.empty(), OptionalLong.empty())
+        ? new RlsRequest.Descriptor(entries.list(), Optional.empty(), OptionalLong.empty())
         : null;
   }
 
@@ -150,6 +150,41 @@ final class RlsRequestReader extends ProtoReader {
       }
     }
     return pos == end ? new Entry(key, value) : null;
+  }
+
+  /**
+   * Elements read in order, handed over as an immutable list: up to two (one descriptor, a
+   * descriptor's one or two entries: what Envoy sends most) without a growing list to copy.
+   */
+  private static final class Gathered<T> {
+    private @Nullable T first;
+    private @Nullable T second;
+    private @Nullable List<T> more;
+
+    void add(T t) {
+      if (first == null) {
+        first = t;
+      } else if (second == null) {
+        second = t;
+      } else {
+        if (more == null) {
+          more = new ArrayList<>(4);
+          more.add(first);
+          more.add(second);
+        }
+        more.add(t);
+      }
+    }
+
+    List<T> list() {
+      if (more != null) {
+        return List.copyOf(more);
+      }
+      if (first == null) {
+        return List.of();
+      }
+      return second == null ? List.of(first) : List.of(first, second);
+    }
   }
 
   /** Reads the request bytes once and hands them to {@link #read}. */

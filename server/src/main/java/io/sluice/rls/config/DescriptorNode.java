@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One level of a domain's descriptor tree. Children are keyed by composite key ({@code key} or
@@ -19,6 +20,8 @@ public final class DescriptorNode {
   private final List<LimitSpec> limits;
   final Map<String, DescriptorNode> children = new LinkedHashMap<>();
   final List<DescriptorNode> wildcards = new ArrayList<>();
+  // built by freeze() once the loader is done, before the config is published
+  private ChildIndex index = ChildIndex.EMPTY;
 
   DescriptorNode(
       String compositeKey, String value, boolean shareThreshold, List<LimitSpec> limits) {
@@ -53,6 +56,22 @@ public final class DescriptorNode {
 
   public Map<String, DescriptorNode> children() {
     return Collections.unmodifiableMap(children);
+  }
+
+  /**
+   * Indexes the children of this node and of every node below it; called once the tree is complete,
+   * before its config is published (and so before any {@link #child} lookup).
+   */
+  void freeze() {
+    index = new ChildIndex(children);
+    for (DescriptorNode c : children.values()) {
+      c.freeze();
+    }
+  }
+
+  /** The child with composite key {@code key + "_" + value}, or null (no string built). */
+  @Nullable DescriptorNode child(String key, String value) {
+    return index.get(key, value);
   }
 
   boolean isWildcard() {

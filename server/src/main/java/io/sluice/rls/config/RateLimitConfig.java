@@ -1,9 +1,11 @@
 package io.sluice.rls.config;
 
+import java.util.AbstractList;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.RandomAccess;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
@@ -31,6 +33,9 @@ public final class RateLimitConfig {
 
   RateLimitConfig(Map<String, DescriptorNode> domains, List<String> fileKeys) {
     this.domains = Collections.unmodifiableMap(domains);
+    for (DescriptorNode root : domains.values()) {
+      root.freeze();
+    }
     this.fileKeys = List.copyOf(fileKeys);
   }
 
@@ -66,12 +71,12 @@ public final class RateLimitConfig {
       return Match.NONE;
     }
     List<LimitSpec> found = List.of();
-    List<String> cacheValues = new ArrayList<>(entries.size());
+    String[] patterns = null; // cache-key values that differ from the request's (share_threshold)
     for (int i = 0; i < entries.size(); i++) {
       Entry e = entries.get(i);
-      String keyValue = e.key() + "_" + e.value();
-      DescriptorNode next = level.children.get(keyValue);
-      if (next == null) {
+      DescriptorNode next = level.child(e.key(), e.value());
+      if (next == null && !level.wildcards.isEmpty()) {
+        String keyValue = e.key() + "_" + e.value();
         for (DescriptorNode w : level.wildcards) {
           if (w.matches(keyValue)) {
             next = w;
@@ -85,7 +90,12 @@ public final class RateLimitConfig {
       if (next == null) {
         return Match.NONE;
       }
-      cacheValues.add(next.shareThreshold() ? next.value() : e.value());
+      if (next.shareThreshold()) {
+        if (patterns == null) {
+          patterns = new String[entries.size()];
+        }
+        patterns[i] = next.value();
+      }
       boolean last = i == entries.size() - 1;
       if (last && !next.limits().isEmpty()) {
         found = next.limits();
@@ -101,11 +111,36 @@ public final class RateLimitConfig {
           }
           found = detailed;
         }
-        return new Match(found, cacheValues);
+        return new Match(found, new CacheValues(entries, patterns));
       }
       level = next;
     }
     return Match.NONE;
+  }
+
+  /**
+   * The cache-key values of a match: the request's values, but the pattern where a {@code
+   * share_threshold} node matched. A view over the request's entries (nothing copied per call).
+   */
+  private static final class CacheValues extends AbstractList<String> implements RandomAccess {
+    private final List<Entry> entries;
+    private final String @Nullable [] patterns;
+
+    CacheValues(List<Entry> entries, String @Nullable [] patterns) {
+      this.entries = entries;
+      this.patterns = patterns;
+    }
+
+    @Override
+    public String get(int i) {
+      String p = patterns == null ? null : patterns[i];
+      return p != null ? p : entries.get(i).value();
+    }
+
+    @Override
+    public int size() {
+      return entries.size();
+    }
   }
 
   /** A human-readable dump of the loaded limits, like the reference's {@code /rlconfig}. */
