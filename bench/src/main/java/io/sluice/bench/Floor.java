@@ -39,7 +39,15 @@ import picocli.CommandLine.Option;
  * cores but not the JVM, each server's CPU per call is reported, and every server but the one
  * driven is stopped meanwhile ({@link FloorMethodOptions}).
  */
-@Command(name = "floor", description = "Transport floor: no-op ext_proc vs Sluice, streams/s.")
+@Command(
+    name = "floor",
+    description = {
+      "Transport floor: no-op ext_proc vs Sluice, streams/s.",
+      "Method (docs/benchmarks.md, \"The floor's method: the twin\"): with --separate only the"
+          + " server driven runs (the others SIGSTOPped), rounds come in pairs the second"
+          + " reversed, each target has its own client event loops; sluice-twin and noop-twin"
+          + " (--targets) are the controls and must read 1 of sluice / the no-op by rate."
+    })
 final class Floor implements Callable<Integer> {
   @Option(names = "--channels", defaultValue = "4")
   int channels = 4;
@@ -83,7 +91,8 @@ final class Floor implements Callable<Integer> {
               + " sluice-twin (with --separate) is a second JVM of this jar's sluice: the control"
               + " whose difference to sluice is the CPU method's spread; noop-answers is the no-op"
               + " answering with the bytes target sluice answers (what the answers cost the"
-              + " transport)")
+              + " transport); noop-twin (with --separate) a second JVM of the no-op: it reads 1 by"
+              + " rate and 0 by CPU when the method is sound")
   @Nullable List<String> only;
 
   @Option(
@@ -417,7 +426,7 @@ final class Floor implements Callable<Integer> {
 
   /** Targets measured only when {@code --targets} names them. */
   static final List<String> OPT_IN =
-      List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin", "noop-answers");
+      List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin", "noop-answers", "noop-twin");
 
   /** One workload against one target. */
   record Window(FloorCalls calls, String target) {}
@@ -428,7 +437,7 @@ final class Floor implements Callable<Integer> {
     String store = serve != null ? redis : null;
     String admit = admitPolicy();
     return switch (target) {
-      case "noop" -> new NoOp(port);
+      case "noop", "noop-twin" -> new NoOp(port);
       case "noop-answers" ->
           new FloorReplies.Server(
               answerOptions.answers != null
@@ -446,7 +455,7 @@ final class Floor implements Callable<Integer> {
           throw new IllegalArgumentException(
               "target: "
                   + target
-                  + " (expected: noop, noop-answers, sluice, sluice-twin, sluice-reject,"
+                  + " (expected: noop, noop-twin, noop-answers, sluice, sluice-twin, sluice-reject,"
                   + " sluice-redis, sluice-telemetry or sluice-unguarded)");
     };
   }

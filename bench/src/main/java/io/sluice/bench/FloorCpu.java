@@ -126,6 +126,20 @@ final class FloorCpu {
                   .map(e -> e.getKey() + " " + spread3(e.getValue()))
                   .toList()));
     }
+    if (sluice != null && targets.size() > 2) {
+      out.printf(
+          Locale.ROOT,
+          "%n%s: rate ÷ `sluice`'s, paired by round (median [min–max]; a twin reads 1 when the"
+              + " method is sound): %s%n",
+          workload,
+          String.join(
+              ", ",
+              targets.entrySet().stream()
+                  .filter(e -> !e.getKey().equals("sluice") && !e.getKey().equals("noop"))
+                  .map(
+                      e -> e.getKey() + " " + spread3(paired(e.getValue().rate, sluice.rate, true)))
+                  .toList()));
+    }
     Rounds answers = targets.get("noop-answers");
     if (sluice != null && answers != null) {
       out.printf(

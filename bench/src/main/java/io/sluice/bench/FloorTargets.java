@@ -80,9 +80,7 @@ final class FloorTargets implements AutoCloseable {
                 BenchMain.class.getName(),
                 "floor",
                 "--serve",
-                target.equals("sluice-baseline") || target.equals("sluice-twin")
-                    ? "sluice"
-                    : target,
+                serveName(target),
                 "--port",
                 Integer.toString(port)));
         if (redis != null && target.equals("sluice-redis")) {
@@ -118,6 +116,15 @@ final class FloorTargets implements AutoCloseable {
     FloorTargets t = new FloorTargets();
     t.children.putAll(children);
     return t;
+  }
+
+  /** What a target's child serves: a twin or the baseline serves what its original does. */
+  static String serveName(String target) {
+    return switch (target) {
+      case "sluice-baseline", "sluice-twin" -> "sluice";
+      case "noop-twin" -> "noop";
+      default -> target;
+    };
   }
 
   private static int port(AutoCloseable server) {

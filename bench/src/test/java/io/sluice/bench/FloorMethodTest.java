@@ -119,6 +119,26 @@ class FloorMethodTest {
                 + " [min–max]): noop 0.010 [0.00–0.02], sluice-twin 0.400 [0.30–0.50]");
   }
 
+  @Test
+  void rateAgainstSluice_isPairedByRound_forEveryOtherTarget() {
+    FloorCpu cpu = new FloorCpu();
+    double[] noop = {1000, 500, 1100};
+    double[] sluice = {850, 420, 940};
+    double[] twin = {860, 400, 940};
+    for (int r = 0; r < 3; r++) {
+      cpu.add("llm", "noop", FloorCpu.Reading.NONE, FloorCpu.Reading.NONE, 1000, noop[r]);
+      cpu.add("llm", "sluice", FloorCpu.Reading.NONE, FloorCpu.Reading.NONE, 1000, sluice[r]);
+      cpu.add("llm", "sluice-twin", FloorCpu.Reading.NONE, FloorCpu.Reading.NONE, 1000, twin[r]);
+    }
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    cpu.print(new PrintStream(bytes, true, StandardCharsets.UTF_8), "llm");
+    // 860/850, 400/420, 940/940 → 1.012, 0.952, 1.000
+    assertThat(bytes.toString(StandardCharsets.UTF_8))
+        .contains(
+            "llm: rate ÷ `sluice`'s, paired by round (median [min–max]; a twin reads 1 when the"
+                + " method is sound): sluice-twin 1.000 [0.95–1.01]");
+  }
+
   private static String predecessor(List<String> round, String t) {
     int i = round.indexOf(t);
     return i == 0 ? "" : round.get(i - 1);
