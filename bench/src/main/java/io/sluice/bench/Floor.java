@@ -6,13 +6,6 @@ import static io.sluice.bench.FloorMessages.rlsRequest;
 import static io.sluice.bench.FloorReport.table;
 
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.nio.NioEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.socket.nio.NioSocketChannel;
 import io.sluice.bench.FloorServers.NoOp;
 import io.sluice.bench.FloorServers.Sluice;
 import java.io.IOException;
@@ -27,7 +20,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
@@ -40,12 +32,22 @@ import picocli.CommandLine.Option;
  * with {@code --redis} also Sluice on the Redis store), for each workload of {@link FloorCalls}:
  * one-shot streams, LLM-shaped streams and RLS calls. After a warm-up that visits every workload
  * and target in turn (the JIT takes about 25 s to settle here), measured windows alternate between
- * them, round after round with the order rotated, so drift in the machine's speed hits every target
- * alike. A target's ratio is the median over rounds of its window's calls/s ÷ the no-op's window of
- * the same workload and round. With {@code --separate} each server runs in a child JVM of its own,
- * so the generator shares the cores but not the JVM, and each server's CPU per call is reported.
+ * them, round after round, in pairs of rounds whose second is the first reversed ({@link
+ * FloorOrder}), so a drift in the machine's speed hits every target alike. A target's ratio is the
+ * median over rounds of its window's calls/s ÷ the no-op's window of the same workload and round.
+ * With {@code --separate} each server runs in a child JVM of its own, so the generator shares the
+ * cores but not the JVM, each server's CPU per call is reported, and every server but the one
+ * driven is stopped meanwhile ({@link FloorMethodOptions}).
  */
-@Command(name = "floor", description = "Transport floor: no-op ext_proc vs Sluice, streams/s.")
+@Command(
+    name = "floor",
+    description = {
+      "Transport floor: no-op ext_proc vs Sluice, streams/s.",
+      "Method (docs/benchmarks.md, \"The floor's method: the twin\"): with --separate only the"
+          + " server driven runs (the others SIGSTOPped), rounds come in pairs the second"
+          + " reversed, each target has its own client event loops; sluice-twin and noop-twin"
+          + " (--targets) are the controls and must read 1 of sluice / the no-op by rate."
+    })
 final class Floor implements Callable<Integer> {
   @Option(names = "--channels", defaultValue = "4")
   int channels = 4;
@@ -89,7 +91,8 @@ final class Floor implements Callable<Integer> {
               + " sluice-twin (with --separate) is a second JVM of this jar's sluice: the control"
               + " whose difference to sluice is the CPU method's spread; noop-answers is the no-op"
               + " answering with the bytes target sluice answers (what the answers cost the"
-              + " transport)")
+              + " transport); noop-twin (with --separate) a second JVM of the no-op: it reads 1 by"
+              + " rate and 0 by CPU when the method is sound")
   @Nullable List<String> only;
 
   @Option(
@@ -119,6 +122,8 @@ final class Floor implements Callable<Integer> {
       description =
           "with --separate: also print each server's CPU per call by thread group (user, system)")
   boolean threads;
+
+  @Mixin FloorMethodOptions method = new FloorMethodOptions();
 
   /** Warm-up windows, and the settling time of each measured window, in seconds. */
   private static final int WARM_WINDOW_SECONDS = 2;
@@ -292,19 +297,15 @@ final class Floor implements Callable<Integer> {
     List<String> targets = new ArrayList<>();
     workloads.forEach(
         w -> targetsOf(w).stream().filter(t -> !targets.contains(t)).forEach(targets::add));
-    // The generator's own event loops: on grpc's shared group the client and server ends of a
-    // connection could land on one thread, which then bounds that target's rate while the other
-    // threads idle (some JVM runs measured Sluice at 0.6 with the process below 1.7 cores).
-    clientLoops = newClientLoops();
+    FloorOrder roundOrder = FloorOrder.parse(method.order);
+    boolean pause = separate && method.pauseIdle;
     Path logs = Files.createTempDirectory("sluice-floor");
-    Map<String, List<ManagedChannel>> channelsOf = new LinkedHashMap<>();
+    Map<String, Integer> ports = new LinkedHashMap<>();
     try (FloorTargets servers =
-        separate
-            ? FloorTargets.separate(targets, redis, baselineJar, serverJvmArgs, logs)
-            : FloorTargets.inProcess(this, targets)) {
-      for (String target : targets) {
-        channelsOf.put(target, channels(servers.port(target)));
-      }
+            separate
+                ? FloorTargets.separate(targets, redis, baselineJar, serverJvmArgs, logs)
+                : FloorTargets.inProcess(this, targets);
+        FloorChannels channelsOf = channels(servers, targets, ports)) {
       List<Window> order = new ArrayList<>();
       workloads.forEach(w -> targetsOf(w).forEach(t -> order.add(new Window(w, t))));
       out.printf(
@@ -315,15 +316,19 @@ final class Floor implements Callable<Integer> {
           durationSeconds,
           workloads.stream().map(FloorCalls::label).toList(),
           Runtime.getRuntime().availableProcessors(),
-          separate ? ", servers in child JVMs (logs in " + logs + ")" : "");
+          separate
+              ? ", servers in child JVMs (logs in "
+                  + logs
+                  + (pause ? "; the idle ones paused" : "")
+                  + ")"
+              : "");
       long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
       while (System.nanoTime() - warmEnd < 0) {
         for (Window w : order) {
-          drive(
-              w.calls(),
-              Objects.requireNonNull(channelsOf.get(w.target())),
-              0,
-              WARM_WINDOW_SECONDS);
+          if (pause) {
+            servers.runOnly(w.target());
+          }
+          drive(w.calls(), channelsOf.of(w.target()), 0, WARM_WINDOW_SECONDS);
         }
       }
       Map<Window, List<ClosedLoop.Result>> results = new LinkedHashMap<>();
@@ -333,24 +338,35 @@ final class Floor implements Callable<Integer> {
       Map<Window, FloorThreads> byThread = new LinkedHashMap<>();
       FloorCpu cpuByRound = new FloorCpu();
       for (int round = 0; round < rounds; round++) {
-        for (int i = 0; i < order.size(); i++) {
-          Window w = order.get((i + round) % order.size()); // rotate who goes first
+        for (Window w : roundOrder.round(order, round)) {
+          if (pause) {
+            servers.runOnly(w.target());
+          }
           long pid = threads ? servers.pid(w.target()) : -1;
           var threads0 = pid < 0 ? Map.<String, long[]>of() : FloorThreads.snapshot(pid);
           long cpu0 = servers.cpuNanos(w.target());
           long server = servers.pid(w.target());
           FloorCpu.Reading[] at = new FloorCpu.Reading[2]; // the measured window's ends
+          long[] others = new long[2]; // the other servers' CPU at those ends
           ClosedLoop.Result r =
               ClosedLoop.run(
-                  Objects.requireNonNull(channelsOf.get(w.target())),
+                  channelsOf.of(w.target()),
                   concurrency,
                   SETTLE_SECONDS,
                   durationSeconds,
                   w.calls().call(parseAnswers)::accept,
-                  () -> at[0] = FloorCpu.Reading.of(server),
-                  () -> at[1] = FloorCpu.Reading.of(server));
+                  () -> {
+                    at[0] = FloorCpu.Reading.of(server);
+                    others[0] = servers.othersCpuNanos(w.target());
+                  },
+                  () -> {
+                    at[1] = FloorCpu.Reading.of(server);
+                    others[1] = servers.othersCpuNanos(w.target());
+                  });
           long cpu1 = servers.cpuNanos(w.target());
           cpuByRound.add(w.calls().label(), w.target(), at[0], at[1], r.done(), r.perSecond());
+          cpuByRound.others(
+              w.calls().label(), w.target(), (others[1] - others[0]) / 1e9 / r.seconds());
           if (pid >= 0) {
             byThread
                 .computeIfAbsent(w, k -> new FloorThreads())
@@ -385,11 +401,15 @@ final class Floor implements Callable<Integer> {
         workloads.forEach(c -> cpuByRound.print(out, c.label()));
       }
       byThread.forEach((w, t) -> t.print(out, w.calls().label() + ", " + w.target()));
-    } finally {
-      channelsOf.values().forEach(l -> l.forEach(ManagedChannel::shutdownNow));
-      clientLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
     }
     return 0;
+  }
+
+  /** The generator's channels to each target's server (whose ports land in {@code ports}). */
+  private FloorChannels channels(
+      FloorTargets servers, List<String> targets, Map<String, Integer> ports) {
+    targets.forEach(t -> ports.put(t, servers.port(t)));
+    return new FloorChannels(ports, channels, method.sharedClientLoops);
   }
 
   /** The targets measured for {@code calls}: the workload's, filtered by --targets. */
@@ -406,7 +426,7 @@ final class Floor implements Callable<Integer> {
 
   /** Targets measured only when {@code --targets} names them. */
   static final List<String> OPT_IN =
-      List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin", "noop-answers");
+      List.of("sluice-telemetry", "sluice-unguarded", "sluice-twin", "noop-answers", "noop-twin");
 
   /** One workload against one target. */
   record Window(FloorCalls calls, String target) {}
@@ -417,7 +437,7 @@ final class Floor implements Callable<Integer> {
     String store = serve != null ? redis : null;
     String admit = admitPolicy();
     return switch (target) {
-      case "noop" -> new NoOp(port);
+      case "noop", "noop-twin" -> new NoOp(port);
       case "noop-answers" ->
           new FloorReplies.Server(
               answerOptions.answers != null
@@ -435,7 +455,7 @@ final class Floor implements Callable<Integer> {
           throw new IllegalArgumentException(
               "target: "
                   + target
-                  + " (expected: noop, noop-answers, sluice, sluice-twin, sluice-reject,"
+                  + " (expected: noop, noop-twin, noop-answers, sluice, sluice-twin, sluice-reject,"
                   + " sluice-redis, sluice-telemetry or sluice-unguarded)");
     };
   }
@@ -449,31 +469,6 @@ final class Floor implements Callable<Integer> {
       throw new IllegalArgumentException("sluice-redis needs --redis host:port");
     }
     return redis;
-  }
-
-  private @Nullable EventLoopGroup clientLoops;
-
-  /** Two client event loops (epoll where available, as grpc's shared group uses). */
-  private static EventLoopGroup newClientLoops() {
-    return Epoll.isAvailable() ? new EpollEventLoopGroup(2) : new NioEventLoopGroup(2);
-  }
-
-  private List<ManagedChannel> channels(int port) {
-    List<ManagedChannel> chans = new ArrayList<>();
-    for (int i = 0; i < channels; i++) {
-      chans.add(
-          NettyChannelBuilder.forAddress("127.0.0.1", port)
-              .eventLoopGroup(clientLoops)
-              .channelType(
-                  clientLoops instanceof EpollEventLoopGroup
-                      ? EpollSocketChannel.class
-                      : NioSocketChannel.class)
-              .usePlaintext()
-              .directExecutor()
-              .flowControlWindow(1 << 20)
-              .build());
-    }
-    return chans;
   }
 
   /** One closed-loop window on {@code chans}: {@code settle} s unmeasured, then {@code seconds}. */

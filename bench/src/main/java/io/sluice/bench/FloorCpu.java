@@ -50,6 +50,21 @@ final class FloorCpu {
 
   private final Map<String, Map<String, Rounds>> byWorkload = new LinkedHashMap<>();
 
+  /** Workload → target → the other servers' CPU during its measured windows, cores, by round. */
+  private final Map<String, Map<String, List<Double>>> others = new LinkedHashMap<>();
+
+  /**
+   * Adds one measured window's reading of the servers <em>not</em> measured in it: their CPU over
+   * the window, in cores (what they took from the cores the measured server and the generator
+   * share).
+   */
+  void others(String workload, String target, double cores) {
+    others
+        .computeIfAbsent(workload, k -> new LinkedHashMap<>())
+        .computeIfAbsent(target, k -> new ArrayList<>())
+        .add(cores);
+  }
+
   /** Adds one measured window: the readings at its first and last instant, its calls and rate. */
   void add(String workload, String target, Reading before, Reading after, long calls, double rate) {
     Rounds r =
@@ -98,6 +113,33 @@ final class FloorCpu {
                     ? "-"
                     : spread(paired(r.process, sluice.process, false)),
                 name.equals("noop") ? "1" : spread3(paired(r.rate, noop.rate, true))));
+    Map<String, List<Double>> idle = others.get(workload);
+    if (idle != null) {
+      out.printf(
+          Locale.ROOT,
+          "%n%s: the other servers' CPU during each target's measured windows (cores; median"
+              + " [min–max]): %s%n",
+          workload,
+          String.join(
+              ", ",
+              idle.entrySet().stream()
+                  .map(e -> e.getKey() + " " + spread3(e.getValue()))
+                  .toList()));
+    }
+    if (sluice != null && targets.size() > 2) {
+      out.printf(
+          Locale.ROOT,
+          "%n%s: rate ÷ `sluice`'s, paired by round (median [min–max]; a twin reads 1 when the"
+              + " method is sound): %s%n",
+          workload,
+          String.join(
+              ", ",
+              targets.entrySet().stream()
+                  .filter(e -> !e.getKey().equals("sluice") && !e.getKey().equals("noop"))
+                  .map(
+                      e -> e.getKey() + " " + spread3(paired(e.getValue().rate, sluice.rate, true)))
+                  .toList()));
+    }
     Rounds answers = targets.get("noop-answers");
     if (sluice != null && answers != null) {
       out.printf(

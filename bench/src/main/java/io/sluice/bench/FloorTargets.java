@@ -80,9 +80,7 @@ final class FloorTargets implements AutoCloseable {
                 BenchMain.class.getName(),
                 "floor",
                 "--serve",
-                target.equals("sluice-baseline") || target.equals("sluice-twin")
-                    ? "sluice"
-                    : target,
+                serveName(target),
                 "--port",
                 Integer.toString(port)));
         if (redis != null && target.equals("sluice-redis")) {
@@ -111,6 +109,22 @@ final class FloorTargets implements AutoCloseable {
       throw e;
     }
     return t;
+  }
+
+  /** Targets already running as {@code children} (child processes by target name), no ports. */
+  static FloorTargets ofChildren(Map<String, Process> children) {
+    FloorTargets t = new FloorTargets();
+    t.children.putAll(children);
+    return t;
+  }
+
+  /** What a target's child serves: a twin or the baseline serves what its original does. */
+  static String serveName(String target) {
+    return switch (target) {
+      case "sluice-baseline", "sluice-twin" -> "sluice";
+      case "noop-twin" -> "noop";
+      default -> target;
+    };
   }
 
   private static int port(AutoCloseable server) {
@@ -182,6 +196,61 @@ final class FloorTargets implements AutoCloseable {
   /** Linux's USER_HZ: procfs counts CPU time in these ticks. */
   private static final long CLOCK_TICKS = 100;
 
+  /**
+   * CPU time of every child JVM but {@code target}'s so far (the servers not being measured), in
+   * ns: what they take from the cores during {@code target}'s window.
+   */
+  long othersCpuNanos(String target) {
+    long sum = 0;
+    for (String other : children.keySet()) {
+      if (!other.equals(target)) {
+        sum += cpuNanos(other);
+      }
+    }
+    return sum;
+  }
+
+  /**
+   * Lets only {@code target}'s child JVM run: the others are stopped ({@code SIGSTOP}) until the
+   * next call or {@link #resumeAll()}, so no idle server's GC, JIT or timers, and no aftermath of
+   * the server measured before, runs on the cores while {@code target} is measured. A stopped JVM's
+   * threads resume where they were; its sockets stay open (its channels carry no calls meanwhile).
+   * Nothing happens for servers in this JVM.
+   */
+  void runOnly(String target) throws IOException, InterruptedException {
+    List<Long> stop = new ArrayList<>();
+    children.forEach(
+        (name, p) -> {
+          if (!name.equals(target)) {
+            stop.add(p.pid());
+          }
+        });
+    signal("-STOP", stop);
+    Process mine = children.get(target);
+    if (mine != null) {
+      signal("-CONT", List.of(mine.pid()));
+    }
+  }
+
+  /** Lets every child JVM run again. */
+  void resumeAll() throws IOException, InterruptedException {
+    signal("-CONT", children.values().stream().map(Process::pid).toList());
+  }
+
+  private static void signal(String signal, List<Long> pids)
+      throws IOException, InterruptedException {
+    if (pids.isEmpty()) {
+      return;
+    }
+    List<String> cmd = new ArrayList<>(List.of("kill", signal));
+    pids.forEach(pid -> cmd.add(Long.toString(pid)));
+    Process kill = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+      kill.destroyForcibly();
+      throw new IOException("kill " + signal + " " + pids + " failed");
+    }
+  }
+
   private static int freePort() throws IOException {
     try (ServerSocket s = new ServerSocket(0)) {
       return s.getLocalPort();
@@ -210,6 +279,14 @@ final class FloorTargets implements AutoCloseable {
     inProcess.values().forEach(FloorTargets::closeQuietly);
     if (sink != null) {
       closeQuietly(sink);
+    }
+    try {
+      resumeAll(); // a stopped JVM would not act on SIGTERM
+    } catch (IOException e) {
+      children.values().forEach(Process::destroyForcibly);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      children.values().forEach(Process::destroyForcibly);
     }
     for (Process p : children.values()) {
       p.destroy();

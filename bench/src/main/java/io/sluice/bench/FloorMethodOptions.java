@@ -1,0 +1,40 @@
+package io.sluice.bench;
+
+import picocli.CommandLine.Option;
+
+/**
+ * The floor's options of its method: whether the idle servers are paused, the order of each round's
+ * windows, and the generator's client event loops (see "The floor's method: the twin" in
+ * docs/benchmarks.md). Each default is the method since 2026-12-06 evening; each option restores
+ * the one before.
+ */
+final class FloorMethodOptions {
+  @Option(
+      names = "--pause-idle",
+      negatable = true,
+      defaultValue = "true",
+      fallbackValue = "true",
+      description =
+          "with --separate: stop (SIGSTOP) every server's child JVM but the one being driven, in"
+              + " warm-up and measured windows alike, so idle servers' GC, JIT and timers and the"
+              + " aftermath of the window before do not run beside it; --no-pause-idle: all run,"
+              + " as before 2026-12-06 evening (default: ${DEFAULT-VALUE})")
+  boolean pauseIdle = true;
+
+  @Option(
+      names = "--order",
+      description =
+          "order of each round's windows: mirrored (rounds in pairs on one rotation, the second"
+              + " reversed: a drift within the pair cancels in every target's ratio) or rotated"
+              + " (rotated by one per round, as before 2026-12-06 evening) (default:"
+              + " ${DEFAULT-VALUE})",
+      defaultValue = "mirrored")
+  String order = "mirrored";
+
+  @Option(
+      names = "--shared-client-loops",
+      description =
+          "the generator's channels to all targets share one group of two client event loops (as"
+              + " before 2026-12-06 evening); by default each target has two of its own")
+  boolean sharedClientLoops;
+}
