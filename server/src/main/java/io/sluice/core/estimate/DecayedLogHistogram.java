@@ -51,7 +51,14 @@ final class DecayedLogHistogram {
    * growth^factor} times as much (a part of a sample ages the others by that part).
    */
   void add(double value, double growth, double factor) {
-    int i = index(value);
+    addAt(index(value), growth, factor);
+  }
+
+  /**
+   * As {@link #add(double, double, double)} for a sample whose bucket, {@link #index}, is {@code
+   * i}.
+   */
+  void addAt(int i, double growth, double factor) {
     buckets[i] += (float) (weight * factor);
     total += weight * factor;
     weight *= factor == 1 ? growth : Math.pow(growth, factor);
@@ -85,13 +92,21 @@ final class DecayedLogHistogram {
 
   /** The bucket {@code value} counts in. */
   int index(double value) {
+    return value > 1 ? index(value, Math.log(value)) : index(value, 0);
+  }
+
+  /**
+   * The bucket {@code value} counts in, given {@code log = Math.log(Math.max(1, value))} (the
+   * caller's, reused): the same bucket as {@link #index(double)}.
+   */
+  int index(double value, double log) {
     if (!(value > 0)) {
       return 0;
     }
     if (value <= 1) {
       return 1;
     }
-    int i = 2 + (int) (Math.log(value) / LOG_BASE);
+    int i = 2 + (int) (log / LOG_BASE);
     return Math.min(buckets.length - 1, i);
   }
 

@@ -190,17 +190,23 @@ final class ReserveStats {
       lossRel += alpha * (pinball(actual, Math.min(cap, relQuantile * cap)) - lossRel);
     }
     double rel = Math.min(1.0, actual / cap) * REL_SCALE;
-    absolute.add(actual, growth, factor);
-    relative.add(rel, growth, factor);
+    // each value's logarithm once: its bucket, its log moments and this replica's additions read
+    // the same Math.log(Math.max(1, v)) (they computed it three times each)
+    double la = Math.log(Math.max(1, actual));
+    double lr = Math.log(Math.max(1, rel));
+    int ai = absolute.index(actual, la);
+    int ri = relative.index(rel, lr);
+    absolute.addAt(ai, growth, factor);
+    relative.addAt(ri, growth, factor);
     double decay = factor == 1 ? 1 / growth : Math.pow(growth, -factor);
-    absLog.add(actual, decay, factor);
-    relLog.add(rel, decay, factor);
+    absLog.add(la, decay, factor);
+    relLog.add(lr, decay, factor);
     weight = weight * decay + factor;
     if (tenant != null) {
       weigh(tenant, decay, factor);
     }
     samples++;
-    addition(actual, rel, factor);
+    addition(ai, ri, la, lr, factor);
     absQuantile = absolute.quantile(quantile);
     relQuantile = relative.quantile(quantile) / REL_SCALE;
     boundFor = Double.NaN;
@@ -244,15 +250,17 @@ final class ReserveStats {
     }
   }
 
-  private void addition(double actual, double rel, double factor) {
+  /**
+   * One answer's additions: its buckets {@code ai}, {@code ri} and logarithms {@code la}, {@code
+   * lr}.
+   */
+  private void addition(int ai, int ri, double la, double lr, double factor) {
     if (addAbs.length == 0) {
       addAbs = new double[absolute.bucketCount()];
       addRel = new double[relative.bucketCount()];
     }
-    addAbs[absolute.index(actual)] += factor;
-    addRel[relative.index(rel)] += factor;
-    double la = Math.log(Math.max(1, actual));
-    double lr = Math.log(Math.max(1, rel));
+    addAbs[ai] += factor;
+    addRel[ri] += factor;
     addSums[0] += factor;
     addSums[1] += 1;
     addSums[2] += factor * la;
@@ -380,8 +388,8 @@ final class ReserveStats {
     double s1;
     double s2;
 
-    void add(double value, double decay, double factor) {
-      double l = Math.log(Math.max(1, value));
+    /** One value, as its {@code l = Math.log(Math.max(1, value))}. */
+    void add(double l, double decay, double factor) {
       s1 = s1 * decay + factor * l;
       s2 = s2 * decay + factor * l * l;
     }

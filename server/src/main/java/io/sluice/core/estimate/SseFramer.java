@@ -1,6 +1,7 @@
 package io.sluice.core.estimate;
 
 import java.util.Arrays;
+import java.util.Locale;
 
 /**
  * The server-sent-events framing of {@link UsageExtractor}: splits body chunks into lines across
@@ -151,5 +152,23 @@ final class SseFramer {
       prefix[k] = data[from + i];
     }
     return startsWithData(prefix, k);
+  }
+
+  private static final String EVENT_STREAM = "text/event-stream";
+
+  /**
+   * {@code contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream")}, without
+   * the lower-case copy when the type's first 17 characters are ASCII (each then lower-cases alone
+   * to one character, as {@code regionMatches} compares them).
+   */
+  static boolean isEventStream(String contentType) {
+    String t = contentType.trim();
+    int n = EVENT_STREAM.length();
+    for (int i = 0, k = Math.min(n, t.length()); i < k; i++) {
+      if (t.charAt(i) >= 0x80) {
+        return t.toLowerCase(Locale.ROOT).startsWith(EVENT_STREAM);
+      }
+    }
+    return t.length() >= n && t.regionMatches(true, 0, EVENT_STREAM, 0, n);
   }
 }

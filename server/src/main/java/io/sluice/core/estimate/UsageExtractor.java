@@ -6,7 +6,6 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.async.ByteArrayFeeder;
 import java.io.IOException;
-import java.util.Locale;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -80,9 +79,7 @@ public final class UsageExtractor {
       @Nullable OutputMeter meter,
       @Nullable TokenEstimator meters,
       @Nullable String model) {
-    this.sse =
-        contentType != null
-            && contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream");
+    this.sse = contentType != null && SseFramer.isEventStream(contentType);
     this.meter = meter;
     this.meters = meters;
     this.model = model;

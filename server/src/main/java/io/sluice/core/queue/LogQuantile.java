@@ -19,7 +19,10 @@ public final class LogQuantile {
   private final double[] warmup;
   private int samples;
   private double logValue;
-  private double estimate = Double.NaN; // exp(logValue) once ready: reads cost no exp()
+  // exp(logValue) once ready, computed at the first read after logValue moved (a sample costs no
+  // exp(); most samples of a pool's tails are never read before the next one)
+  private double estimate = Double.NaN;
+  private boolean stale;
 
   /**
    * @param quantile the quantile to track, in (0, 1)
@@ -55,12 +58,12 @@ public final class LogQuantile {
         Arrays.sort(sorted);
         int index = (int) Math.ceil(quantile * sorted.length) - 1;
         logValue = sorted[Math.max(0, Math.min(sorted.length - 1, index))];
-        estimate = Math.exp(logValue);
+        stale = true;
       }
       return;
     }
     logValue += step * (quantile - (x <= logValue ? 1 : 0));
-    estimate = Math.exp(logValue);
+    stale = true;
   }
 
   /**
@@ -76,7 +79,7 @@ public final class LogQuantile {
     }
     if (Math.log(lowerBound) > logValue) {
       logValue += step * quantile;
-      estimate = Math.exp(logValue);
+      stale = true;
     }
   }
 
@@ -87,6 +90,10 @@ public final class LogQuantile {
 
   /** The estimate, or NaN before {@link #ready()}. */
   public double value() {
+    if (stale) {
+      estimate = Math.exp(logValue);
+      stale = false;
+    }
     return estimate;
   }
 }

@@ -79,6 +79,69 @@ class UsageScanTest {
     }
   }
 
+  /**
+   * Long strings, where the scan steps over eight plain ASCII bytes at a time: one byte that is not
+   * plain (a quote, an escape, a control character, a byte of a multi-byte or broken UTF-8
+   * sequence, a name's end) at every position of a run of up to 40 plain bytes, in a value and in a
+   * member name, each read by the scan as the parser reads it.
+   */
+  @ParameterizedTest
+  @MethodSource("seeds")
+  void longStringsReadAsTheParserReads(long seed) {
+    Random r = new Random(seed);
+    String[] specials = {
+      "\\\"",
+      "\\\\",
+      "\\n",
+      "\\u00e9",
+      "\\x",
+      "\"",
+      "\u0001",
+      "\u001f",
+      "\u007f",
+      "\u00e9",
+      "\u65e5",
+      "\ud83d\ude00",
+      "\\",
+      "\u0000"
+    };
+    int sure = 0;
+    for (int i = 0; i < 60; i++) {
+      int run = 1 + r.nextInt(40);
+      int at = r.nextInt(run + 1);
+      StringBuilder text = new StringBuilder();
+      for (int k = 0; k < run; k++) {
+        text.append((char) (' ' + r.nextInt(95))); // printable ASCII
+      }
+      String plain = text.toString().replace("\\", "/").replace("\"", "'");
+      String s =
+          plain.substring(0, at) + specials[r.nextInt(specials.length)] + plain.substring(at);
+      String body =
+          r.nextBoolean()
+              ? "{\"id\":\"" + s + "\",\"usage\":{\"prompt_tokens\":" + i + "}}"
+              : "{\"" + s + "\":1,\"usage\":{\"completion_tokens\":" + i + "}}";
+      byte[] b = body.getBytes(StandardCharsets.UTF_8);
+      if (r.nextInt(8) == 0) {
+        b[r.nextInt(b.length)] = (byte) (0x80 + r.nextInt(128)); // a broken UTF-8 byte
+      }
+      UsageExtractor parsed = UsageExtractor.forResponse("application/json");
+      parsed.onChunk(b, 0, b.length);
+      parsed.onEnd();
+      UsageFields fields = new UsageFields();
+      String shown = new String(b, StandardCharsets.ISO_8859_1);
+      if (UsageScan.read(b, 0, b.length, fields)) {
+        sure++;
+        assertThat(fields.usage()).as("seed %d: %s", seed, shown).isEqualTo(parsed.usage());
+        assertThat(parsed.complete()).as("complete: %s", shown).isTrue();
+      }
+      UsageExtractor whole = UsageExtractor.forResponse("application/json");
+      whole.onLastChunk(b, 0, b.length);
+      assertThat(whole.usage()).as("whole: %s", shown).isEqualTo(parsed.usage());
+      assertThat(whole.complete()).as("whole complete: %s", shown).isEqualTo(parsed.complete());
+    }
+    assertThat(sure).as("answers the scan was sure of").isBetween(10, 60);
+  }
+
   @Test
   void theFloorsAnswerIsReadByTheScan() {
     byte[] answer =
