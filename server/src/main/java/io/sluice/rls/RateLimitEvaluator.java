@@ -246,6 +246,8 @@ public final class RateLimitEvaluator {
             : CompletableFuture.allOf(
                 java.util.stream.Stream.concat(taken.stream(), java.util.stream.Stream.of(counted))
                     .toArray(CompletableFuture[]::new));
+    Counted answers =
+        new Counted(counted, taken, fixed, tokenBuckets, precomputed, unlimited, domain, nowMillis);
     if (!all.isDone()) {
       if (!inProcess) {
         // a stage that never completes must not hold the call until the client's deadline
@@ -254,18 +256,7 @@ public final class RateLimitEvaluator {
       return all.handle(
           (v, e) -> {
             storeLatency(startNanos);
-            return finish(
-                e,
-                counted,
-                taken,
-                fixed,
-                tokenBuckets,
-                precomputed,
-                n,
-                unlimited,
-                domain,
-                nowMillis,
-                nowSeconds);
+            return finish(e, answers);
           });
     }
     // The in-process store answers at once: finish on this thread, no callback stage to build.
@@ -276,19 +267,26 @@ public final class RateLimitEvaluator {
     } catch (CompletionException | java.util.concurrent.CancellationException x) {
       error = x;
     }
-    return CompletableFuture.completedFuture(
-        finish(
-            error,
-            counted,
-            taken,
-            fixed,
-            tokenBuckets,
-            precomputed,
-            n,
-            unlimited,
-            domain,
-            nowMillis,
-            nowSeconds));
+    return CompletableFuture.completedFuture(finish(error, answers));
+  }
+
+  /**
+   * What the store was asked for one call, and its answers.
+   *
+   * @param unlimited per request descriptor: whether an unlimited limit matched it
+   */
+  private record Counted(
+      CompletableFuture<long[]> counted,
+      List<CompletableFuture<TokenBucketResult>> taken,
+      List<Slot> fixed,
+      List<Slot> tokenBuckets,
+      List<SlotResult> precomputed,
+      boolean[] unlimited,
+      String domain,
+      long nowMillis) {
+    long nowSeconds() {
+      return Math.floorDiv(nowMillis, 1000);
+    }
   }
 
   private List<CounterIncrement> increments(List<Slot> fixed, long nowSeconds) {
@@ -317,18 +315,16 @@ public final class RateLimitEvaluator {
     }
   }
 
-  private RlsDecision finish(
-      @Nullable Throwable e,
-      CompletableFuture<long[]> counted,
-      List<CompletableFuture<TokenBucketResult>> taken,
-      List<Slot> fixed,
-      List<Slot> tokenBuckets,
-      List<SlotResult> precomputed,
-      int n,
-      boolean[] unlimited,
-      String domain,
-      long nowMillis,
-      long nowSeconds) {
+  private RlsDecision finish(@Nullable Throwable e, Counted c) {
+    List<Slot> fixed = c.fixed();
+    List<Slot> tokenBuckets = c.tokenBuckets();
+    List<SlotResult> precomputed = c.precomputed();
+    List<CompletableFuture<TokenBucketResult>> taken = c.taken();
+    int n = c.unlimited().length;
+    boolean[] unlimited = c.unlimited();
+    String domain = c.domain();
+    long nowMillis = c.nowMillis();
+    long nowSeconds = c.nowSeconds();
     List<SlotResult> results = new ArrayList<>(precomputed.size() + fixed.size() + taken.size());
     if (!precomputed.isEmpty()) {
       results.addAll(precomputed);
@@ -337,7 +333,7 @@ public final class RateLimitEvaluator {
       return onStoreFailure(
           e, fixed, tokenBuckets, results, n, unlimited, domain, nowMillis, nowSeconds);
     }
-    long[] after = counted.join();
+    long[] after = c.counted().join();
     for (int i = 0; i < fixed.size(); i++) {
       results.add(
           outcomes.fixedWindow(
