@@ -59,13 +59,7 @@ final class BodyMembers {
             v == JsonToken.START_ARRAY || v == JsonToken.VALUE_NULL
                 ? null
                 : name + ": expected an array";
-        if (tools) {
-          scan.tools.toolDefinitions = count;
-          scan.bad(Unreadable.TOOLS, bad);
-        } else {
-          scan.tools.functionDefinitions = count;
-          scan.bad(Unreadable.FUNCTIONS, bad);
-        }
+        definitions(scan, tools, count, bad);
         if (v == JsonToken.START_ARRAY) {
           return;
         }
@@ -109,28 +103,44 @@ final class BodyMembers {
 
   /** An output cap or a choice count ({@code name}) from its lax reading ({@link LaxValue}). */
   static void integer(BodyScan scan, String name, long lax) {
-    switch (name) {
-      case "max_tokens" -> {
-        scan.maxTokens = BodyScan.cap(lax);
-        scan.bad(Unreadable.MAX_TOKENS, BodyScan.badCap(name, lax));
-      }
-      case "max_completion_tokens" -> {
-        scan.maxCompletionTokens = BodyScan.cap(lax);
-        scan.bad(Unreadable.MAX_COMPLETION_TOKENS, BodyScan.badCap(name, lax));
-      }
-      case "max_output_tokens" -> {
-        scan.maxOutputTokens = BodyScan.cap(lax);
-        scan.bad(Unreadable.MAX_OUTPUT_TOKENS, BodyScan.badCap(name, lax));
-      }
-      case "n" -> {
-        scan.n = BodyScan.choices(lax);
-        scan.bad(Unreadable.N, BodyScan.badChoices(name, lax));
-      }
-      case "best_of" -> {
-        scan.bestOf = BodyScan.choices(lax);
-        scan.bad(Unreadable.BEST_OF, BodyScan.badChoices(name, lax));
-      }
-      default -> throw new IllegalArgumentException(name);
+    long cap = BodyScan.cap(lax);
+    int choices = BodyScan.choices(lax);
+    int member =
+        switch (name) {
+          case "max_tokens" -> {
+            scan.maxTokens = cap;
+            yield Unreadable.MAX_TOKENS;
+          }
+          case "max_completion_tokens" -> {
+            scan.maxCompletionTokens = cap;
+            yield Unreadable.MAX_COMPLETION_TOKENS;
+          }
+          case "max_output_tokens" -> {
+            scan.maxOutputTokens = cap;
+            yield Unreadable.MAX_OUTPUT_TOKENS;
+          }
+          case "n" -> {
+            scan.n = choices;
+            yield Unreadable.N;
+          }
+          case "best_of" -> {
+            scan.bestOf = choices;
+            yield Unreadable.BEST_OF;
+          }
+          default -> throw new IllegalArgumentException(name);
+        };
+    boolean count = member == Unreadable.N || member == Unreadable.BEST_OF;
+    scan.bad(member, count ? BodyScan.badChoices(name, lax) : BodyScan.badCap(name, lax));
+  }
+
+  /** The count of {@code tools} (else {@code functions}) definitions, and why it is unreadable. */
+  static void definitions(BodyScan scan, boolean tools, int count, @Nullable String bad) {
+    if (tools) {
+      scan.tools.toolDefinitions = count;
+      scan.bad(Unreadable.TOOLS, bad);
+    } else {
+      scan.tools.functionDefinitions = count;
+      scan.bad(Unreadable.FUNCTIONS, bad);
     }
   }
 

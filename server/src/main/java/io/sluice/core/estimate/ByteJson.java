@@ -1,9 +1,6 @@
 package io.sluice.core.estimate;
 
 import com.fasterxml.jackson.core.StreamReadConstraints;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 
 /**
  * A cursor over the bytes of one JSON document that accepts only plain, strict JSON: RFC 8259's
@@ -32,11 +29,6 @@ final class ByteJson {
   // far below Jackson's limits on a name and a number (50,000 and 1,000 by default)
   private static final int MAX_NAME = 256;
   private static final int MAX_NUMBER = 64;
-
-  private static final VarHandle LONGS =
-      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
-  private static final long ONES = 0x0101010101010101L;
-  private static final long HIGH_BITS = 0x8080808080808080L;
 
   final byte[] b;
   private final int end;
@@ -182,12 +174,7 @@ final class ByteJson {
     boolean esc = false;
     while (true) {
       if (i + 8 <= end) { // eight plain ASCII bytes: no quote, backslash, control or high byte
-        long w = (long) LONGS.get(b, i);
-        long quote = w ^ (ONES * '"');
-        long slash = w ^ (ONES * '\\');
-        long special =
-            (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
-                & HIGH_BITS;
+        long special = Utf8.specials(b, i);
         if (special == 0) {
           n += 8;
           c16 += 8;

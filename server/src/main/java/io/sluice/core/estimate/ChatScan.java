@@ -231,13 +231,7 @@ final class ChatScan {
         } while (j.more(']'));
       }
     }
-    if (tools) {
-      scan.tools.toolDefinitions = count;
-      scan.bad(Unreadable.TOOLS, null);
-    } else {
-      scan.tools.functionDefinitions = count;
-      scan.bad(Unreadable.FUNCTIONS, null);
-    }
+    BodyMembers.definitions(scan, tools, count, null);
   }
 
   private void toolChoice(int c) {

@@ -211,13 +211,7 @@ final class Utf8 {
     int i = from;
     while (i < limit) {
       if (i + 8 <= limit) { // eight plain ASCII bytes: no quote, backslash, control or high byte
-        long w = (long) LONGS.get(b, i);
-        long quote = w ^ (ONES * '"');
-        long slash = w ^ (ONES * '\\');
-        long special =
-            (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
-                & HIGH_BITS;
-        if (special == 0) {
+        if (specials(b, i) == 0) {
           bytes += 8;
           chars += 8;
           i += 8;
@@ -274,6 +268,19 @@ final class Utf8 {
       i++;
     }
     return -1;
+  }
+
+  /**
+   * The high bit of each of the eight bytes at {@code b[i]} that is not plain string content (a
+   * quote, a backslash, a control character or a byte outside ASCII); 0 when all eight are. The
+   * lowest bit set marks the first such byte (bits above it may be set by a borrow).
+   */
+  static long specials(byte[] b, int i) {
+    long w = (long) LONGS.get(b, i);
+    long quote = w ^ (ONES * '"');
+    long slash = w ^ (ONES * '\\');
+    return (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
+        & HIGH_BITS;
   }
 
   /** The value of the four hex digits at {@code b[i]}, or -1. */

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import java.io.ByteArrayOutputStream;
-import java.lang.reflect.Field;
-import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -95,7 +93,7 @@ class ChatScanTest {
         TokenEstimate withPlain = PLAIN.estimate(f, body, 0, body.length, LIMITS, a);
         TokenEstimate withJackson = JACKSON.estimate(f, body, 0, body.length, LIMITS, b);
         assertThat(withPlain).as("%s %s", f, text).isEqualTo(withJackson);
-        assertThat(fields(a)).as("%s %s", f, text).isEqualTo(fields(b));
+        assertThat(ScanWalkTest.fields(a)).as("%s %s", f, text).isEqualTo(ScanWalkTest.fields(b));
         String read = plainRead(body, f);
         if (read != null) {
           plain++;
@@ -142,21 +140,7 @@ class ChatScanTest {
         t == null
             ? "walk"
             : t.tokens() + "/" + t.textBytes() + "/" + t.textChars() + "/" + t.fixedTokens();
-    return fields(scan) + " input=" + on.sawInput() + " tally=" + tally;
-  }
-
-  private static String fields(Object o) throws IllegalAccessException {
-    StringBuilder b = new StringBuilder(o.getClass().getSimpleName()).append('{');
-    for (Field fd : o.getClass().getDeclaredFields()) {
-      if (Modifier.isStatic(fd.getModifiers())) {
-        continue;
-      }
-      fd.setAccessible(true);
-      Object v = fd.get(o);
-      b.append(fd.getName()).append('=');
-      b.append(v instanceof ToolScan || v instanceof Unreadable ? fields(v) : v).append(' ');
-    }
-    return b.append('}').toString();
+    return ScanWalkTest.fields(scan) + " input=" + on.sawInput() + " tally=" + tally;
   }
 
   private static final String[] MODELS = {
