@@ -3,6 +3,7 @@ package io.sluice.core.estimate;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The scan's reading of one top-level member of a request body into its {@link BodyScan} ({@link
@@ -25,37 +26,9 @@ final class BodyMembers {
                 ? null
                 : "model: expected a string");
       }
-      case "stream" -> {
-        int b = LaxValue.bool(p, v);
-        scan.stream = b == 1;
-        scan.bad(
-            Unreadable.STREAM, b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null);
-      }
-      case "max_tokens" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.maxTokens = BodyScan.cap(lax);
-        scan.bad(Unreadable.MAX_TOKENS, BodyScan.badCap(name, lax));
-      }
-      case "max_completion_tokens" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.maxCompletionTokens = BodyScan.cap(lax);
-        scan.bad(Unreadable.MAX_COMPLETION_TOKENS, BodyScan.badCap(name, lax));
-      }
-      case "max_output_tokens" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.maxOutputTokens = BodyScan.cap(lax);
-        scan.bad(Unreadable.MAX_OUTPUT_TOKENS, BodyScan.badCap(name, lax));
-      }
-      case "n" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.n = BodyScan.choices(lax);
-        scan.bad(Unreadable.N, BodyScan.badChoices(name, lax));
-      }
-      case "best_of" -> {
-        long lax = LaxValue.integer(p, v);
-        scan.bestOf = BodyScan.choices(lax);
-        scan.bad(Unreadable.BEST_OF, BodyScan.badChoices(name, lax));
-      }
+      case "stream" -> stream(scan, LaxValue.bool(p, v));
+      case "max_tokens", "max_completion_tokens", "max_output_tokens", "n", "best_of" ->
+          integer(scan, name, LaxValue.integer(p, v));
       case "messages" -> scan.messages = v != JsonToken.VALUE_NULL;
       case "system" -> scan.system = v != JsonToken.VALUE_NULL;
       case "instructions" -> scan.instructions = v != JsonToken.VALUE_NULL;
@@ -86,39 +59,19 @@ final class BodyMembers {
             v == JsonToken.START_ARRAY || v == JsonToken.VALUE_NULL
                 ? null
                 : name + ": expected an array";
-        if (tools) {
-          scan.tools.toolDefinitions = count;
-          scan.bad(Unreadable.TOOLS, bad);
-        } else {
-          scan.tools.functionDefinitions = count;
-          scan.bad(Unreadable.FUNCTIONS, bad);
-        }
+        definitions(scan, tools, count, bad);
         if (v == JsonToken.START_ARRAY) {
           return;
         }
       }
       case "tool_choice" -> {
-        scan.tools.toolChoice = null;
-        scan.tools.toolChoiceObject = false;
-        scan.tools.toolChoiceType = null;
-        scan.tools.toolChoiceMode = null;
-        scan.tools.toolChoiceNamed = false;
-        scan.tools.toolChoiceFunction = false;
-        scan.tools.disableParallelToolUse = false;
-        if (v == JsonToken.VALUE_STRING) {
-          scan.tools.toolChoice = word(p.getText());
-        } else if (v == JsonToken.START_OBJECT) {
+        toolChoice(scan, v == JsonToken.VALUE_STRING ? word(p.getText()) : null);
+        if (v == JsonToken.START_OBJECT) {
           toolChoice(r, scan);
           return;
         }
       }
-      case "parallel_tool_calls" -> {
-        int b = LaxValue.bool(p, v);
-        scan.tools.parallelToolCallsFalse = b == 0;
-        scan.bad(
-            Unreadable.PARALLEL_TOOL_CALLS,
-            b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null);
-      }
+      case "parallel_tool_calls" -> parallelToolCalls(scan, LaxValue.bool(p, v));
       case "function_call" -> {
         scan.tools.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
         scan.tools.functionCallNamed = false;
@@ -134,12 +87,80 @@ final class BodyMembers {
     r.skipValue();
   }
 
+  /** {@code stream} from its lax reading ({@link LaxValue#bool}). */
+  static void stream(BodyScan scan, int b) {
+    scan.stream = b == 1;
+    scan.bad(Unreadable.STREAM, b == LaxValue.BOOL_INVALID ? "stream: expected a boolean" : null);
+  }
+
+  /** {@code parallel_tool_calls} from its lax reading ({@link LaxValue#bool}). */
+  static void parallelToolCalls(BodyScan scan, int b) {
+    scan.tools.parallelToolCallsFalse = b == 0;
+    scan.bad(
+        Unreadable.PARALLEL_TOOL_CALLS,
+        b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null);
+  }
+
+  /** An output cap or a choice count ({@code name}) from its lax reading ({@link LaxValue}). */
+  static void integer(BodyScan scan, String name, long lax) {
+    long cap = BodyScan.cap(lax);
+    int choices = BodyScan.choices(lax);
+    int member =
+        switch (name) {
+          case "max_tokens" -> {
+            scan.maxTokens = cap;
+            yield Unreadable.MAX_TOKENS;
+          }
+          case "max_completion_tokens" -> {
+            scan.maxCompletionTokens = cap;
+            yield Unreadable.MAX_COMPLETION_TOKENS;
+          }
+          case "max_output_tokens" -> {
+            scan.maxOutputTokens = cap;
+            yield Unreadable.MAX_OUTPUT_TOKENS;
+          }
+          case "n" -> {
+            scan.n = choices;
+            yield Unreadable.N;
+          }
+          case "best_of" -> {
+            scan.bestOf = choices;
+            yield Unreadable.BEST_OF;
+          }
+          default -> throw new IllegalArgumentException(name);
+        };
+    boolean count = member == Unreadable.N || member == Unreadable.BEST_OF;
+    scan.bad(member, count ? BodyScan.badChoices(name, lax) : BodyScan.badCap(name, lax));
+  }
+
+  /** The count of {@code tools} (else {@code functions}) definitions, and why it is unreadable. */
+  static void definitions(BodyScan scan, boolean tools, int count, @Nullable String bad) {
+    if (tools) {
+      scan.tools.toolDefinitions = count;
+      scan.bad(Unreadable.TOOLS, bad);
+    } else {
+      scan.tools.functionDefinitions = count;
+      scan.bad(Unreadable.FUNCTIONS, bad);
+    }
+  }
+
+  /** A new {@code tool_choice}: its word (a string's, else null); the object's fields cleared. */
+  static void toolChoice(BodyScan scan, @Nullable String word) {
+    scan.tools.toolChoice = word;
+    scan.tools.toolChoiceObject = false;
+    scan.tools.toolChoiceType = null;
+    scan.tools.toolChoiceMode = null;
+    scan.tools.toolChoiceNamed = false;
+    scan.tools.toolChoiceFunction = false;
+    scan.tools.disableParallelToolUse = false;
+  }
+
   /** Words of {@code tool_choice} worth keeping; anything else is {@code other}. */
   private static final java.util.Set<String> TOOL_CHOICE_WORDS =
       java.util.Set.of(
           "auto", "none", "required", "any", "tool", "function", "allowed_tools", "custom");
 
-  private static String word(String text) {
+  static String word(String text) {
     return TOOL_CHOICE_WORDS.contains(text) ? text : "other";
   }
 

@@ -31,6 +31,7 @@ public final class TokenEstimator {
   private final ModelEncodings encodings;
   private final TokenCountCache counts;
   private final @Nullable LearnedBytesPerToken learned; // the headers' ratio, or the configured
+  private boolean plainReads = true; // chat bodies read from their bytes where they can be
 
   /**
    * An estimator that tokenizes every piece (no {@link TokenCountCache}) at the configured
@@ -108,22 +109,30 @@ public final class TokenEstimator {
       return fallback(FallbackCause.EMPTY, 0, null, limits);
     }
     Objects.checkFromIndexSize(offset, length, body.length);
-    if (!Utf8.isValid(body, offset, length)) {
-      if (shape != null && Utf8.pythonReadsAsJson(body, offset, length)) {
-        shape.read("the body is JSON that is not UTF-8 (send UTF-8)", false);
+    // a known format: its prompt is tallied by the scan where it can be (one pass over the body);
+    // a plain chat body is read from its bytes (ChatScan), any other with Jackson
+    ScanWalk on = format == null || format == RequestFormat.AUTO ? null : scanWalk(format);
+    BodyScan plain =
+        on == null || !plainReads
+            ? null
+            : ChatScan.read(
+                on, body, offset, length, settings, jsonFactory.streamReadConstraints());
+    if (plain == null) {
+      if (!Utf8.isValid(body, offset, length)) {
+        if (shape != null && Utf8.pythonReadsAsJson(body, offset, length)) {
+          shape.read("the body is JSON that is not UTF-8 (send UTF-8)", false);
+        }
+        return fallback(FallbackCause.NOT_UTF8, length, null, limits);
       }
-      return fallback(FallbackCause.NOT_UTF8, length, null, limits);
+      if (on != null && plainReads && ChatScan.reads(format)) {
+        on = scanWalk(on.format()); // the plain read may have fed the first
+      }
     }
     RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, offset, length, settings);
     @Nullable BodyScan scan = null;
     @Nullable RequestFormat resolved = null;
-    // a known format: its prompt is tallied by the scan where it can be (one pass over the body)
-    ScanWalk on =
-        format == null || format == RequestFormat.AUTO
-            ? null
-            : new ScanWalk(format, encodings, counts, settings);
     try {
-      scan = reader.scan(on);
+      scan = plain != null ? plain : reader.scan(on);
       if (scan.empty) {
         return fallback(FallbackCause.EMPTY, length, null, limits);
       }
@@ -428,6 +437,17 @@ public final class TokenEstimator {
     return encoding == ModelEncodings.o200k()
         ? TokenEstimate.METHOD_BPE_O200K
         : TokenEstimate.METHOD_BPE_CL100K;
+  }
+
+  private ScanWalk scanWalk(RequestFormat format) {
+    return new ScanWalk(format, encodings, counts, settings);
+  }
+
+  /** Test hook: the same estimator reading every body with Jackson (false), or as configured. */
+  TokenEstimator plainReads(boolean on) {
+    TokenEstimator e = new TokenEstimator(settings, counts, learned);
+    e.plainReads = on;
+    return e;
   }
 
   /** Test hook: the tally of a readable body, for calibration. */

@@ -88,49 +88,57 @@ final class Utf8 {
         i += 8;
         continue;
       }
-      int c = b[i];
-      if (c >= 0) {
+      if (b[i] >= 0) {
         i++;
         continue;
       }
-      c &= 0xFF;
-      if (c < 0xC2) {
-        return false; // stray continuation byte or overlong 2-byte lead
-      }
-      if (c < 0xE0) {
-        if (i + 1 >= end || !isContinuation(b[i + 1])) {
-          return false;
-        }
-        i += 2;
-      } else if (c < 0xF0) {
-        if (i + 2 >= end) {
-          return false;
-        }
-        int c1 = b[i + 1] & 0xFF;
-        if (!isContinuation(b[i + 1]) || !isContinuation(b[i + 2])) {
-          return false;
-        }
-        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0 && !surrogates)) {
-          return false; // overlong, or a UTF-16 surrogate
-        }
-        i += 3;
-      } else if (c < 0xF5) {
-        if (i + 3 >= end) {
-          return false;
-        }
-        int c1 = b[i + 1] & 0xFF;
-        if (!isContinuation(b[i + 1]) || !isContinuation(b[i + 2]) || !isContinuation(b[i + 3])) {
-          return false;
-        }
-        if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) {
-          return false; // overlong, or above U+10FFFF
-        }
-        i += 4;
-      } else {
+      int n = sequence(b, i, end, surrogates);
+      if (n < 0) {
         return false;
       }
+      i += n;
     }
     return true;
+  }
+
+  /**
+   * The length of the strict UTF-8 sequence of a character outside ASCII that starts at {@code
+   * b[i]} and ends before {@code end} (2 to 4), or -1 when it is not one: a stray continuation
+   * byte, an overlong, a surrogate (unless {@code surrogates}, as Python decodes with its surrogate
+   * pass handler), a code point above U+10FFFF, or a cut sequence.
+   */
+  static int sequence(byte[] b, int i, int end, boolean surrogates) {
+    int c = b[i] & 0xFF;
+    if (c < 0xC2) {
+      return -1; // stray continuation byte or overlong 2-byte lead
+    }
+    if (c < 0xE0) {
+      return i + 1 < end && isContinuation(b[i + 1]) ? 2 : -1;
+    }
+    if (c < 0xF0) {
+      if (i + 2 >= end || !isContinuation(b[i + 1]) || !isContinuation(b[i + 2])) {
+        return -1;
+      }
+      int c1 = b[i + 1] & 0xFF;
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0 && !surrogates)) {
+        return -1; // overlong, or a UTF-16 surrogate
+      }
+      return 3;
+    }
+    if (c < 0xF5) {
+      if (i + 3 >= end
+          || !isContinuation(b[i + 1])
+          || !isContinuation(b[i + 2])
+          || !isContinuation(b[i + 3])) {
+        return -1;
+      }
+      int c1 = b[i + 1] & 0xFF;
+      if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) {
+        return -1; // overlong, or above U+10FFFF
+      }
+      return 4;
+    }
+    return -1;
   }
 
   /** UTF-8 length of a Java string (unpaired surrogates count as 3 bytes, like '?'-free CESU). */
@@ -222,6 +230,13 @@ final class Utf8 {
         chars += 8;
         i += 8;
         continue;
+      if (i + 8 <= limit) { // eight plain ASCII bytes: no quote, backslash, control or high byte
+        if (specials(b, i) == 0) {
+          bytes += 8;
+          chars += 8;
+          i += 8;
+          continue;
+        }
       }
       int c = b[i];
       if (c == '"') {
@@ -273,6 +288,19 @@ final class Utf8 {
       i++;
     }
     return -1;
+  }
+
+  /**
+   * The high bit of each of the eight bytes at {@code b[i]} that is not plain string content (a
+   * quote, a backslash, a control character or a byte outside ASCII); 0 when all eight are. The
+   * lowest bit set marks the first such byte (bits above it may be set by a borrow).
+   */
+  static long specials(byte[] b, int i) {
+    long w = (long) LONGS.get(b, i);
+    long quote = w ^ (ONES * '"');
+    long slash = w ^ (ONES * '\\');
+    return (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
+        & HIGH_BITS;
   }
 
   /** The value of the four hex digits at {@code b[i]}, or -1. */

@@ -111,7 +111,7 @@ class ScanWalkTest {
     }
   }
 
-  private static String fields(Object o) throws IllegalAccessException {
+  static String fields(Object o) throws IllegalAccessException {
     StringBuilder b = new StringBuilder(o.getClass().getSimpleName()).append('{');
     for (Field fd : o.getClass().getDeclaredFields()) {
       if (Modifier.isStatic(fd.getModifiers())) {
