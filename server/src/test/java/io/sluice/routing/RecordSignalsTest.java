@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.session.Signals;
-import java.util.ArrayList;
-import java.util.List;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,40 +15,11 @@ class RecordSignalsTest {
   private static final String TRACEPARENT =
       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
-  /** The request's headers, and every header name looked up. */
-  private static final class Counting implements SignalSource {
-    final SignalRequest request = new SignalRequest();
-    final List<String> asked = new ArrayList<>();
-
-    Counting() {
-      request.header("x-request-id", "7f8e9d0c").header("traceparent", TRACEPARENT);
-    }
-
-    @Override
-    public @Nullable String metadata(String key) {
-      return request.metadata(key);
-    }
-
-    @Override
-    public @Nullable String header(String name) {
-      asked.add(name);
-      return request.header(name);
-    }
-
-    @Override
-    public @Nullable String dynamicMetadata(String namespace, List<String> path) {
-      return null;
-    }
-
-    @Override
-    public @Nullable String attribute(String expression) {
-      return null;
-    }
-
-    @Override
-    public @Nullable String path() {
-      return request.path;
-    }
+  /** A request with a request id and a trace context. */
+  private static CountingSource traced() {
+    CountingSource c = new CountingSource();
+    c.request.header("x-request-id", "7f8e9d0c").header("traceparent", TRACEPARENT);
+    return c;
   }
 
   private static RequestResolver resolver(String telemetry) {
@@ -68,12 +36,9 @@ class RecordSignalsTest {
   @Test
   void correlationOnly_readsTheRequestIdWhileRecordsAreWritten_andNothingWhileNot() {
     RequestResolver r = resolver("telemetry: {correlation: true}\n");
-    Counting logged = new Counting();
-    Signals withRecords = r.resolve(logged, 0, true).signals();
-    assertThat(withRecords.get("requestId")).isEqualTo("7f8e9d0c");
-    assertThat(withRecords.get("traceparent")).isEqualTo(TRACEPARENT);
+    assertReadBoth(r.resolve(traced(), 0, true).signals());
 
-    Counting silent = new Counting();
+    CountingSource silent = traced();
     Signals without = r.resolve(silent, 0, false).signals();
     assertThat(without.get("requestId")).isNull();
     assertThat(without.get("traceparent")).isNull();
@@ -83,9 +48,11 @@ class RecordSignalsTest {
   @Test
   void exportOn_readsThemWithoutRecordsToo() {
     RequestResolver r = resolver("telemetry: {enabled: true}\n");
-    Counting silent = new Counting();
-    Signals without = r.resolve(silent, 0, false).signals();
-    assertThat(without.get("requestId")).isEqualTo("7f8e9d0c");
-    assertThat(without.get("traceparent")).isEqualTo(TRACEPARENT);
+    assertReadBoth(r.resolve(traced(), 0, false).signals());
+  }
+
+  private static void assertReadBoth(Signals read) {
+    assertThat(read.get("requestId")).isEqualTo("7f8e9d0c");
+    assertThat(read.get("traceparent")).isEqualTo(TRACEPARENT);
   }
 }
