@@ -35,6 +35,9 @@ import org.openjdk.jmh.infra.Blackhole;
  * mvn -B -pl server -am -Pjmh package -DskipTests
  * java -jar server/target/benchmarks.jar ExtProcStreamBenchmark
  * </pre>
+ *
+ * <p>With {@code -Dsluice.jmh.decisionLogOff=true} the embedded default runs with its decision log
+ * off, as the floor's policy does (what is read only for a decision record is then not read).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -51,7 +54,16 @@ public class ExtProcStreamBenchmark {
 
   @Setup(Level.Trial)
   public void setUp() throws Exception {
-    server = SluiceServer.start(ConfigLoader.parse(JmhPolicies.embeddedDefaultOnLoopback()));
+    String policy = JmhPolicies.embeddedDefaultOnLoopback();
+    if (Boolean.getBoolean("sluice.jmh.decisionLogOff")) { // as the floor's policy has it
+      String off =
+          policy.replace("decisionLog:\n  enabled: true", "decisionLog:\n  enabled: false");
+      if (off.equals(policy)) {
+        throw new IllegalStateException("embedded default changed shape: decisionLog");
+      }
+      policy = off;
+    }
+    server = SluiceServer.start(ConfigLoader.parse(policy));
     service = ExtProcService.create(server::runtime, () -> false);
     request = LlmStream.oneShotHeaders().toByteArray();
     envoyMessages = LlmStream.messageBytes();

@@ -55,6 +55,15 @@ public interface ConfigSection<T> {
   }
 
   /**
+   * Of {@link #signals}, those the feature reads only to write them into the decision record: the
+   * resolver does not read them while the decision log is off (nothing would carry them). None by
+   * default.
+   */
+  default Set<String> recordSignals(T value) {
+    return Set.of();
+  }
+
+  /**
    * The signals of {@link #signals} read only when another one of them has a value, by key: the
    * signal it needs (W3C {@code tracestate} means nothing without a {@code traceparent}, so a
    * request without one reads neither). None by default.

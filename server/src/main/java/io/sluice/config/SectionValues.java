@@ -30,6 +30,10 @@ public final class SectionValues {
     Set<String> signals() {
       return section.signals(value);
     }
+
+    Set<String> recordSignals() {
+      return section.recordSignals(value);
+    }
   }
 
   private SectionValues(Map<String, Entry<?>> entries) {
@@ -81,6 +85,13 @@ public final class SectionValues {
   public Set<String> signals() {
     Set<String> out = new LinkedHashSet<>();
     entries.values().forEach(e -> out.addAll(e.signals()));
+    return out;
+  }
+
+  /** The signals the sections' features read only for the decision record. */
+  public Set<String> recordSignals() {
+    Set<String> out = new LinkedHashSet<>();
+    entries.values().forEach(e -> out.addAll(e.recordSignals()));
     return out;
   }
 

@@ -108,6 +108,15 @@ public final class TelemetrySection implements ConfigSection<TelemetryPolicy> {
     return keys;
   }
 
+  /**
+   * With export off, what correlation reads (the request id, the trace id's headers) labels the
+   * decision record only; with export on, the span reads them too.
+   */
+  @Override
+  public Set<String> recordSignals(TelemetryPolicy p) {
+    return p.enabled() ? Set.of() : signals(p);
+  }
+
   /** {@code tracestate} only beside a {@code traceparent} (W3C: no parent, no state to carry). */
   @Override
   public Map<String, String> signalsBeside() {

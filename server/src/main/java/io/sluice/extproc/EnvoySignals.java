@@ -15,7 +15,9 @@ final class EnvoySignals implements SignalSource {
   private final io.grpc.Metadata initialMetadata;
   private final Inbound request;
   private final @Nullable HeaderIndex index;
-  private final String @Nullable [] found; // values by HeaderIndex slot, first occurrence
+  // by HeaderIndex slot: 1 + the place of its first occurrence in the request's headers (0:
+  // absent); a value is decoded only when read, so a header nobody reads is never decoded
+  private final int @Nullable [] found;
   private final InitialMetadata metadataKeys;
 
   /** With the tables of the runtime snapshot: its header index and its metadata keys. */
@@ -36,7 +38,7 @@ final class EnvoySignals implements SignalSource {
     this.metadataKeys = metadataKeys;
     this.request = request;
     this.index = index;
-    this.found = index == null ? null : index.pick(request);
+    this.found = index == null ? null : index.places(request);
   }
 
   /** The header names a config's signals (plus Sluice itself) read, laid out for one pass. */
@@ -101,9 +103,22 @@ final class EnvoySignals implements SignalSource {
 
     /** The values of the indexed headers, by slot (first occurrence; null when absent). */
     String[] pick(Inbound in) {
-      String[] out = new String[slots.size()];
+      int[] at = places(in);
+      String[] out = new String[at.length];
+      for (int slot = 0; slot < at.length; slot++) {
+        out[slot] = valueAt(in, at, slot);
+      }
+      return out;
+    }
+
+    /**
+     * Where the indexed headers are, by slot: 1 + the place of the first occurrence in the
+     * request's headers (the wire's, or the parsed message's list), 0 when absent.
+     */
+    int[] places(Inbound in) {
+      int[] out = new int[names.length];
       if (!in.fromWire()) {
-        pickFrom(in.headerList(), out);
+        placesIn(in.headerList(), out);
         return out;
       }
       for (int i = 0, n = in.headerCount(); i < n; i++) {
@@ -115,8 +130,8 @@ final class EnvoySignals implements SignalSource {
         for (int j = 0; j < ns.length; j++) {
           if (in.keyEquals(i, ns[j])) {
             int slot = byteSlotsByLength[len][j];
-            if (out[slot] == null) {
-              out[slot] = in.value(i);
+            if (out[slot] == 0) {
+              out[slot] = i + 1;
             }
             break;
           }
@@ -125,10 +140,9 @@ final class EnvoySignals implements SignalSource {
       return out;
     }
 
-    private void pickFrom(List<HeaderValue> headers, String[] out) {
+    private void placesIn(List<HeaderValue> headers, int[] out) {
       for (int i = 0, n = headers.size(); i < n; i++) {
-        HeaderValue h = headers.get(i);
-        String k = h.getKey();
+        String k = headers.get(i).getKey();
         int len = k.length();
         if (len >= byLength.length || byLength[len] == null) {
           continue;
@@ -137,13 +151,22 @@ final class EnvoySignals implements SignalSource {
         for (int j = 0; j < ns.length; j++) {
           if (ns[j].equals(k)) {
             int slot = slotsByLength[len][j];
-            if (out[slot] == null) {
-              out[slot] = value(h);
+            if (out[slot] == 0) {
+              out[slot] = i + 1;
             }
             break;
           }
         }
       }
+    }
+
+    /** The value at {@code slot} of {@link #places}' answer {@code at}, decoded now; or null. */
+    static @Nullable String valueAt(Inbound in, int[] at, int slot) {
+      int i = at[slot] - 1;
+      if (i < 0) {
+        return null;
+      }
+      return in.fromWire() ? in.value(i) : value(in.headerList().get(i));
     }
 
     /** The slot of {@code name}, or -1 when it is not indexed. */
@@ -183,12 +206,18 @@ final class EnvoySignals implements SignalSource {
     return metadataKeys.get(initialMetadata, key);
   }
 
+  /** A declared signal's metadata key by its place in the resolver's keys: no key looked up. */
+  @Override
+  public @Nullable String metadata(int slot, String key) {
+    return metadataKeys.get(initialMetadata, slot, key);
+  }
+
   @Override
   public @Nullable String header(String name) {
     if (index != null) {
       int slot = index.slot(name);
       if (slot >= 0) {
-        return java.util.Objects.requireNonNull(found, "found")[slot]; // picked with the index
+        return HeaderIndex.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
       }
     }
     return request.header(name);
@@ -202,14 +231,16 @@ final class EnvoySignals implements SignalSource {
   public @Nullable String header(int slot, String name) {
     HeaderIndex i = index;
     if (i != null && i.holds(slot, name)) {
-      return java.util.Objects.requireNonNull(found, "found")[slot];
+      return HeaderIndex.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
     }
     return header(name);
   }
 
   /** A header Sluice itself reads, by its slot in the index ({@code -1}: not indexed). */
   private @Nullable String own(int slot, String name) {
-    return slot >= 0 ? java.util.Objects.requireNonNull(found, "found")[slot] : header(name);
+    return slot >= 0
+        ? HeaderIndex.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot)
+        : header(name);
   }
 
   @Nullable String method() {

@@ -18,7 +18,7 @@ import org.jspecify.annotations.Nullable;
  */
 public final class ExtProcTables {
   private final EnvoySignals.HeaderIndex headerIndex;
-  private final InitialMetadata metadataKeys = new InitialMetadata();
+  private final InitialMetadata metadataKeys;
   private final AnswerEncoder.Entries answerEntries = new AnswerEncoder.Entries();
   // the config sections and feature meters a request reads, looked up once per snapshot (racy
   // but benign: every thread that finds it unset builds the same immutable value)
@@ -35,6 +35,7 @@ public final class ExtProcTables {
     names.add(":method");
     names.add("content-type");
     this.headerIndex = new EnvoySignals.HeaderIndex(names);
+    this.metadataKeys = new InitialMetadata(resolver.metadataNames());
   }
 
   EnvoySignals.HeaderIndex headerIndex() {

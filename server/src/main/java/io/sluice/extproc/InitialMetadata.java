@@ -10,8 +10,15 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>One instance per runtime snapshot ({@link ExtProcTables}): the keys come from that config (a
  * bounded set), built and validated once, not per request, and dropped with the snapshot on reload.
+ * The keys the config's signals declare are held by their slot ({@link
+ * io.sluice.routing.RequestResolver#metadataNames()}), so a signal's read looks nothing up.
  */
 final class InitialMetadata {
+  // the declared keys by slot, and their gRPC keys (null: a binary key, never read as text)
+  private final String[] declared;
+  private final Metadata.@Nullable Key<?>[] bySlot;
+  private final boolean[] held; // false: a key gRPC refuses, looked up (and refused) per read
+
   private final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> keys =
       new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -23,6 +30,45 @@ final class InitialMetadata {
 
   private static final int RECENT_MAX = 64;
   private static final int KEYS_MAX = 10_000; // names come from the config; capped all the same
+
+  /** With no key held by slot (every read looks its key up). */
+  InitialMetadata() {
+    this.declared = new String[0];
+    this.bySlot = new Metadata.Key<?>[0];
+    this.held = new boolean[0];
+  }
+
+  /** With {@code declared}'s keys held by their place in the list. */
+  InitialMetadata(java.util.List<String> declared) {
+    this.declared = declared.toArray(String[]::new);
+    this.bySlot = new Metadata.Key<?>[this.declared.length];
+    this.held = new boolean[this.declared.length];
+    for (int i = 0; i < this.declared.length; i++) {
+      String k = this.declared[i];
+      try {
+        bySlot[i] =
+            k.endsWith(Metadata.BINARY_HEADER_SUFFIX)
+                ? null
+                : Metadata.Key.of(k, Metadata.ASCII_STRING_MARSHALLER);
+        held[i] = true;
+      } catch (IllegalArgumentException e) {
+        held[i] = false; // as before: the read itself refuses it
+      }
+    }
+  }
+
+  /** {@link #get(Metadata, String)} of {@code key}, the {@code slot}th declared key. */
+  @Nullable String get(@Nullable Metadata md, int slot, String key) {
+    if (slot < 0 || slot >= declared.length || !held[slot] || !declared[slot].equals(key)) {
+      return get(md, key);
+    }
+    if (md == null) {
+      return null;
+    }
+    @SuppressWarnings("unchecked") // made with the ASCII marshaller above
+    Metadata.Key<String> k = (Metadata.Key<String>) bySlot[slot];
+    return k == null ? null : md.get(k);
+  }
 
   @Nullable String get(@Nullable Metadata md, String key) {
     if (md == null) {

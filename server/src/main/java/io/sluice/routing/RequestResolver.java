@@ -40,8 +40,9 @@ public final class RequestResolver {
   // registered ones: read per request by index, without map lookups
   private final Source[][] sources;
   // per signal and source: a header source's place in headerNames() (SignalSource.header(int,
-  // String)), -1 for the other kinds
-  private final int[][] headerSlots;
+  // String)), a metadata source's in metadataNames() (SignalSource.metadata(int, String)), -1 for
+  // the other kinds
+  private final int[][] slots;
   private final List<String> headerNames;
   // Looked up once per config, not per request: the route rules with their pool and class (null
   // when the config names one that does not exist), the unmatched route's, and the tenants.
@@ -62,6 +63,8 @@ public final class RequestResolver {
   private final String[] featureSignalKeys;
   // per feature signal: the place in featureSignals of the signal it is read beside, or -1
   private final int[] featureSignalBeside;
+  // per feature signal: read only for the decision record (not while no record is written)
+  private final boolean[] featureSignalForRecord;
   // the same keys, every value absent: what most requests carry (no array of values per request)
   private final io.sluice.core.session.Signals featureSignalsAbsent;
   // InferenceObjective names (a trusted class signal's value) to class names: llmD section
@@ -90,12 +93,16 @@ public final class RequestResolver {
       }
     }
     this.headerNames = List.copyOf(names);
-    this.headerSlots = new int[sources.length][];
+    List<String> mdKeys = metadataNames();
+    this.slots = new int[sources.length][];
     for (int i = 0; i < sources.length; i++) {
-      headerSlots[i] = new int[sources[i].length];
+      slots[i] = new int[sources[i].length];
       for (int j = 0; j < sources[i].length; j++) {
-        headerSlots[i][j] =
-            sources[i][j] instanceof Source.Header h ? headerNames.indexOf(h.header()) : -1;
+        Source s = sources[i][j];
+        slots[i][j] =
+            s instanceof Source.Header h
+                ? headerNames.indexOf(h.header())
+                : s instanceof Source.Metadata m ? mdKeys.indexOf(m.metadata()) : -1;
       }
     }
     java.util.Set<String> asked = config.sections().signals();
@@ -111,7 +118,10 @@ public final class RequestResolver {
     java.util.Map<String, String> beside = config.sections().signalsBeside();
     List<String> keys = List.of(featureSignalKeys);
     this.featureSignalBeside = new int[featureSignalKeys.length];
+    this.featureSignalForRecord = new boolean[featureSignalKeys.length];
+    java.util.Set<String> forRecord = config.sections().recordSignals();
     for (int i = 0; i < featureSignalKeys.length; i++) {
+      featureSignalForRecord[i] = forRecord.contains(featureSignalKeys[i]);
       int needed = keys.indexOf(beside.getOrDefault(featureSignalKeys[i], ""));
       featureSignalBeside[i] = needed < i ? needed : -1; // read after it, or ungated
     }
@@ -145,13 +155,31 @@ public final class RequestResolver {
     return new java.util.LinkedHashSet<>(headerNames);
   }
 
+  /**
+   * Every gRPC metadata key a declared signal may read, in the order {@link
+   * SignalSource#metadata(int, String)}'s slots count them.
+   */
+  public List<String> metadataNames() {
+    java.util.Set<String> keys = new java.util.LinkedHashSet<>();
+    for (Source[] list : sources) {
+      for (Source s : list) {
+        if (s instanceof Source.Metadata m) {
+          keys.add(m.metadata());
+        }
+      }
+    }
+    return List.copyOf(keys);
+  }
+
   public ResolvedRequest resolve(SignalSource in, long nowNanos) {
     return resolve(in, nowNanos, true);
   }
 
   /**
-   * @param withOperationId whether to read the operation id (only decision records carry it; the
-   *     header value is not decoded when nothing will write it)
+   * @param withOperationId whether decision records are written: the operation id, and the signals
+   *     a feature reads only for the record ({@code ConfigSection.recordSignals}), are read only
+   *     then (only decision records carry them; the header value is not decoded when nothing will
+   *     write it)
    */
   public ResolvedRequest resolve(SignalSource in, long nowNanos, boolean withOperationId) {
     String routeSignal = read(ROUTE, in);
@@ -273,13 +301,16 @@ public final class RequestResolver {
         declaredFanout(read(FANOUT, in)),
         workflow(read(WORKFLOW, in)),
         (rule != null && !rule.degrade()) || truthy(read(NO_DEGRADE, in)),
-        featureSignals(in));
+        featureSignals(in, withOperationId));
   }
 
   /** The signals the registered features read, from their trusted sources ({@code Signals}). */
-  private io.sluice.core.session.Signals featureSignals(SignalSource in) {
+  private io.sluice.core.session.Signals featureSignals(SignalSource in, boolean withRecords) {
     @Nullable String[] values = null; // made when the first signal is present
     for (int i = 0; i < featureSignals.length; i++) {
+      if (!withRecords && featureSignalForRecord[i]) {
+        continue; // no decision record is written: nothing would read it
+      }
       int beside = featureSignalBeside[i];
       if (beside >= 0 && (values == null || values[beside] == null)) {
         continue; // read only beside a signal this request does not carry
@@ -371,16 +402,18 @@ public final class RequestResolver {
 
   /** First present value among the built-in signal's declared sources ({@link #builtIn}). */
   private @Nullable String read(int signal, SignalSource in) {
-    return read(sources[signal], headerSlots[signal], in);
+    return read(sources[signal], slots[signal], in);
   }
 
-  /** First present value among these declared sources (a header's by its {@code slots}). */
+  /**
+   * First present value among these declared sources (a header's or metadata key's by its slot).
+   */
   private static @Nullable String read(Source[] declared, int[] slots, SignalSource in) {
     for (int i = 0; i < declared.length; i++) {
       Source s = declared[i];
       String v;
       if (s instanceof Source.Metadata m) {
-        v = in.metadata(m.metadata());
+        v = in.metadata(slots[i], m.metadata());
       } else if (s instanceof Source.Header h) {
         v = in.header(slots[i], h.header());
       } else if (s instanceof Source.DynamicMetadata d) {

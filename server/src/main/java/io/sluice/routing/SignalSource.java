@@ -14,6 +14,15 @@ public interface SignalSource {
   @Nullable String header(String name);
 
   /**
+   * {@link #metadata(String)} of {@code key}, which is the {@code slot}th of {@link
+   * RequestResolver#metadataNames()} (in its order): an adapter that holds those keys by slot
+   * answers without looking the key up.
+   */
+  default @Nullable String metadata(int slot, String key) {
+    return metadata(key);
+  }
+
+  /**
    * {@link #header(String)} of {@code name}, which is the {@code slot}th of {@link
    * RequestResolver#headerNames()} (in its order): an adapter that indexed the request's headers by
    * those names answers without looking the name up.

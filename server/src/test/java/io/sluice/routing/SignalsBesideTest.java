@@ -4,9 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.config.ConfigLoader;
 import io.sluice.core.session.Signals;
-import java.util.ArrayList;
-import java.util.List;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -17,38 +14,6 @@ import org.junit.jupiter.api.Test;
 class SignalsBesideTest {
   private static final String TRACEPARENT =
       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-  /** The request's headers, and every header name looked up. */
-  private static final class Counting implements SignalSource {
-    final SignalRequest request = new SignalRequest();
-    final List<String> asked = new ArrayList<>();
-
-    @Override
-    public @Nullable String metadata(String key) {
-      return request.metadata(key);
-    }
-
-    @Override
-    public @Nullable String header(String name) {
-      asked.add(name);
-      return request.header(name);
-    }
-
-    @Override
-    public @Nullable String dynamicMetadata(String namespace, List<String> path) {
-      return null;
-    }
-
-    @Override
-    public @Nullable String attribute(String expression) {
-      return null;
-    }
-
-    @Override
-    public @Nullable String path() {
-      return request.path;
-    }
-  }
 
   private static RequestResolver telemetryOn() {
     return new RequestResolver(
@@ -64,13 +29,13 @@ class SignalsBesideTest {
   @Test
   void tracestate_isNotLookedUpWithoutATraceparent_andReadBesideOne() {
     RequestResolver r = telemetryOn();
-    Counting alone = new Counting();
+    CountingSource alone = new CountingSource();
     alone.request.header("tracestate", "vendor=1");
     Signals read = r.resolve(alone, 0).signals();
     assertThat(read.get("tracestate")).isNull();
     assertThat(alone.asked).contains("traceparent").doesNotContain("tracestate");
 
-    Counting both = new Counting();
+    CountingSource both = new CountingSource();
     both.request.header("traceparent", TRACEPARENT).header("tracestate", "vendor=1");
     Signals beside = r.resolve(both, 0).signals();
     assertThat(beside.get("traceparent")).isEqualTo(TRACEPARENT);
