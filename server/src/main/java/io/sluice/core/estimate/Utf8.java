@@ -197,21 +197,6 @@ final class Utf8 {
   private static final long ONES = 0x0101010101010101L;
 
   /**
-   * The bytes among the eight at {@code i} that are not plain ASCII inside a JSON string (a quote,
-   * backslash, control character or byte with its high bit set), each as its high bit in the
-   * little-endian word: 0 when all eight are plain (each one byte and one char that a string's
-   * reader steps over unread); else the lowest bit set marks the first of them exactly (a marked
-   * byte above it may be plain). The caller checks {@code i + 8 <= b.length}.
-   */
-  static long specials(byte[] b, int i) {
-    long w = (long) LONGS.get(b, i);
-    long quote = w ^ (ONES * '"');
-    long slash = w ^ (ONES * '\\');
-    return (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
-        & HIGH_BITS;
-  }
-
-  /**
    * What {@link #length(char[], int, int)} and the count of UTF-16 characters make of the JSON
    * string value whose content starts at {@code b[from]} (after its opening quote), read from its
    * bytes without decoding it: its UTF-8 length in the low 32 bits, its characters in the high 32.
@@ -225,11 +210,6 @@ final class Utf8 {
     long chars = 0;
     int i = from;
     while (i < limit) {
-      if (i + 8 <= limit && specials(b, i) == 0) {
-        bytes += 8;
-        chars += 8;
-        i += 8;
-        continue;
       if (i + 8 <= limit) { // eight plain ASCII bytes: no quote, backslash, control or high byte
         if (specials(b, i) == 0) {
           bytes += 8;
