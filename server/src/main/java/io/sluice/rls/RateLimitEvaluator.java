@@ -270,22 +270,34 @@ public final class RateLimitEvaluator {
     return CompletableFuture.completedFuture(finish(error, answers));
   }
 
-  /**
-   * What the store was asked for one call, and its answers.
-   *
-   * @param unlimited per request descriptor: whether an unlimited limit matched it
-   */
-  private record Counted(
-      CompletableFuture<long[]> counted,
-      List<CompletableFuture<TokenBucketResult>> taken,
-      List<Slot> fixed,
-      List<Slot> tokenBuckets,
-      List<SlotResult> precomputed,
-      boolean[] unlimited,
-      String domain,
-      long nowMillis) {
-    long nowSeconds() {
-      return Math.floorDiv(nowMillis, 1000);
+  /** What the store was asked for one call, and its answers (a class: it holds an array). */
+  private static final class Counted {
+    final CompletableFuture<long[]> counted;
+    final List<CompletableFuture<TokenBucketResult>> taken;
+    final List<Slot> fixed;
+    final List<Slot> tokenBuckets;
+    final List<SlotResult> precomputed;
+    final boolean[] unlimited; // per request descriptor: whether an unlimited limit matched it
+    final String domain;
+    final long nowMillis;
+
+    Counted(
+        CompletableFuture<long[]> counted,
+        List<CompletableFuture<TokenBucketResult>> taken,
+        List<Slot> fixed,
+        List<Slot> tokenBuckets,
+        List<SlotResult> precomputed,
+        boolean[] unlimited,
+        String domain,
+        long nowMillis) {
+      this.counted = counted;
+      this.taken = taken;
+      this.fixed = fixed;
+      this.tokenBuckets = tokenBuckets;
+      this.precomputed = precomputed;
+      this.unlimited = unlimited;
+      this.domain = domain;
+      this.nowMillis = nowMillis;
     }
   }
 
@@ -316,15 +328,15 @@ public final class RateLimitEvaluator {
   }
 
   private RlsDecision finish(@Nullable Throwable e, Counted c) {
-    List<Slot> fixed = c.fixed();
-    List<Slot> tokenBuckets = c.tokenBuckets();
-    List<SlotResult> precomputed = c.precomputed();
-    List<CompletableFuture<TokenBucketResult>> taken = c.taken();
-    int n = c.unlimited().length;
-    boolean[] unlimited = c.unlimited();
-    String domain = c.domain();
-    long nowMillis = c.nowMillis();
-    long nowSeconds = c.nowSeconds();
+    List<Slot> fixed = c.fixed;
+    List<Slot> tokenBuckets = c.tokenBuckets;
+    List<SlotResult> precomputed = c.precomputed;
+    List<CompletableFuture<TokenBucketResult>> taken = c.taken;
+    boolean[] unlimited = c.unlimited;
+    int n = unlimited.length;
+    String domain = c.domain;
+    long nowMillis = c.nowMillis;
+    long nowSeconds = Math.floorDiv(nowMillis, 1000);
     List<SlotResult> results = new ArrayList<>(precomputed.size() + fixed.size() + taken.size());
     if (!precomputed.isEmpty()) {
       results.addAll(precomputed);
@@ -333,7 +345,7 @@ public final class RateLimitEvaluator {
       return onStoreFailure(
           e, fixed, tokenBuckets, results, n, unlimited, domain, nowMillis, nowSeconds);
     }
-    long[] after = c.counted().join();
+    long[] after = c.counted.join();
     for (int i = 0; i < fixed.size(); i++) {
       results.add(
           outcomes.fixedWindow(
