@@ -120,7 +120,7 @@ final class FloorReplies {
 
   /** Starts a Sluice on {@code policy} in this JVM and records its answers ({@link #WARM} each). */
   static Captured capture(String policy) throws IOException {
-    try (Sluice sluice = new Sluice(policy, 0)) {
+    try (Sluice sluice = new Sluice(policy, 0, null)) {
       ManagedChannel ch =
           NettyChannelBuilder.forAddress("127.0.0.1", sluice.server.grpcPort())
               .usePlaintext()

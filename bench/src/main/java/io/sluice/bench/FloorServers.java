@@ -115,10 +115,6 @@ final class FloorServers {
     final SluiceServer server;
     final Path runtime;
 
-    Sluice(String policy, int port) throws IOException {
-      this(policy, port, null);
-    }
-
     /** With {@code redis} (host:port) as the store, or the in-memory store when null. */
     Sluice(String policy, int port, @Nullable String redis) throws IOException {
       runtime = Files.createTempDirectory("sluice-rls");

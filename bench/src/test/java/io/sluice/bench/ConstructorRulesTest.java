@@ -22,10 +22,10 @@ import org.junit.jupiter.api.Test;
 class ConstructorRulesTest {
   /**
    * Classes that still delegate, when the rule came to these modules: nothing may join, an entry
-   * goes when its class is fixed. {@code FloorServers.Sluice}'s two constructors (without and with
-   * a Redis store) belong to the floor bench, changed elsewhere at the time.
+   * goes when its class is fixed (the last one, the floor's {@code FloorServers.Sluice}, went at
+   * the merge that brought the rule): empty.
    */
-  static final Set<String> NOT_YET_REMOVED = Set.of("io.sluice.bench.FloorServers$Sluice");
+  static final Set<String> NOT_YET_REMOVED = Set.of();
 
   @Test
   void harnessAndBenchClasses_haveNoDelegatingConstructor() {
