@@ -183,7 +183,7 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--otlp-endpoint",
       description =
-          "target sluice-telemetry (OpenTelemetry on, 1 % sampled) exports here; default: a"
+          "target sluice-telemetry (OpenTelemetry on, 1 %% sampled) exports here; default: a"
               + " discarding OTLP receiver the floor serves (TelemetrySink)")
   @Nullable String otlpEndpoint;
 

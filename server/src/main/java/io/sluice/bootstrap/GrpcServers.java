@@ -13,6 +13,7 @@ import io.sluice.config.SluiceConfig;
 import io.sluice.extproc.ExtProcService;
 import io.sluice.rls.RlsModule;
 import io.sluice.transport.GuardedNegotiation;
+import io.sluice.transport.LeakSampling;
 import io.sluice.transport.PrematureResetGuard;
 import java.io.File;
 import java.io.IOException;
@@ -44,6 +45,8 @@ final class GrpcServers {
       @Nullable RlsModule rls,
       java.util.List<io.grpc.BindableService> more)
       throws IOException {
+    // Netty's leak sampling costs ~2 µs per LLM-shaped stream; on only when the operator sets it
+    var unusedLevel = LeakSampling.apply();
     InetSocketAddress bind = new InetSocketAddress(s.grpcHost(), s.grpcPort());
     SluiceConfig.Http2 h2 = s.http2();
     ServerCredentials creds =
