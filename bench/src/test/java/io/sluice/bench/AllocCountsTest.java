@@ -29,7 +29,10 @@ class AllocCountsTest {
     assertThat(sluice.byCaller().keySet()).allMatch(k -> k.startsWith("loop "));
   }
 
-  /** The write path's allocations: grpc's framer and Netty's HTTP/2 frame writer. */
+  /**
+   * The write path's allocations per stream: grpc's framer, Netty's HTTP/2 DATA and HEADERS frames
+   * (not the connection's WINDOW_UPDATE and PING frames, which follow the flow-control timing).
+   */
   private static Map<String, Long> writes(AllocCounts.Result r) {
     Map<String, Long> out = new TreeMap<>();
     r.byCaller()
