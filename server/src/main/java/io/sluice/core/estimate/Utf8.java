@@ -277,11 +277,11 @@ final class Utf8 {
    */
   static long specials(byte[] b, int i) {
     long w = (long) LONGS.get(b, i);
-    // a byte's high bit in (x - ONES) is set when x's byte is 0 (a quote or a backslash in w), or
-    // when w's byte has its high bit set (a special byte itself, kept by the "w |"); in
-    // (w - 0x20 each), when w's byte is below 0x20 or has its high bit set. A borrow sets bits only
-    // above a byte that is special.
-    return (w | ((w ^ (ONES * '"')) - ONES) | ((w ^ (ONES * '\\')) - ONES) | (w - ONES * 0x20))
+    // a byte's high bit in (x - ONES) is set when x's byte is 0 (w's is a quote or a backslash) and
+    // in (w - 0x20 each) when w's is below 0x20; where w's byte has its high bit set, one of the
+    // two x's keeps it (both lose it only from 0x80 or 0x81: w 0xA2, 0xA3 and 0xDC, 0xDD). A borrow
+    // sets bits only above a byte that is special.
+    return (((w ^ (ONES * '"')) - ONES) | ((w ^ (ONES * '\\')) - ONES) | (w - ONES * 0x20))
         & HIGH_BITS;
   }
 

@@ -78,10 +78,14 @@ class Utf8Test {
   void specialsAndPlainRun_findTheFirstByteThatIsNotPlainContent() {
     Random r = new Random(20261206L);
     byte[] odd = {'"', '\\', 0, 0x1F, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, (byte) 0x80, (byte) 0xFF};
-    for (int k = 0; k < 50_000; k++) {
-      byte[] b = new byte[r.nextInt(48)];
+    for (int k = 0; k < 50_000 + 256 * 8; k++) {
+      byte[] b = new byte[k < 256 * 8 ? 8 : r.nextInt(48)];
       for (int i = 0; i < b.length; i++) {
         b[i] = r.nextInt(6) == 0 ? odd[r.nextInt(odd.length)] : (byte) (0x20 + r.nextInt(0x60));
+      }
+      if (k < 256 * 8) { // each byte value at each place of a word of plain bytes
+        java.util.Arrays.fill(b, (byte) 'a');
+        b[k & 7] = (byte) (k >>> 3);
       }
       int from = b.length == 0 ? 0 : r.nextInt(b.length + 1);
       int first = from;
