@@ -67,6 +67,9 @@ final class ByteJson {
   /** Skips whitespace; returns the next byte (not consumed), or bails at the end. */
   int peek() {
     int i = pos;
+    if (i < end && b[i] > ' ') { // no whitespace before it: the common case of a compact body
+      return b[i];
+    }
     while (i < end) {
       int c = b[i];
       if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
@@ -169,23 +172,13 @@ final class ByteJson {
   void string() {
     int i = pos + 1;
     from = i;
-    long n = 0; // UTF-8 bytes
-    long c16 = 0; // UTF-16 characters
+    // the lengths less the bytes read: plain bytes count one byte and one character each, so only
+    // escapes and characters outside ASCII add their difference
+    long dn = 0;
+    long dc = 0;
     boolean esc = false;
     while (true) {
-      if (i + 8 <= end) { // eight plain ASCII bytes: no quote, backslash, control or high byte
-        long special = Utf8.specials(b, i);
-        if (special == 0) {
-          n += 8;
-          c16 += 8;
-          i += 8;
-          continue;
-        }
-        int plain = Long.numberOfTrailingZeros(special) >>> 3; // bytes before the first special
-        n += plain;
-        c16 += plain;
-        i += plain;
-      }
+      i = Utf8.plainRun(b, i, end); // the first byte that is not plain content
       if (i >= end) {
         throw BAIL;
       }
@@ -195,13 +188,12 @@ final class ByteJson {
       }
       if (c == '\\') {
         esc = true;
-        i = escape(i);
-        n += escBytes;
-        c16 += escChars;
+        int next = escape(i);
+        dn += escBytes - (next - i);
+        dc += escChars - (next - i);
+        i = next;
       } else if (c >= 0x20) {
-        n++;
-        c16++;
-        i++;
+        i++; // plain, within the last seven bytes
       } else if (c >= 0) {
         throw BAIL; // a control character
       } else {
@@ -209,16 +201,15 @@ final class ByteJson {
         if (k < 0) {
           throw BAIL;
         }
-        n += k;
-        c16 += k == 4 ? 2 : 1;
+        dc += (k == 4 ? 2 : 1) - k;
         i += k;
       }
     }
     to = i;
     pos = i + 1;
     escaped = esc;
-    bytes = n;
-    chars = c16;
+    bytes = i - from + dn;
+    chars = i - from + dc;
   }
 
   // the lengths of the escape read last (escape())

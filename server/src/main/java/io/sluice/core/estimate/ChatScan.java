@@ -174,7 +174,7 @@ final class ChatScan {
       if (j.escaped) {
         throw ByteJson.BAIL;
       }
-      scan.model = new String(j.b, j.from, j.to - j.from, StandardCharsets.UTF_8);
+      scan.model = on.modelName(j.b, j.from, j.to);
     } else {
       j.literal("null"); // another type: Jackson's reading
     }

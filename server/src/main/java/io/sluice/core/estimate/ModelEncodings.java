@@ -4,6 +4,7 @@ import com.knuddels.jtokkit.Encodings;
 import com.knuddels.jtokkit.api.Encoding;
 import com.knuddels.jtokkit.api.EncodingRegistry;
 import com.knuddels.jtokkit.api.EncodingType;
+import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -16,7 +17,8 @@ import org.jspecify.annotations.Nullable;
  * <p>Concurrency: thread-safe; the cache is a {@link ConcurrentHashMap} that stops growing at
  * {@link #MAX_CACHED_MODELS} entries (model names come from request bodies, so the set is
  * unbounded; names longer than {@link #MAX_CACHED_MODEL_LENGTH} are not cached either); uncached
- * lookups are a few prefix checks.
+ * lookups are a few prefix checks. The names read from bytes ({@link #name}) are kept in a small
+ * table overwritten as names come.
  */
 final class ModelEncodings {
   static final int MAX_CACHED_MODELS = 1024;
@@ -30,6 +32,10 @@ final class ModelEncodings {
   };
 
   private final ConcurrentHashMap<String, Optional<Encoding>> cache = new ConcurrentHashMap<>();
+
+  // the model names read from bodies' bytes lately, by a hash of their bytes (name()); written
+  // without a lock: a String is immutable, so a racing read sees a whole name or none
+  private final @Nullable String[] names = new String[64];
 
   /** Loads the shared encodings now, so the first request does not pay for it. */
   ModelEncodings() {
@@ -49,6 +55,32 @@ final class ModelEncodings {
       }
     }
     return cached.orElse(null);
+  }
+
+  /**
+   * The model name whose UTF-8 bytes are {@code b[from, to)}: the String made for the same bytes
+   * lately when there is one (a body's model read without a copy, its hash computed once), else a
+   * new one. A name matches only when each of its bytes is ASCII and its character.
+   */
+  String name(byte[] b, int from, int to) {
+    int n = to - from;
+    if (n == 0 || n > MAX_CACHED_MODEL_LENGTH) {
+      return new String(b, from, n, StandardCharsets.UTF_8);
+    }
+    int slot = (n * 31 + b[from] * 7 + b[to - 1]) & (names.length - 1);
+    String s = names[slot];
+    if (s != null && s.length() == n) {
+      int k = 0;
+      while (k < n && s.charAt(k) == b[from + k]) {
+        k++;
+      }
+      if (k == n) {
+        return s;
+      }
+    }
+    s = new String(b, from, n, StandardCharsets.UTF_8);
+    names[slot] = s;
+    return s;
   }
 
   static @Nullable Encoding lookup(String model) {

@@ -51,6 +51,11 @@ final class ScanWalk {
     return format;
   }
 
+  /** The model named by the bytes {@code b[from, to)} ({@link ModelEncodings#name}). */
+  String modelName(byte[] b, int from, int to) {
+    return encodings.name(b, from, to);
+  }
+
   /** A top-level member that is no walked one: notes that {@code model} came (never tallied). */
   boolean sees(String name) {
     if (name.equals("model")) {

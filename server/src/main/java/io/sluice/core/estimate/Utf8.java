@@ -277,10 +277,36 @@ final class Utf8 {
    */
   static long specials(byte[] b, int i) {
     long w = (long) LONGS.get(b, i);
-    long quote = w ^ (ONES * '"');
-    long slash = w ^ (ONES * '\\');
-    return (w | ((quote - ONES) & ~quote) | ((slash - ONES) & ~slash) | ((w - ONES * 0x20) & ~w))
+    // a byte's high bit in (x - ONES) is set when x's byte is 0 (w's is a quote or a backslash) and
+    // in (w - 0x20 each) when w's is below 0x20; where w's byte has its high bit set, one of the
+    // two x's keeps it (both lose it only from 0x80 or 0x81: w 0xA2, 0xA3 and 0xDC, 0xDD). A borrow
+    // sets bits only above a byte that is special.
+    return (((w ^ (ONES * '"')) - ONES) | ((w ^ (ONES * '\\')) - ONES) | (w - ONES * 0x20))
         & HIGH_BITS;
+  }
+
+  /**
+   * The index of the first byte at or after {@code i} that is not plain string content (as {@link
+   * #specials} says), looking eight bytes at a time while eight are left before {@code end}: it
+   * stops at {@code i} or later within the last seven bytes, where the caller reads byte by byte.
+   */
+  static int plainRun(byte[] b, int i, int end) {
+    while (i + 16 <= end) {
+      long s = specials(b, i);
+      if (s != 0) {
+        return i + (Long.numberOfTrailingZeros(s) >>> 3);
+      }
+      s = specials(b, i + 8);
+      if (s != 0) {
+        return i + 8 + (Long.numberOfTrailingZeros(s) >>> 3);
+      }
+      i += 16;
+    }
+    if (i + 8 <= end) {
+      long s = specials(b, i);
+      return s != 0 ? i + (Long.numberOfTrailingZeros(s) >>> 3) : i + 8;
+    }
+    return i;
   }
 
   /** The value of the four hex digits at {@code b[i]}, or -1. */

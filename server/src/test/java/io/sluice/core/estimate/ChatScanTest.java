@@ -12,11 +12,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A chat body read from its bytes ({@link ChatScan}) reads as the Jackson read does: over seeded
- * hostile bodies, generated chat bodies (escapes, non-ASCII text, parts, tool calls, tools, every
- * scalar member) and a chat body cut at every byte and with every byte changed, each as OpenAI chat
- * and as Anthropic messages, the estimate and the output shape are equal with and without the plain
- * read, and where the plain read accepts a body its scan and tally are the Jackson read's field by
- * field.
+ * hostile bodies, generated chat bodies (escapes, non-ASCII text at every offset of the string
+ * scan's strides, parts, tool calls, tools, every scalar member, model names of one table slot) and
+ * a chat body cut at every byte and with every byte changed, each as OpenAI chat and as Anthropic
+ * messages, the estimate and the output shape are equal with and without the plain read, and where
+ * the plain read accepts a body its scan and tally are the Jackson read's field by field.
  */
 class ChatScanTest {
   private static final EstimatorSettings SETTINGS = EstimatorSettings.defaults();
@@ -150,7 +150,12 @@ class ChatScanTest {
     "null",
     "5",
     "\"cl\\u0061ude\"",
-    "\"m\u00e9\""
+    "\"m\u00e9\"",
+    // names of one length, first and last byte (one slot of ModelEncodings.name's table)
+    "\"gxt-4o\"",
+    "\"mabx\"",
+    "\"m\u00e9x\"",
+    "\"m\u00e9\u00e9x\""
   };
   private static final String[] TEXTS = {
     "\"hello there\"",
@@ -211,6 +216,34 @@ class ChatScanTest {
     "\"mod\\u0065l\":\"gpt-4o\""
   };
 
+  private static final String[] ODD = {
+    "\\n",
+    "\\\"",
+    "\\u00e9",
+    "\\ud83d\\ude00",
+    "\u00e9",
+    "\u4e2d",
+    "\ud83d\ude00",
+    "\u0001",
+    "\u007f"
+  };
+
+  /**
+   * A string of plain runs of random lengths (0 to 40 bytes) between escapes, characters outside
+   * ASCII or a control character: each at any place of the eight- and sixteen-byte strides.
+   */
+  private static String text(Random r) {
+    StringBuilder t = new StringBuilder("\"");
+    int pieces = r.nextInt(4);
+    for (int i = 0; i <= pieces; i++) {
+      t.append("abcdefghijklmnopqrstuvwxyz0123456789 ,.;", 0, r.nextInt(41));
+      if (i < pieces) {
+        t.append(ODD[r.nextInt(ODD.length)]);
+      }
+    }
+    return t.append('"').toString();
+  }
+
   /** A chat body from {@code r}: a model, messages of varied content, some other members. */
   private static byte[] chat(Random r) {
     List<String> members = new ArrayList<>();
@@ -221,7 +254,7 @@ class ChatScanTest {
     int count = r.nextInt(4);
     for (int i = 0; i < count; i++) {
       m.append(i > 0 ? "," : "").append("{\"role\":\"user\",\"content\":");
-      m.append(TEXTS[r.nextInt(TEXTS.length)]);
+      m.append(r.nextInt(3) == 0 ? text(r) : TEXTS[r.nextInt(TEXTS.length)]);
       if (r.nextInt(4) == 0) {
         m.append(",\"tool_calls\":[{\"function\":{\"arguments\":\"{}\"}}],\"name\":\"n\"");
       }

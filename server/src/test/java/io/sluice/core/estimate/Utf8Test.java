@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link Utf8#isValid} against the JDK's strict UTF-8 decoder, and {@link Utf8#length(char[], int,
  * int)} against {@link Utf8#length(CharSequence)}, over seeded bytes that mix ASCII runs (the
- * eight-byte fast path) with multi-byte, broken and surrogate sequences at every alignment.
+ * eight-byte fast path) with multi-byte, broken and surrogate sequences at every alignment; and
+ * {@link Utf8#specials} and {@link Utf8#plainRun} against a byte-by-byte reading of string content.
  */
 class Utf8Test {
   private static final byte[][] PIECES = {
@@ -71,6 +72,41 @@ class Utf8Test {
       char[] c = ("xy" + s + "z").toCharArray();
       assertThat(Utf8.length(c, 2, s.length())).isEqualTo(Utf8.length(s));
     }
+  }
+
+  @Test
+  void specialsAndPlainRun_findTheFirstByteThatIsNotPlainContent() {
+    Random r = new Random(20261206L);
+    byte[] odd = {'"', '\\', 0, 0x1F, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, (byte) 0x80, (byte) 0xFF};
+    for (int k = 0; k < 50_000 + 256 * 8; k++) {
+      byte[] b = new byte[k < 256 * 8 ? 8 : r.nextInt(48)];
+      for (int i = 0; i < b.length; i++) {
+        b[i] = r.nextInt(6) == 0 ? odd[r.nextInt(odd.length)] : (byte) (0x20 + r.nextInt(0x60));
+      }
+      if (k < 256 * 8) { // each byte value at each place of a word of plain bytes
+        java.util.Arrays.fill(b, (byte) 'a');
+        b[k & 7] = (byte) (k >>> 3);
+      }
+      int from = b.length == 0 ? 0 : r.nextInt(b.length + 1);
+      int first = from;
+      while (first < b.length && plain(b[first])) {
+        first++;
+      }
+      String hex = java.util.HexFormat.of().formatHex(b) + " from " + from;
+      if (from + 8 <= b.length) {
+        long s = Utf8.specials(b, from);
+        assertThat(s == 0 ? 8 : Long.numberOfTrailingZeros(s) >>> 3)
+            .as(hex)
+            .isEqualTo(Math.min(8, first - from));
+      }
+      int run = Utf8.plainRun(b, from, b.length);
+      // at the first special byte, or somewhere in the last seven bytes before it
+      assertThat(run).as(hex).isBetween(Math.max(from, Math.min(first, b.length - 7)), first);
+    }
+  }
+
+  private static boolean plain(byte c) {
+    return c >= 0x20 && c != '"' && c != '\\';
   }
 
   private static boolean strict(byte[] b, int off, int len) {
