@@ -487,7 +487,7 @@ public final class OutputReserves {
 
   private static ReserveKey key(
       String pool, @Nullable String model, String scope, double quantile, String tenant) {
-    return new ReserveKey(pool, bounded(model), bounded(scope), quantile, bounded(tenant));
+    return ReserveKey.of(pool, bounded(model), bounded(scope), quantile, bounded(tenant));
   }
 
   /** Client-chosen names are cut: a key's memory is bounded too. */

@@ -49,6 +49,44 @@ final class ReserveKey {
     return tenant;
   }
 
+  /**
+   * Whether this key is the one of these names: {@link #equals} without building the other key (no
+   * hash, no allocation).
+   */
+  boolean is(String pool, String model, String scope, double quantile, String tenant) {
+    return Double.compare(this.quantile, quantile) == 0
+        && this.pool.equals(pool)
+        && this.model.equals(model)
+        && this.scope.equals(scope)
+        && this.tenant.equals(tenant);
+  }
+
+  /**
+   * The key of these names: the last coarse key (no tenant) or the last tenant key asked when it is
+   * that one, else a new one (then the last). Four keys per request were built, each with its hash,
+   * for two lookups at the decision and two at the release, and a route's requests usually come
+   * from one model and few tenants. A key handed out is equal to the one that would have been
+   * built, so a map finds the same entry whatever instance asks. Thread-safe: volatile references
+   * to immutable keys.
+   */
+  static ReserveKey of(String pool, String model, String scope, double quantile, String tenant) {
+    boolean isCoarse = tenant.isEmpty();
+    ReserveKey k = isCoarse ? lastCoarse : lastOwn;
+    if (k != null && k.is(pool, model, scope, quantile, tenant)) {
+      return k;
+    }
+    k = new ReserveKey(pool, model, scope, quantile, tenant);
+    if (isCoarse) {
+      lastCoarse = k;
+    } else {
+      lastOwn = k;
+    }
+    return k;
+  }
+
+  private static volatile @Nullable ReserveKey lastCoarse;
+  private static volatile @Nullable ReserveKey lastOwn;
+
   @Override
   public int hashCode() {
     return hash;

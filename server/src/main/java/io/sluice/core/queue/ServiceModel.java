@@ -45,31 +45,10 @@ public final class ServiceModel {
   /** A fit is dropped when its normal equations' determinant is below this × their diagonal. */
   static final double SEPARATION = 1e-6;
 
-  // the fitted subsets, in order of preference among equally good fits: bit 0 = c (fixed), bit 1 =
-  // a (input), bit 2 = b (output); SHARED = a and b one rate on input + output (with c or without)
-  private static final int C = 1;
-  private static final int A = 2;
-  private static final int B = 4;
-  private static final int SHARED = 8;
-  private static final int[] FITS = {C | A | B, C | B, C | A, A | B, C | SHARED, SHARED, B, A, C};
-
-  /** Each fit's columns ({@link #columns}), indexed by the fit. */
-  private static final int[][] COLUMNS = new int[2 * SHARED][];
-
-  static {
-    for (int fit : FITS) {
-      COLUMNS[fit] = columns(fit);
-    }
-  }
-
-  // scratch of fit(), reused for every sample (the model is used under its pool's lock): up to
-  // three rows of normal equations plus the right-hand side, then the solution from THETA
-  private static final int STRIDE = 4;
-  private static final int THETA = 3 * STRIDE;
-
   private final double decay;
   private final int minSamples;
-  private final double[] scratch = new double[THETA + 3];
+  // the coefficients of the last solve (the model is used under its pool's lock)
+  private final double[] theta = new double[3];
   // decayed sums over samples of the columns (1, x1, x2) and y
   private double w;
   private double s1;
@@ -136,142 +115,170 @@ public final class ServiceModel {
     fit();
   }
 
+  /**
+   * Keeps the fit with the least weighted squared error among those {@link #solve1}, {@link
+   * #solve2} and {@link #solve3} accept, tried in the order of preference (the class comment's:
+   * {@code c+a+b, c+b, c+a, a+b, c+shared, shared, b, a, c}). Each solve is the Gaussian
+   * elimination of its normal equations written out for its size: the same floating-point
+   * operations in the same order as the loop over a matrix it replaced (nine solves per completion
+   * were a fifth of a microsecond), so every coefficient is the same to the bit ({@code
+   * LearningGoldenTest}, {@code ServiceModelTest}).
+   */
   private void fit() {
-    double bestError = Double.POSITIVE_INFINITY;
-    double bestC = 0;
-    double bestA = 0;
-    double bestB = 0;
+    // the cross products with the column x1 + x2 (input and output at one shared rate)
+    double x03 = s1 + s2;
+    double x33 = s11 + 2 * s12 + s22;
+    double y3 = s1y + s2y;
+    double[] t = theta;
+    double best = Double.POSITIVE_INFINITY;
     double tolerance = 1e-9 * syy;
-    for (int fit : FITS) {
-      int[] cols = COLUMNS[fit];
-      if (!solve(cols)) {
-        continue;
-      }
-      double explained = 0;
-      for (int i = 0; i < cols.length; i++) {
-        explained += scratch[THETA + i] * crossY(cols[i]);
-      }
-      double error = syy - explained; // at the least-squares solution
-      if (error < bestError - tolerance) {
-        bestError = error;
-        bestC = 0;
-        bestA = 0;
-        bestB = 0;
-        for (int i = 0; i < cols.length; i++) {
-          double t = scratch[THETA + i];
-          switch (cols[i]) {
-            case 0 -> bestC = t;
-            case 1 -> bestA = t;
-            case 2 -> bestB = t;
-            default -> {
-              bestA = t;
-              bestB = t;
-            }
-          }
-        }
-      }
+    c = 0;
+    a = 0;
+    b = 0;
+    if (solve3(w, s1, s2, s11, s12, s22, sy, s1y, s2y)) { // c + a + b
+      best = consider(best, tolerance, 0 + t[0] * sy + t[1] * s1y + t[2] * s2y, t[0], t[1], t[2]);
     }
-    c = bestC;
-    a = bestA;
-    b = bestB;
-  }
-
-  /** The columns of {@code fit}: 0 = 1, 1 = x1, 2 = x2, 3 = x1 + x2. */
-  private static int[] columns(int fit) {
-    int n = Integer.bitCount(fit);
-    int[] cols = new int[n];
-    int i = 0;
-    if ((fit & C) != 0) {
-      cols[i++] = 0;
+    if (solve2(w, s2, s22, sy, s2y)) { // c + b
+      best = consider(best, tolerance, 0 + t[0] * sy + t[1] * s2y, t[0], 0, t[1]);
     }
-    if ((fit & A) != 0) {
-      cols[i++] = 1;
+    if (solve2(w, s1, s11, sy, s1y)) { // c + a
+      best = consider(best, tolerance, 0 + t[0] * sy + t[1] * s1y, t[0], t[1], 0);
     }
-    if ((fit & B) != 0) {
-      cols[i++] = 2;
+    if (solve2(s11, s12, s22, s1y, s2y)) { // a + b
+      best = consider(best, tolerance, 0 + t[0] * s1y + t[1] * s2y, 0, t[0], t[1]);
     }
-    if ((fit & SHARED) != 0) {
-      cols[i++] = 3;
+    if (solve2(w, x03, x33, sy, y3)) { // c + shared
+      best = consider(best, tolerance, 0 + t[0] * sy + t[1] * y3, t[0], t[1], t[1]);
     }
-    return cols;
-  }
-
-  private double cross(int i, int j) {
-    if (i > j) {
-      return cross(j, i);
+    if (solve1(x33, y3)) { // shared
+      best = consider(best, tolerance, 0 + t[0] * y3, 0, t[0], t[0]);
     }
-    return switch (i * 4 + j) {
-      case 0 -> w;
-      case 1 -> s1;
-      case 2 -> s2;
-      case 3 -> s1 + s2;
-      case 5 -> s11;
-      case 6 -> s12;
-      case 7 -> s11 + s12;
-      case 10 -> s22;
-      case 11 -> s12 + s22;
-      case 15 -> s11 + 2 * s12 + s22;
-      default -> throw new IllegalStateException();
-    };
-  }
-
-  private double crossY(int i) {
-    return switch (i) {
-      case 0 -> sy;
-      case 1 -> s1y;
-      case 2 -> s2y;
-      default -> s1y + s2y;
-    };
+    if (solve1(s22, s2y)) { // b
+      best = consider(best, tolerance, 0 + t[0] * s2y, 0, 0, t[0]);
+    }
+    if (solve1(s11, s1y)) { // a
+      best = consider(best, tolerance, 0 + t[0] * s1y, 0, t[0], 0);
+    }
+    if (solve1(w, sy)) { // c
+      best = consider(best, tolerance, 0 + t[0] * sy, t[0], 0, 0);
+    }
   }
 
   /**
-   * The least-squares coefficients of the columns {@code cols} into {@link #scratch} from {@link
-   * #THETA}; false when the samples cannot separate them or one is negative.
+   * A fit that explains {@code explained} of {@code syy}: kept as the model when its error is below
+   * {@code best} by more than {@code tolerance}; answers the best error so far.
    */
-  private boolean solve(int[] cols) {
-    int n = cols.length;
-    double[] m = scratch; // the augmented normal equations, row r at r * STRIDE, rhs in column n
-    double diagonal = 1;
-    for (int i = 0; i < n; i++) {
-      for (int j = 0; j < n; j++) {
-        m[i * STRIDE + j] = cross(cols[i], cols[j]);
-      }
-      m[i * STRIDE + n] = crossY(cols[i]);
-      diagonal *= m[i * STRIDE + i];
+  private double consider(
+      double best, double tolerance, double explained, double fc, double fa, double fb) {
+    double error = syy - explained; // at the least-squares solution
+    if (error < best - tolerance) {
+      c = fc;
+      a = fa;
+      b = fb;
+      return error;
     }
+    return best;
+  }
+
+  /**
+   * One column's least-squares coefficient into {@code theta[0]} ({@code m00 · theta[0] = y0});
+   * false when the samples cannot separate it or it is negative.
+   */
+  private boolean solve1(double m00, double y0) {
+    double diagonal = 1 * m00;
     if (!(diagonal > 0)) {
       return false;
     }
-    // Gaussian elimination without pivoting: the matrix is symmetric positive semi-definite, and
-    // the pivots' product is its determinant, checked against the diagonal's product
-    double det = 1;
-    for (int p = 0; p < n; p++) {
-      double pivot = m[p * STRIDE + p];
-      det *= pivot;
-      if (!(pivot > 0)) {
-        return false;
-      }
-      for (int r = p + 1; r < n; r++) {
-        double f = m[r * STRIDE + p] / pivot;
-        for (int col = p; col <= n; col++) {
-          m[r * STRIDE + col] -= f * m[p * STRIDE + col];
-        }
-      }
+    double det = 1 * m00;
+    if (!(m00 > 0)) {
+      return false;
     }
     if (det <= SEPARATION * diagonal) {
       return false;
     }
-    for (int r = n - 1; r >= 0; r--) {
-      double v = m[r * STRIDE + n];
-      for (int col = r + 1; col < n; col++) {
-        v -= m[r * STRIDE + col] * m[THETA + col];
-      }
-      m[THETA + r] = v / m[r * STRIDE + r];
-      if (m[THETA + r] < 0) {
-        return false;
-      }
+    theta[0] = y0 / m00;
+    return !(theta[0] < 0);
+  }
+
+  /** Two columns' coefficients into {@code theta[0..1]}; as {@link #solve1}. */
+  private boolean solve2(double m00, double m01, double m11, double y0, double y1) {
+    double diagonal = 1 * m00 * m11;
+    if (!(diagonal > 0)) {
+      return false;
     }
-    return true;
+    double det = 1 * m00;
+    if (!(m00 > 0)) {
+      return false;
+    }
+    double f = m01 / m00;
+    double e11 = m11 - f * m01;
+    double e1 = y1 - f * y0;
+    det *= e11;
+    if (!(e11 > 0)) {
+      return false;
+    }
+    if (det <= SEPARATION * diagonal) {
+      return false;
+    }
+    theta[1] = e1 / e11;
+    if (theta[1] < 0) {
+      return false;
+    }
+    theta[0] = (y0 - m01 * theta[1]) / m00;
+    return !(theta[0] < 0);
+  }
+
+  /** Three columns' coefficients into {@code theta[0..2]}; as {@link #solve1}. */
+  private boolean solve3(
+      double m00,
+      double m01,
+      double m02,
+      double m11,
+      double m12,
+      double m22,
+      double y0,
+      double y1,
+      double y2) {
+    double diagonal = 1 * m00 * m11 * m22;
+    if (!(diagonal > 0)) {
+      return false;
+    }
+    double det = 1 * m00;
+    if (!(m00 > 0)) {
+      return false;
+    }
+    double f = m01 / m00;
+    double e11 = m11 - f * m01;
+    double e12 = m12 - f * m02;
+    double e1 = y1 - f * y0;
+    f = m02 / m00;
+    double e21 = m12 - f * m01;
+    double e22 = m22 - f * m02;
+    double e2 = y2 - f * y0;
+    det *= e11;
+    if (!(e11 > 0)) {
+      return false;
+    }
+    f = e21 / e11;
+    e22 -= f * e12;
+    e2 -= f * e1;
+    det *= e22;
+    if (!(e22 > 0)) {
+      return false;
+    }
+    if (det <= SEPARATION * diagonal) {
+      return false;
+    }
+    theta[2] = e2 / e22;
+    if (theta[2] < 0) {
+      return false;
+    }
+    theta[1] = (e1 - e12 * theta[2]) / e11;
+    if (theta[1] < 0) {
+      return false;
+    }
+    theta[0] = (y0 - m01 * theta[1] - m02 * theta[2]) / m00;
+    return !(theta[0] < 0);
   }
 
   /** True once {@code minSamples} samples were seen and the fit predicts a positive time. */

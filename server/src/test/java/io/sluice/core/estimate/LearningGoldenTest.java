@@ -14,12 +14,15 @@ import org.junit.jupiter.api.Test;
  * run through {@link OutputReserves}, {@link LogQuantile} and {@link ServiceModel}, every value
  * they give at every read folded into a checksum of the doubles' bits. The expected sums were
  * computed by this same class compiled against the parent commit's classes ({@code main} of
- * 2026-12-06, {@code ee4f876}): {@code java -cp ... io.sluice.core.estimate.LearningGoldenTest}.
+ * 2026-12-06, {@code ee4f876}; {@code MODEL_EDGES} against {@code f11960c}, before the service
+ * model's fit was written out per size): {@code java -cp ...
+ * io.sluice.core.estimate.LearningGoldenTest}.
  */
 class LearningGoldenTest {
   private static final long RESERVES = -8451478019390690585L;
   private static final long TAILS = -2824781366071932990L;
   private static final long MODEL = 5438451408982270953L;
+  private static final long MODEL_EDGES = 2189884729449089934L;
 
   @Test
   void reservesReadWhatTheyReadBefore() {
@@ -36,10 +39,21 @@ class LearningGoldenTest {
     assertThat(model(20261206)).isEqualTo(MODEL);
   }
 
+  /**
+   * The service model's fit written out per size (no loop over a matrix) against the loop's values:
+   * samples that cannot separate some terms, a term that never varies, sums that overflow, tiny and
+   * huge times, each read after every sample.
+   */
+  @Test
+  void serviceModelReadsWhatItReadBeforeAtTheEdges() {
+    assertThat(modelEdges(20261206)).isEqualTo(MODEL_EDGES);
+  }
+
   public static void main(String[] args) {
     System.out.println("RESERVES = " + reserves(20261206) + "L");
     System.out.println("TAILS = " + tails(20261206) + "L");
     System.out.println("MODEL = " + model(20261206) + "L");
+    System.out.println("MODEL_EDGES = " + modelEdges(20261206) + "L");
   }
 
   private static long fold(long sum, double v) {
@@ -149,6 +163,46 @@ class LearningGoldenTest {
           sum = fold(sum, m.nanosPerOutputToken());
           sum = fold(sum, m.predictWithinEvidenceNanos(in * 3, out));
         }
+      }
+    }
+    return sum;
+  }
+
+  static long modelEdges(long seed) {
+    Random r = new Random(seed);
+    long sum = 0;
+    for (int run = 0; run < 64; run++) {
+      ServiceModel m = new ServiceModel(1 + r.nextInt(50), 1 + r.nextInt(5));
+      int shape = run % 8;
+      for (int i = 0; i < 300; i++) {
+        long in =
+            switch (shape) {
+              case 0, 1 -> 480; // input never varies
+              case 2 -> 0; // no input
+              case 3 -> r.nextInt(3); // almost none
+              case 4 -> (long) 1e15 + r.nextInt(1000); // sums overflow
+              default -> 1 + r.nextInt(1 << (1 + r.nextInt(20)));
+            };
+        long out =
+            switch (shape) {
+              case 0 -> 1024; // neither varies
+              case 2 -> 1 + r.nextInt(2000);
+              case 5 -> 0; // no output
+              case 6 -> in; // output a copy of input: the terms cannot be told apart
+              default -> r.nextInt(1 << (1 + r.nextInt(12)));
+            };
+        long nanos =
+            switch (r.nextInt(6)) {
+              case 0 -> 1 + r.nextInt(3); // tiny
+              case 1 -> Long.MAX_VALUE / (1 + r.nextInt(4)); // huge
+              case 2 -> (long) (5e5 + 3e3 * in + 2e4 * out); // exact
+              default -> (long) (1e6 + 2e3 * in * (run % 2) + 2e4 * out + 1e6 * r.nextGaussian());
+            };
+        m.onSample(in, out, nanos);
+        sum = fold(sum, m.ready() ? 1 : 0);
+        sum = fold(sum, m.fixedNanos());
+        sum = fold(sum, m.nanosPerInputToken());
+        sum = fold(sum, m.nanosPerOutputToken());
       }
     }
     return sum;
