@@ -156,6 +156,22 @@ public final class RlsMetrics {
   }
 
   public LimitCounters limit(String domain, String key) {
+    // config strings are the same instances call after call: the last limit's counters are found
+    // by reference first (a miss takes the maps, which compare by value)
+    LastLimit last = lastLimit;
+    if (last != null && last.domain() == domain && last.key() == key) {
+      return last.counters();
+    }
+    LimitCounters c = lookUp(domain, key);
+    lastLimit = new LastLimit(domain, key, c);
+    return c;
+  }
+
+  private record LastLimit(String domain, String key, LimitCounters counters) {}
+
+  private volatile @org.jspecify.annotations.Nullable LastLimit lastLimit;
+
+  private LimitCounters lookUp(String domain, String key) {
     ConcurrentHashMap<String, LimitCounters> byKey = limits.get(domain);
     LimitCounters c = byKey == null ? null : byKey.get(key);
     if (c != null) {
