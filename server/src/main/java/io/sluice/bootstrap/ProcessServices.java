@@ -59,7 +59,6 @@ final class ProcessServices {
   final SluiceServer.Options options;
   // the process's ticker, whose reads also keep the registry's coarse wall clock fresh
   final Ticker ticker;
-  final MeterClock meterClock = MeterClock.system();
   final PrometheusMeterRegistry registry;
   // process-wide bindings, let go of on every close path: JVM meters, grpc's abuse log lines
   final AutoCloseable jvmMetrics;
@@ -98,6 +97,7 @@ final class ProcessServices {
       Supplier<SluiceConfig> current,
       @Nullable DoubleSupplier heapSampler) {
     this.options = options;
+    MeterClock meterClock = MeterClock.system(); // the registry's (AdminRoutes refreshes it)
     this.ticker = meterClock.feeding(options.ticker());
     this.registry =
         new PrometheusMeterRegistry(PrometheusConfig.DEFAULT, new PrometheusRegistry(), meterClock);

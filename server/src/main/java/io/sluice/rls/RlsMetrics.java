@@ -156,10 +156,10 @@ public final class RlsMetrics {
   }
 
   public LimitCounters limit(String domain, String key) {
-    // config strings are the same instances call after call: the last limit's counters are found
-    // by reference first (a miss takes the maps, which compare by value)
+    // the key is the config's string, the same instance call after call, the domain the request's
+    // (equal, not the same): the last limit's counters are found first (a miss takes the maps)
     LastLimit last = lastLimit;
-    if (last != null && last.domain() == domain && last.key() == key) {
+    if (last != null && last.key() == key && last.domain().equals(domain)) {
       return last.counters();
     }
     LimitCounters c = lookUp(domain, key);
