@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.sluice.config.ConfigException;
 import io.sluice.config.Secrets;
 import io.sluice.config.SluiceConfig;
@@ -56,6 +57,7 @@ final class ProcessServices {
   static final Duration ADAPT_TICK = Duration.ofMillis(100);
 
   final SluiceServer.Options options;
+  // the process's ticker, whose reads also keep the registry's coarse wall clock fresh
   final Ticker ticker;
   final PrometheusMeterRegistry registry;
   // process-wide bindings, let go of on every close path: JVM meters, grpc's abuse log lines
@@ -95,8 +97,10 @@ final class ProcessServices {
       Supplier<SluiceConfig> current,
       @Nullable DoubleSupplier heapSampler) {
     this.options = options;
-    this.ticker = options.ticker();
-    this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    MeterClock meterClock = MeterClock.system(); // the registry's (AdminRoutes refreshes it)
+    this.ticker = meterClock.feeding(options.ticker());
+    this.registry =
+        new PrometheusMeterRegistry(PrometheusConfig.DEFAULT, new PrometheusRegistry(), meterClock);
     io.sluice.observability.MetricHelp.install(registry); // before any meter is bound
     AutoCloseable jvm = JvmProcessMetrics.bindTo(registry);
     GrpcTransportLog transportLog = GrpcTransportLog.register(registry);

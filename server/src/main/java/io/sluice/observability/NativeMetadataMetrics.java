@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The meters of Envoy's native AI metadata (docs/metrics.md, "Envoy's native AI metadata"). Labels
@@ -78,16 +79,27 @@ public final class NativeMetadataMetrics {
     if (estimated <= 0) {
       return;
     }
-    ratios
-        .computeIfAbsent(
-            method,
-            m ->
-                DistributionSummary.builder(INPUT_RATIO)
-                    .tag("method", m)
-                    .description("actual ÷ estimated input tokens, by estimate method")
-                    .serviceLevelObjectives(RATIO_BUCKETS)
-                    .register(registry))
-        .record((double) actual / estimated);
+    Ratio last = lastRatio; // the method is a constant: the last one is found by reference
+    if (last == null || last.method() != method) {
+      last = new Ratio(method, ratio(method));
+      lastRatio = last;
+    }
+    last.summary().record((double) actual / estimated);
+  }
+
+  private volatile @Nullable Ratio lastRatio;
+
+  private record Ratio(String method, DistributionSummary summary) {}
+
+  private DistributionSummary ratio(String method) {
+    return ratios.computeIfAbsent(
+        method,
+        m ->
+            DistributionSummary.builder(INPUT_RATIO)
+                .tag("method", m)
+                .description("actual ÷ estimated input tokens, by estimate method")
+                .serviceLevelObjectives(RATIO_BUCKETS)
+                .register(registry));
   }
 
   /**

@@ -108,6 +108,7 @@ public final class SloMetrics {
             .register(registry);
       }
     }
+    lastMeters = null;
     limits.forEach(registry::remove);
     limits.clear();
     classLimits.forEach(
@@ -123,6 +124,20 @@ public final class SloMetrics {
 
   /** The meters of one pool, class and tier (made on first use). */
   public Meters forAnswer(String pool, String cls, String tier) {
+    // The names come from the policy objects: the same instances answer after answer, so the last
+    // meters are found by reference first (a miss takes the maps, which compare by value).
+    Meters last = lastMeters;
+    if (last != null && last.isFor(pool, cls, tier)) {
+      return last;
+    }
+    Meters m = lookUp(pool, cls, tier);
+    lastMeters = m;
+    return m;
+  }
+
+  private volatile @Nullable Meters lastMeters;
+
+  private Meters lookUp(String pool, String cls, String tier) {
     ConcurrentMap<String, ConcurrentMap<String, Meters>> byClass = meters.get(pool);
     if (byClass == null) {
       byClass = meters.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
@@ -158,6 +173,11 @@ public final class SloMetrics {
                         + " late, cancelled, failed")
                 .register(registry);
       }
+    }
+
+    /** Whether these are the meters of exactly these name instances (compared by reference). */
+    boolean isFor(String pool, String cls, String tier) {
+      return tags[1] == pool && tags[3] == cls && tags[5] == tier;
     }
 
     /** One answer of {@code result} ({@link AnswerTimes#RESULTS}). */

@@ -156,6 +156,22 @@ public final class RlsMetrics {
   }
 
   public LimitCounters limit(String domain, String key) {
+    // the key is the config's string, the same instance call after call, the domain the request's
+    // (equal, not the same): the last limit's counters are found first (a miss takes the maps)
+    LastLimit last = lastLimit;
+    if (last != null && last.key() == key && last.domain().equals(domain)) {
+      return last.counters();
+    }
+    LimitCounters c = lookUp(domain, key);
+    lastLimit = new LastLimit(domain, key, c);
+    return c;
+  }
+
+  private record LastLimit(String domain, String key, LimitCounters counters) {}
+
+  private volatile @org.jspecify.annotations.Nullable LastLimit lastLimit;
+
+  private LimitCounters lookUp(String domain, String key) {
     ConcurrentHashMap<String, LimitCounters> byKey = limits.get(domain);
     LimitCounters c = byKey == null ? null : byKey.get(key);
     if (c != null) {
