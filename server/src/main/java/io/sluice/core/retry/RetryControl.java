@@ -66,15 +66,7 @@ public final class RetryControl {
   private final LongSupplier nanoTime;
   private final RetryPolicy.Duplicates.Route anyRoute; // a route's rule without its own: made once
 
-  /**
-   * The last plain original's attempt (no retry, no claim, no refusal) and its completed stage,
-   * given again to the next whose classification is the same value ({@link #original}): the common
-   * request allocates neither. The stage is shared: its one caller ({@link RetryAttemptCheck}) only
-   * reads it.
-   */
-  private volatile @Nullable Original lastOriginal;
-
-  private record Original(Attempt attempt, CompletableFuture<Attempt> answer) {}
+  private final OriginalAttempts originals = new OriginalAttempts(); // the common request's
 
   /** A tenant's keys, and its originals not yet sent to a shared store. */
   private static final class TenantKeys {
@@ -222,7 +214,7 @@ public final class RetryControl {
         && done.isDone()
         && !done.isCompletedExceptionally()) { // the in-process store: no stage to chain
       AttemptStore.Observation obs = done.join();
-      return answer(
+      return originals.answer(
           obs == null
               ? storeFailed(signals)
               : classify(obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, whose));
@@ -395,7 +387,7 @@ public final class RetryControl {
         && !obs.claimed()
         && owner.isEmpty()
         && duplicate.equals(Attempt.NONE)) {
-      return original(signal, obs.budgetTokens(), replayMillis);
+      return originals.of(signal, obs.budgetTokens(), replayMillis);
     }
     return new Attempt(
         number,
@@ -410,44 +402,6 @@ public final class RetryControl {
         replayMillis,
         refusal,
         false);
-  }
-
-  /**
-   * A plain original's attempt ({@link #classify}: number 1, no retry, claim, duplicate or
-   * refusal): the last one made when it is the same value (an immutable record), else a new one.
-   */
-  Attempt original(String signal, double budgetTokens, long replayMillis) {
-    Original last = lastOriginal;
-    if (last != null
-        && last.attempt().signal().equals(signal)
-        && Double.compare(last.attempt().budgetTokens(), budgetTokens) == 0
-        && last.attempt().replayMillis() == replayMillis) {
-      return last.attempt();
-    }
-    Attempt a =
-        new Attempt(
-            1,
-            false,
-            signal,
-            Attempt.NONE,
-            Attempt.NONE,
-            budgetTokens,
-            Attempt.NONE,
-            null,
-            "",
-            replayMillis,
-            null,
-            false);
-    lastOriginal = new Original(a, CompletableFuture.completedFuture(a));
-    return a;
-  }
-
-  /** {@code a}, answered: the shared stage of the last plain original when it is that one. */
-  private CompletableFuture<Attempt> answer(Attempt a) {
-    Original last = lastOriginal;
-    return last != null && last.attempt() == a
-        ? last.answer()
-        : CompletableFuture.completedFuture(a);
   }
 
   /** The store did not answer: classified from the request's own signals only. */

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A plain original's attempt (and its completed stage) is given again while its classification is
- * the same value ({@link RetryControl#original}), and made anew, with the new value, as soon as any
- * part of it differs: the budget's tokens, the signal, the route's replay window.
+ * the same value ({@link OriginalAttempts}), and made anew, with the new value, as soon as any part
+ * of it differs: the budget's tokens, the signal, the route's replay window.
  */
 class OriginalAttemptReuseTest {
   private final FakeTicker ticker = new FakeTicker();
@@ -75,8 +75,13 @@ class OriginalAttemptReuseTest {
     Attempt counted = check(c, "chat", new AttemptSignals(0, 1, null)); // attempt 1: no retry
     assertThat(counted.retry()).isFalse();
     assertThat(counted).isEqualTo(plain);
-    assertThat(c.original(Attempt.SDK, 10.0, 0).signal()).isEqualTo(Attempt.SDK);
-    assertThat(c.original(Attempt.NONE, 10.0, 0).signal()).isEqualTo(Attempt.NONE);
+    OriginalAttempts o = new OriginalAttempts();
+    Attempt none = o.of(Attempt.NONE, 10.0, 0);
+    Attempt sdk = o.of(Attempt.SDK, 10.0, 0);
+    assertThat(sdk).isEqualTo(classified(10.0, Attempt.SDK, 0));
+    assertThat(o.of(Attempt.SDK, 10.0, 0)).isSameAs(sdk);
+    assertThat(o.of(Attempt.NONE, 10.0, 0)).isEqualTo(none).isNotSameAs(sdk);
+    assertThat(o.of(Attempt.NONE, Double.NaN, 0).budgetTokens()).isNaN();
   }
 
   private static Attempt classified(double tokens, String signal, long replayMillis) {
