@@ -51,7 +51,7 @@ final class CapacityLedger {
   private int otherPeerRequests;
   private long peerTotalWork;
   private int peerTotalRequests;
-  private final Map<String, int[]> tenantInFlight = new HashMap<>();
+  private final TenantCounts tenants = new TenantCounts();
 
   /** A ledger of {@code policy} with no class slots yet ({@link #reconfigure} adds them). */
   CapacityLedger(PoolPolicy policy) {
@@ -264,13 +264,12 @@ final class CapacityLedger {
   }
 
   int tenantsInFlight() {
-    return tenantInFlight.size();
+    return tenants.holding();
   }
 
   /** Requests of {@code tenantId} in flight. */
   int tenantInFlight(String tenantId) {
-    int[] c = tenantInFlight.get(tenantId);
-    return c == null ? 0 : c[0];
+    return tenants.of(tenantId);
   }
 
   /**
@@ -376,14 +375,11 @@ final class CapacityLedger {
     k.hold(w, asked, 1);
     totalWork += w;
     totalRequests++;
-    int[] tenantCount = tenantInFlight.get(tenant.id());
-    if (tenantCount == null) {
-      tenantInFlight.put(tenant.id(), new int[] {1});
-    } else {
-      tenantCount[0]++;
-    }
-    return new Permit(
-        pool, k, tenant, w, asked, nowNanos, request.inputTokens(), request.outputTokens());
+    Permit p =
+        new Permit(
+            pool, k, tenant, w, asked, nowNanos, request.inputTokens(), request.outputTokens());
+    p.tenantCount = tenants.take(tenant.id());
+    return p;
   }
 
   /**
@@ -413,9 +409,9 @@ final class CapacityLedger {
     k.hold(-permit.workUnits(), -permit.demandWork(), -1);
     totalWork -= permit.workUnits();
     totalRequests--;
-    int[] count = tenantInFlight.get(permit.tenant().id());
-    if (count != null && --count[0] <= 0) {
-      tenantInFlight.remove(permit.tenant().id());
+    int[] counted = permit.tenantCount;
+    if (counted != null) {
+      tenants.release(counted);
     }
     if (k.retired() && k.work() == 0 && k.requests() == 0) {
       List<ClassSlot> next = new ArrayList<>(slots);

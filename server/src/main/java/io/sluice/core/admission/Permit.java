@@ -4,6 +4,7 @@ import io.sluice.core.policy.ClassPolicy;
 import io.sluice.core.policy.Tenant;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Work admitted into a pool. Held until the response ends or the stream is cancelled; {@link
@@ -26,6 +27,9 @@ public final class Permit {
   // the upstream refused it (429/503/529): no longer counted as running there; under the pool's
   // lock
   boolean upstreamRefused;
+  // its tenant's counter of requests in flight ({@link TenantCounts}), set when taken; under the
+  // pool's lock
+  int @Nullable [] tenantCount; // null: a permit made outside a ledger (tests)
 
   private static final VarHandle RELEASED;
 

@@ -66,6 +66,8 @@ public final class RetryControl {
   private final LongSupplier nanoTime;
   private final RetryPolicy.Duplicates.Route anyRoute; // a route's rule without its own: made once
 
+  private final OriginalAttempts originals = new OriginalAttempts(); // the common request's
+
   /** A tenant's keys, and its originals not yet sent to a shared store. */
   private static final class TenantKeys {
     final String refusal;
@@ -212,7 +214,7 @@ public final class RetryControl {
         && done.isDone()
         && !done.isCompletedExceptionally()) { // the in-process store: no stage to chain
       AttemptStore.Observation obs = done.join();
-      return CompletableFuture.completedFuture(
+      return originals.answer(
           obs == null
               ? storeFailed(signals)
               : classify(obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, whose));
@@ -379,6 +381,13 @@ public final class RetryControl {
                   + " tokens, retries need more than "
                   + String.format(java.util.Locale.ROOT, "%.1f", b.threshold())
                   + "); new requests are still admitted");
+    }
+    if (!retry
+        && refusal == null
+        && !obs.claimed()
+        && owner.isEmpty()
+        && duplicate.equals(Attempt.NONE)) {
+      return originals.of(signal, obs.budgetTokens(), replayMillis);
     }
     return new Attempt(
         number,
