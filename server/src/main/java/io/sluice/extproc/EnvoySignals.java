@@ -55,6 +55,11 @@ final class EnvoySignals implements SignalSource {
     private final int[][] slotsByLength;
     private final byte[][][] bytesByLength;
     private final int[][] byteSlotsByLength;
+    // by slot: the last value decoded there; a wire value of the same (ASCII) bytes is answered
+    // with
+    // it instead of a new String (a method, path, content type or tenant mostly repeats). Shared by
+    // the snapshot's streams: a racy write is benign (a String is immutable, safely published).
+    private final @Nullable String[] recent;
 
     HeaderIndex(java.util.Collection<String> names) {
       int max = 0;
@@ -65,6 +70,7 @@ final class EnvoySignals implements SignalSource {
       String[] bySlot = new String[slots.size()];
       slots.forEach((n, slot) -> bySlot[slot] = n);
       this.names = bySlot;
+      this.recent = new String[bySlot.length];
       this.path = slot(":path");
       this.method = slot(":method");
       this.contentType = slot("content-type");
@@ -161,12 +167,20 @@ final class EnvoySignals implements SignalSource {
     }
 
     /** The value at {@code slot} of {@link #places}' answer {@code at}, decoded now; or null. */
-    static @Nullable String valueAt(Inbound in, int[] at, int slot) {
+    @Nullable String valueAt(Inbound in, int[] at, int slot) {
       int i = at[slot] - 1;
       if (i < 0) {
         return null;
       }
-      return in.fromWire() ? in.value(i) : value(in.headerList().get(i));
+      if (!in.fromWire()) {
+        return value(in.headerList().get(i));
+      }
+      String last = recent[slot];
+      String v = in.value(i, last);
+      if (v != last) {
+        recent[slot] = v;
+      }
+      return v;
     }
 
     /** The slot of {@code name}, or -1 when it is not indexed. */
@@ -214,10 +228,11 @@ final class EnvoySignals implements SignalSource {
 
   @Override
   public @Nullable String header(String name) {
-    if (index != null) {
-      int slot = index.slot(name);
+    HeaderIndex i = index;
+    if (i != null) {
+      int slot = i.slot(name);
       if (slot >= 0) {
-        return HeaderIndex.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
+        return i.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
       }
     }
     return request.header(name);
@@ -231,15 +246,16 @@ final class EnvoySignals implements SignalSource {
   public @Nullable String header(int slot, String name) {
     HeaderIndex i = index;
     if (i != null && i.holds(slot, name)) {
-      return HeaderIndex.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
+      return i.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
     }
     return header(name);
   }
 
   /** A header Sluice itself reads, by its slot in the index ({@code -1}: not indexed). */
   private @Nullable String own(int slot, String name) {
-    return slot >= 0
-        ? HeaderIndex.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot)
+    HeaderIndex i = index;
+    return slot >= 0 && i != null
+        ? i.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot)
         : header(name);
   }
 

@@ -96,7 +96,7 @@ final class ExtProcStream extends LiveStreams.Node
       messageSeen = true;
       live.seen(this); // no longer evictable for room
     }
-    sync.execute(() -> handle(req, received));
+    sync.execute(ExtProcStream::handle, this, req, received); // nothing allocated when idle
   }
 
   /** Ended to make room at {@code maxStreams} (it has sent no message): non-OK, undecided. */
@@ -392,7 +392,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void onCompleted() {
-    sync.execute(this::halfClosed);
+    sync.execute(ExtProcStream::halfClosed, this);
   }
 
   private void halfClosed() {

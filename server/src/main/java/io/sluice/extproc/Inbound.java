@@ -11,7 +11,6 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest.RequestCase;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProtocolConfiguration;
 import io.sluice.wire.ProtoReader;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -198,9 +197,9 @@ final class Inbound extends ProtoReader {
     return spans[4 * i + 1];
   }
 
-  /** The value of wire header {@code i}: raw_value when it is set, else value. */
-  String value(int i) {
-    return new String(bytes, spans[4 * i + 2], spans[4 * i + 3], StandardCharsets.UTF_8);
+  /** Wire header {@code i}'s raw_value if set, else value; {@code known} when equal (ASCII). */
+  String value(int i, @Nullable String known) {
+    return string(spans[4 * i + 2], spans[4 * i + 3], known);
   }
 
   /** The first value of header {@code name} (request or response headers), or null. */
@@ -211,7 +210,7 @@ final class Inbound extends ProtoReader {
     byte[] b = HeaderKeys.utf8(name); // Sluice's own names: encoded once, not per call
     for (int i = 0; i < headerCount; i++) {
       if (keyEquals(i, b)) {
-        return value(i);
+        return value(i, null);
       }
     }
     return null;

@@ -46,16 +46,64 @@ final class SerialExecutor implements java.util.concurrent.Executor {
     // Idle: run now, then whatever arrived meanwhile. "Idle" needs the queue empty too: a drainer
     // can run a task that was added but not yet counted in place of a counted one and stop at 0
     // with that one still queued; running past it would break the submitter's order.
-    Queue<Runnable> q = queue;
-    if ((q == null || q.isEmpty()) && PENDING.compareAndSet(this, 0, 1)) {
+    if (enter()) {
       run(task);
-      if ((int) PENDING.getAndAdd(this, -1) - 1 != 0) {
-        drain();
-      }
+      leave();
       return;
     }
     queue().add(task);
     if ((int) PENDING.getAndAdd(this, 1) == 0) { // the runner finished between our CAS and add
+      drain();
+    }
+  }
+
+  /**
+   * A task of an owner's with an argument and a time: a non-capturing method reference ({@code
+   * Owner::method}) is one shared instance, so {@link #execute(Step, Object, Object, long)} runs it
+   * without allocating anything when the executor is idle.
+   */
+  @FunctionalInterface
+  interface Step<O, A> {
+    void run(O owner, A arg, long nanos);
+  }
+
+  /** As {@code execute(() -> step.run(owner, arg, nanos))}, with no Runnable made when idle. */
+  <O, A> void execute(Step<O, A> step, O owner, A arg, long nanos) {
+    if (enter()) {
+      try {
+        step.run(owner, arg, nanos);
+      } catch (Throwable t) {
+        onFailure.accept(t);
+      }
+      leave();
+      return;
+    }
+    execute(() -> step.run(owner, arg, nanos));
+  }
+
+  /** As {@code execute(() -> step.accept(owner))}, with no Runnable made when idle. */
+  <O> void execute(Consumer<O> step, O owner) {
+    if (enter()) {
+      try {
+        step.accept(owner);
+      } catch (Throwable t) {
+        onFailure.accept(t);
+      }
+      leave();
+      return;
+    }
+    execute(() -> step.accept(owner));
+  }
+
+  /** Idle (nothing running, nothing queued): claimed for one task, run at once by the caller. */
+  private boolean enter() {
+    Queue<Runnable> q = queue;
+    return (q == null || q.isEmpty()) && PENDING.compareAndSet(this, 0, 1);
+  }
+
+  /** The task {@link #enter} let in has run: then whatever was submitted meanwhile runs. */
+  private void leave() {
+    if ((int) PENDING.getAndAdd(this, -1) - 1 != 0) {
       drain();
     }
   }

@@ -53,8 +53,11 @@ public final class RequestResolver {
   private final @Nullable ClassPolicy unmatchedClass;
   private final java.util.Set<String> shadowPools = new java.util.HashSet<>();
   private final Tenant anonymous;
-  private final TierPolicy unknownTier;
   private final java.util.Map<String, Tenant> knownTenants = new java.util.HashMap<>();
+  // the last unknown tenant resolved, of the unknown tier (at first one of no id, which no request
+  // has: an empty tenant is anonymous); a request of the same tenant reuses it instead of a new
+  // Tenant. A racy write is benign (a record of final fields).
+  private Tenant lastUnknown;
   // what the registered features read per request (ConfigSection.signals), worked out once per
   // snapshot: the operation id, and the rest (built in or registered) into the request's Signals,
   // by their index in `sources`; none: nothing is read or allocated for them
@@ -146,7 +149,7 @@ public final class RequestResolver {
     unmatchedClass = config.classes().get(config.unmatched().requestClass());
     SluiceConfig.Tenants tc = config.tenants();
     anonymous = new Tenant(Tenant.ANONYMOUS, tier(tc.anonymousTier()));
-    unknownTier = tier(tc.unknownTier());
+    lastUnknown = new Tenant("", tier(tc.unknownTier()));
     tc.known().forEach((id, tier) -> knownTenants.put(id, new Tenant(id, tier(tier))));
   }
 
@@ -253,7 +256,7 @@ public final class RequestResolver {
     } else {
       tenant = knownTenants.get(tenantId);
       if (tenant == null) {
-        tenant = new Tenant(tenantId, unknownTier);
+        tenant = unknown(tenantId);
         if (config.tenants().unknown() == SluiceConfig.UnknownAction.REJECT && reject == null) {
           reject = Reason.UNKNOWN_TENANT;
           rejectMessage = "tenant is not known to this gateway";
@@ -302,6 +305,17 @@ public final class RequestResolver {
         workflow(read(WORKFLOW, in)),
         (rule != null && !rule.degrade()) || truthy(read(NO_DEGRADE, in)),
         featureSignals(in, withOperationId));
+  }
+
+  /** An unknown tenant's Tenant (its tier: the unknown tier): the last one when it is the same. */
+  private Tenant unknown(String tenantId) {
+    Tenant last = lastUnknown;
+    if (last.id().equals(tenantId)) {
+      return last;
+    }
+    Tenant t = new Tenant(tenantId, last.tier());
+    lastUnknown = t;
+    return t;
   }
 
   /** The signals the registered features read, from their trusted sources ({@code Signals}). */

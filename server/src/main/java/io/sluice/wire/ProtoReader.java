@@ -1,5 +1,7 @@
 package io.sluice.wire;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The checks and steps of a one-pass protobuf wire reader, for the hand-written readers of hot
  * messages (decision 0004). Every step reports malformed input (a bad tag, an over-long varint, a
@@ -39,6 +41,25 @@ public abstract class ProtoReader {
       tail |= bytes[i];
     }
     return (words & 0x8080808080808080L) == 0 && tail >= 0;
+  }
+
+  /**
+   * The UTF-8 string of [off, off + len), or {@code known} itself when that is its bytes, every one
+   * ASCII: a byte of 0x80 or more is negative in Java, so it equals no char of {@code known}, and
+   * equal ASCII bytes decode to the same chars. A caller that often sees the same value (a
+   * header's) hands its last one in and gets it back instead of a new String.
+   */
+  protected final String string(int off, int len, @Nullable String known) {
+    if (known != null && known.length() == len) {
+      int k = 0;
+      while (k < len && bytes[off + k] == known.charAt(k)) {
+        k++;
+      }
+      if (k == len) {
+        return known;
+      }
+    }
+    return new String(bytes, off, len, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** A field's tag; -1 when malformed or its field number is 0 (invalid). */

@@ -65,6 +65,43 @@ class EnvoySignalsTest {
     assertThat(s.header("x-missing")).isNull();
   }
 
+  /**
+   * One index across requests, as a runtime snapshot's: a value read again is the String read last
+   * (not a new one), and every value, non-ASCII and invalid UTF-8 bytes of the last one's length
+   * included, reads as protobuf-java's message has it.
+   */
+  @Test
+  void aRepeatedValueIsTheLastString_andEveryValueReadsAsTheMessageHasIt() {
+    EnvoySignals.HeaderIndex index = new EnvoySignals.HeaderIndex(List.of("x-tenant-id"));
+    List<ByteString> values =
+        List.of(
+            ByteString.copyFromUtf8("acme"),
+            ByteString.copyFromUtf8("acmf"),
+            ByteString.copyFromUtf8("\u00e9"), // two bytes, one char
+            ByteString.copyFrom(new byte[] {(byte) 0xE9}), // invalid UTF-8: one byte, one char
+            ByteString.copyFrom(new byte[] {(byte) 0xC3, (byte) 0xA9}),
+            ByteString.copyFromUtf8("ab"),
+            ByteString.EMPTY);
+    Seeded.forAll(
+        0x5EED_0D02L,
+        300,
+        g -> g.oneOf(values),
+        v -> {
+          ProcessingRequest req =
+              request(
+                  List.of(HeaderValue.newBuilder().setKey("x-tenant-id").setRawValue(v).build()));
+          assertThat(tenant(index, req))
+              .isEqualTo(EnvoySignals.find(headersOf(req), "x-tenant-id"));
+        });
+    ProcessingRequest acme = request(List.of(raw("x-tenant-id", "acme")));
+    String first = tenant(index, acme);
+    assertThat(tenant(index, acme)).isSameAs(first).isEqualTo("acme");
+  }
+
+  private static String tenant(EnvoySignals.HeaderIndex index, ProcessingRequest req) {
+    return new EnvoySignals(null, wire(req), index, new InitialMetadata()).header("x-tenant-id");
+  }
+
   private static final String ALPHA = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
   private static HeaderValue header(Gen g) {

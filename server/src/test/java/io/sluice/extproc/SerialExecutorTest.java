@@ -48,6 +48,32 @@ class SerialExecutorTest {
     assertThat(ran).hasValue(2);
   }
 
+  /**
+   * The allocation-free steps: at once when idle, after the running task when not, failures told.
+   */
+  @Test
+  void stepsRunAtOnceWhenIdle_afterTheRunningTaskWhenNot_andTheirFailuresAreReported() {
+    List<String> order = new ArrayList<>();
+    ex.execute((List<String> o, String s, long n) -> o.add(s + n), order, "idle-", 1);
+    assertThat(order).containsExactly("idle-1");
+    ex.execute(
+        () -> {
+          order.add("outer-start");
+          ex.execute((List<String> o, String s, long n) -> o.add(s + n), order, "step-", 2);
+          ex.execute((List<String> o) -> o.add("consumer"), order);
+          order.add("outer-end");
+        });
+    assertThat(order).containsExactly("idle-1", "outer-start", "outer-end", "step-2", "consumer");
+    ex.execute(
+        (List<String> o) -> {
+          throw new IllegalStateException("step boom");
+        },
+        order);
+    ex.execute((List<String> o, String s, long n) -> o.add(s), order, "after", 0);
+    assertThat(failures).singleElement().satisfies(t -> assertThat(t).hasMessage("step boom"));
+    assertThat(order).endsWith("after");
+  }
+
   /** Many threads at once: never two tasks at a time, none lost, each thread's order kept. */
   @RepeatedTest(20)
   void serialUnderContention() throws Exception {
