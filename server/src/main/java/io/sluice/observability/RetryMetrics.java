@@ -1,7 +1,6 @@
 package io.sluice.observability;
 
 import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.sluice.core.retry.Attempt;
@@ -66,13 +65,12 @@ public final class RetryMetrics {
   /** A request classified: its attempt, whether retry control refused it, its duplicate. */
   public void attempted(String pool, String cls, Attempt a) {
     Window w = window(pool, cls);
-    // the common case, an original with no refusal before, is counted by the window alone (its
-    // sluice_attempts_total series reads the window's count at scrape time)
-    boolean plain = !a.retry() && a.previousReason().equals(Attempt.NONE);
-    if (!plain) {
+    if (!a.retry() && a.previousReason().equals(Attempt.NONE)) {
+      w.originals.increment(); // the common case: no key to build
+    } else {
       attempts(pool, cls, a.kind(), a.previousReason()).increment();
     }
-    w.add(a.retry(), plain, tickerNanos.getAsLong());
+    w.add(a.retry(), tickerNanos.getAsLong());
     if (a.retry()) {
       counter(
               RETRIES,
@@ -145,11 +143,7 @@ public final class RetryMetrics {
   private volatile @Nullable Window lastWindow;
 
   private Window newWindow(String pool, String cls) {
-    Window w = new Window(pool, cls);
-    FunctionCounter.builder(ATTEMPTS, w, Window::plainOriginals)
-        .tags("pool", pool, "class", cls, "kind", "original", "reason", Attempt.NONE)
-        .description(description(ATTEMPTS))
-        .register(registry);
+    Window w = new Window(pool, cls, attempts(pool, cls, "original", Attempt.NONE));
     Gauge.builder(RETRY_AMPLIFICATION, w, x -> x.ratio(tickerNanos.getAsLong()))
         .tags("pool", pool, "class", cls)
         .description("attempts / originals over the last one to two minutes (1 = no retries)")
@@ -206,38 +200,31 @@ public final class RetryMetrics {
   }
 
   /**
-   * Two one-minute buckets of attempts and originals, and the count of the pool's and class's
-   * {@code sluice_attempts_total{kind="original",reason="none"}} (read at scrape time).
+   * Two one-minute buckets of attempts and originals, and the pool's and class's {@code
+   * sluice_attempts_total{kind="original",reason="none"}}.
    */
   private static final class Window {
     final String pool;
     final String cls;
-    private long plainOriginals; // originals with no refusal before, since the start
+    final Counter originals;
     private long minute = Long.MIN_VALUE;
     private long attempts;
     private long originalCount;
     private long lastAttempts;
     private long lastOriginals;
 
-    Window(String pool, String cls) {
+    Window(String pool, String cls, Counter originals) {
       this.pool = pool;
       this.cls = cls;
+      this.originals = originals;
     }
 
-    /** An attempt; {@code plain}: an original with no refusal before. */
-    synchronized void add(boolean retry, boolean plain, long now) {
+    synchronized void add(boolean retry, long now) {
       roll(now);
       attempts++;
       if (!retry) {
         originalCount++;
       }
-      if (plain) {
-        plainOriginals++;
-      }
-    }
-
-    synchronized double plainOriginals() {
-      return plainOriginals;
     }
 
     synchronized double ratio(long now) {
