@@ -2,6 +2,7 @@ package io.sluice.store.redis;
 
 import io.sluice.core.quota.LeasedPlaces;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
@@ -36,8 +37,19 @@ public final class RedisLeasedPlaces implements LeasedPlaces {
   private final AtomicLong calls = new AtomicLong();
   // guarded by this: the holders granted and not given back, by key and replica
   private final Map<Holding, ArrayDeque<String>> holders = new HashMap<>();
+  // guarded by this: renewals read and not answered; the holders given back while one was out
+  private int renewing;
+  private final ArrayList<Released> releasedWhileRenewing = new ArrayList<>();
 
   private record Holding(String key, String replica) {}
+
+  private record Released(String key, String holder, long ttl) {}
+
+  /**
+   * At most this many holders given back during a renewal are removed again after it; past it the
+   * lease takes the rest (a renewal is out for a round trip, so this is never reached in practice).
+   */
+  static final int MAX_RELEASED_WHILE_RENEWING = 4096;
 
   /**
    * @param store the {@code store} tag of this instance's late writes undone ({@code
@@ -140,6 +152,11 @@ public final class RedisLeasedPlaces implements LeasedPlaces {
           holders.remove(h);
         }
       }
+      if (holder != null
+          && renewing > 0
+          && releasedWhileRenewing.size() < MAX_RELEASED_WHILE_RENEWING) {
+        releasedWhileRenewing.add(new Released(key, holder, Math.max(1, leaseTtlMillis)));
+      }
     }
     if (holder == null) {
       return CompletableFuture.completedFuture(null);
@@ -167,19 +184,43 @@ public final class RedisLeasedPlaces implements LeasedPlaces {
   /**
    * One script call over the scope's owner keys (all in the pool's slot): every holder this class
    * granted to {@code replica} of an owner of {@code held} gets a fresh expiry, or is written back.
+   *
+   * <p>A holder given back between the renewal's read of the holders and its answer may have been
+   * removed before the renewal wrote it back: once no renewal is out, each of those is removed
+   * again, so a place given back is never counted until its lease runs out.
    */
   @Override
   public CompletionStage<Void> renew(
       Scope scope, String replica, Map<String, Integer> held, long leaseTtlMillis) {
     String[][] call;
     synchronized (this) {
+      renewing++;
       call =
           LeaseRenewal.call(
               held, leaseTtlMillis, scope::key, key -> holders.get(new Holding(key, replica)));
+      if (call == null) {
+        renewing--;
+      }
     }
     if (call == null) {
       return CompletableFuture.completedFuture(null);
     }
-    return redis.eval(SCRIPT, call[0], call[1], r -> (Void) null);
+    return redis.eval(SCRIPT, call[0], call[1], r -> (Void) null).whenComplete((v, e) -> renewed());
+  }
+
+  /** A renewal answered (or failed): the holders given back meanwhile are removed again. */
+  private void renewed() {
+    Released[] again;
+    synchronized (this) {
+      renewing--;
+      if (renewing > 0 || releasedWhileRenewing.isEmpty()) {
+        return;
+      }
+      again = releasedWhileRenewing.toArray(Released[]::new);
+      releasedWhileRenewing.clear();
+    }
+    for (Released r : again) {
+      remove(r.key(), r.holder(), r.ttl());
+    }
   }
 }

@@ -7,9 +7,15 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.sluice.core.quota.TenantSlots;
 import io.sluice.store.LocalRedis;
 import io.sluice.store.TenantSlotsContractTest;
+import java.util.AbstractMap;
+import java.util.AbstractSet;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -81,5 +87,51 @@ class RedisTenantSlotsTest extends TenantSlotsContractTest {
         .toCompletableFuture()
         .get(5, TimeUnit.SECONDS);
     assertThat(contributions(ns).get("a")).isEqualTo(1);
+  }
+
+  /**
+   * The race a renewal runs with a release: the renewal reads the holders, the slot is given back
+   * (its holder removed from Redis), then the renewal is sent and writes the holder back. Played
+   * here in that order, on one thread: the places held handed to the renewal give the slot back
+   * while the renewal reads them. The slot given back must not stay in the store for its lease.
+   */
+  @Test
+  void aSlotGivenBackWhileARenewalIsOut_isNotLeftWrittenBack() throws Exception {
+    String ns = LocalRedis.uniquePrefix();
+    assertThat(acquire(ns, "a", 3, LONG_TTL).granted()).isTrue();
+    AtomicBoolean given = new AtomicBoolean();
+    Map.Entry<String, Integer> acme = Map.entry("acme", 1);
+    Map.Entry<String, Integer> releasing =
+        new AbstractMap.SimpleImmutableEntry<>("other", 0) {
+          @Override
+          public String getKey() {
+            if (given.compareAndSet(false, true)) {
+              store().release(ns, "p", "acme", "a", LONG_TTL);
+            }
+            return super.getKey();
+          }
+        };
+    Map<String, Integer> held =
+        new AbstractMap<>() {
+          @Override
+          public Set<Map.Entry<String, Integer>> entrySet() {
+            return new AbstractSet<>() {
+              @Override
+              public Iterator<Map.Entry<String, Integer>> iterator() {
+                return List.of(acme, releasing).iterator();
+              }
+
+              @Override
+              public int size() {
+                return 2;
+              }
+            };
+          }
+        };
+    store().renew(ns, "p", "a", held, LONG_TTL).toCompletableFuture().get(5, TimeUnit.SECONDS);
+    assertThat(given).as("the slot was given back during the renewal").isTrue();
+    org.awaitility.Awaitility.await()
+        .atMost(java.time.Duration.ofSeconds(5))
+        .until(() -> contributions(ns).isEmpty());
   }
 }
