@@ -150,7 +150,11 @@ enum FloorCalls {
 
   /**
    * One LLM-shaped stream: each message is sent when the previous one was answered; after the last
-   * answer the client resets the stream (Envoy's close), which ends it CANCELLED.
+   * answer the client resets the stream (Envoy's close), which ends it CANCELLED. A {@link
+   * ClientCall} is not thread-safe: the first message is sent by whichever thread starts the stream
+   * (the driver's, for each window's first streams) while its answer may already arrive on the
+   * channel's event loop, whose listener sends the next one; both hold the call's monitor (grpc's
+   * framer otherwise fails "null frame before EOS").
    */
   private static <A> void llmStream(
       Channel ch,
@@ -165,13 +169,15 @@ enum FloorCalls {
         new ClientCall.Listener<>() {
           @Override
           public void onMessage(A message) {
-            answered[0]++;
-            refused[0] = isRefusal.test(message);
-            if (refused[0] || answered[0] == messages.size()) {
-              call.cancel("end of request", null);
-            } else {
-              call.sendMessage(messages.get(answered[0]));
-              call.request(1);
+            synchronized (call) {
+              answered[0]++;
+              refused[0] = isRefusal.test(message);
+              if (refused[0] || answered[0] == messages.size()) {
+                call.cancel("end of request", null);
+              } else {
+                call.sendMessage(messages.get(answered[0]));
+                call.request(1);
+              }
             }
           }
 
@@ -181,8 +187,10 @@ enum FloorCalls {
           }
         },
         metadata());
-    call.request(1);
-    call.sendMessage(messages.get(0));
+    synchronized (call) {
+      call.request(1);
+      call.sendMessage(messages.get(0));
+    }
   }
 
   private static void rls(Channel ch, RateLimitRequest req, Consumer<Boolean> finish) {
