@@ -31,13 +31,13 @@ import picocli.CommandLine.Option;
  * (CONTINUE or OK at once, direct executor) and against Sluice's full path (admitting, refusing;
  * with {@code --redis} also Sluice on the Redis store), for each workload of {@link FloorCalls}:
  * one-shot streams, LLM-shaped streams and RLS calls. After a warm-up that visits every workload
- * and target in turn (the JIT takes about 25 s to settle here), measured windows alternate between
- * them, round after round, in pairs of rounds whose second is the first reversed ({@link
- * FloorOrder}), so a drift in the machine's speed hits every target alike. A target's ratio is the
- * median over rounds of its window's calls/s ÷ the no-op's window of the same workload and round.
- * With {@code --separate} each server runs in a child JVM of its own, so the generator shares the
- * cores but not the JVM, each server's CPU per call is reported, and every server but the one
- * driven is stopped meanwhile ({@link FloorMethodOptions}).
+ * and target in turn until every server's JIT has settled ({@link FloorJit}), measured windows
+ * alternate between them, round after round, in pairs of rounds whose second is the first reversed
+ * ({@link FloorOrder}), so a drift in the machine's speed hits every target alike. A target's ratio
+ * is the median over rounds of its window's calls/s ÷ the no-op's window of the same workload and
+ * round. With {@code --separate} each server runs in a child JVM of its own, so the generator
+ * shares the cores but not the JVM, each server's CPU per call is reported, and every server but
+ * the one driven is stopped meanwhile ({@link FloorMethodOptions}).
  */
 @Command(
     name = "floor",
@@ -60,7 +60,9 @@ final class Floor implements Callable<Integer> {
 
   @Option(
       names = "--warmup",
-      description = "seconds of warm-up, visiting the targets in turn (default: ${DEFAULT-VALUE})",
+      description =
+          "least seconds of warm-up, visiting the targets in turn (then on until the JITs settle:"
+              + " --jit-settle-share, --warmup-max) (default: ${DEFAULT-VALUE})",
       defaultValue = "24")
   int warmupSeconds = 24;
 
@@ -310,8 +312,9 @@ final class Floor implements Callable<Integer> {
       workloads.forEach(w -> targetsOf(w).forEach(t -> order.add(new Window(w, t))));
       out.printf(
           Locale.ROOT,
-          "warming up %d s, then %d rounds of %d s per workload and target (%s; %d cores)%s...%n",
+          "warm-up %d–%d s, then %d rounds of %d s per workload and target (%s; %d cores)%s...%n",
           warmupSeconds,
+          Math.max(warmupSeconds, method.warmupMaxSeconds),
           rounds,
           durationSeconds,
           workloads.stream().map(FloorCalls::label).toList(),
@@ -322,8 +325,10 @@ final class Floor implements Callable<Integer> {
                   + (pause ? "; the idle ones paused" : "")
                   + ")"
               : "");
-      long warmEnd = System.nanoTime() + warmupSeconds * 1_000_000_000L;
-      while (System.nanoTime() - warmEnd < 0) {
+      FloorJit jit = new FloorJit(servers, targets); // warm cycles until the JITs settle
+      long warmStart = System.nanoTime();
+      while (!jit.settled(out, (System.nanoTime() - warmStart) / 1e9, warmupSeconds, method)) {
+        jit.begin();
         for (Window w : order) {
           if (pause) {
             servers.runOnly(w.target());
@@ -348,6 +353,7 @@ final class Floor implements Callable<Integer> {
           long server = servers.pid(w.target());
           FloorCpu.Reading[] at = new FloorCpu.Reading[2]; // the measured window's ends
           long[] others = new long[2]; // the other servers' CPU at those ends
+          long[] compiled = new long[2]; // the server's JIT compiler threads' CPU at those ends
           ClosedLoop.Result r =
               ClosedLoop.run(
                   channelsOf.of(w.target()),
@@ -358,15 +364,18 @@ final class Floor implements Callable<Integer> {
                   () -> {
                     at[0] = FloorCpu.Reading.of(server);
                     others[0] = servers.othersCpuNanos(w.target());
+                    compiled[0] = jit.compilerNanos(w.target());
                   },
                   () -> {
                     at[1] = FloorCpu.Reading.of(server);
                     others[1] = servers.othersCpuNanos(w.target());
+                    compiled[1] = jit.compilerNanos(w.target());
                   });
           long cpu1 = servers.cpuNanos(w.target());
           cpuByRound.add(w.calls().label(), w.target(), at[0], at[1], r.done(), r.perSecond());
           cpuByRound.others(
               w.calls().label(), w.target(), (others[1] - others[0]) / 1e9 / r.seconds());
+          jit.window(w.calls().label(), w.target(), compiled[1] - compiled[0], r.done());
           if (pid >= 0) {
             byThread
                 .computeIfAbsent(w, k -> new FloorThreads())
@@ -400,6 +409,8 @@ final class Floor implements Callable<Integer> {
       if (separate) {
         workloads.forEach(c -> cpuByRound.print(out, c.label()));
       }
+      workloads.forEach(c -> jit.print(out, c.label()));
+      out.print(jit.verdict());
       byThread.forEach((w, t) -> t.print(out, w.calls().label() + ", " + w.target()));
     }
     return 0;

@@ -164,7 +164,7 @@ final class FloorCpu {
     return out;
   }
 
-  private static String spread(List<Double> v) {
+  static String spread(List<Double> v) {
     return format(v, "%.2f [%.2f–%.2f]");
   }
 

@@ -4,9 +4,9 @@ import picocli.CommandLine.Option;
 
 /**
  * The floor's options of its method: whether the idle servers are paused, the order of each round's
- * windows, and the generator's client event loops (see "The floor's method: the twin" in
- * docs/benchmarks.md). Each default is the method since 2026-12-06 evening; each option restores
- * the one before.
+ * windows, the generator's client event loops, and when the warm-up ends ({@link FloorJit}) (see
+ * "The floor's method: the twin" in docs/benchmarks.md). Each default is the method since
+ * 2026-12-06 evening (the JIT settle rule since 2026-12-07); each option restores the one before.
  */
 final class FloorMethodOptions {
   @Option(
@@ -37,4 +37,21 @@ final class FloorMethodOptions {
           "the generator's channels to all targets share one group of two client event loops (as"
               + " before 2026-12-06 evening); by default each target has two of its own")
   boolean sharedClientLoops;
+
+  @Option(
+      names = "--jit-settle-share",
+      description =
+          "the warm-up (at least --warmup s) goes on, cycle after cycle, until in every server's"
+              + " last warm cycle its JIT compiler threads took less than this share of its CPU;"
+              + " 0: a fixed warm-up of --warmup s, as before 2026-12-07 (default: ${DEFAULT-VALUE})",
+      defaultValue = "0.02")
+  double jitSettleShare = 0.02;
+
+  @Option(
+      names = "--warmup-max",
+      description =
+          "seconds after which the warm-up stops though some server's JIT has not settled, and the"
+              + " floor names it (default: ${DEFAULT-VALUE})",
+      defaultValue = "300")
+  int warmupMaxSeconds = 300;
 }
