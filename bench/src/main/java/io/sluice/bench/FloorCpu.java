@@ -5,10 +5,12 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /**
@@ -202,22 +204,32 @@ final class FloorCpu {
    * the kernel keeps as {@code grpc-default-wo}), from each thread's {@code schedstat}, in ns.
    */
   static long loopNanos(long pid) {
-    long sum = 0;
+    return threadNanos(pid, FloorCpu::isEventLoop).values().stream()
+        .mapToLong(Long::longValue)
+        .sum();
+  }
+
+  /**
+   * Time on CPU so far of the process's threads whose kernel name {@code comm} accepts, by thread
+   * id, from each thread's {@code schedstat}, in ns; empty when procfs is unreadable.
+   */
+  static Map<String, Long> threadNanos(long pid, Predicate<String> comm) {
+    Map<String, Long> out = new HashMap<>();
     try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
       for (Path t : (Iterable<Path>) tasks::iterator) {
         try {
-          if (isEventLoop(Files.readString(t.resolve("comm")).strip())) {
+          if (comm.test(Files.readString(t.resolve("comm")).strip())) {
             String s = Files.readString(t.resolve("schedstat"));
-            sum += Long.parseLong(s.substring(0, s.indexOf(' ')));
+            out.put(t.getFileName().toString(), Long.parseLong(s.substring(0, s.indexOf(' '))));
           }
         } catch (IOException | RuntimeException gone) {
-          // the thread ended meanwhile: event loops do not
+          // the thread ended meanwhile (event loops do not; HotSpot's compiler threads may)
         }
       }
     } catch (IOException | RuntimeException e) {
-      return 0;
+      return Map.of();
     }
-    return sum;
+    return out;
   }
 
   /** Whether a thread's kernel name (at most 15 characters) is one of gRPC's event loops. */

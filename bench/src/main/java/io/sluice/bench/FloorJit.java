@@ -1,16 +1,12 @@
 package io.sluice.bench;
 
-import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * The floor's JIT: a warm-up that ends when every server's JIT has settled, and each measured
@@ -205,22 +201,7 @@ final class FloorJit {
    * The process's compiler threads' time on CPU so far, by thread id, in ns; empty if unreadable.
    */
   static Map<String, Long> compilers(long pid) {
-    Map<String, Long> out = new HashMap<>();
-    try (Stream<Path> tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
-      for (Path t : (Iterable<Path>) tasks::iterator) {
-        try {
-          if (isCompiler(Files.readString(t.resolve("comm")).strip())) {
-            String s = Files.readString(t.resolve("schedstat"));
-            out.put(t.getFileName().toString(), Long.parseLong(s.substring(0, s.indexOf(' '))));
-          }
-        } catch (IOException | RuntimeException gone) {
-          // a compiler thread may end meanwhile (HotSpot adds and removes them as the queue grows)
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      return Map.of();
-    }
-    return out;
+    return FloorCpu.threadNanos(pid, FloorJit::isCompiler);
   }
 
   /** Whether a thread's kernel name (at most 15 characters) is one of HotSpot's JIT compilers. */
