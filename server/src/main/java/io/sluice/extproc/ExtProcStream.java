@@ -319,8 +319,6 @@ final class ExtProcStream extends LiveStreams.Node
     return true;
   }
 
-  // --- the session's answers (SessionFront), in this stream's serial context
-
   @Override
   public void admitted(boolean atBody) {
     atBody |= routing != null; // opened at its body
@@ -377,17 +375,20 @@ final class ExtProcStream extends LiveStreams.Node
 
   /** Envoy reset the stream (normal at the end of every request) or the client went away. */
   void onCancel() {
-    sync.execute(
-        () -> {
-          markClosed(StreamTally.Close.CANCELLED);
-          faults.at(StreamFaults.Step.CANCEL);
-          abandon(Outcome.CANCELLED);
-        });
+    sync.execute(ExtProcStream::cancelled, this); // nothing allocated when idle
+  }
+
+  private void cancelled() {
+    markClosed(StreamTally.Close.CANCELLED);
+    faults.at(StreamFaults.Step.CANCEL);
+    abandon(Outcome.CANCELLED);
   }
 
   @Override
-  public void onError(Throwable t) {
-    onCancel();
+  public void onError(Throwable t) { // gRPC's, after the cancel handler (ExtProcCall) ended it
+    if (!out.closed()) {
+      onCancel();
+    }
   }
 
   @Override
@@ -492,8 +493,7 @@ final class ExtProcStream extends LiveStreams.Node
     return true;
   }
 
-  /** Admitted to the upstream (with a permit, or without one in shadow mode). */
-  private boolean permit() {
+  private boolean permit() { // admitted to the upstream (a permit, or none in shadow mode)
     AdmissionSession s = session;
     return s != null && s.running().runs();
   }

@@ -3,7 +3,8 @@ package io.sluice.extproc;
 import io.grpc.Status;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.sluice.observability.StreamTally;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,7 +18,17 @@ final class StreamOutput {
 
   private final ServerCallStreamObserver<Answer> call;
   private final StreamFaults faults;
-  private final AtomicBoolean closed = new AtomicBoolean();
+  private static final VarHandle CLOSED;
+
+  static {
+    try {
+      CLOSED = MethodHandles.lookup().findVarHandle(StreamOutput.class, "closed", boolean.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private volatile boolean closed; // set once (CLOSED): no AtomicBoolean per stream
 
   StreamOutput(ServerCallStreamObserver<Answer> call, StreamFaults faults) {
     this.call = call;
@@ -25,12 +36,12 @@ final class StreamOutput {
   }
 
   boolean closed() {
-    return closed.get();
+    return closed;
   }
 
   /** Sends {@code answer}; false (nothing sent) once the stream is closed. */
   boolean send(Answer answer) {
-    if (closed.get()) {
+    if (closed) {
       return false;
     }
     faults.at(StreamFaults.Step.ANSWER);
@@ -40,7 +51,7 @@ final class StreamOutput {
 
   /** Closes once; true for the call that closed (it then ends the call). */
   <N extends LiveStreams.Node> boolean close(LiveStreams<N> live, N node, StreamTally.Close how) {
-    if (!closed.compareAndSet(false, true)) {
+    if (!CLOSED.compareAndSet(this, false, true)) {
       return false;
     }
     live.remove(node, how); // counted there (sluice_extproc_streams_total)

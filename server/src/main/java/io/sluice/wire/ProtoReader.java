@@ -112,6 +112,9 @@ public abstract class ProtoReader {
    * A varint that must fit in 31 bits (tags, lengths); -1 when it is longer, truncated or negative.
    */
   protected final int varint32(int end) {
+    if (pos < end && bytes[pos] >= 0) { // one byte: almost every tag and length of a message
+      return bytes[pos++];
+    }
     int result = 0;
     for (int shift = 0; shift < 32; shift += 7) {
       if (pos >= end) {
@@ -136,6 +139,9 @@ public abstract class ProtoReader {
 
   /** Any varint (up to 10 bytes); Long.MIN_VALUE when malformed or truncated. */
   protected final long varint64(int end) {
+    if (pos < end && bytes[pos] >= 0) { // one byte: a bool, a small enum
+      return bytes[pos++];
+    }
     long result = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (pos >= end) {

@@ -120,7 +120,7 @@ class ExtProcCallTest {
   }
 
   /** Records what the handler does to the call. */
-  private static final class FakeCall extends ServerCall<Inbound, Answer> {
+  static final class FakeCall extends ServerCall<Inbound, Answer> {
     int requested;
     int headers;
     final List<Answer> sent = new ArrayList<>();
