@@ -314,7 +314,7 @@ public final class OutputReserves {
       perAnswer = e.tokens();
       rule = e.learned() ? RULE_LEARNED : RULE_BOUND;
       ReserveStats coarse = e.learned() ? null : poolKey(s, pool, model, scope, quantile);
-      if (coarse != null && own != coarse) {
+      if (coarse != null && own != null && own != coarse) {
         perAnswer = ReserveStats.withPool(perAnswer, own, coarse, capPerAnswer, s);
       }
     } else { // not warmed, or too few answers for any bound (warmup 1 or 2)
