@@ -59,9 +59,17 @@ final class DecayedLogHistogram {
    * i}.
    */
   void addAt(int i, double growth, double factor) {
+    addAtStep(i, factor, factor == 1 ? growth : Math.pow(growth, factor));
+  }
+
+  /**
+   * As {@link #addAt} with the next sample's weight growth given: {@code step} is {@code factor ==
+   * 1 ? growth : Math.pow(growth, factor)} (the caller's, computed once for its histograms).
+   */
+  void addAtStep(int i, double factor, double step) {
     buckets[i] += (float) (weight * factor);
     total += weight * factor;
-    weight *= factor == 1 ? growth : Math.pow(growth, factor);
+    weight *= step;
     if (weight > RESCALE_AT) {
       double f = 1 / weight;
       for (int j = 0; j < buckets.length; j++) {

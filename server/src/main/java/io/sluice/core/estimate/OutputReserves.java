@@ -302,39 +302,35 @@ public final class OutputReserves {
     if (capPerAnswer <= 0 || answers < 1) {
       return new Reserve(oldReserve, RULE_CAP); // nothing to learn (embeddings): the cap is 0
     }
-    ReserveStats coarse = keys.getIfPresent(key(pool, model, scope, quantile, ""));
+    // the coarse key read only where used (a prior, a pool bound); every answer learned reads it
     ReserveStats own =
-        s.tenantKeys() ? keys.getIfPresent(key(pool, model, scope, quantile, tenant)) : coarse;
+        keys.getIfPresent(key(pool, model, scope, quantile, s.tenantKeys() ? tenant : ""));
     long perAnswer;
     String rule;
+    // the warm-up check and the estimate under one lock (null: fewer than warmup answers)
     ReserveStats.Estimate e =
-        own != null && own.samples() >= s.warmup()
-            ? own.estimate(capPerAnswer, s.confidence(), true)
-            : null;
+        own == null ? null : own.estimateIfWarm(s.warmup(), capPerAnswer, s.confidence());
     if (e != null && e.bounded()) {
       perAnswer = e.tokens();
       rule = e.learned() ? RULE_LEARNED : RULE_BOUND;
-      if (!e.learned() && own != null && own != coarse && s.poolPrior() && coarse != null) {
+      ReserveStats coarse = e.learned() ? null : poolKey(s, pool, model, scope, quantile);
+      if (coarse != null && own != null && own != coarse) {
         perAnswer = ReserveStats.withPool(perAnswer, own, coarse, capPerAnswer, s);
       }
     } else { // not warmed, or too few answers for any bound (warmup 1 or 2)
       rule = RULE_PRIOR;
       perAnswer = classDefault > 0 ? classDefault : capPerAnswer;
-      if (s.poolPrior()
-          && s.tenantKeys()
-          && coarse != null
-          && ReserveStats.warm(coarse.weighed(), s.warmup())) {
-        ReserveStats.Estimate shared = coarse.estimate(capPerAnswer, s.confidence(), false);
-        if (shared.bounded()) {
-          perAnswer = shared.tokens();
-        }
+      ReserveStats coarse = poolKey(s, pool, model, scope, quantile);
+      ReserveStats.Estimate shared =
+          coarse == null
+              ? null
+              : coarse.estimateIfWeighed(s.warmup(), capPerAnswer, s.confidence());
+      if (shared != null && shared.bounded()) {
+        perAnswer = shared.tokens();
       }
     }
-    if (perAnswer >= capPerAnswer) {
-      return new Reserve(oldReserve, rule.equals(RULE_PRIOR) ? RULE_PRIOR : RULE_CAP);
-    }
     long total = Math.max(1, perAnswer) * answers;
-    if (total >= oldReserve) { // never above the old rule
+    if (perAnswer >= capPerAnswer || total >= oldReserve) { // never above the cap nor the old rule
       return new Reserve(oldReserve, rule.equals(RULE_PRIOR) ? RULE_PRIOR : RULE_CAP);
     }
     return new Reserve(total, rule);
@@ -390,20 +386,24 @@ public final class OutputReserves {
     }
     double actual = (double) outputTokens / answers;
     Decay d = decay.halfLife() == s.halfLife() ? decay : Decay.of(s.halfLife()); // mid-reload
-    ReserveStats coarse =
-        keys.get(key(pool, model, scope, quantile, ""), k -> new ReserveStats(quantile));
-    coarse.record(
-        capPerAnswer,
-        actual,
-        d.growth(),
-        d.alpha(), // the losses decay at the same half-life
-        cut,
-        s.tenantKeys() ? bounded(tenant) : null,
-        leadOnCoarseKey(s));
+    // the answer's logarithms once for both keys (a cut one's, rarely learned, where it is); the
+    // loader does not capture (a lambda was built per lookup); the losses decay at the half-life
+    double la = cut ? Double.NaN : Math.log(Math.max(1, actual));
+    double lr = cut ? Double.NaN : ReserveStats.relativeLog(actual, capPerAnswer);
+    String t = s.tenantKeys() ? bounded(tenant) : null;
+    keys.get(key(pool, model, scope, quantile, ""), ReserveStats::of)
+        .record(capPerAnswer, actual, la, lr, d.growth(), d.alpha(), cut, t, leadOnCoarseKey(s));
     if (s.tenantKeys()) {
-      keys.get(key(pool, model, scope, quantile, tenant), k -> new ReserveStats(quantile))
-          .record(capPerAnswer, actual, d.growth(), d.alpha(), cut, null, 0);
+      keys.get(key(pool, model, scope, quantile, tenant), ReserveStats::of)
+          .record(capPerAnswer, actual, la, lr, d.growth(), d.alpha(), cut, null, 0);
     }
+  }
+
+  /** The coarse key, where it is a tenant key's pool prior (tenant keys on, pool prior on). */
+  private @Nullable ReserveStats poolKey(
+      Settings s, String pool, @Nullable String model, String scope, double quantile) {
+    boolean prior = s.tenantKeys() && s.poolPrior();
+    return prior ? keys.getIfPresent(key(pool, model, scope, quantile, "")) : null;
   }
 
   /**
@@ -448,7 +448,7 @@ public final class OutputReserves {
     }
     ReserveKey k =
         key(shared.pool(), shared.model(), shared.scope(), shared.quantile(), shared.tenant());
-    keys.get(k, x -> new ReserveStats(shared.quantile())).adopt(shared.fields());
+    keys.get(k, ReserveStats::of).adopt(shared.fields());
   }
 
   /** Keys held now. */

@@ -35,12 +35,15 @@ final class ReserveStats {
   private double relQuantile = Double.NaN; // fraction of the cap, in (0, 1]
   private double lossAbs; // decayed mean pinball loss of each form at the key's quantile
   private double lossRel;
-  // bounds at the last confidence asked (recomputed after an answer or a new confidence)
-  private double boundFor = Double.NaN;
+  // each form's bound at the last confidence asked (recomputed after an answer or a new
+  // confidence); an estimate computes only the winning form's (a quantile and an exp() each)
+  private double absBoundFor = Double.NaN;
+  private double relBoundFor = Double.NaN;
   private double absBound = Double.NaN;
   private double relBound = Double.NaN;
-  // coarse keys with tenant keys on: each tenant's decayed weight here (insertion order)
-  private @Nullable LinkedHashMap<String, Double> tenants;
+  // coarse keys with tenant keys on: each tenant's decayed weight here (insertion order), each a
+  // mutable holder (boxed Doubles were replaced per tenant and per answer)
+  private @Nullable LinkedHashMap<String, Weight> tenants;
   // the last rank computed (n and confidence rarely change between answers: the loop of exp/log
   // in ReserveBounds.rank ran per request and per bound)
   private @Nullable Rank rank;
@@ -51,6 +54,11 @@ final class ReserveStats {
 
   ReserveStats(double quantile) {
     this.quantile = quantile;
+  }
+
+  /** A key's empty state (a cache loader that captures nothing: the key holds the quantile). */
+  static ReserveStats of(ReserveKey k) {
+    return new ReserveStats(k.quantile());
   }
 
   synchronized long samples() {
@@ -94,6 +102,22 @@ final class ReserveStats {
   }
 
   /**
+   * {@link #estimate} once the key has {@code warmup} answers, else null: the warm-up check and the
+   * estimate under one lock (they took it twice per request).
+   */
+  synchronized @Nullable Estimate estimateIfWarm(int warmup, long cap, double confidence) {
+    return samples >= warmup ? estimate(cap, confidence, true) : null;
+  }
+
+  /**
+   * A coarse key's {@link #estimate} as a prior (not counted as a use) once its weight counts as
+   * {@code warmup} answers ({@link #warm}), else null; under one lock.
+   */
+  synchronized @Nullable Estimate estimateIfWeighed(int warmup, long cap, double confidence) {
+    return warm(weight, warmup) ? estimate(cap, confidence, false) : null;
+  }
+
+  /**
    * One answer's estimate for a cap: the upper bound on the quantile at {@code confidence} in the
    * form that predicted better, at least 1 and at most the cap.
    */
@@ -101,11 +125,8 @@ final class ReserveStats {
     if (use) {
       uses++;
     }
-    if (boundFor != confidence) {
-      bounds(confidence);
-    }
     boolean rel = relativeWins();
-    double bound = rel ? relBound / REL_SCALE * cap : absBound;
+    double bound = rel ? relBound(confidence) / REL_SCALE * cap : absBound(confidence);
     double point = rel ? relQuantile * cap : absQuantile;
     long tokens = Math.max(1, (long) Math.ceil(Math.min(bound, (double) cap)));
     return new Estimate(
@@ -135,10 +156,28 @@ final class ReserveStats {
     return lossRel < lossAbs;
   }
 
-  private void bounds(double confidence) {
-    boundFor = confidence;
-    absBound = bound(absolute, absLog, confidence);
-    relBound = Math.min(REL_SCALE, bound(relative, relLog, confidence));
+  /** The absolute form's bound at {@code confidence} (computed once per answer and confidence). */
+  private double absBound(double confidence) {
+    if (absBoundFor != confidence) {
+      absBoundFor = confidence;
+      absBound = bound(absolute, absLog, confidence);
+    }
+    return absBound;
+  }
+
+  /** The relative form's bound, as {@link #absBound}. */
+  private double relBound(double confidence) {
+    if (relBoundFor != confidence) {
+      relBoundFor = confidence;
+      relBound = Math.min(REL_SCALE, bound(relative, relLog, confidence));
+    }
+    return relBound;
+  }
+
+  /** Both forms' bounds are stale: an answer was learned or a shared state adopted. */
+  private void boundsStale() {
+    absBoundFor = Double.NaN;
+    relBoundFor = Double.NaN;
   }
 
   /**
@@ -163,13 +202,25 @@ final class ReserveStats {
   }
 
   /**
+   * The logarithm of an answer's relative value as {@link #record} learns it: {@code
+   * Math.log(Math.max(1, rel))} of {@code rel = min(1, actual / cap) × REL_SCALE}.
+   */
+  static double relativeLog(double actual, long cap) {
+    return Math.log(Math.max(1, Math.min(1.0, actual / cap) * REL_SCALE));
+  }
+
+  /**
    * Learns one answer ({@code cut}: one cut short, a lower bound). On a coarse key {@code tenant}
    * names who sent it, and it weighs at most what keeps that tenant {@code lead} answers ahead of
-   * all other tenants together (so its share tends to half as the key fills).
+   * all other tenants together (so its share tends to half as the key fills). {@code la} and {@code
+   * lr} are {@code Math.log(Math.max(1, actual))} and {@link #relativeLog}, computed once for both
+   * keys of an answer; NaN: computed here (a cut answer, rarely learned).
    */
   synchronized void record(
       long cap,
       double actual,
+      double la,
+      double lr,
       double growth,
       double alpha,
       boolean cut,
@@ -179,8 +230,11 @@ final class ReserveStats {
       return; // not past the learned quantile: it says nothing usable
     }
     double factor = 1;
+    Weight held = null; // the tenant's weight, looked up once for its allowance and its update
     if (tenant != null) {
-      factor = allowance(tenant, growth, lead);
+      LinkedHashMap<String, Weight> t = tenants;
+      held = t == null ? null : t.get(tenant);
+      factor = allowance(held == null ? 0 : held.value, growth, lead);
       if (!(factor > 0)) {
         return;
       }
@@ -192,24 +246,28 @@ final class ReserveStats {
     double rel = Math.min(1.0, actual / cap) * REL_SCALE;
     // each value's logarithm once: its bucket, its log moments and this replica's additions read
     // the same Math.log(Math.max(1, v)) (they computed it three times each)
-    double la = Math.log(Math.max(1, actual));
-    double lr = Math.log(Math.max(1, rel));
+    if (Double.isNaN(la)) {
+      la = Math.log(Math.max(1, actual));
+      lr = Math.log(Math.max(1, rel));
+    }
     int ai = absolute.index(actual, la);
     int ri = relative.index(rel, lr);
-    absolute.addAt(ai, growth, factor);
-    relative.addAt(ri, growth, factor);
+    // the next sample's weight growth once for both histograms (a part answer's is a pow())
+    double step = factor == 1 ? growth : Math.pow(growth, factor);
+    absolute.addAtStep(ai, factor, step);
+    relative.addAtStep(ri, factor, step);
     double decay = factor == 1 ? 1 / growth : Math.pow(growth, -factor);
     absLog.add(la, decay, factor);
     relLog.add(lr, decay, factor);
     weight = weight * decay + factor;
     if (tenant != null) {
-      weigh(tenant, decay, factor);
+      weigh(tenant, held, decay, factor);
     }
     samples++;
     addition(ai, ri, la, lr, factor);
     absQuantile = absolute.quantile(quantile);
     relQuantile = relative.quantile(quantile) / REL_SCALE;
-    boundFor = Double.NaN;
+    boundsStale();
   }
 
   /**
@@ -218,29 +276,37 @@ final class ReserveStats {
    * tenant alone holds {@code lead} answers' weight): {@code lead + (W_others - W_t) / growth}
    * within [0, 1].
    */
-  private double allowance(String tenant, double growth, double lead) {
-    LinkedHashMap<String, Double> t = tenants;
-    double own = t == null ? 0 : t.getOrDefault(tenant, 0.0);
+  private double allowance(double own, double growth, double lead) {
     double ahead = weight - 2 * own; // others' weight minus its own
     return Math.min(1, Math.max(0, lead + (ahead >= 0 ? ahead / growth : ahead)));
   }
 
-  private void weigh(String tenant, double decay, double factor) {
-    LinkedHashMap<String, Double> t = tenants;
+  /**
+   * Ages every tenant's weight by {@code decay} and adds {@code factor} to {@code tenant}'s ({@code
+   * held}, its weight found by {@link #record}, or null: a new tenant, last in order).
+   */
+  private void weigh(String tenant, @Nullable Weight held, double decay, double factor) {
+    LinkedHashMap<String, Weight> t = tenants;
     if (t == null) {
       t = new LinkedHashMap<>();
       tenants = t;
     }
-    t.replaceAll((k, v) -> v * decay);
-    t.merge(tenant, factor, Double::sum);
+    for (Weight w : t.values()) {
+      w.value = w.value * decay;
+    }
+    if (held != null) {
+      held.value = held.value + factor;
+    } else {
+      t.put(tenant, new Weight(factor));
+    }
     if (t.size()
         > OutputReserves
             .MAX_TENANTS_PER_KEY) { // forget the least weighty (its weight stays learned)
       String lightest = null;
       double least = Double.POSITIVE_INFINITY;
-      for (Map.Entry<String, Double> e : t.entrySet()) {
-        if (!e.getKey().equals(tenant) && e.getValue() < least) {
-          least = e.getValue();
+      for (Map.Entry<String, Weight> e : t.entrySet()) {
+        if (!e.getKey().equals(tenant) && e.getValue().value < least) {
+          least = e.getValue().value;
           lightest = e.getKey();
         }
       }
@@ -314,7 +380,7 @@ final class ReserveStats {
     samples = (long) Math.floor(f.getOrDefault("n", 0.0) + addSums[1] + 1e-6);
     absQuantile = absolute.quantile(quantile);
     relQuantile = relative.quantile(quantile) / REL_SCALE;
-    boundFor = Double.NaN;
+    boundsStale();
   }
 
   private static double[] buckets(Map<String, Double> f, String prefix, int n, double[] plus) {
@@ -333,10 +399,8 @@ final class ReserveStats {
 
   synchronized OutputReserves.KeyView view(
       String pool, String model, String scope, String tenant, int warmup, double confidence) {
-    if (boundFor != confidence) {
-      bounds(confidence);
-    }
-    LinkedHashMap<String, Double> t = tenants;
+    double shownBound = absBound(confidence);
+    LinkedHashMap<String, Weight> t = tenants;
     return new OutputReserves.KeyView(
         pool,
         model,
@@ -352,7 +416,7 @@ final class ReserveStats {
         lossAbs,
         lossRel,
         weight,
-        absBound,
+        shownBound,
         t == null ? 0 : t.size());
   }
 
@@ -381,6 +445,15 @@ final class ReserveStats {
       return perAnswer;
     }
     return Math.min(perAnswer, Math.max(pool.tokens(), (long) Math.ceil(own.largest())));
+  }
+
+  /** A tenant's decayed weight on a coarse key. */
+  private static final class Weight {
+    double value;
+
+    Weight(double value) {
+      this.value = value;
+    }
   }
 
   /** Decayed sums of the weights and of the logarithms of the values and their squares. */

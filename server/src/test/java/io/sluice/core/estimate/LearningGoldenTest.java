@@ -23,6 +23,7 @@ class LearningGoldenTest {
   private static final long TAILS = -2824781366071932990L;
   private static final long MODEL = 5438451408982270953L;
   private static final long MODEL_EDGES = 2189884729449089934L;
+  private static final long MANY_TENANTS = -5515725790194497270L;
 
   @Test
   void reservesReadWhatTheyReadBefore() {
@@ -49,7 +50,18 @@ class LearningGoldenTest {
     assertThat(modelEdges(20261206)).isEqualTo(MODEL_EDGES);
   }
 
+  /**
+   * A coarse key weighing more tenants than it keeps ({@link OutputReserves#MAX_TENANTS_PER_KEY}):
+   * which tenant is forgotten, and the weight each returning one starts again from, against the
+   * values of the boxed weights before ({@code main} of 2026-12-07, {@code c9682cd9}).
+   */
+  @Test
+  void reservesOfManyTenantsReadWhatTheyReadBefore() {
+    assertThat(manyTenants(20261207)).isEqualTo(MANY_TENANTS);
+  }
+
   public static void main(String[] args) {
+    System.out.println("MANY_TENANTS = " + manyTenants(20261207) + "L");
     System.out.println("RESERVES = " + reserves(20261206) + "L");
     System.out.println("TAILS = " + tails(20261206) + "L");
     System.out.println("MODEL = " + model(20261206) + "L");
@@ -203,6 +215,46 @@ class LearningGoldenTest {
         sum = fold(sum, m.fixedNanos());
         sum = fold(sum, m.nanosPerInputToken());
         sum = fold(sum, m.nanosPerOutputToken());
+      }
+    }
+    return sum;
+  }
+
+  static long manyTenants(long seed) {
+    Random r = new Random(seed);
+    long sum = 0;
+    for (int run = 0; run < 3; run++) {
+      OutputReserves reserves =
+          new OutputReserves(
+              OutputReserves.Settings.builder().warmup(2 + run).halfLife(50 + 100 * run).build());
+      for (int i = 0; i < 6_000; i++) {
+        // one tenant sends most answers (its weight held at its lead), many others rarely: the
+        // weights forgotten differ, and a tenant forgotten starts again from nothing
+        int t = r.nextInt(10) < 6 ? 0 : 1 + (int) Math.min(198, Math.abs(r.nextGaussian()) * 90);
+        String tenant = "t" + t;
+        long out = (long) ((60 + t) * Math.exp(r.nextGaussian() * 0.3));
+        if (r.nextInt(8) == 0) {
+          reserves.recordCut("p", "m", "chat", tenant, 0.9, 2048, 1, out);
+        } else {
+          reserves.record("p", "m", "chat", tenant, 0.9, 2048, 1, out);
+        }
+        if (i % 53 == 0) {
+          sum =
+              fold(
+                  sum,
+                  reserves
+                      .reserve("p", "m", "chat", "new" + i, 0.9, 2048, 512, 1, 2048)
+                      .outputTokens());
+          for (OutputReserves.KeyView v : reserves.top(1000)) {
+            if (v.tenant().isEmpty()) {
+              sum = fold(sum, v.samples());
+              sum = fold(sum, v.absolute());
+              sum = fold(sum, v.effectiveSamples());
+              sum = fold(sum, v.absoluteBound());
+              sum = fold(sum, v.tenantsWeighed());
+            }
+          }
+        }
       }
     }
     return sum;
