@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import java.io.IOException;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The token counts of the {@code usage} objects {@link UsageExtractor} read, merged field by field,
@@ -90,6 +91,20 @@ final class UsageFields {
       }
     }
     return fields;
+  }
+
+  /**
+   * The merged fields themselves while nothing was merged into them (all -1), for a reader that
+   * writes them in place and fills them with -1 again when it gives up ({@link UsageScan}); null
+   * once something was.
+   */
+  long @Nullable [] blankFields() {
+    for (long v : merged) {
+      if (v >= 0) {
+        return null;
+      }
+    }
+    return merged;
   }
 
   /** Takes each field {@code fields} saw. */

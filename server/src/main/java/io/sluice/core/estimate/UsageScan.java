@@ -1,5 +1,7 @@
 package io.sluice.core.estimate;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The {@code usage} of a JSON answer that arrived whole, read by one byte scan instead of Jackson's
  * parser (no parser, no symbol table, no String): what {@link UsageExtractor}'s token handling
@@ -12,7 +14,8 @@ package io.sluice.core.estimate;
  * there). It is unsure (and changes nothing; the caller parses) of anything else, and of what it
  * cannot read as the parser would: an escaped member name where the name matters, a token count
  * that is not a plain integer of at most 18 digits, a name or number longer than the parser might
- * accept. Nothing outside the root's {@code usage} objects is interpreted.
+ * accept. Nothing outside the root's {@code usage} objects is interpreted: the rest is stepped over
+ * by {@link JsonSubset}, and nothing is allocated when {@code into} is blank.
  *
  * <p>Read as the parser's token handling reads it: each top-level {@code usage} object (the later
  * of duplicates winning field by field) gives its token counts ({@link UsageFields#fieldIndex}), a
@@ -24,12 +27,8 @@ package io.sluice.core.estimate;
 final class UsageScan {
   private UsageScan() {}
 
-  private static final int MAX_DEPTH = 64; // the bit mask of containers
-  private static final int MAX_NAME = 1000; // bytes of a member name the parser surely accepts
-  private static final int MAX_NUMBER = 100; // bytes of a number the parser surely accepts
   private static final int MAX_COUNT_DIGITS = 18; // a long, surely
 
-  private static final byte[] USAGE = ascii("usage");
   private static final byte[] CACHED = ascii("cached_tokens");
   private static final byte[][] FIELDS = {
     ascii("prompt_tokens"),
@@ -42,7 +41,6 @@ final class UsageScan {
   private static final byte[] PROMPT_DETAILS = ascii("prompt_tokens_details");
   private static final byte[] INPUT_DETAILS = ascii("input_tokens_details");
 
-  // a scalar read as a token count: not a number (-1, "not seen"), or unsure
   private static final long NOT_A_COUNT = -1;
   private static final long UNSURE = -2;
 
@@ -56,160 +54,163 @@ final class UsageScan {
    * untouched.
    */
   static boolean read(byte[] b, int offset, int length, UsageFields into) {
-    int end = offset + length;
-    int p = ws(b, offset, end);
+    long[] blank = into.blankFields();
+    if (scan(b, offset, offset + length, into, blank)) {
+      return true;
+    }
+    if (blank != null) {
+      java.util.Arrays.fill(blank, -1); // blank again: untouched
+    }
+    return false;
+  }
+
+  /**
+   * {@link #read}, the first usage object read in place into {@code blank} ({@code into}'s fields
+   * when nothing was merged into them yet, else null), later ones merged into it: no array per
+   * answer.
+   */
+  private static boolean scan(
+      byte[] b, int offset, int end, UsageFields into, long @Nullable [] blank) {
+    int p = JsonSubset.ws(b, offset, end);
     if (p >= end || b[p] != '{') {
       return false;
     }
-    long objects = 1; // bit d-1 set: the container at depth d is an object
-    int depth = 1;
-    p++;
-    long[] current = null; // the usage object being read
-    long[] read = null; // the usage objects read, merged
-    int usageDepth = 0; // 2 inside a usage object (its members), else 0
-    boolean inDetails = false; // inside a usage object's details object (depth 3)
-    boolean first = true; // just after an opening bracket
-    while (true) {
-      p = ws(b, p, end);
-      if (p >= end) {
-        return false; // truncated
+    p = JsonSubset.ws(b, p + 1, end);
+    if (p < end && b[p] == '}') {
+      return true; // an empty root
+    }
+    long[] read = null; // the usage objects read, merged (blank itself when given)
+    long[] current = null; // a usage object read apart, to merge into read
+    while (p < end) {
+      int nameEnd = JsonSubset.name(b, p, end, false); // a name of the root: it matters
+      if (nameEnd < 0) {
+        return false;
       }
-      boolean object = (objects & (1L << (depth - 1))) != 0;
-      int c = b[p];
-      if (!(first && c == (object ? '}' : ']'))) { // else an empty container: closed below
-        int field = -1; // the usage member this value is (UsageFields index), or -1
-        boolean details = false;
-        boolean usage = false;
-        if (object) {
-          if (c != '"') {
-            return false;
-          }
-          int nameStart = p + 1;
-          int nameEnd = string(b, nameStart, end, true);
-          if (nameEnd < 0 || nameEnd - nameStart > MAX_NAME) {
-            return false;
-          }
-          boolean inUsage = depth == 2 && usageDepth == 2;
-          boolean matters = depth == 1 || inUsage || (inDetails && depth == 3);
-          if (matters && escaped(b, nameStart, nameEnd)) {
-            return false; // the parser decodes it: unsure
-          }
-          if (depth == 1) {
-            usage = equals(b, nameStart, nameEnd, USAGE);
-          } else if (inUsage) {
-            field = field(b, nameStart, nameEnd);
-            details =
-                equals(b, nameStart, nameEnd, PROMPT_DETAILS)
-                    || equals(b, nameStart, nameEnd, INPUT_DETAILS);
-          } else if (matters) { // a member of the details object
-            field = equals(b, nameStart, nameEnd, CACHED) ? UsageFields.CACHED : -1;
-          }
-          p = ws(b, nameEnd + 1, end);
-          if (p >= end || b[p] != ':') {
-            return false;
-          }
-          p = ws(b, p + 1, end);
-          if (p >= end) {
-            return false;
-          }
-          c = b[p];
-        }
-        // the value
-        if (c == '{' || c == '[') {
-          if (depth == MAX_DEPTH) {
-            return false;
-          }
-          if (c == '{') {
-            objects |= 1L << depth;
-          } else {
-            objects &= ~(1L << depth);
-          }
-          depth++;
-          if (usage && c == '{') {
-            usageDepth = 2;
-            if (current == null) {
-              current = UsageFields.newFields();
-            } else {
-              java.util.Arrays.fill(current, -1);
-            }
-          } else if (details && c == '{') {
-            inDetails = true;
-          }
-          p++;
-          first = true;
-          continue;
-        }
-        long count;
-        if (c == '"') {
-          p = string(b, p + 1, end, false);
-          if (p < 0) {
-            return false;
-          }
-          p++;
-          count = NOT_A_COUNT;
-        } else if (c == '-' || (c >= '0' && c <= '9')) {
-          int start = p;
-          p = number(b, p, end);
-          if (p < 0 || p - start > MAX_NUMBER) {
-            return false;
-          }
-          count = field >= 0 ? count(b, start, p) : NOT_A_COUNT;
-          if (count == UNSURE) {
-            return false;
-          }
+      boolean usage =
+          nameEnd - p == 6
+              && b[p + 1] == 'u'
+              && b[p + 2] == 's'
+              && b[p + 3] == 'a'
+              && b[p + 4] == 'g'
+              && b[p + 5] == 'e';
+      p = JsonSubset.colon(b, nameEnd + 1, end);
+      if (p < 0) {
+        return false;
+      }
+      if (!usage || b[p] != '{') {
+        p = JsonSubset.value(b, p, end, 1);
+      } else if (read == null && blank != null) {
+        p = usage(b, p, end, blank);
+        read = blank;
+      } else {
+        if (current == null) {
+          current = UsageFields.newFields();
         } else {
-          int n = literal(b, p, end);
-          if (n < 0) {
-            return false;
-          }
-          p = n;
-          count = NOT_A_COUNT;
+          java.util.Arrays.fill(current, -1);
         }
-        if (field >= 0 && current != null) {
-          current[field] = count; // a string, boolean or null: not seen (the parser's -1)
+        p = usage(b, p, end, current);
+        if (read == null) {
+          read = current;
+          current = null;
+        } else {
+          merge(read, current);
         }
       }
-      // after a value (or an empty container): a comma, or the container's end
-      while (true) {
-        p = ws(b, p, end);
-        if (p >= end) {
-          return false;
+      p = p < 0 ? -1 : JsonSubset.next(b, p, end);
+      if (p < -1) { // the root closed: nothing after it is read
+        if (read != null && read != blank) {
+          into.merge(read);
         }
-        object = (objects & (1L << (depth - 1))) != 0;
-        c = b[p];
-        if (c == ',') {
-          p++;
-          first = false;
-          int q = ws(b, p, end);
-          if (q >= end || b[q] == '}' || b[q] == ']') {
-            return false; // truncated, or a trailing comma
-          }
-          break;
-        }
-        if (c != (object ? '}' : ']')) {
-          return false;
-        }
-        p++;
-        depth--;
-        if (depth == 0) {
-          if (read != null) {
-            into.merge(read);
-          }
-          return true; // the root closed: nothing after it is read
-        }
-        if (inDetails && depth == 2) {
-          inDetails = false;
-        } else if (usageDepth == 2 && depth == 1) {
-          usageDepth = 0;
-          if (read == null) {
-            read = current;
-            current = null;
-          } else if (current != null) {
-            merge(read, current);
-          }
-        }
+        return true;
+      }
+      if (p < 0) {
+        return false;
       }
     }
+    return false; // truncated
+  }
+
+  /** After the usage object at {@code b[p]} (its opening brace, depth 2), read into {@code f}. */
+  private static int usage(byte[] b, int p, int end, long[] f) {
+    p = JsonSubset.ws(b, p + 1, end);
+    if (p < end && b[p] == '}') {
+      return p + 1;
+    }
+    while (p >= 0 && p < end) {
+      int nameStart = p + 1;
+      int nameEnd = JsonSubset.name(b, p, end, false);
+      if (nameEnd < 0) {
+        return -1;
+      }
+      int field = field(b, nameStart, nameEnd);
+      boolean details =
+          field < 0
+              && (equals(b, nameStart, nameEnd, PROMPT_DETAILS)
+                  || equals(b, nameStart, nameEnd, INPUT_DETAILS));
+      p = JsonSubset.colon(b, nameEnd + 1, end);
+      if (p < 0) {
+        return -1;
+      }
+      if (details && b[p] == '{') {
+        p = details(b, p, end, f);
+      } else if (field >= 0) {
+        p = count(b, p, end, f, field, 2);
+      } else {
+        p = JsonSubset.value(b, p, end, 2);
+      }
+      p = p < 0 ? -1 : JsonSubset.next(b, p, end);
+      if (p < -1) {
+        return ~p;
+      }
+    }
+    return -1;
+  }
+
+  /** After the details object at {@code b[p]} (depth 3), its {@code cached_tokens} read. */
+  private static int details(byte[] b, int p, int end, long[] f) {
+    p = JsonSubset.ws(b, p + 1, end);
+    if (p < end && b[p] == '}') {
+      return p + 1;
+    }
+    while (p >= 0 && p < end) {
+      int nameEnd = JsonSubset.name(b, p, end, false);
+      if (nameEnd < 0) {
+        return -1;
+      }
+      boolean cached = equals(b, p + 1, nameEnd, CACHED);
+      p = JsonSubset.colon(b, nameEnd + 1, end);
+      if (p < 0) {
+        return -1;
+      }
+      p = cached ? count(b, p, end, f, UsageFields.CACHED, 3) : JsonSubset.value(b, p, end, 3);
+      p = p < 0 ? -1 : JsonSubset.next(b, p, end);
+      if (p < -1) {
+        return ~p;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * After the value at {@code b[p]} of a token count member (inside {@code depth} containers), read
+   * into {@code f[field]}: a number its count, a string, boolean or null not seen, an object or
+   * array ignored; -1 when not in the subset or the count is unsure.
+   */
+  private static int count(byte[] b, int p, int end, long[] f, int field, int depth) {
+    int c = b[p];
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      int q = JsonSubset.number(b, p, end);
+      long count = q < 0 ? UNSURE : count(b, p, q);
+      if (count == UNSURE) {
+        return -1;
+      }
+      f[field] = count;
+      return q;
+    }
+    if (c != '{' && c != '[') {
+      f[field] = NOT_A_COUNT; // the parser's -1
+    }
+    return JsonSubset.value(b, p, end, depth);
   }
 
   private static void merge(long[] into, long[] fields) {
@@ -220,162 +221,6 @@ final class UsageScan {
     }
   }
 
-  /** The first index at or after {@code p} that is not JSON whitespace. */
-  private static int ws(byte[] b, int p, int end) {
-    while (p < end) {
-      int c = b[p];
-      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-        return p;
-      }
-      p++;
-    }
-    return p;
-  }
-
-  /**
-   * The index of the closing quote of the string whose content starts at {@code p}, or -1 (not in
-   * the subset: a control character, an escape JSON does not have, UTF-8 that is not strict, the
-   * end of the input; with {@code name}, longer than {@link #MAX_NAME}).
-   */
-  private static int string(byte[] b, int p, int end, boolean name) {
-    int limit = name ? Math.min(end, p + MAX_NAME + 1) : end;
-    while (p < limit) {
-      if (p + 8 <= limit) { // eight bytes at a time, each of which the steps below pass with p++
-        long special = Utf8.specials(b, p);
-        if (special == 0) {
-          p += 8;
-          continue;
-        }
-        p += Long.numberOfTrailingZeros(special) >>> 3; // to the first byte that is not plain
-      }
-      int c = b[p];
-      if (c == '"') {
-        return p;
-      }
-      if (c == '\\') {
-        if (p + 1 >= limit) {
-          return -1;
-        }
-        int e = b[p + 1];
-        if (e == 'u') {
-          if (p + 6 > limit) {
-            return -1;
-          }
-          for (int i = p + 2; i < p + 6; i++) {
-            if (Character.digit(b[i], 16) < 0) {
-              return -1;
-            }
-          }
-          p += 6;
-        } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r'
-            || e == 't') {
-          p += 2;
-        } else {
-          return -1;
-        }
-      } else if (c >= 0x20) {
-        p++;
-      } else if (c >= 0) {
-        return -1; // a control character
-      } else {
-        int n = utf8(b, p, limit);
-        if (n < 0) {
-          return -1;
-        }
-        p = n;
-      }
-    }
-    return -1;
-  }
-
-  /** After the strict UTF-8 sequence at {@code p} (lead byte >= 0x80), or -1. */
-  private static int utf8(byte[] b, int p, int end) {
-    int c = b[p] & 0xFF;
-    if (c < 0xC2 || c > 0xF4) {
-      return -1;
-    }
-    int n = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (p + n > end) {
-      return -1;
-    }
-    for (int i = p + 1; i < p + n; i++) {
-      if ((b[i] & 0xC0) != 0x80) {
-        return -1;
-      }
-    }
-    int c1 = b[p + 1] & 0xFF;
-    if ((c == 0xE0 && c1 < 0xA0)
-        || (c == 0xED && c1 >= 0xA0)
-        || (c == 0xF0 && c1 < 0x90)
-        || (c == 0xF4 && c1 >= 0x90)) {
-      return -1; // overlong, a surrogate, above U+10FFFF
-    }
-    return p + n;
-  }
-
-  private static boolean escaped(byte[] b, int from, int to) {
-    for (int i = from; i < to; i++) {
-      if (b[i] == '\\') {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** After the number at {@code p} (JSON's grammar), or -1. */
-  private static int number(byte[] b, int p, int end) {
-    if (b[p] == '-') {
-      p++;
-    }
-    if (p >= end) {
-      return -1;
-    }
-    if (b[p] == '0') {
-      p++;
-      if (p < end && isDigit(b[p])) {
-        return -1; // a leading zero
-      }
-    } else if (isDigit(b[p])) {
-      p = digits(b, p, end);
-    } else {
-      return -1;
-    }
-    if (p < end && b[p] == '.') {
-      int q = digits(b, p + 1, end);
-      if (q == p + 1) {
-        return -1;
-      }
-      p = q;
-    }
-    if (p < end && (b[p] == 'e' || b[p] == 'E')) {
-      p++;
-      if (p < end && (b[p] == '+' || b[p] == '-')) {
-        p++;
-      }
-      int q = digits(b, p, end);
-      if (q == p) {
-        return -1;
-      }
-      p = q;
-    }
-    return p;
-  }
-
-  private static int digits(byte[] b, int p, int end) {
-    while (p < end && isDigit(b[p])) {
-      p++;
-    }
-    return p;
-  }
-
-  private static boolean isDigit(byte c) {
-    return c >= '0' && c <= '9';
-  }
-
-  /**
-   * A token count as the parser reads the number in {@code [from, to)}: a negative integer 0, a
-   * plain integer its value; {@link #UNSURE} for a fraction, an exponent or more than 18 digits.
-   */
   private static long count(byte[] b, int from, int to) {
     boolean negative = b[from] == '-';
     int p = negative ? from + 1 : from;
@@ -384,27 +229,12 @@ final class UsageScan {
     }
     long v = 0;
     for (int i = p; i < to; i++) {
-      if (!isDigit(b[i])) {
+      if (!JsonSubset.isDigit(b[i])) {
         return UNSURE; // a fraction or an exponent
       }
       v = v * 10 + (b[i] - '0');
     }
     return negative ? 0 : v;
-  }
-
-  /** After {@code true}, {@code false} or {@code null} at {@code p}, or -1. */
-  private static int literal(byte[] b, int p, int end) {
-    byte c = b[p];
-    String word = c == 't' ? "true" : c == 'f' ? "false" : c == 'n' ? "null" : null;
-    if (word == null || p + word.length() > end) {
-      return -1;
-    }
-    for (int i = 1; i < word.length(); i++) {
-      if (b[p + i] != word.charAt(i)) {
-        return -1;
-      }
-    }
-    return p + word.length();
   }
 
   private static int field(byte[] b, int from, int to) {
