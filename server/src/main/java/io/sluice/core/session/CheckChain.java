@@ -36,17 +36,23 @@ public final class CheckChain {
   public static final int WORKFLOW_PLACE = 400;
 
   private final AdmissionCheck<?>[] checks;
+  // each check's stage, read once here and not per request (a check's stage is fixed)
+  private final AdmissionCheck.Stage[] stages;
 
   /** {@code checks} in order, every {@link AdmissionCheck.Stage#HEADERS} one first. */
   CheckChain(List<? extends AdmissionCheck<?>> checks) {
     AdmissionCheck.Stage last = AdmissionCheck.Stage.HEADERS;
-    for (AdmissionCheck<?> c : checks) {
-      if (c.stage().compareTo(last) < 0) {
+    AdmissionCheck.Stage[] stage = new AdmissionCheck.Stage[checks.size()];
+    for (int i = 0; i < stage.length; i++) {
+      AdmissionCheck<?> c = checks.get(i);
+      stage[i] = c.stage();
+      if (stage[i].compareTo(last) < 0) {
         throw new IllegalArgumentException("a headers check after an estimate check: " + c);
       }
-      last = c.stage();
+      last = stage[i];
     }
     this.checks = checks.toArray(new AdmissionCheck<?>[0]);
+    this.stages = stage;
   }
 
   /** The checks of a snapshot ({@link Sessions}), in order. */
@@ -86,6 +92,11 @@ public final class CheckChain {
 
   AdmissionCheck<?> get(int i) {
     return checks[i];
+  }
+
+  /** The stage of the {@code i}th check, as it was when the chain was built. */
+  AdmissionCheck.Stage stage(int i) {
+    return stages[i];
   }
 
   /** The checks, in order (for tests and the admin view). */

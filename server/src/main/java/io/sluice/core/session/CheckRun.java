@@ -189,7 +189,7 @@ abstract class CheckRun implements AdmissionCheck.Request {
    * store answered.
    */
   final void run(Stage stage, long receivedNanos, @Nullable Runnable then) {
-    while (next < chain.size() && chain.get(next).stage() == stage) {
+    while (next < chain.size() && chain.stage(next) == stage) { // no call into the check
       AdmissionCheck<?> c = chain.get(next++);
       if (c.applies(this) && !ask(c, stage, receivedNanos, then)) {
         return; // refused, released, or its answer resumes the run

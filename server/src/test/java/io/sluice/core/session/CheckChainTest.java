@@ -68,6 +68,7 @@ class CheckChainTest {
     final boolean keptByPass;
     @Nullable CompletableFuture<String> pending; // non-null: answers when the test completes it
     boolean deferred;
+    int stageReads; // calls of stage()
 
     Fake(String name, Stage stage, Answer answer) {
       this(name, stage, answer, false);
@@ -87,6 +88,7 @@ class CheckChainTest {
 
     @Override
     public Stage stage() {
+      stageReads++;
       return stage;
     }
 
@@ -164,7 +166,11 @@ class CheckChainTest {
       };
 
   private CheckRun run(AdmissionCheck<?>... checks) {
-    return new CheckRun(new CheckChain(List.of(checks)), REQUEST, serial::add, SessionSteps.NONE) {
+    return runOn(new CheckChain(List.of(checks)));
+  }
+
+  private CheckRun runOn(CheckChain chain) {
+    return new CheckRun(chain, REQUEST, serial::add, SessionSteps.NONE) {
       @Override
       void refused(AdmissionCheck.Refusal r, long receivedNanos) {
         refusals.add(r.message());
@@ -341,6 +347,26 @@ class CheckChainTest {
     assertThat(r.held(AdmissionCheck.Held.class)).isNull();
     r.release(Release.ENDED);
     assertThat(releases()).isEmpty();
+  }
+
+  @Test
+  void eachChecksStage_readOnceWhenTheChainIsBuilt_notPerRequest() {
+    Fake a = h("a", Answer.PASS);
+    Fake b = e("b", Answer.SKIP);
+    Fake c = e("c", Answer.PASS);
+    CheckChain chain = new CheckChain(List.of(a, b, c));
+    int built = a.stageReads + b.stageReads + c.stageReads;
+    for (int i = 0; i < 3; i++) {
+      CheckRun r = runOn(chain);
+      r.run(Stage.HEADERS, 0, this::then);
+      r.run(Stage.ESTIMATE, 0, this::then);
+      r.release(Release.ENDED);
+    }
+    assertThat(log).containsExactly("ask a", "ask c", "ask a", "ask c", "ask a", "ask c");
+    assertThat(thens).isEqualTo(6);
+    assertThat(a.stageReads + b.stageReads + c.stageReads)
+        .as("stage() calls after three requests, beyond the chain's own")
+        .isEqualTo(built);
   }
 
   @Test
