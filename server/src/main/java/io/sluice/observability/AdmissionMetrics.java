@@ -396,12 +396,25 @@ public final class AdmissionMetrics {
 
   private record ClassKey(String pool, String cls, String tier) {}
 
-  /** The admit latency timer of {@code phase} ({@link ClassMeters#admitted}). */
+  /**
+   * The admit latency timer of {@code phase} ({@link ClassMeters#admitted}): the two phases a
+   * decision is made in are held (the body's registered on first use, as before), no map lookup.
+   */
   Timer admitLatency(String phase) {
-    return "headers".equals(phase)
-        ? admitAtHeaders
-        : admitLatency.computeIfAbsent(phase, ph -> decisionLatency(ph, "admit"));
+    if ("headers".equals(phase)) {
+      return admitAtHeaders;
+    }
+    if ("body".equals(phase)) {
+      Timer t = admitAtBody;
+      if (t == null) { // a benign race: both threads get the one registered timer
+        admitAtBody = t = admitLatency.computeIfAbsent(phase, ph -> decisionLatency(ph, "admit"));
+      }
+      return t;
+    }
+    return admitLatency.computeIfAbsent(phase, ph -> decisionLatency(ph, "admit"));
   }
+
+  private volatile @Nullable Timer admitAtBody;
 
   DistributionSummary actualSummary(String pool, String cls, String direction) {
     return meters.summary(

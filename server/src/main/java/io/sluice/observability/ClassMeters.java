@@ -8,13 +8,17 @@ import io.sluice.core.estimate.OutputReserves;
 import io.sluice.core.session.Charge;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The meters of one (pool, class, tier), found once per stream ({@link AdmissionMetrics#forClass}):
  * the admit, estimate and release of an admitted request then update their meters without building
  * a tag key per call. Meters are registered on first use, as with the other methods.
+ *
+ * <p>The meters of a family (released by outcome, charged by rule and direction, ...) are held in
+ * copy-on-write arrays: a record reads one volatile field and indexes it, and a meter's first use
+ * publishes a copy with it. Two first uses at once may each publish a copy without the other's
+ * meter; the one lost is found again on its next use (the cache gives the one registered meter).
  */
 public final class ClassMeters {
   private final AdmissionMetrics metrics;
@@ -25,14 +29,14 @@ public final class ClassMeters {
   private volatile @Nullable DistributionSummary estimatedInput;
   private volatile @Nullable DistributionSummary estimatedOutput;
   private volatile @Nullable Timer permitHold;
-  private final AtomicReferenceArray<Counter> released =
-      new AtomicReferenceArray<>(Outcome.values().length);
+  private volatile Counter[] released = new Counter[Outcome.values().length];
   // actual/input, actual/output
-  private final AtomicReferenceArray<DistributionSummary> actual = new AtomicReferenceArray<>(2);
+  private volatile DistributionSummary[] actual = new DistributionSummary[2];
   // by status class: 1 1xx .. 5 5xx, 6 429, 7 503
-  private final AtomicReferenceArray<Counter> upstream = new AtomicReferenceArray<>(8);
+  private volatile Counter[] upstream = new Counter[8];
   // the pool's tokens charged: rule (chargeRule) × direction (input, output)
-  private final AtomicReferenceArray<Counter> charged = new AtomicReferenceArray<>(2 * 5);
+  private volatile Counter[] charged = new Counter[2 * 5];
+  private volatile Counter[] reserveRules = new Counter[OutputReserves.RULES.size()];
 
   ClassMeters(AdmissionMetrics metrics, String pool, String cls, String tier) {
     this.metrics = metrics;
@@ -120,10 +124,10 @@ public final class ClassMeters {
       metrics.reserveDecision(pool, rule);
       return;
     }
-    Counter c = reserveRules.get(i);
-    if (c == null) { // a benign race: both threads get the one registered counter
+    Counter c = reserveRules[i];
+    if (c == null) {
       c = metrics.reserveDecisionCounter(pool, rule);
-      reserveRules.set(i, c);
+      reserveRules = with(reserveRules, i, c);
     }
     c.increment();
   }
@@ -139,15 +143,12 @@ public final class ClassMeters {
     return rules.indexOf(rule);
   }
 
-  private final AtomicReferenceArray<Counter> reserveRules =
-      new AtomicReferenceArray<>(OutputReserves.RULES.size());
-
   private DistributionSummary actualSummary(int i) {
-    DistributionSummary d = actual.get(i);
-    if (d == null) { // a benign race: both threads get the one registered summary
+    DistributionSummary d = actual[i];
+    if (d == null) {
       String direction = i % 2 == 0 ? "input" : "output";
       d = metrics.actualSummary(pool, cls, direction);
-      actual.set(i, d);
+      actual = with(actual, i, d);
     }
     return d;
   }
@@ -160,10 +161,10 @@ public final class ClassMeters {
       metrics.upstreamCounter(pool, status).increment();
       return;
     }
-    Counter c = upstream.get(i);
+    Counter c = upstream[i];
     if (c == null) {
       c = metrics.upstreamCounter(pool, status);
-      upstream.set(i, c);
+      upstream = with(upstream, i, c);
     }
     c.increment();
   }
@@ -186,32 +187,41 @@ public final class ClassMeters {
     }
   }
 
+  /** Charge's rules, in the order of {@link #charged}'s rows. */
+  private static final String[] CHARGE_RULES = {
+    Charge.REPORTED, Charge.STREAMED, Charge.NO_ANSWER, Charge.UPSTREAM_ERROR, Charge.RESERVE
+  };
+
+  /** The rule's row: by reference first (a rule is one of Charge's constants), else -1. */
   private static int chargeRule(String rule) {
-    return switch (rule) {
-      case Charge.REPORTED -> 0;
-      case Charge.STREAMED -> 1;
-      case Charge.NO_ANSWER -> 2;
-      case Charge.UPSTREAM_ERROR -> 3;
-      case Charge.RESERVE -> 4;
-      default -> -1;
-    };
+    for (int i = 0; i < CHARGE_RULES.length; i++) {
+      if (CHARGE_RULES[i] == rule) {
+        return i;
+      }
+    }
+    for (int i = 0; i < CHARGE_RULES.length; i++) {
+      if (CHARGE_RULES[i].equals(rule)) {
+        return i;
+      }
+    }
+    return -1;
   }
 
   private Counter chargedCounter(int i, String rule, String direction) {
-    Counter c = charged.get(i);
-    if (c == null) { // a benign race: both threads get the one registered counter
+    Counter c = charged[i];
+    if (c == null) {
       c = metrics.chargedCounter(pool, rule, direction);
-      charged.set(i, c);
+      charged = with(charged, i, c);
     }
     return c;
   }
 
   /** Same meters as {@code released(pool, cls, outcome, heldNanos)}. */
   public void released(Outcome outcome, long heldNanos) {
-    Counter c = released.get(outcome.ordinal());
-    if (c == null) { // a benign race: both threads get the one registered counter
+    Counter c = released[outcome.ordinal()];
+    if (c == null) {
       c = metrics.releasedCounter(pool, cls, outcome);
-      released.set(outcome.ordinal(), c);
+      released = with(released, outcome.ordinal(), c);
     }
     c.increment();
     Timer t = permitHold;
@@ -219,5 +229,12 @@ public final class ClassMeters {
       permitHold = t = metrics.permitHold(pool, cls);
     }
     t.record(Math.max(0, heldNanos), TimeUnit.NANOSECONDS);
+  }
+
+  /** {@code row} with {@code meter} at {@code i}: a copy, published by the caller's write. */
+  private static <M> M[] with(M[] row, int i, M meter) {
+    M[] copy = row.clone();
+    copy[i] = meter;
+    return copy;
   }
 }

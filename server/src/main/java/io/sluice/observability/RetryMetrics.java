@@ -64,13 +64,22 @@ public final class RetryMetrics {
 
   /** A request classified: its attempt, whether retry control refused it, its duplicate. */
   public void attempted(String pool, String cls, Attempt a) {
+    attempted(pool, cls, a, tickerNanos.getAsLong());
+  }
+
+  /**
+   * As {@link #attempted(String, String, Attempt)}, counted in the amplification window of {@code
+   * atNanos} on the ticker: a time the caller read already (the request's arrival), so no clock is
+   * read per attempt. A time before the window's minute counts in that minute.
+   */
+  public void attempted(String pool, String cls, Attempt a, long atNanos) {
     Window w = window(pool, cls);
     if (!a.retry() && a.previousReason().equals(Attempt.NONE)) {
       w.originals.increment(); // the common case: no key to build
     } else {
       attempts(pool, cls, a.kind(), a.previousReason()).increment();
     }
-    w.add(a.retry(), tickerNanos.getAsLong());
+    w.add(a.retry(), atNanos);
     if (a.retry()) {
       counter(
               RETRIES,
@@ -236,7 +245,7 @@ public final class RetryMetrics {
 
     private void roll(long now) {
       long m = Math.floorDiv(now, MINUTE_NANOS);
-      if (m == minute) {
+      if (m <= minute) { // this minute, or an earlier time (an arrival): never back
         return;
       }
       if (m == minute + 1) {

@@ -35,7 +35,8 @@ public final class RetryRecorder implements SessionListener, DecisionRecordPart 
       released(e);
     } else if (event instanceof SessionEvent.Noted e && e.note() instanceof Attempt a) {
       Subject s = e.subject();
-      meters.attempted(s.pool().name(), s.requestClass().name(), a);
+      // at the request's arrival (a ticker time read already): no clock read per attempt
+      meters.attempted(s.pool().name(), s.requestClass().name(), a, s.arrivalNanos());
     }
   }
 

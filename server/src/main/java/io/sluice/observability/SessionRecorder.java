@@ -205,22 +205,22 @@ public final class SessionRecorder implements SessionListener {
           .forClass(f.run().pool().name(), s.requestClass().name(), s.tenant().tier().name())
           .released(e.outcome(), e.heldNanos());
     }
+    ClassMeters own = meters(s); // found once for the actual and charged tokens
     Usage u = e.usage();
     RequestFacts.Estimate est = f.estimate();
     Charge charge = f.end().charge();
     if (charge.rule().equals(Charge.REPORTED) && est != null) {
-      meters(s)
-          .actual(
-              s.format().configName(),
-              u.inputTokens(),
-              u.outputTokens(),
-              est.tokens().inputTokens(),
-              est.tokens().outputReserveTokens());
+      own.actual(
+          s.format().configName(),
+          u.inputTokens(),
+          u.outputTokens(),
+          est.tokens().inputTokens(),
+          est.tokens().outputReserveTokens());
     }
     RequestFacts.Would would = f.would();
     boolean wouldReject = would != null && SessionEvent.Shadowed.REJECT.equals(would.what());
     if (!wouldReject) { // enforcement charges no refusal
-      meters(s).charged(charge.rule(), charge.inputTokens(), charge.outputTokens());
+      own.charged(charge.rule(), charge.inputTokens(), charge.outputTokens());
     }
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
     if (decisionLog.wants(wouldReject)) {

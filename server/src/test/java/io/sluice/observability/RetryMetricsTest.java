@@ -59,4 +59,30 @@ class RetryMetricsTest {
             "sluice_attempts_total{class=\"chat\",kind=\"original\",pool=\"q\",reason=\"none\"}"
                 + " 1.0");
   }
+
+  @Test
+  void anAttemptAtAnEarlierTime_countsInTheWindow_neverResetsIt() {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    long minute = 60_000_000_000L;
+    long[] now = {100 * minute + minute / 2};
+    RetryMetrics m = new RetryMetrics(registry, () -> now[0]);
+    m.attempted("p", "chat", attempt(false, Attempt.NONE), now[0]);
+    m.attempted("p", "chat", attempt(true, Attempt.NONE), now[0]);
+    // arrived in the minute before, classified now: counted in this window, not a reset
+    m.attempted("p", "chat", attempt(true, Attempt.NONE), now[0] - minute);
+    assertThat(
+            registry
+                .get(RetryMetrics.RETRY_AMPLIFICATION)
+                .tags("pool", "p", "class", "chat")
+                .gauge()
+                .value())
+        .isEqualTo(3.0);
+    assertThat(
+            registry
+                .get(RetryMetrics.ATTEMPTS)
+                .tags("pool", "p", "class", "chat", "kind", "retry", "reason", "none")
+                .counter()
+                .count())
+        .isEqualTo(2.0);
+  }
 }
