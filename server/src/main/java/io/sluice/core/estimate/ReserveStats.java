@@ -35,10 +35,9 @@ final class ReserveStats {
   private double relQuantile = Double.NaN; // fraction of the cap, in (0, 1]
   private double lossAbs; // decayed mean pinball loss of each form at the key's quantile
   private double lossRel;
-  // each form's bound at the last confidence asked (recomputed after an answer or a new
-  // confidence); an estimate computes only the winning form's (a quantile and an exp() each)
-  private double absBoundFor = Double.NaN;
-  private double relBoundFor = Double.NaN;
+  // each form's bound at the last confidence asked, NaN until asked (recomputed after an answer or
+  // a new confidence); an estimate computes only the winning form's (a quantile and an exp() each)
+  private double boundFor = Double.NaN;
   private double absBound = Double.NaN;
   private double relBound = Double.NaN;
   // coarse keys with tenant keys on: each tenant's decayed weight here (insertion order), each a
@@ -158,8 +157,8 @@ final class ReserveStats {
 
   /** The absolute form's bound at {@code confidence} (computed once per answer and confidence). */
   private double absBound(double confidence) {
-    if (absBoundFor != confidence) {
-      absBoundFor = confidence;
+    boundsFor(confidence);
+    if (Double.isNaN(absBound)) {
       absBound = bound(absolute, absLog, confidence);
     }
     return absBound;
@@ -167,17 +166,25 @@ final class ReserveStats {
 
   /** The relative form's bound, as {@link #absBound}. */
   private double relBound(double confidence) {
-    if (relBoundFor != confidence) {
-      relBoundFor = confidence;
+    boundsFor(confidence);
+    if (Double.isNaN(relBound)) {
       relBound = Math.min(REL_SCALE, bound(relative, relLog, confidence));
     }
     return relBound;
   }
 
+  /** Both bounds are for {@code confidence}: when it changed, neither is computed yet. */
+  private void boundsFor(double confidence) {
+    if (boundFor != confidence) {
+      boundFor = confidence;
+      absBound = Double.NaN;
+      relBound = Double.NaN;
+    }
+  }
+
   /** Both forms' bounds are stale: an answer was learned or a shared state adopted. */
   private void boundsStale() {
-    absBoundFor = Double.NaN;
-    relBoundFor = Double.NaN;
+    boundFor = Double.NaN;
   }
 
   /**
