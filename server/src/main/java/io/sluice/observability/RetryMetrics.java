@@ -217,6 +217,9 @@ public final class RetryMetrics {
     final String cls;
     final Counter originals;
     private long minute = Long.MIN_VALUE;
+    // the first nanosecond after this minute (capped at Long.MAX_VALUE): an earlier time needs no
+    // division to tell it is not a later minute; MIN_VALUE until the first roll
+    private long nextMinuteAt = Long.MIN_VALUE;
     private long attempts;
     private long originalCount;
     private long lastAttempts;
@@ -244,10 +247,14 @@ public final class RetryMetrics {
     }
 
     private void roll(long now) {
-      long m = Math.floorDiv(now, MINUTE_NANOS);
-      if (m <= minute) { // this minute, or an earlier time (an arrival): never back
+      if (now < nextMinuteAt) { // this minute, or an earlier time (an arrival): never back
         return;
       }
+      long m = Math.floorDiv(now, MINUTE_NANOS);
+      if (m <= minute) {
+        return;
+      }
+      nextMinuteAt = startOf(m + 1);
       if (m == minute + 1) {
         lastAttempts = attempts;
         lastOriginals = originalCount;
@@ -258,6 +265,11 @@ public final class RetryMetrics {
       attempts = 0;
       originalCount = 0;
       minute = m;
+    }
+
+    /** Minute {@code m}'s first nanosecond, or Long.MAX_VALUE past the last whole one. */
+    static long startOf(long m) {
+      return m > Long.MAX_VALUE / MINUTE_NANOS ? Long.MAX_VALUE : m * MINUTE_NANOS;
     }
   }
 }

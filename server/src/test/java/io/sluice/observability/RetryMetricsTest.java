@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
  * window's own count, read at scrape time, beside the series counted per request.
  */
 class RetryMetricsTest {
-  private static Attempt attempt(boolean retry, String previousReason) {
+  static Attempt attempt(boolean retry, String previousReason) {
     return new Attempt(
         retry ? 2 : 1,
         retry,
