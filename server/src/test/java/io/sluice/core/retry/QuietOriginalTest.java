@@ -2,14 +2,11 @@ package io.sluice.core.retry;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.core.retry.RetryPolicy.Budget;
-import io.sluice.core.retry.RetryPolicy.Duplicates;
 import io.sluice.core.time.FakeTicker;
 import io.sluice.store.memory.InMemoryAttemptStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
@@ -56,24 +53,7 @@ class QuietOriginalTest {
   }
 
   private static RetryControl control(AttemptStore store, boolean budget) {
-    Duplicates d =
-        new Duplicates(
-            Duplicates.Action.REFUSE,
-            Duration.ZERO,
-            Duration.ofMinutes(10),
-            Map.of("slow", new Duplicates.Route(Duplicates.Action.REFUSE, Duration.ofSeconds(7))));
-    return new RetryControl(
-        new RetryPolicy(
-            true,
-            Duration.ofSeconds(60),
-            10_000,
-            new Budget(budget, Budget.Scope.TENANT, 10, 0.5),
-            RetryPolicy.EarlyRetry.COUNT,
-            d),
-        store,
-        "t_",
-        true,
-        System::nanoTime);
+    return OriginalAttemptReuseTest.control(store, Duration.ZERO, budget);
   }
 
   private static final AttemptSignals RETRY = new AttemptSignals(1, -1, null);

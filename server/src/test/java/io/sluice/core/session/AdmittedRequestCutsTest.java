@@ -2,16 +2,13 @@ package io.sluice.core.session;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.core.admission.AdmissionController;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.estimate.FanOut;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.policy.Tenant;
 import io.sluice.core.policy.TierPolicy;
-import io.sluice.core.quota.TenantQuotas;
 import io.sluice.core.time.Ticker;
-import io.sluice.store.memory.InMemoryStore;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -32,16 +29,15 @@ class AdmittedRequestCutsTest {
   private final AtomicLong now = new AtomicLong(1_000 * MS);
   private final Ticker ticker = () -> now.getAndAdd(MS); // every read is a millisecond later
   private final Clock clock = Clock.fixed(Instant.ofEpochMilli(1_800_000_000_000L), ZoneOffset.UTC);
-  private final TenantQuotas quotas =
-      new TenantQuotas(
-          new InMemoryStore(clock, InMemoryStore.Bounds.DEFAULT),
-          "test_",
-          TenantQuotas.FailureMode.OPEN);
   private final List<SessionEvent> events = new ArrayList<>();
-  private final AdmissionController controller = OneSlotPool.controller();
   private final Sessions sessions =
       OneSlotPool.sessions(
-          controller, quotas, ticker, clock, new AdmissionSessionTest.ManualTimer(), events::add);
+          OneSlotPool.controller(),
+          OneSlotPool.quotas(clock),
+          ticker,
+          clock,
+          new AdmissionSessionTest.ManualTimer(),
+          events::add);
   private final Tenant acme = new Tenant("acme", TierPolicy.defaults("pro"));
 
   private AdmissionSession admitted(long contentLength) {
