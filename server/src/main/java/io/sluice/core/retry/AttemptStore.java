@@ -55,6 +55,19 @@ public interface AttemptStore {
   }
 
   /**
+   * Whether a plain original (no operation id, not a retry by its headers) on the budget bucket
+   * {@code budgetKey} (null: no budget) is answered now with nothing to change in this store: no
+   * bucket, or a full one. {@link #observe} would then answer it no duplicate, no refusal read, the
+   * budget allowed and {@code maxTokens} in the bucket (NaN without one), and write nothing, so
+   * retry control asks nothing more of the store for it and builds neither the question nor the
+   * answer. False (the default): retry control calls {@link #observe}. Never called for a {@link
+   * #shared} store.
+   */
+  default boolean quietOriginal(@Nullable String budgetKey) {
+    return false;
+  }
+
+  /**
    * Remembers a refusal under {@code refusalKey}: Retry-After {@code retryAfterSeconds} from now,
    * with {@code reason}; kept {@code keepMillis} (at least the Retry-After).
    */

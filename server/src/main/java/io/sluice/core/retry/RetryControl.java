@@ -163,10 +163,16 @@ public final class RetryControl {
     RetryPolicy.Budget budget = policy.budget();
     boolean headerRetry = signals.claimedAttempt() > 1;
     String client = client(tenant, signals);
+    TenantKeys keys = client == null ? tenantKeys(pool, tenant) : clientKeys(pool, client);
+    if (op == null && !headerRetry && !s.shared() && quietOriginal(s, keys.budget())) {
+      // what observe would answer and classify (AttemptStore#quietOriginal): nothing built for it
+      double tokens = keys.budget() == null ? Double.NaN : budget.maxTokens();
+      return originals.answer(
+          originals.of(signal(0, signals), tokens, dup.replayWindow().toMillis()));
+    }
     String opKey = op == null ? null : RetryKeys.operation(namespace, pool, tenant, client, op);
     String owner = op == null ? "" : ownerPrefix + ":" + owners.incrementAndGet(); // claims only
     long windowMillis = Math.max(1, policy.window().toMillis());
-    TenantKeys keys = client == null ? tenantKeys(pool, tenant) : clientKeys(pool, client);
     String whose = client == null ? tenant : tenant + " (client " + client + ")";
     long deferred = 0;
     if (s.shared()) {
@@ -225,6 +231,26 @@ public final class RetryControl {
                 ? storeFailed(signals)
                 : classify(
                     obs, o, signals, owner, replayMillis, poolRetryAfterSeconds, pool, whose));
+  }
+
+  /**
+   * The store's say on a plain original ({@link AttemptStore#quietOriginal}); false if it threw.
+   */
+  private static boolean quietOriginal(AttemptStore s, @Nullable String budgetKey) {
+    try {
+      return s.quietOriginal(budgetKey);
+    } catch (RuntimeException e) {
+      return false; // its observe answers, or fails as it would have
+    }
+  }
+
+  /** What signalled the attempt: the store's {@code seen} count, else the request's headers. */
+  private static String signal(long seen, AttemptSignals signals) {
+    return seen > 1
+        ? Attempt.OPERATION
+        : signals.retryCount() > 0
+            ? Attempt.SDK
+            : signals.attemptCount() > 1 ? Attempt.ENVOY : Attempt.NONE;
   }
 
   private @Nullable String budgetKey(String pool, String tenant, @Nullable String client) {
@@ -312,12 +338,7 @@ public final class RetryControl {
       String tenant) {
     boolean retry = o.retryByHeaders() || obs.seen() > 1;
     int number = retry ? (int) Math.min(1000, Math.max(obs.seen(), signals.claimedAttempt())) : 1;
-    String signal =
-        obs.seen() > 1
-            ? Attempt.OPERATION
-            : signals.retryCount() > 0
-                ? Attempt.SDK
-                : signals.attemptCount() > 1 ? Attempt.ENVOY : Attempt.NONE;
+    String signal = signal(obs.seen(), signals);
     String retryAfter =
         retry && obs.refusalRemembered()
             ? obs.refusalRemainingMillis() > 0 ? Attempt.EARLY : Attempt.HONOURED

@@ -70,9 +70,21 @@ public final class AdaptiveSignals implements SessionListener {
 
   /** An adaptive pool's limit now, for the decision record; null for a fixed pool. */
   static AdaptiveLimit.@Nullable Snapshot limit(Sessions env, Subject subject, @Nullable Permit p) {
-    PoolState pool = pool(env, subject, p);
-    AdaptiveLimit a = pool == null ? null : pool.adaptive();
+    AdaptiveLimit a = adaptiveLimit(env, subject, p);
     return a == null ? null : a.snapshot(env.ticker().nanos());
+  }
+
+  /** As above, at {@code nowNanos}: a time the caller read already (no read of its own). */
+  static AdaptiveLimit.@Nullable Snapshot limit(
+      Sessions env, Subject subject, @Nullable Permit p, long nowNanos) {
+    AdaptiveLimit a = adaptiveLimit(env, subject, p);
+    return a == null ? null : a.snapshot(nowNanos);
+  }
+
+  private static @Nullable AdaptiveLimit adaptiveLimit(
+      Sessions env, Subject subject, @Nullable Permit p) {
+    PoolState pool = pool(env, subject, p);
+    return pool == null ? null : pool.adaptive();
   }
 
   private static @Nullable PoolState adaptive(@Nullable PoolState pool) {

@@ -230,9 +230,10 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     if (!run.passed()) { // shadow: observe only, nothing is rewritten
       run.plan(planner.admitted(plan, notes.atBody()));
     }
-    notes.deadlineLeft(subject.deadlineNanos() - env.ticker().nanos());
+    long now = env.ticker().nanos(); // one read: the deadline left, the decision's time, the limit
+    notes.deadlineLeft(subject.deadlineNanos() - now);
     steps.at(Step.ADMIT);
-    notes.decided(env.ticker().nanos(), receivedNanos, AdaptiveSignals.limit(env, subject, p));
+    notes.decided(now, receivedNanos, AdaptiveSignals.limit(env, subject, p, now));
     env.listener().on(new SessionEvent.Admitted(facts()));
     if (phase == Phase.ENDED) { // the front end went away while deciding: give it back at once
       release(Outcome.CANCELLED);
@@ -346,7 +347,6 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   /** The request's facts now, an immutable value: what events carry (listeners never see this). */
   RequestFacts facts() {
     Permit p = run.permit();
-    ShadowVerdicts sh = shadow;
     return new RequestFacts(
         subject,
         notes.arrivalEpochMillis(),
@@ -354,7 +354,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
         cost.facts(),
         notes.facts(),
         run.planFacts(p),
-        sh == null ? null : sh.facts(),
+        shadow == null ? null : shadow.facts(),
         checks.notes(),
         run.facts(p));
   }

@@ -3,6 +3,7 @@ package io.sluice.core.session;
 import io.sluice.core.admission.Outcome;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a request that ran is charged, by how its answer ended (docs/estimation.md,
@@ -52,7 +53,7 @@ final class ChargeRule {
       return reported(u, metered);
     }
     if (!a.began()) { // no answer began: the prompt went upstream, nothing came back
-      return new Charge(Charge.NO_ANSWER, e.inputTokens(), 0, 0, 0);
+      return noAnswer(e.inputTokens());
     }
     if (a.status() >= 400 && !u.reported()) {
       return new Charge(Charge.UPSTREAM_ERROR, 0, 0, metered, 0);
@@ -73,6 +74,21 @@ final class ChargeRule {
       return reported(u, metered);
     }
     return new Charge(Charge.RESERVE, e.inputTokens(), e.outputReserveTokens(), metered, 0);
+  }
+
+  // the last no-answer charge: an immutable value, the same for every request of that input (the
+  // one-shot request, and every cancel before the response headers, ends so)
+  private static volatile @Nullable Charge lastNoAnswer;
+
+  /** {@link Charge#NO_ANSWER} of {@code inputTokens}: the last one made when it is that value. */
+  private static Charge noAnswer(long inputTokens) {
+    Charge last = lastNoAnswer;
+    if (last != null && last.inputTokens() == inputTokens) {
+      return last;
+    }
+    Charge made = new Charge(Charge.NO_ANSWER, inputTokens, 0, 0, 0);
+    lastNoAnswer = made;
+    return made;
   }
 
   private static Charge reported(Usage u, long metered) {

@@ -25,9 +25,19 @@ public final class CheckNotes {
     return new CheckNotes(null, notes);
   }
 
-  /** One note alone. */
+  // the last note alone, as made: a note many requests share (a plain original's attempt, the same
+  // value each time) is made into notes once, not once per request
+  private static volatile @Nullable CheckNotes lastOne;
+
+  /** One note alone: the last ones made again when the note is that same value ({@code ==}). */
   static CheckNotes one(Object note) {
-    return new CheckNotes(note, NONE.notes);
+    CheckNotes last = lastOne;
+    if (last != null && last.one == note) {
+      return last;
+    }
+    CheckNotes made = new CheckNotes(note, NONE.notes);
+    lastOne = made;
+    return made;
   }
 
   /** The first note of {@code type}, or null. */

@@ -25,6 +25,10 @@ final class ResponseMeter {
   private static final RequestFacts.End NOT_BEGUN =
       new RequestFacts.End(0, "seen", false, Charge.NONE, false, -1);
 
+  // the last end's facts of a request that ended before any answer: its charge's (shared,
+  // ChargeRule)
+  private static volatile RequestFacts.@Nullable End lastUnanswered;
+
   private final Sessions env;
   private final Subject subject;
   private @Nullable UsageExtractor usage;
@@ -158,10 +162,17 @@ final class ResponseMeter {
   RequestFacts.End facts(@Nullable String unseen, @Nullable Permit p) {
     UsageExtractor x = usage;
     boolean complete = ChargeRule.complete(charge, x != null && x.complete());
-    if (status == 0 && unseen == null && !overran && charge == Charge.NONE && !complete) {
-      if (p == null || !firstChunkSeen) { // the admitted request's facts: nothing came yet
+    if (status == 0 && unseen == null && !overran && !complete && (p == null || !firstChunkSeen)) {
+      if (charge == Charge.NONE) { // the admitted request's facts: nothing came yet
         return NOT_BEGUN;
       }
+      RequestFacts.End last = lastUnanswered; // ended before any answer: the same value each time
+      if (last != null && last.charge() == charge) {
+        return last;
+      }
+      last = new RequestFacts.End(0, "seen", false, charge, false, -1);
+      lastUnanswered = last;
+      return last;
     }
     return new RequestFacts.End(
         status,

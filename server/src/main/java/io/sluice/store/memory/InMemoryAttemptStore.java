@@ -78,18 +78,32 @@ public final class InMemoryAttemptStore implements AttemptStore {
     if (o.seenKey() != null || o.retryByHeaders() || (o.claim() && o.operationKey() != null)) {
       return null;
     }
-    if (budgetKey == null) {
-      return new Observation(
-          0, Observation.NO_DUPLICATE, 0, false, Long.MIN_VALUE, 0, "", true, Double.NaN);
-    }
-    if (bucketsDrawn) {
-      long now = ticker.nanos();
-      if (now - drawnUntilNanos < 0 && live(budgetKey, now) != null) {
-        return null;
-      }
+    if (!quietOriginal(budgetKey)) {
+      return null;
     }
     return new Observation(
-        0, Observation.NO_DUPLICATE, 0, false, Long.MIN_VALUE, 0, "", true, o.maxTokens());
+        0,
+        Observation.NO_DUPLICATE,
+        0,
+        false,
+        Long.MIN_VALUE,
+        0,
+        "",
+        true,
+        budgetKey == null ? Double.NaN : o.maxTokens());
+  }
+
+  /**
+   * No bucket, or a full one: absent, or not even looked up while no bucket was drawn on within its
+   * idle time ({@link #fullBucketOriginal}, without the question or the answer built).
+   */
+  @Override
+  public boolean quietOriginal(@Nullable String budgetKey) {
+    if (budgetKey == null || !bucketsDrawn) {
+      return true;
+    }
+    long now = ticker.nanos();
+    return now - drawnUntilNanos >= 0 || live(budgetKey, now) == null;
   }
 
   private Observation observeLocked(Observe o, long now) {

@@ -20,6 +20,11 @@ class OriginalAttemptReuseTest {
   private final InMemoryAttemptStore store = new InMemoryAttemptStore(ticker, 10_000);
 
   private RetryControl control(Duration replay) {
+    return control(store, replay, true);
+  }
+
+  /** Retry control on {@code store}: route {@code slow} replays 7 s, the others {@code replay}. */
+  static RetryControl control(AttemptStore store, Duration replay, boolean budget) {
     Duplicates d =
         new Duplicates(
             Duplicates.Action.REFUSE,
@@ -31,7 +36,7 @@ class OriginalAttemptReuseTest {
             true,
             Duration.ofSeconds(60),
             10_000,
-            new Budget(true, Budget.Scope.TENANT, 10, 0.5),
+            new Budget(budget, Budget.Scope.TENANT, 10, 0.5),
             RetryPolicy.EarlyRetry.COUNT,
             d),
         store,

@@ -31,6 +31,15 @@ public final class OneSlotPool {
     return sessionsBuilder(controller, quotas, ticker, clock, timer, listener).build();
   }
 
+  /** Tenant quotas on an in-memory store of {@code clock}, failing open. */
+  public static io.sluice.core.quota.TenantQuotas quotas(java.time.Clock clock) {
+    return new io.sluice.core.quota.TenantQuotas(
+        new io.sluice.store.memory.InMemoryStore(
+            clock, io.sluice.store.memory.InMemoryStore.Bounds.DEFAULT),
+        "test_",
+        io.sluice.core.quota.TenantQuotas.FailureMode.OPEN);
+  }
+
   /** {@link #sessions}'s builder, for a test that sets one more part. */
   public static Sessions.Builder sessionsBuilder(
       AdmissionController controller,
