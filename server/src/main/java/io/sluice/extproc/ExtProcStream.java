@@ -263,7 +263,7 @@ final class ExtProcStream extends LiveStreams.Node
         .running()
         .headers(
             status,
-            h.header("content-type"), // null when absent: read as JSON
+            UpstreamFailures.header(h, "content-type", "application/json"), // null: JSON
             !request.proxyless() || status > 0,
             status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
             AnswerSources.classify(h, status));

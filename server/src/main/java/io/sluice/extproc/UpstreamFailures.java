@@ -112,10 +112,28 @@ final class UpstreamFailures {
    * to.
    */
   static int status(Inbound h, boolean grpc) {
-    int status = (int) EnvoyRequest.parseLong(h.header(":status"), 0);
+    int status = (int) EnvoyRequest.parseLong(header(h, ":status", "200"), 0);
     return grpc && (status == 200 || status == 0)
         ? grpcAsHttp(h.header("grpc-status"), status)
         : status;
+  }
+
+  /**
+   * The first value of header {@code name} as {@link Inbound#header} reads it, and {@code usual}
+   * itself when the value is exactly that: a response's usual {@code :status} and {@code
+   * content-type} make no String per response.
+   */
+  static @Nullable String header(Inbound h, String name, String usual) {
+    if (!h.fromWire()) {
+      return h.header(name);
+    }
+    byte[] key = HeaderKeys.utf8(name);
+    for (int i = 0; i < h.headerCount(); i++) {
+      if (h.keyEquals(i, key)) {
+        return h.value(i, usual);
+      }
+    }
+    return null;
   }
 
   /** 8 RESOURCE_EXHAUSTED as 429, 14 UNAVAILABLE as 503, 4 DEADLINE_EXCEEDED as 504; else none. */

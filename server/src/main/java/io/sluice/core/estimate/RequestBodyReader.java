@@ -199,13 +199,7 @@ final class RequestBodyReader {
 
   /** The reply priming of a prompt that was read ({@code sawInput}); returns {@code sawInput}. */
   boolean finish(RequestFormat format, boolean sawInput, TokenTally tally) {
-    if (sawInput
-        && (format == RequestFormat.OPENAI_CHAT
-            || format == RequestFormat.OPENAI_RESPONSES
-            || format == RequestFormat.ANTHROPIC_MESSAGES)) {
-      tally.fixed(settings.replyPrimingTokens());
-    }
-    return sawInput;
+    return ScanWalk.finish(settings, format, sawInput, tally);
   }
 
   /**

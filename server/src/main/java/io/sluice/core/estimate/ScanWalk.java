@@ -107,6 +107,22 @@ final class ScanWalk {
     return sawInput;
   }
 
+  /**
+   * The reply priming of a prompt that was read ({@code sawInput}); returns {@code sawInput}.
+   * Static: a body the plain read tallied ({@link ChatScan}) finishes without a {@link
+   * RequestBodyReader}.
+   */
+  static boolean finish(
+      EstimatorSettings settings, RequestFormat format, boolean sawInput, TokenTally tally) {
+    if (sawInput
+        && (format == RequestFormat.OPENAI_CHAT
+            || format == RequestFormat.OPENAI_RESPONSES
+            || format == RequestFormat.ANTHROPIC_MESSAGES)) {
+      tally.fixed(settings.replyPrimingTokens());
+    }
+    return sawInput;
+  }
+
   /** The tally the walk would make of the body ({@code finalModel} its model), or null: walk. */
   @Nullable TokenTally result(@Nullable String finalModel) {
     if (givenUp) {

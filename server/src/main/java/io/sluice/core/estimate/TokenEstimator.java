@@ -128,11 +128,19 @@ public final class TokenEstimator {
         on = scanWalk(on.format()); // the plain read may have fed the first
       }
     }
-    RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, offset, length, settings);
+    // the Jackson reader only for a body the plain read left to it (or whose prompt it must walk)
+    @Nullable RequestBodyReader reader = null;
     @Nullable BodyScan scan = null;
     @Nullable RequestFormat resolved = null;
     try {
-      scan = plain != null ? plain : reader.scan(on);
+      BodyScan scanned;
+      if (plain != null) {
+        scanned = plain;
+      } else {
+        reader = reader(body, offset, length);
+        scanned = reader.scan(on);
+      }
+      scan = scanned;
       if (scan.empty) {
         return fallback(FallbackCause.EMPTY, length, null, limits);
       }
@@ -148,11 +156,11 @@ public final class TokenEstimator {
       TokenTally tally = on == null ? null : on.result(scan.model);
       boolean read;
       if (on != null && tally != null) {
-        read = reader.finish(resolved, on.sawInput(), tally);
+        read = ScanWalk.finish(settings, resolved, on.sawInput(), tally);
       } else {
         tally =
             new TokenTally(encoding, counts, settings.bytesPerToken(), settings.maxTokenizeChars());
-        read = reader.walk(resolved, tally);
+        read = (reader != null ? reader : reader(body, offset, length)).walk(resolved, tally);
       }
       if (!read) {
         return noted(
@@ -439,6 +447,10 @@ public final class TokenEstimator {
         : TokenEstimate.METHOD_BPE_CL100K;
   }
 
+  private RequestBodyReader reader(byte[] body, int offset, int length) {
+    return new RequestBodyReader(jsonFactory, body, offset, length, settings);
+  }
+
   private ScanWalk scanWalk(RequestFormat format) {
     return new ScanWalk(format, encodings, counts, settings);
   }
@@ -452,7 +464,7 @@ public final class TokenEstimator {
 
   /** Test hook: the tally of a readable body, for calibration. */
   TokenTally tally(RequestFormat format, byte[] body, Encoding encoding) throws IOException {
-    RequestBodyReader reader = new RequestBodyReader(jsonFactory, body, 0, body.length, settings);
+    RequestBodyReader reader = reader(body, 0, body.length);
     BodyScan scan = reader.scan();
     RequestFormat resolved = format == RequestFormat.AUTO ? scan.detect() : format;
     TokenTally tally = new TokenTally(encoding, counts, settings.bytesPerToken(), Long.MAX_VALUE);
