@@ -126,6 +126,48 @@ class InboundSpansTest {
     }
   }
 
+  /**
+   * A request's header places are kept a byte each up to 255 headers, an int each beyond: every
+   * indexed name at any place, around 255 and 256 headers, answers as a scan of the list does.
+   */
+  @Test
+  void indexedHeaders_atEveryPlaceAroundTheByteBound_answerAsTheListDoes() throws Exception {
+    List<String> indexed = List.of(":path", "x-tenant-id", "content-type", "x-a", "x-b");
+    EnvoySignals.HeaderIndex index = new EnvoySignals.HeaderIndex(indexed);
+    List<int[]> cases = new ArrayList<>(List.of(new int[] {256, 255}, new int[] {255, 254}));
+    Seeded.forAll(
+        0x5EED_0332L,
+        300,
+        g -> {
+          int count = g.bool() ? g.intBetween(250, 260) : g.intBetween(0, 300);
+          return new int[] {count, g.intBetween(0, Math.max(0, count - 1))};
+        },
+        c -> cases.add(c));
+    for (int[] c : cases) {
+      int count = c[0];
+      HeaderMap.Builder map = HeaderMap.newBuilder();
+      for (int i = 0; i < count; i++) {
+        // filler names; an indexed one first at the chosen place, then others (and it again)
+        String k =
+            i == c[1] || (i > c[1] && i % 97 == 5) ? indexed.get(i % indexed.size()) : "x-f" + i;
+        map.addHeaders(HeaderValue.newBuilder().setKey(k).setValue("v" + i));
+      }
+      ProcessingRequest req =
+          ProcessingRequest.newBuilder()
+              .setRequestHeaders(HttpHeaders.newBuilder().setHeaders(map))
+              .build();
+      for (Inbound in : List.of(Inbound.parse(req.toByteArray()), Inbound.of(req))) {
+        EnvoySignals signals =
+            new EnvoySignals(new io.grpc.Metadata(), in, index, new InitialMetadata());
+        for (String n : indexed) {
+          assertThat(signals.header(n))
+              .as("%s in %d headers (placed at %d)", n, count, c[1])
+              .isEqualTo(EnvoySignals.find(map.getHeadersList(), n));
+        }
+      }
+    }
+  }
+
   @Test
   void grpcContentType_answersAsRegionMatchesIgnoringCase() {
     for (String s :
