@@ -37,10 +37,24 @@ final class EnvoyRequest {
     }
     proxyless = signals.method() == null && signals.header(":path") == null;
     String contentType = signals.contentType();
-    grpc =
-        proxyless
-            || (contentType != null
-                && contentType.regionMatches(true, 0, "application/grpc", 0, 16));
+    grpc = proxyless || (contentType != null && grpcContentType(contentType));
+  }
+
+  /**
+   * Whether a content type begins with {@code application/grpc} in any case, as {@code
+   * regionMatches(true, 0, "application/grpc", 0, 16)} answers. Most are {@code application/json}:
+   * an ASCII character at 12 other than {@code g} or {@code G} answers no at once (no case of it is
+   * {@code g}); the rest are compared as before (a non-ASCII character may fold to an ASCII one).
+   */
+  static boolean grpcContentType(String contentType) {
+    if (contentType.length() < 16) {
+      return false;
+    }
+    char c = contentType.charAt(12);
+    if (c < 0x80 && (c | 0x20) != 'g') {
+      return false;
+    }
+    return contentType.regionMatches(true, 0, "application/grpc", 0, 16);
   }
 
   /**

@@ -16,8 +16,10 @@ final class EnvoySignals implements SignalSource {
   private final Inbound request;
   private final @Nullable HeaderIndex index;
   // by HeaderIndex slot: 1 + the place of its first occurrence in the request's headers (0:
-  // absent); a value is decoded only when read, so a header nobody reads is never decoded
-  private final int @Nullable [] found;
+  // absent), a byte each (read as 0..255) when it has at most 255 headers, as nearly every
+  // request has, else an int each; a value is decoded only when read (a header nobody reads is not)
+  private final byte @Nullable [] found;
+  private final int @Nullable [] foundFar;
   private final InitialMetadata metadataKeys;
 
   /** With the tables of the runtime snapshot: its header index and its metadata keys. */
@@ -38,7 +40,17 @@ final class EnvoySignals implements SignalSource {
     this.metadataKeys = metadataKeys;
     this.request = request;
     this.index = index;
-    this.found = index == null ? null : index.places(request);
+    boolean near = index != null && HeaderIndex.count(request) <= 255; // places 1..255 fit
+    this.found = index != null && near ? index.placesNear(request) : null;
+    this.foundFar = index != null && !near ? index.places(request) : null;
+  }
+
+  /** 1 + the place of slot's header in the request, 0 when absent ({@link #found}). */
+  private int place(int slot) {
+    byte[] near = found;
+    return near != null
+        ? near[slot] & 0xFF
+        : java.util.Objects.requireNonNull(foundFar, "found")[slot];
   }
 
   /** The header names a config's signals (plus Sluice itself) read, laid out for one pass. */
@@ -112,8 +124,20 @@ final class EnvoySignals implements SignalSource {
       int[] at = places(in);
       String[] out = new String[at.length];
       for (int slot = 0; slot < at.length; slot++) {
-        out[slot] = valueAt(in, at, slot);
+        out[slot] = valueAt(in, at[slot], slot);
       }
+      return out;
+    }
+
+    /** The request's header count (on the wire, or in the parsed message's list). */
+    static int count(Inbound in) {
+      return in.fromWire() ? in.headerCount() : in.headerList().size();
+    }
+
+    /** {@link #places}' answer a byte each (read as 0..255): for at most 255 headers. */
+    byte[] placesNear(Inbound in) {
+      byte[] out = new byte[names.length];
+      locate(in, out, null);
       return out;
     }
 
@@ -123,9 +147,15 @@ final class EnvoySignals implements SignalSource {
      */
     int[] places(Inbound in) {
       int[] out = new int[names.length];
+      locate(in, null, out);
+      return out;
+    }
+
+    /** {@link #places} into {@code near} (a byte each) if given, else into {@code far}. */
+    private void locate(Inbound in, byte @Nullable [] near, int @Nullable [] far) {
       if (!in.fromWire()) {
-        placesIn(in.headerList(), out);
-        return out;
+        placesIn(in.headerList(), near, far);
+        return;
       }
       for (int i = 0, n = in.headerCount(); i < n; i++) {
         int len = in.keyLength(i);
@@ -135,18 +165,14 @@ final class EnvoySignals implements SignalSource {
         byte[][] ns = bytesByLength[len];
         for (int j = 0; j < ns.length; j++) {
           if (in.keyEquals(i, ns[j])) {
-            int slot = byteSlotsByLength[len][j];
-            if (out[slot] == 0) {
-              out[slot] = i + 1;
-            }
+            mark(near, far, byteSlotsByLength[len][j], i + 1);
             break;
           }
         }
       }
-      return out;
     }
 
-    private void placesIn(List<HeaderValue> headers, int[] out) {
+    private void placesIn(List<HeaderValue> headers, byte @Nullable [] near, int @Nullable [] far) {
       for (int i = 0, n = headers.size(); i < n; i++) {
         String k = headers.get(i).getKey();
         int len = k.length();
@@ -156,19 +182,27 @@ final class EnvoySignals implements SignalSource {
         String[] ns = byLength[len];
         for (int j = 0; j < ns.length; j++) {
           if (ns[j].equals(k)) {
-            int slot = slotsByLength[len][j];
-            if (out[slot] == 0) {
-              out[slot] = i + 1;
-            }
+            mark(near, far, slotsByLength[len][j], i + 1);
             break;
           }
         }
       }
     }
 
-    /** The value at {@code slot} of {@link #places}' answer {@code at}, decoded now; or null. */
-    @Nullable String valueAt(Inbound in, int[] at, int slot) {
-      int i = at[slot] - 1;
+    /** Notes {@code place} at {@code slot} unless an earlier occurrence is there. */
+    private static void mark(byte @Nullable [] near, int @Nullable [] far, int slot, int place) {
+      if (near != null) {
+        if (near[slot] == 0) {
+          near[slot] = (byte) place;
+        }
+      } else if (far != null && far[slot] == 0) {
+        far[slot] = place;
+      }
+    }
+
+    /** The value at {@code slot}, whose {@link #places} entry is {@code place}, decoded now. */
+    @Nullable String valueAt(Inbound in, int place, int slot) {
+      int i = place - 1;
       if (i < 0) {
         return null;
       }
@@ -232,7 +266,7 @@ final class EnvoySignals implements SignalSource {
     if (i != null) {
       int slot = i.slot(name);
       if (slot >= 0) {
-        return i.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
+        return i.valueAt(request, place(slot), slot);
       }
     }
     return request.header(name);
@@ -246,7 +280,7 @@ final class EnvoySignals implements SignalSource {
   public @Nullable String header(int slot, String name) {
     HeaderIndex i = index;
     if (i != null && i.holds(slot, name)) {
-      return i.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot);
+      return i.valueAt(request, place(slot), slot);
     }
     return header(name);
   }
@@ -254,9 +288,7 @@ final class EnvoySignals implements SignalSource {
   /** A header Sluice itself reads, by its slot in the index ({@code -1}: not indexed). */
   private @Nullable String own(int slot, String name) {
     HeaderIndex i = index;
-    return slot >= 0 && i != null
-        ? i.valueAt(request, java.util.Objects.requireNonNull(found, "found"), slot)
-        : header(name);
+    return slot >= 0 && i != null ? i.valueAt(request, place(slot), slot) : header(name);
   }
 
   @Nullable String method() {

@@ -42,7 +42,8 @@ final class Inbound extends ProtoReader {
   // request_headers or response_headers read from the wire; -1 for other messages
   private int headerCount = -1;
 
-  // per header: key offset, key length, value offset, value length (set by the wire pass)
+  // per header: where its key and its value (raw_value if set, else value) begin, -1 when empty;
+  // a length is the varint just before its content (ProtoReader.lengthBefore), not stored
   @SuppressWarnings("NullAway.Init")
   private int[] spans;
 
@@ -188,18 +189,20 @@ final class Inbound extends ProtoReader {
 
   /** Whether the key of wire header {@code i} is exactly {@code name} (ASCII or UTF-8 bytes). */
   boolean keyEquals(int i, byte[] name) {
-    int off = spans[4 * i];
-    return spans[4 * i + 1] == name.length
-        && java.util.Arrays.equals(bytes, off, off + name.length, name, 0, name.length);
+    int off = spans[2 * i];
+    int len = lengthBefore(off);
+    return len == name.length
+        && (len == 0 || java.util.Arrays.equals(bytes, off, off + len, name, 0, len));
   }
 
   int keyLength(int i) {
-    return spans[4 * i + 1];
+    return lengthBefore(spans[2 * i]);
   }
 
   /** Wire header {@code i}'s raw_value if set, else value; {@code known} when equal (ASCII). */
   String value(int i, @Nullable String known) {
-    return string(spans[4 * i + 2], spans[4 * i + 3], known);
+    int off = spans[2 * i + 1];
+    return off < 0 ? string(0, 0, known) : string(off, lengthBefore(off), known);
   }
 
   /** The first value of header {@code name} (request or response headers), or null. */
@@ -417,7 +420,7 @@ final class Inbound extends ProtoReader {
     pos = from;
     if (headerCount < 0) {
       headerCount = 0;
-      spans = new int[4 * Math.max(2, Math.min(16, (end - from) / 16))]; // ~16+ bytes a header
+      spans = new int[2 * Math.max(2, Math.min(16, (end - from) / 16))]; // ~16+ bytes a header
     }
     while (pos < end) {
       int tag = tag(end);
@@ -487,14 +490,12 @@ final class Inbound extends ProtoReader {
       return false;
     }
     int i = headerCount++;
-    if (4 * headerCount > spans.length) {
+    if (2 * headerCount > spans.length) {
       spans = java.util.Arrays.copyOf(spans, spans.length * 2);
     }
-    spans[4 * i] = keyOff;
-    spans[4 * i + 1] = keyLen;
+    spans[2 * i] = keyLen == 0 ? -1 : keyOff; // read back: the last occurrence's length varint
     boolean raw = rawLen > 0;
-    spans[4 * i + 2] = raw ? rawOff : valueOff;
-    spans[4 * i + 3] = raw ? rawLen : valueLen;
+    spans[2 * i + 1] = raw ? rawOff : valueLen == 0 ? -1 : valueOff;
     return true;
   }
 

@@ -80,6 +80,26 @@ public abstract class ProtoReader {
     return len;
   }
 
+  /**
+   * The length of the LEN field whose content begins at {@code off} (0 for {@code off} -1), read
+   * back from the varint just before it: that varint's last byte is the one byte of it below 0x80,
+   * and the byte before its first is the last of the field's tag, also below 0x80. So a varint of
+   * any form the pass accepted ({@link #length}), over-long ones too, reads back as it read
+   * forward. Only for an offset the pass found right after a tag and a length it read.
+   */
+  protected final int lengthBefore(int off) {
+    if (off < 0) {
+      return 0;
+    }
+    int p = off - 1;
+    int len = bytes[p];
+    while (bytes[p - 1] < 0) { // a byte of the varint that continues (bit 7 set)
+      p--;
+      len = (len << 7) | (bytes[p] & 0x7F);
+    }
+    return len;
+  }
+
   /** Skips an unknown field's value; false for groups, bad wire types and truncation. */
   protected final boolean skip(int type, int end) {
     switch (type) {
