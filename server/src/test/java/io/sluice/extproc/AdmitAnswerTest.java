@@ -233,6 +233,8 @@ class AdmitAnswerTest {
         g.frequency(
             java.util.Map.entry(1, () -> null),
             java.util.Map.entry(6, () -> g.string("abcdefghij-_.0123456789", 0, 40)),
+            // Latin-1 beyond ASCII: one char each, but two bytes in UTF-8
+            java.util.Map.entry(2, () -> g.string("ab-\u0080\u00e9\u00ff", 0, 20)),
             java.util.Map.entry(3, () -> g.textWithoutSurrogates(200))),
         g.oneOf(NAMES),
         g.oneOf(NAMES),
@@ -243,9 +245,18 @@ class AdmitAnswerTest {
         estimated ? number(g) : 0,
         estimated ? number(g) : 0,
         estimated ? number(g) : 0,
-        g.bool() ? g.longBetween(1, 600_000) : g.longBetween(1, Long.MAX_VALUE),
+        left(g),
         g.bool() ? g.longBetween(1_600_000_000_000L, 2_000_000_000_000L) + 0.0 : g.anyLong(),
         more);
+  }
+
+  /** Typical times left, a digit count's edges (10^k - 1, 10^k), or any positive long. */
+  private static long left(Gen g) {
+    long ten = (long) Math.pow(10, g.intBetween(1, 18));
+    return g.frequency(
+        java.util.Map.entry(2, () -> g.longBetween(1, 600_000)),
+        java.util.Map.entry(1, () -> ten - g.intBetween(0, 1)),
+        java.util.Map.entry(1, () -> g.longBetween(1, Long.MAX_VALUE)));
   }
 
   /** Typical token counts, or any long (the digits and the double of any value are written). */
