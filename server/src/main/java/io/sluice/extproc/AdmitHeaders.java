@@ -1,15 +1,20 @@
 package io.sluice.extproc;
 
+import io.envoyproxy.envoy.config.core.v3.HeaderValue;
+import io.envoyproxy.envoy.config.core.v3.HeaderValueOption;
+import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.sluice.config.SluiceConfig;
+import io.sluice.wire.ProtoWriter;
 import java.nio.charset.StandardCharsets;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The header mutation of the common admit (no plan headers, no new body) for one {@code responses}
  * config: {@code x-sluice-decision}, {@code x-sluice-estimate}, the deadline header and Envoy's
- * upstream timeout, in that order, as configured. The names are encoded once per config; the values
- * are written as ASCII straight into arrays (the time left shared by both time headers), with no
- * map and no String per answer.
+ * upstream timeout, in that order, as configured. The names are encoded once per config, each as
+ * the start of its HeaderValue; {@link #writeMutation} writes the values as ASCII straight into the
+ * answer, with no map, no String and no array per answer ({@link #values}: the same values as
+ * arrays, for the general encoder and its tests).
  */
 final class AdmitHeaders {
   private static final byte[] ADMIT = ascii("admit");
@@ -24,11 +29,15 @@ final class AdmitHeaders {
   private final SluiceConfig.Responses cfg;
   private final byte[][] withEstimate; // as configured
   private final byte[][] withoutEstimate; // the same without x-sluice-estimate (no estimate made)
+  private final byte[][] withEstimateParts; // each name as the start of its HeaderValue
+  private final byte[][] withoutEstimateParts;
 
   private AdmitHeaders(SluiceConfig.Responses cfg) {
     this.cfg = cfg;
     this.withEstimate = keys(cfg, cfg.estimateHeader());
     this.withoutEstimate = keys(cfg, false);
+    this.withEstimateParts = parts(withEstimate);
+    this.withoutEstimateParts = parts(withoutEstimate);
   }
 
   private static byte[][] keys(SluiceConfig.Responses cfg, boolean estimate) {
@@ -88,58 +97,143 @@ final class AdmitHeaders {
   }
 
   private static byte[] estimate(long in, long out, long work) {
-    int n = INPUT.length + OUTPUT.length + WORK.length + size(in) + size(out) + size(work);
-    byte[] b = new byte[n];
-    int at = put(b, 0, INPUT);
-    at = write(b, at, in);
-    at = put(b, at, OUTPUT);
-    at = write(b, at, out);
-    at = put(b, at, WORK);
-    write(b, at, work);
-    return b;
+    ProtoWriter o = new ProtoWriter(estimateSize(in, out, work));
+    writeEstimate(o, in, out, work);
+    return o.done();
+  }
+
+  private static int estimateSize(long in, long out, long work) {
+    return INPUT.length
+        + OUTPUT.length
+        + WORK.length
+        + ProtoWriter.decimalSize(in)
+        + ProtoWriter.decimalSize(out)
+        + ProtoWriter.decimalSize(work);
+  }
+
+  private static void writeEstimate(ProtoWriter o, long in, long out, long work) {
+    o.raw(INPUT);
+    o.decimal(in);
+    o.raw(OUTPUT);
+    o.decimal(out);
+    o.raw(WORK);
+    o.decimal(work);
   }
 
   /** {@code Long.toString(v)}'s bytes. */
   static byte[] digits(long v) {
-    byte[] b = new byte[size(v)];
-    write(b, 0, v);
-    return b;
+    ProtoWriter o = new ProtoWriter(ProtoWriter.decimalSize(v));
+    o.decimal(v);
+    return o.done();
   }
 
-  /** The length of {@code Long.toString(v)}. */
-  private static int size(long v) {
-    if (v == Long.MIN_VALUE) {
-      return 20;
+  // --- the header mutation written in place: what AnswerEncoder writes for keys(e) and values(..)
+
+  /**
+   * The bytes of the set_headers entries (a HeaderMutation's content) for {@link #values}' headers:
+   * what {@link #writeMutation} writes.
+   */
+  int mutationSize(boolean degrade, boolean estimated, long in, long out, long work, long left) {
+    byte[][] parts = parts(estimated);
+    int size = 0;
+    int i = 0;
+    if (cfg.decisionHeader()) {
+      size += setHeaderSize(parts[i++], (degrade ? DEGRADE : ADMIT).length);
     }
-    int n = v < 0 ? 2 : 1;
-    for (long x = Math.abs(v); x >= 10; x /= 10) {
-      n++;
+    if (estimated && cfg.estimateHeader()) {
+      size += setHeaderSize(parts[i++], estimateSize(in, out, work));
     }
-    return n;
+    int digits = ProtoWriter.decimalSize(left);
+    while (i < parts.length) {
+      size += setHeaderSize(parts[i++], digits);
+    }
+    return size;
   }
 
-  /** Writes {@code Long.toString(v)} at {@code at}; returns the index after it. */
-  private static int write(byte[] b, int at, long v) {
-    if (v == Long.MIN_VALUE) {
-      return put(b, at, ascii(Long.toString(v)));
+  /**
+   * {@link #values}' headers as set_headers entries, each value written in place (no array per
+   * value): byte for byte what {@code AnswerEncoder} writes for {@link #keys} and {@link #values}.
+   */
+  void writeMutation(
+      ProtoWriter o, boolean degrade, boolean estimated, long in, long out, long work, long left) {
+    byte[][] parts = parts(estimated);
+    int i = 0;
+    if (cfg.decisionHeader()) {
+      byte[] v = degrade ? DEGRADE : ADMIT;
+      setHeader(o, parts[i++], v.length);
+      o.raw(v);
+      o.raw(APPEND);
     }
-    int end = at + size(v);
-    int stop = at;
-    if (v < 0) {
-      b[at] = '-';
-      stop = at + 1;
-      v = -v;
+    if (estimated && cfg.estimateHeader()) {
+      setHeader(o, parts[i++], estimateSize(in, out, work));
+      writeEstimate(o, in, out, work);
+      o.raw(APPEND);
     }
-    for (int i = end - 1; i >= stop; i--) {
-      b[i] = (byte) ('0' + (v % 10));
-      v /= 10;
+    int digits = ProtoWriter.decimalSize(left);
+    while (i < parts.length) {
+      setHeader(o, parts[i++], digits);
+      o.decimal(left, digits);
+      o.raw(APPEND);
     }
-    return end;
   }
 
-  private static int put(byte[] b, int at, byte[] part) {
-    System.arraycopy(part, 0, b, at, part.length);
-    return at + part.length;
+  private byte[][] parts(boolean estimated) {
+    return estimated ? withEstimateParts : withoutEstimateParts;
+  }
+
+  /**
+   * A header's name as the start of its HeaderValue: the key field, then the raw_value tag (its
+   * length and the value follow). Values here are never empty, so raw_value is always written.
+   */
+  private static byte[][] parts(byte[][] keys) {
+    byte[][] parts = new byte[keys.length][];
+    for (int i = 0; i < keys.length; i++) {
+      ProtoWriter o =
+          new ProtoWriter(
+              ProtoWriter.lenField(HeaderValue.KEY_FIELD_NUMBER, keys[i].length)
+                  + ProtoWriter.varintSize(HeaderValue.RAW_VALUE_FIELD_NUMBER << 3));
+      o.bytes(HeaderValue.KEY_FIELD_NUMBER, keys[i]);
+      o.tag(HeaderValue.RAW_VALUE_FIELD_NUMBER, ProtoWriter.LEN);
+      parts[i] = o.done();
+    }
+    return parts;
+  }
+
+  /** The HeaderValue's bytes: its key part, the value's length, the value. */
+  private static int headerValue(byte[] part, int valueLength) {
+    return part.length + ProtoWriter.varintSize(valueLength) + valueLength;
+  }
+
+  private static int headerOption(byte[] part, int valueLength) {
+    return ProtoWriter.lenField(
+            HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(part, valueLength))
+        + APPEND.length;
+  }
+
+  private static int setHeaderSize(byte[] part, int valueLength) {
+    return ProtoWriter.lenField(
+        HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(part, valueLength));
+  }
+
+  /** One set_headers entry up to its value (the caller writes the value, then {@link #APPEND}). */
+  private static void setHeader(ProtoWriter o, byte[] part, int valueLength) {
+    o.len(HeaderMutation.SET_HEADERS_FIELD_NUMBER, headerOption(part, valueLength));
+    o.len(HeaderValueOption.HEADER_FIELD_NUMBER, headerValue(part, valueLength));
+    o.raw(part);
+    o.varint(valueLength);
+  }
+
+  /** The append_action field that ends every entry (OVERWRITE_IF_EXISTS_OR_ADD). */
+  private static final byte[] APPEND = append();
+
+  private static byte[] append() {
+    int action = HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD.getNumber();
+    ProtoWriter o =
+        new ProtoWriter(
+            ProtoWriter.varintField(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, action));
+    o.tag(HeaderValueOption.APPEND_ACTION_FIELD_NUMBER, ProtoWriter.VARINT);
+    o.varint(action);
+    return o.done();
   }
 
   private static byte[] ascii(String s) {

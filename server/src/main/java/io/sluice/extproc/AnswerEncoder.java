@@ -33,8 +33,8 @@ import org.jspecify.annotations.Nullable;
  */
 final class AnswerEncoder {
   static final String NAMESPACE = "sluice";
-  private static final int ENTRY_KEY = 1; // map<string, Value> entry: key = 1, value = 2
-  private static final int ENTRY_VALUE = 2;
+  static final int ENTRY_KEY = 1; // map<string, Value> entry: key = 1, value = 2
+  static final int ENTRY_VALUE = 2;
   private static final int APPEND_ACTION =
       HeaderValueOption.HeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD.getNumber();
 
@@ -78,7 +78,7 @@ final class AnswerEncoder {
   static byte[] numberEntry(String key, double value) {
     byte[] prefix = cachedNumberPrefix(key);
     byte[] out = java.util.Arrays.copyOf(prefix, prefix.length + Long.BYTES);
-    writeFixed64(out, prefix.length, Double.doubleToRawLongBits(value));
+    ProtoWriter.fixed64(out, prefix.length, Double.doubleToRawLongBits(value));
     return out;
   }
 
@@ -88,10 +88,10 @@ final class AnswerEncoder {
     byte[] p2 = cachedNumberPrefix(k2);
     byte[] out = new byte[p1.length + p2.length + 2 * Long.BYTES];
     System.arraycopy(p1, 0, out, 0, p1.length);
-    writeFixed64(out, p1.length, Double.doubleToRawLongBits(v1));
+    ProtoWriter.fixed64(out, p1.length, Double.doubleToRawLongBits(v1));
     int at = p1.length + Long.BYTES;
     System.arraycopy(p2, 0, out, at, p2.length);
-    writeFixed64(out, at + p2.length, Double.doubleToRawLongBits(v2));
+    ProtoWriter.fixed64(out, at + p2.length, Double.doubleToRawLongBits(v2));
     return out;
   }
 
@@ -101,12 +101,6 @@ final class AnswerEncoder {
       prefix = EXTRA_PREFIXES.computeIfAbsent(key, AnswerEncoder::numberPrefix);
     }
     return prefix;
-  }
-
-  private static void writeFixed64(byte[] out, int at, long bits) {
-    for (int i = 0; i < Long.BYTES; i++) { // fixed64: little-endian
-      out[at + i] = (byte) (bits >>> (8 * i));
-    }
   }
 
   /** A CONTINUE for the deciding request phase, with header mutation and dynamic metadata. */
@@ -279,7 +273,7 @@ final class AnswerEncoder {
 
   private static final byte[] NAMESPACE_UTF8 = utf8(NAMESPACE);
 
-  private static int metadataSize(int inner) {
+  static int metadataSize(int inner) {
     return lenField(ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner));
   }
 
@@ -368,12 +362,17 @@ final class AnswerEncoder {
   }
 
   private static void writeMetadata(ProtoWriter o, Inner inner) {
-    o.len(ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner.size));
-    o.len(Struct.FIELDS_FIELD_NUMBER, outerEntry(inner.size));
-    o.bytes(ENTRY_KEY, NAMESPACE_UTF8);
-    o.len(ENTRY_VALUE, sluiceValue(inner.size));
-    o.len(Value.STRUCT_VALUE_FIELD_NUMBER, inner.size);
+    metadataHead(o, inner.size);
     inner.writeTo(o);
+  }
+
+  /** {@code dynamic_metadata} up to the inner Struct's {@code inner} bytes, which follow. */
+  static void metadataHead(ProtoWriter o, int inner) {
+    o.len(ProcessingResponse.DYNAMIC_METADATA_FIELD_NUMBER, outerStruct(inner));
+    o.len(Struct.FIELDS_FIELD_NUMBER, outerEntry(inner));
+    o.bytes(ENTRY_KEY, NAMESPACE_UTF8);
+    o.len(ENTRY_VALUE, sluiceValue(inner));
+    o.len(Value.STRUCT_VALUE_FIELD_NUMBER, inner);
   }
 
   // --- one Struct entry: fields { key: k, value: Value{string_value | number_value} }
@@ -400,11 +399,11 @@ final class AnswerEncoder {
       CodedOutputStream.computeDoubleSize(Value.NUMBER_VALUE_FIELD_NUMBER, 0);
 
   /** Everything of a number entry but the double's 8 bytes, for the three number fields. */
-  private static final byte[][] NUMBER_PREFIXES = {
+  static final byte[][] NUMBER_PREFIXES = {
     numberPrefix("est_input_tokens"), numberPrefix("est_output_tokens"), numberPrefix("work_units")
   };
 
-  private static byte[] numberPrefix(String key) {
+  static byte[] numberPrefix(String key) {
     byte[] k = utf8(key);
     int entry = lenField(ENTRY_KEY, k.length) + lenField(ENTRY_VALUE, NUMBER_VALUE);
     ProtoWriter o = new ProtoWriter(lenField(Struct.FIELDS_FIELD_NUMBER, entry) - Long.BYTES);
@@ -511,8 +510,8 @@ final class AnswerEncoder {
   }
 
   // Every admitted request carries these two: no lookup at all.
-  private static final byte[] DECISION_ADMIT = encodeStringEntry("decision", "admit");
-  private static final byte[] REASON_ADMITTED = encodeStringEntry("reason", "admitted");
+  static final byte[] DECISION_ADMIT = encodeStringEntry("decision", "admit");
+  static final byte[] REASON_ADMITTED = encodeStringEntry("reason", "admitted");
   private static final byte[] MODE_SHADOW = encodeStringEntry("mode", "shadow");
 
   // --- header mutation entries

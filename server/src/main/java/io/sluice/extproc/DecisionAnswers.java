@@ -28,35 +28,39 @@ final class DecisionAnswers {
     }
     long left = deadlineMillis(rt, s);
     UpstreamPlan plan = s.running().plan();
-    byte[][] keys;
-    byte[][] values;
+    boolean degraded = plan.rung() != null;
     if (plan.headers().isEmpty() && (!atBody || plan.body() == null)) {
-      // the common admit: its header names encoded once per config, no map, no String per value
-      AdmitHeaders h = AdmitHeaders.of(cfg);
+      // the common admit: one pass into one array, its constant parts encoded once (AdmitAnswer)
+      double epochMillis = rt.clock().millis() + (double) left;
       TokenEstimate e = s.estimate();
-      boolean estimated = e != null;
-      keys = h.keys(estimated);
-      values =
-          h.values(
-              plan.rung() != null,
-              estimated,
+      Subject r = s.subject();
+      byte[] route =
+          rt.tables()
+              .answerEntries()
+              .route(r.tenant().tier().name(), r.requestClass().name(), r.pool().name(), r.route());
+      return Answer.encoded(
+          AdmitAnswer.encode(
+              AdmitHeaders.of(cfg),
+              atBody,
+              plan.clearRouteCache(),
+              route,
+              r.tenant().id(),
+              degraded,
+              e != null,
               e != null ? e.inputTokens() : 0,
               e != null ? e.outputReserveTokens() : 0,
               e != null ? s.workUnits() : 0,
-              left);
-    } else {
-      Map<String, String> headers = headers(cfg, plan, s, left, atBody);
-      keys = HeaderKeys.keys(headers);
-      values = HeaderKeys.values(headers);
+              left,
+              epochMillis,
+              admitMore(s)));
     }
-    byte[] body = atBody ? plan.body() : null;
-    boolean degraded = plan.rung() != null;
+    Map<String, String> headers = headers(cfg, plan, s, left, atBody);
     return Responses.admit(
         rt.tables().answerEntries(),
         atBody,
-        keys,
-        values,
-        body,
+        HeaderKeys.keys(headers),
+        HeaderKeys.values(headers),
+        atBody ? plan.body() : null,
         plan.clearRouteCache(),
         metadata(
             s,
@@ -102,9 +106,8 @@ final class DecisionAnswers {
   }
 
   /**
-   * The admit's metadata beyond the common fields: the deadline (epoch ms) and the time left, the
-   * queue wait, the rung and trigger of a degraded request and the pool a reroute sent it to, the
-   * engine priority written.
+   * The admit's metadata beyond the common fields: the time left and the deadline (epoch ms: the
+   * clock when answered plus the time left), then {@link #admitMore}.
    */
   private static byte[] admitExtra(AdmissionRuntime rt, AdmissionSession s, long left) {
     byte[] deadline =
@@ -113,13 +116,29 @@ final class DecisionAnswers {
             left,
             "deadline_epoch_ms",
             rt.clock().millis() + (double) left);
+    byte[] more = admitMore(s);
+    if (more.length == 0) {
+      return deadline;
+    }
+    byte[] out = java.util.Arrays.copyOf(deadline, deadline.length + more.length);
+    System.arraycopy(more, 0, out, deadline.length, more.length);
+    return out;
+  }
+
+  private static final byte[] NONE = new byte[0];
+
+  /**
+   * The admit's metadata after the deadline's, encoded (empty for the common admit): the queue
+   * wait, the rung and trigger of a degraded request and the pool a reroute sent it to, the engine
+   * priority written.
+   */
+  private static byte[] admitMore(AdmissionSession s) {
     UpstreamPlan plan = s.running().plan();
     long waited = s.running().queueWaitNanos();
     if (waited <= 0 && plan.rung() == null && plan.enginePriority() == null) {
-      return deadline; // the common admit: one array
+      return NONE; // the common admit
     }
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(deadline.length + 96);
-    out.writeBytes(deadline);
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(96);
     if (waited > 0) {
       out.writeBytes(
           AnswerEncoder.numberEntry(

@@ -1,5 +1,10 @@
 package io.sluice.wire;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
 /**
  * Protobuf wire format into an exactly sized array: what {@code CodedOutputStream} does for the few
  * field kinds Sluice's pre-encoded answers use, without its per-message encoder object and second
@@ -10,6 +15,10 @@ public final class ProtoWriter {
   public static final int VARINT = 0;
   public static final int FIXED64 = 1;
   public static final int LEN = 2;
+
+  /** A fixed64 in one store: protobuf's fixed64 is little-endian. */
+  private static final VarHandle LONG_LE =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
   private final byte[] buf;
   private int pos;
@@ -80,9 +89,84 @@ public final class ProtoWriter {
   }
 
   public void fixed64(long v) {
-    for (int i = 0; i < Long.BYTES; i++) {
-      buf[pos++] = (byte) (v >>> (8 * i));
+    LONG_LE.set(buf, pos, v);
+    pos += Long.BYTES;
+  }
+
+  /** A fixed64's 8 bytes at {@code at} of {@code out} (an array encoded beforehand). */
+  public static void fixed64(byte[] out, int at, long v) {
+    LONG_LE.set(out, at, v);
+  }
+
+  /** The length of {@code Long.toString(v)}: the bytes {@link #decimal} writes. */
+  public static int decimalSize(long v) {
+    if (v < 0) {
+      return v == Long.MIN_VALUE ? 20 : 1 + decimalSize(-v);
     }
+    int n = 1;
+    while (n < POWERS_OF_TEN.length && v >= POWERS_OF_TEN[n]) {
+      n++;
+    }
+    return n;
+  }
+
+  /** 10^i: a number of i + 1 digits is at least 10^i. */
+  private static final long[] POWERS_OF_TEN = powersOfTen();
+
+  private static long[] powersOfTen() {
+    long[] p = new long[19]; // 10^18 is the largest power of ten a long holds
+    p[0] = 1;
+    for (int i = 1; i < p.length; i++) {
+      p[i] = p[i - 1] * 10;
+    }
+    return p;
+  }
+
+  /** {@code Long.toString(v)} as ASCII, without a String: a header value's digits. */
+  public void decimal(long v) {
+    if (v == Long.MIN_VALUE) {
+      raw(Long.toString(v).getBytes(StandardCharsets.US_ASCII));
+      return;
+    }
+    decimal(v, decimalSize(v));
+  }
+
+  /** {@link #decimal(long)} of a {@code v} whose {@link #decimalSize} the caller has. */
+  public void decimal(long v, int size) {
+    if (v == Long.MIN_VALUE) {
+      decimal(v);
+      return;
+    }
+    int end = pos + size;
+    if (v < 0) {
+      buf[pos++] = '-';
+      v = -v;
+    }
+    for (int i = end - 1; i >= pos; i--) {
+      buf[i] = (byte) ('0' + (v % 10));
+      v /= 10;
+    }
+    pos = end;
+  }
+
+  /** {@code s.length()} when every char of {@code s} is ASCII (its UTF-8 is its chars), else -1. */
+  public static int asciiLength(String s) {
+    int n = s.length();
+    for (int i = 0; i < n; i++) {
+      if (s.charAt(i) >= 0x80) {
+        return -1;
+      }
+    }
+    return n;
+  }
+
+  /** The chars of {@code s}, which {@link #asciiLength} found ASCII, one byte each. */
+  public void ascii(String s) {
+    int n = s.length();
+    for (int i = 0; i < n; i++) {
+      buf[pos + i] = (byte) s.charAt(i);
+    }
+    pos += n;
   }
 
   /** The array, once exactly filled. */
