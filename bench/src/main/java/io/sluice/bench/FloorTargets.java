@@ -237,18 +237,48 @@ final class FloorTargets implements AutoCloseable {
     signal("-CONT", children.values().stream().map(Process::pid).toList());
   }
 
-  private static void signal(String signal, List<Long> pids)
-      throws IOException, InterruptedException {
+  private void signal(String signal, List<Long> pids) throws IOException, InterruptedException {
     if (pids.isEmpty()) {
       return;
     }
     List<String> cmd = new ArrayList<>(List.of("kill", signal));
     pids.forEach(pid -> cmd.add(Long.toString(pid)));
     Process kill = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+    boolean ended = kill.waitFor(10, TimeUnit.SECONDS);
+    if (!ended || kill.exitValue() != 0) {
       kill.destroyForcibly();
-      throw new IOException("kill " + signal + " " + pids + " failed");
+      String said = ended ? new String(kill.getInputStream().readAllBytes()).trim() : "";
+      throw new IOException(
+          "kill "
+              + signal
+              + " "
+              + pids
+              + (ended ? " failed" : " did not end within 10 s")
+              + (said.isEmpty() ? "" : " (" + said + ")")
+              + gone(children));
     }
+  }
+
+  /**
+   * Which child JVMs have ended, with their exit codes ({@code ""} when all run): a child that
+   * ended makes a signal to it fail, and its name says which server to look at (its log in the
+   * floor's log directory).
+   */
+  static String gone(Map<String, Process> children) {
+    StringBuilder out = new StringBuilder();
+    children.forEach(
+        (name, p) -> {
+          if (!p.isAlive()) {
+            out.append(out.length() == 0 ? "; ended: " : ", ")
+                .append(name)
+                .append(" (pid ")
+                .append(p.pid())
+                .append(", exit code ")
+                .append(p.exitValue())
+                .append(')');
+          }
+        });
+    return out.toString();
   }
 
   private static int freePort() throws IOException {
