@@ -246,8 +246,8 @@ final class FloorTargets implements AutoCloseable {
     Process kill = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     boolean ended = kill.waitFor(10, TimeUnit.SECONDS);
     if (!ended || kill.exitValue() != 0) {
-      kill.destroyForcibly();
       String said = ended ? new String(kill.getInputStream().readAllBytes()).trim() : "";
+      kill.destroyForcibly(); // closes its output: read first
       throw new IOException(
           "kill "
               + signal
