@@ -10,37 +10,41 @@ import org.junit.jupiter.api.Test;
 
 /** When the floor cannot pause or resume a server's JVM, its error names the ones that ended. */
 class FloorTargetsGoneTest {
+  /** A child that exited with {@code code} as "sluice-baseline", beside a running "noop". */
+  private static Map<String, Process> oneEnded(int code) throws Exception {
+    Process ended = new ProcessBuilder("sh", "-c", "exit " + code).start();
+    assertThat(ended.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    Map<String, Process> children = new LinkedHashMap<>();
+    children.put("noop", new ProcessBuilder("sleep", "30").start());
+    children.put("sluice-baseline", ended);
+    return children;
+  }
+
+  private static String named(Process p, int code) {
+    return "; ended: sluice-baseline (pid " + p.pid() + ", exit code " + code + ")";
+  }
+
   @Test
   void anEndedChildIsNamedWithItsExitCode_aRunningOneIsNot() throws Exception {
-    Process ended = new ProcessBuilder("sh", "-c", "exit 3").start();
-    Process running = new ProcessBuilder("sleep", "30").start();
+    Map<String, Process> children = oneEnded(3);
     try {
-      assertThat(ended.waitFor(10, TimeUnit.SECONDS)).isTrue();
-      Map<String, Process> children = new LinkedHashMap<>();
-      children.put("noop", running);
-      children.put("sluice-baseline", ended);
-      assertThat(FloorTargets.gone(children))
-          .isEqualTo("; ended: sluice-baseline (pid " + ended.pid() + ", exit code 3)");
+      assertThat(FloorTargets.gone(children)).isEqualTo(named(children.get("sluice-baseline"), 3));
     } finally {
-      running.destroyForcibly();
+      children.get("noop").destroyForcibly();
     }
   }
 
   @Test
   void aPauseThatFails_namesTheChildThatEnded() throws Exception {
-    Process ended = new ProcessBuilder("sh", "-c", "exit 7").start();
-    Process running = new ProcessBuilder("sleep", "30").start();
+    Map<String, Process> children = oneEnded(7);
+    Process ended = children.get("sluice-baseline");
     try {
-      assertThat(ended.waitFor(10, TimeUnit.SECONDS)).isTrue();
-      Map<String, Process> children = new LinkedHashMap<>();
-      children.put("noop", running);
-      children.put("sluice-baseline", ended);
       assertThatThrownBy(() -> FloorTargets.ofChildren(children).runOnly("noop"))
           .isInstanceOf(java.io.IOException.class)
           .hasMessageStartingWith("kill -STOP [" + ended.pid() + "] failed")
-          .hasMessageEndingWith("; ended: sluice-baseline (pid " + ended.pid() + ", exit code 7)");
+          .hasMessageEndingWith(named(ended, 7));
     } finally {
-      running.destroyForcibly();
+      children.get("noop").destroyForcibly();
     }
   }
 
