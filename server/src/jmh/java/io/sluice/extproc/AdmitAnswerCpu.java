@@ -7,7 +7,7 @@ import org.openjdk.jmh.infra.Blackhole;
 /**
  * The CPU time of {@link AdmitAnswerBenchmark}'s two ways to write the common admit, on this
  * thread, in a plain loop (no JMH harness): a measure that a busy machine disturbs less than wall
- * time (docs/benchmarks.md, "Admit answer in one pass, before → after").
+ * time (docs/benchmarks/request-path-history.md, "Admit answer in one pass, before → after").
  *
  * <pre>
  * java -cp server/target/benchmarks.jar io.sluice.extproc.AdmitAnswerCpu

@@ -28,7 +28,8 @@ import org.openjdk.jmh.infra.Blackhole;
  * </pre>
  *
  * A jar built before this class: compile it and {@link AdmittedStreamCpu} against this one's jar
- * and put them first on the path (docs/benchmarks.md, "Admitted stream since 2026-12-03, by part").
+ * and put them first on the path (docs/benchmarks/request-path-history.md, "Admitted stream since
+ * 2026-12-03, by part").
  */
 public final class AdmittedStreamAlloc {
   private AdmittedStreamAlloc() {}

@@ -7,7 +7,7 @@ import org.openjdk.jmh.infra.Blackhole;
 /**
  * The CPU time of {@link RateLimitServiceBenchmark#shouldRateLimit} on its own thread, in a plain
  * loop (no JMH harness): a measure that a busy machine disturbs less than wall time, for comparing
- * two jars run alternately (docs/benchmarks.md, "RLS path, before → after").
+ * two jars run alternately (docs/benchmarks/request-path-history.md, "RLS path, before → after").
  *
  * <pre>
  * java -cp server/target/benchmarks.jar io.sluice.rls.RlsCallCpu

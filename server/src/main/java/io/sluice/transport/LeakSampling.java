@@ -9,10 +9,10 @@ import java.util.function.UnaryOperator;
  * <p>At its default level ({@code SIMPLE}) Netty wraps one pooled buffer in 128 in a tracker whose
  * creation and release each fill in a stack trace of the event loop; on the ext_proc path that is
  * about 2 µs of server CPU per LLM-shaped stream (a body, an answer, both directions' frames) and
- * about 1.2 µs per one-shot stream (docs/benchmarks.md, "Netty's leak sampling"). A leak it would
- * report shows up in Sluice as pooled direct memory that grows without bound, which the
- * heap/direct-memory gauges already show. An operator who wants the sampling back sets Netty's own
- * property for grpc's shaded copy, {@code
+ * about 1.2 µs per one-shot stream (docs/benchmarks/request-path-history.md, "Netty's leak
+ * sampling"). A leak it would report shows up in Sluice as pooled direct memory that grows without
+ * bound, which the heap/direct-memory gauges already show. An operator who wants the sampling back
+ * sets Netty's own property for grpc's shaded copy, {@code
  * -Dio.grpc.netty.shaded.io.netty.leakDetection.level=simple} (or {@code advanced}, {@code
  * paranoid}); then this class leaves the level alone.
  */

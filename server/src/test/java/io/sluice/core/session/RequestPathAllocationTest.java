@@ -20,11 +20,11 @@ import java.util.function.LongSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
- * What the admitted stream's parts allocate per request (docs/benchmarks.md, "Admitted stream since
- * 2026-12-03, by part"): the parts that allocated nothing before and grew an object per request,
- * measured with the thread's allocated bytes over a few thousand calls (interpreted or C1-compiled,
- * so no escape analysis hides an allocation), each beside a call that does allocate (the measure
- * sees allocation).
+ * What the admitted stream's parts allocate per request (docs/benchmarks/request-path-history.md,
+ * "Admitted stream since 2026-12-03, by part"): the parts that allocated nothing before and grew an
+ * object per request, measured with the thread's allocated bytes over a few thousand calls
+ * (interpreted or C1-compiled, so no escape analysis hides an allocation), each beside a call that
+ * does allocate (the measure sees allocation).
  */
 class RequestPathAllocationTest {
   private static final int N = 5_000; // few enough calls that C2 does not compile them away
