@@ -113,11 +113,42 @@ public final class LearnedBytesPerToken {
   /** A key as shown by the gauges and {@code /debug}: {@code model} empty for the pool's key. */
   public record KeyView(String pool, String model, long samples, int tenants, double ratio) {}
 
-  private record Key(String pool, String model) {}
+  /**
+   * A pool and model ({@code model} empty: the pool's own key), its hash made once: a request's
+   * lookup hashes it, and the last one asked is reused ({@link #poolKey}, {@link #modelKey}). The
+   * hash is the one a record of the two names would have, so the cache's order is unchanged.
+   */
+  private static final class Key {
+    final String pool;
+    final String model;
+    private final int hash;
+
+    Key(String pool, String model) {
+      this.pool = pool;
+      this.model = model;
+      this.hash = 31 * pool.hashCode() + model.hashCode();
+    }
+
+    @Override
+    public int hashCode() {
+      return hash;
+    }
+
+    @Override
+    public boolean equals(@Nullable Object o) {
+      return o == this
+          || (o instanceof Key k && hash == k.hash && pool.equals(k.pool) && model.equals(k.model));
+    }
+
+    boolean is(String p, String m) {
+      return pool.equals(p) && model.equals(m);
+    }
+  }
 
   private volatile Settings settings;
   private final Cache<Key, KeyStats> keys;
   private volatile @Nullable Key lastPoolKey; // poolKey's
+  private volatile @Nullable Key lastModelKey; // modelKey's
   private final LongAdder evictions = new LongAdder();
 
   public LearnedBytesPerToken(Settings settings) {
@@ -146,7 +177,7 @@ public final class LearnedBytesPerToken {
       return s.prior();
     }
     if (model != null && !model.isEmpty()) {
-      KeyStats k = keys.getIfPresent(new Key(bounded(pool), bounded(model)));
+      KeyStats k = keys.getIfPresent(modelKey(pool, model));
       if (k != null && k.warmed(s.warmup())) {
         return k.ratio;
       }
@@ -185,7 +216,7 @@ public final class LearnedBytesPerToken {
   /** Every key held (gauges and {@code /debug}); bounded by {@code maxKeys}. */
   public List<KeyView> keys() {
     List<KeyView> out = new ArrayList<>();
-    keys.asMap().forEach((k, v) -> out.add(v.view(k.pool(), k.model())));
+    keys.asMap().forEach((k, v) -> out.add(v.view(k.pool, k.model)));
     return out;
   }
 
@@ -248,18 +279,38 @@ public final class LearnedBytesPerToken {
     return evictions.sum();
   }
 
-  /** Client-chosen names are cut: a key's memory is bounded too. */
   /** The pool's own key: the last one made is kept (one pool asks most), not one per request. */
   private Key poolKey(String pool) {
     String b = bounded(pool);
     Key k = lastPoolKey;
-    if (k == null || !k.pool().equals(b)) {
+    if (k == null || !k.is(b, "")) {
       k = new Key(b, "");
       lastPoolKey = k; // immutable: any thread may read it
     }
     return k;
   }
 
+  /**
+   * A pool-and-model key: the last one made is kept (one reference, whatever the models clients
+   * name; the keys themselves are bounded by {@code maxKeys}), not one per request.
+   */
+  private Key modelKey(String pool, String model) {
+    String b = bounded(pool);
+    String m = bounded(model);
+    Key k = lastModelKey;
+    if (k == null || !k.is(b, m)) {
+      k = new Key(b, m);
+      lastModelKey = k; // immutable: any thread may read it
+    }
+    return k;
+  }
+
+  /** Test hook: the key {@link #bytesPerToken} looks {@code pool} and {@code model} up with. */
+  Object lookupKey(String pool, @Nullable String model) {
+    return model == null || model.isEmpty() ? poolKey(pool) : modelKey(pool, model);
+  }
+
+  /** Client-chosen names are cut: a key's memory is bounded too. */
   private static String bounded(@Nullable String name) {
     if (name == null) {
       return "";
@@ -316,12 +367,7 @@ public final class LearnedBytesPerToken {
             if (t.addW > 0) {
               out.add(
                   new ReserveSnapshot(
-                      k.pool(),
-                      k.model(),
-                      SHARED_SCOPE,
-                      0,
-                      name,
-                      Map.of("w", t.addW, "ls", t.addLs)));
+                      k.pool, k.model, SHARED_SCOPE, 0, name, Map.of("w", t.addW, "ls", t.addLs)));
               t.addW = 0;
               t.addLs = 0;
             }
