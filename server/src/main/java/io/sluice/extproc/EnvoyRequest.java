@@ -10,9 +10,9 @@ import org.jspecify.annotations.Nullable;
  * protocol_config}, whether the caller is a proxyless gRPC client or a gRPC request through Envoy,
  * and which response messages arrived. It answers the protocol questions the stream asks: decide at
  * headers or at the body, does the exchange end at response headers, did a reset end a complete
- * response.
+ * response. Its stream's phase ({@link PhaseTracker}) is its superclass: one object per stream.
  */
-final class EnvoyRequest {
+final class EnvoyRequest extends PhaseTracker {
   private final long maxBodyBytes; // limits.maxBodyBytes
   private @Nullable BodySendMode requestBodyMode; // null: no protocol_config (Envoy < 1.34)
   private @Nullable BodySendMode responseBodyMode;
@@ -25,7 +25,8 @@ final class EnvoyRequest {
   private long streamedBytes; // request body bytes seen in STREAMED chunks
   private boolean streamedRefused;
 
-  EnvoyRequest(long maxBodyBytes) {
+  EnvoyRequest(long maxBodyBytes, long openedNanos) {
+    super(openedNanos);
     this.maxBodyBytes = maxBodyBytes;
   }
 

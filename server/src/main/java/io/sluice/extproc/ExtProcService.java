@@ -92,7 +92,7 @@ public final class ExtProcService {
               .asRuntimeException());
       return NoopObserver.INSTANCE;
     }
-    call.setOnCancelHandler(stream::onCancel);
+    call.setOnCancelHandler(stream); // its run(): nothing made per stream
     if (!sweeping.get()) {
       startSweeping();
     }

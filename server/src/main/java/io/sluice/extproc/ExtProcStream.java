@@ -12,9 +12,8 @@ import io.sluice.core.session.AdmissionSession;
 import io.sluice.core.session.SessionFront;
 import io.sluice.core.session.SessionSteps;
 import io.sluice.observability.StreamTally;
-import io.sluice.routing.ResolvedRequest;
-import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -38,12 +37,11 @@ import org.jspecify.annotations.Nullable;
  * session's continuations from other threads) runs through one {@link SerialExecutor} per stream.
  */
 final class ExtProcStream extends LiveStreams.Node
-    implements StreamObserver<Inbound>, SessionFront {
+    implements StreamObserver<Inbound>, SessionFront, Runnable, Consumer<Throwable> {
   private final AdmissionRuntime rt;
   private final StreamOutput out;
   private final Metadata initialMetadata;
-  // a task that throws ends the stream through the fail path: nothing left open or held
-  private final SerialExecutor sync = new SerialExecutor(this::internalError);
+  private final SerialExecutor sync = new SerialExecutor(this); // a task that throws: accept
   private final StreamFaults faults;
   private final SessionSteps steps;
   private final LiveStreams<ExtProcStream> live;
@@ -68,9 +66,9 @@ final class ExtProcStream extends LiveStreams.Node
     this.initialMetadata = md;
     this.live = live;
     long opened = rt.ticker().nanos();
-    this.at = new PhaseTracker(opened);
+    this.request = new EnvoyRequest(rt.config().limits().maxBodyBytes(), opened);
+    this.at = request; // its phase: one object per stream
     this.openedNanos = opened;
-    this.request = new EnvoyRequest(rt.config().limits().maxBodyBytes());
   }
 
   /** The session, opened at request headers: every step after them has one. */
@@ -153,7 +151,7 @@ final class ExtProcStream extends LiveStreams.Node
         default -> protocolError("unknown_message", "ProcessingRequest carries no known message");
       }
     } catch (RuntimeException e) {
-      internalError(e);
+      accept(e);
     }
   }
 
@@ -172,7 +170,7 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     faults.at(StreamFaults.Step.RESOLVE);
-    ResolvedRequest r = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
+    var r = rt.resolver().resolve(signals, now, rt.decisionLog().enabled());
     boolean noBody = req.headersEndOfStream();
     boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
     long contentLength = EnvoyRequest.parseLong(signals.contentLength(), -1);
@@ -284,7 +282,7 @@ final class ExtProcStream extends LiveStreams.Node
       opened().running().endUnseen(unseen);
       at.to(StreamPhase.DONE);
     }
-    Map<String, String> disclosed = DecisionAnswers.responseHeaders(opened().running());
+    var disclosed = DecisionAnswers.responseHeaders(opened().running());
     if (ends) { // released before Envoy learns of the end: the next call finds the slot free
       release(Outcome.COMPLETED);
     }
@@ -373,8 +371,9 @@ final class ExtProcStream extends LiveStreams.Node
 
   // --- ends: cancel, half-close, shutdown, failures
 
-  /** Envoy reset the stream (normal at the end of every request) or the client went away. */
-  void onCancel() {
+  /** Envoy reset the stream or the client went away: the call's cancel handler (no lambda). */
+  @Override
+  public void run() {
     sync.execute(ExtProcStream::cancelled, this); // nothing allocated when idle
   }
 
@@ -387,7 +386,7 @@ final class ExtProcStream extends LiveStreams.Node
   @Override
   public void onError(Throwable t) { // gRPC's, after the cancel handler (ExtProcCall) ended it
     if (!out.closed()) {
-      onCancel();
+      run();
     }
   }
 
@@ -436,8 +435,9 @@ final class ExtProcStream extends LiveStreams.Node
     }
   }
 
-  /** An exception on any of the stream's paths (or a task of it). */
-  private void internalError(Throwable e) {
+  /** An exception on a path of the stream or in a task (the executor's handler): it fails. */
+  @Override
+  public void accept(Throwable e) {
     fail(StreamFailures.internal(rt.metrics(), e, at.phase()), Outcome.ERROR);
   }
 

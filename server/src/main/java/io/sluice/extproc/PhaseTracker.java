@@ -6,9 +6,10 @@ import io.sluice.config.SluiceConfig;
  * Where one ext_proc stream is in Envoy's exchange: its {@link StreamPhase}, whether a message
  * waits for its answer, and when the stream last heard from or answered Envoy (the silence bounds
  * count from there). Touched in the stream's serial context; the idle sweep's first read from
- * another thread is only a hint (the check that acts re-reads it in the stream's context).
+ * another thread is only a hint (the check that acts re-reads it in the stream's context). The
+ * stream's {@link EnvoyRequest} extends it (one object per stream for both).
  */
-final class PhaseTracker {
+sealed class PhaseTracker permits EnvoyRequest {
   private StreamPhase phase = StreamPhase.START;
   private boolean headersSeen;
   private boolean outstanding; // received and not answered yet (a hold's override answers nothing)

@@ -150,6 +150,11 @@ final class ResponseMeter {
     nativeUsage = u;
   }
 
+  /** The end's charge made before this meter was ({@link #unmeteredCharge}). */
+  void charged(Charge c) {
+    charge = c;
+  }
+
   /** What the tenant was charged at the end ({@link Charge#NONE} before, or without estimate). */
   Charge charge() {
     return charge;
@@ -163,16 +168,7 @@ final class ResponseMeter {
     UsageExtractor x = usage;
     boolean complete = ChargeRule.complete(charge, x != null && x.complete());
     if (status == 0 && unseen == null && !overran && !complete && (p == null || !firstChunkSeen)) {
-      if (charge == Charge.NONE) { // the admitted request's facts: nothing came yet
-        return NOT_BEGUN;
-      }
-      RequestFacts.End last = lastUnanswered; // ended before any answer: the same value each time
-      if (last != null && last.charge() == charge) {
-        return last;
-      }
-      last = new RequestFacts.End(0, "seen", false, charge, false, -1);
-      lastUnanswered = last;
-      return last;
+      return unbegun(charge);
     }
     return new RequestFacts.End(
         status,
@@ -181,6 +177,36 @@ final class ResponseMeter {
         charge,
         complete,
         p != null && firstChunkSeen ? firstChunkNanos - p.admittedAtNanos() : -1);
+  }
+
+  /** The end's facts when no answer began and nothing was charged but {@code charge}: shared. */
+  private static RequestFacts.End unbegun(Charge charge) {
+    if (charge == Charge.NONE) { // the admitted request's facts: nothing came yet
+      return NOT_BEGUN;
+    }
+    RequestFacts.End last = lastUnanswered; // ended before any answer: the same value each time
+    if (last != null && last.charge() == charge) {
+      return last;
+    }
+    last = new RequestFacts.End(0, "seen", false, charge, false, -1);
+    lastUnanswered = last;
+    return last;
+  }
+
+  // --- a session makes its meter when the first response event comes ({@link RunningRequest}):
+  // until then (a cancel or a refusal before any answer) these answer as an unused meter would
+
+  /** {@link #facts} of a meter never made, whose request was charged {@code charge} at its end. */
+  static RequestFacts.End unmeteredFacts(@Nullable String unseen, Charge charge) {
+    // an unused meter: status 0, nothing overran, no usage read, so never complete
+    return unseen == null
+        ? unbegun(charge)
+        : new RequestFacts.End(0, unseen, false, charge, false, -1);
+  }
+
+  /** {@link #end}'s charge of a meter never made (no answer began); none without an estimate. */
+  static Charge unmeteredCharge(Outcome outcome, @Nullable TokenEstimate e) {
+    return e == null ? Charge.NONE : ChargeRule.charge(outcome, e, NO_ANSWER);
   }
 
   private SessionEvent noted(io.sluice.core.estimate.NativeCheck c) {

@@ -31,7 +31,9 @@ public final class RunningRequest {
   private final @Nullable ShadowVerdicts shadow;
   private final Executor serial;
   private final AdmissionSession session; // its facts, for the Released event
-  private final ResponseMeter response;
+  // made at the first response event (most cancels and refusals come before any): null until then
+  private @Nullable ResponseMeter response;
+  private Charge unmetered = Charge.NONE; // the end's charge while no meter was made
   private @Nullable HeldTail tail; // once the response's end goes unseen (rare): null until then
   private volatile @Nullable Permit permit; // read by the front end's idle sweep on another thread
   private UpstreamPlan plan; // as the planner planned it (as asked until the decision)
@@ -55,7 +57,6 @@ public final class RunningRequest {
     this.shadow = shadow;
     this.serial = serial;
     this.session = session;
-    this.response = new ResponseMeter(env, subject);
     this.plan = UpstreamPlan.asAsked(subject.pool());
   }
 
@@ -69,6 +70,17 @@ public final class RunningRequest {
       plan = p;
       planFacts = null;
     }
+  }
+
+  /** The response's meter, made at its first event. */
+  private ResponseMeter meter() {
+    ResponseMeter m = response;
+    if (m == null) {
+      m = new ResponseMeter(env, session.subject());
+      m.charged(unmetered); // a response event after the end keeps its charge, as before
+      response = m;
+    }
+    return m;
   }
 
   /** Held for a predicted tail and not released yet ({@link HeldTail#holds}). */
@@ -115,18 +127,18 @@ public final class RunningRequest {
       boolean countStatus,
       long retryAfterNanos,
       AnswerSource src) {
-    response.headers(
-        status, contentType, countStatus, retryAfterNanos, src, permit, cost.estimate());
+    meter()
+        .headers(status, contentType, countStatus, retryAfterNanos, src, permit, cost.estimate());
   }
 
   /** The upstream failed after its headers ({@link ResponseMeter#failedAfterHeaders}). */
   public void failedAfterHeaders(int status, long retryAfterNanos) {
-    response.failedAfterHeaders(status, retryAfterNanos, permit);
+    meter().failedAfterHeaders(status, retryAfterNanos, permit);
   }
 
   /** A response body chunk, read in place for the usage it reports. */
   public void body(byte[] data, int offset, int length, boolean last) {
-    response.body(data, offset, length, last, permit, cost.estimate(), plan.pool());
+    meter().body(data, offset, length, last, permit, cost.estimate(), plan.pool());
   }
 
   /** Envoy's native request info, before the session begins: the estimate source at headers. */
@@ -136,7 +148,7 @@ public final class RunningRequest {
 
   /** Envoy's native token usage at the response's end: preferred at the release when usable. */
   public void nativeUsage(io.sluice.core.estimate.NativeUsage u) {
-    response.nativeUsage(u);
+    meter().nativeUsage(u);
   }
 
   /**
@@ -198,10 +210,15 @@ public final class RunningRequest {
    */
   private Usage endUsage(Outcome outcome) {
     TokenEstimate e = cost.estimate();
-    Usage u = response.end(outcome, e);
+    ResponseMeter m = response;
+    if (m == null) { // no response event came: no answer began
+      unmetered = ResponseMeter.unmeteredCharge(outcome, e);
+    }
+    Usage u = m == null ? Usage.NONE : m.end(outcome, e);
+    Charge charge = m == null ? unmetered : m.charge();
     var r = checks.held(TokenReservationCheck.Reservation.class);
     if (r != null && e != null) {
-      r.reconcile(response.charge());
+      r.reconcile(charge);
     }
     return u;
   }
@@ -244,7 +261,7 @@ public final class RunningRequest {
       t = new HeldTail(env, serial, this);
       tail = t;
     }
-    t.unseen(cause, permit, session.subject(), response.eventStream());
+    t.unseen(cause, permit, session.subject(), response != null && response.eventStream());
   }
 
   /** The response's end was seen after all (trailers after body mode NONE): no tail held. */
@@ -257,7 +274,9 @@ public final class RunningRequest {
 
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
   long outputCharge() {
-    return response.outputCharge(cost.estimate());
+    ResponseMeter m = response;
+    TokenEstimate e = cost.estimate();
+    return m != null ? m.outputCharge(e) : e == null ? 0 : e.outputReserveTokens();
   }
 
   /** Where and how it runs, for the events ({@code p}: its permit), kept while neither changes. */
@@ -304,6 +323,8 @@ public final class RunningRequest {
   /** For the decision record: the upstream's answer and the charge, with {@code p} its permit. */
   RequestFacts.End facts(@Nullable Permit p) {
     HeldTail t = tail;
-    return response.facts(t == null ? null : t.cause(), p);
+    String unseen = t == null ? null : t.cause();
+    ResponseMeter m = response;
+    return m != null ? m.facts(unseen, p) : ResponseMeter.unmeteredFacts(unseen, unmetered);
   }
 }
