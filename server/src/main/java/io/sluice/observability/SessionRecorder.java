@@ -6,6 +6,7 @@ import io.sluice.core.admission.Outcome;
 import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
+import io.sluice.core.policy.PoolPolicy;
 import io.sluice.core.session.Charge;
 import io.sluice.core.session.RequestFacts;
 import io.sluice.core.session.SessionEvent;
@@ -200,12 +201,15 @@ public final class SessionRecorder implements SessionListener {
   private void released(SessionEvent.Released e) {
     RequestFacts f = e.facts();
     Subject s = f.subject();
+    ClassMeters own = meters(s); // found once for the release, the actual and charged tokens
     if (f.run().permit()) { // a shadow pass held none; a rerouted one was in its target pool
-      metrics
-          .forClass(f.run().pool().name(), s.requestClass().name(), s.tenant().tier().name())
-          .released(e.outcome(), e.heldNanos());
+      PoolPolicy ran = f.run().pool();
+      ClassMeters held =
+          ran == s.pool() // not rerouted: its own pool's meters, no second lookup
+              ? own
+              : metrics.forClass(ran.name(), s.requestClass().name(), s.tenant().tier().name());
+      held.released(e.outcome(), e.heldNanos());
     }
-    ClassMeters own = meters(s); // found once for the actual and charged tokens
     Usage u = e.usage();
     RequestFacts.Estimate est = f.estimate();
     Charge charge = f.end().charge();
