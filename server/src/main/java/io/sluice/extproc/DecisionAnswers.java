@@ -26,7 +26,7 @@ final class DecisionAnswers {
     if (s.running().would() != null) {
       return shadowAdmit(rt, s, atBody);
     }
-    long left = deadlineMillis(rt, s);
+    long left = deadlineMillis(s, s.running().answerNanos(atBody)); // the decision's instant
     UpstreamPlan plan = s.running().plan();
     boolean degraded = plan.rung() != null;
     if (plan.headers().isEmpty() && (!atBody || plan.body() == null)) {
@@ -99,9 +99,12 @@ final class DecisionAnswers {
     return headers;
   }
 
-  /** Milliseconds left before the request's deadline (at least 1: it was admitted in time). */
-  private static long deadlineMillis(AdmissionRuntime rt, AdmissionSession s) {
-    long nanos = s.subject().deadlineNanos() - rt.ticker().nanos();
+  /**
+   * Milliseconds left before the request's deadline at {@code nowNanos} (at least 1: it was
+   * admitted in time).
+   */
+  private static long deadlineMillis(AdmissionSession s, long nowNanos) {
+    long nanos = s.subject().deadlineNanos() - nowNanos;
     return Math.max(1, (nanos + 999_999L) / 1_000_000L);
   }
 

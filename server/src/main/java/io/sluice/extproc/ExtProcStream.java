@@ -468,7 +468,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   private void send(Answer r) {
     if (out.send(r)) {
-      at.answered(rt.ticker().nanos());
+      at.answered(sync.stepNanosOr(rt.ticker())); // the message's instant when answered at once
     }
   }
 

@@ -1,5 +1,6 @@
 package io.sluice.extproc;
 
+import io.sluice.core.time.Ticker;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Queue;
@@ -36,6 +37,9 @@ final class SerialExecutor implements java.util.concurrent.Executor {
   // Created by the first task that has to wait: most streams never need one.
   private volatile @Nullable Queue<Runnable> queue;
   private final Consumer<Throwable> onFailure;
+  // while a Step runs at once on the thread that submitted it: the time it was handed (stepNanosOr)
+  private boolean inStep;
+  private long stepNanos;
 
   SerialExecutor(Consumer<Throwable> onFailure) {
     this.onFailure = onFailure;
@@ -70,15 +74,29 @@ final class SerialExecutor implements java.util.concurrent.Executor {
   /** As {@code execute(() -> step.run(owner, arg, nanos))}, with no Runnable made when idle. */
   <O, A> void execute(Step<O, A> step, O owner, A arg, long nanos) {
     if (enter()) {
+      stepNanos = nanos;
+      inStep = true;
       try {
         step.run(owner, arg, nanos);
       } catch (Throwable t) {
         onFailure.accept(t);
+      } finally {
+        inStep = false;
       }
       leave();
       return;
     }
     execute(() -> step.run(owner, arg, nanos));
+  }
+
+  /**
+   * The time the {@link Step} running now was handed, when it runs at once on the thread that read
+   * it (one event: what the step does, it does at that instant), else a read of {@code ticker} (a
+   * step that waited, any other task). Only from a task of this executor (the fields are the
+   * running task's: the executor's hand-over orders them).
+   */
+  long stepNanosOr(Ticker ticker) {
+    return inStep ? stepNanos : ticker.nanos();
   }
 
   /** As {@code execute(() -> step.accept(owner))}, with no Runnable made when idle. */

@@ -69,18 +69,29 @@ public final class DecisionLog {
 
   /** Whether a record of this kind would be written; lets callers skip building it. */
   public boolean wants(boolean rejected) {
+    return sampled(rejected) && (budget == null || budget.take(rejected, max(rejected)));
+  }
+
+  /**
+   * As {@link #wants(boolean)}, its budget's window at {@code nowNanos}: a time of the process's
+   * ticker (the budget's clock) the caller has just read, as a release has.
+   */
+  public boolean wants(boolean rejected, long nowNanos) {
+    return sampled(rejected) && (budget == null || budget.take(rejected, max(rejected), nowNanos));
+  }
+
+  /** Enabled, its logger on, and this record sampled. */
+  private boolean sampled(boolean rejected) {
     if (!settings.enabled() || !levelEnabled()) {
       return false;
     }
-    boolean sampled =
-        (rejected && settings.alwaysLogRejects())
-            || settings.sampleRate() >= 1.0
-            || ThreadLocalRandom.current().nextDouble() < settings.sampleRate();
-    return sampled
-        && (budget == null
-            || budget.take(
-                rejected,
-                rejected ? settings.maxRefusedPerSecond() : settings.maxAdmittedPerSecond()));
+    return (rejected && settings.alwaysLogRejects())
+        || settings.sampleRate() >= 1.0
+        || ThreadLocalRandom.current().nextDouble() < settings.sampleRate();
+  }
+
+  private int max(boolean rejected) {
+    return rejected ? settings.maxRefusedPerSecond() : settings.maxAdmittedPerSecond();
   }
 
   public void write(AdmissionRecord record) {

@@ -37,6 +37,14 @@ public final class DecisionLogBudget {
     return (rejected ? refused : admitted).take(max, nanos.getAsLong());
   }
 
+  /**
+   * As {@link #take(boolean, int)} at {@code nowNanos}, a time of this budget's clock the caller
+   * has just read (a release's): no read of its own.
+   */
+  boolean take(boolean rejected, int max, long nowNanos) {
+    return max <= 0 || (rejected ? refused : admitted).take(max, nowNanos);
+  }
+
   /** Records not written because their kind's per-second bound was reached. */
   public long dropped(boolean rejected) {
     return (rejected ? refused : admitted).dropped.sum();

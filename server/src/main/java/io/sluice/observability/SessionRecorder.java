@@ -227,7 +227,11 @@ public final class SessionRecorder implements SessionListener {
       own.charged(charge.rule(), charge.inputTokens(), charge.outputTokens());
     }
     // a would-be refusal is logged as a refusal is (alwaysLogRejects, maxRefusedPerSecond)
-    if (decisionLog.wants(wouldReject)) {
+    // with a permit, the release's own read (its grant plus the time held): the budget reads none
+    RequestFacts.Run run = f.run();
+    if (run.permit()
+        ? decisionLog.wants(wouldReject, run.admittedAtNanos() + e.heldNanos())
+        : decisionLog.wants(wouldReject)) {
       decisionLog.write(
           shadow(f, admitRecord(f))
               .setActual(

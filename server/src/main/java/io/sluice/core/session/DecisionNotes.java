@@ -16,6 +16,7 @@ final class DecisionNotes {
   private boolean atBody;
   private Reason reason = Reason.ADMITTED;
   private long latencyNanos;
+  private long decidedNanos; // ticker time of the decision (admitted, let through or refused)
   private @Nullable QueuePlace queue; // its place in the pool's queue, once it waited
   private long refusalWaitNanos = -1; // the predicted wait behind a refusal's Retry-After
   private long deadlineLeftNanos; // time left before the deadline when admitted
@@ -81,7 +82,13 @@ final class DecisionNotes {
   /** Shadow mode let it through at {@code nowNanos}: the time spent deciding, as in decided. */
   void passed(long nowNanos, long receivedNanos) {
     facts = null;
+    decidedNanos = nowNanos;
     latencyNanos = nowNanos - receivedNanos - queueWaitNanos();
+  }
+
+  /** The ticker time it was decided at (the last of {@link #decided} and {@link #passed}). */
+  long decidedNanos() {
+    return decidedNanos;
   }
 
   /** Admitted as a rung of the degrade ladder: true the first time (the reason is now degraded). */

@@ -159,6 +159,16 @@ public final class RunningRequest {
     return checks.disclosed();
   }
 
+  /**
+   * The ticker time of the admit the front end answers now ({@code atBody}: at the request body,
+   * else at its headers): the decision's own read when the answer is for the message decided (it
+   * goes out in the same step, at the same instant: no second read), a read now when it is for a
+   * later one (shadow mode let it through at its headers and answers at its body).
+   */
+  public long answerNanos(boolean atBody) {
+    return atBody == notes.atBody() ? notes.decidedNanos() : env.ticker().nanos();
+  }
+
   /** What the check that refused it tells the client besides its reason, or null. */
   public @Nullable RefusalDetail refusalDetail() {
     return checks.notes().get(RefusalDetail.class);
@@ -173,6 +183,9 @@ public final class RunningRequest {
     Permit p = permit;
     if (p == null) {
       return endPass(outcome);
+    }
+    if (p.isReleased()) { // the front end's end after its release: nothing to time
+      return false;
     }
     long now = env.ticker().nanos();
     if (!p.release(outcome, now)) {
