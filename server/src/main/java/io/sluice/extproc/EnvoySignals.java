@@ -225,7 +225,11 @@ final class EnvoySignals implements SignalSource {
 
     /** Whether {@code slot} is {@code name}'s (by reference first: the config's own strings). */
     boolean holds(int slot, String name) {
-      return slot >= 0 && slot < names.length && names[slot].equals(name);
+      if (slot < 0 || slot >= names.length) {
+        return false;
+      }
+      String held = names[slot];
+      return held == name || held.equals(name);
     }
   }
 

@@ -59,7 +59,10 @@ final class InitialMetadata {
 
   /** {@link #get(Metadata, String)} of {@code key}, the {@code slot}th declared key. */
   @Nullable String get(@Nullable Metadata md, int slot, String key) {
-    if (slot < 0 || slot >= declared.length || !held[slot] || !declared[slot].equals(key)) {
+    if (slot < 0
+        || slot >= declared.length
+        || !held[slot]
+        || (declared[slot] != key && !declared[slot].equals(key))) {
       return get(md, key);
     }
     if (md == null) {

@@ -37,13 +37,8 @@ public final class RequestResolver {
 
   private final SluiceConfig config;
   // every signal's sources, the built-in ones first (in Signal.BUILT_IN's order), then the
-  // registered ones: read per request by index, without map lookups
-  private final Source[][] sources;
-  // per signal and source: a header source's place in headerNames() (SignalSource.header(int,
-  // String)), a metadata source's in metadataNames() (SignalSource.metadata(int, String)), -1 for
-  // the other kinds
-  private final int[][] slots;
-  private final List<String> headerNames;
+  // registered ones, laid out for the per-request reads by index, without map lookups
+  private final SignalReads reads;
   // Looked up once per config, not per request: the route rules with their pool and class (null
   // when the config names one that does not exist), the unmatched route's, and the tenants.
   private final SluiceConfig.RouteRule[] rules;
@@ -82,32 +77,12 @@ public final class RequestResolver {
         all.add(s);
       }
     }
-    this.sources = new Source[all.size()][];
+    Source[][] sources = new Source[all.size()][];
     for (int i = 0; i < all.size(); i++) {
       List<Source> l = config.signals().get(all.get(i));
       sources[i] = l == null ? new Source[0] : l.toArray(Source[]::new);
     }
-    java.util.Set<String> names = new java.util.LinkedHashSet<>();
-    for (Source[] list : sources) {
-      for (Source s : list) {
-        if (s instanceof Source.Header h) {
-          names.add(h.header());
-        }
-      }
-    }
-    this.headerNames = List.copyOf(names);
-    List<String> mdKeys = metadataNames();
-    this.slots = new int[sources.length][];
-    for (int i = 0; i < sources.length; i++) {
-      slots[i] = new int[sources[i].length];
-      for (int j = 0; j < sources[i].length; j++) {
-        Source s = sources[i][j];
-        slots[i][j] =
-            s instanceof Source.Header h
-                ? headerNames.indexOf(h.header())
-                : s instanceof Source.Metadata m ? mdKeys.indexOf(m.metadata()) : -1;
-      }
-    }
+    this.reads = new SignalReads(sources);
     java.util.Set<String> asked = config.sections().signals();
     this.featuresReadOperationId = asked.contains(Signal.OPERATION_ID.key());
     List<Integer> read = new java.util.ArrayList<>();
@@ -155,7 +130,7 @@ public final class RequestResolver {
 
   /** Every request header a declared signal may read (lower case, as Envoy sends them). */
   public java.util.Set<String> headerNames() {
-    return new java.util.LinkedHashSet<>(headerNames);
+    return new java.util.LinkedHashSet<>(reads.headerNames());
   }
 
   /**
@@ -163,15 +138,7 @@ public final class RequestResolver {
    * SignalSource#metadata(int, String)}'s slots count them.
    */
   public List<String> metadataNames() {
-    java.util.Set<String> keys = new java.util.LinkedHashSet<>();
-    for (Source[] list : sources) {
-      for (Source s : list) {
-        if (s instanceof Source.Metadata m) {
-          keys.add(m.metadata());
-        }
-      }
-    }
-    return List.copyOf(keys);
+    return reads.metadataNames();
   }
 
   public ResolvedRequest resolve(SignalSource in, long nowNanos) {
@@ -414,31 +381,8 @@ public final class RequestResolver {
     return Signal.BUILT_IN.indexOf(s);
   }
 
-  /** First present value among the built-in signal's declared sources ({@link #builtIn}). */
+  /** First present value among the signal's declared sources ({@link #builtIn}). */
   private @Nullable String read(int signal, SignalSource in) {
-    return read(sources[signal], slots[signal], in);
-  }
-
-  /**
-   * First present value among these declared sources (a header's or metadata key's by its slot).
-   */
-  private static @Nullable String read(Source[] declared, int[] slots, SignalSource in) {
-    for (int i = 0; i < declared.length; i++) {
-      Source s = declared[i];
-      String v;
-      if (s instanceof Source.Metadata m) {
-        v = in.metadata(slots[i], m.metadata());
-      } else if (s instanceof Source.Header h) {
-        v = in.header(slots[i], h.header());
-      } else if (s instanceof Source.DynamicMetadata d) {
-        v = in.dynamicMetadata(d.namespace(), d.path());
-      } else {
-        v = in.attribute(((Source.Attribute) s).attribute());
-      }
-      if (v != null && !v.isEmpty()) {
-        return v;
-      }
-    }
-    return null;
+    return reads.read(signal, in);
   }
 }
