@@ -60,7 +60,12 @@ class RequestPathAllocationTest {
     l.bytesPerToken("gpu", null); // its key made once
     long none = allocatedBy(() -> (long) l.bytesPerToken("gpu", null));
     assertThat(none).as("bytes for %d pool ratios", N).isLessThan(N);
-    long some = allocatedBy(() -> (long) l.bytesPerToken("gpu", "m-a"));
+    l.bytesPerToken("gpu", "m-a"); // the last model's key is kept: the same model again makes none
+    long sameModel = allocatedBy(() -> (long) l.bytesPerToken("gpu", "m-a"));
+    assertThat(sameModel).as("bytes for %d ratios of one model", N).isLessThan(N);
+    String[] models = {"m-a", "m-b"}; // two models in turn: a key each (the measure sees them)
+    int[] i = {0};
+    long some = allocatedBy(() -> (long) l.bytesPerToken("gpu", models[i[0]++ & 1]));
     assertThat(some).as("bytes for %d model ratios (a key each)", N).isGreaterThan(N * 16L);
   }
 
