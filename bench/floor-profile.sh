@@ -3,7 +3,7 @@
 # after the warm-up and stopped before the last round ends, so the profiles hold measured windows
 # only; one collapsed-stack file per target. async-profiler's jar comes from Maven Central
 # (tools.profiler:async-profiler:4.2, its linux-x64 library inside). See docs/benchmarks.md,
-# "Where the time goes, by async-profiler".
+# "Profiling the floor's servers".
 #   bench/floor-profile.sh SHAPE TARGETS OUT_DIR [extra floor args...]
 #   e.g. bench/floor-profile.sh llm sluice,noop-answers /tmp/prof
 # The idle servers are not paused (--no-pause-idle: a stopped JVM cannot be attached to); the
@@ -23,8 +23,11 @@ java -jar "$ROOT/bench/target/sluice-bench.jar" floor --separate --no-pause-idle
   --targets "$TARGETS" --rounds $ROUNDS --duration $DUR --warmup $WARM --threads \
   --server-jvm-arg "-Dfloorprofile={target}" "$@" > "$OUT/floor-$SHAPE.log" 2>&1 &
 FLOOR=$!
-until grep -q "warming up" "$OUT/floor-$SHAPE.log"; do sleep 0.5; done
-sleep $((WARM + 2))
+# the warm-up runs until every server's JIT has settled (or its longest): attach after that
+until grep "warm cycle" "$OUT/floor-$SHAPE.log" | grep -vq "NOT_YET$"; do
+  kill -0 $FLOOR 2>/dev/null || { cat "$OUT/floor-$SHAPE.log"; exit 1; }; sleep 0.5
+done
+sleep 2
 PIDS=()
 for p in $(pgrep -f "Dfloorprofile=[a-z]"); do
   t=$(tr '\0' ' ' < "/proc/$p/cmdline" | grep -o "Dfloorprofile=[a-z-]*" | cut -d= -f2)
