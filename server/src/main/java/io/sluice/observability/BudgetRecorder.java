@@ -32,6 +32,13 @@ public final class BudgetRecorder implements SessionListener, DecisionRecordPart
     return type == SessionEvent.Noted.class;
   }
 
+  /** The notes it acts on: its check's reservations and refusals. */
+  @Override
+  public boolean hearsNote(Class<?> noteType) {
+    return BudgetNote.class.isAssignableFrom(noteType)
+        || BudgetCheck.Refused.class.isAssignableFrom(noteType);
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Noted e) {

@@ -24,6 +24,12 @@ public final class NativeMetadataRecorder implements SessionListener {
     return type == SessionEvent.Noted.class || type == SessionEvent.Released.class;
   }
 
+  /** The notes it acts on: its check's. */
+  @Override
+  public boolean hearsNote(Class<?> noteType) {
+    return NativeCheck.class.isAssignableFrom(noteType);
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Noted n && n.note() instanceof NativeCheck c) {

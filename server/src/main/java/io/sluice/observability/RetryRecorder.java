@@ -29,6 +29,12 @@ public final class RetryRecorder implements SessionListener, DecisionRecordPart 
     return type == SessionEvent.Released.class || type == SessionEvent.Noted.class;
   }
 
+  /** The notes it acts on: its check's attempts. */
+  @Override
+  public boolean hearsNote(Class<?> noteType) {
+    return Attempt.class.isAssignableFrom(noteType);
+  }
+
   @Override
   public void on(SessionEvent event) {
     if (event instanceof SessionEvent.Released e) {

@@ -182,6 +182,12 @@ public final class SloMetrics {
 
     /** One answer of {@code result} ({@link AnswerTimes#RESULTS}). */
     public void answer(String result) {
+      for (int i = 0; i < answers.length; i++) { // by reference first: AnswerTimes's constants
+        if (AnswerTimes.RESULTS[i] == result) {
+          answers[i].increment();
+          return;
+        }
+      }
       for (int i = 0; i < answers.length; i++) {
         if (AnswerTimes.RESULTS[i].equals(result)) {
           answers[i].increment();

@@ -1,16 +1,19 @@
 package io.sluice.core.session;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The listeners of one runtime snapshot composed ({@link SessionListener#of}): each event goes to
  * the listeners that hear its type ({@link SessionListener#hears}), in registration order, from an
  * array made once per type here. A request's common events (admitted, released, a check's note)
  * reach only the few listeners that act on them, with no call into the others and nothing
- * allocated. One that throws does not keep the event from the others: the first failure is thrown
- * once all have run (a session emits after the step it reports, so a permit is released whatever a
- * listener does).
+ * allocated; a check's note only to those that hear its note's class ({@link
+ * SessionListener#hearsNote}). One that throws does not keep the event from the others: the first
+ * failure is thrown once all have run (a session emits after the step it reports, so a permit is
+ * released whatever a listener does).
  */
 final class ListenerFanOut implements SessionListener {
   // the event types, the hot ones first: an event's type is found by identity, in this order
@@ -18,6 +21,20 @@ final class ListenerFanOut implements SessionListener {
 
   private final SessionListener[] all;
   private final SessionListener[][] hearing; // indexed like TYPES
+  // a note's listeners by its class, found as notes come (copy on write; classes are the code's)
+  private volatile NoteRoute[] notes = new NoteRoute[0];
+  private static final int MAX_NOTE_TYPES = 64;
+
+  /** The listeners that hear notes of one class. */
+  private static final class NoteRoute {
+    final Class<?> type;
+    final SessionListener[] to;
+
+    NoteRoute(Class<?> type, SessionListener[] to) {
+      this.type = type;
+      this.to = to;
+    }
+  }
 
   ListenerFanOut(SessionListener... listeners) {
     this.all = List.of(listeners).toArray(new SessionListener[0]); // no null among them
@@ -48,26 +65,117 @@ final class ListenerFanOut implements SessionListener {
 
   @Override
   public void on(SessionEvent e) {
+    // The hot types each take their own loop: a call site per type, so the JIT sees there only the
+    // listeners of that type (the admitted event's one recorder: a direct call, not an itable stub)
     Class<?> type = e.getClass();
+    if (type == SessionEvent.Admitted.class) {
+      admitted(e);
+    } else if (type == SessionEvent.Released.class) {
+      released(e);
+    } else if (type == SessionEvent.Noted.class) {
+      noted(e);
+    } else {
+      other(type, e);
+    }
+  }
+
+  private void admitted(SessionEvent e) {
+    SessionListener[] to = hearing[0];
+    RuntimeException failed = null;
+    for (SessionListener l : to) {
+      try {
+        l.on(e);
+      } catch (RuntimeException x) {
+        failed = first(failed, x);
+      }
+    }
+    rethrow(failed);
+  }
+
+  private void released(SessionEvent e) {
+    SessionListener[] to = hearing[1];
+    RuntimeException failed = null;
+    for (SessionListener l : to) {
+      try {
+        l.on(e);
+      } catch (RuntimeException x) {
+        failed = first(failed, x);
+      }
+    }
+    rethrow(failed);
+  }
+
+  private void noted(SessionEvent e) {
+    SessionListener[] to = forNote(((SessionEvent.Noted) e).note());
+    RuntimeException failed = null;
+    for (SessionListener l : to) {
+      try {
+        l.on(e);
+      } catch (RuntimeException x) {
+        failed = first(failed, x);
+      }
+    }
+    rethrow(failed);
+  }
+
+  /** The listeners of a note of this class: those hearing notes that hear its class. */
+  private SessionListener[] forNote(@Nullable Object note) {
+    if (note == null) {
+      return hearing[2];
+    }
+    Class<?> type = note.getClass();
+    NoteRoute[] seen = notes;
+    for (NoteRoute r : seen) {
+      if (r.type == type) {
+        return r.to;
+      }
+    }
+    List<SessionListener> heard = new ArrayList<>(hearing[2].length);
+    for (SessionListener l : hearing[2]) {
+      if (l.hearsNote(type)) {
+        heard.add(l);
+      }
+    }
+    SessionListener[] to = heard.toArray(new SessionListener[0]);
+    if (seen.length < MAX_NOTE_TYPES) { // the code's note types: a few; a lost race costs a scan
+      NoteRoute[] more = Arrays.copyOf(seen, seen.length + 1);
+      more[seen.length] = new NoteRoute(type, to);
+      notes = more;
+    }
+    return to;
+  }
+
+  private void other(Class<?> type, SessionEvent e) {
     SessionListener[] to = all; // a type not permitted (none: the interface is sealed)
-    for (int t = 0; t < TYPES.length; t++) {
+    for (int t = 3; t < TYPES.length; t++) {
       if (TYPES[t] == type) {
         to = hearing[t];
         break;
       }
     }
     RuntimeException failed = null;
-    for (int i = 0; i < to.length; i++) {
+    for (SessionListener l : to) {
       try {
-        to[i].on(e);
+        l.on(e);
       } catch (RuntimeException x) {
-        if (failed == null) {
-          failed = x;
-        } else if (x != failed) {
-          failed.addSuppressed(x);
-        }
+        failed = first(failed, x);
       }
     }
+    rethrow(failed);
+  }
+
+  /** The failure to throw once all have run: the first, the others suppressed in it. */
+  private static RuntimeException first(@Nullable RuntimeException failed, RuntimeException x) {
+    if (failed == null) {
+      return x;
+    }
+    if (x != failed) {
+      failed.addSuppressed(x);
+    }
+    return failed;
+  }
+
+  private static void rethrow(@Nullable RuntimeException failed) {
     if (failed != null) {
       throw failed;
     }
@@ -77,6 +185,16 @@ final class ListenerFanOut implements SessionListener {
   public boolean hears(Class<? extends SessionEvent> type) {
     for (SessionListener l : all) {
       if (l.hears(type)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public boolean hearsNote(Class<?> noteType) {
+    for (SessionListener l : hearing[2]) {
+      if (l.hearsNote(noteType)) {
         return true;
       }
     }

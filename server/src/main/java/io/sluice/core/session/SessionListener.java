@@ -20,6 +20,16 @@ public interface SessionListener {
     return true;
   }
 
+  /**
+   * Whether this listener acts on a {@link SessionEvent.Noted} whose note is of class {@code
+   * noteType} (a listener that hears notes at all): the listeners composed by {@link #of} are given
+   * only the notes they hear. Every class unless a listener says otherwise; one that answers false
+   * for a class must ignore its notes.
+   */
+  default boolean hearsNote(Class<?> noteType) {
+    return true;
+  }
+
   SessionListener NONE = e -> {};
 
   /**

@@ -124,4 +124,47 @@ class SessionListenerTest {
     assertThat(few.hears(SessionEvent.Released.class)).isTrue();
     assertThat(few.hears(SessionEvent.Admitted.class)).isFalse();
   }
+
+  /** A listener that hears notes of {@code noteTypes} only, and notes each note it is given. */
+  private static SessionListener notes(List<String> heard, String name, Class<?>... noteTypes) {
+    return new SessionListener() {
+      @Override
+      public boolean hears(Class<? extends SessionEvent> type) {
+        return type == SessionEvent.Noted.class;
+      }
+
+      @Override
+      public boolean hearsNote(Class<?> noteType) {
+        return List.of(noteTypes).contains(noteType);
+      }
+
+      @Override
+      public void on(SessionEvent event) {
+        heard.add(name + ":" + ((SessionEvent.Noted) event).note());
+      }
+    };
+  }
+
+  @Test
+  void aNoteGoesOnlyToTheListenersThatHearItsClass_inOrder() {
+    List<String> heard = new ArrayList<>();
+    SessionListener all =
+        SessionListener.of(
+            notes(heard, "text", String.class),
+            x -> heard.add("every:" + ((SessionEvent.Noted) x).note()),
+            notes(heard, "number", Integer.class, String.class),
+            notes(heard, "none"));
+    for (int round = 0; round < 2; round++) { // the second: each class's route is held
+      all.on(new SessionEvent.Noted(null, "a"));
+      all.on(new SessionEvent.Noted(null, 7));
+      all.on(new SessionEvent.Noted(null, 2.5));
+    }
+    List<String> once =
+        List.of("text:a", "every:a", "number:a", "every:7", "number:7", "every:2.5");
+    assertThat(heard.subList(0, 6)).containsExactlyElementsOf(once);
+    assertThat(heard.subList(6, 12)).containsExactlyElementsOf(once);
+    assertThat(all.hearsNote(Double.class)).isTrue(); // the listener that hears every note
+    assertThat(SessionListener.of(notes(heard, "text", String.class)).hearsNote(Double.class))
+        .isFalse();
+  }
 }
