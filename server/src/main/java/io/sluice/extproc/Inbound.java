@@ -195,8 +195,9 @@ final class Inbound extends ProtoReader {
         && (len == 0 || java.util.Arrays.equals(bytes, off, off + len, name, 0, len));
   }
 
-  int keyLength(int i) {
-    return lengthBefore(spans[2 * i]);
+  int keyIn(int i, io.sluice.wire.ByteKeys keys) { // the slot of wire header i's key, or -1
+    int off = spans[2 * i];
+    return keys.find(bytes, off, lengthBefore(off));
   }
 
   /** Wire header {@code i}'s raw_value if set, else value; {@code known} when equal (ASCII). */
