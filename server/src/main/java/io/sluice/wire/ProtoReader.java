@@ -62,6 +62,19 @@ public abstract class ProtoReader {
     return new String(bytes, off, len, java.nio.charset.StandardCharsets.UTF_8);
   }
 
+  /**
+   * When [from, end) is exactly two LEN fields, tag {@code first} then tag {@code second} (one-byte
+   * tags), each with a one-byte length: the first's length; else -1 (read it field by field).
+   */
+  protected final int shortPair(int from, int end, int first, int second) {
+    if (end - from < 4 || bytes[from] != first) {
+      return -1;
+    }
+    int a = bytes[from + 1];
+    int at = from + 2 + a; // the second's tag, when the first's length is one byte (a >= 0)
+    return a >= 0 && at + 2 <= end && bytes[at] == second && at + 2 + bytes[at + 1] == end ? a : -1;
+  }
+
   /** A field's tag; -1 when malformed or its field number is 0 (invalid). */
   protected final int tag(int end) {
     int tag = varint32(end);
