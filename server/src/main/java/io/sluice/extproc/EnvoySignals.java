@@ -65,8 +65,7 @@ final class EnvoySignals implements SignalSource {
     // by length: the names of that length (UTF-16 units for Strings, bytes for wire keys) and slots
     private final String[][] byLength;
     private final int[][] slotsByLength;
-    private final byte[][][] bytesByLength;
-    private final int[][] byteSlotsByLength;
+    private final io.sluice.wire.ByteKeys wireKeys; // the names' UTF-8 bytes, by slot
     // by slot: the last value decoded there; a wire value of the same (ASCII) bytes is answered
     // with
     // it instead of a new String (a method, path, content type or tenant mostly repeats). Shared by
@@ -77,7 +76,7 @@ final class EnvoySignals implements SignalSource {
       int max = 0;
       for (String n : names) {
         slots.putIfAbsent(n, slots.size());
-        max = Math.max(max, Math.max(n.length(), utf8(n).length));
+        max = Math.max(max, n.length());
       }
       String[] bySlot = new String[slots.size()];
       slots.forEach((n, slot) -> bySlot[slot] = n);
@@ -89,18 +88,20 @@ final class EnvoySignals implements SignalSource {
       this.contentLength = slot("content-length");
       byLength = new String[max + 1][];
       slotsByLength = new int[max + 1][];
-      bytesByLength = new byte[max + 1][][];
-      byteSlotsByLength = new int[max + 1][];
       for (java.util.Map.Entry<String, Integer> e : slots.entrySet()) {
         String name = e.getKey();
         int slot = e.getValue();
         int len = name.length();
         byLength[len] = append(byLength[len], name, String[]::new);
         slotsByLength[len] = append(slotsByLength[len], slot);
-        byte[] b = utf8(name);
-        bytesByLength[b.length] = append(bytesByLength[b.length], b, byte[][]::new);
-        byteSlotsByLength[b.length] = append(byteSlotsByLength[b.length], slot);
       }
+      byte[][] utf8 = new byte[bySlot.length][];
+      int[] slotOf = new int[bySlot.length];
+      for (int slot = 0; slot < bySlot.length; slot++) {
+        utf8[slot] = utf8(bySlot[slot]);
+        slotOf[slot] = slot;
+      }
+      wireKeys = new io.sluice.wire.ByteKeys(utf8, slotOf);
     }
 
     private static byte[] utf8(String s) {
@@ -158,16 +159,9 @@ final class EnvoySignals implements SignalSource {
         return;
       }
       for (int i = 0, n = in.headerCount(); i < n; i++) {
-        int len = in.keyLength(i);
-        if (len >= bytesByLength.length || bytesByLength[len] == null) {
-          continue;
-        }
-        byte[][] ns = bytesByLength[len];
-        for (int j = 0; j < ns.length; j++) {
-          if (in.keyEquals(i, ns[j])) {
-            mark(near, far, byteSlotsByLength[len][j], i + 1);
-            break;
-          }
+        int slot = in.keyIn(i, wireKeys);
+        if (slot >= 0) {
+          mark(near, far, slot, i + 1);
         }
       }
     }

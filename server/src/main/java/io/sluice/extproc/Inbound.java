@@ -36,9 +36,7 @@ import org.jspecify.annotations.Nullable;
 final class Inbound extends ProtoReader {
   private @Nullable ProcessingRequest message; // parsed at once (fallback) or on demand
   private @Nullable RequestCase requestCase; // null only in a malformed frame
-
   private boolean wire; // read from the wire (false: the message is used)
-
   // request_headers or response_headers read from the wire; -1 for other messages
   private int headerCount = -1;
 
@@ -59,6 +57,7 @@ final class Inbound extends ProtoReader {
   private int bodyOffset;
   private int bodyLength = -1;
   private boolean bodyEndOfStream;
+  private @Nullable String malformed; // a frame that did not parse: why (no stack trace)
 
   // bytes are null in a reader of a parsed message: only the wire pass reads them (NullAway)
   @SuppressWarnings("NullAway")
@@ -67,8 +66,6 @@ final class Inbound extends ProtoReader {
     this.message = message;
     this.requestCase = message == null ? null : message.getRequestCase();
   }
-
-  private @Nullable String malformed; // a frame that did not parse: why (no stack trace)
 
   /** A frame protobuf-java refuses: carries only the reason (its accessors are not used). */
   static Inbound malformed(byte @Nullable [] bytes, @Nullable String why) {
@@ -195,8 +192,8 @@ final class Inbound extends ProtoReader {
         && (len == 0 || java.util.Arrays.equals(bytes, off, off + len, name, 0, len));
   }
 
-  int keyLength(int i) {
-    return lengthBefore(spans[2 * i]);
+  int keyIn(int i, io.sluice.wire.ByteKeys keys) { // the slot of wire header i's key, or -1
+    return keys.find(bytes, spans[2 * i], lengthBefore(spans[2 * i]));
   }
 
   /** Wire header {@code i}'s raw_value if set, else value; {@code known} when equal (ASCII). */
@@ -332,9 +329,7 @@ final class Inbound extends ProtoReader {
       }
     }
     if (requestCase == RequestCase.REQUEST_HEADERS || requestCase == RequestCase.RESPONSE_HEADERS) {
-      if (headerCount < 0) {
-        headerCount = 0;
-      }
+      headerCount = Math.max(headerCount, 0);
     } else if (bodyLength < 0) {
       bodyArray = bytes; // an occurrence without a body field: empty
       bodyOffset = 0;
@@ -441,6 +436,10 @@ final class Inbound extends ProtoReader {
   }
 
   private boolean readHeaderValue(int from, int end) {
+    int k = shortPair(from, end, 0x0A, 0x1A); // as Envoy writes one: key, raw_value, both short
+    if (k >= 0 && ascii(from + 2, k)) {
+      return note(k == 0 ? -1 : from + 2, end - from - 4 - k > 0 ? from + 4 + k : -1, end);
+    }
     pos = from;
     int keyOff = from;
     int keyLen = 0;
@@ -486,16 +485,17 @@ final class Inbound extends ProtoReader {
         }
       }
     }
-    if (pos != end) {
-      return false;
-    }
-    int i = headerCount++;
-    if (2 * headerCount > spans.length) {
+    int value = rawLen > 0 ? rawOff : valueLen == 0 ? -1 : valueOff; // raw_value if set, else value
+    return pos == end && note(keyLen == 0 ? -1 : keyOff, value, end);
+  }
+
+  private boolean note(int keyOff, int valueOff, int end) { // a header's spans (-1: empty)
+    if (2 * ++headerCount > spans.length) {
       spans = java.util.Arrays.copyOf(spans, spans.length * 2);
     }
-    spans[2 * i] = keyLen == 0 ? -1 : keyOff; // read back: the last occurrence's length varint
-    boolean raw = rawLen > 0;
-    spans[2 * i + 1] = raw ? rawOff : valueLen == 0 ? -1 : valueOff;
+    spans[2 * headerCount - 2] = keyOff;
+    spans[2 * headerCount - 1] = valueOff;
+    pos = end;
     return true;
   }
 

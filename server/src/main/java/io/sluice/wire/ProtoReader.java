@@ -24,23 +24,23 @@ public abstract class ProtoReader {
     this.bytes = bytes;
   }
 
-  private static final java.lang.invoke.VarHandle LONGS =
-      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(
-          long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
-
-  /** Whether [off, off + len) is all ASCII: the bytes ORed together, eight at a time. */
+  /**
+   * Whether [off, off + len) is all ASCII: its bytes ORed together eight at a time, the last eight
+   * read once more (overlapping; a run shorter than eight is one masked word, {@link
+   * ByteKeys#head}).
+   */
   protected final boolean ascii(int off, int len) {
-    int i = off;
-    int e = off + len;
-    long words = 0;
-    for (; i + 8 <= e; i += 8) {
-      words |= (long) LONGS.get(bytes, i);
+    long words;
+    if (len <= 8) {
+      words = ByteKeys.head(bytes, off, len);
+    } else {
+      int e = off + len;
+      words = ByteKeys.word(bytes, e - 8);
+      for (int i = off; i + 8 <= e; i += 8) {
+        words |= ByteKeys.word(bytes, i);
+      }
     }
-    int tail = 0;
-    for (; i < e; i++) {
-      tail |= bytes[i];
-    }
-    return (words & 0x8080808080808080L) == 0 && tail >= 0;
+    return (words & 0x8080808080808080L) == 0;
   }
 
   /**
@@ -60,6 +60,19 @@ public abstract class ProtoReader {
       }
     }
     return new String(bytes, off, len, java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /**
+   * When [from, end) is exactly two LEN fields, tag {@code first} then tag {@code second} (one-byte
+   * tags), each with a one-byte length: the first's length; else -1 (read it field by field).
+   */
+  protected final int shortPair(int from, int end, int first, int second) {
+    if (end - from < 4 || bytes[from] != first) {
+      return -1;
+    }
+    int a = bytes[from + 1];
+    int at = from + 2 + a; // the second's tag, when the first's length is one byte (a >= 0)
+    return a >= 0 && at + 2 <= end && bytes[at] == second && at + 2 + bytes[at + 1] == end ? a : -1;
   }
 
   /** A field's tag; -1 when malformed or its field number is 0 (invalid). */
