@@ -63,7 +63,7 @@ final class ExtProcStream extends StreamOutput
     this.initialMetadata = md;
     this.live = live;
     long opened = rt.ticker().nanos();
-    this.request = new EnvoyRequest(rt.config().limits().maxBodyBytes(), opened);
+    this.request = new EnvoyRequest(opened);
     this.at = request; // its phase: one object per stream
     this.openedNanos = opened;
   }
@@ -171,7 +171,7 @@ final class ExtProcStream extends StreamOutput
     boolean noBody = req.headersEndOfStream();
     boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
     long contentLength = EnvoyRequest.parseLong(signals.contentLength(), -1);
-    String over = request.overLimit(contentLength, "request body");
+    String over = EnvoyRequest.overLimit(contentLength, rt.config().limits(), "request body");
     routing = BodyRouting.of(rt, r, !atHeaders, over, contentLength, now);
     if (routing != null) {
       bodyWanted();
@@ -207,7 +207,7 @@ final class ExtProcStream extends StreamOutput
     if (at.is(StreamPhase.ADMITTED) && request.streamedBody()) {
       // streamed after a headers-time decision: over limits.maxBodyBytes in sum, the permit goes
       // back and the chunk gets the 413 (Envoy accepts it before the response started)
-      String over = request.streamedOverLimit(body.bodyLength());
+      String over = request.streamedOverLimit(body.bodyLength(), rt.config().limits());
       if (over != null && opened().running().wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
         over = null; // shadow mode: recorded, the request runs on
       }
@@ -237,7 +237,8 @@ final class ExtProcStream extends StreamOutput
       return;
     }
     int length = body.bodyLength();
-    if (!tooLarge(request.overLimit(length, "request body"), true, now)) {
+    if (!tooLarge(
+        EnvoyRequest.overLimit(length, rt.config().limits(), "request body"), true, now)) {
       opened().decideWithBody(body.bodyArray(), body.bodyOffset(), length, now);
     }
   }
