@@ -73,7 +73,7 @@ final class BodyRouting {
     byte[] bytes = in.bodyArray();
     int off = in.bodyOffset();
     int len = in.bodyLength();
-    overLimit = request.overLimit(len, "request body");
+    overLimit = EnvoyRequest.overLimit(len, rt.config().limits(), "request body");
     Subject atHeaders = resolved.subject(headersNanos);
     BodyRouter.Route route =
         overLimit != null

@@ -13,7 +13,6 @@ import org.jspecify.annotations.Nullable;
  * response. Its stream's phase ({@link PhaseTracker}) is its superclass: one object per stream.
  */
 final class EnvoyRequest extends PhaseTracker {
-  private final long maxBodyBytes; // limits.maxBodyBytes
   private @Nullable BodySendMode requestBodyMode; // null: no protocol_config (Envoy < 1.34)
   private @Nullable BodySendMode responseBodyMode;
   // A client-side gRPC filter (grpc-java's xDS ext_proc, gRFC A93) sends no pseudo-headers: the
@@ -25,9 +24,8 @@ final class EnvoyRequest extends PhaseTracker {
   private long streamedBytes; // request body bytes seen in STREAMED chunks
   private boolean streamedRefused;
 
-  EnvoyRequest(long maxBodyBytes, long openedNanos) {
+  EnvoyRequest(long openedNanos) { // limits.maxBodyBytes is the config's: read where it is used
     super(openedNanos);
-    this.maxBodyBytes = maxBodyBytes;
   }
 
   /** Reads the request headers message: its body modes and the kind of caller. */
@@ -82,17 +80,19 @@ final class EnvoyRequest extends PhaseTracker {
     return requestBodyMode == BodySendMode.STREAMED;
   }
 
-  /** The 413 message when a body of {@code bytes} ({@code what}) exceeds the limit, else null. */
-  @Nullable String overLimit(long bytes, String what) {
-    return bytes <= maxBodyBytes
-        ? null
-        : what + " of " + bytes + " bytes exceeds the limit of " + maxBodyBytes;
+  /**
+   * The 413 message when a body of {@code bytes} ({@code what}) exceeds {@code limits.maxBodyBytes}
+   * (the config's, not kept per stream), else null.
+   */
+  static @Nullable String overLimit(long bytes, SluiceConfig.Limits limits, String what) {
+    long max = limits.maxBodyBytes();
+    return bytes <= max ? null : what + " of " + bytes + " bytes exceeds the limit of " + max;
   }
 
   /** Adds a streamed chunk: the 413 message once the chunks' sum exceeds the limit, else null. */
-  @Nullable String streamedOverLimit(int bytes) {
+  @Nullable String streamedOverLimit(int bytes, SluiceConfig.Limits limits) {
     streamedBytes += bytes;
-    String m = overLimit(streamedBytes, "streamed request body");
+    String m = overLimit(streamedBytes, limits, "streamed request body");
     streamedRefused = m != null;
     return m;
   }

@@ -36,13 +36,11 @@ import org.jspecify.annotations.Nullable;
  * answer follows from the session before the hold ends. Every event (messages, cancel, the
  * session's continuations from other threads) runs through one {@link SerialExecutor} per stream.
  */
-final class ExtProcStream extends LiveStreams.Node
+final class ExtProcStream extends StreamOutput
     implements StreamObserver<Inbound>, SessionFront, Runnable, Consumer<Throwable> {
   private final AdmissionRuntime rt;
-  private final StreamOutput out;
   private final Metadata initialMetadata;
   private final SerialExecutor sync = new SerialExecutor(this); // a task that throws: accept
-  private final StreamFaults faults;
   private final SessionSteps steps;
   private final LiveStreams<ExtProcStream> live;
   private boolean messageSeen; // on the transport thread: the first onNext marks it
@@ -54,19 +52,18 @@ final class ExtProcStream extends LiveStreams.Node
 
   ExtProcStream(
       AdmissionRuntime rt,
-      ServerCallStreamObserver<Answer> out,
+      ServerCallStreamObserver<Answer> call,
       Metadata md,
       LiveStreams<ExtProcStream> live,
       StreamFaults faults,
       SessionSteps steps) {
+    super(call, faults); // the answering side: no object of its own
     this.rt = rt;
-    this.faults = faults;
     this.steps = steps;
-    this.out = new StreamOutput(out, faults);
     this.initialMetadata = md;
     this.live = live;
     long opened = rt.ticker().nanos();
-    this.request = new EnvoyRequest(rt.config().limits().maxBodyBytes(), opened);
+    this.request = new EnvoyRequest(opened);
     this.at = request; // its phase: one object per stream
     this.openedNanos = opened;
   }
@@ -78,7 +75,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   /** Marks the stream closed once (true for the call that did); an undecided end is counted. */
   private boolean markClosed(StreamTally.Close how) {
-    if (!out.close(live, this, how)) {
+    if (!close(live, this, how)) {
       return false;
     }
     if (!at.isLocalReply() && (session == null || !session.decided())) {
@@ -101,14 +98,14 @@ final class ExtProcStream extends LiveStreams.Node
   void evict(Status status) {
     sync.execute(
         () -> {
-          if (!out.closed()) {
+          if (!closed()) {
             fail(status, Outcome.ERROR);
           }
         });
   }
 
   private void handle(Inbound req, long received) {
-    if (out.closed()) {
+    if (closed()) {
       return;
     }
     at.received(received);
@@ -174,7 +171,7 @@ final class ExtProcStream extends LiveStreams.Node
     boolean noBody = req.headersEndOfStream();
     boolean atHeaders = request.decidesAtHeaders(noBody, r.estimateFrom());
     long contentLength = EnvoyRequest.parseLong(signals.contentLength(), -1);
-    String over = request.overLimit(contentLength, "request body");
+    String over = EnvoyRequest.overLimit(contentLength, rt.config().limits(), "request body");
     routing = BodyRouting.of(rt, r, !atHeaders, over, contentLength, now);
     if (routing != null) {
       bodyWanted();
@@ -210,7 +207,7 @@ final class ExtProcStream extends LiveStreams.Node
     if (at.is(StreamPhase.ADMITTED) && request.streamedBody()) {
       // streamed after a headers-time decision: over limits.maxBodyBytes in sum, the permit goes
       // back and the chunk gets the 413 (Envoy accepts it before the response started)
-      String over = request.streamedOverLimit(body.bodyLength());
+      String over = request.streamedOverLimit(body.bodyLength(), rt.config().limits());
       if (over != null && opened().running().wouldRefuseLater(Reason.BODY_TOO_LARGE, 413, over)) {
         over = null; // shadow mode: recorded, the request runs on
       }
@@ -240,7 +237,8 @@ final class ExtProcStream extends LiveStreams.Node
       return;
     }
     int length = body.bodyLength();
-    if (!tooLarge(request.overLimit(length, "request body"), true, now)) {
+    if (!tooLarge(
+        EnvoyRequest.overLimit(length, rt.config().limits(), "request body"), true, now)) {
       opened().decideWithBody(body.bodyArray(), body.bodyOffset(), length, now);
     }
   }
@@ -331,7 +329,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void bodyWanted() {
-    if (routing != null && routing.decide(sync, () -> !out.closed())) {
+    if (routing != null && routing.decide(sync, () -> !closed())) {
       return; // opened at its body: decides that one
     }
     at.to(StreamPhase.AWAIT_BODY);
@@ -385,7 +383,7 @@ final class ExtProcStream extends LiveStreams.Node
 
   @Override
   public void onError(Throwable t) { // gRPC's, after the cancel handler (ExtProcCall) ended it
-    if (!out.closed()) {
+    if (!closed()) {
       run();
     }
   }
@@ -396,7 +394,7 @@ final class ExtProcStream extends LiveStreams.Node
   }
 
   private void halfClosed() {
-    if (out.closed()) {
+    if (closed()) {
       return;
     }
     faults.at(StreamFaults.Step.HALF_CLOSE);
@@ -411,7 +409,7 @@ final class ExtProcStream extends LiveStreams.Node
     boolean first = markClosed(StreamTally.Close.COMPLETED);
     release(request.responseHeadersSeen() ? Outcome.COMPLETED : Outcome.CANCELLED);
     if (first) {
-      out.complete();
+      complete();
     }
   }
 
@@ -461,13 +459,13 @@ final class ExtProcStream extends LiveStreams.Node
     } finally {
       at.to(StreamPhase.DONE);
       if (first) {
-        out.endWith(status);
+        endWith(status);
       }
     }
   }
 
   private void send(Answer r) {
-    if (out.send(r)) {
+    if (trySend(r)) {
       at.answered(sync.stepNanosOr(rt.ticker())); // the message's instant when answered at once
     }
   }
@@ -477,13 +475,13 @@ final class ExtProcStream extends LiveStreams.Node
    * StreamPhase#idleBoundNanos}); then the stream re-checks in its own context and ends itself.
    */
   boolean checkIdle(long now, SluiceConfig.Streams limits) {
-    if (out.closed() || at.silentPast(now, permit(), limits) == 0) {
+    if (closed() || at.silentPast(now, permit(), limits) == 0) {
       return false;
     }
     sync.execute(
         () -> {
           long bound = at.silentPast(now, permit(), limits);
-          if (!out.closed() && bound > 0) {
+          if (!closed() && bound > 0) {
             Status s =
                 StreamFailures.silent(
                     rt.metrics(), at.phase(), permit(), at.silentNanos(now), bound);

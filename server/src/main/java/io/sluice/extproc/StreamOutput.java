@@ -11,13 +11,14 @@ import org.slf4j.LoggerFactory;
 /**
  * The answering side of one ext_proc stream: sends answers while the stream is open, and closes it
  * exactly once (deregistered from the live streams, counted there by how it ended). Nothing is sent
- * after the close; ending the call (OK or not) is the closer's to do, once.
+ * after the close; ending the call (OK or not) is the closer's to do, once. The stream's superclass
+ * ({@link ExtProcStream}), not an object of its own: one object less per stream.
  */
-final class StreamOutput {
+abstract class StreamOutput extends LiveStreams.Node {
   private static final Logger LOG = LoggerFactory.getLogger(ExtProcStream.class);
 
   private final ServerCallStreamObserver<Answer> call;
-  private final StreamFaults faults;
+  final StreamFaults faults;
   private static final VarHandle CLOSED;
 
   static {
@@ -35,12 +36,12 @@ final class StreamOutput {
     this.faults = faults;
   }
 
-  boolean closed() {
+  final boolean closed() {
     return closed;
   }
 
   /** Sends {@code answer}; false (nothing sent) once the stream is closed. */
-  boolean send(Answer answer) {
+  final boolean trySend(Answer answer) {
     if (closed) {
       return false;
     }
@@ -50,7 +51,8 @@ final class StreamOutput {
   }
 
   /** Closes once; true for the call that closed (it then ends the call). */
-  <N extends LiveStreams.Node> boolean close(LiveStreams<N> live, N node, StreamTally.Close how) {
+  final <N extends LiveStreams.Node> boolean close(
+      LiveStreams<N> live, N node, StreamTally.Close how) {
     if (!CLOSED.compareAndSet(this, false, true)) {
       return false;
     }
@@ -59,7 +61,7 @@ final class StreamOutput {
   }
 
   /** Ends the call non-OK (the caller closed it); a failing transport changes nothing here. */
-  void endWith(Status status) {
+  final void endWith(Status status) {
     try {
       call.onError(status.asRuntimeException());
     } catch (RuntimeException e) {
@@ -68,7 +70,7 @@ final class StreamOutput {
   }
 
   /** Ends the call OK: only after a graceful half-close with every message answered. */
-  void complete() {
+  final void complete() {
     call.onCompleted();
   }
 }

@@ -50,18 +50,18 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     ENDED // the front end is done with it (end)
   }
 
-  private final Sessions env;
+  final Sessions env;
   private final Subject subject;
   private final SessionFront front;
-  private final Executor serial;
-  private final SessionSteps steps;
+  final Executor serial;
+  final SessionSteps steps;
   private Phase phase = Phase.CHECKS;
   // the parts: the checks' holds; the estimate; the decision record; shadow mode's verdicts (null
   // when enforced); the planner; the plan, the permit, the response and the release
-  private final CheckRun.OfSession checks;
-  private final RequestCost cost;
-  private final DecisionNotes notes;
-  private final @Nullable ShadowVerdicts shadow;
+  final CheckRun.OfSession checks;
+  final RequestCost cost;
+  final DecisionNotes notes;
+  final @Nullable ShadowVerdicts shadow;
   private final Planner planner;
   private final RunningRequest run;
 
@@ -77,7 +77,7 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
     this.shadow = ShadowVerdicts.of(subject, env.listener());
     this.checks = new CheckRun.OfSession(env, this, front, serial, steps);
     this.planner = Planners.of(env, subject, checks); // its notes
-    this.run = new RunningRequest(env, subject, serial, steps, checks, cost, notes, shadow, this);
+    this.run = new RunningRequest(this); // reads its parts from the session
   }
 
   // --- the steps, in order

@@ -7,7 +7,6 @@ import io.sluice.core.admission.Reason;
 import io.sluice.core.estimate.TokenEstimate;
 import io.sluice.core.estimate.Usage;
 import io.sluice.core.session.SessionSteps.Step;
-import java.util.concurrent.Executor;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -23,14 +22,8 @@ import org.jspecify.annotations.Nullable;
  * response it meters ({@link #headers}, {@link #body}, an end it will not see).
  */
 public final class RunningRequest {
-  private final Sessions env;
-  private final SessionSteps steps;
-  private final CheckRun checks;
-  private final RequestCost cost;
-  private final DecisionNotes notes;
-  private final @Nullable ShadowVerdicts shadow;
-  private final Executor serial;
-  private final AdmissionSession session; // its facts, for the Released event
+  // its parts (env, steps, checks, cost, notes, shadow, serial) read from the session, not copied
+  private final AdmissionSession session; // and its facts, for the Released event
   // made at the first response event (most cancels and refusals come before any): null until then
   private @Nullable ResponseMeter response;
   private Charge unmetered = Charge.NONE; // the end's charge while no meter was made
@@ -39,25 +32,9 @@ public final class RunningRequest {
   private UpstreamPlan plan; // as the planner planned it (as asked until the decision)
   private RequestFacts.@Nullable Run planFacts; // the plan's facts, kept while neither changes
 
-  RunningRequest(
-      Sessions env,
-      Subject subject,
-      Executor serial,
-      SessionSteps steps,
-      CheckRun checks,
-      RequestCost cost,
-      DecisionNotes notes,
-      @Nullable ShadowVerdicts shadow,
-      AdmissionSession session) {
-    this.env = env;
-    this.steps = steps;
-    this.checks = checks;
-    this.cost = cost;
-    this.notes = notes;
-    this.shadow = shadow;
-    this.serial = serial;
+  RunningRequest(AdmissionSession session) {
     this.session = session;
-    this.plan = UpstreamPlan.asAsked(subject.pool());
+    this.plan = UpstreamPlan.asAsked(session.subject().pool());
   }
 
   /** How the request runs upstream: its pool, body, headers, engine priority, degrade. */
@@ -76,7 +53,7 @@ public final class RunningRequest {
   private ResponseMeter meter() {
     ResponseMeter m = response;
     if (m == null) {
-      m = new ResponseMeter(env, session.subject());
+      m = new ResponseMeter(session.env, session.subject());
       m.charged(unmetered); // a response event after the end keeps its charge, as before
       response = m;
     }
@@ -94,8 +71,9 @@ public final class RunningRequest {
     if (p != permit) {
       permit = p;
       planFacts = null;
-      if (cost.started(p)) { // it waited and starts with a smaller reserve (Waiter.atStart)
-        checks.runsAs(java.util.Objects.requireNonNull(cost.estimate())); // holds cut to it
+      if (session.cost.started(p)) { // it waited and starts with a smaller reserve (Waiter.atStart)
+        session.checks.runsAs(
+            java.util.Objects.requireNonNull(session.cost.estimate())); // holds cut to it
       }
     }
   }
@@ -106,7 +84,7 @@ public final class RunningRequest {
 
   /** Shadow mode let it through without a permit (ended or not); safe to read from any thread. */
   boolean passed() {
-    ShadowVerdicts sh = shadow;
+    ShadowVerdicts sh = session.shadow;
     return sh != null && sh.passed();
   }
 
@@ -128,7 +106,14 @@ public final class RunningRequest {
       long retryAfterNanos,
       AnswerSource src) {
     meter()
-        .headers(status, contentType, countStatus, retryAfterNanos, src, permit, cost.estimate());
+        .headers(
+            status,
+            contentType,
+            countStatus,
+            retryAfterNanos,
+            src,
+            permit,
+            session.cost.estimate());
   }
 
   /** The upstream failed after its headers ({@link ResponseMeter#failedAfterHeaders}). */
@@ -138,12 +123,12 @@ public final class RunningRequest {
 
   /** A response body chunk, read in place for the usage it reports. */
   public void body(byte[] data, int offset, int length, boolean last) {
-    meter().body(data, offset, length, last, permit, cost.estimate(), plan.pool());
+    meter().body(data, offset, length, last, permit, session.cost.estimate(), plan.pool());
   }
 
   /** Envoy's native request info, before the session begins: the estimate source at headers. */
   public void declared(io.sluice.core.estimate.NativeRequestInfo info) {
-    cost.nativeInfo(info);
+    session.cost.nativeInfo(info);
   }
 
   /** Envoy's native token usage at the response's end: preferred at the release when usable. */
@@ -156,7 +141,7 @@ public final class RunningRequest {
    * does.
    */
   public java.util.@Nullable Map<String, String> disclosed() {
-    return checks.disclosed();
+    return session.checks.disclosed();
   }
 
   /**
@@ -166,12 +151,14 @@ public final class RunningRequest {
    * later one (shadow mode let it through at its headers and answers at its body).
    */
   public long answerNanos(boolean atBody) {
-    return atBody == notes.atBody() ? notes.decidedNanos() : env.ticker().nanos();
+    return atBody == session.notes.atBody()
+        ? session.notes.decidedNanos()
+        : session.env.ticker().nanos();
   }
 
   /** What the check that refused it tells the client besides its reason, or null. */
   public @Nullable RefusalDetail refusalDetail() {
-    return checks.notes().get(RefusalDetail.class);
+    return session.checks.notes().get(RefusalDetail.class);
   }
 
   /** Releases the permit (true for the call that did), reconciling the reservation with usage. */
@@ -187,32 +174,36 @@ public final class RunningRequest {
     if (p.isReleased()) { // the front end's end after its release: nothing to time
       return false;
     }
-    long now = env.ticker().nanos();
+    long now = session.env.ticker().nanos();
     if (!p.release(outcome, now)) {
       return false;
     }
     releaseHolds();
-    steps.at(Step.RELEASE);
-    steps.at(Step.METRICS);
+    session.steps.at(Step.RELEASE);
+    session.steps.at(Step.METRICS);
     Usage u = endUsage(outcome); // the learners hear the release (ReserveLearner, AdaptiveSignals)
-    steps.at(Step.DECISION_LOG);
-    env.listener()
+    session.steps.at(Step.DECISION_LOG);
+    session
+        .env
+        .listener()
         .on(new SessionEvent.Released(session.facts(), outcome, now - p.admittedAtNanos(), u));
     return true;
   }
 
   /** Shadow: a request let through without a permit ends (once, as a release would). */
   private boolean endPass(Outcome outcome) {
-    ShadowVerdicts sh = shadow;
+    ShadowVerdicts sh = session.shadow;
     if (sh == null || !sh.end()) {
       return false;
     }
-    checks.release(AdmissionCheck.Release.ENDED); // what the pass kept: the retry claim
-    long now = env.ticker().nanos();
-    steps.at(Step.RELEASE);
+    session.checks.release(AdmissionCheck.Release.ENDED); // what the pass kept: the retry claim
+    long now = session.env.ticker().nanos();
+    session.steps.at(Step.RELEASE);
     Usage u = endUsage(outcome); // shadow mode learns too: enforcing starts warmed
-    steps.at(Step.DECISION_LOG);
-    env.listener()
+    session.steps.at(Step.DECISION_LOG);
+    session
+        .env
+        .listener()
         .on(new SessionEvent.Released(session.facts(), outcome, now - sh.passedAtNanos(), u));
     return true;
   }
@@ -222,14 +213,14 @@ public final class RunningRequest {
    * request is charged ({@link ChargeRule}).
    */
   private Usage endUsage(Outcome outcome) {
-    TokenEstimate e = cost.estimate();
+    TokenEstimate e = session.cost.estimate();
     ResponseMeter m = response;
     if (m == null) { // no response event came: no answer began
       unmetered = ResponseMeter.unmeteredCharge(outcome, e);
     }
     Usage u = m == null ? Usage.NONE : m.end(outcome, e);
     Charge charge = m == null ? unmetered : m.charge();
-    var r = checks.held(TokenReservationCheck.Reservation.class);
+    var r = session.checks.held(TokenReservationCheck.Reservation.class);
     if (r != null && e != null) {
       r.reconcile(charge);
     }
@@ -255,7 +246,7 @@ public final class RunningRequest {
     Permit p = permit;
     try {
       if (p != null) {
-        p.release(outcome, env.ticker().nanos()); // a no-op if it went back already
+        p.release(outcome, session.env.ticker().nanos()); // a no-op if it went back already
       }
     } finally {
       releaseHolds();
@@ -264,14 +255,14 @@ public final class RunningRequest {
 
   /** Gives the checks' holds back, once (every end path calls it; only the first does anything). */
   void releaseHolds() {
-    checks.release(AdmissionCheck.Release.ENDED);
+    session.checks.release(AdmissionCheck.Release.ENDED);
   }
 
   /** The front end will not see the response's end: the permit is held ({@link HeldTail}). */
   public void endUnseen(String cause) {
     HeldTail t = tail;
     if (t == null) {
-      t = new HeldTail(env, serial, this);
+      t = new HeldTail(session.env, session.serial, this);
       tail = t;
     }
     t.unseen(cause, permit, session.subject(), response != null && response.eventStream());
@@ -288,7 +279,7 @@ public final class RunningRequest {
   /** Output tokens the pool counts for this request now (the reserve, or grown past it). */
   long outputCharge() {
     ResponseMeter m = response;
-    TokenEstimate e = cost.estimate();
+    TokenEstimate e = session.cost.estimate();
     return m != null ? m.outputCharge(e) : e == null ? 0 : e.outputReserveTokens();
   }
 
@@ -304,12 +295,12 @@ public final class RunningRequest {
 
   /** The queue wait of a request that waited (0 when it did not). */
   public long queueWaitNanos() {
-    return notes.queueWaitNanos();
+    return session.notes.queueWaitNanos();
   }
 
   /** The predicted wait a capacity refusal's Retry-After came from (unclamped), or -1 if none. */
   public long refusalWaitNanos() {
-    return notes.refusalWaitNanos();
+    return session.notes.refusalWaitNanos();
   }
 
   /**
@@ -317,19 +308,19 @@ public final class RunningRequest {
    * shadow mode (recorded once, it runs on), false when enforced (the front end refuses it).
    */
   public boolean wouldRefuseLater(Reason why, int status, String message) {
-    ShadowVerdicts sh = shadow;
+    ShadowVerdicts sh = session.shadow;
     return sh != null && sh.wouldRefuseLater(why, status, message);
   }
 
   /** Shadow mode: {@code reject} or {@code queue}, what enforcement would have done, or null. */
   public @Nullable String would() {
-    ShadowVerdicts sh = shadow;
+    ShadowVerdicts sh = session.shadow;
     return sh == null ? null : sh.would();
   }
 
   /** With {@link #would}: the reason of the would-be refusal, or the capacity reason to queue. */
   public Reason wouldReason() {
-    ShadowVerdicts sh = shadow;
+    ShadowVerdicts sh = session.shadow;
     return sh == null ? Reason.ADMITTED : sh.wouldReason();
   }
 
