@@ -65,6 +65,92 @@ final class AdmitAnswer {
       long left,
       double epochMillis,
       byte[] more) {
+    Last last = h.lastAnswer;
+    long epoch = Double.doubleToRawLongBits(epochMillis);
+    if (more.length == 0
+        && last != null
+        && last.route == route
+        && last.left == left
+        && last.epoch == epoch
+        && last.in == in
+        && last.out == out
+        && last.work == work
+        && last.atBody == atBody
+        && last.clearRouteCache == clearRouteCache
+        && last.degraded == degraded
+        && last.estimated == estimated
+        && java.util.Objects.equals(last.tenant, tenant)) {
+      return last.bytes; // the same answer: streams in the same millisecond share it
+    }
+    byte[] bytes =
+        write(
+            h,
+            atBody,
+            clearRouteCache,
+            route,
+            tenant,
+            degraded,
+            estimated,
+            in,
+            out,
+            work,
+            left,
+            epochMillis,
+            more);
+    if (more.length == 0) {
+      h.lastAnswer =
+          new Last(
+              route,
+              tenant,
+              left,
+              epoch,
+              in,
+              out,
+              work,
+              atBody,
+              clearRouteCache,
+              degraded,
+              estimated,
+              bytes);
+    }
+    return bytes;
+  }
+
+  /**
+   * The last common admit written for one config (kept by its {@link AdmitHeaders}, so one entry
+   * per config) with every value it was written for: an answer for the same values is these bytes.
+   * Answers are never written to once encoded, so two streams may send the same array. Immutable,
+   * so a racy read sees a whole entry or none.
+   */
+  @SuppressWarnings("ArrayRecordComponent") // compared by identity (route), bytes only handed out
+  record Last(
+      byte[] route,
+      @Nullable String tenant,
+      long left,
+      long epoch,
+      long in,
+      long out,
+      long work,
+      boolean atBody,
+      boolean clearRouteCache,
+      boolean degraded,
+      boolean estimated,
+      byte[] bytes) {}
+
+  private static byte[] write(
+      AdmitHeaders h,
+      boolean atBody,
+      boolean clearRouteCache,
+      byte[] route,
+      @Nullable String tenant,
+      boolean degraded,
+      boolean estimated,
+      long in,
+      long out,
+      long work,
+      long left,
+      double epochMillis,
+      byte[] more) {
     boolean headers = h.keys(estimated).length > 0;
     int mutation = headers ? h.mutationSize(degraded, estimated, in, out, work, left) : 0;
     int common =

@@ -32,6 +32,13 @@ final class AdmitHeaders {
   private final byte[][] withEstimateParts; // each name as the start of its HeaderValue
   private final byte[][] withoutEstimateParts;
 
+  /**
+   * The last common admit written with these headers ({@link AdmitAnswer}): one per config. Plain,
+   * not volatile: an entry is immutable (final fields), so a racy read sees a whole one or an older
+   * one, and either is a correct answer for the values it holds.
+   */
+  AdmitAnswer.@Nullable Last lastAnswer;
+
   private AdmitHeaders(SluiceConfig.Responses cfg) {
     this.cfg = cfg;
     this.withEstimate = keys(cfg, cfg.estimateHeader());
