@@ -270,7 +270,7 @@ class AdmitAnswerTest {
   }
 
   private static Case step(Gen g, Case c) {
-    return switch (g.intBetween(0, 11)) {
+    return switch (g.intBetween(0, 12)) {
       case 0 -> c; // the same answer again
       case 1 ->
           withLayout(c, c.atBody(), c.clearRouteCache(), c.tenant() + "x", c.tier(), c.degraded());
@@ -301,7 +301,7 @@ class AdmitAnswerTest {
             c.epochMillis(),
             g.chance(0.3) ? List.of(new Extra("queue_wait_ms", null, 12)) : List.of());
       }
-      case 8 -> withNumbers(c, c.in(), c.out(), c.work(), c.left(), c.epochMillis() + 1);
+      case 8, 9 -> oneNumber(g, c);
       default -> // the numbers, mostly with as many digits (sometimes more or fewer)
           withNumbers(
               c,
@@ -311,6 +311,23 @@ class AdmitAnswerTest {
               like(g, c.left()),
               g.bool() ? c.epochMillis() : g.anyLong());
     };
+  }
+
+  /** One of the five numbers changed, the others kept (an estimate's only when estimated). */
+  private static Case oneNumber(Gen g, Case c) {
+    long in = c.in();
+    long out = c.out();
+    long work = c.work();
+    long left = c.left();
+    double epoch = c.epochMillis();
+    switch (g.intBetween(c.estimated() ? 0 : 3, 4)) {
+      case 0 -> in = like(g, in);
+      case 1 -> out = like(g, out);
+      case 2 -> work = like(g, work);
+      case 3 -> left = like(g, left);
+      default -> epoch = epoch + g.intBetween(1, 1000);
+    }
+    return withNumbers(c, in, out, work, left, epoch);
   }
 
   /** Any other number of as many digits as {@code v}, or {@code v}, or any number at all. */
