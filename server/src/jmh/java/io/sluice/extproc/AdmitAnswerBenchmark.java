@@ -14,9 +14,11 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The answer of the common admit alone (the default {@code responses} config, an estimated
- * request): {@code onePass} as {@link DecisionAnswers} writes it now ({@link AdmitAnswer}), {@code
- * general} the same bytes through the general encoder, as it was written before (value arrays, the
- * deadline entries' array, a {@code DecisionFields}). Both in one jar, so one run compares them.
+ * request): {@code onePass} as {@link DecisionAnswers} writes it now ({@link AdmitAnswer}: the time
+ * left changes each time, so the last answer's bytes with the numbers written over), {@code
+ * written} the same with no last answer (written whole), {@code general} the same bytes through the
+ * general encoder, as it was written before (value arrays, the deadline entries' array, a {@code
+ * DecisionFields}). Both in one jar, so one run compares them.
  *
  * <pre>
  * java -jar server/target/benchmarks.jar AdmitAnswerBenchmark -prof gc
@@ -57,6 +59,16 @@ public class AdmitAnswerBenchmark {
         left,
         1.7e12 + left,
         NONE);
+  }
+
+  /**
+   * {@code onePass} with no last answer to start from (a new layout each time: another tenant or
+   * route, digits of another count): the whole answer written.
+   */
+  @Benchmark
+  public byte[] written() {
+    AdmitHeaders.of(cfg).lastAnswer = null;
+    return onePass();
   }
 
   @Benchmark

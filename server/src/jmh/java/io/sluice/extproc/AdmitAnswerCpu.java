@@ -13,8 +13,9 @@ import org.openjdk.jmh.infra.Blackhole;
  * java -cp server/target/benchmarks.jar io.sluice.extproc.AdmitAnswerCpu
  * </pre>
  *
- * Prints, for {@code general} then {@code onePass} alternately (twice each), the CPU nanoseconds
- * and the bytes allocated per answer of five rounds of 500,000 after 1,000,000 to warm up.
+ * Prints, for {@code general}, {@code onePass} and {@code written} (twice each), the CPU
+ * nanoseconds and the bytes allocated per answer of five rounds of 500,000 after 1,000,000 to warm
+ * up.
  */
 public final class AdmitAnswerCpu {
   private AdmitAnswerCpu() {}
@@ -25,9 +26,10 @@ public final class AdmitAnswerCpu {
     for (int i = 0; i < 1_000_000; i++) {
       bh.consume(b.general());
       bh.consume(b.onePass());
+      bh.consume(b.written());
     }
-    for (String way : new String[] {"general", "onePass", "onePass", "general"}) {
-      boolean onePass = way.equals("onePass");
+    for (String way :
+        new String[] {"general", "onePass", "written", "written", "onePass", "general"}) {
       ThreadMXBean mx = ManagementFactory.getThreadMXBean();
       com.sun.management.ThreadMXBean bytes = (com.sun.management.ThreadMXBean) mx;
       StringBuilder out = new StringBuilder(way + " cpu ns/op (5 x 500k):");
@@ -36,7 +38,12 @@ public final class AdmitAnswerCpu {
         long before = mx.getCurrentThreadCpuTime();
         long bytesBefore = bytes.getCurrentThreadAllocatedBytes();
         for (int i = 0; i < 500_000; i++) {
-          bh.consume(onePass ? b.onePass() : b.general());
+          bh.consume(
+              switch (way) {
+                case "onePass" -> b.onePass();
+                case "written" -> b.written();
+                default -> b.general();
+              });
         }
         out.append(' ').append((mx.getCurrentThreadCpuTime() - before) / 500_000);
         allocated

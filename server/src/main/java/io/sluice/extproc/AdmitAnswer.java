@@ -65,7 +65,141 @@ final class AdmitAnswer {
       long left,
       double epochMillis,
       byte[] more) {
+    Last last = h.lastAnswer;
+    if (more.length == 0
+        && last != null
+        && last.shape.matches(route, tenant, atBody, clearRouteCache, degraded, estimated)) {
+      long epoch = Double.doubleToRawLongBits(epochMillis);
+      if (last.left == left
+          && last.epoch == epoch
+          && last.in == in
+          && last.out == out
+          && last.work == work) {
+        return last.bytes; // the same answer: streams answered in the same millisecond share it
+      }
+      if (sameDigits(last, estimated, in, out, work, left)) {
+        return patched(h, last.shape, last.bytes, in, out, work, left, epochMillis);
+      }
+    }
+    return write(
+        h,
+        atBody,
+        clearRouteCache,
+        route,
+        tenant,
+        degraded,
+        estimated,
+        in,
+        out,
+        work,
+        left,
+        epochMillis,
+        more);
+  }
+
+  /** Whether the header values of these numbers have as many digits as {@code last}'s. */
+  private static boolean sameDigits(
+      Last last, boolean estimated, long in, long out, long work, long left) {
+    if (ProtoWriter.decimalSize(left) != ProtoWriter.decimalSize(last.left)) {
+      return false;
+    }
+    return !estimated
+        || (ProtoWriter.decimalSize(in) == ProtoWriter.decimalSize(last.in)
+            && ProtoWriter.decimalSize(out) == ProtoWriter.decimalSize(last.out)
+            && ProtoWriter.decimalSize(work) == ProtoWriter.decimalSize(last.work));
+  }
+
+  /**
+   * The answer of {@code shape} whose bytes for other numbers (as many digits) are {@code last}:
+   * those bytes with these numbers written over, kept as the last answer.
+   */
+  private static byte[] patched(
+      AdmitHeaders h,
+      Shape shape,
+      byte[] last,
+      long in,
+      long out,
+      long work,
+      long left,
+      double epochMillis) {
+    byte[] bytes = last.clone();
+    AdmitHeaders.patchMutation(bytes, shape.at, in, out, work, left);
+    int at = shape.at[NUMBERS];
+    if (shape.estimated) {
+      at = patchNumber(bytes, at, ESTIMATE[0], in);
+      at = patchNumber(bytes, at, ESTIMATE[1], out);
+      at = patchNumber(bytes, at, ESTIMATE[2], work);
+    }
+    at = patchNumber(bytes, at, REMAINING, left);
+    patchNumber(bytes, at, EPOCH, epochMillis);
+    h.lastAnswer =
+        new Last(shape, left, Double.doubleToRawLongBits(epochMillis), in, out, work, bytes);
+    return bytes;
+  }
+
+  /** {@link Shape#at}'s index of the metadata's first number entry (estimate or deadline). */
+  private static final int NUMBERS = AdmitHeaders.PATCH_POINTS;
+
+  /**
+   * The values of an answer that fix its layout, and where its variable bytes are ({@code at}:
+   * {@link AdmitHeaders#patchMutation}'s points, then {@link #NUMBERS}): an answer of the same
+   * shape whose numbers have as many digits is the same bytes with the numbers written over.
+   */
+  @SuppressWarnings("ArrayRecordComponent") // compared by identity (route), never by value
+  private record Shape(
+      byte[] route,
+      @Nullable String tenant,
+      boolean atBody,
+      boolean clearRouteCache,
+      boolean degraded,
+      boolean estimated,
+      int[] at) {
+    boolean matches(
+        byte[] route,
+        @Nullable String tenant,
+        boolean atBody,
+        boolean clearRouteCache,
+        boolean degraded,
+        boolean estimated) {
+      return this.route == route
+          && this.atBody == atBody
+          && this.clearRouteCache == clearRouteCache
+          && this.degraded == degraded
+          && this.estimated == estimated
+          && java.util.Objects.equals(this.tenant, tenant);
+    }
+  }
+
+  /**
+   * The last common admit written for one config (kept by its {@link AdmitHeaders}: one entry per
+   * config) with the numbers it was written for. Answers are never written to once encoded, so two
+   * streams may send the same array. Immutable: a racy read sees a whole entry.
+   */
+  @SuppressWarnings("ArrayRecordComponent") // bytes only handed out, never compared
+  record Last(Shape shape, long left, long epoch, long in, long out, long work, byte[] bytes) {}
+
+  /** A number entry's double written over at {@code at} (its prefix there); the next entry's at. */
+  private static int patchNumber(byte[] bytes, int at, byte[] prefix, double value) {
+    ProtoWriter.fixed64(bytes, at + prefix.length, Double.doubleToRawLongBits(value));
+    return at + prefix.length + Long.BYTES;
+  }
+
+  private static byte[] write(
+      AdmitHeaders h,
+      boolean atBody,
+      boolean clearRouteCache,
+      byte[] route,
+      @Nullable String tenant,
+      boolean degraded,
+      boolean estimated,
+      long in,
+      long out,
+      long work,
+      long left,
+      double epochMillis,
+      byte[] more) {
     boolean headers = h.keys(estimated).length > 0;
+    int[] at = AdmitHeaders.noPatchPoints(NUMBERS + 1);
     int mutation = headers ? h.mutationSize(degraded, estimated, in, out, work, left) : 0;
     int common =
         (headers ? ProtoWriter.lenField(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation) : 0)
@@ -97,7 +231,7 @@ final class AdmitAnswer {
     o.len(HeadersResponse.RESPONSE_FIELD_NUMBER, common); // == BodyResponse's
     if (headers) {
       o.len(CommonResponse.HEADER_MUTATION_FIELD_NUMBER, mutation);
-      h.writeMutation(o, degraded, estimated, in, out, work, left);
+      h.writeMutation(o, degraded, estimated, in, out, work, left, at);
     }
     if (clearRouteCache) {
       o.tag(CommonResponse.CLEAR_ROUTE_CACHE_FIELD_NUMBER, ProtoWriter.VARINT);
@@ -115,6 +249,7 @@ final class AdmitAnswer {
     }
     o.raw(route);
     o.raw(decision);
+    at[NUMBERS] = o.position();
     if (estimated) {
       number(o, ESTIMATE[0], in);
       number(o, ESTIMATE[1], out);
@@ -124,8 +259,19 @@ final class AdmitAnswer {
     number(o, EPOCH, epochMillis);
     if (more.length > 0) {
       o.raw(more);
+      return o.done();
     }
-    return o.done();
+    byte[] bytes = o.done();
+    h.lastAnswer =
+        new Last(
+            new Shape(route, tenant, atBody, clearRouteCache, degraded, estimated, at),
+            left,
+            Double.doubleToRawLongBits(epochMillis),
+            in,
+            out,
+            work,
+            bytes);
+    return bytes;
   }
 
   private static void number(ProtoWriter o, byte[] prefix, double value) {

@@ -32,6 +32,13 @@ final class AdmitHeaders {
   private final byte[][] withEstimateParts; // each name as the start of its HeaderValue
   private final byte[][] withoutEstimateParts;
 
+  /**
+   * The last common admit written with these headers ({@link AdmitAnswer}): one per config. Plain,
+   * not volatile: an entry is immutable (final fields), so a racy read sees a whole one or an older
+   * one, and either is a correct answer for the values it holds.
+   */
+  AdmitAnswer.@Nullable Last lastAnswer;
+
   private AdmitHeaders(SluiceConfig.Responses cfg) {
     this.cfg = cfg;
     this.withEstimate = keys(cfg, cfg.estimateHeader());
@@ -153,9 +160,17 @@ final class AdmitHeaders {
   /**
    * {@link #values}' headers as set_headers entries, each value written in place (no array per
    * value): byte for byte what {@code AnswerEncoder} writes for {@link #keys} and {@link #values}.
+   * {@code at} gets the places of the numbers ({@link #patchMutation}'s points, -1 for none).
    */
   void writeMutation(
-      ProtoWriter o, boolean degrade, boolean estimated, long in, long out, long work, long left) {
+      ProtoWriter o,
+      boolean degrade,
+      boolean estimated,
+      long in,
+      long out,
+      long work,
+      long left,
+      int[] at) {
     byte[][] parts = parts(estimated);
     int i = 0;
     if (cfg.decisionHeader()) {
@@ -166,15 +181,49 @@ final class AdmitHeaders {
     }
     if (estimated && cfg.estimateHeader()) {
       setHeader(o, parts[i++], estimateSize(in, out, work));
+      at[0] = o.position();
       writeEstimate(o, in, out, work);
       o.raw(APPEND);
     }
     int digits = ProtoWriter.decimalSize(left);
-    while (i < parts.length) {
+    for (int k = 1; i < parts.length; k++) { // the deadline header, the upstream timeout
       setHeader(o, parts[i++], digits);
+      at[k] = o.position();
       o.decimal(left, digits);
       o.raw(APPEND);
     }
+  }
+
+  /** The points {@link #writeMutation} sets: the estimate's value, the two time values. */
+  static final int PATCH_POINTS = 3;
+
+  /** An array of {@code n} points, none set (-1). */
+  static int[] noPatchPoints(int n) {
+    int[] at = new int[n];
+    java.util.Arrays.fill(at, -1);
+    return at;
+  }
+
+  /**
+   * Writes these numbers over a mutation that {@link #writeMutation} wrote, at its points {@code
+   * at}, for numbers of as many digits as it was written with: the same bytes as writing it anew.
+   */
+  static void patchMutation(byte[] b, int[] at, long in, long out, long work, long left) {
+    int e = at[0];
+    if (e >= 0) { // input=<in>;output=<out>;work=<work>
+      e = decimal(b, e + INPUT.length, in) + OUTPUT.length;
+      e = decimal(b, e, out) + WORK.length;
+      decimal(b, e, work);
+    }
+    for (int k = 1; k < PATCH_POINTS && at[k] >= 0; k++) {
+      decimal(b, at[k], left);
+    }
+  }
+
+  private static int decimal(byte[] b, int at, long v) {
+    int size = ProtoWriter.decimalSize(v);
+    ProtoWriter.decimal(b, at, v, size);
+    return at + size;
   }
 
   private byte[][] parts(boolean estimated) {

@@ -124,29 +124,41 @@ public final class ProtoWriter {
 
   /** {@code Long.toString(v)} as ASCII, without a String: a header value's digits. */
   public void decimal(long v) {
-    if (v == Long.MIN_VALUE) {
-      raw(Long.toString(v).getBytes(StandardCharsets.US_ASCII));
-      return;
-    }
     decimal(v, decimalSize(v));
   }
 
   /** {@link #decimal(long)} of a {@code v} whose {@link #decimalSize} the caller has. */
   public void decimal(long v, int size) {
+    decimal(buf, pos, v, size);
+    pos += size;
+  }
+
+  private static final byte[] MIN_VALUE =
+      Long.toString(Long.MIN_VALUE).getBytes(StandardCharsets.US_ASCII);
+
+  /**
+   * {@code Long.toString(v)} as ASCII at {@code at} of {@code out}, {@code size} its {@link
+   * #decimalSize}: a number written over in an array encoded beforehand.
+   */
+  public static void decimal(byte[] out, int at, long v, int size) {
     if (v == Long.MIN_VALUE) {
-      decimal(v);
+      System.arraycopy(MIN_VALUE, 0, out, at, MIN_VALUE.length);
       return;
     }
-    int end = pos + size;
+    int end = at + size;
     if (v < 0) {
-      buf[pos++] = '-';
+      out[at++] = '-';
       v = -v;
     }
-    for (int i = end - 1; i >= pos; i--) {
-      buf[i] = (byte) ('0' + (v % 10));
+    for (int i = end - 1; i >= at; i--) {
+      out[i] = (byte) ('0' + (v % 10));
       v /= 10;
     }
-    pos = end;
+  }
+
+  /** Bytes written so far: where the next byte goes. */
+  public int position() {
+    return pos;
   }
 
   /** {@code s.length()} when every char of {@code s} is ASCII (its UTF-8 is its chars), else -1. */

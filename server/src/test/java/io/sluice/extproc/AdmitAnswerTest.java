@@ -88,6 +88,59 @@ class AdmitAnswerTest {
     assertThat(ProcessingResponse.parseFrom(written)).isEqualTo(reference(c));
   }
 
+  /**
+   * Answers in a row as streams get them (the last one's bytes are reused or written over): each
+   * step the same answer again, the numbers changed (mostly as many digits), or one value of its
+   * layout changed; every answer is the general encoder's, and no answer changes once handed out.
+   */
+  @Test
+  void answersInARowAreTheGeneralEncodersAnswersByteForByte() {
+    Seeded.forAll(
+        0x5EED_0A02L,
+        400,
+        AdmitAnswerTest::inARow,
+        cases -> {
+          List<byte[]> written = new ArrayList<>();
+          for (Case c : cases) {
+            byte[] b = write(c);
+            assertThat(b).isEqualTo(general(c));
+            written.add(b);
+          }
+          for (int i = 0; i < cases.size(); i++) {
+            assertThat(written.get(i)).isEqualTo(general(cases.get(i)));
+          }
+        });
+  }
+
+  @Test
+  void theSameValuesAgainShareOneArrayAndOthersGetTheirOwn() {
+    Case c =
+        new Case(
+            SluiceConfig.Responses.DEFAULTS,
+            false,
+            false,
+            "tenant-0042",
+            "standard",
+            "interactive",
+            "default",
+            "chat",
+            false,
+            true,
+            412,
+            1024,
+            1436,
+            29_873,
+            1.7e12 + 29_873,
+            List.of());
+    byte[] first = write(c);
+    assertThat(write(c)).isSameAs(first);
+    Case later = withNumbers(c, 413, 1025, 1437, 29_872, 1.7e12 + 29_873);
+    byte[] patched = write(later);
+    assertThat(patched).isNotSameAs(first).isEqualTo(general(later));
+    assertThat(first).isEqualTo(general(c));
+    assertThat(write(later)).isSameAs(patched);
+  }
+
   private static byte[] write(Case c) {
     return AdmitAnswer.encode(
         AdmitHeaders.of(c.cfg()),
@@ -201,6 +254,139 @@ class AdmitAnswerTest {
               : AnswerEncoder.numberEntry(e.key(), e.number()));
     }
     return out.toByteArray();
+  }
+
+  /** A case, then up to 30 more in a row, each a step from the one before. */
+  private static List<Case> inARow(Gen g) {
+    List<Case> cases = new ArrayList<>();
+    Case c = anyCase(g);
+    cases.add(c);
+    int n = g.intBetween(1, 30);
+    for (int i = 0; i < n; i++) {
+      c = step(g, c);
+      cases.add(c);
+    }
+    return cases;
+  }
+
+  private static Case step(Gen g, Case c) {
+    return switch (g.intBetween(0, 12)) {
+      case 0 -> c; // the same answer again
+      case 1 ->
+          withLayout(c, c.atBody(), c.clearRouteCache(), c.tenant() + "x", c.tier(), c.degraded());
+      case 2 -> withLayout(c, c.atBody(), c.clearRouteCache(), null, c.tier(), c.degraded());
+      case 3 -> withLayout(c, !c.atBody(), c.clearRouteCache(), c.tenant(), c.tier(), c.degraded());
+      case 4 -> withLayout(c, c.atBody(), !c.clearRouteCache(), c.tenant(), c.tier(), c.degraded());
+      case 5 ->
+          withLayout(c, c.atBody(), c.clearRouteCache(), c.tenant(), c.tier() + "-x", c.degraded());
+      case 6 -> withLayout(c, c.atBody(), c.clearRouteCache(), c.tenant(), c.tier(), !c.degraded());
+      case 7 -> {
+        boolean estimated = !c.estimated();
+        long in = estimated ? number(g) : 0;
+        yield new Case(
+            c.cfg(),
+            c.atBody(),
+            c.clearRouteCache(),
+            c.tenant(),
+            c.tier(),
+            c.cls(),
+            c.pool(),
+            c.route(),
+            c.degraded(),
+            estimated,
+            in,
+            in,
+            in,
+            c.left(),
+            c.epochMillis(),
+            g.chance(0.3) ? List.of(new Extra("queue_wait_ms", null, 12)) : List.of());
+      }
+      case 8, 9 -> oneNumber(g, c);
+      default -> // the numbers, mostly with as many digits (sometimes more or fewer)
+          withNumbers(
+              c,
+              c.estimated() ? like(g, c.in()) : 0,
+              c.estimated() ? like(g, c.out()) : 0,
+              c.estimated() ? like(g, c.work()) : 0,
+              like(g, c.left()),
+              g.bool() ? c.epochMillis() : g.anyLong());
+    };
+  }
+
+  /** One of the five numbers changed, the others kept (an estimate's only when estimated). */
+  private static Case oneNumber(Gen g, Case c) {
+    long in = c.in();
+    long out = c.out();
+    long work = c.work();
+    long left = c.left();
+    double epoch = c.epochMillis();
+    switch (g.intBetween(c.estimated() ? 0 : 3, 4)) {
+      case 0 -> in = like(g, in);
+      case 1 -> out = like(g, out);
+      case 2 -> work = like(g, work);
+      case 3 -> left = like(g, left);
+      default -> epoch = epoch + g.intBetween(1, 1000);
+    }
+    return withNumbers(c, in, out, work, left, epoch);
+  }
+
+  /** Any other number of as many digits as {@code v}, or {@code v}, or any number at all. */
+  private static long like(Gen g, long v) {
+    if (g.chance(0.2) || v == Long.MIN_VALUE) {
+      return g.chance(0.5) ? v : g.anyLong();
+    }
+    long m = Math.abs(v);
+    int digits = io.sluice.wire.ProtoWriter.decimalSize(m);
+    long lo = digits == 1 ? 0 : (long) Math.pow(10, digits - 1);
+    long hi = digits >= 19 ? Long.MAX_VALUE : (long) Math.pow(10, digits) - 1;
+    long r = g.longBetween(lo, hi);
+    return v < 0 ? -r : r;
+  }
+
+  private static Case withLayout(
+      Case c,
+      boolean atBody,
+      boolean clear,
+      @Nullable String tenant,
+      String tier,
+      boolean degraded) {
+    return new Case(
+        c.cfg(),
+        atBody,
+        clear,
+        tenant,
+        tier,
+        c.cls(),
+        c.pool(),
+        c.route(),
+        degraded,
+        c.estimated(),
+        c.in(),
+        c.out(),
+        c.work(),
+        c.left(),
+        c.epochMillis(),
+        List.of());
+  }
+
+  private static Case withNumbers(Case c, long in, long out, long work, long left, double epoch) {
+    return new Case(
+        c.cfg(),
+        c.atBody(),
+        c.clearRouteCache(),
+        c.tenant(),
+        c.tier(),
+        c.cls(),
+        c.pool(),
+        c.route(),
+        c.degraded(),
+        c.estimated(),
+        in,
+        out,
+        work,
+        left,
+        epoch,
+        List.of());
   }
 
   private static final String[] NAMES = {"", "default", "chat", "gold", "interactive"};
