@@ -151,8 +151,8 @@ class QueueCoordinatorTest {
 
   /**
    * The count of waiting requests that lets an admit or release of a pool nobody waits in skip its
-   * queues (drain, rule 2, a capped tenant's queued count): in by every enqueue, out by every way
-   * a request leaves, so it is 0 again whenever the queues are empty.
+   * queues (drain, rule 2, a capped tenant's queued count): in by every enqueue, out by every way a
+   * request leaves, so it is 0 again whenever the queues are empty.
    */
   @Test
   void waitingCount_followsEveryWayInAndOut_zeroWhenTheQueuesAreEmpty() {

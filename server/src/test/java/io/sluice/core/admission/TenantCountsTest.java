@@ -53,8 +53,8 @@ class TenantCountsTest {
   }
 
   /**
-   * The last tenant taken is remembered with its counter (a run of one tenant looks nothing up):
-   * an equal id that is another string takes the same counter, and every other tenant keeps its own
+   * The last tenant taken is remembered with its counter (a run of one tenant looks nothing up): an
+   * equal id that is another string takes the same counter, and every other tenant keeps its own
    * whatever the order of takes, releases and reads.
    */
   @Test
