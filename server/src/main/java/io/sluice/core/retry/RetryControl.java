@@ -85,7 +85,8 @@ public final class RetryControl {
     final AtomicLong deferred = new AtomicLong();
     volatile long lastSentNanos;
 
-    TenantKeys(String pool, String tenant, String refusal, @Nullable String budget, long nowNanos) {
+    TenantKeys(
+        String pool, String tenant, String refusal, @Nullable String budget, long nowNanos) {
       this.pool = pool;
       this.tenant = tenant;
       this.refusal = refusal;

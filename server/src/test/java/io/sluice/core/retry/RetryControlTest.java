@@ -185,29 +185,6 @@ class RetryControlTest {
     assertThat(check(c, "globex", null, SDK_RETRY).refusal()).isNull();
   }
 
-  /**
-   * The last tenant's keys are remembered (a run of one tenant, its id a new string per request,
-   * finds them without a lookup): they are that pool's and that tenant's only. The same tenant in
-   * another pool, or another tenant between two of its requests, spends its own bucket.
-   */
-  @Test
-  void lastTenantKeys_sameTenantNewString_samePoolOnly_otherTenantsKeepTheirOwn() {
-    RetryControl c = budgetOnly(10, 0.1);
-    for (int i = 0; i < 3; i++) { // acme in gpu: 10 → 7, each id a new string
-      assertThat(check(c, new String("acme"), null, SDK_RETRY).budgetTokens()).isEqualTo(9.0 - i);
-    }
-    assertThat(get(c.check("cpu", "chat", "acme", null, SDK_RETRY, 2)).budgetTokens())
-        .as("acme in another pool: its own bucket")
-        .isEqualTo(9.0);
-    assertThat(check(c, "acme", null, SDK_RETRY).budgetTokens()).isEqualTo(6.0);
-    assertThat(check(c, "globex", null, SDK_RETRY).budgetTokens()).isEqualTo(9.0);
-    assertThat(check(c, new String("acme"), null, SDK_RETRY).budgetTokens()).isEqualTo(5.0);
-    assertThat(check(c, "globex", null, SDK_RETRY).budgetTokens()).isEqualTo(8.0);
-    assertThat(get(c.check(new String("gpu"), "chat", "globex", null, SDK_RETRY, 2)).budgetTokens())
-        .as("the pool named by an equal string: the same bucket")
-        .isEqualTo(7.0);
-  }
-
   @Test
   void budget_idleBucketExpiresAfterTheWindow_andComesBackFull() {
     RetryControl c = budgetOnly(2, 0.1);
