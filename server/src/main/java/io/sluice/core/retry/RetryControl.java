@@ -43,14 +43,6 @@ public final class RetryControl {
   static final int MAX_CACHED_TENANTS = 4096;
 
   /**
-   * The tenant keys last found, with their pool and tenant: a run of one tenant's requests (the
-   * single-tenant default) finds its keys without hashing its id (a new string per request) or
-   * looking up either map. Always the keys of the last lookup that missed it (the one that starts
-   * the map over among them).
-   */
-  private volatile @Nullable TenantKeys lastKeys;
-
-  /**
    * The keys of the anonymous tenant's requests with no operation id, per pool and client address
    * ({@link AttemptSignals#client}): each client has its own refusal memory and budget bucket, so
    * one client's retries never spend another's. Client addresses are many and not the operator's
@@ -78,17 +70,12 @@ public final class RetryControl {
 
   /** A tenant's keys, and its originals not yet sent to a shared store. */
   private static final class TenantKeys {
-    final String pool; // whose keys (tenantKeys' last entry; "" for a client's)
-    final String tenant;
     final String refusal;
     final @Nullable String budget;
     final AtomicLong deferred = new AtomicLong();
     volatile long lastSentNanos;
 
-    TenantKeys(
-        String pool, String tenant, String refusal, @Nullable String budget, long nowNanos) {
-      this.pool = pool;
-      this.tenant = tenant;
+    TenantKeys(String refusal, @Nullable String budget, long nowNanos) {
       this.refusal = refusal;
       this.budget = budget;
       this.lastSentNanos = nowNanos;
@@ -306,8 +293,6 @@ public final class RetryControl {
       }
       k =
           new TenantKeys(
-              "",
-              client,
               RetryKeys.refusal(namespace, pool, Tenant.ANONYMOUS, client, null),
               budgetKey(pool, Tenant.ANONYMOUS, client),
               nanoTime.getAsLong());
@@ -323,10 +308,6 @@ public final class RetryControl {
   }
 
   private TenantKeys tenantKeys(String pool, String tenant) {
-    TenantKeys last = lastKeys;
-    if (last != null && last.pool == pool && tenant.equals(last.tenant)) {
-      return last; // the pool's name is its policy's: the same instance request after request
-    }
     ConcurrentMap<String, TenantKeys> byTenant = tenantKeys.get(pool);
     if (byTenant == null) {
       byTenant = tenantKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
@@ -338,14 +319,11 @@ public final class RetryControl {
       }
       k =
           new TenantKeys(
-              pool,
-              tenant,
               RetryKeys.refusal(namespace, pool, tenant, null),
               budgetKey(pool, tenant, null),
               nanoTime.getAsLong());
       byTenant.put(tenant, k);
     }
-    lastKeys = k;
     return k;
   }
 
