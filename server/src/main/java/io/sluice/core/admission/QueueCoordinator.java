@@ -65,6 +65,9 @@ final class QueueCoordinator {
   private final ServiceTimes service;
   private final RetryAdvice retry;
   private final Map<String, int[]> tenantQueued = new HashMap<>();
+  // items queued here (counted as tenantQueued counts them): 0 answers "nobody waits" without a
+  // look at each class's queue, the admit and release of a pool that is not saturated
+  private int queuedItems;
   private final QueueStarts ledger;
   private ClassScheduler<Entry> scheduler;
   private List<ClassSlot> queueSlots; // scheduler index -> slot
@@ -137,7 +140,7 @@ final class QueueCoordinator {
 
   /** Rule 2: whether a class of rank {@code <= rank} has waiting items. */
   boolean hasWaitingAtOrAbove(int rank) {
-    return scheduler.hasWaitingAtOrAbove(rank);
+    return queuedItems > 0 && scheduler.hasWaitingAtOrAbove(rank);
   }
 
   /**
@@ -150,8 +153,16 @@ final class QueueCoordinator {
     return i >= 0 && scheduler.startsInReserve(i, work, ledger);
   }
 
+  /** Requests waiting in this pool (tests: back to 0 whichever way they left). */
+  int queuedItems() {
+    return queuedItems;
+  }
+
   /** Requests of {@code tenantId} waiting in this pool. */
   int tenantQueued(String tenantId) {
+    if (queuedItems == 0) {
+      return 0;
+    }
     int[] c = tenantQueued.get(tenantId);
     return c == null ? 0 : c[0];
   }
@@ -327,6 +338,7 @@ final class QueueCoordinator {
       return new Decision.WouldQueue(why, accepted.position(), predicted);
     }
     increment(tenantQueued, tenant.id());
+    queuedItems++;
     k.addQueuedDemand(item.payload().demandWork());
     long hold = Math.max(1_000_000L, (expires - nowNanos) + policy.holdMargin().toNanos());
     Decision.Queued queued =
@@ -421,6 +433,9 @@ final class QueueCoordinator {
   }
 
   private boolean anyQueued() {
+    if (queuedItems == 0) {
+      return false;
+    }
     List<ClassSlot> slots = queueSlots; // indexed: no iterator per decision
     for (int i = 0; i < slots.size(); i++) {
       if (!slots.get(i).queue().isEmpty()) {
@@ -433,6 +448,7 @@ final class QueueCoordinator {
   /** An item left its queue (started, expired, cancelled or refused): its counts go with it. */
   private void left(QueuedItem<Entry> item) {
     decrement(tenantQueued, item.tenant());
+    queuedItems--;
     item.payload().slot().addQueuedDemand(-item.payload().demandWork());
   }
 

@@ -2,6 +2,7 @@ package io.sluice.core.admission;
 
 import java.util.HashMap;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A pool's requests in flight per tenant ({@link CapacityLedger}): a counter per tenant id, which
@@ -9,6 +10,11 @@ import java.util.Map;
  * tenant whose last request ended keeps its counter, at 0, so that its next request allocates
  * nothing; idle counters are dropped once the map reaches {@value #IDLE_KEPT} entries, or twice the
  * entries left after the last drop (tenant ids a client rotates leave a bounded trace).
+ *
+ * <p>The last tenant taken is remembered with its counter, so that a run of one tenant's requests
+ * (the single-tenant default: every request is the anonymous tenant) looks nothing up. Idle
+ * counters are dropped only by a take, which then remembers its own tenant: the one remembered is
+ * always in the map.
  *
  * <p>Not thread-safe: guarded by the pool lock.
  */
@@ -19,10 +25,12 @@ final class TenantCounts {
   private final Map<String, int[]> byTenant = new HashMap<>();
   private int holding; // tenants with a request in flight
   private int dropAt = IDLE_KEPT;
+  private @Nullable String lastId; // the tenant last taken, and its counter (in byTenant)
+  private int @Nullable [] lastCount;
 
   /** One more request of {@code tenantId} in flight: its counter. */
   int[] take(String tenantId) {
-    int[] c = byTenant.get(tenantId);
+    int[] c = tenantId.equals(lastId) ? lastCount : byTenant.get(tenantId);
     if (c == null) {
       if (byTenant.size() >= dropAt) {
         byTenant.values().removeIf(n -> n[0] == 0);
@@ -31,6 +39,8 @@ final class TenantCounts {
       c = new int[1];
       byTenant.put(tenantId, c);
     }
+    lastId = tenantId;
+    lastCount = c;
     if (c[0]++ == 0) {
       holding++;
     }
@@ -46,7 +56,7 @@ final class TenantCounts {
 
   /** Requests of {@code tenantId} in flight. */
   int of(String tenantId) {
-    int[] c = byTenant.get(tenantId);
+    int[] c = tenantId.equals(lastId) ? lastCount : byTenant.get(tenantId);
     return c == null ? 0 : c[0];
   }
 

@@ -148,4 +148,50 @@ class QueueCoordinatorTest {
         .extracting(PoolState.QueueSnapshot::depth)
         .containsExactly(1, 1);
   }
+
+  /**
+   * The count of waiting requests that lets an admit or release of a pool nobody waits in skip its
+   * queues (drain, rule 2, a capped tenant's queued count): in by every enqueue, out by every way a
+   * request leaves, so it is 0 again whenever the queues are empty.
+   */
+  @Test
+  void waitingCount_followsEveryWayInAndOut_zeroWhenTheQueuesAreEmpty() {
+    Recorder started = new Recorder();
+    Recorder cancelled = new Recorder();
+    Recorder expired = new Recorder();
+    Decision.Queued c = (Decision.Queued) enqueue("batch", 100, cancelled);
+    Decision.Queued e = (Decision.Queued) enqueue("batch", 50, expired);
+    time.advance(Duration.ofMillis(10)); // the interactive one expires later
+    enqueue("interactive", 100, started);
+    assertThat(queues.queuedItems()).isEqualTo(3);
+    assertThat(queues.cancel(c.ticket(), time.nanos(), callbacks)).isTrue();
+    assertThat(queues.queuedItems()).isEqualTo(2);
+    time.advanceNanos(e.expiresAtNanos() - time.nanos()); // the batch one's time is up
+    queues.drain(time.nanos(), callbacks);
+    runCallbacks();
+    assertThat(expired.answers).containsExactly(Reason.QUEUE_TIMEOUT);
+    assertThat(queues.queuedItems()).isEqualTo(1);
+    assertThat(queues.hasWaitingAtOrAbove(0)).as("interactive still waits").isTrue();
+    accept = true;
+    queues.drain(time.nanos(), callbacks);
+    runCallbacks();
+    assertThat(started.answers).singleElement().isInstanceOf(Permit.class);
+    assertThat(queues.queuedItems()).isZero();
+    assertThat(queues.hasWaitingAtOrAbove(Integer.MAX_VALUE)).isFalse();
+    assertThat(queues.tenantQueued("acme")).isZero();
+    accept = false;
+    Recorder a = new Recorder();
+    enqueue("interactive", 100, a);
+    enqueue("batch", 100, new Recorder());
+    assertThat(queues.tenantQueued("acme")).isEqualTo(2);
+    assertThat(queues.refuseAll(Reason.SHUTTING_DOWN, time.nanos(), callbacks)).isEqualTo(2);
+    runCallbacks();
+    assertThat(a.answers).containsExactly(Reason.SHUTTING_DOWN);
+    assertThat(queues.queuedItems()).isZero();
+    accept = true; // nothing waits: a drain starts nothing and the starter is asked nothing
+    proposed.clear();
+    queues.drain(time.nanos(), callbacks);
+    assertThat(proposed).isEmpty();
+    assertThat(callbacks).isEmpty();
+  }
 }
