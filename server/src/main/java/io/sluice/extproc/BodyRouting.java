@@ -65,7 +65,7 @@ final class BodyRouting {
   AdmissionSession open(
       AdmissionRuntime rt,
       SessionFront front,
-      Executor serial,
+      SerialExecutor serial,
       SessionSteps steps,
       Inbound in,
       EnvoyRequest request,
@@ -83,7 +83,8 @@ final class BodyRouting {
     if (route instanceof BodyRouter.Route.InPool p) {
       refusals = p.refusals();
     }
-    AdmissionSession s = rt.sessions().open(subject, front, serial, steps);
+    AdmissionSession s =
+        rt.sessions().open(subject, front, serial, steps, serial.stepMillisOr(rt.clock()));
     if (resolved.noDegrade()) {
       s.forbidDegradation();
     }

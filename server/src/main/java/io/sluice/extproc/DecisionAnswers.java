@@ -21,7 +21,9 @@ import org.jspecify.annotations.Nullable;
 final class DecisionAnswers {
   private DecisionAnswers() {}
 
-  static Answer admit(AdmissionRuntime rt, AdmissionSession s, boolean atBody) {
+  /** The admit; its epoch deadline on the wall clock of {@code serial}'s step (one read). */
+  static Answer admit(
+      AdmissionRuntime rt, AdmissionSession s, boolean atBody, SerialExecutor serial) {
     SluiceConfig.Responses cfg = rt.config().responses();
     if (s.running().would() != null) {
       return shadowAdmit(rt, s, atBody);
@@ -31,7 +33,7 @@ final class DecisionAnswers {
     boolean degraded = plan.rung() != null;
     if (plan.headers().isEmpty() && (!atBody || plan.body() == null)) {
       // the common admit: one pass into one array, its constant parts encoded once (AdmitAnswer)
-      double epochMillis = rt.clock().millis() + (double) left;
+      double epochMillis = serial.stepMillisOr(rt.clock()) + (double) left;
       TokenEstimate e = s.estimate();
       Subject r = s.subject();
       byte[] route =
@@ -68,7 +70,7 @@ final class DecisionAnswers {
             degraded ? Reason.DEGRADED : Reason.ADMITTED,
             null,
             null,
-            admitExtra(rt, s, left)));
+            admitExtra(serial.stepMillisOr(rt.clock()), s, left)));
   }
 
   /** The admit's header mutation as a map, in the order it is written (any plan, any config). */
@@ -112,13 +114,10 @@ final class DecisionAnswers {
    * The admit's metadata beyond the common fields: the time left and the deadline (epoch ms: the
    * clock when answered plus the time left), then {@link #admitMore}.
    */
-  private static byte[] admitExtra(AdmissionRuntime rt, AdmissionSession s, long left) {
+  private static byte[] admitExtra(long nowMillis, AdmissionSession s, long left) {
     byte[] deadline =
         AnswerEncoder.numberEntries(
-            "deadline_remaining_ms",
-            left,
-            "deadline_epoch_ms",
-            rt.clock().millis() + (double) left);
+            "deadline_remaining_ms", left, "deadline_epoch_ms", nowMillis + (double) left);
     byte[] more = admitMore(s);
     if (more.length == 0) {
       return deadline;

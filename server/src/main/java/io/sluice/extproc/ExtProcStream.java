@@ -177,7 +177,8 @@ final class ExtProcStream extends StreamOutput
       bodyWanted();
       return;
     }
-    AdmissionSession session = rt.sessions().open(r.subject(now), this, sync, steps);
+    AdmissionSession session =
+        rt.sessions().open(r.subject(now), this, sync, steps, sync.stepMillisOr(rt.clock()));
     this.session = session;
     if (r.noDegrade()) {
       session.forbidDegradation();
@@ -324,7 +325,7 @@ final class ExtProcStream extends StreamOutput
       return;
     }
     at.to(StreamPhase.ADMITTED);
-    send(DecisionAnswers.admit(rt, opened(), atBody));
+    send(DecisionAnswers.admit(rt, opened(), atBody, sync));
   }
 
   @Override

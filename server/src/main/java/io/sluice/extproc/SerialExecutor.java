@@ -3,6 +3,7 @@ package io.sluice.extproc;
 import io.sluice.core.time.Ticker;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.time.Clock;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
@@ -40,6 +41,9 @@ final class SerialExecutor implements java.util.concurrent.Executor {
   // while a Step runs at once on the thread that submitted it: the time it was handed (stepNanosOr)
   private boolean inStep;
   private long stepNanos;
+  // the wall clock's read of the Step running now, taken by the first that asks (stepMillisOr)
+  private boolean stepWallRead;
+  private long stepMillis;
 
   SerialExecutor(Consumer<Throwable> onFailure) {
     this.onFailure = onFailure;
@@ -75,6 +79,7 @@ final class SerialExecutor implements java.util.concurrent.Executor {
   <O, A> void execute(Step<O, A> step, O owner, A arg, long nanos) {
     if (enter()) {
       stepNanos = nanos;
+      stepWallRead = false;
       inStep = true;
       try {
         step.run(owner, arg, nanos);
@@ -97,6 +102,23 @@ final class SerialExecutor implements java.util.concurrent.Executor {
    */
   long stepNanosOr(Ticker ticker) {
     return inStep ? stepNanos : ticker.nanos();
+  }
+
+  /**
+   * The wall clock at the {@link Step} running now, read once by whatever asks first in it (the
+   * request's arrival, its admit's epoch deadline: microseconds apart in one event), else a read of
+   * {@code clock} (a step that waited, any other task: a later event reads its own). Only from a
+   * task of this executor, as {@link #stepNanosOr}.
+   */
+  long stepMillisOr(Clock clock) {
+    if (!inStep) {
+      return clock.millis();
+    }
+    if (!stepWallRead) {
+      stepMillis = clock.millis();
+      stepWallRead = true;
+    }
+    return stepMillis;
   }
 
   /** As {@code execute(() -> step.accept(owner))}, with no Runnable made when idle. */

@@ -87,7 +87,8 @@ class ClockReadsPerStreamTest {
             "AdmissionSession.admit",
             "RunningRequest.release",
             "ReplayTimingPart.write");
-    assertThat(clock.readers).containsExactly(CLOCK_READERS);
+    // one wall read, the message's: the arrival and the admit's epoch deadline share it
+    assertThat(clock.readers).containsExactly("ExtProcStream.onRequestHeaders");
   }
 
   /** The LLM-shaped stream: headers, buffered body (decided), response headers and body, reset. */
@@ -123,14 +124,41 @@ class ClockReadsPerStreamTest {
             "ExtProcStream.onNext",
             "RunningRequest.release",
             "ReplayTimingPart.write");
-    assertThat(clock.readers).containsExactly(CLOCK_READERS);
+    // the arrival at the headers' message, the admit's epoch deadline at the body's: two events
+    assertThat(clock.readers)
+        .containsExactly("ExtProcStream.onRequestHeaders", "DecisionAnswers.admit");
   }
 
-  // the decision notes' arrival and the admit's epoch deadline: left as they were (a session
-  // opened at its body, by a body router, reads its arrival there, not at its subject's arrival)
-  private static final String[] CLOCK_READERS = {
-    "AdmissionSession.<init>", "DecisionAnswers.admit"
-  };
+  /**
+   * With a wall clock that moves at each read: the one-shot's epoch deadline is its arrival's read
+   * plus the time left (one read), the LLM stream's its body's (a read of its own, later).
+   */
+  @Test
+  void epochDeadline_isTheDecidingMessagesWallRead() {
+    clock.stepMillis = 5;
+    clock.reads.set(0);
+    long start = clock.at.toEpochMilli();
+    StreamFailureInjectionTest.Recording call = oneShot();
+    assertThat(clock.reads).hasValue(1);
+    assertThat(deadlineEpochMs(call.answers.get(0))).isEqualTo(start + 5 + DEADLINE_MS);
+    long before = clock.at.toEpochMilli();
+    call = new StreamFailureInjectionTest.Recording();
+    StreamObserver<Inbound> in = service.open(call, new Metadata());
+    in.onNext(parse(headers(chat(), false, BodySendMode.BUFFERED, BodySendMode.STREAMED)));
+    in.onNext(
+        parse(body("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")));
+    assertThat(clock.reads).hasValue(3);
+    assertThat(deadlineEpochMs(call.answers.get(1))).isEqualTo(before + 10 + DEADLINE_MS);
+    call.cancel();
+  }
+
+  private static double deadlineEpochMs(ProcessingResponse r) {
+    return r.getDynamicMetadata()
+        .getFieldsOrThrow("sluice")
+        .getStructValue()
+        .getFieldsOrThrow("deadline_epoch_ms")
+        .getNumberValue();
+  }
 
   private StreamFailureInjectionTest.Recording oneShot() {
     StreamFailureInjectionTest.Recording call = new StreamFailureInjectionTest.Recording();
@@ -167,6 +195,7 @@ class ClockReadsPerStreamTest {
                                 && !x.getClassName()
                                     .startsWith(ClockReadsPerStreamTest.class.getName())
                                 && !x.getClassName().contains("MeterClock")
+                                && !x.getMethodName().equals("stepMillisOr")
                                 && !x.getClassName().contains("Ticker"))
                     .findFirst()
                     .map(x -> x.getClassName().replaceAll(".*\\.", "") + "." + x.getMethodName())
@@ -196,7 +225,8 @@ class ClockReadsPerStreamTest {
 
   /** A fixed wall clock that counts its reads on the thread that built it. */
   static final class CountingClock extends Clock {
-    private final Instant at;
+    private Instant at;
+    long stepMillis; // moved at each read (0: fixed)
     private final Thread owner = Thread.currentThread();
     final AtomicInteger reads = new AtomicInteger();
     final List<String> readers = new CopyOnWriteArrayList<>();
@@ -225,6 +255,7 @@ class ClockReadsPerStreamTest {
       if (Thread.currentThread() == owner) {
         reads.incrementAndGet();
         readers.add(reader());
+        at = at.plusMillis(stepMillis);
       }
       return at;
     }

@@ -66,16 +66,16 @@ public final class AdmissionSession implements Waiter, AdmissionCheck.Request {
   private final RunningRequest run;
 
   AdmissionSession(
-      Sessions env, Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
+      Sessions env, Subject subject, SessionFront f, Executor serial, SessionSteps steps, long at) {
     this.env = env;
     this.subject = subject;
-    this.front = front;
+    this.front = f;
     this.serial = serial;
     this.steps = steps;
-    this.notes = new DecisionNotes(env.clock().millis());
+    this.notes = new DecisionNotes(at); // its arrival on the wall clock (Sessions#open)
     this.cost = new RequestCost(env, subject);
     this.shadow = ShadowVerdicts.of(subject, env.listener());
-    this.checks = new CheckRun.OfSession(env, this, front, serial, steps);
+    this.checks = new CheckRun.OfSession(env, this, f, serial, steps);
     this.planner = Planners.of(env, subject, checks); // its notes
     this.run = new RunningRequest(this); // reads its parts from the session
   }

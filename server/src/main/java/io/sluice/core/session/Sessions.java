@@ -296,6 +296,19 @@ public final class Sessions {
    */
   public AdmissionSession open(
       Subject subject, SessionFront front, Executor serial, SessionSteps steps) {
-    return new AdmissionSession(this, subject, front, serial, steps);
+    return open(subject, front, serial, steps, clock.millis());
+  }
+
+  /**
+   * A session for one request that arrived at {@code arrivalEpochMillis} on {@link #clock}: the
+   * front end's read of it at that instant (one read it shares with what it answers then).
+   */
+  public AdmissionSession open(
+      Subject subject,
+      SessionFront front,
+      Executor serial,
+      SessionSteps steps,
+      long arrivalEpochMillis) {
+    return new AdmissionSession(this, subject, front, serial, steps, arrivalEpochMillis);
   }
 }
