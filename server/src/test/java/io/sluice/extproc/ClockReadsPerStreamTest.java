@@ -153,11 +153,7 @@ class ClockReadsPerStreamTest {
   }
 
   private static double deadlineEpochMs(ProcessingResponse r) {
-    return r.getDynamicMetadata()
-        .getFieldsOrThrow("sluice")
-        .getStructValue()
-        .getFieldsOrThrow("deadline_epoch_ms")
-        .getNumberValue();
+    return metadataNumber(r, "deadline_epoch_ms");
   }
 
   private StreamFailureInjectionTest.Recording oneShot() {
@@ -177,10 +173,14 @@ class ClockReadsPerStreamTest {
   }
 
   private static double deadlineLeftMs(ProcessingResponse r) {
+    return metadataNumber(r, "deadline_remaining_ms");
+  }
+
+  private static double metadataNumber(ProcessingResponse r, String key) {
     return r.getDynamicMetadata()
         .getFieldsOrThrow("sluice")
         .getStructValue()
-        .getFieldsOrThrow("deadline_remaining_ms")
+        .getFieldsOrThrow(key)
         .getNumberValue();
   }
 

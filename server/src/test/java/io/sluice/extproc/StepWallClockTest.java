@@ -2,10 +2,7 @@ package io.sluice.extproc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.time.Clock;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
@@ -28,7 +25,7 @@ class StepWallClockTest {
   @ParameterizedTest
   @MethodSource("asks")
   void aStepRunAtOnce_readsTheWallClockOnce(int steps, int asks) {
-    Stepping clock = new Stepping(7);
+    var clock = stepping(7);
     SerialExecutor serial = new SerialExecutor(t -> {});
     List<List<Long>> seen = new ArrayList<>();
     for (int k = 0; k < steps; k++) {
@@ -44,7 +41,7 @@ class StepWallClockTest {
           seen,
           k);
     }
-    assertThat(clock.reads).isEqualTo(steps);
+    assertThat(clock.reads).hasValue(steps);
     for (int k = 0; k < steps; k++) {
       assertThat(seen.get(k)).hasSize(asks).containsOnly(7L * (k + 1));
     }
@@ -54,7 +51,7 @@ class StepWallClockTest {
   @ParameterizedTest
   @MethodSource("asks")
   void aTaskOrAStepThatWaited_readsAtEachAsk(int tasks, int asks) {
-    Stepping clock = new Stepping(3);
+    var clock = stepping(3);
     SerialExecutor serial = new SerialExecutor(t -> {});
     List<Long> seen = new ArrayList<>();
     serial.execute(
@@ -74,40 +71,14 @@ class StepWallClockTest {
             seen.add(serial.stepMillisOr(clock));
           }
         });
-    assertThat(clock.reads).isEqualTo((tasks + 1) * asks);
+    assertThat(clock.reads).hasValue((tasks + 1) * asks);
     assertThat(seen).doesNotHaveDuplicates();
   }
 
-  /** A wall clock that moves {@code step} ms at each read, and counts them. */
-  static final class Stepping extends Clock {
-    private final long step;
-    private long now;
-    int reads;
-
-    Stepping(long step) {
-      this.step = step;
-    }
-
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
-
-    @Override
-    public long millis() {
-      reads++;
-      now += step;
-      return now;
-    }
-
-    @Override
-    public Instant instant() {
-      return Instant.ofEpochMilli(millis());
-    }
+  /** A wall clock from the epoch that moves {@code step} ms at each read, and counts them. */
+  private static ClockReadsPerStreamTest.CountingClock stepping(long step) {
+    var clock = new ClockReadsPerStreamTest.CountingClock(Instant.EPOCH);
+    clock.stepMillis = step;
+    return clock;
   }
 }
