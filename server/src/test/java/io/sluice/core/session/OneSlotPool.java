@@ -40,6 +40,19 @@ public final class OneSlotPool {
         io.sluice.core.quota.TenantQuotas.FailureMode.OPEN);
   }
 
+  /**
+   * Sessions of {@link #controller()} on a fixed clock (2027-01-15), quotas failing open, no hold
+   * timer, whose events are added to {@code events}.
+   */
+  public static Sessions recording(
+      io.sluice.core.time.Ticker ticker, java.util.List<SessionEvent> events) {
+    java.time.Clock clock =
+        java.time.Clock.fixed(
+            java.time.Instant.ofEpochMilli(1_800_000_000_000L), java.time.ZoneOffset.UTC);
+    return sessions(
+        controller(), quotas(clock), ticker, clock, (delay, task) -> () -> {}, events::add);
+  }
+
   /** {@link #sessions}'s builder, for a test that sets one more part. */
   public static Sessions.Builder sessionsBuilder(
       AdmissionController controller,
