@@ -240,22 +240,14 @@ public final class OutputReserves {
 
   private volatile Settings settings;
   // growth and alpha of the settings' half-life: two pow() per answer before, now once per reload
-  private volatile Decay decay;
+  private volatile ReserveDecay decay;
   private final Cache<ReserveKey, ReserveStats> keys;
   private final LongAdder evictions = new LongAdder();
 
   public OutputReserves(Settings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
-    this.decay = Decay.of(settings.halfLife());
+    this.decay = ReserveDecay.of(settings.halfLife());
     this.keys = BoundedKeys.of(settings.maxKeys(), evictions);
-  }
-
-  /** An answer's weight growth at a half-life, {@code 2^(1/halfLife)}; the losses' rate at it. */
-  private record Decay(int halfLife, double growth, double alpha) {
-    static Decay of(int halfLife) {
-      double growth = Math.pow(2, 1.0 / halfLife);
-      return new Decay(halfLife, growth, 1 - 1 / growth);
-    }
   }
 
   /** A learner that never learns (tests, tools). */
@@ -266,7 +258,7 @@ public final class OutputReserves {
   /** A reload's settings; learned keys are kept (the coldest evicted if {@code maxKeys} shrank). */
   public void reconfigure(Settings next) {
     settings = Objects.requireNonNull(next, "settings");
-    decay = Decay.of(next.halfLife());
+    decay = ReserveDecay.of(next.halfLife());
     keys.policy().eviction().ifPresent(e -> e.setMaximum(next.maxKeys()));
     keys.cleanUp();
   }
@@ -385,7 +377,8 @@ public final class OutputReserves {
       return;
     }
     double actual = (double) outputTokens / answers;
-    Decay d = decay.halfLife() == s.halfLife() ? decay : Decay.of(s.halfLife()); // mid-reload
+    ReserveDecay d =
+        decay.halfLife() == s.halfLife() ? decay : ReserveDecay.of(s.halfLife()); // mid-reload
     // the answer's logarithms once for both keys (a cut one's, rarely learned, where it is); the
     // loader does not capture (a lambda was built per lookup); the losses decay at the half-life
     double la = cut ? Double.NaN : Math.log(Math.max(1, actual));
