@@ -243,6 +243,7 @@ public final class OutputReserves {
   private volatile ReserveDecay decay;
   private final Cache<ReserveKey, ReserveStats> keys;
   private final LongAdder evictions = new LongAdder();
+  private volatile boolean noKeys = true; // until the first key is made: every lookup would miss
 
   public OutputReserves(Settings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
@@ -295,8 +296,7 @@ public final class OutputReserves {
       return new Reserve(oldReserve, RULE_CAP); // nothing to learn (embeddings): the cap is 0
     }
     // the coarse key read only where used (a prior, a pool bound); every answer learned reads it
-    ReserveStats own =
-        keys.getIfPresent(key(pool, model, scope, quantile, s.tenantKeys() ? tenant : ""));
+    ReserveStats own = find(pool, model, scope, quantile, s.tenantKeys() ? tenant : "");
     long perAnswer;
     String rule;
     // the warm-up check and the estimate under one lock (null: fewer than warmup answers)
@@ -384,6 +384,7 @@ public final class OutputReserves {
     double la = cut ? Double.NaN : Math.log(Math.max(1, actual));
     double lr = cut ? Double.NaN : ReserveStats.relativeLog(actual, capPerAnswer);
     String t = s.tenantKeys() ? bounded(tenant) : null;
+    noKeys = false;
     keys.get(key(pool, model, scope, quantile, ""), ReserveStats::of)
         .record(capPerAnswer, actual, la, lr, d.growth(), d.alpha(), cut, t, leadOnCoarseKey(s));
     if (s.tenantKeys()) {
@@ -395,8 +396,13 @@ public final class OutputReserves {
   /** The coarse key, where it is a tenant key's pool prior (tenant keys on, pool prior on). */
   private @Nullable ReserveStats poolKey(
       Settings s, String pool, @Nullable String model, String scope, double quantile) {
-    boolean prior = s.tenantKeys() && s.poolPrior();
-    return prior ? keys.getIfPresent(key(pool, model, scope, quantile, "")) : null;
+    return s.tenantKeys() && s.poolPrior() ? find(pool, model, scope, quantile, "") : null;
+  }
+
+  /** A key's stats; none while no key was made (a one-shot front end never sees an answer). */
+  private @Nullable ReserveStats find(
+      String pool, @Nullable String model, String scope, double quantile, String tenant) {
+    return noKeys ? null : keys.getIfPresent(key(pool, model, scope, quantile, tenant));
   }
 
   /**
@@ -441,6 +447,7 @@ public final class OutputReserves {
     }
     ReserveKey k =
         key(shared.pool(), shared.model(), shared.scope(), shared.quantile(), shared.tenant());
+    noKeys = false;
     keys.get(k, ReserveStats::of).adopt(shared.fields());
   }
 
