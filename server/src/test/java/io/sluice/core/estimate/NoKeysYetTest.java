@@ -1,6 +1,7 @@
 package io.sluice.core.estimate;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.offset;
 
 import java.util.Random;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -48,25 +49,36 @@ class NoKeysYetTest {
         : new OutputReserves.Reserve(total, OutputReserves.RULE_PRIOR);
   }
 
+  /** A learner of {@code ratio} bytes per token, four answers ({@code warmup}) learned at once. */
+  private static LearnedBytesPerToken ratioLearned(double ratio) {
+    LearnedBytesPerToken l = new LearnedBytesPerToken(BPT);
+    for (int i = 0; i < 4; i++) {
+      l.learn("gpu", "m", "t", Math.round(6000 * ratio), 6000, 0);
+    }
+    return l;
+  }
+
+  /** A reserve learner of 60 answers of {@code out} tokens each. */
+  private static OutputReserves reservesLearned(long out) {
+    OutputReserves o = new OutputReserves(OutputReserves.Settings.DEFAULTS);
+    for (int i = 0; i < 60; i++) {
+      o.record("gpu", "m", "chat", "t", 0.9, 4096, 1, out);
+    }
+    return o;
+  }
+
+  private static String ruleOf(OutputReserves o) {
+    return o.reserve("gpu", "m", "chat", "t", 0.9, 4096, 1024, 1, 4096).rule();
+  }
+
   /** The first keys learned are read by the next request. */
   @ParameterizedTest
   @ValueSource(longs = {1, 2, 3, 42, 2026})
   void learned_readAtOnce(long seed) {
     Random r = new Random(seed);
     double ratio = 2 + r.nextInt(100) / 10.0;
-    LearnedBytesPerToken l = new LearnedBytesPerToken(BPT);
-    for (int i = 0; i < 4; i++) {
-      l.learn("gpu", "m", "t", Math.round(6000 * ratio), 6000, 1_000_000_000L * i);
-    }
-    assertThat(l.bytesPerToken("gpu", "m"))
-        .isCloseTo(ratio, org.assertj.core.data.Offset.offset(1e-9));
-
-    OutputReserves o = new OutputReserves(OutputReserves.Settings.DEFAULTS);
-    long out = 100 + r.nextInt(200);
-    for (int i = 0; i < 60; i++) {
-      o.record("gpu", "m", "chat", "t", 0.9, 4096, 1, out);
-    }
-    assertThat(o.reserve("gpu", "m", "chat", "t", 0.9, 4096, 1024, 1, 4096).rule())
+    assertThat(ratioLearned(ratio).bytesPerToken("gpu", "m")).isCloseTo(ratio, offset(1e-9));
+    assertThat(ruleOf(reservesLearned(100 + r.nextInt(200))))
         .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
   }
 
@@ -75,24 +87,14 @@ class NoKeysYetTest {
   @ValueSource(longs = {1, 2, 3, 42, 2026})
   void adopted_readAtOnce(long seed) {
     Random r = new Random(seed);
-    double ratio = 2 + r.nextInt(100) / 10.0;
-    LearnedBytesPerToken warm = new LearnedBytesPerToken(BPT);
-    for (int i = 0; i < 4; i++) {
-      warm.learn("gpu", "m", "t", Math.round(6000 * ratio), 6000, 0);
-    }
+    LearnedBytesPerToken warm = ratioLearned(2 + r.nextInt(100) / 10.0);
     LearnedBytesPerToken fresh = new LearnedBytesPerToken(BPT);
     warm.takeAdditions().forEach(k -> fresh.adopt(k, 0));
     assertThat(fresh.bytesPerToken("gpu", "m")).isEqualTo(warm.bytesPerToken("gpu", "m"));
     assertThat(fresh.bytesPerToken("gpu", "m")).isNotEqualTo(4.0);
 
-    OutputReserves learned = new OutputReserves(OutputReserves.Settings.DEFAULTS);
-    long out = 100 + r.nextInt(200);
-    for (int i = 0; i < 60; i++) {
-      learned.record("gpu", "m", "chat", "t", 0.9, 4096, 1, out);
-    }
     OutputReserves adopter = new OutputReserves(OutputReserves.Settings.DEFAULTS);
-    learned.takeAdditions().forEach(adopter::adopt);
-    assertThat(adopter.reserve("gpu", "m", "chat", "t", 0.9, 4096, 1024, 1, 4096).rule())
-        .isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
+    reservesLearned(100 + r.nextInt(200)).takeAdditions().forEach(adopter::adopt);
+    assertThat(ruleOf(adopter)).isIn(OutputReserves.RULE_BOUND, OutputReserves.RULE_LEARNED);
   }
 }
