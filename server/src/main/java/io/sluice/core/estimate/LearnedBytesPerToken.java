@@ -149,6 +149,9 @@ public final class LearnedBytesPerToken {
   private final Cache<Key, KeyStats> keys;
   private volatile @Nullable Key lastPoolKey; // poolKey's
   private volatile @Nullable Key lastModelKey; // modelKey's
+  // no key made yet (nothing learned nor adopted: a one-shot front end never sees usage), so every
+  // lookup would miss: the prior without one; set before the first key is made
+  private volatile boolean noKeys = true;
   private final LongAdder evictions = new LongAdder();
 
   public LearnedBytesPerToken(Settings settings) {
@@ -173,7 +176,7 @@ public final class LearnedBytesPerToken {
    */
   public double bytesPerToken(String pool, @Nullable String model) {
     Settings s = settings;
-    if (!s.enabled()) {
+    if (!s.enabled() || noKeys) {
       return s.prior();
     }
     if (model != null && !model.isEmpty()) {
@@ -206,6 +209,7 @@ public final class LearnedBytesPerToken {
     double lr = Math.log(ratio);
     String t = bounded(tenant);
     String p = bounded(pool);
+    noKeys = false;
     keys.get(new Key(p, ""), x -> new KeyStats()).add(t, lr, nowNanos, s);
     if (model != null && !model.isEmpty()) {
       keys.get(new Key(p, bounded(model)), x -> new KeyStats()).add(t, lr, nowNanos, s);
@@ -264,6 +268,7 @@ public final class LearnedBytesPerToken {
       return;
     }
     double logSum = ls == null || !Double.isFinite(ls) ? 0 : ls;
+    noKeys = false;
     keys.get(new Key(bounded(shared.pool()), bounded(shared.model())), x -> new KeyStats())
         .adopt(bounded(shared.tenant()), w, logSum, nowNanos, s);
   }

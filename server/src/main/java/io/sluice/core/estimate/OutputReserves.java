@@ -240,22 +240,15 @@ public final class OutputReserves {
 
   private volatile Settings settings;
   // growth and alpha of the settings' half-life: two pow() per answer before, now once per reload
-  private volatile Decay decay;
+  private volatile ReserveDecay decay;
   private final Cache<ReserveKey, ReserveStats> keys;
   private final LongAdder evictions = new LongAdder();
+  private volatile boolean noKeys = true; // until the first key is made: every lookup would miss
 
   public OutputReserves(Settings settings) {
     this.settings = Objects.requireNonNull(settings, "settings");
-    this.decay = Decay.of(settings.halfLife());
+    this.decay = ReserveDecay.of(settings.halfLife());
     this.keys = BoundedKeys.of(settings.maxKeys(), evictions);
-  }
-
-  /** An answer's weight growth at a half-life, {@code 2^(1/halfLife)}; the losses' rate at it. */
-  private record Decay(int halfLife, double growth, double alpha) {
-    static Decay of(int halfLife) {
-      double growth = Math.pow(2, 1.0 / halfLife);
-      return new Decay(halfLife, growth, 1 - 1 / growth);
-    }
   }
 
   /** A learner that never learns (tests, tools). */
@@ -266,7 +259,7 @@ public final class OutputReserves {
   /** A reload's settings; learned keys are kept (the coldest evicted if {@code maxKeys} shrank). */
   public void reconfigure(Settings next) {
     settings = Objects.requireNonNull(next, "settings");
-    decay = Decay.of(next.halfLife());
+    decay = ReserveDecay.of(next.halfLife());
     keys.policy().eviction().ifPresent(e -> e.setMaximum(next.maxKeys()));
     keys.cleanUp();
   }
@@ -303,8 +296,7 @@ public final class OutputReserves {
       return new Reserve(oldReserve, RULE_CAP); // nothing to learn (embeddings): the cap is 0
     }
     // the coarse key read only where used (a prior, a pool bound); every answer learned reads it
-    ReserveStats own =
-        keys.getIfPresent(key(pool, model, scope, quantile, s.tenantKeys() ? tenant : ""));
+    ReserveStats own = find(pool, model, scope, quantile, s.tenantKeys() ? tenant : "");
     long perAnswer;
     String rule;
     // the warm-up check and the estimate under one lock (null: fewer than warmup answers)
@@ -385,12 +377,14 @@ public final class OutputReserves {
       return;
     }
     double actual = (double) outputTokens / answers;
-    Decay d = decay.halfLife() == s.halfLife() ? decay : Decay.of(s.halfLife()); // mid-reload
+    ReserveDecay d =
+        decay.halfLife() == s.halfLife() ? decay : ReserveDecay.of(s.halfLife()); // mid-reload
     // the answer's logarithms once for both keys (a cut one's, rarely learned, where it is); the
     // loader does not capture (a lambda was built per lookup); the losses decay at the half-life
     double la = cut ? Double.NaN : Math.log(Math.max(1, actual));
     double lr = cut ? Double.NaN : ReserveStats.relativeLog(actual, capPerAnswer);
     String t = s.tenantKeys() ? bounded(tenant) : null;
+    noKeys = false;
     keys.get(key(pool, model, scope, quantile, ""), ReserveStats::of)
         .record(capPerAnswer, actual, la, lr, d.growth(), d.alpha(), cut, t, leadOnCoarseKey(s));
     if (s.tenantKeys()) {
@@ -402,8 +396,13 @@ public final class OutputReserves {
   /** The coarse key, where it is a tenant key's pool prior (tenant keys on, pool prior on). */
   private @Nullable ReserveStats poolKey(
       Settings s, String pool, @Nullable String model, String scope, double quantile) {
-    boolean prior = s.tenantKeys() && s.poolPrior();
-    return prior ? keys.getIfPresent(key(pool, model, scope, quantile, "")) : null;
+    return s.tenantKeys() && s.poolPrior() ? find(pool, model, scope, quantile, "") : null;
+  }
+
+  /** A key's stats; none while no key was made (a one-shot front end never sees an answer). */
+  private @Nullable ReserveStats find(
+      String pool, @Nullable String model, String scope, double quantile, String tenant) {
+    return noKeys ? null : keys.getIfPresent(key(pool, model, scope, quantile, tenant));
   }
 
   /**
@@ -448,6 +447,7 @@ public final class OutputReserves {
     }
     ReserveKey k =
         key(shared.pool(), shared.model(), shared.scope(), shared.quantile(), shared.tenant());
+    noKeys = false;
     keys.get(k, ReserveStats::of).adopt(shared.fields());
   }
 
