@@ -5,8 +5,6 @@ import io.sluice.core.policy.Tenant;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
@@ -31,28 +29,11 @@ public final class RetryControl {
   private final String ownerPrefix = UUID.randomUUID().toString();
   private final AtomicLong owners = new AtomicLong();
 
-  /**
-   * The keys of a request with no operation id (its tenant's refusal memory and budget bucket), per
-   * pool and tenant, so the common request builds no strings. Tenants are what the operator's
-   * signals resolve, but bounded all the same: past {@value #MAX_CACHED_TENANTS} per pool the map
-   * starts over.
-   */
-  private final ConcurrentMap<String, ConcurrentMap<String, TenantKeys>> tenantKeys =
-      new ConcurrentHashMap<>();
+  /** The keys of the requests with no operation id, per pool and tenant or client. */
+  private final RetryKeyCache keyCache;
 
-  static final int MAX_CACHED_TENANTS = 4096;
-
-  /**
-   * The keys of the anonymous tenant's requests with no operation id, per pool and client address
-   * ({@link AttemptSignals#client}): each client has its own refusal memory and budget bucket, so
-   * one client's retries never spend another's. Client addresses are many and not the operator's
-   * choice, so past {@value #MAX_CACHED_CLIENTS} per pool the map starts over (a client whose keys
-   * were dropped rebuilds them; its bucket lives in the store, bounded there).
-   */
-  private final ConcurrentMap<String, ConcurrentMap<String, TenantKeys>> clientKeys =
-      new ConcurrentHashMap<>();
-
-  static final int MAX_CACHED_CLIENTS = 4096;
+  static final int MAX_CACHED_TENANTS = RetryKeyCache.MAX_CACHED_TENANTS;
+  static final int MAX_CACHED_CLIENTS = RetryKeyCache.MAX_CACHED_CLIENTS;
 
   /**
    * With a shared store ({@link AttemptStore#shared}), a tenant's originals that have no operation
@@ -67,28 +48,6 @@ public final class RetryControl {
   private final RetryPolicy.Duplicates.Route anyRoute; // a route's rule without its own: made once
 
   private final OriginalAttempts originals = new OriginalAttempts(); // the common request's
-
-  /** A tenant's keys, and its originals not yet sent to a shared store. */
-  private static final class TenantKeys {
-    final String refusal;
-    final @Nullable String budget;
-    final AtomicLong deferred = new AtomicLong();
-    volatile long lastSentNanos;
-
-    TenantKeys(String refusal, @Nullable String budget, long nowNanos) {
-      this.refusal = refusal;
-      this.budget = budget;
-      this.lastSentNanos = nowNanos;
-    }
-
-    String refusal() {
-      return refusal;
-    }
-
-    @Nullable String budget() {
-      return budget;
-    }
-  }
 
   /**
    * @param namespace the store's key namespace ({@code quotas.keyPrefix})
@@ -109,6 +68,7 @@ public final class RetryControl {
     this.store = policy.enabled() ? store : null;
     this.namespace = namespace;
     this.failOpen = failOpen;
+    this.keyCache = new RetryKeyCache(policy.budget(), namespace, nanoTime);
   }
 
   /** Retry control off: {@link #enabled} is false, nothing is read or refused. */
@@ -163,7 +123,8 @@ public final class RetryControl {
     RetryPolicy.Budget budget = policy.budget();
     boolean headerRetry = signals.claimedAttempt() > 1;
     String client = client(tenant, signals);
-    TenantKeys keys = client == null ? tenantKeys(pool, tenant) : clientKeys(pool, client);
+    RetryKeyCache.TenantKeys keys =
+        client == null ? keyCache.tenant(pool, tenant) : keyCache.client(pool, client);
     if (op == null && !headerRetry && !s.shared() && quietOriginal(s, keys.budget())) {
       // what observe would answer and classify (AttemptStore#quietOriginal): nothing built for it
       double tokens = keys.budget() == null ? Double.NaN : budget.maxTokens();
@@ -253,17 +214,6 @@ public final class RetryControl {
             : signals.attemptCount() > 1 ? Attempt.ENVOY : Attempt.NONE;
   }
 
-  private @Nullable String budgetKey(String pool, String tenant, @Nullable String client) {
-    RetryPolicy.Budget budget = policy.budget();
-    return budget.enabled()
-        ? RetryKeys.budget(
-            namespace,
-            pool,
-            budget.scope() == RetryPolicy.Budget.Scope.TENANT ? tenant : null,
-            client)
-        : null;
-  }
-
   /**
    * The client whose own retries these are: the host of the {@code client} signal for the anonymous
    * tenant (every request without a tenant is that one tenant, so without it one client's retries
@@ -277,54 +227,12 @@ public final class RetryControl {
 
   /** Client addresses whose keys are cached for {@code pool} (tests: the bound). */
   int cachedClientKeys(String pool) {
-    ConcurrentMap<String, TenantKeys> byClient = clientKeys.get(pool);
-    return byClient == null ? 0 : byClient.size();
-  }
-
-  private TenantKeys clientKeys(String pool, String client) {
-    ConcurrentMap<String, TenantKeys> byClient = clientKeys.get(pool);
-    if (byClient == null) {
-      byClient = clientKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
-    }
-    TenantKeys k = byClient.get(client);
-    if (k == null) {
-      if (byClient.size() >= MAX_CACHED_CLIENTS) {
-        byClient.clear();
-      }
-      k =
-          new TenantKeys(
-              RetryKeys.refusal(namespace, pool, Tenant.ANONYMOUS, client, null),
-              budgetKey(pool, Tenant.ANONYMOUS, client),
-              nanoTime.getAsLong());
-      byClient.put(client, k);
-    }
-    return k;
+    return keyCache.cachedClients(pool);
   }
 
   /** Tenants whose keys are cached for {@code pool} (tests: the bound). */
   int cachedTenantKeys(String pool) {
-    ConcurrentMap<String, TenantKeys> byTenant = tenantKeys.get(pool);
-    return byTenant == null ? 0 : byTenant.size();
-  }
-
-  private TenantKeys tenantKeys(String pool, String tenant) {
-    ConcurrentMap<String, TenantKeys> byTenant = tenantKeys.get(pool);
-    if (byTenant == null) {
-      byTenant = tenantKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
-    }
-    TenantKeys k = byTenant.get(tenant);
-    if (k == null) {
-      if (byTenant.size() >= MAX_CACHED_TENANTS) {
-        byTenant.clear();
-      }
-      k =
-          new TenantKeys(
-              RetryKeys.refusal(namespace, pool, tenant, null),
-              budgetKey(pool, tenant, null),
-              nanoTime.getAsLong());
-      byTenant.put(tenant, k);
-    }
-    return k;
+    return keyCache.cachedTenants(pool);
   }
 
   private Attempt classify(
