@@ -221,7 +221,8 @@ public final class RequestResolver {
     if (tenantId == null || tenantId.isEmpty()) {
       tenant = anonymous;
     } else {
-      tenant = knownTenants.get(tenantId);
+      // none known (as configs mostly have): no hash of the request's new String
+      tenant = knownTenants.isEmpty() ? null : knownTenants.get(tenantId);
       if (tenant == null) {
         tenant = unknown(tenantId);
         if (config.tenants().unknown() == SluiceConfig.UnknownAction.REJECT && reject == null) {
@@ -368,12 +369,20 @@ public final class RequestResolver {
       if (r.matchPath() != null && !r.matchPath().equals(path)) {
         continue;
       }
-      if (r.matchPathPrefix() != null && (path == null || !path.startsWith(r.matchPathPrefix()))) {
+      if (r.matchPathPrefix() != null && (path == null || !prefixed(path, r.matchPathPrefix()))) {
         continue;
       }
       return i;
     }
     return -1;
+  }
+
+  /**
+   * {@code path.startsWith(prefix)}; a path as long as the prefix (the usual request: no more than
+   * the route's path) is compared by {@link String#equals}, an intrinsic, not char by char.
+   */
+  static boolean prefixed(String path, String prefix) {
+    return path.length() == prefix.length() ? path.equals(prefix) : path.startsWith(prefix);
   }
 
   /** The place of a built-in signal in {@code sources}. */

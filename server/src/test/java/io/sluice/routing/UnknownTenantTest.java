@@ -35,4 +35,16 @@ class UnknownTenantTest {
     // an empty tenant is anonymous, never the unknown tier's first (id-less) Tenant
     assertThat(r.resolve(new SignalRequest(), 0).tenant().id()).isEqualTo(Tenant.ANONYMOUS);
   }
+
+  @Test
+  void aKnownTenant_getsItsTier_noneKnown_everyIdIsUnknown() {
+    String yaml = ConfigLoader.embeddedDefaultYaml();
+    String withKnown = yaml.replace("  known: {}", "  known: {acme: {tier: enterprise}}");
+    assertThat(withKnown).isNotEqualTo(yaml);
+    RequestResolver known = new RequestResolver(ConfigLoader.parse(withKnown));
+    assertThat(resolve(known, "acme").tenant().tier().name()).isEqualTo("enterprise");
+    assertThat(resolve(known, "globex").tenant().tier().name()).isEqualTo("default");
+    RequestResolver none = new RequestResolver(ConfigLoader.parse(yaml));
+    assertThat(resolve(none, "acme").tenant().tier().name()).isEqualTo("default");
+  }
 }
