@@ -70,42 +70,41 @@ final class RetryKeyCache {
 
   /** The keys of {@code tenant}'s requests in {@code pool}. */
   TenantKeys tenant(String pool, String tenant) {
-    ConcurrentMap<String, TenantKeys> byTenant = tenantKeys.get(pool);
-    if (byTenant == null) {
-      byTenant = tenantKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
-    }
-    TenantKeys k = byTenant.get(tenant);
-    if (k == null) {
-      if (byTenant.size() >= MAX_CACHED_TENANTS) {
-        byTenant.clear();
-      }
-      k =
-          new TenantKeys(
-              RetryKeys.refusal(namespace, pool, tenant, null),
-              budgetKey(pool, tenant, null),
-              nanoTime.getAsLong());
-      byTenant.put(tenant, k);
-    }
-    return k;
+    return find(tenantKeys, MAX_CACHED_TENANTS, pool, tenant, false);
   }
 
   /** The keys of the anonymous tenant's requests from {@code client} in {@code pool}. */
   TenantKeys client(String pool, String client) {
-    ConcurrentMap<String, TenantKeys> byClient = clientKeys.get(pool);
-    if (byClient == null) {
-      byClient = clientKeys.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
+    return find(clientKeys, MAX_CACHED_CLIENTS, pool, client, true);
+  }
+
+  /** {@code owner}'s keys in {@code pool} (a tenant, or the anonymous tenant's client). */
+  private TenantKeys find(
+      ConcurrentMap<String, ConcurrentMap<String, TenantKeys>> cache,
+      int max,
+      String pool,
+      String owner,
+      boolean client) {
+    ConcurrentMap<String, TenantKeys> byOwner = cache.get(pool);
+    if (byOwner == null) {
+      byOwner = cache.computeIfAbsent(pool, p -> new ConcurrentHashMap<>());
     }
-    TenantKeys k = byClient.get(client);
+    TenantKeys k = byOwner.get(owner);
     if (k == null) {
-      if (byClient.size() >= MAX_CACHED_CLIENTS) {
-        byClient.clear();
+      if (byOwner.size() >= max) {
+        byOwner.clear();
       }
       k =
-          new TenantKeys(
-              RetryKeys.refusal(namespace, pool, Tenant.ANONYMOUS, client, null),
-              budgetKey(pool, Tenant.ANONYMOUS, client),
-              nanoTime.getAsLong());
-      byClient.put(client, k);
+          client
+              ? new TenantKeys(
+                  RetryKeys.refusal(namespace, pool, Tenant.ANONYMOUS, owner, null),
+                  budgetKey(pool, Tenant.ANONYMOUS, owner),
+                  nanoTime.getAsLong())
+              : new TenantKeys(
+                  RetryKeys.refusal(namespace, pool, owner, null),
+                  budgetKey(pool, owner, null),
+                  nanoTime.getAsLong());
+      byOwner.put(owner, k);
     }
     return k;
   }
