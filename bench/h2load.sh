@@ -6,7 +6,10 @@
 # of windows gives a ratio; the summary is the median (and range) of those ratios.
 # See docs/benchmarks.md.
 #   bench/h2load.sh [window_s=3] [pairs=10] [warmup_s=10]     (JAVA_OPTS: JVM flags for both servers;
-#                                                            ONLY=ext_proc or ONLY=RLS: one workload;
+#                                                            ONLY=oneshot,llm,rls: the workloads run
+#                                                            (ONLY=ext_proc: oneshot; ONLY=RLS: rls);
+#                                                            llm: the LLM-shaped stream's four messages
+#                                                            in one body, END_STREAM after the last;
 #                                                            REDIS=host:port: Sluice on the Redis store,
 #                                                            pools leased as replica shares;
 #                                                            DEADLINE_HEADER=1: the admit sets
@@ -36,7 +39,7 @@ window() { # target path frame seconds [log] -> echo "req/s cpu_seconds"
   local url="http://127.0.0.1:${PORTS[$1]}$2" t0 t1 out rps
   t0=$(cpu_ticks "${SPID[$1]}")
   out=$(h2load -D "$4" -c 4 -m 32 -t 1 -d "$WORK/$3" -H 'content-type: application/grpc' \
-    -H 'te: trailers' ${5:+--log-file="$5"} "$url" 2>&1)
+    -H 'te: trailers' "${HDR[@]}" ${5:+--log-file="$5"} "$url" 2>&1)
   t1=$(cpu_ticks "${SPID[$1]}")
   rps=$(echo "$out" | awk '/^finished in/ {print $4}')
   if [[ "$out" != *" 2xx, 0 3xx, 0 4xx, 0 5xx"* ]]; then
@@ -51,10 +54,15 @@ echo "h2load -c 4 -m 32 -t 1 (128 streams in flight), $PAIRS alternating pairs o
 echo
 echo "| workload | server | req/s median (range) | server CPU per call, median | p50 | p99 | p99.9 |"
 echo "|---|---|---|---|---|---|---|"
-for wl in "ext_proc one-shot|/envoy.service.ext_proc.v3.ExternalProcessor/Process|extproc_request_headers.grpc" \
-          "RLS unary|/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit|rls_request.grpc"; do
-  IFS='|' read -r label path frame <<<"$wl"
-  [[ -n "${ONLY:-}" && "$label" != "$ONLY"* ]] && continue
+for wl in "oneshot|ext_proc one-shot|/envoy.service.ext_proc.v3.ExternalProcessor/Process|extproc_request_headers.grpc" \
+          "llm|ext_proc LLM-shaped|/envoy.service.ext_proc.v3.ExternalProcessor/Process|extproc_llm_stream.grpc" \
+          "rls|RLS unary|/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit|rls_request.grpc"; do
+  IFS='|' read -r key label path frame <<<"$wl"
+  HDR=(); [[ $key == llm ]] && HDR=(-H 'x-sluice-tenant: acme') # as the Java floor's LLM stream
+  case "${ONLY:-}" in # ONLY=ext_proc and ONLY=RLS: their meaning before the LLM shape was added
+    "") ;; ext_proc) [[ $key == oneshot ]] || continue ;; RLS) [[ $key == rls ]] || continue ;;
+    *) [[ ",$ONLY," == *",$key,"* ]] || continue ;;
+  esac
   for target in noop sluice; do window "$target" "$path" "$frame" "$WARM" >/dev/null || exit 1; done
   : >"$WORK/ratios"
   for target in noop sluice; do : >"$WORK/$target.rps"; : >"$WORK/$target.cpu"; done

@@ -168,6 +168,7 @@ final class Floor implements Callable<Integer> {
       names = "--dump-dir",
       description =
           "write pre-encoded gRPC request frames for h2load (extproc_request_headers.grpc,"
+              + " extproc_llm_stream.grpc: the LLM-shaped stream's four messages in one body,"
               + " rls_request.grpc) to this directory")
   @Nullable Path dumpDir;
 
@@ -277,10 +278,12 @@ final class Floor implements Callable<Integer> {
     if (dumpDir != null) {
       Files.createDirectories(dumpDir);
       Path ext = dumpDir.resolve("extproc_request_headers.grpc");
+      Path llm = dumpDir.resolve("extproc_llm_stream.grpc");
       Path rls = dumpDir.resolve("rls_request.grpc");
       Files.write(ext, grpcFrame(request().toByteArray()));
+      Files.write(llm, FloorMessages.grpcFrames(FloorMessages.envoyShapedMessages()));
       Files.write(rls, grpcFrame(rlsRequest().toByteArray()));
-      out.println("wrote " + ext + " and " + rls);
+      out.println("wrote " + ext + ", " + llm + " and " + rls);
       return 0;
     }
     Path captureAnswers = answerOptions.captureAnswers;

@@ -4,6 +4,7 @@ import io.envoyproxy.envoy.extensions.common.ratelimit.v3.RateLimitDescriptor;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.sluice.harness.LlmStream;
+import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.util.List;
 
@@ -52,5 +53,18 @@ final class FloorMessages {
     ByteBuffer b = ByteBuffer.allocate(5 + proto.length);
     b.put((byte) 0).putInt(proto.length).put(proto);
     return b.array();
+  }
+
+  /**
+   * The messages as one request body of gRPC frames, in order: what h2load sends (with END_STREAM)
+   * for the LLM-shaped stream, every message at once rather than each after the previous answer as
+   * Envoy does.
+   */
+  static byte[] grpcFrames(List<ProcessingRequest> messages) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    for (ProcessingRequest m : messages) {
+      out.writeBytes(grpcFrame(m.toByteArray()));
+    }
+    return out.toByteArray();
   }
 }
