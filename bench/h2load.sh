@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Transport floor with an independent generator (h2load from Debian's nghttp2-client): one-shot
-# ext_proc streams and unary RLS calls from pre-encoded gRPC frames, against the no-op server and
+# and LLM-shaped ext_proc streams and unary RLS calls from pre-encoded gRPC frames, against the no-op server and
 # against Sluice, both JVMs started once and warmed up, then measured in short alternating windows
 # (no-op, Sluice, no-op, Sluice, ...) so that drift of a shared machine hits both alike. Each pair
 # of windows gives a ratio; the summary is the median (and range) of those ratios.
