@@ -73,10 +73,11 @@ final class BodyMembers {
       }
       case "parallel_tool_calls" -> parallelToolCalls(scan, LaxValue.bool(p, v));
       case "function_call" -> {
-        scan.tools.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
-        scan.tools.functionCallNamed = false;
+        ToolScan t = scan.toolScan();
+        t.functionCallNone = v == JsonToken.VALUE_STRING && "none".equals(p.getText());
+        t.functionCallNamed = false;
         if (v == JsonToken.START_OBJECT) {
-          scan.tools.functionCallNamed = hasName(r);
+          t.functionCallNamed = hasName(r);
           return;
         }
       }
@@ -95,7 +96,7 @@ final class BodyMembers {
 
   /** {@code parallel_tool_calls} from its lax reading ({@link LaxValue#bool}). */
   static void parallelToolCalls(BodyScan scan, int b) {
-    scan.tools.parallelToolCallsFalse = b == 0;
+    scan.toolScan().parallelToolCallsFalse = b == 0;
     scan.bad(
         Unreadable.PARALLEL_TOOL_CALLS,
         b == LaxValue.BOOL_INVALID ? "parallel_tool_calls: expected a boolean" : null);
@@ -136,23 +137,24 @@ final class BodyMembers {
   /** The count of {@code tools} (else {@code functions}) definitions, and why it is unreadable. */
   static void definitions(BodyScan scan, boolean tools, int count, @Nullable String bad) {
     if (tools) {
-      scan.tools.toolDefinitions = count;
+      scan.toolScan().toolDefinitions = count;
       scan.bad(Unreadable.TOOLS, bad);
     } else {
-      scan.tools.functionDefinitions = count;
+      scan.toolScan().functionDefinitions = count;
       scan.bad(Unreadable.FUNCTIONS, bad);
     }
   }
 
   /** A new {@code tool_choice}: its word (a string's, else null); the object's fields cleared. */
   static void toolChoice(BodyScan scan, @Nullable String word) {
-    scan.tools.toolChoice = word;
-    scan.tools.toolChoiceObject = false;
-    scan.tools.toolChoiceType = null;
-    scan.tools.toolChoiceMode = null;
-    scan.tools.toolChoiceNamed = false;
-    scan.tools.toolChoiceFunction = false;
-    scan.tools.disableParallelToolUse = false;
+    ToolScan t = scan.toolScan();
+    t.toolChoice = word;
+    t.toolChoiceObject = false;
+    t.toolChoiceType = null;
+    t.toolChoiceMode = null;
+    t.toolChoiceNamed = false;
+    t.toolChoiceFunction = false;
+    t.disableParallelToolUse = false;
   }
 
   /** Words of {@code tool_choice} worth keeping; anything else is {@code other}. */
@@ -170,19 +172,17 @@ final class BodyMembers {
    */
   private static void toolChoice(RequestBodyReader r, BodyScan scan) throws IOException {
     JsonParser p = r.parser();
-    scan.tools.toolChoiceObject = true;
+    ToolScan t = scan.toolScan();
+    t.toolChoiceObject = true;
     while (r.next() == JsonToken.FIELD_NAME) {
       String field = p.currentName();
       JsonToken v = r.next();
       switch (field) {
-        case "type" ->
-            scan.tools.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "mode" ->
-            scan.tools.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
-        case "name" -> scan.tools.toolChoiceNamed = v != JsonToken.VALUE_NULL;
-        case "function" -> scan.tools.toolChoiceFunction = v != JsonToken.VALUE_NULL;
-        case "disable_parallel_tool_use" ->
-            scan.tools.disableParallelToolUse = LaxValue.bool(p, v) == 1;
+        case "type" -> t.toolChoiceType = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "mode" -> t.toolChoiceMode = v == JsonToken.VALUE_STRING ? word(p.getText()) : null;
+        case "name" -> t.toolChoiceNamed = v != JsonToken.VALUE_NULL;
+        case "function" -> t.toolChoiceFunction = v != JsonToken.VALUE_NULL;
+        case "disable_parallel_tool_use" -> t.disableParallelToolUse = LaxValue.bool(p, v) == 1;
         default -> {}
       }
       r.skipValue();

@@ -39,15 +39,26 @@ final class BodyScan {
   boolean anthropicHint;
   boolean embeddingsHint;
 
-  /** What the body says about tools and how the model may call them. */
-  final ToolScan tools = new ToolScan();
+  // what the body says about tools and how the model may call them: made at its first tool
+  // member (toolScan), so a body without one makes none; null reads as a ToolScan never written
+  private @Nullable ToolScan tools;
 
   // why members have no reading shared with the engine; null until one has none (most bodies)
   private @Nullable Unreadable bad;
 
   /** Tool and function definitions together. */
   int tools() {
-    return tools.count();
+    ToolScan t = tools;
+    return t == null ? 0 : t.count();
+  }
+
+  /** What the body says about tools, for a tool member to write into: made at the first. */
+  ToolScan toolScan() {
+    ToolScan t = tools;
+    if (t == null) {
+      tools = t = new ToolScan();
+    }
+    return t;
   }
 
   /**
@@ -77,7 +88,8 @@ final class BodyScan {
 
   /** The fan-out the body declares, read as {@code format} reads it ({@link ToolScan#fanOut}). */
   FanOut fanOut(@Nullable RequestFormat format) {
-    return tools.fanOut(format);
+    ToolScan t = tools;
+    return t == null ? FanOut.NONE : t.fanOut(format); // as a ToolScan never written reads
   }
 
   /** An output cap from its lax reading: a positive value, {@link #CAP_ABSENT} or invalid. */

@@ -116,23 +116,30 @@ final class ChatScan {
       BodyMembers.stream(scan, bool(c));
     } else if (j.is("parallel_tool_calls")) {
       BodyMembers.parallelToolCalls(scan, bool(c));
-    } else if (integerName() != null) {
-      String name = integerName();
-      long lax;
-      if (c == 'n') {
-        j.literal("null");
-        lax = LaxValue.ABSENT;
-      } else {
-        lax = j.integer();
-      }
-      BodyMembers.integer(scan, name, lax);
-    } else if (j.is("tool_choice")) {
-      toolChoice(c);
-    } else if (j.is("input") || j.is("function_call")) {
-      throw ByteJson.BAIL; // read by Jackson (the first element's type; the object's name)
     } else {
-      others(c);
+      String name = integerName(); // looked up once
+      if (name != null) {
+        integer(name, c);
+      } else if (j.is("tool_choice")) {
+        toolChoice(c);
+      } else if (j.is("input") || j.is("function_call")) {
+        throw ByteJson.BAIL; // read by Jackson (the first element's type; the object's name)
+      } else {
+        others(c);
+      }
     }
+  }
+
+  /** An output cap or choice count, {@code name}, as {@link LaxValue} reads it; null: absent. */
+  private void integer(String name, int c) {
+    long lax;
+    if (c == 'n') {
+      j.literal("null");
+      lax = LaxValue.ABSENT;
+    } else {
+      lax = j.integer();
+    }
+    BodyMembers.integer(scan, name, lax);
   }
 
   /** The output cap or choice count the name read last is, or null. */

@@ -146,10 +146,10 @@ final class RequestBodyReader {
       if (tools) { // the scan's count of definitions, and their tally
         int count = tools(v, tally);
         if (name.equals("tools")) {
-          scan.tools.toolDefinitions = count;
+          scan.toolScan().toolDefinitions = count;
           scan.bad(Unreadable.TOOLS, null);
         } else {
-          scan.tools.functionDefinitions = count;
+          scan.toolScan().functionDefinitions = count;
           scan.bad(Unreadable.FUNCTIONS, null);
         }
       } else {

@@ -116,6 +116,48 @@ class ChatScanTest {
         .isEqualTo(JACKSON.estimate(RequestFormat.OPENAI_CHAT, chat, LIMITS));
   }
 
+  @Test
+  void toolMembersInAnyOrderReadIntoOneToolScan_aBodyWithoutThemReadsNone() throws Exception {
+    String tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]";
+    String choice = "\"tool_choice\":\"required\",\"parallel_tool_calls\":false";
+    String messages = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+    FanOut forced = new FanOut(1, true, false);
+    for (String body :
+        List.of(
+            "{\"model\":\"claude-sonnet-4-5\"," + choice + "," + tools + "," + messages + "}",
+            "{\"model\":\"claude-sonnet-4-5\"," + tools + "," + messages + "," + choice + "}")) {
+      for (BodyScan scan : bothReads(body)) {
+        assertThat(scan.tools()).as(body).isEqualTo(1);
+        assertThat(scan.fanOut(RequestFormat.OPENAI_CHAT)).as(body).isEqualTo(forced);
+      }
+    }
+    for (String body :
+        List.of(
+            "{\"model\":\"claude-sonnet-4-5\"," + messages + "}",
+            "{\"model\":\"claude-sonnet-4-5\","
+                + choice
+                + ","
+                + messages
+                + "}")) { // a choice, no tools
+      for (BodyScan scan : bothReads(body)) {
+        assertThat(scan.tools()).as(body).isZero();
+        assertThat(scan.fanOut(RequestFormat.OPENAI_CHAT)).as(body).isSameAs(FanOut.NONE);
+      }
+    }
+  }
+
+  /** {@code body}'s scan by the plain read (which must take it) and by the Jackson read. */
+  private static List<BodyScan> bothReads(String body) throws Exception {
+    byte[] b = body.getBytes(StandardCharsets.UTF_8);
+    ScanWalk on =
+        new ScanWalk(RequestFormat.OPENAI_CHAT, ENCODINGS, TokenCountCache.disabled(), SETTINGS);
+    BodyScan plain = ChatScan.read(on, b, 0, b.length, SETTINGS, FACTORY.streamReadConstraints());
+    assertThat(plain).as("read plain: %s", body).isNotNull();
+    ScanWalk walk =
+        new ScanWalk(RequestFormat.OPENAI_CHAT, ENCODINGS, TokenCountCache.disabled(), SETTINGS);
+    return List.of(plain, new RequestBodyReader(FACTORY, b, 0, b.length, SETTINGS).scan(walk));
+  }
+
   /** The plain read's scan and tally, or null when it hands the body to Jackson. */
   private static String plainRead(byte[] body, RequestFormat f) throws Exception {
     ScanWalk on = new ScanWalk(f, ENCODINGS, TokenCountCache.disabled(), SETTINGS);
