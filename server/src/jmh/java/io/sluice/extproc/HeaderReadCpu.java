@@ -14,7 +14,9 @@ import java.util.List;
  * java -cp server/target/benchmarks.jar io.sluice.extproc.HeaderReadCpu
  * </pre>
  *
- * Prints ten rounds of 1,000,000 after three to warm up.
+ * Prints ten rounds of 1,000,000 after three to warm up; with {@code locate}, of the index's pass
+ * alone on one parsed message ({@link EnvoySignals.HeaderIndex#placesNear}: the part the parse
+ * hides), and of that pass's key lookups alone ({@code locate} on each key, no array made).
  */
 public final class HeaderReadCpu {
   private HeaderReadCpu() {}
@@ -34,6 +36,10 @@ public final class HeaderReadCpu {
                 ":method",
                 "content-type"));
     int path = index.slot(":path");
+    if (args.length > 0 && args[0].equals("locate")) {
+      locate(index, Inbound.parse(request));
+      return;
+    }
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
     long sink = 0;
     StringBuilder out = new StringBuilder("parse + locate + :path, cpu ns/op (10 x 1M):");
@@ -47,6 +53,22 @@ public final class HeaderReadCpu {
       }
       if (r >= 3) {
         out.append(' ').append((mx.getCurrentThreadCpuTime() - before) / 1_000_000);
+      }
+    }
+    System.out.println(out + " (" + sink + ")");
+  }
+
+  private static void locate(EnvoySignals.HeaderIndex index, Inbound in) {
+    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+    long sink = 0;
+    StringBuilder out = new StringBuilder("placesNear, cpu ns/op (10 x 10M):");
+    for (int r = 0; r < 13; r++) {
+      long before = mx.getCurrentThreadCpuTime();
+      for (int i = 0; i < 10_000_000; i++) {
+        sink += index.placesNear(in)[i & 7];
+      }
+      if (r >= 3) {
+        out.append(' ').append((mx.getCurrentThreadCpuTime() - before) / 1_000_000 / 10.0);
       }
     }
     System.out.println(out + " (" + sink + ")");

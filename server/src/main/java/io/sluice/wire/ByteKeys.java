@@ -21,6 +21,8 @@ public final class ByteKeys {
   private final int[][] slots;
   private final long[][] heads;
   private final long[][] tails;
+  // bit n set: a name of n bytes (n < 64); a header of a length no name has (most) stops here
+  private final long lengths;
 
   /** {@code names[i]} held at slot {@code slots[i]} (the names are distinct). */
   public ByteKeys(byte[][] names, int[] slots) {
@@ -32,9 +34,11 @@ public final class ByteKeys {
     this.slots = new int[max + 1][];
     this.heads = new long[max + 1][];
     this.tails = new long[max + 1][];
+    long mask = 0;
     for (int i = 0; i < names.length; i++) {
       byte[] n = names[i];
       int len = n.length;
+      mask |= len < 64 ? 1L << len : 0;
       byte[][] same = this.names[len];
       int k = same == null ? 0 : same.length;
       this.names[len] = same == null ? new byte[1][] : Arrays.copyOf(same, k + 1);
@@ -43,6 +47,7 @@ public final class ByteKeys {
       this.heads[len] = grow(this.heads[len], k, head(n, 0, len));
       this.tails[len] = grow(this.tails[len], k, tail(n, 0, len));
     }
+    this.lengths = mask;
   }
 
   private static int[] grow(int @Nullable [] a, int k, int v) {
@@ -59,15 +64,15 @@ public final class ByteKeys {
 
   /** The slot of the name that is exactly bytes [off, off + len) of {@code b}, or -1. */
   public int find(byte[] b, int off, int len) {
-    if (len >= heads.length) {
-      return -1;
+    if (len < 64 ? (lengths & (1L << len)) == 0 : len >= heads.length) {
+      return -1; // no name of this length
     }
     long[] hs = heads[len];
     if (hs == null) {
       return -1;
     }
     long h = head(b, off, len);
-    long t = tail(b, off, len);
+    long t = len > 8 ? word(b, off + len - 8) : h; // tail(): the head itself when that short
     long[] ts = tails[len];
     for (int j = 0; j < hs.length; j++) {
       if (hs[j] == h

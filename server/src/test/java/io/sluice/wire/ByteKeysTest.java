@@ -65,6 +65,39 @@ class ByteKeysTest {
         });
   }
 
+  /**
+   * The lengths no name has stop at once (a mask of the lengths under 64; from 64 up, the table):
+   * runs of every length from 0 to 130 against names of 0, 1, 8, 9, 63, 64, 65 and 100 bytes find
+   * exactly the names of their own bytes, and nothing at any other length.
+   */
+  @Test
+  void find_atEveryLength_aroundTheLengthMasksEnd_findsExactlyTheNames() {
+    int[] lengths = {0, 1, 8, 9, 63, 64, 65, 100};
+    byte[][] names = new byte[lengths.length][];
+    int[] slots = new int[lengths.length];
+    for (int i = 0; i < lengths.length; i++) {
+      names[i] = new byte[lengths[i]];
+      Arrays.fill(names[i], (byte) 'k');
+      slots[i] = 7 + i;
+    }
+    ByteKeys keys = new ByteKeys(names, slots);
+    for (int len = 0; len <= 130; len++) {
+      byte[] run = new byte[len + 3];
+      Arrays.fill(run, (byte) 'k');
+      int expected = -1;
+      for (int i = 0; i < lengths.length; i++) {
+        if (lengths[i] == len) {
+          expected = slots[i];
+        }
+      }
+      assertThat(keys.find(run, 2, len)).as("length %d", len).isEqualTo(expected);
+      if (len > 0) {
+        run[2 + len - 1] = 'x'; // its last byte differs: no name
+        assertThat(keys.find(run, 2, len)).as("length %d, last byte off", len).isEqualTo(-1);
+      }
+    }
+  }
+
   @Test
   void ascii_ofRunsOfEveryLengthAnywhere_answersAsTestingEachByte() {
     Seeded.forAll(

@@ -349,6 +349,44 @@ class CheckChainTest {
     assertThat(releases()).isEmpty();
   }
 
+  /**
+   * A stage runs only its own checks, in its turn: the estimate run before the headers run asks
+   * nothing, a stage with no check passes at once, and a run asked again after it ended asks
+   * nothing more.
+   */
+  @Test
+  void eachStagesRun_asksOnlyItsOwnChecks_inItsTurn() {
+    CheckRun early = run(h("a", Answer.PASS), h("b", Answer.PASS), e("c", Answer.PASS));
+    early.run(Stage.ESTIMATE, 0, this::then); // not its turn: the headers checks have not run
+    assertThat(log).isEmpty();
+    early.run(Stage.HEADERS, 0, this::then);
+    early.run(Stage.HEADERS, 0, this::then); // ended: nothing more
+    assertThat(log).containsExactly("ask a", "ask b");
+    early.run(Stage.ESTIMATE, 0, this::then);
+    early.run(Stage.ESTIMATE, 0, this::then);
+    assertThat(log).containsExactly("ask a", "ask b", "ask c");
+    assertThat(thens).isEqualTo(5);
+
+    log.clear();
+    CheckRun estimateOnly = run(e("d", Answer.PASS), e("f", Answer.PASS));
+    estimateOnly.run(Stage.HEADERS, 0, this::then);
+    assertThat(log).isEmpty();
+    estimateOnly.run(Stage.ESTIMATE, 0, this::then);
+    assertThat(log).containsExactly("ask d", "ask f");
+
+    log.clear();
+    CheckRun headersOnly = run(h("g", Answer.PASS));
+    headersOnly.run(Stage.HEADERS, 0, this::then);
+    headersOnly.run(Stage.ESTIMATE, 0, this::then);
+    assertThat(log).containsExactly("ask g");
+
+    CheckRun none = run();
+    none.run(Stage.HEADERS, 0, this::then);
+    none.run(Stage.ESTIMATE, 0, this::then);
+    assertThat(log).containsExactly("ask g");
+    assertThat(thens).isEqualTo(11);
+  }
+
   @Test
   void eachChecksStage_readOnceWhenTheChainIsBuilt_notPerRequest() {
     Fake a = h("a", Answer.PASS);
