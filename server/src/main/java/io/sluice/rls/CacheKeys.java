@@ -136,10 +136,20 @@ final class CacheKeys {
     return pos == r.bodyLength;
   }
 
+  /**
+   * The slot of a descriptor: the domain's and keys' hashes (kept in those strings, which the
+   * reader hands out again) and each value's length and first and last char (a value is a new
+   * string per call: its hash would be taken here first).
+   */
   private static int slot(String domain, List<Entry> entries, List<String> values, int index) {
     int h = domain.hashCode() * 31 + index;
     for (int i = 0; i < entries.size(); i++) {
-      h = (h * 31 + entries.get(i).key().hashCode()) * 31 + values.get(i).hashCode();
+      String v = values.get(i);
+      int n = v.length();
+      h = (h * 31 + entries.get(i).key().hashCode()) * 31 + n;
+      if (n > 0) {
+        h = (h * 31 + v.charAt(0)) * 31 + v.charAt(n - 1);
+      }
     }
     return (h * 0x9E3779B9) >>> SHIFT;
   }
