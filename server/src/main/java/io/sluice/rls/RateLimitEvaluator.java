@@ -41,7 +41,8 @@ import org.jspecify.annotations.Nullable;
  * windowStart}, {@code windowStart = floor(now / window) * window} (Unix seconds), exactly the
  * reference's layout for a descriptor's first limit with {@code unit_multiplier: 1}. Other limits
  * of the same descriptor insert {@code l<index>w<windowSeconds>_} before the window start; token
- * buckets use {@code ...tb<index>w<windowSeconds>} without a window start.
+ * buckets use {@code ...tb<index>w<windowSeconds>} without a window start. Built by {@link
+ * CacheKeys}, which hands a recent call's key out again while it is the same.
  *
  * <p>Store failure: each limit follows its {@link FailureMode} (the limit's {@code failure_mode},
  * else {@code SLUICE_RLS_FAILURE_MODE}); one {@code error} limit fails the whole call like the
@@ -58,6 +59,7 @@ public final class RateLimitEvaluator {
   private final Ticker ticker;
   private final RlsMetrics metrics;
   private final RlsOutcomes outcomes;
+  private final CacheKeys cacheKeys;
 
   /**
    * @param config the current config, or null while none has been loaded
@@ -85,6 +87,7 @@ public final class RateLimitEvaluator {
     this.ticker = ticker;
     this.metrics = metrics;
     this.outcomes = new RlsOutcomes(settings, metrics);
+    this.cacheKeys = new CacheKeys(settings.cacheKeyPrefix());
   }
 
   /**
@@ -196,8 +199,8 @@ public final class RateLimitEvaluator {
     boolean[] unlimited = new boolean[n];
     // sized for one limit per descriptor, the usual case; grown only as needed
     List<Slot> fixed = new ArrayList<>(n);
-    List<Slot> tokenBuckets = new ArrayList<>(0);
-    List<SlotResult> precomputed = new ArrayList<>(0);
+    List<Slot> tokenBuckets = List.of(); // a list only once something is added
+    List<SlotResult> precomputed = List.of();
     for (int i = 0; i < n; i++) {
       Match m = matches[i];
       List<Entry> entries = descriptors.get(i).entries();
@@ -209,13 +212,16 @@ public final class RateLimitEvaluator {
           unlimited[i] = true;
           continue;
         }
-        String key = cacheKey(domain, entries, m.cacheValues(), l, nowSeconds);
+        String key = cacheKeys.key(domain, entries, m.cacheValues(), l, nowSeconds);
         Slot slot = new Slot(i, l, key, weights[i]);
         if (l.algorithm() == Algorithm.TOKEN_BUCKET) {
           if (l.requestsPerUnit() == 0) {
-            precomputed.add(outcomes.count(slot, Code.OVER_LIMIT, 0, l.windowSeconds(), domain));
+            precomputed =
+                added(
+                    precomputed,
+                    outcomes.count(slot, Code.OVER_LIMIT, 0, l.windowSeconds(), domain));
           } else {
-            tokenBuckets.add(slot);
+            tokenBuckets = added(tokenBuckets, slot);
           }
         } else {
           fixed.add(slot);
@@ -268,6 +274,13 @@ public final class RateLimitEvaluator {
       error = x;
     }
     return CompletableFuture.completedFuture(finish(error, answers));
+  }
+
+  /** {@code list} with {@code t} added: a new list in place of the shared empty one. */
+  private static <T> List<T> added(List<T> list, T t) {
+    List<T> l = list instanceof ArrayList<T> ? list : new ArrayList<>(2);
+    l.add(t);
+    return l;
   }
 
   /** What the store was asked for one call, and its answers (a class: it holds an array). */
@@ -380,23 +393,6 @@ public final class RateLimitEvaluator {
     }
     return new Match(
         List.of(LimitSpec.override(unit.get(), o.requestsPerUnit(), stat.toString())), values);
-  }
-
-  String cacheKey(
-      String domain, List<Entry> entries, List<String> values, LimitSpec l, long nowSeconds) {
-    StringBuilder b =
-        new StringBuilder(64).append(settings.cacheKeyPrefix()).append(domain).append('_');
-    for (int i = 0; i < entries.size(); i++) {
-      b.append(entries.get(i).key()).append('_').append(values.get(i)).append('_');
-    }
-    long window = l.windowSeconds();
-    if (l.algorithm() == Algorithm.TOKEN_BUCKET) {
-      return b.append("tb").append(l.index()).append('w').append(window).toString();
-    }
-    if (!l.referenceKeyLayout()) {
-      b.append('l').append(l.index()).append('w').append(window).append('_');
-    }
-    return b.append(Math.floorDiv(nowSeconds, window) * window).toString();
   }
 
   private long expiry(LimitSpec l) {

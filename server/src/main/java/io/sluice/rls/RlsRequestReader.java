@@ -66,7 +66,7 @@ final class RlsRequestReader extends ProtoReader {
           if (len < 0 || !ascii(pos, len)) {
             return null;
           }
-          domain = new String(bytes, pos, len, StandardCharsets.ISO_8859_1); // ASCII: same chars
+          domain = known(len);
           pos += len;
         }
         case RateLimitRequest.DESCRIPTORS_FIELD_NUMBER -> {
@@ -138,18 +138,37 @@ final class RlsRequestReader extends ProtoReader {
         if (len < 0 || !ascii(pos, len)) {
           return null; // proto3 strings are checked for UTF-8: protobuf-java does that
         }
-        String s = new String(bytes, pos, len, StandardCharsets.ISO_8859_1);
-        pos += len;
         if (field == RateLimitDescriptor.Entry.KEY_FIELD_NUMBER) {
-          key = s;
+          key = known(len);
         } else {
-          value = s;
+          value = new String(bytes, pos, len, StandardCharsets.ISO_8859_1); // ASCII: same chars
         }
+        pos += len;
       } else if (!skip(type, end)) {
         return null;
       }
     }
     return pos == end ? new Entry(key, value) : null;
+  }
+
+  /**
+   * Domains and entry keys read recently, by length and first and last byte. They come from Envoy's
+   * config, so few and the same call after call: handed out again, they are not allocated and keep
+   * the hash the config lookup takes of them. Values (often one per user) are read fresh. Shared
+   * without a lock: a String is immutable, and each slot is checked before use.
+   */
+  private static final @Nullable String[] KNOWN = new String[64];
+
+  /** The ASCII string of the {@code len} bytes at {@code pos} (checked ASCII by the caller). */
+  private String known(int len) {
+    int slot =
+        len == 0 ? 0 : (len * 31 + bytes[pos] * 7 + bytes[pos + len - 1]) & (KNOWN.length - 1);
+    String last = KNOWN[slot];
+    String s = string(pos, len, last);
+    if (s != last) {
+      KNOWN[slot] = s;
+    }
+    return s;
   }
 
   /**

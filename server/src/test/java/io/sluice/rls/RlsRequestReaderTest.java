@@ -128,4 +128,32 @@ class RlsRequestReaderTest {
   private static String text(Gen g) {
     return g.string("ab_-.\u00e9", 0, 5);
   }
+
+  private static byte[] call(String domain, String key, String value) {
+    return RateLimitRequest.newBuilder()
+        .setDomain(domain)
+        .addDescriptors(
+            RateLimitDescriptor.newBuilder()
+                .addEntries(RateLimitDescriptor.Entry.newBuilder().setKey(key).setValue(value)))
+        .build()
+        .toByteArray();
+  }
+
+  @Test
+  void aRecentDomainAndKeyAreHandedOutAgainValuesAreNot() throws Exception {
+    RlsRequest first = RlsRequestReader.read(call("bench", "tenant", "acme"));
+    RlsRequest again = RlsRequestReader.read(call("bench", "tenant", "acme"));
+    assertThat(again).isEqualTo(first);
+    assertThat(again.domain()).isSameAs(first.domain());
+    var e1 = first.descriptors().get(0).entries().get(0);
+    var e2 = again.descriptors().get(0).entries().get(0);
+    assertThat(e2.key()).isSameAs(e1.key());
+    assertThat(e2.value()).isNotSameAs(e1.value()); // one per user, often: not kept
+    // same length, first and last byte (one slot): the other string, read right
+    RlsRequest other = RlsRequestReader.read(call("bxxch", "tXnXnt", "acme"));
+    assertThat(other.domain()).isEqualTo("bxxch");
+    assertThat(other.descriptors().get(0).entries().get(0).key()).isEqualTo("tXnXnt");
+    assertThat(RlsRequestReader.read(call("bench", "tenant", "")).domain()).isEqualTo("bench");
+    assertThat(RlsRequestReader.read(call("", "", "")).domain()).isEmpty();
+  }
 }
