@@ -29,7 +29,7 @@ until grep "warm cycle" "$OUT/floor-$SHAPE.log" | grep -vq "NOT_YET$"; do
 done
 sleep 2
 PIDS=()
-for p in $(pgrep -f "Dfloorprofile=[a-z]"); do
+for p in $(pgrep -P $FLOOR -f "Dfloorprofile=[a-z]"); do # its own servers only
   t=$(tr '\0' ' ' < "/proc/$p/cmdline" | grep -o "Dfloorprofile=[a-z-]*" | cut -d= -f2)
   attach "$p" "start,event=cpu,interval=100us" && PIDS+=("$p:$t")
 done
