@@ -1,8 +1,5 @@
 package io.sluice.bench;
 
-import static io.sluice.bench.FloorMessages.grpcFrame;
-import static io.sluice.bench.FloorMessages.request;
-import static io.sluice.bench.FloorMessages.rlsRequest;
 import static io.sluice.bench.FloorReport.table;
 
 import io.grpc.ManagedChannel;
@@ -276,14 +273,7 @@ final class Floor implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintStream out = System.out;
     if (dumpDir != null) {
-      Files.createDirectories(dumpDir);
-      Path ext = dumpDir.resolve("extproc_request_headers.grpc");
-      Path llm = dumpDir.resolve("extproc_llm_stream.grpc");
-      Path rls = dumpDir.resolve("rls_request.grpc");
-      Files.write(ext, grpcFrame(request().toByteArray()));
-      Files.write(llm, FloorMessages.grpcFrames(FloorMessages.envoyShapedMessages()));
-      Files.write(rls, grpcFrame(rlsRequest().toByteArray()));
-      out.println("wrote " + ext + ", " + llm + " and " + rls);
+      out.println("wrote " + String.join(", ", FloorMessages.writeFrames(dumpDir)));
       return 0;
     }
     Path captureAnswers = answerOptions.captureAnswers;

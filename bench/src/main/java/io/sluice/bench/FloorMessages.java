@@ -5,7 +5,10 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.sluice.harness.LlmStream;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 
 /** What the floor bench and the floods send: Envoy-shaped ext_proc messages and RLS calls. */
@@ -53,6 +56,21 @@ final class FloorMessages {
     ByteBuffer b = ByteBuffer.allocate(5 + proto.length);
     b.put((byte) 0).putInt(proto.length).put(proto);
     return b.array();
+  }
+
+  /**
+   * Writes the frames h2load sends (the one-shot headers, the LLM-shaped stream, the RLS call) to
+   * {@code dir}, one file each; returns their paths.
+   */
+  static List<String> writeFrames(Path dir) throws IOException {
+    Files.createDirectories(dir);
+    Path ext = dir.resolve("extproc_request_headers.grpc");
+    Path llm = dir.resolve("extproc_llm_stream.grpc");
+    Path rls = dir.resolve("rls_request.grpc");
+    Files.write(ext, grpcFrame(request().toByteArray()));
+    Files.write(llm, grpcFrames(envoyShapedMessages()));
+    Files.write(rls, grpcFrame(rlsRequest().toByteArray()));
+    return List.of(ext.toString(), llm.toString(), rls.toString());
   }
 
   /**
