@@ -22,7 +22,7 @@ public final class AdmissionController {
   private final long rateTauNanos;
   private final PoolState.ReleaseListener listener;
   private final java.util.function.DoubleSupplier uniform;
-  private volatile Map<String, PoolState> pools = Map.of();
+  private volatile Pools pools = new Pools(Map.of());
   private volatile List<ClassPolicy> classes = List.of();
   // the pools count against replica shares: a pool starts at a share of nothing (holdForShares)
   private volatile boolean heldForShares;
@@ -50,7 +50,7 @@ public final class AdmissionController {
         newClasses.stream().sorted(Comparator.comparingInt(ClassPolicy::rank)).toList();
     Map<String, PoolState> next = new LinkedHashMap<>();
     for (PoolPolicy p : newPools) {
-      PoolState existing = pools.get(p.name());
+      PoolState existing = pools.byName.get(p.name());
       if (existing != null) {
         existing.reconfigure(p, sorted);
         next.put(p.name(), existing);
@@ -60,7 +60,7 @@ public final class AdmissionController {
       }
     }
     this.classes = sorted;
-    this.pools = java.util.Collections.unmodifiableMap(next);
+    this.pools = new Pools(java.util.Collections.unmodifiableMap(next));
   }
 
   /**
@@ -70,7 +70,7 @@ public final class AdmissionController {
    */
   public synchronized void holdForShares(long nowNanos) {
     heldForShares = true;
-    for (PoolState p : pools.values()) {
+    for (PoolState p : pools.byName.values()) {
       p.holdForShare(nowNanos);
     }
   }
@@ -116,7 +116,7 @@ public final class AdmissionController {
   /** Shutdown: answer every queued request 503 with Retry-After. Returns how many. */
   public int refuseAllQueued(long nowNanos) {
     int n = 0;
-    for (PoolState p : pools.values()) {
+    for (PoolState p : pools.byName.values()) {
       n += p.refuseAllQueued(Reason.SHUTTING_DOWN, nowNanos);
     }
     return n;
@@ -124,11 +124,11 @@ public final class AdmissionController {
 
   /** The configured pools' names. */
   public java.util.Set<String> poolNames() {
-    return pools.keySet();
+    return pools.byName.keySet();
   }
 
   public Collection<PoolState> pools() {
-    return pools.values();
+    return pools.byName.values();
   }
 
   public @Nullable PoolState pool(String name) {
@@ -137,5 +137,45 @@ public final class AdmissionController {
 
   public List<ClassPolicy> classes() {
     return classes;
+  }
+
+  /**
+   * The pools of one configuration by name. A request names its pool with the very string its
+   * policy's pool was configured with (one config snapshot): the few first pools are found by that
+   * string's identity, without hashing it; any other name (an older snapshot's string, a pool past
+   * the first few) by the map, which answers the same.
+   */
+  private static final class Pools {
+    private static final int BY_IDENTITY = 4;
+
+    final Map<String, PoolState> byName;
+    private final String[] names;
+    private final PoolState[] states;
+
+    Pools(Map<String, PoolState> byName) {
+      this.byName = byName;
+      int n = Math.min(BY_IDENTITY, byName.size());
+      this.names = new String[n];
+      this.states = new PoolState[n];
+      int i = 0;
+      for (Map.Entry<String, PoolState> e : byName.entrySet()) {
+        if (i == n) {
+          break;
+        }
+        names[i] = e.getKey();
+        states[i++] = e.getValue();
+      }
+    }
+
+    @SuppressWarnings("StringEquality") // identity on purpose, then equality (the map)
+    @Nullable PoolState get(String name) {
+      String[] n = names;
+      for (int i = 0; i < n.length; i++) {
+        if (n[i] == name) { // identity first: the same snapshot's string (equal strings below)
+          return states[i];
+        }
+      }
+      return byName.get(name);
+    }
   }
 }

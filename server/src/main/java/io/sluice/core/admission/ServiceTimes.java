@@ -229,8 +229,9 @@ final class ServiceTimes {
       return;
     }
     if (outcome == Outcome.COMPLETED && held > 0) {
-      k.endToEnd().onSample(held);
-      poolEndToEnd.onSample(held);
+      double x = LogQuantile.logOf(held); // one log for both tails
+      k.endToEnd().onLogSample(x);
+      poolEndToEnd.onLogSample(x);
     } else if (outcome == Outcome.CANCELLED) {
       k.endToEnd().onAtLeast(held);
       poolEndToEnd.onAtLeast(held);
@@ -253,8 +254,9 @@ final class ServiceTimes {
         if (serviceModel.ready()) {
           double predicted = serviceModel.predictNanos(permit.inputTokens(), permit.outputTokens());
           if (predicted > 0) {
-            k.overrun().onSample(held / predicted); // out of sample: before this one is fitted
-            poolOverrun.onSample(held / predicted);
+            double x = LogQuantile.logOf(held / predicted); // out of sample: before it is fitted
+            k.overrun().onLogSample(x);
+            poolOverrun.onLogSample(x);
           }
         }
         boolean wasReady = serviceModel.ready();
@@ -282,8 +284,9 @@ final class ServiceTimes {
     for (Unmodelled u : unmodelled) {
       double predicted = serviceModel.predictNanos(u.inputTokens(), u.outputTokens());
       if (predicted > 0) {
-        u.slot().overrun().onSample(u.held() / predicted);
-        poolOverrun.onSample(u.held() / predicted);
+        double x = LogQuantile.logOf(u.held() / predicted);
+        u.slot().overrun().onLogSample(x);
+        poolOverrun.onLogSample(x);
       }
     }
     unmodelled.clear();

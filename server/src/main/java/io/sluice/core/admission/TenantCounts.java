@@ -39,8 +39,10 @@ final class TenantCounts {
       c = new int[1];
       byTenant.put(tenantId, c);
     }
-    lastId = tenantId;
-    lastCount = c;
+    if (c != lastCount) { // the same counter: the same tenant (no store, no write barrier)
+      lastId = tenantId;
+      lastCount = c;
+    }
     if (c[0]++ == 0) {
       holding++;
     }

@@ -47,10 +47,22 @@ public final class LogQuantile {
 
   /** One observation; values that are not finite and positive are ignored. */
   public void onSample(double value) {
-    if (!(value > 0) || Double.isInfinite(value)) {
+    onLogSample(logOf(value));
+  }
+
+  /**
+   * The natural log of an observation for {@link #onLogSample}, NaN when it is not finite and
+   * positive (ignored): one log for several tails fed the same value.
+   */
+  public static double logOf(double value) {
+    return !(value > 0) || Double.isInfinite(value) ? Double.NaN : Math.log(value);
+  }
+
+  /** As {@link #onSample} with the observation's log ({@link #logOf}); NaN is ignored. */
+  public void onLogSample(double x) {
+    if (Double.isNaN(x)) {
       return;
     }
-    double x = Math.log(value);
     if (samples < warmup.length) {
       warmup[samples++] = x;
       if (samples == warmup.length) {

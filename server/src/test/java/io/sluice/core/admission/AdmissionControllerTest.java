@@ -223,4 +223,35 @@ class AdmissionControllerTest {
     assertThat(snapshot().requestsInFlight()).isZero();
     assertThat(snapshot().tenantsInFlight()).isZero();
   }
+
+  @Test
+  void pool_foundByAnEqualNameAsByItsOwn_amongMorePoolsThanTheFewFoundByIdentity() {
+    List<PoolPolicy> many = new ArrayList<>();
+    for (int i = 0; i < 7; i++) {
+      many.add(PoolPolicy.builder("pool-" + i, 1000).build());
+    }
+    AdmissionController c =
+        new AdmissionController(
+            many,
+            List.of(interactive),
+            Duration.ofSeconds(10),
+            PoolState.ReleaseListener.NONE,
+            () -> 0.5);
+    for (PoolPolicy p : many) {
+      PoolState own = c.pool(p.name());
+      assertThat(own).isNotNull();
+      assertThat(own.policy().name()).isEqualTo(p.name());
+      // another string with the same characters (an older snapshot's, a header's): the same pool
+      assertThat(c.pool(new String(p.name().toCharArray()))).isSameAs(own);
+      Decision d = c.decide(request(p, interactive, acme, 10, time.nanos()), Ask.now(time.nanos()));
+      assertThat(((Decision.Admit) d).permit().pool()).isSameAs(own);
+    }
+    assertThat(c.pool("pool-7")).isNull();
+    assertThat(c.pool(new String("p"))).isNull();
+    // reconfigured without some: those are gone, by either string
+    c.reconfigure(many.subList(2, 7), List.of(interactive));
+    assertThat(c.pool(many.get(0).name())).isNull();
+    assertThat(c.pool(new String(many.get(1).name().toCharArray()))).isNull();
+    assertThat(c.pool(many.get(2).name())).isNotNull();
+  }
 }

@@ -61,4 +61,30 @@ class LogQuantileTest {
     assertThatThrownBy(() -> new LogQuantile(0.9, 0.1, 0))
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void logSamples_moveTwoTailsExactlyAsTheirValuesWould() {
+    LogQuantile byValue = new LogQuantile(0.5, 0.05, 10);
+    LogQuantile byLog = new LogQuantile(0.5, 0.05, 10);
+    double[] values = {3.5, 0, -2, Double.POSITIVE_INFINITY, Double.NaN, 7, 1e-9, 12.25, 1e12};
+    for (int i = 0; i < 200; i++) {
+      double v = values[i % values.length] * (1 + (i * 31) % 17);
+      byValue.onSample(v);
+      byLog.onLogSample(LogQuantile.logOf(v));
+      assertThat(byLog.ready()).isEqualTo(byValue.ready());
+      // bit for bit: one log shared by two tails learns what each would have on its own
+      assertThat(Double.doubleToRawLongBits(byLog.value()))
+          .isEqualTo(Double.doubleToRawLongBits(byValue.value()));
+    }
+    assertThat(byLog.ready()).isTrue();
+  }
+
+  @Test
+  void logOf_isNaNForWhatASampleIgnores() {
+    assertThat(LogQuantile.logOf(0)).isNaN();
+    assertThat(LogQuantile.logOf(-1)).isNaN();
+    assertThat(LogQuantile.logOf(Double.NaN)).isNaN();
+    assertThat(LogQuantile.logOf(Double.POSITIVE_INFINITY)).isNaN();
+    assertThat(LogQuantile.logOf(Math.E)).isEqualTo(Math.log(Math.E));
+  }
 }
