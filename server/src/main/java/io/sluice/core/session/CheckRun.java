@@ -34,6 +34,7 @@ abstract class CheckRun implements AdmissionCheck.Request {
   private @Nullable Held first;
   private Held @Nullable [] more; // null while one or none
   private int count;
+  private @Nullable CheckNotes notes; // as last made for the facts; null again with a new hold
   private int next; // the chain's next check
   private boolean closed; // released (refused or ended): a late answer goes back at once
   // the buffered body, until the checks are done (its view made only when a check asks)
@@ -287,6 +288,7 @@ abstract class CheckRun implements AdmissionCheck.Request {
   }
 
   private void keep(Held h) {
+    notes = null; // its note joins the others at the next read
     if (count == 0) {
       first = h;
     } else {
@@ -367,6 +369,13 @@ abstract class CheckRun implements AdmissionCheck.Request {
 
   /** What the holds taken noted of the request ({@link Held#note()}), in order of acquisition. */
   final CheckNotes notes() {
+    if (notes == null) { // a hold's note never changes: one scan per new hold
+      notes = scanNotes();
+    }
+    return Objects.requireNonNull(notes);
+  }
+
+  private CheckNotes scanNotes() {
     int noted = 0;
     int firstNoted = -1;
     for (int i = 0; i < count; i++) {
@@ -379,12 +388,10 @@ abstract class CheckRun implements AdmissionCheck.Request {
       return CheckNotes.NONE;
     }
     if (noted == 1) { // made once per request: the hold keeps it
-      Held h = held(firstNoted);
-      return h.alone(Objects.requireNonNull(h.note()));
+      return held(firstNoted).alone(Objects.requireNonNull(held(firstNoted).note()));
     }
     Object[] n = new Object[noted];
-    int k = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0, k = 0; i < count; i++) {
       Object o = held(i).note();
       if (o != null) {
         n[k++] = o;

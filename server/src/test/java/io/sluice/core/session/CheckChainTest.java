@@ -509,4 +509,59 @@ class CheckChainTest {
             "TenantSlotCheck:ESTIMATE",
             "WorkflowPlaceCheck:ESTIMATE");
   }
+
+  /** A check whose hold notes {@code note} of the request. */
+  private static AdmissionCheck<String> noting(Stage stage, Object note) {
+    return new AdmissionCheck<>() {
+      @Override
+      public Stage stage() {
+        return stage;
+      }
+
+      @Override
+      public boolean applies(Request r) {
+        return true;
+      }
+
+      @Override
+      public CompletionStage<String> ask(Request r) {
+        return CompletableFuture.completedFuture("ok");
+      }
+
+      @Override
+      public Verdict answered(String a, Request r) {
+        return new Held() {
+          @Override
+          public Object note() {
+            return note;
+          }
+
+          @Override
+          protected void release(Release how) {}
+        };
+      }
+    };
+  }
+
+  @Test
+  void notes_readBetweenStages_includeEveryHoldTakenSince() {
+    CheckRun r =
+        run(
+            noting(Stage.HEADERS, "at headers"),
+            h("plain", Answer.HOLD),
+            noting(Stage.ESTIMATE, 42));
+    assertThat(r.notes()).isSameAs(CheckNotes.NONE);
+    r.run(Stage.HEADERS, 0, this::then);
+    CheckNotes atHeaders = r.notes();
+    assertThat(atHeaders.get(String.class)).isEqualTo("at headers");
+    assertThat(atHeaders.get(Integer.class)).isNull();
+    assertThat(r.notes()).isSameAs(atHeaders); // read again, no hold since: the same notes
+    r.run(Stage.ESTIMATE, 0, this::then);
+    CheckNotes both = r.notes();
+    assertThat(both.get(String.class)).isEqualTo("at headers");
+    assertThat(both.get(Integer.class)).isEqualTo(42);
+    r.release(Release.ENDED); // given back: what they noted stays the request's
+    assertThat(r.notes().get(Integer.class)).isEqualTo(42);
+    assertThat(thens).isEqualTo(2);
+  }
 }
