@@ -21,12 +21,6 @@ final class EnvoySignals implements SignalSource {
   private final byte @Nullable [] found;
   private final int @Nullable [] foundFar;
   private final InitialMetadata metadataKeys;
-  // the metadata's names and values, and by declared slot 1 + its value's place in them (0: none):
-  // read in one pass at the first declared key's read ({@link #metadata(int, String)})
-  private byte[][] metadataRaw = NO_METADATA;
-  private byte @Nullable [] metadataAt;
-  private static final byte[][] NO_METADATA = new byte[0][];
-  private static final byte[] MANY_ENTRIES = new byte[0]; // over a byte's places: looked up by key
 
   /** With the tables of the runtime snapshot: its header index and its metadata keys. */
   static EnvoySignals of(io.grpc.Metadata initialMetadata, Inbound request, ExtProcTables tables) {
@@ -261,20 +255,7 @@ final class EnvoySignals implements SignalSource {
   /** A declared signal's metadata key by its place in the resolver's keys: no key looked up. */
   @Override
   public @Nullable String metadata(int slot, String key) {
-    if (!metadataKeys.holds(slot, key) || initialMetadata == null) {
-      return metadataKeys.get(initialMetadata, slot, key);
-    }
-    // the declared keys: their places found in one pass over the metadata, at the first read
-    byte[] at = metadataAt;
-    if (at == null) {
-      metadataRaw = io.grpc.InternalMetadata.serialize(initialMetadata);
-      byte[] found = metadataKeys.places(metadataRaw);
-      metadataAt = at = found != null ? found : MANY_ENTRIES;
-    }
-    if (at == MANY_ENTRIES) {
-      return metadataKeys.get(initialMetadata, slot, key);
-    }
-    return InitialMetadata.valueAt(metadataRaw, at[slot] & 0xFF);
+    return metadataKeys.get(initialMetadata, slot, key);
   }
 
   @Override

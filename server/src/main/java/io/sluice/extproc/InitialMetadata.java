@@ -18,7 +18,6 @@ final class InitialMetadata {
   private final String[] declared;
   private final Metadata.@Nullable Key<?>[] bySlot;
   private final boolean[] held; // false: a key gRPC refuses, looked up (and refused) per read
-  private final byte[][] asciiNames; // the held text keys' names, by slot (else null)
 
   private final java.util.concurrent.ConcurrentMap<String, Metadata.Key<String>> keys =
       new java.util.concurrent.ConcurrentHashMap<>();
@@ -37,7 +36,6 @@ final class InitialMetadata {
     this.declared = new String[0];
     this.bySlot = new Metadata.Key<?>[0];
     this.held = new boolean[0];
-    this.asciiNames = new byte[0][];
   }
 
   /** With {@code declared}'s keys held by their place in the list. */
@@ -45,7 +43,6 @@ final class InitialMetadata {
     this.declared = declared.toArray(String[]::new);
     this.bySlot = new Metadata.Key<?>[this.declared.length];
     this.held = new boolean[this.declared.length];
-    this.asciiNames = new byte[this.declared.length][];
     for (int i = 0; i < this.declared.length; i++) {
       String k = this.declared[i];
       try {
@@ -54,60 +51,10 @@ final class InitialMetadata {
                 ? null
                 : Metadata.Key.of(k, Metadata.ASCII_STRING_MARSHALLER);
         held[i] = true;
-        Metadata.Key<?> text = bySlot[i];
-        asciiNames[i] =
-            text == null ? null : text.name().getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-        for (int j = 0; j < i && asciiNames[i] != null; j++) {
-          if (java.util.Arrays.equals(asciiNames[j], asciiNames[i])) { // gRPC's name of an earlier
-            asciiNames[i] = null;
-            held[i] = false; // a repeat: read by its key ({@link #places} finds each name once)
-          }
-        }
       } catch (IllegalArgumentException e) {
         held[i] = false; // as before: the read itself refuses it
       }
     }
-  }
-
-  /** Whether {@code key} is the {@code slot}th declared key, held by its slot. */
-  boolean holds(int slot, String key) {
-    return slot >= 0
-        && slot < declared.length
-        && held[slot]
-        && (declared[slot] == key || declared[slot].equals(key));
-  }
-
-  /**
-   * Where each declared key's value is in {@code raw} (the stream's metadata as {@link
-   * io.grpc.InternalMetadata#serialize} lays it out: name, value, name, ...), in one pass over its
-   * names instead of one scan of them all per key: by slot, 1 + the place of the key's last value
-   * (the one {@link Metadata#get} answers), 0 when absent or binary (never read as text), read as
-   * 0..255; null when the metadata has too many entries for a byte (each key is then looked up).
-   */
-  byte @Nullable [] places(byte[][] raw) {
-    if (raw.length > 254) {
-      return null;
-    }
-    byte[] at = new byte[declared.length];
-    for (int i = 0; i + 1 < raw.length; i += 2) {
-      byte[] name = raw[i];
-      for (int s = 0; s < asciiNames.length; s++) {
-        byte[] k = asciiNames[s];
-        if (k != null && k.length == name.length && java.util.Arrays.equals(k, name)) {
-          at[s] = (byte) (i + 2); // 1 + the value's place; a later value replaces it
-          break; // the held names are distinct (a repeated key is read by key)
-        }
-      }
-    }
-    return at;
-  }
-
-  /** The value at {@code place} ({@link #places}; 0: null), as {@link Metadata#get} parses it. */
-  static @Nullable String valueAt(byte[][] raw, int place) {
-    return place <= 0
-        ? null
-        : Metadata.ASCII_STRING_MARSHALLER.parseAsciiString(
-            new String(raw[place - 1], java.nio.charset.StandardCharsets.US_ASCII));
   }
 
   /** {@link #get(Metadata, String)} of {@code key}, the {@code slot}th declared key. */
