@@ -292,6 +292,27 @@ final class Floor implements Callable<Integer> {
     List<String> targets = new ArrayList<>();
     workloads.forEach(
         w -> targetsOf(w).stream().filter(t -> !targets.contains(t)).forEach(targets::add));
+    if (method.runs < 1 || (method.runs > 1 && !separate)) {
+      throw new IllegalArgumentException(
+          "--runs: " + method.runs + " (expected 1, or more with --separate: fresh JVMs per run)");
+    }
+    FloorPool pooled = new FloorPool();
+    for (int run = 1; run <= method.runs; run++) {
+      if (method.runs > 1) {
+        out.printf(Locale.ROOT, "%n== run %d of %d (fresh server JVMs)%n", run, method.runs);
+      }
+      measure(out, workloads, targets, pooled);
+    }
+    if (method.runs > 1) {
+      workloads.forEach(c -> pooled.print(out, c.label(), targetsOf(c)));
+    }
+    return 0;
+  }
+
+  /** One run: the servers started, warmed until their JITs settle, then the rounds measured. */
+  private void measure(
+      PrintStream out, List<FloorCalls> workloads, List<String> targets, FloorPool pooled)
+      throws Exception {
     FloorOrder roundOrder = FloorOrder.parse(method.order);
     boolean pause = separate && method.pauseIdle;
     Path logs = Files.createTempDirectory("sluice-floor");
@@ -389,6 +410,11 @@ final class Floor implements Callable<Integer> {
         List<Row> rows = new ArrayList<>();
         for (String target : targetsOf(calls)) {
           Window w = new Window(calls, target);
+          pooled.add(
+              calls.label(),
+              target,
+              Objects.requireNonNull(results.get(w)),
+              Objects.requireNonNull(results.get(new Window(calls, "noop"))));
           rows.add(
               FloorReport.row(
                   w,
@@ -406,7 +432,6 @@ final class Floor implements Callable<Integer> {
       out.print(jit.verdict());
       byThread.forEach((w, t) -> t.print(out, w.calls().label() + ", " + w.target()));
     }
-    return 0;
   }
 
   /** The generator's channels to each target's server (whose ports land in {@code ports}). */

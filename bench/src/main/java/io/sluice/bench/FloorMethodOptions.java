@@ -7,6 +7,8 @@ import picocli.CommandLine.Option;
  * windows, the generator's client event loops, and when the warm-up ends ({@link FloorJit}) (see
  * "The floor's method: the twin" in docs/benchmarks.md). Each default is the method since
  * 2026-12-06 evening (the JIT settle rule since 2026-12-07); each option restores the one before.
+ * {@code --runs} repeats the whole measurement with fresh servers and pools the rounds ({@link
+ * FloorPool}).
  */
 final class FloorMethodOptions {
   @Option(
@@ -54,4 +56,14 @@ final class FloorMethodOptions {
               + " floor names it (default: ${DEFAULT-VALUE})",
       defaultValue = "300")
   int warmupMaxSeconds = 300;
+
+  @Option(
+      names = "--runs",
+      description =
+          "with --separate: the whole measurement this many times, each run with fresh server JVMs"
+              + " and a warm-up of its own; after the last, each target's rate ÷ the no-op's pooled"
+              + " over every round of every run (median, quartiles) beside each run's median: a"
+              + " verdict that one run's JIT and placement do not decide (default: ${DEFAULT-VALUE})",
+      defaultValue = "1")
+  int runs = 1;
 }
