@@ -260,7 +260,7 @@ final class ExtProcStream extends StreamOutput
         .running()
         .headers(
             status,
-            UpstreamFailures.header(h, "content-type", "application/json"), // null: JSON
+            UpstreamFailures.contentType(h), // null: JSON
             !request.proxyless() || status > 0,
             status >= 400 ? UpstreamRetryAfter.nanos(h, rt.clock()) : -1,
             AnswerSources.classify(h, status));

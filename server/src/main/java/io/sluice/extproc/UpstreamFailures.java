@@ -112,7 +112,7 @@ final class UpstreamFailures {
    * to.
    */
   static int status(Inbound h, boolean grpc) {
-    int status = (int) EnvoyRequest.parseLong(header(h, ":status", "200"), 0);
+    int status = (int) EnvoyRequest.parseLong(header(h, ":status", STATUS_KEY, "200"), 0);
     return grpc && (status == 200 || status == 0)
         ? grpcAsHttp(h.header("grpc-status"), status)
         : status;
@@ -124,10 +124,23 @@ final class UpstreamFailures {
    * content-type} make no String per response.
    */
   static @Nullable String header(Inbound h, String name, String usual) {
+    return header(h, name, HeaderKeys.utf8(name), usual);
+  }
+
+  // the names read from every response's headers, encoded once (no lookup per response)
+  private static final byte[] STATUS_KEY = ":status".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] CONTENT_TYPE_KEY = "content-type".getBytes(StandardCharsets.UTF_8);
+
+  /** The response's {@code content-type} as {@link #header} reads it (its usual: JSON). */
+  static @Nullable String contentType(Inbound h) {
+    return header(h, "content-type", CONTENT_TYPE_KEY, "application/json");
+  }
+
+  /** {@link #header} with {@code key}, {@code name}'s UTF-8 bytes. */
+  private static @Nullable String header(Inbound h, String name, byte[] key, String usual) {
     if (!h.fromWire()) {
       return h.header(name);
     }
-    byte[] key = HeaderKeys.utf8(name);
     for (int i = 0; i < h.headerCount(); i++) {
       if (h.keyEquals(i, key)) {
         return h.value(i, usual);

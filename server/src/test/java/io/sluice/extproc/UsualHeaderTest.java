@@ -61,6 +61,29 @@ class UsualHeaderTest {
     assertThat(UpstreamFailures.header(message, "x-none", JSON)).isNull();
   }
 
+  @Test
+  void theContentTypeAndStatusReadWithTheirOwnKeysAsByName() throws Exception {
+    String[][] cases = {
+      {":status", "200", "content-type", "application/json"},
+      {":status", "503", "content-type", "text/event-stream"},
+      {"Content-Type", "application/json", ":status", "200 "},
+      {"x-other", "200"},
+      {"content-type", "", ":status", ""}
+    };
+    for (String[] kv : cases) {
+      for (Inbound h : new Inbound[] {wire(kv), Inbound.of(request(kv))}) {
+        assertThat(UpstreamFailures.contentType(h))
+            .as("%s", java.util.Arrays.asList(kv))
+            .isEqualTo(UpstreamFailures.header(h, "content-type", JSON))
+            .isEqualTo(h.header("content-type"));
+        assertThat(UpstreamFailures.status(h, false))
+            .isEqualTo((int) EnvoyRequest.parseLong(h.header(":status"), 0));
+      }
+    }
+    assertThat(UpstreamFailures.contentType(wire("content-type", "application/json")))
+        .isSameAs(JSON);
+  }
+
   private static Inbound wire(String... kv) throws Exception {
     return Inbound.parse(request(kv).toByteArray());
   }

@@ -5,6 +5,7 @@ import com.knuddels.jtokkit.api.Encoding;
 import com.knuddels.jtokkit.api.EncodingRegistry;
 import com.knuddels.jtokkit.api.EncodingType;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,8 +35,19 @@ final class ModelEncodings {
   private final ConcurrentHashMap<String, Optional<Encoding>> cache = new ConcurrentHashMap<>();
 
   // the model names read from bodies' bytes lately, by a hash of their bytes (name()); written
-  // without a lock: a String is immutable, so a racing read sees a whole name or none
-  private final @Nullable String[] names = new String[64];
+  // without a lock: a Named is immutable, so a racing read sees a whole name or none
+  private final @Nullable Named[] names = new Named[64];
+
+  /** A name read from bytes, and a copy of those bytes (compared at once, not per character). */
+  private static final class Named {
+    final String name;
+    final byte[] bytes;
+
+    Named(String name, byte[] bytes) {
+      this.name = name;
+      this.bytes = bytes;
+    }
+  }
 
   /** Loads the shared encodings now, so the first request does not pay for it. */
   ModelEncodings() {
@@ -47,6 +59,10 @@ final class ModelEncodings {
     if (model == null) {
       return null;
     }
+    Last last = this.last;
+    if (last != null && last.model == model) { // the same name as the last lookup's
+      return last.encoding;
+    }
     Optional<Encoding> cached = cache.get(model);
     if (cached == null) {
       cached = Optional.ofNullable(lookup(model));
@@ -54,13 +70,25 @@ final class ModelEncodings {
         cache.putIfAbsent(model, cached);
       }
     }
-    return cached.orElse(null);
+    Encoding encoding = cached.orElse(null);
+    if (last == null || !last.model.equals(model)) { // an equal name's copy keeps the last
+      this.last = new Last(model, encoding);
+    }
+    return encoding;
   }
+
+  /** A name looked up and its encoding (immutable: a racing read sees a whole pair). */
+  private record Last(String model, @Nullable Encoding encoding) {}
+
+  // the last name looked up, matched by identity: the encoding is a function of the name, and most
+  // requests name the model the last body named (name() hands out the same String), so they skip
+  // the map; written without a lock, as names
+  private @Nullable Last last;
 
   /**
    * The model name whose UTF-8 bytes are {@code b[from, to)}: the String made for the same bytes
    * lately when there is one (a body's model read without a copy, its hash computed once), else a
-   * new one. A name matches only when each of its bytes is ASCII and its character.
+   * new one. A name matches when its bytes are the same (so is its text).
    */
   String name(byte[] b, int from, int to) {
     int n = to - from;
@@ -68,19 +96,13 @@ final class ModelEncodings {
       return new String(b, from, n, StandardCharsets.UTF_8);
     }
     int slot = (n * 31 + b[from] * 7 + b[to - 1]) & (names.length - 1);
-    String s = names[slot];
-    if (s != null && s.length() == n) {
-      int k = 0;
-      while (k < n && s.charAt(k) == b[from + k]) {
-        k++;
-      }
-      if (k == n) {
-        return s;
-      }
+    Named s = names[slot];
+    if (s != null && Arrays.equals(s.bytes, 0, s.bytes.length, b, from, to)) {
+      return s.name;
     }
-    s = new String(b, from, n, StandardCharsets.UTF_8);
-    names[slot] = s;
-    return s;
+    String name = new String(b, from, n, StandardCharsets.UTF_8);
+    names[slot] = new Named(name, Arrays.copyOfRange(b, from, to));
+    return name;
   }
 
   static @Nullable Encoding lookup(String model) {

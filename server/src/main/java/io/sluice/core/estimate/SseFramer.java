@@ -159,9 +159,15 @@ final class SseFramer {
   /**
    * {@code contentType.trim().toLowerCase(Locale.ROOT).startsWith("text/event-stream")}, without
    * the lower-case copy when the type's first 17 characters are ASCII (each then lower-cases alone
-   * to one character, as {@code regionMatches} compares them).
+   * to one character, as {@code regionMatches} compares them). Most are {@code application/json}: a
+   * first character that is ASCII, not trimmed and no case of {@code t} answers no at once
+   * (lower-cased alone it is still the first, and not {@code t}); the rest as before.
    */
   static boolean isEventStream(String contentType) {
+    char first = contentType.isEmpty() ? ' ' : contentType.charAt(0);
+    if (first > ' ' && first < 0x80 && (first | 0x20) != 't') {
+      return false;
+    }
     String t = contentType.trim();
     int n = EVENT_STREAM.length();
     for (int i = 0, k = Math.min(n, t.length()); i < k; i++) {

@@ -57,4 +57,16 @@ class EventStreamTypeTest {
       assertThat(SseFramer.isEventStream(t)).as(t).isEqualTo(before(t));
     }
   }
+
+  /** The first character alone answers no for most types: every one of them, as before. */
+  @Test
+  void everyFirstCharacterAnswersAsBefore() {
+    String[] rests = {"ext/event-stream", "EXT/EVENT-STREAM; x", "pplication/json", "", "ext/e"};
+    for (char c = 0; c < 0x2200; c++) {
+      for (String rest : rests) {
+        String t = c + rest;
+        assertThat(SseFramer.isEventStream(t)).as("U+%04X%s", (int) c, rest).isEqualTo(before(t));
+      }
+    }
+  }
 }
