@@ -64,6 +64,23 @@ public class LearningPartsBenchmark {
     return r.outputTokens();
   }
 
+  /**
+   * As {@link #reserveAndLearn} with the tenant a fresh String per request, as a request's header
+   * value is (its hash not computed yet).
+   */
+  @Benchmark
+  public long reserveAndLearnFreshTenant() {
+    String tenant = new String(TENANT_CHARS);
+    OutputReserves.Reserve r =
+        reserves.reserve(
+            "default", "claude-sonnet-4-5", "class:interactive", tenant, 0.9, 1024, 1024, 1, 1024);
+    reserves.record(
+        "default", "claude-sonnet-4-5", "class:interactive", tenant, 0.9, 1024, 1, 96 + i++ % 13);
+    return r.outputTokens();
+  }
+
+  private static final char[] TENANT_CHARS = "acme".toCharArray();
+
   /** One completion taught to the pool's service model, and the deadline check's prediction. */
   @Benchmark
   public double serviceSample() {

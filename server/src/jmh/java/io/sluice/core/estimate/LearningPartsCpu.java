@@ -24,7 +24,9 @@ public final class LearningPartsCpu {
     LearningPartsBenchmark b = new LearningPartsBenchmark();
     b.setUp();
     ThreadMXBean mx = ManagementFactory.getThreadMXBean();
-    String[] parts = {"reserveAndLearn", "serviceSample", "encodingLookup"};
+    String[] parts = {
+      "reserveAndLearn", "serviceSample", "encodingLookup", "reserveAndLearnFreshTenant"
+    };
     long sink = 0;
     for (int p = 0; p < parts.length; p++) {
       for (int i = 0; i < 2_000_000; i++) {
@@ -47,7 +49,8 @@ public final class LearningPartsCpu {
     return switch (part) {
       case 0 -> b.reserveAndLearn();
       case 1 -> (long) b.serviceSample();
-      default -> b.encodingLookup() == null ? 0 : 1;
+      case 2 -> b.encodingLookup() == null ? 0 : 1;
+      default -> b.reserveAndLearnFreshTenant();
     };
   }
 }

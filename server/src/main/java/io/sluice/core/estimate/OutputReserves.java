@@ -383,12 +383,14 @@ public final class OutputReserves {
     // loader does not capture (a lambda was built per lookup); the losses decay at the half-life
     double la = cut ? Double.NaN : Math.log(Math.max(1, actual));
     double lr = cut ? Double.NaN : ReserveStats.relativeLog(actual, capPerAnswer);
-    String t = s.tenantKeys() ? bounded(tenant) : null;
+    // the tenant by its own key's name, hashed with that key (the request's was hashed per answer)
+    ReserveKey own = s.tenantKeys() ? key(pool, model, scope, quantile, tenant) : null;
+    String t = own == null ? null : own.tenant();
     noKeys = false;
     keys.get(key(pool, model, scope, quantile, ""), ReserveStats::of)
         .record(capPerAnswer, actual, la, lr, d.growth(), d.alpha(), cut, t, leadOnCoarseKey(s));
-    if (s.tenantKeys()) {
-      keys.get(key(pool, model, scope, quantile, tenant), ReserveStats::of)
+    if (own != null) {
+      keys.get(own, ReserveStats::of)
           .record(capPerAnswer, actual, la, lr, d.growth(), d.alpha(), cut, null, 0);
     }
   }
@@ -462,9 +464,7 @@ public final class OutputReserves {
     return evictions.sum();
   }
 
-  /**
-   * The {@code limit} most used keys (by decisions, then samples), for {@code /debug/estimates}.
-   */
+  /** The {@code limit} most used keys (decisions, then samples), for {@code /debug/estimates}. */
   public List<KeyView> top(int limit) {
     Settings s = settings;
     List<KeyView> all = new ArrayList<>();

@@ -55,6 +55,8 @@ final class ListenerFanOut implements SessionListener {
     out.add(SessionEvent.Admitted.class);
     out.add(SessionEvent.Released.class);
     out.add(SessionEvent.Noted.class);
+    // the first one other() finds: every answer's response headers send it (it was the tenth)
+    out.add(SessionEvent.UpstreamResponded.class);
     for (Class<?> c : SessionEvent.class.getPermittedSubclasses()) {
       if (!out.contains(c)) {
         out.add(c);
