@@ -177,9 +177,6 @@ final class Floor implements Callable<Integer> {
               + " mutation, as with decisionHeader off")
   boolean deadlineHeader;
 
-  private static final String ANSWER_DECORATIONS =
-      "responses: {decisionHeader: false, estimateHeader: false}";
-
   @Option(
       names = "--otlp-endpoint",
       description =
@@ -187,61 +184,10 @@ final class Floor implements Callable<Integer> {
               + " discarding OTLP receiver the floor serves (TelemetrySink)")
   @Nullable String otlpEndpoint;
 
-  /**
-   * Target {@code sluice-unguarded}: {@code policy} without the HTTP/2 abuse limits (the
-   * premature-reset guard in front of grpc's codec, grpc's RST_STREAM limit), to measure what they
-   * cost on the transport.
-   */
-  static String withoutHttp2Guards(String policy) {
-    String out =
-        policy.replace(
-            "grpc: {host: 127.0.0.1, port: 0}",
-            "grpc: {host: 127.0.0.1, port: 0, maxPrematureResets: 0, maxResetsPerWindow: 0}");
-    if (out.equals(policy)) {
-      throw new IllegalStateException("bench policy changed shape; update Floor");
-    }
-    return out;
-  }
+  /** The floor's admit ({@link FloorPolicies#ADMIT}): no header mutation. */
+  static final String ADMIT_POLICY = FloorPolicies.ADMIT;
 
-  /** {@code policy} with no deadline header on the admitted request. */
-  static String withoutDeadlineHeader(String policy) {
-    String out =
-        policy.replace(
-            ANSWER_DECORATIONS,
-            "responses: {decisionHeader: false, estimateHeader: false, deadlineHeader: \"\"}");
-    if (out.equals(policy)) {
-      throw new IllegalStateException("bench policy changed shape; update Floor");
-    }
-    return out;
-  }
-
-  static final String ADMIT_POLICY_WITH_DEADLINE_HEADER =
-      Policies.policy(
-          1_000_000_000_000L,
-          0,
-          0,
-          """
-            interactive: {rank: 0, reservedShare: 1.0, borrow: true, deadline: 8s,
-                          defaultOutputTokens: 256}
-          """,
-          "interactive");
-
-  /**
-   * The floor's admit: no header mutation (decision, estimate and deadline headers off), so the
-   * answer is the transport's and the admission path's, not the answer's optional decorations.
-   */
-  static final String ADMIT_POLICY = withoutDeadlineHeader(ADMIT_POLICY_WITH_DEADLINE_HEADER);
-
-  static final String REJECT_POLICY =
-      Policies.policy(
-          1_000_000_000_000L,
-          0,
-          0,
-          """
-            interactive: {rank: 0, reservedShare: 0.0, borrow: false, deadline: 8s,
-                          defaultOutputTokens: 256}
-          """,
-          "interactive");
+  static final String REJECT_POLICY = FloorPolicies.REJECT;
 
   /**
    * Result of one target over all rounds.
@@ -479,7 +425,7 @@ final class Floor implements Callable<Integer> {
       case "sluice-telemetry" ->
           new Sluice(
               admit + TelemetrySink.policy(TelemetrySink.endpoint(otlpEndpoint)), port, store);
-      case "sluice-unguarded" -> new Sluice(withoutHttp2Guards(admit), port, store);
+      case "sluice-unguarded" -> new Sluice(FloorPolicies.withoutHttp2Guards(admit), port, store);
       default ->
           throw new IllegalArgumentException(
               "target: "
@@ -490,7 +436,7 @@ final class Floor implements Callable<Integer> {
   }
 
   private String admitPolicy() {
-    return deadlineHeader ? ADMIT_POLICY_WITH_DEADLINE_HEADER : ADMIT_POLICY;
+    return deadlineHeader ? FloorPolicies.ADMIT_WITH_DEADLINE_HEADER : ADMIT_POLICY;
   }
 
   private String requireRedis() {
