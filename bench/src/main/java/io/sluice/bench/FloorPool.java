@@ -72,6 +72,27 @@ final class FloorPool {
                   .mapToObj(m -> String.format(Locale.ROOT, "%.3f", m))
                   .toList()));
     }
+    for (String target : targets) { // every round, so runs of separate invocations can be pooled
+      List<double[]> mine = runs.getOrDefault(workload + " " + target, List.of());
+      if (!target.equals("noop") && !mine.isEmpty()) {
+        out.printf(
+            Locale.ROOT,
+            "%s %s rounds, run by run: %s%n",
+            workload,
+            target,
+            String.join(
+                " | ",
+                mine.stream()
+                    .map(
+                        r ->
+                            String.join(
+                                " ",
+                                Arrays.stream(r)
+                                    .mapToObj(x -> String.format(Locale.ROOT, "%.3f", x))
+                                    .toList()))
+                    .toList()));
+      }
+    }
   }
 
   /** The {@code q} quantile of sorted {@code v}, linear between neighbours; NaN when empty. */

@@ -51,6 +51,8 @@ class FloorPoolTest {
     assertThat(text).contains("rls, pooled over 2 runs");
     assertThat(text).contains("| sluice | 0.950 | 0.930–0.970 | 4 | 0.950 / 0.950 |");
     assertThat(text).doesNotContain("| noop |");
+    assertThat(text).contains("rls sluice rounds, run by run: 0.900 1.000 | 0.940 0.960");
+    assertThat(text).doesNotContain("rls noop rounds");
   }
 
   @Test
