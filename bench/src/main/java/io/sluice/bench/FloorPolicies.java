@@ -35,16 +35,21 @@ final class FloorPolicies {
     return out;
   }
 
-  static final String ADMIT_WITH_DEADLINE_HEADER =
-      Policies.policy(
-          1_000_000_000_000L,
-          0,
-          0,
-          """
-            interactive: {rank: 0, reservedShare: 1.0, borrow: true, deadline: 8s,
-                          defaultOutputTokens: 256}
-          """,
-          "interactive");
+  /** One pool, one class {@code interactive} of {@code share} with or without borrowing. */
+  private static String interactive(String share, boolean borrow) {
+    return Policies.policy(
+        1_000_000_000_000L,
+        0,
+        0,
+        """
+          interactive: {rank: 0, reservedShare: %s, borrow: %s, deadline: 8s,
+                        defaultOutputTokens: 256}
+        """
+            .formatted(share, borrow),
+        "interactive");
+  }
+
+  static final String ADMIT_WITH_DEADLINE_HEADER = interactive("1.0", true);
 
   /**
    * The floor's admit: no header mutation (decision, estimate and deadline headers off), so the
@@ -52,14 +57,5 @@ final class FloorPolicies {
    */
   static final String ADMIT = withoutDeadlineHeader(ADMIT_WITH_DEADLINE_HEADER);
 
-  static final String REJECT =
-      Policies.policy(
-          1_000_000_000_000L,
-          0,
-          0,
-          """
-            interactive: {rank: 0, reservedShare: 0.0, borrow: false, deadline: 8s,
-                          defaultOutputTokens: 256}
-          """,
-          "interactive");
+  static final String REJECT = interactive("0.0", false);
 }
