@@ -87,6 +87,11 @@ public final class RetryAttemptCheck implements AdmissionCheck<Attempt> {
   }
 
   @Override
+  public boolean appliesToAll() { // every attempt is classified: the chain calls no applies
+    return true;
+  }
+
+  @Override
   public CompletionStage<Attempt> ask(Request r) {
     Subject s = r.subject();
     String pool = s.pool().name();

@@ -42,6 +42,14 @@ public interface AdmissionCheck<A> {
    */
   boolean applies(Request r);
 
+  /**
+   * True when {@link #applies} is true for every request, whatever it is (the default: false): the
+   * chain then asks the check without calling {@link #applies}, decided once when it is built.
+   */
+  default boolean appliesToAll() {
+    return false;
+  }
+
   /** Asks (a store round trip, or at once); called in the request's serial context. */
   CompletionStage<A> ask(Request r);
 

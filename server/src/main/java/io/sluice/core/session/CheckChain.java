@@ -38,6 +38,16 @@ public final class CheckChain {
   private final AdmissionCheck<?>[] checks;
   // each check's stage, read once here and not per request (a check's stage is fixed)
   private final AdmissionCheck.Stage[] stages;
+  // how each check's applies is asked (GATE_*), chosen once here by its class: one call site per
+  // built-in check (a direct call the JIT inlines), none for a check that applies to every request
+  private final byte[] gates;
+
+  private static final byte GATE_CALL = 0; // any other check: its applies, through the interface
+  private static final byte GATE_ALL = 1; // applies to every request (appliesToAll): no call
+  private static final byte GATE_RATE = 2;
+  private static final byte GATE_TOKENS = 3;
+  private static final byte GATE_SLOT = 4;
+  private static final byte GATE_WORKFLOW = 5;
 
   /** {@code checks} in order, every {@link AdmissionCheck.Stage#HEADERS} one first. */
   CheckChain(List<? extends AdmissionCheck<?>> checks) {
@@ -53,6 +63,43 @@ public final class CheckChain {
     }
     this.checks = checks.toArray(new AdmissionCheck<?>[0]);
     this.stages = stage;
+    this.gates = new byte[this.checks.length];
+    for (int i = 0; i < gates.length; i++) {
+      gates[i] = gate(this.checks[i]);
+    }
+  }
+
+  private static byte gate(AdmissionCheck<?> c) {
+    if (c.appliesToAll()) {
+      return GATE_ALL;
+    }
+    // the built-in checks are final classes: the exact class is the check
+    Class<?> k = c.getClass();
+    return k == TenantRateCheck.class
+        ? GATE_RATE
+        : k == TokenReservationCheck.class
+            ? GATE_TOKENS
+            : k == TenantSlotCheck.class
+                ? GATE_SLOT
+                : k == WorkflowPlaceCheck.class ? GATE_WORKFLOW : GATE_CALL;
+  }
+
+  /**
+   * Whether the {@code i}th check applies to {@code r} ({@link AdmissionCheck#applies}), asked as
+   * chosen when the chain was built: no call for a check that applies to all, a call site of its
+   * own for each built-in check, so that one request's way through the chain dispatches through no
+   * itable stub (one site for all of them sees every class: megamorphic).
+   */
+  boolean applies(int i, AdmissionCheck.Request r) {
+    AdmissionCheck<?> c = checks[i];
+    return switch (gates[i]) {
+      case GATE_ALL -> true;
+      case GATE_RATE -> ((TenantRateCheck) c).applies(r);
+      case GATE_TOKENS -> ((TokenReservationCheck) c).applies(r);
+      case GATE_SLOT -> ((TenantSlotCheck) c).applies(r);
+      case GATE_WORKFLOW -> ((WorkflowPlaceCheck) c).applies(r);
+      default -> c.applies(r);
+    };
   }
 
   /** The checks of a snapshot ({@link Sessions}), in order. */

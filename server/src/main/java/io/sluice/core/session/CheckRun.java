@@ -191,8 +191,8 @@ abstract class CheckRun implements AdmissionCheck.Request {
    */
   final void run(Stage stage, long receivedNanos, @Nullable Runnable then) {
     while (next < chain.size() && chain.stage(next) == stage) { // no call into the check
-      AdmissionCheck<?> c = chain.get(next++);
-      if (c.applies(this) && !ask(c, stage, receivedNanos, then)) {
+      AdmissionCheck<?> c = chain.get(next);
+      if (chain.applies(next++, this) && !ask(c, stage, receivedNanos, then)) { // no itable stub
         return; // refused, released, or its answer resumes the run
       }
     }
