@@ -7,6 +7,7 @@ import io.sluice.core.retry.Attempt;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 import org.jspecify.annotations.Nullable;
 
@@ -74,12 +75,13 @@ public final class RetryMetrics {
    */
   public void attempted(String pool, String cls, Attempt a, long atNanos) {
     Window w = window(pool, cls);
+    w.roll(atNanos); // before the count: an attempt of a new minute counts in it
     if (!a.retry() && a.previousReason().equals(Attempt.NONE)) {
-      w.originals.increment(); // the common case: no key to build
+      w.originals.increment(); // the common case: no key to build, and the window's count too
     } else {
       attempts(pool, cls, a.kind(), a.previousReason()).increment();
+      (a.retry() ? w.retries : w.otherOriginals).increment();
     }
-    w.add(a.retry(), atNanos);
     if (a.retry()) {
       counter(
               RETRIES,
@@ -211,17 +213,27 @@ public final class RetryMetrics {
   /**
    * Two one-minute buckets of attempts and originals, and the pool's and class's {@code
    * sluice_attempts_total{kind="original",reason="none"}}.
+   *
+   * <p>Lock-free on the hot path: the counts are cumulative ({@link #originals}, the common case's
+   * own counter, plus two adders for the rest), and a minute's count is the difference from the
+   * totals its roll read. An attempt reads {@link #nextMinuteAt} and adds once; the lock is taken
+   * only to roll (once a minute) and to read the ratio. The arithmetic is the one the window that
+   * counted under its lock did: a time before the window's minute counts in that minute, and the
+   * window never rolls back.
    */
   private static final class Window {
     final String pool;
     final String cls;
-    final Counter originals;
+    final Counter originals; // originals with no earlier refusal: the common case
+    final LongAdder otherOriginals = new LongAdder(); // originals with an earlier refusal's reason
+    final LongAdder retries = new LongAdder();
     private long minute = Long.MIN_VALUE;
     // the first nanosecond after this minute (capped at Long.MAX_VALUE): an earlier time needs no
     // division to tell it is not a later minute; MIN_VALUE until the first roll
-    private long nextMinuteAt = Long.MIN_VALUE;
-    private long attempts;
-    private long originalCount;
+    private volatile long nextMinuteAt = Long.MIN_VALUE;
+    // the cumulative attempts and originals when this minute began
+    private long baseAttempts;
+    private long baseOriginals;
     private long lastAttempts;
     private long lastOriginals;
 
@@ -231,22 +243,26 @@ public final class RetryMetrics {
       this.originals = originals;
     }
 
-    synchronized void add(boolean retry, long now) {
-      roll(now);
-      attempts++;
-      if (!retry) {
-        originalCount++;
+    /** Starts {@code now}'s minute if it is a later one (the hot path: one volatile read). */
+    void roll(long now) {
+      if (now >= nextMinuteAt) {
+        rollLocked(now);
       }
     }
 
     synchronized double ratio(long now) {
-      roll(now);
-      long o = originalCount + lastOriginals;
-      long a = attempts + lastAttempts;
+      rollLocked(now);
+      long origs = originalsTotal();
+      long o = origs - baseOriginals + lastOriginals;
+      long a = origs + retries.sum() - baseAttempts + lastAttempts;
       return o == 0 ? (a == 0 ? 1.0 : a) : (double) a / o;
     }
 
-    private void roll(long now) {
+    private long originalsTotal() {
+      return (long) originals.count() + otherOriginals.sum();
+    }
+
+    private synchronized void rollLocked(long now) {
       if (now < nextMinuteAt) { // this minute, or an earlier time (an arrival): never back
         return;
       }
@@ -254,17 +270,19 @@ public final class RetryMetrics {
       if (m <= minute) {
         return;
       }
-      nextMinuteAt = startOf(m + 1);
+      long origs = originalsTotal();
+      long atts = origs + retries.sum();
       if (m == minute + 1) {
-        lastAttempts = attempts;
-        lastOriginals = originalCount;
+        lastAttempts = atts - baseAttempts;
+        lastOriginals = origs - baseOriginals;
       } else {
         lastAttempts = 0;
         lastOriginals = 0;
       }
-      attempts = 0;
-      originalCount = 0;
+      baseAttempts = atts;
+      baseOriginals = origs;
       minute = m;
+      nextMinuteAt = startOf(m + 1); // last: an attempt that reads it sees the bases set
     }
 
     /** Minute {@code m}'s first nanosecond, or Long.MAX_VALUE past the last whole one. */

@@ -182,18 +182,27 @@ public final class SloMetrics {
 
     /** One answer of {@code result} ({@link AnswerTimes#RESULTS}). */
     public void answer(String result) {
-      for (int i = 0; i < answers.length; i++) { // by reference first: AnswerTimes's constants
-        if (AnswerTimes.RESULTS[i] == result) {
-          answers[i].increment();
-          return;
-        }
+      // by reference first (AnswerTimes's constants, compared as constants: no array read)
+      Counter c =
+          result == AnswerTimes.GOODPUT
+              ? answers[0]
+              : result == AnswerTimes.LATE
+                  ? answers[1]
+                  : result == AnswerTimes.CANCELLED
+                      ? answers[2]
+                      : result == AnswerTimes.FAILED ? answers[3] : byValue(result);
+      if (c != null) {
+        c.increment();
       }
+    }
+
+    private @Nullable Counter byValue(String result) {
       for (int i = 0; i < answers.length; i++) {
         if (AnswerTimes.RESULTS[i].equals(result)) {
-          answers[i].increment();
-          return;
+          return answers[i];
         }
       }
+      return null;
     }
 
     public void timeToFirstToken(long nanos) {
