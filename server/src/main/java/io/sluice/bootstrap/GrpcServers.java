@@ -12,6 +12,7 @@ import io.grpc.util.AdvancedTlsX509TrustManager;
 import io.sluice.config.SluiceConfig;
 import io.sluice.extproc.ExtProcService;
 import io.sluice.rls.RlsModule;
+import io.sluice.transport.CoarseTransportClock;
 import io.sluice.transport.GuardedNegotiation;
 import io.sluice.transport.LeakSampling;
 import io.sluice.transport.PrematureResetGuard;
@@ -43,7 +44,8 @@ final class GrpcServers {
       ExtProcService extProc,
       HealthStatusManager health,
       @Nullable RlsModule rls,
-      java.util.List<io.grpc.BindableService> more)
+      java.util.List<io.grpc.BindableService> more,
+      java.util.function.LongSupplier wallMillis)
       throws IOException {
     // Netty's leak sampling costs ~2 µs per LLM-shaped stream; on only when the operator sets it
     var unusedLevel = LeakSampling.apply();
@@ -65,6 +67,8 @@ final class GrpcServers {
                           GrpcTransportLog.refused(GrpcTransportLog.PREMATURE_RESETS, detail)));
     }
     NettyServerBuilder b = NettyServerBuilder.forAddress(bind, creds);
+    // grpc's channelz stamps (not served) on the coarse wall clock: no Instant.now() per message
+    var unusedCoarse = CoarseTransportClock.install(b, wallMillis);
     if (h2.maxResetsPerWindow() > 0) {
       // rapid reset: past the limit the connection gets GOAWAY ENHANCE_YOUR_CALM and is closed
       b.maxRstFramesPerWindow(h2.maxResetsPerWindow(), (int) h2.resetWindow().toSeconds());

@@ -87,7 +87,14 @@ public final class SluiceServer implements AutoCloseable {
     Server g;
     AdminHttpServer a;
     try {
-      g = GrpcServers.build(srv, extProc, readiness.health(), s.store.rls, permits.services());
+      g =
+          GrpcServers.build(
+              srv,
+              extProc,
+              readiness.health(),
+              s.store.rls,
+              permits.services(),
+              s.registry.config().clock()::wallTime);
       a = AdminRoutes.bind(srv);
     } catch (IOException | RuntimeException e) {
       s.closeAfterFailedStart();
