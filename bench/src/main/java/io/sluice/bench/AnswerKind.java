@@ -43,6 +43,46 @@ record AnswerKind(int field) {
     return BY_FIELD[kind];
   }
 
+  /**
+   * An RLS answer as the generator reads it: only {@code RateLimitResponse.overall_code} (field 1),
+   * every other field (the statuses, headers, quota Sluice writes as envoyproxy/ratelimit does)
+   * skipped unread, so a target's answer costs the generator the same however much it carries. The
+   * value is the code's number (0 UNKNOWN, 1 OK, 2 OVER_LIMIT), boxed from Integer's cache.
+   */
+  static int overallCode(InputStream in) throws IOException {
+    CodedInputStream c = CodedInputStream.newInstance(in);
+    int code = 0;
+    for (int tag = c.readTag(); tag != 0; tag = c.readTag()) {
+      if (tag == OVERALL_CODE_TAG) {
+        code = c.readEnum(); // protobuf: the last one wins
+      } else {
+        c.skipField(tag);
+      }
+    }
+    return code;
+  }
+
+  /** Field 1, varint. */
+  private static final int OVERALL_CODE_TAG = 1 << 3 | WireFormat.WIRETYPE_VARINT;
+
+  /** {@link #overallCode}'s marshaller; the generator never sends an answer. */
+  static final MethodDescriptor.Marshaller<Integer> RLS_CODE =
+      new MethodDescriptor.Marshaller<>() {
+        @Override
+        public InputStream stream(Integer value) {
+          throw new UnsupportedOperationException("the generator sends no answers");
+        }
+
+        @Override
+        public Integer parse(InputStream stream) {
+          try {
+            return overallCode(stream);
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        }
+      };
+
   /** The generator never sends an answer: {@link #stream} is unused. */
   static final MethodDescriptor.Marshaller<AnswerKind> MARSHALLER =
       new MethodDescriptor.Marshaller<>() {

@@ -97,9 +97,9 @@ final class Floor implements Callable<Integer> {
   @Option(
       names = "--parse-answers",
       description =
-          "the generator parses every ext_proc answer with protobuf (as it did before: a target's"
-              + " dynamic metadata then costs the generator, on the same cores); by default it"
-              + " reads only which answer it is")
+          "the generator parses every ext_proc and RLS answer with protobuf (as it did before: a"
+              + " target's dynamic metadata or RLS statuses then cost the generator, on the same"
+              + " cores); by default it reads only which answer it is (RLS: its overall code)")
   boolean parseAnswers;
 
   @Option(

@@ -5,6 +5,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingRequest;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitRequest;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse.Code;
 import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitServiceGrpc;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -52,6 +53,17 @@ enum FloorCalls {
 
   static final MethodDescriptor<ProcessingRequest, AnswerKind> SKIMMED =
       PARSED.toBuilder(PARSED.getRequestMarshaller(), AnswerKind.MARSHALLER).build();
+
+  /** RLS with the answer parsed by protobuf ({@code --parse-answers}). */
+  static final MethodDescriptor<RateLimitRequest, RateLimitResponse> RLS_PARSED =
+      RateLimitServiceGrpc.getShouldRateLimitMethod();
+
+  /**
+   * RLS as the generator calls it: the answer read only as far as its overall code ({@link
+   * AnswerKind#overallCode}), as ext_proc's answers are read only as far as their kind.
+   */
+  static final MethodDescriptor<RateLimitRequest, Integer> RLS_SKIMMED =
+      RLS_PARSED.toBuilder(RLS_PARSED.getRequestMarshaller(), AnswerKind.RLS_CODE).build();
 
   /** The name on the command line and in the tables. */
   String label() {
@@ -124,7 +136,9 @@ enum FloorCalls {
       }
       case RLS -> {
         RateLimitRequest req = FloorMessages.rlsRequest();
-        yield (ch, finish) -> rls(ch, req, finish);
+        yield parseAnswers
+            ? (ch, finish) -> rls(ch, RLS_PARSED, r -> r.getOverallCode() == Code.OK, req, finish)
+            : (ch, finish) -> rls(ch, RLS_SKIMMED, code -> code == Code.OK_VALUE, req, finish);
       }
     };
   }
@@ -193,15 +207,19 @@ enum FloorCalls {
     }
   }
 
-  private static void rls(Channel ch, RateLimitRequest req, Consumer<Boolean> finish) {
-    ClientCall<RateLimitRequest, RateLimitResponse> call =
-        ch.newCall(RateLimitServiceGrpc.getShouldRateLimitMethod(), CallOptions.DEFAULT);
+  private static <A> void rls(
+      Channel ch,
+      MethodDescriptor<RateLimitRequest, A> method,
+      Predicate<A> isOk,
+      RateLimitRequest req,
+      Consumer<Boolean> finish) {
+    ClientCall<RateLimitRequest, A> call = ch.newCall(method, CallOptions.DEFAULT);
     boolean[] ok = {false};
     call.start(
         new ClientCall.Listener<>() {
           @Override
-          public void onMessage(RateLimitResponse message) {
-            ok[0] = message.getOverallCode() == RateLimitResponse.Code.OK;
+          public void onMessage(A message) {
+            ok[0] = isOk.test(message);
           }
 
           @Override

@@ -12,6 +12,7 @@ import io.envoyproxy.envoy.service.ext_proc.v3.HeaderMutation;
 import io.envoyproxy.envoy.service.ext_proc.v3.HeadersResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ImmediateResponse;
 import io.envoyproxy.envoy.service.ext_proc.v3.ProcessingResponse;
+import io.envoyproxy.envoy.service.ratelimit.v3.RateLimitResponse;
 import java.io.ByteArrayInputStream;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -104,5 +105,46 @@ class FloorAnswersTest {
       assertThat(kind.field())
           .isEqualTo(ProcessingResponse.parseFrom(both).getResponseCase().getNumber());
     }
+  }
+
+  @Test
+  void readsAnRlsAnswersOverallCodeAndSkipsTheRest() throws Exception {
+    RateLimitResponse.DescriptorStatus status =
+        RateLimitResponse.DescriptorStatus.newBuilder()
+            .setCode(RateLimitResponse.Code.OVER_LIMIT)
+            .setCurrentLimit(
+                RateLimitResponse.RateLimit.newBuilder()
+                    .setRequestsPerUnit(10)
+                    .setUnit(RateLimitResponse.RateLimit.Unit.SECOND))
+            .setLimitRemaining(0)
+            .build();
+    List<RateLimitResponse> answers =
+        List.of(
+            RateLimitResponse.getDefaultInstance(), // UNKNOWN: nothing on the wire
+            RateLimitResponse.newBuilder().setOverallCode(RateLimitResponse.Code.OK).build(),
+            RateLimitResponse.newBuilder()
+                .addStatuses(status.toBuilder().setCode(RateLimitResponse.Code.OK))
+                .setOverallCode(RateLimitResponse.Code.OK)
+                .build(),
+            RateLimitResponse.newBuilder()
+                .setOverallCode(RateLimitResponse.Code.OVER_LIMIT)
+                .addStatuses(status)
+                .addResponseHeadersToAdd(
+                    io.envoyproxy.envoy.config.core.v3.HeaderValue.newBuilder()
+                        .setKey("x-ratelimit-remaining")
+                        .setValue("0"))
+                .build());
+    for (RateLimitResponse answer : answers) {
+      int code = AnswerKind.overallCode(new ByteArrayInputStream(answer.toByteArray()));
+      assertThat(code).isEqualTo(answer.getOverallCodeValue());
+    }
+    // written twice (merged messages): the last one is the answer, as protobuf reads it
+    byte[] ok = answers.get(2).toByteArray();
+    byte[] over = answers.get(3).toByteArray();
+    byte[] both = new byte[ok.length + over.length];
+    System.arraycopy(ok, 0, both, 0, ok.length);
+    System.arraycopy(over, 0, both, ok.length, over.length);
+    assertThat(AnswerKind.overallCode(new ByteArrayInputStream(both)))
+        .isEqualTo(RateLimitResponse.parseFrom(both).getOverallCodeValue());
   }
 }

@@ -59,6 +59,9 @@ class FloorRepliesTest {
         byte[] rlsSluice = expected.rls();
         assertThat(rlsNoop).hasSameSizeAs(rlsSluice);
         assertThat(withoutRemaining(rlsNoop)).isEqualTo(withoutRemaining(rlsSluice));
+        // the generator reads only the overall code of either: OK
+        assertThat(AnswerKind.overallCode(new java.io.ByteArrayInputStream(rlsSluice)))
+            .isEqualTo(RateLimitResponse.Code.OK_VALUE);
       } finally {
         sluice.shutdownNow();
         answers.shutdownNow();
