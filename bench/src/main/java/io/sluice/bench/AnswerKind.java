@@ -65,39 +65,33 @@ record AnswerKind(int field) {
   /** Field 1, varint. */
   private static final int OVERALL_CODE_TAG = 1 << 3 | WireFormat.WIRETYPE_VARINT;
 
-  /** {@link #overallCode}'s marshaller; the generator never sends an answer. */
-  static final MethodDescriptor.Marshaller<Integer> RLS_CODE =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(Integer value) {
-          throw new UnsupportedOperationException("the generator sends no answers");
-        }
+  /** {@link #overallCode}'s marshaller. */
+  static final MethodDescriptor.Marshaller<Integer> RLS_CODE = reading(AnswerKind::overallCode);
 
-        @Override
-        public Integer parse(InputStream stream) {
-          try {
-            return overallCode(stream);
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
-        }
-      };
+  /** {@link #read}'s marshaller. */
+  static final MethodDescriptor.Marshaller<AnswerKind> MARSHALLER = reading(AnswerKind::read);
 
-  /** The generator never sends an answer: {@link #stream} is unused. */
-  static final MethodDescriptor.Marshaller<AnswerKind> MARSHALLER =
-      new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(AnswerKind value) {
-          throw new UnsupportedOperationException("the generator sends no answers");
-        }
+  /** How an answer is read from its bytes. */
+  private interface Reader<T> {
+    T read(InputStream in) throws IOException;
+  }
 
-        @Override
-        public AnswerKind parse(InputStream stream) {
-          try {
-            return read(stream);
-          } catch (IOException e) {
-            throw new UncheckedIOException(e);
-          }
+  /** A marshaller that reads answers with {@code reader}: the generator never sends one. */
+  private static <T> MethodDescriptor.Marshaller<T> reading(Reader<T> reader) {
+    return new MethodDescriptor.Marshaller<>() {
+      @Override
+      public InputStream stream(T value) {
+        throw new UnsupportedOperationException("the generator sends no answers");
+      }
+
+      @Override
+      public T parse(InputStream stream) {
+        try {
+          return reader.read(stream);
+        } catch (IOException e) {
+          throw new UncheckedIOException(e);
         }
-      };
+      }
+    };
+  }
 }
