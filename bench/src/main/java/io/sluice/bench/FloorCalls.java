@@ -109,8 +109,9 @@ enum FloorCalls {
 
   /**
    * One call of this shape; it reports its end to the consumer and never blocks. {@code
-   * parseAnswers}: the generator parses every ext_proc answer with protobuf (the generator's old
-   * way, {@code --parse-answers}), else it reads only which answer it is.
+   * parseAnswers}: the generator parses every ext_proc and RLS answer with protobuf (the
+   * generator's old way, {@code --parse-answers}), else it reads only which answer it is (an RLS
+   * answer: its overall code).
    */
   BiConsumer<Channel, Consumer<Boolean>> call(boolean parseAnswers) {
     return switch (this) {
